@@ -1,0 +1,130 @@
+//! Command-line surface. Parsing only: values stay strings here and are validated (with the
+//! flag's name in every message) where they are turned into specs.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(name = "ccbench", version, about = "Congestion-control test bench: is BBR better than CUBIC on this kind of path, and how sure are we?")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Compare congestion-control algorithms over an emulated path, with repetitions and a verdict.
+    Run(RunArgs),
+    /// Run any command in the client namespace behind an emulated path (like Mahimahi's shells).
+    Exec(ExecArgs),
+    /// Show what this host can do: root, TUN, namespaces, algorithms, qdiscs.
+    Doctor,
+}
+
+/// The emulated path. Rates, delays, losses and buffers apply to both directions unless the
+/// -down (server → client) or -up (client → server) variant is given.
+#[derive(Args, Debug, Clone)]
+pub struct PathArgs {
+    /// Bottleneck rate, e.g. 100mbit, 1gbit, unlimited.
+    #[arg(long, default_value = "100mbit")]
+    pub rate: String,
+    /// Rate from server to client (overrides --rate).
+    #[arg(long)]
+    pub rate_down: Option<String>,
+    /// Rate from client to server (overrides --rate).
+    #[arg(long)]
+    pub rate_up: Option<String>,
+    /// Base round-trip time, split evenly between the directions, e.g. 40ms, 250us.
+    #[arg(long, default_value = "40ms")]
+    pub rtt: String,
+    /// One-way delay from server to client (overrides half of --rtt).
+    #[arg(long)]
+    pub delay_down: Option<String>,
+    /// One-way delay from client to server (overrides half of --rtt).
+    #[arg(long)]
+    pub delay_up: Option<String>,
+    /// Random loss per packet: a percentage (1%) for Bernoulli loss, or
+    /// gilbert:p=1%,r=25%[,bad=100%][,good=0%] for bursty Gilbert–Elliott loss.
+    #[arg(long, default_value = "0")]
+    pub loss: String,
+    /// Loss from server to client (overrides --loss).
+    #[arg(long)]
+    pub loss_down: Option<String>,
+    /// Loss from client to server (overrides --loss).
+    #[arg(long)]
+    pub loss_up: Option<String>,
+    /// Drop-tail buffer at the bottleneck: 1bdp, 0.5bdp, 100pkt, 256kib, unlimited.
+    #[arg(long, default_value = "1bdp")]
+    pub buffer: String,
+    /// Buffer from server to client (overrides --buffer).
+    #[arg(long)]
+    pub buffer_down: Option<String>,
+    /// Buffer from client to server (overrides --buffer).
+    #[arg(long)]
+    pub buffer_up: Option<String>,
+    /// MTU of the emulated link in bytes.
+    #[arg(long, default_value_t = 1500)]
+    pub mtu: u32,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirectionArg {
+    /// The server sends (a download).
+    Download,
+    /// The client sends (an upload).
+    Upload,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Algorithms to compare, comma-separated, e.g. bbr,cubic. Each must be available on this host.
+    #[arg(long, default_value = "bbr,cubic")]
+    pub cc: String,
+    #[command(flatten)]
+    pub path: PathArgs,
+    /// How long each run sends, e.g. 10s.
+    #[arg(long, default_value = "10s", conflicts_with = "bytes")]
+    pub duration: String,
+    /// Send exactly this much per flow instead of for a duration, e.g. 10mb; the metric is completion time.
+    #[arg(long)]
+    pub bytes: Option<String>,
+    /// Give up on a --bytes transfer after this long and mark it incomplete.
+    #[arg(long, default_value = "600s")]
+    pub timeout: String,
+    /// Parallel TCP connections per run.
+    #[arg(long, default_value_t = 1)]
+    pub flows: u32,
+    /// Which way the data flows.
+    #[arg(long, value_enum, default_value_t = DirectionArg::Download)]
+    pub direction: DirectionArg,
+    /// Runs per algorithm, interleaved across algorithms.
+    #[arg(long, default_value_t = 5)]
+    pub runs: u32,
+    /// How often the sender's TCP_INFO and the emulator's queue are sampled.
+    #[arg(long, default_value = "10ms")]
+    pub sample_interval: String,
+    /// Seed for the run order and the loss models (default: random, and recorded).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Directory for results (default: ./results/<time>-<algorithms>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Also print the full JSON result to standard output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ExecArgs {
+    #[command(flatten)]
+    pub path: PathArgs,
+    /// A shell command started first in the server namespace (e.g. 'iperf3 -s') and stopped afterwards.
+    #[arg(long)]
+    pub server_cmd: Option<String>,
+    /// Seed for the loss models.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// The command to run in the client namespace; $CCBENCH_SERVER_ADDR holds the server's address.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}

@@ -1,0 +1,47 @@
+//! User errors: one line naming the flag, the value and what is allowed; exit status 2.
+
+use std::fmt;
+
+#[derive(Debug)]
+pub struct UsageError {
+    pub flag: String,
+    pub value: String,
+    pub allowed: String,
+}
+
+impl UsageError {
+    pub fn new(flag: &str, value: impl fmt::Display, allowed: impl Into<String>) -> Self {
+        UsageError { flag: flag.to_string(), value: value.to_string(), allowed: allowed.into() }
+    }
+}
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.flag.is_empty() {
+            write!(f, "{}", self.allowed)
+        } else {
+            write!(f, "invalid {} {:?}: expected {}", self.flag, self.value, self.allowed)
+        }
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// The host cannot do what was asked (not root, no TUN): also a user-facing error, exit 2.
+pub fn precondition(msg: impl Into<String>) -> UsageError {
+    UsageError { flag: String::new(), value: String::new(), allowed: msg.into() }
+}
+
+/// Every user-facing command that needs namespaces checks this before touching anything.
+pub fn require_root(command: &str) -> Result<(), UsageError> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(precondition(format!(
+            "ccbench {command} needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to create its network namespaces; run it with sudo"
+        )));
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Err(precondition("ccbench needs /dev/net/tun (the tun module), which this host lacks"));
+    }
+    Ok(())
+}

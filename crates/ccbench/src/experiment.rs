@@ -1,0 +1,165 @@
+//! An experiment: every algorithm × `runs` repetitions, interleaved round by round in an order
+//! shuffled per round, so slow drift of the machine hits every arm alike.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use ccbench_emu::{EmulatedPath, PathSpec, SERVER_ADDR};
+use ccbench_workload::{run_bulk, BulkSpec};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::provenance::{now_rfc3339, Provenance};
+use crate::results::{CcSummary, ExperimentResult, Params, RunMetrics, RunRecord, Status};
+
+pub const ALPHA: f64 = 0.05;
+
+pub struct Plan {
+    pub ccs: Vec<String>,
+    pub runs: u32,
+    pub seed: u64,
+    pub path: PathSpec,
+    pub workload: BulkSpec,
+}
+
+/// One scheduled run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Slot {
+    pub round: u32,
+    pub cc: String,
+}
+
+/// A B A B …, each round in its own seeded random order.
+pub fn schedule(ccs: &[String], runs: u32, seed: u64) -> Vec<Slot> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut slots = Vec::new();
+    for round in 0..runs {
+        let mut order: Vec<&String> = ccs.iter().collect();
+        order.shuffle(&mut rng);
+        slots.extend(order.into_iter().map(|cc| Slot { round, cc: cc.clone() }));
+    }
+    slots
+}
+
+/// Progress callbacks, so the terminal layer decides what to print.
+pub trait Observer {
+    fn run_started(&mut self, index: usize, total: usize, slot: &Slot);
+    fn run_finished(&mut self, index: usize, total: usize, record: &RunRecord);
+}
+
+pub fn execute(plan: &Plan, stop: &AtomicBool, observer: &mut dyn Observer) -> ExperimentResult {
+    let provenance = Provenance::new();
+    let slots = schedule(&plan.ccs, plan.runs, plan.seed);
+    let mut records = Vec::new();
+    let mut status = Status::Complete;
+    for (index, slot) in slots.iter().enumerate() {
+        if stop.load(Ordering::SeqCst) {
+            status = Status::Interrupted;
+            break;
+        }
+        observer.run_started(index, slots.len(), slot);
+        let record = run_one(plan, index as u32, slot, stop);
+        observer.run_finished(index, slots.len(), &record);
+        let failed = record.status == Status::Failed;
+        if record.status == Status::Interrupted {
+            status = Status::Interrupted;
+        }
+        records.push(record);
+        if failed {
+            status = Status::Failed;
+            break;
+        }
+        if status == Status::Interrupted {
+            break;
+        }
+    }
+    let mut provenance = provenance;
+    provenance.finished_at = Some(now_rfc3339());
+    let (summary, comparisons) = analyse(&plan.ccs, &records, plan.seed);
+    ExperimentResult {
+        schema: crate::results::SCHEMA,
+        status,
+        provenance,
+        params: Params { ccs: plan.ccs.clone(), runs_per_cc: plan.runs, seed: plan.seed, alpha: ALPHA, path: plan.path.clone(), workload: plan.workload.clone() },
+        summary,
+        comparisons,
+        runs: records,
+    }
+}
+
+fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord {
+    let started_at = now_rfc3339();
+    // Each run gets its own loss pattern, reproducible from the experiment's seed.
+    let path_seed = plan.seed.wrapping_add(u64::from(index).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut record = RunRecord { index, round: slot.round, cc: slot.cc.clone(), status: Status::Failed, error: None, started_at, path_seed, metrics: None, workload: None, path: None };
+    let spec = PathSpec { seed: path_seed, ..plan.path.clone() };
+    let workload = BulkSpec { cc: slot.cc.clone(), ..plan.workload.clone() };
+    let epoch = Instant::now();
+    // A fresh path per run: no queue, TCP metrics or socket state leaks between runs.
+    let path = match EmulatedPath::start(&spec, epoch) {
+        Ok(p) => p,
+        Err(e) => {
+            record.error = Some(format!("starting the emulated path: {e}"));
+            return record;
+        }
+    };
+    let bulk = run_bulk(&path.client, &path.server, SERVER_ADDR, &workload, epoch, stop);
+    let report = path.finish();
+    match bulk {
+        Ok(bulk) => {
+            record.status = if bulk.interrupted { Status::Interrupted } else { Status::Complete };
+            record.metrics = Some(RunMetrics::derive(&bulk, &report, workload.direction));
+            record.error = bulk.flows.iter().find_map(|f| f.error.clone());
+            record.workload = Some(bulk);
+        }
+        Err(e) => record.error = Some(e.to_string()),
+    }
+    record.path = Some(report);
+    record
+}
+
+/// Per-algorithm summaries over completed runs, and the best algorithm against each other.
+pub fn analyse(ccs: &[String], records: &[RunRecord], seed: u64) -> (Vec<CcSummary>, Vec<ccbench_stats::Comparison>) {
+    let metrics_of = |cc: &str| -> Vec<&RunMetrics> {
+        records.iter().filter(|r| r.cc == cc && r.status == Status::Complete).filter_map(|r| r.metrics.as_ref()).collect()
+    };
+    let summary: Vec<CcSummary> = ccs.iter().map(|cc| CcSummary::of(cc, &metrics_of(cc))).collect();
+    let goodputs = |cc: &str| -> Vec<f64> { metrics_of(cc).iter().map(|m| m.goodput_bps).collect() };
+    let best = summary
+        .iter()
+        .filter_map(|s| s.goodput_bps.as_ref().map(|g| (s.cc.as_str(), g.median)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(cc, _)| cc.to_string());
+    let mut comparisons = Vec::new();
+    if let Some(best) = best {
+        for other in ccs.iter().filter(|c| **c != best) {
+            let (a, b) = (goodputs(&best), goodputs(other));
+            if a.len() >= 2 && b.len() >= 2 {
+                comparisons.push(ccbench_stats::compare(&best, &a, other, &b, ALPHA, seed));
+            }
+        }
+    }
+    (summary, comparisons)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedule_interleaves_every_round() {
+        let ccs = vec!["bbr".to_string(), "cubic".to_string(), "reno".to_string()];
+        let slots = schedule(&ccs, 20, 7);
+        assert_eq!(slots.len(), 60);
+        for round in slots.chunks(3) {
+            let mut names: Vec<&str> = round.iter().map(|s| s.cc.as_str()).collect();
+            names.sort();
+            assert_eq!(names, ["bbr", "cubic", "reno"], "each round runs every algorithm once");
+        }
+        // The order is shuffled, not fixed: over 20 rounds some round must differ from the first.
+        let first: Vec<&str> = slots[..3].iter().map(|s| s.cc.as_str()).collect();
+        assert!(slots.chunks(3).any(|r| r.iter().map(|s| s.cc.as_str()).collect::<Vec<_>>() != first));
+        assert_eq!(schedule(&ccs, 20, 7), slots, "same seed, same schedule");
+    }
+}

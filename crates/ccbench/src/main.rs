@@ -1,0 +1,65 @@
+//! ccbench: a congestion-control test bench. This binary only wires the layers together:
+//! CLI → experiment → (emulated path + workload) → analysis → output.
+
+mod cli;
+mod doctor;
+mod error;
+mod exec;
+mod experiment;
+mod path;
+mod provenance;
+mod report;
+mod results;
+mod run;
+mod units;
+
+use clap::Parser;
+
+use crate::error::UsageError;
+
+fn main() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == ccbench_netns::process::REAPER_ARG) {
+        ccbench_netns::process::reaper_main(&args[2..]);
+    }
+    let cli = match cli::Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+                let _ = e.print();
+                std::process::exit(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 });
+            }
+            // One line: clap's first line names the flag, the value and what is allowed.
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
+            eprintln!("ccbench: {first} (see ccbench --help)");
+            std::process::exit(2);
+        }
+    };
+    let code = match dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            if let Some(u) = e.downcast_ref::<UsageError>() {
+                eprintln!("ccbench: {u}");
+                2
+            } else {
+                eprintln!("ccbench: error: {e:#}");
+                1
+            }
+        }
+    };
+    std::process::exit(code);
+}
+
+fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        cli::Command::Run(args) => run::run(args),
+        cli::Command::Exec(args) => {
+            let spec = path::build(&args.path, args.seed.unwrap_or_else(rand::random), 10_000)?;
+            error::require_root("exec")?;
+            exec::run(&spec, args.server_cmd.as_deref(), &args.command)
+        }
+        cli::Command::Doctor => Ok(doctor::run()),
+    }
+}

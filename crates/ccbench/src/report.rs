@@ -1,0 +1,90 @@
+//! The ten-second terminal summary, in the spirit of hyperfine.
+
+use std::fmt::Write as _;
+
+use ccbench_workload::Amount;
+
+use crate::path::describe;
+use crate::results::{CcSummary, ExperimentResult, Status};
+use crate::units::fmt_rate;
+
+pub fn header(result_params: &crate::results::Params) -> String {
+    let p = result_params;
+    let mut out = String::new();
+    let down = describe(&p.path.down);
+    let up = describe(&p.path.up);
+    let rtt_ms = (p.path.down.delay_ns + p.path.up.delay_ns) as f64 / 1e6;
+    if down == up {
+        let _ = writeln!(out, "Path      {down} (both directions; base RTT {rtt_ms} ms)");
+    } else {
+        let _ = writeln!(out, "Path      down: {down}");
+        let _ = writeln!(out, "          up:   {up} (base RTT {rtt_ms} ms)");
+    }
+    let w = &p.workload;
+    let amount = match w.amount {
+        Amount::Seconds(s) => format!("{s} s"),
+        Amount::Bytes(b) => format!("{} per flow", crate::units::fmt_bytes(b)),
+    };
+    let dir = match w.direction {
+        ccbench_workload::Direction::Download => "download (server sends)",
+        ccbench_workload::Direction::Upload => "upload (client sends)",
+    };
+    let flows = if w.flows == 1 { "1 flow".to_string() } else { format!("{} flows", w.flows) };
+    let _ = writeln!(out, "Workload  bulk TCP {dir}, {flows}, {amount}; {} runs per algorithm, interleaved (seed {})", p.runs_per_cc, p.seed);
+    out
+}
+
+fn line(s: &CcSummary, width: usize) -> String {
+    let Some(g) = &s.goodput_bps else {
+        return format!("  {:<width$}  no completed runs", s.cc);
+    };
+    let mut out = format!("  {:<width$}  goodput {:>12} ± {:<12}", s.cc, fmt_rate(g.median), fmt_rate((g.p75 - g.p25) / 2.0));
+    if let Some(c) = &s.completion_time_s {
+        let _ = write!(out, " done in {:.2} s", c.median);
+    }
+    if let (Some(p50), Some(p95)) = (&s.sender_rtt_p50_ms, &s.sender_rtt_p95_ms) {
+        let _ = write!(out, "  RTT p50 {:>6.1} ms p95 {:>6.1} ms", p50.median, p95.median);
+    }
+    if let Some(r) = &s.retrans_rate {
+        let _ = write!(out, "  retrans {:>5.2} %", r.median * 100.0);
+    }
+    if let (Some(l), Some(b)) = (&s.drops_loss, &s.drops_buffer) {
+        let _ = write!(out, "  drops: {:.0} loss, {:.0} buffer", l.median, b.median);
+    }
+    out
+}
+
+pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) -> String {
+    let mut out = String::new();
+    let width = result.summary.iter().map(|s| s.cc.len()).max().unwrap_or(4);
+    out.push('\n');
+    for s in &result.summary {
+        let _ = writeln!(out, "{}", line(s, width));
+    }
+    let _ = writeln!(out, "  (medians over runs; ± is half the interquartile range; RTT is the sender's smoothed RTT; drops on the data direction per run)");
+    out.push('\n');
+    for c in &result.comparisons {
+        let _ = writeln!(out, "  {}", c.sentence("goodput"));
+    }
+    if result.comparisons.is_empty() && result.summary.len() > 1 {
+        let _ = writeln!(out, "  no verdict: too few completed runs");
+    }
+    match result.status {
+        Status::Complete => {}
+        Status::Interrupted => {
+            let _ = writeln!(out, "\n  interrupted: {} run(s) finished and are kept", result.runs.iter().filter(|r| r.status == Status::Complete).count());
+        }
+        Status::Failed => {
+            let err = result.runs.iter().rev().find_map(|r| r.error.clone()).unwrap_or_default();
+            let _ = writeln!(out, "\n  failed: {err}");
+        }
+    }
+    let late = result.runs.iter().filter_map(|r| r.metrics.as_ref()).map(|m| m.emulator_lateness_p99_us).fold(0.0f64, f64::max);
+    if late > 1000.0 {
+        let _ = writeln!(out, "\n  warning: the emulator delivered packets up to {late:.0} µs late (p99); treat timing-sensitive figures as suspect");
+    }
+    if let Some(dir) = location {
+        let _ = writeln!(out, "\nResults   {}", dir.join("result.json").display());
+    }
+    out
+}

@@ -1,0 +1,251 @@
+//! One direction of the path: TUN → link model → TUN, on its own thread.
+
+use std::os::fd::{AsFd, AsRawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ccbench_link::{DelayHistogram, DirectionConfig, DropCause, Link, LinkStats, Nanos};
+use ccbench_netns::Tun;
+use serde::{Deserialize, Serialize};
+
+/// Longest sleep without looking at the stop flag.
+const MAX_SLEEP: Duration = Duration::from_millis(20);
+/// Packets read per wake-up before delivering again, so a flood of arrivals cannot delay
+/// departures that are already due.
+const READ_BATCH: usize = 256;
+
+pub(crate) struct Forwarder {
+    pub name: &'static str,
+    pub from: Arc<Tun>,
+    pub to: Arc<Tun>,
+    pub config: DirectionConfig,
+    pub seed: u64,
+    pub mtu: u32,
+    pub epoch: Instant,
+    pub sample_interval: Duration,
+    pub stop: Arc<AtomicBool>,
+}
+
+/// One point of a direction's time series, covering the interval that ends at `t_us`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct LinkSample {
+    pub t_us: u64,
+    /// Bytes and packets waiting in the buffer at the sample instant.
+    pub backlog_bytes: u64,
+    pub backlog_packets: u64,
+    pub delivered_bytes: u64,
+    pub drops_loss: u64,
+    pub drops_buffer: u64,
+    pub queue_delay_mean_us: f64,
+    pub queue_delay_max_us: f64,
+    /// Fraction of the interval the rate server was busy serializing.
+    pub utilization: f64,
+}
+
+/// Percentiles of a delay distribution, in microseconds.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct DelaySummary {
+    pub count: u64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p95_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+impl DelaySummary {
+    pub fn of(h: &DelayHistogram) -> Self {
+        let us = |ns: Nanos| ns as f64 / 1000.0;
+        DelaySummary {
+            count: h.count(),
+            mean_us: h.mean_ns() / 1000.0,
+            p50_us: us(h.quantile(0.50)),
+            p95_us: us(h.quantile(0.95)),
+            p99_us: us(h.quantile(0.99)),
+            max_us: us(h.max_ns()),
+        }
+    }
+}
+
+/// What one direction of the emulator saw over its lifetime.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct DirectionReport {
+    pub direction: String,
+    pub config: Option<DirectionConfig>,
+    pub stats: LinkStats,
+    /// Time each packet waited in the buffer before serialization.
+    pub queue_delay: DelaySummary,
+    /// How late packets left compared with the model's departure time: the emulator's own
+    /// timing error, added on top of the configured delay.
+    pub lateness: DelaySummary,
+    /// busy time / lifetime of the link.
+    pub utilization: f64,
+    pub read_errors: u64,
+    pub write_errors: u64,
+    pub series: Vec<LinkSample>,
+    pub error: Option<String>,
+}
+
+impl DirectionReport {
+    pub fn failed(msg: &str) -> Self {
+        DirectionReport { error: Some(msg.to_string()), ..Default::default() }
+    }
+}
+
+struct SeriesRecorder {
+    interval_ns: Nanos,
+    next_at: Nanos,
+    last: LinkStats,
+    delay_sum_ns: u128,
+    delay_count: u64,
+    delay_max_ns: Nanos,
+    samples: Vec<LinkSample>,
+}
+
+impl SeriesRecorder {
+    fn new(interval: Duration, now: Nanos) -> Self {
+        let interval_ns = interval.as_nanos().max(1) as Nanos;
+        SeriesRecorder {
+            interval_ns,
+            next_at: now + interval_ns,
+            last: LinkStats::default(),
+            delay_sum_ns: 0,
+            delay_count: 0,
+            delay_max_ns: 0,
+            samples: Vec::with_capacity(4096),
+        }
+    }
+
+    fn on_delivery(&mut self, queue_delay_ns: Nanos) {
+        self.delay_sum_ns += u128::from(queue_delay_ns);
+        self.delay_count += 1;
+        self.delay_max_ns = self.delay_max_ns.max(queue_delay_ns);
+    }
+
+    fn maybe_sample<P>(&mut self, now: Nanos, link: &Link<P>) {
+        if now < self.next_at {
+            return;
+        }
+        let s = link.stats();
+        let busy = s.busy_ns - self.last.busy_ns;
+        let elapsed = self.interval_ns + (now - self.next_at);
+        self.samples.push(LinkSample {
+            t_us: now / 1000,
+            backlog_bytes: link.backlog_bytes(),
+            backlog_packets: link.backlog_packets() as u64,
+            delivered_bytes: s.bytes_out - self.last.bytes_out,
+            drops_loss: s.drops_loss - self.last.drops_loss,
+            drops_buffer: s.drops_buffer - self.last.drops_buffer,
+            queue_delay_mean_us: if self.delay_count > 0 { self.delay_sum_ns as f64 / self.delay_count as f64 / 1000.0 } else { 0.0 },
+            queue_delay_max_us: self.delay_max_ns as f64 / 1000.0,
+            utilization: (busy as f64 / elapsed as f64).min(1.0),
+        });
+        self.last = s.clone();
+        self.delay_sum_ns = 0;
+        self.delay_count = 0;
+        self.delay_max_ns = 0;
+        // Skip missed ticks instead of emitting a burst of empty samples.
+        while self.next_at <= now {
+            self.next_at += self.interval_ns;
+        }
+    }
+}
+
+impl Forwarder {
+    fn now(&self) -> Nanos {
+        self.epoch.elapsed().as_nanos() as Nanos
+    }
+
+    pub fn run(self) -> DirectionReport {
+        // The default 50 µs timer slack would smear every departure; we want the wake-up the
+        // model asked for.
+        // SAFETY: prctl on the calling thread only.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+        // The link's timing is only as good as our wake-ups: on a 2-core machine the traffic's
+        // own threads would otherwise delay us by milliseconds. A real-time priority lets a
+        // forwarder preempt them the moment its timer fires; it sleeps between packets, and
+        // the kernel's RT throttling bounds it anyway. Failure (no CAP_SYS_NICE) only costs accuracy.
+        let param = libc::sched_param { sched_priority: 10 };
+        // SAFETY: changes the scheduling policy of the calling thread only.
+        let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+        let buf_len = (self.mtu as usize).max(1500) + 64;
+        let mut link: Link<Box<[u8]>> = Link::new(self.config.clone(), self.seed);
+        let mut pool: Vec<Box<[u8]>> = (0..2048).map(|_| vec![0u8; buf_len].into_boxed_slice()).collect();
+        let started = self.now();
+        let mut series = SeriesRecorder::new(self.sample_interval, started);
+        let mut lateness = DelayHistogram::default();
+        let (mut read_errors, mut write_errors) = (0u64, 0u64);
+        let mut last_error = None;
+
+        while !self.stop.load(Ordering::Relaxed) {
+            let now = self.now();
+            for _ in 0..READ_BATCH {
+                let mut buf = pool.pop().unwrap_or_else(|| vec![0u8; buf_len].into_boxed_slice());
+                match self.from.recv(&mut buf) {
+                    Ok(Some(n)) => {
+                        if let Err(dropped) = link.enqueue(now, n as u32, buf) {
+                            let _: DropCause = dropped.cause;
+                            pool.push(dropped.packet);
+                        }
+                    }
+                    Ok(None) => {
+                        pool.push(buf);
+                        break;
+                    }
+                    Err(e) => {
+                        read_errors += 1;
+                        last_error = Some(format!("read from TUN: {e}"));
+                        pool.push(buf);
+                        break;
+                    }
+                }
+            }
+
+            let now = self.now();
+            while let Some(d) = link.dequeue(now) {
+                if let Err(e) = self.to.send(&d.packet[..d.len as usize]) {
+                    write_errors += 1;
+                    last_error = Some(format!("write to TUN: {e}"));
+                }
+                lateness.record(now.saturating_sub(d.delivered_at));
+                series.on_delivery(d.service_start - d.arrived_at);
+                pool.push(d.packet);
+            }
+            series.maybe_sample(now, &link);
+
+            let mut wake = series.next_at.min(now + MAX_SLEEP.as_nanos() as Nanos);
+            if let Some(t) = link.next_event() {
+                wake = wake.min(t);
+            }
+            let now = self.now();
+            if wake > now {
+                wait_readable(&self.from, wake - now);
+            }
+        }
+
+        let lifetime = self.now().saturating_sub(started).max(1);
+        let stats = link.stats().clone();
+        DirectionReport {
+            direction: self.name.to_string(),
+            config: Some(self.config.clone()),
+            queue_delay: DelaySummary::of(&stats.queue_delay),
+            lateness: DelaySummary::of(&lateness),
+            utilization: stats.busy_ns as f64 / lifetime as f64,
+            stats,
+            read_errors,
+            write_errors,
+            series: series.samples,
+            error: last_error,
+        }
+    }
+}
+
+/// Sleeps until `fd` is readable or `timeout_ns` passes, with nanosecond resolution (ppoll
+/// uses high-resolution timers, unlike poll's milliseconds).
+fn wait_readable(tun: &Tun, timeout_ns: Nanos) {
+    let mut pfd = libc::pollfd { fd: tun.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let ts = libc::timespec { tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t, tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long };
+    // SAFETY: one valid pollfd, a valid timespec, no signal mask change.
+    unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+}

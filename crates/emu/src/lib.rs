@@ -1,0 +1,143 @@
+//! An emulated network path on one machine: a *client* and a *server* network namespace, each
+//! with one TUN device, joined by this process. One thread per direction reads IP packets from
+//! one TUN device, passes them through a [`ccbench_link::Link`] (loss, buffer, rate, delay) and
+//! writes them into the other at the time the model says.
+//!
+//! ```text
+//!   client netns                                       server netns
+//!   10.77.0.1 ── ccb0 ──▶ [uplink:   Link] ──▶ ccb0 ── 10.77.0.2
+//!             ◀──────── [downlink: Link] ◀────────
+//! ```
+//! All timing lives in the link model; this crate only moves bytes and keeps the clock.
+
+mod forward;
+
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ccbench_link::DirectionConfig;
+use ccbench_netns::{Netns, NetnsError};
+use serde::{Deserialize, Serialize};
+
+pub use forward::{DirectionReport, LinkSample};
+
+pub const CLIENT_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
+pub const SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
+const TUN_NAME: &str = "ccb0";
+/// Deep enough that the kernel never drops between the stack and our reader: the only drops
+/// on an emulated path are the ones the link model decides.
+pub const TUN_TXQUEUELEN: u32 = 10_000;
+
+/// Sysctls set inside *our* namespaces (never the host's), recorded in every result.
+/// Metrics caching would carry ssthresh from one run into the next; the buffer limits keep
+/// socket buffers from capping goodput on long fat paths before the emulated link does.
+pub const NAMESPACE_SYSCTLS: &[(&str, &str)] = &[
+    ("net.ipv4.tcp_no_metrics_save", "1"),
+    ("net.ipv4.tcp_rmem", "4096 131072 67108864"),
+    ("net.ipv4.tcp_wmem", "4096 16384 67108864"),
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmuError {
+    #[error(transparent)]
+    Netns(#[from] NetnsError),
+    #[error("invalid link configuration for the {direction}: {message}")]
+    Config { direction: &'static str, message: String },
+}
+
+/// Everything that defines an emulated path.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PathSpec {
+    /// Server → client.
+    pub down: DirectionConfig,
+    /// Client → server.
+    pub up: DirectionConfig,
+    pub mtu: u32,
+    pub seed: u64,
+    pub sample_interval_us: u64,
+}
+
+/// A running emulated path. Dropping it (or calling [`finish`](Self::finish)) stops the
+/// forwarders; the namespaces and devices vanish when the last handle to them closes.
+pub struct EmulatedPath {
+    pub client: Netns,
+    pub server: Netns,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<DirectionReport>>,
+}
+
+/// What the emulator saw in each direction.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PathReport {
+    pub down: DirectionReport,
+    pub up: DirectionReport,
+}
+
+impl EmulatedPath {
+    /// Builds both namespaces and devices and starts forwarding. `epoch` is the instant the
+    /// caller measures everything from, so the emulator's time series line up with its own.
+    pub fn start(spec: &PathSpec, epoch: Instant) -> Result<Self, EmuError> {
+        spec.down.validate().map_err(|e| EmuError::Config { direction: "downlink", message: e.to_string() })?;
+        spec.up.validate().map_err(|e| EmuError::Config { direction: "uplink", message: e.to_string() })?;
+        let client = Netns::new()?;
+        let server = Netns::new()?;
+        for ns in [&client, &server] {
+            for (key, value) in NAMESPACE_SYSCTLS {
+                ns.set_sysctl(key, value)?;
+            }
+        }
+        let client_tun = Arc::new(client.add_tun(TUN_NAME, CLIENT_ADDR, 24, spec.mtu, TUN_TXQUEUELEN)?);
+        let server_tun = Arc::new(server.add_tun(TUN_NAME, SERVER_ADDR, 24, spec.mtu, TUN_TXQUEUELEN)?);
+        let stop = Arc::new(AtomicBool::new(false));
+        let interval = Duration::from_micros(spec.sample_interval_us.max(1));
+        let down = forward::Forwarder {
+            name: "downlink",
+            from: server_tun.clone(),
+            to: client_tun.clone(),
+            config: spec.down.clone(),
+            seed: spec.seed ^ 0xD0D0,
+            mtu: spec.mtu,
+            epoch,
+            sample_interval: interval,
+            stop: stop.clone(),
+        };
+        let up = forward::Forwarder {
+            name: "uplink",
+            from: client_tun,
+            to: server_tun,
+            config: spec.up.clone(),
+            seed: spec.seed ^ 0x0B0B,
+            mtu: spec.mtu,
+            epoch,
+            sample_interval: interval,
+            stop: stop.clone(),
+        };
+        let threads = [down, up]
+            .into_iter()
+            .map(|f| std::thread::Builder::new().name(format!("ccbench-{}", f.name)).spawn(move || f.run()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(NetnsError::Io)?;
+        Ok(EmulatedPath { client, server, stop, threads })
+    }
+
+    /// Stops forwarding and returns what each direction saw.
+    pub fn finish(mut self) -> PathReport {
+        self.stop.store(true, Ordering::SeqCst);
+        let mut reports = self.threads.drain(..).map(|t| t.join().unwrap_or_else(|_| DirectionReport::failed("forwarder thread panicked")));
+        let down = reports.next().unwrap_or_else(|| DirectionReport::failed("missing"));
+        let up = reports.next().unwrap_or_else(|| DirectionReport::failed("missing"));
+        PathReport { down, up }
+    }
+}
+
+impl Drop for EmulatedPath {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! Network namespaces, TUN devices and child processes that belong to the calling process.
+//!
+//! Everything here is *anonymous*: a namespace is created with `unshare(CLONE_NEWNET)` on a
+//! short-lived thread and kept alive only by the file descriptor this crate returns. Nothing is
+//! named under `/var/run/netns`, nothing is created in the host's namespace, and nothing is
+//! written to the host's sysctls. When the owning process exits — normally, by panic, or by
+//! `kill -9` — the kernel closes the descriptors, the namespaces die, and the TUN devices inside
+//! them die with them. Child processes get `PR_SET_PDEATHSIG` and run under a tiny reaper in a
+//! fresh PID namespace (see [`process`]) so that even daemonising commands cannot outlive us.
+
+mod iface;
+pub mod process;
+mod sys;
+mod tun;
+
+use std::fs::File;
+use std::io;
+use std::net::Ipv4Addr;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+
+pub use iface::{set_loopback_up, Interface};
+pub use tun::Tun;
+
+#[derive(Debug, thiserror::Error)]
+pub enum NetnsError {
+    #[error("creating a network namespace failed (needs root / CAP_SYS_ADMIN): {0}")]
+    Unshare(io::Error),
+    #[error("entering a network namespace failed: {0}")]
+    Setns(io::Error),
+    #[error("opening /dev/net/tun failed (is the tun module available?): {0}")]
+    TunOpen(io::Error),
+    #[error("configuring interface {name}: {source}")]
+    Iface { name: String, source: io::Error },
+    #[error("writing sysctl {key}: {source}")]
+    Sysctl { key: String, source: io::Error },
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// An anonymous network namespace, alive for as long as this value (or a process inside it) is.
+#[derive(Debug)]
+pub struct Netns {
+    fd: OwnedFd,
+    inode: u64,
+}
+
+impl Netns {
+    /// Creates a new, empty network namespace with its loopback interface up.
+    pub fn new() -> Result<Self, NetnsError> {
+        on_fresh_thread(|| {
+            // SAFETY: unshare only changes this (dedicated, short-lived) thread's namespace.
+            if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+                return Err(NetnsError::Unshare(io::Error::last_os_error()));
+            }
+            let file = File::open("/proc/thread-self/ns/net")?;
+            let inode = std::os::unix::fs::MetadataExt::ino(&file.metadata()?);
+            set_loopback_up()?;
+            Ok(Netns { fd: file.into(), inode })
+        })
+    }
+
+    /// The namespace's inode number, as shown by `readlink /proc/PID/ns/net` (`net:[INODE]`).
+    pub fn inode(&self) -> u64 {
+        self.inode
+    }
+
+    /// Runs `f` on a new thread that has entered this namespace, and returns its result.
+    /// Sockets, TUN devices and sysctl writes made inside `f` belong to this namespace, and
+    /// keep belonging to it when used from any other thread afterwards.
+    pub fn run<T: Send, E: From<NetnsError> + Send>(
+        &self,
+        f: impl FnOnce() -> Result<T, E> + Send,
+    ) -> Result<T, E> {
+        let fd = self.fd.as_raw_fd();
+        on_fresh_thread(move || {
+            enter(fd).map_err(E::from)?;
+            f()
+        })
+    }
+
+    /// Writes a sysctl under /proc/sys/net inside this namespace (never the host's).
+    pub fn set_sysctl(&self, key: &str, value: &str) -> Result<(), NetnsError> {
+        let key = key.to_string();
+        let value = value.to_string();
+        self.run(move || {
+            let path = format!("/proc/sys/{}", key.replace('.', "/"));
+            std::fs::write(&path, value.as_bytes())
+                .map_err(|source| NetnsError::Sysctl { key: key.clone(), source })
+        })
+    }
+
+    /// Reads a sysctl inside this namespace.
+    pub fn sysctl(&self, key: &str) -> Result<String, NetnsError> {
+        let key = key.to_string();
+        self.run(move || {
+            let path = format!("/proc/sys/{}", key.replace('.', "/"));
+            std::fs::read_to_string(&path)
+                .map(|s| s.trim().to_string())
+                .map_err(|source| NetnsError::Sysctl { key: key.clone(), source })
+        })
+    }
+
+    /// Creates a TUN device inside this namespace, configured with `addr/prefix`, up.
+    pub fn add_tun(&self, name: &str, addr: Ipv4Addr, prefix: u8, mtu: u32, txqueuelen: u32) -> Result<Tun, NetnsError> {
+        let name = name.to_string();
+        self.run(move || {
+            let tun = Tun::create(&name)?;
+            let iface = Interface::new(&name);
+            iface.set_mtu(mtu)?;
+            iface.set_txqueuelen(txqueuelen)?;
+            iface.set_ipv4(addr, prefix)?;
+            iface.set_up()?;
+            Ok(tun)
+        })
+    }
+}
+
+impl AsFd for Netns {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// Moves the calling thread into the namespace behind `fd`.
+fn enter(fd: i32) -> Result<(), NetnsError> {
+    // SAFETY: setns with a valid namespace fd affects only the calling thread's net namespace.
+    if unsafe { libc::setns(fd, libc::CLONE_NEWNET) } != 0 {
+        return Err(NetnsError::Setns(io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// Namespace changes are per thread; doing them on a throwaway thread keeps every long-lived
+/// thread of ccbench (including main) in the host namespace, where it started.
+fn on_fresh_thread<T: Send, E: From<NetnsError> + Send>(f: impl FnOnce() -> Result<T, E> + Send) -> Result<T, E> {
+    std::thread::scope(|s| {
+        s.spawn(f)
+            .join()
+            .unwrap_or_else(|_| Err(E::from(NetnsError::Io(io::Error::other("namespace worker thread panicked")))))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn is_root() -> bool {
+        // SAFETY: geteuid has no preconditions.
+        unsafe { libc::geteuid() == 0 }
+    }
+
+    #[test]
+    fn namespace_is_distinct_and_isolated() {
+        if !is_root() {
+            assert!(std::env::var("CI").is_err(), "root required under CI");
+            return;
+        }
+        let host = std::fs::metadata("/proc/thread-self/ns/net").map(|m| std::os::unix::fs::MetadataExt::ino(&m)).unwrap();
+        let ns = Netns::new().unwrap();
+        assert_ne!(ns.inode(), host);
+        // Our own thread is still in the host namespace.
+        let now = std::fs::metadata("/proc/thread-self/ns/net").map(|m| std::os::unix::fs::MetadataExt::ino(&m)).unwrap();
+        assert_eq!(now, host);
+        // A sysctl written inside the namespace does not change the host's.
+        let host_val = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_no_metrics_save").unwrap();
+        let want = if host_val.trim() == "1" { "0" } else { "1" };
+        ns.set_sysctl("net.ipv4.tcp_no_metrics_save", want).unwrap();
+        assert_eq!(ns.sysctl("net.ipv4.tcp_no_metrics_save").unwrap(), want);
+        assert_eq!(std::fs::read_to_string("/proc/sys/net/ipv4/tcp_no_metrics_save").unwrap(), host_val);
+    }
+
+    #[test]
+    fn tun_lives_in_namespace_only() {
+        if !is_root() {
+            assert!(std::env::var("CI").is_err(), "root required under CI");
+            return;
+        }
+        let ns = Netns::new().unwrap();
+        let _tun = ns.add_tun("ccbt0", Ipv4Addr::new(10, 99, 0, 1), 24, 1500, 1000).unwrap();
+        let inside: bool = ns
+            .run(|| Ok::<_, NetnsError>(std::path::Path::new("/proc/thread-self/net/dev").exists() && std::fs::read_to_string("/proc/thread-self/net/dev")?.contains("ccbt0")))
+            .unwrap();
+        assert!(inside);
+        let host_dev = std::fs::read_to_string("/proc/thread-self/net/dev").unwrap();
+        assert!(!host_dev.contains("ccbt0"));
+    }
+}

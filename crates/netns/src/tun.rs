@@ -1,0 +1,68 @@
+//! A TUN device (layer 3, no packet-info header) owned by its file descriptor: the kernel
+//! deletes a non-persistent TUN device when its last descriptor closes.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::unix::fs::OpenOptionsExt;
+
+use crate::sys::{self, IfReq};
+use crate::NetnsError;
+
+#[derive(Debug)]
+pub struct Tun {
+    file: File,
+    name: String,
+}
+
+impl Tun {
+    /// Creates the device in the calling thread's namespace. The descriptor is non-blocking:
+    /// the emulator drains it until EAGAIN and sleeps in ppoll.
+    pub fn create(name: &str) -> Result<Self, NetnsError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open("/dev/net/tun")
+            .map_err(NetnsError::TunOpen)?;
+        let mut req = IfReq::new(name)?;
+        req.data.flags = sys::IFF_TUN | sys::IFF_NO_PI;
+        sys::ioctl_ifreq(file.as_raw_fd(), sys::TUNSETIFF, &mut req)
+            .map_err(|source| NetnsError::Iface { name: name.to_string(), source })?;
+        Ok(Tun { file, name: name.to_string() })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Reads one IP packet; `Ok(None)` when none is waiting.
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        // SAFETY: reading into a valid, writable buffer of the given length.
+        let n = unsafe { libc::read(self.file.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            return match err.raw_os_error() {
+                Some(libc::EAGAIN) => Ok(None),
+                _ => Err(err),
+            };
+        }
+        Ok(Some(n as usize))
+    }
+
+    /// Writes one IP packet into the namespace the device lives in.
+    pub fn send(&self, packet: &[u8]) -> io::Result<()> {
+        // SAFETY: writing from a valid buffer of the given length.
+        let n = unsafe { libc::write(self.file.as_raw_fd(), packet.as_ptr().cast(), packet.len()) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+impl AsFd for Tun {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+}

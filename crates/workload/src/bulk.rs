@@ -1,0 +1,345 @@
+//! Bulk transfer: N parallel TCP connections, each pushing data one way for a duration or a
+//! byte count.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Ipv4Addr, Shutdown, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ccbench_netns::Netns;
+use ccbench_probe::{Sample, TcpInfo};
+use serde::{Deserialize, Serialize};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::{Direction, Side, WorkloadError};
+
+const CHUNK: usize = 128 * 1024;
+/// How often blocked socket calls come back to look at the clock and the stop flag.
+const IO_TICK: Duration = Duration::from_millis(50);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How much each flow sends.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Amount {
+    /// Send for this long; goodput counts bytes that arrived within the window.
+    Seconds(f64),
+    /// Send exactly this many bytes; the flow completes when the last one arrives.
+    Bytes(u64),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BulkSpec {
+    pub flows: u32,
+    pub direction: Direction,
+    pub amount: Amount,
+    pub cc: String,
+    pub port: u16,
+    pub sample_interval_us: u64,
+    /// A byte-count transfer that has not completed by then is stopped and marked incomplete.
+    pub timeout_s: f64,
+}
+
+/// Cumulative bytes received by one flow at time `t_us`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GoodputPoint {
+    pub t_us: u64,
+    pub bytes: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FlowResult {
+    pub id: u32,
+    pub sender: Side,
+    pub cc_requested: String,
+    /// `TCP_CONGESTION` read back from the sending socket before any data was sent.
+    pub cc_read_back: String,
+    pub client_port: u16,
+    /// Bytes counted at the receiver (within the window for timed transfers).
+    pub bytes_received: u64,
+    pub goodput_bps: f64,
+    pub completed: bool,
+    /// Time from the start of data until the last byte arrived (byte-count transfers).
+    pub completion_time_s: Option<f64>,
+    /// The sender's `TCP_INFO` at the end of the transfer.
+    pub final_tcp_info: Option<TcpInfo>,
+    pub samples: Vec<Sample>,
+    pub received: Vec<GoodputPoint>,
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BulkResult {
+    /// When data started to flow, µs after the caller's epoch.
+    pub start_us: u64,
+    /// Seconds the goodput is averaged over.
+    pub elapsed_s: f64,
+    /// Sum over flows.
+    pub goodput_bps: f64,
+    pub interrupted: bool,
+    pub flows: Vec<FlowResult>,
+}
+
+struct Flow {
+    id: u32,
+    sender: Arc<TcpStream>,
+    receiver: TcpStream,
+    client_port: u16,
+    cc_read_back: String,
+}
+
+/// Runs the transfer between `client` and `server` (whose address is `server_addr`), stopping
+/// early if `stop` becomes true. Times are measured from `epoch`.
+pub fn run_bulk(
+    client: &Netns,
+    server: &Netns,
+    server_addr: Ipv4Addr,
+    spec: &BulkSpec,
+    epoch: Instant,
+    stop: &AtomicBool,
+) -> Result<BulkResult, WorkloadError> {
+    let flows = connect_flows(client, server, server_addr, spec)?;
+    let start = Instant::now();
+    let start_us = start.duration_since(epoch).as_micros() as u64;
+    let deadline = match spec.amount {
+        Amount::Seconds(s) => start + Duration::from_secs_f64(s),
+        Amount::Bytes(_) => start + Duration::from_secs_f64(spec.timeout_s),
+    };
+    let counters: Vec<Arc<AtomicU64>> = flows.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
+    let active = AtomicUsize::new(flows.len() * 2);
+    let interval = Duration::from_micros(spec.sample_interval_us.max(1000));
+
+    let mut samples: Vec<Vec<Sample>> = flows.iter().map(|_| Vec::new()).collect();
+    let mut received: Vec<Vec<GoodputPoint>> = flows.iter().map(|_| Vec::new()).collect();
+    let outcomes: Vec<(Result<(), String>, ReceiveOutcome)> = std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        for (flow, counter) in flows.iter().zip(&counters) {
+            let sender = flow.sender.clone();
+            let receiver = &flow.receiver;
+            let counter = counter.clone();
+            let active = &active;
+            let send = s.spawn(move || {
+                let r = send_loop(&sender, spec.amount, deadline, stop);
+                active.fetch_sub(1, Ordering::SeqCst);
+                r
+            });
+            let recv = s.spawn(move || {
+                let r = receive_loop(receiver, spec.amount, start, deadline, &counter, stop);
+                active.fetch_sub(1, Ordering::SeqCst);
+                r
+            });
+            handles.push((send, recv));
+        }
+
+        // Sample on this thread until every sender and receiver is done.
+        let mut next = start;
+        while active.load(Ordering::SeqCst) > 0 {
+            let t_us = Instant::now().duration_since(epoch).as_micros() as u64;
+            for (i, flow) in flows.iter().enumerate() {
+                if let Ok(sample) = Sample::read(flow.sender.as_ref(), t_us) {
+                    samples[i].push(sample);
+                }
+                received[i].push(GoodputPoint { t_us, bytes: counters[i].load(Ordering::Relaxed) });
+            }
+            next += interval;
+            let now = Instant::now();
+            if next > now {
+                std::thread::sleep(next - now);
+            } else {
+                next = now;
+            }
+        }
+        handles
+            .into_iter()
+            .map(|(send, recv)| {
+                let sent = send.join().unwrap_or_else(|_| Err("sender thread panicked".into()));
+                let got = recv.join().unwrap_or_else(|_| ReceiveOutcome::failed("receiver thread panicked"));
+                (sent, got)
+            })
+            .collect()
+    });
+
+    let interrupted = stop.load(Ordering::SeqCst);
+    let elapsed_s = match spec.amount {
+        Amount::Seconds(s) => s.min(start.elapsed().as_secs_f64()),
+        Amount::Bytes(_) => start.elapsed().as_secs_f64(),
+    };
+    let mut results = Vec::new();
+    for (((flow, (sent, got)), samples), received) in flows.into_iter().zip(outcomes).zip(samples).zip(received) {
+        let final_tcp_info = ccbench_probe::tcp_info(flow.sender.as_ref()).ok();
+        let goodput_bps = match (spec.amount, got.completion_s) {
+            (Amount::Bytes(_), Some(t)) if t > 0.0 => got.bytes as f64 * 8.0 / t,
+            (Amount::Bytes(_), _) => got.bytes as f64 * 8.0 / elapsed_s.max(1e-9),
+            (Amount::Seconds(s), _) => got.bytes as f64 * 8.0 / s.min(elapsed_s).max(1e-9),
+        };
+        let completed = match spec.amount {
+            Amount::Bytes(n) => got.bytes >= n,
+            Amount::Seconds(_) => !interrupted && got.error.is_none(),
+        };
+        results.push(FlowResult {
+            id: flow.id,
+            sender: spec.direction.sender(),
+            cc_requested: spec.cc.clone(),
+            cc_read_back: flow.cc_read_back,
+            client_port: flow.client_port,
+            bytes_received: got.bytes,
+            goodput_bps,
+            completed,
+            completion_time_s: got.completion_s,
+            final_tcp_info,
+            samples,
+            received,
+            error: sent.err().or(got.error),
+        });
+    }
+    Ok(BulkResult {
+        start_us,
+        elapsed_s,
+        goodput_bps: results.iter().map(|f| f.goodput_bps).sum(),
+        interrupted,
+        flows: results,
+    })
+}
+
+/// Opens every connection before any data flows, so all flows start together and the
+/// algorithm of each sending socket is verified up front.
+fn connect_flows(client: &Netns, server: &Netns, server_addr: Ipv4Addr, spec: &BulkSpec) -> Result<Vec<Flow>, WorkloadError> {
+    let cc = spec.cc.as_str();
+    let addr = SocketAddrV4::new(server_addr, spec.port);
+    let listener: TcpListener = server.run(|| {
+        let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
+        sock.set_reuse_address(true)?;
+        if spec.direction.sender() == Side::Server {
+            // Accepted sockets inherit the listener's algorithm.
+            ccbench_probe::set_congestion(&sock, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side: Side::Server, source })?;
+        }
+        sock.bind(&SocketAddr::V4(addr).into())?;
+        sock.listen(128)?;
+        sock.set_nonblocking(true)?;
+        Ok::<_, WorkloadError>(sock.into())
+    })?;
+
+    let mut flows = Vec::new();
+    for id in 0..spec.flows {
+        let stream: TcpStream = client.run(|| {
+            let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
+            if spec.direction.sender() == Side::Client {
+                ccbench_probe::set_congestion(&sock, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side: Side::Client, source })?;
+            }
+            sock.connect_timeout(&SocketAddr::V4(addr).into(), CONNECT_TIMEOUT)
+                .map_err(|e| WorkloadError::Setup(format!("connecting to {addr}: {e}")))?;
+            Ok::<_, WorkloadError>(sock.into())
+        })?;
+        let client_port = stream.local_addr()?.port();
+        let accepted = accept_from(&listener, client_port)?;
+        let (sender, receiver) = match spec.direction.sender() {
+            Side::Server => (accepted, stream),
+            Side::Client => (stream, accepted),
+        };
+        // Set again on the sending socket itself, then read back what the kernel runs.
+        ccbench_probe::set_congestion(&sender, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side: spec.direction.sender(), source })?;
+        let cc_read_back = ccbench_probe::congestion(&sender)?;
+        if cc_read_back != cc {
+            return Err(WorkloadError::CongestionMismatch { requested: cc.into(), actual: cc_read_back });
+        }
+        for s in [&sender, &receiver] {
+            s.set_nodelay(true)?;
+            s.set_write_timeout(Some(IO_TICK))?;
+            s.set_read_timeout(Some(IO_TICK))?;
+        }
+        flows.push(Flow { id, sender: Arc::new(sender), receiver, client_port, cc_read_back });
+    }
+    Ok(flows)
+}
+
+fn accept_from(listener: &TcpListener, client_port: u16) -> Result<TcpStream, WorkloadError> {
+    let deadline = Instant::now() + CONNECT_TIMEOUT;
+    loop {
+        match listener.accept() {
+            Ok((stream, peer)) if peer.port() == client_port => {
+                stream.set_nonblocking(false)?;
+                return Ok(stream);
+            }
+            Ok(_) => continue, // not ours: nothing else should connect, so drop it
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                if Instant::now() > deadline {
+                    return Err(WorkloadError::Setup("the server side never saw the connection".into()));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+fn send_loop(sock: &TcpStream, amount: Amount, deadline: Instant, stop: &AtomicBool) -> Result<(), String> {
+    let chunk = vec![0x5au8; CHUNK];
+    let mut remaining = match amount {
+        Amount::Bytes(n) => n,
+        Amount::Seconds(_) => u64::MAX,
+    };
+    let mut w = sock;
+    while remaining > 0 && Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+        let len = remaining.min(CHUNK as u64) as usize;
+        match w.write(&chunk[..len]) {
+            Ok(n) => remaining -= n as u64,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            // The receiver closes at the deadline; a reset after that is the normal end.
+            Err(_) if Instant::now() >= deadline => break,
+            Err(e) => return Err(format!("send: {e}")),
+        }
+    }
+    if matches!(amount, Amount::Bytes(_)) {
+        let _ = sock.shutdown(Shutdown::Write);
+    }
+    Ok(())
+}
+
+struct ReceiveOutcome {
+    bytes: u64,
+    completion_s: Option<f64>,
+    error: Option<String>,
+}
+
+impl ReceiveOutcome {
+    fn failed(msg: &str) -> Self {
+        ReceiveOutcome { bytes: 0, completion_s: None, error: Some(msg.into()) }
+    }
+}
+
+fn receive_loop(sock: &TcpStream, amount: Amount, start: Instant, deadline: Instant, counter: &AtomicU64, stop: &AtomicBool) -> ReceiveOutcome {
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut r = sock;
+    let mut bytes = 0u64;
+    let mut last_byte = None;
+    let target = match amount {
+        Amount::Bytes(n) => n,
+        Amount::Seconds(_) => u64::MAX,
+    };
+    let mut error = None;
+    while Instant::now() < deadline && !stop.load(Ordering::Relaxed) && bytes < target {
+        match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                let now = Instant::now();
+                // Bytes that arrive after the window closes are not goodput of the window.
+                if now <= deadline || matches!(amount, Amount::Bytes(_)) {
+                    bytes += n as u64;
+                    counter.store(bytes, Ordering::Relaxed);
+                    last_byte = Some(now);
+                }
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e) => {
+                error = Some(format!("receive: {e}"));
+                break;
+            }
+        }
+    }
+    let completion_s = match amount {
+        Amount::Bytes(n) if bytes >= n => last_byte.map(|t| t.duration_since(start).as_secs_f64()),
+        _ => None,
+    };
+    ReceiveOutcome { bytes, completion_s, error }
+}

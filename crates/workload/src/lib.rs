@@ -1,0 +1,54 @@
+//! Traffic between the client and server ends of a path, over kernel TCP.
+//!
+//! The congestion-control algorithm is set with `TCP_CONGESTION` on the socket that *sends*
+//! the data and read back from it before any data moves, so a result always says what really
+//! ran (scenario 5's BBR-server/CUBIC-client mix-up cannot happen silently). Goodput is counted
+//! where the data arrives. A sampler reads `TCP_INFO`/`TCP_CC_INFO` of every sending socket at
+//! a fixed interval.
+
+mod bulk;
+
+pub use bulk::{run_bulk, Amount, BulkResult, BulkSpec, FlowResult, GoodputPoint};
+
+use serde::{Deserialize, Serialize};
+
+/// Which way the data flows, seen from the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Server sends, client receives (the common case: fetching a file).
+    Download,
+    /// Client sends, server receives (object PUTs, backups).
+    Upload,
+}
+
+/// The end of the path a socket lives on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Client,
+    Server,
+}
+
+impl Direction {
+    pub fn sender(self) -> Side {
+        match self {
+            Direction::Download => Side::Server,
+            Direction::Upload => Side::Client,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    #[error("congestion control {cc:?} cannot be set on the {side:?} socket: {source}")]
+    Congestion { cc: String, side: Side, source: std::io::Error },
+    #[error("asked for {requested:?} but the sending socket reports {actual:?}")]
+    CongestionMismatch { requested: String, actual: String },
+    #[error("connection setup failed: {0}")]
+    Setup(String),
+    #[error(transparent)]
+    Netns(#[from] ccbench_netns::NetnsError),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
