@@ -26,44 +26,44 @@ pub enum Command {
 #[derive(Args, Debug, Clone)]
 pub struct PathArgs {
     /// Bottleneck rate, e.g. 100mbit, 1gbit, unlimited.
-    #[arg(long, default_value = "100mbit")]
+    #[arg(long, allow_hyphen_values = true, default_value = "100mbit")]
     pub rate: String,
     /// Rate from server to client (overrides --rate).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub rate_down: Option<String>,
     /// Rate from client to server (overrides --rate).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub rate_up: Option<String>,
     /// Base round-trip time, split evenly between the directions, e.g. 40ms, 250us.
-    #[arg(long, default_value = "40ms")]
+    #[arg(long, allow_hyphen_values = true, default_value = "40ms")]
     pub rtt: String,
     /// One-way delay from server to client (overrides half of --rtt).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub delay_down: Option<String>,
     /// One-way delay from client to server (overrides half of --rtt).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub delay_up: Option<String>,
     /// Random loss per packet: a percentage (1%) for Bernoulli loss, or
     /// gilbert:p=1%,r=25%[,bad=100%][,good=0%] for bursty Gilbert–Elliott loss.
-    #[arg(long, default_value = "0")]
+    #[arg(long, allow_hyphen_values = true, default_value = "0")]
     pub loss: String,
     /// Loss from server to client (overrides --loss).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub loss_down: Option<String>,
     /// Loss from client to server (overrides --loss).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub loss_up: Option<String>,
     /// Drop-tail buffer at the bottleneck: 1bdp, 0.5bdp, 100pkt, 256kib, unlimited.
-    #[arg(long, default_value = "1bdp")]
+    #[arg(long, allow_hyphen_values = true, default_value = "1bdp")]
     pub buffer: String,
     /// Buffer from server to client (overrides --buffer).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub buffer_down: Option<String>,
     /// Buffer from client to server (overrides --buffer).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub buffer_up: Option<String>,
     /// MTU of the emulated link in bytes.
-    #[arg(long, default_value_t = 1500)]
+    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u32).range(576..=9000))]
     pub mtu: u32,
 }
 
@@ -78,30 +78,30 @@ pub enum DirectionArg {
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// Algorithms to compare, comma-separated, e.g. bbr,cubic. Each must be available on this host.
-    #[arg(long, default_value = "bbr,cubic")]
+    #[arg(long, allow_hyphen_values = true, default_value = "bbr,cubic")]
     pub cc: String,
     #[command(flatten)]
     pub path: PathArgs,
     /// How long each run sends, e.g. 10s.
-    #[arg(long, default_value = "10s", conflicts_with = "bytes")]
+    #[arg(long, allow_hyphen_values = true, default_value = "10s", conflicts_with = "bytes")]
     pub duration: String,
     /// Send exactly this much per flow instead of for a duration, e.g. 10mb; the metric is completion time.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub bytes: Option<String>,
     /// Give up on a --bytes transfer after this long and mark it incomplete.
-    #[arg(long, default_value = "600s")]
+    #[arg(long, allow_hyphen_values = true, default_value = "600s")]
     pub timeout: String,
     /// Parallel TCP connections per run.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub flows: u32,
     /// Which way the data flows.
     #[arg(long, value_enum, default_value_t = DirectionArg::Download)]
     pub direction: DirectionArg,
     /// Runs per algorithm, interleaved across algorithms.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
     /// How often the sender's TCP_INFO and the emulator's queue are sampled.
-    #[arg(long, default_value = "10ms")]
+    #[arg(long, allow_hyphen_values = true, default_value = "10ms")]
     pub sample_interval: String,
     /// Seed for the run order and the loss models (default: random, and recorded).
     #[arg(long)]

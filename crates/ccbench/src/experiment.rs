@@ -92,10 +92,11 @@ fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord
     let started_at = now_rfc3339();
     // Each run gets its own loss pattern, reproducible from the experiment's seed.
     let path_seed = plan.seed.wrapping_add(u64::from(index).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    let mut record = RunRecord { index, round: slot.round, cc: slot.cc.clone(), status: Status::Failed, error: None, started_at, path_seed, metrics: None, workload: None, path: None };
+    let mut record = RunRecord { index, round: slot.round, cc: slot.cc.clone(), status: Status::Failed, error: None, started_at, path_seed, netns_inodes: None, host_cpu_steal_fraction: None, metrics: None, workload: None, path: None };
     let spec = PathSpec { seed: path_seed, ..plan.path.clone() };
     let workload = BulkSpec { cc: slot.cc.clone(), ..plan.workload.clone() };
     let epoch = Instant::now();
+    let steal_before = crate::provenance::cpu_steal_ms();
     // A fresh path per run: no queue, TCP metrics or socket state leaks between runs.
     let path = match EmulatedPath::start(&spec, epoch) {
         Ok(p) => p,
@@ -104,8 +105,13 @@ fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord
             return record;
         }
     };
+    record.netns_inodes = Some([path.client.inode(), path.server.inode()]);
     let bulk = run_bulk(&path.client, &path.server, SERVER_ADDR, &workload, epoch, stop);
     let report = path.finish();
+    if let (Some(a), Some(b)) = (steal_before, crate::provenance::cpu_steal_ms()) {
+        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
+        record.host_cpu_steal_fraction = Some((b - a) / (epoch.elapsed().as_secs_f64() * 1000.0 * cpus));
+    }
     match bulk {
         Ok(bulk) => {
             record.status = if bulk.interrupted { Status::Interrupted } else { Status::Complete };

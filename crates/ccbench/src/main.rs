@@ -30,10 +30,11 @@ fn main() {
                 let _ = e.print();
                 std::process::exit(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 });
             }
-            // One line: clap's first line names the flag, the value and what is allowed.
+            // One line: clap's first paragraph names the flag, the value and what is allowed.
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
-            eprintln!("ccbench: {first} (see ccbench --help)");
+            let para: Vec<&str> = text.lines().map(str::trim).take_while(|l| !l.is_empty()).collect();
+            let line = para.join(" ");
+            eprintln!("ccbench: {} (see ccbench --help)", line.trim_start_matches("error: "));
             std::process::exit(2);
         }
     };

@@ -83,9 +83,6 @@ fn buffer(value: &str, flag: &str, rate: Rate, rtt_ns: u64, mtu: u32) -> Result<
 
 /// Builds the path, validating every flag.
 pub fn build(args: &PathArgs, seed: u64, sample_interval_us: u64) -> Result<PathSpec, UsageError> {
-    if !(576..=9000).contains(&args.mtu) {
-        return Err(UsageError::new("--mtu", args.mtu, "an MTU between 576 and 9000 bytes"));
-    }
     let (v, f) = pick(&args.rate_down, "--rate-down", &args.rate, "--rate");
     let rate_down = rate(v, f)?;
     let (v, f) = pick(&args.rate_up, "--rate-up", &args.rate, "--rate");

@@ -99,3 +99,13 @@ impl Provenance {
         }
     }
 }
+
+/// CPU time the hypervisor took from this machine since boot (all CPUs), in milliseconds.
+/// Stolen time is when the emulator's timing goes wrong on a VM, so every run records it.
+pub fn cpu_steal_ms() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let ticks: u64 = stat.lines().next()?.split_whitespace().nth(8)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    Some(ticks as f64 * 1000.0 / hz)
+}

@@ -81,7 +81,11 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
     }
     let late = result.runs.iter().filter_map(|r| r.metrics.as_ref()).map(|m| m.emulator_lateness_p99_us).fold(0.0f64, f64::max);
     if late > 1000.0 {
-        let _ = writeln!(out, "\n  warning: the emulator delivered packets up to {late:.0} µs late (p99); treat timing-sensitive figures as suspect");
+        let _ = writeln!(out, "\n  warning: the emulator delivered packets up to {late:.0} µs late (p99 of a run); treat timing-sensitive figures as suspect");
+    }
+    let steal = result.runs.iter().filter_map(|r| r.host_cpu_steal_fraction).fold(0.0f64, f64::max);
+    if steal > 0.02 {
+        let _ = writeln!(out, "  warning: the hypervisor took up to {:.1} % of this machine's CPU during a run; its timing may be disturbed", steal * 100.0);
     }
     if let Some(dir) = location {
         let _ = writeln!(out, "\nResults   {}", dir.join("result.json").display());

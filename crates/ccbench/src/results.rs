@@ -53,6 +53,12 @@ pub struct RunRecord {
     pub error: Option<String>,
     pub started_at: String,
     pub path_seed: u64,
+    /// Inodes of the run's client and server network namespaces (`readlink /proc/PID/ns/net`),
+    /// so anyone can check that nothing of the run outlived it.
+    pub netns_inodes: Option<[u64; 2]>,
+    /// Share of the machine's CPU time the hypervisor stole during the run (0 on bare metal).
+    /// Above a few percent the emulator's timing, and so the run, is suspect.
+    pub host_cpu_steal_fraction: Option<f64>,
     pub metrics: Option<RunMetrics>,
     pub workload: Option<BulkResult>,
     pub path: Option<PathReport>,

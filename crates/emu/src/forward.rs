@@ -41,6 +41,8 @@ pub struct LinkSample {
     pub queue_delay_max_us: f64,
     /// Fraction of the interval the rate server was busy serializing.
     pub utilization: f64,
+    /// Worst emulator timing error in the interval (see [`DirectionReport::lateness`]).
+    pub lateness_max_us: f64,
 }
 
 /// Percentiles of a delay distribution, in microseconds.
@@ -100,6 +102,7 @@ struct SeriesRecorder {
     delay_sum_ns: u128,
     delay_count: u64,
     delay_max_ns: Nanos,
+    late_max_ns: Nanos,
     samples: Vec<LinkSample>,
 }
 
@@ -113,11 +116,13 @@ impl SeriesRecorder {
             delay_sum_ns: 0,
             delay_count: 0,
             delay_max_ns: 0,
+            late_max_ns: 0,
             samples: Vec::with_capacity(4096),
         }
     }
 
-    fn on_delivery(&mut self, queue_delay_ns: Nanos) {
+    fn on_delivery(&mut self, queue_delay_ns: Nanos, late_ns: Nanos) {
+        self.late_max_ns = self.late_max_ns.max(late_ns);
         self.delay_sum_ns += u128::from(queue_delay_ns);
         self.delay_count += 1;
         self.delay_max_ns = self.delay_max_ns.max(queue_delay_ns);
@@ -140,7 +145,9 @@ impl SeriesRecorder {
             queue_delay_mean_us: if self.delay_count > 0 { self.delay_sum_ns as f64 / self.delay_count as f64 / 1000.0 } else { 0.0 },
             queue_delay_max_us: self.delay_max_ns as f64 / 1000.0,
             utilization: (busy as f64 / elapsed as f64).min(1.0),
+            lateness_max_us: self.late_max_ns as f64 / 1000.0,
         });
+        self.late_max_ns = 0;
         self.last = s.clone();
         self.delay_sum_ns = 0;
         self.delay_count = 0;
@@ -208,8 +215,9 @@ impl Forwarder {
                     write_errors += 1;
                     last_error = Some(format!("write to TUN: {e}"));
                 }
-                lateness.record(now.saturating_sub(d.delivered_at));
-                series.on_delivery(d.service_start - d.arrived_at);
+                let late = now.saturating_sub(d.delivered_at);
+                lateness.record(late);
+                series.on_delivery(d.service_start - d.arrived_at, late);
                 pool.push(d.packet);
             }
             series.maybe_sample(now, &link);

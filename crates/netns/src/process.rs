@@ -109,13 +109,14 @@ impl Netns {
     }
 }
 
+/// `parent` is the PID the child must see as its parent, or it exits at once: the parent may
+/// have died before `prctl` took effect.
 fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
     // SAFETY: prctl/getppid are async-signal-safe syscalls.
     unsafe {
         if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
             return Err(io::Error::last_os_error());
         }
-        // The parent may have died before prctl took effect.
         if libc::getppid() != parent {
             libc::_exit(137);
         }
@@ -142,11 +143,11 @@ pub fn reaper_main(args: &[OsString]) -> ! {
         eprintln!("ccbench reaper: unshare(CLONE_NEWPID): {}", io::Error::last_os_error());
         std::process::exit(126);
     }
-    let me = std::process::id() as libc::pid_t;
     let mut cmd = Command::new(program);
     cmd.args(rest.iter());
+    // As PID 1 of the new namespace the child sees its parent (us, outside it) as PID 0.
     // SAFETY: async-signal-safe prctl/getppid only.
-    unsafe { cmd.pre_exec(move || die_with_parent(me)) };
+    unsafe { cmd.pre_exec(move || die_with_parent(0)) };
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {

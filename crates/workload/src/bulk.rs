@@ -14,7 +14,9 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::{Direction, Side, WorkloadError};
 
-const CHUNK: usize = 128 * 1024;
+/// Small writes keep each trip through the kernel short: this kernel does not preempt kernel
+/// code (PREEMPT_NONE), and a long copy would delay the emulator's threads.
+const CHUNK: usize = 16 * 1024;
 /// How often blocked socket calls come back to look at the clock and the stop flag.
 const IO_TICK: Duration = Duration::from_millis(50);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -309,7 +311,7 @@ impl ReceiveOutcome {
 }
 
 fn receive_loop(sock: &TcpStream, amount: Amount, start: Instant, deadline: Instant, counter: &AtomicU64, stop: &AtomicBool) -> ReceiveOutcome {
-    let mut buf = vec![0u8; 256 * 1024];
+    let mut buf = vec![0u8; 64 * 1024];
     let mut r = sock;
     let mut bytes = 0u64;
     let mut last_byte = None;

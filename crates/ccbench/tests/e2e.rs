@@ -1,0 +1,408 @@
+//! End-to-end tests: the real binary, real namespaces, real kernel TCP, checked against tools
+//! nobody here wrote (ping, iperf3) and against theory (link rate, the Mathis formula).
+//!
+//! They need root. Outside CI they skip without it; under `CI=true` they fail instead.
+//! They run one at a time (a global lock), because throughput tests on a 2-core machine would
+//! otherwise measure each other.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const BIN: &str = env!("CARGO_BIN_EXE_ccbench");
+/// TCP payload per 1500-byte IP packet with timestamps (1500 - 20 IP - 32 TCP).
+const PAYLOAD_FRACTION: f64 = 1448.0 / 1500.0;
+
+fn lock() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// True when the test may go on; under CI a missing precondition is a failure, not a skip.
+fn have_root_and(tools: &[&str]) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let missing: Vec<&str> = tools.iter().copied().filter(|t| !tool_exists(t)).collect();
+    let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
+    if root && missing.is_empty() {
+        return true;
+    }
+    let why = if root { format!("missing tools: {missing:?}") } else { "not root".to_string() };
+    assert!(!ci, "end-to-end test cannot run under CI=true: {why}");
+    eprintln!("skipping: {why}");
+    false
+}
+
+fn tool_exists(name: &str) -> bool {
+    Command::new("sh").args(["-c", &format!("command -v {name}")]).stdout(Stdio::null()).status().map(|s| s.success()).unwrap_or(false)
+}
+
+fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ccbench-test-{tag}-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn ccbench(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("run ccbench")
+}
+
+/// `ccbench run … --out DIR`, returning the parsed result.json.
+fn run_json(args: &[&str], tag: &str) -> Value {
+    let out = tempdir(tag);
+    let mut full: Vec<&str> = vec!["run"];
+    full.extend_from_slice(args);
+    let out_s = out.to_string_lossy().to_string();
+    full.extend_from_slice(&["--out", &out_s]);
+    let o = ccbench(&full);
+    assert!(o.status.success(), "ccbench {full:?} failed: {}\n{}", String::from_utf8_lossy(&o.stderr), String::from_utf8_lossy(&o.stdout));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).expect("result.json")).expect("valid JSON");
+    let _ = std::fs::remove_dir_all(&out);
+    assert_no_leak(&v);
+    v
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// Every namespace inode any process (or any open descriptor) still refers to.
+fn live_netns_inodes() -> Vec<u64> {
+    let mut inodes = Vec::new();
+    let parse = |link: PathBuf| -> Option<u64> {
+        let t = std::fs::read_link(link).ok()?;
+        let s = t.to_string_lossy().to_string();
+        s.strip_prefix("net:[")?.strip_suffix(']')?.parse().ok()
+    };
+    for proc_dir in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let p = proc_dir.path();
+        if let Some(i) = parse(p.join("ns/net")) {
+            inodes.push(i);
+        }
+        for fd in std::fs::read_dir(p.join("fd")).into_iter().flatten().flatten() {
+            if let Some(i) = parse(fd.path()) {
+                inodes.push(i);
+            }
+        }
+    }
+    inodes
+}
+
+fn wait_gone(inodes: &[u64]) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let live = live_netns_inodes();
+        let leaked: Vec<&u64> = inodes.iter().filter(|i| live.contains(i)).collect();
+        if leaked.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "namespaces {leaked:?} are still referenced by some process");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn host_has_no_leftovers() {
+    let tuns = Command::new("ip").args(["-o", "link", "show", "type", "tun"]).output().expect("ip");
+    assert!(String::from_utf8_lossy(&tuns.stdout).trim().is_empty(), "TUN devices in the host namespace: {}", String::from_utf8_lossy(&tuns.stdout));
+    let named = Command::new("ip").args(["netns", "list"]).output().expect("ip");
+    assert!(String::from_utf8_lossy(&named.stdout).trim().is_empty(), "named namespaces exist");
+    let reapers = Command::new("pgrep").args(["-f", "__ccbench-reaper"]).output().expect("pgrep");
+    assert!(String::from_utf8_lossy(&reapers.stdout).trim().is_empty(), "reaper processes left running");
+}
+
+fn assert_no_leak(result: &Value) {
+    let inodes: Vec<u64> = result["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter_map(|r| r["netns_inodes"].as_array())
+        .flat_map(|a| a.iter().filter_map(Value::as_u64))
+        .collect();
+    assert!(!inodes.is_empty(), "runs must record their namespace inodes");
+    wait_gone(&inodes);
+    host_has_no_leftovers();
+}
+
+fn metrics(result: &Value, run: usize) -> &Value {
+    &result["runs"][run]["metrics"]
+}
+
+#[test]
+fn ping_rtt_matches_configured_delay() {
+    let _g = lock();
+    if !have_root_and(&["ping"]) {
+        return;
+    }
+    for (flags, want_ms) in [(vec!["--rtt", "30ms"], 30.0), (vec!["--delay-down", "2ms", "--delay-up", "48ms"], 50.0), (vec!["--rtt", "0"], 0.0)] {
+        let mut args = vec!["exec", "--rate", "100mbit"];
+        args.extend(flags.iter().copied());
+        args.extend_from_slice(&["--", "sh", "-c", "ping -n -q -c 30 -i 0.02 $CCBENCH_SERVER_ADDR"]);
+        let o = ccbench(&args);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "ping failed: {text} {}", String::from_utf8_lossy(&o.stderr));
+        // rtt min/avg/max/mdev = 30.1/30.2/30.9/0.1 ms
+        let stats = text.lines().find(|l| l.contains("min/avg/max")).expect("ping summary");
+        let nums: Vec<f64> = stats.split('=').nth(1).unwrap().split_whitespace().next().unwrap().split('/').map(|x| x.parse().unwrap()).collect();
+        let (min, avg) = (nums[0], nums[1]);
+        // Nothing may arrive before the configured delay; the emulator may add a little.
+        assert!(min >= want_ms, "{flags:?}: ping min {min} ms is below the configured {want_ms} ms");
+        assert!(avg <= want_ms + 1.0, "{flags:?}: ping avg {avg} ms is more than 1 ms above the configured {want_ms} ms");
+    }
+}
+
+#[test]
+fn ping_loss_matches_configured_loss() {
+    let _g = lock();
+    if !have_root_and(&["ping"]) {
+        return;
+    }
+    let o = ccbench(&["exec", "--rtt", "2ms", "--loss-down", "20%", "--loss-up", "0", "--seed", "7", "--", "sh", "-c", "ping -n -q -c 800 -i 0.002 -W 1 $CCBENCH_SERVER_ADDR"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = text.lines().find(|l| l.contains("packet loss")).expect("ping loss line");
+    let pct: f64 = line.split(',').find(|p| p.contains("packet loss")).unwrap().trim().split('%').next().unwrap().parse().unwrap();
+    // 800 echoes at 20 % loss on replies only: sd = 1.4 %; allow ±5 sd.
+    assert!((13.0..=27.0).contains(&pct), "ping saw {pct}% loss, configured 20%");
+}
+
+#[test]
+fn lossless_goodput_matches_the_link_rate() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    for rate_mbit in [10.0, 30.0] {
+        let rate = format!("{rate_mbit}mbit");
+        let v = run_json(&["--cc", "cubic", "--runs", "1", "--rate", &rate, "--rtt", "10ms", "--duration", "4s", "--seed", "1"], "rate");
+        let m = metrics(&v, 0);
+        let goodput = f(&m["goodput_bps"]);
+        let ceiling = rate_mbit * 1e6 * PAYLOAD_FRACTION;
+        // Slow start costs a little at the beginning; nothing may exceed the link.
+        assert!(goodput <= ceiling * 1.005, "{rate}: goodput {goodput} exceeds the link's payload rate {ceiling}");
+        assert!(goodput >= ceiling * 0.85, "{rate}: goodput {goodput} is far below the link's payload rate {ceiling}");
+        assert_eq!(f(&m["drops_loss"]), 0.0, "no loss was configured");
+    }
+}
+
+#[test]
+fn iperf3_and_ccbench_measure_the_same_goodput() {
+    let _g = lock();
+    if !have_root_and(&["iperf3"]) {
+        return;
+    }
+    let path = ["--rate", "40mbit", "--rtt", "20ms", "--seed", "3"];
+    let mut args = vec!["exec"];
+    args.extend_from_slice(&path);
+    args.extend_from_slice(&["--server-cmd", "iperf3 -s -1", "--", "sh", "-c", "iperf3 -J -c $CCBENCH_SERVER_ADDR -t 5 -C cubic"]);
+    let o = ccbench(&args);
+    assert!(o.status.success(), "iperf3 failed: {}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let start = stdout.find('{').expect("iperf3 JSON");
+    let ip: Value = serde_json::Deserializer::from_str(&stdout[start..]).into_iter::<Value>().next().unwrap().unwrap();
+    let iperf = f(&ip["end"]["sum_received"]["bits_per_second"]);
+    assert_eq!(ip["end"]["sender_tcp_congestion"], "cubic");
+
+    let mut run = vec!["--cc", "cubic", "--runs", "1", "--duration", "5s", "--direction", "upload"];
+    run.extend_from_slice(&path);
+    let v = run_json(&run, "iperf");
+    let ours = f(&metrics(&v, 0)["goodput_bps"]);
+    let ratio = ours / iperf;
+    assert!((0.9..=1.1).contains(&ratio), "ccbench {ours} vs iperf3 {iperf}: ratio {ratio}");
+    assert!(iperf > 40e6 * PAYLOAD_FRACTION * 0.85, "iperf3 itself is far below the link rate: {iperf}");
+}
+
+#[test]
+fn reno_under_random_loss_follows_mathis() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    // Loss on data only, a link far faster than the loss allows: the Mathis regime.
+    let mut measured = Vec::new();
+    for loss in ["1%", "4%"] {
+        let v = run_json(&["--cc", "reno", "--runs", "2", "--rate", "200mbit", "--rtt", "20ms", "--loss-down", loss, "--loss-up", "0", "--duration", "8s", "--seed", "5"], "mathis");
+        let p = f(&v["params"]["path"]["down"]["loss"]["p"]);
+        let s = &v["summary"][0];
+        let goodput = f(&s["goodput_bps"]["median"]);
+        let rtt_s = f(&s["sender_rtt_p50_ms"]["median"]) / 1000.0;
+        // BW = MSS/RTT · sqrt(3/2) / sqrt(p)
+        let mathis = 1448.0 * 8.0 / rtt_s * (1.5f64).sqrt() / p.sqrt();
+        let ratio = goodput / mathis;
+        assert!((0.6..=1.6).contains(&ratio), "reno at {loss}: goodput {goodput} vs Mathis {mathis} (ratio {ratio})");
+        measured.push(goodput);
+    }
+    // Four times the loss, half the goodput: the 1/sqrt(p) law itself.
+    let scaling = measured[0] / measured[1];
+    assert!((1.5..=2.8).contains(&scaling), "goodput(1%)/goodput(4%) = {scaling}, theory says 2");
+}
+
+#[test]
+fn bbr_is_far_ahead_of_cubic_under_random_loss() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    let v = run_json(&["--cc", "bbr,cubic", "--runs", "4", "--rate", "50mbit", "--rtt", "20ms", "--loss", "3%", "--duration", "4s", "--seed", "11"], "bbr");
+    let c = &v["comparisons"][0];
+    assert_eq!(c["significant"], true, "comparison: {c}");
+    assert_eq!(c["faster"], "bbr");
+    assert!(f(&c["ratio_ci"]["lo"]) > 3.0, "bbr should be several times cubic: {c}");
+    // Provenance: every flow's algorithm was read back from the sending socket.
+    for run in v["runs"].as_array().unwrap() {
+        for flow in run["workload"]["flows"].as_array().unwrap() {
+            assert_eq!(flow["cc_read_back"], run["cc"]);
+            assert_eq!(flow["sender"], "server");
+        }
+    }
+}
+
+#[test]
+fn result_json_has_time_series_and_provenance() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    let v = run_json(&["--cc", "bbr", "--runs", "1", "--rate", "30mbit", "--rtt", "30ms", "--duration", "2s", "--flows", "2", "--sample-interval", "20ms"], "json");
+    assert_eq!(v["schema"], "ccbench.result.v1");
+    assert_eq!(v["status"], "complete");
+    let prov = &v["provenance"];
+    assert!(!prov["host"]["kernel_release"].as_str().unwrap().is_empty());
+    assert!(prov["host"]["available_congestion_controls"].as_array().unwrap().iter().any(|c| c == "bbr"));
+    assert!(prov["command_line"].as_array().unwrap().len() > 3);
+    assert!(v["params"]["seed"].is_u64());
+    let run = &v["runs"][0];
+    let flows = run["workload"]["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 2);
+    for flow in flows {
+        let samples = flow["samples"].as_array().unwrap();
+        // 2 s at 20 ms: about 100 samples.
+        assert!((60..=140).contains(&samples.len()), "{} samples", samples.len());
+        let last = samples.last().unwrap();
+        assert!(f(&last["rtt_us"]) >= 30_000.0, "sender RTT below the base RTT: {last}");
+        assert!(samples.iter().any(|s| s["bbr"]["mode"] == "PROBE_BW" || s["bbr"]["mode"] == "DRAIN"), "BBR never left STARTUP");
+        assert!(!flow["received"].as_array().unwrap().is_empty());
+    }
+    let down = &run["path"]["down"];
+    assert!(down["series"].as_array().unwrap().len() >= 60);
+    assert!(f(&down["stats"]["packets_out"]) > 1000.0);
+    // The two flows share the link: together they fill it, neither gets everything.
+    let total = f(&run["metrics"]["goodput_bps"]);
+    assert!(total > 30e6 * PAYLOAD_FRACTION * 0.8, "two flows together: {total}");
+    for flow in flows {
+        assert!(f(&flow["goodput_bps"]) < total * 0.9);
+    }
+}
+
+fn assert_usage_error(args: &[&str], flag: &str) {
+    let before = live_netns_inodes().len();
+    let o = ccbench(args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{args:?} should exit 2; stderr: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}: error must be one line: {err}");
+    assert!(err.contains(flag), "{args:?}: error must name {flag}: {err}");
+    assert!(o.stdout.is_empty(), "{args:?}: nothing on stdout");
+    assert!(live_netns_inodes().len() <= before, "{args:?} left a namespace behind");
+}
+
+#[test]
+fn bad_input_is_one_line_exit_2_and_leaves_nothing() {
+    let _g = lock();
+    let out = tempdir("bad");
+    let out_s = out.to_string_lossy().to_string();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["run", "--cc", "bbr,vegas2"], "--cc"),
+        (vec!["run", "--cc", "bbr,bbr"], "--cc"),
+        (vec!["run", "--rate", "-5mbit"], "--rate"),
+        (vec!["run", "--rate", "1000gbit"], "--rate"),
+        (vec!["run", "--rate", "100mbps"], "--rate"),
+        (vec!["run", "--loss", "150%"], "--loss"),
+        (vec!["run", "--loss", "0.5"], "--loss"),
+        (vec!["run", "--loss-up", "gilbert:p=1%"], "--loss-up"),
+        (vec!["run", "--rtt", "forty"], "--rtt"),
+        (vec!["run", "--buffer", "0bdp"], "--buffer"),
+        (vec!["run", "--duration", "0s"], "--duration"),
+        (vec!["run", "--cc", "bbr,cubic", "--runs", "2"], "--runs"),
+        (vec!["run", "--flows", "0"], "--flows"),
+        (vec!["run", "--mtu", "100"], "--mtu"),
+        (vec!["run", "--runs", "many"], "--runs"),
+        (vec!["run", "--direction", "sideways"], "--direction"),
+        (vec!["exec", "--rate", "fast", "--", "true"], "--rate"),
+    ];
+    for (mut args, flag) in cases {
+        if args[0] == "run" {
+            args.extend_from_slice(&["--out", &out_s]);
+        }
+        assert_usage_error(&args, flag);
+    }
+    assert!(!out.exists(), "bad input must not create the results directory");
+}
+
+#[test]
+fn non_root_is_told_clearly() {
+    let _g = lock();
+    if !have_root_and(&["setpriv"]) {
+        return;
+    }
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN, "run", "--cc", "cubic", "--runs", "1", "--duration", "1s", "--out", "/nonexistent/x"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("needs root"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1);
+}
+
+#[test]
+fn kill_9_leaves_no_namespace_device_or_process() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    // The server command daemonises a grandchild on purpose: it must die too.
+    let mut child = Command::new(BIN)
+        .args(["exec", "--rtt", "10ms", "--server-cmd", "sh -c 'sleep 300 &' ; sleep 300", "--", "sh", "-c", "echo $CCBENCH_CLIENT_NETNS $CCBENCH_SERVER_NETNS; exec sleep 300"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+    let inodes: Vec<u64> = line.split_whitespace().map(|s| s.parse().unwrap()).collect();
+    assert_eq!(inodes.len(), 2);
+    let live = live_netns_inodes();
+    assert!(inodes.iter().all(|i| live.contains(i)), "namespaces should be alive while ccbench runs");
+    // SAFETY: killing our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    wait_gone(&inodes);
+    host_has_no_leftovers();
+}
+
+#[test]
+fn ctrl_c_keeps_finished_runs() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    let out = tempdir("int");
+    let child = Command::new(BIN)
+        .args(["run", "--cc", "bbr,cubic", "--runs", "4", "--duration", "2s", "--rate", "20mbit", "--rtt", "10ms", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(5500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
+    assert_eq!(v["status"], "interrupted");
+    let complete = v["runs"].as_array().unwrap().iter().filter(|r| r["status"] == "complete").count();
+    assert!((1..8).contains(&complete), "{complete} complete runs kept");
+    assert_no_leak(&v);
+    let _ = std::fs::remove_dir_all(Path::new(&out));
+}
