@@ -6,6 +6,7 @@ use crate::Nanos;
 
 /// Bottleneck rate of the server.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Rate {
     /// Zero serialization time: packets only see the propagation delay.
     #[default]
