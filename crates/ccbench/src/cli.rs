@@ -65,6 +65,10 @@ pub struct PathArgs {
     /// MTU of the emulated link in bytes.
     #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u32).range(576..=9000))]
     pub mtu: u32,
+    /// Read one packet per system call instead of letting the kernel hand over TSO superframes
+    /// (which ccbench cuts into MTU-sized segments either way). Slower; for comparison.
+    #[arg(long)]
+    pub no_offload: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -110,6 +110,7 @@ pub fn build(args: &PathArgs, seed: u64, sample_interval_us: u64) -> Result<Path
         mtu: args.mtu,
         seed,
         sample_interval_us,
+        offload: !args.no_offload,
     })
 }
 

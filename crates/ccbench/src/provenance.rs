@@ -35,7 +35,6 @@ pub struct EmulatorFacts {
     pub kind: &'static str,
     pub client_addr: String,
     pub server_addr: String,
-    pub tun_offloads: bool,
     pub tun_txqueuelen: u32,
 }
 
@@ -93,7 +92,6 @@ impl Provenance {
                 kind: "ccbench userspace TUN emulator",
                 client_addr: ccbench_emu::CLIENT_ADDR.to_string(),
                 server_addr: ccbench_emu::SERVER_ADDR.to_string(),
-                tun_offloads: false,
                 tun_txqueuelen: ccbench_emu::TUN_TXQUEUELEN,
             },
         }

@@ -5,8 +5,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ccbench_link::{DelayHistogram, DirectionConfig, DropCause, Link, LinkStats, Nanos};
+use ccbench_link::{DelayHistogram, DirectionConfig, Link, LinkStats, Nanos};
 use ccbench_netns::Tun;
+
+use crate::gso::{self, Segmenter, VnetHdr, VNET_HDR_LEN};
 use serde::{Deserialize, Serialize};
 
 /// Longest sleep without looking at the stop flag.
@@ -85,6 +87,19 @@ pub struct DirectionReport {
     pub utilization: f64,
     pub read_errors: u64,
     pub write_errors: u64,
+    /// TSO superframes read from the kernel, and the MTU-sized segments cut from them.
+    pub superframes: u64,
+    pub segments_from_superframes: u64,
+    /// Packets the emulator could not parse or segment (dropped; should be 0).
+    pub malformed: u64,
+    /// Kernel drops outside the model: the input device's queue overflowing before we read
+    /// (`tun_tx_dropped`) and writes the receiving stack refused (`tun_rx_dropped`). With a
+    /// keeping-up emulator both are 0; anything else is loss nobody configured.
+    pub tun_tx_dropped: u64,
+    pub tun_rx_dropped: u64,
+    /// CPU time this direction's forwarding thread used, and its share of the wall time.
+    pub cpu_s: f64,
+    pub cpu_share: f64,
     pub series: Vec<LinkSample>,
     pub error: Option<String>,
 }
@@ -176,9 +191,14 @@ impl Forwarder {
         let param = libc::sched_param { sched_priority: 10 };
         // SAFETY: changes the scheduling policy of the calling thread only.
         let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
-        let buf_len = (self.mtu as usize).max(1500) + 64;
+        // Link buffers hold one MTU-sized packet (plus the vnet header when offloading); reads
+        // land in one large buffer first because a read may bring a 64 KB superframe.
+        let hdr = if self.from.offload() { VNET_HDR_LEN } else { 0 };
+        let buf_len = hdr + (self.mtu as usize).max(1500) + 64;
+        let mut read_buf = vec![0u8; hdr + 65_536 + 64];
         let mut link: Link<Box<[u8]>> = Link::new(self.config.clone(), self.seed);
         let mut pool: Vec<Box<[u8]>> = (0..2048).map(|_| vec![0u8; buf_len].into_boxed_slice()).collect();
+        let (mut superframes, mut segments, mut malformed) = (0u64, 0u64, 0u64);
         let started = self.now();
         let mut series = SeriesRecorder::new(self.sample_interval, started);
         let mut lateness = DelayHistogram::default();
@@ -188,30 +208,65 @@ impl Forwarder {
         while !self.stop.load(Ordering::Relaxed) {
             let now = self.now();
             for _ in 0..READ_BATCH {
-                let mut buf = pool.pop().unwrap_or_else(|| vec![0u8; buf_len].into_boxed_slice());
-                match self.from.recv(&mut buf) {
-                    Ok(Some(n)) => {
-                        if let Err(dropped) = link.enqueue(now, n as u32, buf) {
-                            let _: DropCause = dropped.cause;
-                            pool.push(dropped.packet);
-                        }
-                    }
-                    Ok(None) => {
-                        pool.push(buf);
-                        break;
-                    }
+                let n = match self.from.recv(&mut read_buf) {
+                    Ok(Some(n)) => n,
+                    Ok(None) => break,
                     Err(e) => {
                         read_errors += 1;
                         last_error = Some(format!("read from TUN: {e}"));
-                        pool.push(buf);
                         break;
+                    }
+                };
+                // Copies one packet into a link buffer and offers it to the model; false if
+                // the packet could not be produced.
+                let mut offer = |bytes: &dyn Fn(&mut [u8]) -> Option<usize>| -> bool {
+                    let mut buf = pool.pop().unwrap_or_else(|| vec![0u8; buf_len].into_boxed_slice());
+                    match bytes(&mut buf) {
+                        Some(len) => {
+                            if let Err(dropped) = link.enqueue(now, (len - hdr) as u32, buf) {
+                                pool.push(dropped.packet);
+                            }
+                            true
+                        }
+                        None => {
+                            pool.push(buf);
+                            false
+                        }
+                    }
+                };
+                let vnet = if hdr > 0 { VnetHdr::parse(&read_buf[..n]) } else { None };
+                match vnet {
+                    Some(vh) if vh.gso_type & !gso::GSO_ECN == gso::GSO_TCPV4 => {
+                        superframes += 1;
+                        match Segmenter::new(&read_buf[hdr..n], usize::from(vh.gso_size), vh.gso_type & gso::GSO_ECN != 0) {
+                            Ok(seg) => {
+                                segments += seg.count() as u64;
+                                for i in 0..seg.count() {
+                                    if !offer(&|buf| seg.write(i, buf).ok()) {
+                                        malformed += 1;
+                                    }
+                                }
+                            }
+                            Err(_) => malformed += 1,
+                        }
+                    }
+                    Some(vh) if vh.gso_type != gso::GSO_NONE => malformed += 1,
+                    _ => {
+                        let ok = offer(&|buf| {
+                            let b = buf.get_mut(..n)?;
+                            b.copy_from_slice(&read_buf[..n]);
+                            Some(n)
+                        });
+                        if !ok {
+                            malformed += 1;
+                        }
                     }
                 }
             }
 
             let now = self.now();
             while let Some(d) = link.dequeue(now) {
-                if let Err(e) = self.to.send(&d.packet[..d.len as usize]) {
+                if let Err(e) = self.to.send(&d.packet[..hdr + d.len as usize]) {
                     write_errors += 1;
                     last_error = Some(format!("write to TUN: {e}"));
                 }
@@ -233,6 +288,7 @@ impl Forwarder {
         }
 
         let lifetime = self.now().saturating_sub(started).max(1);
+        let cpu_s = thread_cpu_seconds();
         let stats = link.stats().clone();
         DirectionReport {
             direction: self.name.to_string(),
@@ -243,10 +299,27 @@ impl Forwarder {
             stats,
             read_errors,
             write_errors,
+            superframes,
+            segments_from_superframes: segments,
+            malformed,
+            tun_tx_dropped: 0,
+            tun_rx_dropped: 0,
+            cpu_s,
+            cpu_share: cpu_s * 1e9 / lifetime as f64,
             series: series.samples,
             error: last_error,
         }
     }
+}
+
+fn thread_cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
 /// Sleeps until `fd` is readable or `timeout_ns` passes, with nanosecond resolution (ppoll

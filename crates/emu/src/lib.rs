@@ -11,6 +11,7 @@
 //! All timing lives in the link model; this crate only moves bytes and keeps the clock.
 
 mod forward;
+pub mod gso;
 
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,6 +59,14 @@ pub struct PathSpec {
     pub mtu: u32,
     pub seed: u64,
     pub sample_interval_us: u64,
+    /// Let the kernel hand over TSO superframes (segmented again here, per MTU). Off: one
+    /// read per packet, as Mahimahi does.
+    #[serde(default = "default_true")]
+    pub offload: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 /// A running emulated path. Dropping it (or calling [`finish`](Self::finish)) stops the
@@ -89,8 +98,8 @@ impl EmulatedPath {
                 ns.set_sysctl(key, value)?;
             }
         }
-        let client_tun = Arc::new(client.add_tun(TUN_NAME, CLIENT_ADDR, 24, spec.mtu, TUN_TXQUEUELEN)?);
-        let server_tun = Arc::new(server.add_tun(TUN_NAME, SERVER_ADDR, 24, spec.mtu, TUN_TXQUEUELEN)?);
+        let client_tun = Arc::new(client.add_tun(TUN_NAME, CLIENT_ADDR, 24, spec.mtu, TUN_TXQUEUELEN, spec.offload)?);
+        let server_tun = Arc::new(server.add_tun(TUN_NAME, SERVER_ADDR, 24, spec.mtu, TUN_TXQUEUELEN, spec.offload)?);
         let stop = Arc::new(AtomicBool::new(false));
         let interval = Duration::from_micros(spec.sample_interval_us.max(1));
         let down = forward::Forwarder {
@@ -127,8 +136,15 @@ impl EmulatedPath {
     pub fn finish(mut self) -> PathReport {
         self.stop.store(true, Ordering::SeqCst);
         let mut reports = self.threads.drain(..).map(|t| t.join().unwrap_or_else(|_| DirectionReport::failed("forwarder thread panicked")));
-        let down = reports.next().unwrap_or_else(|| DirectionReport::failed("missing"));
-        let up = reports.next().unwrap_or_else(|| DirectionReport::failed("missing"));
+        let mut down = reports.next().unwrap_or_else(|| DirectionReport::failed("missing"));
+        let mut up = reports.next().unwrap_or_else(|| DirectionReport::failed("missing"));
+        // Downlink reads the server's device and writes the client's; uplink the reverse.
+        if let (Ok(c), Ok(s)) = (self.client.dev_counters(TUN_NAME), self.server.dev_counters(TUN_NAME)) {
+            down.tun_tx_dropped = s.tx_dropped;
+            down.tun_rx_dropped = c.rx_dropped;
+            up.tun_tx_dropped = c.tx_dropped;
+            up.tun_rx_dropped = s.rx_dropped;
+        }
         PathReport { down, up }
     }
 }

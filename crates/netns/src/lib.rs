@@ -101,16 +101,48 @@ impl Netns {
     }
 
     /// Creates a TUN device inside this namespace, configured with `addr/prefix`, up.
-    pub fn add_tun(&self, name: &str, addr: Ipv4Addr, prefix: u8, mtu: u32, txqueuelen: u32) -> Result<Tun, NetnsError> {
+    pub fn add_tun(&self, name: &str, addr: Ipv4Addr, prefix: u8, mtu: u32, txqueuelen: u32, offload: bool) -> Result<Tun, NetnsError> {
         let name = name.to_string();
         self.run(move || {
-            let tun = Tun::create(&name)?;
+            let tun = Tun::create(&name, offload)?;
             let iface = Interface::new(&name);
             iface.set_mtu(mtu)?;
             iface.set_txqueuelen(txqueuelen)?;
             iface.set_ipv4(addr, prefix)?;
             iface.set_up()?;
             Ok(tun)
+        })
+    }
+}
+
+/// Kernel-side counters of one interface, from `/proc/net/dev` inside a namespace.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DevCounters {
+    pub rx_packets: u64,
+    pub rx_dropped: u64,
+    pub tx_packets: u64,
+    pub tx_dropped: u64,
+}
+
+impl Netns {
+    /// Counters of interface `name` in this namespace. A TUN device's `tx_dropped` counts
+    /// packets the kernel threw away because our reader fell behind; `rx_dropped`, packets we
+    /// wrote that the stack refused. Neither is the network's loss.
+    pub fn dev_counters(&self, name: &str) -> Result<DevCounters, NetnsError> {
+        let name = name.to_string();
+        self.run(move || {
+            let text = std::fs::read_to_string("/proc/thread-self/net/dev")?;
+            for line in text.lines() {
+                let Some((dev, rest)) = line.split_once(':') else { continue };
+                if dev.trim() != name {
+                    continue;
+                }
+                let v: Vec<u64> = rest.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+                if v.len() >= 12 {
+                    return Ok(DevCounters { rx_packets: v[1], rx_dropped: v[3], tx_packets: v[9], tx_dropped: v[11] });
+                }
+            }
+            Err(NetnsError::Io(io::Error::new(io::ErrorKind::NotFound, format!("no interface {name}"))))
         })
     }
 }
@@ -176,7 +208,8 @@ mod tests {
             return;
         }
         let ns = Netns::new().unwrap();
-        let _tun = ns.add_tun("ccbt0", Ipv4Addr::new(10, 99, 0, 1), 24, 1500, 1000).unwrap();
+        let _tun = ns.add_tun("ccbt0", Ipv4Addr::new(10, 99, 0, 1), 24, 1500, 1000, true).unwrap();
+        assert_eq!(ns.dev_counters("ccbt0").unwrap().tx_dropped, 0);
         let inside: bool = ns
             .run(|| Ok::<_, NetnsError>(std::path::Path::new("/proc/thread-self/net/dev").exists() && std::fs::read_to_string("/proc/thread-self/net/dev")?.contains("ccbt0")))
             .unwrap();

@@ -7,10 +7,16 @@ pub const SIOCSIFNETMASK: libc::c_ulong = 0x891c;
 pub const SIOCSIFMTU: libc::c_ulong = 0x8922;
 pub const SIOCSIFTXQLEN: libc::c_ulong = 0x8943;
 pub const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+pub const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
 
 pub const IFF_UP: libc::c_short = 0x1;
 pub const IFF_TUN: libc::c_short = 0x0001;
 pub const IFF_NO_PI: libc::c_short = 0x1000;
+pub const IFF_VNET_HDR: libc::c_short = 0x4000;
+
+pub const TUN_F_CSUM: libc::c_uint = 0x01;
+pub const TUN_F_TSO4: libc::c_uint = 0x02;
+pub const TUN_F_TSO_ECN: libc::c_uint = 0x08;
 
 pub const IFNAMSIZ: usize = 16;
 
