@@ -19,6 +19,35 @@ pub enum Command {
     Exec(ExecArgs),
     /// Show what this host can do: root, TUN, namespaces, algorithms, qdiscs.
     Doctor,
+    /// Measure ccbench itself on this machine.
+    #[command(subcommand)]
+    Bench(BenchWhat),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchWhat {
+    /// The emulator's goodput, CPU use, unconfigured drops and delay error across rates and RTTs,
+    /// beside the kernel's veth path between two namespaces.
+    Emulator(BenchEmulatorArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchEmulatorArgs {
+    /// Configured rates to measure, comma-separated.
+    #[arg(long, default_value = "10mbit,100mbit,1gbit,10gbit,unlimited")]
+    pub rates: String,
+    /// Round-trip times to measure, comma-separated.
+    #[arg(long, default_value = "0,10ms,50ms")]
+    pub rtts: String,
+    /// How long each cell sends.
+    #[arg(long, default_value = "4s")]
+    pub duration: String,
+    /// The algorithm of the bulk flow.
+    #[arg(long, default_value = "cubic")]
+    pub cc: String,
+    /// Also write bench.json into this directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 /// The emulated path. Rates, delays, losses and buffers apply to both directions unless the

@@ -1,6 +1,7 @@
 //! ccbench: a congestion-control test bench. This binary only wires the layers together:
 //! CLI → experiment → (emulated path + workload) → analysis → output.
 
+mod bench;
 mod cli;
 mod doctor;
 mod error;
@@ -62,5 +63,6 @@ fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
             exec::run(&spec, args.server_cmd.as_deref(), &args.command)
         }
         cli::Command::Doctor => Ok(doctor::run()),
+        cli::Command::Bench(cli::BenchWhat::Emulator(args)) => bench::run(&args),
     }
 }

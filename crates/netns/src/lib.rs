@@ -147,6 +147,50 @@ impl Netns {
     }
 }
 
+/// Runs a program with its network namespace set to `ns` (for the few things only iproute2 can do).
+fn command_in(ns: &Netns, program: &str, args: &[&str]) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let fd = ns.fd.as_raw_fd();
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args).stdin(std::process::Stdio::null());
+    // SAFETY: setns/prctl between fork and exec affect only the child.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Joins two namespaces with a veth pair (`a_name` in `a`, `b_name` in `b`), configured with
+/// the given addresses and up. This is the kernel's own path between namespaces: the ceiling
+/// any emulator on this machine is measured against.
+pub fn add_veth_pair(a: &Netns, a_name: &str, a_addr: Ipv4Addr, b: &Netns, b_name: &str, b_addr: Ipv4Addr, prefix: u8) -> Result<(), NetnsError> {
+    // iproute2 names a target namespace by PID, so park a process in `b` while we ask.
+    let mut anchor = command_in(b, "sleep", &["30"]).spawn()?;
+    let pid = anchor.id().to_string();
+    let out = command_in(a, "ip", &["link", "add", a_name, "type", "veth", "peer", "name", b_name, "netns", &pid]).output();
+    let _ = anchor.kill();
+    let _ = anchor.wait();
+    let out = out?;
+    if !out.status.success() {
+        return Err(NetnsError::Iface { name: a_name.to_string(), source: io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_string()) });
+    }
+    for (ns, name, addr) in [(a, a_name, a_addr), (b, b_name, b_addr)] {
+        let name = name.to_string();
+        ns.run(move || {
+            let iface = Interface::new(&name);
+            iface.set_ipv4(addr, prefix)?;
+            iface.set_up()
+        })?;
+    }
+    Ok(())
+}
+
 impl AsFd for Netns {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()

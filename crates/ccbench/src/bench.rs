@@ -1,0 +1,216 @@
+//! `ccbench bench emulator`: how fast and how faithful the emulator is on this machine, side by
+//! side with the kernel's own veth path between two namespaces (the ceiling here).
+
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use ccbench_emu::{EmulatedPath, PathReport, PathSpec, CLIENT_ADDR, SERVER_ADDR};
+use ccbench_link::{Buffer, DirectionConfig, LossModel, Rate};
+use ccbench_netns::Netns;
+use ccbench_workload::{run_bulk, Amount, BulkResult, BulkSpec, Direction};
+use serde::Serialize;
+
+use crate::cli::BenchEmulatorArgs;
+use crate::error::UsageError;
+use crate::units;
+
+/// Buffers below this would make short-RTT rows measure CUBIC's losses, not the emulator.
+const MIN_BENCH_BUFFER_BYTES: u64 = 256 * 1024;
+
+#[derive(Debug, Serialize)]
+pub struct BenchRow {
+    /// "veth", "emulator" or "emulator, no offload".
+    pub path: String,
+    pub rate_bps: Option<u64>,
+    pub rtt_ms: f64,
+    pub goodput_bps: f64,
+    /// Goodput / (rate × payload per packet): 1.0 is a perfect link.
+    pub of_rate: Option<f64>,
+    /// CPU share of both forwarding threads together (1.0 = one core).
+    pub emulator_cpu: Option<f64>,
+    /// Kernel-side drops and malformed packets: loss nobody configured.
+    pub unconfigured_drops: u64,
+    pub buffer_drops: u64,
+    pub retransmits: u64,
+    /// How late the emulator wrote packets relative to the model (p50 / p99, µs).
+    pub delay_error_p50_us: Option<f64>,
+    pub delay_error_p99_us: Option<f64>,
+    pub cpu_steal: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BenchResult {
+    pub schema: &'static str,
+    pub provenance: crate::provenance::Provenance,
+    pub duration_s: f64,
+    pub cc: String,
+    pub rows: Vec<BenchRow>,
+}
+
+struct Cell {
+    offload: bool,
+    rate: Option<u64>,
+    rtt_ns: u64,
+}
+
+fn parse_list<T>(flag: &str, value: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, UsageError> {
+    value.split(',').map(|v| parse(v.trim()).map_err(|a| UsageError::new(flag, v, a))).collect()
+}
+
+fn workload(cc: &str, seconds: f64) -> BulkSpec {
+    BulkSpec { flows: 1, direction: Direction::Download, amount: Amount::Seconds(seconds), cc: cc.to_string(), port: 5201, sample_interval_us: 10_000, timeout_s: seconds + 30.0 }
+}
+
+fn payload_fraction(mtu: u32) -> f64 {
+    // IPv4 (20) + TCP with timestamps (32) per packet.
+    f64::from(mtu - 52) / f64::from(mtu)
+}
+
+pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
+    let rates = parse_list("--rates", &args.rates, |v| {
+        let r = units::parse_rate(v)?;
+        match r {
+            Some(b) if b < 10_000 => Err("rates of at least 10kbit".into()),
+            other => Ok(other),
+        }
+    })?;
+    let rtts = parse_list("--rtts", &args.rtts, units::parse_duration_ns)?;
+    let ns = units::parse_duration_ns(&args.duration).map_err(|a| UsageError::new("--duration", &args.duration, a))?;
+    if !(1_000_000_000..=600_000_000_000).contains(&ns) {
+        return Err(UsageError::new("--duration", &args.duration, "a duration between 1s and 10min").into());
+    }
+    let available = ccbench_probe::available_congestion_controls().unwrap_or_default();
+    if !available.iter().any(|a| *a == args.cc) {
+        return Err(UsageError::new("--cc", &args.cc, format!("one algorithm available on this host: {}", available.join(", "))).into());
+    }
+    crate::error::require_root("bench")?;
+    let seconds = ns as f64 / 1e9;
+    let stop = AtomicBool::new(false);
+    let mut rows = Vec::new();
+    let provenance = crate::provenance::Provenance::new();
+
+    eprintln!("measuring the veth ceiling…");
+    rows.push(veth_row(&args.cc, seconds, &stop)?);
+    let mut cells: Vec<Cell> = Vec::new();
+    for &rtt_ns in &rtts {
+        for &rate in &rates {
+            cells.push(Cell { offload: true, rate, rtt_ns });
+        }
+        // One packet per system call, as Mahimahi does, at the top rate: the offload's gain.
+        if let Some(&top) = rates.last() {
+            cells.push(Cell { offload: false, rate: top, rtt_ns });
+        }
+    }
+    for (i, cell) in cells.iter().enumerate() {
+        eprintln!("cell {}/{}: {} at {} ms RTT{}…", i + 1, cells.len(), cell.rate.map(|r| units::fmt_rate(r as f64)).unwrap_or("unlimited".into()), cell.rtt_ns as f64 / 1e6, if cell.offload { "" } else { ", no offload" });
+        rows.push(emulator_row(cell, &args.cc, seconds, &stop)?);
+    }
+    let result = BenchResult { schema: "ccbench.bench.v1", provenance, duration_s: seconds, cc: args.cc.clone(), rows };
+    println!("{}", table(&result));
+    if let Some(out) = &args.out {
+        std::fs::create_dir_all(out)?;
+        std::fs::write(out.join("bench.json"), serde_json::to_string_pretty(&result)?)?;
+        println!("Results   {}", out.join("bench.json").display());
+    }
+    Ok(0)
+}
+
+fn steal<T>(f: impl FnOnce() -> T) -> (T, Option<f64>) {
+    let t0 = Instant::now();
+    let a = crate::provenance::cpu_steal_ms();
+    let out = f();
+    let b = crate::provenance::cpu_steal_ms();
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
+    (out, a.zip(b).map(|(a, b)| (b - a) / (t0.elapsed().as_secs_f64() * 1000.0 * cpus)))
+}
+
+fn veth_row(cc: &str, seconds: f64, stop: &AtomicBool) -> anyhow::Result<BenchRow> {
+    let client = Netns::new()?;
+    let server = Netns::new()?;
+    ccbench_netns::add_veth_pair(&client, "ccbv0", CLIENT_ADDR, &server, "ccbv1", SERVER_ADDR, 24)?;
+    for ns in [&client, &server] {
+        for (k, v) in ccbench_emu::NAMESPACE_SYSCTLS {
+            ns.set_sysctl(k, v)?;
+        }
+    }
+    let (bulk, steal) = steal(|| run_bulk(&client, &server, SERVER_ADDR, &workload(cc, seconds), Instant::now(), stop));
+    let bulk = bulk?;
+    Ok(BenchRow {
+        path: "veth".into(),
+        rate_bps: None,
+        rtt_ms: 0.0,
+        goodput_bps: bulk.goodput_bps,
+        of_rate: None,
+        emulator_cpu: None,
+        unconfigured_drops: 0,
+        buffer_drops: 0,
+        retransmits: retransmits(&bulk),
+        delay_error_p50_us: None,
+        delay_error_p99_us: None,
+        cpu_steal: steal,
+    })
+}
+
+fn retransmits(bulk: &BulkResult) -> u64 {
+    bulk.flows.iter().filter_map(|f| f.final_tcp_info.as_ref()).map(|t| u64::from(t.total_retrans)).sum()
+}
+
+fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyhow::Result<BenchRow> {
+    let mtu = 1500;
+    let (rate, buffer) = match cell.rate {
+        None => (Rate::Unlimited, Buffer::Unlimited),
+        Some(bps) => {
+            let bdp = (bps as f64 / 8.0 * cell.rtt_ns as f64 / 1e9) as u64;
+            (Rate::BitsPerSec(bps), Buffer::Bytes(bdp.max(MIN_BENCH_BUFFER_BYTES)))
+        }
+    };
+    let dir = DirectionConfig { rate, delay_ns: cell.rtt_ns / 2, loss: LossModel::None, buffer, ..Default::default() };
+    let spec = PathSpec { down: dir.clone(), up: dir, mtu, seed: 1, sample_interval_us: 10_000, offload: cell.offload };
+    let epoch = Instant::now();
+    let path = EmulatedPath::start(&spec, epoch)?;
+    let (bulk, steal) = steal(|| run_bulk(&path.client, &path.server, SERVER_ADDR, &workload(cc, seconds), epoch, stop));
+    let report: PathReport = path.finish();
+    let bulk = bulk?;
+    let d = &report.down;
+    let unconfigured = [&report.down, &report.up].iter().map(|r| r.tun_tx_dropped + r.tun_rx_dropped + r.malformed + r.write_errors).sum();
+    Ok(BenchRow {
+        path: if cell.offload { "emulator".into() } else { "emulator, no offload".into() },
+        rate_bps: cell.rate,
+        rtt_ms: cell.rtt_ns as f64 / 1e6,
+        goodput_bps: bulk.goodput_bps,
+        of_rate: cell.rate.map(|r| bulk.goodput_bps / (r as f64 * payload_fraction(mtu))),
+        emulator_cpu: Some(report.down.cpu_share + report.up.cpu_share),
+        unconfigured_drops: unconfigured,
+        buffer_drops: d.stats.drops_buffer,
+        retransmits: retransmits(&bulk),
+        delay_error_p50_us: Some(d.lateness.p50_us),
+        delay_error_p99_us: Some(d.lateness.p99_us),
+        cpu_steal: steal,
+    })
+}
+
+/// A Markdown table, so it can go into the README as printed.
+pub fn table(r: &BenchResult) -> String {
+    let mut out = String::from("| path | rate | RTT | goodput | of rate | emulator CPU | unconfigured drops | buffer drops | retransmits | delay error p50 / p99 | CPU steal |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    let opt = |x: Option<f64>, f: &dyn Fn(f64) -> String| x.map(f).unwrap_or_else(|| "–".into());
+    for row in &r.rows {
+        out.push_str(&format!(
+            "| {} | {} | {} ms | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            row.path,
+            row.rate_bps.map(|b| units::fmt_rate(b as f64)).unwrap_or_else(|| "unlimited".into()),
+            row.rtt_ms,
+            units::fmt_rate(row.goodput_bps),
+            opt(row.of_rate, &|x| format!("{x:.3}")),
+            opt(row.emulator_cpu, &|x| format!("{:.0} %", x * 100.0)),
+            row.unconfigured_drops,
+            row.buffer_drops,
+            row.retransmits,
+            match (row.delay_error_p50_us, row.delay_error_p99_us) {
+                (Some(a), Some(b)) => format!("{a:.0} / {b:.0} µs"),
+                _ => "–".into(),
+            },
+            opt(row.cpu_steal, &|x| format!("{:.1} %", x * 100.0)),
+        ));
+    }
+    out
+}
