@@ -98,6 +98,10 @@ pub struct PathArgs {
     /// (which ccbench cuts into MTU-sized segments either way). Slower; for comparison.
     #[arg(long)]
     pub no_offload: bool,
+    /// Minimum time between the emulator's wake-ups: departures closer together leave in one
+    /// batch, at most this late. 0 gives every packet its own wake-up (costly above ~500 Mbit/s).
+    #[arg(long, allow_hyphen_values = true, default_value = "25us")]
+    pub emulator_batch: String,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

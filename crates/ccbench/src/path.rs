@@ -111,6 +111,13 @@ pub fn build(args: &PathArgs, seed: u64, sample_interval_us: u64) -> Result<Path
         seed,
         sample_interval_us,
         offload: !args.no_offload,
+        batch_us: {
+            let ns = units::parse_duration_ns(&args.emulator_batch).map_err(|a| UsageError::new("--emulator-batch", &args.emulator_batch, a))?;
+            if ns > 1_000_000 {
+                return Err(UsageError::new("--emulator-batch", &args.emulator_batch, "at most 1ms"));
+            }
+            ns / 1000
+        },
     })
 }
 

@@ -261,3 +261,223 @@ mod tests {
         assert_eq!(Segmenter::new(&superframe(1448, 0), 1448, false).unwrap().write(0, &mut buf), Err(SegmentError::OutputTooSmall));
     }
 }
+
+const TCP_SYN: u8 = 0x02;
+const TCP_RST: u8 = 0x04;
+const TCP_URG: u8 = 0x20;
+const MAX_IP_LEN: usize = 65_535;
+
+/// Merges consecutive in-order TCP/IPv4 segments of one flow that leave the link together into
+/// one superframe written with a single system call, the way a NIC's GRO hands them to the
+/// stack. Only what GRO would merge is merged: same addresses, ports, ACK, window and options,
+/// contiguous sequence numbers, full-sized segments except the last, no SYN/RST/URG.
+pub struct Coalescer {
+    buf: Vec<u8>,
+    len: usize,
+    count: usize,
+    mss: usize,
+    next_seq: u32,
+    hdrs: usize,
+    closed: bool,
+}
+
+impl Default for Coalescer {
+    fn default() -> Self {
+        Coalescer { buf: vec![0u8; VNET_HDR_LEN + MAX_IP_LEN], len: 0, count: 0, mss: 0, next_seq: 0, hdrs: 0, closed: false }
+    }
+}
+
+/// The parts of an IPv4/TCP packet the coalescer looks at, if it is one it may merge.
+struct TcpView {
+    hdrs: usize,
+    payload: usize,
+    seq: u32,
+    flags: u8,
+}
+
+fn tcp_view(ip: &[u8]) -> Option<TcpView> {
+    if ip.len() < 40 || ip[0] != 0x45 || ip[9] != 6 {
+        return None;
+    }
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    // No fragments (MF or offset): only whole datagrams are merged.
+    if total != ip.len() || u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
+        return None;
+    }
+    let hdrs = 20 + usize::from(ip[32] >> 4) * 4;
+    if hdrs > total {
+        return None;
+    }
+    Some(TcpView { hdrs, payload: total - hdrs, seq: u32::from_be_bytes([ip[24], ip[25], ip[26], ip[27]]), flags: ip[33] })
+}
+
+impl Coalescer {
+    /// Bytes waiting in the coalescer.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Adds `pkt` (vnet header + IP packet); false if it cannot join what is held (flush first).
+    pub fn push(&mut self, pkt: &[u8]) -> bool {
+        if pkt.len() < VNET_HDR_LEN || pkt.len() > self.buf.len() {
+            return false;
+        }
+        let ip = &pkt[VNET_HDR_LEN..];
+        if self.count == 0 {
+            self.buf[..pkt.len()].copy_from_slice(pkt);
+            self.len = pkt.len();
+            self.count = 1;
+            match tcp_view(ip) {
+                Some(v) if v.payload > 0 && v.flags & (TCP_SYN | TCP_RST | TCP_URG | TCP_FIN | TCP_PSH) == 0 => {
+                    self.mss = v.payload;
+                    self.next_seq = v.seq.wrapping_add(v.payload as u32);
+                    self.hdrs = v.hdrs;
+                    self.closed = false;
+                }
+                // Not mergeable with anything after it: it goes out alone.
+                _ => self.closed = true,
+            }
+            return true;
+        }
+        if self.closed {
+            return false;
+        }
+        let Some(v) = tcp_view(ip) else { return false };
+        let held = &self.buf[VNET_HDR_LEN..self.len];
+        let last_payload = (self.len - VNET_HDR_LEN - self.hdrs) - self.mss * (self.count - 1);
+        let same_flow = v.hdrs == self.hdrs
+            && ip[1] == held[1] // TOS
+            && ip[8] == held[8] // TTL
+            && ip[12..20] == held[12..20]
+            && ip[20..24] == held[20..24]
+            && ip[28..33] == held[28..33] // ack, data offset
+            && ip[34..36] == held[34..36] // window
+            && ip[38..v.hdrs] == held[38..self.hdrs]; // urgent pointer, options (timestamps)
+        let fits = self.len + v.payload <= VNET_HDR_LEN + MAX_IP_LEN;
+        let ok_flags = v.flags & (TCP_SYN | TCP_RST | TCP_URG | TCP_CWR) == 0 && (v.flags ^ held[33]) & 0x40 == 0;
+        if !(same_flow && fits && ok_flags && last_payload == self.mss && v.seq == self.next_seq && v.payload > 0 && v.payload <= self.mss) {
+            return false;
+        }
+        self.buf[self.len..self.len + v.payload].copy_from_slice(&ip[v.hdrs..]);
+        self.len += v.payload;
+        self.count += 1;
+        self.next_seq = v.seq.wrapping_add(v.payload as u32);
+        // PSH or FIN end a GRO train: keep them on the superframe, accept nothing after.
+        if v.flags & (TCP_PSH | TCP_FIN) != 0 {
+            self.buf[VNET_HDR_LEN + 33] |= v.flags & (TCP_PSH | TCP_FIN);
+            self.closed = true;
+        }
+        true
+    }
+
+    /// Finishes what is held and returns the bytes to write (one packet or a superframe), or
+    /// `None` if empty. The coalescer is empty afterwards.
+    pub fn take(&mut self) -> Option<&[u8]> {
+        if self.count == 0 {
+            return None;
+        }
+        let (count, len) = (self.count, self.len);
+        self.count = 0;
+        if count > 1 {
+            let (vh, ip) = self.buf[..len].split_at_mut(VNET_HDR_LEN);
+            let ip_len = ip.len();
+            ip[2..4].copy_from_slice(&(ip_len as u16).to_be_bytes());
+            ip[10..12].copy_from_slice(&[0, 0]);
+            let csum = ipv4_header_checksum(&ip[..20]);
+            ip[10..12].copy_from_slice(&csum.to_be_bytes());
+            let pseudo = tcp_pseudo_sum(&ip[12..16], &ip[16..20], (ip_len - 20) as u16);
+            ip[36..38].copy_from_slice(&pseudo.to_be_bytes());
+            let ecn = if ip[33] & TCP_CWR != 0 { GSO_ECN } else { 0 };
+            VnetHdr { flags: F_NEEDS_CSUM, gso_type: GSO_TCPV4 | ecn, hdr_len: self.hdrs as u16, gso_size: self.mss as u16, csum_start: 20, csum_offset: 16 }.write(vh);
+        }
+        Some(&self.buf[..len])
+    }
+}
+
+#[cfg(test)]
+mod coalesce_tests {
+    use super::*;
+
+    fn superframe(payload_len: usize, flags: u8) -> Vec<u8> {
+        let mut p = vec![0u8; 20 + 32 + payload_len];
+        p[0] = 0x45;
+        let total = p.len() as u16;
+        p[2..4].copy_from_slice(&total.to_be_bytes());
+        p[6] = 0x40; // DF
+        p[8] = 64;
+        p[9] = 6;
+        p[12..16].copy_from_slice(&[10, 77, 0, 2]);
+        p[16..20].copy_from_slice(&[10, 77, 0, 1]);
+        p[24..28].copy_from_slice(&1000u32.to_be_bytes());
+        p[32] = 8 << 4;
+        p[33] = flags;
+        for (i, b) in p[52..].iter_mut().enumerate() {
+            *b = (i % 251) as u8;
+        }
+        p
+    }
+
+    fn cut(pkt: &[u8], mss: usize) -> Vec<Vec<u8>> {
+        let seg = Segmenter::new(pkt, mss, false).unwrap();
+        (0..seg.count())
+            .map(|i| {
+                let mut b = vec![0u8; 2048];
+                let n = seg.write(i, &mut b).unwrap();
+                b.truncate(n);
+                b
+            })
+            .collect()
+    }
+
+    #[test]
+    fn segments_of_one_superframe_merge_back_into_it() {
+        let original = superframe(1448 * 10 + 500, 0x18);
+        let mut c = Coalescer::default();
+        for s in cut(&original, 1448) {
+            assert!(c.push(&s));
+        }
+        let out = c.take().unwrap().to_vec();
+        let vh = VnetHdr::parse(&out).unwrap();
+        assert_eq!((vh.gso_type, vh.gso_size, vh.hdr_len), (GSO_TCPV4, 1448, 52));
+        let ip = &out[VNET_HDR_LEN..];
+        assert_eq!(ip.len(), original.len());
+        assert_eq!(&ip[52..], &original[52..], "payload intact");
+        assert_eq!(ip[33], 0x18, "PSH from the last segment kept");
+        assert_eq!(ipv4_header_checksum(&ip[..20]), u16::from_be_bytes([ip[10], ip[11]]));
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn refuses_what_gro_would_not_merge() {
+        let segs = cut(&superframe(1448 * 3, 0x10), 1448);
+        // A gap in sequence numbers.
+        let mut c = Coalescer::default();
+        assert!(c.push(&segs[0]));
+        assert!(!c.push(&segs[2]));
+        assert_eq!(c.take().unwrap().len(), segs[0].len(), "a lone packet goes out unchanged");
+        // Another flow (different port).
+        let mut other = segs[1].clone();
+        other[VNET_HDR_LEN + 21] ^= 1;
+        assert!(c.push(&segs[0]));
+        assert!(!c.push(&other));
+        c.take();
+        // Different timestamps (options).
+        let mut ts = segs[1].clone();
+        ts[VNET_HDR_LEN + 45] ^= 1;
+        assert!(c.push(&segs[0]));
+        assert!(!c.push(&ts));
+        c.take();
+        // A short segment ends the train.
+        let short = cut(&superframe(1448 + 100, 0x10), 1448);
+        assert!(c.push(&short[0]));
+        assert!(c.push(&short[1]));
+        let mut next = segs[0].clone();
+        next[VNET_HDR_LEN + 24..VNET_HDR_LEN + 28].copy_from_slice(&(1000u32 + 1548).to_be_bytes());
+        assert!(!c.push(&next), "nothing may follow a short segment");
+        // A pure ACK is sent alone.
+        let ack = cut(&superframe(0, 0x10), 1448);
+        let mut c = Coalescer::default();
+        assert!(c.push(&ack[0]));
+        assert!(!c.push(&segs[0]));
+    }
+}

@@ -63,6 +63,25 @@ pub struct PathSpec {
     /// read per packet, as Mahimahi does.
     #[serde(default = "default_true")]
     pub offload: bool,
+    /// After a wake-up the emulator sleeps at least this long before the next one, so
+    /// departures closer together leave in one batch, up to this much late. 0 = every
+    /// departure gets its own wake-up.
+    #[serde(default = "default_batch_us")]
+    pub batch_us: u64,
+}
+
+impl PathSpec {
+    fn batch_ns(&self) -> u64 {
+        self.batch_us * 1000
+    }
+}
+
+/// Default for [`PathSpec::batch_us`]: at a gigabit this groups about two packets per wake-up
+/// and keeps the median delay error near 20 µs (see the README's benchmark).
+pub const DEFAULT_BATCH_US: u64 = 25;
+
+fn default_batch_us() -> u64 {
+    DEFAULT_BATCH_US
 }
 
 fn default_true() -> bool {
@@ -112,6 +131,7 @@ impl EmulatedPath {
             epoch,
             sample_interval: interval,
             stop: stop.clone(),
+            min_wake_gap_ns: spec.batch_ns(),
         };
         let up = forward::Forwarder {
             name: "uplink",
@@ -123,6 +143,7 @@ impl EmulatedPath {
             epoch,
             sample_interval: interval,
             stop: stop.clone(),
+            min_wake_gap_ns: spec.batch_ns(),
         };
         let threads = [down, up]
             .into_iter()
