@@ -5,10 +5,24 @@
 //! ran (scenario 5's BBR-server/CUBIC-client mix-up cannot happen silently). Goodput is counted
 //! where the data arrives. A sampler reads `TCP_INFO`/`TCP_CC_INFO` of every sending socket at
 //! a fixed interval.
+//!
+//! Workloads:
+//! - [`run_bulk`]: N parallel connections pushing bytes one way for a duration or a byte count.
+//! - [`run_objects`]: an object-store load (PUT or GET of fixed-size objects over persistent
+//!   HTTP/1.1 connections), reporting content throughput and request latency percentiles.
+//! - [`run_page`]: a browser-like page load (HTML, then its objects) over HTTP/1.1 with up to
+//!   6 connections or over HTTP/2 on one, reporting TTFB, HTML and page load times.
+//!
+//! The HTTP workloads use hyper on a tokio runtime they create and shut down themselves.
 
 mod bulk;
+mod common;
+mod objects;
+mod page;
 
 pub use bulk::{run_bulk, Amount, BulkResult, BulkSpec, FlowResult, GoodputPoint};
+pub use objects::{run_objects, ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
+pub use page::{run_page, PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
 
 use serde::{Deserialize, Serialize};
 

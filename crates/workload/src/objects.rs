@@ -1,0 +1,519 @@
+//! Object-store load, like an S3 load tester: `requests` PUTs or GETs of `object_bytes` each,
+//! spread over `concurrency` persistent HTTP/1.1 connections, reporting content throughput and
+//! request latency.
+//!
+//! # Library choice
+//! Real HTTP/1.1 comes from [hyper] 1.x (with `hyper-util` for the tokio glue and
+//! `http-body-util` for bodies) on a tokio runtime made inside [`run_objects`]. hyper is the
+//! HTTP implementation under most of the Rust ecosystem (reqwest, axum, tonic), is actively
+//! maintained, and its connection-level API (`client::conn::http1`) takes an already-connected
+//! stream. That matters here: every socket must be created inside a namespace with the
+//! algorithm set *before* it connects, which a pooled client with its own connector would hide.
+//! With the connection-level API the load generator is exactly "one keep-alive connection per
+//! worker, one request at a time on it", the closed loop of S3 benchmarks (warp, s3-benchmark):
+//! the server sees exactly `concurrency` connections unless one breaks.
+//!
+//! # What is measured
+//! All `concurrency` connections are opened (and their algorithm verified on the sending side)
+//! before the first request, so the wall time — first request to last response — holds only
+//! requests. A request's latency runs from issuing it until its response is complete: for a
+//! GET until the last body byte, for a PUT until the server's `204` after it read the whole body.
+//! A failed request is counted in `errors` and not retried; a worker whose connection broke
+//! opens a new one (counted in `client_connections`).
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ccbench_netns::Netns;
+use ccbench_probe::{Sample, TcpInfo};
+use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde::{Deserialize, Serialize};
+
+use crate::common::{self, lock, Errors, PatternBody, Sampler, ServerLog, ServerProto};
+use crate::{Side, WorkloadError};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObjectMethod {
+    /// Upload: the client sends the object.
+    Put,
+    /// Download: the server sends the object.
+    Get,
+}
+
+impl ObjectMethod {
+    /// The side whose sockets carry the object data (and get the algorithm).
+    pub fn sender(self) -> Side {
+        match self {
+            ObjectMethod::Put => Side::Client,
+            ObjectMethod::Get => Side::Server,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ObjectsSpec {
+    pub requests: u32,
+    pub object_bytes: u64,
+    pub concurrency: u32,
+    pub method: ObjectMethod,
+    pub cc: String,
+    pub port: u16,
+    pub sample_interval_us: u64,
+    /// Bound on the whole run, connection setup included.
+    pub timeout_s: f64,
+}
+
+/// One request, finished or failed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// The object number (`/obj/N`).
+    pub index: u32,
+    pub connection: u32,
+    /// When it was issued, seconds after the first request.
+    pub start_s: f64,
+    /// Issue to completion (also set for a failed request: issue to failure).
+    pub latency_s: f64,
+    /// Object bytes that moved for it (counted by the receiver for a GET).
+    pub content_bytes: u64,
+    pub ok: bool,
+}
+
+/// One client connection.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ObjectsConnection {
+    pub id: u32,
+    pub client_port: u16,
+    pub sender: Side,
+    pub cc_requested: String,
+    /// `TCP_CONGESTION` read back from the sending socket of this connection (the client's for
+    /// PUT, the server's accepted socket for GET); `None` if the server never saw it.
+    pub cc_read_back: Option<String>,
+    pub requests_completed: u32,
+    pub errors: u32,
+    pub content_bytes: u64,
+    /// The sending socket's `TCP_INFO` when the run ended.
+    pub final_tcp_info: Option<TcpInfo>,
+    pub samples: Vec<Sample>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ObjectsResult {
+    pub method: ObjectMethod,
+    pub object_bytes: u64,
+    pub concurrency: u32,
+    pub cc_requested: String,
+    /// When the first request was issued, µs after the caller's epoch (`None`: never).
+    pub start_us: Option<u64>,
+    /// First request issued to last response complete.
+    pub wall_time_s: f64,
+    pub requests_requested: u32,
+    pub requests_issued: u32,
+    pub requests_completed: u32,
+    /// Failed requests plus connections that could not be opened.
+    pub errors: u32,
+    /// Object bytes of completed requests.
+    pub content_bytes: u64,
+    /// `content_bytes` over `wall_time_s`, bits/s.
+    pub content_throughput_bps: f64,
+    /// The same in MB/s (10^6 bytes), the unit object-store testers report.
+    pub content_throughput_mbytes_per_s: f64,
+    /// Latency of completed requests, nearest-rank percentiles.
+    pub latency_p50_s: Option<f64>,
+    pub latency_p95_s: Option<f64>,
+    pub latency_p99_s: Option<f64>,
+    pub latency_max_s: Option<f64>,
+    pub latency_mean_s: Option<f64>,
+    /// Connections the client opened (equals `concurrency` unless one broke or failed).
+    pub client_connections: u32,
+    /// Connections the server accepted.
+    pub server_connections: u32,
+    /// Errors the server side saw (accept or serving failures).
+    pub server_errors: u32,
+    pub interrupted: bool,
+    pub timed_out: bool,
+    pub connections: Vec<ObjectsConnection>,
+    pub requests: Vec<RequestRecord>,
+    /// The first few error messages, client and server.
+    pub error_messages: Vec<String>,
+}
+
+/// What the server handler needs.
+struct ServerCfg {
+    object_bytes: u64,
+}
+
+async fn serve_request(req: Request<Incoming>, cfg: Arc<ServerCfg>, log: Arc<ServerLog>) -> hyper::Response<PatternBody> {
+    if !req.uri().path().starts_with("/obj/") {
+        return common::response(StatusCode::NOT_FOUND, 0);
+    }
+    match *req.method() {
+        Method::GET => common::response(StatusCode::OK, cfg.object_bytes),
+        Method::PUT => match common::drain_body(req.into_body(), || {}).await {
+            Ok(n) if n == cfg.object_bytes => common::response(StatusCode::NO_CONTENT, 0),
+            Ok(n) => {
+                lock(&log.errors).push(format!("PUT body of {n} bytes, expected {}", cfg.object_bytes));
+                common::response(StatusCode::BAD_REQUEST, 0)
+            }
+            Err(e) => {
+                lock(&log.errors).push(format!("reading a PUT body: {e}"));
+                common::response(StatusCode::BAD_REQUEST, 0)
+            }
+        },
+        _ => common::response(StatusCode::METHOD_NOT_ALLOWED, 0),
+    }
+}
+
+#[derive(Default)]
+struct ClientLog {
+    first_request: Option<Instant>,
+    last_response: Option<Instant>,
+    requests: Vec<RequestRecord>,
+    conns: Vec<ConnStats>,
+    errors: Errors,
+    mismatch: Option<String>,
+}
+
+struct ConnStats {
+    id: u32,
+    client_port: u16,
+    cc_read_back: Option<String>,
+    completed: u32,
+    errors: u32,
+    bytes: u64,
+}
+
+struct Ctx<'a> {
+    client: &'a Netns,
+    addr: SocketAddrV4,
+    spec: &'a ObjectsSpec,
+    epoch: Instant,
+    sampler: &'a Sampler,
+    server_log: &'a ServerLog,
+    log: &'a Mutex<ClientLog>,
+    next_request: AtomicU32,
+    next_conn_id: AtomicU32,
+    host: String,
+}
+
+/// Runs the load between `client` and `server` (whose address is `server_addr`); see the
+/// module documentation. Returns early, with what finished and `interrupted: true`, when `stop`
+/// becomes true.
+pub fn run_objects(
+    client: &Netns,
+    server: &Netns,
+    server_addr: Ipv4Addr,
+    spec: &ObjectsSpec,
+    epoch: Instant,
+    stop: &AtomicBool,
+) -> Result<ObjectsResult, WorkloadError> {
+    if spec.concurrency == 0 {
+        return Err(WorkloadError::Setup("concurrency must be at least 1".into()));
+    }
+    if !(spec.timeout_s > 0.0 && spec.timeout_s.is_finite()) {
+        return Err(WorkloadError::Setup(format!("timeout_s must be positive, got {}", spec.timeout_s)));
+    }
+    let deadline = Instant::now() + Duration::from_secs_f64(spec.timeout_s);
+    let log = Mutex::new(ClientLog::default());
+    let server_log = Arc::new(ServerLog::default());
+    let sampler = Arc::new(Sampler::default());
+    if stop.load(Ordering::SeqCst) {
+        return Ok(finish(spec, &log, &server_log, &sampler, epoch, 0, Finish::Stopped));
+    }
+
+    let sender = spec.method.sender();
+    let cc = spec.cc.as_str();
+    let std_listener = common::listen_in(server, server_addr, spec.port, (sender == Side::Server).then_some(cc))?;
+    let sockets = common::sockets_in(client, spec.concurrency as usize, (sender == Side::Client).then_some(cc))?;
+    let rt = common::multi_thread_runtime()?;
+    let listener = {
+        let _guard = rt.enter();
+        tokio::net::TcpListener::from_std(std_listener)?
+    };
+    let cfg = Arc::new(ServerCfg { object_bytes: spec.object_bytes });
+    {
+        let log = server_log.clone();
+        rt.spawn(common::accept_loop(
+            listener,
+            ServerProto::Http1,
+            (sender == Side::Server).then(|| spec.cc.clone()),
+            sampler.clone(),
+            epoch,
+            server_log.clone(),
+            move || {
+                let cfg = cfg.clone();
+                let log = log.clone();
+                hyper::service::service_fn(move |req| {
+                    let cfg = cfg.clone();
+                    let log = log.clone();
+                    async move { Ok::<_, std::convert::Infallible>(serve_request(req, cfg, log).await) }
+                })
+            },
+        ));
+    }
+
+    let ctx = Ctx {
+        client,
+        addr: SocketAddrV4::new(server_addr, spec.port),
+        spec,
+        epoch,
+        sampler: &sampler,
+        server_log: &server_log,
+        log: &log,
+        next_request: AtomicU32::new(0),
+        next_conn_id: AtomicU32::new(0),
+        host: format!("{server_addr}:{}", spec.port),
+    };
+    let done = AtomicBool::new(false);
+    let interval = Duration::from_micros(spec.sample_interval_us.max(1000));
+    let outcome = std::thread::scope(|s| {
+        s.spawn(|| sampler.run(epoch, interval, &done));
+        let outcome = rt.block_on(async {
+            tokio::select! {
+                r = client_main(&ctx, sockets) => r.map(|()| Finish::Completed),
+                () = common::stopped(stop) => Ok(Finish::Stopped),
+                () = tokio::time::sleep_until(deadline.into()) => Ok(Finish::TimedOut),
+            }
+        });
+        done.store(true, Ordering::SeqCst);
+        outcome
+    });
+    // Ends the server and any connection still open; the sampler's duplicate descriptors keep
+    // the sending sockets readable for the final TCP_INFO.
+    rt.shutdown_timeout(Duration::from_millis(200));
+    let how = outcome?;
+    if let Some(actual) = lock(&log).mismatch.clone().or_else(|| lock(&server_log.mismatch).clone()) {
+        return Err(WorkloadError::CongestionMismatch { requested: spec.cc.clone(), actual });
+    }
+    let issued = ctx.next_request.load(Ordering::SeqCst).min(spec.requests);
+    Ok(finish(spec, &log, &server_log, &sampler, epoch, issued, how))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Finish {
+    Completed,
+    Stopped,
+    TimedOut,
+}
+
+async fn client_main(ctx: &Ctx<'_>, sockets: Vec<std::net::TcpStream>) -> Result<(), WorkloadError> {
+    // Phase 1: every connection up (and verified) before the first request.
+    let conns = common::join_all(sockets.into_iter().map(|s| open_connection(ctx, s)).collect()).await;
+    let mut ready = Vec::new();
+    for c in conns {
+        match c {
+            Ok(c) => ready.push(c),
+            Err(WorkloadError::CongestionMismatch { requested, actual }) => return Err(WorkloadError::CongestionMismatch { requested, actual }),
+            Err(e) => lock(ctx.log).errors.push(format!("opening a connection: {e}")),
+        }
+    }
+    if ready.is_empty() {
+        return Ok(());
+    }
+    // The server checks its side of each connection as it accepts it; wait for all of them.
+    let want = ready.len();
+    let wait_until = Instant::now() + common::CONNECT_TIMEOUT;
+    while lock(&ctx.server_log.accepted).len() < want && Instant::now() < wait_until {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    if let Some(actual) = lock(&ctx.server_log.mismatch).clone() {
+        return Err(WorkloadError::CongestionMismatch { requested: ctx.spec.cc.clone(), actual });
+    }
+
+    // Phase 2: the requests, each worker one at a time on its own connection.
+    let first = Instant::now();
+    lock(ctx.log).first_request = Some(first);
+    common::join_all(ready.into_iter().map(|c| worker(ctx, c, first)).collect()).await;
+    Ok(())
+}
+
+struct Conn {
+    id: u32,
+    /// Index into `ClientLog::conns`.
+    slot: usize,
+    sender: SendRequest<PatternBody>,
+}
+
+async fn open_connection(ctx: &Ctx<'_>, sock: std::net::TcpStream) -> Result<Conn, WorkloadError> {
+    let stream = common::connect(sock, ctx.addr).await?;
+    let client_port = stream.local_addr()?.port();
+    let cc_read_back = match ctx.spec.method.sender() {
+        Side::Client => {
+            let actual = common::confirm_congestion(&stream, &ctx.spec.cc, Side::Client)?;
+            ctx.sampler.track(client_port, &stream, ctx.epoch);
+            Some(actual)
+        }
+        Side::Server => None,
+    };
+    let (sender, connection) = hyper::client::conn::http1::Builder::new()
+        .handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| WorkloadError::Setup(format!("HTTP/1.1 handshake: {e}")))?;
+    tokio::spawn(connection);
+    let id = ctx.next_conn_id.fetch_add(1, Ordering::SeqCst);
+    let mut log = lock(ctx.log);
+    log.conns.push(ConnStats { id, client_port, cc_read_back, completed: 0, errors: 0, bytes: 0 });
+    Ok(Conn { id, slot: log.conns.len() - 1, sender })
+}
+
+async fn worker(ctx: &Ctx<'_>, mut conn: Conn, first: Instant) {
+    let spec = ctx.spec;
+    loop {
+        let index = ctx.next_request.fetch_add(1, Ordering::SeqCst);
+        if index >= spec.requests {
+            // Leave the counter at `requests` so `requests_issued` stays exact.
+            ctx.next_request.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
+        if conn.sender.is_closed() {
+            // The server (or the path) closed this connection: open another, as a client would.
+            let reopened = match common::sockets_in(ctx.client, 1, (spec.method.sender() == Side::Client).then_some(spec.cc.as_str())) {
+                Ok(mut v) => open_connection(ctx, v.remove(0)).await,
+                Err(e) => Err(e),
+            };
+            match reopened {
+                Ok(c) => conn = c,
+                Err(e) => {
+                    if let WorkloadError::CongestionMismatch { actual, .. } = &e {
+                        lock(ctx.log).mismatch = Some(actual.clone());
+                    }
+                    let mut log = lock(ctx.log);
+                    log.errors.push(format!("request {index}: reconnecting: {e}"));
+                    log.requests.push(RequestRecord { index, connection: conn.id, start_s: first.elapsed().as_secs_f64(), latency_s: 0.0, content_bytes: 0, ok: false });
+                    return;
+                }
+            }
+        }
+        let t0 = Instant::now();
+        let outcome = one_request(ctx, &mut conn.sender, index).await;
+        let now = Instant::now();
+        let record = RequestRecord {
+            index,
+            connection: conn.id,
+            start_s: t0.duration_since(first).as_secs_f64(),
+            latency_s: now.duration_since(t0).as_secs_f64(),
+            content_bytes: *outcome.as_ref().unwrap_or(&0),
+            ok: outcome.is_ok(),
+        };
+        let mut log = lock(ctx.log);
+        let stats = &mut log.conns[conn.slot];
+        match outcome {
+            Ok(bytes) => {
+                stats.completed += 1;
+                stats.bytes += bytes;
+                log.last_response = Some(now);
+            }
+            Err(msg) => {
+                stats.errors += 1;
+                log.errors.push(format!("request {index} on connection {}: {msg}", conn.id));
+            }
+        }
+        log.requests.push(record);
+    }
+}
+
+/// One request on a keep-alive connection; the object bytes that moved, or why it failed.
+async fn one_request(ctx: &Ctx<'_>, sender: &mut SendRequest<PatternBody>, index: u32) -> Result<u64, String> {
+    let spec = ctx.spec;
+    let (method, body_bytes, expect) = match spec.method {
+        ObjectMethod::Put => (Method::PUT, spec.object_bytes, StatusCode::NO_CONTENT),
+        ObjectMethod::Get => (Method::GET, 0, StatusCode::OK),
+    };
+    let req = Request::builder()
+        .method(method)
+        .uri(format!("/obj/{index}"))
+        .header(hyper::header::HOST, ctx.host.as_str())
+        .body(PatternBody::new(body_bytes))
+        .map_err(|e| format!("building the request: {e}"))?;
+    sender.ready().await.map_err(|e| format!("connection not ready: {e}"))?;
+    let resp = sender.send_request(req).await.map_err(|e| format!("sending: {e}"))?;
+    let status = resp.status();
+    let got = common::drain_body(resp.into_body(), || {}).await.map_err(|e| format!("reading the response: {e}"))?;
+    if status != expect {
+        return Err(format!("status {status}, expected {expect}"));
+    }
+    match spec.method {
+        ObjectMethod::Put => Ok(spec.object_bytes),
+        ObjectMethod::Get if got == spec.object_bytes => Ok(got),
+        ObjectMethod::Get => Err(format!("got {got} of {} bytes", spec.object_bytes)),
+    }
+}
+
+fn finish(spec: &ObjectsSpec, log: &Mutex<ClientLog>, server_log: &ServerLog, sampler: &Sampler, epoch: Instant, issued: u32, how: Finish) -> ObjectsResult {
+    let mut sampled = sampler.take(epoch);
+    let accepted = lock(&server_log.accepted).clone();
+    let server_errors = lock(&server_log.errors);
+    let log = lock(log);
+
+    let wall_time_s = match (log.first_request, log.last_response) {
+        (Some(a), Some(b)) => b.saturating_duration_since(a).as_secs_f64(),
+        _ => 0.0,
+    };
+    let content_bytes: u64 = log.conns.iter().map(|c| c.bytes).sum();
+    let content_throughput_bps = if wall_time_s > 0.0 { content_bytes as f64 * 8.0 / wall_time_s } else { 0.0 };
+    let mut lat: Vec<f64> = log.requests.iter().filter(|r| r.ok).map(|r| r.latency_s).collect();
+    lat.sort_by(f64::total_cmp);
+    let latency_mean_s = (!lat.is_empty()).then(|| lat.iter().sum::<f64>() / lat.len() as f64);
+
+    let sender = spec.method.sender();
+    let connections = log
+        .conns
+        .iter()
+        .map(|c| {
+            let s = sampled.remove(&c.client_port);
+            let cc_read_back = match sender {
+                Side::Client => c.cc_read_back.clone(),
+                Side::Server => accepted.iter().find(|a| a.client_port == c.client_port).and_then(|a| a.cc_read_back.clone()),
+            };
+            ObjectsConnection {
+                id: c.id,
+                client_port: c.client_port,
+                sender,
+                cc_requested: spec.cc.clone(),
+                cc_read_back,
+                requests_completed: c.completed,
+                errors: c.errors,
+                content_bytes: c.bytes,
+                final_tcp_info: s.as_ref().and_then(|s| s.final_tcp_info),
+                samples: s.map(|s| s.samples).unwrap_or_default(),
+            }
+        })
+        .collect();
+    let mut error_messages = log.errors.messages.clone();
+    error_messages.extend(server_errors.messages.iter().map(|m| format!("server: {m}")));
+    let mut requests = log.requests.clone();
+    requests.sort_by_key(|r| r.index);
+    ObjectsResult {
+        method: spec.method,
+        object_bytes: spec.object_bytes,
+        concurrency: spec.concurrency,
+        cc_requested: spec.cc.clone(),
+        start_us: log.first_request.map(|t| t.saturating_duration_since(epoch).as_micros() as u64),
+        wall_time_s,
+        requests_requested: spec.requests,
+        requests_issued: issued,
+        requests_completed: log.requests.iter().filter(|r| r.ok).count() as u32,
+        errors: log.errors.count,
+        content_bytes,
+        content_throughput_bps,
+        content_throughput_mbytes_per_s: content_throughput_bps / 8e6,
+        latency_p50_s: common::percentile(&lat, 50.0),
+        latency_p95_s: common::percentile(&lat, 95.0),
+        latency_p99_s: common::percentile(&lat, 99.0),
+        latency_max_s: lat.last().copied(),
+        latency_mean_s,
+        client_connections: log.conns.len() as u32,
+        server_connections: accepted.len() as u32,
+        server_errors: server_errors.count,
+        interrupted: how == Finish::Stopped,
+        timed_out: how == Finish::TimedOut,
+        connections,
+        requests,
+        error_messages,
+    }
+}

@@ -1,0 +1,740 @@
+//! A web page load, like a browser with its cache off: the HTML document first (`GET /`), then
+//! every object it references (`GET /o/N`), over HTTP/1.1 with up to `max_connections` parallel
+//! persistent connections (browsers use 6 per host) or over HTTP/2 multiplexed on one
+//! connection (h2c with prior knowledge: no TLS, so no ALPN).
+//!
+//! # Library choice
+//! Both protocols come from [hyper] 1.x (`client::conn::{http1, http2}` and the matching
+//! server halves) on a tokio runtime made inside [`run_page`], for the reasons given in the
+//! `objects` module: well kept, the base of most Rust HTTP stacks, and its connection-level API
+//! takes sockets we created inside the namespace. The HTTP/2 client advertises Chrome's flow
+//! control windows (6 MiB per stream, 15 MiB per connection) so the receive window does not
+//! limit the load more than it would in a browser.
+//!
+//! # The model, and what is simplified
+//! The clock starts before the first connection opens (navigation start), so the page load
+//! time includes the TCP handshake: at least two round trips (connect, then request). Objects
+//! are requested when the HTML is complete (a browser's preload scanner starts earlier, while
+//! the HTML streams in; with a one-RTT HTML that makes little difference). Over HTTP/1.1 the
+//! first connection is reused and up to `max_connections - 1` more are opened; each takes the
+//! next pending object when it is free (late binding, like Chrome). Over HTTP/2 all objects are
+//! requested at once; the server allows 128 concurrent streams. There is no DNS, TLS, parsing,
+//! rendering or dependency chain between objects. The server sends, so the algorithm is set on
+//! the server's listener and on every accepted socket, read back from each, and sampled there.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ccbench_netns::Netns;
+use ccbench_probe::{Sample, TcpInfo};
+use hyper::body::Incoming;
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use serde::{Deserialize, Serialize};
+
+use crate::common::{self, lock, Errors, PatternBody, Sampler, ServerLog, ServerProto};
+use crate::WorkloadError;
+
+/// What a page consists of: the HTML document's size and the size of every object (image,
+/// script, stylesheet, font) it references, in request order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageModel {
+    pub html_bytes: u64,
+    pub objects: Vec<u64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PageModelError {
+    #[error("unknown built-in page {name:?}; the built-in pages are: {known}")]
+    UnknownBuiltin { name: String, known: String },
+    #[error("reading the page model {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("the page model {path} is not JSON of the form {{\"html_bytes\": N, \"objects\": [N, ...]}}: {source}")]
+    Parse { path: PathBuf, source: serde_json::Error },
+    #[error("the page model {path} is not usable: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// One entry of the built-in catalogue.
+struct Builtin {
+    name: &'static str,
+    html_bytes: u64,
+    objects: usize,
+    /// Sum of the object sizes (the HTML not included).
+    objects_bytes: u64,
+    seed: u64,
+}
+
+/// Sizes follow typical page-weight surveys in shape (a few large images carry much of the
+/// weight, many small icons and scripts carry the request count) but are generated, not taken
+/// from any site.
+const BUILTINS: &[Builtin] = &[
+    // A small site: ~0.5 MB in 20 objects.
+    Builtin { name: "small", html_bytes: 24_000, objects: 20, objects_bytes: 476_000, seed: 0x5EED_0001 },
+    // A news front page: 86 objects, 0.96 MB with the HTML.
+    Builtin { name: "news", html_bytes: 68_000, objects: 86, objects_bytes: 892_000, seed: 0x5EED_0002 },
+    // A heavy page: 167 objects, 3.7 MB with the HTML.
+    Builtin { name: "heavy", html_bytes: 130_000, objects: 167, objects_bytes: 3_570_000, seed: 0x5EED_0003 },
+];
+
+/// Kinds of object, in the order a page requests them: per mille of the objects, and the size
+/// range before scaling to the page's total.
+const KINDS: &[(&str, u32, u64, u64)] = &[
+    ("stylesheet", 70, 2_000, 60_000),
+    ("script", 260, 1_000, 120_000),
+    ("font", 40, 15_000, 50_000),
+    ("image", 220, 8_000, 120_000),
+    ("large image", 80, 60_000, 450_000),
+    ("icon", 330, 200, 6_000),
+];
+
+/// splitmix64: tiny, and the same sequence on every platform and compiler version.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+impl PageModel {
+    /// Names accepted by [`PageModel::builtin`].
+    pub fn builtin_names() -> Vec<&'static str> {
+        BUILTINS.iter().map(|b| b.name).collect()
+    }
+
+    /// A page from the built-in catalogue: "small" (20 objects, ~0.5 MB), "news" (86 objects,
+    /// 0.96 MB) or "heavy" (167 objects, 3.7 MB). Deterministic: generated from a fixed seed
+    /// with integer arithmetic only.
+    pub fn builtin(name: &str) -> Result<PageModel, PageModelError> {
+        let b = BUILTINS
+            .iter()
+            .find(|b| b.name == name)
+            .ok_or_else(|| PageModelError::UnknownBuiltin { name: name.into(), known: Self::builtin_names().join(", ") })?;
+        Ok(generate(b))
+    }
+
+    /// Reads a page from a JSON file: `{"html_bytes": N, "objects": [N, ...]}`.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<PageModel, PageModelError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| PageModelError::Read { path: path.into(), source })?;
+        let model: PageModel = serde_json::from_str(&text).map_err(|source| PageModelError::Parse { path: path.into(), source })?;
+        model.validate().map_err(|message| PageModelError::Invalid { path: path.into(), message })?;
+        Ok(model)
+    }
+
+    /// Checks what a load needs: an HTML document, and a bounded number of objects.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.html_bytes == 0 {
+            return Err("html_bytes must be at least 1 (the page is fetched from its HTML)".into());
+        }
+        if self.objects.len() > 10_000 {
+            return Err(format!("{} objects; at most 10000 are supported", self.objects.len()));
+        }
+        Ok(())
+    }
+
+    /// HTML plus all objects.
+    pub fn total_bytes(&self) -> u64 {
+        self.html_bytes + self.objects.iter().sum::<u64>()
+    }
+}
+
+fn generate(b: &Builtin) -> PageModel {
+    let mut rng = SplitMix(b.seed);
+    // How many of each kind: rounded shares, the remainder to the last kind (icons).
+    let mut counts: Vec<usize> = KINDS.iter().map(|k| (b.objects * k.1 as usize + 500) / 1000).collect();
+    let assigned: usize = counts[..KINDS.len() - 1].iter().sum();
+    counts[KINDS.len() - 1] = b.objects.saturating_sub(assigned);
+    let mut raw = Vec::with_capacity(b.objects);
+    for (kind, count) in KINDS.iter().zip(&counts) {
+        for _ in 0..*count {
+            // lo + (hi - lo) * u², u uniform in [0, 1): skewed toward the small end.
+            let u = rng.next() >> 48; // 16 bits
+            raw.push(kind.2 + (kind.3 - kind.2) * u * u / (1 << 32));
+        }
+    }
+    raw.truncate(b.objects);
+    // Scale to the page's total, then put the rounding difference on the largest object.
+    let sum: u64 = raw.iter().sum::<u64>().max(1);
+    let mut objects: Vec<u64> = raw.iter().map(|&s| ((s as u128 * b.objects_bytes as u128 / sum as u128) as u64).max(100)).collect();
+    let scaled: u64 = objects.iter().sum();
+    if let Some(i) = (0..objects.len()).max_by_key(|&i| objects[i]) {
+        objects[i] = (objects[i] as i128 + b.objects_bytes as i128 - scaled as i128).max(100) as u64;
+    }
+    PageModel { html_bytes: b.html_bytes, objects }
+}
+
+/// How the browser talks to the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PageProtocol {
+    /// HTTP/1.1, at most `max_connections` parallel persistent connections.
+    Http1 { max_connections: u32 },
+    /// HTTP/2 over cleartext TCP (h2c, prior knowledge), one connection.
+    Http2,
+}
+
+impl PageProtocol {
+    /// Browsers open at most 6 HTTP/1.1 connections per host.
+    pub const BROWSER_MAX_CONNECTIONS: u32 = 6;
+}
+
+impl Default for PageProtocol {
+    fn default() -> Self {
+        PageProtocol::Http1 { max_connections: Self::BROWSER_MAX_CONNECTIONS }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PageSpec {
+    pub page: PageModel,
+    pub protocol: PageProtocol,
+    /// Set on the server's sockets (the server sends the page).
+    pub cc: String,
+    pub port: u16,
+    pub sample_interval_us: u64,
+    /// Bound on the whole load, connection setup included.
+    pub timeout_s: f64,
+}
+
+/// One fetched resource. All times are seconds after navigation start.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ResourceTiming {
+    /// `/` for the HTML, `/o/N` for object N.
+    pub path: String,
+    pub bytes_expected: u64,
+    pub bytes_received: u64,
+    pub connection: Option<u32>,
+    pub request_s: f64,
+    /// Response head received (the first bytes of the response).
+    pub ttfb_s: Option<f64>,
+    /// Last body byte received.
+    pub complete_s: Option<f64>,
+    pub ok: bool,
+}
+
+/// One client connection.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PageConnection {
+    pub id: u32,
+    pub client_port: u16,
+    pub cc_requested: String,
+    /// `TCP_CONGESTION` read back from the server's accepted (sending) socket.
+    pub cc_read_back: Option<String>,
+    /// When it was opened, seconds after navigation start.
+    pub opened_s: f64,
+    pub requests_completed: u32,
+    pub bytes_received: u64,
+    /// The server socket's `TCP_INFO` when the load ended.
+    pub final_tcp_info: Option<TcpInfo>,
+    /// The server (sending) socket's samples.
+    pub samples: Vec<Sample>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PageResult {
+    pub protocol: PageProtocol,
+    pub cc_requested: String,
+    /// Navigation start, µs after the caller's epoch.
+    pub start_us: Option<u64>,
+    /// Navigation start to the first bytes of the HTML response (includes the connection).
+    pub html_ttfb_s: Option<f64>,
+    /// Navigation start to the last byte of the HTML.
+    pub html_complete_s: Option<f64>,
+    /// Navigation start to the last byte of the last object; `None` unless every request
+    /// succeeded.
+    pub page_load_s: Option<f64>,
+    pub page_bytes: u64,
+    /// Content bytes received (HTML and objects).
+    pub bytes_received: u64,
+    /// Content bytes over the page load time, bits/s (0 when the page did not complete).
+    pub page_goodput_bps: f64,
+    /// 1 (the HTML) + the number of objects.
+    pub requests_total: u32,
+    pub requests_completed: u32,
+    pub errors: u32,
+    /// Connections the client opened.
+    pub connections_used: u32,
+    /// Connections the server accepted.
+    pub server_connections: u32,
+    pub server_errors: u32,
+    pub interrupted: bool,
+    pub timed_out: bool,
+    pub connections: Vec<PageConnection>,
+    /// The HTML first, then the objects in page order.
+    pub resources: Vec<ResourceTiming>,
+    pub error_messages: Vec<String>,
+}
+
+struct ServerCfg {
+    page: PageModel,
+}
+
+fn serve_request(req: &Request<Incoming>, cfg: &ServerCfg) -> hyper::Response<PatternBody> {
+    if req.method() != Method::GET {
+        return common::response(StatusCode::METHOD_NOT_ALLOWED, 0);
+    }
+    let path = req.uri().path();
+    if path == "/" {
+        return common::response(StatusCode::OK, cfg.page.html_bytes);
+    }
+    match path.strip_prefix("/o/").and_then(|n| n.parse::<usize>().ok()).and_then(|n| cfg.page.objects.get(n)) {
+        Some(&len) => common::response(StatusCode::OK, len),
+        None => common::response(StatusCode::NOT_FOUND, 0),
+    }
+}
+
+struct ConnStats {
+    id: u32,
+    client_port: u16,
+    opened_s: f64,
+    completed: u32,
+    bytes: u64,
+}
+
+struct ClientLog {
+    resources: Vec<ResourceTiming>,
+    conns: Vec<ConnStats>,
+    errors: Errors,
+}
+
+struct Ctx<'a> {
+    client: &'a Netns,
+    addr: SocketAddrV4,
+    spec: &'a PageSpec,
+    nav_start: Instant,
+    log: &'a Mutex<ClientLog>,
+    next_conn_id: AtomicU32,
+    host: String,
+}
+
+impl Ctx<'_> {
+    fn since_start(&self, t: Instant) -> f64 {
+        t.saturating_duration_since(self.nav_start).as_secs_f64()
+    }
+}
+
+/// Loads the page from `server` (address `server_addr`) in `client`; see the module
+/// documentation. Returns early, with what finished and `interrupted: true`, when `stop`
+/// becomes true.
+pub fn run_page(client: &Netns, server: &Netns, server_addr: Ipv4Addr, spec: &PageSpec, epoch: Instant, stop: &AtomicBool) -> Result<PageResult, WorkloadError> {
+    spec.page.validate().map_err(WorkloadError::Setup)?;
+    if let PageProtocol::Http1 { max_connections: 0 } = spec.protocol {
+        return Err(WorkloadError::Setup("max_connections must be at least 1".into()));
+    }
+    if !(spec.timeout_s > 0.0 && spec.timeout_s.is_finite()) {
+        return Err(WorkloadError::Setup(format!("timeout_s must be positive, got {}", spec.timeout_s)));
+    }
+    let deadline = Instant::now() + Duration::from_secs_f64(spec.timeout_s);
+    let log = Mutex::new(ClientLog { resources: resource_list(&spec.page), conns: Vec::new(), errors: Errors::default() });
+    let server_log = Arc::new(ServerLog::default());
+    let sampler = Arc::new(Sampler::default());
+    if stop.load(Ordering::SeqCst) {
+        return Ok(finish(spec, &log, &server_log, &sampler, epoch, None, Finish::Stopped));
+    }
+
+    let std_listener = common::listen_in(server, server_addr, spec.port, Some(&spec.cc))?;
+    // Every socket the load may use is made up front (making one is no network traffic); the
+    // client sends only requests, so its sockets keep the namespace's default algorithm.
+    let n_sockets = match spec.protocol {
+        PageProtocol::Http1 { max_connections } => (max_connections as usize).min(spec.page.objects.len()).max(1),
+        PageProtocol::Http2 => 1,
+    };
+    let sockets = common::sockets_in(client, n_sockets, None)?;
+    let rt = common::multi_thread_runtime()?;
+    let listener = {
+        let _guard = rt.enter();
+        tokio::net::TcpListener::from_std(std_listener)?
+    };
+    let proto = match spec.protocol {
+        PageProtocol::Http1 { .. } => ServerProto::Http1,
+        PageProtocol::Http2 => ServerProto::Http2,
+    };
+    let cfg = Arc::new(ServerCfg { page: spec.page.clone() });
+    rt.spawn(common::accept_loop(listener, proto, Some(spec.cc.clone()), sampler.clone(), epoch, server_log.clone(), move || {
+        let cfg = cfg.clone();
+        hyper::service::service_fn(move |req| {
+            let resp = serve_request(&req, &cfg);
+            async move { Ok::<_, std::convert::Infallible>(resp) }
+        })
+    }));
+
+    let nav_start = Instant::now();
+    let ctx = Ctx {
+        client,
+        addr: SocketAddrV4::new(server_addr, spec.port),
+        spec,
+        nav_start,
+        log: &log,
+        next_conn_id: AtomicU32::new(0),
+        host: format!("{server_addr}:{}", spec.port),
+    };
+    let done = AtomicBool::new(false);
+    let interval = Duration::from_micros(spec.sample_interval_us.max(1000));
+    let how = std::thread::scope(|s| {
+        s.spawn(|| sampler.run(epoch, interval, &done));
+        let how = rt.block_on(async {
+            tokio::select! {
+                () = async {
+                    match spec.protocol {
+                        PageProtocol::Http1 { .. } => load_http1(&ctx, sockets).await,
+                        PageProtocol::Http2 => load_http2(&ctx, sockets).await,
+                    }
+                } => Finish::Completed,
+                () = common::stopped(stop) => Finish::Stopped,
+                () = tokio::time::sleep_until(deadline.into()) => Finish::TimedOut,
+            }
+        });
+        done.store(true, Ordering::SeqCst);
+        how
+    });
+    rt.shutdown_timeout(Duration::from_millis(200));
+    if let Some(actual) = lock(&server_log.mismatch).clone() {
+        return Err(WorkloadError::CongestionMismatch { requested: spec.cc.clone(), actual });
+    }
+    Ok(finish(spec, &log, &server_log, &sampler, epoch, Some(nav_start), how))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Finish {
+    Completed,
+    Stopped,
+    TimedOut,
+}
+
+fn resource_list(page: &PageModel) -> Vec<ResourceTiming> {
+    let entry = |path: String, bytes_expected| ResourceTiming { path, bytes_expected, bytes_received: 0, connection: None, request_s: 0.0, ttfb_s: None, complete_s: None, ok: false };
+    std::iter::once(entry("/".into(), page.html_bytes)).chain(page.objects.iter().enumerate().map(|(i, &b)| entry(format!("/o/{i}"), b))).collect()
+}
+
+/// A request sender of either protocol.
+enum Sender {
+    H1(hyper::client::conn::http1::SendRequest<PatternBody>),
+    H2(hyper::client::conn::http2::SendRequest<PatternBody>),
+}
+
+impl Sender {
+    fn is_closed(&self) -> bool {
+        match self {
+            Sender::H1(s) => s.is_closed(),
+            Sender::H2(s) => s.is_closed(),
+        }
+    }
+}
+
+struct Conn {
+    id: u32,
+    slot: usize,
+    sender: Sender,
+}
+
+async fn open_connection(ctx: &Ctx<'_>, sock: std::net::TcpStream) -> Result<Conn, String> {
+    let opened = Instant::now();
+    let stream = common::connect(sock, ctx.addr).await.map_err(|e| format!("connecting: {e}"))?;
+    let client_port = stream.local_addr().map_err(|e| e.to_string())?.port();
+    let io = TokioIo::new(stream);
+    let sender = match ctx.spec.protocol {
+        PageProtocol::Http1 { .. } => {
+            let (s, conn) = hyper::client::conn::http1::Builder::new().handshake(io).await.map_err(|e| format!("HTTP/1.1 handshake: {e}"))?;
+            tokio::spawn(conn);
+            Sender::H1(s)
+        }
+        PageProtocol::Http2 => {
+            let (s, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+                .timer(TokioTimer::new())
+                .initial_stream_window_size(6 * 1024 * 1024)
+                .initial_connection_window_size(15 * 1024 * 1024)
+                .handshake(io)
+                .await
+                .map_err(|e| format!("HTTP/2 handshake: {e}"))?;
+            tokio::spawn(conn);
+            Sender::H2(s)
+        }
+    };
+    let id = ctx.next_conn_id.fetch_add(1, Ordering::SeqCst);
+    let mut log = lock(ctx.log);
+    log.conns.push(ConnStats { id, client_port, opened_s: ctx.since_start(opened), completed: 0, bytes: 0 });
+    Ok(Conn { id, slot: log.conns.len() - 1, sender })
+}
+
+/// Opens a connection on a fresh socket (after one broke, as a browser would).
+async fn reopen(ctx: &Ctx<'_>) -> Result<Conn, String> {
+    let mut socks = common::sockets_in(ctx.client, 1, None).map_err(|e| e.to_string())?;
+    open_connection(ctx, socks.remove(0)).await
+}
+
+/// What a request goes out on: an HTTP/1.1 connection is used by one request at a time; an
+/// HTTP/2 connection by many at once, each with its own handle.
+enum SenderRef<'a> {
+    H1(&'a mut hyper::client::conn::http1::SendRequest<PatternBody>),
+    H2(hyper::client::conn::http2::SendRequest<PatternBody>),
+}
+
+impl Conn {
+    fn sender_ref(&mut self) -> SenderRef<'_> {
+        match &mut self.sender {
+            Sender::H1(s) => SenderRef::H1(s),
+            Sender::H2(s) => SenderRef::H2(s.clone()),
+        }
+    }
+}
+
+/// Fetches resource `r` (0 = HTML) on connection `conn_id` (stats slot `slot`), recording its
+/// timing. True if it succeeded.
+async fn fetch(ctx: &Ctx<'_>, conn_id: u32, slot: usize, sender: SenderRef<'_>, r: usize) -> bool {
+    let (path, expected) = {
+        let mut log = lock(ctx.log);
+        let res = &mut log.resources[r];
+        res.request_s = ctx.since_start(Instant::now());
+        res.connection = Some(conn_id);
+        (res.path.clone(), res.bytes_expected)
+    };
+    let outcome = async {
+        let req = Request::builder().method(Method::GET);
+        let req = match sender {
+            SenderRef::H1(_) => req.uri(path.as_str()).header(hyper::header::HOST, ctx.host.as_str()),
+            // HTTP/2 takes an absolute URI (it becomes :scheme and :authority).
+            SenderRef::H2(_) => req.uri(format!("http://{}{}", ctx.host, path)),
+        };
+        let req = req.body(PatternBody::new(0)).map_err(|e| format!("building the request: {e}"))?;
+        let resp = match sender {
+            SenderRef::H1(s) => {
+                s.ready().await.map_err(|e| format!("connection not ready: {e}"))?;
+                s.send_request(req).await
+            }
+            SenderRef::H2(mut s) => {
+                s.ready().await.map_err(|e| format!("connection not ready: {e}"))?;
+                s.send_request(req).await
+            }
+        }
+        .map_err(|e| format!("sending: {e}"))?;
+        lock(ctx.log).resources[r].ttfb_s = Some(ctx.since_start(Instant::now()));
+        let status = resp.status();
+        let got = common::drain_body(resp.into_body(), || {}).await.map_err(|e| format!("reading the response: {e}"))?;
+        let mut log = lock(ctx.log);
+        log.resources[r].bytes_received = got;
+        log.resources[r].complete_s = Some(ctx.since_start(Instant::now()));
+        if status != StatusCode::OK {
+            return Err(format!("status {status}"));
+        }
+        if got != expected {
+            return Err(format!("got {got} of {expected} bytes"));
+        }
+        Ok(got)
+    }
+    .await;
+    let mut log = lock(ctx.log);
+    match outcome {
+        Ok(got) => {
+            log.resources[r].ok = true;
+            let c = &mut log.conns[slot];
+            c.completed += 1;
+            c.bytes += got;
+            true
+        }
+        Err(msg) => {
+            log.errors.push(format!("{path} on connection {conn_id}: {msg}"));
+            false
+        }
+    }
+}
+
+/// The HTML on the first connection; false if the page cannot go on.
+async fn fetch_html(ctx: &Ctx<'_>, sock: std::net::TcpStream) -> Option<Conn> {
+    let mut conn = match open_connection(ctx, sock).await {
+        Ok(c) => c,
+        Err(e) => {
+            lock(ctx.log).errors.push(format!("opening the first connection: {e}"));
+            return None;
+        }
+    };
+    let (id, slot) = (conn.id, conn.slot);
+    fetch(ctx, id, slot, conn.sender_ref(), 0).await.then_some(conn)
+}
+
+async fn load_http1(ctx: &Ctx<'_>, sockets: Vec<std::net::TcpStream>) {
+    let mut sockets = sockets.into_iter();
+    let Some(first) = sockets.next() else { return };
+    let Some(conn0) = fetch_html(ctx, first).await else { return };
+    let next = AtomicUsize::new(0);
+    let mut workers = vec![http1_worker(ctx, Some(conn0), None, &next)];
+    for sock in sockets {
+        workers.push(http1_worker(ctx, None, Some(sock), &next));
+    }
+    common::join_all(workers).await;
+}
+
+/// One browser connection slot: (opens its connection, then) takes the next pending object
+/// whenever it is free.
+async fn http1_worker(ctx: &Ctx<'_>, conn: Option<Conn>, sock: Option<std::net::TcpStream>, next: &AtomicUsize) {
+    let n_objects = ctx.spec.page.objects.len();
+    let mut conn = match (conn, sock) {
+        (Some(c), _) => c,
+        (None, Some(sock)) => match open_connection(ctx, sock).await {
+            Ok(c) => c,
+            Err(e) => {
+                lock(ctx.log).errors.push(format!("opening a connection: {e}"));
+                return;
+            }
+        },
+        (None, None) => return,
+    };
+    loop {
+        let i = next.fetch_add(1, Ordering::SeqCst);
+        if i >= n_objects {
+            return;
+        }
+        if conn.sender.is_closed() {
+            match reopen(ctx).await {
+                Ok(c) => conn = c,
+                Err(e) => {
+                    lock(ctx.log).errors.push(format!("/o/{i}: reopening a connection: {e}"));
+                    return;
+                }
+            }
+        }
+        let (id, slot) = (conn.id, conn.slot);
+        fetch(ctx, id, slot, conn.sender_ref(), i + 1).await;
+    }
+}
+
+async fn load_http2(ctx: &Ctx<'_>, sockets: Vec<std::net::TcpStream>) {
+    let Some(sock) = sockets.into_iter().next() else { return };
+    let Some(conn) = fetch_html(ctx, sock).await else { return };
+    let Sender::H2(sender) = &conn.sender else { return };
+    let futs = (1..=ctx.spec.page.objects.len()).map(|r| fetch(ctx, conn.id, conn.slot, SenderRef::H2(sender.clone()), r)).collect();
+    common::join_all(futs).await;
+}
+
+fn finish(spec: &PageSpec, log: &Mutex<ClientLog>, server_log: &ServerLog, sampler: &Sampler, epoch: Instant, nav_start: Option<Instant>, how: Finish) -> PageResult {
+    let mut sampled = sampler.take(epoch);
+    let accepted = lock(&server_log.accepted).clone();
+    let server_errors = lock(&server_log.errors);
+    let log = lock(log);
+    let html = &log.resources[0];
+    let all_ok = log.resources.iter().all(|r| r.ok);
+    let page_load_s = if all_ok { log.resources.iter().filter_map(|r| r.complete_s).reduce(f64::max) } else { None };
+    let bytes_received: u64 = log.resources.iter().map(|r| r.bytes_received).sum();
+    let connections = log
+        .conns
+        .iter()
+        .map(|c| {
+            let s = sampled.remove(&c.client_port);
+            PageConnection {
+                id: c.id,
+                client_port: c.client_port,
+                cc_requested: spec.cc.clone(),
+                cc_read_back: accepted.iter().find(|a| a.client_port == c.client_port).and_then(|a| a.cc_read_back.clone()),
+                opened_s: c.opened_s,
+                requests_completed: c.completed,
+                bytes_received: c.bytes,
+                final_tcp_info: s.as_ref().and_then(|s| s.final_tcp_info),
+                samples: s.map(|s| s.samples).unwrap_or_default(),
+            }
+        })
+        .collect();
+    let mut error_messages = log.errors.messages.clone();
+    error_messages.extend(server_errors.messages.iter().map(|m| format!("server: {m}")));
+    PageResult {
+        protocol: spec.protocol,
+        cc_requested: spec.cc.clone(),
+        start_us: nav_start.map(|t| t.saturating_duration_since(epoch).as_micros() as u64),
+        html_ttfb_s: html.ttfb_s,
+        html_complete_s: if html.ok { html.complete_s } else { None },
+        page_load_s,
+        page_bytes: spec.page.total_bytes(),
+        bytes_received,
+        page_goodput_bps: page_load_s.filter(|&t| t > 0.0).map(|t| bytes_received as f64 * 8.0 / t).unwrap_or(0.0),
+        requests_total: log.resources.len() as u32,
+        requests_completed: log.resources.iter().filter(|r| r.ok).count() as u32,
+        errors: log.errors.count,
+        connections_used: log.conns.len() as u32,
+        server_connections: accepted.len() as u32,
+        server_errors: server_errors.count,
+        interrupted: how == Finish::Stopped,
+        timed_out: how == Finish::TimedOut,
+        connections,
+        resources: log.resources.clone(),
+        error_messages,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_catalogue_matches_its_description() {
+        let small = PageModel::builtin("small").unwrap();
+        assert_eq!(small.objects.len(), 20);
+        assert_eq!(small.total_bytes(), 500_000);
+        let news = PageModel::builtin("news").unwrap();
+        assert_eq!(news.objects.len(), 86);
+        assert_eq!(news.total_bytes(), 960_000);
+        let heavy = PageModel::builtin("heavy").unwrap();
+        assert_eq!(heavy.objects.len(), 167);
+        assert_eq!(heavy.total_bytes(), 3_700_000);
+        for page in [&small, &news, &heavy] {
+            let mut sizes = page.objects.clone();
+            sizes.sort_unstable();
+            let median = sizes[sizes.len() / 2];
+            let largest = *sizes.last().unwrap();
+            // A few large images and many small objects: heavy-tailed.
+            assert!(largest > 5 * median, "largest {largest}, median {median}");
+            assert!(sizes[0] >= 100);
+            let top5: u64 = sizes.iter().rev().take(5).sum();
+            assert!(top5 * 4 > page.total_bytes() - page.html_bytes, "the largest objects should carry a good share");
+        }
+    }
+
+    #[test]
+    fn builtin_is_deterministic_and_names_are_checked() {
+        assert_eq!(PageModel::builtin("heavy").unwrap(), PageModel::builtin("heavy").unwrap());
+        assert_ne!(PageModel::builtin("news").unwrap().objects[..20], PageModel::builtin("heavy").unwrap().objects[..20]);
+        let e = PageModel::builtin("nope").unwrap_err().to_string();
+        assert!(e.contains("small") && e.contains("news") && e.contains("heavy"), "{e}");
+    }
+
+    #[test]
+    fn from_file_reads_and_reports() {
+        let dir = std::env::temp_dir().join(format!("ccbench-page-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.json");
+        std::fs::write(&good, r#"{"html_bytes": 1000, "objects": [10, 20, 30]}"#).unwrap();
+        assert_eq!(PageModel::from_file(&good).unwrap(), PageModel { html_bytes: 1000, objects: vec![10, 20, 30] });
+
+        let missing = PageModel::from_file(dir.join("missing.json")).unwrap_err();
+        assert!(matches!(missing, PageModelError::Read { .. }), "{missing}");
+
+        let typo = dir.join("typo.json");
+        std::fs::write(&typo, r#"{"html_bytes": 1000, "object": [10]}"#).unwrap();
+        let e = PageModel::from_file(&typo).unwrap_err();
+        assert!(matches!(e, PageModelError::Parse { .. }) && e.to_string().contains("object"), "{e}");
+
+        let negative = dir.join("negative.json");
+        std::fs::write(&negative, r#"{"html_bytes": 1000, "objects": [-5]}"#).unwrap();
+        assert!(matches!(PageModel::from_file(&negative).unwrap_err(), PageModelError::Parse { .. }));
+
+        let empty_html = dir.join("empty.json");
+        std::fs::write(&empty_html, r#"{"html_bytes": 0, "objects": []}"#).unwrap();
+        let e = PageModel::from_file(&empty_html).unwrap_err();
+        assert!(matches!(e, PageModelError::Invalid { .. }) && e.to_string().contains("html_bytes"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn protocol_serializes_readably() {
+        let j = serde_json::to_string(&PageProtocol::default()).unwrap();
+        assert_eq!(j, r#"{"kind":"http1","max_connections":6}"#);
+        assert_eq!(serde_json::to_string(&PageProtocol::Http2).unwrap(), r#"{"kind":"http2"}"#);
+    }
+}
