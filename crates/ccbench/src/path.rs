@@ -105,8 +105,8 @@ pub fn build(args: &PathArgs, seed: u64, sample_interval_us: u64) -> Result<Path
     let (v, f) = pick(&args.buffer_up, "--buffer-up", &args.buffer, "--buffer");
     let buffer_up = buffer(v, f, rate_up, rtt_ns, args.mtu)?;
     Ok(PathSpec {
-        down: DirectionConfig { rate: rate_down, delay_ns: delay_down, loss: loss_down, buffer: buffer_down },
-        up: DirectionConfig { rate: rate_up, delay_ns: delay_up, loss: loss_up, buffer: buffer_up },
+        down: DirectionConfig { rate: rate_down, delay_ns: delay_down, loss: loss_down, buffer: buffer_down, ..Default::default() },
+        up: DirectionConfig { rate: rate_up, delay_ns: delay_up, loss: loss_up, buffer: buffer_up, ..Default::default() },
         mtu: args.mtu,
         seed,
         sample_interval_us,

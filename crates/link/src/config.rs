@@ -2,6 +2,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::trace::TraceRate;
 use crate::Nanos;
 
 /// Bottleneck rate of the server.
@@ -71,14 +72,129 @@ pub enum Buffer {
     Packets(u64),
 }
 
+/// Extra per-packet delay added after the propagation delay.
+///
+/// Samples come from an RNG stream of their own (same seed, different
+/// stream), so adding jitter does not change which packets the loss model
+/// drops.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Jitter {
+    #[default]
+    None,
+    /// Uniform integer in `[0, max_ns]`.
+    Uniform { max_ns: Nanos, reorder: bool },
+    /// Half-normal: `|x|` with `x ~ N(0, sd_ns^2)`, i.e. a zero-mean normal
+    /// truncated at 0. Mean `sd_ns * sqrt(2/pi)`.
+    Normal { sd_ns: Nanos, reorder: bool },
+}
+
+impl Jitter {
+    /// Whether packets may overtake each other. Without it, each packet is
+    /// held at least until its predecessor is delivered.
+    pub fn reorders(&self) -> bool {
+        match *self {
+            Jitter::None => false,
+            Jitter::Uniform { reorder, .. } | Jitter::Normal { reorder, .. } => reorder,
+        }
+    }
+}
+
+/// Token-bucket policer in front of the buffer. The bucket starts full.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policer {
+    pub rate_bps: u64,
+    pub burst_bytes: u64,
+}
+
+pub const CODEL_DEFAULT_TARGET_NS: Nanos = 5_000_000;
+pub const CODEL_DEFAULT_INTERVAL_NS: Nanos = 100_000_000;
+
+fn codel_target() -> Nanos {
+    CODEL_DEFAULT_TARGET_NS
+}
+
+fn codel_interval() -> Nanos {
+    CODEL_DEFAULT_INTERVAL_NS
+}
+
+/// Queue management of the buffer. The [`Buffer`] limit applies (as
+/// drop-tail at arrival) whatever the AQM.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Aqm {
+    #[default]
+    DropTail,
+    /// CoDel (RFC 8289), deciding when a packet leaves the buffer to start
+    /// serialization.
+    Codel {
+        #[serde(default = "codel_target")]
+        target_ns: Nanos,
+        #[serde(default = "codel_interval")]
+        interval_ns: Nanos,
+    },
+}
+
+impl Aqm {
+    /// CoDel with the RFC 8289 defaults (5 ms target, 100 ms interval).
+    pub fn codel() -> Aqm {
+        Aqm::Codel {
+            target_ns: CODEL_DEFAULT_TARGET_NS,
+            interval_ns: CODEL_DEFAULT_INTERVAL_NS,
+        }
+    }
+}
+
+/// A change of the link's parameters at `at_ns`, on the same clock as the
+/// `now` passed to the link (the emulator passes time since path start).
+///
+/// * `rate` applies to packets that *start* serialization at or after
+///   `at_ns`; a packet already in service finishes at the old rate (except
+///   one stalled behind a zero rate, which restarts at `at_ns`). A rate
+///   change replaces a trace for the rest of the run.
+/// * `delay_ns` applies to packets that finish serialization at or after
+///   `at_ns`. A decrease never reorders: a packet is not delivered before
+///   its predecessor (unless jitter reordering is on).
+/// * `loss` applies to packets arriving at or after `at_ns`; the loss RNG
+///   stream continues, and a Gilbert–Elliott chain restarts in its good
+///   state unless the previous model was Gilbert–Elliott too.
+///
+/// Changes at equal times are applied in list order, before any packet
+/// event at that instant.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScheduledChange {
+    pub at_ns: Nanos,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Rate>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ns: Option<Nanos>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss: Option<LossModel>,
+}
+
 /// Configuration of one direction of a link. The default is a transparent
-/// link: unlimited rate, no delay, no loss, unlimited buffer.
+/// link: unlimited rate, no delay, no loss, unlimited buffer, and none of
+/// the optional stages.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct DirectionConfig {
+    /// Constant rate of the server; ignored while `trace` is in force.
     pub rate: Rate,
     pub delay_ns: Nanos,
     pub loss: LossModel,
     pub buffer: Buffer,
+    /// Trace-driven capacity; when set it replaces `rate` from time 0 until
+    /// a scheduled rate change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceRate>,
+    /// Applied in order of `at_ns` (stable for equal times).
+    #[serde(default)]
+    pub schedule: Vec<ScheduledChange>,
+    #[serde(default)]
+    pub jitter: Jitter,
+    #[serde(default)]
+    pub policer: Option<Policer>,
+    #[serde(default)]
+    pub aqm: Aqm,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -87,6 +203,12 @@ pub enum LinkConfigError {
     ZeroRate,
     /// A probability that is NaN or outside `[0, 1]`.
     InvalidProbability { field: &'static str, value: f64 },
+    /// A trace that was deserialized without its timestamps.
+    TraceNotLoaded { name: String },
+    /// A policer with a zero rate would admit nothing after its first burst.
+    PolicerZeroRate,
+    /// CoDel's interval must be positive (it divides the control law).
+    CodelZeroInterval,
 }
 
 impl fmt::Display for LinkConfigError {
@@ -95,6 +217,13 @@ impl fmt::Display for LinkConfigError {
             LinkConfigError::ZeroRate => write!(f, "link rate must be greater than zero"),
             LinkConfigError::InvalidProbability { field, value } => {
                 write!(f, "{field} must be a probability in [0, 1], got {value}")
+            }
+            LinkConfigError::TraceNotLoaded { name } => {
+                write!(f, "trace {name:?} has no timestamps loaded; parse it again")
+            }
+            LinkConfigError::PolicerZeroRate => write!(f, "policer rate must be greater than zero"),
+            LinkConfigError::CodelZeroInterval => {
+                write!(f, "CoDel interval must be greater than zero")
             }
         }
     }
@@ -111,25 +240,50 @@ fn check_prob(field: &'static str, value: f64) -> Result<(), LinkConfigError> {
     }
 }
 
+fn check_loss(loss: &LossModel) -> Result<(), LinkConfigError> {
+    match *loss {
+        LossModel::None => {}
+        LossModel::Bernoulli { p } => check_prob("bernoulli.p", p)?,
+        LossModel::GilbertElliott {
+            p_good_to_bad,
+            p_bad_to_good,
+            loss_in_good,
+            loss_in_bad,
+        } => {
+            check_prob("gilbert_elliott.p_good_to_bad", p_good_to_bad)?;
+            check_prob("gilbert_elliott.p_bad_to_good", p_bad_to_good)?;
+            check_prob("gilbert_elliott.loss_in_good", loss_in_good)?;
+            check_prob("gilbert_elliott.loss_in_bad", loss_in_bad)?;
+        }
+    }
+    Ok(())
+}
+
 impl DirectionConfig {
     pub fn validate(&self) -> Result<(), LinkConfigError> {
-        if self.rate == Rate::BitsPerSec(0) {
+        // A zero base rate is harmless while a trace is in force. Zero rates
+        // inside the schedule are outages and therefore allowed.
+        if self.rate == Rate::BitsPerSec(0) && self.trace.is_none() {
             return Err(LinkConfigError::ZeroRate);
         }
-        match self.loss {
-            LossModel::None => {}
-            LossModel::Bernoulli { p } => check_prob("bernoulli.p", p)?,
-            LossModel::GilbertElliott {
-                p_good_to_bad,
-                p_bad_to_good,
-                loss_in_good,
-                loss_in_bad,
-            } => {
-                check_prob("gilbert_elliott.p_good_to_bad", p_good_to_bad)?;
-                check_prob("gilbert_elliott.p_bad_to_good", p_bad_to_good)?;
-                check_prob("gilbert_elliott.loss_in_good", loss_in_good)?;
-                check_prob("gilbert_elliott.loss_in_bad", loss_in_bad)?;
+        check_loss(&self.loss)?;
+        for c in &self.schedule {
+            if let Some(l) = &c.loss {
+                check_loss(l)?;
             }
+        }
+        if let Some(t) = &self.trace {
+            if !t.is_loaded() {
+                return Err(LinkConfigError::TraceNotLoaded {
+                    name: t.name().to_string(),
+                });
+            }
+        }
+        if self.policer.is_some_and(|p| p.rate_bps == 0) {
+            return Err(LinkConfigError::PolicerZeroRate);
+        }
+        if let Aqm::Codel { interval_ns: 0, .. } = self.aqm {
+            return Err(LinkConfigError::CodelZeroInterval);
         }
         // Buffer::Bytes(0) / Packets(0) are meaningful (no queueing at all:
         // only a packet finding the server idle gets through), so they pass.
@@ -162,7 +316,10 @@ mod tests {
         for p in [-0.1, 1.1, f64::NAN, f64::INFINITY] {
             c.loss = LossModel::Bernoulli { p };
             assert!(
-                matches!(c.validate(), Err(LinkConfigError::InvalidProbability { .. })),
+                matches!(
+                    c.validate(),
+                    Err(LinkConfigError::InvalidProbability { .. })
+                ),
                 "p={p}"
             );
         }

@@ -3,8 +3,29 @@
 //! Every packet goes through
 //!
 //! ```text
-//! loss model -> drop-tail FIFO (buffer) -> rate server (serialization) -> propagation delay -> delivered
+//! loss -> policer -> buffer / AQM -> rate server -> delay (+ jitter) -> delivered
 //! ```
+//!
+//! * **Loss** ([`LossModel`]): Bernoulli or Gilbert–Elliott, decided per
+//!   arriving packet. A lost packet never takes tokens or buffer space.
+//! * **Policer** ([`Policer`], optional): a token bucket that starts full and
+//!   refills continuously (exact integer arithmetic); a packet finding fewer
+//!   tokens than its length is dropped ([`DropCause::Policer`]) and takes none.
+//! * **Buffer / AQM** ([`Buffer`], [`Aqm`]): the buffer limit is enforced
+//!   drop-tail at arrival. With [`Aqm::Codel`], RFC 8289 CoDel judges each
+//!   packet when it leaves the buffer to start serialization (sojourn =
+//!   service start − arrival). AQM drops happen while the link replays its
+//!   timeline, so they are handed back through [`Link::take_dropped`].
+//! * **Rate server**: constant ([`Rate`]), trace-driven ([`TraceRate`],
+//!   Mahimahi format: 1500-byte delivery opportunities at millisecond
+//!   timestamps, looping), and changed over time by
+//!   [`DirectionConfig::schedule`]. A rate change applies to packets that
+//!   start service at or after it.
+//! * **Delay** (`delay_ns`, scheduled changes) **+ jitter** ([`Jitter`]).
+//!   Delivery is FIFO: a packet is never delivered before its predecessor,
+//!   even when the delay drops or jitter varies, unless the jitter is
+//!   configured to reorder, in which case packets leave in order of their
+//!   own delivery times.
 //!
 //! The model owns no sockets, threads or clocks. The caller passes the
 //! current time (`Nanos`, nanoseconds on any monotone clock) into every call
@@ -14,18 +35,35 @@
 //! driving loop: all departure times are derived from *arrival* times and the
 //! configuration, never from when [`Link::dequeue`] happens to be called.
 //!
+//! Scheduled changes and trace timestamps live on that same clock, with the
+//! trace starting at time 0: the emulator passes time since path start, so
+//! `at_ns` and the trace are relative to path start.
+//!
+//! Randomness comes from the seed given to [`Link::new`]: the loss model and
+//! the jitter draw from separate streams, so enabling jitter does not change
+//! which packets are lost.
+//!
 //! A typical driver (e.g. a TUN shell) calls [`Link::enqueue`] for every
 //! packet it reads, sleeps until [`Link::next_event`], and then calls
-//! [`Link::dequeue`] until it returns `None`.
+//! [`Link::dequeue`] until it returns `None`, then [`Link::take_dropped`]
+//! until it returns `None` to reclaim the buffers of AQM-dropped packets.
 
+mod codel;
 mod config;
 mod histogram;
+mod jitter;
 mod link;
 mod loss;
+mod policer;
+pub mod trace;
 
-pub use config::{Buffer, DirectionConfig, LinkConfigError, LossModel, Rate};
+pub use config::{
+    Aqm, Buffer, DirectionConfig, Jitter, LinkConfigError, LossModel, Policer, Rate,
+    ScheduledChange, CODEL_DEFAULT_INTERVAL_NS, CODEL_DEFAULT_TARGET_NS,
+};
 pub use histogram::DelayHistogram;
 pub use link::{Delivery, DropCause, Dropped, Link, LinkStats};
+pub use trace::{TraceError, TraceRate};
 
 /// Time in nanoseconds on the caller's (monotone) clock.
 pub type Nanos = u64;

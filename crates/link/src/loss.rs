@@ -28,6 +28,22 @@ impl LossProcess {
         }
     }
 
+    /// Switches to `model` for the following packets, keeping the RNG
+    /// stream. The Markov state only carries over between two
+    /// Gilbert–Elliott models; otherwise the chain restarts in good.
+    pub(crate) fn set_model(&mut self, model: LossModel) {
+        if !matches!(
+            (&self.model, &model),
+            (
+                LossModel::GilbertElliott { .. },
+                LossModel::GilbertElliott { .. }
+            )
+        ) {
+            self.in_bad = false;
+        }
+        self.model = model;
+    }
+
     /// Decides the fate of the next packet; `true` means it is lost.
     pub(crate) fn lose_next(&mut self) -> bool {
         match self.model {
@@ -47,7 +63,11 @@ impl LossProcess {
                 if chance(&mut self.rng, flip) {
                     self.in_bad = !self.in_bad;
                 }
-                let p = if self.in_bad { loss_in_bad } else { loss_in_good };
+                let p = if self.in_bad {
+                    loss_in_bad
+                } else {
+                    loss_in_good
+                };
                 chance(&mut self.rng, p)
             }
         }
@@ -155,8 +175,7 @@ mod tests {
         // Loss = (martingale noise given the states) + (noise from the state
         // occupancy, scaled by how much the states differ).
         let expect = pi_bad * lb + (1.0 - pi_bad) * lg;
-        let within =
-            (pi_bad * lb * (1.0 - lb) + (1.0 - pi_bad) * lg * (1.0 - lg)) / n;
+        let within = (pi_bad * lb * (1.0 - lb) + (1.0 - pi_bad) * lg * (1.0 - lg)) / n;
         let var_loss = within + (lb - lg).powi(2) * var_frac;
         let ratio = lost as f64 / n;
         assert!(

@@ -1,0 +1,144 @@
+//! CoDel state machine (RFC 8289, section 5 pseudocode).
+//!
+//! The queue itself lives in the link; this holds the controller's state
+//! and the per-packet verdict. The dequeue loop that interleaves verdicts
+//! and drops is in `Link::aqm_dequeue`, mirroring the RFC's `dequeue()`.
+
+use crate::Nanos;
+
+/// The RFC's MAXPACKET: a queue holding at most this much is never dropped
+/// from, since it cannot be a standing queue.
+pub(crate) const MAX_PACKET: u64 = 1500;
+
+#[derive(Clone, Debug)]
+pub(crate) struct Codel {
+    pub(crate) target: Nanos,
+    pub(crate) interval: Nanos,
+    /// `None` is the RFC's `first_above_time == 0`; an `Option` avoids
+    /// confusing it with a genuine time 0.
+    first_above_time: Option<Nanos>,
+    pub(crate) drop_next: Nanos,
+    pub(crate) count: u32,
+    pub(crate) lastcount: u32,
+    pub(crate) dropping: bool,
+}
+
+impl Codel {
+    pub(crate) fn new(target: Nanos, interval: Nanos) -> Self {
+        Codel {
+            target,
+            interval,
+            first_above_time: None,
+            drop_next: 0,
+            count: 0,
+            lastcount: 0,
+            dropping: false,
+        }
+    }
+
+    /// The RFC's `dodequeue` verdict (`ok_to_drop`) for a packet leaving
+    /// the queue at `now` after `sojourn`, with `remaining` bytes left
+    /// behind it.
+    pub(crate) fn ok_to_drop(&mut self, now: Nanos, sojourn: Nanos, remaining: u64) -> bool {
+        if sojourn < self.target || remaining <= MAX_PACKET {
+            self.first_above_time = None;
+            return false;
+        }
+        match self.first_above_time {
+            None => {
+                self.first_above_time = Some(now.saturating_add(self.interval));
+                false
+            }
+            Some(t) => now >= t,
+        }
+    }
+
+    /// `dodequeue` on an empty queue.
+    pub(crate) fn on_empty(&mut self) {
+        self.first_above_time = None;
+    }
+
+    /// `t + interval / sqrt(count)`, rounded to the nanosecond.
+    pub(crate) fn control_law(&self, t: Nanos) -> Nanos {
+        let gap = self.interval as f64 / f64::from(self.count.max(1)).sqrt();
+        t.saturating_add(gap.round() as Nanos)
+    }
+
+    /// Entering the dropping state after a first drop at `now`: the RFC's
+    /// count memory, which resumes near the previous drop rate if the last
+    /// dropping episode ended recently.
+    pub(crate) fn enter_dropping(&mut self, now: Nanos) {
+        self.dropping = true;
+        let delta = self.count.saturating_sub(self.lastcount);
+        self.count = 1;
+        let since = i128::from(now) - i128::from(self.drop_next);
+        if delta > 1 && since < 16 * i128::from(self.interval) {
+            self.count = delta;
+        }
+        self.drop_next = self.control_law(now);
+        self.lastcount = self.count;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Nanos = 1_000_000;
+
+    #[test]
+    fn verdict_needs_a_full_interval_above_target() {
+        let mut c = Codel::new(5 * MS, 100 * MS);
+        assert!(!c.ok_to_drop(10 * MS, 5 * MS, 3000));
+        assert!(!c.ok_to_drop(110 * MS - 1, 50 * MS, 3000));
+        assert!(c.ok_to_drop(110 * MS, 50 * MS, 3000));
+        // One packet below target (or a near-empty queue) resets the clock.
+        assert!(!c.ok_to_drop(111 * MS, 50 * MS, MAX_PACKET));
+        assert!(!c.ok_to_drop(112 * MS, 50 * MS, 3000));
+        assert!(!c.ok_to_drop(211 * MS, 50 * MS, 3000));
+        assert!(c.ok_to_drop(212 * MS, 50 * MS, 3000));
+        assert!(!c.ok_to_drop(213 * MS, 5 * MS - 1, 3000));
+        assert!(!c.ok_to_drop(400 * MS, 5 * MS, 3000));
+        c.on_empty();
+        assert!(!c.ok_to_drop(401 * MS, 5 * MS, 3000));
+    }
+
+    #[test]
+    fn count_memory_resumes_recent_drop_rate() {
+        let mut c = Codel::new(5 * MS, 100 * MS);
+        // First episode: count starts at 1.
+        c.enter_dropping(1000 * MS);
+        assert_eq!((c.count, c.lastcount, c.drop_next), (1, 1, 1100 * MS));
+        // 9 more drops, then the episode ends.
+        c.count = 10;
+        c.drop_next = 1500 * MS;
+        c.dropping = false;
+        // Re-entering within 16 intervals of drop_next: count = 10 - 1.
+        c.enter_dropping(1500 * MS + 1600 * MS - 1);
+        assert_eq!((c.count, c.lastcount), (9, 9));
+        assert_eq!(c.drop_next, 3100 * MS - 1 + 33_333_333);
+        // Only 1 drop since (delta = 1): back to 1.
+        c.count = 10;
+        c.enter_dropping(c.drop_next);
+        assert_eq!(c.count, 1);
+        // Long after the last drop_next: back to 1 even with many drops.
+        c.count = 50;
+        let late = c.drop_next + 1600 * MS;
+        c.enter_dropping(late);
+        assert_eq!(c.count, 1);
+        // drop_next in the future (negative elapsed time) counts as recent.
+        c.count = 20;
+        c.drop_next = late + 10 * MS;
+        c.enter_dropping(late);
+        assert_eq!(c.count, 19);
+    }
+
+    #[test]
+    fn control_law_spacing() {
+        let mut c = Codel::new(5 * MS, 100 * MS);
+        c.count = 4;
+        assert_eq!(c.control_law(0), 50 * MS);
+        c.count = 2;
+        assert_eq!(c.control_law(7), 7 + 70_710_678);
+    }
+}

@@ -1,0 +1,36 @@
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::config::Jitter;
+use crate::trace::generate::std_normal;
+use crate::Nanos;
+
+/// The loss model draws from stream 0 of the link's seed; jitter gets its
+/// own stream so that enabling it leaves the loss pattern unchanged.
+const JITTER_STREAM: u64 = 1;
+
+#[derive(Clone, Debug)]
+pub(crate) struct JitterProcess {
+    model: Jitter,
+    rng: ChaCha8Rng,
+}
+
+impl JitterProcess {
+    pub(crate) fn new(model: Jitter, seed: u64) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        rng.set_stream(JITTER_STREAM);
+        JitterProcess { model, rng }
+    }
+
+    pub(crate) fn sample(&mut self) -> Nanos {
+        match self.model {
+            Jitter::None => 0,
+            Jitter::Uniform { max_ns, .. } => self.rng.gen_range(0..=max_ns),
+            Jitter::Normal { sd_ns, .. } => {
+                let x = std_normal(&mut self.rng).abs() * sd_ns as f64;
+                // `as` saturates, so an absurd sd cannot wrap around.
+                x.round() as Nanos
+            }
+        }
+    }
+}

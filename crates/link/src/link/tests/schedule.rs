@@ -1,0 +1,320 @@
+use super::*;
+
+fn at(at_ns: Nanos) -> ScheduledChange {
+    ScheduledChange {
+        at_ns,
+        ..Default::default()
+    }
+}
+
+fn rate_step(at_ns: Nanos) -> DirectionConfig {
+    DirectionConfig {
+        rate: Rate::mbps(10),
+        schedule: vec![ScheduledChange {
+            rate: Some(Rate::mbps(5)),
+            ..at(at_ns)
+        }],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn rate_step_halves_the_departure_rate_exactly_at_the_step() {
+    // 1250 B: 1 ms at 10 Mbit/s, 2 ms at 5 Mbit/s.
+    let mut l = Link::new(rate_step(100 * MS), 0);
+    for i in 0..200u64 {
+        l.enqueue(0, 1250, i).expect("accepted");
+    }
+    let out = drain(&mut l, SEC);
+    for (i, d) in out.iter().enumerate() {
+        let i = i as u64;
+        // Packet 100 starts exactly at the step and already sees 5 Mbit/s.
+        let expect = if i < 100 {
+            (i + 1) * MS
+        } else {
+            100 * MS + 2 * (i - 99) * MS
+        };
+        assert_eq!(d.delivered_at, expect, "packet {i}");
+    }
+}
+
+#[test]
+fn packet_in_service_at_a_rate_step_finishes_at_the_old_rate() {
+    let mut l = Link::new(rate_step(100 * MS + MS / 2), 0);
+    for i in 0..103u64 {
+        l.enqueue(0, 1250, i).expect("accepted");
+    }
+    let out = drain(&mut l, SEC);
+    let tail: Vec<_> = out[99..].iter().map(|d| d.delivered_at).collect();
+    assert_eq!(tail, vec![100 * MS, 101 * MS, 103 * MS, 105 * MS]);
+}
+
+#[test]
+fn rate_change_applies_while_idle_and_on_arrival_at_the_step() {
+    let mut l = Link::new(rate_step(100 * MS), 0);
+    l.enqueue(0, 1250, 0u8).expect("accepted");
+    l.enqueue(100 * MS - 1, 1250, 1).expect("accepted");
+    l.enqueue(200 * MS, 1250, 2).expect("accepted");
+    let out: Vec<_> = drain(&mut l, SEC).iter().map(|d| d.delivered_at).collect();
+    assert_eq!(out, vec![MS, 101 * MS - 1, 202 * MS]);
+}
+
+#[test]
+fn rtt_doubling_is_visible_on_the_first_packet_after_the_change() {
+    let c = DirectionConfig {
+        delay_ns: 20 * MS,
+        schedule: vec![ScheduledChange {
+            delay_ns: Some(40 * MS),
+            ..at(SEC)
+        }],
+        ..Default::default()
+    };
+    let mut l = Link::new(c, 0);
+    let mut out = Vec::new();
+    for i in 0..200u64 {
+        let t = i * 10 * MS;
+        l.enqueue(t, 1000, i).expect("accepted");
+        out.extend(drain(&mut l, t));
+    }
+    out.extend(drain(&mut l, 10 * SEC));
+    for d in &out {
+        let extra = d.delivered_at - d.arrived_at;
+        let expect = if d.arrived_at < SEC { 20 * MS } else { 40 * MS };
+        assert_eq!(extra, expect, "packet {}", d.packet);
+    }
+}
+
+#[test]
+fn delay_decrease_never_reorders() {
+    let c = DirectionConfig {
+        rate: Rate::mbps(12),
+        delay_ns: 40 * MS,
+        schedule: vec![ScheduledChange {
+            delay_ns: Some(10 * MS),
+            ..at(100 * MS)
+        }],
+        ..Default::default()
+    };
+    let mut l = Link::new(c, 0);
+    for i in 0..150u64 {
+        l.enqueue(0, 1500, i).expect("accepted");
+    }
+    let out = drain(&mut l, SEC);
+    let ids: Vec<_> = out.iter().map(|d| d.packet).collect();
+    assert_eq!(ids, (0..150).collect::<Vec<_>>());
+    for (i, d) in out.iter().enumerate() {
+        let finish = (i as u64 + 1) * MS;
+        // Packet 98 finishes at 99 ms and arrives at 139 ms; packets
+        // finishing from 100 ms on would arrive from 110 ms, so they are
+        // held until 139 ms, then flow at the new delay from 130 ms on.
+        let expect = if finish < 100 * MS {
+            finish + 40 * MS
+        } else {
+            (finish + 10 * MS).max(139 * MS)
+        };
+        assert_eq!(d.delivered_at, expect, "packet {i}");
+    }
+}
+
+#[test]
+fn loss_change_applies_to_arrivals_from_its_time() {
+    let c = DirectionConfig {
+        schedule: vec![
+            ScheduledChange {
+                loss: Some(LossModel::Bernoulli { p: 1.0 }),
+                ..at(SEC)
+            },
+            ScheduledChange {
+                loss: Some(LossModel::None),
+                ..at(2 * SEC)
+            },
+        ],
+        ..Default::default()
+    };
+    let mut l = Link::new(c, 0);
+    for (t, lost) in [
+        (0, false),
+        (SEC - 1, false),
+        (SEC, true),
+        (2 * SEC - 1, true),
+        (2 * SEC, false),
+    ] {
+        assert_eq!(l.enqueue(t, 100, t).is_err(), lost, "t={t}");
+    }
+    assert_eq!(l.stats().drops_loss, 2);
+}
+
+#[test]
+fn zero_rate_outage_stalls_and_restarts_at_the_next_change() {
+    let c = DirectionConfig {
+        rate: Rate::mbps(12),
+        // Deliberately out of order: the link sorts the schedule.
+        schedule: vec![
+            ScheduledChange {
+                rate: Some(Rate::mbps(12)),
+                ..at(50 * MS)
+            },
+            ScheduledChange {
+                rate: Some(Rate::BitsPerSec(0)),
+                ..at(10 * MS)
+            },
+        ],
+        ..Default::default()
+    };
+    let mut l = Link::new(c, 0);
+    assert_eq!(l.config().schedule[0].at_ns, 10 * MS);
+    for i in 0..15u64 {
+        l.enqueue(0, 1500, i).expect("accepted");
+    }
+    let early: Vec<_> = drain(&mut l, 30 * MS)
+        .iter()
+        .map(|d| d.delivered_at)
+        .collect();
+    assert_eq!(early, (1..=10).map(|i| i * MS).collect::<Vec<_>>());
+    // Stalled: the only thing that can happen next is the rate change.
+    assert_eq!(l.next_event(), Some(50 * MS));
+    assert!(l.dequeue(50 * MS).is_none());
+    let rest: Vec<_> = drain(&mut l, SEC).iter().map(|d| d.delivered_at).collect();
+    assert_eq!(rest, (51..=55).map(|i| i * MS).collect::<Vec<_>>());
+}
+
+/// Drives a link purely from `next_event` and arrival times, and checks
+/// that every packet comes out exactly when `next_event` said it would.
+fn next_event_loop(c: DirectionConfig, allow_spurious: bool) -> LinkStats {
+    let mut l = Link::new(c, 1);
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    let mut arrivals: VecDeque<(Nanos, u32)> = VecDeque::new();
+    let mut t = 0;
+    for _ in 0..5_000 {
+        t += rng.gen_range(0..2 * MS);
+        arrivals.push_back((t, rng.gen_range(64..=1500)));
+    }
+    let mut now = 0;
+    let mut id = 0u32;
+    let mut spurious = 0;
+    loop {
+        let next_arrival = arrivals.front().map(|a| a.0);
+        let event = l.next_event();
+        let wake = match (next_arrival, event) {
+            (Some(a), Some(e)) => a.min(e),
+            (Some(a), None) => a,
+            (None, Some(e)) => e,
+            (None, None) => break,
+        };
+        assert!(wake >= now, "next_event went backwards");
+        now = wake;
+        while arrivals.front().is_some_and(|a| a.0 == now) {
+            if let Some((at, len)) = arrivals.pop_front() {
+                let _ = l.enqueue(at, len, id);
+                id += 1;
+            }
+        }
+        let mut got = 0;
+        while let Some(d) = l.dequeue(now) {
+            assert_eq!(d.delivered_at, now, "woke late");
+            got += 1;
+        }
+        while l.take_dropped().is_some() {}
+        if event == Some(now) && got == 0 {
+            spurious += 1;
+        }
+    }
+    if !allow_spurious {
+        assert_eq!(spurious, 0);
+    }
+    assert_eq!(l.in_flight_packets(), 0);
+    l.stats().clone()
+}
+
+#[test]
+fn next_event_is_exact_across_scheduled_changes() {
+    let c = DirectionConfig {
+        rate: Rate::mbps(5),
+        delay_ns: 30 * MS,
+        buffer: Buffer::Packets(50),
+        jitter: Jitter::Uniform {
+            max_ns: 3 * MS,
+            reorder: false,
+        },
+        schedule: (1..40u64)
+            .map(|k| ScheduledChange {
+                rate: Some(Rate::mbps(2 + k % 7)),
+                delay_ns: Some(k % 5 * 10 * MS),
+                ..at(k * 250 * MS + k)
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let st = next_event_loop(c, false);
+    assert_eq!(st.packets_in, st.packets_out + st.drops_buffer);
+    assert!(st.drops_buffer > 0);
+}
+
+#[test]
+fn polling_independence_with_every_stage() {
+    let schedule = (1..30u64)
+        .map(|k| ScheduledChange {
+            rate: (k % 3 != 0).then(|| Rate::BitsPerSec(300_000 + k * 30_000)),
+            delay_ns: (k % 2 == 0).then_some(k * MS),
+            loss: (k % 5 == 0).then_some(LossModel::Bernoulli {
+                p: 0.002 * k as f64,
+            }),
+            ..at(k * 600 * MS + 17)
+        })
+        .collect::<Vec<_>>();
+    let base = DirectionConfig {
+        rate: Rate::BitsPerSec(3_300_000),
+        delay_ns: 17 * MS + 3,
+        loss: LossModel::Bernoulli { p: 0.02 },
+        buffer: Buffer::Bytes(12_000),
+        schedule,
+        jitter: Jitter::Normal {
+            sd_ns: 2 * MS,
+            reorder: false,
+        },
+        policer: Some(Policer {
+            rate_bps: 2_500_000,
+            burst_bytes: 15_000,
+        }),
+        aqm: Aqm::codel(),
+        ..Default::default()
+    };
+    let r = check_polling_independence(&base, 5);
+    for cause in [
+        DropCause::Loss,
+        DropCause::Policer,
+        DropCause::BufferOverflow,
+        DropCause::Aqm,
+    ] {
+        assert!(r.1.iter().any(|d| d.1 == cause), "no {cause} drops");
+    }
+
+    let reorder = DirectionConfig {
+        jitter: Jitter::Uniform {
+            max_ns: 5 * MS,
+            reorder: true,
+        },
+        ..base.clone()
+    };
+    let r = check_polling_independence(&reorder, 6);
+    assert!(
+        r.0.windows(2).any(|w| w[1].0 < w[0].0),
+        "expected reordering"
+    );
+
+    let trace = DirectionConfig {
+        trace: Some(
+            crate::trace::TraceRate::parse(
+                "walk",
+                &crate::trace::generate::random_walk(
+                    &crate::trace::generate::RandomWalk::cellular(3_000_000, 5_000),
+                    3,
+                ),
+            )
+            .expect("valid"),
+        ),
+        schedule: vec![],
+        ..base
+    };
+    check_polling_independence(&trace, 7);
+}
