@@ -58,7 +58,7 @@ fn parse_list<T>(flag: &str, value: &str, parse: impl Fn(&str) -> Result<T, Stri
 }
 
 fn workload(cc: &str, seconds: f64) -> BulkSpec {
-    BulkSpec { flows: 1, direction: Direction::Download, amount: Amount::Seconds(seconds), cc: cc.to_string(), port: 5201, sample_interval_us: 10_000, timeout_s: seconds + 30.0 }
+    BulkSpec { flows: 1, direction: Direction::Download, amount: Amount::Seconds(seconds), cc: cc.to_string(), mix: Vec::new(), port: 5201, sample_interval_us: 10_000, timeout_s: seconds + 30.0 }
 }
 
 fn payload_fraction(mtu: u32) -> f64 {

@@ -114,9 +114,10 @@ pub enum DirectionArg {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Algorithms to compare, comma-separated, e.g. bbr,cubic. Each must be available on this host.
-    #[arg(long, allow_hyphen_values = true, default_value = "bbr,cubic")]
-    pub cc: String,
+    /// Algorithms to compare, comma-separated, e.g. bbr,cubic. Each must be available on this
+    /// host. [default: bbr,cubic]
+    #[arg(long, allow_hyphen_values = true)]
+    pub cc: Option<String>,
     #[command(flatten)]
     pub path: PathArgs,
     /// How long each run sends, e.g. 10s.
@@ -128,9 +129,13 @@ pub struct RunArgs {
     /// Give up on a --bytes transfer after this long and mark it incomplete.
     #[arg(long, allow_hyphen_values = true, default_value = "600s")]
     pub timeout: String,
-    /// Parallel TCP connections per run.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub flows: u32,
+    /// Parallel TCP connections per run (each running the compared algorithm), or a mix of
+    /// algorithms sharing the bottleneck in every run, e.g. bbr:2,cubic:2.
+    #[arg(long, allow_hyphen_values = true, default_value = "1")]
+    pub flows: String,
+    /// In a mix, each flow starts this long after the previous one (in the order given).
+    #[arg(long, allow_hyphen_values = true, default_value = "0s")]
+    pub stagger: String,
     /// Which way the data flows.
     #[arg(long, value_enum, default_value_t = DirectionArg::Download)]
     pub direction: DirectionArg,

@@ -94,7 +94,8 @@ fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord
     let path_seed = plan.seed.wrapping_add(u64::from(index).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut record = RunRecord { index, round: slot.round, cc: slot.cc.clone(), status: Status::Failed, error: None, started_at, path_seed, netns_inodes: None, host_cpu_steal_fraction: None, metrics: None, workload: None, path: None };
     let spec = PathSpec { seed: path_seed, ..plan.path.clone() };
-    let workload = BulkSpec { cc: slot.cc.clone(), ..plan.workload.clone() };
+    // In a mix every flow names its own algorithm; otherwise the slot's algorithm runs.
+    let workload = if plan.workload.mix.is_empty() { BulkSpec { cc: slot.cc.clone(), ..plan.workload.clone() } } else { plan.workload.clone() };
     let epoch = Instant::now();
     let steal_before = crate::provenance::cpu_steal_ms();
     // A fresh path per run: no queue, TCP metrics or socket state leaks between runs.

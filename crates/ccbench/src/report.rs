@@ -29,7 +29,15 @@ pub fn header(result_params: &crate::results::Params) -> String {
         ccbench_workload::Direction::Download => "download (server sends)",
         ccbench_workload::Direction::Upload => "upload (client sends)",
     };
-    let flows = if w.flows == 1 { "1 flow".to_string() } else { format!("{} flows", w.flows) };
+    let flows = if !w.mix.is_empty() {
+        let stagger = w.mix.get(1).map(|f| f.start_s).unwrap_or(0.0);
+        let names: Vec<&str> = w.mix.iter().map(|f| f.cc.as_str()).collect();
+        format!("{} flows sharing the bottleneck ({}), each starting {stagger} s after the previous", w.mix.len(), names.join(", "))
+    } else if w.flows == 1 {
+        "1 flow".to_string()
+    } else {
+        format!("{} flows", w.flows)
+    };
     let _ = writeln!(out, "Workload  bulk TCP {dir}, {flows}, {amount}; {} runs per algorithm, interleaved (seed {})", p.runs_per_cc, p.seed);
     out
 }
@@ -54,6 +62,20 @@ fn line(s: &CcSummary, width: usize) -> String {
     out
 }
 
+/// How flows shared the bottleneck, for a run with several flows.
+fn sharing_lines(s: &CcSummary) -> String {
+    let mut out = String::new();
+    let fair = 1.0 / s.shares.iter().map(|x| x.flows).sum::<usize>().max(1) as f64;
+    for sh in &s.shares {
+        let ci = sh.share_ci.map(|c| format!(" (95 % CI {:.0}–{:.0} %)", c.lo * 100.0, c.hi * 100.0)).unwrap_or_default();
+        let _ = writeln!(out, "  {} ({} flow{}): {:.0} % of the bottleneck{ci}; a fair share would be {:.0} %", sh.cc, sh.flows, if sh.flows == 1 { "" } else { "s" }, sh.share.median * 100.0, fair * sh.flows as f64 * 100.0);
+    }
+    if let Some(j) = &s.jain_index {
+        let _ = write!(out, "  Jain's fairness index {:.2} (1 = equal shares; median over {} runs, while all flows were active)", j.median, j.n);
+    }
+    out
+}
+
 pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) -> String {
     let mut out = String::new();
     let width = result.summary.iter().map(|s| s.cc.len()).max().unwrap_or(4);
@@ -65,6 +87,11 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
     out.push('\n');
     for c in &result.comparisons {
         let _ = writeln!(out, "  {}", c.sentence("goodput"));
+    }
+    for s in &result.summary {
+        if s.shares.len() > 1 || s.jain_index.is_some() {
+            let _ = writeln!(out, "{}", sharing_lines(s));
+        }
     }
     if result.comparisons.is_empty() && result.summary.len() > 1 {
         let _ = writeln!(out, "  no verdict: too few completed runs");

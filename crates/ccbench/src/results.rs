@@ -86,6 +86,73 @@ pub struct RunMetrics {
     pub utilization: f64,
     /// The emulator's own timing error on the data's direction.
     pub emulator_lateness_p99_us: f64,
+    /// With several flows: each algorithm's share of the goodput while all flows were active.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shares: Vec<CcShare>,
+    /// Jain's fairness index over per-flow goodput while all flows were active.
+    pub jain_index: Option<f64>,
+    /// Jain's index for each second from 2 s after the last flow joined (after convergence).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub jain_per_second: Vec<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CcShare {
+    pub cc: String,
+    pub flows: usize,
+    pub goodput_bps: f64,
+    pub share: f64,
+}
+
+/// Seconds after the last flow joins that are left out of the per-second fairness figures.
+const CONVERGENCE_S: f64 = 2.0;
+
+/// Bytes a flow had received by time `t_us` (from the receiver's samples).
+fn received_by(points: &[ccbench_workload::GoodputPoint], t_us: u64) -> u64 {
+    match points.partition_point(|p| p.t_us <= t_us) {
+        0 => 0,
+        i => points[i - 1].bytes,
+    }
+}
+
+/// How flows shared the bottleneck: per-algorithm shares and Jain's index over the window in
+/// which every flow was active, and Jain's index per second after convergence.
+fn sharing(bulk: &BulkResult) -> (Vec<CcShare>, Option<f64>, Vec<f64>) {
+    if bulk.flows.len() < 2 {
+        return (Vec::new(), None, Vec::new());
+    }
+    let last_start = bulk.flows.iter().map(|f| f.start_s).fold(0.0, f64::max);
+    let from = bulk.start_us + (last_start * 1e6) as u64;
+    let to = bulk.start_us + (bulk.elapsed_s * 1e6) as u64;
+    if to <= from {
+        return (Vec::new(), None, Vec::new());
+    }
+    let window_s = (to - from) as f64 / 1e6;
+    let rates: Vec<f64> = bulk.flows.iter().map(|f| (received_by(&f.received, to) - received_by(&f.received, from)) as f64 * 8.0 / window_s).collect();
+    let total: f64 = rates.iter().sum();
+    let mut shares: Vec<CcShare> = Vec::new();
+    for (flow, rate) in bulk.flows.iter().zip(&rates) {
+        match shares.iter_mut().find(|s| s.cc == flow.cc_requested) {
+            Some(s) => {
+                s.flows += 1;
+                s.goodput_bps += rate;
+            }
+            None => shares.push(CcShare { cc: flow.cc_requested.clone(), flows: 1, goodput_bps: *rate, share: 0.0 }),
+        }
+    }
+    for s in &mut shares {
+        s.share = if total > 0.0 { s.goodput_bps / total } else { 0.0 };
+    }
+    let mut per_second = Vec::new();
+    let mut t = from + (CONVERGENCE_S * 1e6) as u64;
+    while t + 1_000_000 <= to {
+        let second: Vec<f64> = bulk.flows.iter().map(|f| (received_by(&f.received, t + 1_000_000) - received_by(&f.received, t)) as f64).collect();
+        if let Some(j) = ccbench_stats::jain_fairness(&second) {
+            per_second.push(j);
+        }
+        t += 1_000_000;
+    }
+    (shares, ccbench_stats::jain_fairness(&rates), per_second)
 }
 
 #[derive(Debug, Serialize)]
@@ -100,6 +167,19 @@ pub struct CcSummary {
     pub drops_loss: Option<Summary>,
     pub drops_buffer: Option<Summary>,
     pub queue_delay_p95_ms: Option<Summary>,
+    /// Flows sharing the bottleneck: Jain's index over runs, and each algorithm's share.
+    pub jain_index: Option<Summary>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shares: Vec<ShareSummary>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ShareSummary {
+    pub cc: String,
+    pub flows: usize,
+    /// Share of the bottleneck's goodput over runs, with a bootstrap CI of its median.
+    pub share: Summary,
+    pub share_ci: Option<ccbench_stats::MedianCi>,
 }
 
 impl RunMetrics {
@@ -120,6 +200,7 @@ impl RunMetrics {
         let (retrans, segs) = bulk.flows.iter().filter_map(|f| f.final_tcp_info.as_ref()).fold((0u64, 0u64), |(r, s), ti| {
             (r + u64::from(ti.total_retrans), s + u64::from(ti.segs_out.unwrap_or(0)))
         });
+        let (shares, jain_index, jain_per_second) = sharing(bulk);
         let completion_time_s = bulk.flows.iter().map(|f| f.completion_time_s).try_fold(0.0f64, |acc, t| t.map(|t| acc.max(t)));
         RunMetrics {
             goodput_bps: bulk.goodput_bps,
@@ -135,6 +216,9 @@ impl RunMetrics {
             queue_delay_p95_ms: data_dir.queue_delay.p95_us / 1000.0,
             utilization: data_dir.utilization,
             emulator_lateness_p99_us: data_dir.lateness.p99_us,
+            shares,
+            jain_index,
+            jain_per_second,
         }
     }
 }
@@ -156,6 +240,28 @@ impl CcSummary {
             drops_loss: s(&|m| Some(m.drops_loss as f64)),
             drops_buffer: s(&|m| Some(m.drops_buffer as f64)),
             queue_delay_p95_ms: s(&|m| Some(m.queue_delay_p95_ms)),
+            jain_index: s(&|m| m.jain_index),
+            shares: share_summaries(runs),
         }
     }
+}
+
+fn share_summaries(runs: &[&RunMetrics]) -> Vec<ShareSummary> {
+    let mut names: Vec<(String, usize)> = Vec::new();
+    for m in runs {
+        for sh in &m.shares {
+            if !names.iter().any(|(n, _)| *n == sh.cc) {
+                names.push((sh.cc.clone(), sh.flows));
+            }
+        }
+    }
+    names
+        .into_iter()
+        .filter_map(|(cc, flows)| {
+            let xs: Vec<f64> = runs.iter().filter_map(|m| m.shares.iter().find(|s| s.cc == cc).map(|s| s.share)).collect();
+            let share = Summary::of(&xs)?;
+            let share_ci = if xs.len() >= 3 { ccbench_stats::bootstrap_median_ci(&xs, 0.95, ccbench_stats::DEFAULT_BOOTSTRAP_ITERATIONS, 1) } else { None };
+            Some(ShareSummary { cc, flows, share, share_ci })
+        })
+        .collect()
 }

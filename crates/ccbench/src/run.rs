@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::Context;
-use ccbench_workload::{Amount, BulkSpec, Direction};
+use ccbench_workload::{Amount, BulkSpec, Direction, MixFlow};
 
 use crate::cli::{DirectionArg, RunArgs};
 use crate::error::{require_root, UsageError};
@@ -17,20 +17,68 @@ use crate::units;
 const WORKLOAD_PORT: u16 = 5201;
 
 /// Checks every flag before anything is created, so bad input leaves nothing behind.
+fn check_available(flag: &str, cc: &str, available: &[String]) -> Result<(), UsageError> {
+    if available.iter().any(|a| a == cc) {
+        Ok(())
+    } else {
+        Err(UsageError::new(flag, cc, format!("an algorithm available on this host: {} (see ccbench doctor)", available.join(", "))))
+    }
+}
+
+/// `--flows`: a count, or a mix such as "bbr:2,cubic:2" (count 1 when omitted).
+fn parse_flows(value: &str, stagger_s: f64, available: &[String]) -> Result<(u32, Vec<MixFlow>), UsageError> {
+    const ALLOWED: &str = "a number of flows from 1 to 64, or a mix such as bbr:2,cubic:2";
+    if let Ok(n) = value.trim().parse::<u32>() {
+        if !(1..=64).contains(&n) {
+            return Err(UsageError::new("--flows", value, ALLOWED));
+        }
+        return Ok((n, Vec::new()));
+    }
+    let mut mix = Vec::new();
+    for part in value.split(',').map(str::trim) {
+        let (cc, count) = match part.split_once(':') {
+            Some((cc, n)) => (cc.trim(), n.trim().parse::<u32>().map_err(|_| UsageError::new("--flows", value, ALLOWED))?),
+            None => (part, 1),
+        };
+        if cc.is_empty() || count == 0 {
+            return Err(UsageError::new("--flows", value, ALLOWED));
+        }
+        check_available("--flows", cc, available)?;
+        for _ in 0..count {
+            let start_s = stagger_s * mix.len() as f64;
+            mix.push(MixFlow { cc: cc.to_string(), start_s });
+        }
+    }
+    if mix.len() > 64 {
+        return Err(UsageError::new("--flows", value, ALLOWED));
+    }
+    Ok((mix.len() as u32, mix))
+}
+
 pub fn plan(args: &RunArgs) -> Result<Plan, UsageError> {
     let available = ccbench_probe::available_congestion_controls().unwrap_or_default();
+    let stagger_ns = units::parse_duration_ns(&args.stagger).map_err(|a| UsageError::new("--stagger", &args.stagger, a))?;
+    let (flows, mix) = parse_flows(&args.flows, stagger_ns as f64 / 1e9, &available)?;
     let mut ccs: Vec<String> = Vec::new();
-    for cc in args.cc.split(',').map(str::trim) {
-        if cc.is_empty() {
-            return Err(UsageError::new("--cc", &args.cc, "a comma-separated list of algorithms such as bbr,cubic"));
+    match (&args.cc, mix.is_empty()) {
+        (Some(cc), false) => return Err(UsageError::new("--cc", cc, "no --cc with a mix in --flows (the mix names the algorithms)")),
+        (_, false) => ccs.push(args.flows.replace(' ', "")),
+        (cc, true) => {
+            let list = cc.clone().unwrap_or_else(|| "bbr,cubic".to_string());
+            for cc in list.split(',').map(str::trim) {
+                if cc.is_empty() {
+                    return Err(UsageError::new("--cc", &list, "a comma-separated list of algorithms such as bbr,cubic"));
+                }
+                check_available("--cc", cc, &available)?;
+                if ccs.iter().any(|c| c == cc) {
+                    return Err(UsageError::new("--cc", &list, "each algorithm once"));
+                }
+                ccs.push(cc.to_string());
+            }
         }
-        if !available.iter().any(|a| a == cc) {
-            return Err(UsageError::new("--cc", cc, format!("an algorithm available on this host: {} (see ccbench doctor)", available.join(", "))));
-        }
-        if ccs.iter().any(|c| c == cc) {
-            return Err(UsageError::new("--cc", &args.cc, "each algorithm once"));
-        }
-        ccs.push(cc.to_string());
+    }
+    if stagger_ns > 0 && mix.is_empty() {
+        return Err(UsageError::new("--stagger", &args.stagger, "--stagger only with a mix in --flows, such as bbr:1,cubic:1"));
     }
     let min_runs = ccbench_stats::min_runs_for_significance(experiment::ALPHA) as u32;
     if ccs.len() > 1 && args.runs < min_runs {
@@ -72,13 +120,14 @@ pub fn plan(args: &RunArgs) -> Result<Plan, UsageError> {
         seed,
         path,
         workload: BulkSpec {
-            flows: args.flows,
+            flows,
             direction: match args.direction {
                 DirectionArg::Download => Direction::Download,
                 DirectionArg::Upload => Direction::Upload,
             },
             amount,
             cc: String::new(),
+            mix,
             port: WORKLOAD_PORT,
             sample_interval_us: sample_ns / 1000,
             timeout_s: timeout_ns as f64 / 1e9,

@@ -181,3 +181,52 @@ mod tests {
         assert!(bootstrap_ratio_ci(&[1.0], &[1.0], 0.95, 0, 0).is_none());
     }
 }
+
+/// Bootstrap confidence interval of one sample's median.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MedianCi {
+    pub median: f64,
+    pub lo: f64,
+    pub hi: f64,
+    pub level: f64,
+    pub iterations: usize,
+}
+
+/// Percentile bootstrap of `median(xs)` (resampling with replacement, seeded, reproducible).
+/// `None` for empty or non-finite input, a level outside (0, 1) or zero iterations.
+pub fn bootstrap_median_ci(xs: &[f64], level: f64, iterations: usize, seed: u64) -> Option<MedianCi> {
+    if !all_finite_nonempty(xs) || !(level > 0.0 && level < 1.0) || iterations == 0 {
+        return None;
+    }
+    let median = quantile(&sorted_copy(xs), 0.5);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut resample = vec![0.0; xs.len()];
+    let mut medians = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        for r in resample.iter_mut() {
+            *r = xs[rng.gen_range(0..xs.len())];
+        }
+        resample.sort_by(f64::total_cmp);
+        medians.push(quantile(&resample, 0.5));
+    }
+    medians.sort_by(f64::total_cmp);
+    Some(MedianCi { median, lo: quantile(&medians, (1.0 - level) / 2.0), hi: quantile(&medians, (1.0 + level) / 2.0), level, iterations })
+}
+
+#[cfg(test)]
+mod median_ci_tests {
+    use super::*;
+
+    #[test]
+    fn median_ci_brackets_the_median_and_is_degenerate_for_constants() {
+        let xs = [0.61, 0.64, 0.66, 0.70, 0.71, 0.73, 0.80];
+        let ci = bootstrap_median_ci(&xs, 0.95, 5000, 1).unwrap();
+        assert_eq!(ci.median, 0.70);
+        assert!(ci.lo <= 0.70 && ci.hi >= 0.70);
+        assert!(ci.lo >= 0.61 && ci.hi <= 0.80, "a median CI stays within the data");
+        let c = bootstrap_median_ci(&[0.5; 5], 0.95, 100, 1).unwrap();
+        assert_eq!((c.lo, c.hi), (0.5, 0.5));
+        assert!(bootstrap_median_ci(&[], 0.95, 100, 1).is_none());
+        assert_eq!(bootstrap_median_ci(&xs, 0.95, 5000, 1), Some(ci), "reproducible");
+    }
+}

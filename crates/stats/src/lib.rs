@@ -43,7 +43,7 @@ mod mann_whitney;
 mod summary;
 mod verdict;
 
-pub use bootstrap::{bootstrap_ratio_ci, RatioCi};
+pub use bootstrap::{bootstrap_median_ci, bootstrap_ratio_ci, MedianCi, RatioCi};
 pub use fairness::jain_fairness;
 pub use mann_whitney::{
     mann_whitney_u, min_runs_for_significance, MannWhitney, MwMethod, EXACT_MAX_N,

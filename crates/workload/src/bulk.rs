@@ -31,16 +31,39 @@ pub enum Amount {
     Bytes(u64),
 }
 
+/// One flow of a mix: its algorithm and when it starts, seconds after the first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MixFlow {
+    pub cc: String,
+    pub start_s: f64,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BulkSpec {
+    /// `flows` connections all running `cc`, all starting together…
     pub flows: u32,
     pub direction: Direction,
     pub amount: Amount,
     pub cc: String,
+    /// …unless `mix` is given: then one connection per entry, each with its own algorithm and
+    /// start time (flows sharing a bottleneck). A timed mix ends for all flows at once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mix: Vec<MixFlow>,
     pub port: u16,
     pub sample_interval_us: u64,
     /// A byte-count transfer that has not completed by then is stopped and marked incomplete.
     pub timeout_s: f64,
+}
+
+impl BulkSpec {
+    /// The flows to run, with their algorithms and start offsets.
+    pub fn plan(&self) -> Vec<MixFlow> {
+        if self.mix.is_empty() {
+            (0..self.flows).map(|_| MixFlow { cc: self.cc.clone(), start_s: 0.0 }).collect()
+        } else {
+            self.mix.clone()
+        }
+    }
 }
 
 /// Cumulative bytes received by one flow at time `t_us`.
@@ -55,6 +78,9 @@ pub struct FlowResult {
     pub id: u32,
     pub sender: Side,
     pub cc_requested: String,
+    /// When this flow started sending, seconds after the first flow.
+    #[serde(default)]
+    pub start_s: f64,
     /// `TCP_CONGESTION` read back from the sending socket before any data was sent.
     pub cc_read_back: String,
     pub client_port: u16,
@@ -85,6 +111,7 @@ pub struct BulkResult {
 
 struct Flow {
     id: u32,
+    plan: MixFlow,
     sender: Arc<TcpStream>,
     receiver: TcpStream,
     client_port: u16,
@@ -104,9 +131,10 @@ pub fn run_bulk(
     let flows = connect_flows(client, server, server_addr, spec)?;
     let start = Instant::now();
     let start_us = start.duration_since(epoch).as_micros() as u64;
+    let last_start = flows.iter().map(|f| f.plan.start_s).fold(0.0, f64::max);
     let deadline = match spec.amount {
         Amount::Seconds(s) => start + Duration::from_secs_f64(s),
-        Amount::Bytes(_) => start + Duration::from_secs_f64(spec.timeout_s),
+        Amount::Bytes(_) => start + Duration::from_secs_f64(spec.timeout_s + last_start),
     };
     let counters: Vec<Arc<AtomicU64>> = flows.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
     let active = AtomicUsize::new(flows.len() * 2);
@@ -121,13 +149,19 @@ pub fn run_bulk(
             let receiver = &flow.receiver;
             let counter = counter.clone();
             let active = &active;
+            let flow_start = start + Duration::from_secs_f64(flow.plan.start_s);
+            let deadline = match spec.amount {
+                Amount::Seconds(_) => deadline,
+                Amount::Bytes(_) => flow_start + Duration::from_secs_f64(spec.timeout_s),
+            };
             let send = s.spawn(move || {
+                sleep_until(flow_start, stop);
                 let r = send_loop(&sender, spec.amount, deadline, stop);
                 active.fetch_sub(1, Ordering::SeqCst);
                 r
             });
             let recv = s.spawn(move || {
-                let r = receive_loop(receiver, spec.amount, start, deadline, &counter, stop);
+                let r = receive_loop(receiver, spec.amount, flow_start, deadline, &counter, stop);
                 active.fetch_sub(1, Ordering::SeqCst);
                 r
             });
@@ -170,10 +204,11 @@ pub fn run_bulk(
     let mut results = Vec::new();
     for (((flow, (sent, got)), samples), received) in flows.into_iter().zip(outcomes).zip(samples).zip(received) {
         let final_tcp_info = ccbench_probe::tcp_info(flow.sender.as_ref()).ok();
+        // Each flow's goodput is over its own active time.
+        let active_s = (elapsed_s - flow.plan.start_s).max(1e-9);
         let goodput_bps = match (spec.amount, got.completion_s) {
             (Amount::Bytes(_), Some(t)) if t > 0.0 => got.bytes as f64 * 8.0 / t,
-            (Amount::Bytes(_), _) => got.bytes as f64 * 8.0 / elapsed_s.max(1e-9),
-            (Amount::Seconds(s), _) => got.bytes as f64 * 8.0 / s.min(elapsed_s).max(1e-9),
+            _ => got.bytes as f64 * 8.0 / active_s,
         };
         let completed = match spec.amount {
             Amount::Bytes(n) => got.bytes >= n,
@@ -182,7 +217,8 @@ pub fn run_bulk(
         results.push(FlowResult {
             id: flow.id,
             sender: spec.direction.sender(),
-            cc_requested: spec.cc.clone(),
+            cc_requested: flow.plan.cc.clone(),
+            start_s: flow.plan.start_s,
             cc_read_back: flow.cc_read_back,
             client_port: flow.client_port,
             bytes_received: got.bytes,
@@ -198,7 +234,7 @@ pub fn run_bulk(
     Ok(BulkResult {
         start_us,
         elapsed_s,
-        goodput_bps: results.iter().map(|f| f.goodput_bps).sum(),
+        goodput_bps: aggregate_goodput(&results, spec.amount, elapsed_s),
         interrupted,
         flows: results,
     })
@@ -207,7 +243,9 @@ pub fn run_bulk(
 /// Opens every connection before any data flows, so all flows start together and the
 /// algorithm of each sending socket is verified up front.
 fn connect_flows(client: &Netns, server: &Netns, server_addr: Ipv4Addr, spec: &BulkSpec) -> Result<Vec<Flow>, WorkloadError> {
-    let cc = spec.cc.as_str();
+    let plan = spec.plan();
+    let Some(first) = plan.first() else { return Err(WorkloadError::Setup("no flows".into())) };
+    let cc = first.cc.as_str();
     let addr = SocketAddrV4::new(server_addr, spec.port);
     let listener: TcpListener = server.run(|| {
         let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
@@ -223,7 +261,9 @@ fn connect_flows(client: &Netns, server: &Netns, server_addr: Ipv4Addr, spec: &B
     })?;
 
     let mut flows = Vec::new();
-    for id in 0..spec.flows {
+    for (id, flow_plan) in plan.iter().enumerate() {
+        let id = id as u32;
+        let cc = flow_plan.cc.as_str();
         let stream: TcpStream = client.run(|| {
             let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
             if spec.direction.sender() == Side::Client {
@@ -250,9 +290,26 @@ fn connect_flows(client: &Netns, server: &Netns, server_addr: Ipv4Addr, spec: &B
             s.set_write_timeout(Some(IO_TICK))?;
             s.set_read_timeout(Some(IO_TICK))?;
         }
-        flows.push(Flow { id, sender: Arc::new(sender), receiver, client_port, cc_read_back });
+        flows.push(Flow { id, plan: flow_plan.clone(), sender: Arc::new(sender), receiver, client_port, cc_read_back });
     }
     Ok(flows)
+}
+
+/// All flows' bytes over the time from the first flow's start until the window closed (timed)
+/// or the last byte arrived (byte counts): what the bottleneck delivered in total.
+fn aggregate_goodput(flows: &[FlowResult], amount: Amount, elapsed_s: f64) -> f64 {
+    let bytes: u64 = flows.iter().map(|f| f.bytes_received).sum();
+    let span = match amount {
+        Amount::Seconds(_) => elapsed_s,
+        Amount::Bytes(_) => flows.iter().map(|f| f.completion_time_s.map(|c| c + f.start_s).unwrap_or(elapsed_s)).fold(0.0, f64::max),
+    };
+    bytes as f64 * 8.0 / span.max(1e-9)
+}
+
+fn sleep_until(t: Instant, stop: &AtomicBool) {
+    while Instant::now() < t && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep((t - Instant::now()).min(IO_TICK));
+    }
 }
 
 fn accept_from(listener: &TcpListener, client_port: u16) -> Result<TcpStream, WorkloadError> {

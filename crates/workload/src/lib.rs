@@ -20,7 +20,7 @@ mod common;
 mod objects;
 mod page;
 
-pub use bulk::{run_bulk, Amount, BulkResult, BulkSpec, FlowResult, GoodputPoint};
+pub use bulk::{run_bulk, Amount, BulkResult, BulkSpec, FlowResult, GoodputPoint, MixFlow};
 pub use objects::{run_objects, ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
 pub use page::{run_page, PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
 
