@@ -22,6 +22,37 @@ pub enum Command {
     /// Measure ccbench itself on this machine.
     #[command(subcommand)]
     Bench(BenchWhat),
+    /// Print a Mahimahi trace (for --trace) made by ccbench's generators.
+    #[command(subcommand)]
+    Trace(TraceKind),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TraceKind {
+    /// A constant rate.
+    Constant {
+        #[arg(long)]
+        rate: String,
+        /// Length of one loop of the trace.
+        #[arg(long, default_value = "1s")]
+        period: String,
+    },
+    /// Rates in turn, each for --every, then looping; e.g. --rates 50mbit,10mbit --every 5s.
+    Step {
+        #[arg(long)]
+        rates: String,
+        #[arg(long, default_value = "5s")]
+        every: String,
+    },
+    /// A seeded, cellular-like random walk around a mean rate with occasional outages.
+    Cellular {
+        #[arg(long)]
+        mean: String,
+        #[arg(long, default_value = "60s")]
+        period: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -91,6 +122,44 @@ pub struct PathArgs {
     /// Buffer from client to server (overrides --buffer).
     #[arg(long, allow_hyphen_values = true)]
     pub buffer_up: Option<String>,
+    /// Rate from a Mahimahi trace file (one line per 1500-byte delivery opportunity, in ms;
+    /// looped), for both directions; overrides --rate. See traces/ for examples.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Trace for the server → client direction only.
+    #[arg(long)]
+    pub trace_down: Option<PathBuf>,
+    /// Trace for the client → server direction only.
+    #[arg(long)]
+    pub trace_up: Option<PathBuf>,
+    /// A change during the run, TIME:KEY=VALUE[,KEY=VALUE…], repeatable; keys: rate, rtt, loss,
+    /// rate-down, rate-up, delay-down, delay-up, loss-down, loss-up. E.g. --at 10s:rate=20mbit
+    /// --at 20s:rtt=80ms. Times count from the start of each run's path.
+    #[arg(long, allow_hyphen_values = true)]
+    pub at: Vec<String>,
+    /// Extra random delay per packet: 2ms (uniform 0–2 ms), normal:1ms (half-normal, sd 1 ms);
+    /// add ",reorder" to let packets overtake each other.
+    #[arg(long, allow_hyphen_values = true)]
+    pub jitter: Option<String>,
+    /// Jitter from server to client (overrides --jitter).
+    #[arg(long, allow_hyphen_values = true)]
+    pub jitter_down: Option<String>,
+    /// Jitter from client to server (overrides --jitter).
+    #[arg(long, allow_hyphen_values = true)]
+    pub jitter_up: Option<String>,
+    /// Token-bucket policer before the buffer: RATE[:BURST], e.g. 10mbit:64kib (default burst:
+    /// 10 ms at the rate). Packets beyond the tokens are dropped.
+    #[arg(long, allow_hyphen_values = true)]
+    pub policer: Option<String>,
+    /// Policer from server to client (overrides --policer).
+    #[arg(long, allow_hyphen_values = true)]
+    pub policer_down: Option<String>,
+    /// Policer from client to server (overrides --policer).
+    #[arg(long, allow_hyphen_values = true)]
+    pub policer_up: Option<String>,
+    /// Queue management at the bottleneck: droptail, or codel[:target=5ms,interval=100ms].
+    #[arg(long, allow_hyphen_values = true, default_value = "droptail")]
+    pub aqm: String,
     /// MTU of the emulated link in bytes.
     #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u32).range(576..=9000))]
     pub mtu: u32,

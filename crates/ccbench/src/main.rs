@@ -64,5 +64,30 @@ fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
         }
         cli::Command::Doctor => Ok(doctor::run()),
         cli::Command::Bench(cli::BenchWhat::Emulator(args)) => bench::run(&args),
+        cli::Command::Trace(kind) => {
+            print!("{}", trace_text(&kind)?);
+            Ok(0)
+        }
     }
+}
+
+fn trace_text(kind: &cli::TraceKind) -> Result<String, UsageError> {
+    use ccbench_link::trace::generate;
+    let rate = |flag: &str, v: &str| match units::parse_rate(v) {
+        Ok(Some(b)) if b >= 12_000 => Ok(b),
+        _ => Err(UsageError::new(flag, v, "a rate of at least 12kbit (one 1500-byte packet per second)")),
+    };
+    let ms = |flag: &str, v: &str| match units::parse_duration_ns(v) {
+        Ok(ns) if ns >= 1_000_000 => Ok(ns / 1_000_000),
+        _ => Err(UsageError::new(flag, v, "a duration of at least 1ms")),
+    };
+    Ok(match kind {
+        cli::TraceKind::Constant { rate: r, period } => generate::constant(rate("--rate", r)?, ms("--period", period)?),
+        cli::TraceKind::Step { rates, every } => {
+            let every = ms("--every", every)?;
+            let segments = rates.split(',').map(|r| rate("--rates", r.trim()).map(|b| (b, every))).collect::<Result<Vec<_>, _>>()?;
+            generate::step(&segments)
+        }
+        cli::TraceKind::Cellular { mean, period, seed } => generate::random_walk(&generate::RandomWalk::cellular(rate("--mean", mean)?, ms("--period", period)?), *seed),
+    })
 }

@@ -1,7 +1,7 @@
 //! Turns the path flags into a validated [`PathSpec`], naming the offending flag on error.
 
 use ccbench_emu::PathSpec;
-use ccbench_link::{Buffer, DirectionConfig, LossModel, Rate};
+use ccbench_link::{Aqm, Buffer, DirectionConfig, Jitter, LossModel, Policer, Rate, ScheduledChange, TraceRate};
 
 use crate::cli::PathArgs;
 use crate::error::UsageError;
@@ -81,6 +81,117 @@ fn buffer(value: &str, flag: &str, rate: Rate, rtt_ns: u64, mtu: u32) -> Result<
     })
 }
 
+fn trace(path: &std::path::Path, flag: &str) -> Result<TraceRate, UsageError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| UsageError::new(flag, &shown, format!("a readable Mahimahi trace file ({e})")))?;
+    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or(shown.clone());
+    TraceRate::parse(&name, &text).map_err(|e| UsageError::new(flag, &shown, format!("a Mahimahi trace (one millisecond timestamp per line, non-decreasing): {e}")))
+}
+
+fn jitter(value: &str, flag: &str) -> Result<Jitter, UsageError> {
+    const ALLOWED: &str = "a jitter such as 2ms, normal:1ms, or 2ms,reorder";
+    let (spec, reorder) = match value.split_once(',') {
+        Some((spec, "reorder")) => (spec, true),
+        Some(_) => return Err(UsageError::new(flag, value, ALLOWED)),
+        None => (value, false),
+    };
+    let (normal, amount) = match spec.strip_prefix("normal:") {
+        Some(a) => (true, a),
+        None => (false, spec.strip_prefix("uniform:").unwrap_or(spec)),
+    };
+    let ns = units::parse_duration_ns(amount).map_err(|_| UsageError::new(flag, value, ALLOWED))?;
+    if ns > MAX_ONE_WAY_DELAY_NS {
+        return Err(UsageError::new(flag, value, "a jitter of at most 10s"));
+    }
+    Ok(match (ns, normal) {
+        (0, _) => Jitter::None,
+        (ns, true) => Jitter::Normal { sd_ns: ns, reorder },
+        (ns, false) => Jitter::Uniform { max_ns: ns, reorder },
+    })
+}
+
+fn policer(value: &str, flag: &str) -> Result<Policer, UsageError> {
+    const ALLOWED: &str = "a policer RATE[:BURST] such as 10mbit or 10mbit:64kib";
+    let (rate_s, burst_s) = match value.split_once(':') {
+        Some((r, b)) => (r, Some(b)),
+        None => (value, None),
+    };
+    let Ok(Some(rate_bps)) = units::parse_rate(rate_s) else { return Err(UsageError::new(flag, value, ALLOWED)) };
+    let burst_bytes = match burst_s {
+        Some(b) => units::parse_bytes(b).map_err(|_| UsageError::new(flag, value, ALLOWED))?,
+        None => (rate_bps / 8 / 100).max(3000),
+    };
+    if burst_bytes < 1500 {
+        return Err(UsageError::new(flag, value, "a burst of at least one 1500-byte packet"));
+    }
+    Ok(Policer { rate_bps, burst_bytes })
+}
+
+fn aqm(value: &str) -> Result<Aqm, UsageError> {
+    const ALLOWED: &str = "droptail, or codel[:target=5ms,interval=100ms]";
+    let flag = "--aqm";
+    match value.split_once(':').map(|(a, b)| (a, Some(b))).unwrap_or((value, None)) {
+        ("droptail", None) => Ok(Aqm::DropTail),
+        ("codel", params) => {
+            let Aqm::Codel { mut target_ns, mut interval_ns } = Aqm::codel() else { return Err(UsageError::new(flag, value, ALLOWED)) };
+            for kv in params.into_iter().flat_map(|p| p.split(',')) {
+                let (k, v) = kv.split_once('=').ok_or_else(|| UsageError::new(flag, value, ALLOWED))?;
+                let ns = units::parse_duration_ns(v).map_err(|_| UsageError::new(flag, value, ALLOWED))?;
+                match k {
+                    "target" => target_ns = ns,
+                    "interval" if ns > 0 => interval_ns = ns,
+                    _ => return Err(UsageError::new(flag, value, ALLOWED)),
+                }
+            }
+            Ok(Aqm::Codel { target_ns, interval_ns })
+        }
+        _ => Err(UsageError::new(flag, value, ALLOWED)),
+    }
+}
+
+/// `--at TIME:KEY=VALUE,…` into a change for each direction (either may be empty).
+fn scheduled(value: &str) -> Result<(ScheduledChange, ScheduledChange), UsageError> {
+    const ALLOWED: &str = "TIME:KEY=VALUE[,KEY=VALUE…] such as 10s:rate=20mbit or 5s:rtt=80ms,loss=1% (keys: rate, rtt, loss, rate-down, rate-up, delay-down, delay-up, loss-down, loss-up)";
+    let flag = "--at";
+    let (time, changes) = value.split_once(':').ok_or_else(|| UsageError::new(flag, value, ALLOWED))?;
+    let at_ns = units::parse_duration_ns(time).map_err(|_| UsageError::new(flag, value, ALLOWED))?;
+    let mut down = ScheduledChange { at_ns, ..Default::default() };
+    let mut up = ScheduledChange { at_ns, ..Default::default() };
+    // Split on commas, except inside a value (Gilbert–Elliott loss has its own "p=…,r=…").
+    const KEYS: [&str; 9] = ["rate", "rtt", "loss", "rate-down", "rate-up", "delay-down", "delay-up", "loss-down", "loss-up"];
+    let mut parts: Vec<String> = Vec::new();
+    for piece in changes.split(',') {
+        let key = piece.split('=').next().unwrap_or("").trim();
+        match parts.last_mut() {
+            Some(last) if !KEYS.contains(&key) => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ => parts.push(piece.to_string()),
+        }
+    }
+    for kv in &parts {
+        let (k, v) = kv.split_once('=').ok_or_else(|| UsageError::new(flag, value, ALLOWED))?;
+        let rate_of = |v: &str| rate(v, flag).map(Some);
+        match k.trim() {
+            "rate" => (down.rate, up.rate) = (rate_of(v)?, rate_of(v)?),
+            "rate-down" => down.rate = rate_of(v)?,
+            "rate-up" => up.rate = rate_of(v)?,
+            "rtt" => {
+                let half = delay(v, flag, 2)?;
+                (down.delay_ns, up.delay_ns) = (Some(half), Some(half));
+            }
+            "delay-down" => down.delay_ns = Some(delay(v, flag, 1)?),
+            "delay-up" => up.delay_ns = Some(delay(v, flag, 1)?),
+            "loss" => (down.loss, up.loss) = (Some(loss(v, flag)?), Some(loss(v, flag)?)),
+            "loss-down" => down.loss = Some(loss(v, flag)?),
+            "loss-up" => up.loss = Some(loss(v, flag)?),
+            _ => return Err(UsageError::new(flag, value, ALLOWED)),
+        }
+    }
+    Ok((down, up))
+}
+
 /// Builds the path, validating every flag.
 pub fn build(args: &PathArgs, seed: u64, sample_interval_us: u64) -> Result<PathSpec, UsageError> {
     let (v, f) = pick(&args.rate_down, "--rate-down", &args.rate, "--rate");
@@ -104,9 +215,44 @@ pub fn build(args: &PathArgs, seed: u64, sample_interval_us: u64) -> Result<Path
     let buffer_down = buffer(v, f, rate_down, rtt_ns, args.mtu)?;
     let (v, f) = pick(&args.buffer_up, "--buffer-up", &args.buffer, "--buffer");
     let buffer_up = buffer(v, f, rate_up, rtt_ns, args.mtu)?;
+    let pick_path = |specific: &Option<std::path::PathBuf>, flag: &'static str| match (specific, &args.trace) {
+        (Some(p), _) => Some((p.clone(), flag)),
+        (None, Some(p)) => Some((p.clone(), "--trace")),
+        (None, None) => None,
+    };
+    let trace_down = pick_path(&args.trace_down, "--trace-down").map(|(p, f)| trace(&p, f)).transpose()?;
+    let trace_up = pick_path(&args.trace_up, "--trace-up").map(|(p, f)| trace(&p, f)).transpose()?;
+    let opt_pick = |specific: &Option<String>, sf: &'static str, general: &Option<String>, gf: &'static str| -> Option<(String, &'static str)> {
+        specific.clone().map(|v| (v, sf)).or_else(|| general.clone().map(|v| (v, gf)))
+    };
+    let jitter_down = opt_pick(&args.jitter_down, "--jitter-down", &args.jitter, "--jitter").map(|(v, f)| jitter(&v, f)).transpose()?.unwrap_or(Jitter::None);
+    let jitter_up = opt_pick(&args.jitter_up, "--jitter-up", &args.jitter, "--jitter").map(|(v, f)| jitter(&v, f)).transpose()?.unwrap_or(Jitter::None);
+    let policer_down = opt_pick(&args.policer_down, "--policer-down", &args.policer, "--policer").map(|(v, f)| policer(&v, f)).transpose()?;
+    let policer_up = opt_pick(&args.policer_up, "--policer-up", &args.policer, "--policer").map(|(v, f)| policer(&v, f)).transpose()?;
+    let aqm = aqm(&args.aqm)?;
+    let (mut schedule_down, mut schedule_up) = (Vec::new(), Vec::new());
+    for at in &args.at {
+        let (d, u) = scheduled(at)?;
+        if d.rate.is_some() || d.delay_ns.is_some() || d.loss.is_some() {
+            schedule_down.push(d);
+        }
+        if u.rate.is_some() || u.delay_ns.is_some() || u.loss.is_some() {
+            schedule_up.push(u);
+        }
+    }
     Ok(PathSpec {
-        down: DirectionConfig { rate: rate_down, delay_ns: delay_down, loss: loss_down, buffer: buffer_down, ..Default::default() },
-        up: DirectionConfig { rate: rate_up, delay_ns: delay_up, loss: loss_up, buffer: buffer_up, ..Default::default() },
+        down: DirectionConfig {
+            rate: rate_down,
+            delay_ns: delay_down,
+            loss: loss_down,
+            buffer: buffer_down,
+            trace: trace_down,
+            schedule: schedule_down,
+            jitter: jitter_down,
+            policer: policer_down,
+            aqm: aqm.clone(),
+        },
+        up: DirectionConfig { rate: rate_up, delay_ns: delay_up, loss: loss_up, buffer: buffer_up, trace: trace_up, schedule: schedule_up, jitter: jitter_up, policer: policer_up, aqm },
         mtu: args.mtu,
         seed,
         sample_interval_us,
@@ -143,7 +289,36 @@ pub fn describe(d: &DirectionConfig) -> String {
         Buffer::Bytes(b) => format!("{} buffer", units::fmt_bytes(b)),
         Buffer::Packets(n) => format!("{n}-packet buffer"),
     };
-    format!("{rate}, {} one way, {loss}, {buffer}", units::fmt_ms(d.delay_ns))
+    let rate = match &d.trace {
+        Some(t) => format!("trace {} (mean {})", t.name(), units::fmt_rate(t.mean_bps())),
+        None => rate,
+    };
+    let mut out = format!("{rate}, {} one way, {loss}, {buffer}", units::fmt_ms(d.delay_ns));
+    match d.jitter {
+        Jitter::None => {}
+        Jitter::Uniform { max_ns, reorder } => out.push_str(&format!(", jitter 0–{}{}", units::fmt_ms(max_ns), if reorder { " (reordering)" } else { "" })),
+        Jitter::Normal { sd_ns, reorder } => out.push_str(&format!(", half-normal jitter sd {}{}", units::fmt_ms(sd_ns), if reorder { " (reordering)" } else { "" })),
+    }
+    if let Some(p) = &d.policer {
+        out.push_str(&format!(", policed at {} (burst {})", units::fmt_rate(p.rate_bps as f64), units::fmt_bytes(p.burst_bytes)));
+    }
+    if let Aqm::Codel { target_ns, interval_ns } = d.aqm {
+        out.push_str(&format!(", CoDel (target {}, interval {})", units::fmt_ms(target_ns), units::fmt_ms(interval_ns)));
+    }
+    for c in &d.schedule {
+        let mut what = Vec::new();
+        if let Some(r) = c.rate {
+            what.push(format!("rate {}", match r { Rate::Unlimited => "unlimited".into(), Rate::BitsPerSec(b) => units::fmt_rate(b as f64) }));
+        }
+        if let Some(dl) = c.delay_ns {
+            what.push(format!("delay {}", units::fmt_ms(dl)));
+        }
+        if let Some(l) = &c.loss {
+            what.push(format!("loss {l:?}"));
+        }
+        out.push_str(&format!("; at {} s: {}", c.at_ns as f64 / 1e9, what.join(", ")));
+    }
+    out
 }
 
 pub fn trim_float(x: f64) -> String {
@@ -192,6 +367,26 @@ mod tests {
         assert_eq!(e.flag, "--loss");
         let e = build(&args(&["--rtt", "forty"]), 1, 10_000).unwrap_err();
         assert_eq!(e.flag, "--rtt");
+    }
+
+    #[test]
+    fn link_stages_from_flags() {
+        let spec = build(&args(&["--jitter", "2ms,reorder", "--policer-up", "10mbit:64kib", "--aqm", "codel:target=10ms", "--at", "5s:rate=20mbit,loss=gilbert:p=1%,r=25%", "--at", "9s:delay-down=30ms"]), 1, 10_000).unwrap();
+        assert_eq!(spec.down.jitter, Jitter::Uniform { max_ns: 2_000_000, reorder: true });
+        assert_eq!(spec.up.policer, Some(Policer { rate_bps: 10_000_000, burst_bytes: 65_536 }));
+        assert_eq!(spec.down.policer, None);
+        assert_eq!(spec.down.aqm, Aqm::Codel { target_ns: 10_000_000, interval_ns: 100_000_000 });
+        assert_eq!(spec.down.schedule.len(), 2);
+        assert_eq!(spec.up.schedule.len(), 1, "the 9 s change is downlink-only");
+        let first = &spec.down.schedule[0];
+        assert_eq!((first.at_ns, first.rate), (5_000_000_000, Some(Rate::BitsPerSec(20_000_000))));
+        assert!(matches!(first.loss, Some(LossModel::GilbertElliott { .. })));
+        assert_eq!(spec.down.schedule[1].delay_ns, Some(30_000_000));
+        for bad in [vec!["--jitter", "2 parsecs"], vec!["--policer", "fast"], vec!["--aqm", "red"], vec!["--at", "5s"], vec!["--at", "5s:color=red"], vec!["--trace", "/nonexistent.trace"]] {
+            let flag = bad[0];
+            let e = build(&args(&bad), 1, 10_000).unwrap_err();
+            assert_eq!(e.flag, flag, "{bad:?}");
+        }
     }
 
     #[test]

@@ -188,6 +188,29 @@ fn lossless_goodput_matches_the_link_rate() {
 }
 
 #[test]
+fn a_gigabit_path_carries_cubic_near_line_rate_without_retransmissions() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    // A buffer CUBIC cannot overflow in 5 s: any drop or retransmission is the emulator's.
+    let v = run_json(&["--cc", "cubic", "--runs", "1", "--rate", "1gbit", "--rtt", "10ms", "--buffer", "unlimited", "--duration", "5s", "--seed", "2"], "gbit");
+    let m = metrics(&v, 0);
+    let goodput = f(&m["goodput_bps"]);
+    assert!(goodput >= 1e9 * PAYLOAD_FRACTION * 0.85, "1 Gbit/s path carried only {goodput}");
+    assert!(goodput <= 1e9 * PAYLOAD_FRACTION * 1.005, "faster than the link: {goodput}");
+    assert_eq!(f(&m["retrans_segments"]), 0.0, "retransmissions on a lossless path with an unlimited buffer");
+    for dir in ["down", "up"] {
+        let d = &v["runs"][0]["path"][dir];
+        assert_eq!(f(&d["tun_tx_dropped"]) + f(&d["tun_rx_dropped"]) + f(&d["malformed"]), 0.0, "{dir}: unconfigured drops");
+    }
+    // Offload is on: the kernel handed over superframes and the emulator cut them per MTU.
+    let down = &v["runs"][0]["path"]["down"];
+    assert!(f(&down["superframes"]) > 0.0);
+    assert!(f(&down["stats"]["packets_out"]) > f(&down["superframes"]) * 5.0);
+}
+
+#[test]
 fn iperf3_and_ccbench_measure_the_same_goodput() {
     let _g = lock();
     if !have_root_and(&["iperf3"]) {
@@ -405,4 +428,89 @@ fn ctrl_c_keeps_finished_runs() {
     assert!((1..8).contains(&complete), "{complete} complete runs kept");
     assert_no_leak(&v);
     let _ = std::fs::remove_dir_all(Path::new(&out));
+}
+
+#[test]
+fn shipped_traces_are_what_the_generators_print() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces");
+    for (file, args) in [
+        ("constant-12mbit.trace", vec!["trace", "constant", "--rate", "12mbit"]),
+        ("step-50-10mbit.trace", vec!["trace", "step", "--rates", "50mbit,10mbit", "--every", "5s"]),
+        ("cellular-10mbit.trace", vec!["trace", "cellular", "--mean", "10mbit", "--period", "30s", "--seed", "1"]),
+    ] {
+        let o = ccbench(&args);
+        assert!(o.status.success());
+        let shipped = std::fs::read(root.join(file)).expect(file);
+        assert!(o.stdout == shipped, "traces/{file} differs from `ccbench {}`", args.join(" "));
+    }
+}
+
+/// Bytes the emulator delivered on the data direction between two times (from its series).
+fn delivered_between(run: &Value, from_s: f64, to_s: f64) -> f64 {
+    run["path"]["down"]["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            let t = f(&p["t_us"]) / 1e6;
+            t > from_s && t <= to_s
+        })
+        .map(|p| f(&p["delivered_bytes"]))
+        .sum()
+}
+
+#[test]
+fn a_trace_sets_the_rate_and_a_schedule_changes_it_mid_run() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces/constant-12mbit.trace");
+    let trace = trace.to_string_lossy().to_string();
+    let v = run_json(&["--cc", "cubic", "--runs", "1", "--trace", &trace, "--rtt", "20ms", "--buffer", "100pkt", "--duration", "5s"], "trace");
+    let goodput = f(&metrics(&v, 0)["goodput_bps"]);
+    let ceiling = 12e6 * PAYLOAD_FRACTION;
+    assert!(goodput <= ceiling * 1.005 && goodput >= ceiling * 0.85, "a 12 Mbit/s trace carried {goodput}");
+
+    // 20 Mbit/s, then 5 Mbit/s from 3 s on: the link's own delivery rate must follow.
+    let v = run_json(&["--cc", "bbr", "--runs", "1", "--rate", "20mbit", "--rtt", "10ms", "--at", "3s:rate=5mbit", "--duration", "6s"], "sched");
+    let run = &v["runs"][0];
+    let before = delivered_between(run, 1.0, 3.0) * 8.0 / 2.0;
+    let after = delivered_between(run, 3.5, 5.5) * 8.0 / 2.0;
+    assert!((before / 20e6 - 1.0).abs() < 0.05, "before the step the link carried {before} bit/s");
+    assert!((after / 5e6 - 1.0).abs() < 0.05, "after the step the link carried {after} bit/s");
+}
+
+#[test]
+fn codel_keeps_the_queue_short_where_droptail_bloats() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    let common = ["--cc", "cubic", "--runs", "1", "--rate", "20mbit", "--rtt", "20ms", "--buffer", "20bdp", "--duration", "6s", "--seed", "4"];
+    let mut droptail = common.to_vec();
+    droptail.extend_from_slice(&["--aqm", "droptail"]);
+    let mut codel = common.to_vec();
+    codel.extend_from_slice(&["--aqm", "codel"]);
+    let dt = run_json(&droptail, "droptail");
+    let cd = run_json(&codel, "codel");
+    let q = |v: &Value| f(&v["runs"][0]["path"]["down"]["queue_delay"]["p50_us"]) / 1000.0;
+    assert!(q(&dt) > 50.0, "drop-tail with a 20-BDP buffer should bloat: p50 queue delay {} ms", q(&dt));
+    assert!(q(&cd) < 20.0, "CoDel should keep the queue near its 5 ms target: p50 {} ms", q(&cd));
+    assert!(f(&cd["runs"][0]["path"]["down"]["stats"]["drops_aqm"]) > 0.0);
+    // And the link stays busy.
+    assert!(f(&metrics(&cd, 0)["goodput_bps"]) > 20e6 * PAYLOAD_FRACTION * 0.8);
+}
+
+#[test]
+fn a_policer_caps_goodput_at_its_rate() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    let v = run_json(&["--cc", "cubic", "--runs", "1", "--rate", "50mbit", "--rtt", "10ms", "--policer-down", "8mbit:30kb", "--duration", "5s"], "policer");
+    let goodput = f(&metrics(&v, 0)["goodput_bps"]);
+    assert!(goodput < 8e6, "policed at 8 Mbit/s but carried {goodput}");
+    assert!(goodput > 8e6 * 0.4, "a policed TCP flow should still get a good part of the rate: {goodput}");
+    assert!(f(&v["runs"][0]["path"]["down"]["stats"]["drops_policer"]) > 0.0);
 }

@@ -40,6 +40,8 @@ pub struct LinkSample {
     pub delivered_bytes: u64,
     pub drops_loss: u64,
     pub drops_buffer: u64,
+    pub drops_policer: u64,
+    pub drops_aqm: u64,
     pub queue_delay_mean_us: f64,
     pub queue_delay_max_us: f64,
     /// Fraction of the interval the rate server was busy serializing.
@@ -160,6 +162,8 @@ impl SeriesRecorder {
             delivered_bytes: s.bytes_out - self.last.bytes_out,
             drops_loss: s.drops_loss - self.last.drops_loss,
             drops_buffer: s.drops_buffer - self.last.drops_buffer,
+            drops_policer: s.drops_policer - self.last.drops_policer,
+            drops_aqm: s.drops_aqm - self.last.drops_aqm,
             queue_delay_mean_us: if self.delay_count > 0 { self.delay_sum_ns as f64 / self.delay_count as f64 / 1000.0 } else { 0.0 },
             queue_delay_max_us: self.delay_max_ns as f64 / 1000.0,
             utilization: (busy as f64 / elapsed as f64).min(1.0),
@@ -297,6 +301,10 @@ impl Forwarder {
             }
             if let Some(out) = coalescer.take() {
                 send(out);
+            }
+            // CoDel drops at dequeue inside the model; take those buffers back.
+            while let Some(dropped) = link.take_dropped() {
+                pool.push(dropped.packet);
             }
             series.maybe_sample(now, &link);
 
