@@ -174,6 +174,14 @@ pub struct PathArgs {
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkloadArg {
+    Bulk,
+    File,
+    Objects,
+    Page,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DirectionArg {
     /// The server sends (a download).
     Download,
@@ -189,13 +197,35 @@ pub struct RunArgs {
     pub cc: Option<String>,
     #[command(flatten)]
     pub path: PathArgs,
-    /// How long each run sends, e.g. 10s.
-    #[arg(long, allow_hyphen_values = true, default_value = "10s", conflicts_with = "bytes")]
+    /// The traffic: bulk (flows for --duration), file (one --size transfer per flow), objects
+    /// (HTTP PUT/GET load), page (a web page of many objects).
+    #[arg(long, value_enum, default_value_t = WorkloadArg::Bulk)]
+    pub workload: WorkloadArg,
+    /// How long each bulk run sends, e.g. 10s.
+    #[arg(long, allow_hyphen_values = true, default_value = "10s")]
     pub duration: String,
-    /// Send exactly this much per flow instead of for a duration, e.g. 10mb; the metric is completion time.
+    /// file: bytes per flow [default: 10mb]; objects: bytes per object [default: 1mib].
     #[arg(long, allow_hyphen_values = true)]
-    pub bytes: Option<String>,
-    /// Give up on a --bytes transfer after this long and mark it incomplete.
+    pub size: Option<String>,
+    /// objects: number of requests per run [default: 200].
+    #[arg(long, allow_hyphen_values = true)]
+    pub requests: Option<String>,
+    /// objects: concurrent persistent connections [default: 16].
+    #[arg(long, allow_hyphen_values = true)]
+    pub concurrency: Option<String>,
+    /// objects: put (upload; the client sends) or get (download) [default: put].
+    #[arg(long, allow_hyphen_values = true)]
+    pub method: Option<String>,
+    /// page: a built-in page (small, news, heavy) or a JSON file {"html_bytes": N, "objects": [sizes…]} [default: news].
+    #[arg(long, allow_hyphen_values = true)]
+    pub page: Option<String>,
+    /// page: HTTP version, 1 (browser-like parallel connections) or 2 (one multiplexed connection) [default: 1].
+    #[arg(long, allow_hyphen_values = true)]
+    pub http: Option<String>,
+    /// page: most parallel HTTP/1.1 connections [default: 6, like browsers].
+    #[arg(long, allow_hyphen_values = true)]
+    pub max_connections: Option<String>,
+    /// Give up on a file, objects or page run after this long and mark it incomplete.
     #[arg(long, allow_hyphen_values = true, default_value = "600s")]
     pub timeout: String,
     /// Parallel TCP connections per run (each running the compared algorithm), or a mix of

@@ -5,13 +5,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use ccbench_emu::{EmulatedPath, PathSpec, SERVER_ADDR};
-use ccbench_workload::{run_bulk, BulkSpec};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::provenance::{now_rfc3339, Provenance};
 use crate::results::{CcSummary, ExperimentResult, Params, RunMetrics, RunRecord, Status};
+use crate::workloads::WorkloadSpec;
 
 pub const ALPHA: f64 = 0.05;
 
@@ -20,7 +20,7 @@ pub struct Plan {
     pub runs: u32,
     pub seed: u64,
     pub path: PathSpec,
-    pub workload: BulkSpec,
+    pub workload: WorkloadSpec,
 }
 
 /// One scheduled run.
@@ -81,7 +81,7 @@ pub fn execute(plan: &Plan, stop: &AtomicBool, observer: &mut dyn Observer) -> E
         schema: crate::results::SCHEMA,
         status,
         provenance,
-        params: Params { ccs: plan.ccs.clone(), runs_per_cc: plan.runs, seed: plan.seed, alpha: ALPHA, path: plan.path.clone(), workload: plan.workload.clone() },
+        params: Params { ccs: plan.ccs.clone(), runs_per_cc: plan.runs, seed: plan.seed, alpha: ALPHA, path: plan.path.clone(), workload: plan.workload.clone(), metric: plan.workload.metric().to_string() },
         summary,
         comparisons,
         runs: records,
@@ -95,7 +95,7 @@ fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord
     let mut record = RunRecord { index, round: slot.round, cc: slot.cc.clone(), status: Status::Failed, error: None, started_at, path_seed, netns_inodes: None, host_cpu_steal_fraction: None, metrics: None, workload: None, path: None };
     let spec = PathSpec { seed: path_seed, ..plan.path.clone() };
     // In a mix every flow names its own algorithm; otherwise the slot's algorithm runs.
-    let workload = if plan.workload.mix.is_empty() { BulkSpec { cc: slot.cc.clone(), ..plan.workload.clone() } } else { plan.workload.clone() };
+    let workload = plan.workload.with_cc(&slot.cc);
     let epoch = Instant::now();
     let steal_before = crate::provenance::cpu_steal_ms();
     // A fresh path per run: no queue, TCP metrics or socket state leaks between runs.
@@ -107,18 +107,18 @@ fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord
         }
     };
     record.netns_inodes = Some([path.client.inode(), path.server.inode()]);
-    let bulk = run_bulk(&path.client, &path.server, SERVER_ADDR, &workload, epoch, stop);
+    let outcome = workload.run(&path.client, &path.server, SERVER_ADDR, epoch, stop);
     let report = path.finish();
     if let (Some(a), Some(b)) = (steal_before, crate::provenance::cpu_steal_ms()) {
         let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
         record.host_cpu_steal_fraction = Some((b - a) / (epoch.elapsed().as_secs_f64() * 1000.0 * cpus));
     }
-    match bulk {
-        Ok(bulk) => {
-            record.status = if bulk.interrupted { Status::Interrupted } else { Status::Complete };
-            record.metrics = Some(RunMetrics::derive(&bulk, &report, workload.direction));
-            record.error = bulk.flows.iter().find_map(|f| f.error.clone());
-            record.workload = Some(bulk);
+    match outcome {
+        Ok(result) => {
+            record.status = if result.interrupted() { Status::Interrupted } else { Status::Complete };
+            record.metrics = Some(RunMetrics::derive(&result, &report, workload.data_direction()));
+            record.error = result.first_error();
+            record.workload = Some(result);
         }
         Err(e) => record.error = Some(e.to_string()),
     }
@@ -132,16 +132,16 @@ pub fn analyse(ccs: &[String], records: &[RunRecord], seed: u64) -> (Vec<CcSumma
         records.iter().filter(|r| r.cc == cc && r.status == Status::Complete).filter_map(|r| r.metrics.as_ref()).collect()
     };
     let summary: Vec<CcSummary> = ccs.iter().map(|cc| CcSummary::of(cc, &metrics_of(cc))).collect();
-    let goodputs = |cc: &str| -> Vec<f64> { metrics_of(cc).iter().map(|m| m.goodput_bps).collect() };
+    let scores = |cc: &str| -> Vec<f64> { metrics_of(cc).iter().filter_map(|m| m.score).collect() };
     let best = summary
         .iter()
-        .filter_map(|s| s.goodput_bps.as_ref().map(|g| (s.cc.as_str(), g.median)))
+        .filter_map(|s| s.score.as_ref().map(|g| (s.cc.as_str(), g.median)))
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(cc, _)| cc.to_string());
     let mut comparisons = Vec::new();
     if let Some(best) = best {
         for other in ccs.iter().filter(|c| **c != best) {
-            let (a, b) = (goodputs(&best), goodputs(other));
+            let (a, b) = (scores(&best), scores(other));
             if a.len() >= 2 && b.len() >= 2 {
                 comparisons.push(ccbench_stats::compare(&best, &a, other, &b, ALPHA, seed));
             }

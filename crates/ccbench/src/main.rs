@@ -13,6 +13,7 @@ mod report;
 mod results;
 mod run;
 mod units;
+mod workloads;
 
 use clap::Parser;
 

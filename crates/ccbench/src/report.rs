@@ -2,7 +2,6 @@
 
 use std::fmt::Write as _;
 
-use ccbench_workload::Amount;
 
 use crate::path::describe;
 use crate::results::{CcSummary, ExperimentResult, Status};
@@ -20,25 +19,7 @@ pub fn header(result_params: &crate::results::Params) -> String {
         let _ = writeln!(out, "Path      down: {down}");
         let _ = writeln!(out, "          up:   {up} (base RTT {rtt_ms} ms)");
     }
-    let w = &p.workload;
-    let amount = match w.amount {
-        Amount::Seconds(s) => format!("{s} s"),
-        Amount::Bytes(b) => format!("{} per flow", crate::units::fmt_bytes(b)),
-    };
-    let dir = match w.direction {
-        ccbench_workload::Direction::Download => "download (server sends)",
-        ccbench_workload::Direction::Upload => "upload (client sends)",
-    };
-    let flows = if !w.mix.is_empty() {
-        let stagger = w.mix.get(1).map(|f| f.start_s).unwrap_or(0.0);
-        let names: Vec<&str> = w.mix.iter().map(|f| f.cc.as_str()).collect();
-        format!("{} flows sharing the bottleneck ({}), each starting {stagger} s after the previous", w.mix.len(), names.join(", "))
-    } else if w.flows == 1 {
-        "1 flow".to_string()
-    } else {
-        format!("{} flows", w.flows)
-    };
-    let _ = writeln!(out, "Workload  bulk TCP {dir}, {flows}, {amount}; {} runs per algorithm, interleaved (seed {})", p.runs_per_cc, p.seed);
+    let _ = writeln!(out, "Workload  {}; {} runs per algorithm, interleaved (seed {})", p.workload.describe(), p.runs_per_cc, p.seed);
     out
 }
 
@@ -48,7 +29,13 @@ fn line(s: &CcSummary, width: usize) -> String {
     };
     let mut out = format!("  {:<width$}  goodput {:>12} ± {:<12}", s.cc, fmt_rate(g.median), fmt_rate((g.p75 - g.p25) / 2.0));
     if let Some(c) = &s.completion_time_s {
-        let _ = write!(out, " done in {:.2} s", c.median);
+        let _ = write!(out, " done in {:.2} s ± {:.2}", c.median, (c.p75 - c.p25) / 2.0);
+    }
+    if let Some(l) = &s.latency_p99_s {
+        let _ = write!(out, "  request p99 {:.2} s", l.median);
+    }
+    if let Some(t) = &s.html_ttfb_s {
+        let _ = write!(out, "  HTML TTFB {:.0} ms", t.median * 1000.0);
     }
     if let (Some(p50), Some(p95)) = (&s.sender_rtt_p50_ms, &s.sender_rtt_p95_ms) {
         let _ = write!(out, "  RTT p50 {:>6.1} ms p95 {:>6.1} ms", p50.median, p95.median);
@@ -86,7 +73,7 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
     let _ = writeln!(out, "  (medians over runs; ± is half the interquartile range; RTT is the sender's smoothed RTT; drops on the data direction per run)");
     out.push('\n');
     for c in &result.comparisons {
-        let _ = writeln!(out, "  {}", c.sentence("goodput"));
+        let _ = writeln!(out, "  {}", c.sentence(&result.params.metric));
     }
     for s in &result.summary {
         if s.shares.len() > 1 || s.jain_index.is_some() {

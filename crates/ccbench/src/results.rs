@@ -3,7 +3,9 @@
 
 use ccbench_emu::{PathReport, PathSpec};
 use ccbench_stats::{Comparison, Summary};
-use ccbench_workload::{BulkResult, BulkSpec, Direction};
+use ccbench_workload::{BulkResult, Direction};
+
+use crate::workloads::{WorkloadResult, WorkloadSpec};
 use serde::Serialize;
 
 use crate::provenance::Provenance;
@@ -41,7 +43,9 @@ pub struct Params {
     pub alpha: f64,
     pub path: PathSpec,
     /// The workload of each run; `cc` is filled per run.
-    pub workload: BulkSpec,
+    pub workload: WorkloadSpec,
+    /// What the verdict compares (higher is better).
+    pub metric: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -60,16 +64,26 @@ pub struct RunRecord {
     /// Above a few percent the emulator's timing, and so the run, is suspect.
     pub host_cpu_steal_fraction: Option<f64>,
     pub metrics: Option<RunMetrics>,
-    pub workload: Option<BulkResult>,
+    pub workload: Option<WorkloadResult>,
     pub path: Option<PathReport>,
 }
 
 /// The headline figures of one run, derived from its raw data.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunMetrics {
+    /// The figure the verdict compares (higher is better): goodput for bulk and file
+    /// transfers, content throughput for objects, 1 / page load time for pages.
+    pub score: Option<f64>,
+    /// Application bytes per second delivered (all flows or connections together).
     pub goodput_bps: f64,
-    /// Longest flow's completion time (byte-count transfers).
+    /// File: the longest flow's completion time; objects: wall time of all requests; page:
+    /// page load time.
     pub completion_time_s: Option<f64>,
+    /// Objects: request latency percentiles.
+    pub latency_p50_s: Option<f64>,
+    pub latency_p99_s: Option<f64>,
+    /// Page: time to the HTML's first byte.
+    pub html_ttfb_s: Option<f64>,
     pub all_completed: bool,
     /// Sender's smoothed RTT over all samples of all flows.
     pub sender_rtt_p50_ms: Option<f64>,
@@ -159,7 +173,10 @@ fn sharing(bulk: &BulkResult) -> (Vec<CcShare>, Option<f64>, Vec<f64>) {
 pub struct CcSummary {
     pub cc: String,
     pub runs: usize,
+    pub score: Option<Summary>,
     pub goodput_bps: Option<Summary>,
+    pub latency_p99_s: Option<Summary>,
+    pub html_ttfb_s: Option<Summary>,
     pub completion_time_s: Option<Summary>,
     pub sender_rtt_p50_ms: Option<Summary>,
     pub sender_rtt_p95_ms: Option<Summary>,
@@ -183,29 +200,35 @@ pub struct ShareSummary {
 }
 
 impl RunMetrics {
-    pub fn derive(bulk: &BulkResult, path: &PathReport, direction: Direction) -> Self {
+    pub fn derive(result: &WorkloadResult, path: &PathReport, direction: Direction) -> Self {
         let data_dir = match direction {
             Direction::Download => &path.down,
             Direction::Upload => &path.up,
         };
-        let mut rtts: Vec<f64> = bulk
-            .flows
-            .iter()
-            .flat_map(|f| f.samples.iter())
-            .filter(|s| s.rtt_us > 0)
-            .map(|s| s.rtt_us as f64 / 1000.0)
-            .collect();
+        let mut rtts: Vec<f64> = result.samples().iter().filter(|s| s.rtt_us > 0).map(|s| s.rtt_us as f64 / 1000.0).collect();
         rtts.sort_by(f64::total_cmp);
         let q = |p: f64| if rtts.is_empty() { None } else { Some(ccbench_stats::quantile(&rtts, p)) };
-        let (retrans, segs) = bulk.flows.iter().filter_map(|f| f.final_tcp_info.as_ref()).fold((0u64, 0u64), |(r, s), ti| {
-            (r + u64::from(ti.total_retrans), s + u64::from(ti.segs_out.unwrap_or(0)))
-        });
-        let (shares, jain_index, jain_per_second) = sharing(bulk);
-        let completion_time_s = bulk.flows.iter().map(|f| f.completion_time_s).try_fold(0.0f64, |acc, t| t.map(|t| acc.max(t)));
+        let (retrans, segs) = result.final_infos().iter().fold((0u64, 0u64), |(r, s), ti| (r + u64::from(ti.total_retrans), s + u64::from(ti.segs_out.unwrap_or(0))));
+        let (shares, jain_index, jain_per_second) = match result {
+            WorkloadResult::Bulk(b) => sharing(b),
+            _ => (Vec::new(), None, Vec::new()),
+        };
+        let (goodput_bps, completion_time_s, all_completed, latency_p50_s, latency_p99_s, html_ttfb_s) = match result {
+            WorkloadResult::Bulk(bulk) => {
+                let done = bulk.flows.iter().map(|f| f.completion_time_s.map(|c| c + f.start_s)).try_fold(0.0f64, |acc, t| t.map(|t| acc.max(t)));
+                (bulk.goodput_bps, done.filter(|_| !bulk.flows.is_empty()), bulk.flows.iter().all(|f| f.completed), None, None, None)
+            }
+            WorkloadResult::Objects(o) => (o.content_throughput_bps, Some(o.wall_time_s), o.requests_completed == o.requests_requested && o.errors == 0, o.latency_p50_s, o.latency_p99_s, None),
+            WorkloadResult::Page(p) => (p.page_goodput_bps, p.page_load_s, p.page_load_s.is_some() && p.errors == 0, None, None, p.html_ttfb_s),
+        };
         RunMetrics {
-            goodput_bps: bulk.goodput_bps,
-            completion_time_s: completion_time_s.filter(|_| !bulk.flows.is_empty()),
-            all_completed: bulk.flows.iter().all(|f| f.completed),
+            score: result.score(),
+            goodput_bps,
+            completion_time_s,
+            latency_p50_s,
+            latency_p99_s,
+            html_ttfb_s,
+            all_completed,
             sender_rtt_p50_ms: q(0.5),
             sender_rtt_p95_ms: q(0.95),
             retrans_rate: if segs > 0 { retrans as f64 / segs as f64 } else { 0.0 },
@@ -232,7 +255,10 @@ impl CcSummary {
         CcSummary {
             cc: cc.to_string(),
             runs: runs.len(),
+            score: s(&|m| m.score),
             goodput_bps: s(&|m| Some(m.goodput_bps)),
+            latency_p99_s: s(&|m| m.latency_p99_s),
+            html_ttfb_s: s(&|m| m.html_ttfb_s),
             completion_time_s: s(&|m| m.completion_time_s),
             sender_rtt_p50_ms: s(&|m| m.sender_rtt_p50_ms),
             sender_rtt_p95_ms: s(&|m| m.sender_rtt_p95_ms),

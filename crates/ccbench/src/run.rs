@@ -6,9 +6,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::Context;
-use ccbench_workload::{Amount, BulkSpec, Direction, MixFlow};
+use ccbench_workload::{Amount, BulkSpec, Direction, MixFlow, ObjectMethod, ObjectsSpec, PageModel, PageProtocol, PageSpec};
 
-use crate::cli::{DirectionArg, RunArgs};
+use crate::workloads::WorkloadSpec;
+
+use crate::cli::{DirectionArg, RunArgs, WorkloadArg};
 use crate::error::{require_root, UsageError};
 use crate::experiment::{self, Observer, Plan, Slot};
 use crate::results::{RunRecord, Status};
@@ -92,46 +94,107 @@ pub fn plan(args: &RunArgs) -> Result<Plan, UsageError> {
     if !(1_000_000..=1_000_000_000).contains(&sample_ns) {
         return Err(UsageError::new("--sample-interval", &args.sample_interval, "an interval between 1ms and 1s"));
     }
-    let amount = match &args.bytes {
-        Some(b) => {
-            let n = units::parse_bytes(b).map_err(|a| UsageError::new("--bytes", b, a))?;
-            if !(1..=1_000_000_000_000).contains(&n) {
-                return Err(UsageError::new("--bytes", b, "a size between 1 byte and 1 TB"));
-            }
-            Amount::Bytes(n)
-        }
-        None => {
-            let ns = units::parse_duration_ns(&args.duration).map_err(|a| UsageError::new("--duration", &args.duration, a))?;
-            if !(1_000_000_000..=3_600_000_000_000).contains(&ns) {
-                return Err(UsageError::new("--duration", &args.duration, "a duration between 1s and 60min"));
-            }
-            Amount::Seconds(ns as f64 / 1e9)
-        }
-    };
     let timeout_ns = units::parse_duration_ns(&args.timeout).map_err(|a| UsageError::new("--timeout", &args.timeout, a))?;
     if timeout_ns < 1_000_000_000 {
         return Err(UsageError::new("--timeout", &args.timeout, "at least 1s"));
     }
     let seed = args.seed.unwrap_or_else(rand::random);
     let path = crate::path::build(&args.path, seed, sample_ns / 1000)?;
-    Ok(Plan {
-        ccs,
-        runs: args.runs,
-        seed,
-        path,
-        workload: BulkSpec {
-            flows,
-            direction: match args.direction {
-                DirectionArg::Download => Direction::Download,
-                DirectionArg::Upload => Direction::Upload,
-            },
-            amount,
-            cc: String::new(),
-            mix,
-            port: WORKLOAD_PORT,
-            sample_interval_us: sample_ns / 1000,
-            timeout_s: timeout_ns as f64 / 1e9,
-        },
+    let sample_interval_us = sample_ns / 1000;
+    let timeout_s = timeout_ns as f64 / 1e9;
+    let workload = workload(args, flows, mix, sample_interval_us, timeout_s)?;
+    if workload.is_mix() || matches!(workload, WorkloadSpec::Bulk(_)) {
+    } else if flows > 1 {
+        return Err(UsageError::new("--flows", &args.flows, "--flows only with --workload bulk or file (objects use --concurrency)"));
+    }
+    Ok(Plan { ccs, runs: args.runs, seed, path, workload })
+}
+
+fn number(flag: &str, value: &str, range: std::ops::RangeInclusive<u32>) -> Result<u32, UsageError> {
+    match value.trim().parse::<u32>() {
+        Ok(n) if range.contains(&n) => Ok(n),
+        _ => Err(UsageError::new(flag, value, format!("a whole number from {} to {}", range.start(), range.end()))),
+    }
+}
+
+/// Builds the workload from its flags, refusing flags that belong to another workload.
+fn workload(args: &RunArgs, flows: u32, mix: Vec<MixFlow>, sample_interval_us: u64, timeout_s: f64) -> Result<WorkloadSpec, UsageError> {
+    let kind = args.workload;
+    let only = |flag: &str, value: &Option<String>, allowed: &[WorkloadArg]| -> Result<(), UsageError> {
+        match value {
+            Some(v) if !allowed.contains(&kind) => Err(UsageError::new(flag, v, format!("{flag} only with --workload {}", allowed.iter().map(|a| format!("{a:?}").to_lowercase()).collect::<Vec<_>>().join(" or ")))),
+            _ => Ok(()),
+        }
+    };
+    only("--size", &args.size, &[WorkloadArg::File, WorkloadArg::Objects])?;
+    for (flag, v) in [("--requests", &args.requests), ("--concurrency", &args.concurrency), ("--method", &args.method)] {
+        only(flag, v, &[WorkloadArg::Objects])?;
+    }
+    for (flag, v) in [("--page", &args.page), ("--http", &args.http), ("--max-connections", &args.max_connections)] {
+        only(flag, v, &[WorkloadArg::Page])?;
+    }
+    let size = |default: &str| -> Result<u64, UsageError> {
+        let v = args.size.clone().unwrap_or_else(|| default.to_string());
+        match units::parse_bytes(&v) {
+            Ok(n) if (1..=1_000_000_000_000).contains(&n) => Ok(n),
+            Ok(_) => Err(UsageError::new("--size", &v, "a size between 1 byte and 1 TB")),
+            Err(a) => Err(UsageError::new("--size", &v, a)),
+        }
+    };
+    let direction = match args.direction {
+        DirectionArg::Download => Direction::Download,
+        DirectionArg::Upload => Direction::Upload,
+    };
+    Ok(match kind {
+        WorkloadArg::Bulk | WorkloadArg::File => {
+            let amount = if kind == WorkloadArg::File {
+                Amount::Bytes(size("10mb")?)
+            } else {
+                let ns = units::parse_duration_ns(&args.duration).map_err(|a| UsageError::new("--duration", &args.duration, a))?;
+                if !(1_000_000_000..=3_600_000_000_000).contains(&ns) {
+                    return Err(UsageError::new("--duration", &args.duration, "a duration between 1s and 60min"));
+                }
+                Amount::Seconds(ns as f64 / 1e9)
+            };
+            WorkloadSpec::Bulk(BulkSpec { flows, direction, amount, cc: String::new(), mix, port: WORKLOAD_PORT, sample_interval_us, timeout_s })
+        }
+        WorkloadArg::Objects => {
+            let method = match args.method.as_deref().unwrap_or("put") {
+                "put" | "PUT" => ObjectMethod::Put,
+                "get" | "GET" => ObjectMethod::Get,
+                other => return Err(UsageError::new("--method", other, "put or get")),
+            };
+            WorkloadSpec::Objects(ObjectsSpec {
+                requests: number("--requests", args.requests.as_deref().unwrap_or("200"), 1..=100_000)?,
+                object_bytes: size("1mib")?,
+                concurrency: number("--concurrency", args.concurrency.as_deref().unwrap_or("16"), 1..=256)?,
+                method,
+                cc: String::new(),
+                port: WORKLOAD_PORT,
+                sample_interval_us,
+                timeout_s,
+            })
+        }
+        WorkloadArg::Page => {
+            let name = args.page.clone().unwrap_or_else(|| "news".to_string());
+            let page = if PageModel::builtin_names().contains(&name.as_str()) {
+                PageModel::builtin(&name)
+            } else {
+                PageModel::from_file(&name)
+            }
+            .map_err(|e| UsageError::new("--page", &name, format!("one of {} or a page JSON file ({e})", PageModel::builtin_names().join(", "))))?;
+            let protocol = match args.http.as_deref().unwrap_or("1") {
+                "1" | "1.1" => PageProtocol::Http1 { max_connections: number("--max-connections", args.max_connections.as_deref().unwrap_or("6"), 1..=64)? },
+                "2" => {
+                    if let Some(m) = &args.max_connections {
+                        return Err(UsageError::new("--max-connections", m, "--max-connections only with --http 1 (HTTP/2 uses one connection)"));
+                    }
+                    PageProtocol::Http2
+                }
+                other => return Err(UsageError::new("--http", other, "1 or 2")),
+            };
+            WorkloadSpec::Page(PageSpec { page, protocol, cc: String::new(), port: WORKLOAD_PORT, sample_interval_us, timeout_s })
+        }
     })
 }
 
@@ -183,6 +246,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         alpha: experiment::ALPHA,
         path: plan.path.clone(),
         workload: plan.workload.clone(),
+        metric: plan.workload.metric().to_string(),
     }));
     let result = experiment::execute(&plan, &stop, &mut Progress { tty });
     let file = out.join("result.json");

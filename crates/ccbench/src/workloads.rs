@@ -1,0 +1,163 @@
+//! The kinds of traffic a run can carry, behind one interface for the experiment: what to
+//! run with which algorithm, which way the data flows, and the one figure the verdict compares.
+
+use std::net::Ipv4Addr;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use ccbench_netns::Netns;
+use ccbench_probe::{Sample, TcpInfo};
+use ccbench_workload::{
+    run_bulk, run_objects, run_page, Amount, BulkResult, BulkSpec, Direction, ObjectMethod, ObjectsResult, ObjectsSpec, PageResult, PageSpec, WorkloadError,
+};
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkloadSpec {
+    /// Bulk flows for a duration, or a fixed-size file when the amount is a byte count.
+    Bulk(BulkSpec),
+    Objects(ObjectsSpec),
+    Page(PageSpec),
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkloadResult {
+    Bulk(BulkResult),
+    Objects(ObjectsResult),
+    Page(PageResult),
+}
+
+impl WorkloadSpec {
+    /// The same workload with `cc` on its sending sockets (a mix keeps its own algorithms).
+    pub fn with_cc(&self, cc: &str) -> WorkloadSpec {
+        match self {
+            WorkloadSpec::Bulk(b) if b.mix.is_empty() => WorkloadSpec::Bulk(BulkSpec { cc: cc.to_string(), ..b.clone() }),
+            WorkloadSpec::Bulk(b) => WorkloadSpec::Bulk(b.clone()),
+            WorkloadSpec::Objects(o) => WorkloadSpec::Objects(ObjectsSpec { cc: cc.to_string(), ..o.clone() }),
+            WorkloadSpec::Page(p) => WorkloadSpec::Page(PageSpec { cc: cc.to_string(), ..p.clone() }),
+        }
+    }
+
+    /// Which way the bulk of the data flows (whose direction's queue and drops matter).
+    pub fn data_direction(&self) -> Direction {
+        match self {
+            WorkloadSpec::Bulk(b) => b.direction,
+            WorkloadSpec::Objects(o) if o.method == ObjectMethod::Put => Direction::Upload,
+            WorkloadSpec::Objects(_) | WorkloadSpec::Page(_) => Direction::Download,
+        }
+    }
+
+    pub fn is_mix(&self) -> bool {
+        matches!(self, WorkloadSpec::Bulk(b) if !b.mix.is_empty())
+    }
+
+    /// The noun the verdict compares (higher is better).
+    pub fn metric(&self) -> &'static str {
+        match self {
+            WorkloadSpec::Bulk(_) => "goodput",
+            WorkloadSpec::Objects(_) => "content throughput",
+            WorkloadSpec::Page(_) => "page-load speed (1 / load time)",
+        }
+    }
+
+    pub fn run(&self, client: &Netns, server: &Netns, addr: Ipv4Addr, epoch: Instant, stop: &AtomicBool) -> Result<WorkloadResult, WorkloadError> {
+        Ok(match self {
+            WorkloadSpec::Bulk(s) => WorkloadResult::Bulk(run_bulk(client, server, addr, s, epoch, stop)?),
+            WorkloadSpec::Objects(s) => WorkloadResult::Objects(run_objects(client, server, addr, s, epoch, stop)?),
+            WorkloadSpec::Page(s) => WorkloadResult::Page(run_page(client, server, addr, s, epoch, stop)?),
+        })
+    }
+
+    pub fn describe(&self) -> String {
+        use crate::units::fmt_bytes;
+        match self {
+            WorkloadSpec::Bulk(w) => {
+                let dir = match w.direction {
+                    Direction::Download => "download (server sends)",
+                    Direction::Upload => "upload (client sends)",
+                };
+                let flows = if !w.mix.is_empty() {
+                    let stagger = w.mix.get(1).map(|f| f.start_s).unwrap_or(0.0);
+                    let names: Vec<&str> = w.mix.iter().map(|f| f.cc.as_str()).collect();
+                    format!("{} flows sharing the bottleneck ({}), each starting {stagger} s after the previous", w.mix.len(), names.join(", "))
+                } else if w.flows == 1 {
+                    "1 flow".to_string()
+                } else {
+                    format!("{} flows", w.flows)
+                };
+                match w.amount {
+                    Amount::Seconds(s) => format!("bulk TCP {dir}, {flows}, {s} s"),
+                    Amount::Bytes(b) => format!("file transfer of {} per flow, {dir}, {flows}", fmt_bytes(b)),
+                }
+            }
+            WorkloadSpec::Objects(o) => format!(
+                "object store: {} {} requests of {} over {} persistent HTTP/1.1 connections",
+                o.requests,
+                match o.method {
+                    ObjectMethod::Put => "PUT",
+                    ObjectMethod::Get => "GET",
+                },
+                fmt_bytes(o.object_bytes),
+                o.concurrency
+            ),
+            WorkloadSpec::Page(p) => format!(
+                "web page: HTML of {} then {} objects ({} in all) over {}",
+                fmt_bytes(p.page.html_bytes),
+                p.page.objects.len(),
+                fmt_bytes(p.page.total_bytes()),
+                match p.protocol {
+                    ccbench_workload::PageProtocol::Http1 { max_connections } => format!("HTTP/1.1 with up to {max_connections} connections"),
+                    ccbench_workload::PageProtocol::Http2 => "HTTP/2 on one connection".to_string(),
+                }
+            ),
+        }
+    }
+}
+
+impl WorkloadResult {
+    pub fn interrupted(&self) -> bool {
+        match self {
+            WorkloadResult::Bulk(b) => b.interrupted,
+            WorkloadResult::Objects(o) => o.interrupted,
+            WorkloadResult::Page(p) => p.interrupted,
+        }
+    }
+
+    /// The figure compared between algorithms; higher is better. `None` if the run produced
+    /// none (e.g. a page that never finished loading).
+    pub fn score(&self) -> Option<f64> {
+        match self {
+            WorkloadResult::Bulk(b) => Some(b.goodput_bps),
+            WorkloadResult::Objects(o) => (o.requests_completed > 0).then_some(o.content_throughput_bps),
+            WorkloadResult::Page(p) => p.page_load_s.filter(|t| *t > 0.0).map(|t| 1.0 / t),
+        }
+    }
+
+    /// Every sender-side TCP_INFO sample of the run.
+    pub fn samples(&self) -> Vec<&Sample> {
+        match self {
+            WorkloadResult::Bulk(b) => b.flows.iter().flat_map(|f| f.samples.iter()).collect(),
+            WorkloadResult::Objects(o) => o.connections.iter().flat_map(|c| c.samples.iter()).collect(),
+            WorkloadResult::Page(p) => p.connections.iter().flat_map(|c| c.samples.iter()).collect(),
+        }
+    }
+
+    /// The sending sockets' TCP_INFO at the end.
+    pub fn final_infos(&self) -> Vec<&TcpInfo> {
+        match self {
+            WorkloadResult::Bulk(b) => b.flows.iter().filter_map(|f| f.final_tcp_info.as_ref()).collect(),
+            WorkloadResult::Objects(o) => o.connections.iter().filter_map(|c| c.final_tcp_info.as_ref()).collect(),
+            WorkloadResult::Page(p) => p.connections.iter().filter_map(|c| c.final_tcp_info.as_ref()).collect(),
+        }
+    }
+
+    pub fn first_error(&self) -> Option<String> {
+        match self {
+            WorkloadResult::Bulk(b) => b.flows.iter().find_map(|f| f.error.clone()),
+            WorkloadResult::Objects(o) => o.error_messages.first().cloned(),
+            WorkloadResult::Page(p) => p.error_messages.first().cloned(),
+        }
+    }
+}
