@@ -5,7 +5,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
-#[command(name = "ccbench", version, about = "Congestion-control test bench: is BBR better than CUBIC on this kind of path, and how sure are we?")]
+#[command(name = "ccbench", version, args_override_self = true, about = "Congestion-control test bench: is BBR better than CUBIC on this kind of path, and how sure are we?")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -22,6 +22,8 @@ pub enum Command {
     /// Measure ccbench itself on this machine.
     #[command(subcommand)]
     Bench(BenchWhat),
+    /// List the scenario presets that `ccbench run --preset NAME` runs.
+    Presets,
     /// Print a Mahimahi trace (for --trace) made by ccbench's generators.
     #[command(subcommand)]
     Trace(TraceKind),
@@ -191,6 +193,10 @@ pub enum DirectionArg {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
+    /// Run a scenario preset (see `ccbench presets`) or a preset TOML file: every condition in
+    /// turn, then a table across them. Flags given here override the preset's.
+    #[arg(long)]
+    pub preset: Option<String>,
     /// Algorithms to compare, comma-separated, e.g. bbr,cubic. Each must be available on this
     /// host. [default: bbr,cubic]
     #[arg(long, allow_hyphen_values = true)]

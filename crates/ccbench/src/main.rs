@@ -8,6 +8,7 @@ mod error;
 mod exec;
 mod experiment;
 mod path;
+mod presets;
 mod provenance;
 mod report;
 mod results;
@@ -64,6 +65,7 @@ fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
             exec::run(&spec, args.server_cmd.as_deref(), &args.command)
         }
         cli::Command::Doctor => Ok(doctor::run()),
+        cli::Command::Presets => Ok(presets::list()),
         cli::Command::Bench(cli::BenchWhat::Emulator(args)) => bench::run(&args),
         cli::Command::Trace(kind) => {
             print!("{}", trace_text(&kind)?);

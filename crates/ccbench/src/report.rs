@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use crate::path::describe;
 use crate::results::{CcSummary, ExperimentResult, Status};
+use crate::workloads::WorkloadSpec;
 use crate::units::fmt_rate;
 
 pub fn header(result_params: &crate::results::Params) -> String {
@@ -103,6 +104,77 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
     }
     if let Some(dir) = location {
         let _ = writeln!(out, "\nResults   {}", dir.join("result.json").display());
+    }
+    out
+}
+
+/// The human headline of one algorithm's runs, in the workload's own terms.
+fn headline(s: &CcSummary, workload: &WorkloadSpec) -> String {
+    let med = |x: &Option<ccbench_stats::Summary>| x.as_ref().map(|v| v.median);
+    match workload {
+        WorkloadSpec::Bulk(b) if matches!(b.amount, ccbench_workload::Amount::Bytes(_)) => match med(&s.completion_time_s) {
+            Some(t) => format!("{t:.2} s"),
+            None => med(&s.goodput_bps).map(|g| format!("unfinished ({})", fmt_rate(g))).unwrap_or("–".into()),
+        },
+        WorkloadSpec::Bulk(_) => med(&s.goodput_bps).map(|g| format!("{} (RTT p95 {:.0} ms)", fmt_rate(g), med(&s.sender_rtt_p95_ms).unwrap_or(0.0))).unwrap_or("–".into()),
+        WorkloadSpec::Objects(_) => med(&s.goodput_bps).map(|g| format!("{:.1} MB/s", g / 8e6)).unwrap_or("–".into()),
+        WorkloadSpec::Page(_) => med(&s.completion_time_s).map(|t| format!("{:.0} ms", t * 1000.0)).unwrap_or("–".into()),
+    }
+}
+
+fn verdict_short(r: &ExperimentResult) -> String {
+    if r.params.workload.is_mix() {
+        return r
+            .summary
+            .iter()
+            .map(|s| {
+                let shares: Vec<String> = s.shares.iter().map(|sh| format!("{} {:.0} %", sh.cc, sh.share.median * 100.0)).collect();
+                format!("{}; Jain {:.2}", shares.join(" / "), s.jain_index.as_ref().map(|j| j.median).unwrap_or(f64::NAN))
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+    }
+    let parts: Vec<String> = r
+        .comparisons
+        .iter()
+        .map(|c| match (&c.ratio_ci, &c.mann_whitney, &c.faster) {
+            (Some(ci), Some(mw), Some(best)) if c.significant => {
+                let (ratio, lo, hi) = if *best == c.a { (ci.ratio, ci.lo, ci.hi) } else { (1.0 / ci.ratio, 1.0 / ci.hi, 1.0 / ci.lo) };
+                let other = if *best == c.a { &c.b } else { &c.a };
+                format!("{best} {ratio:.2}× {other} (CI {lo:.2}–{hi:.2}, p {})", fmt_p(mw.p_value))
+            }
+            (_, Some(mw), _) => format!("no significant difference (p {})", fmt_p(mw.p_value)),
+            _ => "no verdict".into(),
+        })
+        .collect();
+    if parts.is_empty() {
+        "no verdict".into()
+    } else {
+        parts.join("; ")
+    }
+}
+
+fn fmt_p(p: f64) -> String {
+    if p < 0.001 {
+        "< 0.001".into()
+    } else {
+        format!("= {p:.2}")
+    }
+}
+
+/// The compact table a preset prints after its conditions.
+pub fn across_conditions(rows: &[(String, ExperimentResult)]) -> String {
+    let mut out = String::from("Across conditions\n");
+    let mut lines: Vec<[String; 3]> = Vec::new();
+    for (name, r) in rows {
+        let per_cc: Vec<String> = r.summary.iter().map(|s| format!("{} {}", s.cc, headline(s, &r.params.workload))).collect();
+        lines.push([name.clone(), per_cc.join(", "), verdict_short(r)]);
+    }
+    let w0 = lines.iter().map(|l| l[0].chars().count()).max().unwrap_or(0).max(9);
+    let w1 = lines.iter().map(|l| l[1].chars().count()).max().unwrap_or(0).max(6);
+    let _ = writeln!(out, "  {:<w0$}  {:<w1$}  verdict", "condition", "median");
+    for l in &lines {
+        let _ = writeln!(out, "  {:<w0$}  {:<w1$}  {}", l[0], l[1], l[2]);
     }
     out
 }

@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::Context;
+use clap::Parser;
 use ccbench_workload::{Amount, BulkSpec, Direction, MixFlow, ObjectMethod, ObjectsSpec, PageModel, PageProtocol, PageSpec};
 
 use crate::workloads::WorkloadSpec;
@@ -222,22 +223,38 @@ impl Observer for Progress {
     }
 }
 
-fn default_out(ccs: &[String]) -> PathBuf {
+fn default_out(label: &str) -> PathBuf {
     let now = time::OffsetDateTime::now_utc();
     let stamp = format!("{:04}{:02}{:02}-{:02}{:02}{:02}", now.year(), now.month() as u8, now.day(), now.hour(), now.minute(), now.second());
-    PathBuf::from("results").join(format!("{stamp}-{}", ccs.join("-")))
+    PathBuf::from("results").join(format!("{stamp}-{label}"))
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
+    if let Some(spec) = &args.preset {
+        return run_preset(spec, &args);
+    }
     let plan = plan(&args)?;
     require_root("run")?;
-    let out = args.out.clone().unwrap_or_else(|| default_out(&plan.ccs));
-    std::fs::create_dir_all(&out).with_context(|| format!("creating the results directory {}", out.display()))?;
+    let out = args.out.clone().unwrap_or_else(|| default_out(&plan.ccs.join("-")));
+    let stop = install_stop()?;
+    let (result, code) = run_plan(&plan, &out, &stop)?;
+    if args.json {
+        println!("{}", serde_json::to_string(&result)?);
+    }
+    Ok(code)
+}
 
+fn install_stop() -> anyhow::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;
     }
+    Ok(stop)
+}
+
+/// Runs one experiment, writes `out/result.json`, prints the summary; returns the exit code.
+fn run_plan(plan: &Plan, out: &std::path::Path, stop: &AtomicBool) -> anyhow::Result<(crate::results::ExperimentResult, i32)> {
+    std::fs::create_dir_all(out).with_context(|| format!("creating the results directory {}", out.display()))?;
     let tty = std::io::stderr().is_terminal();
     print!("{}", crate::report::header(&crate::results::Params {
         ccs: plan.ccs.clone(),
@@ -248,17 +265,92 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         workload: plan.workload.clone(),
         metric: plan.workload.metric().to_string(),
     }));
-    let result = experiment::execute(&plan, &stop, &mut Progress { tty });
+    let result = experiment::execute(plan, stop, &mut Progress { tty });
     let file = out.join("result.json");
-    let json = serde_json::to_string(&result)?;
-    std::fs::write(&file, &json).with_context(|| format!("writing {}", file.display()))?;
-    print!("{}", crate::report::summary(&result, Some(&out)));
-    if args.json {
-        println!("{json}");
-    }
-    Ok(match result.status {
+    std::fs::write(&file, serde_json::to_string(&result)?).with_context(|| format!("writing {}", file.display()))?;
+    print!("{}", crate::report::summary(&result, Some(out)));
+    let code = match result.status {
         Status::Complete => 0,
         Status::Interrupted => 130,
         Status::Failed => 1,
-    })
+    };
+    Ok((result, code))
+}
+
+/// The user's own `run` flags, to apply on top of a preset's (minus the preset, --out, --json).
+fn user_overrides() -> Vec<String> {
+    let argv: Vec<String> = std::env::args().collect();
+    let after_run = argv.iter().position(|a| a == "run").map(|i| i + 1).unwrap_or(argv.len());
+    let mut out = Vec::new();
+    let mut it = argv[after_run..].iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--preset" | "--out" => {
+                it.next();
+            }
+            "--json" => {}
+            s if s.starts_with("--preset=") || s.starts_with("--out=") => {}
+            s => out.push(s.to_string()),
+        }
+    }
+    out
+}
+
+fn slug(s: &str) -> String {
+    let mut out: String = s.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+    while out.contains("--") {
+        out = out.replace("--", "-");
+    }
+    out.trim_matches('-').to_string()
+}
+
+/// `run --preset`: plan every condition first (bad input anywhere creates nothing), then run
+/// them in turn and print a table across them.
+fn run_preset(spec: &str, args: &RunArgs) -> anyhow::Result<i32> {
+    let preset = crate::presets::load(spec)?;
+    let user = user_overrides();
+    let mut plans = Vec::new();
+    for c in &preset.conditions {
+        let mut argv = vec!["ccbench".to_string(), "run".to_string()];
+        argv.extend(c.args.iter().cloned());
+        argv.extend(user.iter().cloned());
+        let cli = crate::cli::Cli::try_parse_from(&argv).map_err(|e| {
+            let text = e.render().to_string();
+            let para: Vec<&str> = text.lines().map(str::trim).take_while(|l| !l.is_empty()).collect();
+            UsageError::new("--preset", spec, format!("valid flags in condition {:?}: {}", c.name, para.join(" ").trim_start_matches("error: ")))
+        })?;
+        let crate::cli::Command::Run(cargs) = cli.command else { unreachable!("parsed as run") };
+        let p = plan(&cargs).map_err(|e| UsageError { flag: format!("{} (preset {}, condition {:?})", e.flag, preset.name, c.name), ..e })?;
+        plans.push((c.name.clone(), p));
+    }
+    require_root("run")?;
+    let out = args.out.clone().unwrap_or_else(|| default_out(&slug(&preset.name)));
+    let stop = install_stop()?;
+    println!("Preset    {}: {}", preset.name, preset.description);
+    if let Some(note) = &preset.note {
+        println!("          {note}");
+    }
+    let mut rows = Vec::new();
+    let mut code = 0;
+    for (i, (name, plan)) in plans.iter().enumerate() {
+        println!("\n== Condition {}/{}: {name} ==", i + 1, plans.len());
+        let dir = out.join(format!("{:02}-{}", i + 1, slug(name)));
+        let (result, c) = run_plan(plan, &dir, &stop)?;
+        rows.push((name.clone(), result));
+        code = code.max(c);
+        if c == 130 {
+            break;
+        }
+    }
+    let table = crate::report::across_conditions(&rows);
+    println!("\n{table}");
+    let index: Vec<serde_json::Value> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, (name, r))| serde_json::json!({ "condition": name, "result": format!("{:02}-{}/result.json", i + 1, slug(name)), "status": r.status, "summary": r.summary, "comparisons": r.comparisons }))
+        .collect();
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(out.join("preset.json"), serde_json::to_string_pretty(&serde_json::json!({ "schema": "ccbench.preset.v1", "preset": preset.name, "description": preset.description, "scenario": preset.scenario, "conditions": index }))?)?;
+    println!("Results   {}", out.join("preset.json").display());
+    Ok(code)
 }
