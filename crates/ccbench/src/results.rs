@@ -291,3 +291,77 @@ fn share_summaries(runs: &[&RunMetrics]) -> Vec<ShareSummary> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ccbench_workload::{FlowResult, GoodputPoint, Side};
+
+    /// A flow that starts at `start_s` and then receives `rate_bytes_per_s` steadily, sampled
+    /// every 100 ms for 10 s.
+    fn flow(cc: &str, start_s: f64, rate_bytes_per_s: f64) -> FlowResult {
+        let received = (0..=100)
+            .map(|i| {
+                let t = i as f64 * 0.1;
+                GoodputPoint { t_us: (t * 1e6) as u64, bytes: ((t - start_s).max(0.0) * rate_bytes_per_s) as u64 }
+            })
+            .collect();
+        FlowResult {
+            id: 0,
+            sender: Side::Server,
+            cc_requested: cc.into(),
+            start_s,
+            cc_read_back: cc.into(),
+            client_port: 0,
+            bytes_received: 0,
+            goodput_bps: 0.0,
+            completed: true,
+            completion_time_s: None,
+            final_tcp_info: None,
+            samples: Vec::new(),
+            received,
+            error: None,
+        }
+    }
+
+    fn bulk(flows: Vec<FlowResult>) -> BulkResult {
+        BulkResult { start_us: 0, elapsed_s: 10.0, goodput_bps: 0.0, interrupted: false, flows }
+    }
+
+    #[test]
+    fn equal_flows_are_perfectly_fair() {
+        let (shares, jain, per_second) = sharing(&bulk(vec![flow("bbr", 0.0, 1e6), flow("cubic", 0.0, 1e6)]));
+        assert_eq!(shares.len(), 2);
+        for s in &shares {
+            assert!((s.share - 0.5).abs() < 1e-9, "{s:?}");
+            assert!((s.goodput_bps - 8e6).abs() < 1e3, "{s:?}");
+        }
+        assert!((jain.unwrap() - 1.0).abs() < 1e-9);
+        // From 2 s (convergence) to 10 s: 8 whole seconds, each perfectly fair.
+        assert_eq!(per_second.len(), 8);
+        assert!(per_second.iter().all(|j| (j - 1.0).abs() < 1e-9));
+    }
+
+    #[test]
+    fn shares_count_only_the_time_all_flows_were_active() {
+        // bbr takes 3 MB/s, two cubic flows 0.5 MB/s each; one cubic joins at 4 s. Before it
+        // joins nothing counts, so the shares are 3 : 1 and Jain's index is
+        // (3 + .5 + .5)^2 / (3 * (9 + .25 + .25)) = 16 / 28.5.
+        let (shares, jain, per_second) = sharing(&bulk(vec![flow("bbr", 0.0, 3e6), flow("cubic", 0.0, 0.5e6), flow("cubic", 4.0, 0.5e6)]));
+        let bbr = shares.iter().find(|s| s.cc == "bbr").unwrap();
+        let cubic = shares.iter().find(|s| s.cc == "cubic").unwrap();
+        assert_eq!((bbr.flows, cubic.flows), (1, 2));
+        assert!((bbr.share - 0.75).abs() < 1e-3, "{bbr:?}");
+        assert!((cubic.share - 0.25).abs() < 1e-3, "{cubic:?}");
+        assert!((jain.unwrap() - 16.0 / 28.5).abs() < 1e-3, "{jain:?}");
+        // Seconds 6..10 after the last join + 2 s of convergence.
+        assert_eq!(per_second.len(), 4);
+        assert!(per_second.iter().all(|j| (j - 16.0 / 28.5).abs() < 1e-2), "{per_second:?}");
+    }
+
+    #[test]
+    fn a_single_flow_has_no_sharing_figures() {
+        let (shares, jain, per_second) = sharing(&bulk(vec![flow("bbr", 0.0, 1e6)]));
+        assert!(shares.is_empty() && jain.is_none() && per_second.is_empty());
+    }
+}

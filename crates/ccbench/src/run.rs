@@ -199,14 +199,25 @@ fn workload(args: &RunArgs, flows: u32, mix: Vec<MixFlow>, sample_interval_us: u
     })
 }
 
+/// Progress on a terminal (which run, which algorithm, time left); silent in pipes and CI.
 struct Progress {
     tty: bool,
+    started: std::time::Instant,
+}
+
+fn fmt_left(secs: f64) -> String {
+    if secs >= 90.0 {
+        format!("about {:.0} min left", secs / 60.0)
+    } else {
+        format!("about {secs:.0} s left")
+    }
 }
 
 impl Observer for Progress {
     fn run_started(&mut self, index: usize, total: usize, slot: &Slot) {
         if self.tty {
-            eprint!("\r\x1b[2K  run {}/{}: {} (round {})…", index + 1, total, slot.cc, slot.round + 1);
+            let left = if index > 0 { format!(", {}", fmt_left(self.started.elapsed().as_secs_f64() / index as f64 * (total - index) as f64)) } else { String::new() };
+            eprint!("\r\x1b[2K  run {}/{}: {} (round {}){left}…", index + 1, total, slot.cc, slot.round + 1);
         }
     }
 
@@ -265,7 +276,7 @@ fn run_plan(plan: &Plan, out: &std::path::Path, stop: &AtomicBool) -> anyhow::Re
         workload: plan.workload.clone(),
         metric: plan.workload.metric().to_string(),
     }));
-    let result = experiment::execute(plan, stop, &mut Progress { tty });
+    let result = experiment::execute(plan, stop, &mut Progress { tty, started: std::time::Instant::now() });
     let file = out.join("result.json");
     std::fs::write(&file, serde_json::to_string(&result)?).with_context(|| format!("writing {}", file.display()))?;
     print!("{}", crate::report::summary(&result, Some(out)));

@@ -514,3 +514,103 @@ fn a_policer_caps_goodput_at_its_rate() {
     assert!(goodput > 8e6 * 0.4, "a policed TCP flow should still get a good part of the rate: {goodput}");
     assert!(f(&v["runs"][0]["path"]["down"]["stats"]["drops_policer"]) > 0.0);
 }
+
+#[test]
+fn file_workload_reports_completion_time() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    let v = run_json(&["--workload", "file", "--size", "2mb", "--cc", "cubic", "--runs", "1", "--rate", "20mbit", "--rtt", "10ms"], "file");
+    let m = metrics(&v, 0);
+    let t = f(&m["completion_time_s"]);
+    // 2 MB cannot arrive faster than the link's payload rate allows.
+    let floor = 2e6 * 8.0 / (20e6 * PAYLOAD_FRACTION);
+    assert!(t >= floor && t < floor * 3.0, "2 MB over 20 Mbit/s took {t} s (floor {floor} s)");
+    assert_eq!(m["all_completed"], true);
+    assert_eq!(v["params"]["workload"]["kind"], "bulk");
+    assert!(v["params"]["workload"]["amount"]["bytes"].as_u64() == Some(2_000_000));
+}
+
+#[test]
+fn objects_workload_completes_every_request_on_reused_connections() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    let v = run_json(&["--workload", "objects", "--requests", "12", "--size", "256kib", "--concurrency", "4", "--method", "put", "--cc", "bbr", "--runs", "1", "--rate", "50mbit", "--rtt", "20ms"], "objects");
+    let w = &v["runs"][0]["workload"];
+    assert_eq!(w["kind"], "objects");
+    assert_eq!(w["requests_completed"], 12);
+    assert_eq!(w["server_connections"], 4, "persistent connections, reused");
+    for c in w["connections"].as_array().unwrap() {
+        assert_eq!(c["cc_read_back"], "bbr");
+        assert_eq!(c["sender"], "client", "PUT: the client sends");
+    }
+    let throughput = f(&metrics(&v, 0)["goodput_bps"]);
+    assert!(throughput < 50e6 * PAYLOAD_FRACTION && throughput > 50e6 * 0.3, "{throughput}");
+}
+
+#[test]
+fn page_workload_over_http2_uses_one_connection() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    let v = run_json(&["--workload", "page", "--page", "small", "--http", "2", "--cc", "cubic", "--runs", "1", "--rate", "50mbit", "--rtt", "40ms"], "page");
+    let w = &v["runs"][0]["workload"];
+    assert_eq!(w["kind"], "page");
+    assert_eq!(w["connections_used"], 1);
+    assert_eq!(w["requests_completed"], w["requests_total"]);
+    // Handshake + HTML + objects: at least two round trips.
+    let plt = f(&w["page_load_s"]);
+    assert!(plt >= 0.080, "page loaded in {plt} s over a 40 ms RTT");
+    assert!(f(&w["html_ttfb_s"]) >= 0.040);
+}
+
+#[test]
+fn a_mix_reports_each_algorithms_share_and_fairness() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    let v = run_json(&["--flows", "bbr:1,cubic:2", "--stagger", "1s", "--runs", "1", "--rate", "30mbit", "--rtt", "20ms", "--buffer", "2bdp", "--duration", "8s"], "mix");
+    let flows = v["runs"][0]["workload"]["flows"].as_array().unwrap();
+    let ccs: Vec<&str> = flows.iter().map(|f| f["cc_read_back"].as_str().unwrap()).collect();
+    assert_eq!(ccs, ["bbr", "cubic", "cubic"], "each flow runs its own algorithm, read back from its socket");
+    let starts: Vec<f64> = flows.iter().map(|fl| f(&fl["start_s"])).collect();
+    assert_eq!(starts, [0.0, 1.0, 2.0]);
+    let m = metrics(&v, 0);
+    let shares = m["shares"].as_array().unwrap();
+    assert_eq!(shares.len(), 2);
+    let total: f64 = shares.iter().map(|s| f(&s["share"])).sum();
+    assert!((total - 1.0).abs() < 1e-6);
+    let jain = f(&m["jain_index"]);
+    assert!(jain > 1.0 / 3.0 && jain <= 1.0, "{jain}");
+    assert!(!m["jain_per_second"].as_array().unwrap().is_empty());
+    // Together the flows fill the link, and never exceed it.
+    let g = f(&m["goodput_bps"]);
+    assert!(g <= 30e6 * PAYLOAD_FRACTION * 1.005 && g > 30e6 * PAYLOAD_FRACTION * 0.8, "{g}");
+}
+
+#[test]
+fn a_preset_with_a_bad_field_is_rejected_before_anything_runs() {
+    let _g = lock();
+    let dir = tempdir("preset");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("mine.toml");
+    std::fs::write(&file, "description = \"mine\"\n[defaults]\nrate = \"10mbit\"\n[[conditions]]\nname = \"a\"\nloss = \"1%\"\n[[conditions]]\nname = \"b\"\nloss = \"200%\"\n").unwrap();
+    let out = dir.join("out");
+    let o = ccbench(&["run", "--preset", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("--loss") && err.contains("condition \"b\"") && err.contains("200%"), "{err}");
+    assert!(!out.exists(), "condition a must not have run");
+    let o = ccbench(&["presets"]);
+    let list = String::from_utf8_lossy(&o.stdout);
+    for name in ["far-object-store", "website-migration", "loss-sweep", "lossy-gigabit-lan", "deep-buffer-rtt"] {
+        assert!(list.contains(name), "{list}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -103,7 +103,8 @@ pub struct BulkResult {
     pub start_us: u64,
     /// Seconds the goodput is averaged over.
     pub elapsed_s: f64,
-    /// Sum over flows.
+    /// All flows' bytes over the time from the first start to the end (what the bottleneck
+    /// delivered in total).
     pub goodput_bps: f64,
     pub interrupted: bool,
     pub flows: Vec<FlowResult>,
