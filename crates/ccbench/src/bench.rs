@@ -107,6 +107,17 @@ pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
     }
     let result = BenchResult { schema: "ccbench.bench.v1", provenance, duration_s: seconds, cc: args.cc.clone(), rows };
     println!("{}", table(&result));
+    // What the emulator carried with real delay becomes this machine's capacity figure, used
+    // to warn before runs that ask for more.
+    let capacity = result.rows.iter().filter(|r| r.path == "emulator" && r.rtt_ms >= 10.0).map(|r| r.goodput_bps).fold(0.0, f64::max);
+    if let Some(file) = crate::limits::capacity_file().filter(|_| capacity > 0.0) {
+        if let Some(dir) = file.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        if std::fs::write(&file, serde_json::json!({ "capacity_bps": capacity, "measured_at": crate::provenance::now_rfc3339() }).to_string()).is_ok() {
+            println!("Capacity  {} at ≥ 10 ms RTT, saved to {} for run-time warnings", units::fmt_rate(capacity), file.display());
+        }
+    }
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out)?;
         std::fs::write(out.join("bench.json"), serde_json::to_string_pretty(&result)?)?;

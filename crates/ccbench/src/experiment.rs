@@ -80,6 +80,7 @@ pub fn execute(plan: &Plan, stop: &AtomicBool, observer: &mut dyn Observer) -> E
     ExperimentResult {
         schema: crate::results::SCHEMA,
         status,
+        warnings: crate::limits::check_path(&plan.path),
         provenance,
         params: Params { ccs: plan.ccs.clone(), runs_per_cc: plan.runs, seed: plan.seed, alpha: ALPHA, path: plan.path.clone(), workload: plan.workload.clone(), metric: plan.workload.metric().to_string() },
         summary,
@@ -92,7 +93,7 @@ fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord
     let started_at = now_rfc3339();
     // Each run gets its own loss pattern, reproducible from the experiment's seed.
     let path_seed = plan.seed.wrapping_add(u64::from(index).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    let mut record = RunRecord { index, round: slot.round, cc: slot.cc.clone(), status: Status::Failed, error: None, started_at, path_seed, netns_inodes: None, host_cpu_steal_fraction: None, metrics: None, workload: None, path: None };
+    let mut record = RunRecord { index, round: slot.round, cc: slot.cc.clone(), status: Status::Failed, error: None, started_at, path_seed, netns_inodes: None, host_cpu_steal_fraction: None, suspect: Vec::new(), metrics: None, workload: None, path: None };
     let spec = PathSpec { seed: path_seed, ..plan.path.clone() };
     // In a mix every flow names its own algorithm; otherwise the slot's algorithm runs.
     let workload = plan.workload.with_cc(&slot.cc);
@@ -113,6 +114,7 @@ fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord
         let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
         record.host_cpu_steal_fraction = Some((b - a) / (epoch.elapsed().as_secs_f64() * 1000.0 * cpus));
     }
+    record.suspect = crate::limits::suspect_reasons(&report, record.host_cpu_steal_fraction);
     match outcome {
         Ok(result) => {
             record.status = if result.interrupted() { Status::Interrupted } else { Status::Complete };

@@ -7,6 +7,7 @@ mod doctor;
 mod error;
 mod exec;
 mod experiment;
+mod limits;
 mod path;
 mod presets;
 mod provenance;

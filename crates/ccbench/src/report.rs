@@ -94,13 +94,10 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
             let _ = writeln!(out, "\n  failed: {err}");
         }
     }
-    let late = result.runs.iter().filter_map(|r| r.metrics.as_ref()).map(|m| m.emulator_lateness_p99_us).fold(0.0f64, f64::max);
-    if late > 1000.0 {
-        let _ = writeln!(out, "\n  warning: the emulator delivered packets up to {late:.0} µs late (p99 of a run); treat timing-sensitive figures as suspect");
-    }
-    let steal = result.runs.iter().filter_map(|r| r.host_cpu_steal_fraction).fold(0.0f64, f64::max);
-    if steal > 0.02 {
-        let _ = writeln!(out, "  warning: the hypervisor took up to {:.1} % of this machine's CPU during a run; its timing may be disturbed", steal * 100.0);
+    let suspect: Vec<&crate::results::RunRecord> = result.runs.iter().filter(|r| !r.suspect.is_empty()).collect();
+    if !suspect.is_empty() {
+        let _ = writeln!(out, "\n  warning: {} of {} runs are flagged suspect, e.g. run {} ({}): {}", suspect.len(), result.runs.len(), suspect[0].index + 1, suspect[0].cc, suspect[0].suspect.join("; "));
+        let _ = writeln!(out, "           (see \"suspect\" per run in the JSON; the verdict uses every completed run)");
     }
     if let Some(dir) = location {
         let _ = writeln!(out, "\nResults   {}", dir.join("result.json").display());

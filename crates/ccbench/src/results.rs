@@ -16,6 +16,8 @@ pub const SCHEMA: &str = "ccbench.result.v1";
 pub struct ExperimentResult {
     pub schema: &'static str,
     pub status: Status,
+    /// Said before the runs (e.g. a rate beyond what the emulator has carried here).
+    pub warnings: Vec<String>,
     pub provenance: Provenance,
     pub params: Params,
     /// One entry per algorithm, in the order given on the command line.
@@ -63,6 +65,9 @@ pub struct RunRecord {
     /// Share of the machine's CPU time the hypervisor stole during the run (0 on bare metal).
     /// Above a few percent the emulator's timing, and so the run, is suspect.
     pub host_cpu_steal_fraction: Option<f64>,
+    /// Reasons to distrust this run's figures (emulator late or saturated, kernel drops,
+    /// CPU stolen); empty when there are none.
+    pub suspect: Vec<String>,
     pub metrics: Option<RunMetrics>,
     pub workload: Option<WorkloadResult>,
     pub path: Option<PathReport>,

@@ -276,6 +276,9 @@ fn run_plan(plan: &Plan, out: &std::path::Path, stop: &AtomicBool) -> anyhow::Re
         workload: plan.workload.clone(),
         metric: plan.workload.metric().to_string(),
     }));
+    for w in crate::limits::check_path(&plan.path) {
+        eprintln!("warning: {w}");
+    }
     let result = experiment::execute(plan, stop, &mut Progress { tty, started: std::time::Instant::now() });
     let file = out.join("result.json");
     std::fs::write(&file, serde_json::to_string(&result)?).with_context(|| format!("writing {}", file.display()))?;
