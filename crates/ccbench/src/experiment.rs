@@ -77,6 +77,7 @@ pub fn execute(plan: &Plan, stop: &AtomicBool, observer: &mut dyn Observer) -> E
     let mut provenance = provenance;
     provenance.finished_at = Some(now_rfc3339());
     let (summary, comparisons) = analyse(&plan.ccs, &records, plan.seed);
+    let rtt_comparisons = compare_rtt(&plan.ccs, &records, plan.seed);
     ExperimentResult {
         schema: crate::results::SCHEMA,
         status,
@@ -85,6 +86,7 @@ pub fn execute(plan: &Plan, stop: &AtomicBool, observer: &mut dyn Observer) -> E
         params: Params { ccs: plan.ccs.clone(), runs_per_cc: plan.runs, seed: plan.seed, alpha: ALPHA, path: plan.path.clone(), workload: plan.workload.clone(), metric: plan.workload.metric().to_string() },
         summary,
         comparisons,
+        rtt_comparisons,
         runs: records,
     }
 }
@@ -150,6 +152,28 @@ pub fn analyse(ccs: &[String], records: &[RunRecord], seed: u64) -> (Vec<CcSumma
         }
     }
     (summary, comparisons)
+}
+
+/// The algorithm with the lowest median sender RTT against each other one (each run's RTT
+/// p50): scenario 5's question, "does it keep the queue short?", with the same statistics.
+pub fn compare_rtt(ccs: &[String], records: &[RunRecord], seed: u64) -> Vec<ccbench_stats::Comparison> {
+    let rtts = |cc: &str| -> Vec<f64> {
+        records.iter().filter(|r| r.cc == cc && r.status == Status::Complete).filter_map(|r| r.metrics.as_ref()?.sender_rtt_p50_ms).collect()
+    };
+    let best = ccs
+        .iter()
+        .filter_map(|cc| ccbench_stats::median(&rtts(cc)).map(|m| (cc, m)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(cc, _)| cc.clone());
+    let Some(best) = best else { return Vec::new() };
+    ccs.iter()
+        .filter(|c| **c != best)
+        .filter_map(|other| {
+            let (a, b) = (rtts(other), rtts(&best));
+            // Higher is "better" to compare(); here the higher arm is the worse RTT.
+            (a.len() >= 2 && b.len() >= 2).then(|| ccbench_stats::compare(other, &a, &best, &b, ALPHA, seed))
+        })
+        .collect()
 }
 
 #[cfg(test)]

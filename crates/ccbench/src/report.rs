@@ -50,6 +50,26 @@ fn line(s: &CcSummary, width: usize) -> String {
     out
 }
 
+/// "bbr keeps the sender's median RTT at 0.32× cubic's …" from a comparison of RTTs whose
+/// `b` is the arm with the lower median.
+fn rtt_sentence(c: &ccbench_stats::Comparison) -> String {
+    let p = c.mann_whitney.as_ref().map(|m| fmt_p(m.p_value)).unwrap_or_else(|| "n/a".into());
+    match &c.ratio_ci {
+        Some(ci) if c.significant => format!(
+            "RTT: {} keeps the sender's median RTT at {:.2}× {}'s (95 % CI {:.2}–{:.2}×, p {p}, {} vs {} runs)",
+            c.b,
+            1.0 / ci.ratio,
+            c.a,
+            1.0 / ci.hi,
+            1.0 / ci.lo,
+            c.n_b,
+            c.n_a
+        ),
+        Some(ci) => format!("RTT: no significant difference between {} and {} (ratio {:.2}×, p {p})", c.b, c.a, 1.0 / ci.ratio),
+        None => format!("RTT: no comparison between {} and {}", c.b, c.a),
+    }
+}
+
 /// How flows shared the bottleneck, for a run with several flows.
 fn sharing_lines(s: &CcSummary) -> String {
     let mut out = String::new();
@@ -75,6 +95,9 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
     out.push('\n');
     for c in &result.comparisons {
         let _ = writeln!(out, "  {}", c.sentence(&result.params.metric));
+    }
+    for c in &result.rtt_comparisons {
+        let _ = writeln!(out, "  {}", rtt_sentence(c));
     }
     for s in &result.summary {
         if s.shares.len() > 1 || s.jain_index.is_some() {

@@ -24,6 +24,9 @@ pub struct ExperimentResult {
     pub summary: Vec<CcSummary>,
     /// The best algorithm (highest median goodput) against each other one.
     pub comparisons: Vec<Comparison>,
+    /// The algorithm with the lowest median sender RTT (`b`) against each other one (`a`);
+    /// the ratio is median(a) / median(b), so above 1 means `a` keeps a longer queue.
+    pub rtt_comparisons: Vec<Comparison>,
     /// Every run, in the order it ran.
     pub runs: Vec<RunRecord>,
 }

@@ -178,6 +178,9 @@ fn fmt_ratio(r: f64) -> String {
         format!("{r:.0}")
     } else if a >= 10.0 {
         format!("{r:.1}")
+    } else if (0.95..1.05).contains(&a) {
+        // Near 1 a third decimal keeps a small but significant difference visible.
+        format!("{r:.3}")
     } else if a >= 0.1 || a == 0.0 {
         format!("{r:.2}")
     } else {
@@ -263,7 +266,7 @@ mod tests {
         assert!(ci.lo <= 1.0 && ci.hi >= 1.0);
         let s = c.sentence("goodput");
         assert!(
-            s.starts_with("no significant difference between bbr and cubic (ratio 1.00×, 95 % CI "),
+            s.starts_with("no significant difference between bbr and cubic (ratio 1.005×, 95 % CI "),
             "{s}"
         );
         // u_a = 15 of 25 -> exact two-sided p = 2 · P(U ≤ 10) = 0.690 (scipy)
@@ -314,8 +317,9 @@ mod tests {
         assert_eq!(fmt_level(0.95), "95 %");
         assert_eq!(fmt_level(0.999), "99.9 %");
         assert_eq!(fmt_ratio(14.24), "14.2");
-        assert_eq!(fmt_ratio(1.034), "1.03");
-        assert_eq!(fmt_ratio(0.97), "0.97");
+        assert_eq!(fmt_ratio(1.034), "1.034");
+        assert_eq!(fmt_ratio(0.97), "0.970");
+        assert_eq!(fmt_ratio(1.06), "1.06");
         assert_eq!(fmt_ratio(1.1), "1.10");
         assert_eq!(fmt_ratio(142.4), "142");
         assert_eq!(fmt_ratio(0.0512), "0.0512");
