@@ -183,6 +183,8 @@ fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyho
     let report: PathReport = path.finish();
     let bulk = bulk?;
     let d = &report.down;
+    // Buffer drops within the measured window, as `run` counts them.
+    let window_drops = crate::results::RunMetrics::derive(&crate::workloads::WorkloadResult::Bulk(bulk.clone()), &report, Direction::Download).drops_buffer;
     let unconfigured = [&report.down, &report.up].iter().map(|r| r.tun_tx_dropped + r.tun_rx_dropped + r.malformed + r.write_errors).sum();
     Ok(BenchRow {
         path: if cell.offload { "emulator".into() } else { "emulator, no offload".into() },
@@ -192,7 +194,7 @@ fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyho
         of_rate: cell.rate.map(|r| bulk.goodput_bps / (r as f64 * payload_fraction(mtu))),
         emulator_cpu: Some(report.down.cpu_share + report.up.cpu_share),
         unconfigured_drops: unconfigured,
-        buffer_drops: d.stats.drops_buffer,
+        buffer_drops: window_drops,
         retransmits: retransmits(&bulk),
         delay_error_p50_us: Some(d.lateness.p50_us),
         delay_error_p99_us: Some(d.lateness.p99_us),

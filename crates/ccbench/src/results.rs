@@ -99,7 +99,8 @@ pub struct RunMetrics {
     /// Retransmitted segments / segments sent, over all flows.
     pub retrans_rate: f64,
     pub retrans_segments: u64,
-    /// Drops at the bottleneck on the data's direction, by cause.
+    /// Drops at the bottleneck on the data's direction, by cause, while the workload was
+    /// measured (the path's lifetime totals are under `path`).
     pub drops_loss: u64,
     pub drops_buffer: u64,
     /// Queueing delay at the bottleneck on the data's direction (the path's view of RTT).
@@ -124,6 +125,15 @@ pub struct CcShare {
     pub flows: usize,
     pub goodput_bps: f64,
     pub share: f64,
+}
+
+/// A sample covers the interval before its timestamp, so the one just after the window's end
+/// still holds drops from inside it.
+fn path_sample_slack(d: &ccbench_emu::DirectionReport) -> u64 {
+    match d.series.as_slice() {
+        [a, b, ..] => b.t_us - a.t_us,
+        _ => 0,
+    }
 }
 
 /// Seconds after the last flow joins that are left out of the per-second fairness figures.
@@ -229,6 +239,12 @@ impl RunMetrics {
             WorkloadResult::Objects(o) => (o.content_throughput_bps, Some(o.wall_time_s), o.requests_completed == o.requests_requested && o.errors == 0, o.latency_p50_s, o.latency_p99_s, None),
             WorkloadResult::Page(p) => (p.page_goodput_bps, p.page_load_s, p.page_load_s.is_some() && p.errors == 0, None, None, p.html_ttfb_s),
         };
+        // Count drops only while the workload was measured: after a timed transfer's window
+        // closes, senders keep filling the buffer until their sockets are gone.
+        let (drops_loss, drops_buffer) = match result.window_us() {
+            Some((from, to)) => data_dir.series.iter().filter(|p| p.t_us > from && p.t_us <= to + path_sample_slack(data_dir)).fold((0, 0), |(l, b), p| (l + p.drops_loss, b + p.drops_buffer)),
+            None => (data_dir.stats.drops_loss, data_dir.stats.drops_buffer),
+        };
         RunMetrics {
             score: result.score(),
             goodput_bps,
@@ -241,8 +257,8 @@ impl RunMetrics {
             sender_rtt_p95_ms: q(0.95),
             retrans_rate: if segs > 0 { retrans as f64 / segs as f64 } else { 0.0 },
             retrans_segments: retrans,
-            drops_loss: data_dir.stats.drops_loss,
-            drops_buffer: data_dir.stats.drops_buffer,
+            drops_loss,
+            drops_buffer,
             queue_delay_p50_ms: data_dir.queue_delay.p50_us / 1000.0,
             queue_delay_p95_ms: data_dir.queue_delay.p95_us / 1000.0,
             utilization: data_dir.utilization,

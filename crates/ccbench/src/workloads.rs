@@ -153,6 +153,16 @@ impl WorkloadResult {
         }
     }
 
+    /// When the measured part of the run began and ended, in µs of the run's clock.
+    pub fn window_us(&self) -> Option<(u64, u64)> {
+        let span = |start: u64, secs: f64| (start, start + (secs * 1e6) as u64);
+        match self {
+            WorkloadResult::Bulk(b) => Some(span(b.start_us, b.elapsed_s)),
+            WorkloadResult::Objects(o) => o.start_us.map(|s| span(s, o.wall_time_s)),
+            WorkloadResult::Page(p) => p.start_us.zip(p.page_load_s).map(|(s, t)| span(s, t)),
+        }
+    }
+
     pub fn first_error(&self) -> Option<String> {
         match self {
             WorkloadResult::Bulk(b) => b.flows.iter().find_map(|f| f.error.clone()),

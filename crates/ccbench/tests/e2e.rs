@@ -273,6 +273,14 @@ fn bbr_is_far_ahead_of_cubic_under_random_loss() {
     assert_eq!(c["significant"], true, "comparison: {c}");
     assert_eq!(c["faster"], "bbr");
     assert!(f(&c["ratio_ci"]["lo"]) > 3.0, "bbr should be several times cubic: {c}");
+    // The RTT comparison is there too, with the lower-RTT algorithm as its reference.
+    let r = &v["rtt_comparisons"][0];
+    assert!(r["b"] == "bbr" || r["b"] == "cubic", "{r}");
+    // Drops counted in the measured window are what the senders had to retransmit.
+    for run in v["runs"].as_array().unwrap() {
+        let m = &run["metrics"];
+        assert!(f(&m["drops_loss"]) + f(&m["drops_buffer"]) <= f(&m["retrans_segments"]) * 1.2 + 20.0, "more drops than retransmissions: {m}");
+    }
     // Provenance: every flow's algorithm was read back from the sending socket.
     for run in v["runs"].as_array().unwrap() {
         for flow in run["workload"]["flows"].as_array().unwrap() {
