@@ -100,12 +100,10 @@ pub fn plan(args: &RunArgs) -> Result<Plan, UsageError> {
         return Err(UsageError::new("--timeout", &args.timeout, "at least 1s"));
     }
     let seed = args.seed.unwrap_or_else(rand::random);
-    let path = crate::path::build(&args.path, seed, sample_ns / 1000)?;
     let sample_interval_us = sample_ns / 1000;
-    let timeout_s = timeout_ns as f64 / 1e9;
-    let workload = workload(args, flows, mix, sample_interval_us, timeout_s)?;
-    if workload.is_mix() || matches!(workload, WorkloadSpec::Bulk(_)) {
-    } else if flows > 1 {
+    let path = crate::path::build(&args.path, seed, sample_interval_us)?;
+    let workload = workload(args, flows, mix, sample_interval_us, timeout_ns as f64 / 1e9)?;
+    if flows > 1 && !matches!(workload, WorkloadSpec::Bulk(_)) {
         return Err(UsageError::new("--flows", &args.flows, "--flows only with --workload bulk or file (objects use --concurrency)"));
     }
     Ok(Plan { ccs, runs: args.runs, seed, path, workload })
