@@ -22,6 +22,12 @@ fn pick<'a>(specific: &'a Option<String>, specific_flag: &'static str, general: 
     }
 }
 
+/// Like [`pick`] for flags without a default: the per-direction value, else the general one,
+/// else nothing — with the flag it came from, for error messages.
+fn pick_opt<'a, T>(specific: &'a Option<T>, specific_flag: &'static str, general: &'a Option<T>, general_flag: &'static str) -> Option<(&'a T, &'static str)> {
+    specific.as_ref().map(|v| (v, specific_flag)).or_else(|| general.as_ref().map(|v| (v, general_flag)))
+}
+
 pub fn rate(value: &str, flag: &str) -> Result<Rate, UsageError> {
     let bps = units::parse_rate(value).map_err(|a| UsageError::new(flag, value, a))?;
     match bps {
@@ -215,20 +221,12 @@ pub fn build(args: &PathArgs, seed: u64, sample_interval_us: u64) -> Result<Path
     let buffer_down = buffer(v, f, rate_down, rtt_ns, args.mtu)?;
     let (v, f) = pick(&args.buffer_up, "--buffer-up", &args.buffer, "--buffer");
     let buffer_up = buffer(v, f, rate_up, rtt_ns, args.mtu)?;
-    let pick_path = |specific: &Option<std::path::PathBuf>, flag: &'static str| match (specific, &args.trace) {
-        (Some(p), _) => Some((p.clone(), flag)),
-        (None, Some(p)) => Some((p.clone(), "--trace")),
-        (None, None) => None,
-    };
-    let trace_down = pick_path(&args.trace_down, "--trace-down").map(|(p, f)| trace(&p, f)).transpose()?;
-    let trace_up = pick_path(&args.trace_up, "--trace-up").map(|(p, f)| trace(&p, f)).transpose()?;
-    let opt_pick = |specific: &Option<String>, sf: &'static str, general: &Option<String>, gf: &'static str| -> Option<(String, &'static str)> {
-        specific.clone().map(|v| (v, sf)).or_else(|| general.clone().map(|v| (v, gf)))
-    };
-    let jitter_down = opt_pick(&args.jitter_down, "--jitter-down", &args.jitter, "--jitter").map(|(v, f)| jitter(&v, f)).transpose()?.unwrap_or(Jitter::None);
-    let jitter_up = opt_pick(&args.jitter_up, "--jitter-up", &args.jitter, "--jitter").map(|(v, f)| jitter(&v, f)).transpose()?.unwrap_or(Jitter::None);
-    let policer_down = opt_pick(&args.policer_down, "--policer-down", &args.policer, "--policer").map(|(v, f)| policer(&v, f)).transpose()?;
-    let policer_up = opt_pick(&args.policer_up, "--policer-up", &args.policer, "--policer").map(|(v, f)| policer(&v, f)).transpose()?;
+    let trace_down = pick_opt(&args.trace_down, "--trace-down", &args.trace, "--trace").map(|(p, f)| trace(p, f)).transpose()?;
+    let trace_up = pick_opt(&args.trace_up, "--trace-up", &args.trace, "--trace").map(|(p, f)| trace(p, f)).transpose()?;
+    let jitter_down = pick_opt(&args.jitter_down, "--jitter-down", &args.jitter, "--jitter").map(|(v, f)| jitter(v, f)).transpose()?.unwrap_or(Jitter::None);
+    let jitter_up = pick_opt(&args.jitter_up, "--jitter-up", &args.jitter, "--jitter").map(|(v, f)| jitter(v, f)).transpose()?.unwrap_or(Jitter::None);
+    let policer_down = pick_opt(&args.policer_down, "--policer-down", &args.policer, "--policer").map(|(v, f)| policer(v, f)).transpose()?;
+    let policer_up = pick_opt(&args.policer_up, "--policer-up", &args.policer, "--policer").map(|(v, f)| policer(v, f)).transpose()?;
     let aqm = aqm(&args.aqm)?;
     let (mut schedule_down, mut schedule_up) = (Vec::new(), Vec::new());
     for at in &args.at {
