@@ -6,6 +6,7 @@ mod cli;
 mod doctor;
 mod error;
 mod exec;
+mod html;
 mod experiment;
 mod limits;
 mod path;

@@ -123,7 +123,7 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
         let _ = writeln!(out, "           (see \"suspect\" per run in the JSON; the verdict uses every completed run)");
     }
     if let Some(dir) = location {
-        let _ = writeln!(out, "\nResults   {}", dir.join("result.json").display());
+        let _ = writeln!(out, "\nResults   {} (plots: {})", dir.join("result.json").display(), dir.join("report.html").display());
     }
     out
 }

@@ -265,7 +265,7 @@ fn install_stop() -> anyhow::Result<Arc<AtomicBool>> {
 fn run_plan(plan: &Plan, out: &std::path::Path, stop: &AtomicBool) -> anyhow::Result<(crate::results::ExperimentResult, i32)> {
     std::fs::create_dir_all(out).with_context(|| format!("creating the results directory {}", out.display()))?;
     let tty = std::io::stderr().is_terminal();
-    print!("{}", crate::report::header(&crate::results::Params {
+    let header = crate::report::header(&crate::results::Params {
         ccs: plan.ccs.clone(),
         runs_per_cc: plan.runs,
         seed: plan.seed,
@@ -273,14 +273,18 @@ fn run_plan(plan: &Plan, out: &std::path::Path, stop: &AtomicBool) -> anyhow::Re
         path: plan.path.clone(),
         workload: plan.workload.clone(),
         metric: plan.workload.metric().to_string(),
-    }));
+    });
+    print!("{header}");
     for w in crate::limits::check_path(&plan.path) {
         eprintln!("warning: {w}");
     }
     let result = experiment::execute(plan, stop, &mut Progress { tty, started: std::time::Instant::now() });
     let file = out.join("result.json");
     std::fs::write(&file, serde_json::to_string(&result)?).with_context(|| format!("writing {}", file.display()))?;
-    print!("{}", crate::report::summary(&result, Some(out)));
+    let summary = crate::report::summary(&result, Some(out));
+    print!("{summary}");
+    let html = out.join("report.html");
+    std::fs::write(&html, crate::html::render(&result, &format!("{header}{summary}"))).with_context(|| format!("writing {}", html.display()))?;
     let code = match result.status {
         Status::Complete => 0,
         Status::Interrupted => 130,

@@ -61,6 +61,8 @@ fn run_json(args: &[&str], tag: &str) -> Value {
     let o = ccbench(&full);
     assert!(o.status.success(), "ccbench {full:?} failed: {}\n{}", String::from_utf8_lossy(&o.stderr), String::from_utf8_lossy(&o.stdout));
     let v: Value = serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).expect("result.json")).expect("valid JSON");
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html beside result.json");
+    assert!(html.contains("<svg") && html.contains("Sender's smoothed RTT"), "report.html has no plots");
     let _ = std::fs::remove_dir_all(&out);
     assert_no_leak(&v);
     v
