@@ -80,7 +80,7 @@ pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
         return Err(UsageError::new("--duration", &args.duration, "a duration between 1s and 10min").into());
     }
     let available = ccbench_probe::available_congestion_controls().unwrap_or_default();
-    if !available.iter().any(|a| *a == args.cc) {
+    if !available.contains(&args.cc) {
         return Err(UsageError::new("--cc", &args.cc, format!("one algorithm available on this host: {}", available.join(", "))).into());
     }
     crate::error::require_root("bench")?;

@@ -248,7 +248,7 @@ pub fn build(args: &PathArgs, seed: u64, sample_interval_us: u64) -> Result<Path
             schedule: schedule_down,
             jitter: jitter_down,
             policer: policer_down,
-            aqm: aqm.clone(),
+            aqm,
         },
         up: DirectionConfig { rate: rate_up, delay_ns: delay_up, loss: loss_up, buffer: buffer_up, trace: trace_up, schedule: schedule_up, jitter: jitter_up, policer: policer_up, aqm },
         mtu: args.mtu,

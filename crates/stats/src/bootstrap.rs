@@ -194,6 +194,7 @@ pub struct MedianCi {
 
 /// Percentile bootstrap of `median(xs)` (resampling with replacement, seeded, reproducible).
 /// `None` for empty or non-finite input, a level outside (0, 1) or zero iterations.
+#[allow(clippy::nonminimal_bool)] // written so that a NaN level is rejected too
 pub fn bootstrap_median_ci(xs: &[f64], level: f64, iterations: usize, seed: u64) -> Option<MedianCi> {
     if !all_finite_nonempty(xs) || !(level > 0.0 && level < 1.0) || iterations == 0 {
         return None;
