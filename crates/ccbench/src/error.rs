@@ -45,3 +45,10 @@ pub fn require_root(command: &str) -> Result<(), UsageError> {
     }
     Ok(())
 }
+
+/// Clap's error as one line: its first paragraph names the flag, the value and what is allowed.
+pub fn clap_one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let para: Vec<&str> = text.lines().map(str::trim).take_while(|l| !l.is_empty()).collect();
+    para.join(" ").trim_start_matches("error: ").to_string()
+}

@@ -35,11 +35,7 @@ fn main() {
                 let _ = e.print();
                 std::process::exit(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 });
             }
-            // One line: clap's first paragraph names the flag, the value and what is allowed.
-            let text = e.render().to_string();
-            let para: Vec<&str> = text.lines().map(str::trim).take_while(|l| !l.is_empty()).collect();
-            let line = para.join(" ");
-            eprintln!("ccbench: {} (see ccbench --help)", line.trim_start_matches("error: "));
+            eprintln!("ccbench: {} (see ccbench --help)", error::clap_one_line(&e));
             std::process::exit(2);
         }
     };

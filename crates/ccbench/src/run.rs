@@ -330,11 +330,8 @@ fn run_preset(spec: &str, args: &RunArgs) -> anyhow::Result<i32> {
         let mut argv = vec!["ccbench".to_string(), "run".to_string()];
         argv.extend(c.args.iter().cloned());
         argv.extend(user.iter().cloned());
-        let cli = crate::cli::Cli::try_parse_from(&argv).map_err(|e| {
-            let text = e.render().to_string();
-            let para: Vec<&str> = text.lines().map(str::trim).take_while(|l| !l.is_empty()).collect();
-            UsageError::new("--preset", spec, format!("valid flags in condition {:?}: {}", c.name, para.join(" ").trim_start_matches("error: ")))
-        })?;
+        let cli = crate::cli::Cli::try_parse_from(&argv)
+            .map_err(|e| UsageError::new("--preset", spec, format!("valid flags in condition {:?}: {}", c.name, crate::error::clap_one_line(&e))))?;
         let crate::cli::Command::Run(cargs) = cli.command else { unreachable!("parsed as run") };
         let p = plan(&cargs).map_err(|e| UsageError { flag: format!("{} (preset {}, condition {:?})", e.flag, preset.name, c.name), ..e })?;
         plans.push((c.name.clone(), p));
