@@ -58,7 +58,16 @@ fn parse_list<T>(flag: &str, value: &str, parse: impl Fn(&str) -> Result<T, Stri
 }
 
 fn workload(cc: &str, seconds: f64) -> BulkSpec {
-    BulkSpec { flows: 1, direction: Direction::Download, amount: Amount::Seconds(seconds), cc: cc.to_string(), mix: Vec::new(), port: 5201, sample_interval_us: 10_000, timeout_s: seconds + 30.0 }
+    BulkSpec {
+        flows: 1,
+        direction: Direction::Download,
+        amount: Amount::Seconds(seconds),
+        cc: cc.to_string(),
+        mix: Vec::new(),
+        port: 5201,
+        sample_interval_us: 10_000,
+        timeout_s: seconds + 30.0,
+    }
 }
 
 fn payload_fraction(mtu: u32) -> f64 {
@@ -102,7 +111,14 @@ pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
         }
     }
     for (i, cell) in cells.iter().enumerate() {
-        eprintln!("cell {}/{}: {} at {} ms RTT{}…", i + 1, cells.len(), cell.rate.map(|r| units::fmt_rate(r as f64)).unwrap_or("unlimited".into()), cell.rtt_ns as f64 / 1e6, if cell.offload { "" } else { ", no offload" });
+        eprintln!(
+            "cell {}/{}: {} at {} ms RTT{}…",
+            i + 1,
+            cells.len(),
+            cell.rate.map(|r| units::fmt_rate(r as f64)).unwrap_or("unlimited".into()),
+            cell.rtt_ns as f64 / 1e6,
+            if cell.offload { "" } else { ", no offload" }
+        );
         rows.push(emulator_row(cell, &args.cc, seconds, &stop)?);
     }
     let result = BenchResult { schema: "ccbench.bench.v1", provenance, duration_s: seconds, cc: args.cc.clone(), rows };
@@ -176,7 +192,8 @@ fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyho
         }
     };
     let dir = DirectionConfig { rate, delay_ns: cell.rtt_ns / 2, loss: LossModel::None, buffer, ..Default::default() };
-    let spec = PathSpec { down: dir.clone(), up: dir, mtu, seed: 1, sample_interval_us: 10_000, offload: cell.offload, batch_us: ccbench_emu::DEFAULT_BATCH_US };
+    let spec =
+        PathSpec { down: dir.clone(), up: dir, mtu, seed: 1, sample_interval_us: 10_000, offload: cell.offload, batch_us: ccbench_emu::DEFAULT_BATCH_US };
     let epoch = Instant::now();
     let path = EmulatedPath::start(&spec, epoch)?;
     let (bulk, steal) = steal(|| run_bulk(&path.client, &path.server, SERVER_ADDR, &workload(cc, seconds), epoch, stop));

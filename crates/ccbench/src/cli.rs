@@ -5,7 +5,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
-#[command(name = "ccbench", version, args_override_self = true, about = "Congestion-control test bench: is BBR better than CUBIC on this kind of path, and how sure are we?")]
+#[command(
+    name = "ccbench",
+    version,
+    args_override_self = true,
+    about = "Congestion-control test bench: is BBR better than CUBIC on this kind of path, and how sure are we?"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

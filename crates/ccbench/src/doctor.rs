@@ -38,13 +38,25 @@ pub fn run() -> i32 {
     let root = unsafe { libc::geteuid() } == 0;
     checks.push(check(root, "running as root", if root { "ccbench can create namespaces and TUN devices" } else { "run and exec need root: use sudo" }));
     let tun = std::path::Path::new("/dev/net/tun").exists();
-    checks.push(check(tun, "/dev/net/tun present", if tun { "the userspace emulator can attach to the kernel" } else { "no emulated paths: load the tun module" }));
+    checks.push(check(
+        tun,
+        "/dev/net/tun present",
+        if tun { "the userspace emulator can attach to the kernel" } else { "no emulated paths: load the tun module" },
+    ));
     let ns = if root { Netns::new().ok() } else { None };
-    checks.push(check(ns.is_some(), "network namespaces", if ns.is_some() { "client and server ends can be isolated from the host" } else { "cannot create a network namespace" }));
+    checks.push(check(
+        ns.is_some(),
+        "network namespaces",
+        if ns.is_some() { "client and server ends can be isolated from the host" } else { "cannot create a network namespace" },
+    ));
     let avail = ccbench_probe::available_congestion_controls().unwrap_or_default();
     let allowed = ccbench_probe::allowed_congestion_controls().unwrap_or_default();
     let default = ccbench_probe::default_congestion_control().unwrap_or_default();
-    checks.push(check(!avail.is_empty(), format!("congestion controls available: {}", avail.join(" ")), "these can be compared with --cc (set per socket; the host default is not changed)"));
+    checks.push(check(
+        !avail.is_empty(),
+        format!("congestion controls available: {}", avail.join(" ")),
+        "these can be compared with --cc (set per socket; the host default is not changed)",
+    ));
     checks.push(check(true, format!("allowed for unprivileged sockets: {}", allowed.join(" ")), "matters only to non-root programs; ccbench runs as root"));
     let has_bbr = avail.iter().any(|a| a == "bbr");
     checks.push(check(has_bbr, format!("host default algorithm: {default}"), if has_bbr { "bbr is available" } else { "bbr is not loaded: modprobe tcp_bbr" }));
@@ -61,7 +73,11 @@ pub fn run() -> i32 {
                 (_, true) => "available",
                 (_, false) => "missing",
             };
-            checks.push(check(ok || name == "netem" || name == "fq" || name == "fq_codel", format!("qdisc {name}: {}", if ok { "yes" } else { "no" }), meaning));
+            checks.push(check(
+                ok || name == "netem" || name == "fq" || name == "fq_codel",
+                format!("qdisc {name}: {}", if ok { "yes" } else { "no" }),
+                meaning,
+            ));
         }
     }
     let mut bad = 0;

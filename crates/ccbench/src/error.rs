@@ -36,9 +36,7 @@ pub fn precondition(msg: impl Into<String>) -> UsageError {
 pub fn require_root(command: &str) -> Result<(), UsageError> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return Err(precondition(format!(
-            "ccbench {command} needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to create its network namespaces; run it with sudo"
-        )));
+        return Err(precondition(format!("ccbench {command} needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to create its network namespaces; run it with sudo")));
     }
     if !std::path::Path::new("/dev/net/tun").exists() {
         return Err(precondition("ccbench needs /dev/net/tun (the tun module), which this host lacks"));

@@ -83,7 +83,15 @@ pub fn execute(plan: &Plan, stop: &AtomicBool, observer: &mut dyn Observer) -> E
         status,
         warnings: crate::limits::check_path(&plan.path),
         provenance,
-        params: Params { ccs: plan.ccs.clone(), runs_per_cc: plan.runs, seed: plan.seed, alpha: ALPHA, path: plan.path.clone(), workload: plan.workload.clone(), metric: plan.workload.metric().to_string() },
+        params: Params {
+            ccs: plan.ccs.clone(),
+            runs_per_cc: plan.runs,
+            seed: plan.seed,
+            alpha: ALPHA,
+            path: plan.path.clone(),
+            workload: plan.workload.clone(),
+            metric: plan.workload.metric().to_string(),
+        },
         summary,
         comparisons,
         rtt_comparisons,
@@ -95,7 +103,21 @@ fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord
     let started_at = now_rfc3339();
     // Each run gets its own loss pattern, reproducible from the experiment's seed.
     let path_seed = plan.seed.wrapping_add(u64::from(index).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    let mut record = RunRecord { index, round: slot.round, cc: slot.cc.clone(), status: Status::Failed, error: None, started_at, path_seed, netns_inodes: None, host_cpu_steal_fraction: None, suspect: Vec::new(), metrics: None, workload: None, path: None };
+    let mut record = RunRecord {
+        index,
+        round: slot.round,
+        cc: slot.cc.clone(),
+        status: Status::Failed,
+        error: None,
+        started_at,
+        path_seed,
+        netns_inodes: None,
+        host_cpu_steal_fraction: None,
+        suspect: Vec::new(),
+        metrics: None,
+        workload: None,
+        path: None,
+    };
     let spec = PathSpec { seed: path_seed, ..plan.path.clone() };
     // In a mix every flow names its own algorithm; otherwise the slot's algorithm runs.
     let workload = plan.workload.with_cc(&slot.cc);
@@ -132,16 +154,12 @@ fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord
 
 /// Per-algorithm summaries over completed runs, and the best algorithm against each other.
 pub fn analyse(ccs: &[String], records: &[RunRecord], seed: u64) -> (Vec<CcSummary>, Vec<ccbench_stats::Comparison>) {
-    let metrics_of = |cc: &str| -> Vec<&RunMetrics> {
-        records.iter().filter(|r| r.cc == cc && r.status == Status::Complete).filter_map(|r| r.metrics.as_ref()).collect()
-    };
+    let metrics_of =
+        |cc: &str| -> Vec<&RunMetrics> { records.iter().filter(|r| r.cc == cc && r.status == Status::Complete).filter_map(|r| r.metrics.as_ref()).collect() };
     let summary: Vec<CcSummary> = ccs.iter().map(|cc| CcSummary::of(cc, &metrics_of(cc))).collect();
     let scores = |cc: &str| -> Vec<f64> { metrics_of(cc).iter().filter_map(|m| m.score).collect() };
-    let best = summary
-        .iter()
-        .filter_map(|s| s.score.as_ref().map(|g| (s.cc.as_str(), g.median)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(cc, _)| cc.to_string());
+    let best =
+        summary.iter().filter_map(|s| s.score.as_ref().map(|g| (s.cc.as_str(), g.median))).max_by(|a, b| a.1.total_cmp(&b.1)).map(|(cc, _)| cc.to_string());
     let mut comparisons = Vec::new();
     if let Some(best) = best {
         for other in ccs.iter().filter(|c| **c != best) {
@@ -160,11 +178,7 @@ pub fn compare_rtt(ccs: &[String], records: &[RunRecord], seed: u64) -> Vec<ccbe
     let rtts = |cc: &str| -> Vec<f64> {
         records.iter().filter(|r| r.cc == cc && r.status == Status::Complete).filter_map(|r| r.metrics.as_ref()?.sender_rtt_p50_ms).collect()
     };
-    let best = ccs
-        .iter()
-        .filter_map(|cc| ccbench_stats::median(&rtts(cc)).map(|m| (cc, m)))
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(cc, _)| cc.clone());
+    let best = ccs.iter().filter_map(|cc| ccbench_stats::median(&rtts(cc)).map(|m| (cc, m))).min_by(|a, b| a.1.total_cmp(&b.1)).map(|(cc, _)| cc.clone());
     let Some(best) = best else { return Vec::new() };
     ccs.iter()
         .filter(|c| **c != best)

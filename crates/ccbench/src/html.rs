@@ -64,7 +64,8 @@ fn tick(v: f64) -> String {
 
 /// The completed run of `cc` whose score is the median of its runs.
 fn representative<'a>(result: &'a ExperimentResult, cc: &str) -> Option<&'a RunRecord> {
-    let mut runs: Vec<&RunRecord> = result.runs.iter().filter(|r| r.cc == cc && r.status == Status::Complete && r.metrics.as_ref().and_then(|m| m.score).is_some()).collect();
+    let mut runs: Vec<&RunRecord> =
+        result.runs.iter().filter(|r| r.cc == cc && r.status == Status::Complete && r.metrics.as_ref().and_then(|m| m.score).is_some()).collect();
     runs.sort_by(|a, b| {
         let s = |r: &RunRecord| r.metrics.as_ref().and_then(|m| m.score).unwrap_or(0.0);
         s(a).total_cmp(&s(b))
@@ -113,9 +114,13 @@ pub fn render(result: &ExperimentResult, summary_text: &str) -> String {
     // (an object load has dozens, which would only make a blur).
     let sockets = |r: &RunRecord| -> Vec<(String, Vec<ccbench_probe::Sample>)> {
         match &r.workload {
-            Some(WorkloadResult::Bulk(b)) if b.flows.len() > 1 => b.flows.iter().map(|f| (format!("{} flow {}", f.cc_requested, f.id), f.samples.clone())).collect(),
+            Some(WorkloadResult::Bulk(b)) if b.flows.len() > 1 => {
+                b.flows.iter().map(|f| (format!("{} flow {}", f.cc_requested, f.id), f.samples.clone())).collect()
+            }
             Some(WorkloadResult::Bulk(b)) => b.flows.iter().map(|f| (r.cc.clone(), f.samples.clone())).collect(),
-            Some(WorkloadResult::Objects(o)) => o.connections.first().map(|c| vec![(format!("{} (connection 0)", r.cc), c.samples.clone())]).unwrap_or_default(),
+            Some(WorkloadResult::Objects(o)) => {
+                o.connections.first().map(|c| vec![(format!("{} (connection 0)", r.cc), c.samples.clone())]).unwrap_or_default()
+            }
             Some(WorkloadResult::Page(p)) => p.connections.first().map(|c| vec![(format!("{} (connection 0)", r.cc), c.samples.clone())]).unwrap_or_default(),
             None => Vec::new(),
         }
@@ -124,7 +129,9 @@ pub fn render(result: &ExperimentResult, summary_text: &str) -> String {
         reps.iter()
             .flat_map(|r| {
                 let t0 = start(r);
-                sockets(r).into_iter().map(move |(name, ss)| Series { name, points: ss.iter().map(|s| (s.t_us.saturating_sub(t0) as f64 / 1e6, f(s))).collect() })
+                sockets(r)
+                    .into_iter()
+                    .map(move |(name, ss)| Series { name, points: ss.iter().map(|s| (s.t_us.saturating_sub(t0) as f64 / 1e6, f(s))).collect() })
             })
             .collect()
     };
@@ -149,7 +156,10 @@ pub fn render(result: &ExperimentResult, summary_text: &str) -> String {
                 ccbench_workload::Direction::Download => &r.path.as_ref()?.down,
                 ccbench_workload::Direction::Upload => &r.path.as_ref()?.up,
             };
-            Some(Series { name: r.cc.clone(), points: dir.series.iter().filter(|p| p.t_us >= t0).map(|p| ((p.t_us - t0) as f64 / 1e6, p.queue_delay_max_us / 1000.0)).collect() })
+            Some(Series {
+                name: r.cc.clone(),
+                points: dir.series.iter().filter(|p| p.t_us >= t0).map(|p| ((p.t_us - t0) as f64 / 1e6, p.queue_delay_max_us / 1000.0)).collect(),
+            })
         })
         .collect();
     out.push_str(&chart("Queueing delay at the bottleneck (max per 10 ms, emulator's view)", "seconds", "ms", &queue));

@@ -14,7 +14,9 @@ const SUSPECT_CPU_SHARE: f64 = 0.9;
 const SUSPECT_STEAL: f64 = 0.05;
 
 pub fn capacity_file() -> Option<std::path::PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME").map(std::path::PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")))?;
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")))?;
     Some(base.join("ccbench").join("emulator-capacity.json"))
 }
 

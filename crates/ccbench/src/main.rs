@@ -6,8 +6,8 @@ mod cli;
 mod doctor;
 mod error;
 mod exec;
-mod html;
 mod experiment;
+mod html;
 mod limits;
 mod path;
 mod presets;
@@ -89,6 +89,8 @@ fn trace_text(kind: &cli::TraceKind) -> Result<String, UsageError> {
             let segments = rates.split(',').map(|r| rate("--rates", r.trim()).map(|b| (b, every))).collect::<Result<Vec<_>, _>>()?;
             generate::step(&segments)
         }
-        cli::TraceKind::Cellular { mean, period, seed } => generate::random_walk(&generate::RandomWalk::cellular(rate("--mean", mean)?, ms("--period", period)?), *seed),
+        cli::TraceKind::Cellular { mean, period, seed } => {
+            generate::random_walk(&generate::RandomWalk::cellular(rate("--mean", mean)?, ms("--period", period)?), *seed)
+        }
     })
 }

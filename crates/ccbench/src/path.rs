@@ -91,7 +91,8 @@ fn trace(path: &std::path::Path, flag: &str) -> Result<TraceRate, UsageError> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| UsageError::new(flag, &shown, format!("a readable Mahimahi trace file ({e})")))?;
     let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or(shown.clone());
-    TraceRate::parse(&name, &text).map_err(|e| UsageError::new(flag, &shown, format!("a Mahimahi trace (one millisecond timestamp per line, non-decreasing): {e}")))
+    TraceRate::parse(&name, &text)
+        .map_err(|e| UsageError::new(flag, &shown, format!("a Mahimahi trace (one millisecond timestamp per line, non-decreasing): {e}")))
 }
 
 fn jitter(value: &str, flag: &str) -> Result<Jitter, UsageError> {
@@ -250,7 +251,17 @@ pub fn build(args: &PathArgs, seed: u64, sample_interval_us: u64) -> Result<Path
             policer: policer_down,
             aqm,
         },
-        up: DirectionConfig { rate: rate_up, delay_ns: delay_up, loss: loss_up, buffer: buffer_up, trace: trace_up, schedule: schedule_up, jitter: jitter_up, policer: policer_up, aqm },
+        up: DirectionConfig {
+            rate: rate_up,
+            delay_ns: delay_up,
+            loss: loss_up,
+            buffer: buffer_up,
+            trace: trace_up,
+            schedule: schedule_up,
+            jitter: jitter_up,
+            policer: policer_up,
+            aqm,
+        },
         mtu: args.mtu,
         seed,
         sample_interval_us,
@@ -295,7 +306,9 @@ pub fn describe(d: &DirectionConfig) -> String {
     match d.jitter {
         Jitter::None => {}
         Jitter::Uniform { max_ns, reorder } => out.push_str(&format!(", jitter 0–{}{}", units::fmt_ms(max_ns), if reorder { " (reordering)" } else { "" })),
-        Jitter::Normal { sd_ns, reorder } => out.push_str(&format!(", half-normal jitter sd {}{}", units::fmt_ms(sd_ns), if reorder { " (reordering)" } else { "" })),
+        Jitter::Normal { sd_ns, reorder } => {
+            out.push_str(&format!(", half-normal jitter sd {}{}", units::fmt_ms(sd_ns), if reorder { " (reordering)" } else { "" }))
+        }
     }
     if let Some(p) = &d.policer {
         out.push_str(&format!(", policed at {} (burst {})", units::fmt_rate(p.rate_bps as f64), units::fmt_bytes(p.burst_bytes)));
@@ -306,7 +319,13 @@ pub fn describe(d: &DirectionConfig) -> String {
     for c in &d.schedule {
         let mut what = Vec::new();
         if let Some(r) = c.rate {
-            what.push(format!("rate {}", match r { Rate::Unlimited => "unlimited".into(), Rate::BitsPerSec(b) => units::fmt_rate(b as f64) }));
+            what.push(format!(
+                "rate {}",
+                match r {
+                    Rate::Unlimited => "unlimited".into(),
+                    Rate::BitsPerSec(b) => units::fmt_rate(b as f64),
+                }
+            ));
         }
         if let Some(dl) = c.delay_ns {
             what.push(format!("delay {}", units::fmt_ms(dl)));
@@ -369,7 +388,23 @@ mod tests {
 
     #[test]
     fn link_stages_from_flags() {
-        let spec = build(&args(&["--jitter", "2ms,reorder", "--policer-up", "10mbit:64kib", "--aqm", "codel:target=10ms", "--at", "5s:rate=20mbit,loss=gilbert:p=1%,r=25%", "--at", "9s:delay-down=30ms"]), 1, 10_000).unwrap();
+        let spec = build(
+            &args(&[
+                "--jitter",
+                "2ms,reorder",
+                "--policer-up",
+                "10mbit:64kib",
+                "--aqm",
+                "codel:target=10ms",
+                "--at",
+                "5s:rate=20mbit,loss=gilbert:p=1%,r=25%",
+                "--at",
+                "9s:delay-down=30ms",
+            ]),
+            1,
+            10_000,
+        )
+        .unwrap();
         assert_eq!(spec.down.jitter, Jitter::Uniform { max_ns: 2_000_000, reorder: true });
         assert_eq!(spec.up.policer, Some(Policer { rate_bps: 10_000_000, burst_bytes: 65_536 }));
         assert_eq!(spec.down.policer, None);
@@ -380,7 +415,14 @@ mod tests {
         assert_eq!((first.at_ns, first.rate), (5_000_000_000, Some(Rate::BitsPerSec(20_000_000))));
         assert!(matches!(first.loss, Some(LossModel::GilbertElliott { .. })));
         assert_eq!(spec.down.schedule[1].delay_ns, Some(30_000_000));
-        for bad in [vec!["--jitter", "2 parsecs"], vec!["--policer", "fast"], vec!["--aqm", "red"], vec!["--at", "5s"], vec!["--at", "5s:color=red"], vec!["--trace", "/nonexistent.trace"]] {
+        for bad in [
+            vec!["--jitter", "2 parsecs"],
+            vec!["--policer", "fast"],
+            vec!["--aqm", "red"],
+            vec!["--at", "5s"],
+            vec!["--at", "5s:color=red"],
+            vec!["--trace", "/nonexistent.trace"],
+        ] {
             let flag = bad[0];
             let e = build(&args(&bad), 1, 10_000).unwrap_err();
             assert_eq!(e.flag, flag, "{bad:?}");

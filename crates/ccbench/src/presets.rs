@@ -59,7 +59,11 @@ fn to_args(table: &toml::Table, preset: &str, place: &str, allowed: &[String]) -
             continue;
         }
         if !allowed.iter().any(|a| a == key) {
-            return Err(UsageError::new("--preset", preset, format!("known fields in {place}; {key:?} is not one (fields are run flags without dashes: {})", allowed.join(", "))));
+            return Err(UsageError::new(
+                "--preset",
+                preset,
+                format!("known fields in {place}; {key:?} is not one (fields are run flags without dashes: {})", allowed.join(", ")),
+            ));
         }
         let flag = format!("--{key}");
         let scalar = |v: &toml::Value| -> Result<Option<String>, UsageError> {

@@ -49,12 +49,8 @@ pub fn now_rfc3339() -> String {
 impl HostFacts {
     pub fn collect() -> Self {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let cpu_model = cpuinfo
-            .lines()
-            .find(|l| l.starts_with("model name"))
-            .and_then(|l| l.split_once(':'))
-            .map(|(_, v)| v.trim().to_string())
-            .unwrap_or_default();
+        let cpu_model =
+            cpuinfo.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string()).unwrap_or_default();
         let memory_kib = std::fs::read_to_string("/proc/meminfo")
             .unwrap_or_default()
             .lines()

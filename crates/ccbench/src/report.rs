@@ -2,11 +2,10 @@
 
 use std::fmt::Write as _;
 
-
 use crate::path::describe;
 use crate::results::{CcSummary, ExperimentResult, Status};
-use crate::workloads::WorkloadSpec;
 use crate::units::fmt_rate;
+use crate::workloads::WorkloadSpec;
 
 pub fn header(result_params: &crate::results::Params) -> String {
     let p = result_params;
@@ -76,7 +75,15 @@ fn sharing_lines(s: &CcSummary) -> String {
     let fair = 1.0 / s.shares.iter().map(|x| x.flows).sum::<usize>().max(1) as f64;
     for sh in &s.shares {
         let ci = sh.share_ci.map(|c| format!(" (95 % CI {:.0}–{:.0} %)", c.lo * 100.0, c.hi * 100.0)).unwrap_or_default();
-        let _ = writeln!(out, "  {} ({} flow{}): {:.0} % of the bottleneck{ci}; a fair share would be {:.0} %", sh.cc, sh.flows, if sh.flows == 1 { "" } else { "s" }, sh.share.median * 100.0, fair * sh.flows as f64 * 100.0);
+        let _ = writeln!(
+            out,
+            "  {} ({} flow{}): {:.0} % of the bottleneck{ci}; a fair share would be {:.0} %",
+            sh.cc,
+            sh.flows,
+            if sh.flows == 1 { "" } else { "s" },
+            sh.share.median * 100.0,
+            fair * sh.flows as f64 * 100.0
+        );
     }
     if let Some(j) = &s.jain_index {
         let _ = write!(out, "  Jain's fairness index {:.2} (1 = equal shares; median over {} runs, while all flows were active)", j.median, j.n);
@@ -119,7 +126,15 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
     }
     let suspect: Vec<&crate::results::RunRecord> = result.runs.iter().filter(|r| !r.suspect.is_empty()).collect();
     if !suspect.is_empty() {
-        let _ = writeln!(out, "\n  warning: {} of {} runs are flagged suspect, e.g. run {} ({}): {}", suspect.len(), result.runs.len(), suspect[0].index + 1, suspect[0].cc, suspect[0].suspect.join("; "));
+        let _ = writeln!(
+            out,
+            "\n  warning: {} of {} runs are flagged suspect, e.g. run {} ({}): {}",
+            suspect.len(),
+            result.runs.len(),
+            suspect[0].index + 1,
+            suspect[0].cc,
+            suspect[0].suspect.join("; ")
+        );
         let _ = writeln!(out, "           (see \"suspect\" per run in the JSON; the verdict uses every completed run)");
     }
     if let Some(dir) = location {
@@ -136,7 +151,9 @@ fn headline(s: &CcSummary, workload: &WorkloadSpec) -> String {
             Some(t) => format!("{t:.2} s"),
             None => med(&s.goodput_bps).map(|g| format!("unfinished ({})", fmt_rate(g))).unwrap_or("–".into()),
         },
-        WorkloadSpec::Bulk(_) => med(&s.goodput_bps).map(|g| format!("{} (RTT p95 {:.0} ms)", fmt_rate(g), med(&s.sender_rtt_p95_ms).unwrap_or(0.0))).unwrap_or("–".into()),
+        WorkloadSpec::Bulk(_) => {
+            med(&s.goodput_bps).map(|g| format!("{} (RTT p95 {:.0} ms)", fmt_rate(g), med(&s.sender_rtt_p95_ms).unwrap_or(0.0))).unwrap_or("–".into())
+        }
         WorkloadSpec::Objects(_) => med(&s.goodput_bps).map(|g| format!("{:.1} MB/s", g / 8e6)).unwrap_or("–".into()),
         WorkloadSpec::Page(_) => med(&s.completion_time_s).map(|t| format!("{:.0} ms", t * 1000.0)).unwrap_or("–".into()),
     }

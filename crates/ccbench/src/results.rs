@@ -226,7 +226,8 @@ impl RunMetrics {
         let mut rtts: Vec<f64> = result.samples().iter().filter(|s| s.rtt_us > 0).map(|s| s.rtt_us as f64 / 1000.0).collect();
         rtts.sort_by(f64::total_cmp);
         let q = |p: f64| if rtts.is_empty() { None } else { Some(ccbench_stats::quantile(&rtts, p)) };
-        let (retrans, segs) = result.final_infos().iter().fold((0u64, 0u64), |(r, s), ti| (r + u64::from(ti.total_retrans), s + u64::from(ti.segs_out.unwrap_or(0))));
+        let (retrans, segs) =
+            result.final_infos().iter().fold((0u64, 0u64), |(r, s), ti| (r + u64::from(ti.total_retrans), s + u64::from(ti.segs_out.unwrap_or(0))));
         let (shares, jain_index, jain_per_second) = match result {
             WorkloadResult::Bulk(b) => sharing(b),
             _ => (Vec::new(), None, Vec::new()),
@@ -236,13 +237,24 @@ impl RunMetrics {
                 let done = bulk.flows.iter().map(|f| f.completion_time_s.map(|c| c + f.start_s)).try_fold(0.0f64, |acc, t| t.map(|t| acc.max(t)));
                 (bulk.goodput_bps, done.filter(|_| !bulk.flows.is_empty()), bulk.flows.iter().all(|f| f.completed), None, None, None)
             }
-            WorkloadResult::Objects(o) => (o.content_throughput_bps, Some(o.wall_time_s), o.requests_completed == o.requests_requested && o.errors == 0, o.latency_p50_s, o.latency_p99_s, None),
+            WorkloadResult::Objects(o) => (
+                o.content_throughput_bps,
+                Some(o.wall_time_s),
+                o.requests_completed == o.requests_requested && o.errors == 0,
+                o.latency_p50_s,
+                o.latency_p99_s,
+                None,
+            ),
             WorkloadResult::Page(p) => (p.page_goodput_bps, p.page_load_s, p.page_load_s.is_some() && p.errors == 0, None, None, p.html_ttfb_s),
         };
         // Count drops only while the workload was measured: after a timed transfer's window
         // closes, senders keep filling the buffer until their sockets are gone.
         let (drops_loss, drops_buffer) = match result.window_us() {
-            Some((from, to)) => data_dir.series.iter().filter(|p| p.t_us > from && p.t_us <= to + path_sample_slack(data_dir)).fold((0, 0), |(l, b), p| (l + p.drops_loss, b + p.drops_buffer)),
+            Some((from, to)) => data_dir
+                .series
+                .iter()
+                .filter(|p| p.t_us > from && p.t_us <= to + path_sample_slack(data_dir))
+                .fold((0, 0), |(l, b), p| (l + p.drops_loss, b + p.drops_buffer)),
             None => (data_dir.stats.drops_loss, data_dir.stats.drops_buffer),
         };
         RunMetrics {

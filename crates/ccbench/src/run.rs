@@ -6,8 +6,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::Context;
-use clap::Parser;
 use ccbench_workload::{Amount, BulkSpec, Direction, MixFlow, ObjectMethod, ObjectsSpec, PageModel, PageProtocol, PageSpec};
+use clap::Parser;
 
 use crate::workloads::WorkloadSpec;
 
@@ -121,7 +121,11 @@ fn workload(args: &RunArgs, flows: u32, mix: Vec<MixFlow>, sample_interval_us: u
     let kind = args.workload;
     let only = |flag: &str, value: &Option<String>, allowed: &[WorkloadArg]| -> Result<(), UsageError> {
         match value {
-            Some(v) if !allowed.contains(&kind) => Err(UsageError::new(flag, v, format!("{flag} only with --workload {}", allowed.iter().map(|a| format!("{a:?}").to_lowercase()).collect::<Vec<_>>().join(" or ")))),
+            Some(v) if !allowed.contains(&kind) => Err(UsageError::new(
+                flag,
+                v,
+                format!("{flag} only with --workload {}", allowed.iter().map(|a| format!("{a:?}").to_lowercase()).collect::<Vec<_>>().join(" or ")),
+            )),
             _ => Ok(()),
         }
     };
@@ -176,12 +180,8 @@ fn workload(args: &RunArgs, flows: u32, mix: Vec<MixFlow>, sample_interval_us: u
         }
         WorkloadArg::Page => {
             let name = args.page.clone().unwrap_or_else(|| "news".to_string());
-            let page = if PageModel::builtin_names().contains(&name.as_str()) {
-                PageModel::builtin(&name)
-            } else {
-                PageModel::from_file(&name)
-            }
-            .map_err(|e| UsageError::new("--page", &name, format!("one of {} or a page JSON file ({e})", PageModel::builtin_names().join(", "))))?;
+            let page = if PageModel::builtin_names().contains(&name.as_str()) { PageModel::builtin(&name) } else { PageModel::from_file(&name) }
+                .map_err(|e| UsageError::new("--page", &name, format!("one of {} or a page JSON file ({e})", PageModel::builtin_names().join(", "))))?;
             let protocol = match args.http.as_deref().unwrap_or("1") {
                 "1" | "1.1" => PageProtocol::Http1 { max_connections: number("--max-connections", args.max_connections.as_deref().unwrap_or("6"), 1..=64)? },
                 "2" => {
@@ -214,7 +214,8 @@ fn fmt_left(secs: f64) -> String {
 impl Observer for Progress {
     fn run_started(&mut self, index: usize, total: usize, slot: &Slot) {
         if self.tty {
-            let left = if index > 0 { format!(", {}", fmt_left(self.started.elapsed().as_secs_f64() / index as f64 * (total - index) as f64)) } else { String::new() };
+            let left =
+                if index > 0 { format!(", {}", fmt_left(self.started.elapsed().as_secs_f64() / index as f64 * (total - index) as f64)) } else { String::new() };
             eprint!("\r\x1b[2K  run {}/{}: {} (round {}){left}…", index + 1, total, slot.cc, slot.round + 1);
         }
     }
@@ -363,7 +364,12 @@ fn run_preset(spec: &str, args: &RunArgs) -> anyhow::Result<i32> {
         .map(|(i, (name, r))| serde_json::json!({ "condition": name, "result": format!("{:02}-{}/result.json", i + 1, slug(name)), "status": r.status, "summary": r.summary, "comparisons": r.comparisons }))
         .collect();
     std::fs::create_dir_all(&out)?;
-    std::fs::write(out.join("preset.json"), serde_json::to_string_pretty(&serde_json::json!({ "schema": "ccbench.preset.v1", "preset": preset.name, "description": preset.description, "scenario": preset.scenario, "conditions": index }))?)?;
+    std::fs::write(
+        out.join("preset.json"),
+        serde_json::to_string_pretty(
+            &serde_json::json!({ "schema": "ccbench.preset.v1", "preset": preset.name, "description": preset.description, "scenario": preset.scenario, "conditions": index }),
+        )?,
+    )?;
     println!("Results   {}", out.join("preset.json").display());
     Ok(code)
 }

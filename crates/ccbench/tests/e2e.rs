@@ -117,13 +117,8 @@ fn host_has_no_leftovers() {
 }
 
 fn assert_no_leak(result: &Value) {
-    let inodes: Vec<u64> = result["runs"]
-        .as_array()
-        .expect("runs")
-        .iter()
-        .filter_map(|r| r["netns_inodes"].as_array())
-        .flat_map(|a| a.iter().filter_map(Value::as_u64))
-        .collect();
+    let inodes: Vec<u64> =
+        result["runs"].as_array().expect("runs").iter().filter_map(|r| r["netns_inodes"].as_array()).flat_map(|a| a.iter().filter_map(Value::as_u64)).collect();
     assert!(!inodes.is_empty(), "runs must record their namespace inodes");
     wait_gone(&inodes);
     host_has_no_leftovers();
@@ -162,7 +157,21 @@ fn ping_loss_matches_configured_loss() {
     if !have_root_and(&["ping"]) {
         return;
     }
-    let o = ccbench(&["exec", "--rtt", "2ms", "--loss-down", "20%", "--loss-up", "0", "--seed", "7", "--", "sh", "-c", "ping -n -q -c 800 -i 0.002 -W 1 $CCBENCH_SERVER_ADDR"]);
+    let o = ccbench(&[
+        "exec",
+        "--rtt",
+        "2ms",
+        "--loss-down",
+        "20%",
+        "--loss-up",
+        "0",
+        "--seed",
+        "7",
+        "--",
+        "sh",
+        "-c",
+        "ping -n -q -c 800 -i 0.002 -W 1 $CCBENCH_SERVER_ADDR",
+    ]);
     let text = String::from_utf8_lossy(&o.stdout);
     let line = text.lines().find(|l| l.contains("packet loss")).expect("ping loss line");
     let pct: f64 = line.split(',').find(|p| p.contains("packet loss")).unwrap().trim().split('%').next().unwrap().parse().unwrap();
@@ -248,7 +257,10 @@ fn reno_under_random_loss_follows_mathis() {
     // Loss on data only, a link far faster than the loss allows: the Mathis regime.
     let mut measured = Vec::new();
     for loss in ["1%", "4%"] {
-        let v = run_json(&["--cc", "reno", "--runs", "2", "--rate", "200mbit", "--rtt", "20ms", "--loss-down", loss, "--loss-up", "0", "--duration", "8s", "--seed", "5"], "mathis");
+        let v = run_json(
+            &["--cc", "reno", "--runs", "2", "--rate", "200mbit", "--rtt", "20ms", "--loss-down", loss, "--loss-up", "0", "--duration", "8s", "--seed", "5"],
+            "mathis",
+        );
         let p = f(&v["params"]["path"]["down"]["loss"]["p"]);
         let s = &v["summary"][0];
         let goodput = f(&s["goodput_bps"]["median"]);
@@ -298,7 +310,8 @@ fn result_json_has_time_series_and_provenance() {
     if !have_root_and(&[]) {
         return;
     }
-    let v = run_json(&["--cc", "bbr", "--runs", "1", "--rate", "30mbit", "--rtt", "30ms", "--duration", "2s", "--flows", "2", "--sample-interval", "20ms"], "json");
+    let v =
+        run_json(&["--cc", "bbr", "--runs", "1", "--rate", "30mbit", "--rtt", "30ms", "--duration", "2s", "--flows", "2", "--sample-interval", "20ms"], "json");
     assert_eq!(v["schema"], "ccbench.result.v1");
     assert_eq!(v["status"], "complete");
     let prov = &v["provenance"];
@@ -397,7 +410,17 @@ fn kill_9_leaves_no_namespace_device_or_process() {
     }
     // The server command daemonises a grandchild on purpose: it must die too.
     let mut child = Command::new(BIN)
-        .args(["exec", "--rtt", "10ms", "--server-cmd", "sh -c 'sleep 300 &' ; sleep 300", "--", "sh", "-c", "echo $CCBENCH_CLIENT_NETNS $CCBENCH_SERVER_NETNS; exec sleep 300"])
+        .args([
+            "exec",
+            "--rtt",
+            "10ms",
+            "--server-cmd",
+            "sh -c 'sleep 300 &' ; sleep 300",
+            "--",
+            "sh",
+            "-c",
+            "echo $CCBENCH_CLIENT_NETNS $CCBENCH_SERVER_NETNS; exec sleep 300",
+        ])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -548,7 +571,29 @@ fn objects_workload_completes_every_request_on_reused_connections() {
     if !have_root_and(&[]) {
         return;
     }
-    let v = run_json(&["--workload", "objects", "--requests", "12", "--size", "256kib", "--concurrency", "4", "--method", "put", "--cc", "bbr", "--runs", "1", "--rate", "50mbit", "--rtt", "20ms"], "objects");
+    let v = run_json(
+        &[
+            "--workload",
+            "objects",
+            "--requests",
+            "12",
+            "--size",
+            "256kib",
+            "--concurrency",
+            "4",
+            "--method",
+            "put",
+            "--cc",
+            "bbr",
+            "--runs",
+            "1",
+            "--rate",
+            "50mbit",
+            "--rtt",
+            "20ms",
+        ],
+        "objects",
+    );
     let w = &v["runs"][0]["workload"];
     assert_eq!(w["kind"], "objects");
     assert_eq!(w["requests_completed"], 12);
@@ -584,7 +629,10 @@ fn a_mix_reports_each_algorithms_share_and_fairness() {
     if !have_root_and(&[]) {
         return;
     }
-    let v = run_json(&["--flows", "bbr:1,cubic:2", "--stagger", "1s", "--runs", "1", "--rate", "30mbit", "--rtt", "20ms", "--buffer", "2bdp", "--duration", "8s"], "mix");
+    let v = run_json(
+        &["--flows", "bbr:1,cubic:2", "--stagger", "1s", "--runs", "1", "--rate", "30mbit", "--rtt", "20ms", "--buffer", "2bdp", "--duration", "8s"],
+        "mix",
+    );
     let flows = v["runs"][0]["workload"]["flows"].as_array().unwrap();
     let ccs: Vec<&str> = flows.iter().map(|f| f["cc_read_back"].as_str().unwrap()).collect();
     assert_eq!(ccs, ["bbr", "cubic", "cubic"], "each flow runs its own algorithm, read back from its socket");
@@ -609,7 +657,11 @@ fn a_preset_with_a_bad_field_is_rejected_before_anything_runs() {
     let dir = tempdir("preset");
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("mine.toml");
-    std::fs::write(&file, "description = \"mine\"\n[defaults]\nrate = \"10mbit\"\n[[conditions]]\nname = \"a\"\nloss = \"1%\"\n[[conditions]]\nname = \"b\"\nloss = \"200%\"\n").unwrap();
+    std::fs::write(
+        &file,
+        "description = \"mine\"\n[defaults]\nrate = \"10mbit\"\n[[conditions]]\nname = \"a\"\nloss = \"1%\"\n[[conditions]]\nname = \"b\"\nloss = \"200%\"\n",
+    )
+    .unwrap();
     let out = dir.join("out");
     let o = ccbench(&["run", "--preset", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&o.stderr);

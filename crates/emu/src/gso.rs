@@ -388,7 +388,8 @@ impl Coalescer {
             let pseudo = tcp_pseudo_sum(&ip[12..16], &ip[16..20], (ip_len - 20) as u16);
             ip[36..38].copy_from_slice(&pseudo.to_be_bytes());
             let ecn = if ip[33] & TCP_CWR != 0 { GSO_ECN } else { 0 };
-            VnetHdr { flags: F_NEEDS_CSUM, gso_type: GSO_TCPV4 | ecn, hdr_len: self.hdrs as u16, gso_size: self.mss as u16, csum_start: 20, csum_offset: 16 }.write(vh);
+            VnetHdr { flags: F_NEEDS_CSUM, gso_type: GSO_TCPV4 | ecn, hdr_len: self.hdrs as u16, gso_size: self.mss as u16, csum_start: 20, csum_offset: 16 }
+                .write(vh);
         }
         Some(&self.buf[..len])
     }

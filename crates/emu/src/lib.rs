@@ -35,11 +35,8 @@ pub const TUN_TXQUEUELEN: u32 = 10_000;
 /// Sysctls set inside *our* namespaces (never the host's), recorded in every result.
 /// Metrics caching would carry ssthresh from one run into the next; the buffer limits keep
 /// socket buffers from capping goodput on long fat paths before the emulated link does.
-pub const NAMESPACE_SYSCTLS: &[(&str, &str)] = &[
-    ("net.ipv4.tcp_no_metrics_save", "1"),
-    ("net.ipv4.tcp_rmem", "4096 131072 67108864"),
-    ("net.ipv4.tcp_wmem", "4096 16384 67108864"),
-];
+pub const NAMESPACE_SYSCTLS: &[(&str, &str)] =
+    &[("net.ipv4.tcp_no_metrics_save", "1"), ("net.ipv4.tcp_rmem", "4096 131072 67108864"), ("net.ipv4.tcp_wmem", "4096 16384 67108864")];
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmuError {

@@ -25,15 +25,7 @@ pub(crate) struct Codel {
 
 impl Codel {
     pub(crate) fn new(target: Nanos, interval: Nanos) -> Self {
-        Codel {
-            target,
-            interval,
-            first_above_time: None,
-            drop_next: 0,
-            count: 0,
-            lastcount: 0,
-            dropping: false,
-        }
+        Codel { target, interval, first_above_time: None, drop_next: 0, count: 0, lastcount: 0, dropping: false }
     }
 
     /// The RFC's `dodequeue` verdict (`ok_to_drop`) for a packet leaving

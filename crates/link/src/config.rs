@@ -53,12 +53,7 @@ pub enum LossModel {
     /// state is `p_good_to_bad / (p_good_to_bad + p_bad_to_good)` and the
     /// mean number of consecutive packets seen in the bad state is
     /// `1 / p_bad_to_good`.
-    GilbertElliott {
-        p_good_to_bad: f64,
-        p_bad_to_good: f64,
-        loss_in_good: f64,
-        loss_in_bad: f64,
-    },
+    GilbertElliott { p_good_to_bad: f64, p_bad_to_good: f64, loss_in_good: f64, loss_in_bad: f64 },
 }
 
 /// Capacity of the drop-tail queue in front of the rate server. The packet
@@ -138,10 +133,7 @@ pub enum Aqm {
 impl Aqm {
     /// CoDel with the RFC 8289 defaults (5 ms target, 100 ms interval).
     pub fn codel() -> Aqm {
-        Aqm::Codel {
-            target_ns: CODEL_DEFAULT_TARGET_NS,
-            interval_ns: CODEL_DEFAULT_INTERVAL_NS,
-        }
+        Aqm::Codel { target_ns: CODEL_DEFAULT_TARGET_NS, interval_ns: CODEL_DEFAULT_INTERVAL_NS }
     }
 }
 
@@ -244,12 +236,7 @@ fn check_loss(loss: &LossModel) -> Result<(), LinkConfigError> {
     match *loss {
         LossModel::None => {}
         LossModel::Bernoulli { p } => check_prob("bernoulli.p", p)?,
-        LossModel::GilbertElliott {
-            p_good_to_bad,
-            p_bad_to_good,
-            loss_in_good,
-            loss_in_bad,
-        } => {
+        LossModel::GilbertElliott { p_good_to_bad, p_bad_to_good, loss_in_good, loss_in_bad } => {
             check_prob("gilbert_elliott.p_good_to_bad", p_good_to_bad)?;
             check_prob("gilbert_elliott.p_bad_to_good", p_bad_to_good)?;
             check_prob("gilbert_elliott.loss_in_good", loss_in_good)?;
@@ -274,9 +261,7 @@ impl DirectionConfig {
         }
         if let Some(t) = &self.trace {
             if !t.is_loaded() {
-                return Err(LinkConfigError::TraceNotLoaded {
-                    name: t.name().to_string(),
-                });
+                return Err(LinkConfigError::TraceNotLoaded { name: t.name().to_string() });
             }
         }
         if self.policer.is_some_and(|p| p.rate_bps == 0) {
@@ -307,51 +292,28 @@ mod tests {
 
     #[test]
     fn validate_rejects_bad_values() {
-        let mut c = DirectionConfig {
-            rate: Rate::BitsPerSec(0),
-            ..Default::default()
-        };
+        let mut c = DirectionConfig { rate: Rate::BitsPerSec(0), ..Default::default() };
         assert_eq!(c.validate(), Err(LinkConfigError::ZeroRate));
         c.rate = Rate::mbps(10);
         for p in [-0.1, 1.1, f64::NAN, f64::INFINITY] {
             c.loss = LossModel::Bernoulli { p };
-            assert!(
-                matches!(
-                    c.validate(),
-                    Err(LinkConfigError::InvalidProbability { .. })
-                ),
-                "p={p}"
-            );
+            assert!(matches!(c.validate(), Err(LinkConfigError::InvalidProbability { .. })), "p={p}");
         }
         for p in [0.0, 0.5, 1.0] {
             c.loss = LossModel::Bernoulli { p };
             assert!(c.validate().is_ok());
         }
-        let ge = |a, b, c2, d| LossModel::GilbertElliott {
-            p_good_to_bad: a,
-            p_bad_to_good: b,
-            loss_in_good: c2,
-            loss_in_bad: d,
-        };
+        let ge = |a, b, c2, d| LossModel::GilbertElliott { p_good_to_bad: a, p_bad_to_good: b, loss_in_good: c2, loss_in_bad: d };
         c.loss = ge(0.1, 0.2, 0.0, 1.0);
         assert!(c.validate().is_ok());
-        for bad in [
-            ge(1.5, 0.2, 0.0, 1.0),
-            ge(0.1, -0.2, 0.0, 1.0),
-            ge(0.1, 0.2, f64::NAN, 1.0),
-            ge(0.1, 0.2, 0.0, 2.0),
-        ] {
+        for bad in [ge(1.5, 0.2, 0.0, 1.0), ge(0.1, -0.2, 0.0, 1.0), ge(0.1, 0.2, f64::NAN, 1.0), ge(0.1, 0.2, 0.0, 2.0)] {
             c.loss = bad;
             assert!(c.validate().is_err());
         }
         c.loss = LossModel::None;
         c.buffer = Buffer::Packets(0);
         assert!(c.validate().is_ok());
-        let msg = LinkConfigError::InvalidProbability {
-            field: "bernoulli.p",
-            value: 2.0,
-        }
-        .to_string();
+        let msg = LinkConfigError::InvalidProbability { field: "bernoulli.p", value: 2.0 }.to_string();
         assert!(msg.contains("bernoulli.p"));
     }
 

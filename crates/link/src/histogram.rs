@@ -69,13 +69,7 @@ pub struct DelayHistogram {
 
 impl Default for DelayHistogram {
     fn default() -> Self {
-        DelayHistogram {
-            buckets: vec![0; NUM_BUCKETS],
-            count: 0,
-            sum_ns: 0,
-            min_ns: u64::MAX,
-            max_ns: 0,
-        }
+        DelayHistogram { buckets: vec![0; NUM_BUCKETS], count: 0, sum_ns: 0, min_ns: u64::MAX, max_ns: 0 }
     }
 }
 
@@ -175,13 +169,7 @@ impl From<&DelayHistogram> for HistogramRepr {
             sum_ns: h.sum_ns,
             min_ns: h.min_ns(),
             max_ns: h.max_ns,
-            buckets: h
-                .buckets
-                .iter()
-                .enumerate()
-                .filter(|(_, &c)| c > 0)
-                .map(|(i, &c)| (bucket_bounds(i).0, c))
-                .collect(),
+            buckets: h.buckets.iter().enumerate().filter(|(_, &c)| c > 0).map(|(i, &c)| (bucket_bounds(i).0, c)).collect(),
         }
     }
 }
@@ -201,10 +189,7 @@ impl TryFrom<HistogramRepr> for DelayHistogram {
             total = total.saturating_add(c);
         }
         if total != r.count {
-            return Err(format!(
-                "histogram bucket counts sum to {total}, but count is {}",
-                r.count
-            ));
+            return Err(format!("histogram bucket counts sum to {total}, but count is {}", r.count));
         }
         h.count = r.count;
         h.sum_ns = r.sum_ns;
@@ -273,10 +258,7 @@ mod tests {
         for q in [0.01, 0.1, 0.5, 0.9, 0.99, 0.999] {
             let exact = values[((q * values.len() as f64).ceil() as usize) - 1] as f64;
             let got = h.quantile(q) as f64;
-            assert!(
-                ((got - exact) / exact).abs() <= 0.016,
-                "q={q}: got {got}, exact {exact}"
-            );
+            assert!(((got - exact) / exact).abs() <= 0.016, "q={q}: got {got}, exact {exact}");
         }
         assert_eq!(h.quantile(1.0), *values.last().unwrap());
         assert_eq!(h.quantile(0.0), values[0]);
@@ -337,21 +319,9 @@ mod tests {
         let back = DelayHistogram::try_from(HistogramRepr::from(&empty)).expect("valid repr");
         assert_eq!(back, empty);
 
-        let bad = HistogramRepr {
-            count: 1,
-            sum_ns: 3,
-            min_ns: 3,
-            max_ns: 3,
-            buckets: vec![(3, 1)],
-        };
+        let bad = HistogramRepr { count: 1, sum_ns: 3, min_ns: 3, max_ns: 3, buckets: vec![(3, 1)] };
         assert!(DelayHistogram::try_from(bad).is_err());
-        let inconsistent = HistogramRepr {
-            count: 2,
-            sum_ns: 0,
-            min_ns: 0,
-            max_ns: 0,
-            buckets: vec![(0, 1)],
-        };
+        let inconsistent = HistogramRepr { count: 2, sum_ns: 0, min_ns: 0, max_ns: 0, buckets: vec![(0, 1)] };
         assert!(DelayHistogram::try_from(inconsistent).is_err());
     }
 }

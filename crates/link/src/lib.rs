@@ -58,8 +58,7 @@ mod policer;
 pub mod trace;
 
 pub use config::{
-    Aqm, Buffer, DirectionConfig, Jitter, LinkConfigError, LossModel, Policer, Rate,
-    ScheduledChange, CODEL_DEFAULT_INTERVAL_NS, CODEL_DEFAULT_TARGET_NS,
+    Aqm, Buffer, DirectionConfig, Jitter, LinkConfigError, LossModel, Policer, Rate, ScheduledChange, CODEL_DEFAULT_INTERVAL_NS, CODEL_DEFAULT_TARGET_NS,
 };
 pub use histogram::DelayHistogram;
 pub use link::{Delivery, DropCause, Dropped, Link, LinkStats};

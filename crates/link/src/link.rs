@@ -257,17 +257,10 @@ impl<P> Link<P> {
     /// returns the sorted copy.
     pub fn new(mut cfg: DirectionConfig, seed: u64) -> Self {
         cfg.schedule.sort_by_key(|c| c.at_ns);
-        let delay_line = if cfg.jitter.reorders() {
-            DelayLine::Heap(BinaryHeap::new())
-        } else {
-            DelayLine::Fifo(VecDeque::new())
-        };
+        let delay_line = if cfg.jitter.reorders() { DelayLine::Heap(BinaryHeap::new()) } else { DelayLine::Fifo(VecDeque::new()) };
         let codel = match cfg.aqm {
             Aqm::DropTail => None,
-            Aqm::Codel {
-                target_ns,
-                interval_ns,
-            } => Some(Codel::new(target_ns, interval_ns)),
+            Aqm::Codel { target_ns, interval_ns } => Some(Codel::new(target_ns, interval_ns)),
         };
         Link {
             loss: LossProcess::new(cfg.loss.clone(), seed),
@@ -277,11 +270,7 @@ impl<P> Link<P> {
             queue: VecDeque::new(),
             backlog_bytes: 0,
             server: None,
-            pace: if cfg.trace.is_some() {
-                Pace::Trace
-            } else {
-                Pace::Const(cfg.rate)
-            },
+            pace: if cfg.trace.is_some() { Pace::Trace } else { Pace::Const(cfg.rate) },
             trace: cfg.trace.clone(),
             carry: 0,
             next_opp: 0,
@@ -323,20 +312,14 @@ impl<P> Link<P> {
         if self.loss.lose_next() {
             self.stats.drops_loss += 1;
             self.stats.bytes_dropped_loss += u64::from(len);
-            return Err(Dropped {
-                packet,
-                cause: DropCause::Loss,
-            });
+            return Err(Dropped { packet, cause: DropCause::Loss });
         }
 
         if let Some(p) = &mut self.policer {
             if !p.admit(now, len) {
                 self.stats.drops_policer += 1;
                 self.stats.bytes_dropped_policer += u64::from(len);
-                return Err(Dropped {
-                    packet,
-                    cause: DropCause::Policer,
-                });
+                return Err(Dropped { packet, cause: DropCause::Policer });
             }
         }
 
@@ -353,17 +336,10 @@ impl<P> Link<P> {
             if !fits {
                 self.stats.drops_buffer += 1;
                 self.stats.bytes_dropped_buffer += u64::from(len);
-                return Err(Dropped {
-                    packet,
-                    cause: DropCause::BufferOverflow,
-                });
+                return Err(Dropped { packet, cause: DropCause::BufferOverflow });
             }
         }
-        self.queue.push_back(Waiting {
-            packet,
-            len,
-            arrived_at: now,
-        });
+        self.queue.push_back(Waiting { packet, len, arrived_at: now });
         self.backlog_bytes += u64::from(len);
         if idle {
             self.start_next(now);
@@ -381,9 +357,7 @@ impl<P> Link<P> {
         let d = self.delay_line.pop_due(now)?;
         self.stats.packets_out += 1;
         self.stats.bytes_out += u64::from(d.len);
-        self.stats
-            .queue_delay
-            .record(d.service_start - d.arrived_at);
+        self.stats.queue_delay.record(d.service_start - d.arrived_at);
         Some(d)
     }
 
@@ -428,10 +402,7 @@ impl<P> Link<P> {
             return queued;
         };
         let from_server = if s.finish == Nanos::MAX {
-            self.cfg.schedule[self.next_change..]
-                .iter()
-                .find(|c| c.rate.is_some())
-                .map(|c| c.at_ns)
+            self.cfg.schedule[self.next_change..].iter().find(|c| c.rate.is_some()).map(|c| c.at_ns)
         } else {
             let at = self.delivery_time(s.finish, self.delay_at(s.finish), s.jitter);
             if self.cfg.jitter.reorders() && !self.queue.is_empty() {
@@ -481,18 +452,9 @@ impl<P> Link<P> {
     /// successor's rate.
     fn advance_inner(&mut self, now: Nanos) {
         loop {
-            let change = self
-                .cfg
-                .schedule
-                .get(self.next_change)
-                .map(|c| c.at_ns)
-                .filter(|&t| t <= now);
+            let change = self.cfg.schedule.get(self.next_change).map(|c| c.at_ns).filter(|&t| t <= now);
             // Nanos::MAX marks a stalled server: it never finishes.
-            let finish = self
-                .server
-                .as_ref()
-                .map(|s| s.finish)
-                .filter(|&f| f <= now && f != Nanos::MAX);
+            let finish = self.server.as_ref().map(|s| s.finish).filter(|&f| f <= now && f != Nanos::MAX);
             match (change, finish) {
                 (Some(c), f) if f.is_none_or(|f| c <= f) => self.apply_change(),
                 (_, Some(_)) => self.complete_service(),
@@ -558,16 +520,7 @@ impl<P> Link<P> {
         let delivered_at = self.delivery_time(s.finish, self.delay_ns, s.jitter);
         self.last_delivered = self.last_delivered.max(delivered_at);
         self.seq += 1;
-        self.delay_line.push(
-            self.seq,
-            Delivery {
-                packet: s.packet,
-                len: s.len,
-                arrived_at: s.arrived_at,
-                service_start: s.start,
-                delivered_at,
-            },
-        );
+        self.delay_line.push(self.seq, Delivery { packet: s.packet, len: s.len, arrived_at: s.arrived_at, service_start: s.start, delivered_at });
         self.start_next(s.finish);
     }
 
@@ -577,14 +530,7 @@ impl<P> Link<P> {
             Some(w) => {
                 let finish = self.finish_time(w.len, now);
                 let jitter = self.jitter.sample();
-                self.server = Some(InService {
-                    packet: w.packet,
-                    len: w.len,
-                    arrived_at: w.arrived_at,
-                    start: now,
-                    finish,
-                    jitter,
-                });
+                self.server = Some(InService { packet: w.packet, len: w.len, arrived_at: w.arrived_at, start: now, finish, jitter });
             }
             // An opportunity's leftover credit is lost once nobody waits
             // for it (Mahimahi semantics).
@@ -611,10 +557,7 @@ impl<P> Link<P> {
     fn aqm_drop(&mut self, w: Waiting<P>) {
         self.stats.drops_aqm += 1;
         self.stats.bytes_dropped_aqm += u64::from(w.len);
-        self.dropped.push_back(Dropped {
-            packet: w.packet,
-            cause: DropCause::Aqm,
-        });
+        self.dropped.push_back(Dropped { packet: w.packet, cause: DropCause::Aqm });
     }
 
     /// The RFC 8289 `dequeue`, run when the server becomes free at `now`.
@@ -631,11 +574,7 @@ impl<P> Link<P> {
             if !ok {
                 codel.dropping = false;
             }
-            while self
-                .codel
-                .as_ref()
-                .is_some_and(|c| c.dropping && now >= c.drop_next)
-            {
+            while self.codel.as_ref().is_some_and(|c| c.dropping && now >= c.drop_next) {
                 if let Some(w) = p.take() {
                     self.aqm_drop(w);
                 }

@@ -21,24 +21,14 @@ fn chance(rng: &mut ChaCha8Rng, p: f64) -> bool {
 
 impl LossProcess {
     pub(crate) fn new(model: LossModel, seed: u64) -> Self {
-        LossProcess {
-            model,
-            rng: ChaCha8Rng::seed_from_u64(seed),
-            in_bad: false,
-        }
+        LossProcess { model, rng: ChaCha8Rng::seed_from_u64(seed), in_bad: false }
     }
 
     /// Switches to `model` for the following packets, keeping the RNG
     /// stream. The Markov state only carries over between two
     /// Gilbert–Elliott models; otherwise the chain restarts in good.
     pub(crate) fn set_model(&mut self, model: LossModel) {
-        if !matches!(
-            (&self.model, &model),
-            (
-                LossModel::GilbertElliott { .. },
-                LossModel::GilbertElliott { .. }
-            )
-        ) {
+        if !matches!((&self.model, &model), (LossModel::GilbertElliott { .. }, LossModel::GilbertElliott { .. })) {
             self.in_bad = false;
         }
         self.model = model;
@@ -49,25 +39,12 @@ impl LossProcess {
         match self.model {
             LossModel::None => false,
             LossModel::Bernoulli { p } => chance(&mut self.rng, p),
-            LossModel::GilbertElliott {
-                p_good_to_bad,
-                p_bad_to_good,
-                loss_in_good,
-                loss_in_bad,
-            } => {
-                let flip = if self.in_bad {
-                    p_bad_to_good
-                } else {
-                    p_good_to_bad
-                };
+            LossModel::GilbertElliott { p_good_to_bad, p_bad_to_good, loss_in_good, loss_in_bad } => {
+                let flip = if self.in_bad { p_bad_to_good } else { p_good_to_bad };
                 if chance(&mut self.rng, flip) {
                     self.in_bad = !self.in_bad;
                 }
-                let p = if self.in_bad {
-                    loss_in_bad
-                } else {
-                    loss_in_good
-                };
+                let p = if self.in_bad { loss_in_bad } else { loss_in_good };
                 chance(&mut self.rng, p)
             }
         }
@@ -92,12 +69,7 @@ mod tests {
             let lost = (0..N).filter(|_| lp.lose_next()).count() as f64;
             let n = N as f64;
             let sigma = (n * p * (1.0 - p)).sqrt();
-            assert!(
-                (lost - n * p).abs() <= 4.0 * sigma,
-                "p={p}: lost {lost}, expected {} ± {}",
-                n * p,
-                4.0 * sigma
-            );
+            assert!((lost - n * p).abs() <= 4.0 * sigma, "p={p}: lost {lost}, expected {} ± {}", n * p, 4.0 * sigma);
         }
     }
 
@@ -125,12 +97,7 @@ mod tests {
     /// Samples are autocorrelated, so the bounds use the variance of a
     /// two-state Markov chain's time average rather than the i.i.d. one.
     fn check_ge(p: f64, r: f64, lg: f64, lb: f64, seed: u64) {
-        let model = LossModel::GilbertElliott {
-            p_good_to_bad: p,
-            p_bad_to_good: r,
-            loss_in_good: lg,
-            loss_in_bad: lb,
-        };
+        let model = LossModel::GilbertElliott { p_good_to_bad: p, p_bad_to_good: r, loss_in_good: lg, loss_in_bad: lb };
         let mut lp = LossProcess::new(model, seed);
         let mut bad = 0u64;
         let mut lost = 0u64;
@@ -157,20 +124,12 @@ mod tests {
         let lambda = 1.0 - p - r;
         let var_frac = pi_bad * (1.0 - pi_bad) / n * (1.0 + lambda) / (1.0 - lambda);
         let frac = bad as f64 / n;
-        assert!(
-            (frac - pi_bad).abs() <= 5.0 * var_frac.sqrt(),
-            "bad fraction {frac} vs {pi_bad} (sigma {})",
-            var_frac.sqrt()
-        );
+        assert!((frac - pi_bad).abs() <= 5.0 * var_frac.sqrt(), "bad fraction {frac} vs {pi_bad} (sigma {})", var_frac.sqrt());
 
         // Burst lengths are geometric with mean 1/r, variance (1-r)/r^2.
         let mean_burst = burst_total as f64 / bursts as f64;
         let sigma_burst = ((1.0 - r) / (r * r) / bursts as f64).sqrt();
-        assert!(
-            (mean_burst - 1.0 / r).abs() <= 5.0 * sigma_burst,
-            "mean burst {mean_burst} vs {} (sigma {sigma_burst})",
-            1.0 / r
-        );
+        assert!((mean_burst - 1.0 / r).abs() <= 5.0 * sigma_burst, "mean burst {mean_burst} vs {} (sigma {sigma_burst})", 1.0 / r);
 
         // Loss = (martingale noise given the states) + (noise from the state
         // occupancy, scaled by how much the states differ).
@@ -178,11 +137,7 @@ mod tests {
         let within = (pi_bad * lb * (1.0 - lb) + (1.0 - pi_bad) * lg * (1.0 - lg)) / n;
         let var_loss = within + (lb - lg).powi(2) * var_frac;
         let ratio = lost as f64 / n;
-        assert!(
-            (ratio - expect).abs() <= 5.0 * var_loss.sqrt(),
-            "loss {ratio} vs {expect} (sigma {})",
-            var_loss.sqrt()
-        );
+        assert!((ratio - expect).abs() <= 5.0 * var_loss.sqrt(), "loss {ratio} vs {expect} (sigma {})", var_loss.sqrt());
     }
 
     #[test]
@@ -196,12 +151,7 @@ mod tests {
     fn gilbert_elliott_transition_happens_before_loss() {
         // Entering the bad state on the very first packet must already
         // apply the bad-state loss probability to that packet.
-        let model = LossModel::GilbertElliott {
-            p_good_to_bad: 1.0,
-            p_bad_to_good: 0.0,
-            loss_in_good: 0.0,
-            loss_in_bad: 1.0,
-        };
+        let model = LossModel::GilbertElliott { p_good_to_bad: 1.0, p_bad_to_good: 0.0, loss_in_good: 0.0, loss_in_bad: 1.0 };
         let mut lp = LossProcess::new(model, 9);
         assert!(lp.lose_next());
         assert!(lp.in_bad_state());

@@ -18,12 +18,7 @@ pub(crate) struct TokenBucket {
 impl TokenBucket {
     pub(crate) fn new(p: Policer) -> Self {
         let cap = u128::from(p.burst_bytes) * 8 * NS_PER_SEC;
-        TokenBucket {
-            rate: u128::from(p.rate_bps),
-            cap,
-            tokens: cap,
-            last: 0,
-        }
+        TokenBucket { rate: u128::from(p.rate_bps), cap, tokens: cap, last: 0 }
     }
 
     /// Refills up to `now` and takes `len` bytes if they are all there. A
@@ -50,10 +45,7 @@ mod tests {
     #[test]
     fn refill_is_exact_and_capped() {
         // 8 kbit/s = 1 byte per ms.
-        let mut b = TokenBucket::new(Policer {
-            rate_bps: 8_000,
-            burst_bytes: 10,
-        });
+        let mut b = TokenBucket::new(Policer { rate_bps: 8_000, burst_bytes: 10 });
         assert!(b.admit(0, 10));
         assert!(!b.admit(0, 1));
         // 3.999999 ms: not yet 4 bytes.

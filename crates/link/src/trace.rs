@@ -40,14 +40,19 @@ pub enum TraceError {
     /// No timestamp at all (blank lines are ignored).
     Empty,
     /// Lines are 1-based.
-    NotANumber { line: usize, text: String },
+    NotANumber {
+        line: usize,
+        text: String,
+    },
     Decreasing {
         line: usize,
         value: u64,
         previous: u64,
     },
     /// The last timestamp is 0, so the trace would loop with period 0.
-    ZeroPeriod { line: usize },
+    ZeroPeriod {
+        line: usize,
+    },
 }
 
 impl fmt::Display for TraceError {
@@ -55,23 +60,10 @@ impl fmt::Display for TraceError {
         match self {
             TraceError::Empty => write!(f, "trace has no delivery opportunities"),
             TraceError::NotANumber { line, text } => {
-                write!(
-                    f,
-                    "line {line}: expected a millisecond timestamp, got {text:?}"
-                )
+                write!(f, "line {line}: expected a millisecond timestamp, got {text:?}")
             }
-            TraceError::Decreasing {
-                line,
-                value,
-                previous,
-            } => write!(
-                f,
-                "line {line}: timestamp {value} is smaller than the previous one ({previous})"
-            ),
-            TraceError::ZeroPeriod { line } => write!(
-                f,
-                "line {line}: the last timestamp must be greater than 0 (it is the loop period)"
-            ),
+            TraceError::Decreasing { line, value, previous } => write!(f, "line {line}: timestamp {value} is smaller than the previous one ({previous})"),
+            TraceError::ZeroPeriod { line } => write!(f, "line {line}: the last timestamp must be greater than 0 (it is the loop period)"),
         }
     }
 }
@@ -101,17 +93,10 @@ impl TraceRate {
             if s.is_empty() {
                 continue;
             }
-            let value: u64 = s.parse().map_err(|_| TraceError::NotANumber {
-                line,
-                text: s.to_string(),
-            })?;
+            let value: u64 = s.parse().map_err(|_| TraceError::NotANumber { line, text: s.to_string() })?;
             if let Some(&previous) = times.last() {
                 if value < previous {
-                    return Err(TraceError::Decreasing {
-                        line,
-                        value,
-                        previous,
-                    });
+                    return Err(TraceError::Decreasing { line, value, previous });
                 }
             }
             times.push(value);
@@ -121,12 +106,7 @@ impl TraceRate {
         if period_ms == 0 {
             return Err(TraceError::ZeroPeriod { line: last_line });
         }
-        Ok(TraceRate {
-            name: name.to_string(),
-            period_ms,
-            opportunities: times.len(),
-            times_ms: times.into(),
-        })
+        Ok(TraceRate { name: name.to_string(), period_ms, opportunities: times.len(), times_ms: times.into() })
     }
 
     pub fn name(&self) -> &str {
@@ -151,8 +131,7 @@ impl TraceRate {
 
     /// Long-run capacity in bit/s.
     pub fn mean_bps(&self) -> f64 {
-        self.opportunities as f64 * f64::from(OPPORTUNITY_BYTES) * 8.0 * 1000.0
-            / self.period_ms as f64
+        self.opportunities as f64 * f64::from(OPPORTUNITY_BYTES) * 8.0 * 1000.0 / self.period_ms as f64
     }
 
     /// Global index of the first opportunity strictly after `t`. Opportunity
@@ -172,8 +151,7 @@ impl TraceRate {
     /// `Nanos::MAX`, which the server reads as "never".
     pub(crate) fn time_of(&self, j: u64) -> Nanos {
         let n = self.times_ms.len() as u64;
-        let ms = u128::from(j / n) * u128::from(self.period_ms)
-            + u128::from(self.times_ms[(j % n) as usize]);
+        let ms = u128::from(j / n) * u128::from(self.period_ms) + u128::from(self.times_ms[(j % n) as usize]);
         u64::try_from(ms * u128::from(NS_PER_MS)).unwrap_or(Nanos::MAX)
     }
 }
@@ -205,12 +183,7 @@ pub mod generate {
 
     impl Emitter {
         fn new() -> Self {
-            Emitter {
-                out: String::new(),
-                acc: 0,
-                ms: 0,
-                last_emitted: 0,
-            }
+            Emitter { out: String::new(), acc: 0, ms: 0, last_emitted: 0 }
         }
 
         fn emit(&mut self) {
@@ -347,38 +320,11 @@ mod tests {
     fn parse_errors_name_the_line() {
         assert_eq!(TraceRate::parse("x", ""), Err(TraceError::Empty));
         assert_eq!(TraceRate::parse("x", "\n \n"), Err(TraceError::Empty));
-        assert_eq!(
-            TraceRate::parse("x", "1\n2\nabc\n"),
-            Err(TraceError::NotANumber {
-                line: 3,
-                text: "abc".into()
-            })
-        );
-        assert_eq!(
-            TraceRate::parse("x", "1\n-2\n"),
-            Err(TraceError::NotANumber {
-                line: 2,
-                text: "-2".into()
-            })
-        );
-        assert_eq!(
-            TraceRate::parse("x", "1\n5\n\n4\n"),
-            Err(TraceError::Decreasing {
-                line: 4,
-                value: 4,
-                previous: 5
-            })
-        );
-        assert_eq!(
-            TraceRate::parse("x", "0\n0\n"),
-            Err(TraceError::ZeroPeriod { line: 2 })
-        );
-        let msg = TraceError::Decreasing {
-            line: 4,
-            value: 4,
-            previous: 5,
-        }
-        .to_string();
+        assert_eq!(TraceRate::parse("x", "1\n2\nabc\n"), Err(TraceError::NotANumber { line: 3, text: "abc".into() }));
+        assert_eq!(TraceRate::parse("x", "1\n-2\n"), Err(TraceError::NotANumber { line: 2, text: "-2".into() }));
+        assert_eq!(TraceRate::parse("x", "1\n5\n\n4\n"), Err(TraceError::Decreasing { line: 4, value: 4, previous: 5 }));
+        assert_eq!(TraceRate::parse("x", "0\n0\n"), Err(TraceError::ZeroPeriod { line: 2 }));
+        let msg = TraceError::Decreasing { line: 4, value: 4, previous: 5 }.to_string();
         assert!(msg.starts_with("line 4:"), "{msg}");
     }
 
@@ -402,10 +348,7 @@ mod tests {
         let t = TraceRate::parse("const.trace", &text).expect("valid");
         assert_eq!(t.opportunities(), 10_000);
         let json = serde_json::to_string(&t).expect("serializes");
-        assert_eq!(
-            json,
-            r#"{"name":"const.trace","period_ms":10000,"opportunities":10000}"#
-        );
+        assert_eq!(json, r#"{"name":"const.trace","period_ms":10000,"opportunities":10000}"#);
         let back: TraceRate = serde_json::from_str(&json).expect("deserializes");
         assert!(!back.is_loaded());
         assert_eq!(back.period_ms(), 10_000);

@@ -67,10 +67,7 @@ impl Netns {
     /// Runs `f` on a new thread that has entered this namespace, and returns its result.
     /// Sockets, TUN devices and sysctl writes made inside `f` belong to this namespace, and
     /// keep belonging to it when used from any other thread afterwards.
-    pub fn run<T: Send, E: From<NetnsError> + Send>(
-        &self,
-        f: impl FnOnce() -> Result<T, E> + Send,
-    ) -> Result<T, E> {
+    pub fn run<T: Send, E: From<NetnsError> + Send>(&self, f: impl FnOnce() -> Result<T, E> + Send) -> Result<T, E> {
         let fd = self.fd.as_raw_fd();
         on_fresh_thread(move || {
             enter(fd).map_err(E::from)?;
@@ -84,8 +81,7 @@ impl Netns {
         let value = value.to_string();
         self.run(move || {
             let path = format!("/proc/sys/{}", key.replace('.', "/"));
-            std::fs::write(&path, value.as_bytes())
-                .map_err(|source| NetnsError::Sysctl { key: key.clone(), source })
+            std::fs::write(&path, value.as_bytes()).map_err(|source| NetnsError::Sysctl { key: key.clone(), source })
         })
     }
 
@@ -94,9 +90,7 @@ impl Netns {
         let key = key.to_string();
         self.run(move || {
             let path = format!("/proc/sys/{}", key.replace('.', "/"));
-            std::fs::read_to_string(&path)
-                .map(|s| s.trim().to_string())
-                .map_err(|source| NetnsError::Sysctl { key: key.clone(), source })
+            std::fs::read_to_string(&path).map(|s| s.trim().to_string()).map_err(|source| NetnsError::Sysctl { key: key.clone(), source })
         })
     }
 
@@ -209,11 +203,7 @@ fn enter(fd: i32) -> Result<(), NetnsError> {
 /// Namespace changes are per thread; doing them on a throwaway thread keeps every long-lived
 /// thread of ccbench (including main) in the host namespace, where it started.
 fn on_fresh_thread<T: Send, E: From<NetnsError> + Send>(f: impl FnOnce() -> Result<T, E> + Send) -> Result<T, E> {
-    std::thread::scope(|s| {
-        s.spawn(f)
-            .join()
-            .unwrap_or_else(|_| Err(E::from(NetnsError::Io(io::Error::other("namespace worker thread panicked")))))
-    })
+    std::thread::scope(|s| s.spawn(f).join().unwrap_or_else(|_| Err(E::from(NetnsError::Io(io::Error::other("namespace worker thread panicked"))))))
 }
 
 #[cfg(test)]
@@ -255,7 +245,11 @@ mod tests {
         let _tun = ns.add_tun("ccbt0", Ipv4Addr::new(10, 99, 0, 1), 24, 1500, 1000, true).unwrap();
         assert_eq!(ns.dev_counters("ccbt0").unwrap().tx_dropped, 0);
         let inside: bool = ns
-            .run(|| Ok::<_, NetnsError>(std::path::Path::new("/proc/thread-self/net/dev").exists() && std::fs::read_to_string("/proc/thread-self/net/dev")?.contains("ccbt0")))
+            .run(|| {
+                Ok::<_, NetnsError>(
+                    std::path::Path::new("/proc/thread-self/net/dev").exists() && std::fs::read_to_string("/proc/thread-self/net/dev")?.contains("ccbt0"),
+                )
+            })
             .unwrap();
         assert!(inside);
         let host_dev = std::fs::read_to_string("/proc/thread-self/net/dev").unwrap();

@@ -32,14 +32,7 @@ pub struct NsChild {
 ///
 /// Must be called from a thread that outlives the child: the kernel's parent-death signal
 /// fires when the *thread* that forked exits, not the process.
-pub fn spawn_in(
-    ns: &Netns,
-    exe: &Path,
-    argv: &[OsString],
-    envs: &[(String, String)],
-    stdout: Stdio,
-    stderr: Stdio,
-) -> io::Result<NsChild> {
+pub fn spawn_in(ns: &Netns, exe: &Path, argv: &[OsString], envs: &[(String, String)], stdout: Stdio, stderr: Stdio) -> io::Result<NsChild> {
     if argv.is_empty() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
     }
@@ -185,8 +178,6 @@ pub fn exit_code(status: ExitStatus) -> i32 {
 /// True once some process in the namespace of `pid` listens on a TCP port (IPv4 or IPv6).
 pub fn has_tcp_listener(pid: u32) -> bool {
     ["tcp", "tcp6"].iter().any(|f| {
-        std::fs::read_to_string(format!("/proc/{pid}/net/{f}"))
-            .map(|t| t.lines().skip(1).any(|l| l.split_whitespace().nth(3) == Some("0A")))
-            .unwrap_or(false)
+        std::fs::read_to_string(format!("/proc/{pid}/net/{f}")).map(|t| t.lines().skip(1).any(|l| l.split_whitespace().nth(3) == Some("0A"))).unwrap_or(false)
     })
 }

@@ -24,12 +24,8 @@ impl Tun {
     /// may hand over TCP/IPv4 superframes of up to 64 KB (TSO) with checksums left partial:
     /// one read instead of forty-four, which is what lets userspace keep up at gigabit rates.
     pub fn create(name: &str, offload: bool) -> Result<Self, NetnsError> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open("/dev/net/tun")
-            .map_err(NetnsError::TunOpen)?;
+        let file =
+            OpenOptions::new().read(true).write(true).custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC).open("/dev/net/tun").map_err(NetnsError::TunOpen)?;
         let mut req = IfReq::new(name)?;
         req.data.flags = sys::IFF_TUN | sys::IFF_NO_PI | if offload { sys::IFF_VNET_HDR } else { 0 };
         let wrap = |source| NetnsError::Iface { name: name.to_string(), source };

@@ -61,14 +61,8 @@ const TCP_CA_NAME_MAX: usize = 16;
 ///
 /// # Safety
 /// `buf` must be valid for writes of `len` bytes.
-unsafe fn getsockopt_tcp(
-    fd: BorrowedFd<'_>,
-    opt: libc::c_int,
-    buf: *mut c_void,
-    len: usize,
-) -> io::Result<usize> {
-    let mut optlen = libc::socklen_t::try_from(len)
-        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+unsafe fn getsockopt_tcp(fd: BorrowedFd<'_>, opt: libc::c_int, buf: *mut c_void, len: usize) -> io::Result<usize> {
+    let mut optlen = libc::socklen_t::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // SAFETY: caller guarantees buf/len; optlen is a live local.
     let rc = unsafe { libc::getsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, opt, buf, &mut optlen) };
     if rc != 0 {
@@ -102,22 +96,11 @@ pub fn set_congestion<F: AsFd>(fd: F, name: &str) -> io::Result<()> {
     // The kernel copies at most TCP_CA_NAME_MAX-1 bytes, so a longer name
     // would silently select a *different* (truncated) algorithm. Refuse.
     if name.len() >= TCP_CA_NAME_MAX || name.as_bytes().contains(&0) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "congestion control name must be < 16 bytes and contain no NUL",
-        ));
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "congestion control name must be < 16 bytes and contain no NUL"));
     }
     let fd = fd.as_fd();
     // SAFETY: pointer/len describe the borrowed &str, valid for the call.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            name.as_ptr().cast(),
-            name.len() as libc::socklen_t,
-        )
-    };
+    let rc = unsafe { libc::setsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_ptr().cast(), name.len() as libc::socklen_t) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -329,14 +312,7 @@ pub fn tcp_info_raw<F: AsFd>(fd: F) -> io::Result<(RawTcpInfo, usize)> {
     let mut raw = RawTcpInfo::default();
     // SAFETY: raw is a live, plain-integer repr(C) struct of the given size;
     // any byte pattern the kernel writes is a valid value.
-    let len = unsafe {
-        getsockopt_tcp(
-            fd.as_fd(),
-            libc::TCP_INFO,
-            (&mut raw as *mut RawTcpInfo).cast(),
-            size_of::<RawTcpInfo>(),
-        )?
-    };
+    let len = unsafe { getsockopt_tcp(fd.as_fd(), libc::TCP_INFO, (&mut raw as *mut RawTcpInfo).cast(), size_of::<RawTcpInfo>())? };
     Ok((raw, len))
 }
 
@@ -345,7 +321,7 @@ pub fn tcp_info_raw<F: AsFd>(fd: F) -> io::Result<(RawTcpInfo, usize)> {
 /// newer than this mirror; the extra tail is then simply not decoded.
 pub fn kernel_tcp_info_size<F: AsFd>(fd: F) -> io::Result<usize> {
     let mut buf = [0u64; 128]; // 1 KiB, 8-aligned like the real struct
-    // SAFETY: buf is a live local of exactly the length passed.
+                               // SAFETY: buf is a live local of exactly the length passed.
     unsafe { getsockopt_tcp(fd.as_fd(), libc::TCP_INFO, buf.as_mut_ptr().cast(), size_of_val(&buf)) }
 }
 
@@ -545,16 +521,7 @@ pub mod bbr_gain {
     /// `bbr_cwnd_gain = BBR_UNIT * 2` = 512, used in PROBE_BW.
     pub const CWND: u32 = UNIT * 2;
     /// `bbr_pacing_gain[]`, the PROBE_BW cycle: 1.25, 0.75, then six × 1.0.
-    pub const PACING_CYCLE: [u32; 8] = [
-        UNIT * 5 / 4,
-        UNIT * 3 / 4,
-        UNIT,
-        UNIT,
-        UNIT,
-        UNIT,
-        UNIT,
-        UNIT,
-    ];
+    pub const PACING_CYCLE: [u32; 8] = [UNIT * 5 / 4, UNIT * 3 / 4, UNIT, UNIT, UNIT, UNIT, UNIT, UNIT];
 }
 
 /// BBRv1 state machine mode, inferred from the gains the kernel reports (the
@@ -686,13 +653,7 @@ pub fn cc_info<F: AsFd>(fd: F) -> io::Result<Option<CcInfo>> {
     // BBR variants out of tree keep the v1 prefix of tcp_bbr_info, so any
     // "bbr*" with >= 20 bytes decodes; non-v1 gains then map to Unknown.
     if name.starts_with(b"bbr") && len >= 20 {
-        return Ok(Some(CcInfo::Bbr(BbrInfo::from_raw(
-            ne_u32(&bytes, 0),
-            ne_u32(&bytes, 4),
-            ne_u32(&bytes, 8),
-            ne_u32(&bytes, 12),
-            ne_u32(&bytes, 16),
-        ))));
+        return Ok(Some(CcInfo::Bbr(BbrInfo::from_raw(ne_u32(&bytes, 0), ne_u32(&bytes, 4), ne_u32(&bytes, 8), ne_u32(&bytes, 12), ne_u32(&bytes, 16)))));
     }
     if name == b"dctcp" && len >= 16 {
         let enabled = u16::from_ne_bytes([bytes[0], bytes[1]]);
@@ -723,10 +684,7 @@ pub fn cc_info<F: AsFd>(fd: F) -> io::Result<Option<CcInfo>> {
 // ---------------------------------------------------------------------------
 
 fn read_proc_words(path: &str) -> io::Result<Vec<String>> {
-    Ok(std::fs::read_to_string(path)?
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect())
+    Ok(std::fs::read_to_string(path)?.split_whitespace().map(str::to_owned).collect())
 }
 
 fn read_proc_word(path: &str) -> io::Result<String> {
@@ -898,12 +856,7 @@ mod tests {
 
     #[test]
     fn short_kernel_struct_yields_none() {
-        let raw = RawTcpInfo {
-            tcpi_rtt: 10,
-            tcpi_pacing_rate: 5,
-            tcpi_snd_wnd: 7,
-            ..Default::default()
-        };
+        let raw = RawTcpInfo { tcpi_rtt: 10, tcpi_pacing_rate: 5, tcpi_snd_wnd: 7, ..Default::default() };
         // 5.3-sized struct: ends after tcpi_reord_seen (224 bytes).
         let ti = TcpInfo::from_raw(&raw, 224);
         assert_eq!(ti.rtt_us, 10);
@@ -916,11 +869,7 @@ mod tests {
         assert_eq!(ti.pacing_rate_bps, None);
         assert_eq!(ti.segs_out, None);
         // Full struct; ~0 pacing stays "unlimited" after conversion.
-        let raw = RawTcpInfo {
-            tcpi_max_pacing_rate: u64::MAX,
-            tcpi_min_rtt: u32::MAX,
-            ..raw
-        };
+        let raw = RawTcpInfo { tcpi_max_pacing_rate: u64::MAX, tcpi_min_rtt: u32::MAX, ..raw };
         let ti = TcpInfo::from_raw(&raw, RAW_TCP_INFO_SIZE);
         assert_eq!(ti.max_pacing_rate_bps, Some(u64::MAX));
         assert_eq!(ti.min_rtt_us, None);
@@ -930,14 +879,7 @@ mod tests {
 
     #[test]
     fn mode_serializes_screaming_snake() {
-        let s = serde_json::to_string(&[
-            BbrMode::Startup,
-            BbrMode::Drain,
-            BbrMode::ProbeBw,
-            BbrMode::ProbeRtt,
-            BbrMode::Unknown,
-        ])
-        .unwrap();
+        let s = serde_json::to_string(&[BbrMode::Startup, BbrMode::Drain, BbrMode::ProbeBw, BbrMode::ProbeRtt, BbrMode::Unknown]).unwrap();
         assert_eq!(s, r#"["STARTUP","DRAIN","PROBE_BW","PROBE_RTT","UNKNOWN"]"#);
     }
 }

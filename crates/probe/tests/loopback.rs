@@ -100,10 +100,7 @@ fn struct_size_matches_kernel() {
     // On the 6.18 kernel this mirror was written against, sizes agree
     // exactly; a newer kernel may be longer, never an older-layout mismatch
     // that is not a known struct size.
-    assert!(
-        [104, 120, 144, 160, 168, 192, 200, 224, 232, 240, 248, 280].contains(&filled),
-        "unexpected tcp_info size {filled}"
-    );
+    assert!([104, 120, 144, 160, 168, 192, 200, 224, 232, 240, 248, 280].contains(&filled), "unexpected tcp_info size {filled}");
     eprintln!("kernel struct tcp_info = {kernel} bytes, mirror = {RAW_TCP_INFO_SIZE}");
 }
 
@@ -157,13 +154,7 @@ fn bbr_cc_info_after_transfer() {
     eprintln!("{bbr:?}");
     assert!(bbr.bw_bps > 0);
     assert!(bbr.min_rtt_us > 0 && bbr.min_rtt_us != u32::MAX);
-    assert!(
-        matches!(
-            bbr.mode,
-            BbrMode::Startup | BbrMode::Drain | BbrMode::ProbeBw | BbrMode::ProbeRtt
-        ),
-        "v1 gains must map to a known mode: {bbr:?}"
-    );
+    assert!(matches!(bbr.mode, BbrMode::Startup | BbrMode::Drain | BbrMode::ProbeBw | BbrMode::ProbeRtt), "v1 gains must map to a known mode: {bbr:?}");
 }
 
 #[test]

@@ -47,13 +47,7 @@ impl RatioCi {
 ///
 /// Resamples whose `median(b)` is exactly 0 are skipped (counted in
 /// [`RatioCi::skipped`]) rather than producing infinite ratios.
-pub fn bootstrap_ratio_ci(
-    a: &[f64],
-    b: &[f64],
-    level: f64,
-    iterations: usize,
-    seed: u64,
-) -> Option<RatioCi> {
+pub fn bootstrap_ratio_ci(a: &[f64], b: &[f64], level: f64, iterations: usize, seed: u64) -> Option<RatioCi> {
     if !all_finite_nonempty(a) || !all_finite_nonempty(b) {
         return None;
     }
@@ -84,14 +78,7 @@ pub fn bootstrap_ratio_ci(
     let skipped = iterations - ratios.len();
     ratios.sort_unstable_by(f64::total_cmp);
     let tail = (1.0 - level) / 2.0;
-    Some(RatioCi {
-        ratio,
-        lo: quantile(&ratios, tail),
-        hi: quantile(&ratios, 1.0 - tail),
-        level,
-        iterations,
-        skipped,
-    })
+    Some(RatioCi { ratio, lo: quantile(&ratios, tail), hi: quantile(&ratios, 1.0 - tail), level, iterations, skipped })
 }
 
 /// Draw `xs.len()` values from `xs` with replacement into `buf` and return
@@ -140,12 +127,8 @@ mod tests {
         assert_eq!(x, y);
         let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0];
         let b = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0, 5.0, 3.0, 5.0];
-        let seeds: Vec<RatioCi> = (0..5)
-            .map(|s| bootstrap_ratio_ci(&a, &b, 0.9, 200, s).unwrap())
-            .collect();
-        assert!(seeds
-            .iter()
-            .any(|c| c.lo != seeds[0].lo || c.hi != seeds[0].hi));
+        let seeds: Vec<RatioCi> = (0..5).map(|s| bootstrap_ratio_ci(&a, &b, 0.9, 200, s).unwrap()).collect();
+        assert!(seeds.iter().any(|c| c.lo != seeds[0].lo || c.hi != seeds[0].hi));
     }
 
     #[test]

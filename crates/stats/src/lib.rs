@@ -45,9 +45,7 @@ mod verdict;
 
 pub use bootstrap::{bootstrap_median_ci, bootstrap_ratio_ci, MedianCi, RatioCi};
 pub use fairness::jain_fairness;
-pub use mann_whitney::{
-    mann_whitney_u, min_runs_for_significance, MannWhitney, MwMethod, EXACT_MAX_N,
-};
+pub use mann_whitney::{mann_whitney_u, min_runs_for_significance, MannWhitney, MwMethod, EXACT_MAX_N};
 pub use summary::{median, quantile, Summary};
 pub use verdict::{compare, Comparison, DEFAULT_BOOTSTRAP_ITERATIONS};
 

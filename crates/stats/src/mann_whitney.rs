@@ -63,30 +63,16 @@ pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
         // Without ties U is an integer; round to guard against float noise.
         let k = u_a.min(u_b).round() as usize;
         let p = (2.0 * exact_cdf(n_a, n_b, k)).min(1.0);
-        Some(MannWhitney {
-            u_a,
-            u_b,
-            p_value: p,
-            method: MwMethod::Exact,
-        })
+        Some(MannWhitney { u_a, u_b, p_value: p, method: MwMethod::Exact })
     } else {
         let p = normal_approx_p(u_a, u_b, n_a, n_b, tie_term);
-        Some(MannWhitney {
-            u_a,
-            u_b,
-            p_value: p,
-            method: MwMethod::NormalApprox,
-        })
+        Some(MannWhitney { u_a, u_b, p_value: p, method: MwMethod::NormalApprox })
     }
 }
 
 /// Sum of (mid)ranks of `a` in the pooled sample, and the tie term Σ(t³ − t).
 fn rank_sum_first(a: &[f64], b: &[f64]) -> (f64, f64) {
-    let mut pooled: Vec<(f64, bool)> = a
-        .iter()
-        .map(|&x| (x, true))
-        .chain(b.iter().map(|&x| (x, false)))
-        .collect();
+    let mut pooled: Vec<(f64, bool)> = a.iter().map(|&x| (x, true)).chain(b.iter().map(|&x| (x, false))).collect();
     pooled.sort_unstable_by(|x, y| x.0.total_cmp(&y.0));
     let mut rank_sum_a = 0.0;
     let mut tie_term = 0.0;
@@ -217,18 +203,10 @@ mod tests {
     #[test]
     fn exact_partial_overlap_matches_scipy() {
         // scipy.stats.mannwhitneyu(a, b, method="exact") -> U=9, p=0.32900432900432897
-        let r = mann_whitney_u(
-            &[1.0, 2.0, 5.0, 7.0, 9.0],
-            &[3.0, 4.0, 6.0, 8.0, 10.0, 11.0],
-        )
-        .unwrap();
+        let r = mann_whitney_u(&[1.0, 2.0, 5.0, 7.0, 9.0], &[3.0, 4.0, 6.0, 8.0, 10.0, 11.0]).unwrap();
         assert_eq!(r.method, MwMethod::Exact);
         assert_eq!((r.u_a, r.u_b), (9.0, 21.0));
-        assert!(
-            rel_close(r.p_value, 0.32900432900432897, 1e-10),
-            "{}",
-            r.p_value
-        );
+        assert!(rel_close(r.p_value, 0.32900432900432897, 1e-10), "{}", r.p_value);
         // = 2 · 76 / C(11, 5) = 152 / 462
         assert!(rel_close(r.p_value, 152.0 / 462.0, 1e-12));
     }
@@ -242,11 +220,7 @@ mod tests {
         let r = mann_whitney_u(&a, &b).unwrap();
         assert_eq!(r.method, MwMethod::Exact);
         assert_eq!(r.u_a, 903.0);
-        assert!(
-            rel_close(r.p_value, 0.016450137297189936, 1e-9),
-            "{}",
-            r.p_value
-        );
+        assert!(rel_close(r.p_value, 0.016450137297189936, 1e-9), "{}", r.p_value);
     }
 
     #[test]
@@ -268,18 +242,10 @@ mod tests {
     #[test]
     fn normal_approx_with_ties_matches_scipy() {
         // scipy asymptotic, use_continuity=True: U=10.5, p=0.14801830727232673
-        let r = mann_whitney_u(
-            &[1.0, 2.0, 2.0, 3.0, 4.0, 5.0],
-            &[2.0, 3.0, 3.0, 4.0, 6.0, 7.0, 8.0],
-        )
-        .unwrap();
+        let r = mann_whitney_u(&[1.0, 2.0, 2.0, 3.0, 4.0, 5.0], &[2.0, 3.0, 3.0, 4.0, 6.0, 7.0, 8.0]).unwrap();
         assert_eq!(r.method, MwMethod::NormalApprox);
         assert_eq!((r.u_a, r.u_b), (10.5, 31.5));
-        assert!(
-            rel_close(r.p_value, 0.14801830727232673, 1e-9),
-            "{}",
-            r.p_value
-        );
+        assert!(rel_close(r.p_value, 0.14801830727232673, 1e-9), "{}", r.p_value);
     }
 
     #[test]
@@ -291,11 +257,7 @@ mod tests {
         let r = mann_whitney_u(&a, &b).unwrap();
         assert_eq!(r.method, MwMethod::NormalApprox);
         assert_eq!(r.u_a, 780.0);
-        assert!(
-            rel_close(r.p_value, 1.1258207796772894e-06, 1e-8),
-            "{}",
-            r.p_value
-        );
+        assert!(rel_close(r.p_value, 1.1258207796772894e-06, 1e-8), "{}", r.p_value);
     }
 
     #[test]
@@ -355,9 +317,6 @@ mod tests {
         let r = mann_whitney_u(&[1.0, 2.0], &[3.0, 4.0]).unwrap();
         let v = serde_json::to_value(r).unwrap();
         assert_eq!(v["method"], "exact");
-        assert_eq!(
-            serde_json::to_value(MwMethod::NormalApprox).unwrap(),
-            "normal_approx"
-        );
+        assert_eq!(serde_json::to_value(MwMethod::NormalApprox).unwrap(), "normal_approx");
     }
 }

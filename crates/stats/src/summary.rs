@@ -139,10 +139,7 @@ mod tests {
         let s = Summary::of(&[42.0]).unwrap();
         assert_eq!(s.n, 1);
         assert_eq!(s.stddev, 0.0);
-        assert_eq!(
-            (s.min, s.max, s.median, s.p5, s.p95),
-            (42.0, 42.0, 42.0, 42.0, 42.0)
-        );
+        assert_eq!((s.min, s.max, s.median, s.p5, s.p95), (42.0, 42.0, 42.0, 42.0, 42.0));
         assert!(Summary::of(&[]).is_none());
         assert!(Summary::of(&[1.0, f64::NAN]).is_none());
         assert!(Summary::of(&[1.0, f64::INFINITY]).is_none());
@@ -152,9 +149,7 @@ mod tests {
     fn serializes_snake_case() {
         let s = Summary::of(&[1.0, 2.0, 3.0]).unwrap();
         let v: serde_json::Value = serde_json::to_value(s).unwrap();
-        for key in [
-            "n", "min", "max", "mean", "stddev", "median", "p5", "p25", "p75", "p95",
-        ] {
+        for key in ["n", "min", "max", "mean", "stddev", "median", "p5", "p25", "p75", "p95"] {
             assert!(v.get(key).is_some(), "missing {key}");
         }
         assert_eq!(v["median"], 2.0);

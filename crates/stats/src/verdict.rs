@@ -38,14 +38,7 @@ pub struct Comparison {
 /// significant only if both agree: `p < alpha` and the CI excludes 1.
 /// An `alpha` outside `(0, 1)` (or NaN) yields no CI and hence never a
 /// significant result.
-pub fn compare(
-    name_a: &str,
-    a: &[f64],
-    name_b: &str,
-    b: &[f64],
-    alpha: f64,
-    seed: u64,
-) -> Comparison {
+pub fn compare(name_a: &str, a: &[f64], name_b: &str, b: &[f64], alpha: f64, seed: u64) -> Comparison {
     let ratio_ci = bootstrap_ratio_ci(a, b, 1.0 - alpha, DEFAULT_BOOTSTRAP_ITERATIONS, seed);
     let mann_whitney = mann_whitney_u(a, b);
     let significant = match (&ratio_ci, &mann_whitney) {
@@ -57,17 +50,7 @@ pub fn compare(
         (Some(_), true) => Some(name_b.to_string()),
         _ => None,
     };
-    Comparison {
-        a: name_a.to_string(),
-        b: name_b.to_string(),
-        n_a: a.len(),
-        n_b: b.len(),
-        alpha,
-        ratio_ci,
-        mann_whitney,
-        significant,
-        faster,
-    }
+    Comparison { a: name_a.to_string(), b: name_b.to_string(), n_a: a.len(), n_b: b.len(), alpha, ratio_ci, mann_whitney, significant, faster }
 }
 
 impl Comparison {
@@ -86,22 +69,11 @@ impl Comparison {
     pub fn sentence(&self, metric: &str) -> String {
         let runs = |x: usize, y: usize| format!("{x} vs {y} runs");
         let Some(mw) = &self.mann_whitney else {
-            return format!(
-                "insufficient data to compare {} and {} ({})",
-                self.a,
-                self.b,
-                runs(self.n_a, self.n_b)
-            );
+            return format!("insufficient data to compare {} and {} ({})", self.a, self.b, runs(self.n_a, self.n_b));
         };
         let p = fmt_p(mw.p_value);
         let Some(ci) = &self.ratio_ci else {
-            return format!(
-                "no {metric} ratio for {} vs {}: median {metric} of {} is 0 ({p}, {})",
-                self.a,
-                self.b,
-                self.b,
-                runs(self.n_a, self.n_b)
-            );
+            return format!("no {metric} ratio for {} vs {}: median {metric} of {} is 0 ({p}, {})", self.a, self.b, self.b, runs(self.n_a, self.n_b));
         };
         let level = fmt_level(ci.level);
         if self.significant {
@@ -109,23 +81,9 @@ impl Comparison {
             let (best, worst, r, lo, hi, nb, nw) = if a_better {
                 (&self.a, &self.b, ci.ratio, ci.lo, ci.hi, self.n_a, self.n_b)
             } else {
-                (
-                    &self.b,
-                    &self.a,
-                    1.0 / ci.ratio,
-                    1.0 / ci.hi,
-                    1.0 / ci.lo,
-                    self.n_b,
-                    self.n_a,
-                )
+                (&self.b, &self.a, 1.0 / ci.ratio, 1.0 / ci.hi, 1.0 / ci.lo, self.n_b, self.n_a)
             };
-            format!(
-                "{best}: {}× the {metric} of {worst} ({level} CI {}–{}×, {p}, {})",
-                fmt_ratio(r),
-                fmt_ratio(lo),
-                fmt_ratio(hi),
-                runs(nb, nw)
-            )
+            format!("{best}: {}× the {metric} of {worst} ({level} CI {}–{}×, {p}, {})", fmt_ratio(r), fmt_ratio(lo), fmt_ratio(hi), runs(nb, nw))
         } else {
             format!(
                 "no significant difference between {} and {} (ratio {}×, {level} CI {}–{}×, {p}, {})",
@@ -167,11 +125,7 @@ fn fmt_level(level: f64) -> String {
 
 fn fmt_ratio(r: f64) -> String {
     if !r.is_finite() {
-        return if r.is_nan() {
-            "n/a".into()
-        } else {
-            "∞".into()
-        };
+        return if r.is_nan() { "n/a".into() } else { "∞".into() };
     }
     let a = r.abs();
     if a >= 100.0 {
@@ -207,10 +161,7 @@ mod tests {
         let ci = c.ratio_ci.unwrap();
         assert_eq!(ci.level, 0.95);
         let s = c.sentence("goodput");
-        assert!(
-            s.starts_with("bbr: 14.6× the goodput of cubic (95 % CI "),
-            "{s}"
-        );
+        assert!(s.starts_with("bbr: 14.6× the goodput of cubic (95 % CI "), "{s}");
         assert!(s.ends_with("×, p = 0.0079, 5 vs 5 runs)"), "{s}");
 
         // Swapped arguments: the winner is still named first with ratio ≥ 1,
@@ -220,11 +171,7 @@ mod tests {
         assert_eq!(d.faster.as_deref(), Some("bbr"));
         let dci = d.ratio_ci.unwrap();
         let s = d.sentence("goodput");
-        let expected = format!(
-            "bbr: 14.6× the goodput of cubic (95 % CI {}–{}×, p = 0.0079, 5 vs 5 runs)",
-            fmt_ratio(1.0 / dci.hi),
-            fmt_ratio(1.0 / dci.lo)
-        );
+        let expected = format!("bbr: 14.6× the goodput of cubic (95 % CI {}–{}×, p = 0.0079, 5 vs 5 runs)", fmt_ratio(1.0 / dci.hi), fmt_ratio(1.0 / dci.lo));
         assert_eq!(s, expected);
         assert!(1.0 / dci.hi > 1.0);
     }
@@ -237,22 +184,12 @@ mod tests {
             n_a: 5,
             n_b: 5,
             alpha: 0.05,
-            ratio_ci: Some(RatioCi {
-                ratio: 14.2,
-                lo: 12.9,
-                hi: 15.8,
-                level: 0.95,
-                iterations: 10_000,
-                skipped: 0,
-            }),
+            ratio_ci: Some(RatioCi { ratio: 14.2, lo: 12.9, hi: 15.8, level: 0.95, iterations: 10_000, skipped: 0 }),
             mann_whitney: mann_whitney_u(&BBR, &CUBIC),
             significant: true,
             faster: Some("bbr".into()),
         };
-        assert_eq!(
-            c.sentence("goodput"),
-            "bbr: 14.2× the goodput of cubic (95 % CI 12.9–15.8×, p = 0.0079, 5 vs 5 runs)"
-        );
+        assert_eq!(c.sentence("goodput"), "bbr: 14.2× the goodput of cubic (95 % CI 12.9–15.8×, p = 0.0079, 5 vs 5 runs)");
     }
 
     #[test]
@@ -265,10 +202,7 @@ mod tests {
         let ci = c.ratio_ci.unwrap();
         assert!(ci.lo <= 1.0 && ci.hi >= 1.0);
         let s = c.sentence("goodput");
-        assert!(
-            s.starts_with("no significant difference between bbr and cubic (ratio 1.005×, 95 % CI "),
-            "{s}"
-        );
+        assert!(s.starts_with("no significant difference between bbr and cubic (ratio 1.005×, 95 % CI "), "{s}");
         // u_a = 15 of 25 -> exact two-sided p = 2 · P(U ≤ 10) = 0.690 (scipy)
         assert!((c.mann_whitney.unwrap().p_value - 0.6904761904761905).abs() < 1e-12);
         assert!(s.ends_with("×, p = 0.69, 5 vs 5 runs)"), "{s}");
@@ -277,14 +211,7 @@ mod tests {
     #[test]
     fn too_few_runs_never_significant() {
         // 3 vs 3 complete separation: p = 0.1 ≥ 0.05 even though CI excludes 1.
-        let c = compare(
-            "bbr",
-            &[100.0, 101.0, 102.0],
-            "cubic",
-            &[1.0, 2.0, 3.0],
-            0.05,
-            0,
-        );
+        let c = compare("bbr", &[100.0, 101.0, 102.0], "cubic", &[1.0, 2.0, 3.0], 0.05, 0);
         assert!(c.ratio_ci.unwrap().excludes_one());
         assert!(!c.significant);
         assert!(c.sentence("goodput").contains("p = 0.10, 3 vs 3 runs"));
@@ -294,17 +221,11 @@ mod tests {
     fn degenerate_inputs() {
         let c = compare("bbr", &[], "cubic", &[1.0], 0.05, 0);
         assert!(!c.significant && c.ratio_ci.is_none() && c.mann_whitney.is_none());
-        assert_eq!(
-            c.sentence("goodput"),
-            "insufficient data to compare bbr and cubic (0 vs 1 runs)"
-        );
+        assert_eq!(c.sentence("goodput"), "insufficient data to compare bbr and cubic (0 vs 1 runs)");
 
         let c = compare("bbr", &[5.0, 6.0, 7.0, 8.0], "cubic", &[0.0; 4], 0.05, 0);
         assert!(!c.significant && c.ratio_ci.is_none());
-        assert_eq!(
-            c.sentence("goodput"),
-            "no goodput ratio for bbr vs cubic: median goodput of cubic is 0 (p = 0.021, 4 vs 4 runs)"
-        );
+        assert_eq!(c.sentence("goodput"), "no goodput ratio for bbr vs cubic: median goodput of cubic is 0 (p = 0.021, 4 vs 4 runs)");
     }
 
     #[test]

@@ -232,13 +232,7 @@ pub fn run_bulk(
             error: sent.err().or(got.error),
         });
     }
-    Ok(BulkResult {
-        start_us,
-        elapsed_s,
-        goodput_bps: aggregate_goodput(&results, spec.amount, elapsed_s),
-        interrupted,
-        flows: results,
-    })
+    Ok(BulkResult { start_us, elapsed_s, goodput_bps: aggregate_goodput(&results, spec.amount, elapsed_s), interrupted, flows: results })
 }
 
 /// Opens every connection before any data flows, so all flows start together and the
@@ -270,8 +264,7 @@ fn connect_flows(client: &Netns, server: &Netns, server_addr: Ipv4Addr, spec: &B
             if spec.direction.sender() == Side::Client {
                 ccbench_probe::set_congestion(&sock, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side: Side::Client, source })?;
             }
-            sock.connect_timeout(&SocketAddr::V4(addr).into(), CONNECT_TIMEOUT)
-                .map_err(|e| WorkloadError::Setup(format!("connecting to {addr}: {e}")))?;
+            sock.connect_timeout(&SocketAddr::V4(addr).into(), CONNECT_TIMEOUT).map_err(|e| WorkloadError::Setup(format!("connecting to {addr}: {e}")))?;
             Ok::<_, WorkloadError>(sock.into())
         })?;
         let client_port = stream.local_addr()?.port();

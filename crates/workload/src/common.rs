@@ -264,12 +264,7 @@ impl Errors {
 }
 
 pub(crate) fn multi_thread_runtime() -> Result<tokio::runtime::Runtime, WorkloadError> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("ccbench-http")
-        .enable_all()
-        .build()
-        .map_err(WorkloadError::Io)
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name("ccbench-http").enable_all().build().map_err(WorkloadError::Io)
 }
 
 /// Which HTTP version a server speaks (chosen by the workload, not negotiated: h2c is used with
@@ -311,9 +306,7 @@ pub(crate) async fn accept_loop<S, M>(
     make_service: M,
 ) where
     M: Fn() -> S,
-    S: hyper::service::Service<hyper::Request<hyper::body::Incoming>, Response = hyper::Response<PatternBody>, Error = Infallible>
-        + Send
-        + 'static,
+    S: hyper::service::Service<hyper::Request<hyper::body::Incoming>, Response = hyper::Response<PatternBody>, Error = Infallible> + Send + 'static,
     S::Future: Send + 'static,
 {
     use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};

@@ -384,7 +384,14 @@ async fn worker(ctx: &Ctx<'_>, mut conn: Conn, first: Instant) {
                     }
                     let mut log = lock(ctx.log);
                     log.errors.push(format!("request {index}: reconnecting: {e}"));
-                    log.requests.push(RequestRecord { index, connection: conn.id, start_s: first.elapsed().as_secs_f64(), latency_s: 0.0, content_bytes: 0, ok: false });
+                    log.requests.push(RequestRecord {
+                        index,
+                        connection: conn.id,
+                        start_s: first.elapsed().as_secs_f64(),
+                        latency_s: 0.0,
+                        content_bytes: 0,
+                        ok: false,
+                    });
                     return;
                 }
             }

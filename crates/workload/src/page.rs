@@ -326,7 +326,14 @@ impl Ctx<'_> {
 /// Loads the page from `server` (address `server_addr`) in `client`; see the module
 /// documentation. Returns early, with what finished and `interrupted: true`, when `stop`
 /// becomes true.
-pub fn run_page(client: &Netns, server: &Netns, server_addr: Ipv4Addr, spec: &PageSpec, epoch: Instant, stop: &AtomicBool) -> Result<PageResult, WorkloadError> {
+pub fn run_page(
+    client: &Netns,
+    server: &Netns,
+    server_addr: Ipv4Addr,
+    spec: &PageSpec,
+    epoch: Instant,
+    stop: &AtomicBool,
+) -> Result<PageResult, WorkloadError> {
     spec.page.validate().map_err(WorkloadError::Setup)?;
     if let PageProtocol::Http1 { max_connections: 0 } = spec.protocol {
         return Err(WorkloadError::Setup("max_connections must be at least 1".into()));
@@ -412,7 +419,16 @@ enum Finish {
 }
 
 fn resource_list(page: &PageModel) -> Vec<ResourceTiming> {
-    let entry = |path: String, bytes_expected| ResourceTiming { path, bytes_expected, bytes_received: 0, connection: None, request_s: 0.0, ttfb_s: None, complete_s: None, ok: false };
+    let entry = |path: String, bytes_expected| ResourceTiming {
+        path,
+        bytes_expected,
+        bytes_received: 0,
+        connection: None,
+        request_s: 0.0,
+        ttfb_s: None,
+        complete_s: None,
+        ok: false,
+    };
     std::iter::once(entry("/".into(), page.html_bytes)).chain(page.objects.iter().enumerate().map(|(i, &b)| entry(format!("/o/{i}"), b))).collect()
 }
 
@@ -615,7 +631,15 @@ async fn load_http2(ctx: &Ctx<'_>, sockets: Vec<std::net::TcpStream>) {
     common::join_all(futs).await;
 }
 
-fn finish(spec: &PageSpec, log: &Mutex<ClientLog>, server_log: &ServerLog, sampler: &Sampler, epoch: Instant, nav_start: Option<Instant>, how: Finish) -> PageResult {
+fn finish(
+    spec: &PageSpec,
+    log: &Mutex<ClientLog>,
+    server_log: &ServerLog,
+    sampler: &Sampler,
+    epoch: Instant,
+    nav_start: Option<Instant>,
+    how: Finish,
+) -> PageResult {
     let mut sampled = sampler.take(epoch);
     let accepted = lock(&server_log.accepted).clone();
     let server_errors = lock(&server_log.errors);

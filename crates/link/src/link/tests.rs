@@ -9,13 +9,7 @@ const MS: Nanos = 1_000_000;
 const SEC: Nanos = 1_000_000_000;
 
 fn cfg(rate: Rate, delay_ns: Nanos, buffer: Buffer) -> DirectionConfig {
-    DirectionConfig {
-        rate,
-        delay_ns,
-        loss: LossModel::None,
-        buffer,
-        ..Default::default()
-    }
+    DirectionConfig { rate, delay_ns, loss: LossModel::None, buffer, ..Default::default() }
 }
 
 /// Dequeues everything deliverable by `now`.
@@ -34,16 +28,7 @@ fn single_packet_on_idle_link_is_exact() {
     assert!(l.dequeue(expect - 1).is_none());
     assert_eq!(l.in_flight_packets(), 1);
     let d = l.dequeue(expect).expect("due");
-    assert_eq!(
-        (
-            d.packet,
-            d.len,
-            d.arrived_at,
-            d.service_start,
-            d.delivered_at
-        ),
-        ("p", 1500, t0, t0, expect)
-    );
+    assert_eq!((d.packet, d.len, d.arrived_at, d.service_start, d.delivered_at), ("p", 1500, t0, t0, expect));
     assert_eq!(l.next_event(), None);
     assert_eq!(l.in_flight_packets(), 0);
     assert_eq!(l.stats().busy_ns, ser);
@@ -68,14 +53,8 @@ fn fifo_server_back_to_back_and_after_idle() {
     let starts: Vec<_> = out.iter().map(|x| x.service_start).collect();
     let delivered: Vec<_> = out.iter().map(|x| x.delivered_at).collect();
     assert_eq!(starts, vec![0, s, 2 * s, 3 * s, late]);
-    assert_eq!(
-        delivered,
-        vec![s + d, 2 * s + d, 3 * s + d, 4 * s + d, late + s / 2 + d]
-    );
-    assert_eq!(
-        out.iter().map(|x| x.packet).collect::<Vec<_>>(),
-        vec![0, 1, 2, 3, 4]
-    );
+    assert_eq!(delivered, vec![s + d, 2 * s + d, 3 * s + d, 4 * s + d, late + s / 2 + d]);
+    assert_eq!(out.iter().map(|x| x.packet).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4]);
     let st = l.stats();
     assert_eq!(st.busy_ns, 4 * s + s / 2);
     assert_eq!(st.queue_delay.count(), 5);
@@ -103,21 +82,14 @@ fn no_rounding_drift_over_a_million_packets() {
     // 1500*8*1e6 / 7e6 s = 1714.285714285714... s
     let exact_ns = 1500.0 * 8.0 * 1e6 / 7e6 * 1e9;
     let got = last.expect("delivered") as f64;
-    assert!(
-        (got - exact_ns).abs() <= 1_000.0,
-        "got {got}, exact {exact_ns}"
-    );
+    assert!((got - exact_ns).abs() <= 1_000.0, "got {got}, exact {exact_ns}");
     assert!((got - exact_ns).abs() <= 1.0);
     assert_eq!(l.stats().busy_ns, last.expect("delivered"));
 }
 
 /// (id, arrived_at, service_start, delivered_at) of each delivered packet,
 /// (id, cause) of each drop, and the final stats.
-type RunResult = (
-    Vec<(usize, Nanos, Nanos, Nanos)>,
-    Vec<(usize, DropCause)>,
-    LinkStats,
-);
+type RunResult = (Vec<(usize, Nanos, Nanos, Nanos)>, Vec<(usize, DropCause)>, LinkStats);
 
 /// Replays `arrivals` through a link, dequeuing at the given poll times
 /// (plus once at the very end), and returns what came out and what was
@@ -162,11 +134,7 @@ fn check_polling_independence(c: &DirectionConfig, seed: u64) -> RunResult {
     let arrivals: Vec<(Nanos, u32)> = (0..20_000)
         .map(|_| {
             // Bursty: mostly back-to-back, sometimes long gaps.
-            t += if rng.gen_bool(0.9) {
-                rng.gen_range(0..1_000_000)
-            } else {
-                rng.gen_range(0..200 * MS)
-            };
+            t += if rng.gen_bool(0.9) { rng.gen_range(0..1_000_000) } else { rng.gen_range(0..200 * MS) };
             (t, rng.gen_range(40..=1500))
         })
         .collect();
@@ -197,10 +165,7 @@ fn check_polling_independence(c: &DirectionConfig, seed: u64) -> RunResult {
     assert_eq!(never.2, coarse.2);
     assert_eq!(never.2, fine.2);
     let st = &never.2;
-    assert_eq!(
-        st.packets_in,
-        st.packets_out + st.drops_loss + st.drops_policer + st.drops_buffer + st.drops_aqm
-    );
+    assert_eq!(st.packets_in, st.packets_out + st.drops_loss + st.drops_policer + st.drops_buffer + st.drops_aqm);
     assert_eq!(never.0.len() + never.1.len(), arrivals.len());
     never
 }
@@ -300,10 +265,7 @@ fn byte_buffer_overflow_counts_exactly() {
     }
     // #0 in service; then backlog 1000, 2500, 3500, (4500 no), (4100 no),
     // 4000 exactly fits, (4001 no), (5500 no).
-    assert_eq!(
-        results,
-        vec![true, true, true, true, false, false, true, false, false]
-    );
+    assert_eq!(results, vec![true, true, true, true, false, false, true, false, false]);
     assert_eq!(l.backlog_bytes(), 4000);
     assert_eq!(l.backlog_packets(), 4);
     assert_eq!(l.stats().max_backlog_bytes, 4000);
@@ -324,13 +286,7 @@ fn zero_buffer_only_admits_to_an_idle_server() {
 fn lost_packets_never_take_buffer_space() {
     let seed = 77;
     let n = 2_000;
-    let c = DirectionConfig {
-        rate: Rate::mbps(1),
-        delay_ns: 0,
-        loss: LossModel::Bernoulli { p: 0.5 },
-        buffer: Buffer::Packets(5),
-        ..Default::default()
-    };
+    let c = DirectionConfig { rate: Rate::mbps(1), delay_ns: 0, loss: LossModel::Bernoulli { p: 0.5 }, buffer: Buffer::Packets(5), ..Default::default() };
     let mut l = Link::new(c.clone(), seed);
     let mut reference = LossProcess::new(c.loss.clone(), seed);
     let mut accepted = 0;
@@ -354,18 +310,9 @@ fn lost_packets_never_take_buffer_space() {
     assert_eq!(st.drops_loss + st.drops_buffer + 6, n as u64);
     assert!(st.drops_loss > 900 && st.drops_loss < 1100);
 
-    let mut all_lost = Link::new(
-        DirectionConfig {
-            loss: LossModel::Bernoulli { p: 1.0 },
-            ..c
-        },
-        seed,
-    );
+    let mut all_lost = Link::new(DirectionConfig { loss: LossModel::Bernoulli { p: 1.0 }, ..c }, seed);
     for i in 0..100 {
-        assert_eq!(
-            all_lost.enqueue(0, 100, i).map_err(|e| e.cause),
-            Err(DropCause::Loss)
-        );
+        assert_eq!(all_lost.enqueue(0, 100, i).map_err(|e| e.cause), Err(DropCause::Loss));
     }
     assert_eq!(all_lost.backlog_packets(), 0);
     assert_eq!(all_lost.stats().drops_buffer, 0);
@@ -374,10 +321,7 @@ fn lost_packets_never_take_buffer_space() {
 
 #[test]
 fn bernoulli_loss_through_the_link() {
-    let c = DirectionConfig {
-        loss: LossModel::Bernoulli { p: 0.1 },
-        ..Default::default()
-    };
+    let c = DirectionConfig { loss: LossModel::Bernoulli { p: 0.1 }, ..Default::default() };
     let run = |seed| {
         let mut l = Link::new(c.clone(), seed);
         let mut pattern = Vec::new();
@@ -418,10 +362,7 @@ fn saturated_link_delivers_exactly_its_rate() {
     drain(&mut l, t_end);
     let st = l.stats();
     let achieved = st.bytes_out as f64 * 8.0 / (t_end as f64 / 1e9);
-    assert!(
-        (achieved - rate as f64).abs() / rate as f64 <= 0.001,
-        "achieved {achieved} bit/s"
-    );
+    assert!((achieved - rate as f64).abs() / rate as f64 <= 0.001, "achieved {achieved} bit/s");
     assert!(st.drops_buffer > 0);
     let util = st.busy_ns as f64 / t_end as f64;
     assert!(util > 0.999 && util <= 1.0, "utilization {util}");
@@ -450,12 +391,7 @@ fn accounting_invariant_holds_mid_run() {
     let c = DirectionConfig {
         rate: Rate::mbps(2),
         delay_ns: 50 * MS,
-        loss: LossModel::GilbertElliott {
-            p_good_to_bad: 0.05,
-            p_bad_to_good: 0.3,
-            loss_in_good: 0.0,
-            loss_in_bad: 0.8,
-        },
+        loss: LossModel::GilbertElliott { p_good_to_bad: 0.05, p_bad_to_good: 0.3, loss_in_good: 0.0, loss_in_bad: 0.8 },
         buffer: Buffer::Bytes(30_000),
         ..Default::default()
     };
@@ -469,10 +405,7 @@ fn accounting_invariant_holds_mid_run() {
             drain(&mut l, t);
         }
         let st = l.stats();
-        assert_eq!(
-            st.packets_in,
-            st.packets_out + st.drops_loss + st.drops_buffer + l.in_flight_packets() as u64
-        );
+        assert_eq!(st.packets_in, st.packets_out + st.drops_loss + st.drops_buffer + l.in_flight_packets() as u64);
         assert_eq!(st.drops_policer + st.drops_aqm, 0);
         assert!(l.backlog_bytes() <= 30_000);
         assert!(st.max_backlog_bytes >= l.backlog_bytes());
@@ -520,10 +453,7 @@ fn zero_rate_stalls_without_panicking() {
 
 #[test]
 fn dropped_displays_cause() {
-    let d = Dropped {
-        packet: (),
-        cause: DropCause::BufferOverflow,
-    };
+    let d = Dropped { packet: (), cause: DropCause::BufferOverflow };
     assert_eq!(d.to_string(), "packet dropped: buffer overflow");
 }
 

@@ -1,12 +1,7 @@
 use super::*;
 
 fn codel_cfg(rate: Rate, buffer: Buffer) -> DirectionConfig {
-    DirectionConfig {
-        rate,
-        buffer,
-        aqm: Aqm::codel(),
-        ..Default::default()
-    }
+    DirectionConfig { rate, buffer, aqm: Aqm::codel(), ..Default::default() }
 }
 
 /// 12 Mbit/s (1 ms per 1500 B packet), two arrivals per ms from t = 0:
@@ -36,17 +31,7 @@ fn first_drops_follow_the_rfc_control_law() {
     // drop_next advances by 100/sqrt(count) ms: 70.71, 57.74, 50, 44.72 ...
     // and drops happen at the first service start at or after it.
     let drops = codel_drops_under_2x(440);
-    assert_eq!(
-        drops,
-        vec![
-            (109, 109),
-            (209, 210),
-            (280, 282),
-            (338, 341),
-            (388, 392),
-            (433, 438)
-        ]
-    );
+    assert_eq!(drops, vec![(109, 109), (209, 210), (280, 282), (338, 341), (388, 392), (433, 438)]);
 }
 
 #[test]
@@ -104,25 +89,12 @@ struct Reno {
 /// the drop. Returns the p50 queueing delay of packets served in the second
 /// half of the run, and the stats.
 fn reno_through(aqm: Aqm, flows: usize, run: Nanos) -> (Nanos, LinkStats) {
-    let c = DirectionConfig {
-        rate: Rate::BitsPerSec(RATE),
-        delay_ns: ONE_WAY,
-        buffer: Buffer::Bytes(2_000_000),
-        aqm,
-        ..Default::default()
-    };
+    let c = DirectionConfig { rate: Rate::BitsPerSec(RATE), delay_ns: ONE_WAY, buffer: Buffer::Bytes(2_000_000), aqm, ..Default::default() };
     let mut l: Link<usize> = Link::new(c, 0);
     // (time, flow) of ACKs and of loss signals, both in time order.
     let mut acks: VecDeque<(Nanos, usize)> = VecDeque::new();
     let mut losses: VecDeque<(Nanos, usize)> = VecDeque::new();
-    let mut f: Vec<Reno> = (0..flows)
-        .map(|_| Reno {
-            cwnd: 10.0,
-            ssthresh: f64::INFINITY,
-            inflight: 0,
-            recover_until: 0,
-        })
-        .collect();
+    let mut f: Vec<Reno> = (0..flows).map(|_| Reno { cwnd: 10.0, ssthresh: f64::INFINITY, inflight: 0, recover_until: 0 }).collect();
     let mut now = 0;
     let mut late = DelayHistogram::new();
     while now < run {
@@ -134,15 +106,7 @@ fn reno_through(aqm: Aqm, flows: usize, run: Nanos) -> (Nanos, LinkStats) {
                 r.inflight += 1;
             }
         }
-        let next = [
-            acks.front().map(|a| a.0),
-            losses.front().map(|a| a.0),
-            l.next_event(),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-        .expect("packets in flight");
+        let next = [acks.front().map(|a| a.0), losses.front().map(|a| a.0), l.next_event()].into_iter().flatten().min().expect("packets in flight");
         now = next;
         while let Some(d) = l.dequeue(now) {
             acks.push_back((d.delivered_at + ONE_WAY, d.packet));
@@ -157,11 +121,7 @@ fn reno_through(aqm: Aqm, flows: usize, run: Nanos) -> (Nanos, LinkStats) {
             acks.pop_front();
             let r = &mut f[id];
             r.inflight -= 1;
-            r.cwnd += if r.cwnd < r.ssthresh {
-                1.0
-            } else {
-                1.0 / r.cwnd
-            };
+            r.cwnd += if r.cwnd < r.ssthresh { 1.0 } else { 1.0 / r.cwnd };
         }
         while let Some(&(_, id)) = losses.front().filter(|a| a.0 <= now) {
             losses.pop_front();
@@ -207,11 +167,7 @@ fn drop_tail_under_2x_overload_sits_at_the_full_buffer() {
     // RFC 8289 targets responsive traffic, and its count memory only keeps
     // the previous episode's drops, so it cycles; see the test above for the
     // case it is built for.)
-    let c = DirectionConfig {
-        rate: Rate::BitsPerSec(RATE),
-        buffer: Buffer::Bytes(2_000_000),
-        ..Default::default()
-    };
+    let c = DirectionConfig { rate: Rate::BitsPerSec(RATE), buffer: Buffer::Bytes(2_000_000), ..Default::default() };
     let mut l = Link::new(c, 0);
     let mut late = DelayHistogram::new();
     let gap = 1500 * 8 * SEC / RATE / 2;
@@ -235,10 +191,7 @@ fn aqm_drops_are_all_handed_back_exactly_once() {
         rate: Rate::mbps(2),
         delay_ns: 10 * MS,
         buffer: Buffer::Bytes(200_000),
-        aqm: Aqm::Codel {
-            target_ns: 2 * MS,
-            interval_ns: 50 * MS,
-        },
+        aqm: Aqm::Codel { target_ns: 2 * MS, interval_ns: 50 * MS },
         loss: LossModel::Bernoulli { p: 0.01 },
         ..Default::default()
     };
@@ -261,15 +214,7 @@ fn aqm_drops_are_all_handed_back_exactly_once() {
             }
         }
         let st = l.stats();
-        assert_eq!(
-            st.packets_in,
-            st.packets_out
-                + st.drops_loss
-                + st.drops_policer
-                + st.drops_buffer
-                + st.drops_aqm
-                + l.in_flight_packets() as u64
-        );
+        assert_eq!(st.packets_in, st.packets_out + st.drops_loss + st.drops_policer + st.drops_buffer + st.drops_aqm + l.in_flight_packets() as u64);
         assert!(l.pending_dropped() as u64 <= st.drops_aqm);
     }
     for d in drain(&mut l, Nanos::MAX / 2) {

@@ -5,11 +5,7 @@ const N: u64 = 100_000;
 /// Unlimited rate, 10 ms delay, one packet every `gap`; returns the
 /// deliveries in dequeue order.
 fn run(jitter: Jitter, gap: Nanos, seed: u64) -> Vec<Delivery<u64>> {
-    let c = DirectionConfig {
-        delay_ns: 10 * MS,
-        jitter,
-        ..Default::default()
-    };
+    let c = DirectionConfig { delay_ns: 10 * MS, jitter, ..Default::default() };
     let mut l = Link::new(c, seed);
     let mut out = Vec::new();
     for i in 0..N {
@@ -30,14 +26,7 @@ fn uniform_jitter_mean_and_bounds() {
     let max = 4 * MS;
     // Gaps longer than the jitter: the FIFO clamp never binds, so the
     // added delay is exactly the sample.
-    let out = run(
-        Jitter::Uniform {
-            max_ns: max,
-            reorder: false,
-        },
-        5 * MS,
-        1,
-    );
+    let out = run(Jitter::Uniform { max_ns: max, reorder: false }, 5 * MS, 1);
     let xs: Vec<Nanos> = out.iter().map(added).collect();
     assert!(xs.iter().all(|&x| x <= max));
     assert!(*xs.iter().min().expect("n") < max / 1000);
@@ -50,45 +39,25 @@ fn uniform_jitter_mean_and_bounds() {
 #[test]
 fn normal_jitter_is_a_half_normal() {
     let sd = 2 * MS;
-    let out = run(
-        Jitter::Normal {
-            sd_ns: sd,
-            reorder: false,
-        },
-        20 * MS,
-        2,
-    );
+    let out = run(Jitter::Normal { sd_ns: sd, reorder: false }, 20 * MS, 2);
     let xs: Vec<f64> = out.iter().map(|d| added(d) as f64).collect();
     let n = N as f64;
     let sd = sd as f64;
     let mean = xs.iter().sum::<f64>() / n;
     let expect = sd * (2.0 / std::f64::consts::PI).sqrt();
     let sigma = sd * (1.0 - 2.0 / std::f64::consts::PI).sqrt() / n.sqrt();
-    assert!(
-        (mean - expect).abs() < 4.0 * sigma,
-        "mean {mean} vs {expect}"
-    );
+    assert!((mean - expect).abs() < 4.0 * sigma, "mean {mean} vs {expect}");
     // P(|x| > 2 sd) = 4.55 %.
     let tail = xs.iter().filter(|&&x| x > 2.0 * sd).count() as f64 / n;
     let p = 0.0455;
-    assert!(
-        (tail - p).abs() < 4.0 * (p * (1.0 - p) / n).sqrt(),
-        "tail {tail}"
-    );
+    assert!((tail - p).abs() < 4.0 * (p * (1.0 - p) / n).sqrt(), "tail {tail}");
 }
 
 #[test]
 fn no_reordering_without_the_flag() {
     let max = 10 * MS;
     // 1 ms apart, jitter up to 10 ms: samples alone would reorder a lot.
-    let out = run(
-        Jitter::Uniform {
-            max_ns: max,
-            reorder: false,
-        },
-        MS,
-        3,
-    );
+    let out = run(Jitter::Uniform { max_ns: max, reorder: false }, MS, 3);
     for w in out.windows(2) {
         assert_eq!(w[1].packet, w[0].packet + 1);
         assert!(w[1].delivered_at >= w[0].delivered_at);
@@ -98,35 +67,17 @@ fn no_reordering_without_the_flag() {
     // The clamp makes the added delay the maximum of (own sample, each
     // predecessor's sample minus the time since it arrived): with samples
     // U[0, 10] ms and 1 ms spacing, P(added <= x) = prod_k min(1, (x+k)/10).
-    let cdf = |x: f64| {
-        (0..10)
-            .map(|k| ((x + k as f64) / 10.0).min(1.0))
-            .product::<f64>()
-    };
+    let cdf = |x: f64| (0..10).map(|k| ((x + k as f64) / 10.0).min(1.0)).product::<f64>();
     let steps = 100_000;
-    let expect_ms: f64 = (0..steps)
-        .map(|i| 1.0 - cdf((i as f64 + 0.5) * 10.0 / steps as f64))
-        .sum::<f64>()
-        * 10.0
-        / steps as f64;
+    let expect_ms: f64 = (0..steps).map(|i| 1.0 - cdf((i as f64 + 0.5) * 10.0 / steps as f64)).sum::<f64>() * 10.0 / steps as f64;
     let mean_ms = out.iter().map(added).sum::<u64>() as f64 / N as f64 / MS as f64;
-    assert!(
-        (mean_ms - expect_ms).abs() < 0.02 * expect_ms,
-        "mean {mean_ms} vs {expect_ms}"
-    );
+    assert!((mean_ms - expect_ms).abs() < 0.02 * expect_ms, "mean {mean_ms} vs {expect_ms}");
 }
 
 #[test]
 fn reordering_with_the_flag() {
     let max = 10 * MS;
-    let out = run(
-        Jitter::Uniform {
-            max_ns: max,
-            reorder: true,
-        },
-        MS,
-        3,
-    );
+    let out = run(Jitter::Uniform { max_ns: max, reorder: true }, MS, 3);
     let overtaken = out.windows(2).filter(|w| w[1].packet < w[0].packet).count();
     assert!(overtaken > (N / 10) as usize, "only {overtaken} inversions");
     // Each packet carries its own sample, so the added delay is uniform.
@@ -142,13 +93,7 @@ fn reordering_with_the_flag() {
 #[test]
 fn reordering_ties_keep_arrival_order() {
     // Jitter of 0 or 1 ns on simultaneous arrivals: many exact ties.
-    let c = DirectionConfig {
-        jitter: Jitter::Uniform {
-            max_ns: 1,
-            reorder: true,
-        },
-        ..Default::default()
-    };
+    let c = DirectionConfig { jitter: Jitter::Uniform { max_ns: 1, reorder: true }, ..Default::default() };
     let mut l = Link::new(c, 4);
     for i in 0..1000u64 {
         l.enqueue(i / 10 * 2, 100, i).expect("accepted");
@@ -168,33 +113,14 @@ fn reordering_ties_keep_arrival_order() {
 #[test]
 fn jitter_does_not_change_the_loss_pattern() {
     let pattern = |jitter| {
-        let c = DirectionConfig {
-            rate: Rate::mbps(50),
-            loss: LossModel::Bernoulli { p: 0.1 },
-            jitter,
-            ..Default::default()
-        };
+        let c = DirectionConfig { rate: Rate::mbps(50), loss: LossModel::Bernoulli { p: 0.1 }, jitter, ..Default::default() };
         let mut l = Link::new(c, 9);
-        let lost: Vec<bool> = (0..10_000u64)
-            .map(|i| l.enqueue(i * 100_000, 1000, i).is_err())
-            .collect();
+        let lost: Vec<bool> = (0..10_000u64).map(|i| l.enqueue(i * 100_000, 1000, i).is_err()).collect();
         lost
     };
     let base = pattern(Jitter::None);
-    assert_eq!(
-        base,
-        pattern(Jitter::Uniform {
-            max_ns: MS,
-            reorder: false
-        })
-    );
-    assert_eq!(
-        base,
-        pattern(Jitter::Normal {
-            sd_ns: MS,
-            reorder: true
-        })
-    );
+    assert_eq!(base, pattern(Jitter::Uniform { max_ns: MS, reorder: false }));
+    assert_eq!(base, pattern(Jitter::Normal { sd_ns: MS, reorder: true }));
 }
 
 #[test]
@@ -205,10 +131,7 @@ fn reorder_next_event_is_never_late() {
         rate: Rate::mbps(5),
         delay_ns: 30 * MS,
         buffer: Buffer::Packets(50),
-        jitter: Jitter::Normal {
-            sd_ns: 5 * MS,
-            reorder: true,
-        },
+        jitter: Jitter::Normal { sd_ns: 5 * MS, reorder: true },
         ..Default::default()
     };
     let mut l = Link::new(c, 1);
@@ -236,8 +159,5 @@ fn reorder_next_event_is_never_late() {
             out += 1;
         }
     }
-    assert_eq!(
-        out + l.stats().drops_buffer + l.in_flight_packets() as u64,
-        id
-    );
+    assert_eq!(out + l.stats().drops_buffer + l.in_flight_packets() as u64, id);
 }

@@ -1,13 +1,7 @@
 use super::*;
 
 fn policed(rate_bps: u64, burst_bytes: u64) -> DirectionConfig {
-    DirectionConfig {
-        policer: Some(Policer {
-            rate_bps,
-            burst_bytes,
-        }),
-        ..Default::default()
-    }
+    DirectionConfig { policer: Some(Policer { rate_bps, burst_bytes }), ..Default::default() }
 }
 
 #[test]
@@ -35,24 +29,16 @@ fn long_run_admitted_rate_equals_the_policer_rate() {
     // A token bucket never admits more than burst + rate * time.
     assert!(admitted <= burst + rate / 8 * (t / SEC) + rate / 8 * (t % SEC) / SEC);
     let achieved = admitted as f64 * 8.0 / (t as f64 / 1e9);
-    assert!(
-        (achieved - rate as f64).abs() / rate as f64 <= 0.001,
-        "admitted {achieved} bit/s"
-    );
+    assert!((achieved - rate as f64).abs() / rate as f64 <= 0.001, "admitted {achieved} bit/s");
     assert!(st.drops_policer > 0);
-    assert_eq!(
-        st.packets_in,
-        st.packets_out + st.drops_policer + l.in_flight_packets() as u64
-    );
+    assert_eq!(st.packets_in, st.packets_out + st.drops_policer + l.in_flight_packets() as u64);
 }
 
 #[test]
 fn burst_passes_untouched_after_idle() {
     // 1 Mbit/s: 1500 B of tokens every 12 ms.
     let mut l = Link::new(policed(1_000_000, 15_000), 0);
-    let burst = |l: &mut Link<u32>, t: Nanos| -> Vec<bool> {
-        (0..11).map(|i| l.enqueue(t, 1500, i).is_ok()).collect()
-    };
+    let burst = |l: &mut Link<u32>, t: Nanos| -> Vec<bool> { (0..11).map(|i| l.enqueue(t, 1500, i).is_ok()).collect() };
     let mut expect = vec![true; 10];
     expect.push(false);
     // The bucket starts full.
@@ -68,52 +54,26 @@ fn burst_passes_untouched_after_idle() {
     // bucket holds exactly what accrued since t.
     assert!(l.enqueue(t + 8_000, 1, 102).is_ok());
     let st = l.stats();
-    assert_eq!(
-        (st.drops_policer, st.bytes_dropped_policer),
-        (4, 1500 * 3 + 1)
-    );
+    assert_eq!((st.drops_policer, st.bytes_dropped_policer), (4, 1500 * 3 + 1));
     assert_eq!(st.drops_buffer, 0);
 }
 
 #[test]
 fn policer_runs_after_loss_and_before_the_buffer() {
-    let c = DirectionConfig {
-        rate: Rate::BitsPerSec(100_000),
-        buffer: Buffer::Packets(1),
-        loss: LossModel::Bernoulli { p: 1.0 },
-        ..policed(1_000_000, 3000)
-    };
+    let c = DirectionConfig { rate: Rate::BitsPerSec(100_000), buffer: Buffer::Packets(1), loss: LossModel::Bernoulli { p: 1.0 }, ..policed(1_000_000, 3000) };
     let mut l = Link::new(c.clone(), 0);
     // Lost packets take no tokens.
     for i in 0..10 {
-        assert_eq!(
-            l.enqueue(0, 1500, i).map_err(|e| e.cause),
-            Err(DropCause::Loss)
-        );
+        assert_eq!(l.enqueue(0, 1500, i).map_err(|e| e.cause), Err(DropCause::Loss));
     }
-    let mut l = Link::new(
-        DirectionConfig {
-            loss: LossModel::None,
-            ..c
-        },
-        0,
-    );
+    let mut l = Link::new(DirectionConfig { loss: LossModel::None, ..c }, 0);
     // Server (120 ms per packet), one buffer slot; the third packet is
     // refused by the policer before it reaches the full buffer. Once tokens
     // are back, the buffer refuses the fourth: policing happens upstream, so
     // that packet's tokens are spent all the same.
     assert!(l.enqueue(0, 1500, 0).is_ok());
     assert!(l.enqueue(0, 1500, 1).is_ok());
-    assert_eq!(
-        l.enqueue(0, 1500, 2).map_err(|e| e.cause),
-        Err(DropCause::Policer)
-    );
-    assert_eq!(
-        l.enqueue(12 * MS, 1500, 3).map_err(|e| e.cause),
-        Err(DropCause::BufferOverflow)
-    );
-    assert_eq!(
-        l.enqueue(20 * MS, 1500, 4).map_err(|e| e.cause),
-        Err(DropCause::Policer)
-    );
+    assert_eq!(l.enqueue(0, 1500, 2).map_err(|e| e.cause), Err(DropCause::Policer));
+    assert_eq!(l.enqueue(12 * MS, 1500, 3).map_err(|e| e.cause), Err(DropCause::BufferOverflow));
+    assert_eq!(l.enqueue(20 * MS, 1500, 4).map_err(|e| e.cause), Err(DropCause::Policer));
 }

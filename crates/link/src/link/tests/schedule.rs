@@ -1,21 +1,11 @@
 use super::*;
 
 fn at(at_ns: Nanos) -> ScheduledChange {
-    ScheduledChange {
-        at_ns,
-        ..Default::default()
-    }
+    ScheduledChange { at_ns, ..Default::default() }
 }
 
 fn rate_step(at_ns: Nanos) -> DirectionConfig {
-    DirectionConfig {
-        rate: Rate::mbps(10),
-        schedule: vec![ScheduledChange {
-            rate: Some(Rate::mbps(5)),
-            ..at(at_ns)
-        }],
-        ..Default::default()
-    }
+    DirectionConfig { rate: Rate::mbps(10), schedule: vec![ScheduledChange { rate: Some(Rate::mbps(5)), ..at(at_ns) }], ..Default::default() }
 }
 
 #[test]
@@ -29,11 +19,7 @@ fn rate_step_halves_the_departure_rate_exactly_at_the_step() {
     for (i, d) in out.iter().enumerate() {
         let i = i as u64;
         // Packet 100 starts exactly at the step and already sees 5 Mbit/s.
-        let expect = if i < 100 {
-            (i + 1) * MS
-        } else {
-            100 * MS + 2 * (i - 99) * MS
-        };
+        let expect = if i < 100 { (i + 1) * MS } else { 100 * MS + 2 * (i - 99) * MS };
         assert_eq!(d.delivered_at, expect, "packet {i}");
     }
 }
@@ -61,14 +47,7 @@ fn rate_change_applies_while_idle_and_on_arrival_at_the_step() {
 
 #[test]
 fn rtt_doubling_is_visible_on_the_first_packet_after_the_change() {
-    let c = DirectionConfig {
-        delay_ns: 20 * MS,
-        schedule: vec![ScheduledChange {
-            delay_ns: Some(40 * MS),
-            ..at(SEC)
-        }],
-        ..Default::default()
-    };
+    let c = DirectionConfig { delay_ns: 20 * MS, schedule: vec![ScheduledChange { delay_ns: Some(40 * MS), ..at(SEC) }], ..Default::default() };
     let mut l = Link::new(c, 0);
     let mut out = Vec::new();
     for i in 0..200u64 {
@@ -89,10 +68,7 @@ fn delay_decrease_never_reorders() {
     let c = DirectionConfig {
         rate: Rate::mbps(12),
         delay_ns: 40 * MS,
-        schedule: vec![ScheduledChange {
-            delay_ns: Some(10 * MS),
-            ..at(100 * MS)
-        }],
+        schedule: vec![ScheduledChange { delay_ns: Some(10 * MS), ..at(100 * MS) }],
         ..Default::default()
     };
     let mut l = Link::new(c, 0);
@@ -107,11 +83,7 @@ fn delay_decrease_never_reorders() {
         // Packet 98 finishes at 99 ms and arrives at 139 ms; packets
         // finishing from 100 ms on would arrive from 110 ms, so they are
         // held until 139 ms, then flow at the new delay from 130 ms on.
-        let expect = if finish < 100 * MS {
-            finish + 40 * MS
-        } else {
-            (finish + 10 * MS).max(139 * MS)
-        };
+        let expect = if finish < 100 * MS { finish + 40 * MS } else { (finish + 10 * MS).max(139 * MS) };
         assert_eq!(d.delivered_at, expect, "packet {i}");
     }
 }
@@ -120,25 +92,13 @@ fn delay_decrease_never_reorders() {
 fn loss_change_applies_to_arrivals_from_its_time() {
     let c = DirectionConfig {
         schedule: vec![
-            ScheduledChange {
-                loss: Some(LossModel::Bernoulli { p: 1.0 }),
-                ..at(SEC)
-            },
-            ScheduledChange {
-                loss: Some(LossModel::None),
-                ..at(2 * SEC)
-            },
+            ScheduledChange { loss: Some(LossModel::Bernoulli { p: 1.0 }), ..at(SEC) },
+            ScheduledChange { loss: Some(LossModel::None), ..at(2 * SEC) },
         ],
         ..Default::default()
     };
     let mut l = Link::new(c, 0);
-    for (t, lost) in [
-        (0, false),
-        (SEC - 1, false),
-        (SEC, true),
-        (2 * SEC - 1, true),
-        (2 * SEC, false),
-    ] {
+    for (t, lost) in [(0, false), (SEC - 1, false), (SEC, true), (2 * SEC - 1, true), (2 * SEC, false)] {
         assert_eq!(l.enqueue(t, 100, t).is_err(), lost, "t={t}");
     }
     assert_eq!(l.stats().drops_loss, 2);
@@ -149,16 +109,7 @@ fn zero_rate_outage_stalls_and_restarts_at_the_next_change() {
     let c = DirectionConfig {
         rate: Rate::mbps(12),
         // Deliberately out of order: the link sorts the schedule.
-        schedule: vec![
-            ScheduledChange {
-                rate: Some(Rate::mbps(12)),
-                ..at(50 * MS)
-            },
-            ScheduledChange {
-                rate: Some(Rate::BitsPerSec(0)),
-                ..at(10 * MS)
-            },
-        ],
+        schedule: vec![ScheduledChange { rate: Some(Rate::mbps(12)), ..at(50 * MS) }, ScheduledChange { rate: Some(Rate::BitsPerSec(0)), ..at(10 * MS) }],
         ..Default::default()
     };
     let mut l = Link::new(c, 0);
@@ -166,10 +117,7 @@ fn zero_rate_outage_stalls_and_restarts_at_the_next_change() {
     for i in 0..15u64 {
         l.enqueue(0, 1500, i).expect("accepted");
     }
-    let early: Vec<_> = drain(&mut l, 30 * MS)
-        .iter()
-        .map(|d| d.delivered_at)
-        .collect();
+    let early: Vec<_> = drain(&mut l, 30 * MS).iter().map(|d| d.delivered_at).collect();
     assert_eq!(early, (1..=10).map(|i| i * MS).collect::<Vec<_>>());
     // Stalled: the only thing that can happen next is the rate change.
     assert_eq!(l.next_event(), Some(50 * MS));
@@ -232,17 +180,8 @@ fn next_event_is_exact_across_scheduled_changes() {
         rate: Rate::mbps(5),
         delay_ns: 30 * MS,
         buffer: Buffer::Packets(50),
-        jitter: Jitter::Uniform {
-            max_ns: 3 * MS,
-            reorder: false,
-        },
-        schedule: (1..40u64)
-            .map(|k| ScheduledChange {
-                rate: Some(Rate::mbps(2 + k % 7)),
-                delay_ns: Some(k % 5 * 10 * MS),
-                ..at(k * 250 * MS + k)
-            })
-            .collect(),
+        jitter: Jitter::Uniform { max_ns: 3 * MS, reorder: false },
+        schedule: (1..40u64).map(|k| ScheduledChange { rate: Some(Rate::mbps(2 + k % 7)), delay_ns: Some(k % 5 * 10 * MS), ..at(k * 250 * MS + k) }).collect(),
         ..Default::default()
     };
     let st = next_event_loop(c, false);
@@ -256,9 +195,7 @@ fn polling_independence_with_every_stage() {
         .map(|k| ScheduledChange {
             rate: (k % 3 != 0).then(|| Rate::BitsPerSec(300_000 + k * 30_000)),
             delay_ns: (k % 2 == 0).then_some(k * MS),
-            loss: (k % 5 == 0).then_some(LossModel::Bernoulli {
-                p: 0.002 * k as f64,
-            }),
+            loss: (k % 5 == 0).then_some(LossModel::Bernoulli { p: 0.002 * k as f64 }),
             ..at(k * 600 * MS + 17)
         })
         .collect::<Vec<_>>();
@@ -268,50 +205,24 @@ fn polling_independence_with_every_stage() {
         loss: LossModel::Bernoulli { p: 0.02 },
         buffer: Buffer::Bytes(12_000),
         schedule,
-        jitter: Jitter::Normal {
-            sd_ns: 2 * MS,
-            reorder: false,
-        },
-        policer: Some(Policer {
-            rate_bps: 2_500_000,
-            burst_bytes: 15_000,
-        }),
+        jitter: Jitter::Normal { sd_ns: 2 * MS, reorder: false },
+        policer: Some(Policer { rate_bps: 2_500_000, burst_bytes: 15_000 }),
         aqm: Aqm::codel(),
         ..Default::default()
     };
     let r = check_polling_independence(&base, 5);
-    for cause in [
-        DropCause::Loss,
-        DropCause::Policer,
-        DropCause::BufferOverflow,
-        DropCause::Aqm,
-    ] {
+    for cause in [DropCause::Loss, DropCause::Policer, DropCause::BufferOverflow, DropCause::Aqm] {
         assert!(r.1.iter().any(|d| d.1 == cause), "no {cause} drops");
     }
 
-    let reorder = DirectionConfig {
-        jitter: Jitter::Uniform {
-            max_ns: 5 * MS,
-            reorder: true,
-        },
-        ..base.clone()
-    };
+    let reorder = DirectionConfig { jitter: Jitter::Uniform { max_ns: 5 * MS, reorder: true }, ..base.clone() };
     let r = check_polling_independence(&reorder, 6);
-    assert!(
-        r.0.windows(2).any(|w| w[1].0 < w[0].0),
-        "expected reordering"
-    );
+    assert!(r.0.windows(2).any(|w| w[1].0 < w[0].0), "expected reordering");
 
     let trace = DirectionConfig {
         trace: Some(
-            crate::trace::TraceRate::parse(
-                "walk",
-                &crate::trace::generate::random_walk(
-                    &crate::trace::generate::RandomWalk::cellular(3_000_000, 5_000),
-                    3,
-                ),
-            )
-            .expect("valid"),
+            crate::trace::TraceRate::parse("walk", &crate::trace::generate::random_walk(&crate::trace::generate::RandomWalk::cellular(3_000_000, 5_000), 3))
+                .expect("valid"),
         ),
         schedule: vec![],
         ..base

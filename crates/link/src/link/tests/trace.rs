@@ -63,10 +63,7 @@ fn nothing_is_delivered_in_a_trace_gap() {
         l.enqueue(0, 1500, i).expect("accepted");
     }
     assert!(drain(&mut l, 10 * MS - 1).len() == 2);
-    let times: Vec<_> = drain(&mut l, SEC)
-        .iter()
-        .map(|d| d.delivered_at / MS)
-        .collect();
+    let times: Vec<_> = drain(&mut l, SEC).iter().map(|d| d.delivered_at / MS).collect();
     assert_eq!(times, vec![10, 11, 12, 20, 21]);
     assert_eq!(l.next_event(), None);
 }
@@ -119,22 +116,7 @@ fn small_packets_share_an_opportunity() {
     assert_eq!(times, vec![1, 1, 1, 2, 2, 3, 3, 6, 8, 9, 10]);
     assert!(out.iter().all(|d| d.delivered_at % MS == 0));
     let starts: Vec<_> = out.iter().map(|d| d.service_start).collect();
-    assert_eq!(
-        starts,
-        vec![
-            0,
-            MS,
-            MS,
-            MS,
-            2 * MS,
-            2 * MS,
-            3 * MS,
-            5 * MS + MS / 2,
-            6 * MS,
-            8 * MS,
-            9 * MS
-        ]
-    );
+    assert_eq!(starts, vec![0, MS, MS, MS, 2 * MS, 2 * MS, 3 * MS, 5 * MS + MS / 2, 6 * MS, 8 * MS, 9 * MS]);
 }
 
 #[test]
@@ -156,19 +138,12 @@ fn generated_traces_drive_the_link_at_their_rate() {
 #[test]
 fn scheduled_rate_change_replaces_the_trace() {
     let mut c = trace_cfg("10\n", 0);
-    c.schedule = vec![ScheduledChange {
-        at_ns: 20 * MS,
-        rate: Some(Rate::mbps(12)),
-        ..Default::default()
-    }];
+    c.schedule = vec![ScheduledChange { at_ns: 20 * MS, rate: Some(Rate::mbps(12)), ..Default::default() }];
     let mut l = Link::new(c, 0);
     for i in 0..4u64 {
         l.enqueue(0, 1500, i).expect("accepted");
     }
-    let times: Vec<_> = drain(&mut l, SEC)
-        .iter()
-        .map(|d| d.delivered_at / MS)
-        .collect();
+    let times: Vec<_> = drain(&mut l, SEC).iter().map(|d| d.delivered_at / MS).collect();
     // Trace: 10, 20 ms; from 20 ms, 1 ms per packet at 12 Mbit/s.
     assert_eq!(times, vec![10, 20, 21, 22]);
 }
@@ -180,10 +155,7 @@ fn unloaded_trace_is_rejected_and_stalls() {
     let json = serde_json::to_string(&c).expect("serializes");
     assert!(json.contains(r#""trace":{"name":"test","period_ms":1,"opportunities":1}"#));
     let back: DirectionConfig = serde_json::from_str(&json).expect("deserializes");
-    assert!(matches!(
-        back.validate(),
-        Err(LinkConfigError::TraceNotLoaded { .. })
-    ));
+    assert!(matches!(back.validate(), Err(LinkConfigError::TraceNotLoaded { .. })));
     let mut l = Link::new(back, 0);
     l.enqueue(0, 100, 0u8).expect("accepted");
     assert_eq!(l.next_event(), None);
