@@ -5,19 +5,19 @@ use statrs::function::erf::erfc;
 
 use crate::all_finite_nonempty;
 
-/// Largest per-group size for which the exact null distribution is used
-/// (when there are also no ties). With both groups ≤ 50 the product
-/// `n_a · n_b` is ≤ 2500 and the dynamic programme costs at most a few
-/// million floating-point operations.
+/// Largest per-group size for which the exact permutation distribution is used (with or
+/// without ties). With both groups ≤ 50 the dynamic programme over doubled midrank sums has at
+/// most 100 × 51 × 10 101 cells: a few tens of milliseconds.
 pub const EXACT_MAX_N: usize = 50;
 
 /// How the p-value of a [`MannWhitney`] result was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MwMethod {
-    /// Exact permutation distribution of U (no ties, both groups ≤ [`EXACT_MAX_N`]).
+    /// Exact permutation distribution of the rank sum, conditional on the observed ties
+    /// (midranks), both groups ≤ [`EXACT_MAX_N`].
     Exact,
-    /// Normal approximation with tie correction and continuity correction.
+    /// Normal approximation with tie correction and continuity correction (larger groups).
     NormalApprox,
 }
 
@@ -37,9 +37,11 @@ pub struct MannWhitney {
 
 /// Two-sided Mann–Whitney U test of `a` vs `b`.
 ///
-/// * **Exact** when there are no ties in the pooled sample and both groups
-///   have at most [`EXACT_MAX_N`] values: `p = min(1, 2 · P(U ≤ min(u_a, u_b)))`
-///   under the permutation null distribution, computed by dynamic programming.
+/// * **Exact** when both groups have at most [`EXACT_MAX_N`] values, ties or not: every one
+///   of the `C(n_a + n_b, n_a)` ways to split the pooled (mid)ranks into the two groups is
+///   equally likely under H0, and `p = min(1, 2 · min(P(S ≤ s), P(S ≥ s)))` for the rank sum
+///   `S` of `a`. This is the permutation test conditional on the ties: tied zeros from failed
+///   transfers no longer fall back to an approximation whose p is too small.
 /// * **Normal approximation** otherwise: mean `n_a n_b / 2`, variance
 ///   `n_a n_b / 12 · ((N + 1) − Σ(t³ − t) / (N (N − 1)))` over tie groups of
 ///   size `t`, continuity correction 0.5, `p = min(1, 2 · (1 − Φ(z)))` with
@@ -52,30 +54,29 @@ pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
         return None;
     }
     let (n_a, n_b) = (a.len(), b.len());
-    let (rank_sum_a, tie_term) = rank_sum_first(a, b);
+    let ranks = doubled_midranks(a, b);
+    let doubled_sum_a: u64 = ranks.iter().filter(|r| r.1).map(|r| r.0).sum();
     let na = n_a as f64;
     let nb = n_b as f64;
-    let u_a = rank_sum_a - na * (na + 1.0) / 2.0;
+    let u_a = doubled_sum_a as f64 / 2.0 - na * (na + 1.0) / 2.0;
     let u_b = na * nb - u_a;
 
-    let has_ties = tie_term > 0.0;
-    if !has_ties && n_a <= EXACT_MAX_N && n_b <= EXACT_MAX_N {
-        // Without ties U is an integer; round to guard against float noise.
-        let k = u_a.min(u_b).round() as usize;
-        let p = (2.0 * exact_cdf(n_a, n_b, k)).min(1.0);
+    if n_a <= EXACT_MAX_N && n_b <= EXACT_MAX_N {
+        let pooled: Vec<u64> = ranks.iter().map(|r| r.0).collect();
+        let p = exact_p(&pooled, n_a, doubled_sum_a);
         Some(MannWhitney { u_a, u_b, p_value: p, method: MwMethod::Exact })
     } else {
-        let p = normal_approx_p(u_a, u_b, n_a, n_b, tie_term);
+        let p = normal_approx_p(u_a, u_b, n_a, n_b, tie_term(&ranks));
         Some(MannWhitney { u_a, u_b, p_value: p, method: MwMethod::NormalApprox })
     }
 }
 
-/// Sum of (mid)ranks of `a` in the pooled sample, and the tie term Σ(t³ − t).
-fn rank_sum_first(a: &[f64], b: &[f64]) -> (f64, f64) {
+/// Each pooled value's doubled (mid)rank — an integer even with ties, since a tie group over
+/// 1-based positions `i+1 ..= j` has midrank `(i + 1 + j) / 2` — and whether it came from `a`.
+fn doubled_midranks(a: &[f64], b: &[f64]) -> Vec<(u64, bool)> {
     let mut pooled: Vec<(f64, bool)> = a.iter().map(|&x| (x, true)).chain(b.iter().map(|&x| (x, false))).collect();
     pooled.sort_unstable_by(|x, y| x.0.total_cmp(&y.0));
-    let mut rank_sum_a = 0.0;
-    let mut tie_term = 0.0;
+    let mut out = Vec::with_capacity(pooled.len());
     let mut i = 0;
     while i < pooled.len() {
         let mut j = i + 1;
@@ -83,53 +84,53 @@ fn rank_sum_first(a: &[f64], b: &[f64]) -> (f64, f64) {
         while j < pooled.len() && pooled[j].0 == pooled[i].0 {
             j += 1;
         }
-        // Positions i..j (0-based) share the average 1-based rank.
-        let t = (j - i) as f64;
-        let mid_rank = (i + 1 + j) as f64 / 2.0;
-        let in_a = pooled[i..j].iter().filter(|p| p.1).count() as f64;
-        rank_sum_a += in_a * mid_rank;
-        tie_term += t * t * t - t;
+        let doubled = (i + 1 + j) as u64;
+        out.extend(pooled[i..j].iter().map(|p| (doubled, p.1)));
         i = j;
     }
-    (rank_sum_a, tie_term)
+    out
 }
 
-/// `P(U ≤ k)` under H0 for group sizes `m` and `n` (no ties), where U counts
-/// pairs in which the first group's value is larger.
+/// Σ(t³ − t) over tie groups (equal doubled ranks are one group).
+fn tie_term(ranks: &[(u64, bool)]) -> f64 {
+    let mut term = 0.0;
+    let mut i = 0;
+    while i < ranks.len() {
+        let j = i + ranks[i..].iter().take_while(|r| r.0 == ranks[i].0).count();
+        let t = (j - i) as f64;
+        term += t * t * t - t;
+        i = j;
+    }
+    term
+}
+
+/// Two-sided exact permutation p-value of the doubled rank sum `observed` of a group of `k`
+/// values drawn from `pooled` (doubled ranks), conditional on the ties in `pooled`.
 ///
-/// Recurrence on the pooled maximum: it belongs to the first group with
-/// probability `i / (i + j)` and then beats all `j` values of the second group,
-/// so `p(i, j, u) = i/(i+j) · p(i−1, j, u−j) + j/(i+j) · p(i, j−1, u)`, with
-/// `p(0, j, ·) = p(i, 0, ·) = δ₀`. Only `u ≤ k` is ever needed, because the
-/// recurrence never lowers `u`. Working with probabilities (not counts) keeps
-/// every term in `[0, 1]`.
-fn exact_cdf(m: usize, n: usize, k: usize) -> f64 {
-    let k = k.min(m * n);
-    let width = k + 1;
-    let delta = {
-        let mut d = vec![0.0; width];
-        d[0] = 1.0;
-        d
-    };
-    // prev[j] = distribution p(i-1, j, ·) truncated to 0..=k
-    let mut prev: Vec<Vec<f64>> = vec![delta.clone(); n + 1];
-    let mut cur: Vec<Vec<f64>> = vec![vec![0.0; width]; n + 1];
-    for i in 1..=m {
-        cur[0].copy_from_slice(&delta);
-        for j in 1..=n {
-            let w_a = i as f64 / (i + j) as f64;
-            let w_b = j as f64 / (i + j) as f64;
-            let (done, rest) = cur.split_at_mut(j);
-            let left = &done[j - 1];
-            let out = &mut rest[0];
-            for u in 0..width {
-                let from_a = if u >= j { prev[j][u - j] } else { 0.0 };
-                out[u] = w_a * from_a + w_b * left[u];
+/// `ways[c][s]` counts the subsets of the values seen so far with `c` members and doubled rank
+/// sum `s`; adding one value either leaves it out or takes it. Counts reach `C(100, 50) ≈ 1e29`,
+/// well inside f64, whose relative error (1e-16) is far below any printed digit.
+fn exact_p(pooled: &[u64], k: usize, observed: u64) -> f64 {
+    let max_sum: u64 = pooled.iter().sum();
+    let width = max_sum as usize + 1;
+    let mut ways = vec![vec![0.0f64; width]; k + 1];
+    ways[0][0] = 1.0;
+    for (seen, &r) in pooled.iter().enumerate() {
+        let r = r as usize;
+        for c in (1..=k.min(seen + 1)).rev() {
+            let (lower, upper) = ways.split_at_mut(c);
+            let (from, to) = (&lower[c - 1], &mut upper[0]);
+            for s in (r..width).rev() {
+                to[s] += from[s - r];
             }
         }
-        std::mem::swap(&mut prev, &mut cur);
     }
-    prev[n].iter().sum::<f64>().min(1.0)
+    let dist = &ways[k];
+    let total: f64 = dist.iter().sum();
+    let obs = observed as usize;
+    let le: f64 = dist[..=obs].iter().sum();
+    let ge: f64 = dist[obs..].iter().sum();
+    (2.0 * le.min(ge) / total).min(1.0)
 }
 
 /// Two-sided normal-approximation p-value with tie and continuity correction.
@@ -223,29 +224,74 @@ mod tests {
         assert!(rel_close(r.p_value, 0.016450137297189936, 1e-9), "{}", r.p_value);
     }
 
-    #[test]
-    fn exact_distribution_is_a_distribution() {
-        for (m, n) in [(1, 1), (3, 7), (6, 6), (10, 4)] {
-            let total = exact_cdf(m, n, m * n);
-            assert!((total - 1.0).abs() < 1e-12, "{m},{n}: {total}");
-            // Symmetry: P(U ≤ k) = 1 − P(U ≤ mn − k − 1)
-            for k in 0..m * n {
-                let lhs = exact_cdf(m, n, k);
-                let rhs = 1.0 - exact_cdf(m, n, m * n - k - 1);
-                assert!((lhs - rhs).abs() < 1e-12, "{m},{n},{k}");
+    /// Independent reference: enumerate every split of the pooled values into groups of the
+    /// original sizes, compute U by counting pairs (ties ½), and take 2 · the smaller tail.
+    fn brute_force_p(a: &[f64], b: &[f64]) -> f64 {
+        let pooled: Vec<f64> = a.iter().chain(b).copied().collect();
+        let n = pooled.len();
+        let u_of = |mask: u32| -> f64 {
+            let mut u = 0.0;
+            for i in (0..n).filter(|i| mask & (1 << i) != 0) {
+                for j in (0..n).filter(|j| mask & (1 << j) == 0) {
+                    u += if pooled[i] > pooled[j] {
+                        1.0
+                    } else if pooled[i] == pooled[j] {
+                        0.5
+                    } else {
+                        0.0
+                    };
+                }
             }
+            u
+        };
+        let observed = u_of((1u32 << a.len()) - 1);
+        let (mut le, mut ge, mut total) = (0u64, 0u64, 0u64);
+        for mask in 0u32..(1 << n) {
+            if mask.count_ones() as usize != a.len() {
+                continue;
+            }
+            let u = u_of(mask);
+            total += 1;
+            le += u64::from(u <= observed + 1e-9);
+            ge += u64::from(u >= observed - 1e-9);
         }
-        // P(U ≤ 1) for 4 vs 4 = 2/70 (U=0 and U=1 each have one arrangement).
-        assert!(rel_close(exact_cdf(4, 4, 1), 2.0 / 70.0, 1e-12));
+        (2.0 * le.min(ge) as f64 / total as f64).min(1.0)
     }
 
     #[test]
-    fn normal_approx_with_ties_matches_scipy() {
-        // scipy asymptotic, use_continuity=True: U=10.5, p=0.14801830727232673
+    fn ties_use_the_exact_conditional_distribution() {
+        // The cases: the normal approximation gave 0.0497 and 0.047. References from
+        // scipy.stats.permutation_test((a, b), lambda x, y: mannwhitneyu(x, y).statistic,
+        //   permutation_type="independent", n_resamples=np.inf, alternative="two-sided").
+        let r = mann_whitney_u(&[5.0, 6.0, 7.0], &[0.0, 0.0, 1.0, 2.0]).unwrap();
+        assert_eq!(r.method, MwMethod::Exact);
+        assert!(rel_close(r.p_value, 2.0 / 35.0, 1e-12), "{}", r.p_value); // scipy 0.05714285714285714
+        let r = mann_whitney_u(&[4.0, 4.0, 4.0], &[2.0, 2.0, 2.0]).unwrap();
+        assert!(rel_close(r.p_value, 0.1, 1e-12), "3 vs 3 cannot go below 0.1: {}", r.p_value); // scipy 0.1
+        // Tied zeros from failed transfers on both sides: scipy 0.38095238095238093.
+        let r = mann_whitney_u(&[0.0, 0.0, 9.0, 8.0, 7.0], &[0.0, 1.0, 2.0, 0.0, 3.0]).unwrap();
+        assert!(rel_close(r.p_value, 0.38095238095238093, 1e-12), "{}", r.p_value);
+        // A mix of ties inside and across groups: scipy 0.14219114219114218.
         let r = mann_whitney_u(&[1.0, 2.0, 2.0, 3.0, 4.0, 5.0], &[2.0, 3.0, 3.0, 4.0, 6.0, 7.0, 8.0]).unwrap();
-        assert_eq!(r.method, MwMethod::NormalApprox);
         assert_eq!((r.u_a, r.u_b), (10.5, 31.5));
-        assert!(rel_close(r.p_value, 0.14801830727232673, 1e-9), "{}", r.p_value);
+        assert!(rel_close(r.p_value, 0.14219114219114218, 1e-12), "{}", r.p_value);
+    }
+
+    #[test]
+    fn exact_matches_enumeration_with_and_without_ties() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        for case in 0..300 {
+            let n_a = rng.gen_range(1..=7);
+            let n_b = rng.gen_range(1..=7);
+            // Few distinct values so that ties are common; every third case without ties (almost surely).
+            let levels = if case % 3 == 0 { 100_000 } else { rng.gen_range(1..=5) };
+            let mut draw = |n: usize| (0..n).map(|_| f64::from(rng.gen_range(0..levels))).collect::<Vec<f64>>();
+            let (a, b) = (draw(n_a), draw(n_b));
+            let r = mann_whitney_u(&a, &b).unwrap();
+            let want = brute_force_p(&a, &b);
+            assert!(rel_close(r.p_value, want, 1e-10), "{a:?} vs {b:?}: {} != {want}", r.p_value);
+        }
     }
 
     #[test]
@@ -272,7 +318,7 @@ mod tests {
     #[test]
     fn all_tied_gives_p_one() {
         let r = mann_whitney_u(&[3.0, 3.0, 3.0], &[3.0, 3.0]).unwrap();
-        assert_eq!(r.method, MwMethod::NormalApprox);
+        assert_eq!(r.method, MwMethod::Exact);
         assert_eq!((r.u_a, r.u_b), (3.0, 3.0));
         assert_eq!(r.p_value, 1.0);
         // Near-identical groups: p capped at 1.
