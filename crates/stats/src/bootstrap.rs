@@ -8,28 +8,66 @@ use crate::summary::quantile;
 use crate::{all_finite_nonempty, sorted_copy};
 
 /// Bootstrap confidence interval for `median(a) / median(b)`.
+///
+/// A resample whose `median(b)` is 0 gives a ratio of +∞ (or 1 when `median(a)` is 0 too:
+/// equal medians). Such resamples are kept, not dropped, so a bound can be infinite:
+/// [`RatioCi::unbounded`] says so, and JSON shows the infinite bound as `null`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub struct RatioCi {
-    /// `median(a) / median(b)` on the original (not resampled) data.
+    /// `median(a) / median(b)` on the original (not resampled) data; +∞ when only `median(b)` is 0.
+    #[serde(with = "finite_or_null")]
     pub ratio: f64,
     /// Lower bound: the `(1 - level) / 2` percentile of the bootstrap ratios.
+    #[serde(with = "finite_or_null")]
     pub lo: f64,
-    /// Upper bound: the `(1 + level) / 2` percentile of the bootstrap ratios.
+    /// Upper bound: the `(1 + level) / 2` percentile of the bootstrap ratios; +∞ (`null` in
+    /// JSON) when more than `(1 - level) / 2` of the resamples had `median(b) = 0`.
+    #[serde(with = "finite_or_null")]
     pub hi: f64,
     /// Confidence level, e.g. `0.95`.
     pub level: f64,
-    /// Number of bootstrap iterations requested.
+    /// Number of bootstrap iterations.
     pub iterations: usize,
-    /// Iterations discarded because the resampled `median(b)` was exactly 0
-    /// (the percentiles are taken over `iterations - skipped` ratios).
-    pub skipped: usize,
+    /// Resamples whose `median(b)` was 0 (kept, as +∞ or as 1 when `median(a)` was 0 too).
+    pub zero_denominators: usize,
 }
 
 impl RatioCi {
     /// `true` if the interval lies strictly above or strictly below 1.
     pub fn excludes_one(&self) -> bool {
         self.lo > 1.0 || self.hi < 1.0
+    }
+
+    /// `true` if a bound is infinite: the data cannot bound the ratio at this level.
+    pub fn unbounded(&self) -> bool {
+        !self.lo.is_finite() || !self.hi.is_finite() || !self.ratio.is_finite()
+    }
+}
+
+/// Non-finite floats as JSON `null` (JSON has no ∞); `null` reads back as +∞.
+mod finite_or_null {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if x.is_finite() {
+            s.serialize_f64(*x)
+        } else {
+            s.serialize_none()
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+    }
+}
+
+/// `x / y` for medians: +∞ when only the denominator is 0, 1 when both are (equal medians).
+fn median_ratio(x: f64, y: f64) -> f64 {
+    match (x == 0.0, y == 0.0) {
+        (true, true) => 1.0,
+        (false, true) => f64::INFINITY,
+        _ => x / y,
     }
 }
 
@@ -39,16 +77,11 @@ impl RatioCi {
 /// their original sizes, using a [`ChaCha8Rng`] seeded with `seed` — the same
 /// inputs and seed always give the same interval.
 ///
-/// Returns `None` when:
-/// * either slice is empty or contains a non-finite value,
-/// * `level` is not strictly between 0 and 1, or `iterations == 0`,
-/// * `median(b) == 0` on the original data (the ratio is undefined), or every
-///   resample had `median(b) == 0`.
-///
-/// Resamples whose `median(b)` is exactly 0 are skipped (counted in
-/// [`RatioCi::skipped`]) rather than producing infinite ratios.
+/// Returns `None` when either slice is empty or contains a non-finite or negative value
+/// (the scores compared are rates: ≥ 0), or when `level` is not strictly between 0 and 1, or
+/// `iterations == 0`. Zero medians are handled as described on [`RatioCi`].
 pub fn bootstrap_ratio_ci(a: &[f64], b: &[f64], level: f64, iterations: usize, seed: u64) -> Option<RatioCi> {
-    if !all_finite_nonempty(a) || !all_finite_nonempty(b) {
+    if !all_finite_nonempty(a) || !all_finite_nonempty(b) || a.iter().chain(b).any(|x| *x < 0.0) {
         return None;
     }
     if !(level > 0.0 && level < 1.0) || iterations == 0 {
@@ -56,29 +89,36 @@ pub fn bootstrap_ratio_ci(a: &[f64], b: &[f64], level: f64, iterations: usize, s
     }
     let med_a = quantile(&sorted_copy(a), 0.5);
     let med_b = quantile(&sorted_copy(b), 0.5);
-    if med_b == 0.0 {
-        return None;
-    }
-    let ratio = med_a / med_b;
+    let ratio = median_ratio(med_a, med_b);
 
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut buf_a = vec![0.0; a.len()];
     let mut buf_b = vec![0.0; b.len()];
     let mut ratios = Vec::with_capacity(iterations);
+    let mut zero_denominators = 0;
     for _ in 0..iterations {
         let ma = resampled_median(a, &mut buf_a, &mut rng);
         let mb = resampled_median(b, &mut buf_b, &mut rng);
-        if mb != 0.0 {
-            ratios.push(ma / mb);
-        }
+        zero_denominators += usize::from(mb == 0.0);
+        ratios.push(median_ratio(ma, mb));
     }
-    if ratios.is_empty() {
-        return None;
-    }
-    let skipped = iterations - ratios.len();
     ratios.sort_unstable_by(f64::total_cmp);
     let tail = (1.0 - level) / 2.0;
-    Some(RatioCi { ratio, lo: quantile(&ratios, tail), hi: quantile(&ratios, 1.0 - tail), level, iterations, skipped })
+    Some(RatioCi { ratio, lo: percentile(&ratios, tail), hi: percentile(&ratios, 1.0 - tail), level, iterations, zero_denominators })
+}
+
+/// [`quantile`] that tolerates +∞ in the sorted data: a bound that touches an infinite
+/// ratio is infinite (interpolating towards ∞ would give ∞ or NaN).
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    let pos = q * (sorted.len() - 1) as f64;
+    let (lo, hi) = (sorted[pos.floor() as usize], sorted[pos.ceil() as usize]);
+    if lo.is_infinite() || (hi.is_infinite() && pos.fract() > 0.0) {
+        f64::INFINITY
+    } else if hi.is_infinite() {
+        lo
+    } else {
+        quantile(sorted, q)
+    }
 }
 
 /// Draw `xs.len()` values from `xs` with replacement into `buf` and return
@@ -104,7 +144,7 @@ mod tests {
         assert!((ci.ratio - 147.0 / 10.1).abs() < 1e-12);
         assert_eq!(ci.level, 0.95);
         assert_eq!(ci.iterations, 2000);
-        assert_eq!(ci.skipped, 0);
+        assert_eq!(ci.zero_denominators, 0);
     }
 
     #[test]
@@ -148,16 +188,37 @@ mod tests {
     }
 
     #[test]
-    fn zero_denominator_and_bad_input() {
-        // Original median(b) == 0 -> undefined ratio.
-        assert!(bootstrap_ratio_ci(&[1.0, 2.0], &[0.0, 0.0, 5.0], 0.95, 100, 0).is_none());
-        // median(b) != 0 originally but some resamples hit 0: they are skipped.
-        let ci = bootstrap_ratio_ci(&[1.0, 2.0], &[0.0, 5.0, 6.0], 0.95, 1000, 0).unwrap();
-        assert!(ci.skipped > 0 && ci.skipped < 1000);
-        assert!(ci.hi.is_finite());
+    fn zero_denominators_are_kept_and_make_the_bound_unbounded() {
+        // The example: 3,086 of 10,000 resamples have median(b) = 0. They used to be
+        // dropped, which left a finite upper bound; kept, the bound is infinite.
+        let ci = bootstrap_ratio_ci(&[5.0, 6.0, 7.0], &[0.0, 0.0, 1.0, 2.0], 0.95, 10_000, 42).unwrap();
+        assert!(ci.zero_denominators > 2_500 && ci.zero_denominators < 3_700, "{ci:?}");
+        assert_eq!(ci.hi, f64::INFINITY);
+        assert!(ci.unbounded() && ci.excludes_one(), "{ci:?}");
+        let json = serde_json::to_value(ci).unwrap();
+        assert!(json["hi"].is_null(), "{json}");
+        let back: RatioCi = serde_json::from_value(json).unwrap();
+        assert_eq!(back, ci);
+        // Original median(b) == 0: the point estimate itself is infinite.
+        let ci = bootstrap_ratio_ci(&[1.0, 2.0], &[0.0, 0.0, 5.0], 0.95, 100, 0).unwrap();
+        assert_eq!(ci.ratio, f64::INFINITY);
+        // Both medians 0: equal, ratio 1.
+        let ci = bootstrap_ratio_ci(&[0.0, 0.0, 3.0], &[0.0, 0.0, 5.0], 0.95, 1000, 0).unwrap();
+        assert_eq!(ci.ratio, 1.0);
+        assert!(!ci.excludes_one());
+        // A few zero-denominator resamples (under 2.5 %) leave the upper bound finite.
+        let mut b = vec![5.0; 14];
+        b.push(0.0);
+        let ci = bootstrap_ratio_ci(&[6.0; 15], &b, 0.95, 2000, 3).unwrap();
+        assert!(ci.hi.is_finite() && ci.zero_denominators == 0, "{ci:?}");
+    }
+
+    #[test]
+    fn bad_input() {
         assert!(bootstrap_ratio_ci(&[], &[1.0], 0.95, 100, 0).is_none());
         assert!(bootstrap_ratio_ci(&[1.0], &[], 0.95, 100, 0).is_none());
         assert!(bootstrap_ratio_ci(&[f64::NAN], &[1.0], 0.95, 100, 0).is_none());
+        assert!(bootstrap_ratio_ci(&[-1.0], &[1.0], 0.95, 100, 0).is_none());
         assert!(bootstrap_ratio_ci(&[1.0], &[1.0], 1.0, 100, 0).is_none());
         assert!(bootstrap_ratio_ci(&[1.0], &[1.0], 0.0, 100, 0).is_none());
         assert!(bootstrap_ratio_ci(&[1.0], &[1.0], f64::NAN, 100, 0).is_none());
@@ -212,5 +273,88 @@ mod median_ci_tests {
         assert_eq!((c.lo, c.hi), (0.5, 0.5));
         assert!(bootstrap_median_ci(&[], 0.95, 100, 1).is_none());
         assert_eq!(bootstrap_median_ci(&xs, 0.95, 5000, 1), Some(ci), "reproducible");
+    }
+}
+
+/// Distribution-free confidence interval for a median: `[x_(k), x_(n+1-k)]` of the sorted
+/// sample, whose coverage for any continuous distribution is exactly
+/// `1 − 2 · P(Binomial(n, ½) ≤ k − 1)` (conservative with ties). `k` is the largest index
+/// whose coverage still reaches `target`; when even the full range (`k = 1`) falls short, that
+/// range is returned with its true, lower level — a 95 % label on 3 runs would be a lie
+/// (the range of 3 covers the median 75 % of the time). `MedianCi::level` is always the true
+/// coverage. `None` for fewer than 2 values or non-finite input.
+pub fn median_order_ci(xs: &[f64], target: f64) -> Option<MedianCi> {
+    if !all_finite_nonempty(xs) || xs.len() < 2 {
+        return None;
+    }
+    let sorted = sorted_copy(xs);
+    let n = sorted.len();
+    let coverage = |k: usize| 1.0 - 2.0 * binomial_half_cdf(n, k - 1);
+    let mut k = 1;
+    while k + 1 <= n.div_ceil(2) && coverage(k + 1) >= target {
+        k += 1;
+    }
+    Some(MedianCi { median: quantile(&sorted, 0.5), lo: sorted[k - 1], hi: sorted[n - k], level: coverage(k), iterations: 0 })
+}
+
+/// `P(Binomial(n, ½) ≤ j)`, summed exactly in f64 (n is a number of runs: small).
+fn binomial_half_cdf(n: usize, j: usize) -> f64 {
+    let mut term = 0.5f64.powi(n as i32); // C(n, 0) / 2^n
+    let mut sum = 0.0;
+    for i in 0..=j.min(n) {
+        sum += term;
+        term *= (n - i) as f64 / (i + 1) as f64;
+    }
+    sum
+}
+
+#[cfg(test)]
+mod order_ci_tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn true_levels_of_small_samples() {
+        // Range of n values covers the median with probability 1 − 2 / 2^n.
+        assert_eq!(median_order_ci(&[0.3, 0.1, 0.2], 0.95).unwrap().level, 0.75);
+        assert_eq!(median_order_ci(&[0.3, 0.1, 0.2, 0.4], 0.95).unwrap().level, 0.875);
+        assert_eq!(median_order_ci(&[1.0, 2.0, 3.0, 4.0, 5.0], 0.95).unwrap().level, 0.9375);
+        let ci = median_order_ci(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 0.95).unwrap();
+        assert_eq!((ci.lo, ci.hi, ci.level), (1.0, 6.0, 1.0 - 2.0 / 64.0));
+        // n = 20: k = 6 gives 1 − 2·P(B ≤ 5) = 0.9586 (scipy.stats.binom.cdf(5, 20, .5) = 0.020694732666015625).
+        let xs: Vec<f64> = (1..=20).map(f64::from).collect();
+        let ci = median_order_ci(&xs, 0.95).unwrap();
+        assert_eq!((ci.lo, ci.hi), (6.0, 15.0));
+        assert!((ci.level - (1.0 - 2.0 * 0.020694732666015625)).abs() < 1e-12);
+        assert!(median_order_ci(&[1.0], 0.95).is_none());
+    }
+
+    /// Coverage by simulation matches the stated level, where the bootstrap's 95 % label did not
+    /// (it covered 75 % at 3 runs and 88 % at 4).
+    #[test]
+    fn stated_level_is_the_real_coverage() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        for n in [3usize, 4, 6, 10] {
+            let trials = 20_000;
+            let (mut covered, mut boot_covered, mut level) = (0, 0, 0.0);
+            for t in 0..trials {
+                // Exponential(1): the true median is ln 2.
+                let xs: Vec<f64> = (0..n).map(|_| -(1.0 - rng.gen::<f64>()).ln()).collect();
+                let ci = median_order_ci(&xs, 0.95).unwrap();
+                level = ci.level;
+                covered += usize::from(ci.lo <= std::f64::consts::LN_2 && std::f64::consts::LN_2 <= ci.hi);
+                if t < 2_000 {
+                    let b = bootstrap_median_ci(&xs, 0.95, 500, t as u64).unwrap();
+                    boot_covered += usize::from(b.lo <= std::f64::consts::LN_2 && std::f64::consts::LN_2 <= b.hi);
+                }
+            }
+            let rate = covered as f64 / trials as f64;
+            // 4 standard errors of a binomial proportion at 20 000 trials: ≤ 0.013.
+            assert!((rate - level).abs() < 4.0 * (level * (1.0 - level) / trials as f64).sqrt() + 1e-9, "n={n}: {rate} vs {level}");
+            if n <= 4 {
+                let boot = boot_covered as f64 / 2_000.0;
+                assert!(boot < 0.9, "the bootstrap label was wrong at n={n}: covered {boot}");
+            }
+        }
     }
 }

@@ -7,13 +7,17 @@
 //!   min/max and numpy-style linearly interpolated quantiles via [`quantile`]).
 //! * [`bootstrap_ratio_ci`] — percentile-bootstrap confidence interval for
 //!   `median(a) / median(b)`, reproducible from a seed (ChaCha8).
-//! * [`mann_whitney_u`] — two-sided Mann–Whitney U test, exact for small
-//!   tie-free samples, normal approximation (tie + continuity corrected)
-//!   otherwise; [`min_runs_for_significance`] tells how many runs per arm are
+//! * [`mann_whitney_u`] — two-sided Mann–Whitney U test, exact (conditional on
+//!   ties) for groups of up to 50, normal approximation (tie + continuity
+//!   corrected) beyond; [`min_runs_for_significance`] tells how many runs per arm are
 //!   needed before a significant result is even possible.
 //! * [`jain_fairness`] — Jain's fairness index of per-flow shares.
-//! * [`compare`] — combines the above into a [`Comparison`] verdict with a
-//!   human-readable [`Comparison::sentence`].
+//! * [`compare`] / [`compare_directed`] — combine the above into a [`Comparison`]
+//!   verdict (better, no difference, inconclusive) for a metric where higher or
+//!   lower is better, with a human-readable [`Comparison::sentence`];
+//!   [`best_against_rest`] does so for several arms with Holm's correction.
+//! * [`median_order_ci`] — distribution-free CI of a median labelled with its true level.
+//! * [`sequential`] — alpha spending for `--runs auto`.
 //!
 //! ## Example
 //!
@@ -26,7 +30,7 @@
 //!
 //! let c = compare("bbr", &bbr, "cubic", &cubic, 0.05, 42);
 //! assert!(c.significant);
-//! assert_eq!(c.faster.as_deref(), Some("bbr"));
+//! assert_eq!(c.better.as_deref(), Some("bbr"));
 //! println!("{}", c.sentence("goodput"));
 //! // bbr: 14.6× the goodput of cubic (95 % CI …×, p = 0.0079, 5 vs 5 runs)
 //! ```
@@ -35,19 +39,20 @@
 //!
 //! All functions are pure (no I/O, no global RNG) and never panic on bad input:
 //! empty slices and non-finite values (NaN, ±∞) make the fallible functions
-//! return `None`. "Higher is better" throughout (goodput, throughput).
+//! return `None`.
 
 mod bootstrap;
 mod fairness;
 mod mann_whitney;
+pub mod sequential;
 mod summary;
 mod verdict;
 
-pub use bootstrap::{bootstrap_median_ci, bootstrap_ratio_ci, MedianCi, RatioCi};
+pub use bootstrap::{bootstrap_median_ci, bootstrap_ratio_ci, median_order_ci, MedianCi, RatioCi};
 pub use fairness::jain_fairness;
 pub use mann_whitney::{mann_whitney_u, min_runs_for_significance, MannWhitney, MwMethod, EXACT_MAX_N};
 pub use summary::{median, quantile, Summary};
-pub use verdict::{compare, Comparison, DEFAULT_BOOTSTRAP_ITERATIONS};
+pub use verdict::{best_against_rest, compare, compare_directed, fmt_p, holm, BetterIs, Comparison, Outcome, DEFAULT_BOOTSTRAP_ITERATIONS};
 
 /// `true` when the slice is non-empty and every value is finite.
 pub(crate) fn all_finite_nonempty(xs: &[f64]) -> bool {
