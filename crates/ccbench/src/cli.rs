@@ -251,9 +251,13 @@ pub struct RunArgs {
     /// Which way the data flows.
     #[arg(long, value_enum, default_value_t = DirectionArg::Download)]
     pub direction: DirectionArg,
-    /// Runs per algorithm, interleaved across algorithms.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub runs: u32,
+    /// Runs per algorithm, interleaved across algorithms; or `auto`: stop as soon as the verdict
+    /// is decided (a sequential design whose overall error stays at 5 %), at most --max-runs.
+    #[arg(long, default_value = "5", value_parser = parse_runs)]
+    pub runs: RunsArg,
+    /// With --runs auto: the most runs per algorithm before it gives up deciding.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub max_runs: u32,
     /// How often the sender's TCP_INFO and the emulator's queue are sampled.
     #[arg(long, allow_hyphen_values = true, default_value = "10ms")]
     pub sample_interval: String,
@@ -281,4 +285,21 @@ pub struct ExecArgs {
     /// The command to run in the client namespace; $CCBENCH_SERVER_ADDR holds the server's address.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
+}
+
+/// `--runs`: a count, or `auto` (runs until decided).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunsArg {
+    Fixed(u32),
+    Auto,
+}
+
+fn parse_runs(value: &str) -> Result<RunsArg, String> {
+    match value.trim() {
+        "auto" => Ok(RunsArg::Auto),
+        v => match v.parse::<u32>() {
+            Ok(n) if (1..=1000).contains(&n) => Ok(RunsArg::Fixed(n)),
+            _ => Err("a whole number from 1 to 1000, or auto".to_string()),
+        },
+    }
 }

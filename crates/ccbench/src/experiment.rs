@@ -5,22 +5,58 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use ccbench_emu::{EmulatedPath, PathSpec, SERVER_ADDR};
+use ccbench_stats::BetterIs;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::provenance::{now_rfc3339, Provenance};
-use crate::results::{CcSummary, ExperimentResult, Params, RunMetrics, RunRecord, Status};
+use crate::results::{CcSummary, ExperimentResult, LookRecord, Params, RunMetrics, RunRecord, Sequential, Status};
 use crate::workloads::WorkloadSpec;
 
 pub const ALPHA: f64 = 0.05;
 
+/// How many runs each algorithm gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runs {
+    /// Exactly this many.
+    Fixed(u32),
+    /// Until the verdict is decided (a sequential design that spends α over the looks), at
+    /// most `max`.
+    Auto { max: u32 },
+}
+
+impl Runs {
+    /// The most runs per algorithm this plan can take.
+    pub fn max(self) -> u32 {
+        match self {
+            Runs::Fixed(n) | Runs::Auto { max: n } => n,
+        }
+    }
+}
+
 pub struct Plan {
     pub ccs: Vec<String>,
-    pub runs: u32,
+    pub runs: Runs,
     pub seed: u64,
     pub path: PathSpec,
     pub workload: WorkloadSpec,
+}
+
+impl Plan {
+    /// The parameters as result.json records them.
+    pub fn params(&self) -> Params {
+        Params {
+            ccs: self.ccs.clone(),
+            runs_per_cc: self.runs.max(),
+            runs_auto: matches!(self.runs, Runs::Auto { .. }),
+            seed: self.seed,
+            alpha: ALPHA,
+            path: self.path.clone(),
+            workload: self.workload.clone(),
+            metric: self.workload.metric().to_string(),
+        }
+    }
 }
 
 /// One scheduled run.
@@ -50,9 +86,15 @@ pub trait Observer {
 
 pub fn execute(plan: &Plan, stop: &AtomicBool, observer: &mut dyn Observer) -> ExperimentResult {
     let provenance = Provenance::new();
-    let slots = schedule(&plan.ccs, plan.runs, plan.seed);
+    let slots = schedule(&plan.ccs, plan.runs.max(), plan.seed);
+    let looks = match plan.runs {
+        Runs::Auto { max } => ccbench_stats::sequential::looks(ALPHA, max as usize),
+        Runs::Fixed(_) => Vec::new(),
+    };
+    let mut sequential = matches!(plan.runs, Runs::Auto { .. }).then(|| Sequential { looks: Vec::new(), decided_after_runs: None });
     let mut records = Vec::new();
     let mut status = Status::Complete;
+    let mut alpha = looks.last().map_or(ALPHA, |l| l.alpha);
     for (index, slot) in slots.iter().enumerate() {
         if stop.load(Ordering::SeqCst) {
             status = Status::Interrupted;
@@ -73,25 +115,33 @@ pub fn execute(plan: &Plan, stop: &AtomicBool, observer: &mut dyn Observer) -> E
         if status == Status::Interrupted {
             break;
         }
+        // Runs until decided: after each complete round that is a look, decide at that look's
+        // share of α and stop once every comparison is decided.
+        let rounds_done = (index + 1) / plan.ccs.len();
+        if let (Some(seq), true) = (sequential.as_mut(), (index + 1) % plan.ccs.len() == 0) {
+            if let Some(look) = looks.iter().find(|l| l.runs == rounds_done) {
+                let (_, comparisons) = analyse(&plan.ccs, &records, plan.seed, look.alpha);
+                let decided = !comparisons.is_empty() && comparisons.iter().all(|c| c.significant);
+                seq.looks.push(LookRecord { runs_per_cc: look.runs as u32, alpha: look.alpha, decided });
+                alpha = look.alpha;
+                if decided {
+                    seq.decided_after_runs = Some(look.runs as u32);
+                    break;
+                }
+            }
+        }
     }
     let mut provenance = provenance;
     provenance.finished_at = Some(now_rfc3339());
-    let (summary, comparisons) = analyse(&plan.ccs, &records, plan.seed);
-    let rtt_comparisons = compare_rtt(&plan.ccs, &records, plan.seed);
+    let (summary, comparisons) = analyse(&plan.ccs, &records, plan.seed, alpha);
+    let rtt_comparisons = compare_rtt(&plan.ccs, &records, plan.seed, alpha);
     ExperimentResult {
         schema: crate::results::SCHEMA,
         status,
         warnings: crate::limits::check_path(&plan.path),
         provenance,
-        params: Params {
-            ccs: plan.ccs.clone(),
-            runs_per_cc: plan.runs,
-            seed: plan.seed,
-            alpha: ALPHA,
-            path: plan.path.clone(),
-            workload: plan.workload.clone(),
-            metric: plan.workload.metric().to_string(),
-        },
+        params: plan.params(),
+        sequential,
         summary,
         comparisons,
         rtt_comparisons,
@@ -142,7 +192,7 @@ fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord
     match outcome {
         Ok(result) => {
             record.status = if result.interrupted() { Status::Interrupted } else { Status::Complete };
-            record.metrics = Some(RunMetrics::derive(&result, &report, workload.data_direction()));
+            record.metrics = Some(RunMetrics::derive(&result, &report, workload.data_direction(), workload.timeout_s()));
             record.error = result.first_error();
             record.workload = Some(result);
         }
@@ -152,42 +202,31 @@ fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord
     record
 }
 
-/// Per-algorithm summaries over completed runs, and the best algorithm against each other.
-pub fn analyse(ccs: &[String], records: &[RunRecord], seed: u64) -> (Vec<CcSummary>, Vec<ccbench_stats::Comparison>) {
-    let metrics_of =
-        |cc: &str| -> Vec<&RunMetrics> { records.iter().filter(|r| r.cc == cc && r.status == Status::Complete).filter_map(|r| r.metrics.as_ref()).collect() };
-    let summary: Vec<CcSummary> = ccs.iter().map(|cc| CcSummary::of(cc, &metrics_of(cc))).collect();
-    let scores = |cc: &str| -> Vec<f64> { metrics_of(cc).iter().filter_map(|m| m.score).collect() };
-    let best =
-        summary.iter().filter_map(|s| s.score.as_ref().map(|g| (s.cc.as_str(), g.median))).max_by(|a, b| a.1.total_cmp(&b.1)).map(|(cc, _)| cc.to_string());
-    let mut comparisons = Vec::new();
-    if let Some(best) = best {
-        for other in ccs.iter().filter(|c| **c != best) {
-            let (a, b) = (scores(&best), scores(other));
-            if a.len() >= 2 && b.len() >= 2 {
-                comparisons.push(ccbench_stats::compare(&best, &a, other, &b, ALPHA, seed));
-            }
-        }
-    }
+/// Per-algorithm summaries over completed runs, and the best algorithm against each other one
+/// at level `alpha`, Holm-corrected over every pair. Unfinished runs count (as censored scores
+/// that rank worst); only runs cut short by Ctrl-C or a failure are left out.
+pub fn analyse(ccs: &[String], records: &[RunRecord], seed: u64, alpha: f64) -> (Vec<CcSummary>, Vec<ccbench_stats::Comparison>) {
+    let summary: Vec<CcSummary> = ccs.iter().map(|cc| CcSummary::of(cc, &completed_metrics(records, cc))).collect();
+    let scores: Vec<Vec<f64>> = ccs.iter().map(|cc| completed_metrics(records, cc).iter().filter_map(|m| m.score).collect()).collect();
+    let comparisons = compare_arms(ccs, &scores, BetterIs::Higher, alpha, seed);
     (summary, comparisons)
 }
 
 /// The algorithm with the lowest median sender RTT against each other one (each run's RTT
 /// p50): scenario 5's question, "does it keep the queue short?", with the same statistics.
-pub fn compare_rtt(ccs: &[String], records: &[RunRecord], seed: u64) -> Vec<ccbench_stats::Comparison> {
-    let rtts = |cc: &str| -> Vec<f64> {
-        records.iter().filter(|r| r.cc == cc && r.status == Status::Complete).filter_map(|r| r.metrics.as_ref()?.sender_rtt_p50_ms).collect()
-    };
-    let best = ccs.iter().filter_map(|cc| ccbench_stats::median(&rtts(cc)).map(|m| (cc, m))).min_by(|a, b| a.1.total_cmp(&b.1)).map(|(cc, _)| cc.clone());
-    let Some(best) = best else { return Vec::new() };
-    ccs.iter()
-        .filter(|c| **c != best)
-        .filter_map(|other| {
-            let (a, b) = (rtts(other), rtts(&best));
-            // Higher is "better" to compare(); here the higher arm is the worse RTT.
-            (a.len() >= 2 && b.len() >= 2).then(|| ccbench_stats::compare(other, &a, &best, &b, ALPHA, seed))
-        })
-        .collect()
+/// Its own family for Holm's correction: a second question, not more pairs of the first.
+pub fn compare_rtt(ccs: &[String], records: &[RunRecord], seed: u64, alpha: f64) -> Vec<ccbench_stats::Comparison> {
+    let rtts: Vec<Vec<f64>> = ccs.iter().map(|cc| completed_metrics(records, cc).iter().filter_map(|m| m.sender_rtt_p50_ms).collect()).collect();
+    compare_arms(ccs, &rtts, BetterIs::Lower, alpha, seed)
+}
+
+fn completed_metrics<'a>(records: &'a [RunRecord], cc: &str) -> Vec<&'a RunMetrics> {
+    records.iter().filter(|r| r.cc == cc && r.status == Status::Complete).filter_map(|r| r.metrics.as_ref()).collect()
+}
+
+fn compare_arms(ccs: &[String], values: &[Vec<f64>], better_is: BetterIs, alpha: f64, seed: u64) -> Vec<ccbench_stats::Comparison> {
+    let arms: Vec<(&str, &[f64])> = ccs.iter().zip(values).map(|(cc, xs)| (cc.as_str(), xs.as_slice())).collect();
+    ccbench_stats::best_against_rest(&arms, better_is, alpha, seed, 2)
 }
 
 #[cfg(test)]

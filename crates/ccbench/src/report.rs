@@ -49,32 +49,13 @@ fn line(s: &CcSummary, width: usize) -> String {
     out
 }
 
-/// "bbr keeps the sender's median RTT at 0.32× cubic's …" from a comparison of RTTs whose
-/// `b` is the arm with the lower median.
-fn rtt_sentence(c: &ccbench_stats::Comparison) -> String {
-    let p = c.mann_whitney.as_ref().map(|m| fmt_p(m.p_value)).unwrap_or_else(|| "n/a".into());
-    match &c.ratio_ci {
-        Some(ci) if c.significant => format!(
-            "RTT: {} keeps the sender's median RTT at {:.2}× {}'s (95 % CI {:.2}–{:.2}×, p {p}, {} vs {} runs)",
-            c.b,
-            1.0 / ci.ratio,
-            c.a,
-            1.0 / ci.hi,
-            1.0 / ci.lo,
-            c.n_b,
-            c.n_a
-        ),
-        Some(ci) => format!("RTT: no significant difference between {} and {} (ratio {:.2}×, p {p})", c.b, c.a, 1.0 / ci.ratio),
-        None => format!("RTT: no comparison between {} and {}", c.b, c.a),
-    }
-}
-
 /// How flows shared the bottleneck, for a run with several flows.
 fn sharing_lines(s: &CcSummary) -> String {
     let mut out = String::new();
     let fair = 1.0 / s.shares.iter().map(|x| x.flows).sum::<usize>().max(1) as f64;
     for sh in &s.shares {
-        let ci = sh.share_ci.map(|c| format!(" (95 % CI {:.0}–{:.0} %)", c.lo * 100.0, c.hi * 100.0)).unwrap_or_default();
+        // The order-statistic interval's level is its true coverage (75 % for 3 runs): print it.
+        let ci = sh.share_ci.map(|c| format!(" ({:.1} % CI {:.0}–{:.0} %)", c.level * 100.0, c.lo * 100.0, c.hi * 100.0)).unwrap_or_default();
         let _ = writeln!(
             out,
             "  {} ({} flow{}): {:.0} % of the bottleneck{ci}; a fair share would be {:.0} %",
@@ -104,7 +85,34 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
         let _ = writeln!(out, "  {}", c.sentence(&result.params.metric));
     }
     for c in &result.rtt_comparisons {
-        let _ = writeln!(out, "  {}", rtt_sentence(c));
+        let _ = writeln!(out, "  RTT: {}", c.sentence("median sender RTT"));
+    }
+    if let Some(c) = result.comparisons.iter().chain(&result.rtt_comparisons).find(|c| c.family_size > 1) {
+        let _ = writeln!(
+            out,
+            "  (p-values Holm-adjusted over all {} pairs of algorithms, separately for the score and for RTT, so that the chance of any false \"better\" stays at {})",
+            c.family_size, result.params.alpha
+        );
+    }
+    if let Some(seq) = &result.sequential {
+        let last = seq.looks.last().map_or(0, |l| l.runs_per_cc);
+        let _ = match seq.decided_after_runs {
+            Some(n) => writeln!(
+                out,
+                "  (--runs auto: decided after {n} runs per algorithm, at α = {:.4} for that look; {} looks in all spend α = {})",
+                seq.looks.last().map_or(0.0, |l| l.alpha),
+                seq.looks.len(),
+                result.params.alpha
+            ),
+            None => writeln!(out, "  (--runs auto: not decided by {last} runs per algorithm, the maximum; looks spent α = {} in all)", result.params.alpha),
+        };
+    }
+    for s in result.summary.iter().filter(|s| s.unfinished > 0) {
+        let _ = writeln!(
+            out,
+            "  {}: {} of {} runs did not finish within the timeout; they count as censored scores that rank at or below every finished run",
+            s.cc, s.unfinished, s.runs
+        );
     }
     for s in &result.summary {
         if s.shares.len() > 1 || s.jain_index.is_some() {
@@ -171,31 +179,11 @@ fn verdict_short(r: &ExperimentResult) -> String {
             .collect::<Vec<_>>()
             .join("; ");
     }
-    let parts: Vec<String> = r
-        .comparisons
-        .iter()
-        .map(|c| match (&c.ratio_ci, &c.mann_whitney, &c.faster) {
-            (Some(ci), Some(mw), Some(best)) if c.significant => {
-                let (ratio, lo, hi) = if *best == c.a { (ci.ratio, ci.lo, ci.hi) } else { (1.0 / ci.ratio, 1.0 / ci.hi, 1.0 / ci.lo) };
-                let other = if *best == c.a { &c.b } else { &c.a };
-                format!("{best} {ratio:.2}× {other} (CI {lo:.2}–{hi:.2}, p {})", fmt_p(mw.p_value))
-            }
-            (_, Some(mw), _) => format!("no significant difference (p {})", fmt_p(mw.p_value)),
-            _ => "no verdict".into(),
-        })
-        .collect();
+    let parts: Vec<String> = r.comparisons.iter().map(|c| c.short()).collect();
     if parts.is_empty() {
         "no verdict".into()
     } else {
         parts.join("; ")
-    }
-}
-
-fn fmt_p(p: f64) -> String {
-    if p < 0.001 {
-        "< 0.001".into()
-    } else {
-        format!("= {p:.2}")
     }
 }
 

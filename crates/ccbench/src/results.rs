@@ -20,12 +20,17 @@ pub struct ExperimentResult {
     pub warnings: Vec<String>,
     pub provenance: Provenance,
     pub params: Params,
+    /// With `--runs auto`: the looks taken, each at its share of α, and when it stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<Sequential>,
     /// One entry per algorithm, in the order given on the command line.
     pub summary: Vec<CcSummary>,
-    /// The best algorithm (highest median goodput) against each other one.
+    /// The best algorithm (highest median score) as `a` against each other one as `b`; the
+    /// ratio is median(a) / median(b); `better` names the better one when significant.
+    /// Holm-corrected over every pair of algorithms.
     pub comparisons: Vec<Comparison>,
-    /// The algorithm with the lowest median sender RTT (`b`) against each other one (`a`);
-    /// the ratio is median(a) / median(b), so above 1 means `a` keeps a longer queue.
+    /// The algorithm with the lowest median sender RTT as `a` against each other one
+    /// (`better_is: "lower"`); its own Holm family.
     pub rtt_comparisons: Vec<Comparison>,
     /// Every run, in the order it ran.
     pub runs: Vec<RunRecord>,
@@ -40,10 +45,29 @@ pub enum Status {
     Failed,
 }
 
+/// The record of a sequential (`--runs auto`) experiment.
+#[derive(Debug, Serialize)]
+pub struct Sequential {
+    pub looks: Vec<LookRecord>,
+    /// Runs per algorithm after which every comparison was decided; `null` if it ran to the maximum.
+    pub decided_after_runs: Option<u32>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LookRecord {
+    pub runs_per_cc: u32,
+    /// The share of α spent at this look.
+    pub alpha: f64,
+    pub decided: bool,
+}
+
 #[derive(Debug, Serialize)]
 pub struct Params {
     pub ccs: Vec<String>,
+    /// Runs per algorithm; with `runs_auto`, the most it could take.
     pub runs_per_cc: u32,
+    /// `--runs auto`: stop as soon as the verdict is decided (see `sequential`).
+    pub runs_auto: bool,
     pub seed: u64,
     pub alpha: f64,
     pub path: PathSpec,
@@ -82,6 +106,9 @@ pub struct RunMetrics {
     /// The figure the verdict compares (higher is better): goodput for bulk and file
     /// transfers, content throughput for objects, 1 / page load time for pages.
     pub score: Option<f64>,
+    /// The run did not finish within the timeout: `score` is a censored bound that ranks at or
+    /// below every finished run (see the README), and the run still counts in the verdict.
+    pub unfinished: bool,
     /// Application bytes per second delivered (all flows or connections together).
     pub goodput_bps: f64,
     /// File: the longest flow's completion time; objects: wall time of all requests; page:
@@ -191,6 +218,8 @@ fn sharing(bulk: &BulkResult) -> (Vec<CcShare>, Option<f64>, Vec<f64>) {
 pub struct CcSummary {
     pub cc: String,
     pub runs: usize,
+    /// Runs of `runs` that did not finish within the timeout (scored as censored bounds).
+    pub unfinished: usize,
     pub score: Option<Summary>,
     pub goodput_bps: Option<Summary>,
     pub latency_p99_s: Option<Summary>,
@@ -212,13 +241,14 @@ pub struct CcSummary {
 pub struct ShareSummary {
     pub cc: String,
     pub flows: usize,
-    /// Share of the bottleneck's goodput over runs, with a bootstrap CI of its median.
+    /// Share of the bottleneck's goodput over runs, with a distribution-free CI of its median
+    /// (order statistics) whose `level` is its true coverage: below 95 % with fewer than 6 runs.
     pub share: Summary,
     pub share_ci: Option<ccbench_stats::MedianCi>,
 }
 
 impl RunMetrics {
-    pub fn derive(result: &WorkloadResult, path: &PathReport, direction: Direction) -> Self {
+    pub fn derive(result: &WorkloadResult, path: &PathReport, direction: Direction, timeout_s: f64) -> Self {
         let data_dir = match direction {
             Direction::Download => &path.down,
             Direction::Upload => &path.up,
@@ -249,6 +279,7 @@ impl RunMetrics {
         };
         // Count drops only while the workload was measured: after a timed transfer's window
         // closes, senders keep filling the buffer until their sockets are gone.
+        let (score, unfinished) = result.score(timeout_s);
         let (drops_loss, drops_buffer) = match result.window_us() {
             Some((from, to)) => data_dir
                 .series
@@ -258,7 +289,8 @@ impl RunMetrics {
             None => (data_dir.stats.drops_loss, data_dir.stats.drops_buffer),
         };
         RunMetrics {
-            score: result.score(),
+            score: Some(score),
+            unfinished,
             goodput_bps,
             completion_time_s,
             latency_p50_s,
@@ -291,6 +323,7 @@ impl CcSummary {
         CcSummary {
             cc: cc.to_string(),
             runs: runs.len(),
+            unfinished: runs.iter().filter(|m| m.unfinished).count(),
             score: s(&|m| m.score),
             goodput_bps: s(&|m| Some(m.goodput_bps)),
             latency_p99_s: s(&|m| m.latency_p99_s),
@@ -322,7 +355,7 @@ fn share_summaries(runs: &[&RunMetrics]) -> Vec<ShareSummary> {
         .filter_map(|(cc, flows)| {
             let xs: Vec<f64> = runs.iter().filter_map(|m| m.shares.iter().find(|s| s.cc == cc).map(|s| s.share)).collect();
             let share = Summary::of(&xs)?;
-            let share_ci = if xs.len() >= 3 { ccbench_stats::bootstrap_median_ci(&xs, 0.95, ccbench_stats::DEFAULT_BOOTSTRAP_ITERATIONS, 1) } else { None };
+            let share_ci = ccbench_stats::median_order_ci(&xs, 0.95);
             Some(ShareSummary { cc, flows, share, share_ci })
         })
         .collect()

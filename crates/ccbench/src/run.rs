@@ -11,9 +11,9 @@ use clap::Parser;
 
 use crate::workloads::WorkloadSpec;
 
-use crate::cli::{DirectionArg, RunArgs, WorkloadArg};
+use crate::cli::{DirectionArg, RunArgs, RunsArg, WorkloadArg};
 use crate::error::{require_root, UsageError};
-use crate::experiment::{self, Observer, Plan, Slot};
+use crate::experiment::{self, Observer, Plan, Runs, Slot};
 use crate::results::{RunRecord, Status};
 use crate::units;
 
@@ -84,13 +84,27 @@ pub fn plan(args: &RunArgs) -> Result<Plan, UsageError> {
         return Err(UsageError::new("--stagger", &args.stagger, "--stagger only with a mix in --flows, such as bbr:1,cubic:1"));
     }
     let min_runs = ccbench_stats::min_runs_for_significance(experiment::ALPHA) as u32;
-    if ccs.len() > 1 && args.runs < min_runs {
-        return Err(UsageError::new(
-            "--runs",
-            args.runs,
-            format!("at least {min_runs} runs per algorithm to compare algorithms (with fewer, no rank test can reach p < {})", experiment::ALPHA),
-        ));
-    }
+    let runs = match args.runs {
+        RunsArg::Fixed(n) if ccs.len() > 1 && n < min_runs => {
+            return Err(UsageError::new(
+                "--runs",
+                n,
+                format!("at least {min_runs} runs per algorithm to compare algorithms (with fewer, no rank test can reach p < {})", experiment::ALPHA),
+            ))
+        }
+        RunsArg::Fixed(n) => Runs::Fixed(n),
+        RunsArg::Auto if ccs.len() < 2 => return Err(UsageError::new("--runs", "auto", "a number of runs: auto needs at least two algorithms to compare")),
+        RunsArg::Auto => {
+            let first = ccbench_stats::sequential::looks(experiment::ALPHA, args.max_runs as usize).first().map(|l| l.runs);
+            match first {
+                Some(_) => Runs::Auto { max: args.max_runs },
+                None => {
+                    let need = ccbench_stats::sequential::looks(experiment::ALPHA, 1000).first().map_or(0, |l| l.runs);
+                    return Err(UsageError::new("--max-runs", args.max_runs, format!("at least {need} with --runs auto (the fewest runs that can decide)")));
+                }
+            }
+        }
+    };
     let sample_ns = units::parse_duration_ns(&args.sample_interval).map_err(|a| UsageError::new("--sample-interval", &args.sample_interval, a))?;
     if !(1_000_000..=1_000_000_000).contains(&sample_ns) {
         return Err(UsageError::new("--sample-interval", &args.sample_interval, "an interval between 1ms and 1s"));
@@ -106,7 +120,7 @@ pub fn plan(args: &RunArgs) -> Result<Plan, UsageError> {
     if flows > 1 && !matches!(workload, WorkloadSpec::Bulk(_)) {
         return Err(UsageError::new("--flows", &args.flows, "--flows only with --workload bulk or file (objects use --concurrency)"));
     }
-    Ok(Plan { ccs, runs: args.runs, seed, path, workload })
+    Ok(Plan { ccs, runs, seed, path, workload })
 }
 
 fn number(flag: &str, value: &str, range: std::ops::RangeInclusive<u32>) -> Result<u32, UsageError> {
@@ -266,15 +280,7 @@ fn install_stop() -> anyhow::Result<Arc<AtomicBool>> {
 fn run_plan(plan: &Plan, out: &std::path::Path, stop: &AtomicBool) -> anyhow::Result<(crate::results::ExperimentResult, i32)> {
     std::fs::create_dir_all(out).with_context(|| format!("creating the results directory {}", out.display()))?;
     let tty = std::io::stderr().is_terminal();
-    let header = crate::report::header(&crate::results::Params {
-        ccs: plan.ccs.clone(),
-        runs_per_cc: plan.runs,
-        seed: plan.seed,
-        alpha: experiment::ALPHA,
-        path: plan.path.clone(),
-        workload: plan.workload.clone(),
-        metric: plan.workload.metric().to_string(),
-    });
+    let header = crate::report::header(&plan.params());
     print!("{header}");
     for w in crate::limits::check_path(&plan.path) {
         eprintln!("warning: {w}");

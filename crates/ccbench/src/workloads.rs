@@ -49,6 +49,15 @@ impl WorkloadSpec {
         }
     }
 
+    /// How long a run may take before it is given up and marked unfinished.
+    pub fn timeout_s(&self) -> f64 {
+        match self {
+            WorkloadSpec::Bulk(b) => b.timeout_s,
+            WorkloadSpec::Objects(o) => o.timeout_s,
+            WorkloadSpec::Page(p) => p.timeout_s,
+        }
+    }
+
     pub fn is_mix(&self) -> bool {
         matches!(self, WorkloadSpec::Bulk(b) if !b.mix.is_empty())
     }
@@ -125,13 +134,23 @@ impl WorkloadResult {
         }
     }
 
-    /// The figure compared between algorithms; higher is better. `None` if the run produced
-    /// none (e.g. a page that never finished loading).
-    pub fn score(&self) -> Option<f64> {
+    /// The figure compared between algorithms (higher is better), and whether the run did not
+    /// finish, which makes the figure a censored bound rather than a measurement. An
+    /// unfinished run still counts, ranked at or below every finished one, and is never
+    /// dropped from the verdict:
+    /// * bulk and file: the goodput of what arrived (a file that did not arrive in time got
+    ///   less than `size / timeout`, below any file that did);
+    /// * objects: the content throughput of the requests that completed (0 when none did);
+    /// * page: `1 / timeout` for a page that did not load in time (a page that loaded has at
+    ///   least that).
+    pub fn score(&self, timeout_s: f64) -> (f64, bool) {
         match self {
-            WorkloadResult::Bulk(b) => Some(b.goodput_bps),
-            WorkloadResult::Objects(o) => (o.requests_completed > 0).then_some(o.content_throughput_bps),
-            WorkloadResult::Page(p) => p.page_load_s.filter(|t| *t > 0.0).map(|t| 1.0 / t),
+            WorkloadResult::Bulk(b) => (b.goodput_bps, !b.flows.iter().all(|f| f.completed)),
+            WorkloadResult::Objects(o) => (o.content_throughput_bps, o.requests_completed < o.requests_requested || o.errors > 0),
+            WorkloadResult::Page(p) => match p.page_load_s.filter(|t| *t > 0.0) {
+                Some(t) => (1.0 / t, false),
+                None => (1.0 / timeout_s, true),
+            },
         }
     }
 

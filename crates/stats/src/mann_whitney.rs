@@ -268,7 +268,7 @@ mod tests {
         assert!(rel_close(r.p_value, 2.0 / 35.0, 1e-12), "{}", r.p_value); // scipy 0.05714285714285714
         let r = mann_whitney_u(&[4.0, 4.0, 4.0], &[2.0, 2.0, 2.0]).unwrap();
         assert!(rel_close(r.p_value, 0.1, 1e-12), "3 vs 3 cannot go below 0.1: {}", r.p_value); // scipy 0.1
-        // Tied zeros from failed transfers on both sides: scipy 0.38095238095238093.
+                                                                                                // Tied zeros from failed transfers on both sides: scipy 0.38095238095238093.
         let r = mann_whitney_u(&[0.0, 0.0, 9.0, 8.0, 7.0], &[0.0, 1.0, 2.0, 0.0, 3.0]).unwrap();
         assert!(rel_close(r.p_value, 0.38095238095238093, 1e-12), "{}", r.p_value);
         // A mix of ties inside and across groups: scipy 0.14219114219114218.

@@ -224,7 +224,12 @@ impl Comparison {
                         Some(ci) if ci.excludes_one() => "the ratio's CI excludes 1 but the rank test does not reach significance".to_string(),
                         Some(_) => "the rank test finds a difference but the ratio's CI includes 1".to_string(),
                     };
-                    format!("inconclusive on {metric} between {} and {}: {why}; more runs would decide ({evidence}, {})", self.a, self.b, runs(self.n_a, self.n_b))
+                    format!(
+                        "inconclusive on {metric} between {} and {}: {why}; more runs would decide ({evidence}, {})",
+                        self.a,
+                        self.b,
+                        runs(self.n_a, self.n_b)
+                    )
                 }
             }
         }
@@ -344,7 +349,9 @@ mod tests {
         // RTTs: bbr keeps them low. `better` must name bbr, whichever side it is on.
         let bbr = [7.1, 7.3, 6.9, 7.0, 7.2];
         let cubic = [49.0, 52.0, 50.5, 48.0, 51.0];
-        for c in [compare_directed("cubic", &cubic, "bbr", &bbr, BetterIs::Lower, 0.05, 2), compare_directed("bbr", &bbr, "cubic", &cubic, BetterIs::Lower, 0.05, 2)] {
+        for c in
+            [compare_directed("cubic", &cubic, "bbr", &bbr, BetterIs::Lower, 0.05, 2), compare_directed("bbr", &bbr, "cubic", &cubic, BetterIs::Lower, 0.05, 2)]
+        {
             assert_eq!(c.better.as_deref(), Some("bbr"), "{c:?}");
             let s = c.sentence("sender RTT");
             assert!(s.starts_with("bbr: 0.14"), "the better arm first, with its ratio below 1: {s}");
