@@ -65,9 +65,15 @@ pub fn suspect_reasons(path: &PathReport, steal: Option<f64>) -> Vec<String> {
         if d.cpu_share > SUSPECT_CPU_SHARE {
             reasons.push(format!("{}: the forwarding thread was busy {:.0} % of the time", d.direction, d.cpu_share * 100.0));
         }
-        let kernel = d.tun_tx_dropped + d.tun_rx_dropped + d.malformed;
+        let kernel = d.tun_tx_dropped.unwrap_or(0) + d.tun_rx_dropped.unwrap_or(0) + d.malformed;
         if kernel > 0 {
             reasons.push(format!("{}: {kernel} packets lost outside the model (kernel queue or malformed)", d.direction));
+        }
+        if d.tun_tx_dropped.is_none() || d.tun_rx_dropped.is_none() {
+            reasons.push(format!("{}: the TUN devices' drop counters could not be read (kernel drops unknown)", d.direction));
+        }
+        if let Some(failure) = d.failure() {
+            reasons.push(format!("forwarder failed: {failure}"));
         }
     }
     if let Some(s) = steal.filter(|s| *s > SUSPECT_STEAL) {

@@ -54,6 +54,9 @@ pub enum SegmentError {
     Truncated,
     ZeroMss,
     OutputTooSmall,
+    /// An IPv4 IHL or TCP data offset below 5 words: the header would end before its own
+    /// fixed fields.
+    BadHeaderLength,
 }
 
 /// One's-complement sum of 16-bit big-endian words, not yet folded.
@@ -113,10 +116,17 @@ impl<'a> Segmenter<'a> {
             return Err(SegmentError::ZeroMss);
         }
         let ihl = usize::from(pkt[0] & 0x0f) * 4;
+        if ihl < 20 {
+            return Err(SegmentError::BadHeaderLength);
+        }
         if pkt.len() < ihl + 20 {
             return Err(SegmentError::Truncated);
         }
-        let hdrs = ihl + usize::from(pkt[ihl + 12] >> 4) * 4;
+        let tcp_hdr = usize::from(pkt[ihl + 12] >> 4) * 4;
+        if tcp_hdr < 20 {
+            return Err(SegmentError::BadHeaderLength);
+        }
+        let hdrs = ihl + tcp_hdr;
         let total = usize::from(u16::from_be_bytes([pkt[2], pkt[3]])).min(pkt.len());
         if total < hdrs {
             return Err(SegmentError::Truncated);
@@ -305,7 +315,8 @@ fn tcp_view(ip: &[u8]) -> Option<TcpView> {
         return None;
     }
     let hdrs = 20 + usize::from(ip[32] >> 4) * 4;
-    if hdrs > total {
+    // A data offset below 5 words is no TCP header (and would slice backwards below).
+    if hdrs < 40 || hdrs > total {
         return None;
     }
     Some(TcpView { hdrs, payload: total - hdrs, seq: u32::from_be_bytes([ip[24], ip[25], ip[26], ip[27]]), flags: ip[33] })
