@@ -101,6 +101,9 @@ pub struct EmulatedPath {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<DirectionReport>>,
     window: MeasureWindow,
+    /// The devices stay open until the counters are read: a TUN device vanishes with its
+    /// last descriptor, and with it the counters (they once read as 0 for that reason).
+    _tuns: [Arc<ccbench_netns::Tun>; 2],
 }
 
 /// What the emulator saw in each direction.
@@ -160,12 +163,13 @@ impl EmulatedPath {
             Some((d, u)) => (Shell::streaming(down_cfg, now, window.clone(), d), Shell::streaming(up_cfg, now, window.clone(), u)),
         };
         // Downlink reads the server's device and writes the client's; uplink the reverse.
+        let tuns = [client_tun.clone(), server_tun.clone()];
         let down = forward::Forwarder { from: server_tun.clone(), to: client_tun.clone(), epoch, stop: stop.clone(), shell: down_shell };
         let up = forward::Forwarder { from: client_tun, to: server_tun, epoch, stop: stop.clone(), shell: up_shell };
         let jobs: Vec<(String, spawn::Job<DirectionReport>)> =
             vec![("ccbench-downlink".into(), Box::new(move || down.run())), ("ccbench-uplink".into(), Box::new(move || up.run()))];
         let threads = spawn::spawn_all(jobs, &stop, spawn::os_thread).map_err(NetnsError::Io)?;
-        Ok(EmulatedPath { client, server, stop, threads, window })
+        Ok(EmulatedPath { client, server, stop, threads, window, _tuns: tuns })
     }
 
     /// Stops forwarding and returns what each direction saw.
