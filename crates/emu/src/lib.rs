@@ -11,6 +11,8 @@
 //! All timing lives in the link model; this crate only moves bytes and keeps the clock.
 
 mod forward;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gso;
 mod report;
 mod series;
