@@ -2,7 +2,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::*;
-use crate::config::{Aqm, Jitter, LossModel, Policer, ScheduledChange};
+use crate::config::{Aqm, Jitter, LossModel, Policer, Rate, ScheduledChange};
 use crate::loss::LossProcess;
 
 const MS: Nanos = 1_000_000;
