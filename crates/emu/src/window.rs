@@ -161,3 +161,34 @@ impl WindowAccount {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Nanos = 1_000_000;
+
+    #[test]
+    fn held_events_are_bounded_by_the_decision_delay_not_the_duration() {
+        let epoch = Instant::now();
+        let window = MeasureWindow::new(epoch);
+        window.open(epoch);
+        let mut acc = WindowAccount::new(window.clone());
+        let mut most = 0;
+        // An hour of virtual time, ten arrivals per millisecond, settled every millisecond.
+        for ms in 0..3_600_000u64 {
+            if ms == 1_800_100 {
+                // Closed 100 ms after the instant it names, as a workload would.
+                window.close(epoch + std::time::Duration::from_secs(1800));
+            }
+            for _ in 0..10 {
+                acc.arrival(ms * MS, 1500);
+            }
+            acc.settle(ms * MS);
+            most = most.max(acc.pending.len());
+        }
+        assert!(most <= 10 * (DECIDE_AFTER_NS / MS + 1) as usize, "held {most} events");
+        let r = acc.finish().expect("opened and closed");
+        assert_eq!(r.stats.packets_in, 18_000_000, "half an hour at 10 per ms");
+    }
+}
