@@ -234,7 +234,8 @@ pub fn table(r: &BenchResult) -> String {
             units::fmt_rate(row.goodput_bps),
             opt(row.of_rate, &|x| format!("{x:.3}")),
             opt(row.emulator_cpu, &|x| format!("{:.0} %", x * 100.0)),
-            row.unconfigured_drops.map(|n| n.to_string()).unwrap_or_else(|| "unknown".into()),
+            // Unknown on an emulator row (counters unreadable); not applicable on veth (no emulator).
+            row.unconfigured_drops.map(|n| n.to_string()).unwrap_or_else(|| if row.emulator_cpu.is_some() { "unknown".into() } else { "–".into() }),
             row.buffer_drops,
             row.retransmits,
             match (row.delay_error_p50_us, row.delay_error_p99_us) {
