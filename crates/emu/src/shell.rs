@@ -127,7 +127,7 @@ impl Shell {
         let wire = (len - self.hdr) as u32;
         self.window.arrival(now, wire);
         if let Err(dropped) = self.link.enqueue(now, wire, buf) {
-            self.window.drop(now, dropped.cause, wire);
+            self.window.drop(dropped.arrived_at, dropped.cause, wire);
             self.pool.push(dropped.packet);
         }
     }
@@ -232,11 +232,10 @@ impl Shell {
     }
 
     fn housekeeping(&mut self, now: Nanos) {
-        // CoDel drops at dequeue inside the model; take those buffers back. They count in
-        // the window when the shell sees them (within one wake-up of the decision).
+        // CoDel drops at dequeue inside the model; take those buffers back. Like every drop
+        // they count in the window at their packet's arrival.
         while let Some(dropped) = self.link.take_dropped() {
-            let len = dropped.packet.len().saturating_sub(self.hdr) as u32;
-            self.window.drop(now, dropped.cause, len);
+            self.window.drop(dropped.arrived_at, dropped.cause, dropped.len);
             self.pool.push(dropped.packet);
         }
         let busy = self.link.stats().busy_ns;

@@ -179,3 +179,23 @@ fn reads_shorter_than_the_vnet_header_are_malformed() {
     let r = shell.finish(1, 0.0);
     assert_eq!((r.malformed, r.stats.packets_in), (VNET_HDR_LEN as u64 + 1, 0));
 }
+
+#[test]
+fn aqm_drops_count_in_the_window_with_their_packets_length() {
+    let epoch = Instant::now();
+    let window = MeasureWindow::new(epoch);
+    window.open(epoch);
+    // 4 Mbit/s (2 ms per 1000-byte packet), one arrival per ms: CoDel must drop.
+    let dir = DirectionConfig { rate: Rate::BitsPerSec(4_000_000), aqm: ccbench_link::Aqm::codel(), ..Default::default() };
+    let mut shell = Shell::new(config(false, dir), 0, window.clone());
+    for ms in 0..3000u64 {
+        shell.handle_read(ms * MS, &udp(1));
+        drain(&mut shell, ms * MS);
+    }
+    window.close(epoch + Duration::from_secs(10));
+    let r = shell.finish(3000 * MS, 0.0);
+    let w = r.window.expect("window");
+    assert!(r.stats.drops_aqm > 10, "CoDel dropped: {}", r.stats.drops_aqm);
+    assert_eq!(w.stats.drops_aqm, r.stats.drops_aqm, "the window covers the whole run");
+    assert_eq!(w.stats.bytes_dropped_aqm, 1000 * w.stats.drops_aqm, "each drop counts its packet's 1000 bytes, not its buffer's");
+}

@@ -41,6 +41,11 @@ impl fmt::Display for DropCause {
 pub struct Dropped<P> {
     pub packet: P,
     pub cause: DropCause,
+    /// When the packet arrived (for an AQM drop, earlier than the decision), so a caller
+    /// can account the drop at its arrival.
+    pub arrived_at: Nanos,
+    /// The length it was offered with.
+    pub len: u32,
 }
 
 impl<P> fmt::Display for Dropped<P> {
@@ -205,14 +210,14 @@ impl<P> Link<P> {
         if self.loss.lose_next() {
             self.stats.drops_loss += 1;
             self.stats.bytes_dropped_loss += u64::from(len);
-            return Err(Dropped { packet, cause: DropCause::Loss });
+            return Err(Dropped { packet, cause: DropCause::Loss, arrived_at: now, len });
         }
 
         if let Some(p) = &mut self.policer {
             if !p.admit(now, len) {
                 self.stats.drops_policer += 1;
                 self.stats.bytes_dropped_policer += u64::from(len);
-                return Err(Dropped { packet, cause: DropCause::Policer });
+                return Err(Dropped { packet, cause: DropCause::Policer, arrived_at: now, len });
             }
         }
 
@@ -229,7 +234,7 @@ impl<P> Link<P> {
             if !fits {
                 self.stats.drops_buffer += 1;
                 self.stats.bytes_dropped_buffer += u64::from(len);
-                return Err(Dropped { packet, cause: DropCause::BufferOverflow });
+                return Err(Dropped { packet, cause: DropCause::BufferOverflow, arrived_at: now, len });
             }
         }
         self.queue.push_back(Waiting { packet, len, arrived_at: now });
@@ -461,7 +466,7 @@ impl<P> CodelQueue for BufferHead<'_, P> {
     fn drop(&mut self, w: Waiting<P>) {
         self.stats.drops_aqm += 1;
         self.stats.bytes_dropped_aqm += u64::from(w.len);
-        self.dropped.push_back(Dropped { packet: w.packet, cause: DropCause::Aqm });
+        self.dropped.push_back(Dropped { packet: w.packet, cause: DropCause::Aqm, arrived_at: w.arrived_at, len: w.len });
     }
 }
 
