@@ -29,7 +29,9 @@ pub struct BenchRow {
     /// CPU share of both forwarding threads together (1.0 = one core).
     pub emulator_cpu: Option<f64>,
     /// Kernel-side drops and malformed packets: loss nobody configured.
-    pub unconfigured_drops: u64,
+    /// Kernel queue drops, malformed packets and write errors; None when the device counters
+    /// could not be read (or there is no emulator to count them).
+    pub unconfigured_drops: Option<u64>,
     pub buffer_drops: u64,
     pub retransmits: u64,
     /// How late the emulator wrote packets relative to the model (p50 / p99, µs).
@@ -169,7 +171,7 @@ fn veth_row(cc: &str, seconds: f64, stop: &AtomicBool) -> anyhow::Result<BenchRo
         goodput_bps: bulk.goodput_bps,
         of_rate: None,
         emulator_cpu: None,
-        unconfigured_drops: 0,
+        unconfigured_drops: None,
         buffer_drops: 0,
         retransmits: retransmits(&bulk),
         delay_error_p50_us: None,
@@ -203,7 +205,7 @@ fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyho
     // Buffer drops within the measured window, as `run` counts them.
     let window_drops =
         crate::results::RunMetrics::derive(&crate::workloads::WorkloadResult::Bulk(bulk.clone()), &report, Direction::Download, f64::INFINITY).drops_buffer;
-    let unconfigured = [&report.down, &report.up].iter().map(|r| r.tun_tx_dropped + r.tun_rx_dropped + r.malformed + r.write_errors).sum();
+    let unconfigured = [&report.down, &report.up].iter().map(|r| Some(r.tun_tx_dropped? + r.tun_rx_dropped? + r.malformed + r.write_errors)).sum();
     Ok(BenchRow {
         path: if cell.offload { "emulator".into() } else { "emulator, no offload".into() },
         rate_bps: cell.rate,
@@ -233,7 +235,8 @@ pub fn table(r: &BenchResult) -> String {
             units::fmt_rate(row.goodput_bps),
             opt(row.of_rate, &|x| format!("{x:.3}")),
             opt(row.emulator_cpu, &|x| format!("{:.0} %", x * 100.0)),
-            row.unconfigured_drops,
+            // Unknown on an emulator row (counters unreadable); not applicable on veth (no emulator).
+            row.unconfigured_drops.map(|n| n.to_string()).unwrap_or_else(|| if row.emulator_cpu.is_some() { "unknown".into() } else { "–".into() }),
             row.buffer_drops,
             row.retransmits,
             match (row.delay_error_p50_us, row.delay_error_p99_us) {

@@ -198,8 +198,19 @@ fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord
         }
         Err(e) => record.error = Some(e.to_string()),
     }
+    fail_on_forwarder_error(&mut record, &report);
     record.path = Some(report);
     record
+}
+
+/// A run whose emulator failed (a forwarder panicked or a TUN read/write erred) did not
+/// measure the configured path: it is Failed, with the forwarder's error as the reason.
+fn fail_on_forwarder_error(record: &mut RunRecord, report: &ccbench_emu::PathReport) {
+    let failures: Vec<String> = [&report.down, &report.up].iter().filter_map(|d| d.failure()).collect();
+    if !failures.is_empty() {
+        record.status = Status::Failed;
+        record.error = Some(format!("emulated path failed: {}", failures.join("; ")));
+    }
 }
 
 /// Per-algorithm summaries over completed runs, and the best algorithm against each other one
@@ -247,5 +258,59 @@ mod tests {
         let first: Vec<&str> = slots[..3].iter().map(|s| s.cc.as_str()).collect();
         assert!(slots.chunks(3).any(|r| r.iter().map(|s| s.cc.as_str()).collect::<Vec<_>>() != first));
         assert_eq!(schedule(&ccs, 20, 7), slots, "same seed, same schedule");
+    }
+}
+
+#[cfg(test)]
+mod forwarder_failure_tests {
+    use super::*;
+    use ccbench_emu::{MeasureWindow, PathReport, Shell, ShellConfig};
+    use ccbench_link::DirectionConfig;
+
+    fn record() -> RunRecord {
+        RunRecord {
+            index: 0,
+            round: 0,
+            cc: "cubic".into(),
+            status: Status::Complete,
+            error: None,
+            started_at: String::new(),
+            path_seed: 1,
+            netns_inodes: None,
+            host_cpu_steal_fraction: None,
+            suspect: Vec::new(),
+            metrics: None,
+            workload: None,
+            path: None,
+        }
+    }
+
+    fn shell(name: &'static str) -> Shell {
+        let cfg =
+            ShellConfig { name, config: DirectionConfig::default(), seed: 1, mtu: 1500, offload: false, sample_interval_ns: 10_000_000, min_wake_gap_ns: 0 };
+        Shell::new(cfg, 0, MeasureWindow::new(std::time::Instant::now()))
+    }
+
+    #[test]
+    fn a_write_error_in_the_emulator_fails_the_run() {
+        let down = shell("downlink");
+        let mut up = shell("uplink");
+        up.handle_read(0, &[0x45; 100]);
+        assert!(up.poll_transmit(1_000_000_000).is_some());
+        up.on_write_error(&std::io::Error::from_raw_os_error(libc::EIO));
+        let report = PathReport { down: down.finish(2_000_000_000, 0.0), up: up.finish(2_000_000_000, 0.0) };
+        let mut r = record();
+        fail_on_forwarder_error(&mut r, &report);
+        assert_eq!(r.status, Status::Failed);
+        let err = r.error.unwrap();
+        assert!(err.contains("uplink") && err.contains("write to TUN") && err.contains("1 write errors"), "{err}");
+    }
+
+    #[test]
+    fn a_healthy_path_leaves_the_run_alone() {
+        let report = PathReport { down: shell("downlink").finish(1, 0.0), up: shell("uplink").finish(1, 0.0) };
+        let mut r = record();
+        fail_on_forwarder_error(&mut r, &report);
+        assert_eq!((r.status, r.error), (Status::Complete, None));
     }
 }

@@ -65,13 +65,47 @@ pub fn suspect_reasons(path: &PathReport, steal: Option<f64>) -> Vec<String> {
         if d.cpu_share > SUSPECT_CPU_SHARE {
             reasons.push(format!("{}: the forwarding thread was busy {:.0} % of the time", d.direction, d.cpu_share * 100.0));
         }
-        let kernel = d.tun_tx_dropped + d.tun_rx_dropped + d.malformed;
+        let kernel = d.tun_tx_dropped.unwrap_or(0) + d.tun_rx_dropped.unwrap_or(0) + d.malformed;
         if kernel > 0 {
             reasons.push(format!("{}: {kernel} packets lost outside the model (kernel queue or malformed)", d.direction));
+        }
+        if d.tun_tx_dropped.is_none() || d.tun_rx_dropped.is_none() {
+            reasons.push(format!("{}: the TUN devices' drop counters could not be read (kernel drops unknown)", d.direction));
+        }
+        if let Some(failure) = d.failure() {
+            reasons.push(format!("forwarder failed: {failure}"));
         }
     }
     if let Some(s) = steal.filter(|s| *s > SUSPECT_STEAL) {
         reasons.push(format!("the hypervisor took {:.1} % of the CPU", s * 100.0));
     }
     reasons
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ccbench_emu::DirectionReport;
+
+    fn direction(name: &str, tx: Option<u64>, rx: Option<u64>) -> DirectionReport {
+        DirectionReport { direction: name.into(), tun_tx_dropped: tx, tun_rx_dropped: rx, ..Default::default() }
+    }
+
+    #[test]
+    fn unreadable_tun_counters_are_reported_unknown_not_zero() {
+        let path = PathReport { down: direction("downlink", None, None), up: direction("uplink", Some(0), Some(0)) };
+        let reasons = suspect_reasons(&path, None);
+        assert_eq!(reasons.len(), 1, "{reasons:?}");
+        assert!(reasons[0].starts_with("downlink:") && reasons[0].contains("unknown"), "{reasons:?}");
+    }
+
+    #[test]
+    fn kernel_drops_and_failed_forwarders_are_suspect() {
+        let mut up = direction("uplink", Some(3), Some(0));
+        up.write_errors = 2;
+        let path = PathReport { down: direction("downlink", Some(0), Some(0)), up };
+        let reasons = suspect_reasons(&path, None);
+        assert!(reasons.iter().any(|r| r.contains("3 packets lost outside the model")), "{reasons:?}");
+        assert!(reasons.iter().any(|r| r.contains("forwarder failed: uplink: 0 read errors, 2 write errors")), "{reasons:?}");
+    }
 }

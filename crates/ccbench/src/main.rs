@@ -73,7 +73,7 @@ fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
 }
 
 fn trace_text(kind: &cli::TraceKind) -> Result<String, UsageError> {
-    use ccbench_link::trace::generate;
+    use ccbench_tracegen as generate;
     let rate = |flag: &str, v: &str| match units::parse_rate(v) {
         Ok(Some(b)) if b >= 12_000 => Ok(b),
         _ => Err(UsageError::new(flag, v, "a rate of at least 12kbit (one 1500-byte packet per second)")),

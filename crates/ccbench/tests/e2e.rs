@@ -285,7 +285,7 @@ fn bbr_is_far_ahead_of_cubic_under_random_loss() {
     let v = run_json(&["--cc", "bbr,cubic", "--runs", "4", "--rate", "50mbit", "--rtt", "20ms", "--loss", "3%", "--duration", "4s", "--seed", "11"], "bbr");
     let c = &v["comparisons"][0];
     assert_eq!(c["significant"], true, "comparison: {c}");
-    assert_eq!(c["faster"], "bbr");
+    assert_eq!(c["better"], "bbr");
     assert!(f(&c["ratio_ci"]["lo"]) > 3.0, "bbr should be several times cubic: {c}");
     // The RTT comparison is there too, with the lower-RTT algorithm as its reference.
     let r = &v["rtt_comparisons"][0];

@@ -14,6 +14,9 @@ pub const GSO_NONE: u8 = 0;
 pub const GSO_TCPV4: u8 = 1;
 pub const GSO_ECN: u8 = 0x80;
 
+/// Linux's `TCP_MIN_SND_MSS`: the smallest MSS the kernel sends with.
+pub const MIN_MSS: usize = 48;
+
 const TCP_FIN: u8 = 0x01;
 const TCP_PSH: u8 = 0x08;
 const TCP_CWR: u8 = 0x80;
@@ -53,7 +56,13 @@ pub enum SegmentError {
     NotIpv4Tcp,
     Truncated,
     ZeroMss,
+    /// An MSS below Linux's floor (`TCP_MIN_SND_MSS`): no kernel sends it, and a 64 KB
+    /// superframe cut that fine would take thousands of buffers.
+    MssTooSmall,
     OutputTooSmall,
+    /// An IPv4 IHL or TCP data offset below 5 words: the header would end before its own
+    /// fixed fields.
+    BadHeaderLength,
 }
 
 /// One's-complement sum of 16-bit big-endian words, not yet folded.
@@ -112,11 +121,21 @@ impl<'a> Segmenter<'a> {
         if mss == 0 {
             return Err(SegmentError::ZeroMss);
         }
+        if mss < MIN_MSS {
+            return Err(SegmentError::MssTooSmall);
+        }
         let ihl = usize::from(pkt[0] & 0x0f) * 4;
+        if ihl < 20 {
+            return Err(SegmentError::BadHeaderLength);
+        }
         if pkt.len() < ihl + 20 {
             return Err(SegmentError::Truncated);
         }
-        let hdrs = ihl + usize::from(pkt[ihl + 12] >> 4) * 4;
+        let tcp_hdr = usize::from(pkt[ihl + 12] >> 4) * 4;
+        if tcp_hdr < 20 {
+            return Err(SegmentError::BadHeaderLength);
+        }
+        let hdrs = ihl + tcp_hdr;
         let total = usize::from(u16::from_be_bytes([pkt[2], pkt[3]])).min(pkt.len());
         if total < hdrs {
             return Err(SegmentError::Truncated);
@@ -259,6 +278,21 @@ mod tests {
         assert_eq!(Segmenter::new(&superframe(100, 0)[..30], 1448, false).err(), Some(SegmentError::Truncated));
         let mut buf = [0u8; 100];
         assert_eq!(Segmenter::new(&superframe(1448, 0), 1448, false).unwrap().write(0, &mut buf), Err(SegmentError::OutputTooSmall));
+        assert_eq!(Segmenter::new(&superframe(1448, 0), 0, false).err(), Some(SegmentError::ZeroMss));
+        assert_eq!(Segmenter::new(&superframe(60_000, 0), 1, false).err(), Some(SegmentError::MssTooSmall), "no 60000-fold amplification");
+        assert_eq!(segments(&superframe(480, 0x10), MIN_MSS, false).len(), 10);
+    }
+
+    #[test]
+    fn header_lengths_below_five_words_are_rejected() {
+        let mut short_ihl = superframe(1448, 0x10);
+        short_ihl[0] = 0x44;
+        assert_eq!(Segmenter::new(&short_ihl, 1448, false).err(), Some(SegmentError::BadHeaderLength));
+        for doff in 0..5u8 {
+            let mut p = superframe(1448, 0x10);
+            p[32] = doff << 4;
+            assert_eq!(Segmenter::new(&p, 1448, false).err(), Some(SegmentError::BadHeaderLength), "data offset {doff}");
+        }
     }
 }
 
@@ -305,7 +339,8 @@ fn tcp_view(ip: &[u8]) -> Option<TcpView> {
         return None;
     }
     let hdrs = 20 + usize::from(ip[32] >> 4) * 4;
-    if hdrs > total {
+    // A data offset below 5 words is no TCP header (and would slice backwards below).
+    if hdrs < 40 || hdrs > total {
         return None;
     }
     Some(TcpView { hdrs, payload: total - hdrs, seq: u32::from_be_bytes([ip[24], ip[25], ip[26], ip[27]]), flags: ip[33] })

@@ -11,19 +11,29 @@
 //! All timing lives in the link model; this crate only moves bytes and keeps the clock.
 
 mod forward;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gso;
+mod report;
+mod series;
+pub mod shell;
+mod spawn;
+mod window;
 
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ccbench_link::DirectionConfig;
 use ccbench_netns::{Netns, NetnsError};
 use serde::{Deserialize, Serialize};
 
-pub use forward::{DirectionReport, LinkSample};
+pub use report::{DelaySummary, DirectionReport, LinkSample, WindowReport};
+pub use series::SampleSink;
+pub use shell::{Shell, ShellConfig};
+pub use window::MeasureWindow;
 
 pub const CLIENT_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
 pub const SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
@@ -92,6 +102,10 @@ pub struct EmulatedPath {
     pub server: Netns,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<DirectionReport>>,
+    window: MeasureWindow,
+    /// The devices stay open until the counters are read: a TUN device vanishes with its
+    /// last descriptor, and with it the counters (they once read as 0 for that reason).
+    _tuns: [Arc<ccbench_netns::Tun>; 2],
 }
 
 /// What the emulator saw in each direction.
@@ -104,7 +118,24 @@ pub struct PathReport {
 impl EmulatedPath {
     /// Builds both namespaces and devices and starts forwarding. `epoch` is the instant the
     /// caller measures everything from, so the emulator's time series line up with its own.
+    /// The samples are kept in memory and returned in each direction's `series`.
     pub fn start(spec: &PathSpec, epoch: Instant) -> Result<Self, EmuError> {
+        Self::start_inner(spec, epoch, None)
+    }
+
+    /// As [`start`](Self::start), but each sample goes to the direction's sink as it is
+    /// taken and `series` stays empty: a forwarder's memory stays flat however long it runs.
+    pub fn start_streaming(spec: &PathSpec, epoch: Instant, down: Box<dyn SampleSink>, up: Box<dyn SampleSink>) -> Result<Self, EmuError> {
+        Self::start_inner(spec, epoch, Some((down, up)))
+    }
+
+    /// The path's measurement window (both directions): open and close it around what the
+    /// workload measures, and each direction's report carries a `window` summary.
+    pub fn window(&self) -> MeasureWindow {
+        self.window.clone()
+    }
+
+    fn start_inner(spec: &PathSpec, epoch: Instant, sinks: Option<(Box<dyn SampleSink>, Box<dyn SampleSink>)>) -> Result<Self, EmuError> {
         spec.down.validate().map_err(|e| EmuError::Config { direction: "downlink", message: e.to_string() })?;
         spec.up.validate().map_err(|e| EmuError::Config { direction: "uplink", message: e.to_string() })?;
         let client = Netns::new()?;
@@ -117,52 +148,50 @@ impl EmulatedPath {
         let client_tun = Arc::new(client.add_tun(TUN_NAME, CLIENT_ADDR, 24, spec.mtu, TUN_TXQUEUELEN, spec.offload)?);
         let server_tun = Arc::new(server.add_tun(TUN_NAME, SERVER_ADDR, 24, spec.mtu, TUN_TXQUEUELEN, spec.offload)?);
         let stop = Arc::new(AtomicBool::new(false));
-        let interval = Duration::from_micros(spec.sample_interval_us.max(1));
-        let down = forward::Forwarder {
-            name: "downlink",
-            from: server_tun.clone(),
-            to: client_tun.clone(),
-            config: spec.down.clone(),
-            seed: spec.seed ^ 0xD0D0,
+        let window = MeasureWindow::new(epoch);
+        let now = epoch.elapsed().as_nanos() as ccbench_link::Nanos;
+        let shell_config = |name: &'static str, config: &ccbench_link::DirectionConfig, seed: u64| ShellConfig {
+            name,
+            config: config.clone(),
+            seed,
             mtu: spec.mtu,
-            epoch,
-            sample_interval: interval,
-            stop: stop.clone(),
+            offload: client_tun.offload(),
+            sample_interval_ns: spec.sample_interval_us.max(1) * 1000,
             min_wake_gap_ns: spec.batch_ns(),
         };
-        let up = forward::Forwarder {
-            name: "uplink",
-            from: client_tun,
-            to: server_tun,
-            config: spec.up.clone(),
-            seed: spec.seed ^ 0x0B0B,
-            mtu: spec.mtu,
-            epoch,
-            sample_interval: interval,
-            stop: stop.clone(),
-            min_wake_gap_ns: spec.batch_ns(),
+        let (down_cfg, up_cfg) = (shell_config("downlink", &spec.down, spec.seed ^ 0xD0D0), shell_config("uplink", &spec.up, spec.seed ^ 0x0B0B));
+        let (down_shell, up_shell) = match sinks {
+            None => (Shell::new(down_cfg, now, window.clone()), Shell::new(up_cfg, now, window.clone())),
+            Some((d, u)) => (Shell::streaming(down_cfg, now, window.clone(), d), Shell::streaming(up_cfg, now, window.clone(), u)),
         };
-        let threads = [down, up]
-            .into_iter()
-            .map(|f| std::thread::Builder::new().name(format!("ccbench-{}", f.name)).spawn(move || f.run()))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(NetnsError::Io)?;
-        Ok(EmulatedPath { client, server, stop, threads })
+        // Downlink reads the server's device and writes the client's; uplink the reverse.
+        let tuns = [client_tun.clone(), server_tun.clone()];
+        let down = forward::Forwarder { from: server_tun.clone(), to: client_tun.clone(), epoch, stop: stop.clone(), shell: down_shell };
+        let up = forward::Forwarder { from: client_tun, to: server_tun, epoch, stop: stop.clone(), shell: up_shell };
+        let jobs: Vec<(String, spawn::Job<DirectionReport>)> =
+            vec![("ccbench-downlink".into(), Box::new(move || down.run())), ("ccbench-uplink".into(), Box::new(move || up.run()))];
+        let threads = spawn::spawn_all(jobs, &stop, spawn::os_thread).map_err(NetnsError::Io)?;
+        Ok(EmulatedPath { client, server, stop, threads, window, _tuns: tuns })
     }
 
     /// Stops forwarding and returns what each direction saw.
     pub fn finish(mut self) -> PathReport {
         self.stop.store(true, Ordering::SeqCst);
         let mut reports = self.threads.drain(..).map(|t| t.join().unwrap_or_else(|_| DirectionReport::failed("forwarder thread panicked")));
-        let mut down = reports.next().unwrap_or_else(|| DirectionReport::failed("missing"));
-        let mut up = reports.next().unwrap_or_else(|| DirectionReport::failed("missing"));
-        // Downlink reads the server's device and writes the client's; uplink the reverse.
-        if let (Ok(c), Ok(s)) = (self.client.dev_counters(TUN_NAME), self.server.dev_counters(TUN_NAME)) {
-            down.tun_tx_dropped = s.tx_dropped;
-            down.tun_rx_dropped = c.rx_dropped;
-            up.tun_tx_dropped = c.tx_dropped;
-            up.tun_rx_dropped = s.rx_dropped;
+        let mut down = reports.next().unwrap_or_else(|| DirectionReport::failed("forwarder missing"));
+        let mut up = reports.next().unwrap_or_else(|| DirectionReport::failed("forwarder missing"));
+        for (r, name) in [(&mut down, "downlink"), (&mut up, "uplink")] {
+            if r.direction.is_empty() {
+                r.direction = name.to_string();
+            }
         }
+        // Downlink reads the server's device and writes the client's; uplink the reverse.
+        // A counter that cannot be read stays None: unknown, not "no drops".
+        let (c, s) = (self.client.dev_counters(TUN_NAME).ok(), self.server.dev_counters(TUN_NAME).ok());
+        down.tun_tx_dropped = s.as_ref().map(|s| s.tx_dropped);
+        down.tun_rx_dropped = c.as_ref().map(|c| c.rx_dropped);
+        up.tun_tx_dropped = c.as_ref().map(|c| c.tx_dropped);
+        up.tun_rx_dropped = s.as_ref().map(|s| s.rx_dropped);
         PathReport { down, up }
     }
 }

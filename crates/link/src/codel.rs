@@ -1,14 +1,23 @@
 //! CoDel state machine (RFC 8289, section 5 pseudocode).
 //!
-//! The queue itself lives in the link; this holds the controller's state
-//! and the per-packet verdict. The dequeue loop that interleaves verdicts
-//! and drops is in `Link::aqm_dequeue`, mirroring the RFC's `dequeue()`.
+//! The queue itself lives in the link and is reached through [`CodelQueue`];
+//! this holds the controller's state, the per-packet verdict and the RFC's
+//! `dequeue()` loop that interleaves verdicts and drops.
 
 use crate::Nanos;
 
 /// The RFC's MAXPACKET: a queue holding at most this much is never dropped
 /// from, since it cannot be a standing queue.
 pub(crate) const MAX_PACKET: u64 = 1500;
+
+/// The queue CoDel dequeues from.
+pub(crate) trait CodelQueue {
+    type Item;
+    /// Pops the head at `now`: the item, its sojourn time and the bytes left behind it.
+    fn pop(&mut self, now: Nanos) -> Option<(Self::Item, Nanos, u64)>;
+    /// Drops an item CoDel judged.
+    fn drop(&mut self, item: Self::Item);
+}
 
 #[derive(Clone, Debug)]
 pub(crate) struct Codel {
@@ -69,6 +78,55 @@ impl Codel {
         }
         self.drop_next = self.control_law(now);
         self.lastcount = self.count;
+    }
+}
+
+impl Codel {
+    /// The RFC 8289 `dodequeue`: pops the head and judges it.
+    fn judged<Q: CodelQueue>(&mut self, q: &mut Q, now: Nanos) -> (Option<Q::Item>, bool) {
+        match q.pop(now) {
+            None => {
+                self.on_empty();
+                (None, false)
+            }
+            Some((item, sojourn, remaining)) => {
+                let ok = self.ok_to_drop(now, sojourn, remaining);
+                (Some(item), ok)
+            }
+        }
+    }
+
+    /// The RFC 8289 `dequeue`, run when the server becomes free at `now`.
+    pub(crate) fn dequeue<Q: CodelQueue>(&mut self, q: &mut Q, now: Nanos) -> Option<Q::Item> {
+        let (mut p, mut ok) = self.judged(q, now);
+        if p.is_none() {
+            self.dropping = false;
+            return None;
+        }
+        if self.dropping {
+            if !ok {
+                self.dropping = false;
+            }
+            while self.dropping && now >= self.drop_next {
+                if let Some(item) = p.take() {
+                    q.drop(item);
+                }
+                self.count = self.count.saturating_add(1);
+                (p, ok) = self.judged(q, now);
+                if ok {
+                    self.drop_next = self.control_law(self.drop_next);
+                } else {
+                    self.dropping = false;
+                }
+            }
+        } else if ok {
+            if let Some(item) = p.take() {
+                q.drop(item);
+            }
+            (p, _) = self.judged(q, now);
+            self.enter_dropping(now);
+        }
+        p
     }
 }
 

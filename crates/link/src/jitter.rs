@@ -1,8 +1,8 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
 
 use crate::config::Jitter;
-use crate::trace::generate::std_normal;
 use crate::Nanos;
 
 /// The loss model draws from stream 0 of the link's seed; jitter gets its
@@ -27,7 +27,7 @@ impl JitterProcess {
             Jitter::None => 0,
             Jitter::Uniform { max_ns, .. } => self.rng.gen_range(0..=max_ns),
             Jitter::Normal { sd_ns, .. } => {
-                let x = std_normal(&mut self.rng).abs() * sd_ns as f64;
+                let x = self.rng.sample::<f64, _>(StandardNormal).abs() * sd_ns as f64;
                 // `as` saturates, so an absurd sd cannot wrap around.
                 x.round() as Nanos
             }

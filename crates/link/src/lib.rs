@@ -50,10 +50,12 @@
 
 mod codel;
 mod config;
+mod delay_line;
 mod histogram;
 mod jitter;
 mod link;
 mod loss;
+mod pacer;
 mod policer;
 pub mod trace;
 

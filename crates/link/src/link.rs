@@ -1,16 +1,16 @@
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::codel::Codel;
-use crate::config::{Aqm, Buffer, DirectionConfig, LinkConfigError, Rate};
+use crate::codel::{Codel, CodelQueue};
+use crate::config::{Aqm, Buffer, DirectionConfig, LinkConfigError};
+use crate::delay_line::DelayLine;
 use crate::histogram::DelayHistogram;
 use crate::jitter::JitterProcess;
 use crate::loss::LossProcess;
+use crate::pacer::Pacer;
 use crate::policer::TokenBucket;
-use crate::trace::{TraceRate, OPPORTUNITY_BYTES};
 use crate::Nanos;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,6 +41,11 @@ impl fmt::Display for DropCause {
 pub struct Dropped<P> {
     pub packet: P,
     pub cause: DropCause,
+    /// When the packet arrived (for an AQM drop, earlier than the decision), so a caller
+    /// can account the drop at its arrival.
+    pub arrived_at: Nanos,
+    /// The length it was offered with.
+    pub len: u32,
 }
 
 impl<P> fmt::Display for Dropped<P> {
@@ -110,88 +115,6 @@ struct InService<P> {
     jitter: Nanos,
 }
 
-/// What currently paces the server.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Pace {
-    Const(Rate),
-    Trace,
-}
-
-/// Packets that finished serialization and are waiting out their delay.
-enum DelayLine<P> {
-    /// Delivery times are forced to be non-decreasing, so FIFO order is
-    /// delivery order.
-    Fifo(VecDeque<Delivery<P>>),
-    /// Jitter with reordering: earliest delivery first, ties in the order
-    /// packets left the server.
-    Heap(BinaryHeap<Delayed<P>>),
-}
-
-struct Delayed<P> {
-    seq: u64,
-    d: Delivery<P>,
-}
-
-impl<P> Delayed<P> {
-    fn key(&self) -> (Nanos, u64) {
-        (self.d.delivered_at, self.seq)
-    }
-}
-
-impl<P> PartialEq for Delayed<P> {
-    fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
-    }
-}
-
-impl<P> Eq for Delayed<P> {}
-
-impl<P> PartialOrd for Delayed<P> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl<P> Ord for Delayed<P> {
-    /// Reversed: `BinaryHeap` is a max-heap and we want the earliest.
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.key().cmp(&self.key())
-    }
-}
-
-impl<P> DelayLine<P> {
-    fn len(&self) -> usize {
-        match self {
-            DelayLine::Fifo(q) => q.len(),
-            DelayLine::Heap(h) => h.len(),
-        }
-    }
-
-    fn next_time(&self) -> Option<Nanos> {
-        match self {
-            DelayLine::Fifo(q) => q.front().map(|d| d.delivered_at),
-            DelayLine::Heap(h) => h.peek().map(|x| x.d.delivered_at),
-        }
-    }
-
-    fn push(&mut self, seq: u64, d: Delivery<P>) {
-        match self {
-            DelayLine::Fifo(q) => q.push_back(d),
-            DelayLine::Heap(h) => h.push(Delayed { seq, d }),
-        }
-    }
-
-    fn pop_due(&mut self, now: Nanos) -> Option<Delivery<P>> {
-        if self.next_time()? > now {
-            return None;
-        }
-        match self {
-            DelayLine::Fifo(q) => q.pop_front(),
-            DelayLine::Heap(h) => h.pop().map(|x| x.d),
-        }
-    }
-}
-
 /// One direction of a link: loss -> policer -> buffer (drop-tail or CoDel)
 /// -> rate server (constant, trace, scheduled) -> delay (+ jitter).
 ///
@@ -214,15 +137,7 @@ pub struct Link<P> {
     queue: VecDeque<Waiting<P>>,
     backlog_bytes: u64,
     server: Option<InService<P>>,
-    pace: Pace,
-    trace: Option<TraceRate>,
-    /// Where the previous trace packet left off: credit left over from
-    /// opportunity `next_opp - 1` and the index of the next unused
-    /// opportunity. Usable only by a packet starting service at `chain_at`,
-    /// i.e. one that was waiting when its predecessor finished.
-    carry: u64,
-    next_opp: u64,
-    chain_at: Option<Nanos>,
+    pacer: Pacer,
     delay_ns: Nanos,
     /// Index of the first change in `cfg.schedule` not yet applied.
     next_change: usize,
@@ -233,15 +148,6 @@ pub struct Link<P> {
     dropped: VecDeque<Dropped<P>>,
     stats: LinkStats,
     last_now: Nanos,
-    /// Finish times are computed from the start of the current busy period
-    /// and the total bits sent in it, so per-packet rounding never
-    /// accumulates: the n-th finish is within 0.5 ns of the exact value.
-    /// `period_rate` is the rate of that period (0: none), so a rate change
-    /// opens a new period.
-    period_start: Nanos,
-    period_bits: u128,
-    period_rate: u64,
-    last_finish: Nanos,
 }
 
 impl<P> Link<P> {
@@ -257,7 +163,7 @@ impl<P> Link<P> {
     /// returns the sorted copy.
     pub fn new(mut cfg: DirectionConfig, seed: u64) -> Self {
         cfg.schedule.sort_by_key(|c| c.at_ns);
-        let delay_line = if cfg.jitter.reorders() { DelayLine::Heap(BinaryHeap::new()) } else { DelayLine::Fifo(VecDeque::new()) };
+        let delay_line = DelayLine::new(cfg.jitter.reorders());
         let codel = match cfg.aqm {
             Aqm::DropTail => None,
             Aqm::Codel { target_ns, interval_ns } => Some(Codel::new(target_ns, interval_ns)),
@@ -270,11 +176,7 @@ impl<P> Link<P> {
             queue: VecDeque::new(),
             backlog_bytes: 0,
             server: None,
-            pace: if cfg.trace.is_some() { Pace::Trace } else { Pace::Const(cfg.rate) },
-            trace: cfg.trace.clone(),
-            carry: 0,
-            next_opp: 0,
-            chain_at: None,
+            pacer: Pacer::new(cfg.rate, cfg.trace.clone()),
             delay_ns: cfg.delay_ns,
             next_change: 0,
             delay_line,
@@ -283,10 +185,6 @@ impl<P> Link<P> {
             dropped: VecDeque::new(),
             stats: LinkStats::default(),
             last_now: 0,
-            period_start: 0,
-            period_bits: 0,
-            period_rate: 0,
-            last_finish: 0,
             cfg,
         }
     }
@@ -312,14 +210,14 @@ impl<P> Link<P> {
         if self.loss.lose_next() {
             self.stats.drops_loss += 1;
             self.stats.bytes_dropped_loss += u64::from(len);
-            return Err(Dropped { packet, cause: DropCause::Loss });
+            return Err(Dropped { packet, cause: DropCause::Loss, arrived_at: now, len });
         }
 
         if let Some(p) = &mut self.policer {
             if !p.admit(now, len) {
                 self.stats.drops_policer += 1;
                 self.stats.bytes_dropped_policer += u64::from(len);
-                return Err(Dropped { packet, cause: DropCause::Policer });
+                return Err(Dropped { packet, cause: DropCause::Policer, arrived_at: now, len });
             }
         }
 
@@ -336,7 +234,7 @@ impl<P> Link<P> {
             if !fits {
                 self.stats.drops_buffer += 1;
                 self.stats.bytes_dropped_buffer += u64::from(len);
-                return Err(Dropped { packet, cause: DropCause::BufferOverflow });
+                return Err(Dropped { packet, cause: DropCause::BufferOverflow, arrived_at: now, len });
             }
         }
         self.queue.push_back(Waiting { packet, len, arrived_at: now });
@@ -474,14 +372,13 @@ impl<P> Link<P> {
             self.loss.set_model(l.clone());
         }
         if let Some(r) = c.rate {
-            self.pace = Pace::Const(r);
-            self.period_rate = 0;
+            self.pacer.set_rate(r);
             // A packet stalled behind a zero rate would otherwise never
             // leave; it restarts as if it had just reached the server.
             if let Some(mut s) = self.server.take() {
                 if s.finish == Nanos::MAX {
                     s.start = at;
-                    s.finish = self.finish_time(s.len, at);
+                    s.finish = self.pacer.finish_time(s.len, at);
                 }
                 self.server = Some(s);
             }
@@ -528,142 +425,48 @@ impl<P> Link<P> {
     fn start_next(&mut self, now: Nanos) {
         match self.aqm_dequeue(now) {
             Some(w) => {
-                let finish = self.finish_time(w.len, now);
+                let finish = self.pacer.finish_time(w.len, now);
                 let jitter = self.jitter.sample();
                 self.server = Some(InService { packet: w.packet, len: w.len, arrived_at: w.arrived_at, start: now, finish, jitter });
             }
-            // An opportunity's leftover credit is lost once nobody waits
-            // for it (Mahimahi semantics).
-            None => self.chain_at = None,
+            None => self.pacer.idle(),
         }
     }
 
-    /// The RFC 8289 `dodequeue`: pops the head and judges it.
-    fn pop_judged(&mut self, now: Nanos) -> (Option<Waiting<P>>, bool) {
-        let Some(w) = self.queue.pop_front() else {
-            if let Some(c) = &mut self.codel {
-                c.on_empty();
-            }
-            return (None, false);
-        };
-        self.backlog_bytes -= u64::from(w.len);
-        let ok = match &mut self.codel {
-            Some(c) => c.ok_to_drop(now, now - w.arrived_at, self.backlog_bytes),
-            None => false,
-        };
-        (Some(w), ok)
+    /// The next packet the buffer hands the server at `now`: the head, or what CoDel lets
+    /// through after its drops.
+    fn aqm_dequeue(&mut self, now: Nanos) -> Option<Waiting<P>> {
+        let mut buffer = BufferHead { queue: &mut self.queue, backlog_bytes: &mut self.backlog_bytes, stats: &mut self.stats, dropped: &mut self.dropped };
+        match &mut self.codel {
+            Some(codel) => codel.dequeue(&mut buffer, now),
+            None => buffer.pop(now).map(|(w, _, _)| w),
+        }
+    }
+}
+
+/// The buffer's head as CoDel sees it: pop with sojourn and bytes left, drop into the
+/// link's AQM drops.
+struct BufferHead<'a, P> {
+    queue: &'a mut VecDeque<Waiting<P>>,
+    backlog_bytes: &'a mut u64,
+    stats: &'a mut LinkStats,
+    dropped: &'a mut VecDeque<Dropped<P>>,
+}
+
+impl<P> CodelQueue for BufferHead<'_, P> {
+    type Item = Waiting<P>;
+
+    fn pop(&mut self, now: Nanos) -> Option<(Waiting<P>, Nanos, u64)> {
+        let w = self.queue.pop_front()?;
+        *self.backlog_bytes -= u64::from(w.len);
+        let sojourn = now - w.arrived_at;
+        Some((w, sojourn, *self.backlog_bytes))
     }
 
-    fn aqm_drop(&mut self, w: Waiting<P>) {
+    fn drop(&mut self, w: Waiting<P>) {
         self.stats.drops_aqm += 1;
         self.stats.bytes_dropped_aqm += u64::from(w.len);
-        self.dropped.push_back(Dropped { packet: w.packet, cause: DropCause::Aqm });
-    }
-
-    /// The RFC 8289 `dequeue`, run when the server becomes free at `now`.
-    fn aqm_dequeue(&mut self, now: Nanos) -> Option<Waiting<P>> {
-        let (mut p, mut ok) = self.pop_judged(now);
-        let Some(codel) = &mut self.codel else {
-            return p;
-        };
-        if p.is_none() {
-            codel.dropping = false;
-            return None;
-        }
-        if codel.dropping {
-            if !ok {
-                codel.dropping = false;
-            }
-            while self.codel.as_ref().is_some_and(|c| c.dropping && now >= c.drop_next) {
-                if let Some(w) = p.take() {
-                    self.aqm_drop(w);
-                }
-                if let Some(c) = &mut self.codel {
-                    c.count = c.count.saturating_add(1);
-                }
-                (p, ok) = self.pop_judged(now);
-                if let Some(c) = &mut self.codel {
-                    if ok {
-                        c.drop_next = c.control_law(c.drop_next);
-                    } else {
-                        c.dropping = false;
-                    }
-                }
-            }
-        } else if ok {
-            if let Some(w) = p.take() {
-                self.aqm_drop(w);
-            }
-            (p, _) = self.pop_judged(now);
-            if let Some(c) = &mut self.codel {
-                c.enter_dropping(now);
-            }
-        }
-        p
-    }
-
-    /// When a `len`-byte packet starting service at `start` finishes.
-    fn finish_time(&mut self, len: u32, start: Nanos) -> Nanos {
-        match self.pace {
-            Pace::Trace => self.trace_finish(len, start),
-            Pace::Const(Rate::Unlimited) => start,
-            Pace::Const(Rate::BitsPerSec(0)) => Nanos::MAX,
-            Pace::Const(Rate::BitsPerSec(rate)) => {
-                if start != self.last_finish || rate != self.period_rate {
-                    // Idle gap or new rate: a new busy period starts here.
-                    self.period_start = start;
-                    self.period_bits = 0;
-                    self.period_rate = rate;
-                }
-                self.period_bits += u128::from(len) * 8;
-                let r = u128::from(rate);
-                let offset = (self.period_bits * 1_000_000_000 + r / 2) / r;
-                let finish = u128::from(self.period_start) + offset;
-                // Saturating at Nanos::MAX degrades to "stalled", which is
-                // the only sensible reading of a finish beyond u64 time.
-                let finish = u64::try_from(finish).unwrap_or(Nanos::MAX);
-                self.last_finish = finish;
-                finish
-            }
-        }
-    }
-
-    /// The packet leaves at the opportunity whose credit completes it. Only
-    /// a packet starting exactly at an opportunity that left credit over
-    /// (its predecessor finished there while it waited) may use that credit;
-    /// otherwise it needs opportunities strictly after `start`, as an
-    /// arrival in Mahimahi only sees opportunities after it.
-    fn trace_finish(&mut self, len: u32, start: Nanos) -> Nanos {
-        // Leaving the constant-rate busy period behind.
-        self.period_rate = 0;
-        let Some(trace) = self.trace.as_ref().filter(|t| t.is_loaded()) else {
-            return Nanos::MAX;
-        };
-        let mut need = u64::from(len);
-        let first = if self.chain_at == Some(start) {
-            let used = self.carry.min(need);
-            self.carry -= used;
-            need -= used;
-            // Opportunities in the same millisecond as the one just used
-            // are still ahead of us, hence an index rather than a time.
-            self.next_opp
-        } else {
-            self.carry = 0;
-            trace.first_after(start)
-        };
-        if need == 0 {
-            self.next_opp = first;
-            self.chain_at = Some(start);
-            return start;
-        }
-        let per = u64::from(OPPORTUNITY_BYTES);
-        let k = need.div_ceil(per);
-        let last = first + k - 1;
-        let finish = trace.time_of(last);
-        self.carry = k * per - need;
-        self.next_opp = last + 1;
-        self.chain_at = Some(finish);
-        finish
+        self.dropped.push_back(Dropped { packet: w.packet, cause: DropCause::Aqm, arrived_at: w.arrived_at, len: w.len });
     }
 }
 

@@ -156,154 +156,8 @@ impl TraceRate {
     }
 }
 
-/// Generators of synthetic trace text, for shipping example traces.
-///
-/// Every generator places opportunities with an integer bit accumulator per
-/// millisecond (no drift), and always puts an opportunity in the final
-/// millisecond so that the loop period is exactly the requested duration.
-/// A Mahimahi trace cannot end in silence, which is why.
-pub mod generate {
-    use std::fmt::Write as _;
-
-    use rand::{Rng, SeedableRng};
-    use rand_chacha::ChaCha8Rng;
-
-    use super::OPPORTUNITY_BYTES;
-
-    /// Milli-bits per opportunity, so that per-ms accrual of `bps` milli-bits
-    /// stays an integer for every rate.
-    const OPP_MILLIBITS: u64 = OPPORTUNITY_BYTES as u64 * 8 * 1000;
-
-    struct Emitter {
-        out: String,
-        acc: u64,
-        ms: u64,
-        last_emitted: u64,
-    }
-
-    impl Emitter {
-        fn new() -> Self {
-            Emitter { out: String::new(), acc: 0, ms: 0, last_emitted: 0 }
-        }
-
-        fn emit(&mut self) {
-            let _ = writeln!(self.out, "{}", self.ms);
-            self.last_emitted = self.ms;
-        }
-
-        fn run(&mut self, bps: u64, duration_ms: u64) {
-            for _ in 0..duration_ms {
-                self.ms += 1;
-                self.acc += bps;
-                while self.acc >= OPP_MILLIBITS {
-                    self.acc -= OPP_MILLIBITS;
-                    self.emit();
-                }
-            }
-        }
-
-        fn finish(mut self) -> String {
-            if self.ms > 0 && self.last_emitted != self.ms {
-                self.emit();
-            }
-            self.out
-        }
-    }
-
-    /// A constant `bps` for `period_ms` (then looping).
-    pub fn constant(bps: u64, period_ms: u64) -> String {
-        step(&[(bps, period_ms)])
-    }
-
-    /// Piecewise-constant rate: each `(bps, duration_ms)` segment in turn,
-    /// then the whole sequence loops.
-    pub fn step(segments: &[(u64, u64)]) -> String {
-        let mut e = Emitter::new();
-        for &(bps, ms) in segments {
-            e.run(bps, ms);
-        }
-        e.finish()
-    }
-
-    /// Parameters of a mean-reverting random walk of the log-rate, which
-    /// gives the slowly wandering, occasionally collapsing capacity typical
-    /// of cellular links.
-    #[derive(Clone, Debug, PartialEq)]
-    pub struct RandomWalk {
-        pub mean_bps: u64,
-        pub period_ms: u64,
-        /// The rate is held constant for `step_ms` between random moves.
-        pub step_ms: u64,
-        /// Standard deviation of one step of the log-rate.
-        pub sigma: f64,
-        /// Fraction of the distance to the log-mean recovered per step.
-        pub reversion: f64,
-        pub min_bps: u64,
-        pub max_bps: u64,
-        /// Probability per step of entering an outage (zero rate).
-        pub outage_prob: f64,
-        /// Outage length in steps.
-        pub outage_steps: u64,
-    }
-
-    impl RandomWalk {
-        /// A cellular-like preset: 20 ms steps, rate between 1/20 and 4x
-        /// the mean, a 200 ms outage about every 10 s.
-        pub fn cellular(mean_bps: u64, period_ms: u64) -> Self {
-            RandomWalk {
-                mean_bps,
-                period_ms,
-                step_ms: 20,
-                sigma: 0.15,
-                reversion: 0.05,
-                min_bps: mean_bps / 20,
-                max_bps: mean_bps.saturating_mul(4),
-                outage_prob: 0.002,
-                outage_steps: 10,
-            }
-        }
-    }
-
-    /// Standard normal sample (Box–Muller, one output per call).
-    pub(crate) fn std_normal(rng: &mut ChaCha8Rng) -> f64 {
-        // 1 - [0, 1) is (0, 1], keeping ln away from 0.
-        let u1 = 1.0 - rng.gen::<f64>();
-        let u2 = rng.gen::<f64>();
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-    }
-
-    /// Trace text of a seeded random walk; the same seed gives the same text.
-    pub fn random_walk(p: &RandomWalk, seed: u64) -> String {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut e = Emitter::new();
-        let log_mean = (p.mean_bps.max(1) as f64).ln();
-        let (lo, hi) = (p.min_bps as f64, p.max_bps.max(p.min_bps) as f64);
-        let mut x = log_mean;
-        let mut outage_left = 0;
-        let step = p.step_ms.max(1);
-        let mut t = 0;
-        while t < p.period_ms {
-            let ms = step.min(p.period_ms - t);
-            if outage_left == 0 && rng.gen::<f64>() < p.outage_prob {
-                outage_left = p.outage_steps;
-            }
-            let bps = if outage_left > 0 {
-                outage_left -= 1;
-                0
-            } else {
-                x.exp().clamp(lo, hi) as u64
-            };
-            e.run(bps, ms);
-            x += p.reversion * (log_mean - x) + p.sigma * std_normal(&mut rng);
-            t += ms;
-        }
-        e.finish()
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::generate::*;
     use super::*;
 
     #[test]
@@ -344,7 +198,8 @@ mod tests {
 
     #[test]
     fn serde_omits_the_timestamps() {
-        let text = constant(12_000_000, 10_000);
+        // One opportunity per ms for 10 s (what `ccbench trace constant --rate 12mbit` prints).
+        let text: String = (1..=10_000).map(|ms| format!("{ms}\n")).collect();
         let t = TraceRate::parse("const.trace", &text).expect("valid");
         assert_eq!(t.opportunities(), 10_000);
         let json = serde_json::to_string(&t).expect("serializes");
@@ -354,47 +209,8 @@ mod tests {
         assert_eq!(back.period_ms(), 10_000);
     }
 
-    fn parse(text: &str) -> TraceRate {
-        TraceRate::parse("gen", text).expect("generated trace parses")
-    }
-
     #[test]
-    fn constant_generator_is_exact() {
-        assert_eq!(constant(12_000_000, 3), "1\n2\n3\n");
-        assert_eq!(constant(24_000_000, 2), "1\n1\n2\n2\n");
-        // 6 Mbit/s: one opportunity every 2 ms.
-        assert_eq!(constant(6_000_000, 4), "2\n4\n");
-        // 10 Mbit/s over 6 ms = 5 opportunities (60 kbit).
-        let t = parse(&constant(10_000_000, 6));
-        assert_eq!((t.opportunities(), t.period_ms()), (5, 6));
-        // A rate too slow for one opportunity still yields a loopable trace.
-        assert_eq!(constant(1_000, 5), "5\n");
-        let t = parse(&constant(7_777_777, 60_000));
-        assert!((t.mean_bps() - 7_777_777.0).abs() / 7_777_777.0 < 1e-4);
-    }
-
-    #[test]
-    fn step_generator_changes_rate_at_the_boundary() {
-        let text = step(&[(24_000_000, 2), (12_000_000, 2)]);
-        assert_eq!(text, "1\n1\n2\n2\n3\n4\n");
-        let t = parse(&step(&[(48_000_000, 1000), (12_000_000, 1000)]));
-        assert_eq!((t.opportunities(), t.period_ms()), (5000, 2000));
-    }
-
-    #[test]
-    fn random_walk_is_seeded_and_near_its_mean() {
-        let p = RandomWalk::cellular(10_000_000, 600_000);
-        let a = random_walk(&p, 1);
-        assert_eq!(a, random_walk(&p, 1));
-        assert_ne!(a, random_walk(&p, 2));
-        let t = parse(&a);
-        assert_eq!(t.period_ms(), 600_000);
-        // A log-normal walk has mean above its median; stay within a factor.
-        let m = t.mean_bps();
-        assert!(m > 5e6 && m < 25e6, "mean {m}");
-        // There must be both fast and slow stretches (and silences).
-        let times: Vec<u64> = a.lines().map(|l| l.parse().expect("int")).collect();
-        let max_gap = times.windows(2).map(|w| w[1] - w[0]).max().expect("many");
-        assert!(max_gap >= 100, "max gap {max_gap} ms");
+    fn the_generators_use_the_same_opportunity_size() {
+        assert_eq!(ccbench_tracegen::OPPORTUNITY_BYTES, OPPORTUNITY_BYTES);
     }
 }

@@ -2,7 +2,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::*;
-use crate::config::{Aqm, Jitter, LossModel, Policer, ScheduledChange};
+use crate::config::{Aqm, Jitter, LossModel, Policer, Rate, ScheduledChange};
 use crate::loss::LossProcess;
 
 const MS: Nanos = 1_000_000;
@@ -453,7 +453,7 @@ fn zero_rate_stalls_without_panicking() {
 
 #[test]
 fn dropped_displays_cause() {
-    let d = Dropped { packet: (), cause: DropCause::BufferOverflow };
+    let d = Dropped { packet: (), cause: DropCause::BufferOverflow, arrived_at: 0, len: 1500 };
     assert_eq!(d.to_string(), "packet dropped: buffer overflow");
 }
 

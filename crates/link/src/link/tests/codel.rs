@@ -17,6 +17,7 @@ fn codel_drops_under_2x(ms: u64) -> Vec<(u64, u64)> {
         while l.dequeue(m * MS).is_some() {}
         while let Some(d) = l.take_dropped() {
             assert_eq!(d.cause, DropCause::Aqm);
+            assert_eq!((d.arrived_at, d.len), (d.packet / 2 * MS, 1500), "an AQM drop carries its packet's arrival and length");
             drops.push((m, d.packet));
         }
     }

@@ -221,7 +221,7 @@ fn polling_independence_with_every_stage() {
 
     let trace = DirectionConfig {
         trace: Some(
-            crate::trace::TraceRate::parse("walk", &crate::trace::generate::random_walk(&crate::trace::generate::RandomWalk::cellular(3_000_000, 5_000), 3))
+            crate::trace::TraceRate::parse("walk", &ccbench_tracegen::random_walk(&ccbench_tracegen::RandomWalk::cellular(3_000_000, 5_000), 3))
                 .expect("valid"),
         ),
         schedule: vec![],

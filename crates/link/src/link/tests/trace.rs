@@ -1,5 +1,6 @@
 use super::*;
-use crate::trace::{generate, TraceRate};
+use crate::trace::TraceRate;
+use ccbench_tracegen as generate;
 
 fn trace_cfg(text: &str, delay_ns: Nanos) -> DirectionConfig {
     DirectionConfig {

@@ -1,0 +1,64 @@
+//! The packet-path fuzz harness, shared by the cargo-fuzz target (`fuzz/`) and the
+//! `packet_path_fuzz` test, so both exercise exactly the same thing.
+//!
+//! Input format: one configuration byte, then records of `[len_lo, len_hi, dt_ms]` followed
+//! by `len` bytes, each one read handed to the shell `dt_ms` milliseconds after the previous.
+
+use std::time::Instant;
+
+use ccbench_link::{Aqm, Buffer, DirectionConfig, Rate, CODEL_DEFAULT_INTERVAL_NS, CODEL_DEFAULT_TARGET_NS};
+
+use crate::shell::{Shell, ShellConfig};
+use crate::window::MeasureWindow;
+
+const MS: u64 = 1_000_000;
+
+/// Runs one input through a shell; panics only if the shell does (or loses count).
+pub fn run_packet_path(data: &[u8]) {
+    let Some((&cfg, mut rest)) = data.split_first() else { return };
+    let dir = DirectionConfig {
+        rate: if cfg & 0x02 != 0 { Rate::BitsPerSec(10_000_000) } else { Rate::Unlimited },
+        delay_ns: u64::from(cfg >> 6) * MS,
+        buffer: if cfg & 0x04 != 0 { Buffer::Packets(4) } else { Buffer::Unlimited },
+        aqm: if cfg & 0x08 != 0 { Aqm::Codel { target_ns: CODEL_DEFAULT_TARGET_NS, interval_ns: CODEL_DEFAULT_INTERVAL_NS } } else { Aqm::DropTail },
+        ..Default::default()
+    };
+    let config = ShellConfig {
+        name: "fuzz",
+        config: dir,
+        seed: 1,
+        mtu: if cfg & 0x10 != 0 { 9000 } else { 1500 },
+        offload: cfg & 0x01 != 0,
+        sample_interval_ns: 10 * MS,
+        min_wake_gap_ns: if cfg & 0x20 != 0 { 25_000 } else { 0 },
+    };
+    let window = MeasureWindow::new(Instant::now());
+    let mut shell = Shell::new(config, 0, window);
+    let (mut now, mut reads, mut out_bytes) = (0u64, 0u64, 0u64);
+    while rest.len() >= 3 {
+        let len = usize::from(u16::from_le_bytes([rest[0], rest[1]]));
+        now += u64::from(rest[2]) * MS;
+        let body = &rest[3..];
+        let take = len.min(body.len());
+        shell.handle_read(now, &body[..take]);
+        reads += 1;
+        rest = &body[take..];
+        while let Some(b) = shell.poll_transmit(now) {
+            out_bytes += b.len() as u64;
+        }
+        assert!(shell.poll_timeout() >= now, "a wake-up in the past");
+    }
+    // Let everything due leave.
+    now += 10_000 * MS;
+    while let Some(b) = shell.poll_transmit(now) {
+        out_bytes += b.len() as u64;
+    }
+    let r = shell.finish(now, 0.0);
+    let s = &r.stats;
+    // Each plain read is one packet in or one malformed; a superframe is up to its segments.
+    let plain = reads - r.superframes;
+    assert!(s.packets_in + r.malformed >= plain, "a read vanished");
+    assert!(s.packets_in <= plain + r.segments_from_superframes, "packets from nowhere");
+    assert_eq!(s.packets_in, s.packets_out + s.drops_loss + s.drops_buffer + s.drops_policer + s.drops_aqm, "every packet left or was dropped");
+    assert!(out_bytes == 0 || r.writes > 0);
+}

@@ -1,0 +1,83 @@
+//! The sampled time series of one direction, handed to a [`SampleSink`] as it is taken.
+
+use ccbench_link::{Link, LinkStats, Nanos};
+
+use crate::report::LinkSample;
+
+/// Where samples go as they are taken. A streaming sink (e.g. a file writer) keeps a
+/// forwarder's memory flat however long the path runs.
+pub trait SampleSink: Send {
+    fn push(&mut self, s: &LinkSample);
+}
+
+impl SampleSink for Vec<LinkSample> {
+    fn push(&mut self, s: &LinkSample) {
+        Vec::push(self, s.clone());
+    }
+}
+
+pub(crate) struct SeriesRecorder {
+    interval_ns: Nanos,
+    pub next_at: Nanos,
+    last: LinkStats,
+    delay_sum_ns: u128,
+    delay_count: u64,
+    delay_max_ns: Nanos,
+    late_max_ns: Nanos,
+    sink: Box<dyn SampleSink>,
+}
+
+impl SeriesRecorder {
+    pub fn new(interval_ns: Nanos, now: Nanos, sink: Box<dyn SampleSink>) -> Self {
+        let interval_ns = interval_ns.max(1);
+        SeriesRecorder {
+            interval_ns,
+            next_at: now + interval_ns,
+            last: LinkStats::default(),
+            delay_sum_ns: 0,
+            delay_count: 0,
+            delay_max_ns: 0,
+            late_max_ns: 0,
+            sink,
+        }
+    }
+
+    pub fn on_delivery(&mut self, queue_delay_ns: Nanos, late_ns: Nanos) {
+        self.late_max_ns = self.late_max_ns.max(late_ns);
+        self.delay_sum_ns += u128::from(queue_delay_ns);
+        self.delay_count += 1;
+        self.delay_max_ns = self.delay_max_ns.max(queue_delay_ns);
+    }
+
+    pub fn maybe_sample<P>(&mut self, now: Nanos, link: &Link<P>) {
+        if now < self.next_at {
+            return;
+        }
+        let s = link.stats();
+        let busy = s.busy_ns - self.last.busy_ns;
+        let elapsed = self.interval_ns + (now - self.next_at);
+        self.sink.push(&LinkSample {
+            t_us: now / 1000,
+            backlog_bytes: link.backlog_bytes(),
+            backlog_packets: link.backlog_packets() as u64,
+            delivered_bytes: s.bytes_out - self.last.bytes_out,
+            drops_loss: s.drops_loss - self.last.drops_loss,
+            drops_buffer: s.drops_buffer - self.last.drops_buffer,
+            drops_policer: s.drops_policer - self.last.drops_policer,
+            drops_aqm: s.drops_aqm - self.last.drops_aqm,
+            queue_delay_mean_us: if self.delay_count > 0 { self.delay_sum_ns as f64 / self.delay_count as f64 / 1000.0 } else { 0.0 },
+            queue_delay_max_us: self.delay_max_ns as f64 / 1000.0,
+            utilization: (busy as f64 / elapsed as f64).min(1.0),
+            lateness_max_us: self.late_max_ns as f64 / 1000.0,
+        });
+        self.late_max_ns = 0;
+        self.last = s.clone();
+        self.delay_sum_ns = 0;
+        self.delay_count = 0;
+        self.delay_max_ns = 0;
+        // Skip missed ticks instead of emitting a burst of empty samples.
+        while self.next_at <= now {
+            self.next_at += self.interval_ns;
+        }
+    }
+}

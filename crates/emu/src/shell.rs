@@ -1,0 +1,308 @@
+//! One direction of the path as a pure state machine, after quinn-proto's split between
+//! protocol and I/O: the caller reads bytes from a device and hands them to
+//! [`Shell::handle_read`], writes whatever [`Shell::poll_transmit`] returns, and sleeps until
+//! [`Shell::poll_timeout`]. The shell owns the link model, the buffer pool, segmenting of
+//! superframes, coalescing of departures, lateness, the time series and the measurement
+//! window; it owns no device, thread or clock, so it runs on a virtual clock in tests.
+//!
+//! No input can make it panic: bytes it cannot parse or carry are dropped and counted as
+//! `malformed`.
+
+use ccbench_link::{DelayHistogram, DirectionConfig, Link, Nanos};
+
+use crate::gso::{self, Coalescer, Segmenter, VnetHdr, VNET_HDR_LEN};
+use crate::report::{DelaySummary, DirectionReport, LinkSample};
+use crate::series::{SampleSink, SeriesRecorder};
+use crate::window::{MeasureWindow, WindowAccount};
+
+/// Longest sleep without looking at the stop flag.
+pub const MAX_SLEEP_NS: Nanos = 20_000_000;
+/// Largest read the shell accepts: a 64 KB superframe plus the vnet header.
+pub const MAX_READ: usize = VNET_HDR_LEN + 65_536 + 64;
+
+/// What defines one direction's shell.
+#[derive(Clone, Debug)]
+pub struct ShellConfig {
+    pub name: &'static str,
+    pub config: DirectionConfig,
+    pub seed: u64,
+    pub mtu: u32,
+    /// Packets carry a virtio-net header (the devices were opened with offloads).
+    pub offload: bool,
+    pub sample_interval_ns: Nanos,
+    /// After a wake-up, sleep at least this long before the next one (see `PathSpec::batch_us`).
+    pub min_wake_gap_ns: Nanos,
+}
+
+pub struct Shell {
+    cfg: ShellConfig,
+    hdr: usize,
+    buf_len: usize,
+    link: Link<Box<[u8]>>,
+    pool: Vec<Box<[u8]>>,
+    coalescer: Coalescer,
+    /// A departure that did not fit the coalescer; it starts the next superframe.
+    held: Option<(Box<[u8]>, usize)>,
+    /// The buffer last handed out by `poll_transmit` without the coalescer; back to the pool
+    /// on the next call.
+    lent: Option<Box<[u8]>>,
+    series: SeriesRecorder,
+    /// Samples kept in memory when no sink streams them.
+    samples: Option<SharedSamples>,
+    window: WindowAccount,
+    lateness: DelayHistogram,
+    started: Nanos,
+    last_now: Nanos,
+    last_busy_ns: Nanos,
+    superframes: u64,
+    segments: u64,
+    malformed: u64,
+    writes: u64,
+    read_errors: u64,
+    write_errors: u64,
+    first_error: Option<String>,
+}
+
+/// The in-memory sink of [`Shell::new`]: shared so that `finish` can take the samples back.
+type SharedSamples = std::sync::Arc<std::sync::Mutex<Vec<LinkSample>>>;
+
+struct SharedSink(SharedSamples);
+
+impl SampleSink for SharedSink {
+    fn push(&mut self, s: &LinkSample) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(s.clone());
+        }
+    }
+}
+
+impl Shell {
+    /// A shell started at `now` that keeps its samples in memory (returned in the report).
+    pub fn new(cfg: ShellConfig, now: Nanos, window: MeasureWindow) -> Self {
+        let samples: SharedSamples = Default::default();
+        let mut shell = Self::streaming(cfg, now, window, Box::new(SharedSink(samples.clone())));
+        shell.samples = Some(samples);
+        shell
+    }
+
+    /// A shell started at `now` that hands every sample to `sink` and keeps none.
+    pub fn streaming(cfg: ShellConfig, now: Nanos, window: MeasureWindow, sink: Box<dyn SampleSink>) -> Self {
+        // Link buffers hold one MTU-sized packet (plus the vnet header when offloading).
+        let hdr = if cfg.offload { VNET_HDR_LEN } else { 0 };
+        let buf_len = hdr + (cfg.mtu as usize).max(1500) + 64;
+        Shell {
+            hdr,
+            buf_len,
+            link: Link::new(cfg.config.clone(), cfg.seed),
+            // Grows to the most packets ever held at once, then recycles: no allocation in
+            // steady state, and a short-lived shell (a test, a fuzz input) costs nothing.
+            pool: Vec::new(),
+            coalescer: Coalescer::default(),
+            held: None,
+            lent: None,
+            series: SeriesRecorder::new(cfg.sample_interval_ns, now, sink),
+            samples: None,
+            window: WindowAccount::new(window),
+            lateness: DelayHistogram::default(),
+            started: now,
+            last_now: now,
+            last_busy_ns: 0,
+            superframes: 0,
+            segments: 0,
+            malformed: 0,
+            writes: 0,
+            read_errors: 0,
+            write_errors: 0,
+            first_error: None,
+            cfg,
+        }
+    }
+
+    fn buffer(&mut self) -> Box<[u8]> {
+        self.pool.pop().unwrap_or_else(|| vec![0u8; self.buf_len].into_boxed_slice())
+    }
+
+    /// Offers one packet (`len` bytes of `buf`, vnet header included) to the link.
+    fn offer(&mut self, now: Nanos, buf: Box<[u8]>, len: usize) {
+        let wire = (len - self.hdr) as u32;
+        self.window.arrival(now, wire);
+        if let Err(dropped) = self.link.enqueue(now, wire, buf) {
+            self.window.drop(dropped.arrived_at, dropped.cause, wire);
+            self.pool.push(dropped.packet);
+        }
+    }
+
+    /// Takes one packet (or superframe) read from the input device at `now`.
+    pub fn handle_read(&mut self, now: Nanos, bytes: &[u8]) {
+        self.last_now = self.last_now.max(now);
+        let now = self.last_now;
+        // A packet needs its vnet header (when offloading) and at least one IP byte.
+        if bytes.len() <= self.hdr || bytes.len() > MAX_READ {
+            self.malformed += 1;
+            return;
+        }
+        let vnet = if self.hdr > 0 { VnetHdr::parse(bytes) } else { None };
+        match vnet {
+            Some(vh) if vh.gso_type & !gso::GSO_ECN == gso::GSO_TCPV4 => {
+                self.superframes += 1;
+                match Segmenter::new(&bytes[self.hdr..], usize::from(vh.gso_size), vh.gso_type & gso::GSO_ECN != 0) {
+                    Ok(seg) => {
+                        self.segments += seg.count() as u64;
+                        for i in 0..seg.count() {
+                            let mut buf = self.buffer();
+                            match seg.write(i, &mut buf) {
+                                Ok(len) => self.offer(now, buf, len),
+                                Err(_) => {
+                                    self.malformed += 1;
+                                    self.pool.push(buf);
+                                }
+                            }
+                        }
+                    }
+                    Err(_) => self.malformed += 1,
+                }
+            }
+            Some(vh) if vh.gso_type != gso::GSO_NONE => self.malformed += 1,
+            _ => {
+                let mut buf = self.buffer();
+                match buf.get_mut(..bytes.len()) {
+                    Some(b) => {
+                        b.copy_from_slice(bytes);
+                        self.offer(now, buf, bytes.len());
+                    }
+                    None => {
+                        self.malformed += 1;
+                        self.pool.push(buf);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The next bytes to write to the output device at `now`, or `None` when nothing more is
+    /// due; then the shell has also reclaimed AQM drops, taken a sample if one is due and
+    /// settled the measurement window. Call until it returns `None`.
+    pub fn poll_transmit(&mut self, now: Nanos) -> Option<&[u8]> {
+        self.last_now = self.last_now.max(now);
+        let now = self.last_now;
+        if let Some(buf) = self.lent.take() {
+            self.pool.push(buf);
+        }
+        loop {
+            let (buf, len) = match self.held.take() {
+                Some(next) => next,
+                None => match self.next_departure(now) {
+                    Some(next) => next,
+                    None => break,
+                },
+            };
+            // Packets due together leave together: consecutive segments of one flow go out
+            // as one superframe, as a NIC's GRO would deliver them.
+            if self.hdr > 0 && self.coalescer.push(&buf[..len]) {
+                self.pool.push(buf);
+                continue;
+            }
+            self.writes += 1;
+            if self.hdr > 0 && !self.coalescer.is_empty() {
+                // It starts the next superframe, after what is held goes out.
+                self.held = Some((buf, len));
+                return self.coalescer.take();
+            }
+            // Without offloads (or a packet the coalescer cannot hold): it goes out alone.
+            return Some(&self.lent.insert(buf)[..len]);
+        }
+        if !self.coalescer.is_empty() {
+            self.writes += 1;
+            return self.coalescer.take();
+        }
+        self.housekeeping(now);
+        None
+    }
+
+    /// The next packet the link delivers at `now`, accounted (lateness, series, window).
+    fn next_departure(&mut self, now: Nanos) -> Option<(Box<[u8]>, usize)> {
+        let d = self.link.dequeue(now)?;
+        let late = now.saturating_sub(d.delivered_at);
+        let queue_delay = d.service_start - d.arrived_at;
+        self.lateness.record(late);
+        self.series.on_delivery(queue_delay, late);
+        self.window.delivery(d.delivered_at, d.len, queue_delay, late);
+        let len = self.hdr + d.len as usize;
+        Some((d.packet, len))
+    }
+
+    fn housekeeping(&mut self, now: Nanos) {
+        // CoDel drops at dequeue inside the model; take those buffers back. Like every drop
+        // they count in the window at their packet's arrival.
+        while let Some(dropped) = self.link.take_dropped() {
+            self.window.drop(dropped.arrived_at, dropped.cause, dropped.len);
+            self.pool.push(dropped.packet);
+        }
+        let busy = self.link.stats().busy_ns;
+        self.window.busy(now, busy - self.last_busy_ns);
+        self.last_busy_ns = busy;
+        self.series.maybe_sample(now, &self.link);
+        self.window.settle(now);
+    }
+
+    /// When the caller should next call `poll_transmit`, even if nothing is read.
+    pub fn poll_timeout(&self) -> Nanos {
+        let now = self.last_now;
+        let mut wake = self.series.next_at.min(now + MAX_SLEEP_NS);
+        if let Some(t) = self.link.next_event() {
+            // Departures closer together than the gap leave in one batch (and one
+            // superframe), a little late, instead of one wake-up each: on a VM each timer
+            // wake-up costs more than a packet's serialization at a gigabit.
+            wake = wake.min(t.max(now + self.cfg.min_wake_gap_ns));
+        }
+        wake
+    }
+
+    /// A read from the input device failed.
+    pub fn on_read_error(&mut self, e: &std::io::Error) {
+        self.read_errors += 1;
+        self.first_error.get_or_insert_with(|| format!("read from TUN: {e}"));
+    }
+
+    /// The last write handed out by `poll_transmit` failed.
+    pub fn on_write_error(&mut self, e: &std::io::Error) {
+        self.write_errors += 1;
+        self.first_error.get_or_insert_with(|| format!("write to TUN: {e}"));
+    }
+
+    /// Packets the shell holds on their way out (link + coalescer).
+    pub fn in_flight(&self) -> usize {
+        self.link.in_flight_packets() + usize::from(!self.coalescer.is_empty()) + usize::from(self.held.is_some())
+    }
+
+    /// What this direction saw, from start to `now`.
+    pub fn finish(self, now: Nanos, cpu_s: f64) -> DirectionReport {
+        let lifetime = now.saturating_sub(self.started).max(1);
+        let stats = self.link.stats().clone();
+        let series = match &self.samples {
+            Some(s) => s.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        DirectionReport {
+            direction: self.cfg.name.to_string(),
+            config: Some(self.cfg.config.clone()),
+            queue_delay: DelaySummary::of(&stats.queue_delay),
+            lateness: DelaySummary::of(&self.lateness),
+            utilization: stats.busy_ns as f64 / lifetime as f64,
+            stats,
+            read_errors: self.read_errors,
+            write_errors: self.write_errors,
+            superframes: self.superframes,
+            segments_from_superframes: self.segments,
+            writes: self.writes,
+            malformed: self.malformed,
+            tun_tx_dropped: None,
+            tun_rx_dropped: None,
+            cpu_s,
+            cpu_share: cpu_s * 1e9 / lifetime as f64,
+            series,
+            window: self.window.finish(),
+            error: self.first_error,
+        }
+    }
+}

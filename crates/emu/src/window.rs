@@ -1,0 +1,194 @@
+//! The measurement window: the span the workload measures, opened and closed by the caller,
+//! accounted by the emulator itself so that every path metric covers the same span.
+//!
+//! Each event counts when its own timestamp lies in `[open, close)`: arrivals and drops at
+//! their arrival time, deliveries (bytes, queue delay, lateness) at their model departure,
+//! busy time when serialization finished (as the forwarder observes it). The caller sets
+//! `close` a little after the instant it names, so events are held for [`DECIDE_AFTER_NS`]
+//! before being attributed: the window is exact and memory stays bounded by that span.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use ccbench_link::{DelayHistogram, DropCause, LinkStats, Nanos};
+
+use crate::report::{DelaySummary, WindowReport};
+
+/// How long an event waits before it is attributed: longer than any caller takes between
+/// the instant it names and the call to `open`/`close`.
+pub const DECIDE_AFTER_NS: Nanos = 200_000_000;
+const UNSET: u64 = u64::MAX;
+
+/// A cheap handle to set the measurement window of a running path (both directions).
+#[derive(Clone, Debug)]
+pub struct MeasureWindow {
+    inner: Arc<Bounds>,
+}
+
+#[derive(Debug)]
+struct Bounds {
+    epoch: Instant,
+    open_ns: AtomicU64,
+    close_ns: AtomicU64,
+}
+
+impl MeasureWindow {
+    /// A window on a clock that starts at `epoch` (a path makes its own: [`crate::EmulatedPath::window`]).
+    pub fn new(epoch: Instant) -> Self {
+        MeasureWindow { inner: Arc::new(Bounds { epoch, open_ns: AtomicU64::new(UNSET), close_ns: AtomicU64::new(UNSET) }) }
+    }
+
+    fn since_epoch(&self, at: Instant) -> Nanos {
+        at.saturating_duration_since(self.inner.epoch).as_nanos() as Nanos
+    }
+
+    /// Opens the window at `at` (events from `at` on count).
+    pub fn open(&self, at: Instant) {
+        self.inner.open_ns.store(self.since_epoch(at), Ordering::SeqCst);
+    }
+
+    /// Closes the window at `at` (events from `at` on no longer count).
+    pub fn close(&self, at: Instant) {
+        self.inner.close_ns.store(self.since_epoch(at), Ordering::SeqCst);
+    }
+
+    /// `(open, close)` in nanoseconds since the epoch, each `None` until set.
+    pub(crate) fn bounds(&self) -> (Option<Nanos>, Option<Nanos>) {
+        let get = |a: &AtomicU64| Some(a.load(Ordering::SeqCst)).filter(|&v| v != UNSET);
+        (get(&self.inner.open_ns), get(&self.inner.close_ns))
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Event {
+    Arrival { len: u32 },
+    Drop { cause: DropCause, len: u32 },
+    Delivery { len: u32, queue_delay: Nanos, late: Nanos },
+    Busy { ns: Nanos },
+}
+
+/// One direction's accounting of the window.
+pub(crate) struct WindowAccount {
+    window: MeasureWindow,
+    pending: VecDeque<(Nanos, Event)>,
+    stats: LinkStats,
+    lateness: DelayHistogram,
+}
+
+impl WindowAccount {
+    pub fn new(window: MeasureWindow) -> Self {
+        WindowAccount { window, pending: VecDeque::new(), stats: LinkStats::default(), lateness: DelayHistogram::default() }
+    }
+
+    pub fn arrival(&mut self, at: Nanos, len: u32) {
+        self.pending.push_back((at, Event::Arrival { len }));
+    }
+
+    pub fn drop(&mut self, at: Nanos, cause: DropCause, len: u32) {
+        self.pending.push_back((at, Event::Drop { cause, len }));
+    }
+
+    pub fn delivery(&mut self, at: Nanos, len: u32, queue_delay: Nanos, late: Nanos) {
+        self.pending.push_back((at, Event::Delivery { len, queue_delay, late }));
+    }
+
+    pub fn busy(&mut self, at: Nanos, ns: Nanos) {
+        if ns > 0 {
+            self.pending.push_back((at, Event::Busy { ns }));
+        }
+    }
+
+    /// Attributes every event older than [`DECIDE_AFTER_NS`] at `now`.
+    pub fn settle(&mut self, now: Nanos) {
+        let (open, close) = self.window.bounds();
+        while let Some(&(at, ev)) = self.pending.front() {
+            if at.saturating_add(DECIDE_AFTER_NS) > now {
+                break;
+            }
+            self.pending.pop_front();
+            self.attribute(open, close, at, ev);
+        }
+    }
+
+    fn attribute(&mut self, open: Option<Nanos>, close: Option<Nanos>, at: Nanos, ev: Event) {
+        let inside = open.is_some_and(|o| o <= at) && close.is_none_or(|c| at < c);
+        if !inside {
+            return;
+        }
+        let s = &mut self.stats;
+        match ev {
+            Event::Arrival { len } => {
+                s.packets_in += 1;
+                s.bytes_in += u64::from(len);
+            }
+            Event::Drop { cause, len } => {
+                let (n, b) = match cause {
+                    DropCause::Loss => (&mut s.drops_loss, &mut s.bytes_dropped_loss),
+                    DropCause::BufferOverflow => (&mut s.drops_buffer, &mut s.bytes_dropped_buffer),
+                    DropCause::Policer => (&mut s.drops_policer, &mut s.bytes_dropped_policer),
+                    DropCause::Aqm => (&mut s.drops_aqm, &mut s.bytes_dropped_aqm),
+                };
+                *n += 1;
+                *b += u64::from(len);
+            }
+            Event::Delivery { len, queue_delay, late } => {
+                s.packets_out += 1;
+                s.bytes_out += u64::from(len);
+                s.queue_delay.record(queue_delay);
+                self.lateness.record(late);
+            }
+            Event::Busy { ns } => s.busy_ns += ns,
+        }
+    }
+
+    /// Attributes everything still held and reports the window, if it was opened and closed.
+    pub fn finish(mut self) -> Option<WindowReport> {
+        let (open, close) = self.window.bounds();
+        while let Some((at, ev)) = self.pending.pop_front() {
+            self.attribute(open, close, at, ev);
+        }
+        let (from, to) = (open?, close?);
+        let len = to.saturating_sub(from);
+        Some(WindowReport {
+            from_us: from / 1000,
+            to_us: to / 1000,
+            queue_delay: DelaySummary::of(&self.stats.queue_delay),
+            lateness: DelaySummary::of(&self.lateness),
+            utilization: if len > 0 { self.stats.busy_ns as f64 / len as f64 } else { 0.0 },
+            stats: self.stats,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Nanos = 1_000_000;
+
+    #[test]
+    fn held_events_are_bounded_by_the_decision_delay_not_the_duration() {
+        let epoch = Instant::now();
+        let window = MeasureWindow::new(epoch);
+        window.open(epoch);
+        let mut acc = WindowAccount::new(window.clone());
+        let mut most = 0;
+        // An hour of virtual time, ten arrivals per millisecond, settled every millisecond.
+        for ms in 0..3_600_000u64 {
+            if ms == 1_800_100 {
+                // Closed 100 ms after the instant it names, as a workload would.
+                window.close(epoch + std::time::Duration::from_secs(1800));
+            }
+            for _ in 0..10 {
+                acc.arrival(ms * MS, 1500);
+            }
+            acc.settle(ms * MS);
+            most = most.max(acc.pending.len());
+        }
+        assert!(most <= 10 * (DECIDE_AFTER_NS / MS + 1) as usize, "held {most} events");
+        let r = acc.finish().expect("opened and closed");
+        assert_eq!(r.stats.packets_in, 18_000_000, "half an hour at 10 per ms");
+    }
+}
