@@ -291,7 +291,7 @@ pub fn median_order_ci(xs: &[f64], target: f64) -> Option<MedianCi> {
     let n = sorted.len();
     let coverage = |k: usize| 1.0 - 2.0 * binomial_half_cdf(n, k - 1);
     let mut k = 1;
-    while k + 1 <= n.div_ceil(2) && coverage(k + 1) >= target {
+    while k < n.div_ceil(2) && coverage(k + 1) >= target {
         k += 1;
     }
     Some(MedianCi { median: quantile(&sorted, 0.5), lo: sorted[k - 1], hi: sorted[n - k], level: coverage(k), iterations: 0 })
