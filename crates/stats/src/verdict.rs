@@ -475,7 +475,7 @@ mod tests {
     #[test]
     fn family_wise_error_stays_at_alpha() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(17);
-        let trials = 2_000;
+        let trials = 800;
         let (mut corrected, mut uncorrected) = (0, 0);
         for t in 0..trials {
             let arms: Vec<Vec<f64>> = (0..4).map(|_| (0..8).map(|_| rng.gen::<f64>()).collect()).collect();
