@@ -49,6 +49,13 @@ pub struct BenchResult {
     pub rows: Vec<BenchRow>,
 }
 
+impl BenchResult {
+    /// A finished benchmark: its provenance records when it finished.
+    fn new(provenance: crate::provenance::Provenance, duration_s: f64, cc: &str, rows: Vec<BenchRow>) -> Self {
+        BenchResult { schema: "ccbench.bench.v1", provenance: provenance.finished(), duration_s, cc: cc.to_string(), rows }
+    }
+}
+
 struct Cell {
     offload: bool,
     rate: Option<u64>,
@@ -123,7 +130,7 @@ pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
         );
         rows.push(emulator_row(cell, &args.cc, seconds, &stop)?);
     }
-    let result = BenchResult { schema: "ccbench.bench.v1", provenance, duration_s: seconds, cc: args.cc.clone(), rows };
+    let result = BenchResult::new(provenance, seconds, &args.cc, rows);
     println!("{}", table(&result));
     // What the emulator carried with real delay becomes this machine's capacity figure, used
     // to warn before runs that ask for more.
@@ -247,4 +254,16 @@ pub fn table(r: &BenchResult) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod finished_tests {
+    use super::*;
+
+    #[test]
+    fn a_finished_bench_records_when_it_finished() {
+        let r = BenchResult::new(crate::provenance::Provenance::new(), 1.0, "cubic", Vec::new());
+        let v = serde_json::to_value(&r).unwrap();
+        assert!(v["provenance"]["finished_at"].as_str().is_some_and(|t| t.len() >= 20), "{}", v["provenance"]);
+    }
 }

@@ -131,8 +131,7 @@ pub fn execute(plan: &Plan, stop: &AtomicBool, observer: &mut dyn Observer) -> E
             }
         }
     }
-    let mut provenance = provenance;
-    provenance.finished_at = Some(now_rfc3339());
+    let provenance = provenance.finished();
     let (summary, comparisons) = analyse(&plan.ccs, &records, plan.seed, alpha);
     let rtt_comparisons = compare_rtt(&plan.ccs, &records, plan.seed, alpha);
     ExperimentResult {

@@ -15,18 +15,19 @@ pub struct Provenance {
     pub emulator: EmulatorFacts,
 }
 
+/// Facts about the host. Each is `null` when it could not be read: unknown, never "" or 0.
 #[derive(Clone, Debug, Serialize)]
 pub struct HostFacts {
-    pub hostname: String,
-    pub kernel_release: String,
-    pub kernel_version: String,
-    pub cpus: usize,
-    pub cpu_model: String,
-    pub memory_kib: u64,
-    pub available_congestion_controls: Vec<String>,
-    pub allowed_congestion_controls: Vec<String>,
-    pub default_congestion_control: String,
-    pub default_qdisc: String,
+    pub hostname: Option<String>,
+    pub kernel_release: Option<String>,
+    pub kernel_version: Option<String>,
+    pub cpus: Option<usize>,
+    pub cpu_model: Option<String>,
+    pub memory_kib: Option<u64>,
+    pub available_congestion_controls: Option<Vec<String>>,
+    pub allowed_congestion_controls: Option<Vec<String>>,
+    pub default_congestion_control: Option<String>,
+    pub default_qdisc: Option<String>,
     pub euid: u32,
 }
 
@@ -38,8 +39,19 @@ pub struct EmulatorFacts {
     pub tun_txqueuelen: u32,
 }
 
-fn read_trim(path: &str) -> String {
-    std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_default()
+/// The file's trimmed contents; `None` if it cannot be read or is empty.
+fn read_trim(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+}
+
+/// `model name` from /proc/cpuinfo text (x86); `None` when absent.
+fn cpu_model(cpuinfo: &str) -> Option<String> {
+    cpuinfo.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string()).filter(|s| !s.is_empty())
+}
+
+/// `MemTotal` in KiB from /proc/meminfo text; `None` when absent or unparsable.
+fn mem_total_kib(meminfo: &str) -> Option<u64> {
+    meminfo.lines().find(|l| l.starts_with("MemTotal:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
 }
 
 pub fn now_rfc3339() -> String {
@@ -48,26 +60,18 @@ pub fn now_rfc3339() -> String {
 
 impl HostFacts {
     pub fn collect() -> Self {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let cpu_model =
-            cpuinfo.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string()).unwrap_or_default();
-        let memory_kib = std::fs::read_to_string("/proc/meminfo")
-            .unwrap_or_default()
-            .lines()
-            .find(|l| l.starts_with("MemTotal:"))
-            .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-            .unwrap_or(0);
+        let read = |p: &str| std::fs::read_to_string(p).ok();
         HostFacts {
             hostname: read_trim("/proc/sys/kernel/hostname"),
             kernel_release: read_trim("/proc/sys/kernel/osrelease"),
             kernel_version: read_trim("/proc/version"),
-            cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-            cpu_model,
-            memory_kib,
-            available_congestion_controls: ccbench_probe::available_congestion_controls().unwrap_or_default(),
-            allowed_congestion_controls: ccbench_probe::allowed_congestion_controls().unwrap_or_default(),
-            default_congestion_control: ccbench_probe::default_congestion_control().unwrap_or_default(),
-            default_qdisc: ccbench_probe::default_qdisc().unwrap_or_default(),
+            cpus: std::thread::available_parallelism().ok().map(|n| n.get()),
+            cpu_model: read("/proc/cpuinfo").as_deref().and_then(cpu_model),
+            memory_kib: read("/proc/meminfo").as_deref().and_then(mem_total_kib),
+            available_congestion_controls: ccbench_probe::available_congestion_controls().ok(),
+            allowed_congestion_controls: ccbench_probe::allowed_congestion_controls().ok(),
+            default_congestion_control: ccbench_probe::default_congestion_control().ok(),
+            default_qdisc: ccbench_probe::default_qdisc().ok(),
             // SAFETY: geteuid has no preconditions.
             euid: unsafe { libc::geteuid() },
         }
@@ -75,6 +79,12 @@ impl HostFacts {
 }
 
 impl Provenance {
+    /// Stamps `finished_at`: every result (run and bench alike) is built through this.
+    pub fn finished(mut self) -> Self {
+        self.finished_at = Some(now_rfc3339());
+        self
+    }
+
     pub fn new() -> Self {
         Provenance {
             ccbench_version: env!("CARGO_PKG_VERSION"),
@@ -102,4 +112,20 @@ pub fn cpu_steal_ms() -> Option<f64> {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     Some(ticks as f64 * 1000.0 / hz)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unreadable_facts_are_unknown_not_empty_or_zero() {
+        assert_eq!(read_trim("/nonexistent/ccbench/hostname"), None);
+        assert_eq!(cpu_model("processor : 0\nflags : fpu\n"), None, "no model line (e.g. arm64): unknown");
+        assert_eq!(cpu_model("model name\t: Intel(R) Xeon(R)\n"), Some("Intel(R) Xeon(R)".to_string()));
+        assert_eq!(mem_total_kib("MemFree: 5 kB\n"), None);
+        assert_eq!(mem_total_kib("MemTotal:       24588000 kB\n"), Some(24_588_000));
+        let facts = HostFacts { hostname: None, ..HostFacts::collect() };
+        assert!(serde_json::to_value(&facts).unwrap()["hostname"].is_null());
+    }
 }

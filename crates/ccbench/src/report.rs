@@ -19,7 +19,8 @@ pub fn header(result_params: &crate::results::Params) -> String {
         let _ = writeln!(out, "Path      down: {down}");
         let _ = writeln!(out, "          up:   {up} (base RTT {rtt_ms} ms)");
     }
-    let runs = if p.runs_auto { format!("runs until decided, at most {} per algorithm", p.runs_per_cc) } else { format!("{} runs per algorithm", p.runs_per_cc) };
+    let runs =
+        if p.runs_auto { format!("runs until decided, at most {} per algorithm", p.runs_per_cc) } else { format!("{} runs per algorithm", p.runs_per_cc) };
     let _ = writeln!(out, "Workload  {}; {runs}, interleaved (seed {})", p.workload.describe(), p.seed);
     out
 }

@@ -282,14 +282,28 @@ fn bbr_is_far_ahead_of_cubic_under_random_loss() {
     if !have_root_and(&[]) {
         return;
     }
-    let v = run_json(&["--cc", "bbr,cubic", "--runs", "4", "--rate", "50mbit", "--rtt", "20ms", "--loss", "3%", "--duration", "4s", "--seed", "11"], "bbr");
+    // Runs until decided: a difference this large is decided at the first look, 4 runs each.
+    let v = run_json(
+        &["--cc", "bbr,cubic", "--runs", "auto", "--max-runs", "6", "--rate", "50mbit", "--rtt", "20ms", "--loss", "3%", "--duration", "4s", "--seed", "11"],
+        "bbr",
+    );
     let c = &v["comparisons"][0];
     assert_eq!(c["significant"], true, "comparison: {c}");
     assert_eq!(c["better"], "bbr");
+    assert_eq!(c["better_is"], "higher");
     assert!(f(&c["ratio_ci"]["lo"]) > 3.0, "bbr should be several times cubic: {c}");
-    // The RTT comparison is there too, with the lower-RTT algorithm as its reference.
+    assert_eq!(v["params"]["runs_auto"], true);
+    assert_eq!(v["sequential"]["decided_after_runs"], 4, "{}", v["sequential"]);
+    assert_eq!(v["runs"].as_array().unwrap().len(), 8, "stopped after the deciding look");
+    assert!((f(&c["alpha"]) - 0.03).abs() < 1e-12, "decided at the first look's share of alpha: {c}");
+    // The RTT comparison is there too: lower is better, and `better`, if any, is the lower one.
     let r = &v["rtt_comparisons"][0];
-    assert!(r["b"] == "bbr" || r["b"] == "cubic", "{r}");
+    assert_eq!(r["better_is"], "lower", "{r}");
+    if let Some(better) = r["better"].as_str() {
+        let rtt = |cc: &str| f(&v["summary"].as_array().unwrap().iter().find(|s| s["cc"] == cc).unwrap()["sender_rtt_p50_ms"]["median"]);
+        let other = if better == "bbr" { "cubic" } else { "bbr" };
+        assert!(rtt(better) < rtt(other), "{r}");
+    }
     // Drops counted in the measured window are what the senders had to retransmit.
     for run in v["runs"].as_array().unwrap() {
         let m = &run["metrics"];
@@ -374,6 +388,8 @@ fn bad_input_is_one_line_exit_2_and_leaves_nothing() {
         (vec!["run", "--flows", "0"], "--flows"),
         (vec!["run", "--mtu", "100"], "--mtu"),
         (vec!["run", "--runs", "many"], "--runs"),
+        (vec!["run", "--cc", "bbr", "--runs", "auto"], "--runs"),
+        (vec!["run", "--cc", "bbr,cubic", "--runs", "auto", "--max-runs", "3"], "--max-runs"),
         (vec!["run", "--direction", "sideways"], "--direction"),
         (vec!["exec", "--rate", "fast", "--", "true"], "--rate"),
     ];
