@@ -7,7 +7,7 @@ use std::time::Instant;
 use ccbench_emu::{EmulatedPath, PathReport, PathSpec, CLIENT_ADDR, SERVER_ADDR};
 use ccbench_link::{Buffer, DirectionConfig, LossModel, Rate};
 use ccbench_netns::Netns;
-use ccbench_workload::{run_bulk, Amount, BulkResult, BulkSpec, Direction};
+use ccbench_workload::{run_bulk, run_bulk_measured, Amount, BulkResult, BulkSpec, Direction};
 use serde::Serialize;
 
 use crate::cli::BenchEmulatorArgs;
@@ -205,7 +205,8 @@ fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyho
         PathSpec { down: dir.clone(), up: dir, mtu, seed: 1, sample_interval_us: 10_000, offload: cell.offload, batch_us: ccbench_emu::DEFAULT_BATCH_US };
     let epoch = Instant::now();
     let path = EmulatedPath::start(&spec, epoch)?;
-    let (bulk, steal) = steal(|| run_bulk(&path.client, &path.server, SERVER_ADDR, &workload(cc, seconds), epoch, stop));
+    let hook = crate::workloads::WindowHook(path.window());
+    let (bulk, steal) = steal(|| run_bulk_measured(&path.client, &path.server, SERVER_ADDR, &workload(cc, seconds), epoch, stop, &hook));
     let report: PathReport = path.finish();
     let bulk = bulk?;
     let d = &report.down;

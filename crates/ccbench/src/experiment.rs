@@ -181,7 +181,7 @@ fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord
         }
     };
     record.netns_inodes = Some([path.client.inode(), path.server.inode()]);
-    let outcome = workload.run(&path.client, &path.server, SERVER_ADDR, epoch, stop);
+    let outcome = workload.run(&path.client, &path.server, SERVER_ADDR, epoch, stop, path.window());
     let report = path.finish();
     if let (Some(a), Some(b)) = (steal_before, crate::provenance::cpu_steal_ms()) {
         let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;

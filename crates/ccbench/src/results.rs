@@ -126,8 +126,9 @@ pub struct RunMetrics {
     /// Retransmitted segments / segments sent, over all flows.
     pub retrans_rate: f64,
     pub retrans_segments: u64,
-    /// Drops at the bottleneck on the data's direction, by cause, while the workload was
-    /// measured (the path's lifetime totals are under `path`).
+    /// Drops at the bottleneck on the data's direction, by cause, within the measured window
+    /// (`path.<dir>.window`; the path's lifetime totals are under `path.<dir>.stats`). Queue
+    /// delay, utilization and lateness below cover the same window.
     pub drops_loss: u64,
     pub drops_buffer: u64,
     /// Queueing delay at the bottleneck on the data's direction (the path's view of RTT).
@@ -136,6 +137,9 @@ pub struct RunMetrics {
     pub utilization: f64,
     /// The emulator's own timing error on the data's direction.
     pub emulator_lateness_p99_us: f64,
+    /// True when the run had no measured window (cut short): the path figures above then
+    /// cover the path's whole life instead.
+    pub path_figures_over_whole_life: bool,
     /// With several flows: each algorithm's share of the goodput while all flows were active.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shares: Vec<CcShare>,
@@ -154,13 +158,14 @@ pub struct CcShare {
     pub share: f64,
 }
 
-/// A sample covers the interval before its timestamp, so the one just after the window's end
-/// still holds drops from inside it.
-fn path_sample_slack(d: &ccbench_emu::DirectionReport) -> u64 {
-    match d.series.as_slice() {
-        [a, b, ..] => b.t_us - a.t_us,
-        _ => 0,
-    }
+/// The path's figures over the one span the run's metrics use.
+struct PathSpan<'a> {
+    drops_loss: u64,
+    drops_buffer: u64,
+    queue_delay: &'a ccbench_emu::DelaySummary,
+    lateness: &'a ccbench_emu::DelaySummary,
+    utilization: f64,
+    whole_life: bool,
 }
 
 /// Seconds after the last flow joins that are left out of the per-second fairness figures.
@@ -277,16 +282,27 @@ impl RunMetrics {
             ),
             WorkloadResult::Page(p) => (p.page_goodput_bps, p.page_load_s, p.page_load_s.is_some() && p.errors == 0, None, None, p.html_ttfb_s),
         };
-        // Count drops only while the workload was measured: after a timed transfer's window
-        // closes, senders keep filling the buffer until their sockets are gone.
         let (score, unfinished) = result.score(timeout_s);
-        let (drops_loss, drops_buffer) = match result.window_us() {
-            Some((from, to)) => data_dir
-                .series
-                .iter()
-                .filter(|p| p.t_us > from && p.t_us <= to + path_sample_slack(data_dir))
-                .fold((0, 0), |(l, b), p| (l + p.drops_loss, b + p.drops_buffer)),
-            None => (data_dir.stats.drops_loss, data_dir.stats.drops_buffer),
+        // Every path figure over one span: the emulator's window, which the workload opened and
+        // closed at the instants its own goodput is measured over. Without one (a run cut
+        // short before its span began), the path's whole life, for every figure alike.
+        let span = match &data_dir.window {
+            Some(w) => PathSpan {
+                drops_loss: w.stats.drops_loss,
+                drops_buffer: w.stats.drops_buffer,
+                queue_delay: &w.queue_delay,
+                lateness: &w.lateness,
+                utilization: w.utilization,
+                whole_life: false,
+            },
+            None => PathSpan {
+                drops_loss: data_dir.stats.drops_loss,
+                drops_buffer: data_dir.stats.drops_buffer,
+                queue_delay: &data_dir.queue_delay,
+                lateness: &data_dir.lateness,
+                utilization: data_dir.utilization,
+                whole_life: true,
+            },
         };
         RunMetrics {
             score: Some(score),
@@ -301,12 +317,13 @@ impl RunMetrics {
             sender_rtt_p95_ms: q(0.95),
             retrans_rate: if segs > 0 { retrans as f64 / segs as f64 } else { 0.0 },
             retrans_segments: retrans,
-            drops_loss,
-            drops_buffer,
-            queue_delay_p50_ms: data_dir.queue_delay.p50_us / 1000.0,
-            queue_delay_p95_ms: data_dir.queue_delay.p95_us / 1000.0,
-            utilization: data_dir.utilization,
-            emulator_lateness_p99_us: data_dir.lateness.p99_us,
+            drops_loss: span.drops_loss,
+            drops_buffer: span.drops_buffer,
+            queue_delay_p50_ms: span.queue_delay.p50_us / 1000.0,
+            queue_delay_p95_ms: span.queue_delay.p95_us / 1000.0,
+            utilization: span.utilization,
+            emulator_lateness_p99_us: span.lateness.p99_us,
+            path_figures_over_whole_life: span.whole_life,
             shares,
             jain_index,
             jain_per_second,

@@ -5,10 +5,12 @@ use std::net::Ipv4Addr;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
+use ccbench_emu::MeasureWindow;
 use ccbench_netns::Netns;
 use ccbench_probe::{Sample, TcpInfo};
 use ccbench_workload::{
-    run_bulk, run_objects, run_page, Amount, BulkResult, BulkSpec, Direction, ObjectMethod, ObjectsResult, ObjectsSpec, PageResult, PageSpec, WorkloadError,
+    run_bulk_measured, run_objects_measured, run_page_measured, Amount, BulkResult, BulkSpec, Direction, MeasureHook, ObjectMethod, ObjectsResult, ObjectsSpec,
+    PageResult, PageSpec, WorkloadError,
 };
 use serde::Serialize;
 
@@ -27,6 +29,21 @@ pub enum WorkloadResult {
     Bulk(BulkResult),
     Objects(ObjectsResult),
     Page(PageResult),
+}
+
+/// The emulator's window, driven by the workload.
+pub struct WindowHook(pub MeasureWindow);
+
+impl MeasureHook for WindowHook {
+    fn open(&self, at: Instant) {
+        self.0.open(at);
+    }
+    fn extend(&self, at: Instant) {
+        self.0.extend(at);
+    }
+    fn close(&self, at: Instant) {
+        self.0.close(at);
+    }
 }
 
 impl WorkloadSpec {
@@ -71,11 +88,22 @@ impl WorkloadSpec {
         }
     }
 
-    pub fn run(&self, client: &Netns, server: &Netns, addr: Ipv4Addr, epoch: Instant, stop: &AtomicBool) -> Result<WorkloadResult, WorkloadError> {
+    /// Runs the workload; the emulator's measurement `window` follows the workload's measured
+    /// span, so path figures and goodput cover the same time.
+    pub fn run(
+        &self,
+        client: &Netns,
+        server: &Netns,
+        addr: Ipv4Addr,
+        epoch: Instant,
+        stop: &AtomicBool,
+        window: MeasureWindow,
+    ) -> Result<WorkloadResult, WorkloadError> {
+        let hook = WindowHook(window);
         Ok(match self {
-            WorkloadSpec::Bulk(s) => WorkloadResult::Bulk(run_bulk(client, server, addr, s, epoch, stop)?),
-            WorkloadSpec::Objects(s) => WorkloadResult::Objects(run_objects(client, server, addr, s, epoch, stop)?),
-            WorkloadSpec::Page(s) => WorkloadResult::Page(run_page(client, server, addr, s, epoch, stop)?),
+            WorkloadSpec::Bulk(s) => WorkloadResult::Bulk(run_bulk_measured(client, server, addr, s, epoch, stop, &hook)?),
+            WorkloadSpec::Objects(s) => WorkloadResult::Objects(run_objects_measured(client, server, addr, s, epoch, stop, &hook)?),
+            WorkloadSpec::Page(s) => WorkloadResult::Page(run_page_measured(client, server, addr, s, epoch, stop, &hook)?),
         })
     }
 
@@ -169,16 +197,6 @@ impl WorkloadResult {
             WorkloadResult::Bulk(b) => b.flows.iter().filter_map(|f| f.final_tcp_info.as_ref()).collect(),
             WorkloadResult::Objects(o) => o.connections.iter().filter_map(|c| c.final_tcp_info.as_ref()).collect(),
             WorkloadResult::Page(p) => p.connections.iter().filter_map(|c| c.final_tcp_info.as_ref()).collect(),
-        }
-    }
-
-    /// When the measured part of the run began and ended, in µs of the run's clock.
-    pub fn window_us(&self) -> Option<(u64, u64)> {
-        let span = |start: u64, secs: f64| (start, start + (secs * 1e6) as u64);
-        match self {
-            WorkloadResult::Bulk(b) => Some(span(b.start_us, b.elapsed_s)),
-            WorkloadResult::Objects(o) => o.start_us.map(|s| span(s, o.wall_time_s)),
-            WorkloadResult::Page(p) => p.start_us.zip(p.page_load_s).map(|(s, t)| span(s, t)),
         }
     }
 

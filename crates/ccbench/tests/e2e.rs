@@ -692,3 +692,41 @@ fn a_preset_with_a_bad_field_is_rejected_before_anything_runs() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Drops, queue delay, utilization and lateness all cover the span the workload measured: the
+/// emulator's window opens and closes at the instants the goodput is counted over, for a timed
+/// transfer (end known in advance) and for a file (end learnt when it arrives).
+#[test]
+fn every_path_figure_covers_the_measured_window() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    let timed =
+        run_json(&["--cc", "cubic", "--runs", "1", "--rate", "20mbit", "--rtt", "20ms", "--buffer", "8bdp", "--duration", "4s", "--seed", "3"], "window");
+    let file = run_json(
+        &["--workload", "file", "--size", "3mb", "--cc", "cubic", "--runs", "1", "--rate", "20mbit", "--rtt", "20ms", "--buffer", "8bdp"],
+        "window-file",
+    );
+    for v in [&timed, &file] {
+        let run = &v["runs"][0];
+        let (m, w, wl) = (&run["metrics"], &run["path"]["down"]["window"], &run["workload"]);
+        assert_eq!(m["path_figures_over_whole_life"], false, "{m}");
+        let start_us = f(&wl["start_us"]);
+        let end_us = start_us + f(&wl["elapsed_s"]) * 1e6;
+        assert!((f(&w["from_us"]) - start_us).abs() <= 1.0, "window opens with the workload: {w} vs {start_us}");
+        assert!((f(&w["to_us"]) - end_us).abs() <= 1000.0, "window closes with the workload: {w} vs {end_us}");
+        // The metrics are the window's figures, not the path's whole life.
+        assert_eq!(f(&m["queue_delay_p95_ms"]), f(&w["queue_delay"]["p95_us"]) / 1000.0);
+        assert_eq!(f(&m["utilization"]), f(&w["utilization"]));
+        assert_eq!(f(&m["emulator_lateness_p99_us"]), f(&w["lateness"]["p99_us"]));
+        assert_eq!(f(&m["drops_buffer"]), f(&w["stats"]["drops_buffer"]));
+        // CUBIC keeps a 20 Mbit/s link busy while it sends; the whole life includes the idle
+        // set-up and tear-down, so it is less busy.
+        assert!(f(&w["utilization"]) > 0.85, "window utilization {w}");
+        assert!(f(&run["path"]["down"]["utilization"]) < f(&w["utilization"]), "{}", run["path"]["down"]["utilization"]);
+        // The window holds the data: bytes out of the bottleneck are at least the goodput's bytes.
+        let goodput_bytes = f(&wl["goodput_bps"]) / 8.0 * f(&wl["elapsed_s"]);
+        assert!(f(&w["stats"]["bytes_out"]) >= goodput_bytes * 0.95, "{w} vs {goodput_bytes}");
+    }
+}

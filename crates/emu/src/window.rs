@@ -4,8 +4,15 @@
 //! Each event counts when its own timestamp lies in `[open, close)`: arrivals and drops at
 //! their arrival time, deliveries (bytes, queue delay, lateness) at their model departure,
 //! busy time when serialization finished (as the forwarder observes it). The caller sets
-//! `close` a little after the instant it names, so events are held for [`DECIDE_AFTER_NS`]
-//! before being attributed: the window is exact and memory stays bounded by that span.
+//! `open` and `close` a little after the instants they name, so events are held for
+//! [`DECIDE_AFTER_NS`] before being attributed: the window is exact and memory stays bounded
+//! by that span.
+//!
+//! When the end is not known in advance (a file, a page, a set of requests), the caller
+//! `extend`s the window as it goes (each response received proves the span reaches at least
+//! that far) and `close`s it at the end. Events after the last `extend` of a window not yet
+//! closed are held until the next `extend` or the `close`: memory is bounded by the longest
+//! gap between extends, not by the run's length.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,12 +39,13 @@ struct Bounds {
     epoch: Instant,
     open_ns: AtomicU64,
     close_ns: AtomicU64,
+    covered_ns: AtomicU64,
 }
 
 impl MeasureWindow {
     /// A window on a clock that starts at `epoch` (a path makes its own: [`crate::EmulatedPath::window`]).
     pub fn new(epoch: Instant) -> Self {
-        MeasureWindow { inner: Arc::new(Bounds { epoch, open_ns: AtomicU64::new(UNSET), close_ns: AtomicU64::new(UNSET) }) }
+        MeasureWindow { inner: Arc::new(Bounds { epoch, open_ns: AtomicU64::new(UNSET), close_ns: AtomicU64::new(UNSET), covered_ns: AtomicU64::new(0) }) }
     }
 
     fn since_epoch(&self, at: Instant) -> Nanos {
@@ -49,6 +57,11 @@ impl MeasureWindow {
         self.inner.open_ns.store(self.since_epoch(at), Ordering::SeqCst);
     }
 
+    /// Everything before `at` lies inside the window: it will close at `at` or later.
+    pub fn extend(&self, at: Instant) {
+        self.inner.covered_ns.fetch_max(self.since_epoch(at), Ordering::SeqCst);
+    }
+
     /// Closes the window at `at` (events from `at` on no longer count).
     pub fn close(&self, at: Instant) {
         self.inner.close_ns.store(self.since_epoch(at), Ordering::SeqCst);
@@ -58,6 +71,11 @@ impl MeasureWindow {
     pub(crate) fn bounds(&self) -> (Option<Nanos>, Option<Nanos>) {
         let get = |a: &AtomicU64| Some(a.load(Ordering::SeqCst)).filter(|&v| v != UNSET);
         (get(&self.inner.open_ns), get(&self.inner.close_ns))
+    }
+
+    /// The latest instant `extend` vouched for, in nanoseconds since the epoch (0 if none).
+    fn covered(&self) -> Nanos {
+        self.inner.covered_ns.load(Ordering::SeqCst)
     }
 }
 
@@ -100,11 +118,16 @@ impl WindowAccount {
         }
     }
 
-    /// Attributes every event older than [`DECIDE_AFTER_NS`] at `now`.
+    /// Attributes every event older than [`DECIDE_AFTER_NS`] at `now`, except those an open,
+    /// unclosed window may still take or leave (after its last `extend`).
     pub fn settle(&mut self, now: Nanos) {
         let (open, close) = self.window.bounds();
+        let covered = self.window.covered();
         while let Some(&(at, ev)) = self.pending.front() {
             if at.saturating_add(DECIDE_AFTER_NS) > now {
+                break;
+            }
+            if close.is_none() && open.is_some_and(|o| o <= at) && at >= covered {
                 break;
             }
             self.pending.pop_front();
@@ -175,8 +198,12 @@ mod tests {
         window.open(epoch);
         let mut acc = WindowAccount::new(window.clone());
         let mut most = 0;
-        // An hour of virtual time, ten arrivals per millisecond, settled every millisecond.
+        // An hour of virtual time, ten arrivals per millisecond, settled every millisecond; the
+        // workload vouches every 10 ms that the span goes on, as a file transfer's sampler does.
         for ms in 0..3_600_000u64 {
+            if ms % 10 == 0 && ms <= 1_800_000 {
+                window.extend(epoch + std::time::Duration::from_millis(ms));
+            }
             if ms == 1_800_100 {
                 // Closed 100 ms after the instant it names, as a workload would.
                 window.close(epoch + std::time::Duration::from_secs(1800));
@@ -187,8 +214,41 @@ mod tests {
             acc.settle(ms * MS);
             most = most.max(acc.pending.len());
         }
-        assert!(most <= 10 * (DECIDE_AFTER_NS / MS + 1) as usize, "held {most} events");
+        assert!(most <= 10 * (DECIDE_AFTER_NS / MS + 11) as usize, "held {most} events");
         let r = acc.finish().expect("opened and closed");
         assert_eq!(r.stats.packets_in, 18_000_000, "half an hour at 10 per ms");
+    }
+
+    /// A span whose end is learnt late (a file that finishes, a last response): events after
+    /// the last `extend` wait for the close, however late it comes, and land on the right side.
+    #[test]
+    fn events_after_the_last_extend_wait_for_the_close() {
+        let epoch = Instant::now();
+        let window = MeasureWindow::new(epoch);
+        window.open(epoch);
+        let mut acc = WindowAccount::new(window.clone());
+        let at = |ms: u64| epoch + std::time::Duration::from_millis(ms);
+        for ms in 0..3000u64 {
+            if ms == 1000 {
+                window.extend(at(1000));
+            }
+            if ms == 2900 {
+                // The span really ended at 1500 ms; the caller learns it 1.4 s later.
+                window.close(at(1500));
+            }
+            acc.arrival(ms * MS, 100);
+            acc.settle(ms * MS);
+        }
+        let r = acc.finish().expect("opened and closed");
+        assert_eq!(r.stats.packets_in, 1500, "exactly the arrivals in [0, 1500) ms");
+        // Without extend or close, an open window decides nothing after its open: it holds.
+        let w2 = MeasureWindow::new(epoch);
+        w2.open(epoch);
+        let mut held = WindowAccount::new(w2);
+        for ms in 0..1000u64 {
+            held.arrival(ms * MS, 100);
+            held.settle(ms * MS);
+        }
+        assert_eq!(held.pending.len(), 1000);
     }
 }

@@ -129,8 +129,26 @@ pub fn run_bulk(
     epoch: Instant,
     stop: &AtomicBool,
 ) -> Result<BulkResult, WorkloadError> {
+    run_bulk_measured(client, server, server_addr, spec, epoch, stop, &crate::NoMeasureHook)
+}
+
+/// [`run_bulk`], telling `hook` the measured span: from the start of the transfer to the end
+/// of the duration, or until the last file arrived (or the timeout).
+pub fn run_bulk_measured(
+    client: &Netns,
+    server: &Netns,
+    server_addr: Ipv4Addr,
+    spec: &BulkSpec,
+    epoch: Instant,
+    stop: &AtomicBool,
+    hook: &dyn crate::MeasureHook,
+) -> Result<BulkResult, WorkloadError> {
     let flows = connect_flows(client, server, server_addr, spec)?;
     let start = Instant::now();
+    hook.open(start);
+    if let Amount::Seconds(s) = spec.amount {
+        hook.close(start + Duration::from_secs_f64(s));
+    }
     let start_us = start.duration_since(epoch).as_micros() as u64;
     let last_start = flows.iter().map(|f| f.plan.start_s).fold(0.0, f64::max);
     let deadline = match spec.amount {
@@ -172,6 +190,8 @@ pub fn run_bulk(
         // Sample on this thread until every sender and receiver is done.
         let mut next = start;
         while active.load(Ordering::SeqCst) > 0 {
+            // Flows still at work: the span reaches at least this far.
+            hook.extend(Instant::now());
             let t_us = Instant::now().duration_since(epoch).as_micros() as u64;
             for (i, flow) in flows.iter().enumerate() {
                 if let Ok(sample) = Sample::read(flow.sender.as_ref(), t_us) {
@@ -202,6 +222,9 @@ pub fn run_bulk(
         Amount::Seconds(s) => s.min(start.elapsed().as_secs_f64()),
         Amount::Bytes(_) => start.elapsed().as_secs_f64(),
     };
+    if let Amount::Bytes(_) = spec.amount {
+        hook.close(start + Duration::from_secs_f64(elapsed_s));
+    }
     let mut results = Vec::new();
     for (((flow, (sent, got)), samples), received) in flows.into_iter().zip(outcomes).zip(samples).zip(received) {
         let final_tcp_info = ccbench_probe::tcp_info(flow.sender.as_ref()).ok();

@@ -20,11 +20,31 @@ mod common;
 mod objects;
 mod page;
 
-pub use bulk::{run_bulk, Amount, BulkResult, BulkSpec, FlowResult, GoodputPoint, MixFlow};
-pub use objects::{run_objects, ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
-pub use page::{run_page, PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
+pub use bulk::{run_bulk, run_bulk_measured, Amount, BulkResult, BulkSpec, FlowResult, GoodputPoint, MixFlow};
+pub use objects::{run_objects, run_objects_measured, ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
+pub use page::{run_page, run_page_measured, PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
 
 use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// Told the instants a workload's measured span opens and closes, as they happen, so the path
+/// can count its own figures (drops, queue delay, utilization) over exactly the same span as
+/// the workload's goodput. `open` and `close` are called within milliseconds of the instants
+/// they name; `extend` vouches, while the end is not yet known, that the span reaches `at`.
+pub trait MeasureHook: Sync {
+    fn open(&self, at: Instant);
+    fn extend(&self, at: Instant);
+    fn close(&self, at: Instant);
+}
+
+/// For callers that measure nothing beyond the workload's own figures.
+pub struct NoMeasureHook;
+
+impl MeasureHook for NoMeasureHook {
+    fn open(&self, _: Instant) {}
+    fn extend(&self, _: Instant) {}
+    fn close(&self, _: Instant) {}
+}
 
 /// Which way the data flows, seen from the client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

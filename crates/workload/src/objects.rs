@@ -199,6 +199,7 @@ struct Ctx<'a> {
     next_request: AtomicU32,
     next_conn_id: AtomicU32,
     host: String,
+    hook: &'a dyn crate::MeasureHook,
 }
 
 /// Runs the load between `client` and `server` (whose address is `server_addr`); see the
@@ -211,6 +212,20 @@ pub fn run_objects(
     spec: &ObjectsSpec,
     epoch: Instant,
     stop: &AtomicBool,
+) -> Result<ObjectsResult, WorkloadError> {
+    run_objects_measured(client, server, server_addr, spec, epoch, stop, &crate::NoMeasureHook)
+}
+
+/// [`run_objects`], telling `hook` the measured span: from the first request to the last
+/// response.
+pub fn run_objects_measured(
+    client: &Netns,
+    server: &Netns,
+    server_addr: Ipv4Addr,
+    spec: &ObjectsSpec,
+    epoch: Instant,
+    stop: &AtomicBool,
+    hook: &dyn crate::MeasureHook,
 ) -> Result<ObjectsResult, WorkloadError> {
     if spec.concurrency == 0 {
         return Err(WorkloadError::Setup("concurrency must be at least 1".into()));
@@ -268,6 +283,7 @@ pub fn run_objects(
         next_request: AtomicU32::new(0),
         next_conn_id: AtomicU32::new(0),
         host: format!("{server_addr}:{}", spec.port),
+        hook,
     };
     let done = AtomicBool::new(false);
     let interval = Duration::from_micros(spec.sample_interval_us.max(1000));
@@ -283,6 +299,12 @@ pub fn run_objects(
         done.store(true, Ordering::SeqCst);
         outcome
     });
+    if let (Some(first), last) = {
+        let l = lock(&log);
+        (l.first_request, l.last_response)
+    } {
+        hook.close(last.unwrap_or(first));
+    }
     // Ends the server and any connection still open; the sampler's duplicate descriptors keep
     // the sending sockets readable for the final TCP_INFO.
     rt.shutdown_timeout(Duration::from_millis(200));
@@ -328,6 +350,7 @@ async fn client_main(ctx: &Ctx<'_>, sockets: Vec<std::net::TcpStream>) -> Result
     // Phase 2: the requests, each worker one at a time on its own connection.
     let first = Instant::now();
     lock(ctx.log).first_request = Some(first);
+    ctx.hook.open(first);
     common::join_all(ready.into_iter().map(|c| worker(ctx, c, first)).collect()).await;
     Ok(())
 }
@@ -414,6 +437,7 @@ async fn worker(ctx: &Ctx<'_>, mut conn: Conn, first: Instant) {
                 stats.completed += 1;
                 stats.bytes += bytes;
                 log.last_response = Some(now);
+                ctx.hook.extend(now);
             }
             Err(msg) => {
                 stats.errors += 1;

@@ -315,6 +315,7 @@ struct Ctx<'a> {
     log: &'a Mutex<ClientLog>,
     next_conn_id: AtomicU32,
     host: String,
+    hook: &'a dyn crate::MeasureHook,
 }
 
 impl Ctx<'_> {
@@ -333,6 +334,20 @@ pub fn run_page(
     spec: &PageSpec,
     epoch: Instant,
     stop: &AtomicBool,
+) -> Result<PageResult, WorkloadError> {
+    run_page_measured(client, server, server_addr, spec, epoch, stop, &crate::NoMeasureHook)
+}
+
+/// [`run_page`], telling `hook` the measured span: from navigation start to the last resource
+/// loaded (or the timeout).
+pub fn run_page_measured(
+    client: &Netns,
+    server: &Netns,
+    server_addr: Ipv4Addr,
+    spec: &PageSpec,
+    epoch: Instant,
+    stop: &AtomicBool,
+    hook: &dyn crate::MeasureHook,
 ) -> Result<PageResult, WorkloadError> {
     spec.page.validate().map_err(WorkloadError::Setup)?;
     if let PageProtocol::Http1 { max_connections: 0 } = spec.protocol {
@@ -376,6 +391,7 @@ pub fn run_page(
     }));
 
     let nav_start = Instant::now();
+    hook.open(nav_start);
     let ctx = Ctx {
         client,
         addr: SocketAddrV4::new(server_addr, spec.port),
@@ -384,6 +400,7 @@ pub fn run_page(
         log: &log,
         next_conn_id: AtomicU32::new(0),
         host: format!("{server_addr}:{}", spec.port),
+        hook,
     };
     let done = AtomicBool::new(false);
     let interval = Duration::from_micros(spec.sample_interval_us.max(1000));
@@ -403,6 +420,12 @@ pub fn run_page(
         });
         done.store(true, Ordering::SeqCst);
         how
+    });
+    // The page's span ends with its last resource; one that never loaded ends now.
+    let last = lock(&log).resources.iter().filter_map(|r| r.complete_s).reduce(f64::max);
+    hook.close(match (how, last) {
+        (Finish::Completed, Some(t)) => nav_start + Duration::from_secs_f64(t),
+        _ => Instant::now(),
     });
     rt.shutdown_timeout(Duration::from_millis(200));
     if let Some(actual) = lock(&server_log.mismatch).clone() {
@@ -538,7 +561,9 @@ async fn fetch(ctx: &Ctx<'_>, conn_id: u32, slot: usize, sender: SenderRef<'_>, 
         let got = common::drain_body(resp.into_body(), || {}).await.map_err(|e| format!("reading the response: {e}"))?;
         let mut log = lock(ctx.log);
         log.resources[r].bytes_received = got;
-        log.resources[r].complete_s = Some(ctx.since_start(Instant::now()));
+        let now = Instant::now();
+        log.resources[r].complete_s = Some(ctx.since_start(now));
+        ctx.hook.extend(now);
         if status != StatusCode::OK {
             return Err(format!("status {status}"));
         }
