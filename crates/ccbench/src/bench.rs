@@ -97,7 +97,7 @@ pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
     if !(1_000_000_000..=600_000_000_000).contains(&ns) {
         return Err(UsageError::new("--duration", &args.duration, "a duration between 1s and 10min").into());
     }
-    let available = ccbench_probe::available_congestion_controls().unwrap_or_default();
+    let available = crate::run::usable_algorithms();
     if !available.contains(&args.cc) {
         return Err(UsageError::new("--cc", &args.cc, format!("one algorithm available on this host: {}", available.join(", "))).into());
     }

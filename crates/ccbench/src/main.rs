@@ -27,6 +27,10 @@ fn main() {
     if args.get(1).is_some_and(|a| a == ccbench_netns::process::REAPER_ARG) {
         ccbench_netns::process::reaper_main(&args[2..]);
     }
+    if let Some(e) = cli::missing_value(&args) {
+        eprintln!("ccbench: {e}");
+        std::process::exit(2);
+    }
     let cli = match cli::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

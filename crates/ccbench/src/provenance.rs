@@ -26,6 +26,8 @@ pub struct HostFacts {
     pub memory_kib: Option<u64>,
     pub available_congestion_controls: Option<Vec<String>>,
     pub allowed_congestion_controls: Option<Vec<String>>,
+    /// Built as modules for this kernel, loaded on first use.
+    pub loadable_congestion_controls: Vec<String>,
     pub default_congestion_control: Option<String>,
     pub default_qdisc: Option<String>,
     pub euid: u32,
@@ -70,6 +72,7 @@ impl HostFacts {
             memory_kib: read("/proc/meminfo").as_deref().and_then(mem_total_kib),
             available_congestion_controls: ccbench_probe::available_congestion_controls().ok(),
             allowed_congestion_controls: ccbench_probe::allowed_congestion_controls().ok(),
+            loadable_congestion_controls: ccbench_probe::loadable_congestion_controls(),
             default_congestion_control: ccbench_probe::default_congestion_control().ok(),
             default_qdisc: ccbench_probe::default_qdisc().ok(),
             // SAFETY: geteuid has no preconditions.

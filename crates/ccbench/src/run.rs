@@ -19,12 +19,25 @@ use crate::units;
 
 const WORKLOAD_PORT: u16 = 5201;
 
+/// The algorithms a run may ask for: those registered with the kernel, and those it would
+/// load on first use (a `tcp_*.ko` for the running kernel). What really ran is read back from
+/// every sending socket, and a mismatch fails the run.
+pub fn usable_algorithms() -> Vec<String> {
+    let mut all = ccbench_probe::available_congestion_controls().unwrap_or_default();
+    for m in ccbench_probe::loadable_congestion_controls() {
+        if !all.contains(&m) {
+            all.push(m);
+        }
+    }
+    all
+}
+
 /// Checks every flag before anything is created, so bad input leaves nothing behind.
 fn check_available(flag: &str, cc: &str, available: &[String]) -> Result<(), UsageError> {
     if available.iter().any(|a| a == cc) {
         Ok(())
     } else {
-        Err(UsageError::new(flag, cc, format!("an algorithm available on this host: {} (see ccbench doctor)", available.join(", "))))
+        Err(UsageError::new(flag, cc, format!("an algorithm available or loadable on this host: {} (see ccbench doctor)", available.join(", "))))
     }
 }
 
@@ -59,7 +72,7 @@ fn parse_flows(value: &str, stagger_s: f64, available: &[String]) -> Result<(u32
 }
 
 pub fn plan(args: &RunArgs) -> Result<Plan, UsageError> {
-    let available = ccbench_probe::available_congestion_controls().unwrap_or_default();
+    let available = usable_algorithms();
     let stagger_ns = units::parse_duration_ns(&args.stagger).map_err(|a| UsageError::new("--stagger", &args.stagger, a))?;
     let (flows, mix) = parse_flows(&args.flows, stagger_ns as f64 / 1e9, &available)?;
     let mut ccs: Vec<String> = Vec::new();

@@ -233,9 +233,11 @@ fn iperf3_and_ccbench_measure_the_same_goodput() {
     args.extend_from_slice(&["--server-cmd", "iperf3 -s -1", "--", "sh", "-c", "iperf3 -J -c $CCBENCH_SERVER_ADDR -t 5 -C cubic"]);
     let o = ccbench(&args);
     assert!(o.status.success(), "iperf3 failed: {}", String::from_utf8_lossy(&o.stderr));
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let start = stdout.find('{').expect("iperf3 JSON");
-    let ip: Value = serde_json::Deserializer::from_str(&stdout[start..]).into_iter::<Value>().next().unwrap().unwrap();
+    // The server's output goes to stderr: the client's stdout is its JSON and nothing else,
+    // so `ccbench exec … -- iperf3 -J … | jq` works.
+    let ip: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("stdout is not only iperf3's JSON ({e}): {}", String::from_utf8_lossy(&o.stdout)));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("Server listening"), "the server's output is on stderr");
     let iperf = f(&ip["end"]["sum_received"]["bits_per_second"]);
     assert_eq!(ip["end"]["sender_tcp_congestion"], "cubic");
 
@@ -392,6 +394,8 @@ fn bad_input_is_one_line_exit_2_and_leaves_nothing() {
         (vec!["run", "--cc", "bbr,cubic", "--runs", "auto", "--max-runs", "3"], "--max-runs"),
         (vec!["run", "--direction", "sideways"], "--direction"),
         (vec!["exec", "--rate", "fast", "--", "true"], "--rate"),
+        (vec!["run", "--rate", "--rtt", "40ms"], "--rate"),
+        (vec!["exec", "--loss", "--rtt", "10ms", "--", "true"], "--loss"),
     ];
     for (mut args, flag) in cases {
         if args[0] == "run" {
@@ -729,4 +733,66 @@ fn every_path_figure_covers_the_measured_window() {
         let goodput_bytes = f(&wl["goodput_bps"]) / 8.0 * f(&wl["elapsed_s"]);
         assert!(f(&w["stats"]["bytes_out"]) >= goodput_bytes * 0.95, "{w} vs {goodput_bytes}");
     }
+}
+
+/// `ccbench exec` with a command that, as PID 1 of its PID namespace, ignores SIGINT: Ctrl-C
+/// in a terminal and `kill -INT` must both end it within a second or so, leaving nothing.
+#[test]
+fn sigint_ends_exec_from_a_terminal_and_from_kill() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    // kill -INT on ccbench alone (no terminal: only ccbench gets the signal).
+    let mut child = Command::new(BIN).args(["exec", "--rtt", "10ms", "--", "sleep", "44"]).stdout(Stdio::null()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let t0 = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(2), "kill -INT took {:?}", t0.elapsed());
+    assert_eq!(status.code(), Some(130));
+    host_has_no_leftovers();
+
+    // ^C typed into the controlling terminal: the whole foreground process group gets SIGINT.
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty fills two descriptors we then own.
+    assert_eq!(unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) }, 0);
+    let mut cmd = Command::new(BIN);
+    cmd.args(["exec", "--rtt", "10ms", "--", "sleep", "44"]);
+    // SAFETY: the child only calls async-signal-safe setsid/ioctl/dup2 before exec.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(move || {
+            libc::setsid();
+            libc::ioctl(slave, libc::TIOCSCTTY, 0);
+            for fd in 0..3 {
+                libc::dup2(slave, fd);
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let t0 = Instant::now();
+    // SAFETY: writing one byte (^C) to the pty master we own.
+    assert_eq!(unsafe { libc::write(master, [3u8].as_ptr().cast(), 1) }, 1);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "Ctrl-C did not end ccbench exec");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(t0.elapsed() < Duration::from_secs(2), "Ctrl-C took {:?}", t0.elapsed());
+    assert_eq!(status.code(), Some(130));
+    // SAFETY: closing descriptors we own.
+    unsafe {
+        libc::close(master);
+        libc::close(slave);
+    }
+    let sleeps = Command::new("pgrep").args(["-f", "sleep 44"]).output().unwrap();
+    assert!(sleeps.stdout.is_empty(), "the command outlived ccbench: {}", String::from_utf8_lossy(&sleeps.stdout));
+    host_has_no_leftovers();
 }

@@ -119,6 +119,10 @@ fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
 
 static FORWARD: AtomicI32 = AtomicI32::new(0);
 
+/// How long a command may take to act on a forwarded SIGINT/SIGTERM/SIGHUP before it is
+/// killed: short enough that Ctrl-C ends `ccbench exec` within a second.
+pub const FORWARD_GRACE: Duration = Duration::from_millis(500);
+
 extern "C" fn remember_signal(sig: libc::c_int) {
     FORWARD.store(sig, Ordering::SeqCst);
 }
@@ -152,6 +156,11 @@ pub fn reaper_main(args: &[OsString]) -> ! {
         // SAFETY: installing an async-signal-safe handler that only stores an integer.
         unsafe { libc::signal(sig, remember_signal as *const () as libc::sighandler_t) };
     }
+    // The command is PID 1 of its namespace, and the kernel drops signals to a PID 1 that has
+    // no handler for them (sleep, many servers): a forwarded SIGINT would do nothing. So a
+    // forwarded signal is followed by SIGKILL, which always arrives, if the command has not
+    // ended within the grace period.
+    let mut kill_at: Option<Instant> = None;
     loop {
         match child.try_wait() {
             Ok(Some(status)) => {
@@ -165,6 +174,10 @@ pub fn reaper_main(args: &[OsString]) -> ! {
         if sig != 0 {
             // SAFETY: forwarding a signal to our own child.
             unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+            kill_at.get_or_insert(Instant::now() + FORWARD_GRACE);
+        }
+        if kill_at.is_some_and(|t| Instant::now() >= t) {
+            let _ = child.kill();
         }
         std::thread::sleep(Duration::from_millis(5));
     }

@@ -698,6 +698,31 @@ pub fn available_congestion_controls() -> io::Result<Vec<String>> {
     read_proc_words("/proc/sys/net/ipv4/tcp_available_congestion_control")
 }
 
+/// Algorithms the kernel would load on first use: built as modules (`tcp_<name>.ko`, possibly
+/// compressed) for the running kernel but not registered yet. Root selecting one with
+/// `TCP_CONGESTION` autoloads it. Empty when the module index cannot be read.
+pub fn loadable_congestion_controls() -> Vec<String> {
+    let release = read_proc_word("/proc/sys/kernel/osrelease").unwrap_or_default();
+    std::fs::read_to_string(format!("/lib/modules/{release}/modules.dep")).map(|dep| congestion_modules(&dep)).unwrap_or_default()
+}
+
+/// The congestion-control modules listed in a `modules.dep` text: each line starts with a
+/// module's path, e.g. `kernel/net/ipv4/tcp_bbr.ko.zst: `.
+pub fn congestion_modules(modules_dep: &str) -> Vec<String> {
+    let mut names: Vec<String> = modules_dep
+        .lines()
+        .filter_map(|l| l.split(':').next())
+        .filter_map(|path| path.rsplit('/').next())
+        .filter_map(|file| file.strip_prefix("tcp_"))
+        .filter_map(|rest| ["", ".xz", ".zst", ".gz"].iter().find_map(|ext| rest.strip_suffix(&format!(".ko{ext}"))))
+        .filter(|name| !name.is_empty() && !["diag", "probe"].contains(name))
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
 /// Algorithms unprivileged sockets may select
 /// (`net.ipv4.tcp_allowed_congestion_control`).
 pub fn allowed_congestion_controls() -> io::Result<Vec<String>> {
@@ -713,6 +738,20 @@ pub fn default_congestion_control() -> io::Result<String> {
 /// BBR, which paces in-stack when the qdisc is not `fq`.
 pub fn default_qdisc() -> io::Result<String> {
     read_proc_word("/proc/sys/net/core/default_qdisc")
+}
+
+#[cfg(test)]
+mod module_tests {
+    use super::congestion_modules;
+
+    #[test]
+    fn congestion_modules_from_modules_dep() {
+        let dep = "kernel/net/ipv4/tcp_bbr.ko.zst:\nkernel/net/ipv4/tcp_vegas.ko.xz:\nkernel/net/ipv4/tcp_dctcp.ko:\n\
+                   kernel/net/ipv4/tcp_htcp.ko.gz:\nkernel/net/ipv4/tcp_diag.ko: kernel/net/ipv4/inet_diag.ko\n\
+                   kernel/net/ipv4/tcp_bic.ko.bz2:\nkernel/net/sched/sch_fq.ko:\nkernel/fs/tcp_fake/x.ko:\n";
+        assert_eq!(congestion_modules(dep), ["bbr", "dctcp", "htcp", "vegas"]);
+        assert!(congestion_modules("").is_empty());
+    }
 }
 
 // ---------------------------------------------------------------------------
