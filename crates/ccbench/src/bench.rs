@@ -11,8 +11,8 @@ use ccbench_workload::{run_bulk, run_bulk_measured, Amount, BulkResult, BulkSpec
 use serde::Serialize;
 
 use crate::cli::BenchEmulatorArgs;
-use crate::error::UsageError;
-use crate::units;
+use ccbench::error::UsageError;
+use ccbench::units;
 
 /// Buffers below this would make short-RTT rows measure CUBIC's losses, not the emulator.
 const MIN_BENCH_BUFFER_BYTES: u64 = 256 * 1024;
@@ -43,7 +43,7 @@ pub struct BenchRow {
 #[derive(Debug, Serialize)]
 pub struct BenchResult {
     pub schema: &'static str,
-    pub provenance: crate::provenance::Provenance,
+    pub provenance: ccbench::provenance::Provenance,
     pub duration_s: f64,
     pub cc: String,
     pub rows: Vec<BenchRow>,
@@ -51,7 +51,7 @@ pub struct BenchResult {
 
 impl BenchResult {
     /// A finished benchmark: its provenance records when it finished.
-    fn new(provenance: crate::provenance::Provenance, duration_s: f64, cc: &str, rows: Vec<BenchRow>) -> Self {
+    fn new(provenance: ccbench::provenance::Provenance, duration_s: f64, cc: &str, rows: Vec<BenchRow>) -> Self {
         BenchResult { schema: "ccbench.bench.v1", provenance: provenance.finished(), duration_s, cc: cc.to_string(), rows }
     }
 }
@@ -101,11 +101,11 @@ pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
     if !available.contains(&args.cc) {
         return Err(UsageError::new("--cc", &args.cc, format!("one algorithm available on this host: {}", available.join(", "))).into());
     }
-    crate::error::require_root("bench")?;
+    ccbench::error::require_root("bench")?;
     let seconds = ns as f64 / 1e9;
     let stop = AtomicBool::new(false);
     let mut rows = Vec::new();
-    let provenance = crate::provenance::Provenance::new();
+    let provenance = ccbench::provenance::Provenance::of_this_host();
 
     eprintln!("measuring the veth ceiling…");
     rows.push(veth_row(&args.cc, seconds, &stop)?);
@@ -135,11 +135,11 @@ pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
     // What the emulator carried with real delay becomes this machine's capacity figure, used
     // to warn before runs that ask for more.
     let capacity = result.rows.iter().filter(|r| r.path == "emulator" && r.rtt_ms >= 10.0).map(|r| r.goodput_bps).fold(0.0, f64::max);
-    if let Some(file) = crate::limits::capacity_file().filter(|_| capacity > 0.0) {
+    if let Some(file) = ccbench::limits::capacity_file().filter(|_| capacity > 0.0) {
         if let Some(dir) = file.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
-        if std::fs::write(&file, serde_json::json!({ "capacity_bps": capacity, "measured_at": crate::provenance::now_rfc3339() }).to_string()).is_ok() {
+        if std::fs::write(&file, serde_json::json!({ "capacity_bps": capacity, "measured_at": ccbench::provenance::now_rfc3339() }).to_string()).is_ok() {
             println!("Capacity  {} at ≥ 10 ms RTT, saved to {} for run-time warnings", units::fmt_rate(capacity), file.display());
         }
     }
@@ -153,9 +153,9 @@ pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
 
 fn steal<T>(f: impl FnOnce() -> T) -> (T, Option<f64>) {
     let t0 = Instant::now();
-    let a = crate::provenance::cpu_steal_ms();
+    let a = ccbench::provenance::cpu_steal_ms();
     let out = f();
-    let b = crate::provenance::cpu_steal_ms();
+    let b = ccbench::provenance::cpu_steal_ms();
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
     (out, a.zip(b).map(|(a, b)| (b - a) / (t0.elapsed().as_secs_f64() * 1000.0 * cpus)))
 }
@@ -205,14 +205,14 @@ fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyho
         PathSpec { down: dir.clone(), up: dir, mtu, seed: 1, sample_interval_us: 10_000, offload: cell.offload, batch_us: ccbench_emu::DEFAULT_BATCH_US };
     let epoch = Instant::now();
     let path = EmulatedPath::start(&spec, epoch)?;
-    let hook = crate::workloads::WindowHook(path.window());
+    let hook = ccbench::workloads::WindowHook(path.window());
     let (bulk, steal) = steal(|| run_bulk_measured(&path.client, &path.server, SERVER_ADDR, &workload(cc, seconds), epoch, stop, &hook));
     let report: PathReport = path.finish();
     let bulk = bulk?;
     let d = &report.down;
     // Buffer drops within the measured window, as `run` counts them.
     let window_drops =
-        crate::results::RunMetrics::derive(&crate::workloads::WorkloadResult::Bulk(bulk.clone()), &report, Direction::Download, f64::INFINITY).drops_buffer;
+        ccbench::results::RunMetrics::derive(&ccbench::workloads::WorkloadResult::Bulk(bulk.clone()), &report, Direction::Download, f64::INFINITY).drops_buffer;
     let unconfigured = [&report.down, &report.up].iter().map(|r| Some(r.tun_tx_dropped? + r.tun_rx_dropped? + r.malformed + r.write_errors)).sum();
     Ok(BenchRow {
         path: if cell.offload { "emulator".into() } else { "emulator, no offload".into() },
@@ -263,7 +263,7 @@ mod finished_tests {
 
     #[test]
     fn a_finished_bench_records_when_it_finished() {
-        let r = BenchResult::new(crate::provenance::Provenance::new(), 1.0, "cubic", Vec::new());
+        let r = BenchResult::new(ccbench::provenance::Provenance::of_this_host(), 1.0, "cubic", Vec::new());
         let v = serde_json::to_value(&r).unwrap();
         assert!(v["provenance"]["finished_at"].as_str().is_some_and(|t| t.len() >= 20), "{}", v["provenance"]);
     }

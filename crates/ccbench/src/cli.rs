@@ -307,7 +307,7 @@ fn parse_runs(value: &str) -> Result<RunsArg, String> {
 /// A flag that takes a value followed straight by another flag (`--rate --rtt 40ms`): with
 /// `allow_hyphen_values` (so that "-5ms" reaches the validator and is explained) clap would
 /// take "--rtt" as the rate. Returns the one-line error for the first such flag.
-pub fn missing_value(argv: &[std::ffi::OsString]) -> Option<crate::error::UsageError> {
+pub fn missing_value(argv: &[std::ffi::OsString]) -> Option<ccbench::error::UsageError> {
     use clap::CommandFactory;
     let root = Cli::command();
     let sub = argv.get(1).and_then(|s| s.to_str()).and_then(|name| root.find_subcommand(name))?;
@@ -316,6 +316,6 @@ pub fn missing_value(argv: &[std::ffi::OsString]) -> Option<crate::error::UsageE
         let name = w[0].strip_prefix("--").filter(|n| !n.contains('='))?;
         let arg = sub.get_arguments().find(|a| a.get_long() == Some(name))?;
         let takes_value = arg.get_action().takes_values();
-        (takes_value && w[1].starts_with("--")).then(|| crate::error::UsageError::new(w[0], w[1], "a value after the flag, not another flag"))
+        (takes_value && w[1].starts_with("--")).then(|| ccbench::error::UsageError::new(w[0], w[1], "a value after the flag, not another flag"))
     })
 }

@@ -5,13 +5,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use ccbench_emu::{EmulatedPath, PathSpec, SERVER_ADDR};
-use ccbench_stats::BetterIs;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::analysis::{analyse, compare_rtt};
 use crate::provenance::{now_rfc3339, Provenance};
-use crate::results::{CcSummary, ExperimentResult, LookRecord, Params, RunMetrics, RunRecord, Sequential, Status};
+use crate::results::{ExperimentResult, LookRecord, Params, RunMetrics, RunRecord, Sequential, Status};
 use crate::workloads::WorkloadSpec;
 
 pub const ALPHA: f64 = 0.05;
@@ -85,7 +85,7 @@ pub trait Observer {
 }
 
 pub fn execute(plan: &Plan, stop: &AtomicBool, observer: &mut dyn Observer) -> ExperimentResult {
-    let provenance = Provenance::new();
+    let provenance = Provenance::of_this_host();
     let slots = schedule(&plan.ccs, plan.runs.max(), plan.seed);
     let looks = match plan.runs {
         Runs::Auto { max } => ccbench_stats::sequential::looks(ALPHA, max as usize),
@@ -210,33 +210,6 @@ fn fail_on_forwarder_error(record: &mut RunRecord, report: &ccbench_emu::PathRep
         record.status = Status::Failed;
         record.error = Some(format!("emulated path failed: {}", failures.join("; ")));
     }
-}
-
-/// Per-algorithm summaries over completed runs, and the best algorithm against each other one
-/// at level `alpha`, Holm-corrected over every pair. Unfinished runs count (as censored scores
-/// that rank worst); only runs cut short by Ctrl-C or a failure are left out.
-pub fn analyse(ccs: &[String], records: &[RunRecord], seed: u64, alpha: f64) -> (Vec<CcSummary>, Vec<ccbench_stats::Comparison>) {
-    let summary: Vec<CcSummary> = ccs.iter().map(|cc| CcSummary::of(cc, &completed_metrics(records, cc))).collect();
-    let scores: Vec<Vec<f64>> = ccs.iter().map(|cc| completed_metrics(records, cc).iter().filter_map(|m| m.score).collect()).collect();
-    let comparisons = compare_arms(ccs, &scores, BetterIs::Higher, alpha, seed);
-    (summary, comparisons)
-}
-
-/// The algorithm with the lowest median sender RTT against each other one (each run's RTT
-/// p50): scenario 5's question, "does it keep the queue short?", with the same statistics.
-/// Its own family for Holm's correction: a second question, not more pairs of the first.
-pub fn compare_rtt(ccs: &[String], records: &[RunRecord], seed: u64, alpha: f64) -> Vec<ccbench_stats::Comparison> {
-    let rtts: Vec<Vec<f64>> = ccs.iter().map(|cc| completed_metrics(records, cc).iter().filter_map(|m| m.sender_rtt_p50_ms).collect()).collect();
-    compare_arms(ccs, &rtts, BetterIs::Lower, alpha, seed)
-}
-
-fn completed_metrics<'a>(records: &'a [RunRecord], cc: &str) -> Vec<&'a RunMetrics> {
-    records.iter().filter(|r| r.cc == cc && r.status == Status::Complete).filter_map(|r| r.metrics.as_ref()).collect()
-}
-
-fn compare_arms(ccs: &[String], values: &[Vec<f64>], better_is: BetterIs, alpha: f64, seed: u64) -> Vec<ccbench_stats::Comparison> {
-    let arms: Vec<(&str, &[f64])> = ccs.iter().zip(values).map(|(cc, xs)| (cc.as_str(), xs.as_slice())).collect();
-    ccbench_stats::best_against_rest(&arms, better_is, alpha, seed, 2)
 }
 
 #[cfg(test)]

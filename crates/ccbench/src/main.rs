@@ -1,26 +1,18 @@
 //! ccbench: a congestion-control test bench. This binary only wires the layers together:
-//! CLI → experiment → (emulated path + workload) → analysis → output.
+//! CLI → plan → experiment (the `ccbench` library) → exporters.
 
 mod bench;
 mod cli;
 mod doctor;
-mod error;
 mod exec;
-mod experiment;
-mod html;
-mod limits;
 mod path;
 mod presets;
-mod provenance;
-mod report;
-mod results;
 mod run;
-mod units;
-mod workloads;
 
 use clap::Parser;
 
-use crate::error::UsageError;
+use ccbench::error::UsageError;
+use ccbench::{error, units};
 
 fn main() {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();

@@ -6,7 +6,7 @@
 use clap::CommandFactory;
 use serde::Deserialize;
 
-use crate::error::UsageError;
+use ccbench::error::UsageError;
 
 /// The presets shipped with ccbench, compiled in so `--preset NAME` works from anywhere.
 pub const BUILTIN: [(&str, &str); 5] = [

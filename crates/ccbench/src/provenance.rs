@@ -88,7 +88,8 @@ impl Provenance {
         self
     }
 
-    pub fn new() -> Self {
+    /// Reads what is true of this host and this build now (not a default: it asks the kernel).
+    pub fn of_this_host() -> Self {
         Provenance {
             ccbench_version: env!("CARGO_PKG_VERSION"),
             git_revision: env!("CCBENCH_GIT_REV"),

@@ -9,13 +9,13 @@ use anyhow::Context;
 use ccbench_workload::{Amount, BulkSpec, Direction, MixFlow, ObjectMethod, ObjectsSpec, PageModel, PageProtocol, PageSpec};
 use clap::Parser;
 
-use crate::workloads::WorkloadSpec;
+use ccbench::workloads::WorkloadSpec;
 
 use crate::cli::{DirectionArg, RunArgs, RunsArg, WorkloadArg};
-use crate::error::{require_root, UsageError};
-use crate::experiment::{self, Observer, Plan, Runs, Slot};
-use crate::results::{RunRecord, Status};
-use crate::units;
+use ccbench::error::{require_root, UsageError};
+use ccbench::experiment::{self, Observer, Plan, Runs, Slot};
+use ccbench::results::{RunRecord, Status};
+use ccbench::units;
 
 const WORKLOAD_PORT: u16 = 5201;
 
@@ -276,7 +276,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let stop = install_stop()?;
     let (result, code) = run_plan(&plan, &out, &stop)?;
     if args.json {
-        println!("{}", serde_json::to_string(&result)?);
+        println!("{}", ccbench::export::json::to_string(&result)?);
     }
     Ok(code)
 }
@@ -290,21 +290,20 @@ fn install_stop() -> anyhow::Result<Arc<AtomicBool>> {
 }
 
 /// Runs one experiment, writes `out/result.json`, prints the summary; returns the exit code.
-fn run_plan(plan: &Plan, out: &std::path::Path, stop: &AtomicBool) -> anyhow::Result<(crate::results::ExperimentResult, i32)> {
+fn run_plan(plan: &Plan, out: &std::path::Path, stop: &AtomicBool) -> anyhow::Result<(ccbench::results::ExperimentResult, i32)> {
     std::fs::create_dir_all(out).with_context(|| format!("creating the results directory {}", out.display()))?;
     let tty = std::io::stderr().is_terminal();
-    let header = crate::report::header(&plan.params());
+    let header = ccbench::export::text::header(&plan.params());
     print!("{header}");
-    for w in crate::limits::check_path(&plan.path) {
+    for w in ccbench::limits::check_path(&plan.path) {
         eprintln!("warning: {w}");
     }
     let result = experiment::execute(plan, stop, &mut Progress { tty, started: std::time::Instant::now() });
-    let file = out.join("result.json");
-    std::fs::write(&file, serde_json::to_string(&result)?).with_context(|| format!("writing {}", file.display()))?;
-    let summary = crate::report::summary(&result, Some(out));
+    ccbench::export::json::write(&result, out)?;
+    let summary = ccbench::export::text::summary(&result, Some(out));
     print!("{summary}");
     let html = out.join("report.html");
-    std::fs::write(&html, crate::html::render(&result, &format!("{header}{summary}"))).with_context(|| format!("writing {}", html.display()))?;
+    std::fs::write(&html, ccbench::export::html::render(&result, &format!("{header}{summary}"))).with_context(|| format!("writing {}", html.display()))?;
     let code = match result.status {
         Status::Complete => 0,
         Status::Interrupted => 130,
@@ -351,7 +350,7 @@ fn run_preset(spec: &str, args: &RunArgs) -> anyhow::Result<i32> {
         argv.extend(c.args.iter().cloned());
         argv.extend(user.iter().cloned());
         let cli = crate::cli::Cli::try_parse_from(&argv)
-            .map_err(|e| UsageError::new("--preset", spec, format!("valid flags in condition {:?}: {}", c.name, crate::error::clap_one_line(&e))))?;
+            .map_err(|e| UsageError::new("--preset", spec, format!("valid flags in condition {:?}: {}", c.name, ccbench::error::clap_one_line(&e))))?;
         let crate::cli::Command::Run(cargs) = cli.command else { unreachable!("parsed as run") };
         let p = plan(&cargs).map_err(|e| UsageError { flag: format!("{} (preset {}, condition {:?})", e.flag, preset.name, c.name), ..e })?;
         plans.push((c.name.clone(), p));
@@ -375,20 +374,12 @@ fn run_preset(spec: &str, args: &RunArgs) -> anyhow::Result<i32> {
             break;
         }
     }
-    let table = crate::report::across_conditions(&rows);
+    let table = ccbench::export::text::across_conditions(&rows);
     println!("\n{table}");
-    let index: Vec<serde_json::Value> = rows
-        .iter()
-        .enumerate()
-        .map(|(i, (name, r))| serde_json::json!({ "condition": name, "result": format!("{:02}-{}/result.json", i + 1, slug(name)), "status": r.status, "summary": r.summary, "comparisons": r.comparisons }))
-        .collect();
-    std::fs::create_dir_all(&out)?;
-    std::fs::write(
-        out.join("preset.json"),
-        serde_json::to_string_pretty(
-            &serde_json::json!({ "schema": "ccbench.preset.v1", "preset": preset.name, "description": preset.description, "scenario": preset.scenario, "conditions": index }),
-        )?,
-    )?;
-    println!("Results   {}", out.join("preset.json").display());
+    let dirs: Vec<String> = rows.iter().enumerate().map(|(i, (name, _))| format!("{:02}-{}", i + 1, slug(name))).collect();
+    let conditions: Vec<ccbench::export::json::PresetCondition> =
+        rows.iter().zip(&dirs).map(|((name, result), dir)| ccbench::export::json::PresetCondition { name, dir, result }).collect();
+    ccbench::export::json::write_preset(&out, &preset.name, &preset.description, preset.scenario, &conditions)?;
+    println!("Results   {}", out.join(ccbench::export::json::PRESET_FILE).display());
     Ok(code)
 }

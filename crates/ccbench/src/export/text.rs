@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::path::describe;
+use crate::describe::describe;
 use crate::results::{CcSummary, ExperimentResult, Status};
 use crate::units::fmt_rate;
 use crate::workloads::WorkloadSpec;

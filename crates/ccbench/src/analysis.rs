@@ -1,0 +1,297 @@
+//! Analysis: from one run's raw data to its headline figures ([`RunMetrics`]), and from the
+//! runs of an experiment to per-algorithm summaries and verdicts.
+
+use ccbench_emu::PathReport;
+use ccbench_stats::{BetterIs, Summary};
+use ccbench_workload::{BulkResult, Direction};
+
+use crate::results::{CcShare, CcSummary, RunMetrics, RunRecord, ShareSummary, Status};
+use crate::workloads::WorkloadResult;
+
+/// Per-algorithm summaries over completed runs, and the best algorithm against each other one
+/// at level `alpha`, Holm-corrected over every pair. Unfinished runs count (as censored scores
+/// that rank worst); only runs cut short by Ctrl-C or a failure are left out.
+pub fn analyse(ccs: &[String], records: &[RunRecord], seed: u64, alpha: f64) -> (Vec<CcSummary>, Vec<ccbench_stats::Comparison>) {
+    let summary: Vec<CcSummary> = ccs.iter().map(|cc| CcSummary::of(cc, &completed_metrics(records, cc))).collect();
+    let scores: Vec<Vec<f64>> = ccs.iter().map(|cc| completed_metrics(records, cc).iter().filter_map(|m| m.score).collect()).collect();
+    let comparisons = compare_arms(ccs, &scores, BetterIs::Higher, alpha, seed);
+    (summary, comparisons)
+}
+
+/// The algorithm with the lowest median sender RTT against each other one (each run's RTT
+/// p50): scenario 5's question, "does it keep the queue short?", with the same statistics.
+/// Its own family for Holm's correction: a second question, not more pairs of the first.
+pub fn compare_rtt(ccs: &[String], records: &[RunRecord], seed: u64, alpha: f64) -> Vec<ccbench_stats::Comparison> {
+    let rtts: Vec<Vec<f64>> = ccs.iter().map(|cc| completed_metrics(records, cc).iter().filter_map(|m| m.sender_rtt_p50_ms).collect()).collect();
+    compare_arms(ccs, &rtts, BetterIs::Lower, alpha, seed)
+}
+
+fn completed_metrics<'a>(records: &'a [RunRecord], cc: &str) -> Vec<&'a RunMetrics> {
+    records.iter().filter(|r| r.cc == cc && r.status == Status::Complete).filter_map(|r| r.metrics.as_ref()).collect()
+}
+
+fn compare_arms(ccs: &[String], values: &[Vec<f64>], better_is: BetterIs, alpha: f64, seed: u64) -> Vec<ccbench_stats::Comparison> {
+    let arms: Vec<(&str, &[f64])> = ccs.iter().zip(values).map(|(cc, xs)| (cc.as_str(), xs.as_slice())).collect();
+    ccbench_stats::best_against_rest(&arms, better_is, alpha, seed, 2)
+}
+
+/// The path's figures over the one span the run's metrics use.
+struct PathSpan<'a> {
+    drops_loss: u64,
+    drops_buffer: u64,
+    queue_delay: &'a ccbench_emu::DelaySummary,
+    lateness: &'a ccbench_emu::DelaySummary,
+    utilization: f64,
+    whole_life: bool,
+}
+
+/// Seconds after the last flow joins that are left out of the per-second fairness figures.
+const CONVERGENCE_S: f64 = 2.0;
+
+/// Bytes a flow had received by time `t_us` (from the receiver's samples).
+fn received_by(points: &[ccbench_workload::GoodputPoint], t_us: u64) -> u64 {
+    match points.partition_point(|p| p.t_us <= t_us) {
+        0 => 0,
+        i => points[i - 1].bytes,
+    }
+}
+
+/// How flows shared the bottleneck: per-algorithm shares and Jain's index over the window in
+/// which every flow was active, and Jain's index per second after convergence.
+fn sharing(bulk: &BulkResult) -> (Vec<CcShare>, Option<f64>, Vec<f64>) {
+    if bulk.flows.len() < 2 {
+        return (Vec::new(), None, Vec::new());
+    }
+    let last_start = bulk.flows.iter().map(|f| f.start_s).fold(0.0, f64::max);
+    let from = bulk.start_us + (last_start * 1e6) as u64;
+    let to = bulk.start_us + (bulk.elapsed_s * 1e6) as u64;
+    if to <= from {
+        return (Vec::new(), None, Vec::new());
+    }
+    let window_s = (to - from) as f64 / 1e6;
+    let rates: Vec<f64> = bulk.flows.iter().map(|f| (received_by(&f.received, to) - received_by(&f.received, from)) as f64 * 8.0 / window_s).collect();
+    let total: f64 = rates.iter().sum();
+    let mut shares: Vec<CcShare> = Vec::new();
+    for (flow, rate) in bulk.flows.iter().zip(&rates) {
+        match shares.iter_mut().find(|s| s.cc == flow.cc_requested) {
+            Some(s) => {
+                s.flows += 1;
+                s.goodput_bps += rate;
+            }
+            None => shares.push(CcShare { cc: flow.cc_requested.clone(), flows: 1, goodput_bps: *rate, share: 0.0 }),
+        }
+    }
+    for s in &mut shares {
+        s.share = if total > 0.0 { s.goodput_bps / total } else { 0.0 };
+    }
+    let mut per_second = Vec::new();
+    let mut t = from + (CONVERGENCE_S * 1e6) as u64;
+    while t + 1_000_000 <= to {
+        let second: Vec<f64> = bulk.flows.iter().map(|f| (received_by(&f.received, t + 1_000_000) - received_by(&f.received, t)) as f64).collect();
+        if let Some(j) = ccbench_stats::jain_fairness(&second) {
+            per_second.push(j);
+        }
+        t += 1_000_000;
+    }
+    (shares, ccbench_stats::jain_fairness(&rates), per_second)
+}
+
+impl RunMetrics {
+    pub fn derive(result: &WorkloadResult, path: &PathReport, direction: Direction, timeout_s: f64) -> Self {
+        let data_dir = match direction {
+            Direction::Download => &path.down,
+            Direction::Upload => &path.up,
+        };
+        let mut rtts: Vec<f64> = result.samples().iter().filter(|s| s.rtt_us > 0).map(|s| s.rtt_us as f64 / 1000.0).collect();
+        rtts.sort_by(f64::total_cmp);
+        let q = |p: f64| if rtts.is_empty() { None } else { Some(ccbench_stats::quantile(&rtts, p)) };
+        let (retrans, segs) =
+            result.final_infos().iter().fold((0u64, 0u64), |(r, s), ti| (r + u64::from(ti.total_retrans), s + u64::from(ti.segs_out.unwrap_or(0))));
+        let (shares, jain_index, jain_per_second) = match result {
+            WorkloadResult::Bulk(b) => sharing(b),
+            _ => (Vec::new(), None, Vec::new()),
+        };
+        let (goodput_bps, completion_time_s, all_completed, latency_p50_s, latency_p99_s, html_ttfb_s) = match result {
+            WorkloadResult::Bulk(bulk) => {
+                let done = bulk.flows.iter().map(|f| f.completion_time_s.map(|c| c + f.start_s)).try_fold(0.0f64, |acc, t| t.map(|t| acc.max(t)));
+                (bulk.goodput_bps, done.filter(|_| !bulk.flows.is_empty()), bulk.flows.iter().all(|f| f.completed), None, None, None)
+            }
+            WorkloadResult::Objects(o) => (
+                o.content_throughput_bps,
+                Some(o.wall_time_s),
+                o.requests_completed == o.requests_requested && o.errors == 0,
+                o.latency_p50_s,
+                o.latency_p99_s,
+                None,
+            ),
+            WorkloadResult::Page(p) => (p.page_goodput_bps, p.page_load_s, p.page_load_s.is_some() && p.errors == 0, None, None, p.html_ttfb_s),
+        };
+        let (score, unfinished) = result.score(timeout_s);
+        // Every path figure over one span: the emulator's window, which the workload opened and
+        // closed at the instants its own goodput is measured over. Without one (a run cut
+        // short before its span began), the path's whole life, for every figure alike.
+        let span = match &data_dir.window {
+            Some(w) => PathSpan {
+                drops_loss: w.stats.drops_loss,
+                drops_buffer: w.stats.drops_buffer,
+                queue_delay: &w.queue_delay,
+                lateness: &w.lateness,
+                utilization: w.utilization,
+                whole_life: false,
+            },
+            None => PathSpan {
+                drops_loss: data_dir.stats.drops_loss,
+                drops_buffer: data_dir.stats.drops_buffer,
+                queue_delay: &data_dir.queue_delay,
+                lateness: &data_dir.lateness,
+                utilization: data_dir.utilization,
+                whole_life: true,
+            },
+        };
+        RunMetrics {
+            score: Some(score),
+            unfinished,
+            goodput_bps,
+            completion_time_s,
+            latency_p50_s,
+            latency_p99_s,
+            html_ttfb_s,
+            all_completed,
+            sender_rtt_p50_ms: q(0.5),
+            sender_rtt_p95_ms: q(0.95),
+            retrans_rate: if segs > 0 { retrans as f64 / segs as f64 } else { 0.0 },
+            retrans_segments: retrans,
+            drops_loss: span.drops_loss,
+            drops_buffer: span.drops_buffer,
+            queue_delay_p50_ms: span.queue_delay.p50_us / 1000.0,
+            queue_delay_p95_ms: span.queue_delay.p95_us / 1000.0,
+            utilization: span.utilization,
+            emulator_lateness_p99_us: span.lateness.p99_us,
+            path_figures_over_whole_life: span.whole_life,
+            shares,
+            jain_index,
+            jain_per_second,
+        }
+    }
+}
+
+impl CcSummary {
+    pub fn of(cc: &str, runs: &[&RunMetrics]) -> Self {
+        let s = |f: &dyn Fn(&RunMetrics) -> Option<f64>| -> Option<Summary> {
+            let xs: Vec<f64> = runs.iter().filter_map(|m| f(m)).collect();
+            Summary::of(&xs)
+        };
+        CcSummary {
+            cc: cc.to_string(),
+            runs: runs.len(),
+            unfinished: runs.iter().filter(|m| m.unfinished).count(),
+            score: s(&|m| m.score),
+            goodput_bps: s(&|m| Some(m.goodput_bps)),
+            latency_p99_s: s(&|m| m.latency_p99_s),
+            html_ttfb_s: s(&|m| m.html_ttfb_s),
+            completion_time_s: s(&|m| m.completion_time_s),
+            sender_rtt_p50_ms: s(&|m| m.sender_rtt_p50_ms),
+            sender_rtt_p95_ms: s(&|m| m.sender_rtt_p95_ms),
+            retrans_rate: s(&|m| Some(m.retrans_rate)),
+            drops_loss: s(&|m| Some(m.drops_loss as f64)),
+            drops_buffer: s(&|m| Some(m.drops_buffer as f64)),
+            queue_delay_p95_ms: s(&|m| Some(m.queue_delay_p95_ms)),
+            jain_index: s(&|m| m.jain_index),
+            shares: share_summaries(runs),
+        }
+    }
+}
+
+fn share_summaries(runs: &[&RunMetrics]) -> Vec<ShareSummary> {
+    let mut names: Vec<(String, usize)> = Vec::new();
+    for m in runs {
+        for sh in &m.shares {
+            if !names.iter().any(|(n, _)| *n == sh.cc) {
+                names.push((sh.cc.clone(), sh.flows));
+            }
+        }
+    }
+    names
+        .into_iter()
+        .filter_map(|(cc, flows)| {
+            let xs: Vec<f64> = runs.iter().filter_map(|m| m.shares.iter().find(|s| s.cc == cc).map(|s| s.share)).collect();
+            let share = Summary::of(&xs)?;
+            let share_ci = ccbench_stats::median_order_ci(&xs, 0.95);
+            Some(ShareSummary { cc, flows, share, share_ci })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ccbench_workload::{FlowResult, GoodputPoint, Side};
+
+    /// A flow that starts at `start_s` and then receives `rate_bytes_per_s` steadily, sampled
+    /// every 100 ms for 10 s.
+    fn flow(cc: &str, start_s: f64, rate_bytes_per_s: f64) -> FlowResult {
+        let received = (0..=100)
+            .map(|i| {
+                let t = i as f64 * 0.1;
+                GoodputPoint { t_us: (t * 1e6) as u64, bytes: ((t - start_s).max(0.0) * rate_bytes_per_s) as u64 }
+            })
+            .collect();
+        FlowResult {
+            id: 0,
+            sender: Side::Server,
+            cc_requested: cc.into(),
+            start_s,
+            cc_read_back: cc.into(),
+            client_port: 0,
+            bytes_received: 0,
+            goodput_bps: 0.0,
+            completed: true,
+            completion_time_s: None,
+            final_tcp_info: None,
+            samples: Vec::new(),
+            received,
+            error: None,
+        }
+    }
+
+    fn bulk(flows: Vec<FlowResult>) -> BulkResult {
+        BulkResult { start_us: 0, elapsed_s: 10.0, goodput_bps: 0.0, interrupted: false, flows }
+    }
+
+    #[test]
+    fn equal_flows_are_perfectly_fair() {
+        let (shares, jain, per_second) = sharing(&bulk(vec![flow("bbr", 0.0, 1e6), flow("cubic", 0.0, 1e6)]));
+        assert_eq!(shares.len(), 2);
+        for s in &shares {
+            assert!((s.share - 0.5).abs() < 1e-9, "{s:?}");
+            assert!((s.goodput_bps - 8e6).abs() < 1e3, "{s:?}");
+        }
+        assert!((jain.unwrap() - 1.0).abs() < 1e-9);
+        // From 2 s (convergence) to 10 s: 8 whole seconds, each perfectly fair.
+        assert_eq!(per_second.len(), 8);
+        assert!(per_second.iter().all(|j| (j - 1.0).abs() < 1e-9));
+    }
+
+    #[test]
+    fn shares_count_only_the_time_all_flows_were_active() {
+        // bbr takes 3 MB/s, two cubic flows 0.5 MB/s each; one cubic joins at 4 s. Before it
+        // joins nothing counts, so the shares are 3 : 1 and Jain's index is
+        // (3 + .5 + .5)^2 / (3 * (9 + .25 + .25)) = 16 / 28.5.
+        let (shares, jain, per_second) = sharing(&bulk(vec![flow("bbr", 0.0, 3e6), flow("cubic", 0.0, 0.5e6), flow("cubic", 4.0, 0.5e6)]));
+        let bbr = shares.iter().find(|s| s.cc == "bbr").unwrap();
+        let cubic = shares.iter().find(|s| s.cc == "cubic").unwrap();
+        assert_eq!((bbr.flows, cubic.flows), (1, 2));
+        assert!((bbr.share - 0.75).abs() < 1e-3, "{bbr:?}");
+        assert!((cubic.share - 0.25).abs() < 1e-3, "{cubic:?}");
+        assert!((jain.unwrap() - 16.0 / 28.5).abs() < 1e-3, "{jain:?}");
+        // Seconds 6..10 after the last join + 2 s of convergence.
+        assert_eq!(per_second.len(), 4);
+        assert!(per_second.iter().all(|j| (j - 16.0 / 28.5).abs() < 1e-2), "{per_second:?}");
+    }
+
+    #[test]
+    fn a_single_flow_has_no_sharing_figures() {
+        let (shares, jain, per_second) = sharing(&bulk(vec![flow("bbr", 0.0, 1e6)]));
+        assert!(shares.is_empty() && jain.is_none() && per_second.is_empty());
+    }
+}
