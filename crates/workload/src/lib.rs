@@ -19,10 +19,12 @@ mod bulk;
 mod common;
 mod objects;
 mod page;
+mod series;
 
 pub use bulk::{run_bulk, run_bulk_measured, Amount, BulkResult, BulkSpec, FlowResult, GoodputPoint, MixFlow};
 pub use objects::{run_objects, run_objects_measured, ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
 pub use page::{run_page, run_page_measured, PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
+pub use series::{MemorySeries, NoSeries, SeriesSink, SocketId};
 
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
