@@ -6,6 +6,7 @@ use ccbench_stats::{BetterIs, Summary};
 use ccbench_workload::{BulkResult, Direction};
 
 use crate::results::{CcShare, CcSummary, RunMetrics, RunRecord, ShareSummary, Status};
+use crate::series::SeriesSummary;
 use crate::workloads::WorkloadResult;
 
 /// Per-algorithm summaries over completed runs, and the best algorithm against each other one
@@ -48,17 +49,11 @@ struct PathSpan<'a> {
 /// Seconds after the last flow joins that are left out of the per-second fairness figures.
 const CONVERGENCE_S: f64 = 2.0;
 
-/// Bytes a flow had received by time `t_us` (from the receiver's samples).
-fn received_by(points: &[ccbench_workload::GoodputPoint], t_us: u64) -> u64 {
-    match points.partition_point(|p| p.t_us <= t_us) {
-        0 => 0,
-        i => points[i - 1].bytes,
-    }
-}
-
 /// How flows shared the bottleneck: per-algorithm shares and Jain's index over the window in
 /// which every flow was active, and Jain's index per second after convergence.
-fn sharing(bulk: &BulkResult) -> (Vec<CcShare>, Option<f64>, Vec<f64>) {
+/// `received_at(instants)` gives, per flow id, the bytes received by each instant (ascending):
+/// [`crate::series::received_at`] over the run's goodput file.
+fn sharing(bulk: &BulkResult, received_at: impl FnOnce(&[u64]) -> Option<Vec<Vec<u64>>>) -> (Vec<CcShare>, Option<f64>, Vec<f64>) {
     if bulk.flows.len() < 2 {
         return (Vec::new(), None, Vec::new());
     }
@@ -68,8 +63,22 @@ fn sharing(bulk: &BulkResult) -> (Vec<CcShare>, Option<f64>, Vec<f64>) {
     if to <= from {
         return (Vec::new(), None, Vec::new());
     }
+    let mut seconds = Vec::new();
+    let mut t = from + (CONVERGENCE_S * 1e6) as u64;
+    while t + 1_000_000 <= to {
+        seconds.push(t);
+        t += 1_000_000;
+    }
+    let mut instants: Vec<u64> = [from, to].into_iter().chain(seconds.iter().copied()).chain(seconds.iter().map(|t| t + 1_000_000)).collect();
+    instants.sort_unstable();
+    instants.dedup();
+    let Some(received) = received_at(&instants) else { return (Vec::new(), None, Vec::new()) };
+    let by = |flow: u32, t: u64| -> u64 {
+        let i = instants.binary_search(&t).expect("asked for this instant");
+        received.get(flow as usize).map_or(0, |r| r[i])
+    };
     let window_s = (to - from) as f64 / 1e6;
-    let rates: Vec<f64> = bulk.flows.iter().map(|f| (received_by(&f.received, to) - received_by(&f.received, from)) as f64 * 8.0 / window_s).collect();
+    let rates: Vec<f64> = bulk.flows.iter().map(|f| by(f.id, to).saturating_sub(by(f.id, from)) as f64 * 8.0 / window_s).collect();
     let total: f64 = rates.iter().sum();
     let mut shares: Vec<CcShare> = Vec::new();
     for (flow, rate) in bulk.flows.iter().zip(&rates) {
@@ -84,31 +93,32 @@ fn sharing(bulk: &BulkResult) -> (Vec<CcShare>, Option<f64>, Vec<f64>) {
     for s in &mut shares {
         s.share = if total > 0.0 { s.goodput_bps / total } else { 0.0 };
     }
-    let mut per_second = Vec::new();
-    let mut t = from + (CONVERGENCE_S * 1e6) as u64;
-    while t + 1_000_000 <= to {
-        let second: Vec<f64> = bulk.flows.iter().map(|f| (received_by(&f.received, t + 1_000_000) - received_by(&f.received, t)) as f64).collect();
-        if let Some(j) = ccbench_stats::jain_fairness(&second) {
-            per_second.push(j);
-        }
-        t += 1_000_000;
-    }
+    let per_second = seconds
+        .iter()
+        .filter_map(|&t| {
+            let second: Vec<f64> = bulk.flows.iter().map(|f| by(f.id, t + 1_000_000).saturating_sub(by(f.id, t)) as f64).collect();
+            ccbench_stats::jain_fairness(&second)
+        })
+        .collect();
     (shares, ccbench_stats::jain_fairness(&rates), per_second)
 }
 
 impl RunMetrics {
-    pub fn derive(result: &WorkloadResult, path: &PathReport, direction: Direction, timeout_s: f64) -> Self {
+    /// `series`: what the run's time series left in memory (exact RTT counts) and on disk
+    /// (the goodput file, read once more for the sharing figures).
+    pub fn derive(result: &WorkloadResult, path: &PathReport, series: &SeriesSummary, direction: Direction, timeout_s: f64) -> Self {
         let data_dir = match direction {
             Direction::Download => &path.down,
             Direction::Upload => &path.up,
         };
-        let mut rtts: Vec<f64> = result.samples().iter().filter(|s| s.rtt_us > 0).map(|s| s.rtt_us as f64 / 1000.0).collect();
-        rtts.sort_by(f64::total_cmp);
-        let q = |p: f64| if rtts.is_empty() { None } else { Some(ccbench_stats::quantile(&rtts, p)) };
+        let q = |p: f64| series.rtt_us.quantile(p, 1000.0);
         let (retrans, segs) =
             result.final_infos().iter().fold((0u64, 0u64), |(r, s), ti| (r + u64::from(ti.total_retrans), s + u64::from(ti.segs_out.unwrap_or(0))));
         let (shares, jain_index, jain_per_second) = match result {
-            WorkloadResult::Bulk(b) => sharing(b),
+            WorkloadResult::Bulk(b) => sharing(b, |instants| {
+                let flows = b.flows.iter().map(|f| f.id as usize + 1).max().unwrap_or(0);
+                series.goodput_path.as_deref().and_then(|p| crate::series::received_at(p, flows, instants).ok())
+            }),
             _ => (Vec::new(), None, Vec::new()),
         };
         let (goodput_bps, completion_time_s, all_completed, latency_p50_s, latency_p99_s, html_ttfb_s) = match result {
@@ -225,42 +235,51 @@ fn share_summaries(runs: &[&RunMetrics]) -> Vec<ShareSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ccbench_workload::{FlowResult, GoodputPoint, Side};
+    use ccbench_workload::{FlowResult, GoodputPoint, SeriesSink, Side};
 
-    /// A flow that starts at `start_s` and then receives `rate_bytes_per_s` steadily, sampled
-    /// every 100 ms for 10 s.
-    fn flow(cc: &str, start_s: f64, rate_bytes_per_s: f64) -> FlowResult {
-        let received = (0..=100)
-            .map(|i| {
-                let t = i as f64 * 0.1;
-                GoodputPoint { t_us: (t * 1e6) as u64, bytes: ((t - start_s).max(0.0) * rate_bytes_per_s) as u64 }
+    /// Flows `(cc, start_s, rate_bytes_per_s)` that each receive steadily from their start,
+    /// with goodput points every 100 ms for 10 s written to a real goodput file, as a run
+    /// writes them; then the sharing figures computed from that file.
+    fn sharing_of(flows: &[(&str, f64, f64)]) -> (Vec<CcShare>, Option<f64>, Vec<f64>) {
+        let dir = std::env::temp_dir().join(format!("ccbench-sharing-{}-{}", std::process::id(), flows.len()));
+        let series = crate::series::RunSeries::create(&dir, "s").unwrap();
+        for i in 0..=100u64 {
+            let t = i as f64 * 0.1;
+            for (id, &(_, start_s, rate)) in flows.iter().enumerate() {
+                series.received(id as u32, &GoodputPoint { t_us: i * 100_000, bytes: ((t - start_s).max(0.0) * rate) as u64 });
+            }
+        }
+        let (_, summary, error) = series.finish();
+        assert_eq!(error, None);
+        let results = flows
+            .iter()
+            .enumerate()
+            .map(|(id, &(cc, start_s, _))| FlowResult {
+                id: id as u32,
+                sender: Side::Server,
+                cc_requested: cc.into(),
+                start_s,
+                cc_read_back: cc.into(),
+                client_port: 0,
+                bytes_received: 0,
+                goodput_bps: 0.0,
+                completed: true,
+                completion_time_s: None,
+                final_tcp_info: None,
+                samples: Vec::new(),
+                received: Vec::new(),
+                error: None,
             })
             .collect();
-        FlowResult {
-            id: 0,
-            sender: Side::Server,
-            cc_requested: cc.into(),
-            start_s,
-            cc_read_back: cc.into(),
-            client_port: 0,
-            bytes_received: 0,
-            goodput_bps: 0.0,
-            completed: true,
-            completion_time_s: None,
-            final_tcp_info: None,
-            samples: Vec::new(),
-            received,
-            error: None,
-        }
-    }
-
-    fn bulk(flows: Vec<FlowResult>) -> BulkResult {
-        BulkResult { start_us: 0, elapsed_s: 10.0, goodput_bps: 0.0, interrupted: false, flows }
+        let bulk = BulkResult { start_us: 0, elapsed_s: 10.0, goodput_bps: 0.0, interrupted: false, flows: results };
+        let out = sharing(&bulk, |instants| crate::series::received_at(summary.goodput_path.as_deref().unwrap(), flows.len(), instants).ok());
+        let _ = std::fs::remove_dir_all(dir);
+        out
     }
 
     #[test]
     fn equal_flows_are_perfectly_fair() {
-        let (shares, jain, per_second) = sharing(&bulk(vec![flow("bbr", 0.0, 1e6), flow("cubic", 0.0, 1e6)]));
+        let (shares, jain, per_second) = sharing_of(&[("bbr", 0.0, 1e6), ("cubic", 0.0, 1e6)]);
         assert_eq!(shares.len(), 2);
         for s in &shares {
             assert!((s.share - 0.5).abs() < 1e-9, "{s:?}");
@@ -277,7 +296,7 @@ mod tests {
         // bbr takes 3 MB/s, two cubic flows 0.5 MB/s each; one cubic joins at 4 s. Before it
         // joins nothing counts, so the shares are 3 : 1 and Jain's index is
         // (3 + .5 + .5)^2 / (3 * (9 + .25 + .25)) = 16 / 28.5.
-        let (shares, jain, per_second) = sharing(&bulk(vec![flow("bbr", 0.0, 3e6), flow("cubic", 0.0, 0.5e6), flow("cubic", 4.0, 0.5e6)]));
+        let (shares, jain, per_second) = sharing_of(&[("bbr", 0.0, 3e6), ("cubic", 0.0, 0.5e6), ("cubic", 4.0, 0.5e6)]);
         let bbr = shares.iter().find(|s| s.cc == "bbr").unwrap();
         let cubic = shares.iter().find(|s| s.cc == "cubic").unwrap();
         assert_eq!((bbr.flows, cubic.flows), (1, 2));
@@ -291,7 +310,7 @@ mod tests {
 
     #[test]
     fn a_single_flow_has_no_sharing_figures() {
-        let (shares, jain, per_second) = sharing(&bulk(vec![flow("bbr", 0.0, 1e6)]));
+        let (shares, jain, per_second) = sharing_of(&[("bbr", 0.0, 1e6)]);
         assert!(shares.is_empty() && jain.is_none() && per_second.is_empty());
     }
 }

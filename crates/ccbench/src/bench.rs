@@ -211,8 +211,14 @@ fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyho
     let bulk = bulk?;
     let d = &report.down;
     // Buffer drops within the measured window, as `run` counts them.
-    let window_drops =
-        ccbench::results::RunMetrics::derive(&ccbench::workloads::WorkloadResult::Bulk(bulk.clone()), &report, Direction::Download, f64::INFINITY).drops_buffer;
+    let window_drops = ccbench::results::RunMetrics::derive(
+        &ccbench::workloads::WorkloadResult::Bulk(bulk.clone()),
+        &report,
+        &Default::default(),
+        Direction::Download,
+        f64::INFINITY,
+    )
+    .drops_buffer;
     let unconfigured = [&report.down, &report.up].iter().map(|r| Some(r.tun_tx_dropped? + r.tun_rx_dropped? + r.malformed + r.write_errors)).sum();
     Ok(BenchRow {
         path: if cell.offload { "emulator".into() } else { "emulator, no offload".into() },

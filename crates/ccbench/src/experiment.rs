@@ -1,6 +1,7 @@
 //! An experiment: every algorithm × `runs` repetitions, interleaved round by round in an order
 //! shuffled per round, so slow drift of the machine hits every arm alike.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -12,6 +13,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::analysis::{analyse, compare_rtt};
 use crate::provenance::{now_rfc3339, Provenance};
 use crate::results::{ExperimentResult, LookRecord, Params, RunMetrics, RunRecord, Sequential, Status};
+use crate::series::RunSeries;
 use crate::workloads::WorkloadSpec;
 
 pub const ALPHA: f64 = 0.05;
@@ -84,7 +86,9 @@ pub trait Observer {
     fn run_finished(&mut self, index: usize, total: usize, record: &RunRecord);
 }
 
-pub fn execute(plan: &Plan, stop: &AtomicBool, observer: &mut dyn Observer) -> ExperimentResult {
+/// Runs the plan. Each run's time series go to files under `out/series/run-NNN/` as they are
+/// taken; the result names them.
+pub fn execute(plan: &Plan, out: &Path, stop: &AtomicBool, observer: &mut dyn Observer) -> ExperimentResult {
     let provenance = Provenance::of_this_host();
     let slots = schedule(&plan.ccs, plan.runs.max(), plan.seed);
     let looks = match plan.runs {
@@ -101,7 +105,7 @@ pub fn execute(plan: &Plan, stop: &AtomicBool, observer: &mut dyn Observer) -> E
             break;
         }
         observer.run_started(index, slots.len(), slot);
-        let record = run_one(plan, index as u32, slot, stop);
+        let record = run_one(plan, out, index as u32, slot, stop);
         observer.run_finished(index, slots.len(), &record);
         let failed = record.status == Status::Failed;
         if record.status == Status::Interrupted {
@@ -148,7 +152,7 @@ pub fn execute(plan: &Plan, stop: &AtomicBool, observer: &mut dyn Observer) -> E
     }
 }
 
-fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord {
+fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord {
     let started_at = now_rfc3339();
     // Each run gets its own loss pattern, reproducible from the experiment's seed.
     let path_seed = plan.seed.wrapping_add(u64::from(index).wrapping_mul(0x9E37_79B9_7F4A_7C15));
@@ -166,14 +170,30 @@ fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord
         metrics: None,
         workload: None,
         path: None,
+        series: None,
     };
     let spec = PathSpec { seed: path_seed, ..plan.path.clone() };
     // In a mix every flow names its own algorithm; otherwise the slot's algorithm runs.
     let workload = plan.workload.with_cc(&slot.cc);
     let epoch = Instant::now();
     let steal_before = crate::provenance::cpu_steal_ms();
+    let series = match RunSeries::create(out, &format!("series/run-{index:03}")) {
+        Ok(s) => s,
+        Err(e) => {
+            record.error = Some(format!("creating the run's series files: {e}"));
+            return record;
+        }
+    };
+    let sinks = series.link_sink("down").and_then(|d| Ok((d, series.link_sink("up")?)));
+    let (down_sink, up_sink) = match sinks {
+        Ok(s) => s,
+        Err(e) => {
+            record.error = Some(format!("creating the run's series files: {e}"));
+            return record;
+        }
+    };
     // A fresh path per run: no queue, TCP metrics or socket state leaks between runs.
-    let path = match EmulatedPath::start(&spec, epoch) {
+    let path = match EmulatedPath::start_streaming(&spec, epoch, down_sink, up_sink) {
         Ok(p) => p,
         Err(e) => {
             record.error = Some(format!("starting the emulated path: {e}"));
@@ -182,7 +202,13 @@ fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord
     };
     record.netns_inodes = Some([path.client.inode(), path.server.inode()]);
     let outcome = workload.run(&path.client, &path.server, SERVER_ADDR, epoch, stop, path.window());
+    if let Ok(result) = &outcome {
+        crate::workloads::replay_series(result, &series);
+    }
+    // The forwarders close the link files as they end; then the workload's files are closed.
     let report = path.finish();
+    let (files, summary, series_error) = series.finish();
+    record.series = Some(files);
     if let (Some(a), Some(b)) = (steal_before, crate::provenance::cpu_steal_ms()) {
         let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
         record.host_cpu_steal_fraction = Some((b - a) / (epoch.elapsed().as_secs_f64() * 1000.0 * cpus));
@@ -191,11 +217,16 @@ fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord
     match outcome {
         Ok(result) => {
             record.status = if result.interrupted() { Status::Interrupted } else { Status::Complete };
-            record.metrics = Some(RunMetrics::derive(&result, &report, workload.data_direction(), workload.timeout_s()));
+            record.metrics = Some(RunMetrics::derive(&result, &report, &summary, workload.data_direction(), workload.timeout_s()));
             record.error = result.first_error();
             record.workload = Some(result);
         }
         Err(e) => record.error = Some(e.to_string()),
+    }
+    // Series that could not be written leave the run without its record: it failed.
+    if let Some(e) = series_error {
+        record.status = Status::Failed;
+        record.error = Some(e);
     }
     fail_on_forwarder_error(&mut record, &report);
     record.path = Some(report);
@@ -254,6 +285,7 @@ mod forwarder_failure_tests {
             metrics: None,
             workload: None,
             path: None,
+            series: None,
         }
     }
 

@@ -11,5 +11,6 @@ pub mod export;
 pub mod limits;
 pub mod provenance;
 pub mod results;
+pub mod series;
 pub mod units;
 pub mod workloads;

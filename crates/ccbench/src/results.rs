@@ -97,6 +97,10 @@ pub struct RunRecord {
     pub metrics: Option<RunMetrics>,
     pub workload: Option<WorkloadResult>,
     pub path: Option<PathReport>,
+    /// The run's time series, streamed to files as they were taken (paths relative to the
+    /// directory of result.json): sender TCP_INFO, receiver goodput, and the emulator per
+    /// direction. result.json itself holds no per-sample data.
+    pub series: Option<crate::series::SeriesFiles>,
 }
 
 /// The headline figures of one run, derived from its raw data.

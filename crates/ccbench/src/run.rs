@@ -298,12 +298,12 @@ fn run_plan(plan: &Plan, out: &std::path::Path, stop: &AtomicBool) -> anyhow::Re
     for w in ccbench::limits::check_path(&plan.path) {
         eprintln!("warning: {w}");
     }
-    let result = experiment::execute(plan, stop, &mut Progress { tty, started: std::time::Instant::now() });
+    let result = experiment::execute(plan, out, stop, &mut Progress { tty, started: std::time::Instant::now() });
     ccbench::export::json::write(&result, out)?;
     let summary = ccbench::export::text::summary(&result, Some(out));
     print!("{summary}");
     let html = out.join("report.html");
-    std::fs::write(&html, ccbench::export::html::render(&result, &format!("{header}{summary}"))).with_context(|| format!("writing {}", html.display()))?;
+    std::fs::write(&html, ccbench::export::html::render(&result, &format!("{header}{summary}"), out)).with_context(|| format!("writing {}", html.display()))?;
     let code = match result.status {
         Status::Complete => 0,
         Status::Interrupted => 130,

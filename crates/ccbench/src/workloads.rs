@@ -208,3 +208,19 @@ impl WorkloadResult {
         }
     }
 }
+
+/// Hands a finished run's samples and goodput points to `sink`, in the order they were taken.
+/// (Transitional: the workloads will hand them over as they are taken.)
+pub fn replay_series(result: &WorkloadResult, sink: &dyn ccbench_workload::SeriesSink) {
+    use ccbench_workload::SocketId;
+    match result {
+        WorkloadResult::Bulk(b) => {
+            for f in &b.flows {
+                f.samples.iter().for_each(|s| sink.tcp_sample(SocketId::Flow(f.id), s));
+                f.received.iter().for_each(|p| sink.received(f.id, p));
+            }
+        }
+        WorkloadResult::Objects(o) => o.connections.iter().for_each(|c| c.samples.iter().for_each(|s| sink.tcp_sample(SocketId::Connection(c.client_port), s))),
+        WorkloadResult::Page(p) => p.connections.iter().for_each(|c| c.samples.iter().for_each(|s| sink.tcp_sample(SocketId::Connection(c.client_port), s))),
+    }
+}

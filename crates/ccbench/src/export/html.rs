@@ -4,7 +4,12 @@
 
 use std::fmt::Write as _;
 
+use std::path::Path;
+
+use ccbench_emu::LinkSample;
+
 use crate::results::{ExperimentResult, RunRecord, Status};
+use crate::series::{GoodputRow, TcpRow};
 use crate::workloads::WorkloadResult;
 
 const COLORS: [&str; 6] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
@@ -73,108 +78,180 @@ fn representative<'a>(result: &'a ExperimentResult, cc: &str) -> Option<&'a RunR
     runs.get(runs.len() / 2).copied()
 }
 
-/// Goodput over time (Mbit/s per 100 ms) of every flow of a bulk run, summed or per flow.
-fn goodput_series(run: &RunRecord, per_flow: bool) -> Vec<Series> {
-    let Some(WorkloadResult::Bulk(b)) = &run.workload else { return Vec::new() };
-    let bin_us = 100_000u64;
-    let rate = |points: &[ccbench_workload::GoodputPoint]| -> Vec<(f64, f64)> {
-        let mut out = Vec::new();
-        let mut last = (b.start_us, 0u64);
-        for p in points {
-            if p.t_us >= last.0 + bin_us {
-                let dt = (p.t_us - last.0) as f64 / 1e6;
-                out.push(((p.t_us - b.start_us) as f64 / 1e6, (p.bytes - last.1) as f64 * 8.0 / dt / 1e6));
-                last = (p.t_us, p.bytes);
+/// Most points a plotted line keeps: beyond it, every other point is dropped (and the stride
+/// doubled), so reading an hour of samples costs the same memory as reading a minute.
+const MAX_POINTS: usize = 2000;
+
+/// Keeps at most `MAX_POINTS` of a stream of points, evenly spaced in arrival order.
+#[derive(Default)]
+struct Decimated {
+    points: Vec<(f64, f64)>,
+    stride: usize,
+    seen: usize,
+}
+
+impl Decimated {
+    fn push(&mut self, p: (f64, f64)) {
+        let stride = self.stride.max(1);
+        if self.seen % stride == 0 {
+            self.points.push(p);
+            if self.points.len() >= MAX_POINTS {
+                self.points = self.points.iter().step_by(2).copied().collect();
+                self.stride = stride * 2;
             }
         }
-        out
-    };
+        self.seen += 1;
+    }
+}
+
+fn run_start(r: &RunRecord) -> u64 {
+    match &r.workload {
+        Some(WorkloadResult::Bulk(b)) => b.start_us,
+        Some(WorkloadResult::Objects(o)) => o.start_us.unwrap_or(0),
+        Some(WorkloadResult::Page(p)) => p.start_us.unwrap_or(0),
+        None => 0,
+    }
+}
+
+/// Goodput over time (Mbit/s per 100 ms) of every flow of a bulk run, from its goodput file:
+/// per flow, or summed over flows.
+fn goodput_series(dir: &Path, run: &RunRecord, per_flow: bool) -> Vec<Series> {
+    let (Some(WorkloadResult::Bulk(b)), Some(files)) = (&run.workload, &run.series) else { return Vec::new() };
+    let bin_us = 100_000u64;
+    // Per flow: the last point that closed a bin, and the bins so far.
+    let mut last: Vec<(u64, u64)> = vec![(b.start_us, 0); b.flows.len()];
+    let mut bins: Vec<Decimated> = b.flows.iter().map(|_| Decimated::default()).collect();
+    let read = crate::series::for_each_row(&dir.join(&files.goodput), |p: GoodputRow| {
+        let Some(i) = b.flows.iter().position(|f| f.id == p.flow) else { return };
+        if p.t_us >= last[i].0 + bin_us {
+            let dt = (p.t_us - last[i].0) as f64 / 1e6;
+            bins[i].push(((p.t_us.saturating_sub(b.start_us)) as f64 / 1e6, p.bytes.saturating_sub(last[i].1) as f64 * 8.0 / dt / 1e6));
+            last[i] = (p.t_us, p.bytes);
+        }
+    });
+    if read.is_err() {
+        return Vec::new();
+    }
+    let flows: Vec<Vec<(f64, f64)>> = bins.into_iter().map(|d| d.points).collect();
     if per_flow {
-        b.flows.iter().map(|f| Series { name: format!("flow {} ({})", f.id, f.cc_requested), points: rate(&f.received) }).collect()
+        b.flows.iter().zip(flows).map(|(f, points)| Series { name: format!("flow {} ({})", f.id, f.cc_requested), points }).collect()
     } else {
-        let flows: Vec<Vec<(f64, f64)>> = b.flows.iter().map(|f| rate(&f.received)).collect();
         let n = flows.iter().map(Vec::len).min().unwrap_or(0);
         vec![Series { name: run.cc.clone(), points: (0..n).map(|i| (flows[0][i].0, flows.iter().map(|f| f[i].1).sum())).collect() }]
     }
 }
 
-pub fn render(result: &ExperimentResult, summary_text: &str) -> String {
+/// What is plotted of each sending socket.
+struct SocketLines {
+    name: String,
+    rtt_ms: Decimated,
+    cwnd: Decimated,
+    bbr_bw_mbps: Decimated,
+}
+
+/// One set of lines per sending socket from the run's TCP file: every flow of a bulk run, the
+/// first connection otherwise (an object load has dozens, which would only make a blur).
+fn socket_lines(dir: &Path, r: &RunRecord) -> Vec<SocketLines> {
+    let Some(files) = &r.series else { return Vec::new() };
+    let t0 = run_start(r);
+    let (is_bulk, mix) = match &r.workload {
+        Some(WorkloadResult::Bulk(b)) => (true, b.flows.len() > 1),
+        _ => (false, false),
+    };
+    let flow_cc = |id: &str| -> String {
+        match &r.workload {
+            Some(WorkloadResult::Bulk(b)) => b.flows.iter().find(|f| format!("flow-{}", f.id) == id).map_or_else(|| r.cc.clone(), |f| f.cc_requested.clone()),
+            _ => r.cc.clone(),
+        }
+    };
+    let mut lines: Vec<(String, SocketLines)> = Vec::new();
+    let read = crate::series::for_each_row(&dir.join(&files.tcp), |row: TcpRow| {
+        let i = match lines.iter().position(|(s, _)| *s == row.socket) {
+            Some(i) => i,
+            None if is_bulk || lines.is_empty() => {
+                let name = if mix {
+                    format!("{} {}", flow_cc(&row.socket), row.socket.replace('-', " "))
+                } else if is_bulk {
+                    r.cc.clone()
+                } else {
+                    format!("{} (connection 0)", r.cc)
+                };
+                lines.push((
+                    row.socket.clone(),
+                    SocketLines { name, rtt_ms: Decimated::default(), cwnd: Decimated::default(), bbr_bw_mbps: Decimated::default() },
+                ));
+                lines.len() - 1
+            }
+            None => return,
+        };
+        let t = row.t_us.saturating_sub(t0) as f64 / 1e6;
+        let l = &mut lines[i].1;
+        l.rtt_ms.push((t, f64::from(row.rtt_us) / 1000.0));
+        l.cwnd.push((t, f64::from(row.cwnd)));
+        if let Some(bw) = row.bbr_bw_bps {
+            l.bbr_bw_mbps.push((t, bw as f64 / 1e6));
+        }
+    });
+    if read.is_err() {
+        return Vec::new();
+    }
+    lines.into_iter().map(|(_, l)| l).collect()
+}
+
+/// The emulator's queueing delay (max per sample interval) on the data's direction.
+fn queue_series(dir: &Path, r: &RunRecord, direction: ccbench_workload::Direction) -> Option<Series> {
+    let files = r.series.as_ref()?;
+    let file = match direction {
+        ccbench_workload::Direction::Download => &files.link_down,
+        ccbench_workload::Direction::Upload => &files.link_up,
+    };
+    let t0 = run_start(r);
+    let mut points = Decimated::default();
+    crate::series::for_each_row(&dir.join(file), |p: LinkSample| {
+        if p.t_us >= t0 {
+            points.push(((p.t_us - t0) as f64 / 1e6, p.queue_delay_max_us / 1000.0));
+        }
+    })
+    .ok()?;
+    Some(Series { name: r.cc.clone(), points: points.points })
+}
+
+/// The report of `result`, whose series files are under `dir` (the directory of result.json).
+/// Reads only the representative runs' files, one row at a time.
+pub fn render(result: &ExperimentResult, summary_text: &str, dir: &Path) -> String {
     let mut out = String::from("<!doctype html><html><head><meta charset=\"utf-8\"><title>ccbench report</title><style>body{font-family:sans-serif;max-width:900px;margin:2em auto;color:#222}pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}figure{margin:1.5em 0}figcaption{font-weight:bold;margin-bottom:.3em}</style></head><body>\n");
     let _ = writeln!(out, "<h1>ccbench: {}</h1>", escape(&result.params.ccs.join(" vs ")));
     let _ = writeln!(out, "<p>{} — {}</p>", escape(&result.provenance.started_at), escape(&result.params.workload.describe()));
     let _ = writeln!(out, "<pre>{}</pre>", escape(summary_text.trim_matches('\n')));
     let reps: Vec<&RunRecord> = result.params.ccs.iter().filter_map(|cc| representative(result, cc)).collect();
-    let start = |r: &RunRecord| match &r.workload {
-        Some(WorkloadResult::Bulk(b)) => b.start_us,
-        Some(WorkloadResult::Objects(o)) => o.start_us.unwrap_or(0),
-        Some(WorkloadResult::Page(p)) => p.start_us.unwrap_or(0),
-        None => 0,
-    };
-    // One line per sending socket: every flow of a bulk run, the first connection otherwise
-    // (an object load has dozens, which would only make a blur).
-    let sockets = |r: &RunRecord| -> Vec<(String, Vec<ccbench_probe::Sample>)> {
-        match &r.workload {
-            Some(WorkloadResult::Bulk(b)) if b.flows.len() > 1 => {
-                b.flows.iter().map(|f| (format!("{} flow {}", f.cc_requested, f.id), f.samples.clone())).collect()
-            }
-            Some(WorkloadResult::Bulk(b)) => b.flows.iter().map(|f| (r.cc.clone(), f.samples.clone())).collect(),
-            Some(WorkloadResult::Objects(o)) => {
-                o.connections.first().map(|c| vec![(format!("{} (connection 0)", r.cc), c.samples.clone())]).unwrap_or_default()
-            }
-            Some(WorkloadResult::Page(p)) => p.connections.first().map(|c| vec![(format!("{} (connection 0)", r.cc), c.samples.clone())]).unwrap_or_default(),
-            None => Vec::new(),
-        }
-    };
-    let samples = |f: &dyn Fn(&ccbench_probe::Sample) -> f64| -> Vec<Series> {
-        reps.iter()
-            .flat_map(|r| {
-                let t0 = start(r);
-                sockets(r)
-                    .into_iter()
-                    .map(move |(name, ss)| Series { name, points: ss.iter().map(|s| (s.t_us.saturating_sub(t0) as f64 / 1e6, f(s))).collect() })
-            })
-            .collect()
+    let sockets: Vec<SocketLines> = reps.iter().flat_map(|r| socket_lines(dir, r)).collect();
+    let lines = |f: &dyn Fn(&SocketLines) -> &Decimated| -> Vec<Series> {
+        sockets.iter().map(|s| Series { name: s.name.clone(), points: f(s).points.clone() }).filter(|s| !s.points.is_empty()).collect()
     };
     let _ = writeln!(out, "<h2>Inside one run per algorithm (the run with the median score)</h2>");
     if result.params.workload.is_mix() {
         if let Some(r) = reps.first() {
-            out.push_str(&chart("Goodput per flow", "seconds", "Mbit/s", &goodput_series(r, true)));
+            out.push_str(&chart("Goodput per flow", "seconds", "Mbit/s", &goodput_series(dir, r, true)));
         }
     } else {
-        let g: Vec<Series> = reps.iter().flat_map(|r| goodput_series(r, false)).collect();
+        let g: Vec<Series> = reps.iter().flat_map(|r| goodput_series(dir, r, false)).collect();
         if !g.is_empty() {
             out.push_str(&chart("Goodput at the receiver", "seconds", "Mbit/s", &g));
         }
     }
-    out.push_str(&chart("Sender's smoothed RTT (TCP_INFO)", "seconds", "ms", &samples(&|s| s.rtt_us as f64 / 1000.0)));
-    out.push_str(&chart("Congestion window", "seconds", "packets", &samples(&|s| f64::from(s.cwnd))));
-    let queue: Vec<Series> = reps
-        .iter()
-        .filter_map(|r| {
-            let t0 = start(r);
-            let dir = match result.params.workload.data_direction() {
-                ccbench_workload::Direction::Download => &r.path.as_ref()?.down,
-                ccbench_workload::Direction::Upload => &r.path.as_ref()?.up,
-            };
-            Some(Series {
-                name: r.cc.clone(),
-                points: dir.series.iter().filter(|p| p.t_us >= t0).map(|p| ((p.t_us - t0) as f64 / 1e6, p.queue_delay_max_us / 1000.0)).collect(),
-            })
-        })
-        .collect();
+    out.push_str(&chart("Sender's smoothed RTT (TCP_INFO)", "seconds", "ms", &lines(&|s| &s.rtt_ms)));
+    out.push_str(&chart("Congestion window", "seconds", "packets", &lines(&|s| &s.cwnd)));
+    let queue: Vec<Series> = reps.iter().filter_map(|r| queue_series(dir, r, result.params.workload.data_direction())).collect();
     out.push_str(&chart("Queueing delay at the bottleneck (max per 10 ms, emulator's view)", "seconds", "ms", &queue));
-    let bbr: Vec<Series> = samples(&|s| s.bbr.as_ref().map(|b| b.bw_bps as f64 / 1e6).unwrap_or(f64::NAN))
-        .into_iter()
-        .map(|mut s| {
-            s.points.retain(|p| p.1.is_finite());
-            s
-        })
-        .filter(|s| !s.points.is_empty())
-        .collect();
+    let bbr = lines(&|s| &s.bbr_bw_mbps);
     if !bbr.is_empty() {
         out.push_str(&chart("BBR's bandwidth estimate (TCP_CC_INFO)", "seconds", "Mbit/s", &bbr));
     }
-    let _ = writeln!(out, "<p>Every run's raw figures and time series are in <code>result.json</code> (schema {}).</p></body></html>", result.schema);
+    let _ = writeln!(
+        out,
+        "<p>Every run's figures are in <code>result.json</code> (schema {}); its time series are in <code>series/run-NNN/*.csv.gz</code>.</p></body></html>",
+        result.schema
+    );
     out
 }
 
@@ -189,5 +266,17 @@ mod tests {
         // (0, 0) sits on the axes' corner; (10, 5) at the right edge, just below the top.
         assert!(svg.contains(&format!("points=\"{PAD_L:.1},{:.1} {:.1},", H - PAD_B, W - 10.0)), "{svg}");
         assert!(!chart("<b>", "x", "y", &[]).contains("<b>"), "titles are escaped");
+    }
+
+    #[test]
+    fn decimation_keeps_memory_bounded_and_points_evenly_spaced() {
+        let mut d = Decimated::default();
+        for i in 0..1_000_000 {
+            d.push((f64::from(i), 0.0));
+        }
+        assert!(d.points.len() < MAX_POINTS && d.points.len() >= MAX_POINTS / 4, "{}", d.points.len());
+        let gaps: Vec<f64> = d.points.windows(2).map(|w| w[1].0 - w[0].0).collect();
+        assert!(gaps.iter().all(|g| *g == gaps[0]), "even spacing");
+        assert_eq!(d.points[0].0, 0.0);
     }
 }

@@ -1,0 +1,456 @@
+//! A run's time series on disk. Every sample is written, as it is taken, to a gzip'd CSV file
+//! under `OUT/series/run-NNN/`; memory holds only what the analysis needs and cannot get from
+//! a summary computed later. So memory stays flat however long a run lasts, and result.json
+//! stays small: it names the files instead of holding the samples.
+//!
+//! Files (one row per sample; columns are the field names below):
+//! - `tcp.csv.gz`: each sending socket's `TCP_INFO`/`TCP_CC_INFO` every sample interval;
+//! - `goodput.csv.gz`: each bulk flow's cumulative bytes received, at the receiver;
+//! - `link-down.csv.gz`, `link-up.csv.gz`: the emulator's per-interval figures per direction.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use ccbench_emu::{LinkSample, SampleSink};
+use ccbench_probe::Sample;
+use ccbench_workload::{GoodputPoint, SeriesSink, SocketId};
+use flate2::read::MultiGzDecoder;
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use serde::{Deserialize, Serialize};
+
+pub const TCP_FILE: &str = "tcp.csv.gz";
+pub const GOODPUT_FILE: &str = "goodput.csv.gz";
+pub const LINK_DOWN_FILE: &str = "link-down.csv.gz";
+pub const LINK_UP_FILE: &str = "link-up.csv.gz";
+
+/// Where a run's series are, relative to the directory that holds result.json.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SeriesFiles {
+    pub tcp: String,
+    pub goodput: String,
+    pub link_down: String,
+    pub link_up: String,
+}
+
+impl SeriesFiles {
+    fn under(rel_dir: &str) -> Self {
+        SeriesFiles {
+            tcp: format!("{rel_dir}/{TCP_FILE}"),
+            goodput: format!("{rel_dir}/{GOODPUT_FILE}"),
+            link_down: format!("{rel_dir}/{LINK_DOWN_FILE}"),
+            link_up: format!("{rel_dir}/{LINK_UP_FILE}"),
+        }
+    }
+}
+
+/// One row of `tcp.csv.gz`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TcpRow {
+    /// `flow-N` for bulk flow N, `conn-PORT` for an HTTP connection by its client port.
+    pub socket: String,
+    pub t_us: u64,
+    pub rtt_us: u32,
+    pub min_rtt_us: u32,
+    pub rttvar_us: u32,
+    pub cwnd: u32,
+    pub ssthresh: u32,
+    /// Empty while the kernel reports none.
+    pub pacing_rate_bps: Option<u64>,
+    pub delivery_rate_bps: u64,
+    pub bytes_acked: u64,
+    pub bytes_sent: u64,
+    pub bytes_retrans: u64,
+    pub total_retrans: u32,
+    pub segs_out: u32,
+    pub lost: u32,
+    pub unacked: u32,
+    pub app_limited: bool,
+    /// BBR's own view, while the socket runs BBR (empty otherwise).
+    pub bbr_mode: Option<String>,
+    pub bbr_bw_bps: Option<u64>,
+    pub bbr_min_rtt_us: Option<u32>,
+    pub bbr_pacing_gain: Option<f64>,
+    pub bbr_cwnd_gain: Option<f64>,
+}
+
+pub fn socket_name(id: SocketId) -> String {
+    match id {
+        SocketId::Flow(n) => format!("flow-{n}"),
+        SocketId::Connection(port) => format!("conn-{port}"),
+    }
+}
+
+impl TcpRow {
+    pub fn of(socket: SocketId, s: &Sample) -> Self {
+        TcpRow {
+            socket: socket_name(socket),
+            t_us: s.t_us,
+            rtt_us: s.rtt_us,
+            min_rtt_us: s.min_rtt_us,
+            rttvar_us: s.rttvar_us,
+            cwnd: s.cwnd,
+            ssthresh: s.ssthresh,
+            pacing_rate_bps: (s.pacing_rate_bps != u64::MAX).then_some(s.pacing_rate_bps),
+            delivery_rate_bps: s.delivery_rate_bps,
+            bytes_acked: s.bytes_acked,
+            bytes_sent: s.bytes_sent,
+            bytes_retrans: s.bytes_retrans,
+            total_retrans: s.total_retrans,
+            segs_out: s.segs_out,
+            lost: s.lost,
+            unacked: s.unacked,
+            app_limited: s.app_limited,
+            bbr_mode: s.bbr.map(|b| serde_json::to_value(b.mode).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()),
+            bbr_bw_bps: s.bbr.map(|b| b.bw_bps),
+            bbr_min_rtt_us: s.bbr.map(|b| b.min_rtt_us),
+            bbr_pacing_gain: s.bbr.map(|b| b.pacing_gain),
+            bbr_cwnd_gain: s.bbr.map(|b| b.cwnd_gain),
+        }
+    }
+}
+
+/// One row of `goodput.csv.gz`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct GoodputRow {
+    pub flow: u32,
+    pub t_us: u64,
+    pub bytes: u64,
+}
+
+/// A CSV writer into a gzip stream. Level 1: the writers run on the sampler and forwarder
+/// threads, where time matters more than a few percent of disk.
+struct CsvGz {
+    csv: csv::Writer<GzEncoder<BufWriter<File>>>,
+}
+
+impl CsvGz {
+    fn create(path: &Path) -> io::Result<Self> {
+        let file = File::create(path).map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", path.display())))?;
+        let gz = GzEncoder::new(BufWriter::with_capacity(64 * 1024, file), Compression::fast());
+        Ok(CsvGz { csv: csv::Writer::from_writer(gz) })
+    }
+
+    fn row<T: Serialize>(&mut self, row: &T) -> io::Result<()> {
+        self.csv.serialize(row).map_err(io::Error::other)
+    }
+
+    /// Writes the gzip trailer and flushes the file.
+    fn finish(self) -> io::Result<()> {
+        let gz = self.csv.into_inner().map_err(|e| io::Error::other(e.to_string()))?;
+        gz.finish()?.flush()
+    }
+}
+
+/// The first error any writer of a run met; the run fails with it (its series are incomplete).
+type ErrorSlot = Arc<Mutex<Option<String>>>;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn note(slot: &ErrorSlot, what: &str, e: io::Error) {
+    lock(slot).get_or_insert_with(|| format!("writing the time series ({what}): {e}"));
+}
+
+/// Exact counts of the integer values seen: exact quantiles in memory bounded by the number of
+/// distinct values (RTTs in µs span a few thousand values), not by the number of samples.
+#[derive(Default, Debug, Clone)]
+pub struct ExactCounts {
+    counts: BTreeMap<u32, u64>,
+    n: u64,
+}
+
+impl ExactCounts {
+    pub fn record(&mut self, v: u32) {
+        *self.counts.entry(v).or_insert(0) += 1;
+        self.n += 1;
+    }
+
+    pub fn len(&self) -> u64 {
+        self.n
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The value of rank `rank` (0-based) in ascending order.
+    fn at_rank(&self, rank: u64) -> u32 {
+        let mut seen = 0;
+        for (&v, &c) in &self.counts {
+            seen += c;
+            if rank < seen {
+                return v;
+            }
+        }
+        *self.counts.keys().next_back().expect("rank within a non-empty set")
+    }
+
+    /// `ccbench_stats::quantile` (linear interpolation between order statistics) of the values
+    /// divided by `scale`, computed with the same arithmetic, so the result is identical to
+    /// sorting every value.
+    pub fn quantile(&self, q: f64, scale: f64) -> Option<f64> {
+        if self.n == 0 || q.is_nan() {
+            return None;
+        }
+        let q = q.clamp(0.0, 1.0);
+        let h = (self.n - 1) as f64 * q;
+        let lo = (h.floor() as u64).min(self.n - 1);
+        let hi = (lo + 1).min(self.n - 1);
+        let frac = h - lo as f64;
+        let a = f64::from(self.at_rank(lo)) / scale;
+        if frac == 0.0 || lo == hi {
+            Some(a)
+        } else {
+            let b = f64::from(self.at_rank(hi)) / scale;
+            Some(a + frac * (b - a))
+        }
+    }
+}
+
+/// What the analysis keeps of a run's series in memory.
+#[derive(Debug, Default, Clone)]
+pub struct SeriesSummary {
+    /// Every nonzero sender RTT sample of every sending socket, in µs.
+    pub rtt_us: ExactCounts,
+    /// The run's goodput file, to be read again (one streaming pass) for the sharing figures.
+    pub goodput_path: Option<PathBuf>,
+}
+
+/// The sink of one run: a [`SeriesSink`] for the workload, and [`link_sink`](Self::link_sink)
+/// for each direction of the emulator.
+pub struct RunSeries {
+    dir: PathBuf,
+    files: SeriesFiles,
+    tcp: Mutex<Option<CsvGz>>,
+    goodput: Mutex<Option<CsvGz>>,
+    rtt_us: Mutex<ExactCounts>,
+    error: ErrorSlot,
+}
+
+impl RunSeries {
+    /// Creates `base/rel_dir` and the workload's files in it.
+    pub fn create(base: &Path, rel_dir: &str) -> io::Result<Self> {
+        let dir = base.join(rel_dir);
+        std::fs::create_dir_all(&dir).map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", dir.display())))?;
+        Ok(RunSeries {
+            tcp: Mutex::new(Some(CsvGz::create(&dir.join(TCP_FILE))?)),
+            goodput: Mutex::new(Some(CsvGz::create(&dir.join(GOODPUT_FILE))?)),
+            dir,
+            files: SeriesFiles::under(rel_dir),
+            rtt_us: Mutex::new(ExactCounts::default()),
+            error: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    /// A writer of one direction's emulator samples, for `EmulatedPath::start_streaming`. It
+    /// finishes its file when dropped (when the forwarder ends).
+    pub fn link_sink(&self, direction: &str) -> io::Result<Box<dyn SampleSink>> {
+        let name = if direction == "up" { LINK_UP_FILE } else { LINK_DOWN_FILE };
+        Ok(Box::new(LinkWriter { out: Some(CsvGz::create(&self.dir.join(name))?), what: name, error: self.error.clone() }))
+    }
+
+    /// Finishes the workload's files. Call after the path has finished (its forwarders have
+    /// closed the link files). Returns the files and the summary, or the first write error.
+    pub fn finish(self) -> (SeriesFiles, SeriesSummary, Option<String>) {
+        for (slot, what) in [(&self.tcp, TCP_FILE), (&self.goodput, GOODPUT_FILE)] {
+            if let Some(w) = lock(slot).take() {
+                if let Err(e) = w.finish() {
+                    note(&self.error, what, e);
+                }
+            }
+        }
+        let error = lock(&self.error).clone();
+        let summary = SeriesSummary { rtt_us: std::mem::take(&mut *lock(&self.rtt_us)), goodput_path: Some(self.dir.join(GOODPUT_FILE)) };
+        (self.files, summary, error)
+    }
+}
+
+impl SeriesSink for RunSeries {
+    fn tcp_sample(&self, socket: SocketId, sample: &Sample) {
+        if sample.rtt_us > 0 {
+            lock(&self.rtt_us).record(sample.rtt_us);
+        }
+        if let Some(w) = lock(&self.tcp).as_mut() {
+            if let Err(e) = w.row(&TcpRow::of(socket, sample)) {
+                note(&self.error, TCP_FILE, e);
+            }
+        }
+    }
+
+    fn received(&self, flow: u32, point: &GoodputPoint) {
+        if let Some(w) = lock(&self.goodput).as_mut() {
+            if let Err(e) = w.row(&GoodputRow { flow, t_us: point.t_us, bytes: point.bytes }) {
+                note(&self.error, GOODPUT_FILE, e);
+            }
+        }
+    }
+}
+
+struct LinkWriter {
+    out: Option<CsvGz>,
+    what: &'static str,
+    error: ErrorSlot,
+}
+
+impl SampleSink for LinkWriter {
+    fn push(&mut self, s: &LinkSample) {
+        if let Some(w) = self.out.as_mut() {
+            if let Err(e) = w.row(s) {
+                note(&self.error, self.what, e);
+                self.out = None;
+            }
+        }
+    }
+}
+
+impl Drop for LinkWriter {
+    fn drop(&mut self) {
+        if let Some(w) = self.out.take() {
+            if let Err(e) = w.finish() {
+                note(&self.error, self.what, e);
+            }
+        }
+    }
+}
+
+/// Reads a series file row by row, calling `f` for each, in constant memory.
+pub fn for_each_row<T: for<'de> Deserialize<'de>>(path: &Path, mut f: impl FnMut(T)) -> io::Result<()> {
+    let file = File::open(path).map_err(|e| io::Error::new(e.kind(), format!("opening {}: {e}", path.display())))?;
+    let mut reader = csv::Reader::from_reader(MultiGzDecoder::new(BufReader::new(file)));
+    for row in reader.deserialize::<T>() {
+        f(row.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))?);
+    }
+    Ok(())
+}
+
+/// Bytes each flow had received by each of `instants` (µs since the epoch): for each flow, the
+/// last goodput point at or before the instant (0 before the first). One streaming pass over
+/// the file; `out[flow][i]` answers `instants[i]`. `instants` must be ascending.
+pub fn received_at(goodput: &Path, flows: usize, instants: &[u64]) -> io::Result<Vec<Vec<u64>>> {
+    debug_assert!(instants.windows(2).all(|w| w[0] <= w[1]));
+    let mut out = vec![vec![0u64; instants.len()]; flows];
+    // Per flow: the next instant not yet passed, and the bytes of its last point so far.
+    let mut next = vec![0usize; flows];
+    let mut last = vec![0u64; flows];
+    for_each_row(goodput, |r: GoodputRow| {
+        let f = r.flow as usize;
+        if f >= flows {
+            return;
+        }
+        while next[f] < instants.len() && instants[next[f]] < r.t_us {
+            out[f][next[f]] = last[f];
+            next[f] += 1;
+        }
+        last[f] = r.bytes;
+    })?;
+    for f in 0..flows {
+        for i in next[f]..instants.len() {
+            out[f][i] = last[f];
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn exact_counts_give_the_same_quantiles_as_sorting_every_value() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        for trial in 0..300 {
+            let n = rng.gen_range(1..400);
+            let spread = [3u32, 50, 40_000][trial % 3];
+            let xs: Vec<u32> = (0..n).map(|_| 20_000 + rng.gen_range(0..spread)).collect();
+            let mut counts = ExactCounts::default();
+            xs.iter().for_each(|&x| counts.record(x));
+            let mut sorted: Vec<f64> = xs.iter().map(|&x| f64::from(x) / 1000.0).collect();
+            sorted.sort_by(f64::total_cmp);
+            for q in [0.0, 0.05, 0.25, 0.5, 0.95, 0.99, 1.0, rng.gen::<f64>()] {
+                assert_eq!(counts.quantile(q, 1000.0), Some(ccbench_stats::quantile(&sorted, q)), "n {n} q {q}");
+            }
+        }
+        assert_eq!(ExactCounts::default().quantile(0.5, 1.0), None);
+    }
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("ccbench-series-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn samples_round_trip_through_the_files() {
+        let base = temp_dir("roundtrip");
+        let series = RunSeries::create(&base, "series/run-000").unwrap();
+        let mut link = series.link_sink("down").unwrap();
+        let mut s = Sample {
+            t_us: 1_000,
+            rtt_us: 20_500,
+            min_rtt_us: 20_000,
+            rttvar_us: 100,
+            cwnd: 10,
+            ssthresh: 0x7fff_ffff,
+            pacing_rate_bps: u64::MAX,
+            delivery_rate_bps: 0,
+            bytes_acked: 0,
+            bytes_sent: 0,
+            bytes_retrans: 0,
+            total_retrans: 0,
+            segs_out: 0,
+            lost: 0,
+            unacked: 0,
+            app_limited: false,
+            bbr: None,
+        };
+        series.tcp_sample(SocketId::Flow(0), &s);
+        s.t_us = 11_000;
+        s.rtt_us = 0; // not yet measured: written, but not an RTT
+        series.tcp_sample(SocketId::Connection(40_000), &s);
+        series.received(0, &GoodputPoint { t_us: 5, bytes: 100 });
+        link.push(&LinkSample { t_us: 10_000, backlog_bytes: 3000, ..Default::default() });
+        drop(link);
+        let (files, summary, error) = series.finish();
+        assert_eq!(error, None);
+        assert_eq!(files.tcp, "series/run-000/tcp.csv.gz");
+        assert_eq!(summary.rtt_us.len(), 1);
+        let mut rows: Vec<TcpRow> = Vec::new();
+        for_each_row(&base.join(&files.tcp), |r| rows.push(r)).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!((rows[0].socket.as_str(), rows[0].rtt_us, rows[0].cwnd), ("flow-0", 20_500, 10));
+        assert_eq!(rows[1].socket, "conn-40000");
+        let mut links: Vec<LinkSample> = Vec::new();
+        for_each_row(&base.join(&files.link_down), |r| links.push(r)).unwrap();
+        assert_eq!(links.len(), 1);
+        assert_eq!(links[0].backlog_bytes, 3000);
+        let mut g: Vec<GoodputRow> = Vec::new();
+        for_each_row(&base.join(&files.goodput), |r| g.push(r)).unwrap();
+        assert_eq!(g, vec![GoodputRow { flow: 0, t_us: 5, bytes: 100 }]);
+        let _ = std::fs::remove_dir_all(base);
+    }
+
+    #[test]
+    fn received_at_is_the_last_point_at_or_before_each_instant() {
+        let base = temp_dir("received");
+        let series = RunSeries::create(&base, "s").unwrap();
+        // Flow 0 every 10 µs from t=10, flow 1 every 25 µs from t=25, interleaved as they come.
+        let mut pts: Vec<(u32, u64)> = (1..=10).map(|i| (0, i * 10)).chain((1..=4).map(|i| (1, i * 25))).collect();
+        pts.sort_by_key(|&(_, t)| t);
+        for (f, t) in pts {
+            series.received(f, &GoodputPoint { t_us: t, bytes: t * (u64::from(f) + 1) });
+        }
+        let (_, summary, _) = series.finish();
+        let instants = [0, 9, 10, 24, 25, 26, 100, 1_000];
+        let got = received_at(summary.goodput_path.as_ref().unwrap(), 3, &instants).unwrap();
+        assert_eq!(got[0], vec![0, 0, 10, 20, 20, 20, 100, 100]);
+        assert_eq!(got[1], vec![0, 0, 0, 0, 50, 50, 200, 200]);
+        assert_eq!(got[2], vec![0; 8], "a flow with no points received nothing");
+        let _ = std::fs::remove_dir_all(base);
+    }
+}
