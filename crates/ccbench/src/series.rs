@@ -348,10 +348,8 @@ pub fn received_at(goodput: &Path, flows: usize, instants: &[u64]) -> io::Result
         }
         last[f] = r.bytes;
     })?;
-    for f in 0..flows {
-        for i in next[f]..instants.len() {
-            out[f][i] = last[f];
-        }
+    for ((row, &from), &bytes) in out.iter_mut().zip(&next).zip(&last) {
+        row[from..].fill(bytes);
     }
     Ok(out)
 }

@@ -93,7 +93,7 @@ struct Decimated {
 impl Decimated {
     fn push(&mut self, p: (f64, f64)) {
         let stride = self.stride.max(1);
-        if self.seen % stride == 0 {
+        if self.seen.is_multiple_of(stride) {
             self.points.push(p);
             if self.points.len() >= MAX_POINTS {
                 self.points = self.points.iter().step_by(2).copied().collect();
