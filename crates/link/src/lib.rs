@@ -57,6 +57,7 @@ mod link;
 mod loss;
 mod pacer;
 mod policer;
+pub mod time;
 pub mod trace;
 
 pub use config::{
