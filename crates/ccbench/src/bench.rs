@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use ccbench_emu::{EmulatedPath, PathReport, PathSpec, CLIENT_ADDR, SERVER_ADDR};
-use ccbench_link::{Buffer, DirectionConfig, LossModel, Rate};
+use ccbench_link::{time, Buffer, DirectionConfig, LossModel, Rate};
 use ccbench_netns::Netns;
 use ccbench_workload::{run_bulk, run_bulk_measured, Amount, BulkResult, BulkSpec, Direction};
 use serde::Serialize;
@@ -200,7 +200,7 @@ fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyho
             (Rate::BitsPerSec(bps), Buffer::Bytes(bdp.max(MIN_BENCH_BUFFER_BYTES)))
         }
     };
-    let dir = DirectionConfig { rate, delay_ns: cell.rtt_ns / 2, loss: LossModel::None, buffer, ..Default::default() };
+    let dir = DirectionConfig { rate, delay_ns: time::Duration::from_nanos(cell.rtt_ns / 2), loss: LossModel::None, buffer, ..Default::default() };
     let spec =
         PathSpec { down: dir.clone(), up: dir, mtu, seed: 1, sample_interval_us: 10_000, offload: cell.offload, batch_us: ccbench_emu::DEFAULT_BATCH_US };
     let epoch = Instant::now();

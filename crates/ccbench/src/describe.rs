@@ -30,19 +30,21 @@ pub fn describe(d: &DirectionConfig) -> String {
         Some(t) => format!("trace {} (mean {})", t.name(), units::fmt_rate(t.mean_bps())),
         None => rate,
     };
-    let mut out = format!("{rate}, {} one way, {loss}, {buffer}", units::fmt_ms(d.delay_ns));
+    let mut out = format!("{rate}, {} one way, {loss}, {buffer}", units::fmt_ms(d.delay_ns.as_nanos()));
     match d.jitter {
         Jitter::None => {}
-        Jitter::Uniform { max_ns, reorder } => out.push_str(&format!(", jitter 0–{}{}", units::fmt_ms(max_ns), if reorder { " (reordering)" } else { "" })),
+        Jitter::Uniform { max_ns, reorder } => {
+            out.push_str(&format!(", jitter 0–{}{}", units::fmt_ms(max_ns.as_nanos()), if reorder { " (reordering)" } else { "" }))
+        }
         Jitter::Normal { sd_ns, reorder } => {
-            out.push_str(&format!(", half-normal jitter sd {}{}", units::fmt_ms(sd_ns), if reorder { " (reordering)" } else { "" }))
+            out.push_str(&format!(", half-normal jitter sd {}{}", units::fmt_ms(sd_ns.as_nanos()), if reorder { " (reordering)" } else { "" }))
         }
     }
     if let Some(p) = &d.policer {
         out.push_str(&format!(", policed at {} (burst {})", units::fmt_rate(p.rate_bps as f64), units::fmt_bytes(p.burst_bytes)));
     }
     if let Aqm::Codel { target_ns, interval_ns } = d.aqm {
-        out.push_str(&format!(", CoDel (target {}, interval {})", units::fmt_ms(target_ns), units::fmt_ms(interval_ns)));
+        out.push_str(&format!(", CoDel (target {}, interval {})", units::fmt_ms(target_ns.as_nanos()), units::fmt_ms(interval_ns.as_nanos())));
     }
     for c in &d.schedule {
         let mut what = Vec::new();
@@ -56,12 +58,12 @@ pub fn describe(d: &DirectionConfig) -> String {
             ));
         }
         if let Some(dl) = c.delay_ns {
-            what.push(format!("delay {}", units::fmt_ms(dl)));
+            what.push(format!("delay {}", units::fmt_ms(dl.as_nanos())));
         }
         if let Some(l) = &c.loss {
             what.push(format!("loss {l:?}"));
         }
-        out.push_str(&format!("; at {} s: {}", c.at_ns as f64 / 1e9, what.join(", ")));
+        out.push_str(&format!("; at {} s: {}", c.at_ns.as_nanos() as f64 / 1e9, what.join(", ")));
     }
     out
 }

@@ -268,7 +268,13 @@ mod tests {
 mod forwarder_failure_tests {
     use super::*;
     use ccbench_emu::{MeasureWindow, PathReport, Shell, ShellConfig};
+    use ccbench_link::time;
     use ccbench_link::DirectionConfig;
+
+    /// `ns` after the start of the shell's virtual clock.
+    fn at(ns: u64) -> time::Instant {
+        time::Instant::from_nanos(ns)
+    }
 
     fn record() -> RunRecord {
         RunRecord {
@@ -290,19 +296,26 @@ mod forwarder_failure_tests {
     }
 
     fn shell(name: &'static str) -> Shell {
-        let cfg =
-            ShellConfig { name, config: DirectionConfig::default(), seed: 1, mtu: 1500, offload: false, sample_interval_ns: 10_000_000, min_wake_gap_ns: 0 };
-        Shell::new(cfg, 0, MeasureWindow::new(std::time::Instant::now()))
+        let cfg = ShellConfig {
+            name,
+            config: DirectionConfig::default(),
+            seed: 1,
+            mtu: 1500,
+            offload: false,
+            sample_interval: time::Duration::from_nanos(10_000_000),
+            min_wake_gap: time::Duration::ZERO,
+        };
+        Shell::new(cfg, at(0), MeasureWindow::new(std::time::Instant::now()))
     }
 
     #[test]
     fn a_write_error_in_the_emulator_fails_the_run() {
         let down = shell("downlink");
         let mut up = shell("uplink");
-        up.handle_read(0, &[0x45; 100]);
-        assert!(up.poll_transmit(1_000_000_000).is_some());
+        up.handle_read(at(0), &[0x45; 100]);
+        assert!(up.poll_transmit(at(1_000_000_000)).is_some());
         up.on_write_error(&std::io::Error::from_raw_os_error(libc::EIO));
-        let report = PathReport { down: down.finish(2_000_000_000, 0.0), up: up.finish(2_000_000_000, 0.0) };
+        let report = PathReport { down: down.finish(at(2_000_000_000), 0.0), up: up.finish(at(2_000_000_000), 0.0) };
         let mut r = record();
         fail_on_forwarder_error(&mut r, &report);
         assert_eq!(r.status, Status::Failed);
@@ -312,7 +325,7 @@ mod forwarder_failure_tests {
 
     #[test]
     fn a_healthy_path_leaves_the_run_alone() {
-        let report = PathReport { down: shell("downlink").finish(1, 0.0), up: shell("uplink").finish(1, 0.0) };
+        let report = PathReport { down: shell("downlink").finish(at(1), 0.0), up: shell("uplink").finish(at(1), 0.0) };
         let mut r = record();
         fail_on_forwarder_error(&mut r, &report);
         assert_eq!((r.status, r.error), (Status::Complete, None));

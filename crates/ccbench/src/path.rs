@@ -1,6 +1,7 @@
 //! Turns the path flags into a validated [`PathSpec`], naming the offending flag on error.
 
 use ccbench_emu::PathSpec;
+use ccbench_link::time::{Duration, Instant};
 use ccbench_link::{Aqm, Buffer, DirectionConfig, Jitter, LossModel, Policer, Rate, ScheduledChange, TraceRate};
 
 use crate::cli::PathArgs;
@@ -112,8 +113,8 @@ fn jitter(value: &str, flag: &str) -> Result<Jitter, UsageError> {
     }
     Ok(match (ns, normal) {
         (0, _) => Jitter::None,
-        (ns, true) => Jitter::Normal { sd_ns: ns, reorder },
-        (ns, false) => Jitter::Uniform { max_ns: ns, reorder },
+        (ns, true) => Jitter::Normal { sd_ns: Duration::from_nanos(ns), reorder },
+        (ns, false) => Jitter::Uniform { max_ns: Duration::from_nanos(ns), reorder },
     })
 }
 
@@ -145,8 +146,8 @@ fn aqm(value: &str) -> Result<Aqm, UsageError> {
                 let (k, v) = kv.split_once('=').ok_or_else(|| UsageError::new(flag, value, ALLOWED))?;
                 let ns = units::parse_duration_ns(v).map_err(|_| UsageError::new(flag, value, ALLOWED))?;
                 match k {
-                    "target" => target_ns = ns,
-                    "interval" if ns > 0 => interval_ns = ns,
+                    "target" => target_ns = Duration::from_nanos(ns),
+                    "interval" if ns > 0 => interval_ns = Duration::from_nanos(ns),
                     _ => return Err(UsageError::new(flag, value, ALLOWED)),
                 }
             }
@@ -161,7 +162,7 @@ fn scheduled(value: &str) -> Result<(ScheduledChange, ScheduledChange), UsageErr
     const ALLOWED: &str = "TIME:KEY=VALUE[,KEY=VALUE…] such as 10s:rate=20mbit or 5s:rtt=80ms,loss=1% (keys: rate, rtt, loss, rate-down, rate-up, delay-down, delay-up, loss-down, loss-up)";
     let flag = "--at";
     let (time, changes) = value.split_once(':').ok_or_else(|| UsageError::new(flag, value, ALLOWED))?;
-    let at_ns = units::parse_duration_ns(time).map_err(|_| UsageError::new(flag, value, ALLOWED))?;
+    let at_ns = Instant::from_nanos(units::parse_duration_ns(time).map_err(|_| UsageError::new(flag, value, ALLOWED))?);
     let mut down = ScheduledChange { at_ns, ..Default::default() };
     let mut up = ScheduledChange { at_ns, ..Default::default() };
     // Split on commas, except inside a value (Gilbert–Elliott loss has its own "p=…,r=…").
@@ -185,11 +186,11 @@ fn scheduled(value: &str) -> Result<(ScheduledChange, ScheduledChange), UsageErr
             "rate-down" => down.rate = rate_of(v)?,
             "rate-up" => up.rate = rate_of(v)?,
             "rtt" => {
-                let half = delay(v, flag, 2)?;
+                let half = Duration::from_nanos(delay(v, flag, 2)?);
                 (down.delay_ns, up.delay_ns) = (Some(half), Some(half));
             }
-            "delay-down" => down.delay_ns = Some(delay(v, flag, 1)?),
-            "delay-up" => up.delay_ns = Some(delay(v, flag, 1)?),
+            "delay-down" => down.delay_ns = Some(Duration::from_nanos(delay(v, flag, 1)?)),
+            "delay-up" => up.delay_ns = Some(Duration::from_nanos(delay(v, flag, 1)?)),
             "loss" => (down.loss, up.loss) = (Some(loss(v, flag)?), Some(loss(v, flag)?)),
             "loss-down" => down.loss = Some(loss(v, flag)?),
             "loss-up" => up.loss = Some(loss(v, flag)?),
@@ -242,7 +243,7 @@ pub fn build(args: &PathArgs, seed: u64, sample_interval_us: u64) -> Result<Path
     Ok(PathSpec {
         down: DirectionConfig {
             rate: rate_down,
-            delay_ns: delay_down,
+            delay_ns: Duration::from_nanos(delay_down),
             loss: loss_down,
             buffer: buffer_down,
             trace: trace_down,
@@ -253,7 +254,7 @@ pub fn build(args: &PathArgs, seed: u64, sample_interval_us: u64) -> Result<Path
         },
         up: DirectionConfig {
             rate: rate_up,
-            delay_ns: delay_up,
+            delay_ns: Duration::from_nanos(delay_up),
             loss: loss_up,
             buffer: buffer_up,
             trace: trace_up,
@@ -294,8 +295,8 @@ mod tests {
     #[test]
     fn rtt_splits_evenly_and_bdp_uses_it() {
         let spec = build(&args(&["--rate", "100mbit", "--rtt", "40ms"]), 1, 10_000).unwrap();
-        assert_eq!(spec.down.delay_ns, 20_000_000);
-        assert_eq!(spec.up.delay_ns, 20_000_000);
+        assert_eq!(spec.down.delay_ns, Duration::from_nanos(20_000_000));
+        assert_eq!(spec.up.delay_ns, Duration::from_nanos(20_000_000));
         assert_eq!(spec.down.buffer, Buffer::Bytes(500_000));
     }
 
@@ -306,7 +307,7 @@ mod tests {
         assert_eq!(spec.up.rate, Rate::BitsPerSec(1_000_000));
         assert_eq!(spec.down.loss, LossModel::Bernoulli { p: 0.02 });
         assert_eq!(spec.up.loss, LossModel::None);
-        assert_eq!(spec.up.delay_ns, 5_000_000);
+        assert_eq!(spec.up.delay_ns, Duration::from_nanos(5_000_000));
     }
 
     #[test]
@@ -338,16 +339,16 @@ mod tests {
             10_000,
         )
         .unwrap();
-        assert_eq!(spec.down.jitter, Jitter::Uniform { max_ns: 2_000_000, reorder: true });
+        assert_eq!(spec.down.jitter, Jitter::Uniform { max_ns: Duration::from_nanos(2_000_000), reorder: true });
         assert_eq!(spec.up.policer, Some(Policer { rate_bps: 10_000_000, burst_bytes: 65_536 }));
         assert_eq!(spec.down.policer, None);
-        assert_eq!(spec.down.aqm, Aqm::Codel { target_ns: 10_000_000, interval_ns: 100_000_000 });
+        assert_eq!(spec.down.aqm, Aqm::Codel { target_ns: Duration::from_nanos(10_000_000), interval_ns: Duration::from_nanos(100_000_000) });
         assert_eq!(spec.down.schedule.len(), 2);
         assert_eq!(spec.up.schedule.len(), 1, "the 9 s change is downlink-only");
         let first = &spec.down.schedule[0];
-        assert_eq!((first.at_ns, first.rate), (5_000_000_000, Some(Rate::BitsPerSec(20_000_000))));
+        assert_eq!((first.at_ns, first.rate), (Instant::from_nanos(5_000_000_000), Some(Rate::BitsPerSec(20_000_000))));
         assert!(matches!(first.loss, Some(LossModel::GilbertElliott { .. })));
-        assert_eq!(spec.down.schedule[1].delay_ns, Some(30_000_000));
+        assert_eq!(spec.down.schedule[1].delay_ns, Some(Duration::from_nanos(30_000_000)));
         for bad in [
             vec!["--jitter", "2 parsecs"],
             vec!["--policer", "fast"],

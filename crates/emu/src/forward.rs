@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use ccbench_link::Nanos;
+use ccbench_link::time;
 use ccbench_netns::Tun;
 
 use crate::report::DirectionReport;
@@ -25,8 +25,9 @@ pub(crate) struct Forwarder {
 }
 
 impl Forwarder {
-    fn now(&self) -> Nanos {
-        self.epoch.elapsed().as_nanos() as Nanos
+    /// The path's clock: the time since `epoch`.
+    fn now(&self) -> time::Instant {
+        crate::clock_at(self.epoch, Instant::now())
     }
 
     pub fn run(mut self) -> DirectionReport {
@@ -82,11 +83,12 @@ fn thread_cpu_seconds() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-/// Sleeps until `fd` is readable or `timeout_ns` passes, with nanosecond resolution (ppoll
+/// Sleeps until `fd` is readable or `timeout` passes, with nanosecond resolution (ppoll
 /// uses high-resolution timers, unlike poll's milliseconds).
-fn wait_readable(tun: &Tun, timeout_ns: Nanos) {
+fn wait_readable(tun: &Tun, timeout: time::Duration) {
     let mut pfd = libc::pollfd { fd: tun.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
-    let ts = libc::timespec { tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t, tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long };
+    let ns = timeout.as_nanos();
+    let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long };
     // SAFETY: one valid pollfd, a valid timespec, no signal mask change.
     unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
 }

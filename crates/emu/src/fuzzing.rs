@@ -6,12 +6,13 @@
 
 use std::time::Instant;
 
-use ccbench_link::{Aqm, Buffer, DirectionConfig, Rate, CODEL_DEFAULT_INTERVAL_NS, CODEL_DEFAULT_TARGET_NS};
+use ccbench_link::time;
+use ccbench_link::{Aqm, Buffer, DirectionConfig, Rate, CODEL_DEFAULT_INTERVAL, CODEL_DEFAULT_TARGET};
 
 use crate::shell::{Shell, ShellConfig};
 use crate::window::MeasureWindow;
 
-const MS: u64 = 1_000_000;
+const MS: time::Duration = time::Duration::from_millis(1);
 
 /// Runs one input through a shell; panics only if the shell does (or loses count).
 pub fn run_packet_path(data: &[u8]) {
@@ -20,7 +21,7 @@ pub fn run_packet_path(data: &[u8]) {
         rate: if cfg & 0x02 != 0 { Rate::BitsPerSec(10_000_000) } else { Rate::Unlimited },
         delay_ns: u64::from(cfg >> 6) * MS,
         buffer: if cfg & 0x04 != 0 { Buffer::Packets(4) } else { Buffer::Unlimited },
-        aqm: if cfg & 0x08 != 0 { Aqm::Codel { target_ns: CODEL_DEFAULT_TARGET_NS, interval_ns: CODEL_DEFAULT_INTERVAL_NS } } else { Aqm::DropTail },
+        aqm: if cfg & 0x08 != 0 { Aqm::Codel { target_ns: CODEL_DEFAULT_TARGET, interval_ns: CODEL_DEFAULT_INTERVAL } } else { Aqm::DropTail },
         ..Default::default()
     };
     let config = ShellConfig {
@@ -29,12 +30,12 @@ pub fn run_packet_path(data: &[u8]) {
         seed: 1,
         mtu: if cfg & 0x10 != 0 { 9000 } else { 1500 },
         offload: cfg & 0x01 != 0,
-        sample_interval_ns: 10 * MS,
-        min_wake_gap_ns: if cfg & 0x20 != 0 { 25_000 } else { 0 },
+        sample_interval: 10 * MS,
+        min_wake_gap: if cfg & 0x20 != 0 { time::Duration::from_micros(25) } else { time::Duration::ZERO },
     };
     let window = MeasureWindow::new(Instant::now());
-    let mut shell = Shell::new(config, 0, window);
-    let (mut now, mut reads, mut out_bytes) = (0u64, 0u64, 0u64);
+    let mut shell = Shell::new(config, time::Instant::EPOCH, window);
+    let (mut now, mut reads, mut out_bytes) = (time::Instant::EPOCH, 0u64, 0u64);
     while rest.len() >= 3 {
         let len = usize::from(u16::from_le_bytes([rest[0], rest[1]]));
         now += u64::from(rest[2]) * MS;

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use ccbench_link::DirectionConfig;
+use ccbench_link::{time, DirectionConfig};
 use ccbench_netns::{Netns, NetnsError};
 use serde::{Deserialize, Serialize};
 
@@ -78,9 +78,15 @@ pub struct PathSpec {
 }
 
 impl PathSpec {
-    fn batch_ns(&self) -> u64 {
-        self.batch_us * 1000
+    fn batch(&self) -> time::Duration {
+        time::Duration::from_micros(self.batch_us)
     }
+}
+
+/// Where `at` lies on the path's clock, which starts at `epoch` (earlier instants map to the
+/// epoch): the [`time::Instant`] the link model and the shell run on.
+pub(crate) fn clock_at(epoch: Instant, at: Instant) -> time::Instant {
+    time::Instant::EPOCH + time::Duration::from_std(at.saturating_duration_since(epoch))
 }
 
 /// Default for [`PathSpec::batch_us`]: at a gigabit this groups about two packets per wake-up
@@ -149,15 +155,15 @@ impl EmulatedPath {
         let server_tun = Arc::new(server.add_tun(TUN_NAME, SERVER_ADDR, 24, spec.mtu, TUN_TXQUEUELEN, spec.offload)?);
         let stop = Arc::new(AtomicBool::new(false));
         let window = MeasureWindow::new(epoch);
-        let now = epoch.elapsed().as_nanos() as ccbench_link::Nanos;
+        let now = clock_at(epoch, Instant::now());
         let shell_config = |name: &'static str, config: &ccbench_link::DirectionConfig, seed: u64| ShellConfig {
             name,
             config: config.clone(),
             seed,
             mtu: spec.mtu,
             offload: client_tun.offload(),
-            sample_interval_ns: spec.sample_interval_us.max(1) * 1000,
-            min_wake_gap_ns: spec.batch_ns(),
+            sample_interval: time::Duration::from_micros(spec.sample_interval_us.max(1)),
+            min_wake_gap: spec.batch(),
         };
         let (down_cfg, up_cfg) = (shell_config("downlink", &spec.down, spec.seed ^ 0xD0D0), shell_config("uplink", &spec.up, spec.seed ^ 0x0B0B));
         let (down_shell, up_shell) = match sinks {

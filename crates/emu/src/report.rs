@@ -1,7 +1,8 @@
 //! What the emulator reports: per-direction totals, the sampled time series and the
 //! measurement-window summary. Plain data, serialized into every result.
 
-use ccbench_link::{DelayHistogram, DirectionConfig, LinkStats, Nanos};
+use ccbench_link::time::Duration;
+use ccbench_link::{DelayHistogram, DirectionConfig, LinkStats};
 use serde::{Deserialize, Serialize};
 
 /// One point of a direction's time series, covering the interval that ends at `t_us`.
@@ -37,14 +38,14 @@ pub struct DelaySummary {
 
 impl DelaySummary {
     pub fn of(h: &DelayHistogram) -> Self {
-        let us = |ns: Nanos| ns as f64 / 1000.0;
+        let us = |d: Duration| d.as_micros_f64();
         DelaySummary {
             count: h.count(),
             mean_us: h.mean_ns() / 1000.0,
             p50_us: us(h.quantile(0.50)),
             p95_us: us(h.quantile(0.95)),
             p99_us: us(h.quantile(0.99)),
-            max_us: us(h.max_ns()),
+            max_us: us(h.max()),
         }
     }
 }

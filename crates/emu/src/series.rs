@@ -1,6 +1,7 @@
 //! The sampled time series of one direction, handed to a [`SampleSink`] as it is taken.
 
-use ccbench_link::{Link, LinkStats, Nanos};
+use ccbench_link::time::{Duration, Instant};
+use ccbench_link::{Link, LinkStats};
 
 use crate::report::LinkSample;
 
@@ -17,47 +18,47 @@ impl SampleSink for Vec<LinkSample> {
 }
 
 pub(crate) struct SeriesRecorder {
-    interval_ns: Nanos,
-    pub next_at: Nanos,
+    interval: Duration,
+    pub next_at: Instant,
     last: LinkStats,
     delay_sum_ns: u128,
     delay_count: u64,
-    delay_max_ns: Nanos,
-    late_max_ns: Nanos,
+    delay_max: Duration,
+    late_max: Duration,
     sink: Box<dyn SampleSink>,
 }
 
 impl SeriesRecorder {
-    pub fn new(interval_ns: Nanos, now: Nanos, sink: Box<dyn SampleSink>) -> Self {
-        let interval_ns = interval_ns.max(1);
+    pub fn new(interval: Duration, now: Instant, sink: Box<dyn SampleSink>) -> Self {
+        let interval = interval.max(Duration::from_nanos(1));
         SeriesRecorder {
-            interval_ns,
-            next_at: now + interval_ns,
+            interval,
+            next_at: now + interval,
             last: LinkStats::default(),
             delay_sum_ns: 0,
             delay_count: 0,
-            delay_max_ns: 0,
-            late_max_ns: 0,
+            delay_max: Duration::ZERO,
+            late_max: Duration::ZERO,
             sink,
         }
     }
 
-    pub fn on_delivery(&mut self, queue_delay_ns: Nanos, late_ns: Nanos) {
-        self.late_max_ns = self.late_max_ns.max(late_ns);
-        self.delay_sum_ns += u128::from(queue_delay_ns);
+    pub fn on_delivery(&mut self, queue_delay: Duration, late: Duration) {
+        self.late_max = self.late_max.max(late);
+        self.delay_sum_ns += u128::from(queue_delay.as_nanos());
         self.delay_count += 1;
-        self.delay_max_ns = self.delay_max_ns.max(queue_delay_ns);
+        self.delay_max = self.delay_max.max(queue_delay);
     }
 
-    pub fn maybe_sample<P>(&mut self, now: Nanos, link: &Link<P>) {
+    pub fn maybe_sample<P>(&mut self, now: Instant, link: &Link<P>) {
         if now < self.next_at {
             return;
         }
         let s = link.stats();
         let busy = s.busy_ns - self.last.busy_ns;
-        let elapsed = self.interval_ns + (now - self.next_at);
+        let elapsed = self.interval + (now - self.next_at);
         self.sink.push(&LinkSample {
-            t_us: now / 1000,
+            t_us: now.as_nanos() / 1000,
             backlog_bytes: link.backlog_bytes(),
             backlog_packets: link.backlog_packets() as u64,
             delivered_bytes: s.bytes_out - self.last.bytes_out,
@@ -66,18 +67,18 @@ impl SeriesRecorder {
             drops_policer: s.drops_policer - self.last.drops_policer,
             drops_aqm: s.drops_aqm - self.last.drops_aqm,
             queue_delay_mean_us: if self.delay_count > 0 { self.delay_sum_ns as f64 / self.delay_count as f64 / 1000.0 } else { 0.0 },
-            queue_delay_max_us: self.delay_max_ns as f64 / 1000.0,
-            utilization: (busy as f64 / elapsed as f64).min(1.0),
-            lateness_max_us: self.late_max_ns as f64 / 1000.0,
+            queue_delay_max_us: self.delay_max.as_micros_f64(),
+            utilization: (busy.as_nanos() as f64 / elapsed.as_nanos() as f64).min(1.0),
+            lateness_max_us: self.late_max.as_micros_f64(),
         });
-        self.late_max_ns = 0;
+        self.late_max = Duration::ZERO;
         self.last = s.clone();
         self.delay_sum_ns = 0;
         self.delay_count = 0;
-        self.delay_max_ns = 0;
+        self.delay_max = Duration::ZERO;
         // Skip missed ticks instead of emitting a burst of empty samples.
         while self.next_at <= now {
-            self.next_at += self.interval_ns;
+            self.next_at += self.interval;
         }
     }
 }

@@ -8,7 +8,8 @@
 //! No input can make it panic: bytes it cannot parse or carry are dropped and counted as
 //! `malformed`.
 
-use ccbench_link::{DelayHistogram, DirectionConfig, Link, Nanos};
+use ccbench_link::time::{Duration, Instant};
+use ccbench_link::{DelayHistogram, DirectionConfig, Link};
 
 use crate::gso::{self, Coalescer, Segmenter, VnetHdr, VNET_HDR_LEN};
 use crate::report::{DelaySummary, DirectionReport, LinkSample};
@@ -16,7 +17,7 @@ use crate::series::{SampleSink, SeriesRecorder};
 use crate::window::{MeasureWindow, WindowAccount};
 
 /// Longest sleep without looking at the stop flag.
-pub const MAX_SLEEP_NS: Nanos = 20_000_000;
+pub const MAX_SLEEP: Duration = Duration::from_millis(20);
 /// Largest read the shell accepts: a 64 KB superframe plus the vnet header.
 pub const MAX_READ: usize = VNET_HDR_LEN + 65_536 + 64;
 
@@ -29,9 +30,9 @@ pub struct ShellConfig {
     pub mtu: u32,
     /// Packets carry a virtio-net header (the devices were opened with offloads).
     pub offload: bool,
-    pub sample_interval_ns: Nanos,
+    pub sample_interval: Duration,
     /// After a wake-up, sleep at least this long before the next one (see `PathSpec::batch_us`).
-    pub min_wake_gap_ns: Nanos,
+    pub min_wake_gap: Duration,
 }
 
 pub struct Shell {
@@ -51,9 +52,9 @@ pub struct Shell {
     samples: Option<SharedSamples>,
     window: WindowAccount,
     lateness: DelayHistogram,
-    started: Nanos,
-    last_now: Nanos,
-    last_busy_ns: Nanos,
+    started: Instant,
+    last_now: Instant,
+    last_busy: Duration,
     superframes: u64,
     segments: u64,
     malformed: u64,
@@ -78,7 +79,7 @@ impl SampleSink for SharedSink {
 
 impl Shell {
     /// A shell started at `now` that keeps its samples in memory (returned in the report).
-    pub fn new(cfg: ShellConfig, now: Nanos, window: MeasureWindow) -> Self {
+    pub fn new(cfg: ShellConfig, now: Instant, window: MeasureWindow) -> Self {
         let samples: SharedSamples = Default::default();
         let mut shell = Self::streaming(cfg, now, window, Box::new(SharedSink(samples.clone())));
         shell.samples = Some(samples);
@@ -86,7 +87,7 @@ impl Shell {
     }
 
     /// A shell started at `now` that hands every sample to `sink` and keeps none.
-    pub fn streaming(cfg: ShellConfig, now: Nanos, window: MeasureWindow, sink: Box<dyn SampleSink>) -> Self {
+    pub fn streaming(cfg: ShellConfig, now: Instant, window: MeasureWindow, sink: Box<dyn SampleSink>) -> Self {
         // Link buffers hold one MTU-sized packet (plus the vnet header when offloading).
         let hdr = if cfg.offload { VNET_HDR_LEN } else { 0 };
         let buf_len = hdr + (cfg.mtu as usize).max(1500) + 64;
@@ -100,13 +101,13 @@ impl Shell {
             coalescer: Coalescer::default(),
             held: None,
             lent: None,
-            series: SeriesRecorder::new(cfg.sample_interval_ns, now, sink),
+            series: SeriesRecorder::new(cfg.sample_interval, now, sink),
             samples: None,
             window: WindowAccount::new(window),
             lateness: DelayHistogram::default(),
             started: now,
             last_now: now,
-            last_busy_ns: 0,
+            last_busy: Duration::ZERO,
             superframes: 0,
             segments: 0,
             malformed: 0,
@@ -123,7 +124,7 @@ impl Shell {
     }
 
     /// Offers one packet (`len` bytes of `buf`, vnet header included) to the link.
-    fn offer(&mut self, now: Nanos, buf: Box<[u8]>, len: usize) {
+    fn offer(&mut self, now: Instant, buf: Box<[u8]>, len: usize) {
         let wire = (len - self.hdr) as u32;
         self.window.arrival(now, wire);
         if let Err(dropped) = self.link.enqueue(now, wire, buf) {
@@ -133,7 +134,7 @@ impl Shell {
     }
 
     /// Takes one packet (or superframe) read from the input device at `now`.
-    pub fn handle_read(&mut self, now: Nanos, bytes: &[u8]) {
+    pub fn handle_read(&mut self, now: Instant, bytes: &[u8]) {
         self.last_now = self.last_now.max(now);
         let now = self.last_now;
         // A packet needs its vnet header (when offloading) and at least one IP byte.
@@ -182,7 +183,7 @@ impl Shell {
     /// The next bytes to write to the output device at `now`, or `None` when nothing more is
     /// due; then the shell has also reclaimed AQM drops, taken a sample if one is due and
     /// settled the measurement window. Call until it returns `None`.
-    pub fn poll_transmit(&mut self, now: Nanos) -> Option<&[u8]> {
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<&[u8]> {
         self.last_now = self.last_now.max(now);
         let now = self.last_now;
         if let Some(buf) = self.lent.take() {
@@ -220,9 +221,10 @@ impl Shell {
     }
 
     /// The next packet the link delivers at `now`, accounted (lateness, series, window).
-    fn next_departure(&mut self, now: Nanos) -> Option<(Box<[u8]>, usize)> {
+    fn next_departure(&mut self, now: Instant) -> Option<(Box<[u8]>, usize)> {
         let d = self.link.dequeue(now)?;
-        let late = now.saturating_sub(d.delivered_at);
+        // Saturating (never negative), as all time arithmetic.
+        let late = now - d.delivered_at;
         let queue_delay = d.service_start - d.arrived_at;
         self.lateness.record(late);
         self.series.on_delivery(queue_delay, late);
@@ -231,7 +233,7 @@ impl Shell {
         Some((d.packet, len))
     }
 
-    fn housekeeping(&mut self, now: Nanos) {
+    fn housekeeping(&mut self, now: Instant) {
         // CoDel drops at dequeue inside the model; take those buffers back. Like every drop
         // they count in the window at their packet's arrival.
         while let Some(dropped) = self.link.take_dropped() {
@@ -239,21 +241,21 @@ impl Shell {
             self.pool.push(dropped.packet);
         }
         let busy = self.link.stats().busy_ns;
-        self.window.busy(now, busy - self.last_busy_ns);
-        self.last_busy_ns = busy;
+        self.window.busy(now, busy - self.last_busy);
+        self.last_busy = busy;
         self.series.maybe_sample(now, &self.link);
         self.window.settle(now);
     }
 
     /// When the caller should next call `poll_transmit`, even if nothing is read.
-    pub fn poll_timeout(&self) -> Nanos {
+    pub fn poll_timeout(&self) -> Instant {
         let now = self.last_now;
-        let mut wake = self.series.next_at.min(now + MAX_SLEEP_NS);
+        let mut wake = self.series.next_at.min(now + MAX_SLEEP);
         if let Some(t) = self.link.next_event() {
             // Departures closer together than the gap leave in one batch (and one
             // superframe), a little late, instead of one wake-up each: on a VM each timer
             // wake-up costs more than a packet's serialization at a gigabit.
-            wake = wake.min(t.max(now + self.cfg.min_wake_gap_ns));
+            wake = wake.min(t.max(now + self.cfg.min_wake_gap));
         }
         wake
     }
@@ -276,8 +278,8 @@ impl Shell {
     }
 
     /// What this direction saw, from start to `now`.
-    pub fn finish(self, now: Nanos, cpu_s: f64) -> DirectionReport {
-        let lifetime = now.saturating_sub(self.started).max(1);
+    pub fn finish(self, now: Instant, cpu_s: f64) -> DirectionReport {
+        let lifetime = (now - self.started).as_nanos().max(1);
         let stats = self.link.stats().clone();
         let series = match &self.samples {
             Some(s) => s.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default(),
@@ -288,7 +290,7 @@ impl Shell {
             config: Some(self.cfg.config.clone()),
             queue_delay: DelaySummary::of(&stats.queue_delay),
             lateness: DelaySummary::of(&self.lateness),
-            utilization: stats.busy_ns as f64 / lifetime as f64,
+            utilization: stats.busy_ns.as_nanos() as f64 / lifetime as f64,
             stats,
             read_errors: self.read_errors,
             write_errors: self.write_errors,

@@ -5,7 +5,7 @@
 //! their arrival time, deliveries (bytes, queue delay, lateness) at their model departure,
 //! busy time when serialization finished (as the forwarder observes it). The caller sets
 //! `open` and `close` a little after the instants they name, so events are held for
-//! [`DECIDE_AFTER_NS`] before being attributed: the window is exact and memory stays bounded
+//! [`DECIDE_AFTER`] before being attributed: the window is exact and memory stays bounded
 //! by that span.
 //!
 //! When the end is not known in advance (a file, a page, a set of requests), the caller
@@ -19,13 +19,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use ccbench_link::{DelayHistogram, DropCause, LinkStats, Nanos};
+use ccbench_link::time;
+use ccbench_link::{DelayHistogram, DropCause, LinkStats};
 
 use crate::report::{DelaySummary, WindowReport};
 
 /// How long an event waits before it is attributed: longer than any caller takes between
 /// the instant it names and the call to `open`/`close`.
-pub const DECIDE_AFTER_NS: Nanos = 200_000_000;
+pub const DECIDE_AFTER: time::Duration = time::Duration::from_millis(200);
 const UNSET: u64 = u64::MAX;
 
 /// A cheap handle to set the measurement window of a running path (both directions).
@@ -48,8 +49,9 @@ impl MeasureWindow {
         MeasureWindow { inner: Arc::new(Bounds { epoch, open_ns: AtomicU64::new(UNSET), close_ns: AtomicU64::new(UNSET), covered_ns: AtomicU64::new(0) }) }
     }
 
-    fn since_epoch(&self, at: Instant) -> Nanos {
-        at.saturating_duration_since(self.inner.epoch).as_nanos() as Nanos
+    /// Nanoseconds since the epoch, as stored.
+    fn since_epoch(&self, at: Instant) -> u64 {
+        crate::clock_at(self.inner.epoch, at).as_nanos()
     }
 
     /// Opens the window at `at` (events from `at` on count).
@@ -67,15 +69,15 @@ impl MeasureWindow {
         self.inner.close_ns.store(self.since_epoch(at), Ordering::SeqCst);
     }
 
-    /// `(open, close)` in nanoseconds since the epoch, each `None` until set.
-    pub(crate) fn bounds(&self) -> (Option<Nanos>, Option<Nanos>) {
-        let get = |a: &AtomicU64| Some(a.load(Ordering::SeqCst)).filter(|&v| v != UNSET);
+    /// `(open, close)` on the path's clock, each `None` until set.
+    pub(crate) fn bounds(&self) -> (Option<time::Instant>, Option<time::Instant>) {
+        let get = |a: &AtomicU64| Some(a.load(Ordering::SeqCst)).filter(|&v| v != UNSET).map(time::Instant::from_nanos);
         (get(&self.inner.open_ns), get(&self.inner.close_ns))
     }
 
-    /// The latest instant `extend` vouched for, in nanoseconds since the epoch (0 if none).
-    fn covered(&self) -> Nanos {
-        self.inner.covered_ns.load(Ordering::SeqCst)
+    /// The latest instant `extend` vouched for, on the path's clock (the epoch if none).
+    fn covered(&self) -> time::Instant {
+        time::Instant::from_nanos(self.inner.covered_ns.load(Ordering::SeqCst))
     }
 }
 
@@ -83,14 +85,14 @@ impl MeasureWindow {
 enum Event {
     Arrival { len: u32 },
     Drop { cause: DropCause, len: u32 },
-    Delivery { len: u32, queue_delay: Nanos, late: Nanos },
-    Busy { ns: Nanos },
+    Delivery { len: u32, queue_delay: time::Duration, late: time::Duration },
+    Busy { span: time::Duration },
 }
 
 /// One direction's accounting of the window.
 pub(crate) struct WindowAccount {
     window: MeasureWindow,
-    pending: VecDeque<(Nanos, Event)>,
+    pending: VecDeque<(time::Instant, Event)>,
     stats: LinkStats,
     lateness: DelayHistogram,
 }
@@ -100,31 +102,31 @@ impl WindowAccount {
         WindowAccount { window, pending: VecDeque::new(), stats: LinkStats::default(), lateness: DelayHistogram::default() }
     }
 
-    pub fn arrival(&mut self, at: Nanos, len: u32) {
+    pub fn arrival(&mut self, at: time::Instant, len: u32) {
         self.pending.push_back((at, Event::Arrival { len }));
     }
 
-    pub fn drop(&mut self, at: Nanos, cause: DropCause, len: u32) {
+    pub fn drop(&mut self, at: time::Instant, cause: DropCause, len: u32) {
         self.pending.push_back((at, Event::Drop { cause, len }));
     }
 
-    pub fn delivery(&mut self, at: Nanos, len: u32, queue_delay: Nanos, late: Nanos) {
+    pub fn delivery(&mut self, at: time::Instant, len: u32, queue_delay: time::Duration, late: time::Duration) {
         self.pending.push_back((at, Event::Delivery { len, queue_delay, late }));
     }
 
-    pub fn busy(&mut self, at: Nanos, ns: Nanos) {
-        if ns > 0 {
-            self.pending.push_back((at, Event::Busy { ns }));
+    pub fn busy(&mut self, at: time::Instant, span: time::Duration) {
+        if !span.is_zero() {
+            self.pending.push_back((at, Event::Busy { span }));
         }
     }
 
-    /// Attributes every event older than [`DECIDE_AFTER_NS`] at `now`, except those an open,
+    /// Attributes every event older than [`DECIDE_AFTER`] at `now`, except those an open,
     /// unclosed window may still take or leave (after its last `extend`).
-    pub fn settle(&mut self, now: Nanos) {
+    pub fn settle(&mut self, now: time::Instant) {
         let (open, close) = self.window.bounds();
         let covered = self.window.covered();
         while let Some(&(at, ev)) = self.pending.front() {
-            if at.saturating_add(DECIDE_AFTER_NS) > now {
+            if at + DECIDE_AFTER > now {
                 break;
             }
             if close.is_none() && open.is_some_and(|o| o <= at) && at >= covered {
@@ -135,7 +137,7 @@ impl WindowAccount {
         }
     }
 
-    fn attribute(&mut self, open: Option<Nanos>, close: Option<Nanos>, at: Nanos, ev: Event) {
+    fn attribute(&mut self, open: Option<time::Instant>, close: Option<time::Instant>, at: time::Instant, ev: Event) {
         let inside = open.is_some_and(|o| o <= at) && close.is_none_or(|c| at < c);
         if !inside {
             return;
@@ -162,7 +164,7 @@ impl WindowAccount {
                 s.queue_delay.record(queue_delay);
                 self.lateness.record(late);
             }
-            Event::Busy { ns } => s.busy_ns += ns,
+            Event::Busy { span } => s.busy_ns += span,
         }
     }
 
@@ -173,13 +175,14 @@ impl WindowAccount {
             self.attribute(open, close, at, ev);
         }
         let (from, to) = (open?, close?);
-        let len = to.saturating_sub(from);
+        // Saturating: a window closed before it opened is empty.
+        let len = to - from;
         Some(WindowReport {
-            from_us: from / 1000,
-            to_us: to / 1000,
+            from_us: from.as_nanos() / 1000,
+            to_us: to.as_nanos() / 1000,
             queue_delay: DelaySummary::of(&self.stats.queue_delay),
             lateness: DelaySummary::of(&self.lateness),
-            utilization: if len > 0 { self.stats.busy_ns as f64 / len as f64 } else { 0.0 },
+            utilization: if len.is_zero() { 0.0 } else { self.stats.busy_ns.as_nanos() as f64 / len.as_nanos() as f64 },
             stats: self.stats,
         })
     }
@@ -189,7 +192,12 @@ impl WindowAccount {
 mod tests {
     use super::*;
 
-    const MS: Nanos = 1_000_000;
+    const MS: time::Duration = time::Duration::from_millis(1);
+
+    /// `ms` milliseconds after the epoch on the path's clock.
+    fn at_ms(ms: u64) -> time::Instant {
+        time::Instant::EPOCH + ms * MS
+    }
 
     #[test]
     fn held_events_are_bounded_by_the_decision_delay_not_the_duration() {
@@ -209,12 +217,12 @@ mod tests {
                 window.close(epoch + std::time::Duration::from_secs(1800));
             }
             for _ in 0..10 {
-                acc.arrival(ms * MS, 1500);
+                acc.arrival(at_ms(ms), 1500);
             }
-            acc.settle(ms * MS);
+            acc.settle(at_ms(ms));
             most = most.max(acc.pending.len());
         }
-        assert!(most <= 10 * (DECIDE_AFTER_NS / MS + 11) as usize, "held {most} events");
+        assert!(most <= 10 * (DECIDE_AFTER.as_nanos() / MS.as_nanos() + 11) as usize, "held {most} events");
         let r = acc.finish().expect("opened and closed");
         assert_eq!(r.stats.packets_in, 18_000_000, "half an hour at 10 per ms");
     }
@@ -236,8 +244,8 @@ mod tests {
                 // The span really ended at 1500 ms; the caller learns it 1.4 s later.
                 window.close(at(1500));
             }
-            acc.arrival(ms * MS, 100);
-            acc.settle(ms * MS);
+            acc.arrival(at_ms(ms), 100);
+            acc.settle(at_ms(ms));
         }
         let r = acc.finish().expect("opened and closed");
         assert_eq!(r.stats.packets_in, 1500, "exactly the arrivals in [0, 1500) ms");
@@ -246,8 +254,8 @@ mod tests {
         w2.open(epoch);
         let mut held = WindowAccount::new(w2);
         for ms in 0..1000u64 {
-            held.arrival(ms * MS, 100);
-            held.settle(ms * MS);
+            held.arrival(at_ms(ms), 100);
+            held.settle(at_ms(ms));
         }
         assert_eq!(held.pending.len(), 1000);
     }

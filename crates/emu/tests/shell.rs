@@ -5,12 +5,21 @@ use std::time::{Duration, Instant};
 
 use ccbench_emu::gso::{VnetHdr, GSO_TCPV4, VNET_HDR_LEN};
 use ccbench_emu::{LinkSample, MeasureWindow, SampleSink, Shell, ShellConfig};
+use ccbench_link::time;
 use ccbench_link::{Buffer, DirectionConfig, Rate};
 
-const MS: u64 = 1_000_000;
+const NS: time::Duration = time::Duration::from_nanos(1);
+const MS: time::Duration = time::Duration::from_millis(1);
+/// The start of the shell's (virtual) clock.
+const T0: time::Instant = time::Instant::EPOCH;
+
+/// `d` after the start of the virtual clock.
+fn at(d: time::Duration) -> time::Instant {
+    T0 + d
+}
 
 fn config(offload: bool, dir: DirectionConfig) -> ShellConfig {
-    ShellConfig { name: "uplink", config: dir, seed: 7, mtu: 1500, offload, sample_interval_ns: 10 * MS, min_wake_gap_ns: 0 }
+    ShellConfig { name: "uplink", config: dir, seed: 7, mtu: 1500, offload, sample_interval: 10 * MS, min_wake_gap: time::Duration::ZERO }
 }
 
 /// A 1000-byte IPv4/UDP-looking packet (the link does not parse non-superframes).
@@ -22,7 +31,7 @@ fn udp(tag: u8) -> Vec<u8> {
 }
 
 /// Everything `poll_transmit` hands out at `now`.
-fn drain(shell: &mut Shell, now: u64) -> Vec<Vec<u8>> {
+fn drain(shell: &mut Shell, now: time::Instant) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     while let Some(b) = shell.poll_transmit(now) {
         out.push(b.to_vec());
@@ -34,20 +43,20 @@ fn drain(shell: &mut Shell, now: u64) -> Vec<Vec<u8>> {
 fn packets_leave_when_the_model_says_on_a_virtual_clock() {
     // 8 Mbit/s: a 1000-byte packet takes 1 ms to serialize; then 10 ms of delay.
     let dir = DirectionConfig { rate: Rate::BitsPerSec(8_000_000), delay_ns: 10 * MS, ..Default::default() };
-    let cfg = ShellConfig { sample_interval_ns: 100 * MS, ..config(false, dir) };
-    let mut shell = Shell::new(cfg, 0, MeasureWindow::new(Instant::now()));
+    let cfg = ShellConfig { sample_interval: 100 * MS, ..config(false, dir) };
+    let mut shell = Shell::new(cfg, T0, MeasureWindow::new(Instant::now()));
     for tag in 1..=3 {
-        shell.handle_read(0, &udp(tag));
+        shell.handle_read(T0, &udp(tag));
     }
-    assert!(drain(&mut shell, 0).is_empty(), "nothing leaves before its time");
-    assert_eq!(shell.poll_timeout(), 11 * MS, "first departure: 1 ms serialization + 10 ms delay");
-    assert!(drain(&mut shell, 11 * MS - 1).is_empty());
-    assert_eq!(drain(&mut shell, 11 * MS), vec![udp(1)], "bytes unchanged");
-    assert_eq!(shell.poll_timeout(), 12 * MS);
-    assert_eq!(drain(&mut shell, 20 * MS), vec![udp(2), udp(3)]);
-    assert_eq!(shell.poll_timeout(), 40 * MS, "nothing left: the next wake-up is the longest sleep");
-    assert!(drain(&mut shell, 150 * MS).is_empty());
-    let r = shell.finish(200 * MS, 0.0);
+    assert!(drain(&mut shell, T0).is_empty(), "nothing leaves before its time");
+    assert_eq!(shell.poll_timeout(), at(11 * MS), "first departure: 1 ms serialization + 10 ms delay");
+    assert!(drain(&mut shell, at(11 * MS - NS)).is_empty());
+    assert_eq!(drain(&mut shell, at(11 * MS)), vec![udp(1)], "bytes unchanged");
+    assert_eq!(shell.poll_timeout(), at(12 * MS));
+    assert_eq!(drain(&mut shell, at(20 * MS)), vec![udp(2), udp(3)]);
+    assert_eq!(shell.poll_timeout(), at(40 * MS), "nothing left: the next wake-up is the longest sleep");
+    assert!(drain(&mut shell, at(150 * MS)).is_empty());
+    let r = shell.finish(at(200 * MS), 0.0);
     assert_eq!((r.stats.packets_in, r.stats.packets_out, r.writes, r.malformed), (3, 3, 3, 0));
     // Samples are due every 100 ms and taken when the shell is polled.
     assert_eq!(r.series.iter().map(|s| s.t_us).collect::<Vec<_>>(), vec![150_000]);
@@ -62,10 +71,10 @@ fn the_window_counts_exactly_the_events_inside_it_with_bounded_memory() {
     let window = MeasureWindow::new(epoch);
     // 4 Mbit/s, buffer of 2 packets: one 1000-byte packet per ms overloads it (2 ms each).
     let dir = DirectionConfig { rate: Rate::BitsPerSec(4_000_000), buffer: Buffer::Packets(2), ..Default::default() };
-    let mut shell = Shell::new(config(false, dir), 0, window.clone());
+    let mut shell = Shell::new(config(false, dir), T0, window.clone());
     let mut max_in_flight = 0;
     for ms in 0..3000u64 {
-        let now = ms * MS;
+        let now = at(ms * MS);
         // The caller opens and closes the window a little after the instants it names,
         // as a workload does: the emulator must still attribute by the named instant.
         if ms == 1050 {
@@ -78,7 +87,7 @@ fn the_window_counts_exactly_the_events_inside_it_with_bounded_memory() {
         drain(&mut shell, now);
         max_in_flight = max_in_flight.max(shell.in_flight());
     }
-    let r = shell.finish(3000 * MS, 0.0);
+    let r = shell.finish(at(3000 * MS), 0.0);
     let w = r.window.expect("opened and closed");
     assert_eq!((w.from_us, w.to_us), (1_000_000, 2_000_000));
     // One arrival per ms in [1000, 2000) ms; the server takes one every 2 ms.
@@ -94,11 +103,11 @@ fn the_window_counts_exactly_the_events_inside_it_with_bounded_memory() {
 #[test]
 fn no_window_without_open_and_close() {
     let window = MeasureWindow::new(Instant::now());
-    let mut shell = Shell::new(config(false, DirectionConfig::default()), 0, window.clone());
-    shell.handle_read(0, &udp(1));
-    drain(&mut shell, 0);
+    let mut shell = Shell::new(config(false, DirectionConfig::default()), T0, window.clone());
+    shell.handle_read(T0, &udp(1));
+    drain(&mut shell, T0);
     window.open(Instant::now());
-    assert_eq!(shell.finish(MS, 0.0).window, None, "open but never closed");
+    assert_eq!(shell.finish(at(MS), 0.0).window, None, "open but never closed");
 }
 
 struct Counting(Arc<Mutex<Vec<u64>>>);
@@ -112,12 +121,12 @@ impl SampleSink for Counting {
 #[test]
 fn a_streaming_shell_hands_samples_to_the_sink_and_keeps_none() {
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let mut shell = Shell::streaming(config(false, DirectionConfig::default()), 0, MeasureWindow::new(Instant::now()), Box::new(Counting(seen.clone())));
+    let mut shell = Shell::streaming(config(false, DirectionConfig::default()), T0, MeasureWindow::new(Instant::now()), Box::new(Counting(seen.clone())));
     for ms in 0..1000u64 {
-        shell.handle_read(ms * MS, &udp(1));
-        drain(&mut shell, ms * MS);
+        shell.handle_read(at(ms * MS), &udp(1));
+        drain(&mut shell, at(ms * MS));
     }
-    let r = shell.finish(1000 * MS, 0.0);
+    let r = shell.finish(at(1000 * MS), 0.0);
     assert!(r.series.is_empty());
     assert_eq!(seen.lock().unwrap().len(), 99, "one sample per 10 ms from 10 to 990 ms");
 }
@@ -140,16 +149,16 @@ fn superframe(payload: usize, ihl_words: u8, doff_words: u8) -> Vec<u8> {
 #[test]
 fn crafted_superframes_are_dropped_as_malformed_not_crashed_on() {
     for (ihl, doff) in [(0, 5), (1, 5), (4, 5), (5, 0), (5, 1), (5, 4), (15, 15), (0, 0)] {
-        let mut shell = Shell::new(config(true, DirectionConfig::default()), 0, MeasureWindow::new(Instant::now()));
-        shell.handle_read(0, &superframe(4000, ihl, doff));
-        let out = drain(&mut shell, 0);
-        let r = shell.finish(1, 0.0);
+        let mut shell = Shell::new(config(true, DirectionConfig::default()), T0, MeasureWindow::new(Instant::now()));
+        shell.handle_read(T0, &superframe(4000, ihl, doff));
+        let out = drain(&mut shell, T0);
+        let r = shell.finish(at(NS), 0.0);
         assert_eq!((r.malformed, out.len()), (1, 0), "IHL {ihl}, data offset {doff}: dropped and counted");
     }
-    let mut shell = Shell::new(config(true, DirectionConfig::default()), 0, MeasureWindow::new(Instant::now()));
-    shell.handle_read(0, &superframe(4000, 5, 5));
-    assert_eq!(drain(&mut shell, 0).len(), 1, "a well-formed superframe is cut and merged back");
-    assert_eq!(shell.finish(1, 0.0).malformed, 0);
+    let mut shell = Shell::new(config(true, DirectionConfig::default()), T0, MeasureWindow::new(Instant::now()));
+    shell.handle_read(T0, &superframe(4000, 5, 5));
+    assert_eq!(drain(&mut shell, T0).len(), 1, "a well-formed superframe is cut and merged back");
+    assert_eq!(shell.finish(at(NS), 0.0).malformed, 0);
 }
 
 #[test]
@@ -157,26 +166,26 @@ fn crafted_plain_packets_through_the_coalescer_do_not_crash() {
     // Not superframes: the link carries them as they are, and the coalescer must look at
     // them without trusting their TCP data offset (once, 0..4 made it slice backwards).
     for doff in 0..16u8 {
-        let mut shell = Shell::new(config(true, DirectionConfig::default()), 0, MeasureWindow::new(Instant::now()));
+        let mut shell = Shell::new(config(true, DirectionConfig::default()), T0, MeasureWindow::new(Instant::now()));
         for _ in 0..3 {
             let mut p = superframe(100, 5, doff);
             p[1] = 0; // GSO_NONE
-            shell.handle_read(0, &p);
+            shell.handle_read(T0, &p);
         }
-        let out = drain(&mut shell, 0);
+        let out = drain(&mut shell, T0);
         assert!(!out.is_empty());
-        assert_eq!(shell.finish(1, 0.0).malformed, 0);
+        assert_eq!(shell.finish(at(NS), 0.0).malformed, 0);
     }
 }
 
 #[test]
 fn reads_shorter_than_the_vnet_header_are_malformed() {
-    let mut shell = Shell::new(config(true, DirectionConfig::default()), 0, MeasureWindow::new(Instant::now()));
+    let mut shell = Shell::new(config(true, DirectionConfig::default()), T0, MeasureWindow::new(Instant::now()));
     for n in 0..=VNET_HDR_LEN {
-        shell.handle_read(0, &vec![0u8; n]);
+        shell.handle_read(T0, &vec![0u8; n]);
     }
-    assert!(drain(&mut shell, 0).is_empty());
-    let r = shell.finish(1, 0.0);
+    assert!(drain(&mut shell, T0).is_empty());
+    let r = shell.finish(at(NS), 0.0);
     assert_eq!((r.malformed, r.stats.packets_in), (VNET_HDR_LEN as u64 + 1, 0));
 }
 
@@ -187,13 +196,13 @@ fn aqm_drops_count_in_the_window_with_their_packets_length() {
     window.open(epoch);
     // 4 Mbit/s (2 ms per 1000-byte packet), one arrival per ms: CoDel must drop.
     let dir = DirectionConfig { rate: Rate::BitsPerSec(4_000_000), aqm: ccbench_link::Aqm::codel(), ..Default::default() };
-    let mut shell = Shell::new(config(false, dir), 0, window.clone());
+    let mut shell = Shell::new(config(false, dir), T0, window.clone());
     for ms in 0..3000u64 {
-        shell.handle_read(ms * MS, &udp(1));
-        drain(&mut shell, ms * MS);
+        shell.handle_read(at(ms * MS), &udp(1));
+        drain(&mut shell, at(ms * MS));
     }
     window.close(epoch + Duration::from_secs(10));
-    let r = shell.finish(3000 * MS, 0.0);
+    let r = shell.finish(at(3000 * MS), 0.0);
     let w = r.window.expect("window");
     assert!(r.stats.drops_aqm > 10, "CoDel dropped: {}", r.stats.drops_aqm);
     assert_eq!(w.stats.drops_aqm, r.stats.drops_aqm, "the window covers the whole run");

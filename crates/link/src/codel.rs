@@ -4,7 +4,7 @@
 //! this holds the controller's state, the per-packet verdict and the RFC's
 //! `dequeue()` loop that interleaves verdicts and drops.
 
-use crate::Nanos;
+use crate::time::{Duration, Instant};
 
 /// The RFC's MAXPACKET: a queue holding at most this much is never dropped
 /// from, since it cannot be a standing queue.
@@ -14,40 +14,40 @@ pub(crate) const MAX_PACKET: u64 = 1500;
 pub(crate) trait CodelQueue {
     type Item;
     /// Pops the head at `now`: the item, its sojourn time and the bytes left behind it.
-    fn pop(&mut self, now: Nanos) -> Option<(Self::Item, Nanos, u64)>;
+    fn pop(&mut self, now: Instant) -> Option<(Self::Item, Duration, u64)>;
     /// Drops an item CoDel judged.
     fn drop(&mut self, item: Self::Item);
 }
 
 #[derive(Clone, Debug)]
 pub(crate) struct Codel {
-    pub(crate) target: Nanos,
-    pub(crate) interval: Nanos,
+    pub(crate) target: Duration,
+    pub(crate) interval: Duration,
     /// `None` is the RFC's `first_above_time == 0`; an `Option` avoids
     /// confusing it with a genuine time 0.
-    first_above_time: Option<Nanos>,
-    pub(crate) drop_next: Nanos,
+    first_above_time: Option<Instant>,
+    pub(crate) drop_next: Instant,
     pub(crate) count: u32,
     pub(crate) lastcount: u32,
     pub(crate) dropping: bool,
 }
 
 impl Codel {
-    pub(crate) fn new(target: Nanos, interval: Nanos) -> Self {
-        Codel { target, interval, first_above_time: None, drop_next: 0, count: 0, lastcount: 0, dropping: false }
+    pub(crate) fn new(target: Duration, interval: Duration) -> Self {
+        Codel { target, interval, first_above_time: None, drop_next: Instant::EPOCH, count: 0, lastcount: 0, dropping: false }
     }
 
     /// The RFC's `dodequeue` verdict (`ok_to_drop`) for a packet leaving
     /// the queue at `now` after `sojourn`, with `remaining` bytes left
     /// behind it.
-    pub(crate) fn ok_to_drop(&mut self, now: Nanos, sojourn: Nanos, remaining: u64) -> bool {
+    pub(crate) fn ok_to_drop(&mut self, now: Instant, sojourn: Duration, remaining: u64) -> bool {
         if sojourn < self.target || remaining <= MAX_PACKET {
             self.first_above_time = None;
             return false;
         }
         match self.first_above_time {
             None => {
-                self.first_above_time = Some(now.saturating_add(self.interval));
+                self.first_above_time = Some(now + self.interval);
                 false
             }
             Some(t) => now >= t,
@@ -60,20 +60,21 @@ impl Codel {
     }
 
     /// `t + interval / sqrt(count)`, rounded to the nanosecond.
-    pub(crate) fn control_law(&self, t: Nanos) -> Nanos {
-        let gap = self.interval as f64 / f64::from(self.count.max(1)).sqrt();
-        t.saturating_add(gap.round() as Nanos)
+    pub(crate) fn control_law(&self, t: Instant) -> Instant {
+        let gap = self.interval.as_nanos() as f64 / f64::from(self.count.max(1)).sqrt();
+        t + Duration::from_nanos(gap.round() as u64)
     }
 
     /// Entering the dropping state after a first drop at `now`: the RFC's
     /// count memory, which resumes near the previous drop rate if the last
     /// dropping episode ended recently.
-    pub(crate) fn enter_dropping(&mut self, now: Nanos) {
+    pub(crate) fn enter_dropping(&mut self, now: Instant) {
         self.dropping = true;
         let delta = self.count.saturating_sub(self.lastcount);
         self.count = 1;
-        let since = i128::from(now) - i128::from(self.drop_next);
-        if delta > 1 && since < 16 * i128::from(self.interval) {
+        // Signed: `drop_next` may lie in the future, which counts as recent.
+        let since = i128::from(now.as_nanos()) - i128::from(self.drop_next.as_nanos());
+        if delta > 1 && since < 16 * i128::from(self.interval.as_nanos()) {
             self.count = delta;
         }
         self.drop_next = self.control_law(now);
@@ -83,7 +84,7 @@ impl Codel {
 
 impl Codel {
     /// The RFC 8289 `dodequeue`: pops the head and judges it.
-    fn judged<Q: CodelQueue>(&mut self, q: &mut Q, now: Nanos) -> (Option<Q::Item>, bool) {
+    fn judged<Q: CodelQueue>(&mut self, q: &mut Q, now: Instant) -> (Option<Q::Item>, bool) {
         match q.pop(now) {
             None => {
                 self.on_empty();
@@ -97,7 +98,7 @@ impl Codel {
     }
 
     /// The RFC 8289 `dequeue`, run when the server becomes free at `now`.
-    pub(crate) fn dequeue<Q: CodelQueue>(&mut self, q: &mut Q, now: Nanos) -> Option<Q::Item> {
+    pub(crate) fn dequeue<Q: CodelQueue>(&mut self, q: &mut Q, now: Instant) -> Option<Q::Item> {
         let (mut p, mut ok) = self.judged(q, now);
         if p.is_none() {
             self.dropping = false;
@@ -134,39 +135,45 @@ impl Codel {
 mod tests {
     use super::*;
 
-    const MS: Nanos = 1_000_000;
+    const MS: Duration = Duration::from_millis(1);
+    const NS: Duration = Duration::from_nanos(1);
+
+    /// The instant `d` after the epoch.
+    fn t(d: Duration) -> Instant {
+        Instant::EPOCH + d
+    }
 
     #[test]
     fn verdict_needs_a_full_interval_above_target() {
         let mut c = Codel::new(5 * MS, 100 * MS);
-        assert!(!c.ok_to_drop(10 * MS, 5 * MS, 3000));
-        assert!(!c.ok_to_drop(110 * MS - 1, 50 * MS, 3000));
-        assert!(c.ok_to_drop(110 * MS, 50 * MS, 3000));
+        assert!(!c.ok_to_drop(t(10 * MS), 5 * MS, 3000));
+        assert!(!c.ok_to_drop(t(110 * MS - NS), 50 * MS, 3000));
+        assert!(c.ok_to_drop(t(110 * MS), 50 * MS, 3000));
         // One packet below target (or a near-empty queue) resets the clock.
-        assert!(!c.ok_to_drop(111 * MS, 50 * MS, MAX_PACKET));
-        assert!(!c.ok_to_drop(112 * MS, 50 * MS, 3000));
-        assert!(!c.ok_to_drop(211 * MS, 50 * MS, 3000));
-        assert!(c.ok_to_drop(212 * MS, 50 * MS, 3000));
-        assert!(!c.ok_to_drop(213 * MS, 5 * MS - 1, 3000));
-        assert!(!c.ok_to_drop(400 * MS, 5 * MS, 3000));
+        assert!(!c.ok_to_drop(t(111 * MS), 50 * MS, MAX_PACKET));
+        assert!(!c.ok_to_drop(t(112 * MS), 50 * MS, 3000));
+        assert!(!c.ok_to_drop(t(211 * MS), 50 * MS, 3000));
+        assert!(c.ok_to_drop(t(212 * MS), 50 * MS, 3000));
+        assert!(!c.ok_to_drop(t(213 * MS), 5 * MS - NS, 3000));
+        assert!(!c.ok_to_drop(t(400 * MS), 5 * MS, 3000));
         c.on_empty();
-        assert!(!c.ok_to_drop(401 * MS, 5 * MS, 3000));
+        assert!(!c.ok_to_drop(t(401 * MS), 5 * MS, 3000));
     }
 
     #[test]
     fn count_memory_resumes_recent_drop_rate() {
         let mut c = Codel::new(5 * MS, 100 * MS);
         // First episode: count starts at 1.
-        c.enter_dropping(1000 * MS);
-        assert_eq!((c.count, c.lastcount, c.drop_next), (1, 1, 1100 * MS));
+        c.enter_dropping(t(1000 * MS));
+        assert_eq!((c.count, c.lastcount, c.drop_next), (1, 1, t(1100 * MS)));
         // 9 more drops, then the episode ends.
         c.count = 10;
-        c.drop_next = 1500 * MS;
+        c.drop_next = t(1500 * MS);
         c.dropping = false;
         // Re-entering within 16 intervals of drop_next: count = 10 - 1.
-        c.enter_dropping(1500 * MS + 1600 * MS - 1);
+        c.enter_dropping(t(1500 * MS + 1600 * MS - NS));
         assert_eq!((c.count, c.lastcount), (9, 9));
-        assert_eq!(c.drop_next, 3100 * MS - 1 + 33_333_333);
+        assert_eq!(c.drop_next, t(3100 * MS - NS + 33_333_333 * NS));
         // Only 1 drop since (delta = 1): back to 1.
         c.count = 10;
         c.enter_dropping(c.drop_next);
@@ -187,8 +194,8 @@ mod tests {
     fn control_law_spacing() {
         let mut c = Codel::new(5 * MS, 100 * MS);
         c.count = 4;
-        assert_eq!(c.control_law(0), 50 * MS);
+        assert_eq!(c.control_law(Instant::EPOCH), t(50 * MS));
         c.count = 2;
-        assert_eq!(c.control_law(7), 7 + 70_710_678);
+        assert_eq!(c.control_law(t(7 * NS)), t((7 + 70_710_678) * NS));
     }
 }

@@ -2,8 +2,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::time::{Duration, Instant};
 use crate::trace::TraceRate;
-use crate::Nanos;
 
 /// Bottleneck rate of the server.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -24,14 +24,14 @@ impl Rate {
     /// Serialization time of a single `len`-byte packet on an otherwise idle
     /// server, rounded to the nearest nanosecond. `None` for a zero rate,
     /// which never finishes serializing anything.
-    pub fn serialization_ns(&self, len: u32) -> Option<Nanos> {
+    pub fn serialization_time(&self, len: u32) -> Option<Duration> {
         match *self {
-            Rate::Unlimited => Some(0),
+            Rate::Unlimited => Some(Duration::ZERO),
             Rate::BitsPerSec(0) => None,
             Rate::BitsPerSec(r) => {
                 let r = u128::from(r);
                 let ns = (u128::from(len) * 8 * 1_000_000_000 + r / 2) / r;
-                Some(u64::try_from(ns).unwrap_or(Nanos::MAX))
+                Some(u64::try_from(ns).map_or(Duration::MAX, Duration::from_nanos))
             }
         }
     }
@@ -78,10 +78,10 @@ pub enum Jitter {
     #[default]
     None,
     /// Uniform integer in `[0, max_ns]`.
-    Uniform { max_ns: Nanos, reorder: bool },
+    Uniform { max_ns: Duration, reorder: bool },
     /// Half-normal: `|x|` with `x ~ N(0, sd_ns^2)`, i.e. a zero-mean normal
     /// truncated at 0. Mean `sd_ns * sqrt(2/pi)`.
-    Normal { sd_ns: Nanos, reorder: bool },
+    Normal { sd_ns: Duration, reorder: bool },
 }
 
 impl Jitter {
@@ -102,15 +102,15 @@ pub struct Policer {
     pub burst_bytes: u64,
 }
 
-pub const CODEL_DEFAULT_TARGET_NS: Nanos = 5_000_000;
-pub const CODEL_DEFAULT_INTERVAL_NS: Nanos = 100_000_000;
+pub const CODEL_DEFAULT_TARGET: Duration = Duration::from_millis(5);
+pub const CODEL_DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
 
-fn codel_target() -> Nanos {
-    CODEL_DEFAULT_TARGET_NS
+fn codel_target() -> Duration {
+    CODEL_DEFAULT_TARGET
 }
 
-fn codel_interval() -> Nanos {
-    CODEL_DEFAULT_INTERVAL_NS
+fn codel_interval() -> Duration {
+    CODEL_DEFAULT_INTERVAL
 }
 
 /// Queue management of the buffer. The [`Buffer`] limit applies (as
@@ -124,16 +124,16 @@ pub enum Aqm {
     /// serialization.
     Codel {
         #[serde(default = "codel_target")]
-        target_ns: Nanos,
+        target_ns: Duration,
         #[serde(default = "codel_interval")]
-        interval_ns: Nanos,
+        interval_ns: Duration,
     },
 }
 
 impl Aqm {
     /// CoDel with the RFC 8289 defaults (5 ms target, 100 ms interval).
     pub fn codel() -> Aqm {
-        Aqm::Codel { target_ns: CODEL_DEFAULT_TARGET_NS, interval_ns: CODEL_DEFAULT_INTERVAL_NS }
+        Aqm::Codel { target_ns: CODEL_DEFAULT_TARGET, interval_ns: CODEL_DEFAULT_INTERVAL }
     }
 }
 
@@ -155,11 +155,11 @@ impl Aqm {
 /// event at that instant.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ScheduledChange {
-    pub at_ns: Nanos,
+    pub at_ns: Instant,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<Rate>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delay_ns: Option<Nanos>,
+    pub delay_ns: Option<Duration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss: Option<LossModel>,
 }
@@ -171,7 +171,7 @@ pub struct ScheduledChange {
 pub struct DirectionConfig {
     /// Constant rate of the server; ignored while `trace` is in force.
     pub rate: Rate,
-    pub delay_ns: Nanos,
+    pub delay_ns: Duration,
     pub loss: LossModel,
     pub buffer: Buffer,
     /// Trace-driven capacity; when set it replaces `rate` from time 0 until
@@ -267,7 +267,7 @@ impl DirectionConfig {
         if self.policer.is_some_and(|p| p.rate_bps == 0) {
             return Err(LinkConfigError::PolicerZeroRate);
         }
-        if let Aqm::Codel { interval_ns: 0, .. } = self.aqm {
+        if matches!(self.aqm, Aqm::Codel { interval_ns, .. } if interval_ns.is_zero()) {
             return Err(LinkConfigError::CodelZeroInterval);
         }
         // Buffer::Bytes(0) / Packets(0) are meaningful (no queueing at all:
@@ -284,7 +284,7 @@ mod tests {
     fn default_is_transparent() {
         let c = DirectionConfig::default();
         assert_eq!(c.rate, Rate::Unlimited);
-        assert_eq!(c.delay_ns, 0);
+        assert_eq!(c.delay_ns, Duration::ZERO);
         assert_eq!(c.loss, LossModel::None);
         assert_eq!(c.buffer, Buffer::Unlimited);
         assert!(c.validate().is_ok());
@@ -318,13 +318,14 @@ mod tests {
     }
 
     #[test]
-    fn serialization_ns_rounds() {
-        assert_eq!(Rate::Unlimited.serialization_ns(1500), Some(0));
-        assert_eq!(Rate::BitsPerSec(0).serialization_ns(1500), None);
+    fn serialization_time_rounds() {
+        let ns = |n| Some(Duration::from_nanos(n));
+        assert_eq!(Rate::Unlimited.serialization_time(1500), ns(0));
+        assert_eq!(Rate::BitsPerSec(0).serialization_time(1500), None);
         // 12000 bits at 7 Mbit/s = 1714285.714.. ns
-        assert_eq!(Rate::mbps(7).serialization_ns(1500), Some(1_714_286));
+        assert_eq!(Rate::mbps(7).serialization_time(1500), ns(1_714_286));
         // 12000 bits at 9 Mbit/s = 1333333.33.. ns
-        assert_eq!(Rate::mbps(9).serialization_ns(1500), Some(1_333_333));
-        assert_eq!(Rate::mbps(12).serialization_ns(1500), Some(1_000_000));
+        assert_eq!(Rate::mbps(9).serialization_time(1500), ns(1_333_333));
+        assert_eq!(Rate::mbps(12).serialization_time(1500), ns(1_000_000));
     }
 }

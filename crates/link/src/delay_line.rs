@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
 use crate::link::Delivery;
-use crate::Nanos;
+use crate::time::Instant;
 
 /// Packets that finished serialization and are waiting out their delay.
 pub(crate) enum DelayLine<P> {
@@ -23,7 +23,7 @@ pub(crate) struct Delayed<P> {
 }
 
 impl<P> Delayed<P> {
-    fn key(&self) -> (Nanos, u64) {
+    fn key(&self) -> (Instant, u64) {
         (self.d.delivered_at, self.seq)
     }
 }
@@ -65,7 +65,7 @@ impl<P> DelayLine<P> {
         }
     }
 
-    pub(crate) fn next_time(&self) -> Option<Nanos> {
+    pub(crate) fn next_time(&self) -> Option<Instant> {
         match self {
             DelayLine::Fifo(q) => q.front().map(|d| d.delivered_at),
             DelayLine::Heap(h) => h.peek().map(|x| x.d.delivered_at),
@@ -79,7 +79,7 @@ impl<P> DelayLine<P> {
         }
     }
 
-    pub(crate) fn pop_due(&mut self, now: Nanos) -> Option<Delivery<P>> {
+    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<Delivery<P>> {
         if self.next_time()? > now {
             return None;
         }

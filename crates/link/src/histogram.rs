@@ -1,6 +1,6 @@
 use serde::{Deserialize, Serialize};
 
-use crate::Nanos;
+use crate::time::Duration;
 
 // Layout (all in ns):
 // - bucket 0 holds exactly 0 (an idle link produces many zero queue delays);
@@ -50,7 +50,7 @@ fn bucket_bounds(i: usize) -> (u64, u64) {
     }
 }
 
-/// Fixed-size log-linear histogram of delays in nanoseconds.
+/// Fixed-size log-linear histogram of delays (spans, kept in nanoseconds).
 ///
 /// Quantiles are reported as bucket midpoints clamped to the observed
 /// min/max, so the relative error is at most ~1.6 % above 1 µs and at most
@@ -78,7 +78,8 @@ impl DelayHistogram {
         Self::default()
     }
 
-    pub fn record(&mut self, ns: Nanos) {
+    pub fn record(&mut self, d: Duration) {
+        let ns = d.as_nanos();
         self.buckets[bucket_index(ns)] += 1;
         self.count += 1;
         self.sum_ns = self.sum_ns.saturating_add(ns);
@@ -91,20 +92,20 @@ impl DelayHistogram {
     }
 
     /// 0 when empty.
-    pub fn min_ns(&self) -> Nanos {
+    pub fn min(&self) -> Duration {
         if self.count == 0 {
-            0
+            Duration::ZERO
         } else {
-            self.min_ns
+            Duration::from_nanos(self.min_ns)
         }
     }
 
     /// 0 when empty.
-    pub fn max_ns(&self) -> Nanos {
-        self.max_ns
+    pub fn max(&self) -> Duration {
+        Duration::from_nanos(self.max_ns)
     }
 
-    /// 0.0 when empty.
+    /// In nanoseconds (not rounded); 0.0 when empty.
     pub fn mean_ns(&self) -> f64 {
         if self.count == 0 {
             0.0
@@ -116,7 +117,11 @@ impl DelayHistogram {
     /// Value at quantile `q` (clamped to [0, 1]; NaN counts as 0) using the
     /// nearest-rank definition; 0 when empty. `quantile(1.0)` is the exact
     /// maximum and `quantile(0.0)` the exact minimum.
-    pub fn quantile(&self, q: f64) -> Nanos {
+    pub fn quantile(&self, q: f64) -> Duration {
+        Duration::from_nanos(self.quantile_ns(q))
+    }
+
+    fn quantile_ns(&self, q: f64) -> u64 {
         if self.count == 0 {
             return 0;
         }
@@ -167,7 +172,7 @@ impl From<&DelayHistogram> for HistogramRepr {
         HistogramRepr {
             count: h.count,
             sum_ns: h.sum_ns,
-            min_ns: h.min_ns(),
+            min_ns: h.min().as_nanos(),
             max_ns: h.max_ns,
             buckets: h.buckets.iter().enumerate().filter(|(_, &c)| c > 0).map(|(i, &c)| (bucket_bounds(i).0, c)).collect(),
         }
@@ -216,6 +221,10 @@ impl<'de> Deserialize<'de> for DelayHistogram {
 mod tests {
     use super::*;
 
+    fn ns(v: u64) -> Duration {
+        Duration::from_nanos(v)
+    }
+
     #[test]
     fn bucket_layout_is_consistent() {
         let mut prev_hi = 0;
@@ -241,10 +250,10 @@ mod tests {
     fn empty_histogram() {
         let h = DelayHistogram::new();
         assert_eq!(h.count(), 0);
-        assert_eq!(h.quantile(0.5), 0);
+        assert_eq!(h.quantile(0.5), Duration::ZERO);
         assert_eq!(h.mean_ns(), 0.0);
-        assert_eq!(h.max_ns(), 0);
-        assert_eq!(h.min_ns(), 0);
+        assert_eq!(h.max(), Duration::ZERO);
+        assert_eq!(h.min(), Duration::ZERO);
     }
 
     #[test]
@@ -253,16 +262,16 @@ mod tests {
         // 1 µs .. 10 s, one value per step of 10 µs.
         let values: Vec<u64> = (0..1_000_000u64).map(|i| 1_000 + i * 10_000).collect();
         for &v in &values {
-            h.record(v);
+            h.record(ns(v));
         }
         for q in [0.01, 0.1, 0.5, 0.9, 0.99, 0.999] {
             let exact = values[((q * values.len() as f64).ceil() as usize) - 1] as f64;
-            let got = h.quantile(q) as f64;
+            let got = h.quantile(q).as_nanos() as f64;
             assert!(((got - exact) / exact).abs() <= 0.016, "q={q}: got {got}, exact {exact}");
         }
-        assert_eq!(h.quantile(1.0), *values.last().unwrap());
-        assert_eq!(h.quantile(0.0), values[0]);
-        assert_eq!(h.max_ns(), *values.last().unwrap());
+        assert_eq!(h.quantile(1.0), ns(*values.last().unwrap()));
+        assert_eq!(h.quantile(0.0), ns(values[0]));
+        assert_eq!(h.max(), ns(*values.last().unwrap()));
         let mean = values.iter().sum::<u64>() as f64 / values.len() as f64;
         assert!((h.mean_ns() - mean).abs() < 1e-6 * mean);
     }
@@ -271,14 +280,14 @@ mod tests {
     fn zero_bucket_and_overflow() {
         let mut h = DelayHistogram::new();
         for _ in 0..90 {
-            h.record(0);
+            h.record(Duration::ZERO);
         }
         for _ in 0..10 {
-            h.record(500_000_000_000);
+            h.record(ns(500_000_000_000));
         }
-        assert_eq!(h.quantile(0.5), 0);
-        assert_eq!(h.quantile(0.9), 0);
-        assert_eq!(h.quantile(0.95), 500_000_000_000);
+        assert_eq!(h.quantile(0.5), Duration::ZERO);
+        assert_eq!(h.quantile(0.9), Duration::ZERO);
+        assert_eq!(h.quantile(0.95), ns(500_000_000_000));
     }
 
     #[test]
@@ -289,11 +298,11 @@ mod tests {
         for i in 0..5000u64 {
             let v = i * i * 37;
             if i % 3 == 0 {
-                a.record(v);
+                a.record(ns(v));
             } else {
-                b.record(v);
+                b.record(ns(v));
             }
-            both.record(v);
+            both.record(ns(v));
         }
         a.merge(&b);
         assert_eq!(a, both);
@@ -306,7 +315,7 @@ mod tests {
     fn repr_round_trips_and_is_sparse() {
         let mut h = DelayHistogram::new();
         for v in [0, 0, 5, 999, 1_000, 1_500_000, 2_000_000_000, u64::MAX] {
-            h.record(v);
+            h.record(ns(v));
         }
         let repr = HistogramRepr::from(&h);
         // 999 and 1000 share the [992, 1024) bucket.

@@ -3,7 +3,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
 use crate::config::Jitter;
-use crate::Nanos;
+use crate::time::Duration;
 
 /// The loss model draws from stream 0 of the link's seed; jitter gets its
 /// own stream so that enabling it leaves the loss pattern unchanged.
@@ -22,14 +22,14 @@ impl JitterProcess {
         JitterProcess { model, rng }
     }
 
-    pub(crate) fn sample(&mut self) -> Nanos {
+    pub(crate) fn sample(&mut self) -> Duration {
         match self.model {
-            Jitter::None => 0,
-            Jitter::Uniform { max_ns, .. } => self.rng.gen_range(0..=max_ns),
+            Jitter::None => Duration::ZERO,
+            Jitter::Uniform { max_ns, .. } => Duration::from_nanos(self.rng.gen_range(0..=max_ns.as_nanos())),
             Jitter::Normal { sd_ns, .. } => {
-                let x = self.rng.sample::<f64, _>(StandardNormal).abs() * sd_ns as f64;
+                let x = self.rng.sample::<f64, _>(StandardNormal).abs() * sd_ns.as_nanos() as f64;
                 // `as` saturates, so an absurd sd cannot wrap around.
-                x.round() as Nanos
+                Duration::from_nanos(x.round() as u64)
             }
         }
     }

@@ -28,8 +28,10 @@
 //!   own delivery times.
 //!
 //! The model owns no sockets, threads or clocks. The caller passes the
-//! current time (`Nanos`, nanoseconds on any monotone clock) into every call
-//! and asks [`Link::next_event`] when to come back. Keeping I/O and time out
+//! current time (a [`time::Instant`], nanoseconds since an epoch of its
+//! choosing on any monotone clock) into every call and asks
+//! [`Link::next_event`] when to come back. Spans (delays, intervals, queueing
+//! delay) are [`time::Duration`]s. Keeping I/O and time out
 //! of the model is what makes it testable with a virtual clock, reproducible
 //! from a seed, and independent of how promptly the host scheduler wakes the
 //! driving loop: all departure times are derived from *arrival* times and the
@@ -57,14 +59,12 @@ mod link;
 mod loss;
 mod pacer;
 mod policer;
+pub mod time;
 pub mod trace;
 
 pub use config::{
-    Aqm, Buffer, DirectionConfig, Jitter, LinkConfigError, LossModel, Policer, Rate, ScheduledChange, CODEL_DEFAULT_INTERVAL_NS, CODEL_DEFAULT_TARGET_NS,
+    Aqm, Buffer, DirectionConfig, Jitter, LinkConfigError, LossModel, Policer, Rate, ScheduledChange, CODEL_DEFAULT_INTERVAL, CODEL_DEFAULT_TARGET,
 };
 pub use histogram::DelayHistogram;
 pub use link::{Delivery, DropCause, Dropped, Link, LinkStats};
 pub use trace::{TraceError, TraceRate};
-
-/// Time in nanoseconds on the caller's (monotone) clock.
-pub type Nanos = u64;

@@ -11,7 +11,7 @@ use crate::jitter::JitterProcess;
 use crate::loss::LossProcess;
 use crate::pacer::Pacer;
 use crate::policer::TokenBucket;
-use crate::Nanos;
+use crate::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -43,7 +43,7 @@ pub struct Dropped<P> {
     pub cause: DropCause,
     /// When the packet arrived (for an AQM drop, earlier than the decision), so a caller
     /// can account the drop at its arrival.
-    pub arrived_at: Nanos,
+    pub arrived_at: Instant,
     /// The length it was offered with.
     pub len: u32,
 }
@@ -63,9 +63,9 @@ impl<P: fmt::Debug> std::error::Error for Dropped<P> {}
 pub struct Delivery<P> {
     pub packet: P,
     pub len: u32,
-    pub arrived_at: Nanos,
-    pub service_start: Nanos,
-    pub delivered_at: Nanos,
+    pub arrived_at: Instant,
+    pub service_start: Instant,
+    pub delivered_at: Instant,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -91,7 +91,7 @@ pub struct LinkStats {
     #[serde(default)]
     pub bytes_dropped_aqm: u64,
     /// Total serialization time of packets that finished serialization.
-    pub busy_ns: u64,
+    pub busy_ns: Duration,
     /// Queueing delay (`service_start - arrived_at`) of every dequeued packet.
     pub queue_delay: DelayHistogram,
     /// Peak of the waiting-queue size, excluding the packet in service.
@@ -101,18 +101,19 @@ pub struct LinkStats {
 struct Waiting<P> {
     packet: P,
     len: u32,
-    arrived_at: Nanos,
+    arrived_at: Instant,
 }
 
 struct InService<P> {
     packet: P,
     len: u32,
-    arrived_at: Nanos,
-    start: Nanos,
-    finish: Nanos,
+    arrived_at: Instant,
+    start: Instant,
+    /// `Instant::MAX` for a server stalled behind a zero rate: it never finishes.
+    finish: Instant,
     /// Drawn when service starts rather than when it ends, so that
     /// `next_event` can predict the delivery time without touching the RNG.
-    jitter: Nanos,
+    jitter: Duration,
 }
 
 /// One direction of a link: loss -> policer -> buffer (drop-tail or CoDel)
@@ -138,16 +139,17 @@ pub struct Link<P> {
     backlog_bytes: u64,
     server: Option<InService<P>>,
     pacer: Pacer,
-    delay_ns: Nanos,
+    /// Propagation delay in force (the configured one, then scheduled changes).
+    delay: Duration,
     /// Index of the first change in `cfg.schedule` not yet applied.
     next_change: usize,
     delay_line: DelayLine<P>,
     /// Latest delivery time handed to the delay line, for the FIFO clamp.
-    last_delivered: Nanos,
+    last_delivered: Instant,
     seq: u64,
     dropped: VecDeque<Dropped<P>>,
     stats: LinkStats,
-    last_now: Nanos,
+    last_now: Instant,
 }
 
 impl<P> Link<P> {
@@ -177,14 +179,14 @@ impl<P> Link<P> {
             backlog_bytes: 0,
             server: None,
             pacer: Pacer::new(cfg.rate, cfg.trace.clone()),
-            delay_ns: cfg.delay_ns,
+            delay: cfg.delay_ns,
             next_change: 0,
             delay_line,
-            last_delivered: 0,
+            last_delivered: Instant::EPOCH,
             seq: 0,
             dropped: VecDeque::new(),
             stats: LinkStats::default(),
-            last_now: 0,
+            last_now: Instant::EPOCH,
             cfg,
         }
     }
@@ -197,7 +199,7 @@ impl<P> Link<P> {
     /// Offers a packet that arrived at `now`. On success the link owns it
     /// until `dequeue` (or, if the AQM drops it later, `take_dropped`)
     /// returns it; on an immediate drop it is handed back.
-    pub fn enqueue(&mut self, now: Nanos, len: u32, packet: P) -> Result<(), Dropped<P>> {
+    pub fn enqueue(&mut self, now: Instant, len: u32, packet: P) -> Result<(), Dropped<P>> {
         let now = self.clock(now);
         self.stats.packets_in += 1;
         self.stats.bytes_in += u64::from(len);
@@ -249,7 +251,7 @@ impl<P> Link<P> {
 
     /// Returns the next packet whose `delivered_at <= now`: in FIFO order,
     /// or in order of `delivered_at` with reordering jitter.
-    pub fn dequeue(&mut self, now: Nanos) -> Option<Delivery<P>> {
+    pub fn dequeue(&mut self, now: Instant) -> Option<Delivery<P>> {
         let now = self.clock(now);
         self.advance_inner(now);
         let d = self.delay_line.pop_due(now)?;
@@ -278,7 +280,7 @@ impl<P> Link<P> {
 
     /// Replays internal transitions up to `now` without taking packets out,
     /// so that the backlog accessors reflect the state at `now`.
-    pub fn advance(&mut self, now: Nanos) {
+    pub fn advance(&mut self, now: Instant) {
         let now = self.clock(now);
         self.advance_inner(now);
     }
@@ -294,12 +296,12 @@ impl<P> Link<P> {
     /// a stalled server with a scheduled rate change (the change time), and
     /// reordering jitter with packets waiting (the current packet's finish
     /// time, since its successor may overtake it).
-    pub fn next_event(&self) -> Option<Nanos> {
+    pub fn next_event(&self) -> Option<Instant> {
         let queued = self.delay_line.next_time();
         let Some(s) = &self.server else {
             return queued;
         };
-        let from_server = if s.finish == Nanos::MAX {
+        let from_server = if s.finish == Instant::MAX {
             self.cfg.schedule[self.next_change..].iter().find(|c| c.rate.is_some()).map(|c| c.at_ns)
         } else {
             let at = self.delivery_time(s.finish, self.delay_at(s.finish), s.jitter);
@@ -339,7 +341,7 @@ impl<P> Link<P> {
         &self.cfg
     }
 
-    fn clock(&mut self, now: Nanos) -> Nanos {
+    fn clock(&mut self, now: Instant) -> Instant {
         self.last_now = self.last_now.max(now);
         self.last_now
     }
@@ -348,11 +350,11 @@ impl<P> Link<P> {
     /// serialization up to `now`. A change at the same instant as a finish
     /// goes first, so it already applies to that packet's delay and to its
     /// successor's rate.
-    fn advance_inner(&mut self, now: Nanos) {
+    fn advance_inner(&mut self, now: Instant) {
         loop {
             let change = self.cfg.schedule.get(self.next_change).map(|c| c.at_ns).filter(|&t| t <= now);
-            // Nanos::MAX marks a stalled server: it never finishes.
-            let finish = self.server.as_ref().map(|s| s.finish).filter(|&f| f <= now && f != Nanos::MAX);
+            // Instant::MAX marks a stalled server: it never finishes.
+            let finish = self.server.as_ref().map(|s| s.finish).filter(|&f| f <= now && f != Instant::MAX);
             match (change, finish) {
                 (Some(c), f) if f.is_none_or(|f| c <= f) => self.apply_change(),
                 (_, Some(_)) => self.complete_service(),
@@ -366,7 +368,7 @@ impl<P> Link<P> {
         self.next_change += 1;
         let at = c.at_ns;
         if let Some(d) = c.delay_ns {
-            self.delay_ns = d;
+            self.delay = d;
         }
         if let Some(l) = &c.loss {
             self.loss.set_model(l.clone());
@@ -376,7 +378,7 @@ impl<P> Link<P> {
             // A packet stalled behind a zero rate would otherwise never
             // leave; it restarts as if it had just reached the server.
             if let Some(mut s) = self.server.take() {
-                if s.finish == Nanos::MAX {
+                if s.finish == Instant::MAX {
                     s.start = at;
                     s.finish = self.pacer.finish_time(s.len, at);
                 }
@@ -387,8 +389,8 @@ impl<P> Link<P> {
 
     /// Delay in force for a packet finishing at `finish`, taking pending
     /// (not yet replayed) changes into account.
-    fn delay_at(&self, finish: Nanos) -> Nanos {
-        let mut d = self.delay_ns;
+    fn delay_at(&self, finish: Instant) -> Duration {
+        let mut d = self.delay;
         for c in &self.cfg.schedule[self.next_change..] {
             if c.at_ns > finish {
                 break;
@@ -400,8 +402,9 @@ impl<P> Link<P> {
         d
     }
 
-    fn delivery_time(&self, finish: Nanos, delay: Nanos, jitter: Nanos) -> Nanos {
-        let at = finish.saturating_add(delay).saturating_add(jitter);
+    fn delivery_time(&self, finish: Instant, delay: Duration, jitter: Duration) -> Instant {
+        // Saturating, as all time arithmetic.
+        let at = finish + delay + jitter;
         if self.cfg.jitter.reorders() {
             at
         } else {
@@ -414,7 +417,7 @@ impl<P> Link<P> {
             return;
         };
         self.stats.busy_ns += s.finish - s.start;
-        let delivered_at = self.delivery_time(s.finish, self.delay_ns, s.jitter);
+        let delivered_at = self.delivery_time(s.finish, self.delay, s.jitter);
         self.last_delivered = self.last_delivered.max(delivered_at);
         self.seq += 1;
         self.delay_line.push(self.seq, Delivery { packet: s.packet, len: s.len, arrived_at: s.arrived_at, service_start: s.start, delivered_at });
@@ -422,7 +425,7 @@ impl<P> Link<P> {
     }
 
     /// Moves the next packet the AQM lets through into service at `now`.
-    fn start_next(&mut self, now: Nanos) {
+    fn start_next(&mut self, now: Instant) {
         match self.aqm_dequeue(now) {
             Some(w) => {
                 let finish = self.pacer.finish_time(w.len, now);
@@ -435,7 +438,7 @@ impl<P> Link<P> {
 
     /// The next packet the buffer hands the server at `now`: the head, or what CoDel lets
     /// through after its drops.
-    fn aqm_dequeue(&mut self, now: Nanos) -> Option<Waiting<P>> {
+    fn aqm_dequeue(&mut self, now: Instant) -> Option<Waiting<P>> {
         let mut buffer = BufferHead { queue: &mut self.queue, backlog_bytes: &mut self.backlog_bytes, stats: &mut self.stats, dropped: &mut self.dropped };
         match &mut self.codel {
             Some(codel) => codel.dequeue(&mut buffer, now),
@@ -456,7 +459,7 @@ struct BufferHead<'a, P> {
 impl<P> CodelQueue for BufferHead<'_, P> {
     type Item = Waiting<P>;
 
-    fn pop(&mut self, now: Nanos) -> Option<(Waiting<P>, Nanos, u64)> {
+    fn pop(&mut self, now: Instant) -> Option<(Waiting<P>, Duration, u64)> {
         let w = self.queue.pop_front()?;
         *self.backlog_bytes -= u64::from(w.len);
         let sojourn = now - w.arrived_at;

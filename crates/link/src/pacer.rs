@@ -2,8 +2,8 @@
 //! finishes, at a constant rate (exact, no drift) or along a Mahimahi trace.
 
 use crate::config::Rate;
+use crate::time::Instant;
 use crate::trace::{TraceRate, OPPORTUNITY_BYTES};
-use crate::Nanos;
 
 /// What currently paces the server.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -21,16 +21,16 @@ pub(crate) struct Pacer {
     /// i.e. one that was waiting when its predecessor finished.
     carry: u64,
     next_opp: u64,
-    chain_at: Option<Nanos>,
+    chain_at: Option<Instant>,
     /// Finish times are computed from the start of the current busy period
     /// and the total bits sent in it, so per-packet rounding never
     /// accumulates: the n-th finish is within 0.5 ns of the exact value.
     /// `period_rate` is the rate of that period (0: none), so a rate change
     /// opens a new period.
-    period_start: Nanos,
+    period_start: Instant,
     period_bits: u128,
     period_rate: u64,
-    last_finish: Nanos,
+    last_finish: Instant,
 }
 
 impl Pacer {
@@ -42,10 +42,10 @@ impl Pacer {
             carry: 0,
             next_opp: 0,
             chain_at: None,
-            period_start: 0,
+            period_start: Instant::EPOCH,
             period_bits: 0,
             period_rate: 0,
-            last_finish: 0,
+            last_finish: Instant::EPOCH,
         }
     }
 
@@ -62,11 +62,11 @@ impl Pacer {
     }
 
     /// When a `len`-byte packet starting service at `start` finishes.
-    pub(crate) fn finish_time(&mut self, len: u32, start: Nanos) -> Nanos {
+    pub(crate) fn finish_time(&mut self, len: u32, start: Instant) -> Instant {
         match self.pace {
             Pace::Trace => self.trace_finish(len, start),
             Pace::Const(Rate::Unlimited) => start,
-            Pace::Const(Rate::BitsPerSec(0)) => Nanos::MAX,
+            Pace::Const(Rate::BitsPerSec(0)) => Instant::MAX,
             Pace::Const(Rate::BitsPerSec(rate)) => {
                 if start != self.last_finish || rate != self.period_rate {
                     // Idle gap or new rate: a new busy period starts here.
@@ -77,10 +77,10 @@ impl Pacer {
                 self.period_bits += u128::from(len) * 8;
                 let r = u128::from(rate);
                 let offset = (self.period_bits * 1_000_000_000 + r / 2) / r;
-                let finish = u128::from(self.period_start) + offset;
-                // Saturating at Nanos::MAX degrades to "stalled", which is
+                let finish = u128::from(self.period_start.as_nanos()) + offset;
+                // Saturating at Instant::MAX degrades to "stalled", which is
                 // the only sensible reading of a finish beyond u64 time.
-                let finish = u64::try_from(finish).unwrap_or(Nanos::MAX);
+                let finish = u64::try_from(finish).map_or(Instant::MAX, Instant::from_nanos);
                 self.last_finish = finish;
                 finish
             }
@@ -92,11 +92,11 @@ impl Pacer {
     /// (its predecessor finished there while it waited) may use that credit;
     /// otherwise it needs opportunities strictly after `start`, as an
     /// arrival in Mahimahi only sees opportunities after it.
-    fn trace_finish(&mut self, len: u32, start: Nanos) -> Nanos {
+    fn trace_finish(&mut self, len: u32, start: Instant) -> Instant {
         // Leaving the constant-rate busy period behind.
         self.period_rate = 0;
         let Some(trace) = self.trace.as_ref().filter(|t| t.is_loaded()) else {
-            return Nanos::MAX;
+            return Instant::MAX;
         };
         let mut need = u64::from(len);
         let first = if self.chain_at == Some(start) {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Nanos;
+use crate::time::Instant;
 
 /// Bytes of credit one delivery opportunity carries (Mahimahi's MTU).
 pub const OPPORTUNITY_BYTES: u32 = 1500;
@@ -137,9 +137,9 @@ impl TraceRate {
     /// Global index of the first opportunity strictly after `t`. Opportunity
     /// times are non-decreasing in the index because the timestamps are
     /// sorted and the last one equals the period.
-    pub(crate) fn first_after(&self, t: Nanos) -> u64 {
+    pub(crate) fn first_after(&self, t: Instant) -> u64 {
         let n = self.times_ms.len() as u64;
-        let m = t / NS_PER_MS;
+        let m = t.as_nanos() / NS_PER_MS;
         let (lap, r) = (m / self.period_ms, m % self.period_ms);
         // Whole milliseconds suffice: an opportunity at ms x is after t
         // exactly when x > floor(t / 1 ms).
@@ -148,11 +148,11 @@ impl TraceRate {
     }
 
     /// Time of the opportunity with global index `j`; saturates at
-    /// `Nanos::MAX`, which the server reads as "never".
-    pub(crate) fn time_of(&self, j: u64) -> Nanos {
+    /// `Instant::MAX`, which the server reads as "never".
+    pub(crate) fn time_of(&self, j: u64) -> Instant {
         let n = self.times_ms.len() as u64;
         let ms = u128::from(j / n) * u128::from(self.period_ms) + u128::from(self.times_ms[(j % n) as usize]);
-        u64::try_from(ms * u128::from(NS_PER_MS)).unwrap_or(Nanos::MAX)
+        u64::try_from(ms * u128::from(NS_PER_MS)).map_or(Instant::MAX, Instant::from_nanos)
     }
 }
 
@@ -186,14 +186,15 @@ mod tests {
     fn opportunity_indexing_loops_exactly() {
         let t = TraceRate::parse("x", "0\n2\n2\n5\n").expect("valid");
         // Loop k: k*5 + {0, 2, 2, 5}.
-        let times: Vec<_> = (0..9).map(|j| t.time_of(j) / NS_PER_MS).collect();
+        let times: Vec<_> = (0..9).map(|j| t.time_of(j).as_nanos() / NS_PER_MS).collect();
         assert_eq!(times, vec![0, 2, 2, 5, 5, 7, 7, 10, 10]);
-        assert_eq!(t.first_after(0), 1);
-        assert_eq!(t.first_after(NS_PER_MS - 1), 1);
-        assert_eq!(t.first_after(2 * NS_PER_MS - 1), 1);
-        assert_eq!(t.first_after(2 * NS_PER_MS), 3);
-        assert_eq!(t.first_after(5 * NS_PER_MS), 5);
-        assert_eq!(t.first_after(1_000_000 * 5 * NS_PER_MS + 1), 4_000_000 + 1);
+        let at = Instant::from_nanos;
+        assert_eq!(t.first_after(at(0)), 1);
+        assert_eq!(t.first_after(at(NS_PER_MS - 1)), 1);
+        assert_eq!(t.first_after(at(2 * NS_PER_MS - 1)), 1);
+        assert_eq!(t.first_after(at(2 * NS_PER_MS)), 3);
+        assert_eq!(t.first_after(at(5 * NS_PER_MS)), 5);
+        assert_eq!(t.first_after(at(1_000_000 * 5 * NS_PER_MS + 1)), 4_000_000 + 1);
     }
 
     #[test]

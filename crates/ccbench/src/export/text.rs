@@ -12,7 +12,7 @@ pub fn header(result_params: &crate::results::Params) -> String {
     let mut out = String::new();
     let down = describe(&p.path.down);
     let up = describe(&p.path.up);
-    let rtt_ms = (p.path.down.delay_ns + p.path.up.delay_ns) as f64 / 1e6;
+    let rtt_ms = (p.path.down.delay_ns + p.path.up.delay_ns).as_nanos() as f64 / 1e6;
     if down == up {
         let _ = writeln!(out, "Path      {down} (both directions; base RTT {rtt_ms} ms)");
     } else {

@@ -5,27 +5,42 @@ use super::*;
 use crate::config::{Aqm, Jitter, LossModel, Policer, Rate, ScheduledChange};
 use crate::loss::LossProcess;
 
-const MS: Nanos = 1_000_000;
-const SEC: Nanos = 1_000_000_000;
+const NS: Duration = Duration::from_nanos(1);
+const US: Duration = Duration::from_micros(1);
+const MS: Duration = Duration::from_millis(1);
+const SEC: Duration = Duration::from_secs(1);
+const T0: Instant = Instant::EPOCH;
+/// Late enough for everything to have left, early enough to add delays to.
+const FAR: Instant = Instant::from_nanos(u64::MAX / 2);
 
-fn cfg(rate: Rate, delay_ns: Nanos, buffer: Buffer) -> DirectionConfig {
+/// The instant `d` after the epoch.
+fn at(d: Duration) -> Instant {
+    T0 + d
+}
+
+/// A random span in `[lo, hi)`: the same draw as `gen_range` over nanoseconds.
+fn uniform(rng: &mut ChaCha8Rng, lo: Duration, hi: Duration) -> Duration {
+    Duration::from_nanos(rng.gen_range(lo.as_nanos()..hi.as_nanos()))
+}
+
+fn cfg(rate: Rate, delay_ns: Duration, buffer: Buffer) -> DirectionConfig {
     DirectionConfig { rate, delay_ns, loss: LossModel::None, buffer, ..Default::default() }
 }
 
 /// Dequeues everything deliverable by `now`.
-fn drain<P>(link: &mut Link<P>, now: Nanos) -> Vec<Delivery<P>> {
+fn drain<P>(link: &mut Link<P>, now: Instant) -> Vec<Delivery<P>> {
     std::iter::from_fn(|| link.dequeue(now)).collect()
 }
 
 #[test]
 fn single_packet_on_idle_link_is_exact() {
     let mut l = Link::new(cfg(Rate::mbps(10), 20 * MS, Buffer::Unlimited), 0);
-    let t0 = 1_000;
+    let t0 = at(US);
     l.enqueue(t0, 1500, "p").expect("accepted");
-    let ser = 1_200_000; // 12000 bit at 10 Mbit/s
+    let ser = 1200 * US; // 12000 bit at 10 Mbit/s
     let expect = t0 + ser + 20 * MS;
     assert_eq!(l.next_event(), Some(expect));
-    assert!(l.dequeue(expect - 1).is_none());
+    assert!(l.dequeue(expect - NS).is_none());
     assert_eq!(l.in_flight_packets(), 1);
     let d = l.dequeue(expect).expect("due");
     assert_eq!((d.packet, d.len, d.arrived_at, d.service_start, d.delivered_at), ("p", 1500, t0, t0, expect));
@@ -33,34 +48,34 @@ fn single_packet_on_idle_link_is_exact() {
     assert_eq!(l.in_flight_packets(), 0);
     assert_eq!(l.stats().busy_ns, ser);
     assert_eq!(l.stats().queue_delay.count(), 1);
-    assert_eq!(l.stats().queue_delay.max_ns(), 0);
+    assert_eq!(l.stats().queue_delay.max(), Duration::ZERO);
 }
 
 #[test]
 fn fifo_server_back_to_back_and_after_idle() {
     let d = 5 * MS;
     let mut l = Link::new(cfg(Rate::mbps(12), d, Buffer::Unlimited), 0);
-    let s = 1_000_000; // 1500 B at 12 Mbit/s
+    let s = MS; // 1500 B at 12 Mbit/s
     for i in 0..3 {
-        l.enqueue(0, 1500, i).expect("accepted");
+        l.enqueue(T0, 1500, i).expect("accepted");
     }
     // Arrives while the server is busy: starts at previous finish (3 s).
-    l.enqueue(2 * s + 10, 1500, 3).expect("accepted");
+    l.enqueue(at(2 * s + 10 * NS), 1500, 3).expect("accepted");
     // Arrives after the link went idle: starts at its own arrival.
-    let late = 10 * s + 7;
+    let late = at(10 * s + 7 * NS);
     l.enqueue(late, 750, 4).expect("accepted");
-    let out = drain(&mut l, 100 * SEC);
+    let out = drain(&mut l, at(100 * SEC));
     let starts: Vec<_> = out.iter().map(|x| x.service_start).collect();
     let delivered: Vec<_> = out.iter().map(|x| x.delivered_at).collect();
-    assert_eq!(starts, vec![0, s, 2 * s, 3 * s, late]);
-    assert_eq!(delivered, vec![s + d, 2 * s + d, 3 * s + d, 4 * s + d, late + s / 2 + d]);
+    assert_eq!(starts, vec![T0, at(s), at(2 * s), at(3 * s), late]);
+    assert_eq!(delivered, vec![at(s + d), at(2 * s + d), at(3 * s + d), at(4 * s + d), late + s / 2 + d]);
     assert_eq!(out.iter().map(|x| x.packet).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4]);
     let st = l.stats();
     assert_eq!(st.busy_ns, 4 * s + s / 2);
     assert_eq!(st.queue_delay.count(), 5);
-    assert_eq!(st.queue_delay.max_ns(), 2 * s);
+    assert_eq!(st.queue_delay.max(), 2 * s);
     // Queue delays 0, s, 2s, s-10, 0.
-    let mean = (4 * s - 10) as f64 / 5.0;
+    let mean = (4 * s - 10 * NS).as_nanos() as f64 / 5.0;
     assert!((st.queue_delay.mean_ns() - mean).abs() < 1e-6);
     assert_eq!(st.max_backlog_bytes, 3000);
 }
@@ -68,33 +83,33 @@ fn fifo_server_back_to_back_and_after_idle() {
 #[test]
 fn no_rounding_drift_over_a_million_packets() {
     let n: u64 = 1_000_000;
-    let mut l = Link::new(cfg(Rate::mbps(7), 0, Buffer::Unlimited), 0);
+    let mut l = Link::new(cfg(Rate::mbps(7), Duration::ZERO, Buffer::Unlimited), 0);
     for i in 0..n {
-        l.enqueue(0, 1500, i).expect("accepted");
+        l.enqueue(T0, 1500, i).expect("accepted");
     }
     let mut last = None;
     let mut count = 0;
-    while let Some(d) = l.dequeue(Nanos::MAX - 1) {
+    while let Some(d) = l.dequeue(Instant::MAX - NS) {
         count += 1;
         last = Some(d.delivered_at);
     }
     assert_eq!(count, n);
     // 1500*8*1e6 / 7e6 s = 1714.285714285714... s
     let exact_ns = 1500.0 * 8.0 * 1e6 / 7e6 * 1e9;
-    let got = last.expect("delivered") as f64;
+    let got = last.expect("delivered").as_nanos() as f64;
     assert!((got - exact_ns).abs() <= 1_000.0, "got {got}, exact {exact_ns}");
     assert!((got - exact_ns).abs() <= 1.0);
-    assert_eq!(l.stats().busy_ns, last.expect("delivered"));
+    assert_eq!(l.stats().busy_ns, last.expect("delivered").since_epoch());
 }
 
 /// (id, arrived_at, service_start, delivered_at) of each delivered packet,
 /// (id, cause) of each drop, and the final stats.
-type RunResult = (Vec<(usize, Nanos, Nanos, Nanos)>, Vec<(usize, DropCause)>, LinkStats);
+type RunResult = (Vec<(usize, Instant, Instant, Instant)>, Vec<(usize, DropCause)>, LinkStats);
 
 /// Replays `arrivals` through a link, dequeuing at the given poll times
 /// (plus once at the very end), and returns what came out and what was
 /// dropped.
-fn run_schedule(c: &DirectionConfig, arrivals: &[(Nanos, u32)], polls: &[Nanos]) -> RunResult {
+fn run_schedule(c: &DirectionConfig, arrivals: &[(Instant, u32)], polls: &[Instant]) -> RunResult {
     let mut l = Link::new(c.clone(), 99);
     let mut out = Vec::new();
     let mut drops = Vec::new();
@@ -121,7 +136,7 @@ fn run_schedule(c: &DirectionConfig, arrivals: &[(Nanos, u32)], polls: &[Nanos])
     for &t in &polls[p..] {
         collect(&mut l, &mut drops, t);
     }
-    collect(&mut l, &mut drops, Nanos::MAX / 2);
+    collect(&mut l, &mut drops, FAR);
     assert_eq!(l.in_flight_packets(), 0);
     (out, drops, l.stats().clone())
 }
@@ -130,23 +145,23 @@ fn run_schedule(c: &DirectionConfig, arrivals: &[(Nanos, u32)], polls: &[Nanos])
 /// steps) and checks that deliveries, drops and stats are identical.
 fn check_polling_independence(c: &DirectionConfig, seed: u64) -> RunResult {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut t = 0;
-    let arrivals: Vec<(Nanos, u32)> = (0..20_000)
+    let mut t = T0;
+    let arrivals: Vec<(Instant, u32)> = (0..20_000)
         .map(|_| {
             // Bursty: mostly back-to-back, sometimes long gaps.
-            t += if rng.gen_bool(0.9) { rng.gen_range(0..1_000_000) } else { rng.gen_range(0..200 * MS) };
+            t += if rng.gen_bool(0.9) { uniform(&mut rng, Duration::ZERO, MS) } else { uniform(&mut rng, Duration::ZERO, 200 * MS) };
             (t, rng.gen_range(40..=1500))
         })
         .collect();
     let end = t + SEC;
 
     let never = run_schedule(c, &arrivals, &[]);
-    let coarse: Vec<Nanos> = (0..end).step_by(7 * MS as usize).collect();
+    let coarse: Vec<Instant> = (0..end.as_nanos()).step_by((7 * MS).as_nanos() as usize).map(Instant::from_nanos).collect();
     let coarse = run_schedule(c, &arrivals, &coarse);
     let mut fine = Vec::new();
-    let mut x = 0;
+    let mut x = T0;
     while x < end {
-        x += rng.gen_range(1..300_000);
+        x += uniform(&mut rng, NS, 300 * US);
         fine.push(x);
     }
     let fine = run_schedule(c, &arrivals, &fine);
@@ -174,7 +189,7 @@ fn check_polling_independence(c: &DirectionConfig, seed: u64) -> RunResult {
 fn delivery_times_do_not_depend_on_polling() {
     let c = DirectionConfig {
         rate: Rate::BitsPerSec(3_300_000),
-        delay_ns: 17 * MS + 3,
+        delay_ns: 17 * MS + 3 * NS,
         loss: LossModel::Bernoulli { p: 0.02 },
         buffer: Buffer::Bytes(20_000),
         ..Default::default()
@@ -189,13 +204,13 @@ fn next_event_driven_loop_dequeues_exactly_on_time() {
     let c = cfg(Rate::mbps(5), 30 * MS, Buffer::Packets(50));
     let mut l = Link::new(c, 1);
     let mut rng = ChaCha8Rng::seed_from_u64(8);
-    let mut arrivals: VecDeque<(Nanos, u32)> = VecDeque::new();
-    let mut t = 0;
+    let mut arrivals: VecDeque<(Instant, u32)> = VecDeque::new();
+    let mut t = T0;
     for _ in 0..5_000 {
-        t += rng.gen_range(0..2 * MS);
+        t += uniform(&mut rng, Duration::ZERO, 2 * MS);
         arrivals.push_back((t, rng.gen_range(64..=1500)));
     }
-    let mut now = 0;
+    let mut now = T0;
     let mut delivered = 0;
     let mut id = 0u32;
     loop {
@@ -227,10 +242,10 @@ fn next_event_driven_loop_dequeues_exactly_on_time() {
 
 #[test]
 fn packet_buffer_overflow_counts_exactly() {
-    let mut l = Link::new(cfg(Rate::mbps(1), 0, Buffer::Packets(3)), 0);
+    let mut l = Link::new(cfg(Rate::mbps(1), Duration::ZERO, Buffer::Packets(3)), 0);
     let mut dropped = Vec::new();
     for i in 0..10 {
-        if let Err(e) = l.enqueue(0, 1000, i) {
+        if let Err(e) = l.enqueue(T0, 1000, i) {
             assert_eq!(e.cause, DropCause::BufferOverflow);
             dropped.push(e.packet);
         }
@@ -246,22 +261,22 @@ fn packet_buffer_overflow_counts_exactly() {
 
     // The first packet finishes at exactly 8 ms; the next one moves into
     // service at that instant, so an arrival then finds one free slot.
-    let s = 8 * MS;
-    assert!(l.enqueue(s - 1, 1000, 10).is_err());
+    let s = at(8 * MS);
+    assert!(l.enqueue(s - NS, 1000, 10).is_err());
     assert!(l.enqueue(s, 1000, 11).is_ok());
     assert!(l.enqueue(s, 1000, 12).is_err());
     assert_eq!(l.stats().drops_buffer, 8);
-    let ids: Vec<_> = drain(&mut l, SEC).into_iter().map(|d| d.packet).collect();
+    let ids: Vec<_> = drain(&mut l, at(SEC)).into_iter().map(|d| d.packet).collect();
     assert_eq!(ids, vec![0, 1, 2, 3, 11]);
 }
 
 #[test]
 fn byte_buffer_overflow_counts_exactly() {
-    let mut l = Link::new(cfg(Rate::mbps(1), 0, Buffer::Bytes(4000)), 0);
+    let mut l = Link::new(cfg(Rate::mbps(1), Duration::ZERO, Buffer::Bytes(4000)), 0);
     let sizes = [1000u32, 1000, 1500, 1000, 1000, 600, 500, 1, 1500];
     let mut results = Vec::new();
     for (i, &len) in sizes.iter().enumerate() {
-        results.push(l.enqueue(0, len, i).is_ok());
+        results.push(l.enqueue(T0, len, i).is_ok());
     }
     // #0 in service; then backlog 1000, 2500, 3500, (4500 no), (4100 no),
     // 4000 exactly fits, (4001 no), (5500 no).
@@ -275,10 +290,10 @@ fn byte_buffer_overflow_counts_exactly() {
 
 #[test]
 fn zero_buffer_only_admits_to_an_idle_server() {
-    let mut l = Link::new(cfg(Rate::mbps(1), 0, Buffer::Packets(0)), 0);
-    assert!(l.enqueue(0, 1000, 0).is_ok());
-    assert!(l.enqueue(1, 1000, 1).is_err());
-    assert!(l.enqueue(8 * MS, 1000, 2).is_ok());
+    let mut l = Link::new(cfg(Rate::mbps(1), Duration::ZERO, Buffer::Packets(0)), 0);
+    assert!(l.enqueue(T0, 1000, 0).is_ok());
+    assert!(l.enqueue(at(NS), 1000, 1).is_err());
+    assert!(l.enqueue(at(8 * MS), 1000, 2).is_ok());
     assert_eq!(l.stats().max_backlog_bytes, 0);
 }
 
@@ -286,13 +301,19 @@ fn zero_buffer_only_admits_to_an_idle_server() {
 fn lost_packets_never_take_buffer_space() {
     let seed = 77;
     let n = 2_000;
-    let c = DirectionConfig { rate: Rate::mbps(1), delay_ns: 0, loss: LossModel::Bernoulli { p: 0.5 }, buffer: Buffer::Packets(5), ..Default::default() };
+    let c = DirectionConfig {
+        rate: Rate::mbps(1),
+        delay_ns: Duration::ZERO,
+        loss: LossModel::Bernoulli { p: 0.5 },
+        buffer: Buffer::Packets(5),
+        ..Default::default()
+    };
     let mut l = Link::new(c.clone(), seed);
     let mut reference = LossProcess::new(c.loss.clone(), seed);
     let mut accepted = 0;
     for i in 0..n {
         let should_lose = reference.lose_next();
-        match l.enqueue(0, 100, i) {
+        match l.enqueue(T0, 100, i) {
             Ok(()) => {
                 assert!(!should_lose);
                 accepted += 1;
@@ -312,7 +333,7 @@ fn lost_packets_never_take_buffer_space() {
 
     let mut all_lost = Link::new(DirectionConfig { loss: LossModel::Bernoulli { p: 1.0 }, ..c }, seed);
     for i in 0..100 {
-        assert_eq!(all_lost.enqueue(0, 100, i).map_err(|e| e.cause), Err(DropCause::Loss));
+        assert_eq!(all_lost.enqueue(T0, 100, i).map_err(|e| e.cause), Err(DropCause::Loss));
     }
     assert_eq!(all_lost.backlog_packets(), 0);
     assert_eq!(all_lost.stats().drops_buffer, 0);
@@ -326,8 +347,9 @@ fn bernoulli_loss_through_the_link() {
         let mut l = Link::new(c.clone(), seed);
         let mut pattern = Vec::new();
         for i in 0..100_000u32 {
-            pattern.push(l.enqueue(u64::from(i), 100, i).is_err());
-            drain(&mut l, u64::from(i));
+            let now = at(u64::from(i) * NS);
+            pattern.push(l.enqueue(now, 100, i).is_err());
+            drain(&mut l, now);
         }
         (pattern, l.stats().clone())
     };
@@ -345,26 +367,26 @@ fn bernoulli_loss_through_the_link() {
 #[test]
 fn saturated_link_delivers_exactly_its_rate() {
     let rate = 24_000_000u64;
-    let c = cfg(Rate::BitsPerSec(rate), 0, Buffer::Packets(100));
+    let c = cfg(Rate::BitsPerSec(rate), Duration::ZERO, Buffer::Packets(100));
     let mut l = Link::new(c, 0);
-    let t_end = 10 * SEC;
+    let t_end = at(10 * SEC);
     // Offer ~1.5x the rate, with irregular sizes and spacing.
     let mut rng = ChaCha8Rng::seed_from_u64(11);
-    let mut t = 0;
+    let mut t = T0;
     let mut i = 0u64;
     while t < t_end {
         let len = rng.gen_range(500..=1500);
         let _ = l.enqueue(t, len, i);
         i += 1;
-        t += rng.gen_range(0..400_000);
+        t += uniform(&mut rng, Duration::ZERO, 400 * US);
         drain(&mut l, t.min(t_end));
     }
     drain(&mut l, t_end);
     let st = l.stats();
-    let achieved = st.bytes_out as f64 * 8.0 / (t_end as f64 / 1e9);
+    let achieved = st.bytes_out as f64 * 8.0 / t_end.since_epoch().as_secs_f64();
     assert!((achieved - rate as f64).abs() / rate as f64 <= 0.001, "achieved {achieved} bit/s");
     assert!(st.drops_buffer > 0);
-    let util = st.busy_ns as f64 / t_end as f64;
+    let util = st.busy_ns.as_nanos() as f64 / t_end.as_nanos() as f64;
     assert!(util > 0.999 && util <= 1.0, "utilization {util}");
 }
 
@@ -372,18 +394,18 @@ fn saturated_link_delivers_exactly_its_rate() {
 fn unlimited_rate_only_delays_and_preserves_order() {
     let mut l = Link::new(cfg(Rate::Unlimited, 40 * MS, Buffer::Packets(0)), 0);
     for i in 0..1000u64 {
-        l.enqueue(i * 1000 / 7, 1500, i).expect("never queues");
+        l.enqueue(at(i * 1000 / 7 * NS), 1500, i).expect("never queues");
         assert_eq!(l.backlog_packets(), 0);
     }
-    let out = drain(&mut l, SEC);
+    let out = drain(&mut l, at(SEC));
     assert_eq!(out.len(), 1000);
     for (i, d) in out.iter().enumerate() {
         assert_eq!(d.packet, i as u64);
         assert_eq!(d.service_start, d.arrived_at);
         assert_eq!(d.delivered_at, d.arrived_at + 40 * MS);
     }
-    assert_eq!(l.stats().busy_ns, 0);
-    assert_eq!(l.stats().queue_delay.quantile(1.0), 0);
+    assert_eq!(l.stats().busy_ns, Duration::ZERO);
+    assert_eq!(l.stats().queue_delay.quantile(1.0), Duration::ZERO);
 }
 
 #[test]
@@ -397,9 +419,9 @@ fn accounting_invariant_holds_mid_run() {
     };
     let mut l = Link::new(c, 12);
     let mut rng = ChaCha8Rng::seed_from_u64(13);
-    let mut t = 0;
+    let mut t = T0;
     for i in 0..50_000u32 {
-        t += rng.gen_range(0..5 * MS);
+        t += uniform(&mut rng, Duration::ZERO, 5 * MS);
         let _ = l.enqueue(t, rng.gen_range(100..1500), i);
         if i % 3 == 0 {
             drain(&mut l, t);
@@ -415,12 +437,12 @@ fn accounting_invariant_holds_mid_run() {
 
 #[test]
 fn advance_updates_backlog_view() {
-    let mut l = Link::new(cfg(Rate::mbps(1), 0, Buffer::Unlimited), 0);
+    let mut l = Link::new(cfg(Rate::mbps(1), Duration::ZERO, Buffer::Unlimited), 0);
     for i in 0..4 {
-        l.enqueue(0, 1000, i).expect("accepted");
+        l.enqueue(T0, 1000, i).expect("accepted");
     }
     assert_eq!(l.backlog_packets(), 3);
-    l.advance(16 * MS);
+    l.advance(at(16 * MS));
     assert_eq!(l.backlog_packets(), 1);
     assert_eq!(l.backlog_bytes(), 1000);
     assert_eq!(l.in_flight_packets(), 4);
@@ -429,31 +451,31 @@ fn advance_updates_backlog_view() {
 #[test]
 fn time_going_backwards_is_clamped() {
     let mut l = Link::new(cfg(Rate::mbps(1), MS, Buffer::Unlimited), 0);
-    l.enqueue(10 * MS, 1000, 0).expect("accepted");
+    l.enqueue(at(10 * MS), 1000, 0).expect("accepted");
     // Earlier timestamp: treated as arriving at 10 ms.
-    l.enqueue(5 * MS, 1000, 1).expect("accepted");
-    let out = drain(&mut l, SEC);
-    assert_eq!(out[1].arrived_at, 10 * MS);
-    assert_eq!(out[1].delivered_at, 10 * MS + 16 * MS + MS);
+    l.enqueue(at(5 * MS), 1000, 1).expect("accepted");
+    let out = drain(&mut l, at(SEC));
+    assert_eq!(out[1].arrived_at, at(10 * MS));
+    assert_eq!(out[1].delivered_at, at(10 * MS + 16 * MS + MS));
 }
 
 #[test]
 fn zero_rate_stalls_without_panicking() {
-    let c = cfg(Rate::BitsPerSec(0), 0, Buffer::Packets(2));
+    let c = cfg(Rate::BitsPerSec(0), Duration::ZERO, Buffer::Packets(2));
     assert!(Link::<u8>::try_new(c.clone(), 0).is_err());
     let mut l = Link::new(c, 0);
-    assert!(l.enqueue(0, 100, 0u8).is_ok());
-    assert!(l.enqueue(0, 100, 1).is_ok());
-    assert!(l.enqueue(0, 100, 2).is_ok());
-    assert!(l.enqueue(0, 100, 3).is_err());
-    assert!(l.dequeue(Nanos::MAX).is_none());
+    assert!(l.enqueue(T0, 100, 0u8).is_ok());
+    assert!(l.enqueue(T0, 100, 1).is_ok());
+    assert!(l.enqueue(T0, 100, 2).is_ok());
+    assert!(l.enqueue(T0, 100, 3).is_err());
+    assert!(l.dequeue(Instant::MAX).is_none());
     assert_eq!(l.next_event(), None);
     assert_eq!(l.in_flight_packets(), 3);
 }
 
 #[test]
 fn dropped_displays_cause() {
-    let d = Dropped { packet: (), cause: DropCause::BufferOverflow, arrived_at: 0, len: 1500 };
+    let d = Dropped { packet: (), cause: DropCause::BufferOverflow, arrived_at: T0, len: 1500 };
     assert_eq!(d.to_string(), "packet dropped: buffer overflow");
 }
 

@@ -35,7 +35,7 @@ pub fn start_path(one_way_ms: u64, epoch: Instant) -> EmulatedPath {
     let bdp_bytes = LINK_MBIT * 1_000_000 / 8 * (2 * one_way_ms) / 1000;
     let dir = DirectionConfig {
         rate: Rate::mbps(LINK_MBIT),
-        delay_ns: one_way_ms * 1_000_000,
+        delay_ns: ccbench_link::time::Duration::from_nanos(one_way_ms * 1_000_000),
         loss: LossModel::None,
         buffer: Buffer::Bytes((2 * bdp_bytes).max(64 * 1024)),
         ..DirectionConfig::default()

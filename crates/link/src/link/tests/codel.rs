@@ -12,12 +12,12 @@ fn codel_drops_under_2x(ms: u64) -> Vec<(u64, u64)> {
     let mut l = Link::new(codel_cfg(Rate::mbps(12), Buffer::Unlimited), 0);
     let mut drops = Vec::new();
     for m in 0..ms {
-        l.enqueue(m * MS, 1500, 2 * m).expect("accepted");
-        l.enqueue(m * MS, 1500, 2 * m + 1).expect("accepted");
-        while l.dequeue(m * MS).is_some() {}
+        l.enqueue(at(m * MS), 1500, 2 * m).expect("accepted");
+        l.enqueue(at(m * MS), 1500, 2 * m + 1).expect("accepted");
+        while l.dequeue(at(m * MS)).is_some() {}
         while let Some(d) = l.take_dropped() {
             assert_eq!(d.cause, DropCause::Aqm);
-            assert_eq!((d.arrived_at, d.len), (d.packet / 2 * MS, 1500), "an AQM drop carries its packet's arrival and length");
+            assert_eq!((d.arrived_at, d.len), (at(d.packet / 2 * MS), 1500), "an AQM drop carries its packet's arrival and length");
             drops.push((m, d.packet));
         }
     }
@@ -41,15 +41,15 @@ fn no_drops_while_the_sojourn_stays_below_target() {
     // Bursts of 5 every 6 ms: sojourns up to 4 ms, forever.
     for k in 0..10_000u64 {
         for i in 0..5 {
-            l.enqueue(k * 6 * MS, 1500, k * 5 + i).expect("accepted");
+            l.enqueue(at(k * 6 * MS), 1500, k * 5 + i).expect("accepted");
         }
-        drain(&mut l, k * 6 * MS);
+        drain(&mut l, at(k * 6 * MS));
     }
-    drain(&mut l, Nanos::MAX / 2);
+    drain(&mut l, FAR);
     let st = l.stats();
     assert_eq!(st.drops_aqm, 0);
     assert_eq!(st.packets_out, 50_000);
-    assert_eq!(st.queue_delay.max_ns(), 4 * MS);
+    assert_eq!(st.queue_delay.max(), 4 * MS);
 }
 
 /// One burst of `n` 1500 B packets at 12 Mbit/s: the sojourn is at or
@@ -57,9 +57,9 @@ fn no_drops_while_the_sojourn_stays_below_target() {
 fn burst_drops(n: u64) -> u64 {
     let mut l = Link::new(codel_cfg(Rate::mbps(12), Buffer::Unlimited), 0);
     for i in 0..n {
-        l.enqueue(0, 1500, i).expect("accepted");
+        l.enqueue(T0, 1500, i).expect("accepted");
     }
-    drain(&mut l, SEC);
+    drain(&mut l, at(SEC));
     l.stats().drops_aqm
 }
 
@@ -74,7 +74,7 @@ fn a_burst_shorter_than_an_interval_is_not_dropped_from() {
 }
 
 const RATE: u64 = 10_000_000;
-const ONE_WAY: Nanos = 20 * MS;
+const ONE_WAY: Duration = Duration::from_millis(20);
 
 /// Reno-like flow state: slow start, then +1 packet per RTT, halving at
 /// most once per RTT on loss.
@@ -82,23 +82,23 @@ struct Reno {
     cwnd: f64,
     ssthresh: f64,
     inflight: u64,
-    recover_until: Nanos,
+    recover_until: Instant,
 }
 
 /// `flows` closed-loop Reno-like senders through a 10 Mbit/s link with a
 /// 2 MB buffer and 40 ms base RTT. Losses are noticed one base RTT after
 /// the drop. Returns the p50 queueing delay of packets served in the second
 /// half of the run, and the stats.
-fn reno_through(aqm: Aqm, flows: usize, run: Nanos) -> (Nanos, LinkStats) {
+fn reno_through(aqm: Aqm, flows: usize, run: Duration) -> (Duration, LinkStats) {
     let c = DirectionConfig { rate: Rate::BitsPerSec(RATE), delay_ns: ONE_WAY, buffer: Buffer::Bytes(2_000_000), aqm, ..Default::default() };
     let mut l: Link<usize> = Link::new(c, 0);
     // (time, flow) of ACKs and of loss signals, both in time order.
-    let mut acks: VecDeque<(Nanos, usize)> = VecDeque::new();
-    let mut losses: VecDeque<(Nanos, usize)> = VecDeque::new();
-    let mut f: Vec<Reno> = (0..flows).map(|_| Reno { cwnd: 10.0, ssthresh: f64::INFINITY, inflight: 0, recover_until: 0 }).collect();
-    let mut now = 0;
+    let mut acks: VecDeque<(Instant, usize)> = VecDeque::new();
+    let mut losses: VecDeque<(Instant, usize)> = VecDeque::new();
+    let mut f: Vec<Reno> = (0..flows).map(|_| Reno { cwnd: 10.0, ssthresh: f64::INFINITY, inflight: 0, recover_until: T0 }).collect();
+    let mut now = T0;
     let mut late = DelayHistogram::new();
-    while now < run {
+    while now < at(run) {
         for (id, r) in f.iter_mut().enumerate() {
             while (r.inflight as f64) < r.cwnd.floor() {
                 if l.enqueue(now, 1500, id).is_err() {
@@ -111,7 +111,7 @@ fn reno_through(aqm: Aqm, flows: usize, run: Nanos) -> (Nanos, LinkStats) {
         now = next;
         while let Some(d) = l.dequeue(now) {
             acks.push_back((d.delivered_at + ONE_WAY, d.packet));
-            if d.service_start >= run / 2 {
+            if d.service_start >= at(run / 2) {
                 late.record(d.service_start - d.arrived_at);
             }
         }
@@ -145,19 +145,19 @@ fn codel_keeps_a_standing_queue_near_target() {
     // Four flows in slow start overshoot to far beyond twice the link rate
     // and would then keep the buffer full; CoDel must hold the queueing
     // delay of the second 10 s near its 5 ms target.
-    let target = crate::CODEL_DEFAULT_TARGET_NS;
+    let target = crate::CODEL_DEFAULT_TARGET;
     let (p50, st) = reno_through(Aqm::codel(), 4, 20 * SEC);
-    assert!(p50 >= target / 2 && p50 <= 4 * target, "CoDel p50 {p50} ns");
+    assert!(p50 >= target / 2 && p50 <= 4 * target, "CoDel p50 {p50:?}");
     assert!(st.drops_aqm > 0);
     assert_eq!(st.drops_buffer, 0);
     // The link stays busy: CoDel removes the queue, not the throughput.
-    let util = st.busy_ns as f64 / (20 * SEC) as f64;
+    let util = st.busy_ns.as_nanos() as f64 / (20 * SEC).as_nanos() as f64;
     assert!(util > 0.9, "utilization {util}");
 
     // Same flow, same buffer, drop-tail: the sawtooth lives in the buffer.
     // (The full buffer is 1.6 s; the flows back off from there.)
     let (tail_p50, st) = reno_through(Aqm::DropTail, 4, 20 * SEC);
-    assert!(tail_p50 > SEC, "drop-tail p50 {tail_p50} ns");
+    assert!(tail_p50 > SEC, "drop-tail p50 {tail_p50:?}");
     assert!(st.drops_buffer > 0);
 }
 
@@ -173,17 +173,17 @@ fn drop_tail_under_2x_overload_sits_at_the_full_buffer() {
     let mut late = DelayHistogram::new();
     let gap = 1500 * 8 * SEC / RATE / 2;
     for i in 0..20_000u64 {
-        let t = i * gap;
+        let t = at(i * gap);
         let _ = l.enqueue(t, 1500, i);
         while let Some(d) = l.dequeue(t) {
-            if d.service_start >= 10 * SEC {
+            if d.service_start >= at(10 * SEC) {
                 late.record(d.service_start - d.arrived_at);
             }
         }
     }
     let p50 = late.quantile(0.5);
     let full = 2_000_000 * 8 * SEC / RATE;
-    assert!(p50 <= full && p50 >= full - full / 50, "p50 {p50} ns");
+    assert!(p50 <= full && p50 >= full - full / 50, "p50 {p50:?}");
 }
 
 #[test]
@@ -199,9 +199,9 @@ fn aqm_drops_are_all_handed_back_exactly_once() {
     let mut l = Link::new(c, 3);
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     let mut seen = vec![0u8; 50_000];
-    let mut t = 0;
+    let mut t = T0;
     for i in 0..50_000usize {
-        t += rng.gen_range(0..6 * MS);
+        t += uniform(&mut rng, Duration::ZERO, 6 * MS);
         if let Err(e) = l.enqueue(t, rng.gen_range(100..=1500), i) {
             seen[e.packet] += 1;
         }
@@ -218,7 +218,7 @@ fn aqm_drops_are_all_handed_back_exactly_once() {
         assert_eq!(st.packets_in, st.packets_out + st.drops_loss + st.drops_policer + st.drops_buffer + st.drops_aqm + l.in_flight_packets() as u64);
         assert!(l.pending_dropped() as u64 <= st.drops_aqm);
     }
-    for d in drain(&mut l, Nanos::MAX / 2) {
+    for d in drain(&mut l, FAR) {
         seen[d.packet] += 1;
     }
     while let Some(d) = l.take_dropped() {
