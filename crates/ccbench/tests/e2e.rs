@@ -53,6 +53,13 @@ fn ccbench(args: &[&str]) -> Output {
 
 /// `ccbench run … --out DIR`, returning the parsed result.json.
 fn run_json(args: &[&str], tag: &str) -> Value {
+    let (v, out) = run_json_kept(args, tag);
+    let _ = std::fs::remove_dir_all(&out);
+    v
+}
+
+/// As [`run_json`], keeping the results directory (for its series files); the caller removes it.
+fn run_json_kept(args: &[&str], tag: &str) -> (Value, PathBuf) {
     let out = tempdir(tag);
     let mut full: Vec<&str> = vec!["run"];
     full.extend_from_slice(args);
@@ -63,9 +70,16 @@ fn run_json(args: &[&str], tag: &str) -> Value {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).expect("result.json")).expect("valid JSON");
     let html = std::fs::read_to_string(out.join("report.html")).expect("report.html beside result.json");
     assert!(html.contains("<svg") && html.contains("Sender's smoothed RTT"), "report.html has no plots");
-    let _ = std::fs::remove_dir_all(&out);
     assert_no_leak(&v);
-    v
+    (v, out)
+}
+
+/// Every row of one of a run's series files (`which`: "tcp", "goodput", "link_down", "link_up").
+fn series_rows<T: serde::de::DeserializeOwned>(out: &Path, run: &Value, which: &str) -> Vec<T> {
+    let file = out.join(run["series"][which].as_str().unwrap_or_else(|| panic!("run has no {which} series: {}", run["series"])));
+    let mut rows = Vec::new();
+    ccbench::series::for_each_row(&file, |r: T| rows.push(r)).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    rows
 }
 
 fn f(v: &Value) -> f64 {
@@ -326,9 +340,11 @@ fn result_json_has_time_series_and_provenance() {
     if !have_root_and(&[]) {
         return;
     }
-    let v =
-        run_json(&["--cc", "bbr", "--runs", "1", "--rate", "30mbit", "--rtt", "30ms", "--duration", "2s", "--flows", "2", "--sample-interval", "20ms"], "json");
-    assert_eq!(v["schema"], "ccbench.result.v1");
+    let (v, out) = run_json_kept(
+        &["--cc", "bbr", "--runs", "1", "--rate", "30mbit", "--rtt", "30ms", "--duration", "2s", "--flows", "2", "--sample-interval", "20ms"],
+        "json",
+    );
+    assert_eq!(v["schema"], "ccbench.result.v2");
     assert_eq!(v["status"], "complete");
     let prov = &v["provenance"];
     assert!(!prov["host"]["kernel_release"].as_str().unwrap().is_empty());
@@ -338,17 +354,25 @@ fn result_json_has_time_series_and_provenance() {
     let run = &v["runs"][0];
     let flows = run["workload"]["flows"].as_array().unwrap();
     assert_eq!(flows.len(), 2);
+    // The time series are in the run's files, not in result.json.
+    let tcp: Vec<ccbench::series::TcpRow> = series_rows(&out, run, "tcp");
+    let goodput: Vec<ccbench::series::GoodputRow> = series_rows(&out, run, "goodput");
+    let link: Vec<ccbench_emu::LinkSample> = series_rows(&out, run, "link_down");
     for flow in flows {
-        let samples = flow["samples"].as_array().unwrap();
+        assert!(flow.get("samples").is_none() && flow.get("received").is_none(), "per-sample data in result.json (flow {})", flow["id"]);
+        let id = flow["id"].as_u64().unwrap();
+        let samples: Vec<&ccbench::series::TcpRow> = tcp.iter().filter(|r| r.socket == format!("flow-{id}")).collect();
         // 2 s at 20 ms: about 100 samples.
         assert!((60..=140).contains(&samples.len()), "{} samples", samples.len());
         let last = samples.last().unwrap();
-        assert!(f(&last["rtt_us"]) >= 30_000.0, "sender RTT below the base RTT: {last}");
-        assert!(samples.iter().any(|s| s["bbr"]["mode"] == "PROBE_BW" || s["bbr"]["mode"] == "DRAIN"), "BBR never left STARTUP");
-        assert!(!flow["received"].as_array().unwrap().is_empty());
+        assert!(last.rtt_us >= 30_000, "sender RTT below the base RTT: {last:?}");
+        assert!(samples.iter().any(|s| matches!(s.bbr_mode.as_deref(), Some("PROBE_BW" | "DRAIN"))), "BBR never left STARTUP");
+        assert!(goodput.iter().any(|g| u64::from(g.flow) == id));
     }
+    assert!(link.len() >= 60);
     let down = &run["path"]["down"];
-    assert!(down["series"].as_array().unwrap().len() >= 60);
+    assert!(down["series"].as_array().is_none_or(|s| s.is_empty()), "the emulator's series is in its file");
+
     assert!(f(&down["stats"]["packets_out"]) > 1000.0);
     // The two flows share the link: together they fill it, neither gets everything.
     let total = f(&run["metrics"]["goodput_bps"]);
@@ -356,6 +380,7 @@ fn result_json_has_time_series_and_provenance() {
     for flow in flows {
         assert!(f(&flow["goodput_bps"]) < total * 0.9);
     }
+    let _ = std::fs::remove_dir_all(out);
 }
 
 fn assert_usage_error(args: &[&str], flag: &str) {
@@ -499,16 +524,13 @@ fn shipped_traces_are_what_the_generators_print() {
 }
 
 /// Bytes the emulator delivered on the data direction between two times (from its series).
-fn delivered_between(run: &Value, from_s: f64, to_s: f64) -> f64 {
-    run["path"]["down"]["series"]
-        .as_array()
-        .unwrap()
-        .iter()
+fn delivered_between(link: &[ccbench_emu::LinkSample], from_s: f64, to_s: f64) -> f64 {
+    link.iter()
         .filter(|p| {
-            let t = f(&p["t_us"]) / 1e6;
+            let t = p.t_us as f64 / 1e6;
             t > from_s && t <= to_s
         })
-        .map(|p| f(&p["delivered_bytes"]))
+        .map(|p| p.delivered_bytes as f64)
         .sum()
 }
 
@@ -526,10 +548,11 @@ fn a_trace_sets_the_rate_and_a_schedule_changes_it_mid_run() {
     assert!(goodput <= ceiling * 1.005 && goodput >= ceiling * 0.85, "a 12 Mbit/s trace carried {goodput}");
 
     // 20 Mbit/s, then 5 Mbit/s from 3 s on: the link's own delivery rate must follow.
-    let v = run_json(&["--cc", "bbr", "--runs", "1", "--rate", "20mbit", "--rtt", "10ms", "--at", "3s:rate=5mbit", "--duration", "6s"], "sched");
-    let run = &v["runs"][0];
-    let before = delivered_between(run, 1.0, 3.0) * 8.0 / 2.0;
-    let after = delivered_between(run, 3.5, 5.5) * 8.0 / 2.0;
+    let (v, out) = run_json_kept(&["--cc", "bbr", "--runs", "1", "--rate", "20mbit", "--rtt", "10ms", "--at", "3s:rate=5mbit", "--duration", "6s"], "sched");
+    let link: Vec<ccbench_emu::LinkSample> = series_rows(&out, &v["runs"][0], "link_down");
+    let _ = std::fs::remove_dir_all(out);
+    let before = delivered_between(&link, 1.0, 3.0) * 8.0 / 2.0;
+    let after = delivered_between(&link, 3.5, 5.5) * 8.0 / 2.0;
     assert!((before / 20e6 - 1.0).abs() < 0.05, "before the step the link carried {before} bit/s");
     assert!((after / 5e6 - 1.0).abs() < 0.05, "after the step the link carried {after} bit/s");
 }

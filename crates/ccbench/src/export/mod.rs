@@ -2,7 +2,7 @@
 //! (the record of truth) and nothing else, in the manner of hyperfine's `export/`.
 //!
 //! - [`text`]: the ten-second terminal summary, and the table across a preset's conditions;
-//! - [`json`]: `result.json` (schema `ccbench.result.v1`) and a preset's `preset.json`;
+//! - [`json`]: `result.json` (schema `ccbench.result.v2`) and a preset's `preset.json`;
 //! - [`html`]: `report.html`, self-contained, with inline SVG plots.
 //!
 //! [`ExperimentResult`]: crate::results::ExperimentResult
