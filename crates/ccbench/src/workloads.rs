@@ -9,8 +9,7 @@ use ccbench_emu::MeasureWindow;
 use ccbench_netns::Netns;
 use ccbench_probe::{Sample, TcpInfo};
 use ccbench_workload::{
-    run_bulk_measured, run_objects_measured, run_page_measured, Amount, BulkResult, BulkSpec, Direction, MeasureHook, ObjectMethod, ObjectsResult, ObjectsSpec,
-    PageResult, PageSpec, WorkloadError,
+    Amount, BulkResult, BulkSpec, Direction, MeasureHook, ObjectMethod, ObjectsResult, ObjectsSpec, PageResult, PageSpec, RunContext, Workload, WorkloadError,
 };
 use serde::Serialize;
 
@@ -100,10 +99,11 @@ impl WorkloadSpec {
         window: MeasureWindow,
     ) -> Result<WorkloadResult, WorkloadError> {
         let hook = WindowHook(window);
+        let ctx = RunContext::new(client, server, addr, epoch, stop).with_hook(&hook);
         Ok(match self {
-            WorkloadSpec::Bulk(s) => WorkloadResult::Bulk(run_bulk_measured(client, server, addr, s, epoch, stop, &hook)?),
-            WorkloadSpec::Objects(s) => WorkloadResult::Objects(run_objects_measured(client, server, addr, s, epoch, stop, &hook)?),
-            WorkloadSpec::Page(s) => WorkloadResult::Page(run_page_measured(client, server, addr, s, epoch, stop, &hook)?),
+            WorkloadSpec::Bulk(s) => WorkloadResult::Bulk(s.run(&ctx)?),
+            WorkloadSpec::Objects(s) => WorkloadResult::Objects(s.run(&ctx)?),
+            WorkloadSpec::Page(s) => WorkloadResult::Page(s.run(&ctx)?),
         })
     }
 

@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use ccbench_emu::SERVER_ADDR;
-use ccbench_workload::{run_objects, ObjectMethod, ObjectsResult, ObjectsSpec, Side, WorkloadError};
+use ccbench_workload::{ObjectMethod, ObjectsResult, ObjectsSpec, RunContext, Side, Workload, WorkloadError};
 use common::{have_root, lock, start_path, LINK_MBIT, PAYLOAD_FRACTION};
 
 fn spec(method: ObjectMethod, cc: &str, requests: u32, object_bytes: u64, concurrency: u32) -> ObjectsSpec {
@@ -20,7 +20,7 @@ fn run(spec: &ObjectsSpec, one_way_ms: u64) -> ObjectsResult {
     let epoch = Instant::now();
     let path = start_path(one_way_ms, epoch);
     let stop = AtomicBool::new(false);
-    run_objects(&path.client, &path.server, SERVER_ADDR, spec, epoch, &stop).expect("run_objects")
+    spec.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).expect("objects run")
 }
 
 fn check_complete(r: &ObjectsResult, spec: &ObjectsSpec) {
@@ -118,7 +118,7 @@ fn unknown_algorithm_is_an_error() {
     let stop = AtomicBool::new(false);
     for method in [ObjectMethod::Put, ObjectMethod::Get] {
         let s = spec(method, "no-such-cc", 2, 1024, 1);
-        match run_objects(&path.client, &path.server, SERVER_ADDR, &s, epoch, &stop) {
+        match s.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)) {
             Err(WorkloadError::Congestion { .. }) => {}
             other => panic!("{method:?}: expected a congestion error, got {other:?}"),
         }
@@ -136,7 +136,7 @@ fn stopped_run_returns_promptly() {
     // Already stopped: nothing runs.
     let stop = AtomicBool::new(true);
     let t = Instant::now();
-    let r = run_objects(&path.client, &path.server, SERVER_ADDR, &spec(ObjectMethod::Get, "cubic", 200, 16 << 20, 16), epoch, &stop).unwrap();
+    let r = spec(ObjectMethod::Get, "cubic", 200, 16 << 20, 16).run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).unwrap();
     assert!(t.elapsed() < Duration::from_secs(1));
     assert!(r.interrupted);
     assert_eq!(r.requests_completed, 0);
@@ -150,7 +150,7 @@ fn stopped_run_returns_promptly() {
             std::thread::sleep(Duration::from_millis(700));
             stop.store(true, std::sync::atomic::Ordering::SeqCst);
         });
-        run_objects(&path.client, &path.server, SERVER_ADDR, &spec, epoch, &stop).unwrap()
+        spec.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).unwrap()
     });
     let took = t.elapsed();
     assert!(took < Duration::from_millis(1700), "took {took:?}");
@@ -171,7 +171,7 @@ fn timeout_bounds_the_run() {
     let stop = AtomicBool::new(false);
     let spec = ObjectsSpec { timeout_s: 1.0, ..spec(ObjectMethod::Put, "cubic", 200, 16 << 20, 4) };
     let t = Instant::now();
-    let r = run_objects(&path.client, &path.server, SERVER_ADDR, &spec, epoch, &stop).unwrap();
+    let r = spec.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).unwrap();
     assert!(t.elapsed() < Duration::from_millis(1800), "took {:?}", t.elapsed());
     assert!(r.timed_out && !r.interrupted);
     assert!(r.requests_completed < spec.requests);

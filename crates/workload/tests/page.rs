@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ccbench_emu::SERVER_ADDR;
-use ccbench_workload::{run_page, PageModel, PageProtocol, PageResult, PageSpec};
+use ccbench_workload::{PageModel, PageProtocol, PageResult, PageSpec, RunContext, Workload};
 use common::{have_root, lock, start_path, LINK_MBIT, PAYLOAD_FRACTION};
 
 fn spec(page: &str, protocol: PageProtocol, cc: &str) -> PageSpec {
@@ -19,7 +19,7 @@ fn run(spec: &PageSpec, one_way_ms: u64) -> PageResult {
     let epoch = Instant::now();
     let path = start_path(one_way_ms, epoch);
     let stop = AtomicBool::new(false);
-    run_page(&path.client, &path.server, SERVER_ADDR, spec, epoch, &stop).expect("run_page")
+    spec.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).expect("page load")
 }
 
 /// Everything arrived, on connections that ran the requested algorithm.
@@ -149,7 +149,7 @@ fn stopped_load_returns_promptly() {
     let spec = spec("heavy", PageProtocol::default(), "cubic");
     let stop = AtomicBool::new(true);
     let t = Instant::now();
-    let r = run_page(&path.client, &path.server, SERVER_ADDR, &spec, epoch, &stop).unwrap();
+    let r = spec.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).unwrap();
     assert!(t.elapsed() < Duration::from_secs(1));
     assert!(r.interrupted && r.page_load_s.is_none());
 
@@ -162,7 +162,7 @@ fn stopped_load_returns_promptly() {
             std::thread::sleep(Duration::from_millis(300));
             stop.store(true, Ordering::SeqCst);
         });
-        run_page(&path.client, &path.server, SERVER_ADDR, &slow, epoch, &stop).unwrap()
+        slow.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).unwrap()
     });
     let took = t.elapsed();
     assert!(took < Duration::from_millis(1300), "took {took:?}");
@@ -174,7 +174,7 @@ fn stopped_load_returns_promptly() {
     let bounded = PageSpec { timeout_s: 0.5, port: 8082, protocol: PageProtocol::Http2, ..slow };
     let stop = AtomicBool::new(false);
     let t = Instant::now();
-    let r = run_page(&path.client, &path.server, SERVER_ADDR, &bounded, epoch, &stop).unwrap();
+    let r = bounded.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).unwrap();
     assert!(t.elapsed() < Duration::from_millis(1500), "took {:?}", t.elapsed());
     assert!(r.timed_out && !r.interrupted && r.page_load_s.is_none());
 }
