@@ -3,7 +3,7 @@
 
 use ccbench_emu::PathReport;
 use ccbench_stats::{BetterIs, Summary};
-use ccbench_workload::{BulkResult, Direction};
+use ccbench_workload::{BulkResult, Direction, MemorySeries};
 
 use crate::results::{CcShare, CcSummary, RunMetrics, RunRecord, ShareSummary, Status};
 use crate::workloads::WorkloadResult;
@@ -57,11 +57,13 @@ fn received_by(points: &[ccbench_workload::GoodputPoint], t_us: u64) -> u64 {
 }
 
 /// How flows shared the bottleneck: per-algorithm shares and Jain's index over the window in
-/// which every flow was active, and Jain's index per second after convergence.
-fn sharing(bulk: &BulkResult) -> (Vec<CcShare>, Option<f64>, Vec<f64>) {
+/// which every flow was active, and Jain's index per second after convergence (from the
+/// flows' goodput points in `series`).
+fn sharing(bulk: &BulkResult, series: &MemorySeries) -> (Vec<CcShare>, Option<f64>, Vec<f64>) {
     if bulk.flows.len() < 2 {
         return (Vec::new(), None, Vec::new());
     }
+    let received: Vec<Vec<ccbench_workload::GoodputPoint>> = bulk.flows.iter().map(|f| series.received_of(f.id)).collect();
     let last_start = bulk.flows.iter().map(|f| f.start_s).fold(0.0, f64::max);
     let from = bulk.start_us + (last_start * 1e6) as u64;
     let to = bulk.start_us + (bulk.elapsed_s * 1e6) as u64;
@@ -69,7 +71,7 @@ fn sharing(bulk: &BulkResult) -> (Vec<CcShare>, Option<f64>, Vec<f64>) {
         return (Vec::new(), None, Vec::new());
     }
     let window_s = (to - from) as f64 / 1e6;
-    let rates: Vec<f64> = bulk.flows.iter().map(|f| (received_by(&f.received, to) - received_by(&f.received, from)) as f64 * 8.0 / window_s).collect();
+    let rates: Vec<f64> = received.iter().map(|r| (received_by(r, to) - received_by(r, from)) as f64 * 8.0 / window_s).collect();
     let total: f64 = rates.iter().sum();
     let mut shares: Vec<CcShare> = Vec::new();
     for (flow, rate) in bulk.flows.iter().zip(&rates) {
@@ -87,7 +89,7 @@ fn sharing(bulk: &BulkResult) -> (Vec<CcShare>, Option<f64>, Vec<f64>) {
     let mut per_second = Vec::new();
     let mut t = from + (CONVERGENCE_S * 1e6) as u64;
     while t + 1_000_000 <= to {
-        let second: Vec<f64> = bulk.flows.iter().map(|f| (received_by(&f.received, t + 1_000_000) - received_by(&f.received, t)) as f64).collect();
+        let second: Vec<f64> = received.iter().map(|r| (received_by(r, t + 1_000_000) - received_by(r, t)) as f64).collect();
         if let Some(j) = ccbench_stats::jain_fairness(&second) {
             per_second.push(j);
         }
@@ -97,18 +99,21 @@ fn sharing(bulk: &BulkResult) -> (Vec<CcShare>, Option<f64>, Vec<f64>) {
 }
 
 impl RunMetrics {
-    pub fn derive(result: &WorkloadResult, path: &PathReport, direction: Direction, timeout_s: f64) -> Self {
+    /// `series`: the time series the run handed over (every sender-side TCP_INFO sample, the
+    /// bulk flows' goodput points).
+    pub fn derive(result: &WorkloadResult, series: &MemorySeries, path: &PathReport, direction: Direction, timeout_s: f64) -> Self {
         let data_dir = match direction {
             Direction::Download => &path.down,
             Direction::Upload => &path.up,
         };
-        let mut rtts: Vec<f64> = result.samples().iter().filter(|s| s.rtt_us > 0).map(|s| s.rtt_us as f64 / 1000.0).collect();
+        let mut rtts: Vec<f64> =
+            series.tcp.lock().unwrap_or_else(|e| e.into_inner()).values().flatten().filter(|s| s.rtt_us > 0).map(|s| s.rtt_us as f64 / 1000.0).collect();
         rtts.sort_by(f64::total_cmp);
         let q = |p: f64| if rtts.is_empty() { None } else { Some(ccbench_stats::quantile(&rtts, p)) };
         let (retrans, segs) =
             result.final_infos().iter().fold((0u64, 0u64), |(r, s), ti| (r + u64::from(ti.total_retrans), s + u64::from(ti.segs_out.unwrap_or(0))));
         let (shares, jain_index, jain_per_second) = match result {
-            WorkloadResult::Bulk(b) => sharing(b),
+            WorkloadResult::Bulk(b) => sharing(b, series),
             _ => (Vec::new(), None, Vec::new()),
         };
         let (goodput_bps, completion_time_s, all_completed, latency_p50_s, latency_p99_s, html_ttfb_s) = match result {
@@ -225,19 +230,17 @@ fn share_summaries(runs: &[&RunMetrics]) -> Vec<ShareSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ccbench_workload::{FlowResult, GoodputPoint, Side};
+    use ccbench_workload::{FlowResult, GoodputPoint, SeriesSink, Side};
 
-    /// A flow that starts at `start_s` and then receives `rate_bytes_per_s` steadily, sampled
-    /// every 100 ms for 10 s.
-    fn flow(cc: &str, start_s: f64, rate_bytes_per_s: f64) -> FlowResult {
-        let received = (0..=100)
-            .map(|i| {
-                let t = i as f64 * 0.1;
-                GoodputPoint { t_us: (t * 1e6) as u64, bytes: ((t - start_s).max(0.0) * rate_bytes_per_s) as u64 }
-            })
-            .collect();
+    /// A flow that starts at `start_s` and then receives `rate_bytes_per_s` steadily, its goodput
+    /// points (every 100 ms for 10 s) handed to `series`.
+    fn flow(series: &MemorySeries, id: u32, cc: &str, start_s: f64, rate_bytes_per_s: f64) -> FlowResult {
+        for i in 0..=100 {
+            let t = i as f64 * 0.1;
+            series.received(id, &GoodputPoint { t_us: (t * 1e6) as u64, bytes: ((t - start_s).max(0.0) * rate_bytes_per_s) as u64 });
+        }
         FlowResult {
-            id: 0,
+            id,
             sender: Side::Server,
             cc_requested: cc.into(),
             start_s,
@@ -248,8 +251,6 @@ mod tests {
             completed: true,
             completion_time_s: None,
             final_tcp_info: None,
-            samples: Vec::new(),
-            received,
             error: None,
         }
     }
@@ -260,7 +261,8 @@ mod tests {
 
     #[test]
     fn equal_flows_are_perfectly_fair() {
-        let (shares, jain, per_second) = sharing(&bulk(vec![flow("bbr", 0.0, 1e6), flow("cubic", 0.0, 1e6)]));
+        let s = MemorySeries::default();
+        let (shares, jain, per_second) = sharing(&bulk(vec![flow(&s, 0, "bbr", 0.0, 1e6), flow(&s, 1, "cubic", 0.0, 1e6)]), &s);
         assert_eq!(shares.len(), 2);
         for s in &shares {
             assert!((s.share - 0.5).abs() < 1e-9, "{s:?}");
@@ -277,7 +279,9 @@ mod tests {
         // bbr takes 3 MB/s, two cubic flows 0.5 MB/s each; one cubic joins at 4 s. Before it
         // joins nothing counts, so the shares are 3 : 1 and Jain's index is
         // (3 + .5 + .5)^2 / (3 * (9 + .25 + .25)) = 16 / 28.5.
-        let (shares, jain, per_second) = sharing(&bulk(vec![flow("bbr", 0.0, 3e6), flow("cubic", 0.0, 0.5e6), flow("cubic", 4.0, 0.5e6)]));
+        let s = MemorySeries::default();
+        let (shares, jain, per_second) =
+            sharing(&bulk(vec![flow(&s, 0, "bbr", 0.0, 3e6), flow(&s, 1, "cubic", 0.0, 0.5e6), flow(&s, 2, "cubic", 4.0, 0.5e6)]), &s);
         let bbr = shares.iter().find(|s| s.cc == "bbr").unwrap();
         let cubic = shares.iter().find(|s| s.cc == "cubic").unwrap();
         assert_eq!((bbr.flows, cubic.flows), (1, 2));
@@ -291,7 +295,8 @@ mod tests {
 
     #[test]
     fn a_single_flow_has_no_sharing_figures() {
-        let (shares, jain, per_second) = sharing(&bulk(vec![flow("bbr", 0.0, 1e6)]));
+        let s = MemorySeries::default();
+        let (shares, jain, per_second) = sharing(&bulk(vec![flow(&s, 0, "bbr", 0.0, 1e6)]), &s);
         assert!(shares.is_empty() && jain.is_none() && per_second.is_empty());
     }
 }

@@ -7,7 +7,7 @@ use std::time::Instant;
 use ccbench_emu::{EmulatedPath, PathReport, PathSpec, CLIENT_ADDR, SERVER_ADDR};
 use ccbench_link::{Buffer, DirectionConfig, LossModel, Rate};
 use ccbench_netns::Netns;
-use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction, RunContext, Workload};
+use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction, MemorySeries, RunContext, Workload};
 use serde::Serialize;
 
 use crate::cli::BenchEmulatorArgs;
@@ -210,9 +210,15 @@ fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyho
     let report: PathReport = path.finish();
     let bulk = bulk?;
     let d = &report.down;
-    // Buffer drops within the measured window, as `run` counts them.
-    let window_drops =
-        ccbench::results::RunMetrics::derive(&ccbench::workloads::WorkloadResult::Bulk(bulk.clone()), &report, Direction::Download, f64::INFINITY).drops_buffer;
+    // Buffer drops within the measured window, as `run` counts them (no time series needed).
+    let window_drops = ccbench::results::RunMetrics::derive(
+        &ccbench::workloads::WorkloadResult::Bulk(bulk.clone()),
+        &MemorySeries::default(),
+        &report,
+        Direction::Download,
+        f64::INFINITY,
+    )
+    .drops_buffer;
     let unconfigured = [&report.down, &report.up].iter().map(|r| Some(r.tun_tx_dropped? + r.tun_rx_dropped? + r.malformed + r.write_errors)).sum();
     Ok(BenchRow {
         path: if cell.offload { "emulator".into() } else { "emulator, no offload".into() },

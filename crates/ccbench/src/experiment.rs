@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use ccbench_emu::{EmulatedPath, PathSpec, SERVER_ADDR};
+use ccbench_workload::MemorySeries;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -166,6 +167,7 @@ fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord
         metrics: None,
         workload: None,
         path: None,
+        series: MemorySeries::default(),
     };
     let spec = PathSpec { seed: path_seed, ..plan.path.clone() };
     // In a mix every flow names its own algorithm; otherwise the slot's algorithm runs.
@@ -181,7 +183,7 @@ fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord
         }
     };
     record.netns_inodes = Some([path.client.inode(), path.server.inode()]);
-    let outcome = workload.run(&path.client, &path.server, SERVER_ADDR, epoch, stop, path.window());
+    let outcome = workload.run(&path.client, &path.server, SERVER_ADDR, epoch, stop, path.window(), &record.series);
     let report = path.finish();
     if let (Some(a), Some(b)) = (steal_before, crate::provenance::cpu_steal_ms()) {
         let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
@@ -191,7 +193,7 @@ fn run_one(plan: &Plan, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord
     match outcome {
         Ok(result) => {
             record.status = if result.interrupted() { Status::Interrupted } else { Status::Complete };
-            record.metrics = Some(RunMetrics::derive(&result, &report, workload.data_direction(), workload.timeout_s()));
+            record.metrics = Some(RunMetrics::derive(&result, &record.series, &report, workload.data_direction(), workload.timeout_s()));
             record.error = result.first_error();
             record.workload = Some(result);
         }
@@ -254,6 +256,7 @@ mod forwarder_failure_tests {
             metrics: None,
             workload: None,
             path: None,
+            series: Default::default(),
         }
     }
 

@@ -3,6 +3,7 @@
 
 use ccbench_emu::{PathReport, PathSpec};
 use ccbench_stats::{Comparison, Summary};
+use ccbench_workload::MemorySeries;
 
 use crate::workloads::{WorkloadResult, WorkloadSpec};
 use serde::Serialize;
@@ -97,6 +98,10 @@ pub struct RunRecord {
     pub metrics: Option<RunMetrics>,
     pub workload: Option<WorkloadResult>,
     pub path: Option<PathReport>,
+    /// The run's time series (sender TCP_INFO samples, bulk goodput points), as the workload
+    /// handed them over; not part of result.json.
+    #[serde(skip)]
+    pub series: MemorySeries,
 }
 
 /// The headline figures of one run, derived from its raw data.

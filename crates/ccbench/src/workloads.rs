@@ -7,9 +7,10 @@ use std::time::Instant;
 
 use ccbench_emu::MeasureWindow;
 use ccbench_netns::Netns;
-use ccbench_probe::{Sample, TcpInfo};
+use ccbench_probe::TcpInfo;
 use ccbench_workload::{
-    Amount, BulkResult, BulkSpec, Direction, MeasureHook, ObjectMethod, ObjectsResult, ObjectsSpec, PageResult, PageSpec, RunContext, Workload, WorkloadError,
+    Amount, BulkResult, BulkSpec, Direction, MeasureHook, ObjectMethod, ObjectsResult, ObjectsSpec, PageResult, PageSpec, RunContext, SeriesSink, Workload,
+    WorkloadError,
 };
 use serde::Serialize;
 
@@ -88,7 +89,9 @@ impl WorkloadSpec {
     }
 
     /// Runs the workload; the emulator's measurement `window` follows the workload's measured
-    /// span, so path figures and goodput cover the same time.
+    /// span, so path figures and goodput cover the same time. The time series (TCP_INFO
+    /// samples, goodput points) go to `series` as they are taken, not into the result.
+    #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
         client: &Netns,
@@ -97,9 +100,10 @@ impl WorkloadSpec {
         epoch: Instant,
         stop: &AtomicBool,
         window: MeasureWindow,
+        series: &dyn SeriesSink,
     ) -> Result<WorkloadResult, WorkloadError> {
         let hook = WindowHook(window);
-        let ctx = RunContext::new(client, server, addr, epoch, stop).with_hook(&hook);
+        let ctx = RunContext::new(client, server, addr, epoch, stop).with_hook(&hook).with_series(series);
         Ok(match self {
             WorkloadSpec::Bulk(s) => WorkloadResult::Bulk(s.run(&ctx)?),
             WorkloadSpec::Objects(s) => WorkloadResult::Objects(s.run(&ctx)?),
@@ -179,15 +183,6 @@ impl WorkloadResult {
                 Some(t) => (1.0 / t, false),
                 None => (1.0 / timeout_s, true),
             },
-        }
-    }
-
-    /// Every sender-side TCP_INFO sample of the run.
-    pub fn samples(&self) -> Vec<&Sample> {
-        match self {
-            WorkloadResult::Bulk(b) => b.flows.iter().flat_map(|f| f.samples.iter()).collect(),
-            WorkloadResult::Objects(o) => o.connections.iter().flat_map(|c| c.samples.iter()).collect(),
-            WorkloadResult::Page(p) => p.connections.iter().flat_map(|c| c.samples.iter()).collect(),
         }
     }
 

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ccbench_probe::{Sample, TcpInfo};
+use ccbench_probe::TcpInfo;
 use serde::{Deserialize, Serialize};
 
 use crate::common::CHUNK;
@@ -86,10 +86,9 @@ pub struct FlowResult {
     pub completed: bool,
     /// Time from the start of data until the last byte arrived (byte-count transfers).
     pub completion_time_s: Option<f64>,
-    /// The sender's `TCP_INFO` at the end of the transfer.
+    /// The sender's `TCP_INFO` at the end of the transfer. (Its samples, and the receiver's
+    /// goodput points, went to the run's `SeriesSink` under this flow's `id`.)
     pub final_tcp_info: Option<TcpInfo>,
-    pub samples: Vec<Sample>,
-    pub received: Vec<GoodputPoint>,
     pub error: Option<String>,
 }
 
@@ -129,7 +128,7 @@ impl Workload for BulkSpec {
 fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, WorkloadError> {
     let (epoch, stop, hook) = (run.epoch, run.stop, run.hook);
     let flows = connect_flows(run, spec)?;
-    let sampler = Sampler::default();
+    let sampler = Sampler::new(run.series);
     for flow in &flows {
         sampler.register(SocketId::Flow(flow.id), flow.sender.as_ref());
     }
@@ -148,7 +147,6 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
     let active = AtomicUsize::new(flows.len() * 2);
     let interval = Duration::from_micros(spec.sample_interval_us.max(1000));
 
-    let mut received: Vec<Vec<GoodputPoint>> = flows.iter().map(|_| Vec::new()).collect();
     let outcomes: Vec<(Result<(), String>, ReceiveOutcome)> = std::thread::scope(|s| {
         let mut handles = Vec::new();
         for (flow, counter) in flows.iter().zip(&counters) {
@@ -185,8 +183,8 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
             |t_us| {
                 // Flows still at work: the span reaches at least this far.
                 hook.extend(Instant::now());
-                for (points, counter) in received.iter_mut().zip(&counters) {
-                    points.push(GoodputPoint { t_us, bytes: counter.load(Ordering::Relaxed) });
+                for (flow, counter) in flows.iter().zip(&counters) {
+                    run.series.received(flow.id, &GoodputPoint { t_us, bytes: counter.load(Ordering::Relaxed) });
                 }
             },
         );
@@ -210,8 +208,7 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
     }
     let mut sampled = sampler.finish(epoch);
     let mut results = Vec::new();
-    for ((flow, (sent, got)), received) in flows.into_iter().zip(outcomes).zip(received) {
-        let s = sampled.remove(&SocketId::Flow(flow.id));
+    for (flow, (sent, got)) in flows.into_iter().zip(outcomes) {
         // Each flow's goodput is over its own active time.
         let active_s = (elapsed_s - flow.plan.start_s).max(1e-9);
         let goodput_bps = match (spec.amount, got.completion_s) {
@@ -233,9 +230,7 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
             goodput_bps,
             completed,
             completion_time_s: got.completion_s,
-            final_tcp_info: s.as_ref().and_then(|s| s.final_tcp_info),
-            samples: s.map(|s| s.samples).unwrap_or_default(),
-            received,
+            final_tcp_info: sampled.remove(&SocketId::Flow(flow.id)).flatten(),
             error: sent.err().or(got.error),
         });
     }

@@ -54,7 +54,7 @@ pub(crate) struct ServerLog {
 /// An HTTP workload's runtime, server and sampler, from its setup to its final read.
 pub(crate) struct Harness<'r> {
     pub run: RunContext<'r>,
-    pub sampler: Sampler,
+    pub sampler: Sampler<'r>,
     pub server_log: Arc<ServerLog>,
     /// Made by [`Harness::drive`], ended by [`Harness::shutdown`].
     rt: RefCell<Option<tokio::runtime::Runtime>>,
@@ -70,7 +70,7 @@ impl<'r> Harness<'r> {
         }
         Ok(Harness {
             run: *run,
-            sampler: Sampler::default(),
+            sampler: Sampler::new(run.series),
             server_log: Arc::new(ServerLog::default()),
             rt: RefCell::new(None),
             deadline: Instant::now() + Duration::from_secs_f64(timeout_s),
@@ -150,7 +150,7 @@ async fn accept_loop<S, M>(
     listener: tokio::net::TcpListener,
     proto: ServerProto,
     cc: Option<&str>,
-    sampler: &Sampler,
+    sampler: &Sampler<'_>,
     epoch: Instant,
     log: Arc<ServerLog>,
     make_service: M,

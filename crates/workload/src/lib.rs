@@ -7,12 +7,16 @@
 //! a fixed interval.
 //!
 //! Every workload is a spec implementing [`Workload`], run with a [`RunContext`] (the two ends
-//! of the path, the epoch, the stop flag, the [`MeasureHook`]):
+//! of the path, the epoch, the stop flag, the [`MeasureHook`] and the [`SeriesSink`]):
 //! - [`BulkSpec`]: N parallel connections pushing bytes one way for a duration or a byte count.
 //! - [`ObjectsSpec`]: an object-store load (PUT or GET of fixed-size objects over persistent
 //!   HTTP/1.1 connections), reporting content throughput and request latency percentiles.
 //! - [`PageSpec`]: a browser-like page load (HTML, then its objects) over HTTP/1.1 with up to
 //!   6 connections or over HTTP/2 on one, reporting TTFB, HTML and page load times.
+//!
+//! Time series (every `TCP_INFO` sample, every goodput point of a bulk flow) go to the run's
+//! [`SeriesSink`] as they are taken; results keep only bounded data, so memory stays flat
+//! however long a run lasts.
 //!
 //! They share one socket factory (`net`: sockets made inside a namespace with the algorithm set,
 //! and read back on the sending socket), one sampler (`sampler`) and, for the HTTP workloads,
@@ -61,16 +65,22 @@ pub struct RunContext<'a> {
     pub stop: &'a AtomicBool,
     /// Told when the measured span opens and closes.
     pub hook: &'a dyn MeasureHook,
+    /// Receives the run's time series as they are taken.
+    pub series: &'a dyn SeriesSink,
 }
 
 impl<'a> RunContext<'a> {
-    /// A context that measures nothing beyond the workload's own figures.
+    /// A context that measures nothing beyond the workload's own figures and keeps no series.
     pub fn new(client: &'a Netns, server: &'a Netns, server_addr: Ipv4Addr, epoch: Instant, stop: &'a AtomicBool) -> Self {
-        RunContext { client, server, server_addr, epoch, stop, hook: &NoMeasureHook }
+        RunContext { client, server, server_addr, epoch, stop, hook: &NoMeasureHook, series: &NoSeries }
     }
 
     pub fn with_hook(self, hook: &'a dyn MeasureHook) -> Self {
         RunContext { hook, ..self }
+    }
+
+    pub fn with_series(self, series: &'a dyn SeriesSink) -> Self {
+        RunContext { series, ..self }
     }
 }
 

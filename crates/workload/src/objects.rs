@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ccbench_netns::Netns;
-use ccbench_probe::{Sample, TcpInfo};
+use ccbench_probe::TcpInfo;
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper::{Method, Request, StatusCode};
@@ -99,9 +99,9 @@ pub struct ObjectsConnection {
     pub requests_completed: u32,
     pub errors: u32,
     pub content_bytes: u64,
-    /// The sending socket's `TCP_INFO` when the run ended.
+    /// The sending socket's `TCP_INFO` when the run ended. (Its samples went to the run's
+    /// `SeriesSink` as `SocketId::Connection(client_port)`.)
     pub final_tcp_info: Option<TcpInfo>,
-    pub samples: Vec<Sample>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -195,7 +195,7 @@ struct Ctx<'a> {
     addr: SocketAddrV4,
     spec: &'a ObjectsSpec,
     epoch: Instant,
-    sampler: &'a Sampler,
+    sampler: &'a Sampler<'a>,
     server_log: &'a ServerLog,
     log: &'a Mutex<ClientLog>,
     next_request: AtomicU32,
@@ -429,7 +429,7 @@ fn finish(
     spec: &ObjectsSpec,
     log: &Mutex<ClientLog>,
     server_log: &ServerLog,
-    sampler: &Sampler,
+    sampler: &Sampler<'_>,
     epoch: Instant,
     issued: u32,
     how: Finish<()>,
@@ -454,7 +454,6 @@ fn finish(
         .conns
         .iter()
         .map(|c| {
-            let s = sampled.remove(&SocketId::Connection(c.client_port));
             let cc_read_back = match sender {
                 Side::Client => c.cc_read_back.clone(),
                 Side::Server => accepted.iter().find(|a| a.client_port == c.client_port).and_then(|a| a.cc_read_back.clone()),
@@ -468,8 +467,7 @@ fn finish(
                 requests_completed: c.completed,
                 errors: c.errors,
                 content_bytes: c.bytes,
-                final_tcp_info: s.as_ref().and_then(|s| s.final_tcp_info),
-                samples: s.map(|s| s.samples).unwrap_or_default(),
+                final_tcp_info: sampled.remove(&SocketId::Connection(c.client_port)).flatten(),
             }
         })
         .collect();

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ccbench_netns::Netns;
-use ccbench_probe::{Sample, TcpInfo};
+use ccbench_probe::TcpInfo;
 use hyper::body::Incoming;
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -236,10 +236,9 @@ pub struct PageConnection {
     pub opened_s: f64,
     pub requests_completed: u32,
     pub bytes_received: u64,
-    /// The server socket's `TCP_INFO` when the load ended.
+    /// The server (sending) socket's `TCP_INFO` when the load ended. (Its samples went to the
+    /// run's `SeriesSink` as `SocketId::Connection(client_port)`.)
     pub final_tcp_info: Option<TcpInfo>,
-    /// The server (sending) socket's samples.
-    pub samples: Vec<Sample>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -620,7 +619,7 @@ fn finish(
     spec: &PageSpec,
     log: &Mutex<ClientLog>,
     server_log: &ServerLog,
-    sampler: &Sampler,
+    sampler: &Sampler<'_>,
     epoch: Instant,
     nav_start: Option<Instant>,
     how: Finish<()>,
@@ -636,19 +635,15 @@ fn finish(
     let connections = log
         .conns
         .iter()
-        .map(|c| {
-            let s = sampled.remove(&SocketId::Connection(c.client_port));
-            PageConnection {
-                id: c.id,
-                client_port: c.client_port,
-                cc_requested: spec.cc.clone(),
-                cc_read_back: accepted.iter().find(|a| a.client_port == c.client_port).and_then(|a| a.cc_read_back.clone()),
-                opened_s: c.opened_s,
-                requests_completed: c.completed,
-                bytes_received: c.bytes,
-                final_tcp_info: s.as_ref().and_then(|s| s.final_tcp_info),
-                samples: s.map(|s| s.samples).unwrap_or_default(),
-            }
+        .map(|c| PageConnection {
+            id: c.id,
+            client_port: c.client_port,
+            cc_requested: spec.cc.clone(),
+            cc_read_back: accepted.iter().find(|a| a.client_port == c.client_port).and_then(|a| a.cc_read_back.clone()),
+            opened_s: c.opened_s,
+            requests_completed: c.completed,
+            bytes_received: c.bytes,
+            final_tcp_info: sampled.remove(&SocketId::Connection(c.client_port)).flatten(),
         })
         .collect();
     let mut error_messages = log.errors.messages.clone();

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use ccbench_emu::SERVER_ADDR;
-use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction, MeasureHook, MixFlow, RunContext, Side, Workload, WorkloadError};
+use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction, MeasureHook, MemorySeries, MixFlow, RunContext, Side, SocketId, Workload, WorkloadError};
 use common::{have_root, lock, start_path, LINK_MBIT, PAYLOAD_FRACTION};
 
 fn spec(direction: Direction, amount: Amount, cc: &str, flows: u32) -> BulkSpec {
@@ -33,18 +33,24 @@ impl MeasureHook for Recorder {
     }
 }
 
-fn run(spec: &BulkSpec, one_way_ms: u64) -> (BulkResult, Vec<(&'static str, Instant)>) {
+/// The result, the hook's calls and the series the run handed over.
+fn run(spec: &BulkSpec, one_way_ms: u64) -> (BulkResult, Vec<(&'static str, Instant)>, MemorySeries) {
     let epoch = Instant::now();
     let path = start_path(one_way_ms, epoch);
     let stop = AtomicBool::new(false);
     let hook = Recorder::default();
-    let r = spec.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop).with_hook(&hook)).expect("bulk run");
-    (r, hook.0.into_inner().unwrap())
+    let series = MemorySeries::default();
+    let r = spec.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop).with_hook(&hook).with_series(&series)).expect("bulk run");
+    (r, hook.0.into_inner().unwrap(), series)
 }
 
 /// Every flow ran the requested algorithm on its sending socket and was sampled throughout.
-fn check_flows(r: &BulkResult, spec: &BulkSpec, seconds: f64) {
+fn check_flows(r: &BulkResult, series: &MemorySeries, spec: &BulkSpec, seconds: f64) {
     assert!(!r.interrupted);
+    // Series of these flows and of nothing else.
+    let ids: Vec<u32> = r.flows.iter().map(|f| f.id).collect();
+    assert_eq!(series.tcp.lock().unwrap().keys().copied().collect::<Vec<_>>(), ids.iter().map(|&i| SocketId::Flow(i)).collect::<Vec<_>>());
+    assert_eq!(series.received.lock().unwrap().keys().copied().collect::<Vec<_>>(), ids);
     assert_eq!(r.flows.len(), spec.plan().len());
     let interval_s = spec.sample_interval_us as f64 / 1e6;
     for (f, plan) in r.flows.iter().zip(spec.plan()) {
@@ -55,15 +61,18 @@ fn check_flows(r: &BulkResult, spec: &BulkSpec, seconds: f64) {
         assert_eq!(f.cc_read_back, plan.cc, "flow {}", f.id);
         assert!(f.final_tcp_info.is_some(), "flow {}: no final TCP_INFO", f.id);
         // One sample per round from the start to the end, none before the transfer started.
+        let samples = series.samples(SocketId::Flow(f.id));
         let rounds = seconds / interval_s;
-        assert!((f.samples.len() as f64) > 0.5 * rounds && (f.samples.len() as f64) < 1.5 * rounds + 5.0, "flow {}: {} samples", f.id, f.samples.len());
-        assert!(f.samples.first().unwrap().t_us >= r.start_us, "flow {}: a sample before the start", f.id);
-        assert!(f.samples.windows(2).all(|w| w[0].t_us <= w[1].t_us));
+        assert!((samples.len() as f64) > 0.5 * rounds && (samples.len() as f64) < 1.5 * rounds + 5.0, "flow {}: {} samples", f.id, samples.len());
+        assert!(samples.first().unwrap().t_us >= r.start_us, "flow {}: a sample before the start", f.id);
+        assert!(samples.windows(2).all(|w| w[0].t_us <= w[1].t_us));
         // The receiver's count at the same rounds: cumulative, up to what it received.
-        assert_eq!(f.received.len(), f.samples.len(), "flow {}: one goodput point per round", f.id);
-        assert!(f.received.windows(2).all(|w| w[0].t_us <= w[1].t_us && w[0].bytes <= w[1].bytes));
-        assert!(f.received.last().unwrap().bytes <= f.bytes_received);
-        assert!(f.received.last().unwrap().bytes > 0, "flow {}: the goodput points never saw a byte", f.id);
+        let received = series.received_of(f.id);
+        assert_eq!(received.len(), samples.len(), "flow {}: one goodput point per round", f.id);
+        assert!(received.iter().zip(&samples).all(|(p, s)| p.t_us == s.t_us), "flow {}: goodput points and samples at the same instants", f.id);
+        assert!(received.windows(2).all(|w| w[0].bytes <= w[1].bytes));
+        assert!(received.last().unwrap().bytes <= f.bytes_received);
+        assert!(received.last().unwrap().bytes > 0, "flow {}: the goodput points never saw a byte", f.id);
     }
 }
 
@@ -74,8 +83,8 @@ fn timed_download_fills_the_link_and_is_sampled_throughout() {
     }
     let _g = lock();
     let spec = spec(Direction::Download, Amount::Seconds(2.0), "cubic", 2);
-    let (r, hook) = run(&spec, 10);
-    check_flows(&r, &spec, 2.0);
+    let (r, hook, series) = run(&spec, 10);
+    check_flows(&r, &series, &spec, 2.0);
     assert!((r.elapsed_s - 2.0).abs() < 1e-9, "{}", r.elapsed_s);
     let link_bps = LINK_MBIT as f64 * 1e6;
     assert!(r.goodput_bps < link_bps * PAYLOAD_FRACTION * 1.01, "{} bit/s above the payload rate", r.goodput_bps);
@@ -96,10 +105,10 @@ fn upload_samples_carry_bbr_model() {
     }
     let _g = lock();
     let spec = spec(Direction::Upload, Amount::Seconds(1.0), "bbr", 1);
-    let (r, _) = run(&spec, 10);
-    check_flows(&r, &spec, 1.0);
+    let (r, _, series) = run(&spec, 10);
+    check_flows(&r, &series, &spec, 1.0);
     assert_eq!(r.flows[0].sender, Side::Client);
-    assert!(r.flows[0].samples.iter().any(|s| s.bbr.is_some()), "no BBR info in the sender's samples");
+    assert!(series.samples(SocketId::Flow(0)).iter().any(|s| s.bbr.is_some()), "no BBR info in the sender's samples");
 }
 
 #[test]
@@ -110,16 +119,16 @@ fn file_transfer_completes_and_closes_the_span_at_the_end() {
     let _g = lock();
     let bytes = 2_000_000;
     let spec = spec(Direction::Download, Amount::Bytes(bytes), "cubic", 2);
-    let (r, hook) = run(&spec, 10);
+    let (r, hook, series) = run(&spec, 10);
     for f in &r.flows {
         assert!(f.completed && f.error.is_none(), "{f:?}");
         assert_eq!(f.bytes_received, bytes);
         let t = f.completion_time_s.unwrap();
         // At least a round trip, and no faster than the link.
         assert!(t >= 0.020 && t >= (2 * bytes) as f64 * 8.0 / (LINK_MBIT as f64 * 1e6) * 0.9, "completion {t} s");
-        assert!(!f.samples.is_empty() && !f.received.is_empty());
+        assert!(!series.samples(SocketId::Flow(f.id)).is_empty());
         // Rounds end with the transfer: the last one may come just before the last byte.
-        assert!(f.received.last().unwrap().bytes <= bytes);
+        assert!(series.received_of(f.id).last().unwrap().bytes <= bytes);
     }
     // Opened at the start, closed once after every extension, at start + elapsed.
     let (open, close) = (hook[0], *hook.last().unwrap());
@@ -136,14 +145,14 @@ fn a_mix_starts_each_flow_at_its_offset() {
     let _g = lock();
     let mix = vec![MixFlow { cc: "cubic".into(), start_s: 0.0 }, MixFlow { cc: "bbr".into(), start_s: 0.5 }];
     let spec = BulkSpec { mix, ..spec(Direction::Download, Amount::Seconds(1.5), "cubic", 0) };
-    let (r, _) = run(&spec, 5);
-    check_flows(&r, &spec, 1.5);
+    let (r, _, series) = run(&spec, 5);
+    check_flows(&r, &series, &spec, 1.5);
     let late = &r.flows[1];
     assert_eq!(late.start_s, 0.5);
     // Nothing arrives for the late flow before it starts (minus one round of slack).
-    let before = late.received.iter().filter(|p| p.t_us + 20_000 < r.start_us + 500_000).map(|p| p.bytes).max().unwrap_or(0);
+    let before = series.received_of(late.id).iter().filter(|p| p.t_us + 20_000 < r.start_us + 500_000).map(|p| p.bytes).max().unwrap_or(0);
     assert_eq!(before, 0, "the late flow received before its start");
-    assert!(late.samples.iter().any(|s| s.bbr.is_some()));
+    assert!(series.samples(SocketId::Flow(late.id)).iter().any(|s| s.bbr.is_some()));
 }
 
 #[test]

@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use ccbench_workload::SocketId;
+
 use crate::results::{ExperimentResult, RunRecord, Status};
 use crate::workloads::WorkloadResult;
 
@@ -90,9 +92,9 @@ fn goodput_series(run: &RunRecord, per_flow: bool) -> Vec<Series> {
         out
     };
     if per_flow {
-        b.flows.iter().map(|f| Series { name: format!("flow {} ({})", f.id, f.cc_requested), points: rate(&f.received) }).collect()
+        b.flows.iter().map(|f| Series { name: format!("flow {} ({})", f.id, f.cc_requested), points: rate(&run.series.received_of(f.id)) }).collect()
     } else {
-        let flows: Vec<Vec<(f64, f64)>> = b.flows.iter().map(|f| rate(&f.received)).collect();
+        let flows: Vec<Vec<(f64, f64)>> = b.flows.iter().map(|f| rate(&run.series.received_of(f.id))).collect();
         let n = flows.iter().map(Vec::len).min().unwrap_or(0);
         vec![Series { name: run.cc.clone(), points: (0..n).map(|i| (flows[0][i].0, flows.iter().map(|f| f[i].1).sum())).collect() }]
     }
@@ -113,15 +115,18 @@ pub fn render(result: &ExperimentResult, summary_text: &str) -> String {
     // One line per sending socket: every flow of a bulk run, the first connection otherwise
     // (an object load has dozens, which would only make a blur).
     let sockets = |r: &RunRecord| -> Vec<(String, Vec<ccbench_probe::Sample>)> {
+        let of = |id| r.series.samples(id);
         match &r.workload {
             Some(WorkloadResult::Bulk(b)) if b.flows.len() > 1 => {
-                b.flows.iter().map(|f| (format!("{} flow {}", f.cc_requested, f.id), f.samples.clone())).collect()
+                b.flows.iter().map(|f| (format!("{} flow {}", f.cc_requested, f.id), of(SocketId::Flow(f.id)))).collect()
             }
-            Some(WorkloadResult::Bulk(b)) => b.flows.iter().map(|f| (r.cc.clone(), f.samples.clone())).collect(),
+            Some(WorkloadResult::Bulk(b)) => b.flows.iter().map(|f| (r.cc.clone(), of(SocketId::Flow(f.id)))).collect(),
             Some(WorkloadResult::Objects(o)) => {
-                o.connections.first().map(|c| vec![(format!("{} (connection 0)", r.cc), c.samples.clone())]).unwrap_or_default()
+                o.connections.first().map(|c| vec![(format!("{} (connection 0)", r.cc), of(SocketId::Connection(c.client_port)))]).unwrap_or_default()
             }
-            Some(WorkloadResult::Page(p)) => p.connections.first().map(|c| vec![(format!("{} (connection 0)", r.cc), c.samples.clone())]).unwrap_or_default(),
+            Some(WorkloadResult::Page(p)) => {
+                p.connections.first().map(|c| vec![(format!("{} (connection 0)", r.cc), of(SocketId::Connection(c.client_port)))]).unwrap_or_default()
+            }
             None => Vec::new(),
         }
     };
@@ -174,7 +179,7 @@ pub fn render(result: &ExperimentResult, summary_text: &str) -> String {
     if !bbr.is_empty() {
         out.push_str(&chart("BBR's bandwidth estimate (TCP_CC_INFO)", "seconds", "Mbit/s", &bbr));
     }
-    let _ = writeln!(out, "<p>Every run's raw figures and time series are in <code>result.json</code> (schema {}).</p></body></html>", result.schema);
+    let _ = writeln!(out, "<p>Every run's raw figures are in <code>result.json</code> (schema {}).</p></body></html>", result.schema);
     out
 }
 
