@@ -59,7 +59,7 @@ pub struct RunContext<'a> {
     /// The namespace of the server end, reachable from the client at `server_addr`.
     pub server: &'a Netns,
     pub server_addr: Ipv4Addr,
-    /// Times in results are measured from this instant.
+    /// Times in results and series are measured from this instant.
     pub epoch: Instant,
     /// Set (by Ctrl-C) to end the run early.
     pub stop: &'a AtomicBool,
