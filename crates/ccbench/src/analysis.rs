@@ -266,8 +266,6 @@ mod tests {
                 completed: true,
                 completion_time_s: None,
                 final_tcp_info: None,
-                samples: Vec::new(),
-                received: Vec::new(),
                 error: None,
             })
             .collect();

@@ -7,7 +7,7 @@ use std::time::Instant;
 use ccbench_emu::{EmulatedPath, PathReport, PathSpec, CLIENT_ADDR, SERVER_ADDR};
 use ccbench_link::{time, Buffer, DirectionConfig, LossModel, Rate};
 use ccbench_netns::Netns;
-use ccbench_workload::{run_bulk, run_bulk_measured, Amount, BulkResult, BulkSpec, Direction};
+use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction, RunContext, Workload};
 use serde::Serialize;
 
 use crate::cli::BenchEmulatorArgs;
@@ -169,7 +169,7 @@ fn veth_row(cc: &str, seconds: f64, stop: &AtomicBool) -> anyhow::Result<BenchRo
             ns.set_sysctl(k, v)?;
         }
     }
-    let (bulk, steal) = steal(|| run_bulk(&client, &server, SERVER_ADDR, &workload(cc, seconds), Instant::now(), stop));
+    let (bulk, steal) = steal(|| workload(cc, seconds).run(&RunContext::new(&client, &server, SERVER_ADDR, Instant::now(), stop)));
     let bulk = bulk?;
     Ok(BenchRow {
         path: "veth".into(),
@@ -206,7 +206,7 @@ fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyho
     let epoch = Instant::now();
     let path = EmulatedPath::start(&spec, epoch)?;
     let hook = ccbench::workloads::WindowHook(path.window());
-    let (bulk, steal) = steal(|| run_bulk_measured(&path.client, &path.server, SERVER_ADDR, &workload(cc, seconds), epoch, stop, &hook));
+    let (bulk, steal) = steal(|| workload(cc, seconds).run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, stop).with_hook(&hook)));
     let report: PathReport = path.finish();
     let bulk = bulk?;
     let d = &report.down;

@@ -201,10 +201,7 @@ fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) 
         }
     };
     record.netns_inodes = Some([path.client.inode(), path.server.inode()]);
-    let outcome = workload.run(&path.client, &path.server, SERVER_ADDR, epoch, stop, path.window());
-    if let Ok(result) = &outcome {
-        crate::workloads::replay_series(result, &series);
-    }
+    let outcome = workload.run(&path.client, &path.server, SERVER_ADDR, epoch, stop, path.window(), &series);
     // The forwarders close the link files as they end; then the workload's files are closed.
     let report = path.finish();
     let (files, summary, series_error) = series.finish();

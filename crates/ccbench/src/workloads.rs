@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use ccbench_emu::MeasureWindow;
 use ccbench_netns::Netns;
-use ccbench_probe::{Sample, TcpInfo};
+use ccbench_probe::TcpInfo;
 use ccbench_workload::{
-    run_bulk_measured, run_objects_measured, run_page_measured, Amount, BulkResult, BulkSpec, Direction, MeasureHook, ObjectMethod, ObjectsResult, ObjectsSpec,
-    PageResult, PageSpec, WorkloadError,
+    Amount, BulkResult, BulkSpec, Direction, MeasureHook, ObjectMethod, ObjectsResult, ObjectsSpec, PageResult, PageSpec, RunContext, SeriesSink, Workload,
+    WorkloadError,
 };
 use serde::Serialize;
 
@@ -89,7 +89,9 @@ impl WorkloadSpec {
     }
 
     /// Runs the workload; the emulator's measurement `window` follows the workload's measured
-    /// span, so path figures and goodput cover the same time.
+    /// span, so path figures and goodput cover the same time. The time series (TCP_INFO
+    /// samples, goodput points) go to `series` as they are taken, not into the result.
+    #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
         client: &Netns,
@@ -98,12 +100,14 @@ impl WorkloadSpec {
         epoch: Instant,
         stop: &AtomicBool,
         window: MeasureWindow,
+        series: &dyn SeriesSink,
     ) -> Result<WorkloadResult, WorkloadError> {
         let hook = WindowHook(window);
+        let ctx = RunContext::new(client, server, addr, epoch, stop).with_hook(&hook).with_series(series);
         Ok(match self {
-            WorkloadSpec::Bulk(s) => WorkloadResult::Bulk(run_bulk_measured(client, server, addr, s, epoch, stop, &hook)?),
-            WorkloadSpec::Objects(s) => WorkloadResult::Objects(run_objects_measured(client, server, addr, s, epoch, stop, &hook)?),
-            WorkloadSpec::Page(s) => WorkloadResult::Page(run_page_measured(client, server, addr, s, epoch, stop, &hook)?),
+            WorkloadSpec::Bulk(s) => WorkloadResult::Bulk(s.run(&ctx)?),
+            WorkloadSpec::Objects(s) => WorkloadResult::Objects(s.run(&ctx)?),
+            WorkloadSpec::Page(s) => WorkloadResult::Page(s.run(&ctx)?),
         })
     }
 
@@ -182,15 +186,6 @@ impl WorkloadResult {
         }
     }
 
-    /// Every sender-side TCP_INFO sample of the run.
-    pub fn samples(&self) -> Vec<&Sample> {
-        match self {
-            WorkloadResult::Bulk(b) => b.flows.iter().flat_map(|f| f.samples.iter()).collect(),
-            WorkloadResult::Objects(o) => o.connections.iter().flat_map(|c| c.samples.iter()).collect(),
-            WorkloadResult::Page(p) => p.connections.iter().flat_map(|c| c.samples.iter()).collect(),
-        }
-    }
-
     /// The sending sockets' TCP_INFO at the end.
     pub fn final_infos(&self) -> Vec<&TcpInfo> {
         match self {
@@ -206,21 +201,5 @@ impl WorkloadResult {
             WorkloadResult::Objects(o) => o.error_messages.first().cloned(),
             WorkloadResult::Page(p) => p.error_messages.first().cloned(),
         }
-    }
-}
-
-/// Hands a finished run's samples and goodput points to `sink`, in the order they were taken.
-/// (Transitional: the workloads will hand them over as they are taken.)
-pub fn replay_series(result: &WorkloadResult, sink: &dyn ccbench_workload::SeriesSink) {
-    use ccbench_workload::SocketId;
-    match result {
-        WorkloadResult::Bulk(b) => {
-            for f in &b.flows {
-                f.samples.iter().for_each(|s| sink.tcp_sample(SocketId::Flow(f.id), s));
-                f.received.iter().for_each(|p| sink.received(f.id, p));
-            }
-        }
-        WorkloadResult::Objects(o) => o.connections.iter().for_each(|c| c.samples.iter().for_each(|s| sink.tcp_sample(SocketId::Connection(c.client_port), s))),
-        WorkloadResult::Page(p) => p.connections.iter().for_each(|c| c.samples.iter().for_each(|s| sink.tcp_sample(SocketId::Connection(c.client_port), s))),
     }
 }

@@ -2,24 +2,20 @@
 //! byte count.
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Ipv4Addr, Shutdown, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddrV4, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ccbench_netns::Netns;
-use ccbench_probe::{Sample, TcpInfo};
+use ccbench_probe::TcpInfo;
 use serde::{Deserialize, Serialize};
-use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::{Direction, Side, WorkloadError};
+use crate::common::CHUNK;
+use crate::sampler::Sampler;
+use crate::{net, Direction, RunContext, Side, SocketId, Workload, WorkloadError};
 
-/// Small writes keep each trip through the kernel short: this kernel does not preempt kernel
-/// code (PREEMPT_NONE), and a long copy would delay the emulator's threads.
-const CHUNK: usize = 16 * 1024;
 /// How often blocked socket calls come back to look at the clock and the stop flag.
 const IO_TICK: Duration = Duration::from_millis(50);
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How much each flow sends.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -90,10 +86,9 @@ pub struct FlowResult {
     pub completed: bool,
     /// Time from the start of data until the last byte arrived (byte-count transfers).
     pub completion_time_s: Option<f64>,
-    /// The sender's `TCP_INFO` at the end of the transfer.
+    /// The sender's `TCP_INFO` at the end of the transfer. (Its samples, and the receiver's
+    /// goodput points, went to the run's `SeriesSink` under this flow's `id`.)
     pub final_tcp_info: Option<TcpInfo>,
-    pub samples: Vec<Sample>,
-    pub received: Vec<GoodputPoint>,
     pub error: Option<String>,
 }
 
@@ -119,31 +114,24 @@ struct Flow {
     cc_read_back: String,
 }
 
-/// Runs the transfer between `client` and `server` (whose address is `server_addr`), stopping
-/// early if `stop` becomes true. Times are measured from `epoch`.
-pub fn run_bulk(
-    client: &Netns,
-    server: &Netns,
-    server_addr: Ipv4Addr,
-    spec: &BulkSpec,
-    epoch: Instant,
-    stop: &AtomicBool,
-) -> Result<BulkResult, WorkloadError> {
-    run_bulk_measured(client, server, server_addr, spec, epoch, stop, &crate::NoMeasureHook)
+impl Workload for BulkSpec {
+    type Result = BulkResult;
+
+    fn run(&self, run: &RunContext<'_>) -> Result<BulkResult, WorkloadError> {
+        run_bulk(self, run)
+    }
 }
 
-/// [`run_bulk`], telling `hook` the measured span: from the start of the transfer to the end
-/// of the duration, or until the last file arrived (or the timeout).
-pub fn run_bulk_measured(
-    client: &Netns,
-    server: &Netns,
-    server_addr: Ipv4Addr,
-    spec: &BulkSpec,
-    epoch: Instant,
-    stop: &AtomicBool,
-    hook: &dyn crate::MeasureHook,
-) -> Result<BulkResult, WorkloadError> {
-    let flows = connect_flows(client, server, server_addr, spec)?;
+/// Runs the transfer, stopping early if the stop flag is set. The measured span runs from the
+/// start of the transfer to the end of the duration, or until the last file arrived (or the
+/// timeout).
+fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, WorkloadError> {
+    let (epoch, stop, hook) = (run.epoch, run.stop, run.hook);
+    let flows = connect_flows(run, spec)?;
+    let sampler = Sampler::new(run.series);
+    for flow in &flows {
+        sampler.register(SocketId::Flow(flow.id), flow.sender.as_ref());
+    }
     let start = Instant::now();
     hook.open(start);
     if let Amount::Seconds(s) = spec.amount {
@@ -159,8 +147,6 @@ pub fn run_bulk_measured(
     let active = AtomicUsize::new(flows.len() * 2);
     let interval = Duration::from_micros(spec.sample_interval_us.max(1000));
 
-    let mut samples: Vec<Vec<Sample>> = flows.iter().map(|_| Vec::new()).collect();
-    let mut received: Vec<Vec<GoodputPoint>> = flows.iter().map(|_| Vec::new()).collect();
     let outcomes: Vec<(Result<(), String>, ReceiveOutcome)> = std::thread::scope(|s| {
         let mut handles = Vec::new();
         for (flow, counter) in flows.iter().zip(&counters) {
@@ -187,26 +173,21 @@ pub fn run_bulk_measured(
             handles.push((send, recv));
         }
 
-        // Sample on this thread until every sender and receiver is done.
-        let mut next = start;
-        while active.load(Ordering::SeqCst) > 0 {
-            // Flows still at work: the span reaches at least this far.
-            hook.extend(Instant::now());
-            let t_us = Instant::now().duration_since(epoch).as_micros() as u64;
-            for (i, flow) in flows.iter().enumerate() {
-                if let Ok(sample) = Sample::read(flow.sender.as_ref(), t_us) {
-                    samples[i].push(sample);
+        // Sample on this thread until every sender and receiver is done; each round also
+        // takes the receivers' byte counts.
+        sampler.run(
+            epoch,
+            start,
+            interval,
+            || active.load(Ordering::SeqCst) > 0,
+            |t_us| {
+                // Flows still at work: the span reaches at least this far.
+                hook.extend(Instant::now());
+                for (flow, counter) in flows.iter().zip(&counters) {
+                    run.series.received(flow.id, &GoodputPoint { t_us, bytes: counter.load(Ordering::Relaxed) });
                 }
-                received[i].push(GoodputPoint { t_us, bytes: counters[i].load(Ordering::Relaxed) });
-            }
-            next += interval;
-            let now = Instant::now();
-            if next > now {
-                std::thread::sleep(next - now);
-            } else {
-                next = now;
-            }
-        }
+            },
+        );
         handles
             .into_iter()
             .map(|(send, recv)| {
@@ -225,9 +206,9 @@ pub fn run_bulk_measured(
     if let Amount::Bytes(_) = spec.amount {
         hook.close(start + Duration::from_secs_f64(elapsed_s));
     }
+    let mut sampled = sampler.finish(epoch);
     let mut results = Vec::new();
-    for (((flow, (sent, got)), samples), received) in flows.into_iter().zip(outcomes).zip(samples).zip(received) {
-        let final_tcp_info = ccbench_probe::tcp_info(flow.sender.as_ref()).ok();
+    for (flow, (sent, got)) in flows.into_iter().zip(outcomes) {
         // Each flow's goodput is over its own active time.
         let active_s = (elapsed_s - flow.plan.start_s).max(1e-9);
         let goodput_bps = match (spec.amount, got.completion_s) {
@@ -249,9 +230,7 @@ pub fn run_bulk_measured(
             goodput_bps,
             completed,
             completion_time_s: got.completion_s,
-            final_tcp_info,
-            samples,
-            received,
+            final_tcp_info: sampled.remove(&SocketId::Flow(flow.id)).flatten(),
             error: sent.err().or(got.error),
         });
     }
@@ -260,48 +239,28 @@ pub fn run_bulk_measured(
 
 /// Opens every connection before any data flows, so all flows start together and the
 /// algorithm of each sending socket is verified up front.
-fn connect_flows(client: &Netns, server: &Netns, server_addr: Ipv4Addr, spec: &BulkSpec) -> Result<Vec<Flow>, WorkloadError> {
+fn connect_flows(run: &RunContext<'_>, spec: &BulkSpec) -> Result<Vec<Flow>, WorkloadError> {
     let plan = spec.plan();
     let Some(first) = plan.first() else { return Err(WorkloadError::Setup("no flows".into())) };
-    let cc = first.cc.as_str();
-    let addr = SocketAddrV4::new(server_addr, spec.port);
-    let listener: TcpListener = server.run(|| {
-        let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
-        sock.set_reuse_address(true)?;
-        if spec.direction.sender() == Side::Server {
-            // Accepted sockets inherit the listener's algorithm.
-            ccbench_probe::set_congestion(&sock, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side: Side::Server, source })?;
-        }
-        sock.bind(&SocketAddr::V4(addr).into())?;
-        sock.listen(128)?;
-        sock.set_nonblocking(true)?;
-        Ok::<_, WorkloadError>(sock.into())
-    })?;
+    let sender_side = spec.direction.sender();
+    let addr = SocketAddrV4::new(run.server_addr, spec.port);
+    // Accepted sockets inherit the listener's algorithm.
+    let listener = net::listen_in(run.server, run.server_addr, spec.port, (sender_side == Side::Server).then_some(first.cc.as_str()))?;
 
     let mut flows = Vec::new();
     for (id, flow_plan) in plan.iter().enumerate() {
         let id = id as u32;
         let cc = flow_plan.cc.as_str();
-        let stream: TcpStream = client.run(|| {
-            let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
-            if spec.direction.sender() == Side::Client {
-                ccbench_probe::set_congestion(&sock, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side: Side::Client, source })?;
-            }
-            sock.connect_timeout(&SocketAddr::V4(addr).into(), CONNECT_TIMEOUT).map_err(|e| WorkloadError::Setup(format!("connecting to {addr}: {e}")))?;
-            Ok::<_, WorkloadError>(sock.into())
-        })?;
+        let sock = net::sockets_in(run.client, 1, (sender_side == Side::Client).then_some(cc))?.remove(0);
+        let stream = net::connect_blocking(sock, addr)?;
         let client_port = stream.local_addr()?.port();
-        let accepted = accept_from(&listener, client_port)?;
-        let (sender, receiver) = match spec.direction.sender() {
+        let accepted = net::accept_port(&listener, client_port)?;
+        let (sender, receiver) = match sender_side {
             Side::Server => (accepted, stream),
             Side::Client => (stream, accepted),
         };
         // Set again on the sending socket itself, then read back what the kernel runs.
-        ccbench_probe::set_congestion(&sender, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side: spec.direction.sender(), source })?;
-        let cc_read_back = ccbench_probe::congestion(&sender)?;
-        if cc_read_back != cc {
-            return Err(WorkloadError::CongestionMismatch { requested: cc.into(), actual: cc_read_back });
-        }
+        let cc_read_back = net::confirm_congestion(&sender, cc, sender_side)?;
         for s in [&sender, &receiver] {
             s.set_nodelay(true)?;
             s.set_write_timeout(Some(IO_TICK))?;
@@ -326,26 +285,6 @@ fn aggregate_goodput(flows: &[FlowResult], amount: Amount, elapsed_s: f64) -> f6
 fn sleep_until(t: Instant, stop: &AtomicBool) {
     while Instant::now() < t && !stop.load(Ordering::Relaxed) {
         std::thread::sleep((t - Instant::now()).min(IO_TICK));
-    }
-}
-
-fn accept_from(listener: &TcpListener, client_port: u16) -> Result<TcpStream, WorkloadError> {
-    let deadline = Instant::now() + CONNECT_TIMEOUT;
-    loop {
-        match listener.accept() {
-            Ok((stream, peer)) if peer.port() == client_port => {
-                stream.set_nonblocking(false)?;
-                return Ok(stream);
-            }
-            Ok(_) => continue, // not ours: nothing else should connect, so drop it
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                if Instant::now() > deadline {
-                    return Err(WorkloadError::Setup("the server side never saw the connection".into()));
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err(e) => return Err(e.into()),
-        }
     }
 }
 

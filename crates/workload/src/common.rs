@@ -1,12 +1,8 @@
-//! Pieces shared by the HTTP workloads (`objects`, `page`): sockets made inside a namespace and
-//! handed to tokio, a generated body, the `TCP_INFO` sampler, and small helpers.
+//! Small pieces shared by the workloads: a generated HTTP body, body and response helpers,
+//! percentiles, error counting, and clock and lock helpers.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
-use std::io;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
-use std::os::fd::{AsFd, OwnedFd};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -14,17 +10,13 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use ccbench_netns::Netns;
-use ccbench_probe::{Sample, TcpInfo};
 use http_body::{Frame, SizeHint};
-use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::{Side, WorkloadError};
+use crate::WorkloadError;
 
-/// Body chunks are this small for the same reason as in `bulk`: short trips through a kernel
-/// that does not preempt kernel code.
+/// Small writes keep each trip through the kernel short: this kernel does not preempt kernel
+/// code (PREEMPT_NONE), and a long copy would delay the emulator's threads.
 pub(crate) const CHUNK: usize = 16 * 1024;
-pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How many error messages a result keeps (the count is always exact).
 pub(crate) const MAX_ERROR_MESSAGES: usize = 20;
 
@@ -61,138 +53,6 @@ impl http_body::Body for PatternBody {
 
     fn size_hint(&self) -> SizeHint {
         SizeHint::with_exact(self.remaining)
-    }
-}
-
-/// A listening socket made inside `server`'s namespace. With `cc`, the algorithm is set on the
-/// listener, so accepted sockets inherit it (it is set again on each accepted socket).
-pub(crate) fn listen_in(server: &Netns, addr: Ipv4Addr, port: u16, cc: Option<&str>) -> Result<std::net::TcpListener, WorkloadError> {
-    let sa = SocketAddr::V4(SocketAddrV4::new(addr, port));
-    server.run(|| {
-        let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
-        sock.set_reuse_address(true)?;
-        if let Some(cc) = cc {
-            ccbench_probe::set_congestion(&sock, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side: Side::Server, source })?;
-        }
-        sock.bind(&sa.into())?;
-        sock.listen(1024)?;
-        sock.set_nonblocking(true)?;
-        Ok::<_, WorkloadError>(sock.into())
-    })
-}
-
-/// `n` unconnected, non-blocking TCP sockets made inside `client`'s namespace (one trip into
-/// it), with `cc` set when the client sends. They stay in that namespace wherever they are
-/// connected from.
-pub(crate) fn sockets_in(client: &Netns, n: usize, cc: Option<&str>) -> Result<Vec<std::net::TcpStream>, WorkloadError> {
-    client.run(|| {
-        let mut out = Vec::with_capacity(n);
-        for _ in 0..n {
-            let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
-            if let Some(cc) = cc {
-                ccbench_probe::set_congestion(&sock, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side: Side::Client, source })?;
-            }
-            sock.set_nonblocking(true)?;
-            out.push(sock.into());
-        }
-        Ok::<_, WorkloadError>(out)
-    })
-}
-
-/// Connects a socket from [`sockets_in`] to `addr` on the current tokio runtime.
-pub(crate) async fn connect(sock: std::net::TcpStream, addr: SocketAddrV4) -> io::Result<tokio::net::TcpStream> {
-    let sock = tokio::net::TcpSocket::from_std_stream(sock);
-    let stream = tokio::time::timeout(CONNECT_TIMEOUT, sock.connect(SocketAddr::V4(addr)))
-        .await
-        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, format!("connecting to {addr} timed out")))??;
-    stream.set_nodelay(true)?;
-    Ok(stream)
-}
-
-/// Sets `cc` again on a connected sending socket and reads back what the kernel runs.
-pub(crate) fn confirm_congestion<F: AsFd>(sock: F, cc: &str, side: Side) -> Result<String, WorkloadError> {
-    let fd = sock.as_fd();
-    ccbench_probe::set_congestion(fd, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side, source })?;
-    let actual = ccbench_probe::congestion(fd)?;
-    if actual != cc {
-        return Err(WorkloadError::CongestionMismatch { requested: cc.into(), actual });
-    }
-    Ok(actual)
-}
-
-struct Tracked {
-    key: u16,
-    fd: OwnedFd,
-    samples: Vec<Sample>,
-}
-
-/// Samples `TCP_INFO` of every sending socket registered with it. Sockets are registered by a
-/// duplicate descriptor, so a sample can never hit a reused descriptor number; the duplicates
-/// are closed when the sampler is dropped, after the workload's own handles.
-#[derive(Default)]
-pub(crate) struct Sampler {
-    entries: Mutex<Vec<Tracked>>,
-}
-
-/// What the sampler saw of one socket.
-pub(crate) struct Sampled {
-    pub samples: Vec<Sample>,
-    pub final_tcp_info: Option<TcpInfo>,
-}
-
-impl Sampler {
-    /// Registers a sending socket under `key` (the client's port of the connection).
-    pub(crate) fn track<F: AsFd>(&self, key: u16, sock: F, epoch: Instant) {
-        if let Ok(fd) = sock.as_fd().try_clone_to_owned() {
-            let mut samples = Vec::new();
-            // One sample at registration, so even a connection shorter than the interval has one.
-            if let Ok(s) = Sample::read(&fd, micros_since(epoch)) {
-                samples.push(s);
-            }
-            lock(&self.entries).push(Tracked { key, fd, samples });
-        }
-    }
-
-    fn tick(&self, t_us: u64) {
-        for e in lock(&self.entries).iter_mut() {
-            if let Ok(s) = Sample::read(&e.fd, t_us) {
-                e.samples.push(s);
-            }
-        }
-    }
-
-    /// Samples every `interval` until `done` becomes true.
-    pub(crate) fn run(&self, epoch: Instant, interval: Duration, done: &AtomicBool) {
-        let mut next = Instant::now();
-        while !done.load(Ordering::SeqCst) {
-            self.tick(micros_since(epoch));
-            next += interval;
-            let now = Instant::now();
-            if next > now {
-                // Short naps keep the reaction to `done` prompt with long intervals.
-                std::thread::sleep((next - now).min(Duration::from_millis(20)));
-                while Instant::now() < next && !done.load(Ordering::SeqCst) {
-                    std::thread::sleep((next - Instant::now()).min(Duration::from_millis(20)));
-                }
-            } else {
-                next = now;
-            }
-        }
-    }
-
-    /// Everything sampled, by key, with a final `TCP_INFO` read now.
-    pub(crate) fn take(&self, epoch: Instant) -> HashMap<u16, Sampled> {
-        let t_us = micros_since(epoch);
-        let mut out = HashMap::new();
-        for e in lock(&self.entries).drain(..) {
-            let mut samples = e.samples;
-            if let Ok(s) = Sample::read(&e.fd, t_us) {
-                samples.push(s);
-            }
-            let final_tcp_info = ccbench_probe::tcp_info(&e.fd).ok();
-            out.insert(e.key, Sampled { samples, final_tcp_info });
-        }
-        out
     }
 }
 
@@ -265,102 +125,6 @@ impl Errors {
 
 pub(crate) fn multi_thread_runtime() -> Result<tokio::runtime::Runtime, WorkloadError> {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name("ccbench-http").enable_all().build().map_err(WorkloadError::Io)
-}
-
-/// Which HTTP version a server speaks (chosen by the workload, not negotiated: h2c is used with
-/// prior knowledge).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ServerProto {
-    Http1,
-    Http2,
-}
-
-/// One connection the server accepted.
-#[derive(Clone, Debug)]
-pub(crate) struct Accepted {
-    pub client_port: u16,
-    /// Read back from the accepted socket when the server is the sender.
-    pub cc_read_back: Option<String>,
-}
-
-/// What the server side reports back to the workload.
-#[derive(Default)]
-pub(crate) struct ServerLog {
-    pub accepted: Mutex<Vec<Accepted>>,
-    /// The algorithm an accepted sending socket really ran, when it was not the one requested.
-    pub mismatch: Mutex<Option<String>>,
-    pub errors: Mutex<Errors>,
-}
-
-/// Accepts connections forever, serving each with a fresh service from `make_service`. With
-/// `cc` (the server sends), the algorithm is set again on every accepted socket and read back;
-/// a socket that runs something else is closed unserved and recorded as a mismatch. Sending
-/// sockets are registered with `sampler`.
-pub(crate) async fn accept_loop<S, M>(
-    listener: tokio::net::TcpListener,
-    proto: ServerProto,
-    cc: Option<String>,
-    sampler: std::sync::Arc<Sampler>,
-    epoch: Instant,
-    log: std::sync::Arc<ServerLog>,
-    make_service: M,
-) where
-    M: Fn() -> S,
-    S: hyper::service::Service<hyper::Request<hyper::body::Incoming>, Response = hyper::Response<PatternBody>, Error = Infallible> + Send + 'static,
-    S::Future: Send + 'static,
-{
-    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(x) => x,
-            Err(e) => {
-                lock(&log.errors).push(format!("accept: {e}"));
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        let client_port = peer.port();
-        let _ = stream.set_nodelay(true);
-        let cc_read_back = match &cc {
-            None => None,
-            Some(cc) => match confirm_congestion(&stream, cc, Side::Server) {
-                Ok(actual) => Some(actual),
-                Err(WorkloadError::CongestionMismatch { actual, .. }) => {
-                    *lock(&log.mismatch) = Some(actual.clone());
-                    lock(&log.accepted).push(Accepted { client_port, cc_read_back: Some(actual) });
-                    continue;
-                }
-                Err(e) => {
-                    *lock(&log.mismatch) = Some(format!("<unreadable: {e}>"));
-                    lock(&log.accepted).push(Accepted { client_port, cc_read_back: None });
-                    continue;
-                }
-            },
-        };
-        if cc.is_some() {
-            sampler.track(client_port, &stream, epoch);
-        }
-        lock(&log.accepted).push(Accepted { client_port, cc_read_back });
-        let service = make_service();
-        let log = log.clone();
-        tokio::spawn(async move {
-            let io = TokioIo::new(stream);
-            let served = match proto {
-                ServerProto::Http1 => hyper::server::conn::http1::Builder::new().timer(TokioTimer::new()).serve_connection(io, service).await,
-                ServerProto::Http2 => {
-                    hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                        .timer(TokioTimer::new())
-                        // What common servers allow (nginx: 128).
-                        .max_concurrent_streams(128)
-                        .serve_connection(io, service)
-                        .await
-                }
-            };
-            if let Err(e) = served {
-                lock(&log.errors).push(format!("serving {client_port}: {e}"));
-            }
-        });
-    }
 }
 
 /// Counts the bytes of a request or response body to its end.

@@ -6,28 +6,83 @@
 //! where the data arrives. A sampler reads `TCP_INFO`/`TCP_CC_INFO` of every sending socket at
 //! a fixed interval.
 //!
-//! Workloads:
-//! - [`run_bulk`]: N parallel connections pushing bytes one way for a duration or a byte count.
-//! - [`run_objects`]: an object-store load (PUT or GET of fixed-size objects over persistent
+//! Every workload is a spec implementing [`Workload`], run with a [`RunContext`] (the two ends
+//! of the path, the epoch, the stop flag, the [`MeasureHook`] and the [`SeriesSink`]):
+//! - [`BulkSpec`]: N parallel connections pushing bytes one way for a duration or a byte count.
+//! - [`ObjectsSpec`]: an object-store load (PUT or GET of fixed-size objects over persistent
 //!   HTTP/1.1 connections), reporting content throughput and request latency percentiles.
-//! - [`run_page`]: a browser-like page load (HTML, then its objects) over HTTP/1.1 with up to
+//! - [`PageSpec`]: a browser-like page load (HTML, then its objects) over HTTP/1.1 with up to
 //!   6 connections or over HTTP/2 on one, reporting TTFB, HTML and page load times.
 //!
-//! The HTTP workloads use hyper on a tokio runtime they create and shut down themselves.
+//! Time series (every `TCP_INFO` sample, every goodput point of a bulk flow) go to the run's
+//! [`SeriesSink`] as they are taken; results keep only bounded data, so memory stays flat
+//! however long a run lasts.
+//!
+//! They share one socket factory (`net`: sockets made inside a namespace with the algorithm set,
+//! and read back on the sending socket), one sampler (`sampler`) and, for the HTTP workloads,
+//! one harness (`harness`: the tokio runtime they create and shut down themselves, the server's
+//! accept loop, and the race of the load against the deadline and the stop flag).
 
 mod bulk;
 mod common;
+mod harness;
+mod net;
 mod objects;
 mod page;
+mod sampler;
 mod series;
 
-pub use bulk::{run_bulk, run_bulk_measured, Amount, BulkResult, BulkSpec, FlowResult, GoodputPoint, MixFlow};
-pub use objects::{run_objects, run_objects_measured, ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
-pub use page::{run_page, run_page_measured, PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
+pub use bulk::{Amount, BulkResult, BulkSpec, FlowResult, GoodputPoint, MixFlow};
+pub use objects::{ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
+pub use page::{PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
 pub use series::{MemorySeries, NoSeries, SeriesSink, SocketId};
 
+use ccbench_netns::Netns;
 use serde::{Deserialize, Serialize};
+use std::net::Ipv4Addr;
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
+
+/// A kind of traffic: its spec runs it between the two ends of a path.
+pub trait Workload {
+    type Result;
+    /// Runs the workload in `ctx`. Returns early, with what finished and marked interrupted,
+    /// when `ctx.stop` becomes true.
+    fn run(&self, ctx: &RunContext<'_>) -> Result<Self::Result, WorkloadError>;
+}
+
+/// Where and how a workload runs.
+#[derive(Clone, Copy)]
+pub struct RunContext<'a> {
+    /// The namespace of the client end.
+    pub client: &'a Netns,
+    /// The namespace of the server end, reachable from the client at `server_addr`.
+    pub server: &'a Netns,
+    pub server_addr: Ipv4Addr,
+    /// Times in results and series are measured from this instant.
+    pub epoch: Instant,
+    /// Set (by Ctrl-C) to end the run early.
+    pub stop: &'a AtomicBool,
+    /// Told when the measured span opens and closes.
+    pub hook: &'a dyn MeasureHook,
+    /// Receives the run's time series as they are taken.
+    pub series: &'a dyn SeriesSink,
+}
+
+impl<'a> RunContext<'a> {
+    /// A context that measures nothing beyond the workload's own figures and keeps no series.
+    pub fn new(client: &'a Netns, server: &'a Netns, server_addr: Ipv4Addr, epoch: Instant, stop: &'a AtomicBool) -> Self {
+        RunContext { client, server, server_addr, epoch, stop, hook: &NoMeasureHook, series: &NoSeries }
+    }
+
+    pub fn with_hook(self, hook: &'a dyn MeasureHook) -> Self {
+        RunContext { hook, ..self }
+    }
+
+    pub fn with_series(self, series: &'a dyn SeriesSink) -> Self {
+        RunContext { series, ..self }
+    }
+}
 
 /// Told the instants a workload's measured span opens and closes, as they happen, so the path
 /// can count its own figures (drops, queue delay, utilization) over exactly the same span as

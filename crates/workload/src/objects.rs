@@ -4,7 +4,7 @@
 //!
 //! # Library choice
 //! Real HTTP/1.1 comes from [hyper] 1.x (with `hyper-util` for the tokio glue and
-//! `http-body-util` for bodies) on a tokio runtime made inside [`run_objects`]. hyper is the
+//! `http-body-util` for bodies) on a tokio runtime the run makes and shuts down itself. hyper is the
 //! HTTP implementation under most of the Rust ecosystem (reqwest, axum, tonic), is actively
 //! maintained, and its connection-level API (`client::conn::http1`) takes an already-connected
 //! stream. That matters here: every socket must be created inside a namespace with the
@@ -21,21 +21,23 @@
 //! A failed request is counted in `errors` and not retried; a worker whose connection broke
 //! opens a new one (counted in `client_connections`).
 
-use std::net::{Ipv4Addr, SocketAddrV4};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::net::SocketAddrV4;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ccbench_netns::Netns;
-use ccbench_probe::{Sample, TcpInfo};
+use ccbench_probe::TcpInfo;
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
 
-use crate::common::{self, lock, Errors, PatternBody, Sampler, ServerLog, ServerProto};
-use crate::{Side, WorkloadError};
+use crate::common::{self, lock, Errors, PatternBody};
+use crate::harness::{Finish, Harness, ServerLog, ServerProto};
+use crate::sampler::Sampler;
+use crate::{net, RunContext, Side, SocketId, Workload, WorkloadError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -97,9 +99,9 @@ pub struct ObjectsConnection {
     pub requests_completed: u32,
     pub errors: u32,
     pub content_bytes: u64,
-    /// The sending socket's `TCP_INFO` when the run ended.
+    /// The sending socket's `TCP_INFO` when the run ended. (Its samples went to the run's
+    /// `SeriesSink` as `SocketId::Connection(client_port)`.)
     pub final_tcp_info: Option<TcpInfo>,
-    pub samples: Vec<Sample>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -193,7 +195,7 @@ struct Ctx<'a> {
     addr: SocketAddrV4,
     spec: &'a ObjectsSpec,
     epoch: Instant,
-    sampler: &'a Sampler,
+    sampler: &'a Sampler<'a>,
     server_log: &'a ServerLog,
     log: &'a Mutex<ClientLog>,
     next_request: AtomicU32,
@@ -202,125 +204,73 @@ struct Ctx<'a> {
     hook: &'a dyn crate::MeasureHook,
 }
 
-/// Runs the load between `client` and `server` (whose address is `server_addr`); see the
-/// module documentation. Returns early, with what finished and `interrupted: true`, when `stop`
-/// becomes true.
-pub fn run_objects(
-    client: &Netns,
-    server: &Netns,
-    server_addr: Ipv4Addr,
-    spec: &ObjectsSpec,
-    epoch: Instant,
-    stop: &AtomicBool,
-) -> Result<ObjectsResult, WorkloadError> {
-    run_objects_measured(client, server, server_addr, spec, epoch, stop, &crate::NoMeasureHook)
+impl Workload for ObjectsSpec {
+    type Result = ObjectsResult;
+
+    fn run(&self, run: &RunContext<'_>) -> Result<ObjectsResult, WorkloadError> {
+        run_objects(self, run)
+    }
 }
 
-/// [`run_objects`], telling `hook` the measured span: from the first request to the last
-/// response.
-pub fn run_objects_measured(
-    client: &Netns,
-    server: &Netns,
-    server_addr: Ipv4Addr,
-    spec: &ObjectsSpec,
-    epoch: Instant,
-    stop: &AtomicBool,
-    hook: &dyn crate::MeasureHook,
-) -> Result<ObjectsResult, WorkloadError> {
+/// Runs the load; see the module documentation. The measured span runs from the first request
+/// to the last response. Returns early, with what finished and `interrupted: true`, when the
+/// stop flag is set.
+fn run_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Result<ObjectsResult, WorkloadError> {
     if spec.concurrency == 0 {
         return Err(WorkloadError::Setup("concurrency must be at least 1".into()));
     }
-    if !(spec.timeout_s > 0.0 && spec.timeout_s.is_finite()) {
-        return Err(WorkloadError::Setup(format!("timeout_s must be positive, got {}", spec.timeout_s)));
-    }
-    let deadline = Instant::now() + Duration::from_secs_f64(spec.timeout_s);
+    let harness = Harness::new(run, spec.timeout_s, spec.sample_interval_us)?;
     let log = Mutex::new(ClientLog::default());
-    let server_log = Arc::new(ServerLog::default());
-    let sampler = Arc::new(Sampler::default());
-    if stop.load(Ordering::SeqCst) {
-        return Ok(finish(spec, &log, &server_log, &sampler, epoch, 0, Finish::Stopped));
+    if harness.stopped_already() {
+        return Ok(finish(spec, &log, &harness.server_log, &harness.sampler, run.epoch, 0, Finish::Stopped));
     }
 
     let sender = spec.method.sender();
     let cc = spec.cc.as_str();
-    let std_listener = common::listen_in(server, server_addr, spec.port, (sender == Side::Server).then_some(cc))?;
-    let sockets = common::sockets_in(client, spec.concurrency as usize, (sender == Side::Client).then_some(cc))?;
-    let rt = common::multi_thread_runtime()?;
-    let listener = {
-        let _guard = rt.enter();
-        tokio::net::TcpListener::from_std(std_listener)?
-    };
+    let listener = harness.listen(spec.port, (sender == Side::Server).then_some(cc))?;
+    let sockets = net::sockets_in(run.client, spec.concurrency as usize, (sender == Side::Client).then_some(cc))?;
     let cfg = Arc::new(ServerCfg { object_bytes: spec.object_bytes });
-    {
+    let server_log = harness.server_log.clone();
+    let make_service = move || {
+        let cfg = cfg.clone();
         let log = server_log.clone();
-        rt.spawn(common::accept_loop(
-            listener,
-            ServerProto::Http1,
-            (sender == Side::Server).then(|| spec.cc.clone()),
-            sampler.clone(),
-            epoch,
-            server_log.clone(),
-            move || {
-                let cfg = cfg.clone();
-                let log = log.clone();
-                hyper::service::service_fn(move |req| {
-                    let cfg = cfg.clone();
-                    let log = log.clone();
-                    async move { Ok::<_, std::convert::Infallible>(serve_request(req, cfg, log).await) }
-                })
-            },
-        ));
-    }
-
+        hyper::service::service_fn(move |req| {
+            let cfg = cfg.clone();
+            let log = log.clone();
+            async move { Ok::<_, std::convert::Infallible>(serve_request(req, cfg, log).await) }
+        })
+    };
     let ctx = Ctx {
-        client,
-        addr: SocketAddrV4::new(server_addr, spec.port),
+        client: run.client,
+        addr: SocketAddrV4::new(run.server_addr, spec.port),
         spec,
-        epoch,
-        sampler: &sampler,
-        server_log: &server_log,
+        epoch: run.epoch,
+        sampler: &harness.sampler,
+        server_log: &harness.server_log,
         log: &log,
         next_request: AtomicU32::new(0),
         next_conn_id: AtomicU32::new(0),
-        host: format!("{server_addr}:{}", spec.port),
-        hook,
+        host: format!("{}:{}", run.server_addr, spec.port),
+        hook: run.hook,
     };
-    let done = AtomicBool::new(false);
-    let interval = Duration::from_micros(spec.sample_interval_us.max(1000));
-    let outcome = std::thread::scope(|s| {
-        s.spawn(|| sampler.run(epoch, interval, &done));
-        let outcome = rt.block_on(async {
-            tokio::select! {
-                r = client_main(&ctx, sockets) => r.map(|()| Finish::Completed),
-                () = common::stopped(stop) => Ok(Finish::Stopped),
-                () = tokio::time::sleep_until(deadline.into()) => Ok(Finish::TimedOut),
-            }
-        });
-        done.store(true, Ordering::SeqCst);
-        outcome
-    });
+    let outcome = harness.drive(listener, ServerProto::Http1, (sender == Side::Server).then_some(cc), make_service, client_main(&ctx, sockets));
     if let (Some(first), last) = {
         let l = lock(&log);
         (l.first_request, l.last_response)
     } {
-        hook.close(last.unwrap_or(first));
+        run.hook.close(last.unwrap_or(first));
     }
-    // Ends the server and any connection still open; the sampler's duplicate descriptors keep
-    // the sending sockets readable for the final TCP_INFO.
-    rt.shutdown_timeout(Duration::from_millis(200));
-    let how = outcome?;
-    if let Some(actual) = lock(&log).mismatch.clone().or_else(|| lock(&server_log.mismatch).clone()) {
+    harness.shutdown();
+    let how = match outcome? {
+        Finish::Completed(r) => r.map(|()| Finish::Completed(()))?,
+        Finish::Stopped => Finish::Stopped,
+        Finish::TimedOut => Finish::TimedOut,
+    };
+    if let Some(actual) = lock(&log).mismatch.clone().or_else(|| harness.server_mismatch()) {
         return Err(WorkloadError::CongestionMismatch { requested: spec.cc.clone(), actual });
     }
     let issued = ctx.next_request.load(Ordering::SeqCst).min(spec.requests);
-    Ok(finish(spec, &log, &server_log, &sampler, epoch, issued, how))
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Finish {
-    Completed,
-    Stopped,
-    TimedOut,
+    Ok(finish(spec, &log, &harness.server_log, &harness.sampler, run.epoch, issued, how))
 }
 
 async fn client_main(ctx: &Ctx<'_>, sockets: Vec<std::net::TcpStream>) -> Result<(), WorkloadError> {
@@ -339,7 +289,7 @@ async fn client_main(ctx: &Ctx<'_>, sockets: Vec<std::net::TcpStream>) -> Result
     }
     // The server checks its side of each connection as it accepts it; wait for all of them.
     let want = ready.len();
-    let wait_until = Instant::now() + common::CONNECT_TIMEOUT;
+    let wait_until = Instant::now() + net::CONNECT_TIMEOUT;
     while lock(&ctx.server_log.accepted).len() < want && Instant::now() < wait_until {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
@@ -363,12 +313,12 @@ struct Conn {
 }
 
 async fn open_connection(ctx: &Ctx<'_>, sock: std::net::TcpStream) -> Result<Conn, WorkloadError> {
-    let stream = common::connect(sock, ctx.addr).await?;
+    let stream = net::connect(sock, ctx.addr).await?;
     let client_port = stream.local_addr()?.port();
     let cc_read_back = match ctx.spec.method.sender() {
         Side::Client => {
-            let actual = common::confirm_congestion(&stream, &ctx.spec.cc, Side::Client)?;
-            ctx.sampler.track(client_port, &stream, ctx.epoch);
+            let actual = net::confirm_congestion(&stream, &ctx.spec.cc, Side::Client)?;
+            ctx.sampler.track(SocketId::Connection(client_port), &stream, ctx.epoch);
             Some(actual)
         }
         Side::Server => None,
@@ -395,7 +345,7 @@ async fn worker(ctx: &Ctx<'_>, mut conn: Conn, first: Instant) {
         }
         if conn.sender.is_closed() {
             // The server (or the path) closed this connection: open another, as a client would.
-            let reopened = match common::sockets_in(ctx.client, 1, (spec.method.sender() == Side::Client).then_some(spec.cc.as_str())) {
+            let reopened = match net::sockets_in(ctx.client, 1, (spec.method.sender() == Side::Client).then_some(spec.cc.as_str())) {
                 Ok(mut v) => open_connection(ctx, v.remove(0)).await,
                 Err(e) => Err(e),
             };
@@ -475,8 +425,16 @@ async fn one_request(ctx: &Ctx<'_>, sender: &mut SendRequest<PatternBody>, index
     }
 }
 
-fn finish(spec: &ObjectsSpec, log: &Mutex<ClientLog>, server_log: &ServerLog, sampler: &Sampler, epoch: Instant, issued: u32, how: Finish) -> ObjectsResult {
-    let mut sampled = sampler.take(epoch);
+fn finish(
+    spec: &ObjectsSpec,
+    log: &Mutex<ClientLog>,
+    server_log: &ServerLog,
+    sampler: &Sampler<'_>,
+    epoch: Instant,
+    issued: u32,
+    how: Finish<()>,
+) -> ObjectsResult {
+    let mut sampled = sampler.finish(epoch);
     let accepted = lock(&server_log.accepted).clone();
     let server_errors = lock(&server_log.errors);
     let log = lock(log);
@@ -496,7 +454,6 @@ fn finish(spec: &ObjectsSpec, log: &Mutex<ClientLog>, server_log: &ServerLog, sa
         .conns
         .iter()
         .map(|c| {
-            let s = sampled.remove(&c.client_port);
             let cc_read_back = match sender {
                 Side::Client => c.cc_read_back.clone(),
                 Side::Server => accepted.iter().find(|a| a.client_port == c.client_port).and_then(|a| a.cc_read_back.clone()),
@@ -510,8 +467,7 @@ fn finish(spec: &ObjectsSpec, log: &Mutex<ClientLog>, server_log: &ServerLog, sa
                 requests_completed: c.completed,
                 errors: c.errors,
                 content_bytes: c.bytes,
-                final_tcp_info: s.as_ref().and_then(|s| s.final_tcp_info),
-                samples: s.map(|s| s.samples).unwrap_or_default(),
+                final_tcp_info: sampled.remove(&SocketId::Connection(c.client_port)).flatten(),
             }
         })
         .collect();
@@ -541,8 +497,8 @@ fn finish(spec: &ObjectsSpec, log: &Mutex<ClientLog>, server_log: &ServerLog, sa
         client_connections: log.conns.len() as u32,
         server_connections: accepted.len() as u32,
         server_errors: server_errors.count,
-        interrupted: how == Finish::Stopped,
-        timed_out: how == Finish::TimedOut,
+        interrupted: matches!(how, Finish::Stopped),
+        timed_out: matches!(how, Finish::TimedOut),
         connections,
         requests,
         error_messages,

@@ -5,7 +5,7 @@
 //!
 //! # Library choice
 //! Both protocols come from [hyper] 1.x (`client::conn::{http1, http2}` and the matching
-//! server halves) on a tokio runtime made inside [`run_page`], for the reasons given in the
+//! server halves) on a tokio runtime the load makes and shuts down itself, for the reasons given in the
 //! `objects` module: well kept, the base of most Rust HTTP stacks, and its connection-level API
 //! takes sockets we created inside the namespace. The HTTP/2 client advertises Chrome's flow
 //! control windows (6 MiB per stream, 15 MiB per connection) so the receive window does not
@@ -22,21 +22,23 @@
 //! rendering or dependency chain between objects. The server sends, so the algorithm is set on
 //! the server's listener and on every accepted socket, read back from each, and sampled there.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::SocketAddrV4;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ccbench_netns::Netns;
-use ccbench_probe::{Sample, TcpInfo};
+use ccbench_probe::TcpInfo;
 use hyper::body::Incoming;
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{self, lock, Errors, PatternBody, Sampler, ServerLog, ServerProto};
-use crate::WorkloadError;
+use crate::common::{self, lock, Errors, PatternBody};
+use crate::harness::{Finish, Harness, ServerLog, ServerProto};
+use crate::sampler::Sampler;
+use crate::{net, RunContext, SocketId, Workload, WorkloadError};
 
 /// What a page consists of: the HTML document's size and the size of every object (image,
 /// script, stylesheet, font) it references, in request order.
@@ -234,10 +236,9 @@ pub struct PageConnection {
     pub opened_s: f64,
     pub requests_completed: u32,
     pub bytes_received: u64,
-    /// The server socket's `TCP_INFO` when the load ended.
+    /// The server (sending) socket's `TCP_INFO` when the load ended. (Its samples went to the
+    /// run's `SeriesSink` as `SocketId::Connection(client_port)`.)
     pub final_tcp_info: Option<TcpInfo>,
-    /// The server (sending) socket's samples.
-    pub samples: Vec<Sample>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -324,121 +325,79 @@ impl Ctx<'_> {
     }
 }
 
-/// Loads the page from `server` (address `server_addr`) in `client`; see the module
-/// documentation. Returns early, with what finished and `interrupted: true`, when `stop`
-/// becomes true.
-pub fn run_page(
-    client: &Netns,
-    server: &Netns,
-    server_addr: Ipv4Addr,
-    spec: &PageSpec,
-    epoch: Instant,
-    stop: &AtomicBool,
-) -> Result<PageResult, WorkloadError> {
-    run_page_measured(client, server, server_addr, spec, epoch, stop, &crate::NoMeasureHook)
+impl Workload for PageSpec {
+    type Result = PageResult;
+
+    fn run(&self, run: &RunContext<'_>) -> Result<PageResult, WorkloadError> {
+        load_page(self, run)
+    }
 }
 
-/// [`run_page`], telling `hook` the measured span: from navigation start to the last resource
-/// loaded (or the timeout).
-pub fn run_page_measured(
-    client: &Netns,
-    server: &Netns,
-    server_addr: Ipv4Addr,
-    spec: &PageSpec,
-    epoch: Instant,
-    stop: &AtomicBool,
-    hook: &dyn crate::MeasureHook,
-) -> Result<PageResult, WorkloadError> {
+/// Loads the page from the server end in the client end; see the module documentation. The
+/// measured span runs from navigation start to the last resource loaded (or the timeout).
+/// Returns early, with what finished and `interrupted: true`, when the stop flag is set.
+fn load_page(spec: &PageSpec, run: &RunContext<'_>) -> Result<PageResult, WorkloadError> {
     spec.page.validate().map_err(WorkloadError::Setup)?;
     if let PageProtocol::Http1 { max_connections: 0 } = spec.protocol {
         return Err(WorkloadError::Setup("max_connections must be at least 1".into()));
     }
-    if !(spec.timeout_s > 0.0 && spec.timeout_s.is_finite()) {
-        return Err(WorkloadError::Setup(format!("timeout_s must be positive, got {}", spec.timeout_s)));
-    }
-    let deadline = Instant::now() + Duration::from_secs_f64(spec.timeout_s);
+    let harness = Harness::new(run, spec.timeout_s, spec.sample_interval_us)?;
     let log = Mutex::new(ClientLog { resources: resource_list(&spec.page), conns: Vec::new(), errors: Errors::default() });
-    let server_log = Arc::new(ServerLog::default());
-    let sampler = Arc::new(Sampler::default());
-    if stop.load(Ordering::SeqCst) {
-        return Ok(finish(spec, &log, &server_log, &sampler, epoch, None, Finish::Stopped));
+    if harness.stopped_already() {
+        return Ok(finish(spec, &log, &harness.server_log, &harness.sampler, run.epoch, None, Finish::Stopped));
     }
 
-    let std_listener = common::listen_in(server, server_addr, spec.port, Some(&spec.cc))?;
-    // Every socket the load may use is made up front (making one is no network traffic); the
-    // client sends only requests, so its sockets keep the namespace's default algorithm.
+    let listener = harness.listen(spec.port, Some(&spec.cc))?;
+    // Every socket the load may use is made up front (making one is no network traffic);
+    // the client sends only requests, so its sockets keep the namespace's default algorithm.
     let n_sockets = match spec.protocol {
         PageProtocol::Http1 { max_connections } => (max_connections as usize).min(spec.page.objects.len()).max(1),
         PageProtocol::Http2 => 1,
     };
-    let sockets = common::sockets_in(client, n_sockets, None)?;
-    let rt = common::multi_thread_runtime()?;
-    let listener = {
-        let _guard = rt.enter();
-        tokio::net::TcpListener::from_std(std_listener)?
-    };
+    let sockets = net::sockets_in(run.client, n_sockets, None)?;
     let proto = match spec.protocol {
         PageProtocol::Http1 { .. } => ServerProto::Http1,
         PageProtocol::Http2 => ServerProto::Http2,
     };
     let cfg = Arc::new(ServerCfg { page: spec.page.clone() });
-    rt.spawn(common::accept_loop(listener, proto, Some(spec.cc.clone()), sampler.clone(), epoch, server_log.clone(), move || {
+    let make_service = move || {
         let cfg = cfg.clone();
         hyper::service::service_fn(move |req| {
             let resp = serve_request(&req, &cfg);
             async move { Ok::<_, std::convert::Infallible>(resp) }
         })
-    }));
+    };
 
     let nav_start = Instant::now();
-    hook.open(nav_start);
+    run.hook.open(nav_start);
     let ctx = Ctx {
-        client,
-        addr: SocketAddrV4::new(server_addr, spec.port),
+        client: run.client,
+        addr: SocketAddrV4::new(run.server_addr, spec.port),
         spec,
         nav_start,
         log: &log,
         next_conn_id: AtomicU32::new(0),
-        host: format!("{server_addr}:{}", spec.port),
-        hook,
+        host: format!("{}:{}", run.server_addr, spec.port),
+        hook: run.hook,
     };
-    let done = AtomicBool::new(false);
-    let interval = Duration::from_micros(spec.sample_interval_us.max(1000));
-    let how = std::thread::scope(|s| {
-        s.spawn(|| sampler.run(epoch, interval, &done));
-        let how = rt.block_on(async {
-            tokio::select! {
-                () = async {
-                    match spec.protocol {
-                        PageProtocol::Http1 { .. } => load_http1(&ctx, sockets).await,
-                        PageProtocol::Http2 => load_http2(&ctx, sockets).await,
-                    }
-                } => Finish::Completed,
-                () = common::stopped(stop) => Finish::Stopped,
-                () = tokio::time::sleep_until(deadline.into()) => Finish::TimedOut,
-            }
-        });
-        done.store(true, Ordering::SeqCst);
-        how
-    });
+    let load = async {
+        match spec.protocol {
+            PageProtocol::Http1 { .. } => load_http1(&ctx, sockets).await,
+            PageProtocol::Http2 => load_http2(&ctx, sockets).await,
+        }
+    };
+    let how = harness.drive(listener, proto, Some(&spec.cc), make_service, load)?;
     // The page's span ends with its last resource; one that never loaded ends now.
     let last = lock(&log).resources.iter().filter_map(|r| r.complete_s).reduce(f64::max);
-    hook.close(match (how, last) {
-        (Finish::Completed, Some(t)) => nav_start + Duration::from_secs_f64(t),
+    run.hook.close(match (&how, last) {
+        (Finish::Completed(()), Some(t)) => nav_start + Duration::from_secs_f64(t),
         _ => Instant::now(),
     });
-    rt.shutdown_timeout(Duration::from_millis(200));
-    if let Some(actual) = lock(&server_log.mismatch).clone() {
+    harness.shutdown();
+    if let Some(actual) = harness.server_mismatch() {
         return Err(WorkloadError::CongestionMismatch { requested: spec.cc.clone(), actual });
     }
-    Ok(finish(spec, &log, &server_log, &sampler, epoch, Some(nav_start), how))
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Finish {
-    Completed,
-    Stopped,
-    TimedOut,
+    Ok(finish(spec, &log, &harness.server_log, &harness.sampler, run.epoch, Some(nav_start), how))
 }
 
 fn resource_list(page: &PageModel) -> Vec<ResourceTiming> {
@@ -478,7 +437,7 @@ struct Conn {
 
 async fn open_connection(ctx: &Ctx<'_>, sock: std::net::TcpStream) -> Result<Conn, String> {
     let opened = Instant::now();
-    let stream = common::connect(sock, ctx.addr).await.map_err(|e| format!("connecting: {e}"))?;
+    let stream = net::connect(sock, ctx.addr).await.map_err(|e| format!("connecting: {e}"))?;
     let client_port = stream.local_addr().map_err(|e| e.to_string())?.port();
     let io = TokioIo::new(stream);
     let sender = match ctx.spec.protocol {
@@ -507,7 +466,7 @@ async fn open_connection(ctx: &Ctx<'_>, sock: std::net::TcpStream) -> Result<Con
 
 /// Opens a connection on a fresh socket (after one broke, as a browser would).
 async fn reopen(ctx: &Ctx<'_>) -> Result<Conn, String> {
-    let mut socks = common::sockets_in(ctx.client, 1, None).map_err(|e| e.to_string())?;
+    let mut socks = net::sockets_in(ctx.client, 1, None).map_err(|e| e.to_string())?;
     open_connection(ctx, socks.remove(0)).await
 }
 
@@ -660,12 +619,12 @@ fn finish(
     spec: &PageSpec,
     log: &Mutex<ClientLog>,
     server_log: &ServerLog,
-    sampler: &Sampler,
+    sampler: &Sampler<'_>,
     epoch: Instant,
     nav_start: Option<Instant>,
-    how: Finish,
+    how: Finish<()>,
 ) -> PageResult {
-    let mut sampled = sampler.take(epoch);
+    let mut sampled = sampler.finish(epoch);
     let accepted = lock(&server_log.accepted).clone();
     let server_errors = lock(&server_log.errors);
     let log = lock(log);
@@ -676,19 +635,15 @@ fn finish(
     let connections = log
         .conns
         .iter()
-        .map(|c| {
-            let s = sampled.remove(&c.client_port);
-            PageConnection {
-                id: c.id,
-                client_port: c.client_port,
-                cc_requested: spec.cc.clone(),
-                cc_read_back: accepted.iter().find(|a| a.client_port == c.client_port).and_then(|a| a.cc_read_back.clone()),
-                opened_s: c.opened_s,
-                requests_completed: c.completed,
-                bytes_received: c.bytes,
-                final_tcp_info: s.as_ref().and_then(|s| s.final_tcp_info),
-                samples: s.map(|s| s.samples).unwrap_or_default(),
-            }
+        .map(|c| PageConnection {
+            id: c.id,
+            client_port: c.client_port,
+            cc_requested: spec.cc.clone(),
+            cc_read_back: accepted.iter().find(|a| a.client_port == c.client_port).and_then(|a| a.cc_read_back.clone()),
+            opened_s: c.opened_s,
+            requests_completed: c.completed,
+            bytes_received: c.bytes,
+            final_tcp_info: sampled.remove(&SocketId::Connection(c.client_port)).flatten(),
         })
         .collect();
     let mut error_messages = log.errors.messages.clone();
@@ -709,8 +664,8 @@ fn finish(
         connections_used: log.conns.len() as u32,
         server_connections: accepted.len() as u32,
         server_errors: server_errors.count,
-        interrupted: how == Finish::Stopped,
-        timed_out: how == Finish::TimedOut,
+        interrupted: matches!(how, Finish::Stopped),
+        timed_out: matches!(how, Finish::TimedOut),
         connections,
         resources: log.resources.clone(),
         error_messages,

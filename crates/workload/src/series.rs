@@ -38,7 +38,7 @@ impl SeriesSink for NoSeries {
 }
 
 /// Keeps every point in memory: for tests and short runs only (memory grows with duration).
-#[derive(Default)]
+#[derive(Default, Debug)]
 pub struct MemorySeries {
     pub tcp: Mutex<BTreeMap<SocketId, Vec<Sample>>>,
     pub received: Mutex<BTreeMap<u32, Vec<GoodputPoint>>>,

@@ -9,21 +9,24 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use ccbench_emu::SERVER_ADDR;
-use ccbench_workload::{run_objects, ObjectMethod, ObjectsResult, ObjectsSpec, Side, WorkloadError};
+use ccbench_workload::{MemorySeries, ObjectMethod, ObjectsResult, ObjectsSpec, RunContext, Side, SocketId, Workload, WorkloadError};
 use common::{have_root, lock, start_path, LINK_MBIT, PAYLOAD_FRACTION};
 
 fn spec(method: ObjectMethod, cc: &str, requests: u32, object_bytes: u64, concurrency: u32) -> ObjectsSpec {
     ObjectsSpec { requests, object_bytes, concurrency, method, cc: cc.into(), port: 9000, sample_interval_us: 10_000, timeout_s: 30.0 }
 }
 
-fn run(spec: &ObjectsSpec, one_way_ms: u64) -> ObjectsResult {
+/// The result and the series the run handed over.
+fn run(spec: &ObjectsSpec, one_way_ms: u64) -> (ObjectsResult, MemorySeries) {
     let epoch = Instant::now();
     let path = start_path(one_way_ms, epoch);
     let stop = AtomicBool::new(false);
-    run_objects(&path.client, &path.server, SERVER_ADDR, spec, epoch, &stop).expect("run_objects")
+    let series = MemorySeries::default();
+    let r = spec.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop).with_series(&series)).expect("objects run");
+    (r, series)
 }
 
-fn check_complete(r: &ObjectsResult, spec: &ObjectsSpec) {
+fn check_complete(r: &ObjectsResult, series: &MemorySeries, spec: &ObjectsSpec) {
     assert!(!r.interrupted && !r.timed_out, "{r:?}");
     assert_eq!(r.errors, 0, "errors: {:?}", r.error_messages);
     assert_eq!(r.requests_completed, spec.requests);
@@ -37,8 +40,13 @@ fn check_complete(r: &ObjectsResult, spec: &ObjectsSpec) {
     for c in &r.connections {
         assert!(c.requests_completed > 0, "connection {} idle", c.id);
         assert_eq!(c.cc_read_back.as_deref(), Some(spec.cc.as_str()), "connection {}", c.id);
-        assert!(!c.samples.is_empty(), "no TCP_INFO samples for connection {}", c.id);
+        assert!(!series.samples(SocketId::Connection(c.client_port)).is_empty(), "no TCP_INFO samples for connection {}", c.id);
     }
+    // Series of the sending sockets of these connections, and of nothing else.
+    let mut ports: Vec<SocketId> = r.connections.iter().map(|c| SocketId::Connection(c.client_port)).collect();
+    ports.sort();
+    assert_eq!(series.tcp.lock().unwrap().keys().copied().collect::<Vec<_>>(), ports);
+    assert!(series.received.lock().unwrap().is_empty(), "goodput points are bulk's");
     let total: u32 = r.connections.iter().map(|c| c.requests_completed).sum();
     assert_eq!(total, spec.requests);
     // Content throughput: below the link's TCP payload rate (1448 of every 1500 bytes), above a
@@ -75,8 +83,8 @@ fn put_completes_every_request_over_concurrency_connections() {
     }
     let _g = lock();
     let spec = spec(ObjectMethod::Put, "cubic", 24, 256 * 1024, 4);
-    let r = run(&spec, 10);
-    check_complete(&r, &spec);
+    let (r, series) = run(&spec, 10);
+    check_complete(&r, &series, &spec);
     assert!(r.connections.iter().all(|c| c.sender == Side::Client));
 }
 
@@ -87,8 +95,8 @@ fn get_completes_every_request_over_concurrency_connections() {
     }
     let _g = lock();
     let spec = spec(ObjectMethod::Get, "cubic", 24, 256 * 1024, 4);
-    let r = run(&spec, 10);
-    check_complete(&r, &spec);
+    let (r, series) = run(&spec, 10);
+    check_complete(&r, &series, &spec);
     assert!(r.connections.iter().all(|c| c.sender == Side::Server));
 }
 
@@ -100,10 +108,13 @@ fn cc_read_back_matches_for_bbr_both_directions() {
     let _g = lock();
     for method in [ObjectMethod::Put, ObjectMethod::Get] {
         let spec = spec(method, "bbr", 16, 128 * 1024, 3);
-        let r = run(&spec, 10);
-        check_complete(&r, &spec);
+        let (r, series) = run(&spec, 10);
+        check_complete(&r, &series, &spec);
         // BBR exports its model: the sending socket's samples carry it.
-        assert!(r.connections.iter().all(|c| c.samples.iter().any(|s| s.bbr.is_some())), "{method:?}: no BBR info in samples");
+        assert!(
+            r.connections.iter().all(|c| series.samples(SocketId::Connection(c.client_port)).iter().any(|s| s.bbr.is_some())),
+            "{method:?}: no BBR info in samples"
+        );
     }
 }
 
@@ -118,7 +129,7 @@ fn unknown_algorithm_is_an_error() {
     let stop = AtomicBool::new(false);
     for method in [ObjectMethod::Put, ObjectMethod::Get] {
         let s = spec(method, "no-such-cc", 2, 1024, 1);
-        match run_objects(&path.client, &path.server, SERVER_ADDR, &s, epoch, &stop) {
+        match s.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)) {
             Err(WorkloadError::Congestion { .. }) => {}
             other => panic!("{method:?}: expected a congestion error, got {other:?}"),
         }
@@ -136,7 +147,7 @@ fn stopped_run_returns_promptly() {
     // Already stopped: nothing runs.
     let stop = AtomicBool::new(true);
     let t = Instant::now();
-    let r = run_objects(&path.client, &path.server, SERVER_ADDR, &spec(ObjectMethod::Get, "cubic", 200, 16 << 20, 16), epoch, &stop).unwrap();
+    let r = spec(ObjectMethod::Get, "cubic", 200, 16 << 20, 16).run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).unwrap();
     assert!(t.elapsed() < Duration::from_secs(1));
     assert!(r.interrupted);
     assert_eq!(r.requests_completed, 0);
@@ -150,7 +161,7 @@ fn stopped_run_returns_promptly() {
             std::thread::sleep(Duration::from_millis(700));
             stop.store(true, std::sync::atomic::Ordering::SeqCst);
         });
-        run_objects(&path.client, &path.server, SERVER_ADDR, &spec, epoch, &stop).unwrap()
+        spec.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).unwrap()
     });
     let took = t.elapsed();
     assert!(took < Duration::from_millis(1700), "took {took:?}");
@@ -171,7 +182,7 @@ fn timeout_bounds_the_run() {
     let stop = AtomicBool::new(false);
     let spec = ObjectsSpec { timeout_s: 1.0, ..spec(ObjectMethod::Put, "cubic", 200, 16 << 20, 4) };
     let t = Instant::now();
-    let r = run_objects(&path.client, &path.server, SERVER_ADDR, &spec, epoch, &stop).unwrap();
+    let r = spec.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).unwrap();
     assert!(t.elapsed() < Duration::from_millis(1800), "took {:?}", t.elapsed());
     assert!(r.timed_out && !r.interrupted);
     assert!(r.requests_completed < spec.requests);

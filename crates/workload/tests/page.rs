@@ -8,22 +8,25 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ccbench_emu::SERVER_ADDR;
-use ccbench_workload::{run_page, PageModel, PageProtocol, PageResult, PageSpec};
+use ccbench_workload::{MemorySeries, PageModel, PageProtocol, PageResult, PageSpec, RunContext, SocketId, Workload};
 use common::{have_root, lock, start_path, LINK_MBIT, PAYLOAD_FRACTION};
 
 fn spec(page: &str, protocol: PageProtocol, cc: &str) -> PageSpec {
     PageSpec { page: PageModel::builtin(page).unwrap(), protocol, cc: cc.into(), port: 8080, sample_interval_us: 10_000, timeout_s: 30.0 }
 }
 
-fn run(spec: &PageSpec, one_way_ms: u64) -> PageResult {
+/// The result and the series the load handed over.
+fn run(spec: &PageSpec, one_way_ms: u64) -> (PageResult, MemorySeries) {
     let epoch = Instant::now();
     let path = start_path(one_way_ms, epoch);
     let stop = AtomicBool::new(false);
-    run_page(&path.client, &path.server, SERVER_ADDR, spec, epoch, &stop).expect("run_page")
+    let series = MemorySeries::default();
+    let r = spec.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop).with_series(&series)).expect("page load");
+    (r, series)
 }
 
 /// Everything arrived, on connections that ran the requested algorithm.
-fn check_complete(r: &PageResult, spec: &PageSpec, rtt_s: f64) {
+fn check_complete(r: &PageResult, series: &MemorySeries, spec: &PageSpec, rtt_s: f64) {
     assert!(!r.interrupted && !r.timed_out);
     assert_eq!(r.errors, 0, "errors: {:?}", r.error_messages);
     assert_eq!(r.requests_total as usize, spec.page.objects.len() + 1);
@@ -40,8 +43,12 @@ fn check_complete(r: &PageResult, spec: &PageSpec, rtt_s: f64) {
     assert_eq!(r.connections.len() as u32, r.connections_used);
     for c in &r.connections {
         assert_eq!(c.cc_read_back.as_deref(), Some(spec.cc.as_str()), "connection {}", c.id);
-        assert!(!c.samples.is_empty(), "no TCP_INFO samples for connection {}", c.id);
+        assert!(!series.samples(SocketId::Connection(c.client_port)).is_empty(), "no TCP_INFO samples for connection {}", c.id);
     }
+    // Series of the server's sockets of these connections, and of nothing else.
+    let mut ports: Vec<SocketId> = r.connections.iter().map(|c| SocketId::Connection(c.client_port)).collect();
+    ports.sort();
+    assert_eq!(series.tcp.lock().unwrap().keys().copied().collect::<Vec<_>>(), ports);
     let (ttfb, html, load) = (r.html_ttfb_s.unwrap(), r.html_complete_s.unwrap(), r.page_load_s.unwrap());
     // Theory: the HTML's first byte needs the handshake and the request (2 RTTs, 1 ms of
     // slack for timer granularity); objects are requested after the HTML, one more RTT.
@@ -77,8 +84,8 @@ fn http1_uses_at_most_max_connections_and_gets_every_byte() {
     }
     let _g = lock();
     let spec = spec("news", PageProtocol::default(), "cubic");
-    let r = run(&spec, 10);
-    check_complete(&r, &spec, 0.020);
+    let (r, series) = run(&spec, 10);
+    check_complete(&r, &series, &spec, 0.020);
     assert!(r.connections_used <= PageProtocol::BROWSER_MAX_CONNECTIONS, "{} connections", r.connections_used);
     // With 86 objects a browser fills its connection slots.
     assert!(r.connections_used > 1);
@@ -86,8 +93,8 @@ fn http1_uses_at_most_max_connections_and_gets_every_byte() {
     assert!(r.connections.iter().all(|c| c.requests_completed >= 2));
 
     let two = PageSpec { protocol: PageProtocol::Http1 { max_connections: 2 }, ..spec.clone() };
-    let r = run(&two, 10);
-    check_complete(&r, &two, 0.020);
+    let (r, series) = run(&two, 10);
+    check_complete(&r, &series, &two, 0.020);
     assert!(r.connections_used <= 2);
 }
 
@@ -99,8 +106,8 @@ fn http2_multiplexes_on_exactly_one_connection() {
     let _g = lock();
     // 167 objects: more than the server's 128 concurrent streams, so the client must queue.
     let spec = spec("heavy", PageProtocol::Http2, "cubic");
-    let r = run(&spec, 10);
-    check_complete(&r, &spec, 0.020);
+    let (r, series) = run(&spec, 10);
+    check_complete(&r, &series, &spec, 0.020);
     assert_eq!(r.connections_used, 1);
     assert_eq!(r.server_connections, 1);
     assert_eq!(r.connections[0].requests_completed as usize, spec.page.objects.len() + 1);
@@ -114,9 +121,12 @@ fn timing_bounds_on_a_40ms_path_both_protocols_bbr() {
     let _g = lock();
     for protocol in [PageProtocol::default(), PageProtocol::Http2] {
         let spec = spec("small", protocol, "bbr");
-        let r = run(&spec, 20);
-        check_complete(&r, &spec, 0.040);
-        assert!(r.connections.iter().all(|c| c.samples.iter().any(|s| s.bbr.is_some())), "no BBR info in the server's samples");
+        let (r, series) = run(&spec, 20);
+        check_complete(&r, &series, &spec, 0.040);
+        assert!(
+            r.connections.iter().all(|c| series.samples(SocketId::Connection(c.client_port)).iter().any(|s| s.bbr.is_some())),
+            "no BBR info in the server's samples"
+        );
     }
 }
 
@@ -128,13 +138,13 @@ fn few_objects_open_few_connections() {
     let _g = lock();
     let mut spec = spec("small", PageProtocol::default(), "cubic");
     spec.page = PageModel { html_bytes: 5_000, objects: vec![20_000, 1_000] };
-    let r = run(&spec, 5);
-    check_complete(&r, &spec, 0.010);
+    let (r, series) = run(&spec, 5);
+    check_complete(&r, &series, &spec, 0.010);
     assert!(r.connections_used <= 2);
     // A page that is only HTML.
     spec.page.objects.clear();
-    let r = run(&spec, 5);
-    check_complete(&r, &spec, 0.010);
+    let (r, series) = run(&spec, 5);
+    check_complete(&r, &series, &spec, 0.010);
     assert_eq!(r.connections_used, 1);
 }
 
@@ -149,7 +159,7 @@ fn stopped_load_returns_promptly() {
     let spec = spec("heavy", PageProtocol::default(), "cubic");
     let stop = AtomicBool::new(true);
     let t = Instant::now();
-    let r = run_page(&path.client, &path.server, SERVER_ADDR, &spec, epoch, &stop).unwrap();
+    let r = spec.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).unwrap();
     assert!(t.elapsed() < Duration::from_secs(1));
     assert!(r.interrupted && r.page_load_s.is_none());
 
@@ -162,7 +172,7 @@ fn stopped_load_returns_promptly() {
             std::thread::sleep(Duration::from_millis(300));
             stop.store(true, Ordering::SeqCst);
         });
-        run_page(&path.client, &path.server, SERVER_ADDR, &slow, epoch, &stop).unwrap()
+        slow.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).unwrap()
     });
     let took = t.elapsed();
     assert!(took < Duration::from_millis(1300), "took {took:?}");
@@ -174,7 +184,7 @@ fn stopped_load_returns_promptly() {
     let bounded = PageSpec { timeout_s: 0.5, port: 8082, protocol: PageProtocol::Http2, ..slow };
     let stop = AtomicBool::new(false);
     let t = Instant::now();
-    let r = run_page(&path.client, &path.server, SERVER_ADDR, &bounded, epoch, &stop).unwrap();
+    let r = bounded.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).unwrap();
     assert!(t.elapsed() < Duration::from_millis(1500), "took {:?}", t.elapsed());
     assert!(r.timed_out && !r.interrupted && r.page_load_s.is_none());
 }

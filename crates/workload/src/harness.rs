@@ -1,0 +1,215 @@
+//! The one harness of the HTTP workloads (`objects`, `page`): the tokio runtime they create
+//! and shut down themselves, the server's accept loop, the sampler's thread, and the race of
+//! the client's load against the deadline (the result is then marked timed out, "unfinished")
+//! and the stop flag (Ctrl-C: "interrupted").
+
+use std::cell::RefCell;
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::common::{lock, stopped, Errors, PatternBody};
+use crate::net::confirm_congestion;
+use crate::sampler::Sampler;
+use crate::{RunContext, Side, SocketId, WorkloadError};
+
+/// How a load ended.
+pub(crate) enum Finish<T> {
+    /// The client's load ran to its end, with this outcome.
+    Completed(T),
+    /// The stop flag was set.
+    Stopped,
+    /// The deadline passed first.
+    TimedOut,
+}
+
+/// Which HTTP version a server speaks (chosen by the workload, not negotiated: h2c is used with
+/// prior knowledge).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ServerProto {
+    Http1,
+    Http2,
+}
+
+/// One connection the server accepted.
+#[derive(Clone, Debug)]
+pub(crate) struct Accepted {
+    pub client_port: u16,
+    /// Read back from the accepted socket when the server is the sender.
+    pub cc_read_back: Option<String>,
+}
+
+/// What the server side reports back to the workload.
+#[derive(Default)]
+pub(crate) struct ServerLog {
+    pub accepted: Mutex<Vec<Accepted>>,
+    /// The algorithm an accepted sending socket really ran, when it was not the one requested.
+    pub mismatch: Mutex<Option<String>>,
+    pub errors: Mutex<Errors>,
+}
+
+/// An HTTP workload's runtime, server and sampler, from its setup to its final read.
+pub(crate) struct Harness<'r> {
+    pub run: RunContext<'r>,
+    pub sampler: Sampler<'r>,
+    pub server_log: Arc<ServerLog>,
+    /// Made by [`Harness::drive`], ended by [`Harness::shutdown`].
+    rt: RefCell<Option<tokio::runtime::Runtime>>,
+    deadline: Instant,
+    interval: Duration,
+}
+
+impl<'r> Harness<'r> {
+    /// Checks the timeout and starts the clock on it: it bounds the whole run, setup included.
+    pub(crate) fn new(run: &RunContext<'r>, timeout_s: f64, sample_interval_us: u64) -> Result<Self, WorkloadError> {
+        if !(timeout_s > 0.0 && timeout_s.is_finite()) {
+            return Err(WorkloadError::Setup(format!("timeout_s must be positive, got {timeout_s}")));
+        }
+        Ok(Harness {
+            run: *run,
+            sampler: Sampler::new(run.series),
+            server_log: Arc::new(ServerLog::default()),
+            rt: RefCell::new(None),
+            deadline: Instant::now() + Duration::from_secs_f64(timeout_s),
+            interval: Duration::from_micros(sample_interval_us.max(1000)),
+        })
+    }
+
+    /// True when the run was stopped before it began.
+    pub(crate) fn stopped_already(&self) -> bool {
+        self.run.stop.load(Ordering::SeqCst)
+    }
+
+    /// The server's listener on `port`, with `cc` set when the server sends.
+    pub(crate) fn listen(&self, port: u16, cc: Option<&str>) -> Result<TcpListener, WorkloadError> {
+        crate::net::listen_in(self.run.server, self.run.server_addr, port, cc)
+    }
+
+    /// Serves HTTP on `listener` (sending sockets, when `server_cc` is given, set to it, read
+    /// back and sampled) while `client` runs its load, sampling on a thread of its own, until
+    /// the load ends, the stop flag is set or the deadline passes, whichever comes first.
+    pub(crate) fn drive<T, S, M>(
+        &self,
+        listener: TcpListener,
+        proto: ServerProto,
+        server_cc: Option<&str>,
+        make_service: M,
+        client: impl Future<Output = T>,
+    ) -> Result<Finish<T>, WorkloadError>
+    where
+        M: Fn() -> S,
+        S: hyper::service::Service<hyper::Request<hyper::body::Incoming>, Response = hyper::Response<PatternBody>, Error = Infallible> + Send + 'static,
+        S::Future: Send + 'static,
+    {
+        let rt = crate::common::multi_thread_runtime()?;
+        let listener = {
+            let _guard = rt.enter();
+            tokio::net::TcpListener::from_std(listener)?
+        };
+        let mut slot = self.rt.borrow_mut();
+        let rt = slot.insert(rt);
+        let (run, sampler, server_log, deadline, interval) = (&self.run, &self.sampler, &self.server_log, self.deadline, self.interval);
+        let done = AtomicBool::new(false);
+        Ok(std::thread::scope(|s| {
+            s.spawn(|| sampler.run(run.epoch, Instant::now(), interval, || !done.load(Ordering::SeqCst), |_| {}));
+            let how = rt.block_on(async {
+                tokio::select! {
+                    out = client => Finish::Completed(out),
+                    never = accept_loop(listener, proto, server_cc, sampler, run.epoch, server_log.clone(), make_service) => match never {},
+                    () = stopped(run.stop) => Finish::Stopped,
+                    () = tokio::time::sleep_until(deadline.into()) => Finish::TimedOut,
+                }
+            });
+            done.store(true, Ordering::SeqCst);
+            how
+        }))
+    }
+
+    /// Ends the server and any connection still open. The sampler's duplicate descriptors keep
+    /// the sending sockets readable for the final `TCP_INFO`.
+    pub(crate) fn shutdown(&self) {
+        if let Some(rt) = self.rt.borrow_mut().take() {
+            rt.shutdown_timeout(Duration::from_millis(200));
+        }
+    }
+
+    /// The algorithm a socket the server accepted ran instead of the one requested.
+    pub(crate) fn server_mismatch(&self) -> Option<String> {
+        lock(&self.server_log.mismatch).clone()
+    }
+}
+
+/// Accepts connections forever, serving each with a fresh service from `make_service`. With
+/// `cc` (the server sends), the algorithm is set again on every accepted socket and read back;
+/// a socket that runs something else is closed unserved and recorded as a mismatch. Sending
+/// sockets are registered with `sampler`.
+async fn accept_loop<S, M>(
+    listener: tokio::net::TcpListener,
+    proto: ServerProto,
+    cc: Option<&str>,
+    sampler: &Sampler<'_>,
+    epoch: Instant,
+    log: Arc<ServerLog>,
+    make_service: M,
+) -> Infallible
+where
+    M: Fn() -> S,
+    S: hyper::service::Service<hyper::Request<hyper::body::Incoming>, Response = hyper::Response<PatternBody>, Error = Infallible> + Send + 'static,
+    S::Future: Send + 'static,
+{
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                lock(&log.errors).push(format!("accept: {e}"));
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let client_port = peer.port();
+        let _ = stream.set_nodelay(true);
+        let cc_read_back = match cc {
+            None => None,
+            Some(cc) => match confirm_congestion(&stream, cc, Side::Server) {
+                Ok(actual) => Some(actual),
+                Err(WorkloadError::CongestionMismatch { actual, .. }) => {
+                    *lock(&log.mismatch) = Some(actual.clone());
+                    lock(&log.accepted).push(Accepted { client_port, cc_read_back: Some(actual) });
+                    continue;
+                }
+                Err(e) => {
+                    *lock(&log.mismatch) = Some(format!("<unreadable: {e}>"));
+                    lock(&log.accepted).push(Accepted { client_port, cc_read_back: None });
+                    continue;
+                }
+            },
+        };
+        if cc.is_some() {
+            sampler.track(SocketId::Connection(client_port), &stream, epoch);
+        }
+        lock(&log.accepted).push(Accepted { client_port, cc_read_back });
+        let service = make_service();
+        let log = log.clone();
+        tokio::spawn(async move {
+            let io = TokioIo::new(stream);
+            let served = match proto {
+                ServerProto::Http1 => hyper::server::conn::http1::Builder::new().timer(TokioTimer::new()).serve_connection(io, service).await,
+                ServerProto::Http2 => {
+                    hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                        .timer(TokioTimer::new())
+                        // What common servers allow (nginx: 128).
+                        .max_concurrent_streams(128)
+                        .serve_connection(io, service)
+                        .await
+                }
+            };
+            if let Err(e) = served {
+                lock(&log.errors).push(format!("serving {client_port}: {e}"));
+            }
+        });
+    }
+}

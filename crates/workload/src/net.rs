@@ -1,0 +1,103 @@
+//! The one socket factory of every workload: listening and client sockets made inside a
+//! namespace with the algorithm set on the side that sends, connections made from them, and
+//! the algorithm set again on the connected sending socket and read back.
+
+use std::io::{self, ErrorKind};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
+
+use ccbench_netns::Netns;
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::{Side, WorkloadError};
+
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A non-blocking listening socket made inside `server`'s namespace. With `cc` (the server
+/// sends), the algorithm is set on the listener, so accepted sockets inherit it (it is set
+/// again on each accepted socket with [`confirm_congestion`]).
+pub(crate) fn listen_in(server: &Netns, addr: Ipv4Addr, port: u16, cc: Option<&str>) -> Result<TcpListener, WorkloadError> {
+    let sa = SocketAddr::V4(SocketAddrV4::new(addr, port));
+    server.run(|| {
+        let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
+        sock.set_reuse_address(true)?;
+        if let Some(cc) = cc {
+            ccbench_probe::set_congestion(&sock, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side: Side::Server, source })?;
+        }
+        sock.bind(&sa.into())?;
+        sock.listen(1024)?;
+        sock.set_nonblocking(true)?;
+        Ok::<_, WorkloadError>(sock.into())
+    })
+}
+
+/// `n` unconnected, non-blocking TCP sockets made inside `client`'s namespace (one trip into
+/// it), with `cc` set when the client sends. They stay in that namespace wherever they are
+/// connected from.
+pub(crate) fn sockets_in(client: &Netns, n: usize, cc: Option<&str>) -> Result<Vec<TcpStream>, WorkloadError> {
+    client.run(|| {
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
+            if let Some(cc) = cc {
+                ccbench_probe::set_congestion(&sock, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side: Side::Client, source })?;
+            }
+            sock.set_nonblocking(true)?;
+            out.push(sock.into());
+        }
+        Ok::<_, WorkloadError>(out)
+    })
+}
+
+/// Connects a socket from [`sockets_in`] to `addr` on the current tokio runtime.
+pub(crate) async fn connect(sock: TcpStream, addr: SocketAddrV4) -> io::Result<tokio::net::TcpStream> {
+    let sock = tokio::net::TcpSocket::from_std_stream(sock);
+    let stream = tokio::time::timeout(CONNECT_TIMEOUT, sock.connect(SocketAddr::V4(addr)))
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, format!("connecting to {addr} timed out")))??;
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
+
+/// Connects a socket from [`sockets_in`] to `addr`, blocking the calling thread; the stream
+/// it returns is blocking.
+pub(crate) fn connect_blocking(sock: TcpStream, addr: SocketAddrV4) -> Result<TcpStream, WorkloadError> {
+    let sock = Socket::from(sock);
+    // Leaves the socket blocking, whatever it was before.
+    sock.connect_timeout(&SocketAddr::V4(addr).into(), CONNECT_TIMEOUT).map_err(|e| WorkloadError::Setup(format!("connecting to {addr}: {e}")))?;
+    Ok(sock.into())
+}
+
+/// Accepts, blocking, the connection from the client's `client_port` on a listener from
+/// [`listen_in`]; other connections are dropped (nothing else should connect).
+pub(crate) fn accept_port(listener: &TcpListener, client_port: u16) -> Result<TcpStream, WorkloadError> {
+    let deadline = Instant::now() + CONNECT_TIMEOUT;
+    loop {
+        match listener.accept() {
+            Ok((stream, peer)) if peer.port() == client_port => {
+                stream.set_nonblocking(false)?;
+                return Ok(stream);
+            }
+            Ok(_) => continue,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                if Instant::now() > deadline {
+                    return Err(WorkloadError::Setup("the server side never saw the connection".into()));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Sets `cc` again on a connected sending socket and reads back what the kernel runs.
+pub(crate) fn confirm_congestion<F: AsFd>(sock: F, cc: &str, side: Side) -> Result<String, WorkloadError> {
+    let fd = sock.as_fd();
+    ccbench_probe::set_congestion(fd, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side, source })?;
+    let actual = ccbench_probe::congestion(fd)?;
+    if actual != cc {
+        return Err(WorkloadError::CongestionMismatch { requested: cc.into(), actual });
+    }
+    Ok(actual)
+}
