@@ -300,6 +300,7 @@ fn run_plan(plan: &Plan, out: &std::path::Path, stop: &AtomicBool) -> anyhow::Re
     }
     let result = experiment::execute(plan, out, stop, &mut Progress { tty, started: std::time::Instant::now() });
     ccbench::export::json::write(&result, out)?;
+    ccbench::export::csv::write(out, &[ccbench::export::csv::Experiment { condition: None, dir: ".", result: &result }])?;
     let summary = ccbench::export::text::summary(&result, Some(out));
     print!("{summary}");
     let html = out.join("report.html");
@@ -380,6 +381,9 @@ fn run_preset(spec: &str, args: &RunArgs) -> anyhow::Result<i32> {
     let conditions: Vec<ccbench::export::json::PresetCondition> =
         rows.iter().zip(&dirs).map(|((name, result), dir)| ccbench::export::json::PresetCondition { name, dir, result }).collect();
     ccbench::export::json::write_preset(&out, &preset.name, &preset.description, preset.scenario, &conditions)?;
+    let experiments: Vec<ccbench::export::csv::Experiment> =
+        rows.iter().zip(&dirs).map(|((name, result), dir)| ccbench::export::csv::Experiment { condition: Some(name), dir, result }).collect();
+    ccbench::export::csv::write(&out, &experiments)?;
     println!("Results   {}", out.join(ccbench::export::json::PRESET_FILE).display());
     Ok(code)
 }

@@ -370,6 +370,19 @@ fn result_json_has_time_series_and_provenance() {
         assert!(goodput.iter().any(|g| u64::from(g.flow) == id));
     }
     assert!(link.len() >= 60);
+    // runs.csv: one row per run, every parameter and metric, loadable by Python's csv module.
+    let check = r#"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 1, len(rows)
+for col in ["index", "cc", "status", "goodput_bps", "sender_rtt_p50_ms", "jain_index", "params.path.down.delay_ns", "params.workload.kind", "series.tcp"]:
+    assert col in rows[0], (col, list(rows[0]))
+assert rows[0]["cc"] == "bbr" and rows[0]["params.workload.kind"] == "bulk", rows[0]
+assert float(rows[0]["goodput_bps"]) > 1e6, rows[0]["goodput_bps"]
+print(len(rows[0]))
+"#;
+    let py = Command::new("python3").args(["-c", check, &out.join("runs.csv").to_string_lossy()]).output().expect("python3");
+    assert!(py.status.success(), "runs.csv: {}", String::from_utf8_lossy(&py.stderr));
     let down = &run["path"]["down"];
     assert!(down["series"].as_array().is_none_or(|s| s.is_empty()), "the emulator's series is in its file");
 
