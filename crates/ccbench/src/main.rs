@@ -8,6 +8,9 @@ mod exec;
 mod path;
 mod presets;
 mod run;
+// The typed flag values, wired into the CLI by the next commit.
+#[allow(dead_code)]
+mod values;
 
 use clap::Parser;
 

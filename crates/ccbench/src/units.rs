@@ -4,7 +4,8 @@
 /// A parse failure's explanation of what would have been accepted.
 pub type Allowed = String;
 
-fn split_number(s: &str) -> Option<(f64, String)> {
+/// A number and the unit after it (lower case): "1.5Gbit" → (1.5, "gbit").
+pub fn split_number(s: &str) -> Option<(f64, String)> {
     let s = s.trim();
     let end = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
     let (num, unit) = s.split_at(end);
