@@ -142,11 +142,11 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
             if let Some(cc) = &o.cc {
                 return Err(UsageError::new("--cc", cc, "no --cc with a mix in --flows (the mix names the algorithms)"));
             }
-            for (cc, _) in &groups {
-                check_available("--flows", cc, available)?;
-            }
             if !transfer {
                 return Err(UsageError::new("--flows", &label, FLOWS_ONLY));
+            }
+            for (cc, _) in &groups {
+                check_available("--flows", cc, available)?;
             }
             let stagger_s = o.stagger.unwrap_or_default().0 as f64 / 1e9;
             let ccs = groups.iter().flat_map(|(cc, n)| std::iter::repeat_n(cc, *n as usize));
@@ -157,11 +157,6 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
             if let Some(stagger) = o.stagger.filter(|s| s.0 > 0) {
                 return Err(UsageError::new("--stagger", stagger, "--stagger only with a mix in --flows, such as bbr:1,cubic:1"));
             }
-            let ccs = o.cc.clone().unwrap_or_default();
-            for cc in ccs.names() {
-                check_available("--cc", cc, available)?;
-            }
-            let algorithms = algorithms(ccs.names(), runs, o.max_runs.unwrap_or_default())?;
             if flows > 1 && !transfer {
                 return Err(UsageError::new("--flows", flows, FLOWS_ONLY));
             }
@@ -188,6 +183,12 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
                     Workload::Page { page: page.model, protocol }
                 }
             };
+            // The flags against each other first, then against this host.
+            let ccs = o.cc.clone().unwrap_or_default();
+            for cc in ccs.names() {
+                check_available("--cc", cc, available)?;
+            }
+            let algorithms = algorithms(ccs.names(), runs, o.max_runs.unwrap_or_default())?;
             Contest::Algorithms { algorithms, workload }
         }
     };
