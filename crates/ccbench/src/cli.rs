@@ -1,8 +1,20 @@
-//! Command-line surface. Parsing only: values stay strings here and are validated (with the
-//! flag's name in every message) where they are turned into specs.
+//! Command-line surface. Every `run` and `exec` flag parses straight into its typed value (see
+//! [`crate::values`]), so a bad value is refused here, naming the flag. The flags a preset can
+//! set as well are gathered in layers, [`PathOpts`] and [`RunOpts`]: structs of optional fields
+//! that the built-in defaults, a preset's `[defaults]`, a preset's condition and the command line
+//! each fill in part, put one over another field by field ([`Layer::over`]) and resolved once
+//! ([`crate::path::build`], [`crate::spec::resolve`]).
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use serde::Deserialize;
 use std::path::PathBuf;
+
+use crate::values::{
+    AqmSpec, AtChange, BufferSpec, CcList, Concurrency, Delay, DirectionArg, EmulatorBatch, Expected, FlowsSpec, Http, JitterSpec, LossSpec, MaxConnections,
+    MaxRuns, Method, Mtu, Page, PolicerSpec, Rate, Requests, Rtt, RunDuration, RunsSpec, SampleInterval, Size, Stagger, Timeout, TraceFile, WorkloadKind,
+};
+use ccbench::error::UsageError;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -90,112 +102,243 @@ pub struct BenchEmulatorArgs {
     pub out: Option<PathBuf>,
 }
 
-/// The emulated path. Rates, delays, losses and buffers apply to both directions unless the
-/// -down (server → client) or -up (client → server) variant is given.
-#[derive(Args, Debug, Clone)]
-pub struct PathArgs {
-    /// Bottleneck rate, e.g. 100mbit, 1gbit, unlimited.
-    #[arg(long, allow_hyphen_values = true, default_value = "100mbit")]
-    pub rate: String,
-    /// Rate from server to client (overrides --rate).
-    #[arg(long, allow_hyphen_values = true)]
-    pub rate_down: Option<String>,
-    /// Rate from client to server (overrides --rate).
-    #[arg(long, allow_hyphen_values = true)]
-    pub rate_up: Option<String>,
-    /// Base round-trip time, split evenly between the directions, e.g. 40ms, 250us.
-    #[arg(long, allow_hyphen_values = true, default_value = "40ms")]
-    pub rtt: String,
-    /// One-way delay from server to client (overrides half of --rtt).
-    #[arg(long, allow_hyphen_values = true)]
-    pub delay_down: Option<String>,
-    /// One-way delay from client to server (overrides half of --rtt).
-    #[arg(long, allow_hyphen_values = true)]
-    pub delay_up: Option<String>,
-    /// Random loss per packet: a percentage (1%) for Bernoulli loss, or
-    /// gilbert:p=1%,r=25%[,bad=100%][,good=0%] for bursty Gilbert–Elliott loss.
-    #[arg(long, allow_hyphen_values = true, default_value = "0")]
-    pub loss: String,
-    /// Loss from server to client (overrides --loss).
-    #[arg(long, allow_hyphen_values = true)]
-    pub loss_down: Option<String>,
-    /// Loss from client to server (overrides --loss).
-    #[arg(long, allow_hyphen_values = true)]
-    pub loss_up: Option<String>,
-    /// Drop-tail buffer at the bottleneck: 1bdp, 0.5bdp, 100pkt, 256kib, unlimited.
-    #[arg(long, allow_hyphen_values = true, default_value = "1bdp")]
-    pub buffer: String,
-    /// Buffer from server to client (overrides --buffer).
-    #[arg(long, allow_hyphen_values = true)]
-    pub buffer_down: Option<String>,
-    /// Buffer from client to server (overrides --buffer).
-    #[arg(long, allow_hyphen_values = true)]
-    pub buffer_up: Option<String>,
-    /// Rate from a Mahimahi trace file (one line per 1500-byte delivery opportunity, in ms;
-    /// looped), for both directions; overrides --rate. See traces/ for examples.
-    #[arg(long)]
-    pub trace: Option<PathBuf>,
-    /// Trace for the server → client direction only.
-    #[arg(long)]
-    pub trace_down: Option<PathBuf>,
-    /// Trace for the client → server direction only.
-    #[arg(long)]
-    pub trace_up: Option<PathBuf>,
-    /// A change during the run, TIME:KEY=VALUE[,KEY=VALUE…], repeatable; keys: rate, rtt, loss,
-    /// rate-down, rate-up, delay-down, delay-up, loss-down, loss-up. E.g. --at 10s:rate=20mbit
-    /// --at 20s:rtt=80ms. Times count from the start of each run's path.
-    #[arg(long, allow_hyphen_values = true)]
-    pub at: Vec<String>,
-    /// Extra random delay per packet: 2ms (uniform 0–2 ms), normal:1ms (half-normal, sd 1 ms);
-    /// add ",reorder" to let packets overtake each other.
-    #[arg(long, allow_hyphen_values = true)]
-    pub jitter: Option<String>,
-    /// Jitter from server to client (overrides --jitter).
-    #[arg(long, allow_hyphen_values = true)]
-    pub jitter_down: Option<String>,
-    /// Jitter from client to server (overrides --jitter).
-    #[arg(long, allow_hyphen_values = true)]
-    pub jitter_up: Option<String>,
-    /// Token-bucket policer before the buffer: RATE[:BURST], e.g. 10mbit:64kib (default burst:
-    /// 10 ms at the rate). Packets beyond the tokens are dropped.
-    #[arg(long, allow_hyphen_values = true)]
-    pub policer: Option<String>,
-    /// Policer from server to client (overrides --policer).
-    #[arg(long, allow_hyphen_values = true)]
-    pub policer_down: Option<String>,
-    /// Policer from client to server (overrides --policer).
-    #[arg(long, allow_hyphen_values = true)]
-    pub policer_up: Option<String>,
-    /// Queue management at the bottleneck: droptail, or codel[:target=5ms,interval=100ms].
-    #[arg(long, allow_hyphen_values = true, default_value = "droptail")]
-    pub aqm: String,
-    /// MTU of the emulated link in bytes.
-    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u32).range(576..=9000))]
-    pub mtu: u32,
-    /// Read one packet per system call instead of letting the kernel hand over TSO superframes
-    /// (which ccbench cuts into MTU-sized segments either way). Slower; for comparison.
-    #[arg(long)]
-    pub no_offload: bool,
-    /// Minimum time between the emulator's wake-ups: departures closer together leave in one
-    /// batch, at most this late. 0 gives every packet its own wake-up (costly above ~500 Mbit/s).
-    #[arg(long, allow_hyphen_values = true, default_value = "25us")]
-    pub emulator_batch: String,
+/// One layer of settings: says only what it sets, and goes over a lower layer field by field.
+pub trait Layer: Sized {
+    /// This layer's values where it has them, `lower`'s elsewhere.
+    fn over(self, lower: Self) -> Self;
+    /// Drops the values clap filled in from `default_value` (shown by --help) rather than from
+    /// the command line, which would otherwise hide a preset's.
+    fn forget_default(&mut self, id: &str, matches: &ArgMatches);
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WorkloadArg {
-    Bulk,
-    File,
-    Objects,
-    Page,
+fn defaulted(id: &str, matches: &ArgMatches) -> bool {
+    matches.value_source(id) == Some(ValueSource::DefaultValue)
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DirectionArg {
-    /// The server sends (a download).
-    Download,
-    /// The client sends (an upload).
-    Upload,
+impl<T> Layer for Option<T> {
+    fn over(self, lower: Self) -> Self {
+        self.or(lower)
+    }
+    fn forget_default(&mut self, id: &str, matches: &ArgMatches) {
+        if defaulted(id, matches) {
+            *self = None;
+        }
+    }
+}
+
+/// A repeatable flag: a layer that gives it replaces the list below.
+impl<T> Layer for Vec<T> {
+    fn over(self, lower: Self) -> Self {
+        if self.is_empty() {
+            lower
+        } else {
+            self
+        }
+    }
+    fn forget_default(&mut self, id: &str, matches: &ArgMatches) {
+        if defaulted(id, matches) {
+            self.clear();
+        }
+    }
+}
+
+/// A switch: on if any layer turns it on.
+impl Layer for bool {
+    fn over(self, lower: Self) -> Self {
+        self || lower
+    }
+    fn forget_default(&mut self, id: &str, matches: &ArgMatches) {
+        if defaulted(id, matches) {
+            *self = false;
+        }
+    }
+}
+
+/// Declares a layer: the struct as written, and its [`Layer`] impl field by field (a field that
+/// is itself a layer, flattened, is merged as one).
+macro_rules! layer {
+    ($(#[$outer:meta])* pub struct $name:ident { $($(#[$m:meta])* pub $f:ident: $t:ty,)* }) => {
+        $(#[$outer])*
+        pub struct $name {
+            $($(#[$m])* pub $f: $t,)*
+        }
+
+        impl Layer for $name {
+            fn over(self, lower: Self) -> Self {
+                $name { $($f: Layer::over(self.$f, lower.$f),)* }
+            }
+            fn forget_default(&mut self, _id: &str, matches: &ArgMatches) {
+                $(Layer::forget_default(&mut self.$f, stringify!($f), matches);)*
+            }
+        }
+    };
+}
+
+layer! {
+    /// The emulated path. Rates, delays, losses and buffers apply to both directions unless the
+    /// -down (server → client) or -up (client → server) variant is given.
+    #[derive(Args, Deserialize, Debug, Clone, Default, PartialEq)]
+    #[serde(deny_unknown_fields, default, rename_all = "kebab-case")]
+    pub struct PathOpts {
+        /// Bottleneck rate, e.g. 100mbit, 1gbit, unlimited.
+        #[arg(long, allow_hyphen_values = true, default_value = "100mbit")]
+        pub rate: Option<Rate>,
+        /// Rate from server to client (overrides --rate).
+        #[arg(long, allow_hyphen_values = true)]
+        pub rate_down: Option<Rate>,
+        /// Rate from client to server (overrides --rate).
+        #[arg(long, allow_hyphen_values = true)]
+        pub rate_up: Option<Rate>,
+        /// Base round-trip time, split evenly between the directions, e.g. 40ms, 250us.
+        #[arg(long, allow_hyphen_values = true, default_value = "40ms")]
+        pub rtt: Option<Rtt>,
+        /// One-way delay from server to client (overrides half of --rtt).
+        #[arg(long, allow_hyphen_values = true)]
+        pub delay_down: Option<Delay>,
+        /// One-way delay from client to server (overrides half of --rtt).
+        #[arg(long, allow_hyphen_values = true)]
+        pub delay_up: Option<Delay>,
+        /// Random loss per packet: a percentage (1%) for Bernoulli loss, or
+        /// gilbert:p=1%,r=25%[,bad=100%][,good=0%] for bursty Gilbert–Elliott loss.
+        #[arg(long, allow_hyphen_values = true, default_value = "0")]
+        pub loss: Option<LossSpec>,
+        /// Loss from server to client (overrides --loss).
+        #[arg(long, allow_hyphen_values = true)]
+        pub loss_down: Option<LossSpec>,
+        /// Loss from client to server (overrides --loss).
+        #[arg(long, allow_hyphen_values = true)]
+        pub loss_up: Option<LossSpec>,
+        /// Drop-tail buffer at the bottleneck: 1bdp, 0.5bdp, 100pkt, 256kib, unlimited.
+        #[arg(long, allow_hyphen_values = true, default_value = "1bdp")]
+        pub buffer: Option<BufferSpec>,
+        /// Buffer from server to client (overrides --buffer).
+        #[arg(long, allow_hyphen_values = true)]
+        pub buffer_down: Option<BufferSpec>,
+        /// Buffer from client to server (overrides --buffer).
+        #[arg(long, allow_hyphen_values = true)]
+        pub buffer_up: Option<BufferSpec>,
+        /// Rate from a Mahimahi trace file (one line per 1500-byte delivery opportunity, in ms;
+        /// looped), for both directions; overrides --rate. See traces/ for examples.
+        #[arg(long)]
+        pub trace: Option<TraceFile>,
+        /// Trace for the server → client direction only.
+        #[arg(long)]
+        pub trace_down: Option<TraceFile>,
+        /// Trace for the client → server direction only.
+        #[arg(long)]
+        pub trace_up: Option<TraceFile>,
+        /// A change during the run, TIME:KEY=VALUE[,KEY=VALUE…], repeatable; keys: rate, rtt, loss,
+        /// rate-down, rate-up, delay-down, delay-up, loss-down, loss-up. E.g. --at 10s:rate=20mbit
+        /// --at 20s:rtt=80ms. Times count from the start of each run's path.
+        #[arg(long, allow_hyphen_values = true)]
+        #[serde(deserialize_with = "crate::values::one_or_many")]
+        pub at: Vec<AtChange>,
+        /// Extra random delay per packet: 2ms (uniform 0–2 ms), normal:1ms (half-normal, sd 1 ms);
+        /// add ",reorder" to let packets overtake each other.
+        #[arg(long, allow_hyphen_values = true)]
+        pub jitter: Option<JitterSpec>,
+        /// Jitter from server to client (overrides --jitter).
+        #[arg(long, allow_hyphen_values = true)]
+        pub jitter_down: Option<JitterSpec>,
+        /// Jitter from client to server (overrides --jitter).
+        #[arg(long, allow_hyphen_values = true)]
+        pub jitter_up: Option<JitterSpec>,
+        /// Token-bucket policer before the buffer: RATE[:BURST], e.g. 10mbit:64kib (default burst:
+        /// 10 ms at the rate). Packets beyond the tokens are dropped.
+        #[arg(long, allow_hyphen_values = true)]
+        pub policer: Option<PolicerSpec>,
+        /// Policer from server to client (overrides --policer).
+        #[arg(long, allow_hyphen_values = true)]
+        pub policer_down: Option<PolicerSpec>,
+        /// Policer from client to server (overrides --policer).
+        #[arg(long, allow_hyphen_values = true)]
+        pub policer_up: Option<PolicerSpec>,
+        /// Queue management at the bottleneck: droptail, or codel[:target=5ms,interval=100ms].
+        #[arg(long, allow_hyphen_values = true, default_value = "droptail")]
+        pub aqm: Option<AqmSpec>,
+        /// MTU of the emulated link in bytes.
+        #[arg(long, default_value = "1500")]
+        pub mtu: Option<Mtu>,
+        /// Read one packet per system call instead of letting the kernel hand over TSO superframes
+        /// (which ccbench cuts into MTU-sized segments either way). Slower; for comparison.
+        #[arg(long)]
+        pub no_offload: bool,
+        /// Minimum time between the emulator's wake-ups: departures closer together leave in one
+        /// batch, at most this late. 0 gives every packet its own wake-up (costly above ~500 Mbit/s).
+        #[arg(long, allow_hyphen_values = true, default_value = "25us")]
+        pub emulator_batch: Option<EmulatorBatch>,
+    }
+}
+
+layer! {
+    /// What a `run` compares and how: every `run` flag that a preset may set too (all but
+    /// --preset, --out and --json). In a preset the fields are these flags without dashes.
+    #[derive(Args, Deserialize, Debug, Clone, Default, PartialEq)]
+    #[serde(deny_unknown_fields, default, rename_all = "kebab-case")]
+    pub struct RunOpts {
+        /// Algorithms to compare, comma-separated, e.g. bbr,cubic. Each must be available on this
+        /// host. [default: bbr,cubic]
+        #[arg(long, allow_hyphen_values = true)]
+        pub cc: Option<CcList>,
+        /// The path's flags; a preset names them at the same level as the others.
+        #[command(flatten)]
+        #[serde(skip)]
+        pub path: PathOpts,
+        /// The traffic: bulk (flows for --duration), file (one --size transfer per flow), objects
+        /// (HTTP PUT/GET load), page (a web page of many objects).
+        #[arg(long, value_enum, default_value = "bulk")]
+        pub workload: Option<WorkloadKind>,
+        /// How long each bulk run sends, e.g. 10s.
+        #[arg(long, allow_hyphen_values = true, default_value = "10s")]
+        pub duration: Option<RunDuration>,
+        /// file: bytes per flow [default: 10mb]; objects: bytes per object [default: 1mib].
+        #[arg(long, allow_hyphen_values = true)]
+        pub size: Option<Size>,
+        /// objects: number of requests per run [default: 200].
+        #[arg(long, allow_hyphen_values = true)]
+        pub requests: Option<Requests>,
+        /// objects: concurrent persistent connections [default: 16].
+        #[arg(long, allow_hyphen_values = true)]
+        pub concurrency: Option<Concurrency>,
+        /// objects: put (upload; the client sends) or get (download) [default: put].
+        #[arg(long, allow_hyphen_values = true)]
+        pub method: Option<Method>,
+        /// page: a built-in page (small, news, heavy) or a JSON file {"html_bytes": N, "objects": [sizes…]} [default: news].
+        #[arg(long, allow_hyphen_values = true)]
+        pub page: Option<Page>,
+        /// page: HTTP version, 1 (browser-like parallel connections) or 2 (one multiplexed connection) [default: 1].
+        #[arg(long, allow_hyphen_values = true)]
+        pub http: Option<Http>,
+        /// page: most parallel HTTP/1.1 connections [default: 6, like browsers].
+        #[arg(long, allow_hyphen_values = true)]
+        pub max_connections: Option<MaxConnections>,
+        /// Give up on a file, objects or page run after this long and mark it incomplete.
+        #[arg(long, allow_hyphen_values = true, default_value = "600s")]
+        pub timeout: Option<Timeout>,
+        /// Parallel TCP connections per run (each running the compared algorithm), or a mix of
+        /// algorithms sharing the bottleneck in every run, e.g. bbr:2,cubic:2.
+        #[arg(long, allow_hyphen_values = true, default_value = "1")]
+        pub flows: Option<FlowsSpec>,
+        /// In a mix, each flow starts this long after the previous one (in the order given).
+        #[arg(long, allow_hyphen_values = true, default_value = "0s")]
+        pub stagger: Option<Stagger>,
+        /// Which way the data flows.
+        #[arg(long, value_enum, default_value = "download")]
+        pub direction: Option<DirectionArg>,
+        /// Runs per algorithm, interleaved across algorithms; or `auto`: stop as soon as the verdict
+        /// is decided (a sequential design whose overall error stays at 5 %), at most --max-runs.
+        #[arg(long, default_value = "5")]
+        pub runs: Option<RunsSpec>,
+        /// With --runs auto: the most runs per algorithm before it gives up deciding.
+        #[arg(long, default_value = "20")]
+        pub max_runs: Option<MaxRuns>,
+        /// How often the sender's TCP_INFO and the emulator's queue are sampled.
+        #[arg(long, allow_hyphen_values = true, default_value = "10ms")]
+        pub sample_interval: Option<SampleInterval>,
+        /// Seed for the run order and the loss models (default: random, and recorded).
+        #[arg(long)]
+        pub seed: Option<u64>,
+    }
 }
 
 #[derive(Args, Debug)]
@@ -204,66 +347,9 @@ pub struct RunArgs {
     /// turn, then a table across them. Flags given here override the preset's.
     #[arg(long)]
     pub preset: Option<String>,
-    /// Algorithms to compare, comma-separated, e.g. bbr,cubic. Each must be available on this
-    /// host. [default: bbr,cubic]
-    #[arg(long, allow_hyphen_values = true)]
-    pub cc: Option<String>,
+    /// The flags given on the command line, and only those (not their defaults).
     #[command(flatten)]
-    pub path: PathArgs,
-    /// The traffic: bulk (flows for --duration), file (one --size transfer per flow), objects
-    /// (HTTP PUT/GET load), page (a web page of many objects).
-    #[arg(long, value_enum, default_value_t = WorkloadArg::Bulk)]
-    pub workload: WorkloadArg,
-    /// How long each bulk run sends, e.g. 10s.
-    #[arg(long, allow_hyphen_values = true, default_value = "10s")]
-    pub duration: String,
-    /// file: bytes per flow [default: 10mb]; objects: bytes per object [default: 1mib].
-    #[arg(long, allow_hyphen_values = true)]
-    pub size: Option<String>,
-    /// objects: number of requests per run [default: 200].
-    #[arg(long, allow_hyphen_values = true)]
-    pub requests: Option<String>,
-    /// objects: concurrent persistent connections [default: 16].
-    #[arg(long, allow_hyphen_values = true)]
-    pub concurrency: Option<String>,
-    /// objects: put (upload; the client sends) or get (download) [default: put].
-    #[arg(long, allow_hyphen_values = true)]
-    pub method: Option<String>,
-    /// page: a built-in page (small, news, heavy) or a JSON file {"html_bytes": N, "objects": [sizes…]} [default: news].
-    #[arg(long, allow_hyphen_values = true)]
-    pub page: Option<String>,
-    /// page: HTTP version, 1 (browser-like parallel connections) or 2 (one multiplexed connection) [default: 1].
-    #[arg(long, allow_hyphen_values = true)]
-    pub http: Option<String>,
-    /// page: most parallel HTTP/1.1 connections [default: 6, like browsers].
-    #[arg(long, allow_hyphen_values = true)]
-    pub max_connections: Option<String>,
-    /// Give up on a file, objects or page run after this long and mark it incomplete.
-    #[arg(long, allow_hyphen_values = true, default_value = "600s")]
-    pub timeout: String,
-    /// Parallel TCP connections per run (each running the compared algorithm), or a mix of
-    /// algorithms sharing the bottleneck in every run, e.g. bbr:2,cubic:2.
-    #[arg(long, allow_hyphen_values = true, default_value = "1")]
-    pub flows: String,
-    /// In a mix, each flow starts this long after the previous one (in the order given).
-    #[arg(long, allow_hyphen_values = true, default_value = "0s")]
-    pub stagger: String,
-    /// Which way the data flows.
-    #[arg(long, value_enum, default_value_t = DirectionArg::Download)]
-    pub direction: DirectionArg,
-    /// Runs per algorithm, interleaved across algorithms; or `auto`: stop as soon as the verdict
-    /// is decided (a sequential design whose overall error stays at 5 %), at most --max-runs.
-    #[arg(long, default_value = "5", value_parser = parse_runs)]
-    pub runs: RunsArg,
-    /// With --runs auto: the most runs per algorithm before it gives up deciding.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub max_runs: u32,
-    /// How often the sender's TCP_INFO and the emulator's queue are sampled.
-    #[arg(long, allow_hyphen_values = true, default_value = "10ms")]
-    pub sample_interval: String,
-    /// Seed for the run order and the loss models (default: random, and recorded).
-    #[arg(long)]
-    pub seed: Option<u64>,
+    pub opts: RunOpts,
     /// Directory for results (default: ./results/<time>-<algorithms>).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -275,7 +361,7 @@ pub struct RunArgs {
 #[derive(Args, Debug)]
 pub struct ExecArgs {
     #[command(flatten)]
-    pub path: PathArgs,
+    pub path: PathOpts,
     /// A shell command started first in the server namespace (e.g. 'iperf3 -s') and stopped afterwards.
     #[arg(long)]
     pub server_cmd: Option<String>,
@@ -287,28 +373,10 @@ pub struct ExecArgs {
     pub command: Vec<String>,
 }
 
-/// `--runs`: a count, or `auto` (runs until decided).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RunsArg {
-    Fixed(u32),
-    Auto,
-}
-
-fn parse_runs(value: &str) -> Result<RunsArg, String> {
-    match value.trim() {
-        "auto" => Ok(RunsArg::Auto),
-        v => match v.parse::<u32>() {
-            Ok(n) if (1..=1000).contains(&n) => Ok(RunsArg::Fixed(n)),
-            _ => Err("a whole number from 1 to 1000, or auto".to_string()),
-        },
-    }
-}
-
 /// A flag that takes a value followed straight by another flag (`--rate --rtt 40ms`): with
 /// `allow_hyphen_values` (so that "-5ms" reaches the validator and is explained) clap would
 /// take "--rtt" as the rate. Returns the one-line error for the first such flag.
-pub fn missing_value(argv: &[std::ffi::OsString]) -> Option<ccbench::error::UsageError> {
-    use clap::CommandFactory;
+pub fn missing_value(argv: &[std::ffi::OsString]) -> Option<UsageError> {
     let root = Cli::command();
     let sub = argv.get(1).and_then(|s| s.to_str()).and_then(|name| root.find_subcommand(name))?;
     let args: Vec<&str> = argv.iter().skip(2).map_while(|a| a.to_str()).take_while(|a| *a != "--").collect();
@@ -316,6 +384,33 @@ pub fn missing_value(argv: &[std::ffi::OsString]) -> Option<ccbench::error::Usag
         let name = w[0].strip_prefix("--").filter(|n| !n.contains('='))?;
         let arg = sub.get_arguments().find(|a| a.get_long() == Some(name))?;
         let takes_value = arg.get_action().takes_values();
-        (takes_value && w[1].starts_with("--")).then(|| ccbench::error::UsageError::new(w[0], w[1], "a value after the flag, not another flag"))
+        (takes_value && w[1].starts_with("--")).then(|| UsageError::new(w[0], w[1], "a value after the flag, not another flag"))
     })
+}
+
+/// Parses the command line. The `run` layer keeps only what was given: a flag's default is
+/// the lowest layer, below a preset's, not a value the user chose.
+pub fn parse_from<I, T>(argv: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let matches = Cli::command().try_get_matches_from(argv)?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    if let (Command::Run(args), Some(("run", m))) = (&mut cli.command, matches.subcommand()) {
+        args.opts.forget_default("opts", m);
+    }
+    Ok(cli)
+}
+
+/// A value that one of the flag types refused, as the one-line usage error that names the flag,
+/// the value and what is allowed (`invalid --rate "5furlongs": expected a rate such as …`);
+/// `None` for clap's other errors, which keep clap's words.
+pub fn usage_error(e: &clap::Error) -> Option<UsageError> {
+    use clap::error::{ContextKind, ContextValue};
+    let expected = std::error::Error::source(e)?.downcast_ref::<Expected>()?;
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else { return None };
+    let Some(ContextValue::String(value)) = e.get(ContextKind::InvalidValue) else { return None };
+    let flag = arg.split_whitespace().next().unwrap_or(arg);
+    Some(UsageError::new(flag, value, expected.0.clone()))
 }

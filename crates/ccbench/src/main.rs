@@ -8,8 +8,8 @@ mod exec;
 mod path;
 mod presets;
 mod run;
-
-use clap::Parser;
+mod spec;
+mod values;
 
 use ccbench::error::UsageError;
 use ccbench::{error, units};
@@ -23,7 +23,7 @@ fn main() {
         eprintln!("ccbench: {e}");
         std::process::exit(2);
     }
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::parse_from(&args) {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -31,7 +31,10 @@ fn main() {
                 let _ = e.print();
                 std::process::exit(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 });
             }
-            eprintln!("ccbench: {} (see ccbench --help)", error::clap_one_line(&e));
+            match cli::usage_error(&e) {
+                Some(u) => eprintln!("ccbench: {u}"),
+                None => eprintln!("ccbench: {} (see ccbench --help)", error::clap_one_line(&e)),
+            }
             std::process::exit(2);
         }
     };
@@ -54,7 +57,7 @@ fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
     match cli.command {
         cli::Command::Run(args) => run::run(args),
         cli::Command::Exec(args) => {
-            let spec = path::build(&args.path, args.seed.unwrap_or_else(rand::random), 10_000)?;
+            let spec = path::build(&args.path, args.seed.unwrap_or_else(rand::random), 10_000);
             error::require_root("exec")?;
             exec::run(&spec, args.server_cmd.as_deref(), &args.command)
         }

@@ -1,11 +1,14 @@
-//! Scenario presets: readable TOML files (shipped in `presets/`, or the user's own) that name
-//! run flags, once as defaults and once per condition. A preset is turned into ordinary
-//! command-line arguments and parsed by the same CLI, so every field is validated — and
-//! explained on error — exactly as the flag would be.
+//! Scenario presets: readable TOML files (shipped in `presets/`, or the user's own) that set run
+//! flags, once as `[defaults]` and once per `[[conditions]]` entry. Each table deserializes into
+//! the same layer the command line parses into ([`RunOpts`]: its fields are the flags without
+//! their dashes), every value through the same type as its flag — so it is checked, and
+//! explained on error, exactly as the flag would be — and a condition is its own fields over
+//! the preset's defaults. The command line goes over that when the run is planned.
 
-use clap::CommandFactory;
+use clap::Args;
 use serde::Deserialize;
 
+use crate::cli::{Layer, PathOpts, RunOpts};
 use ccbench::error::UsageError;
 
 /// The presets shipped with ccbench, compiled in so `--preset NAME` works from anywhere.
@@ -41,59 +44,56 @@ pub struct Preset {
 #[derive(Debug)]
 pub struct Condition {
     pub name: String,
-    /// `--flag value` pairs: the preset's defaults, then the condition's own.
-    pub args: Vec<String>,
+    /// The condition's fields over the preset's `[defaults]`.
+    pub opts: RunOpts,
 }
 
-/// Flags a preset may set: every `run` flag except the ones that only make sense per command.
-fn allowed_keys() -> Vec<String> {
-    let cmd = crate::cli::Cli::command();
-    let run = cmd.find_subcommand("run").map(|r| r.get_arguments().filter_map(|a| a.get_long().map(str::to_string)).collect::<Vec<_>>()).unwrap_or_default();
-    run.into_iter().filter(|k| !matches!(k.as_str(), "preset" | "out" | "json" | "help")).collect()
+/// The long names of a layer's flags: the fields a preset may set.
+fn flags<T: Args>() -> Vec<String> {
+    T::augment_args(clap::Command::new("preset")).get_arguments().filter_map(|a| a.get_long().map(str::to_string)).collect()
 }
 
-fn to_args(table: &toml::Table, preset: &str, place: &str, allowed: &[String]) -> Result<Vec<String>, UsageError> {
-    let mut args = Vec::new();
+/// A preset's value as its flag would have been given, for messages.
+fn shown(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Array(items) => items.iter().map(shown).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
+}
+
+/// What a field should have been, from serde's message: a flag type's own explanation as it is,
+/// serde's "invalid type: …, expected X" as X.
+fn expected(e: &toml::de::Error) -> String {
+    let message = e.message();
+    match message.strip_prefix("invalid type: ").and_then(|m| m.split_once(", expected ")) {
+        Some((_, what)) => what.to_string(),
+        None => message.to_string(),
+    }
+}
+
+/// One table of a preset (`[defaults]` or a condition) as a layer. Each field is deserialized on
+/// its own, so that an error names it.
+fn layer(table: &toml::Table, preset: &str, place: &str) -> Result<RunOpts, UsageError> {
+    let (run, path) = (flags::<RunOpts>(), flags::<PathOpts>());
+    let mut opts = RunOpts::default();
     for (key, value) in table {
         if key == "name" {
             continue;
         }
-        if !allowed.iter().any(|a| a == key) {
+        if !run.contains(key) {
             return Err(UsageError::new(
                 "--preset",
                 preset,
-                format!("known fields in {place}; {key:?} is not one (fields are run flags without dashes: {})", allowed.join(", ")),
+                format!("known fields in {place}; {key:?} is not one (fields are run flags without dashes: {})", run.join(", ")),
             ));
         }
-        let flag = format!("--{key}");
-        let scalar = |v: &toml::Value| -> Result<Option<String>, UsageError> {
-            Ok(match v {
-                toml::Value::String(s) => Some(s.clone()),
-                toml::Value::Integer(i) => Some(i.to_string()),
-                toml::Value::Float(f) => Some(f.to_string()),
-                toml::Value::Boolean(true) => None,
-                _ => return Err(UsageError::new("--preset", preset, format!("{key} in {place} to be a string, number, true, or a list of strings"))),
-            })
-        };
-        match value {
-            toml::Value::Boolean(false) => {}
-            toml::Value::Array(items) if key == "cc" => {
-                let names: Vec<String> = items.iter().map(scalar).collect::<Result<Vec<_>, _>>()?.into_iter().flatten().collect();
-                args.extend([flag, names.join(",")]);
-            }
-            toml::Value::Array(items) => {
-                for item in items {
-                    args.push(flag.clone());
-                    args.extend(scalar(item)?);
-                }
-            }
-            v => {
-                args.push(flag);
-                args.extend(scalar(v)?);
-            }
-        }
+        let field = toml::Value::Table(toml::Table::from_iter([(key.clone(), value.clone())]));
+        let bad = |e: toml::de::Error| UsageError::new(&format!("--{key} (preset {preset}, {place})"), shown(value), expected(&e));
+        let given = if path.contains(key) { RunOpts { path: field.try_into().map_err(bad)?, ..RunOpts::default() } } else { field.try_into().map_err(bad)? };
+        opts = given.over(opts);
     }
-    Ok(args)
+    Ok(opts)
 }
 
 /// Loads a built-in preset by name, or a TOML file by path.
@@ -107,20 +107,18 @@ pub fn load(spec: &str) -> Result<Preset, UsageError> {
         },
     };
     let file: PresetFile = toml::from_str(&text).map_err(|e| UsageError::new("--preset", spec, format!("a valid preset file: {}", e.message())))?;
-    let allowed = allowed_keys();
-    let defaults = to_args(&file.defaults, spec, "[defaults]", &allowed)?;
+    let defaults = layer(&file.defaults, spec, "[defaults]")?;
     let mut conditions = Vec::new();
     for (i, table) in file.conditions.iter().enumerate() {
         let cname = match table.get("name") {
             Some(toml::Value::String(s)) => s.clone(),
             _ => format!("condition {}", i + 1),
         };
-        let mut args = defaults.clone();
-        args.extend(to_args(table, spec, &format!("condition {cname:?}"), &allowed)?);
-        conditions.push(Condition { name: cname, args });
+        let opts = layer(table, spec, &format!("condition {cname:?}"))?.over(defaults.clone());
+        conditions.push(Condition { name: cname, opts });
     }
     if conditions.is_empty() {
-        conditions.push(Condition { name: "default".into(), args: defaults });
+        conditions.push(Condition { name: "default".into(), opts: defaults });
     }
     Ok(Preset { name, description: file.description, scenario: file.scenario, note: file.note, conditions })
 }
@@ -140,7 +138,16 @@ pub fn list() -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
+    use crate::spec::{Algorithms, Contest, Workload};
+    use crate::values::{RunsSpec, Size};
+
+    const HOST: [&str; 3] = ["bbr", "cubic", "reno"];
+
+    fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
+        let file = dir.join(name);
+        std::fs::write(&file, text).unwrap();
+        file.to_str().unwrap().to_string()
+    }
 
     #[test]
     fn every_builtin_preset_loads_and_every_condition_plans() {
@@ -148,30 +155,108 @@ mod tests {
             let p = load(name).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(!p.conditions.is_empty());
             for c in &p.conditions {
-                let mut argv = vec!["ccbench".to_string(), "run".to_string()];
-                argv.extend(c.args.iter().cloned());
-                let cli = crate::cli::Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{name} / {}: {e}", c.name));
-                let crate::cli::Command::Run(args) = cli.command else { panic!() };
-                if let Err(e) = crate::run::plan(&args) {
-                    // Only the host's algorithm list may legitimately differ.
-                    assert_eq!(e.flag, "--cc", "{name} / {}: {e}", c.name);
-                }
+                crate::spec::resolve(c.opts.clone(), &HOST.map(String::from)).unwrap_or_else(|e| panic!("{name} / {}: {e}", c.name));
             }
         }
+    }
+
+    #[test]
+    fn a_condition_goes_over_the_defaults_and_the_command_line_over_both() {
+        let p = load("loss-sweep").unwrap();
+        let c = &p.conditions[1];
+        assert_eq!(c.name, "1 % loss");
+        assert_eq!(c.opts.path.loss_down, Some("1%".parse().unwrap()));
+        assert_eq!(c.opts.path.loss_up, Some("0".parse().unwrap()), "from [defaults]");
+        assert_eq!((c.opts.size, c.opts.runs), (Some(Size(2_000_000)), Some(RunsSpec::Fixed(4))));
+        let argv = ["ccbench", "run", "--preset", "loss-sweep", "--runs", "6", "--size", "1mb", "--loss-down", "3%"];
+        let crate::cli::Command::Run(args) = crate::cli::parse_from(argv).unwrap().command else { panic!() };
+        let spec = crate::spec::resolve(args.opts.over(c.opts.clone()), &HOST.map(String::from)).unwrap();
+        let Contest::Algorithms { algorithms: Algorithms::Several { runs, .. }, workload } = spec.contest else { panic!() };
+        assert_eq!(runs, ccbench::experiment::Runs::Fixed(6));
+        assert!(matches!(workload, Workload::Transfer { amount: ccbench_workload::Amount::Bytes(1_000_000), .. }));
+        assert_eq!(spec.path.down.loss, ccbench_link::LossModel::Bernoulli { p: 0.03 });
+        assert_eq!(spec.path.up.loss, ccbench_link::LossModel::None);
+        assert_eq!(spec.path.down.rate, ccbench_link::Rate::BitsPerSec(30_000_000), "the preset's rate, not --rate's default");
+    }
+
+    #[test]
+    fn fields_take_the_forms_flags_do() {
+        let dir = std::env::temp_dir().join(format!("ccbench-preset-forms-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = write(
+            &dir,
+            "forms.toml",
+            "description = \"x\"\n[defaults]\ncc = [\"bbr\", \"reno\"]\nruns = \"auto\"\nmax-runs = 12\nloss = 0\nno-offload = true\nat = \"1s:rate=5mbit\"\n[[conditions]]\nat = [\"2s:rtt=10ms\", \"3s:loss=1%\"]\nmtu = 9000\n",
+        );
+        let p = load(&file).unwrap();
+        assert_eq!(p.conditions[0].name, "condition 1");
+        let o = &p.conditions[0].opts;
+        assert_eq!(o.cc, Some("bbr,reno".parse().unwrap()));
+        assert_eq!((o.runs, o.max_runs), (Some(RunsSpec::Auto), Some(crate::values::MaxRuns(12))));
+        assert_eq!((o.path.at.len(), o.path.no_offload, o.path.mtu), (2, true, Some(crate::values::Mtu(9000))));
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
     fn unknown_fields_and_bad_values_are_explained() {
         let dir = std::env::temp_dir().join(format!("ccbench-preset-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let bad_key = dir.join("k.toml");
-        std::fs::write(&bad_key, "description = \"x\"\n[defaults]\ncolour = \"red\"\n").unwrap();
-        let e = load(bad_key.to_str().unwrap()).unwrap_err();
+        let bad_key = write(&dir, "k.toml", "description = \"x\"\n[defaults]\ncolour = \"red\"\n");
+        let e = load(&bad_key).unwrap_err();
         assert!(e.to_string().contains("\"colour\" is not one"), "{e}");
-        let not_toml = dir.join("t.toml");
-        std::fs::write(&not_toml, "description = \n").unwrap();
-        assert!(load(not_toml.to_str().unwrap()).unwrap_err().to_string().contains("valid preset file"));
+        assert!(e.to_string().contains("rate-down"), "the known fields are listed: {e}");
+        for command_only in ["out", "json", "preset"] {
+            let file = write(&dir, "c.toml", &format!("description = \"x\"\n[defaults]\n{command_only} = \"x\"\n"));
+            assert!(load(&file).unwrap_err().to_string().contains("is not one"), "{command_only}");
+        }
+        let bad_value = write(
+            &dir,
+            "v.toml",
+            "description = \"x\"\n[defaults]\nrate = \"10mbit\"\n[[conditions]]\nname = \"a\"\nloss = \"1%\"\n[[conditions]]\nname = \"b\"\nloss = \"200%\"\n",
+        );
+        let e = load(&bad_value).unwrap_err();
+        assert_eq!(e.flag, format!("--loss (preset {bad_value}, condition \"b\")"));
+        assert_eq!(e.value, "200%");
+        assert!(e.allowed.starts_with("a percentage from 0% to 100%"), "{e}");
+        let bad_default = write(&dir, "d.toml", "description = \"x\"\n[defaults]\nruns = 0\n");
+        let e = load(&bad_default).unwrap_err();
+        assert_eq!(e.to_string(), format!("invalid --runs (preset {bad_default}, [defaults]) \"0\": expected a whole number from 1 to 1000, or auto"));
+        let bad_type = write(&dir, "b.toml", "description = \"x\"\n[defaults]\nno-offload = \"yes\"\n");
+        let e = load(&bad_type).unwrap_err();
+        assert_eq!((e.flag.starts_with("--no-offload (preset"), e.value.as_str(), e.allowed.as_str()), (true, "yes", "a boolean"));
+        let not_toml = write(&dir, "t.toml", "description = \n");
+        assert!(load(&not_toml).unwrap_err().to_string().contains("valid preset file"));
         assert!(load("no-such-preset").unwrap_err().to_string().contains("lossy-gigabit-lan"));
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn an_impossible_combination_in_a_preset_is_refused_when_planned() {
+        let dir = std::env::temp_dir().join(format!("ccbench-preset-combo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = write(&dir, "m.toml", "description = \"x\"\n[defaults]\nworkload = \"bulk\"\n[[conditions]]\nname = \"sized\"\nsize = \"1mb\"\n");
+        let p = load(&file).unwrap();
+        let e = crate::spec::resolve(p.conditions[0].opts.clone(), &HOST.map(String::from)).unwrap_err();
+        assert_eq!((e.flag.as_str(), e.value.as_str()), ("--size", "1mb"));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn every_run_flag_but_the_command_only_ones_is_a_preset_field() {
+        let run = flags::<RunOpts>();
+        for key in ["rate", "rate-down", "loss-up", "at", "no-offload", "emulator-batch", "cc", "max-runs", "max-connections", "sample-interval", "seed"] {
+            assert!(run.contains(&key.to_string()), "{key}");
+        }
+        for key in ["preset", "out", "json", "help"] {
+            assert!(!run.contains(&key.to_string()), "{key}");
+        }
+        // And serde knows every one of them by that name (a wrong value is refused, not ignored).
+        let path = flags::<PathOpts>();
+        for key in &run {
+            let field = toml::Value::Table(toml::Table::from_iter([(key.clone(), toml::Value::Array(vec![toml::Value::Integer(-1); 2]))]));
+            let err = if path.contains(key) { field.try_into::<PathOpts>().err() } else { field.try_into::<RunOpts>().err() };
+            let err = err.unwrap_or_else(|| panic!("{key} accepted [-1, -1]"));
+            assert!(!err.message().contains("unknown field"), "{key}: {err}");
+        }
     }
 }

@@ -1,10 +1,12 @@
-//! Human units at the edge: "100mbit", "40ms", "1%", "1.5bdp", "64kib", "100pkt".
-//! Every parser returns a message saying what is allowed, for the one-line usage error.
+//! Human units: "100mbit", "40ms", "1%", "64kib" — how people write them (the grammar the
+//! flags' typed values are built on; every parser returns a message saying what is allowed, for
+//! the one-line usage error) and how results print them.
 
 /// A parse failure's explanation of what would have been accepted.
 pub type Allowed = String;
 
-fn split_number(s: &str) -> Option<(f64, String)> {
+/// A number and the unit after it (lower case): "1.5Gbit" → (1.5, "gbit").
+pub fn split_number(s: &str) -> Option<(f64, String)> {
     let s = s.trim();
     let end = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
     let (num, unit) = s.split_at(end);
@@ -89,32 +91,6 @@ pub fn parse_bytes(s: &str) -> Result<u64, Allowed> {
     Ok((v * mult).round() as u64)
 }
 
-/// A buffer size as written by the user, resolved against the path later.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum BufferSpec {
-    Unlimited,
-    Bytes(u64),
-    Packets(u64),
-    Bdp(f64),
-}
-
-pub fn parse_buffer(s: &str) -> Result<BufferSpec, Allowed> {
-    const ALLOWED: &str = "a buffer such as 1bdp, 0.5bdp, 100pkt, 256kib, 1mb or 'unlimited'";
-    let t = s.trim().to_ascii_lowercase();
-    if t == "unlimited" {
-        return Ok(BufferSpec::Unlimited);
-    }
-    let (v, unit) = split_number(&t).ok_or_else(|| ALLOWED.to_string())?;
-    match unit.as_str() {
-        "bdp" if v > 0.0 => Ok(BufferSpec::Bdp(v)),
-        "pkt" | "pkts" | "p" | "packets" if v >= 1.0 => Ok(BufferSpec::Packets(v.round() as u64)),
-        _ => match parse_bytes(&t) {
-            Ok(b) if b > 0 => Ok(BufferSpec::Bytes(b)),
-            _ => Err(ALLOWED.into()),
-        },
-    }
-}
-
 /// Pretty-prints a rate in bit/s the way people read it.
 pub fn fmt_rate(bps: f64) -> String {
     let (v, unit) = if bps >= 1e9 {
@@ -196,14 +172,9 @@ mod tests {
     }
 
     #[test]
-    fn buffers_and_bytes() {
-        assert_eq!(parse_buffer("1bdp"), Ok(BufferSpec::Bdp(1.0)));
-        assert_eq!(parse_buffer("100pkt"), Ok(BufferSpec::Packets(100)));
-        assert_eq!(parse_buffer("64kib"), Ok(BufferSpec::Bytes(65536)));
-        assert_eq!(parse_buffer("unlimited"), Ok(BufferSpec::Unlimited));
-        assert!(parse_buffer("0bdp").is_err());
-        assert!(parse_buffer("0").is_err());
+    fn bytes() {
         assert_eq!(parse_bytes("160mb"), Ok(160_000_000));
         assert_eq!(parse_bytes("10MiB"), Ok(10 * 1024 * 1024));
+        assert!(parse_bytes("lots").is_err());
     }
 }

@@ -1,0 +1,373 @@
+//! The resolved `ccbench run`. The layered flags ([`RunOpts`]: defaults < a preset's
+//! `[defaults]` < its condition < the command line) are checked against each other once, here,
+//! into a [`RunSpec`] in which a combination that makes no sense cannot be written down — a
+//! workload holds only its own options, a mix has no `--cc` and no `auto` runs, `auto` needs two
+//! algorithms — and then handed to the experiment as its [`Plan`].
+
+use ccbench::error::UsageError;
+use ccbench::experiment::{self, Plan, Runs};
+use ccbench::workloads::WorkloadSpec;
+use ccbench_emu::PathSpec;
+use ccbench_workload::{Amount, BulkSpec, Direction, MixFlow, ObjectMethod, ObjectsSpec, PageModel, PageProtocol, PageSpec};
+
+use crate::cli::RunOpts;
+use crate::values::{DirectionArg, Expected, FlowsSpec, Http, MaxRuns, Page, RunsSpec, WorkloadKind};
+
+const WORKLOAD_PORT: u16 = 5201;
+
+/// A run, every flag checked: what is compared over which path, and how it is sampled.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSpec {
+    pub contest: Contest,
+    pub path: PathSpec,
+    pub seed: u64,
+    pub sample_interval_us: u64,
+    /// When a run gives up and is marked incomplete.
+    pub timeout_s: f64,
+}
+
+/// What is compared, with which traffic, in how many runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Contest {
+    /// Algorithms one at a time, each with the path to itself.
+    Algorithms { algorithms: Algorithms, workload: Workload },
+    /// Algorithms sharing the bottleneck in every run, as bulk or file flows. The mix names the
+    /// algorithms (so there is no `--cc`) and is one contender: nothing to rank it against, so a
+    /// fixed number of runs.
+    Mix { flows: Vec<MixFlow>, label: String, amount: Amount, direction: Direction, runs: u32 },
+}
+
+/// The algorithms compared one at a time, and how many runs each gets.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Algorithms {
+    /// One algorithm: nothing to rank, so any fixed number of runs.
+    One { cc: String, runs: u32 },
+    /// Two or more, interleaved: enough runs for the rank test to decide, or `auto` (until it
+    /// has decided).
+    Several { ccs: Vec<String>, runs: Runs },
+}
+
+/// The traffic of each run, each kind with only its own options.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Workload {
+    /// Parallel flows of the compared algorithm, for a duration (bulk) or of a size (file).
+    Transfer { flows: u32, amount: Amount, direction: Direction },
+    /// HTTP PUTs or GETs of objects over persistent connections.
+    Objects { requests: u32, object_bytes: u64, concurrency: u32, method: ObjectMethod },
+    /// A web page of many objects.
+    Page { page: PageModel, protocol: PageProtocol },
+}
+
+fn check_available(flag: &str, cc: &str, available: &[String]) -> Result<(), UsageError> {
+    if available.iter().any(|a| a == cc) {
+        Ok(())
+    } else {
+        Err(UsageError::new(flag, cc, format!("an algorithm available or loadable on this host: {} (see ccbench doctor)", available.join(", "))))
+    }
+}
+
+/// Refuses the flags that belong to another workload than the one run, naming those they
+/// belong to.
+fn refuse_other_workloads_flags(o: &RunOpts, kind: WorkloadKind) -> Result<(), UsageError> {
+    use WorkloadKind::{File, Objects};
+    let given: [(&str, Option<String>, &[WorkloadKind]); 7] = [
+        ("--size", o.size.map(|v| v.to_string()), &[File, Objects]),
+        ("--requests", o.requests.map(|v| v.to_string()), &[Objects]),
+        ("--concurrency", o.concurrency.map(|v| v.to_string()), &[Objects]),
+        ("--method", o.method.map(|v| v.to_string()), &[Objects]),
+        ("--page", o.page.as_ref().map(|v| v.to_string()), &[WorkloadKind::Page]),
+        ("--http", o.http.map(|v| v.to_string()), &[WorkloadKind::Page]),
+        ("--max-connections", o.max_connections.map(|v| v.to_string()), &[WorkloadKind::Page]),
+    ];
+    for (flag, value, belongs) in given {
+        if let Some(value) = value.filter(|_| !belongs.contains(&kind)) {
+            let kinds: Vec<String> = belongs.iter().map(|k| k.to_string()).collect();
+            return Err(UsageError::new(flag, value, format!("{flag} only with --workload {}", kinds.join(" or "))));
+        }
+    }
+    Ok(())
+}
+
+/// The runs of a single contender (one algorithm, or a mix).
+fn fixed_runs(runs: RunsSpec) -> Result<u32, UsageError> {
+    match runs {
+        RunsSpec::Fixed(n) => Ok(n),
+        RunsSpec::Auto => Err(UsageError::new("--runs", "auto", "a number of runs: auto needs at least two algorithms to compare")),
+    }
+}
+
+fn algorithms(ccs: &[String], runs: RunsSpec, max_runs: MaxRuns) -> Result<Algorithms, UsageError> {
+    if let [cc] = ccs {
+        return Ok(Algorithms::One { cc: cc.clone(), runs: fixed_runs(runs)? });
+    }
+    let min_runs = ccbench_stats::min_runs_for_significance(experiment::ALPHA) as u32;
+    let runs = match runs {
+        RunsSpec::Fixed(n) if n < min_runs => {
+            return Err(UsageError::new(
+                "--runs",
+                n,
+                format!("at least {min_runs} runs per algorithm to compare algorithms (with fewer, no rank test can reach p < {})", experiment::ALPHA),
+            ))
+        }
+        RunsSpec::Fixed(n) => Runs::Fixed(n),
+        RunsSpec::Auto => {
+            if ccbench_stats::sequential::looks(experiment::ALPHA, max_runs.0 as usize).is_empty() {
+                let need = ccbench_stats::sequential::looks(experiment::ALPHA, 1000).first().map_or(0, |l| l.runs);
+                return Err(UsageError::new("--max-runs", max_runs, format!("at least {need} with --runs auto (the fewest runs that can decide)")));
+            }
+            Runs::Auto { max: max_runs.0 }
+        }
+    };
+    Ok(Algorithms::Several { ccs: ccs.to_vec(), runs })
+}
+
+/// Checks the layered flags against each other, and the algorithms against those `available`
+/// on this host. A flag not given in any layer takes its default.
+pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> {
+    const FLOWS_ONLY: &str = "--flows only with --workload bulk or file (objects use --concurrency)";
+    let kind = o.workload.unwrap_or_default();
+    refuse_other_workloads_flags(&o, kind)?;
+    let runs = o.runs.unwrap_or_default();
+    let direction = match o.direction.unwrap_or_default() {
+        DirectionArg::Download => Direction::Download,
+        DirectionArg::Upload => Direction::Upload,
+    };
+    let amount = match kind {
+        WorkloadKind::File => Amount::Bytes(o.size.map_or(10_000_000, |s| s.0)),
+        _ => Amount::Seconds(o.duration.unwrap_or_default().0 as f64 / 1e9),
+    };
+    let transfer = matches!(kind, WorkloadKind::Bulk | WorkloadKind::File);
+    let contest = match o.flows.clone().unwrap_or_default() {
+        FlowsSpec::Mix { groups, label } => {
+            if let Some(cc) = &o.cc {
+                return Err(UsageError::new("--cc", cc, "no --cc with a mix in --flows (the mix names the algorithms)"));
+            }
+            if !transfer {
+                return Err(UsageError::new("--flows", &label, FLOWS_ONLY));
+            }
+            for (cc, _) in &groups {
+                check_available("--flows", cc, available)?;
+            }
+            let stagger_s = o.stagger.unwrap_or_default().0 as f64 / 1e9;
+            let ccs = groups.iter().flat_map(|(cc, n)| std::iter::repeat_n(cc, *n as usize));
+            let flows = ccs.enumerate().map(|(i, cc)| MixFlow { cc: cc.clone(), start_s: stagger_s * i as f64 }).collect();
+            Contest::Mix { flows, label, amount, direction, runs: fixed_runs(runs)? }
+        }
+        FlowsSpec::Parallel(flows) => {
+            if let Some(stagger) = o.stagger.filter(|s| s.0 > 0) {
+                return Err(UsageError::new("--stagger", stagger, "--stagger only with a mix in --flows, such as bbr:1,cubic:1"));
+            }
+            if flows > 1 && !transfer {
+                return Err(UsageError::new("--flows", flows, FLOWS_ONLY));
+            }
+            let workload = match kind {
+                WorkloadKind::Bulk | WorkloadKind::File => Workload::Transfer { flows, amount, direction },
+                WorkloadKind::Objects => Workload::Objects {
+                    requests: o.requests.map_or(200, |r| r.0),
+                    object_bytes: o.size.map_or(1 << 20, |s| s.0),
+                    concurrency: o.concurrency.map_or(16, |c| c.0),
+                    method: o.method.map_or(ObjectMethod::Put, |m| m.0),
+                },
+                WorkloadKind::Page => {
+                    let page = match o.page.clone() {
+                        Some(page) => page,
+                        None => "news".parse::<Page>().map_err(|e: Expected| UsageError::new("--page", "news", e.0))?,
+                    };
+                    let protocol = match (o.http.unwrap_or(Http::V1), o.max_connections) {
+                        (Http::V1, m) => PageProtocol::Http1 { max_connections: m.map_or(6, |m| m.0) },
+                        (Http::V2, None) => PageProtocol::Http2,
+                        (Http::V2, Some(m)) => {
+                            return Err(UsageError::new("--max-connections", m, "--max-connections only with --http 1 (HTTP/2 uses one connection)"))
+                        }
+                    };
+                    Workload::Page { page: page.model, protocol }
+                }
+            };
+            // The flags against each other first, then against this host.
+            let ccs = o.cc.clone().unwrap_or_default();
+            for cc in ccs.names() {
+                check_available("--cc", cc, available)?;
+            }
+            let algorithms = algorithms(ccs.names(), runs, o.max_runs.unwrap_or_default())?;
+            Contest::Algorithms { algorithms, workload }
+        }
+    };
+    let seed = o.seed.unwrap_or_else(rand::random);
+    let sample_interval_us = o.sample_interval.unwrap_or_default().0 / 1000;
+    let path = crate::path::build(&o.path, seed, sample_interval_us);
+    Ok(RunSpec { contest, path, seed, sample_interval_us, timeout_s: o.timeout.unwrap_or_default().0 as f64 / 1e9 })
+}
+
+impl From<RunSpec> for Plan {
+    fn from(spec: RunSpec) -> Plan {
+        let RunSpec { contest, path, seed, sample_interval_us, timeout_s } = spec;
+        let cc = String::new(); // set per run by the experiment
+        let bulk = |flows: u32, amount, direction, mix| {
+            WorkloadSpec::Bulk(BulkSpec { flows, direction, amount, cc: cc.clone(), mix, port: WORKLOAD_PORT, sample_interval_us, timeout_s })
+        };
+        let (ccs, runs, workload) = match contest {
+            Contest::Mix { flows, label, amount, direction, runs } => (vec![label], Runs::Fixed(runs), bulk(flows.len() as u32, amount, direction, flows)),
+            Contest::Algorithms { algorithms, workload } => {
+                let (ccs, runs) = match algorithms {
+                    Algorithms::One { cc, runs } => (vec![cc], Runs::Fixed(runs)),
+                    Algorithms::Several { ccs, runs } => (ccs, runs),
+                };
+                let workload = match workload {
+                    Workload::Transfer { flows, amount, direction } => bulk(flows, amount, direction, Vec::new()),
+                    Workload::Objects { requests, object_bytes, concurrency, method } => WorkloadSpec::Objects(ObjectsSpec {
+                        requests,
+                        object_bytes,
+                        concurrency,
+                        method,
+                        cc: cc.clone(),
+                        port: WORKLOAD_PORT,
+                        sample_interval_us,
+                        timeout_s,
+                    }),
+                    Workload::Page { page, protocol } => {
+                        WorkloadSpec::Page(PageSpec { page, protocol, cc: cc.clone(), port: WORKLOAD_PORT, sample_interval_us, timeout_s })
+                    }
+                };
+                (ccs, runs, workload)
+            }
+        };
+        Plan { ccs, runs, seed, path, workload }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Layer;
+    use ccbench_link::time::Duration as D;
+    use ccbench_link::{LossModel, Rate};
+
+    const HOST: [&str; 3] = ["bbr", "cubic", "reno"];
+
+    /// The `run` layer that this command line gives (defaults left out).
+    fn layer(flags: &[&str]) -> RunOpts {
+        let mut argv = vec!["ccbench", "run"];
+        argv.extend_from_slice(flags);
+        match crate::cli::parse_from(argv).unwrap_or_else(|e| panic!("{flags:?}: {e}")).command {
+            crate::cli::Command::Run(r) => r.opts,
+            _ => unreachable!(),
+        }
+    }
+
+    fn resolved(opts: RunOpts) -> Result<RunSpec, UsageError> {
+        resolve(opts, &HOST.map(String::from))
+    }
+
+    fn spec(flags: &[&str]) -> RunSpec {
+        resolved(layer(flags)).unwrap_or_else(|e| panic!("{flags:?}: {e}"))
+    }
+
+    fn refused(flags: &[&str]) -> UsageError {
+        match resolved(layer(flags)) {
+            Ok(s) => panic!("{flags:?} should be refused, got {s:?}"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn the_command_line_layer_holds_only_what_was_given() {
+        assert_eq!(layer(&[]), RunOpts::default());
+        let l = layer(&["--rate", "10mbit", "--runs", "7"]);
+        assert_eq!(l.path.rate, Some("10mbit".parse().unwrap()));
+        assert_eq!(l.runs, Some(RunsSpec::Fixed(7)));
+        assert_eq!((l.path.rtt, l.duration, l.workload), (None, None, None));
+    }
+
+    #[test]
+    fn the_defaults_help_shows_are_the_ones_used() {
+        use clap::{Args, FromArgMatches};
+        // What clap fills in from `default_value` (and --help shows), against the types' defaults.
+        let m = RunOpts::augment_args(clap::Command::new("defaults")).get_matches_from(["defaults"]);
+        let shown = RunOpts::from_arg_matches(&m).unwrap();
+        assert_eq!(resolved(RunOpts { seed: Some(1), ..shown.clone() }).unwrap(), resolved(RunOpts { seed: Some(1), ..RunOpts::default() }).unwrap());
+        assert_eq!(shown.max_runs, Some(MaxRuns::default()), "seen only with --runs auto");
+    }
+
+    #[test]
+    fn layers_go_one_over_another_field_by_field() {
+        let defaults = layer(&["--rate", "10mbit", "--rtt", "10ms", "--loss-up", "0", "--runs", "4"]);
+        let condition = layer(&["--loss-down", "1%", "--rtt", "50ms"]);
+        let user = layer(&["--runs", "6", "--rate-down", "20mbit"]);
+        let merged = user.over(condition.over(defaults));
+        assert_eq!(merged.runs, Some(RunsSpec::Fixed(6)), "the command line over the preset's defaults");
+        assert_eq!(merged.path.rtt, Some("50ms".parse().unwrap()), "the condition over the defaults");
+        let spec = resolved(merged).unwrap();
+        assert_eq!((spec.path.down.rate, spec.path.up.rate), (Rate::BitsPerSec(20_000_000), Rate::BitsPerSec(10_000_000)));
+        assert_eq!((spec.path.down.loss.clone(), spec.path.up.loss.clone()), (LossModel::Bernoulli { p: 0.01 }, LossModel::None));
+        assert_eq!(spec.path.down.delay_ns, D::from_nanos(25_000_000));
+        let Contest::Algorithms { algorithms: Algorithms::Several { runs, .. }, .. } = spec.contest else { panic!() };
+        assert_eq!(runs, Runs::Fixed(6));
+    }
+
+    #[test]
+    fn lists_and_switches_layer_too() {
+        let lower = layer(&["--at", "1s:rate=1mbit", "--at", "2s:rate=2mbit", "--no-offload"]);
+        let upper = layer(&["--at", "3s:rate=3mbit"]);
+        let merged = upper.over(lower.clone());
+        assert_eq!(merged.path.at.len(), 1, "a layer that gives --at replaces the list below");
+        assert!(merged.path.no_offload, "a switch stays on");
+        assert_eq!(RunOpts::default().over(lower.clone()), lower);
+    }
+
+    #[test]
+    fn each_workload_gets_its_own_options() {
+        let Contest::Algorithms { workload, .. } = spec(&["--workload", "objects", "--size", "4mib", "--method", "get"]).contest else { panic!() };
+        assert_eq!(workload, Workload::Objects { requests: 200, object_bytes: 4 << 20, concurrency: 16, method: ObjectMethod::Get });
+        let Contest::Algorithms { workload, .. } = spec(&["--workload", "file", "--flows", "2", "--direction", "upload"]).contest else { panic!() };
+        assert_eq!(workload, Workload::Transfer { flows: 2, amount: Amount::Bytes(10_000_000), direction: Direction::Upload });
+        let Contest::Algorithms { workload, .. } = spec(&["--workload", "page", "--http", "2"]).contest else { panic!() };
+        assert!(matches!(workload, Workload::Page { protocol: PageProtocol::Http2, .. }));
+        let Contest::Algorithms { workload, .. } = spec(&["--workload", "page", "--max-connections", "3"]).contest else { panic!() };
+        assert!(matches!(workload, Workload::Page { protocol: PageProtocol::Http1 { max_connections: 3 }, .. }));
+    }
+
+    #[test]
+    fn a_mix_names_its_algorithms_and_staggers_them() {
+        let spec = spec(&["--flows", "bbr:2,cubic", "--stagger", "2s", "--runs", "3", "--seed", "9"]);
+        let Contest::Mix { ref flows, ref label, runs, .. } = spec.contest else { panic!("{spec:?}") };
+        assert_eq!((label.as_str(), runs), ("bbr:2,cubic", 3));
+        let starts: Vec<(&str, f64)> = flows.iter().map(|f| (f.cc.as_str(), f.start_s)).collect();
+        assert_eq!(starts, [("bbr", 0.0), ("bbr", 2.0), ("cubic", 4.0)]);
+        let plan = Plan::from(spec);
+        assert_eq!(plan.ccs, ["bbr:2,cubic"]);
+        assert!(matches!(plan.workload, WorkloadSpec::Bulk(BulkSpec { flows: 3, .. })));
+    }
+
+    #[test]
+    fn combinations_that_make_no_sense_are_refused() {
+        for (flags, flag, message) in [
+            (&["--size", "1mb"][..], "--size", "--size only with --workload file or objects"),
+            (&["--workload", "file", "--concurrency", "4"], "--concurrency", "--concurrency only with --workload objects"),
+            (&["--workload", "objects", "--http", "2"], "--http", "--http only with --workload page"),
+            (&["--workload", "page", "--http", "2", "--max-connections", "3"], "--max-connections", "--max-connections only with --http 1"),
+            (&["--stagger", "1s"], "--stagger", "--stagger only with a mix"),
+            (&["--flows", "bbr:1,cubic:1", "--cc", "bbr"], "--cc", "no --cc with a mix"),
+            (&["--flows", "bbr:1,cubic:1", "--runs", "auto"], "--runs", "auto needs at least two algorithms"),
+            (&["--flows", "bbr:1", "--workload", "objects"], "--flows", "--flows only with --workload bulk or file"),
+            (&["--flows", "2", "--workload", "page"], "--flows", "--flows only with --workload bulk or file"),
+            (&["--cc", "bbr", "--runs", "auto"], "--runs", "auto needs at least two algorithms"),
+            (&["--cc", "bbr,cubic", "--runs", "2"], "--runs", "at least"),
+            (&["--runs", "auto", "--max-runs", "3"], "--max-runs", "with --runs auto"),
+            (&["--cc", "bbr,vegas2"], "--cc", "available or loadable on this host"),
+            (&["--flows", "bbr:1,vegas2:1"], "--flows", "available or loadable on this host"),
+        ] {
+            let e = refused(flags);
+            assert_eq!(e.flag, flag, "{flags:?}: {e}");
+            assert!(e.allowed.contains(message), "{flags:?}: {e}");
+        }
+        assert_eq!(refused(&["--size", "1mb"]).to_string(), "invalid --size \"1mb\": expected --size only with --workload file or objects");
+    }
+
+    #[test]
+    fn one_algorithm_or_several() {
+        let Contest::Algorithms { algorithms, .. } = spec(&["--cc", "reno", "--runs", "1"]).contest else { panic!() };
+        assert_eq!(algorithms, Algorithms::One { cc: "reno".into(), runs: 1 });
+        let Contest::Algorithms { algorithms, .. } = spec(&["--runs", "auto", "--max-runs", "30"]).contest else { panic!() };
+        assert_eq!(algorithms, Algorithms::Several { ccs: vec!["bbr".into(), "cubic".into()], runs: Runs::Auto { max: 30 } });
+    }
+}

@@ -1,0 +1,1073 @@
+//! The values that the `run` and `exec` flags take, typed at the edge. Each parses from the text a
+//! user writes — on the command line through clap's `value_parser`, in a preset through serde —,
+//! checks the range that belongs to its flag, and explains a bad value by what would have been
+//! accepted ([`Expected`]); the caller, who knows the flag, turns that into the one-line usage
+//! error. Past this module nothing is text any more.
+
+use ccbench_link::time::{Duration, Instant};
+use std::fmt;
+use std::marker::PhantomData;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use ccbench::units;
+use ccbench_link::{self as link, Aqm, Jitter, LossModel, Policer, ScheduledChange, TraceRate};
+use ccbench_workload::{ObjectMethod, PageModel};
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+
+/// Above this the emulator is certainly not the tool; below it a "rate" is a typo.
+const MAX_RATE_BPS: u64 = 100_000_000_000;
+const MIN_RATE_BPS: u64 = 10_000;
+const MAX_ONE_WAY_DELAY_NS: u64 = 10_000_000_000;
+const NS_PER_MS: u64 = 1_000_000;
+const NS_PER_S: u64 = 1_000_000_000;
+
+/// Why a value was refused: what would have been accepted ("a rate such as 10mbit, …"). The
+/// flag and the value are added by whoever knows them: [`crate::cli::usage_error`] for clap's
+/// errors, the preset loader for a preset's fields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expected(pub String);
+
+impl fmt::Display for Expected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Expected {}
+
+impl From<String> for Expected {
+    fn from(s: String) -> Self {
+        Expected(s)
+    }
+}
+
+impl From<&str> for Expected {
+    fn from(s: &str) -> Self {
+        Expected(s.to_string())
+    }
+}
+
+fn expected<T>(allowed: impl Into<String>) -> Result<T, Expected> {
+    Err(Expected(allowed.into()))
+}
+
+/// Reads a value from a preset the way its flag reads it: a string, number or boolean is taken
+/// as the text the flag would have been given (`runs = 4` is `--runs 4`).
+pub fn from_text<'de, D: Deserializer<'de>, T: FromStr<Err = Expected>>(d: D) -> Result<T, D::Error> {
+    d.deserialize_any(Text(PhantomData))
+}
+
+struct Text<T>(PhantomData<T>);
+
+impl<T: FromStr<Err = Expected>> Visitor<'_> for Text<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a single value (text or a number)")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        v.parse().map_err(|e: Expected| E::custom(e.0))
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<T, E> {
+        self.visit_str(&v.to_string())
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+        self.visit_str(&v.to_string())
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+        self.visit_str(&v.to_string())
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
+        self.visit_str(&v.to_string())
+    }
+}
+
+/// A repeatable flag in a preset: one value, or a list of them (`at = ["5s:rate=10mbit", …]`).
+pub fn one_or_many<'de, D: Deserializer<'de>, T: FromStr<Err = Expected>>(d: D) -> Result<Vec<T>, D::Error> {
+    struct OneOrMany<T>(PhantomData<T>);
+    impl<'de, T: FromStr<Err = Expected>> Visitor<'de> for OneOrMany<T> {
+        type Value = Vec<T>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a value or a list of values")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Vec<T>, E> {
+            Text(PhantomData).visit_str(v).map(|one| vec![one])
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+            let mut all = Vec::new();
+            while let Some(Parsed(one)) = seq.next_element::<Parsed<T>>()? {
+                all.push(one);
+            }
+            Ok(all)
+        }
+    }
+    d.deserialize_any(OneOrMany(PhantomData))
+}
+
+/// Any [`FromStr`] value, deserialized through [`from_text`].
+struct Parsed<T>(T);
+
+impl<'de, T: FromStr<Err = Expected>> Deserialize<'de> for Parsed<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        from_text(d).map(Parsed)
+    }
+}
+
+/// `Deserialize` through `FromStr`, so a preset's field is read exactly as its flag.
+macro_rules! deserialize_from_text {
+    ($($t:ty),* $(,)?) => {$(
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                from_text(d)
+            }
+        }
+    )*};
+}
+
+// ---------------------------------------------------------------------------------------------
+// The path
+
+/// A bottleneck rate (`--rate`, `--rate-down`, `--rate-up`, and `rate=` in `--at`): from 10kbit
+/// to 100gbit, or unlimited. The default is `--rate`'s.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rate(pub link::Rate);
+
+impl Default for Rate {
+    fn default() -> Self {
+        Rate(link::Rate::BitsPerSec(100_000_000))
+    }
+}
+
+impl FromStr for Rate {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        match units::parse_rate(s)? {
+            None => Ok(Rate(link::Rate::Unlimited)),
+            Some(b) if (MIN_RATE_BPS..=MAX_RATE_BPS).contains(&b) => Ok(Rate(link::Rate::BitsPerSec(b))),
+            Some(_) => expected("a rate between 10kbit and 100gbit, or 'unlimited'"),
+        }
+    }
+}
+
+fn one_way_delay_ns(s: &str, divide: u64) -> Result<u64, Expected> {
+    let ns = units::parse_duration_ns(s)?;
+    if ns / divide > MAX_ONE_WAY_DELAY_NS {
+        return expected("a delay of at most 10s one way");
+    }
+    Ok(ns / divide)
+}
+
+/// A one-way delay (`--delay-down`, `--delay-up`): at most 10 s.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Delay(pub u64);
+
+impl FromStr for Delay {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        one_way_delay_ns(s, 1).map(Delay)
+    }
+}
+
+/// A round-trip time (`--rtt`), split evenly between the directions: at most 10 s each way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rtt {
+    one_way_ns: u64,
+}
+
+impl Rtt {
+    /// Half the round trip: the delay of each direction.
+    pub fn one_way(&self) -> Delay {
+        Delay(self.one_way_ns)
+    }
+}
+
+impl Default for Rtt {
+    fn default() -> Self {
+        Rtt { one_way_ns: 20 * NS_PER_MS }
+    }
+}
+
+impl FromStr for Rtt {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        one_way_delay_ns(s, 2).map(|one_way_ns| Rtt { one_way_ns })
+    }
+}
+
+/// Random loss (`--loss` and its per-direction forms): a percentage for Bernoulli loss, or
+/// `gilbert:p=1%,r=25%[,bad=100%][,good=0%]` for bursty Gilbert–Elliott loss.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LossSpec(pub LossModel);
+
+impl FromStr for LossSpec {
+    type Err = Expected;
+    fn from_str(value: &str) -> Result<Self, Expected> {
+        const GE: &str = "gilbert:p=P%,r=R%[,bad=B%][,good=G%] (p: good→bad per packet, r: bad→good, bad/good: loss in each state; defaults bad=100%, good=0%)";
+        if let Some(params) = value.strip_prefix("gilbert:").or_else(|| value.strip_prefix("ge:")) {
+            let (mut p, mut r, mut bad, mut good) = (None, None, 1.0, 0.0);
+            for kv in params.split(',') {
+                let Some((k, v)) = kv.split_once('=') else { return expected(GE) };
+                let Ok(x) = units::parse_percent(v) else { return expected(GE) };
+                match k.trim() {
+                    "p" => p = Some(x),
+                    "r" => r = Some(x),
+                    "bad" => bad = x,
+                    "good" => good = x,
+                    _ => return expected(GE),
+                }
+            }
+            let (Some(p), Some(r)) = (p, r) else { return expected(GE) };
+            if r == 0.0 && p > 0.0 {
+                return expected("r > 0% (with r=0% the link stays in the bad state forever)");
+            }
+            return Ok(LossSpec(LossModel::GilbertElliott { p_good_to_bad: p, p_bad_to_good: r, loss_in_good: good, loss_in_bad: bad }));
+        }
+        let p = units::parse_percent(value).map_err(|a| Expected(format!("{a}, or {GE}")))?;
+        Ok(LossSpec(if p == 0.0 { LossModel::None } else { LossModel::Bernoulli { p } }))
+    }
+}
+
+/// A drop-tail buffer (`--buffer` and its per-direction forms) as written: resolved against the
+/// path's rate, round trip and MTU once they are known.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BufferSpec {
+    Unlimited,
+    Bytes(u64),
+    Packets(u64),
+    Bdp(f64),
+}
+
+impl Default for BufferSpec {
+    fn default() -> Self {
+        BufferSpec::Bdp(1.0)
+    }
+}
+
+impl FromStr for BufferSpec {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        const ALLOWED: &str = "a buffer such as 1bdp, 0.5bdp, 100pkt, 256kib, 1mb or 'unlimited'";
+        let t = s.trim().to_ascii_lowercase();
+        if t == "unlimited" {
+            return Ok(BufferSpec::Unlimited);
+        }
+        let Some((v, unit)) = units::split_number(&t) else { return expected(ALLOWED) };
+        match unit.as_str() {
+            "bdp" if v > 0.0 => Ok(BufferSpec::Bdp(v)),
+            "pkt" | "pkts" | "p" | "packets" if v >= 1.0 => Ok(BufferSpec::Packets(v.round() as u64)),
+            _ => match units::parse_bytes(&t) {
+                Ok(b) if b > 0 => Ok(BufferSpec::Bytes(b)),
+                _ => expected(ALLOWED),
+            },
+        }
+    }
+}
+
+/// A Mahimahi trace file (`--trace` and its per-direction forms), read and checked when the
+/// flag is parsed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceFile {
+    pub path: PathBuf,
+    pub rate: TraceRate,
+}
+
+impl FromStr for TraceFile {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        let path = PathBuf::from(s);
+        let text = std::fs::read_to_string(&path).map_err(|e| Expected(format!("a readable Mahimahi trace file ({e})")))?;
+        let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| s.to_string());
+        let rate =
+            TraceRate::parse(&name, &text).map_err(|e| Expected(format!("a Mahimahi trace (one millisecond timestamp per line, non-decreasing): {e}")))?;
+        Ok(TraceFile { path, rate })
+    }
+}
+
+/// Extra random delay per packet (`--jitter` and its per-direction forms): `2ms` (uniform),
+/// `normal:1ms` (half-normal), either followed by `,reorder`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct JitterSpec(pub Jitter);
+
+impl FromStr for JitterSpec {
+    type Err = Expected;
+    fn from_str(value: &str) -> Result<Self, Expected> {
+        const ALLOWED: &str = "a jitter such as 2ms, normal:1ms, or 2ms,reorder";
+        let (spec, reorder) = match value.split_once(',') {
+            Some((spec, "reorder")) => (spec, true),
+            Some(_) => return expected(ALLOWED),
+            None => (value, false),
+        };
+        let (normal, amount) = match spec.strip_prefix("normal:") {
+            Some(a) => (true, a),
+            None => (false, spec.strip_prefix("uniform:").unwrap_or(spec)),
+        };
+        let Ok(ns) = units::parse_duration_ns(amount) else { return expected(ALLOWED) };
+        if ns > MAX_ONE_WAY_DELAY_NS {
+            return expected("a jitter of at most 10s");
+        }
+        Ok(JitterSpec(match (ns, normal) {
+            (0, _) => Jitter::None,
+            (ns, true) => Jitter::Normal { sd_ns: Duration::from_nanos(ns), reorder },
+            (ns, false) => Jitter::Uniform { max_ns: Duration::from_nanos(ns), reorder },
+        }))
+    }
+}
+
+/// A token-bucket policer (`--policer` and its per-direction forms): `RATE[:BURST]`, the burst
+/// 10 ms at the rate unless given, and at least one full packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PolicerSpec(pub Policer);
+
+impl FromStr for PolicerSpec {
+    type Err = Expected;
+    fn from_str(value: &str) -> Result<Self, Expected> {
+        const ALLOWED: &str = "a policer RATE[:BURST] such as 10mbit or 10mbit:64kib";
+        let (rate_s, burst_s) = match value.split_once(':') {
+            Some((r, b)) => (r, Some(b)),
+            None => (value, None),
+        };
+        let Ok(Some(rate_bps)) = units::parse_rate(rate_s) else { return expected(ALLOWED) };
+        let burst_bytes = match burst_s {
+            Some(b) => units::parse_bytes(b).map_err(|_| Expected::from(ALLOWED))?,
+            None => (rate_bps / 8 / 100).max(3000),
+        };
+        if burst_bytes < 1500 {
+            return expected("a burst of at least one 1500-byte packet");
+        }
+        Ok(PolicerSpec(Policer { rate_bps, burst_bytes }))
+    }
+}
+
+/// Queue management at the bottleneck (`--aqm`): `droptail`, or `codel[:target=…,interval=…]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AqmSpec(pub Aqm);
+
+impl FromStr for AqmSpec {
+    type Err = Expected;
+    fn from_str(value: &str) -> Result<Self, Expected> {
+        const ALLOWED: &str = "droptail, or codel[:target=5ms,interval=100ms]";
+        match value.split_once(':').map(|(a, b)| (a, Some(b))).unwrap_or((value, None)) {
+            ("droptail", None) => Ok(AqmSpec(Aqm::DropTail)),
+            ("codel", params) => {
+                let Aqm::Codel { mut target_ns, mut interval_ns } = Aqm::codel() else { return expected(ALLOWED) };
+                for kv in params.into_iter().flat_map(|p| p.split(',')) {
+                    let Some((k, v)) = kv.split_once('=') else { return expected(ALLOWED) };
+                    let Ok(ns) = units::parse_duration_ns(v) else { return expected(ALLOWED) };
+                    match k {
+                        "target" => target_ns = Duration::from_nanos(ns),
+                        "interval" if ns > 0 => interval_ns = Duration::from_nanos(ns),
+                        _ => return expected(ALLOWED),
+                    }
+                }
+                Ok(AqmSpec(Aqm::Codel { target_ns, interval_ns }))
+            }
+            _ => expected(ALLOWED),
+        }
+    }
+}
+
+/// One change during the run (`--at TIME:KEY=VALUE[,KEY=VALUE…]`), as the change it makes in
+/// each direction (either may change nothing).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AtChange {
+    pub down: ScheduledChange,
+    pub up: ScheduledChange,
+}
+
+impl FromStr for AtChange {
+    type Err = Expected;
+    fn from_str(value: &str) -> Result<Self, Expected> {
+        const ALLOWED: &str = "TIME:KEY=VALUE[,KEY=VALUE…] such as 10s:rate=20mbit or 5s:rtt=80ms,loss=1% (keys: rate, rtt, loss, rate-down, rate-up, delay-down, delay-up, loss-down, loss-up)";
+        const KEYS: [&str; 9] = ["rate", "rtt", "loss", "rate-down", "rate-up", "delay-down", "delay-up", "loss-down", "loss-up"];
+        let Some((time, changes)) = value.split_once(':') else { return expected(ALLOWED) };
+        let Ok(at_ns) = units::parse_duration_ns(time).map(Instant::from_nanos) else { return expected(ALLOWED) };
+        let mut down = ScheduledChange { at_ns, ..Default::default() };
+        let mut up = ScheduledChange { at_ns, ..Default::default() };
+        // Split on commas, except inside a value (Gilbert–Elliott loss has its own "p=…,r=…").
+        let mut parts: Vec<String> = Vec::new();
+        for piece in changes.split(',') {
+            let key = piece.split('=').next().unwrap_or("").trim();
+            match parts.last_mut() {
+                Some(last) if !KEYS.contains(&key) => {
+                    last.push(',');
+                    last.push_str(piece);
+                }
+                _ => parts.push(piece.to_string()),
+            }
+        }
+        for kv in &parts {
+            let Some((k, v)) = kv.split_once('=') else { return expected(ALLOWED) };
+            let rate = |v: &str| v.parse::<Rate>().map(|r| Some(r.0));
+            let loss = |v: &str| v.parse::<LossSpec>().map(|l| Some(l.0));
+            match k.trim() {
+                "rate" => (down.rate, up.rate) = (rate(v)?, rate(v)?),
+                "rate-down" => down.rate = rate(v)?,
+                "rate-up" => up.rate = rate(v)?,
+                "rtt" => {
+                    let half = Duration::from_nanos(v.parse::<Rtt>()?.one_way().0);
+                    (down.delay_ns, up.delay_ns) = (Some(half), Some(half));
+                }
+                "delay-down" => down.delay_ns = Some(Duration::from_nanos(v.parse::<Delay>()?.0)),
+                "delay-up" => up.delay_ns = Some(Duration::from_nanos(v.parse::<Delay>()?.0)),
+                "loss" => (down.loss, up.loss) = (loss(v)?, loss(v)?),
+                "loss-down" => down.loss = loss(v)?,
+                "loss-up" => up.loss = loss(v)?,
+                _ => return expected(ALLOWED),
+            }
+        }
+        Ok(AtChange { down, up })
+    }
+}
+
+/// The MTU of the emulated link (`--mtu`), in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mtu(pub u32);
+
+impl Default for Mtu {
+    fn default() -> Self {
+        Mtu(1500)
+    }
+}
+
+impl FromStr for Mtu {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        match s.trim().parse::<u32>() {
+            Ok(n) if (576..=9000).contains(&n) => Ok(Mtu(n)),
+            _ => expected("an MTU from 576 to 9000 bytes"),
+        }
+    }
+}
+
+deserialize_from_text!(Rate, Delay, Rtt, LossSpec, BufferSpec, TraceFile, JitterSpec, PolicerSpec, AqmSpec, AtChange, Mtu);
+
+// ---------------------------------------------------------------------------------------------
+// Durations
+
+/// A duration, printed back in the largest unit that keeps it whole (`3s`, `250ms`).
+fn fmt_ns(ns: u64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    match ns {
+        0 => write!(f, "0s"),
+        ns if ns.is_multiple_of(NS_PER_S) => write!(f, "{}s", ns / NS_PER_S),
+        ns if ns.is_multiple_of(NS_PER_MS) => write!(f, "{}ms", ns / NS_PER_MS),
+        ns if ns.is_multiple_of(1000) => write!(f, "{}us", ns / 1000),
+        ns => write!(f, "{ns}ns"),
+    }
+}
+
+/// A duration type for one flag: its range and the message that explains it.
+macro_rules! duration_flag {
+    ($(#[$m:meta])* $name:ident, default $default:expr, $range:expr, $allowed:expr) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub struct $name(pub u64);
+
+        impl Default for $name {
+            fn default() -> Self {
+                $name($default)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = Expected;
+            fn from_str(s: &str) -> Result<Self, Expected> {
+                let ns = units::parse_duration_ns(s)?;
+                if !($range).contains(&ns) {
+                    return expected($allowed);
+                }
+                Ok($name(ns))
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt_ns(self.0, f)
+            }
+        }
+
+        deserialize_from_text!($name);
+    };
+}
+
+duration_flag!(
+    /// Between the start of one flow of a mix and the next (`--stagger`).
+    Stagger, default 0, 0..=u64::MAX, "a duration"
+);
+duration_flag!(
+    /// How long each bulk run sends (`--duration`): 1 s to 60 min.
+    RunDuration, default 10 * NS_PER_S, NS_PER_S..=3600 * NS_PER_S, "a duration between 1s and 60min"
+);
+duration_flag!(
+    /// When a file, objects or page run gives up (`--timeout`): at least 1 s.
+    Timeout, default 600 * NS_PER_S, NS_PER_S..=u64::MAX, "at least 1s"
+);
+duration_flag!(
+    /// How often the sender and the emulator are sampled (`--sample-interval`): 1 ms to 1 s.
+    SampleInterval, default 10 * NS_PER_MS, NS_PER_MS..=NS_PER_S, "an interval between 1ms and 1s"
+);
+duration_flag!(
+    /// The emulator's shortest time between wake-ups (`--emulator-batch`): at most 1 ms.
+    EmulatorBatch, default 25_000, 0..=NS_PER_MS, "at most 1ms"
+);
+
+// ---------------------------------------------------------------------------------------------
+// The workload and the runs
+
+/// A whole-number flag with its range.
+macro_rules! count_flag {
+    ($(#[$m:meta])* $name:ident, $range:expr) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub struct $name(pub u32);
+
+        impl FromStr for $name {
+            type Err = Expected;
+            fn from_str(s: &str) -> Result<Self, Expected> {
+                let range = $range;
+                match s.trim().parse::<u32>() {
+                    Ok(n) if range.contains(&n) => Ok($name(n)),
+                    _ => expected(format!("a whole number from {} to {}", range.start(), range.end())),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}", self.0)
+            }
+        }
+
+        deserialize_from_text!($name);
+    };
+}
+
+count_flag!(
+    /// objects: requests per run (`--requests`).
+    Requests, 1..=100_000
+);
+count_flag!(
+    /// objects: concurrent persistent connections (`--concurrency`).
+    Concurrency, 1..=256
+);
+count_flag!(
+    /// page over HTTP/1.1: most parallel connections (`--max-connections`).
+    MaxConnections, 1..=64
+);
+count_flag!(
+    /// With `--runs auto`: the most runs per algorithm (`--max-runs`).
+    MaxRuns, 1..=1000
+);
+
+impl Default for MaxRuns {
+    fn default() -> Self {
+        MaxRuns(20)
+    }
+}
+
+/// A transfer or object size (`--size`): 1 byte to 1 TB.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size(pub u64);
+
+impl FromStr for Size {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        match units::parse_bytes(s)? {
+            n @ 1..=1_000_000_000_000 => Ok(Size(n)),
+            _ => expected("a size between 1 byte and 1 TB"),
+        }
+    }
+}
+
+impl fmt::Display for Size {
+    /// In the largest unit that keeps it whole: `10mb`, `4mib`, `1500`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [(u64, &str); 6] = [(1 << 30, "gib"), (1_000_000_000, "gb"), (1 << 20, "mib"), (1_000_000, "mb"), (1 << 10, "kib"), (1000, "kb")];
+        match UNITS.iter().find(|(n, _)| self.0.is_multiple_of(*n)) {
+            Some((n, unit)) => write!(f, "{}{unit}", self.0 / n),
+            None => write!(f, "{}", self.0),
+        }
+    }
+}
+
+/// objects: which way the objects go (`--method`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Method(pub ObjectMethod);
+
+impl FromStr for Method {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        match s {
+            "put" | "PUT" => Ok(Method(ObjectMethod::Put)),
+            "get" | "GET" => Ok(Method(ObjectMethod::Get)),
+            _ => expected("put or get"),
+        }
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.0 {
+            ObjectMethod::Put => "put",
+            ObjectMethod::Get => "get",
+        })
+    }
+}
+
+/// page: the page loaded (`--page`), a built-in one by name or a JSON file, read when the flag
+/// is parsed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Page {
+    pub name: String,
+    pub model: PageModel,
+}
+
+impl FromStr for Page {
+    type Err = Expected;
+    fn from_str(name: &str) -> Result<Self, Expected> {
+        let builtin = PageModel::builtin_names().contains(&name);
+        let model = if builtin { PageModel::builtin(name) } else { PageModel::from_file(name) }
+            .map_err(|e| Expected(format!("one of {} or a page JSON file ({e})", PageModel::builtin_names().join(", "))))?;
+        Ok(Page { name: name.to_string(), model })
+    }
+}
+
+impl fmt::Display for Page {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+/// page: the HTTP version (`--http`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Http {
+    /// HTTP/1.1: browser-like parallel connections.
+    V1,
+    /// HTTP/2: one multiplexed connection.
+    V2,
+}
+
+impl FromStr for Http {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        match s {
+            "1" | "1.1" => Ok(Http::V1),
+            "2" => Ok(Http::V2),
+            _ => expected("1 or 2"),
+        }
+    }
+}
+
+impl fmt::Display for Http {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Http::V1 => "1",
+            Http::V2 => "2",
+        })
+    }
+}
+
+/// The algorithms to compare (`--cc`): a comma-separated list (in a preset, a list of names
+/// too), never empty, each once. Whether this host has them is checked when the run is planned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CcList(Vec<String>);
+
+impl CcList {
+    pub fn names(&self) -> &[String] {
+        &self.0
+    }
+}
+
+impl Default for CcList {
+    fn default() -> Self {
+        CcList(vec!["bbr".into(), "cubic".into()])
+    }
+}
+
+impl FromStr for CcList {
+    type Err = Expected;
+    fn from_str(list: &str) -> Result<Self, Expected> {
+        let mut ccs: Vec<String> = Vec::new();
+        for cc in list.split(',').map(str::trim) {
+            if cc.is_empty() {
+                return expected("a comma-separated list of algorithms such as bbr,cubic");
+            }
+            if ccs.iter().any(|c| c == cc) {
+                return expected("each algorithm once");
+            }
+            ccs.push(cc.to_string());
+        }
+        Ok(CcList(ccs))
+    }
+}
+
+impl fmt::Display for CcList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.join(","))
+    }
+}
+
+impl<'de> Deserialize<'de> for CcList {
+    /// `cc = "bbr,cubic"` or `cc = ["bbr", "cubic"]`.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Names;
+        impl<'de> Visitor<'de> for Names {
+            type Value = CcList;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a comma-separated list of algorithms, or a list of names")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<CcList, E> {
+                v.parse().map_err(|e: Expected| E::custom(e.0))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<CcList, A::Error> {
+                let mut names = Vec::new();
+                while let Some(name) = seq.next_element::<String>()? {
+                    names.push(name);
+                }
+                self.visit_str(&names.join(","))
+            }
+        }
+        d.deserialize_any(Names)
+    }
+}
+
+/// `--flows`: parallel connections of the compared algorithm, or a mix of algorithms sharing the
+/// bottleneck in every run (`bbr:2,cubic:2`; a count of 1 may be left out). At most 64 flows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FlowsSpec {
+    Parallel(u32),
+    Mix {
+        /// Each algorithm and how many flows of it, in the order given.
+        groups: Vec<(String, u32)>,
+        /// The mix as written (without spaces): its name in the results.
+        label: String,
+    },
+}
+
+impl Default for FlowsSpec {
+    fn default() -> Self {
+        FlowsSpec::Parallel(1)
+    }
+}
+
+impl FromStr for FlowsSpec {
+    type Err = Expected;
+    fn from_str(value: &str) -> Result<Self, Expected> {
+        const ALLOWED: &str = "a number of flows from 1 to 64, or a mix such as bbr:2,cubic:2";
+        if let Ok(n) = value.trim().parse::<u32>() {
+            return if (1..=64).contains(&n) { Ok(FlowsSpec::Parallel(n)) } else { expected(ALLOWED) };
+        }
+        let mut groups = Vec::new();
+        for part in value.split(',').map(str::trim) {
+            let (cc, count) = match part.split_once(':') {
+                Some((cc, n)) => (cc.trim(), n.trim().parse::<u32>().map_err(|_| Expected::from(ALLOWED))?),
+                None => (part, 1),
+            };
+            if cc.is_empty() || count == 0 {
+                return expected(ALLOWED);
+            }
+            groups.push((cc.to_string(), count));
+        }
+        if groups.iter().map(|(_, n)| u64::from(*n)).sum::<u64>() > 64 {
+            return expected(ALLOWED);
+        }
+        Ok(FlowsSpec::Mix { groups, label: value.replace(' ', "") })
+    }
+}
+
+impl fmt::Display for FlowsSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FlowsSpec::Parallel(n) => write!(f, "{n}"),
+            FlowsSpec::Mix { label, .. } => f.write_str(label),
+        }
+    }
+}
+
+/// `--runs`: a count per algorithm, or `auto` (until the verdict is decided).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunsSpec {
+    Fixed(u32),
+    Auto,
+}
+
+impl Default for RunsSpec {
+    fn default() -> Self {
+        RunsSpec::Fixed(5)
+    }
+}
+
+impl FromStr for RunsSpec {
+    type Err = Expected;
+    fn from_str(value: &str) -> Result<Self, Expected> {
+        match value.trim() {
+            "auto" => Ok(RunsSpec::Auto),
+            v => match v.parse::<u32>() {
+                Ok(n) if (1..=1000).contains(&n) => Ok(RunsSpec::Fixed(n)),
+                _ => expected("a whole number from 1 to 1000, or auto"),
+            },
+        }
+    }
+}
+
+impl fmt::Display for RunsSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunsSpec::Fixed(n) => write!(f, "{n}"),
+            RunsSpec::Auto => f.write_str("auto"),
+        }
+    }
+}
+
+/// `--workload`: the kind of traffic.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WorkloadKind {
+    #[default]
+    Bulk,
+    File,
+    Objects,
+    Page,
+}
+
+/// `--direction`: which way the data flows.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DirectionArg {
+    /// The server sends (a download).
+    #[default]
+    Download,
+    /// The client sends (an upload).
+    Upload,
+}
+
+/// `FromStr` for a clap `ValueEnum`, for presets (clap itself parses the flag).
+macro_rules! from_str_by_value_enum {
+    ($($t:ty),*) => {$(
+        impl FromStr for $t {
+            type Err = Expected;
+            fn from_str(s: &str) -> Result<Self, Expected> {
+                <$t as clap::ValueEnum>::from_str(s, false).map_err(|_| {
+                    let names: Vec<String> = <$t as clap::ValueEnum>::value_variants()
+                        .iter()
+                        .filter_map(|v| clap::ValueEnum::to_possible_value(v).map(|p| p.get_name().to_string()))
+                        .collect();
+                    Expected(format!("one of {}", names.join(", ")))
+                })
+            }
+        }
+
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let name = clap::ValueEnum::to_possible_value(self).map(|p| p.get_name().to_string()).unwrap_or_default();
+                f.write_str(&name)
+            }
+        }
+    )*};
+}
+
+from_str_by_value_enum!(WorkloadKind, DirectionArg);
+
+deserialize_from_text!(Size, Method, Page, Http, FlowsSpec, RunsSpec, WorkloadKind, DirectionArg);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ccbench_link::time::Duration as D;
+    use ccbench_link::Rate as LinkRate;
+
+    fn refused<T: FromStr<Err = Expected> + fmt::Debug>(s: &str) -> String {
+        match s.parse::<T>() {
+            Ok(v) => panic!("{s:?} should be refused, got {v:?}"),
+            Err(e) => e.0,
+        }
+    }
+
+    #[test]
+    fn rates_have_the_link_range() {
+        assert_eq!("100mbit".parse(), Ok(Rate(LinkRate::BitsPerSec(100_000_000))));
+        assert_eq!("unlimited".parse(), Ok(Rate(LinkRate::Unlimited)));
+        assert_eq!("10kbit".parse(), Ok(Rate(LinkRate::BitsPerSec(10_000))));
+        assert_eq!(Rate::default(), "100mbit".parse().unwrap());
+        assert!(refused::<Rate>("5furlongs").starts_with("a rate such as 10mbit"));
+        assert!(refused::<Rate>("100mbps").contains("'bps' is ambiguous"));
+        assert_eq!(refused::<Rate>("1000gbit"), "a rate between 10kbit and 100gbit, or 'unlimited'");
+        assert_eq!(refused::<Rate>("9kbit"), "a rate between 10kbit and 100gbit, or 'unlimited'");
+        assert!(refused::<Rate>("-5mbit").starts_with("a rate such as"));
+    }
+
+    #[test]
+    fn delays_are_at_most_ten_seconds_one_way() {
+        assert_eq!("10s".parse(), Ok(Delay(10_000_000_000)));
+        assert_eq!(refused::<Delay>("11s"), "a delay of at most 10s one way");
+        assert_eq!("40ms".parse::<Rtt>().unwrap().one_way(), Delay(20_000_000));
+        assert_eq!("20s".parse::<Rtt>().unwrap().one_way(), Delay(10_000_000_000));
+        assert_eq!(refused::<Rtt>("30s"), "a delay of at most 10s one way");
+        assert!(refused::<Rtt>("forty").starts_with("a duration such as 40ms"));
+        assert_eq!(Rtt::default(), "40ms".parse().unwrap());
+    }
+
+    #[test]
+    fn losses() {
+        assert_eq!("0".parse(), Ok(LossSpec(LossModel::None)));
+        assert_eq!("2%".parse(), Ok(LossSpec(LossModel::Bernoulli { p: 0.02 })));
+        assert_eq!(
+            "gilbert:p=1%,r=25%".parse(),
+            Ok(LossSpec(LossModel::GilbertElliott { p_good_to_bad: 0.01, p_bad_to_good: 0.25, loss_in_good: 0.0, loss_in_bad: 1.0 }))
+        );
+        assert!(refused::<LossSpec>("150%").starts_with("a percentage from 0% to 100%"));
+        assert!(refused::<LossSpec>("0.5").contains(", or gilbert:p=P%"));
+        assert!(refused::<LossSpec>("gilbert:p=1%").starts_with("gilbert:p=P%,r=R%"));
+        assert!(refused::<LossSpec>("gilbert:p=1%,r=0%").starts_with("r > 0%"));
+    }
+
+    #[test]
+    fn buffers() {
+        assert_eq!("1bdp".parse(), Ok(BufferSpec::Bdp(1.0)));
+        assert_eq!("100pkt".parse(), Ok(BufferSpec::Packets(100)));
+        assert_eq!("64kib".parse(), Ok(BufferSpec::Bytes(65536)));
+        assert_eq!("unlimited".parse(), Ok(BufferSpec::Unlimited));
+        for bad in ["0bdp", "0", "lots"] {
+            assert_eq!(refused::<BufferSpec>(bad), "a buffer such as 1bdp, 0.5bdp, 100pkt, 256kib, 1mb or 'unlimited'");
+        }
+    }
+
+    #[test]
+    fn link_stages() {
+        assert_eq!("2ms,reorder".parse(), Ok(JitterSpec(Jitter::Uniform { max_ns: D::from_nanos(2_000_000), reorder: true })));
+        assert_eq!("normal:1ms".parse(), Ok(JitterSpec(Jitter::Normal { sd_ns: D::from_nanos(1_000_000), reorder: false })));
+        assert_eq!("0".parse(), Ok(JitterSpec(Jitter::None)));
+        assert_eq!(refused::<JitterSpec>("2 parsecs"), "a jitter such as 2ms, normal:1ms, or 2ms,reorder");
+        assert_eq!(refused::<JitterSpec>("20s"), "a jitter of at most 10s");
+        assert_eq!("10mbit:64kib".parse(), Ok(PolicerSpec(Policer { rate_bps: 10_000_000, burst_bytes: 65_536 })));
+        assert_eq!("10mbit".parse(), Ok(PolicerSpec(Policer { rate_bps: 10_000_000, burst_bytes: 12_500 })));
+        assert_eq!(refused::<PolicerSpec>("fast"), "a policer RATE[:BURST] such as 10mbit or 10mbit:64kib");
+        assert_eq!(refused::<PolicerSpec>("10mbit:1kb"), "a burst of at least one 1500-byte packet");
+        assert_eq!("droptail".parse(), Ok(AqmSpec(Aqm::DropTail)));
+        assert_eq!("codel".parse(), Ok(AqmSpec(Aqm::codel())));
+        assert_eq!("codel:target=10ms".parse(), Ok(AqmSpec(Aqm::Codel { target_ns: D::from_nanos(10_000_000), interval_ns: D::from_nanos(100_000_000) })));
+        for bad in ["red", "codel:target=1", "codel:interval=0", "droptail:x=1"] {
+            assert_eq!(refused::<AqmSpec>(bad), "droptail, or codel[:target=5ms,interval=100ms]", "{bad}");
+        }
+        assert_eq!("9000".parse(), Ok(Mtu(9000)));
+        assert_eq!(refused::<Mtu>("100"), "an MTU from 576 to 9000 bytes");
+    }
+
+    #[test]
+    fn scheduled_changes() {
+        let c: AtChange = "5s:rate=20mbit,loss=gilbert:p=1%,r=25%".parse().unwrap();
+        assert_eq!(c.down.at_ns, ccbench_link::time::Instant::from_nanos(5_000_000_000));
+        assert_eq!(c.down.rate, Some(LinkRate::BitsPerSec(20_000_000)));
+        assert_eq!(c.up.rate, c.down.rate);
+        assert!(matches!(c.up.loss, Some(LossModel::GilbertElliott { .. })));
+        let c: AtChange = "9s:delay-down=30ms,rtt=10ms".parse().unwrap();
+        assert_eq!((c.down.delay_ns, c.up.delay_ns), (Some(D::from_nanos(5_000_000)), Some(D::from_nanos(5_000_000))), "the later key wins");
+        let c: AtChange = "1s:rate-up=1mbit".parse().unwrap();
+        assert_eq!((c.down.rate, c.up.rate), (None, Some(LinkRate::BitsPerSec(1_000_000))));
+        assert!(refused::<AtChange>("5s").starts_with("TIME:KEY=VALUE"));
+        assert!(refused::<AtChange>("5s:color=red").starts_with("TIME:KEY=VALUE"));
+        assert_eq!(refused::<AtChange>("5s:rtt=30s"), "a delay of at most 10s one way");
+        assert!(refused::<AtChange>("5s:rate=fast").starts_with("a rate such as"));
+    }
+
+    #[test]
+    fn traces_are_read_when_parsed() {
+        assert!(refused::<TraceFile>("/nonexistent.trace").starts_with("a readable Mahimahi trace file"));
+        let dir = std::env::temp_dir().join(format!("ccbench-values-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("ok.trace");
+        std::fs::write(&good, "1\n2\n").unwrap();
+        let t: TraceFile = good.to_str().unwrap().parse().unwrap();
+        assert_eq!(t.rate.name(), "ok.trace");
+        let bad = dir.join("bad.trace");
+        std::fs::write(&bad, "2\n1\n").unwrap();
+        assert!(refused::<TraceFile>(bad.to_str().unwrap()).starts_with("a Mahimahi trace (one millisecond"));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn durations_with_their_flags_ranges() {
+        assert_eq!("15s".parse(), Ok(RunDuration(15_000_000_000)));
+        assert_eq!(refused::<RunDuration>("0s"), "a duration between 1s and 60min");
+        assert_eq!(refused::<RunDuration>("61min"), "a duration between 1s and 60min");
+        assert_eq!(refused::<Timeout>("0.5s"), "at least 1s");
+        assert_eq!(refused::<SampleInterval>("5s"), "an interval between 1ms and 1s");
+        assert_eq!(refused::<EmulatorBatch>("2ms"), "at most 1ms");
+        assert_eq!("0".parse(), Ok(EmulatorBatch(0)));
+        assert!(refused::<Stagger>("3 fortnights").starts_with("a duration such as"));
+        assert_eq!((Stagger(3_000_000_000).to_string(), Stagger(0).to_string(), Stagger(250_000).to_string()), ("3s".into(), "0s".into(), "250us".into()));
+        assert_eq!(RunDuration::default(), "10s".parse().unwrap());
+        assert_eq!(Timeout::default(), "600s".parse().unwrap());
+        assert_eq!(SampleInterval::default(), "10ms".parse().unwrap());
+        assert_eq!(EmulatorBatch::default(), "25us".parse().unwrap());
+    }
+
+    #[test]
+    fn workload_values() {
+        assert_eq!("1mb".parse(), Ok(Size(1_000_000)));
+        assert_eq!(refused::<Size>("0"), "a size between 1 byte and 1 TB");
+        assert!(refused::<Size>("big").starts_with("a size such as"));
+        for (s, shown) in [("1mb", "1mb"), ("4mib", "4mib"), ("10MB", "10mb"), ("1500", "1500"), ("1.5mb", "1500kb")] {
+            assert_eq!(s.parse::<Size>().unwrap().to_string(), shown);
+        }
+        assert_eq!("16".parse(), Ok(Concurrency(16)));
+        assert_eq!(refused::<Concurrency>("0"), "a whole number from 1 to 256");
+        assert_eq!(refused::<Requests>("many"), "a whole number from 1 to 100000");
+        assert_eq!(refused::<MaxConnections>("65"), "a whole number from 1 to 64");
+        assert_eq!(refused::<MaxRuns>("0"), "a whole number from 1 to 1000");
+        assert_eq!("GET".parse(), Ok(Method(ObjectMethod::Get)));
+        assert_eq!(refused::<Method>("post"), "put or get");
+        assert_eq!("1.1".parse(), Ok(Http::V1));
+        assert_eq!(refused::<Http>("3"), "1 or 2");
+        assert_eq!("news".parse::<Page>().unwrap().model, PageModel::builtin("news").unwrap());
+        assert!(refused::<Page>("nope").starts_with("one of small, news, heavy or a page JSON file"));
+        assert_eq!("objects".parse(), Ok(WorkloadKind::Objects));
+        assert_eq!(refused::<WorkloadKind>("sideways"), "one of bulk, file, objects, page");
+        assert_eq!(refused::<DirectionArg>("sideways"), "one of download, upload");
+    }
+
+    #[test]
+    fn algorithms_flows_and_runs() {
+        assert_eq!("bbr, cubic".parse::<CcList>().unwrap().names(), ["bbr", "cubic"]);
+        assert_eq!(CcList::default(), "bbr,cubic".parse().unwrap());
+        assert_eq!(refused::<CcList>("bbr,bbr"), "each algorithm once");
+        assert_eq!(refused::<CcList>(","), "a comma-separated list of algorithms such as bbr,cubic");
+        assert_eq!("4".parse(), Ok(FlowsSpec::Parallel(4)));
+        assert_eq!("bbr:2, cubic".parse(), Ok(FlowsSpec::Mix { groups: vec![("bbr".into(), 2), ("cubic".into(), 1)], label: "bbr:2,cubic".into() }));
+        for bad in ["0", "65", "bbr:0", "bbr:40,cubic:40", ":2", "bbr:x"] {
+            assert_eq!(refused::<FlowsSpec>(bad), "a number of flows from 1 to 64, or a mix such as bbr:2,cubic:2", "{bad}");
+        }
+        assert_eq!("auto".parse(), Ok(RunsSpec::Auto));
+        assert_eq!("7".parse(), Ok(RunsSpec::Fixed(7)));
+        assert_eq!(refused::<RunsSpec>("many"), "a whole number from 1 to 1000, or auto");
+        assert_eq!(refused::<RunsSpec>("0"), "a whole number from 1 to 1000, or auto");
+    }
+
+    #[test]
+    fn presets_read_values_as_their_flags_do() {
+        #[derive(Deserialize, Debug)]
+        #[serde(deny_unknown_fields)]
+        struct T {
+            runs: Option<RunsSpec>,
+            loss: Option<LossSpec>,
+            cc: Option<CcList>,
+            #[serde(default, deserialize_with = "one_or_many")]
+            at: Vec<AtChange>,
+        }
+        let t: T = toml::from_str("runs = 4\nloss = 0\ncc = [\"bbr\", \"cubic\"]\nat = \"1s:rate=1mbit\"").unwrap();
+        assert_eq!((t.runs, t.loss, t.cc), (Some(RunsSpec::Fixed(4)), Some(LossSpec(LossModel::None)), Some(CcList::default())));
+        assert_eq!(t.at.len(), 1);
+        let t: T = toml::from_str("runs = \"auto\"\nat = [\"1s:rate=1mbit\", \"2s:loss=1%\"]").unwrap();
+        assert_eq!((t.runs, t.at.len()), (Some(RunsSpec::Auto), 2));
+        let e = toml::from_str::<T>("loss = \"150%\"").unwrap_err();
+        assert!(e.message().starts_with("a percentage from 0% to 100%"), "{}", e.message());
+        let e = toml::from_str::<T>("cc = [\"bbr\", \"bbr\"]").unwrap_err();
+        assert_eq!(e.message(), "each algorithm once");
+        let e = toml::from_str::<T>("runs = true").unwrap_err();
+        assert_eq!(e.message(), "a whole number from 1 to 1000, or auto");
+    }
+}
