@@ -200,6 +200,13 @@ impl CcSummary {
             latency_p99_s: s(&|m| m.latency_p99_s),
             html_ttfb_s: s(&|m| m.html_ttfb_s),
             completion_time_s: s(&|m| m.completion_time_s),
+            completion_time_median_s: censored_median(runs.iter().map(|m| {
+                if m.unfinished {
+                    m.completion_time_s.or(Some(f64::INFINITY))
+                } else {
+                    m.completion_time_s
+                }
+            })),
             sender_rtt_p50_ms: s(&|m| m.sender_rtt_p50_ms),
             sender_rtt_p95_ms: s(&|m| m.sender_rtt_p95_ms),
             retrans_rate: s(&|m| Some(m.retrans_rate)),
@@ -210,6 +217,18 @@ impl CcSummary {
             shares: share_summaries(runs),
         }
     }
+}
+
+/// The median of values where an unfinished run is `+∞` (longer than any finished one): the
+/// exact median whenever it falls on a finished run, `None` when it does not (or there are no
+/// values at all).
+fn censored_median(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let mut xs: Vec<f64> = values.flatten().collect();
+    if xs.is_empty() {
+        return None;
+    }
+    xs.sort_by(f64::total_cmp);
+    Some(ccbench_stats::quantile(&xs, 0.5)).filter(|m| m.is_finite())
 }
 
 fn share_summaries(runs: &[&RunMetrics]) -> Vec<ShareSummary> {
@@ -273,6 +292,19 @@ mod tests {
         let out = sharing(&bulk, |instants| crate::series::received_at(summary.goodput_path.as_deref().unwrap(), flows.len(), instants).ok());
         let _ = std::fs::remove_dir_all(dir);
         out
+    }
+
+    #[test]
+    fn a_median_of_unfinished_runs_is_not_the_median_of_the_finished_ones() {
+        let inf = f64::INFINITY;
+        // One of four finished (4.5 s): the median run did not finish, so there is no median time.
+        assert_eq!(censored_median([Some(inf), Some(inf), Some(4.5), Some(inf)].into_iter()), None);
+        // Three of four finished: the median is between the 2nd and 3rd fastest, both finished.
+        assert_eq!(censored_median([Some(1.0), Some(3.0), Some(2.0), Some(inf)].into_iter()), Some(2.5));
+        // Two of four: the upper middle value is unfinished, so the median is above any time.
+        assert_eq!(censored_median([Some(1.0), Some(2.0), Some(inf), Some(inf)].into_iter()), None);
+        assert_eq!(censored_median([Some(1.0), Some(2.0), Some(3.0)].into_iter()), Some(2.0));
+        assert_eq!(censored_median([None, None].into_iter()), None);
     }
 
     #[test]

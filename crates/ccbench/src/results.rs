@@ -171,7 +171,12 @@ pub struct CcSummary {
     pub goodput_bps: Option<Summary>,
     pub latency_p99_s: Option<Summary>,
     pub html_ttfb_s: Option<Summary>,
+    /// Over the runs that finished only; see `completion_time_median_s` for all of them.
     pub completion_time_s: Option<Summary>,
+    /// The median completion time over every run, an unfinished one counting as longer than
+    /// any finished one (it hit the timeout). `null` when the median run itself did not finish
+    /// (or the workload has no completion time).
+    pub completion_time_median_s: Option<f64>,
     pub sender_rtt_p50_ms: Option<Summary>,
     pub sender_rtt_p95_ms: Option<Summary>,
     pub retrans_rate: Option<Summary>,

@@ -25,13 +25,30 @@ pub fn header(result_params: &crate::results::Params) -> String {
     out
 }
 
-fn line(s: &CcSummary, width: usize) -> String {
+/// "done in …": the median over every run, where an unfinished one counts as longer than the
+/// timeout; "> timeout" when the median run did not finish.
+fn done_in(s: &CcSummary, timeout_s: f64) -> Option<String> {
+    let c = s.completion_time_s.as_ref();
+    if s.unfinished == 0 {
+        return c.map(|c| format!("done in {:.2} s ± {:.2}", c.median, (c.p75 - c.p25) / 2.0));
+    }
+    if c.is_none() && s.completion_time_median_s.is_none() && s.unfinished < s.runs {
+        return None;
+    }
+    let median = match s.completion_time_median_s {
+        Some(t) => format!("{t:.2} s"),
+        None => format!("> {timeout_s} s"),
+    };
+    Some(format!("done in {median} (median; {} of {} runs unfinished)", s.unfinished, s.runs))
+}
+
+fn line(s: &CcSummary, width: usize, timeout_s: f64) -> String {
     let Some(g) = &s.goodput_bps else {
         return format!("  {:<width$}  no completed runs", s.cc);
     };
     let mut out = format!("  {:<width$}  goodput {:>12} ± {:<12}", s.cc, fmt_rate(g.median), fmt_rate((g.p75 - g.p25) / 2.0));
-    if let Some(c) = &s.completion_time_s {
-        let _ = write!(out, " done in {:.2} s ± {:.2}", c.median, (c.p75 - c.p25) / 2.0);
+    if let Some(d) = done_in(s, timeout_s) {
+        let _ = write!(out, " {d}");
     }
     if let Some(l) = &s.latency_p99_s {
         let _ = write!(out, "  request p99 {:.2} s", l.median);
@@ -79,7 +96,7 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
     let width = result.summary.iter().map(|s| s.cc.len()).max().unwrap_or(4);
     out.push('\n');
     for s in &result.summary {
-        let _ = writeln!(out, "{}", line(s, width));
+        let _ = writeln!(out, "{}", line(s, width, result.params.workload.timeout_s()));
     }
     let _ = writeln!(out, "  (medians over runs; ± is half the interquartile range; RTT is the sender's smoothed RTT; drops on the data direction per run)");
     out.push('\n');
@@ -157,15 +174,22 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
 fn headline(s: &CcSummary, workload: &WorkloadSpec) -> String {
     let med = |x: &Option<ccbench_stats::Summary>| x.as_ref().map(|v| v.median);
     match workload {
-        WorkloadSpec::Bulk(b) if matches!(b.amount, ccbench_workload::Amount::Bytes(_)) => match med(&s.completion_time_s) {
-            Some(t) => format!("{t:.2} s"),
+        // The median over every run: an unfinished run counts as longer than any finished one.
+        WorkloadSpec::Bulk(b) if matches!(b.amount, ccbench_workload::Amount::Bytes(_)) => match s.completion_time_median_s {
+            Some(t) if s.unfinished == 0 => format!("{t:.2} s"),
+            Some(t) => format!("{t:.2} s ({} of {} unfinished)", s.unfinished, s.runs),
             None => med(&s.goodput_bps).map(|g| format!("unfinished ({})", fmt_rate(g))).unwrap_or("–".into()),
         },
         WorkloadSpec::Bulk(_) => {
             med(&s.goodput_bps).map(|g| format!("{} (RTT p95 {:.0} ms)", fmt_rate(g), med(&s.sender_rtt_p95_ms).unwrap_or(0.0))).unwrap_or("–".into())
         }
         WorkloadSpec::Objects(_) => med(&s.goodput_bps).map(|g| format!("{:.1} MB/s", g / 8e6)).unwrap_or("–".into()),
-        WorkloadSpec::Page(_) => med(&s.completion_time_s).map(|t| format!("{:.0} ms", t * 1000.0)).unwrap_or("–".into()),
+        WorkloadSpec::Page(_) => match s.completion_time_median_s {
+            Some(t) if s.unfinished == 0 => format!("{:.0} ms", t * 1000.0),
+            Some(t) => format!("{:.0} ms ({} of {} unfinished)", t * 1000.0, s.unfinished, s.runs),
+            None if s.runs > 0 => format!("unfinished ({} of {})", s.unfinished, s.runs),
+            None => "–".into(),
+        },
     }
 }
 
