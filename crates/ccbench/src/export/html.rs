@@ -23,7 +23,7 @@ use ccbench_emu::LinkSample;
 use ccbench_stats::Summary;
 use ccbench_workload::{Amount, BulkResult, Direction};
 
-use super::svg::{cdf_steps, escape, fmt_sig, legend, round_sig3, Axis, Decimated, Ellipse, Key, Plot, Stroke, Timeline, COLORS};
+use super::svg::{cdf_steps, escape, fmt_sig, legend, nice_floor, round_sig3, Axis, Decimated, Ellipse, Key, Plot, Stroke, Timeline, COLORS};
 use crate::results::{ExperimentResult, RunRecord, Status};
 use crate::series::{ExactCounts, GoodputRow, TcpRow};
 use crate::workloads::{WorkloadResult, WorkloadSpec};
@@ -35,8 +35,8 @@ const HALF: f64 = 450.0;
 const FAINT_POINTS: usize = 400;
 /// Sending sockets of one run drawn as lines (bulk flows; other workloads draw their first).
 const MAX_SOCKETS: usize = 8;
-/// Goodput is plotted per 100 ms.
-const BIN_US: u64 = 100_000;
+/// Goodput is plotted in about this many bins over the longest run (each a round width).
+const RATE_BINS: f64 = 60.0;
 /// Steps kept of a CDF.
 const CDF_STEPS: usize = 400;
 const GREY: &str = "#888";
@@ -141,24 +141,26 @@ struct Line {
 /// Per-sample rates in fixed time bins: bytes added to the bin of their instant, one point
 /// (the bin's middle, Mbit/s) per bin once a later bin begins.
 struct RateBins {
+    bin_us: u64,
     bin: Option<u64>,
     bytes: u64,
     out: Decimated,
 }
 
 impl RateBins {
-    fn new(cap: usize) -> Self {
-        RateBins { bin: None, bytes: 0, out: Decimated::with_cap(cap) }
+    fn new(bin_us: u64, cap: usize) -> Self {
+        RateBins { bin_us: bin_us.max(1), bin: None, bytes: 0, out: Decimated::with_cap(cap) }
     }
 
     fn add(&mut self, t_rel_us: u64, bytes: u64) {
-        let bin = t_rel_us / BIN_US;
+        let w = self.bin_us as f64;
+        let bin = t_rel_us / self.bin_us;
         match self.bin {
             None => self.bin = Some(bin),
             Some(cur) if bin > cur => {
-                self.out.push(((cur as f64 + 0.5) * BIN_US as f64 / 1e6, self.bytes as f64 * 8.0 / BIN_US as f64));
+                self.out.push(((cur as f64 + 0.5) * w / 1e6, self.bytes as f64 * 8.0 / w));
                 for empty in cur + 1..bin {
-                    self.out.push(((empty as f64 + 0.5) * BIN_US as f64 / 1e6, 0.0));
+                    self.out.push(((empty as f64 + 0.5) * w / 1e6, 0.0));
                 }
                 self.bin = Some(bin);
                 self.bytes = 0;
@@ -209,6 +211,8 @@ impl Pooled {
 
 struct Gathered<'a> {
     runs: Vec<RunView<'a>>,
+    /// Width of the goodput bins.
+    bin_us: u64,
     rtt: Pooled,
     queue: Pooled,
     /// Files that could not be read.
@@ -216,11 +220,16 @@ struct Gathered<'a> {
 }
 
 /// Reads every completed run's series files, one row at a time.
-fn gather<'a>(result: &'a ExperimentResult, dir: &Path) -> Gathered<'a> {
+fn gather<'a>(result: &'a ExperimentResult, dir: &Path, palette: &Palette) -> Gathered<'a> {
     let mix = result.params.workload.is_mix();
     let direction = result.params.workload.data_direction();
     let medians: Vec<u32> = result.params.ccs.iter().filter_map(|cc| representative(result, cc)).map(|r| r.index).collect();
-    let mut g = Gathered { runs: Vec::new(), rtt: Pooled::default(), queue: Pooled::default(), errors: Vec::new() };
+    // Bins of a round width, about RATE_BINS of them over the longest run, no finer than the
+    // samples and no coarser than a second.
+    let longest = result.runs.iter().filter(|r| r.status == Status::Complete).filter_map(duration_s).fold(0.0, f64::max);
+    let sample_s = result.params.path.sample_interval_us.max(1) as f64 / 1e6;
+    let bin_us = (nice_floor(longest / RATE_BINS).clamp(sample_s, 1.0) * 1e6).round() as u64;
+    let mut g = Gathered { runs: Vec::new(), bin_us, rtt: Pooled::default(), queue: Pooled::default(), errors: Vec::new() };
     for r in result.runs.iter().filter(|r| r.status == Status::Complete && r.series.is_some()) {
         let median = medians.contains(&r.index);
         let mut view = RunView {
@@ -237,15 +246,26 @@ fn gather<'a>(result: &'a ExperimentResult, dir: &Path) -> Gathered<'a> {
         if let Err(e) = read_tcp(dir, &mut view, mix, &mut g.rtt) {
             g.errors.push(e);
         }
-        if let Err(e) = read_link(dir, &mut view, direction, &mut g.queue) {
+        if let Err(e) = read_link(dir, &mut view, direction, &mut g.queue, bin_us) {
             g.errors.push(e);
         }
-        if let Err(e) = read_goodput(dir, &mut view, mix) {
+        if let Err(e) = read_goodput(dir, &mut view, mix, bin_us) {
             g.errors.push(e);
         }
         g.runs.push(view);
     }
+    g.rtt.0.sort_by_key(|(k, _)| palette.index(k));
+    g.queue.0.sort_by_key(|(k, _)| palette.index(k));
     g
+}
+
+/// How long the run's data flowed.
+fn duration_s(r: &RunRecord) -> Option<f64> {
+    match r.workload.as_ref()? {
+        WorkloadResult::Bulk(b) => Some(b.elapsed_s),
+        WorkloadResult::Objects(o) => Some(o.wall_time_s),
+        WorkloadResult::Page(p) => p.page_load_s,
+    }
 }
 
 fn cap(median: bool) -> usize {
@@ -272,10 +292,12 @@ fn read_tcp(dir: &Path, view: &mut RunView, mix: bool, pooled: &mut Pooled) -> R
     let t0 = run_start(r);
     let b = bulk(r);
     let multi = b.is_some_and(|b| b.flows.len() > 1);
-    let flow_of = |socket: &str| -> Option<(u32, String)> {
+    // A bulk flow's id, algorithm, and when it began to send.
+    let flow_of = |socket: &str| -> Option<(u32, String, u64)> {
         let id: u32 = socket.strip_prefix("flow-")?.parse().ok()?;
-        let f = b?.flows.iter().find(|f| f.id == id)?;
-        Some((id, f.cc_requested.clone()))
+        let b = b?;
+        let f = b.flows.iter().find(|f| f.id == id)?;
+        Some((id, f.cc_requested.clone(), b.start_us + (f.start_s * 1e6) as u64))
     };
     let n = cap(view.median);
     let median = view.median;
@@ -285,13 +307,16 @@ fn read_tcp(dir: &Path, view: &mut RunView, mix: bool, pooled: &mut Pooled) -> R
     let read = crate::series::for_each_row(&dir.join(&files.tcp), |row: TcpRow| {
         let flow = flow_of(&row.socket);
         let key = match (&flow, mix) {
-            (Some((_, cc)), true) => cc.clone(),
+            (Some((_, cc, _)), true) => cc.clone(),
             _ => r.cc.clone(),
         };
-        if row.rtt_us > 0 {
+        // The distributions count samples from when the socket's data began to flow (a flow
+        // of a mix that starts later sits at its handshake's RTT until then).
+        let sending = row.t_us >= flow.as_ref().map_or(t0, |f| f.2);
+        if row.rtt_us > 0 && sending {
             let v = round_sig3(f64::from(row.rtt_us));
             pooled.record(&key, v);
-            if let Some((id, cc)) = &flow {
+            if let Some((id, cc, _)) = &flow {
                 match flow_rtt.iter().position(|(i, _, _)| i == id) {
                     Some(i) => flow_rtt[i].2.record(v),
                     None if flow_rtt.len() < MAX_SOCKETS => {
@@ -320,7 +345,7 @@ fn read_tcp(dir: &Path, view: &mut RunView, mix: bool, pooled: &mut Pooled) -> R
             Some(i) => i,
             None if (b.is_some() && lines.len() < MAX_SOCKETS) || lines.is_empty() => {
                 let what = match (&flow, multi || mix) {
-                    (Some((id, cc)), true) => format!("{cc} flow {id}"),
+                    (Some((id, cc, _)), true) => format!("{cc} flow {id}"),
                     (Some(_), false) => r.cc.clone(),
                     (None, _) => format!("{} {}", r.cc, row.socket.replace('-', " ")),
                 };
@@ -358,7 +383,7 @@ fn read_tcp(dir: &Path, view: &mut RunView, mix: bool, pooled: &mut Pooled) -> R
     read.map_err(|e| e.to_string())
 }
 
-fn read_link(dir: &Path, view: &mut RunView, direction: Direction, pooled: &mut Pooled) -> Result<(), String> {
+fn read_link(dir: &Path, view: &mut RunView, direction: Direction, pooled: &mut Pooled, bin_us: u64) -> Result<(), String> {
     let r = view.run;
     let Some(files) = &r.series else { return Ok(()) };
     let file = match direction {
@@ -368,7 +393,7 @@ fn read_link(dir: &Path, view: &mut RunView, direction: Direction, pooled: &mut 
     let t0 = run_start(r);
     let mut queue = Decimated::with_cap(cap(view.median));
     // Without a goodput file (objects, pages), what the bottleneck delivered stands in for it.
-    let mut delivered = bulk(r).is_none().then(|| RateBins::new(cap(view.median)));
+    let mut delivered = bulk(r).is_none().then(|| RateBins::new(bin_us, cap(view.median)));
     let read = crate::series::for_each_row(&dir.join(file), |p: LinkSample| {
         if p.t_us < t0 {
             return;
@@ -391,13 +416,13 @@ fn read_link(dir: &Path, view: &mut RunView, direction: Direction, pooled: &mut 
 }
 
 /// Goodput at the receiver per 100 ms: per flow in a mix, summed over flows otherwise.
-fn read_goodput(dir: &Path, view: &mut RunView, mix: bool) -> Result<(), String> {
+fn read_goodput(dir: &Path, view: &mut RunView, mix: bool, bin_us: u64) -> Result<(), String> {
     let r = view.run;
     let (Some(b), Some(files)) = (bulk(r), &r.series) else { return Ok(()) };
     let n = cap(view.median);
     let per_flow = mix;
     let mut last: Vec<u64> = vec![0; b.flows.len()];
-    let mut bins: Vec<RateBins> = (0..if per_flow { b.flows.len() } else { 1 }).map(|_| RateBins::new(n)).collect();
+    let mut bins: Vec<RateBins> = (0..if per_flow { b.flows.len() } else { 1 }).map(|_| RateBins::new(bin_us, n)).collect();
     let read = crate::series::for_each_row(&dir.join(&files.goodput), |p: GoodputRow| {
         let Some(i) = b.flows.iter().position(|f| f.id == p.flow) else { return };
         let delta = p.bytes.saturating_sub(last[i]);
@@ -417,33 +442,38 @@ fn read_goodput(dir: &Path, view: &mut RunView, mix: bool) -> Result<(), String>
     read.map_err(|e| e.to_string())
 }
 
-/// BBR's states of the median run that has them, as bands: `(from_s, to_s, state)`, and what
-/// they are of (`bbr flow 0 of run 4`).
-fn bbr_bands(g: &Gathered, palette: &Palette) -> Option<(String, Vec<(f64, f64, usize)>)> {
+/// BBR's states over one run, as bands under the plots over time.
+struct BbrBands {
+    /// Whose states: `bbr flow 0 of run 4`.
+    of: String,
+    /// `(from_s, to_s, state)`, the state an index in [`BBR_STATES`].
+    bands: Vec<(f64, f64, usize)>,
+}
+
+/// BBR's states of the median run that has them (the first algorithm's, in a mix the BBR flow's).
+fn bbr_bands(g: &Gathered, palette: &Palette) -> Option<BbrBands> {
     let mut medians: Vec<&RunView> = g.runs.iter().filter(|v| v.median).collect();
     medians.sort_by_key(|v| palette.index(&v.run.cc));
     medians.iter().find_map(|v| {
         let (_, what, tl) = v.bbr.as_ref()?;
         let bands = tl.bands();
-        (!bands.is_empty()).then(|| (format!("{what} of run {}", v.run.index + 1), bands))
+        (!bands.is_empty()).then(|| BbrBands { of: format!("{what} of run {}", v.run.index + 1), bands })
     })
 }
 
+/// What the plots over time share: colours, and one time axis so that they line up.
+struct TimeAxis<'a> {
+    palette: &'a Palette,
+    t_max_s: f64,
+}
+
 /// A plot over time of one line per run (and socket): the median runs bold, the others faint.
-#[allow(clippy::too_many_arguments)]
-fn time_figure(
-    id: &str,
-    title: &str,
-    note: &str,
-    y_label: &str,
-    lines: &[&Line],
-    palette: &Palette,
-    bands: Option<&(String, Vec<(f64, f64, usize)>)>,
-) -> String {
+fn time_figure(id: &str, title: &str, note: &str, y_label: &str, lines: &[&Line], axis: &TimeAxis, bands: Option<&BbrBands>) -> String {
     if lines.iter().all(|l| l.points.is_empty()) {
         return String::new();
     }
-    let x = Axis::new("time since the start of data (s)").zero().fit(lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)));
+    let palette = axis.palette;
+    let x = Axis::new("time since the start of data (s)").fit([0.0, axis.t_max_s]);
     let y = Axis::new(y_label).zero().fit(lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)));
     let mut p = Plot::with_left(id, WIDE, 270.0 + if bands.is_some() { 20.0 } else { 0.0 }, x, y, bands.map(|_| "BBR state"), TIME_LEFT);
     for l in lines.iter().filter(|l| !l.median) {
@@ -464,7 +494,7 @@ fn time_figure(
     if lines.iter().any(|l| !l.median) {
         items.push(("faint: every other run".into(), GREY.into(), Key::FaintLine));
     }
-    if let Some((of, bands)) = bands {
+    if let Some(BbrBands { of, bands }) = bands {
         for &(a, b, s) in bands {
             let (name, color) = BBR_STATES[s];
             p.strip(a, b, color, Some(&format!("{name} {a:.2}–{b:.2} s ({of})")));
@@ -474,7 +504,7 @@ fn time_figure(
         }
     }
     let note = match bands {
-        Some((of, _)) => format!("{note} Bands under the plot: BBR's state over time ({of}), from TCP_CC_INFO."),
+        Some(b) => format!("{note} Bands under the plot: BBR's state over time ({}), from TCP_CC_INFO.", b.of),
         None => note.to_string(),
     };
     figure(&format!("fig-{id}"), title, note.trim(), &legend(&items), &p.finish())
@@ -649,23 +679,30 @@ fn shares_figure(result: &ExperimentResult, palette: &Palette) -> String {
     )
 }
 
-/// CDFs of pooled samples, one per key.
-fn cdf_figure(id: &str, title: &str, note: &str, x_label: &str, pooled: &Pooled, palette: &Palette, scale: f64, zero: bool) -> String {
-    let curves: Vec<(&String, Vec<(f64, f64)>, u64)> = pooled
+/// One algorithm's CDF: its staircase and the samples it is of.
+struct Curve<'a> {
+    key: &'a str,
+    steps: Vec<(f64, f64)>,
+    n: u64,
+}
+
+/// CDFs of pooled samples (µs), one per key, in ms; the axis from 0 when `zero`.
+fn cdf_figure(id: &str, title: &str, note: &str, x_label: &str, pooled: &Pooled, palette: &Palette, zero: bool) -> String {
+    let curves: Vec<Curve> = pooled
         .0
         .iter()
         .filter(|(_, c)| !c.is_empty())
-        .map(|(k, c)| (k, cdf_steps(c.iter().map(|(v, n)| (f64::from(v) / scale, n)), CDF_STEPS), c.len()))
+        .map(|(k, c)| Curve { key: k, steps: cdf_steps(c.iter().map(|(v, n)| (f64::from(v) / 1000.0, n)), CDF_STEPS), n: c.len() })
         .collect();
     if curves.is_empty() {
         return String::new();
     }
-    let mut x = Axis::new(x_label).fit(curves.iter().flat_map(|(_, s, _)| s.iter().map(|p| p.0)));
+    let mut x = Axis::new(x_label).fit(curves.iter().flat_map(|c| c.steps.iter().map(|p| p.0)));
     x = if zero { x.zero() } else { x.log_if_wide() };
     let y = Axis::new("fraction of samples").range(0.0, 1.0);
     let mut p = Plot::new(id, HALF, 300.0, x, y, None);
     let mut items = Vec::new();
-    for (key, steps, n) in &curves {
+    for Curve { key, steps, n } in &curves {
         let color = palette.color(key);
         let q = |f: f64| steps.iter().find(|s| s.1 >= f).map_or(f64::NAN, |s| s.0);
         let tip = format!("{key}: {n} samples; p50 {} p95 {} p99 {}", fmt_sig(q(0.5)), fmt_sig(q(0.95)), fmt_sig(q(0.99)));
@@ -675,16 +712,24 @@ fn cdf_figure(id: &str, title: &str, note: &str, x_label: &str, pooled: &Pooled,
     figure(&format!("fig-{id}"), title, note, &legend(&items), &p.finish())
 }
 
+/// A run's (or a flow's) point in the throughput–delay plane.
+struct Point {
+    key: String,
+    label: String,
+    delay_ms: f64,
+    mbps: f64,
+}
+
 /// One point per run (or flow), goodput against a delay, with a 1-σ ellipse per key; the
 /// delay axis reversed so that better is up and to the right.
-fn tput_delay_figure(id: &str, title: &str, x_label: &str, points: &[(String, String, f64, f64)], palette: &Palette) -> String {
-    let points: Vec<&(String, String, f64, f64)> = points.iter().filter(|p| p.2.is_finite() && p.3.is_finite()).collect();
+fn tput_delay_figure(id: &str, title: &str, x_label: &str, points: &[Point], palette: &Palette) -> String {
+    let points: Vec<&Point> = points.iter().filter(|p| p.delay_ms.is_finite() && p.mbps.is_finite()).collect();
     if points.is_empty() {
         return String::new();
     }
     let mut ellipses: Vec<(&str, Ellipse)> = Vec::new();
     for key in &palette.0 {
-        let pts: Vec<(f64, f64)> = points.iter().filter(|p| &p.0 == key).map(|p| (p.2, p.3)).collect();
+        let pts: Vec<(f64, f64)> = points.iter().filter(|p| &p.key == key).map(|p| (p.delay_ms, p.mbps)).collect();
         if pts.len() >= 3 {
             if let Some(e) = Ellipse::of_points(&pts) {
                 ellipses.push((key, e));
@@ -692,18 +737,25 @@ fn tput_delay_figure(id: &str, title: &str, x_label: &str, points: &[(String, St
         }
     }
     let outline: Vec<(f64, f64)> = ellipses.iter().flat_map(|(_, e)| e.outline(36)).collect();
-    let x = Axis::new(x_label).fit(points.iter().map(|p| p.2).chain(outline.iter().map(|p| p.0))).pad(0.04).reversed();
-    let y = Axis::new("goodput (Mbit/s)").fit(points.iter().map(|p| p.3).chain(outline.iter().map(|p| p.1))).pad(0.04);
+    let x = Axis::new(x_label).fit(points.iter().map(|p| p.delay_ms).chain(outline.iter().map(|p| p.0))).pad(0.04).reversed();
+    let y = Axis::new("goodput (Mbit/s)").fit(points.iter().map(|p| p.mbps).chain(outline.iter().map(|p| p.1))).pad(0.04);
     let mut p = Plot::new(id, HALF, 320.0, x, y, None);
     for (key, e) in &ellipses {
         p.ellipse(e, palette.color(key), Some(&format!("{key}: mean {} ms, {} Mbit/s; 1-σ ellipse of the covariance", fmt_sig(e.cx), fmt_sig(e.cy))));
     }
-    for (key, label, x, y) in &points {
-        p.point(*x, *y, 4.0, palette.color(key), true, Some(&format!("{label}: {} ms, {} Mbit/s", fmt_sig(*x), fmt_sig(*y))));
+    for pt in &points {
+        p.point(
+            pt.delay_ms,
+            pt.mbps,
+            4.0,
+            palette.color(&pt.key),
+            true,
+            Some(&format!("{}: {} ms, {} Mbit/s", pt.label, fmt_sig(pt.delay_ms), fmt_sig(pt.mbps))),
+        );
     }
     let mut items: Vec<(String, String, Key)> = Vec::new();
     for key in &palette.0 {
-        if points.iter().any(|p| &p.0 == key) {
+        if points.iter().any(|p| &p.key == key) {
             items.push((key.clone(), palette.color(key).to_string(), Key::Dot));
         }
     }
@@ -714,8 +766,7 @@ fn tput_delay_figure(id: &str, title: &str, x_label: &str, points: &[(String, St
 }
 
 /// The points of the throughput–delay figures: per run, or per flow of a mix.
-#[allow(clippy::type_complexity)]
-fn tput_points(result: &ExperimentResult, g: &Gathered) -> (Vec<(String, String, f64, f64)>, Vec<(String, String, f64, f64)>) {
+fn tput_points(result: &ExperimentResult, g: &Gathered) -> (Vec<Point>, Vec<Point>) {
     let mut rtt = Vec::new();
     let mut queue = Vec::new();
     let mix = result.params.workload.is_mix();
@@ -727,18 +778,20 @@ fn tput_points(result: &ExperimentResult, g: &Gathered) -> (Vec<(String, String,
                 for f in &b.flows {
                     let label = format!("run {} · {} flow {}", r.index + 1, f.cc_requested, f.id);
                     let flow_rtt = view.and_then(|v| v.flow_rtt.iter().find(|(id, _, _)| *id == f.id)).and_then(|(_, _, c)| c.quantile(0.5, 1000.0));
+                    let mbps = f.goodput_bps / 1e6;
                     if let Some(x) = flow_rtt {
-                        rtt.push((f.cc_requested.clone(), label.clone(), x, f.goodput_bps / 1e6));
+                        rtt.push(Point { key: f.cc_requested.clone(), label: label.clone(), delay_ms: x, mbps });
                     }
-                    queue.push((f.cc_requested.clone(), label, m.queue_delay_p50_ms, f.goodput_bps / 1e6));
+                    queue.push(Point { key: f.cc_requested.clone(), label, delay_ms: m.queue_delay_p50_ms, mbps });
                 }
             }
             _ => {
                 let label = format!("run {} · {}", r.index + 1, r.cc);
+                let mbps = m.goodput_bps / 1e6;
                 if let Some(x) = m.sender_rtt_p50_ms {
-                    rtt.push((r.cc.clone(), label.clone(), x, m.goodput_bps / 1e6));
+                    rtt.push(Point { key: r.cc.clone(), label: label.clone(), delay_ms: x, mbps });
                 }
-                queue.push((r.cc.clone(), label, m.queue_delay_p50_ms, m.goodput_bps / 1e6));
+                queue.push(Point { key: r.cc.clone(), label, delay_ms: m.queue_delay_p50_ms, mbps });
             }
         }
     }
@@ -798,10 +851,14 @@ pub fn render(result: &ExperimentResult, summary_text: &str, dir: &Path) -> Stri
     }
     let _ = writeln!(out, "<pre class=\"summary\">{}</pre>", escape(summary_text.trim_matches('\n')));
     let palette = Palette::of(result);
-    let g = gather(result, dir);
+    let g = gather(result, dir, &palette);
     let bands = bbr_bands(&g, &palette);
     let interval_ms = result.params.path.sample_interval_us as f64 / 1000.0;
+    let bin_ms = g.bin_us as f64 / 1000.0;
     let n_runs = g.runs.len();
+    let all_lines = g.runs.iter().flat_map(|v| v.goodput.iter().chain(&v.rtt).chain(&v.cwnd).chain(&v.queue).chain(&v.bbr_bw));
+    let t_max_s = all_lines.flat_map(|l| l.points.last().map(|p| p.0)).fold(0.0, f64::max);
+    let axis = TimeAxis { palette: &palette, t_max_s };
 
     let _ = writeln!(out, "<h2>Runs over time</h2>");
     let _ = writeln!(
@@ -810,31 +867,34 @@ pub fn render(result: &ExperimentResult, summary_text: &str, dir: &Path) -> Stri
     );
     let goodput: Vec<&Line> = g.runs.iter().flat_map(|v| &v.goodput).collect();
     let (goodput_title, goodput_note) = match &result.params.workload {
-        WorkloadSpec::Bulk(b) if b.mix.is_empty() => ("Goodput at the receiver", "All flows of a run together, per 100 ms."),
-        WorkloadSpec::Bulk(_) => ("Goodput at the receiver, per flow", "Per 100 ms; each flow in its algorithm's colour."),
-        _ => ("Delivered at the bottleneck", "Bytes the emulator delivered on the data's direction, per 100 ms (no per-flow goodput for this workload)."),
+        WorkloadSpec::Bulk(b) if b.mix.is_empty() => ("Goodput at the receiver", format!("All flows of a run together, per {bin_ms} ms.")),
+        WorkloadSpec::Bulk(_) => ("Goodput at the receiver, per flow", format!("Per {bin_ms} ms; each flow in its algorithm's colour.")),
+        _ => (
+            "Delivered at the bottleneck",
+            format!("Bytes the emulator delivered on the data's direction, per {bin_ms} ms (this workload has no per-flow goodput file)."),
+        ),
     };
-    out.push_str(&time_figure("goodput", goodput_title, goodput_note, "Mbit/s", &goodput, &palette, None));
+    out.push_str(&time_figure("goodput", goodput_title, &goodput_note, "goodput (Mbit/s)", &goodput, &axis, None));
     let multi_note = match &result.params.workload {
         WorkloadSpec::Bulk(_) => "",
         _ => "The first connection of each run (a page or object load opens several).",
     };
     let rtt: Vec<&Line> = g.runs.iter().flat_map(|v| &v.rtt).collect();
-    out.push_str(&time_figure("rtt", "Sender's smoothed RTT (TCP_INFO)", multi_note, "RTT (ms)", &rtt, &palette, bands.as_ref()));
+    out.push_str(&time_figure("rtt", "Sender's smoothed RTT (TCP_INFO)", multi_note, "RTT (ms)", &rtt, &axis, bands.as_ref()));
     let cwnd: Vec<&Line> = g.runs.iter().flat_map(|v| &v.cwnd).collect();
-    out.push_str(&time_figure("cwnd", "Congestion window", multi_note, "cwnd (packets)", &cwnd, &palette, bands.as_ref()));
+    out.push_str(&time_figure("cwnd", "Congestion window", multi_note, "cwnd (packets)", &cwnd, &axis, bands.as_ref()));
     let queue: Vec<&Line> = g.runs.iter().filter_map(|v| v.queue.as_ref()).collect();
     out.push_str(&time_figure(
         "queue",
         "Queueing delay at the bottleneck (emulator's view)",
-        &format!("The longest a packet waited in each {} ms sample, on the data's direction.", fmt_sig(interval_ms)),
+        &format!("The longest a packet waited in each {interval_ms} ms sample, on the data's direction."),
         "queueing delay (ms)",
         &queue,
-        &palette,
+        &axis,
         None,
     ));
     let bbr_bw: Vec<&Line> = g.runs.iter().flat_map(|v| &v.bbr_bw).collect();
-    out.push_str(&time_figure("bbr-bw", "BBR's bandwidth estimate (TCP_CC_INFO)", "Median runs only.", "bandwidth estimate (Mbit/s)", &bbr_bw, &palette, None));
+    out.push_str(&time_figure("bbr-bw", "BBR's bandwidth estimate (TCP_CC_INFO)", "Median runs only.", "bandwidth estimate (Mbit/s)", &bbr_bw, &axis, None));
 
     let _ = writeln!(out, "<h2>Distributions across runs</h2>");
     out.push_str("<div class=\"row\">");
@@ -848,24 +908,19 @@ pub fn render(result: &ExperimentResult, summary_text: &str, dir: &Path) -> Stri
     out.push_str(&cdf_figure(
         "rtt-cdf",
         "CDF of the sender's RTT samples",
-        "Every nonzero smoothed-RTT sample of every sending socket, all runs of each algorithm pooled.",
+        "Every nonzero smoothed-RTT sample of every sending socket from when its data began to flow, all runs of each algorithm pooled.",
         "sender RTT (ms)",
         &g.rtt,
         &palette,
-        1000.0,
         false,
     ));
     out.push_str(&cdf_figure(
         "queue-cdf",
         "CDF of the queueing delay",
-        &format!(
-            "The longest wait in each {} ms sample in which the bottleneck delivered data, on the data's direction, all runs pooled.",
-            fmt_sig(interval_ms)
-        ),
+        &format!("The longest wait in each {interval_ms} ms sample in which the bottleneck delivered data, on the data's direction, all runs pooled."),
         "queueing delay (ms)",
         &g.queue,
         &palette,
-        1000.0,
         true,
     ));
     out.push_str("</div>\n");
@@ -907,6 +962,15 @@ fn headline(w: &WorkloadSpec) -> (&'static str, Pick, f64) {
     }
 }
 
+/// One algorithm's metric at one condition: the interquartile range and median over runs.
+#[derive(Clone, Copy)]
+struct Spread {
+    lo: f64,
+    median: f64,
+    hi: f64,
+    n: usize,
+}
+
 /// One metric per algorithm against the condition: the median over runs, a bar over the
 /// interquartile range, a log axis when the values span more than 10×.
 fn conditions_figure(
@@ -929,16 +993,22 @@ fn conditions_figure(
         return String::new();
     }
     let palette = Palette(keys.clone());
-    // values[condition][key] = (p25, median, p75, n)
-    let values: Vec<Vec<Option<(f64, f64, f64, usize)>>> = rows
+    let values: Vec<Vec<Option<Spread>>> = rows
         .iter()
         .map(|(_, r)| {
             keys.iter()
-                .map(|k| r.summary.iter().find(|s| &s.cc == k).and_then(|s| pick(r, s)).map(|v| (v.p25 / div, v.median / div, v.p75 / div, v.n)))
+                .map(|k| {
+                    r.summary.iter().find(|s| &s.cc == k).and_then(|s| pick(r, s)).map(|v| Spread {
+                        lo: v.p25 / div,
+                        median: v.median / div,
+                        hi: v.p75 / div,
+                        n: v.n,
+                    })
+                })
                 .collect()
         })
         .collect();
-    let all = values.iter().flatten().flatten().flat_map(|v| [v.0, v.1, v.2]);
+    let all = values.iter().flatten().flatten().flat_map(|v| [v.lo, v.median, v.hi]);
     let y = Axis::new(y_label).fit(all).log_if_wide();
     let log = y.is_log();
     let y = if log { y } else { y.zero() };
@@ -948,10 +1018,10 @@ fn conditions_figure(
     let offset = |j: usize| (j as f64 - (m - 1.0) / 2.0) * (0.5 / m.max(2.0));
     for (j, key) in keys.iter().enumerate() {
         let color = palette.color(key);
-        let pts: Vec<(f64, f64)> = values.iter().enumerate().map(|(i, v)| (i as f64 + offset(j), v[j].map_or(f64::NAN, |v| v.1))).collect();
+        let pts: Vec<(f64, f64)> = values.iter().enumerate().map(|(i, v)| (i as f64 + offset(j), v[j].as_ref().map_or(f64::NAN, |v| v.median))).collect();
         p.line(&pts, color, Stroke { width: 1.0, opacity: 0.5, dash: Some("4 3") }, None);
         for (i, v) in values.iter().enumerate() {
-            let Some((lo, med, hi, n)) = v[j] else { continue };
+            let Some(Spread { lo, median: med, hi, n }) = v[j] else { continue };
             let tip = format!("{key} at {}: median {} (interquartile {}–{}, {n} runs)", rows[i].0, fmt_sig(med), fmt_sig(lo), fmt_sig(hi));
             let x = i as f64 + offset(j);
             p.error_bar_y(x, lo, hi, color, 8.0, Some(&tip));
@@ -1051,7 +1121,7 @@ mod tests {
 
     #[test]
     fn rate_bins_turn_bytes_into_mbit_per_s_per_bin() {
-        let mut b = RateBins::new(100);
+        let mut b = RateBins::new(100_000, 100);
         // 125 000 bytes per 100 ms = 10 Mbit/s; nothing in the third bin.
         for i in 0..10u64 {
             b.add(i * 10_000, 12_500);

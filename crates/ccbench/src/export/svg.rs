@@ -28,14 +28,15 @@ pub fn escape(s: &str) -> String {
 // Ticks and scales
 
 /// The step of [`nice_ticks`] over `[lo, hi]`: the smallest of 1, 2, 5 × 10^k that needs at
-/// most 10 ticks to cover the range.
-fn nice_step(lo: f64, hi: f64) -> f64 {
+/// most `max` ticks to cover the range.
+fn nice_step(lo: f64, hi: f64, max: usize) -> f64 {
     let span = hi - lo;
+    let max = max.max(2) as i64;
     let mut decade = 10f64.powf((span / 10.0).log10().floor());
     loop {
         for m in [1.0, 2.0, 5.0] {
             let step = m * decade;
-            if tick_range(lo, hi, step).map(|(a, b)| b - a < 10).unwrap_or(false) {
+            if tick_range(lo, hi, step).map(|(a, b)| b - a < max).unwrap_or(false) {
                 return step;
             }
         }
@@ -90,8 +91,14 @@ fn decimals(step: f64) -> usize {
 /// Axis ticks in steps of 1, 2 or 5 × 10^k that cover `[lo, hi]` (the first tick ≤ lo, the
 /// last ≥ hi) with 4 to 10 ticks. Degenerate ranges are widened; non-finite ones become 0–1.
 pub fn nice_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    nice_ticks_at_most(lo, hi, 10)
+}
+
+/// [`nice_ticks`] with at most `max` ticks (for an axis too short for 10 labels). The step
+/// is the smallest 1-2-5 step that needs no more, so there are at least `(max - 2) / 2.5 + 1`.
+pub fn nice_ticks_at_most(lo: f64, hi: f64, max: usize) -> Vec<f64> {
     let (lo, hi) = sane_range(lo, hi);
-    let step = nice_step(lo, hi);
+    let step = nice_step(lo, hi, max);
     let (a, b) = tick_range(lo, hi, step).unwrap_or((0, 1));
     (a..=b).map(|k| round_to_step(k as f64 * step, step)).collect()
 }
@@ -130,6 +137,15 @@ pub fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
 pub fn fmt_tick(v: f64, step: f64) -> String {
     let dec = decimals(step);
     format!("{v:.dec$}")
+}
+
+/// The largest 1, 2 or 5 × 10^k not above `v` (> 0): a round bin width.
+pub fn nice_floor(v: f64) -> f64 {
+    if !(v.is_finite() && v > 0.0) {
+        return 1.0;
+    }
+    let decade = 10f64.powf((v.log10() + 1e-9).floor());
+    [5.0, 2.0, 1.0].into_iter().map(|m| m * decade).find(|x| *x <= v * (1.0 + 1e-9)).unwrap_or(decade)
 }
 
 /// A value for a tooltip or a table: three significant digits, no exponent.
@@ -246,13 +262,15 @@ impl Axis {
     }
 
     /// The domain and the labelled ticks.
-    fn layout(&self) -> (f64, f64, Vec<(f64, String)>) {
+    /// `max_ticks`: the most labels the axis has room for (at most 10 are used).
+    fn layout(&self, max_ticks: usize) -> (f64, f64, Vec<(f64, String)>) {
+        let max_ticks = max_ticks.clamp(3, 10);
         if !self.categories.is_empty() {
             let n = self.categories.len();
             return (-0.5, n as f64 - 0.5, self.categories.iter().enumerate().map(|(i, c)| (i as f64, c.clone())).collect());
         }
         if let Some((lo, hi)) = self.fixed {
-            let ticks = nice_ticks(lo, hi);
+            let ticks = nice_ticks_at_most(lo, hi, max_ticks);
             let step = ticks.get(1).zip(ticks.first()).map(|(b, a)| b - a).unwrap_or(1.0);
             let inside = ticks.into_iter().filter(|t| *t >= lo - step * 1e-6 && *t <= hi + step * 1e-6).map(|t| (t, fmt_tick(t, step))).collect();
             return (lo, hi, inside);
@@ -279,7 +297,7 @@ impl Axis {
             lo = lo.min(0.0);
             hi = hi.max(0.0);
         }
-        let ticks = nice_ticks(lo, hi);
+        let ticks = nice_ticks_at_most(lo, hi, max_ticks);
         let step = ticks[1] - ticks[0];
         let labelled = ticks.iter().map(|&t| (t, fmt_tick(t, step))).collect();
         (ticks[0], ticks[ticks.len() - 1], labelled)
@@ -359,12 +377,20 @@ impl Plot {
     /// [`Plot::new`] with a left margin of at least `min_left` px, so that plots stacked
     /// one above the other share their x positions.
     pub fn with_left(id: &str, width: f64, height: f64, x: Axis, y: Axis, strip_label: Option<&str>, min_left: f64) -> Plot {
-        let (x_lo, x_hi, x_ticks) = x.layout();
-        let (y_lo, y_hi, y_ticks) = y.layout();
+        // Up to a tick per 30 px of height (the plot area is most of it).
+        let (y_lo, y_hi, y_ticks) = y.layout((height / 30.0) as usize);
         let y_tick_w = y_ticks.iter().map(|(_, s)| text_width(s, FONT - 1.0)).fold(0.0, f64::max);
         let strip_w = strip_label.map_or(0.0, |s| text_width(s, FONT - 1.0));
         let left = (y_tick_w + 30.0).max(strip_w + 10.0).max(44.0).max(min_left);
         let right = 14.0;
+        // As many x labels as fit side by side with room between them.
+        let span = width - left - right;
+        let (mut x_lo, mut x_hi, mut x_ticks) = x.layout(10);
+        let widest = x_ticks.iter().map(|(_, s)| text_width(s, FONT - 1.0)).fold(0.0, f64::max);
+        let room = (span / (widest + 18.0)).floor() as usize;
+        if x.categories.is_empty() && x_ticks.len() > room {
+            (x_lo, x_hi, x_ticks) = x.layout(room);
+        }
         let top = 10.0;
         // Category labels are wrapped to the room each category has.
         let x_lines: Vec<Vec<String>> = if x.categories.is_empty() {
@@ -963,6 +989,15 @@ mod tests {
         assert_eq!(nice_ticks(0.0, 47.3), vec![0.0, 10.0, 20.0, 30.0, 40.0, 50.0]);
         assert_eq!(nice_ticks(0.0, 0.3), vec![0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3]);
         assert_eq!(nice_ticks(20.39, 44.5), vec![20.0, 25.0, 30.0, 35.0, 40.0, 45.0]);
+        // A short axis asks for fewer: still 1-2-5 steps that cover the range.
+        for max in 3..=10 {
+            for (lo, hi) in [(14.45, 14.85), (0.0, 3.05), (-2.0, 7.3), (0.001, 0.0173)] {
+                let t = nice_ticks_at_most(lo, hi, max);
+                let step = t[1] - t[0];
+                assert!(t.len() <= max && t.len() >= 2 && is_125(step), "{lo}..{hi} at most {max}: {t:?}");
+                assert!(t[0] <= lo + step * 1e-6 && *t.last().unwrap() >= hi - step * 1e-6, "{lo}..{hi} at most {max}: {t:?}");
+            }
+        }
         // Degenerate and broken ranges still give an axis.
         assert_eq!(nice_ticks(0.0, 0.0), vec![0.0, 0.2, 0.4, 0.6, 0.8, 1.0]);
         assert!(nice_ticks(5.0, 5.0).len() >= 4);
@@ -973,6 +1008,11 @@ mod tests {
         assert_eq!(fmt_tick(5.0, 1.0), "5");
         assert_eq!(fmt_tick(0.002, 0.002), "0.002");
         assert_eq!(fmt_tick(1e6, 2e5), "1000000");
+    }
+
+    #[test]
+    fn nice_floor_rounds_down_to_1_2_5() {
+        assert_eq!((nice_floor(0.05), nice_floor(0.0075), nice_floor(3.0), nice_floor(1000.0), nice_floor(999.0)), (0.05, 0.005, 2.0, 1000.0, 500.0));
     }
 
     #[test]
