@@ -423,8 +423,10 @@ fn figure<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
 }
 
 /// Whether a figure holds drawn data: a polyline with at least two points, a path with a
-/// drawing, or a circle, inside its plot area.
+/// drawing, or a circle, inside its plot (not its legend).
 fn has_data(fig: &str) -> bool {
+    let Some(at) = fig.find("<svg class=\"plot\"") else { return false };
+    let fig = &fig[at..];
     let polyline = fig.match_indices("<polyline").any(|(i, _)| {
         let rest = &fig[i..];
         rest.find("points=\"").map(|p| rest[p + 8..].split('"').next().unwrap_or("").split(' ').filter(|s| s.contains(',')).count() >= 2).unwrap_or(false)
@@ -526,7 +528,16 @@ fn reports_render_with_data_and_load_in_a_browser_without_errors() {
     let slow_dir = base.join("slow");
     let fast_dir = base.join("fast");
     let slow = bulk_experiment(&slow_dir, 2e6, 2);
-    let fast = bulk_experiment(&fast_dir, 500e6, 3);
+    let mut fast = bulk_experiment(&fast_dir, 500e6, 3);
+    // A ratio whose CI has an unbounded side (null in JSON) is drawn to the edge with an arrow.
+    if let Some(ci) = fast.comparisons[0].ratio_ci.as_mut() {
+        ci.hi = f64::INFINITY;
+    }
+    let page_fast = fast_dir.join("report.html");
+    let html_fast = ccbench::export::html::render(&fast, "", &fast_dir);
+    std::fs::write(&page_fast, &html_fast).unwrap();
+    assert!(html_fast.contains("–∞)"), "the unbounded side is labelled");
+    check_page(chromium.as_deref(), &page_fast, &["fig-score", "fig-ratio"]);
     let rows: Vec<(String, &ExperimentResult)> = vec![
         ("2 Mbit/s, 20 ms".into(), &slow),
         ("50 Mbit/s, 20 ms".into(), &bulk),
@@ -540,6 +551,6 @@ fn reports_render_with_data_and_load_in_a_browser_without_errors() {
     std::fs::write(&page_cond, &conditions).unwrap();
     assert!(conditions.contains("Log scale"), "goodput spans 250×");
     check_page(chromium.as_deref(), &page_cond, &["fig-cond-headline-0", "fig-cond-rtt", "fig-cond-queue"]);
-    keep(&[&page, &page_mix, &page_cond]);
+    keep(&[&page, &page_mix, &page_fast, &page_cond]);
     let _ = std::fs::remove_dir_all(base);
 }

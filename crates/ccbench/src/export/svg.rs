@@ -1045,6 +1045,33 @@ mod tests {
     }
 
     #[test]
+    fn a_plot_places_data_inside_its_area_and_reverses_on_request() {
+        let x = Axis::new("t (s)").fit([0.0, 10.0]);
+        let y = Axis::new("v (ms)").zero().fit([5.0]);
+        let mut p = Plot::new("p", 400.0, 200.0, x.clone(), y.clone(), None);
+        let (l, r) = (p.x.px(0.0), p.x.px(10.0));
+        let (b, t) = (p.y.px(0.0), p.y.px(5.0));
+        assert!(l < r && t < b && l >= 40.0 && r <= 400.0 && t >= 0.0 && b <= 200.0, "{l} {r} {t} {b}");
+        p.line(&[(0.0, 0.0), (10.0, 5.0)], "#000", Stroke::NORMAL, None);
+        assert!(p.finish().contains(&format!("points=\"{l:.1},{b:.1} {r:.1},{t:.1}\"")));
+        let rev = Plot::new("q", 400.0, 200.0, x.reversed(), y, None);
+        assert!(rev.x.px(0.0) > rev.x.px(10.0), "a reversed axis runs right to left");
+    }
+
+    #[test]
+    fn an_unbounded_interval_runs_to_the_edge_with_an_arrow() {
+        let x = Axis::new("c").categories(vec!["a ÷ b".into()]);
+        let mut p = Plot::new("ci", 300.0, 200.0, x, Axis::new("ratio").fit([0.5, 2.0]), None);
+        let top = p.y.px(p.y.hi);
+        p.interval_y(0.0, 0.8, f64::INFINITY, "#000", Some("unbounded above"));
+        let svg = p.finish();
+        let d = svg.split("<path d=\"").nth(2).and_then(|s| s.split('"').next()).unwrap();
+        // From 0.8 up to the plot's top edge, then an arrowhead there (two strokes to the tip).
+        assert!(d.contains(&format!("V{top:.1}")) && d.matches('L').count() == 2, "{d}");
+        assert!(svg.contains("<title>unbounded above</title>"));
+    }
+
+    #[test]
     fn decimation_keeps_memory_bounded_and_points_evenly_spaced() {
         for cap in [4, 500, MAX_POINTS, 10 * MAX_POINTS] {
             let mut d = Decimated::with_cap(cap);
