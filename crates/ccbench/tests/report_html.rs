@@ -5,8 +5,9 @@
 //! expected figure must hold plotted data.
 //!
 //! Chromium (`/usr/bin/chromium`, Debian package `chromium`) is required under `CI=true`;
-//! elsewhere the browser checks are skipped with a message when it is missing. Set
-//! `CCBENCH_REPORT_KEEP=DIR` to keep the rendered pages in DIR (to look at them).
+//! elsewhere the browser checks are skipped with a message when it is missing.
+//! `CCBENCH_CHROMIUM=PATH` names another browser binary; `CCBENCH_REPORT_KEEP=DIR` keeps the
+//! rendered pages in DIR (to look at them).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -346,11 +347,11 @@ struct Loaded {
 /// The Chromium binary, or `None` (after saying why) when the browser checks are to be
 /// skipped. Under `CI=true` a missing browser fails the test.
 fn chromium() -> Option<PathBuf> {
-    let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-        .or_else(|| std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("chromium")).find(|p| p.exists())));
+    let on_path = || std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("chromium")).find(|p| p.exists()));
+    let found = match std::env::var_os("CCBENCH_CHROMIUM") {
+        Some(p) => Some(PathBuf::from(p)).filter(|p| p.exists()),
+        None => ["/usr/bin/chromium", "/usr/bin/chromium-browser"].iter().map(PathBuf::from).find(|p| p.exists()).or_else(on_path),
+    };
     if found.is_none() {
         assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but chromium is missing: install the Debian package `chromium`");
         eprintln!("report_html: skipping the browser checks: chromium is not installed (apt-get install chromium)");

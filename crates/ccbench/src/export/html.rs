@@ -492,7 +492,7 @@ fn time_figure(id: &str, title: &str, note: &str, y_label: &str, lines: &[&Line]
         }
     }
     if lines.iter().any(|l| !l.median) {
-        items.push(("faint: every other run".into(), GREY.into(), Key::FaintLine));
+        items.push(("faint: every other run, in its algorithm's colour".into(), GREY.into(), Key::FaintLine));
     }
     if let Some(BbrBands { of, bands }) = bands {
         for &(a, b, s) in bands {
