@@ -36,7 +36,7 @@ const FAINT_POINTS: usize = 400;
 /// Sending sockets of one run drawn as lines (bulk flows; other workloads draw their first).
 const MAX_SOCKETS: usize = 8;
 /// Goodput is plotted in about this many bins over the longest run (each a round width).
-const RATE_BINS: f64 = 60.0;
+const RATE_BINS: f64 = 40.0;
 /// Steps kept of a CDF.
 const CDF_STEPS: usize = 400;
 const GREY: &str = "#888";
@@ -138,36 +138,56 @@ struct Line {
     points: Vec<(f64, f64)>,
 }
 
-/// Per-sample rates in fixed time bins: bytes added to the bin of their instant, one point
-/// (the bin's middle, Mbit/s) per bin once a later bin begins.
+/// Rates over time from samples that each count the bytes since the one before: samples are
+/// grouped in fixed time bins, and a bin's rate is its bytes over the time from the previous
+/// bin's last sample to its own last (so a bin that happens to hold one sample more than the
+/// next does not look faster). One point (Mbit/s) per bin, at the middle of that span.
 struct RateBins {
     bin_us: u64,
     bin: Option<u64>,
+    from_us: u64,
+    last_us: u64,
     bytes: u64,
     out: Decimated,
 }
 
 impl RateBins {
     fn new(bin_us: u64, cap: usize) -> Self {
-        RateBins { bin_us: bin_us.max(1), bin: None, bytes: 0, out: Decimated::with_cap(cap) }
+        RateBins { bin_us: bin_us.max(1), bin: None, from_us: 0, last_us: 0, bytes: 0, out: Decimated::with_cap(cap) }
     }
 
+    /// A sample at `t_rel_us` counting `bytes` since the previous one.
     fn add(&mut self, t_rel_us: u64, bytes: u64) {
-        let w = self.bin_us as f64;
         let bin = t_rel_us / self.bin_us;
         match self.bin {
-            None => self.bin = Some(bin),
-            Some(cur) if bin > cur => {
-                self.out.push(((cur as f64 + 0.5) * w / 1e6, self.bytes as f64 * 8.0 / w));
-                for empty in cur + 1..bin {
-                    self.out.push(((empty as f64 + 0.5) * w / 1e6, 0.0));
-                }
+            // The first sample starts the first span (what it counts came before it).
+            None => {
                 self.bin = Some(bin);
-                self.bytes = 0;
+                (self.from_us, self.last_us) = (t_rel_us, t_rel_us);
+                return;
+            }
+            Some(cur) if bin > cur => {
+                self.flush();
+                self.bin = Some(bin);
             }
             Some(_) => {}
         }
+        self.last_us = self.last_us.max(t_rel_us);
         self.bytes += bytes;
+    }
+
+    fn flush(&mut self) {
+        if self.last_us > self.from_us {
+            let span = (self.last_us - self.from_us) as f64;
+            self.out.push(((self.from_us + self.last_us) as f64 / 2e6, self.bytes as f64 * 8.0 / span));
+        }
+        self.from_us = self.last_us;
+        self.bytes = 0;
+    }
+
+    fn finish(mut self) -> Vec<(f64, f64)> {
+        self.flush();
+        self.out.into_points()
     }
 }
 
@@ -410,7 +430,7 @@ fn read_link(dir: &Path, view: &mut RunView, direction: Direction, pooled: &mut 
     let label = format!("run {} · {}", r.index + 1, r.cc);
     view.queue = Some(Line { key: r.cc.clone(), label: label.clone(), median: view.median, points: queue.into_points() });
     if let Some(d) = delivered {
-        view.goodput.push(Line { key: r.cc.clone(), label, median: view.median, points: d.out.into_points() });
+        view.goodput.push(Line { key: r.cc.clone(), label, median: view.median, points: d.finish() });
     }
     read.map_err(|e| e.to_string())
 }
@@ -437,7 +457,7 @@ fn read_goodput(dir: &Path, view: &mut RunView, mix: bool, bin_us: u64) -> Resul
         } else {
             (r.cc.clone(), r.cc.clone())
         };
-        view.goodput.push(Line { key, label: format!("run {} · {what}", r.index + 1), median: view.median, points: rb.out.into_points() });
+        view.goodput.push(Line { key, label: format!("run {} · {what}", r.index + 1), median: view.median, points: rb.finish() });
     }
     read.map_err(|e| e.to_string())
 }
@@ -1120,20 +1140,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rate_bins_turn_bytes_into_mbit_per_s_per_bin() {
+    fn rate_bins_turn_bytes_into_mbit_per_s_over_the_time_they_span() {
         let mut b = RateBins::new(100_000, 100);
-        // 125 000 bytes per 100 ms = 10 Mbit/s; nothing in the third bin.
-        for i in 0..10u64 {
-            b.add(i * 10_000, 12_500);
-        }
-        for i in 10..20u64 {
+        // 12 500 bytes every 10 ms = 10 Mbit/s for 190 ms, then nothing.
+        for i in 0..20u64 {
             b.add(i * 10_000, 12_500);
         }
         b.add(300_000, 0);
-        let pts = b.out.points();
-        assert_eq!(pts.len(), 3, "{pts:?}");
-        assert!((pts[0].0 - 0.05).abs() < 1e-9 && (pts[0].1 - 10.0).abs() < 1e-9, "{pts:?}");
-        assert!((pts[1].1 - 10.0).abs() < 1e-9 && pts[2].1 == 0.0, "{pts:?}");
+        b.add(400_000, 0);
+        let pts = b.finish();
+        assert_eq!(pts.len(), 4, "{pts:?}");
+        // The first bin spans 0–90 ms (the first sample only starts it), the second 90–190 ms.
+        assert!((pts[0].0 - 0.045).abs() < 1e-9 && (pts[0].1 - 10.0).abs() < 1e-9, "{pts:?}");
+        assert!((pts[1].0 - 0.14).abs() < 1e-9 && (pts[1].1 - 10.0).abs() < 1e-9, "{pts:?}");
+        assert!(pts[2].1 == 0.0 && pts[3].1 == 0.0, "{pts:?}");
+        // Bins holding 4 and 6 samples of a steady rate show the same rate.
+        let mut uneven = RateBins::new(50_000, 100);
+        for t in [0u64, 12_000, 24_000, 36_000, 48_000, 60_000, 72_000, 84_000, 96_000, 108_000] {
+            uneven.add(t, 15_000);
+        }
+        assert!(uneven.finish().iter().all(|p| (p.1 - 10.0).abs() < 1e-9));
     }
 
     #[test]
