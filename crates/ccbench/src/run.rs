@@ -168,6 +168,9 @@ fn run_preset(spec: &str, args: &RunArgs) -> anyhow::Result<i32> {
     let experiments: Vec<ccbench::export::csv::Experiment> =
         rows.iter().zip(&dirs).map(|((name, result), dir)| ccbench::export::csv::Experiment { condition: Some(name), dir, result }).collect();
     ccbench::export::csv::write(&out, &experiments)?;
-    println!("Results   {}", out.join(ccbench::export::json::PRESET_FILE).display());
+    let page: Vec<(String, &ccbench::results::ExperimentResult)> = rows.iter().map(|(name, result)| (name.clone(), result)).collect();
+    let html = out.join("report.html");
+    std::fs::write(&html, ccbench::export::html::render_conditions(&page)).with_context(|| format!("writing {}", html.display()))?;
+    println!("Results   {} (plots across conditions: {})", out.join(ccbench::export::json::PRESET_FILE).display(), html.display());
     Ok(code)
 }

@@ -178,6 +178,11 @@ impl ExactCounts {
         self.n == 0
     }
 
+    /// Each distinct value with its count, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.counts.iter().map(|(&v, &c)| (v, c))
+    }
+
     /// The value of rank `rank` (0-based) in ascending order.
     fn at_rank(&self, rank: u64) -> u32 {
         let mut seen = 0;

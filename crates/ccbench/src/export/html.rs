@@ -1,107 +1,115 @@
-//! `report.html` beside `result.json`: the summary and verdicts, and plots over time of one
-//! representative run per algorithm (the run with the median score). One self-contained file
-//! with inline SVG, so it opens anywhere without a network or a plotting library.
+//! `report.html` beside `result.json`, and the page across a preset's conditions: what to
+//! show, drawn with the primitives of [`super::svg`]. One self-contained file each, inline
+//! SVG and CSS, no script and no fetches, so it opens anywhere, offline.
+//!
+//! The experiment's report shows
+//! - every run over time (goodput, sender RTT, cwnd, queueing delay): each run a faint line,
+//!   the run with the median score of each algorithm bold, and BBR's state (from `tcp.csv.gz`)
+//!   as coloured bands under the RTT and cwnd plots;
+//! - distributions across runs: each algorithm's score per run with the ratio's CI from
+//!   `comparisons` (or, for flows sharing the bottleneck, each algorithm's share per run), and
+//!   CDFs of the sender's RTT samples and of the queueing delay;
+//! - throughput against delay, one point per run and a 1-σ ellipse per algorithm, the delay
+//!   axis reversed (Pantheon's figure).
+//!
+//! Series files are read one row at a time; each line keeps a bounded number of points
+//! ([`Decimated`]) and each distribution a bounded number of distinct values, so memory does
+//! not grow with the length of a run.
 
 use std::fmt::Write as _;
-
 use std::path::Path;
 
 use ccbench_emu::LinkSample;
+use ccbench_stats::Summary;
+use ccbench_workload::{Amount, BulkResult, Direction};
 
+use super::svg::{cdf_steps, escape, fmt_sig, legend, nice_floor, round_sig3, Axis, Decimated, Ellipse, Key, Plot, Stroke, Timeline, COLORS};
 use crate::results::{ExperimentResult, RunRecord, Status};
-use crate::series::{GoodputRow, TcpRow};
-use crate::workloads::WorkloadResult;
+use crate::series::{ExactCounts, GoodputRow, TcpRow};
+use crate::workloads::{WorkloadResult, WorkloadSpec};
 
-const COLORS: [&str; 6] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
-const W: f64 = 760.0;
-const H: f64 = 220.0;
-const PAD_L: f64 = 60.0;
-const PAD_B: f64 = 30.0;
+/// Width of a full-width plot and of a half-width one, in SVG units (≈ px at 1000 px).
+const WIDE: f64 = 920.0;
+const HALF: f64 = 450.0;
+/// Points kept of a faint line (a run other than the median one): plenty at this width.
+const FAINT_POINTS: usize = 400;
+/// Sending sockets of one run drawn as lines (bulk flows; other workloads draw their first).
+const MAX_SOCKETS: usize = 8;
+/// Goodput is plotted in about this many bins over the longest run (each a round width).
+const RATE_BINS: f64 = 40.0;
+/// Steps kept of a CDF.
+const CDF_STEPS: usize = 400;
+const GREY: &str = "#888";
+/// Left margin of the plots over time, so that their time axes line up.
+const TIME_LEFT: f64 = 72.0;
 
-/// One line of a chart: a name and (x, y) points.
-pub struct Series {
-    pub name: String,
-    pub points: Vec<(f64, f64)>,
+/// BBR's states as `bbr_mode` names them, with their band colours.
+const BBR_STATES: [(&str, &str); 4] = [("STARTUP", "#f28e2b"), ("DRAIN", "#edc948"), ("PROBE_BW", "#76b7b2"), ("PROBE_RTT", "#b07aa1")];
+
+const STYLE: &str =
+    "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;max-width:960px;margin:1.5em auto;padding:0 16px;color:#222;line-height:1.4}\
+h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.25em;margin-top:1.8em;border-bottom:1px solid #ddd;padding-bottom:.2em}\
+pre.summary{background:#f6f6f6;padding:.8em 1em;font-size:12px;white-space:pre-wrap;overflow-wrap:anywhere}\
+figure{margin:1.2em 0}figcaption{font-weight:600}.note{color:#555;font-size:13px;margin:.15em 0 .3em}\
+svg.plot{display:block;width:100%;height:auto}.row{display:flex;flex-wrap:wrap;gap:0 20px}.row>figure{flex:1 1 430px;min-width:0}\
+.legend{display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px;margin:.2em 0}.legend span{display:inline-flex;align-items:center;gap:4px;white-space:nowrap}\
+table{border-collapse:collapse;font-size:12px;margin:.5em 0}th,td{padding:2px 8px;border-bottom:1px solid #e6e6e6;text-align:left;vertical-align:top}\
+td.n{text-align:right;font-variant-numeric:tabular-nums}.warn{color:#a04000}";
+
+fn head(title: &str) -> String {
+    format!("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{STYLE}</style></head><body>\n", escape(title))
 }
 
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+fn figure(id: &str, title: &str, note: &str, legend_html: &str, svg: &str) -> String {
+    let note = if note.is_empty() { String::new() } else { format!("<p class=\"note\">{}</p>", escape(note)) };
+    format!("<figure id=\"{id}\"><figcaption>{}</figcaption>{note}{legend_html}{svg}</figure>\n", escape(title))
 }
 
-/// A line chart as an SVG element; axes start at zero.
-pub fn chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) -> String {
-    let all = series.iter().flat_map(|s| s.points.iter());
-    let x_max = all.clone().map(|p| p.0).fold(0.0, f64::max).max(1e-9);
-    let y_max = all.map(|p| p.1).fold(0.0, f64::max).max(1e-9) * 1.05;
-    let sx = |x: f64| PAD_L + x / x_max * (W - PAD_L - 10.0);
-    let sy = |y: f64| H - PAD_B - y / y_max * (H - PAD_B - 20.0);
-    let mut out = format!("<figure><figcaption>{}</figcaption><svg viewBox=\"0 0 {W} {H}\" width=\"{W}\" height=\"{H}\" role=\"img\">", escape(title));
-    let _ = write!(out, "<line x1=\"{PAD_L}\" y1=\"{0}\" x2=\"{1}\" y2=\"{0}\" stroke=\"#888\"/>", H - PAD_B, W - 10.0);
-    let _ = write!(out, "<line x1=\"{PAD_L}\" y1=\"20\" x2=\"{PAD_L}\" y2=\"{}\" stroke=\"#888\"/>", H - PAD_B);
-    for i in 0..=4 {
-        let (fx, fy) = (x_max * i as f64 / 4.0, y_max * i as f64 / 4.0);
-        let _ = write!(out, "<text x=\"{:.1}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>", sx(fx), H - PAD_B + 14.0, tick(fx));
-        let _ = write!(out, "<text x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>", PAD_L - 4.0, sy(fy) + 4.0, tick(fy));
+/// Colours by name: the algorithms (of a mix: its flows' algorithms, then the mix itself).
+struct Palette(Vec<String>);
+
+impl Palette {
+    fn of(result: &ExperimentResult) -> Palette {
+        let mut keys: Vec<String> = Vec::new();
+        if let WorkloadSpec::Bulk(b) = &result.params.workload {
+            for f in &b.mix {
+                if !keys.contains(&f.cc) {
+                    keys.push(f.cc.clone());
+                }
+            }
+        }
+        for cc in &result.params.ccs {
+            if !keys.contains(cc) {
+                keys.push(cc.clone());
+            }
+        }
+        Palette(keys)
     }
-    let _ = write!(out, "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>", (W + PAD_L) / 2.0, H - 2.0, escape(x_label));
-    let _ = write!(out, "<text x=\"12\" y=\"14\" font-size=\"11\">{}</text>", escape(y_label));
-    for (i, s) in series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let pts: Vec<String> = s.points.iter().map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y))).collect();
-        let _ = write!(out, "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"1.3\" points=\"{}\"/>", pts.join(" "));
-        let _ = write!(out, "<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"{color}\">{}</text>", W - 150.0, 30.0 + 15.0 * i as f64, escape(&s.name));
-    }
-    out.push_str("</svg></figure>\n");
-    out
-}
 
-fn tick(v: f64) -> String {
-    if v == 0.0 {
-        "0".into()
-    } else if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 1.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
+    fn color(&self, key: &str) -> &'static str {
+        self.0.iter().position(|k| k == key).map_or(GREY, |i| COLORS[i % COLORS.len()])
+    }
+
+    fn index(&self, key: &str) -> usize {
+        self.0.iter().position(|k| k == key).unwrap_or(usize::MAX)
     }
 }
 
-/// The completed run of `cc` whose score is the median of its runs.
-fn representative<'a>(result: &'a ExperimentResult, cc: &str) -> Option<&'a RunRecord> {
+/// The completed runs of `cc` that have a score, sorted by score.
+fn scored_runs<'a>(result: &'a ExperimentResult, cc: &str) -> Vec<&'a RunRecord> {
     let mut runs: Vec<&RunRecord> =
         result.runs.iter().filter(|r| r.cc == cc && r.status == Status::Complete && r.metrics.as_ref().and_then(|m| m.score).is_some()).collect();
     runs.sort_by(|a, b| {
         let s = |r: &RunRecord| r.metrics.as_ref().and_then(|m| m.score).unwrap_or(0.0);
         s(a).total_cmp(&s(b))
     });
+    runs
+}
+
+/// The completed run of `cc` whose score is the median of its runs.
+fn representative<'a>(result: &'a ExperimentResult, cc: &str) -> Option<&'a RunRecord> {
+    let runs = scored_runs(result, cc);
     runs.get(runs.len() / 2).copied()
-}
-
-/// Most points a plotted line keeps: beyond it, every other point is dropped (and the stride
-/// doubled), so reading an hour of samples costs the same memory as reading a minute.
-const MAX_POINTS: usize = 2000;
-
-/// Keeps at most `MAX_POINTS` of a stream of points, evenly spaced in arrival order.
-#[derive(Default)]
-struct Decimated {
-    points: Vec<(f64, f64)>,
-    stride: usize,
-    seen: usize,
-}
-
-impl Decimated {
-    fn push(&mut self, p: (f64, f64)) {
-        let stride = self.stride.max(1);
-        if self.seen.is_multiple_of(stride) {
-            self.points.push(p);
-            if self.points.len() >= MAX_POINTS {
-                self.points = self.points.iter().step_by(2).copied().collect();
-                self.stride = stride * 2;
-            }
-        }
-        self.seen += 1;
-    }
 }
 
 fn run_start(r: &RunRecord) -> u64 {
@@ -113,146 +121,1018 @@ fn run_start(r: &RunRecord) -> u64 {
     }
 }
 
-/// Goodput over time (Mbit/s per 100 ms) of every flow of a bulk run, from its goodput file:
-/// per flow, or summed over flows.
-fn goodput_series(dir: &Path, run: &RunRecord, per_flow: bool) -> Vec<Series> {
-    let (Some(WorkloadResult::Bulk(b)), Some(files)) = (&run.workload, &run.series) else { return Vec::new() };
-    let bin_us = 100_000u64;
-    // Per flow: the last point that closed a bin, and the bins so far.
-    let mut last: Vec<(u64, u64)> = vec![(b.start_us, 0); b.flows.len()];
-    let mut bins: Vec<Decimated> = b.flows.iter().map(|_| Decimated::default()).collect();
-    let read = crate::series::for_each_row(&dir.join(&files.goodput), |p: GoodputRow| {
-        let Some(i) = b.flows.iter().position(|f| f.id == p.flow) else { return };
-        if p.t_us >= last[i].0 + bin_us {
-            let dt = (p.t_us - last[i].0) as f64 / 1e6;
-            bins[i].push(((p.t_us.saturating_sub(b.start_us)) as f64 / 1e6, p.bytes.saturating_sub(last[i].1) as f64 * 8.0 / dt / 1e6));
-            last[i] = (p.t_us, p.bytes);
-        }
-    });
-    if read.is_err() {
-        return Vec::new();
+fn bulk(r: &RunRecord) -> Option<&BulkResult> {
+    match &r.workload {
+        Some(WorkloadResult::Bulk(b)) => Some(b),
+        _ => None,
     }
-    let flows: Vec<Vec<(f64, f64)>> = bins.into_iter().map(|d| d.points).collect();
-    if per_flow {
-        b.flows.iter().zip(flows).map(|(f, points)| Series { name: format!("flow {} ({})", f.id, f.cc_requested), points }).collect()
+}
+
+/// One plotted line of one run.
+struct Line {
+    /// Colour key: the algorithm.
+    key: String,
+    /// What the line is, for its tooltip: `run 3 · bbr flow 0`.
+    label: String,
+    median: bool,
+    points: Vec<(f64, f64)>,
+}
+
+/// Rates over time from samples that each count the bytes since the one before: samples are
+/// grouped in fixed time bins, and a bin's rate is its bytes over the time from the previous
+/// bin's last sample to its own last (so a bin that happens to hold one sample more than the
+/// next does not look faster). One point (Mbit/s) per bin, at the middle of that span.
+struct RateBins {
+    bin_us: u64,
+    bin: Option<u64>,
+    from_us: u64,
+    last_us: u64,
+    bytes: u64,
+    out: Decimated,
+}
+
+impl RateBins {
+    fn new(bin_us: u64, cap: usize) -> Self {
+        RateBins { bin_us: bin_us.max(1), bin: None, from_us: 0, last_us: 0, bytes: 0, out: Decimated::with_cap(cap) }
+    }
+
+    /// A sample at `t_rel_us` counting `bytes` since the previous one.
+    fn add(&mut self, t_rel_us: u64, bytes: u64) {
+        let bin = t_rel_us / self.bin_us;
+        match self.bin {
+            // The first sample starts the first span (what it counts came before it).
+            None => {
+                self.bin = Some(bin);
+                (self.from_us, self.last_us) = (t_rel_us, t_rel_us);
+                return;
+            }
+            Some(cur) if bin > cur => {
+                self.flush();
+                self.bin = Some(bin);
+            }
+            Some(_) => {}
+        }
+        self.last_us = self.last_us.max(t_rel_us);
+        self.bytes += bytes;
+    }
+
+    fn flush(&mut self) {
+        if self.last_us > self.from_us {
+            let span = (self.last_us - self.from_us) as f64;
+            self.out.push(((self.from_us + self.last_us) as f64 / 2e6, self.bytes as f64 * 8.0 / span));
+        }
+        self.from_us = self.last_us;
+        self.bytes = 0;
+    }
+
+    fn finish(mut self) -> Vec<(f64, f64)> {
+        self.flush();
+        self.out.into_points()
+    }
+}
+
+/// Index of a `bbr_mode` name in [`BBR_STATES`]; `None` for UNKNOWN or none.
+fn bbr_state(mode: Option<&str>) -> Option<usize> {
+    mode.and_then(|m| BBR_STATES.iter().position(|(name, _)| *name == m))
+}
+
+/// Everything read from one run's series files.
+struct RunView<'a> {
+    run: &'a RunRecord,
+    median: bool,
+    rtt: Vec<Line>,
+    cwnd: Vec<Line>,
+    bbr_bw: Vec<Line>,
+    goodput: Vec<Line>,
+    queue: Option<Line>,
+    /// The states of the first socket that reported BBR's (median runs only): the socket,
+    /// what it is (`bbr flow 0`), and its states over time.
+    bbr: Option<(String, String, Timeline<4>)>,
+    /// Per bulk flow: its id, algorithm and RTT samples (for the flow's own RTT median).
+    flow_rtt: Vec<(u32, String, ExactCounts)>,
+}
+
+/// Distributions pooled over all runs of each key.
+#[derive(Default)]
+struct Pooled(Vec<(String, ExactCounts)>);
+
+impl Pooled {
+    fn record(&mut self, key: &str, v: u32) {
+        match self.0.iter_mut().find(|(k, _)| k == key) {
+            Some((_, c)) => c.record(v),
+            None => {
+                let mut c = ExactCounts::default();
+                c.record(v);
+                self.0.push((key.to_string(), c));
+            }
+        }
+    }
+}
+
+struct Gathered<'a> {
+    runs: Vec<RunView<'a>>,
+    /// Width of the goodput bins.
+    bin_us: u64,
+    rtt: Pooled,
+    queue: Pooled,
+    /// Files that could not be read.
+    errors: Vec<String>,
+}
+
+/// Reads every completed run's series files, one row at a time.
+fn gather<'a>(result: &'a ExperimentResult, dir: &Path, palette: &Palette) -> Gathered<'a> {
+    let mix = result.params.workload.is_mix();
+    let direction = result.params.workload.data_direction();
+    let medians: Vec<u32> = result.params.ccs.iter().filter_map(|cc| representative(result, cc)).map(|r| r.index).collect();
+    // Bins of a round width, about RATE_BINS of them over the longest run, no finer than the
+    // samples and no coarser than a second.
+    let longest = result.runs.iter().filter(|r| r.status == Status::Complete).filter_map(duration_s).fold(0.0, f64::max);
+    let sample_s = result.params.path.sample_interval_us.max(1) as f64 / 1e6;
+    let bin_us = (nice_floor(longest / RATE_BINS).clamp(sample_s, 1.0) * 1e6).round() as u64;
+    let mut g = Gathered { runs: Vec::new(), bin_us, rtt: Pooled::default(), queue: Pooled::default(), errors: Vec::new() };
+    for r in result.runs.iter().filter(|r| r.status == Status::Complete && r.series.is_some()) {
+        let median = medians.contains(&r.index);
+        let mut view = RunView {
+            run: r,
+            median,
+            rtt: Vec::new(),
+            cwnd: Vec::new(),
+            bbr_bw: Vec::new(),
+            goodput: Vec::new(),
+            queue: None,
+            bbr: None,
+            flow_rtt: Vec::new(),
+        };
+        if let Err(e) = read_tcp(dir, &mut view, mix, &mut g.rtt) {
+            g.errors.push(e);
+        }
+        if let Err(e) = read_link(dir, &mut view, direction, &mut g.queue, bin_us) {
+            g.errors.push(e);
+        }
+        if let Err(e) = read_goodput(dir, &mut view, mix, bin_us) {
+            g.errors.push(e);
+        }
+        g.runs.push(view);
+    }
+    g.rtt.0.sort_by_key(|(k, _)| palette.index(k));
+    g.queue.0.sort_by_key(|(k, _)| palette.index(k));
+    g
+}
+
+/// How long the run's data flowed.
+fn duration_s(r: &RunRecord) -> Option<f64> {
+    match r.workload.as_ref()? {
+        WorkloadResult::Bulk(b) => Some(b.elapsed_s),
+        WorkloadResult::Objects(o) => Some(o.wall_time_s),
+        WorkloadResult::Page(p) => p.page_load_s,
+    }
+}
+
+fn cap(median: bool) -> usize {
+    if median {
+        super::svg::MAX_POINTS
     } else {
-        let n = flows.iter().map(Vec::len).min().unwrap_or(0);
-        vec![Series { name: run.cc.clone(), points: (0..n).map(|i| (flows[0][i].0, flows.iter().map(|f| f[i].1).sum())).collect() }]
+        FAINT_POINTS
     }
 }
 
-/// What is plotted of each sending socket.
+/// What is plotted of one sending socket while reading.
 struct SocketLines {
-    name: String,
-    rtt_ms: Decimated,
+    socket: String,
+    key: String,
+    label: String,
+    rtt: Decimated,
     cwnd: Decimated,
-    bbr_bw_mbps: Decimated,
+    bbr_bw: Decimated,
 }
 
-/// One set of lines per sending socket from the run's TCP file: every flow of a bulk run, the
-/// first connection otherwise (an object load has dozens, which would only make a blur).
-fn socket_lines(dir: &Path, r: &RunRecord) -> Vec<SocketLines> {
-    let Some(files) = &r.series else { return Vec::new() };
+fn read_tcp(dir: &Path, view: &mut RunView, mix: bool, pooled: &mut Pooled) -> Result<(), String> {
+    let r = view.run;
+    let Some(files) = &r.series else { return Ok(()) };
     let t0 = run_start(r);
-    let (is_bulk, mix) = match &r.workload {
-        Some(WorkloadResult::Bulk(b)) => (true, b.flows.len() > 1),
-        _ => (false, false),
+    let b = bulk(r);
+    let multi = b.is_some_and(|b| b.flows.len() > 1);
+    // A bulk flow's id, algorithm, and when it began to send.
+    let flow_of = |socket: &str| -> Option<(u32, String, u64)> {
+        let id: u32 = socket.strip_prefix("flow-")?.parse().ok()?;
+        let b = b?;
+        let f = b.flows.iter().find(|f| f.id == id)?;
+        Some((id, f.cc_requested.clone(), b.start_us + (f.start_s * 1e6) as u64))
     };
-    let flow_cc = |id: &str| -> String {
-        match &r.workload {
-            Some(WorkloadResult::Bulk(b)) => b.flows.iter().find(|f| format!("flow-{}", f.id) == id).map_or_else(|| r.cc.clone(), |f| f.cc_requested.clone()),
-            _ => r.cc.clone(),
-        }
-    };
-    let mut lines: Vec<(String, SocketLines)> = Vec::new();
+    let n = cap(view.median);
+    let median = view.median;
+    let mut lines: Vec<SocketLines> = Vec::new();
+    let mut flow_rtt: Vec<(u32, String, ExactCounts)> = Vec::new();
+    let mut bbr: Option<(String, String, Timeline<4>)> = None;
     let read = crate::series::for_each_row(&dir.join(&files.tcp), |row: TcpRow| {
-        let i = match lines.iter().position(|(s, _)| *s == row.socket) {
+        let flow = flow_of(&row.socket);
+        let key = match (&flow, mix) {
+            (Some((_, cc, _)), true) => cc.clone(),
+            _ => r.cc.clone(),
+        };
+        // The distributions count samples from when the socket's data began to flow (a flow
+        // of a mix that starts later sits at its handshake's RTT until then).
+        let sending = row.t_us >= flow.as_ref().map_or(t0, |f| f.2);
+        if row.rtt_us > 0 && sending {
+            let v = round_sig3(f64::from(row.rtt_us));
+            pooled.record(&key, v);
+            if let Some((id, cc, _)) = &flow {
+                match flow_rtt.iter().position(|(i, _, _)| i == id) {
+                    Some(i) => flow_rtt[i].2.record(v),
+                    None if flow_rtt.len() < MAX_SOCKETS => {
+                        let mut c = ExactCounts::default();
+                        c.record(v);
+                        flow_rtt.push((*id, cc.clone(), c));
+                    }
+                    None => {}
+                }
+            }
+        }
+        if row.t_us < t0 {
+            return;
+        }
+        let t_rel = row.t_us - t0;
+        let t = t_rel as f64 / 1e6;
+        if median {
+            if bbr.is_none() && row.bbr_mode.as_deref().is_some_and(|m| !m.is_empty()) {
+                bbr = Some((row.socket.clone(), format!("{key} {}", row.socket.replace('-', " ")), Timeline::default()));
+            }
+            if let Some((_, _, tl)) = bbr.as_mut().filter(|(s, _, _)| *s == row.socket) {
+                tl.push(t_rel, bbr_state(row.bbr_mode.as_deref()));
+            }
+        }
+        let i = match lines.iter().position(|l| l.socket == row.socket) {
             Some(i) => i,
-            None if is_bulk || lines.is_empty() => {
-                let name = if mix {
-                    format!("{} {}", flow_cc(&row.socket), row.socket.replace('-', " "))
-                } else if is_bulk {
-                    r.cc.clone()
-                } else {
-                    format!("{} (connection 0)", r.cc)
+            None if (b.is_some() && lines.len() < MAX_SOCKETS) || lines.is_empty() => {
+                let what = match (&flow, multi || mix) {
+                    (Some((id, cc, _)), true) => format!("{cc} flow {id}"),
+                    (Some(_), false) => r.cc.clone(),
+                    (None, _) => format!("{} {}", r.cc, row.socket.replace('-', " ")),
                 };
-                lines.push((
-                    row.socket.clone(),
-                    SocketLines { name, rtt_ms: Decimated::default(), cwnd: Decimated::default(), bbr_bw_mbps: Decimated::default() },
-                ));
+                lines.push(SocketLines {
+                    socket: row.socket.clone(),
+                    key: key.clone(),
+                    label: format!("run {} · {what}", r.index + 1),
+                    rtt: Decimated::with_cap(n),
+                    cwnd: Decimated::with_cap(n),
+                    bbr_bw: Decimated::with_cap(n),
+                });
                 lines.len() - 1
             }
             None => return,
         };
-        let t = row.t_us.saturating_sub(t0) as f64 / 1e6;
-        let l = &mut lines[i].1;
-        l.rtt_ms.push((t, f64::from(row.rtt_us) / 1000.0));
+        let l = &mut lines[i];
+        if row.rtt_us > 0 {
+            l.rtt.push((t, f64::from(row.rtt_us) / 1000.0));
+        }
         l.cwnd.push((t, f64::from(row.cwnd)));
-        if let Some(bw) = row.bbr_bw_bps {
-            l.bbr_bw_mbps.push((t, bw as f64 / 1e6));
+        if let Some(bw) = row.bbr_bw_bps.filter(|_| median) {
+            l.bbr_bw.push((t, bw as f64 / 1e6));
         }
     });
-    if read.is_err() {
-        return Vec::new();
+    for l in lines {
+        let line = |points: Decimated| Line { key: l.key.clone(), label: l.label.clone(), median, points: points.into_points() };
+        view.rtt.push(line(l.rtt));
+        view.cwnd.push(line(l.cwnd));
+        if !l.bbr_bw.points().is_empty() {
+            view.bbr_bw.push(line(l.bbr_bw));
+        }
     }
-    lines.into_iter().map(|(_, l)| l).collect()
+    view.flow_rtt = flow_rtt;
+    view.bbr = bbr;
+    read.map_err(|e| e.to_string())
 }
 
-/// The emulator's queueing delay (max per sample interval) on the data's direction.
-fn queue_series(dir: &Path, r: &RunRecord, direction: ccbench_workload::Direction) -> Option<Series> {
-    let files = r.series.as_ref()?;
+fn read_link(dir: &Path, view: &mut RunView, direction: Direction, pooled: &mut Pooled, bin_us: u64) -> Result<(), String> {
+    let r = view.run;
+    let Some(files) = &r.series else { return Ok(()) };
     let file = match direction {
-        ccbench_workload::Direction::Download => &files.link_down,
-        ccbench_workload::Direction::Upload => &files.link_up,
+        Direction::Download => &files.link_down,
+        Direction::Upload => &files.link_up,
     };
     let t0 = run_start(r);
-    let mut points = Decimated::default();
-    crate::series::for_each_row(&dir.join(file), |p: LinkSample| {
-        if p.t_us >= t0 {
-            points.push(((p.t_us - t0) as f64 / 1e6, p.queue_delay_max_us / 1000.0));
+    let mut queue = Decimated::with_cap(cap(view.median));
+    // Without a goodput file (objects, pages), what the bottleneck delivered stands in for it.
+    let mut delivered = bulk(r).is_none().then(|| RateBins::new(bin_us, cap(view.median)));
+    let read = crate::series::for_each_row(&dir.join(file), |p: LinkSample| {
+        if p.t_us < t0 {
+            return;
         }
+        let t_rel = p.t_us - t0;
+        queue.push((t_rel as f64 / 1e6, p.queue_delay_max_us / 1000.0));
+        if p.delivered_bytes > 0 {
+            pooled.record(&r.cc, round_sig3(p.queue_delay_max_us));
+        }
+        if let Some(d) = delivered.as_mut() {
+            d.add(t_rel, p.delivered_bytes);
+        }
+    });
+    let label = format!("run {} · {}", r.index + 1, r.cc);
+    view.queue = Some(Line { key: r.cc.clone(), label: label.clone(), median: view.median, points: queue.into_points() });
+    if let Some(d) = delivered {
+        view.goodput.push(Line { key: r.cc.clone(), label, median: view.median, points: d.finish() });
+    }
+    read.map_err(|e| e.to_string())
+}
+
+/// Goodput at the receiver per 100 ms: per flow in a mix, summed over flows otherwise.
+fn read_goodput(dir: &Path, view: &mut RunView, mix: bool, bin_us: u64) -> Result<(), String> {
+    let r = view.run;
+    let (Some(b), Some(files)) = (bulk(r), &r.series) else { return Ok(()) };
+    let n = cap(view.median);
+    let per_flow = mix;
+    let mut last: Vec<u64> = vec![0; b.flows.len()];
+    let mut bins: Vec<RateBins> = (0..if per_flow { b.flows.len() } else { 1 }).map(|_| RateBins::new(bin_us, n)).collect();
+    let read = crate::series::for_each_row(&dir.join(&files.goodput), |p: GoodputRow| {
+        let Some(i) = b.flows.iter().position(|f| f.id == p.flow) else { return };
+        let delta = p.bytes.saturating_sub(last[i]);
+        last[i] = last[i].max(p.bytes);
+        if p.t_us >= b.start_us {
+            bins[if per_flow { i } else { 0 }].add(p.t_us - b.start_us, delta);
+        }
+    });
+    for (i, rb) in bins.into_iter().enumerate() {
+        let (key, what) = if per_flow {
+            (b.flows[i].cc_requested.clone(), format!("{} flow {}", b.flows[i].cc_requested, b.flows[i].id))
+        } else {
+            (r.cc.clone(), r.cc.clone())
+        };
+        view.goodput.push(Line { key, label: format!("run {} · {what}", r.index + 1), median: view.median, points: rb.finish() });
+    }
+    read.map_err(|e| e.to_string())
+}
+
+/// BBR's states over one run, as bands under the plots over time.
+struct BbrBands {
+    /// Whose states: `bbr flow 0 of run 4`.
+    of: String,
+    /// `(from_s, to_s, state)`, the state an index in [`BBR_STATES`].
+    bands: Vec<(f64, f64, usize)>,
+}
+
+/// BBR's states of the median run that has them (the first algorithm's, in a mix the BBR flow's).
+fn bbr_bands(g: &Gathered, palette: &Palette) -> Option<BbrBands> {
+    let mut medians: Vec<&RunView> = g.runs.iter().filter(|v| v.median).collect();
+    medians.sort_by_key(|v| palette.index(&v.run.cc));
+    medians.iter().find_map(|v| {
+        let (_, what, tl) = v.bbr.as_ref()?;
+        let bands = tl.bands();
+        (!bands.is_empty()).then(|| BbrBands { of: format!("{what} of run {}", v.run.index + 1), bands })
     })
-    .ok()?;
-    Some(Series { name: r.cc.clone(), points: points.points })
+}
+
+/// What the plots over time share: colours, and one time axis so that they line up.
+struct TimeAxis<'a> {
+    palette: &'a Palette,
+    t_max_s: f64,
+}
+
+/// A plot over time of one line per run (and socket): the median runs bold, the others faint.
+fn time_figure(id: &str, title: &str, note: &str, y_label: &str, lines: &[&Line], axis: &TimeAxis, bands: Option<&BbrBands>) -> String {
+    if lines.iter().all(|l| l.points.is_empty()) {
+        return String::new();
+    }
+    let palette = axis.palette;
+    let x = Axis::new("time since the start of data (s)").fit([0.0, axis.t_max_s]);
+    let y = Axis::new(y_label).zero().fit(lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)));
+    let mut p = Plot::with_left(id, WIDE, 270.0 + if bands.is_some() { 20.0 } else { 0.0 }, x, y, bands.map(|_| "BBR state"), TIME_LEFT);
+    for l in lines.iter().filter(|l| !l.median) {
+        p.line(&l.points, palette.color(&l.key), Stroke::FAINT, Some(&l.label));
+    }
+    for l in lines.iter().filter(|l| l.median) {
+        p.line(&l.points, palette.color(&l.key), Stroke::BOLD, Some(&format!("{} (median run)", l.label)));
+    }
+    let mut items: Vec<(String, String, Key)> = Vec::new();
+    for key in &palette.0 {
+        if let Some(m) = lines.iter().find(|l| &l.key == key && l.median) {
+            let run = m.label.split(" · ").next().unwrap_or("");
+            items.push((format!("{key} (bold: median, {run})"), palette.color(key).to_string(), Key::Line));
+        } else if lines.iter().any(|l| &l.key == key) {
+            items.push((key.clone(), palette.color(key).to_string(), Key::Line));
+        }
+    }
+    if lines.iter().any(|l| !l.median) {
+        items.push(("faint: every other run, in its algorithm's colour".into(), GREY.into(), Key::FaintLine));
+    }
+    if let Some(BbrBands { of, bands }) = bands {
+        for &(a, b, s) in bands {
+            let (name, color) = BBR_STATES[s];
+            p.strip(a, b, color, Some(&format!("{name} {a:.2}–{b:.2} s ({of})")));
+        }
+        for (name, color) in BBR_STATES {
+            items.push((name.to_string(), color.to_string(), Key::Swatch));
+        }
+    }
+    let note = match bands {
+        Some(b) => format!("{note} Bands under the plot: BBR's state over time ({}), from TCP_CC_INFO.", b.of),
+        None => note.to_string(),
+    };
+    figure(&format!("fig-{id}"), title, note.trim(), &legend(&items), &p.finish())
+}
+
+/// The verdict's score in display units: its axis label and the divisor from the JSON's units.
+fn score_unit(w: &WorkloadSpec) -> (&'static str, f64) {
+    match w {
+        WorkloadSpec::Bulk(_) => ("goodput (Mbit/s)", 1e6),
+        WorkloadSpec::Objects(_) => ("content throughput (Mbit/s)", 1e6),
+        WorkloadSpec::Page(_) => ("page loads per second (1 / load time, 1/s)", 1.0),
+    }
+}
+
+/// A fixed, even scatter of the k-th of a column's points across the column.
+fn jitter(k: usize) -> f64 {
+    ((k as f64 * 0.618_034) % 1.0 - 0.5) * 0.36
+}
+
+/// Each algorithm's score per run, with its median.
+fn score_figure(result: &ExperimentResult, palette: &Palette) -> String {
+    let (unit, div) = score_unit(&result.params.workload);
+    let ccs = &result.params.ccs;
+    let columns: Vec<Vec<&RunRecord>> = ccs.iter().map(|cc| scored_runs(result, cc)).collect();
+    if columns.iter().all(Vec::is_empty) {
+        return String::new();
+    }
+    let score = |r: &RunRecord| r.metrics.as_ref().and_then(|m| m.score).unwrap_or(0.0) / div;
+    let median_of = |cc: &String| result.summary.iter().find(|s| &s.cc == cc).and_then(|s| s.score.as_ref()).map(|s| s.median / div);
+    let names = ccs.iter().map(|cc| match median_of(cc) {
+        Some(m) => format!("{cc}\nmedian {}", fmt_sig(m)),
+        None => cc.clone(),
+    });
+    let x = Axis::new("algorithm").categories(names.collect());
+    let y = Axis::new(unit).fit(columns.iter().flatten().map(|r| score(r))).pad(0.05);
+    let mut p = Plot::new("score", HALF, 300.0, x, y, None);
+    for (i, (cc, runs)) in ccs.iter().zip(&columns).enumerate() {
+        let color = palette.color(cc);
+        let median_run = runs.get(runs.len() / 2).map(|r| r.index);
+        let mut by_index = runs.clone();
+        by_index.sort_by_key(|r| r.index);
+        for (k, r) in by_index.iter().enumerate() {
+            let unfinished = r.metrics.as_ref().is_some_and(|m| m.unfinished);
+            let v = score(r);
+            let xi = i as f64 + jitter(k);
+            let mut tip = format!("run {} · {cc}: {} {}", r.index + 1, fmt_sig(v), unit);
+            if unfinished {
+                tip.push_str(" (unfinished: a censored bound)");
+            }
+            if !r.suspect.is_empty() {
+                let _ = write!(tip, " (suspect: {})", r.suspect.join("; "));
+            }
+            if median_run == Some(r.index) {
+                p.point(xi, v, 7.5, color, false, None);
+                tip.push_str(" — the median run, bold in the plots over time");
+            }
+            p.point(xi, v, 4.0, color, !unfinished, Some(&tip));
+        }
+        if let Some(m) = median_of(cc) {
+            p.segment((i as f64 - 0.3, m), (i as f64 + 0.3, m), "#222", Stroke { width: 2.0, opacity: 0.8, dash: None });
+        }
+    }
+    let items = vec![
+        ("one run".to_string(), GREY.to_string(), Key::Dot),
+        ("median of the runs".to_string(), "#222".to_string(), Key::Line),
+        ("ringed: the median run (bold over time); hollow: unfinished".to_string(), GREY.to_string(), Key::Dot),
+    ];
+    figure("fig-score", &format!("{} per run", capitalise(&result.params.metric)), "The axis does not start at 0.", &legend(&items), &p.finish())
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
+}
+
+/// The ratio of medians with its CI, for each comparison of the score and of the RTT.
+fn ratio_figure(result: &ExperimentResult, palette: &Palette) -> String {
+    let rows: Vec<(String, &ccbench_stats::Comparison, &str)> = result
+        .comparisons
+        .iter()
+        .map(|c| (format!("{}: {} ÷ {}", result.params.metric.split(' ').next().unwrap_or("score"), c.a, c.b), c, result.params.metric.as_str()))
+        .chain(result.rtt_comparisons.iter().map(|c| (format!("RTT p50: {} ÷ {}", c.a, c.b), c, "median sender RTT")))
+        .filter(|(_, c, _)| c.ratio_ci.is_some())
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let finite = rows.iter().flat_map(|(_, c, _)| {
+        let ci = c.ratio_ci.expect("filtered");
+        [ci.lo, ci.hi, ci.ratio].into_iter().filter(|v| v.is_finite() && *v > 0.0)
+    });
+    let y = Axis::new("ratio of medians (a ÷ b)").fit(finite.chain([1.0])).log_if_wide().pad(0.05);
+    let bound = |v: f64| if v.is_finite() { fmt_sig(v) } else { "∞".into() };
+    let names = rows.iter().map(|(n, c, _)| {
+        let ci = c.ratio_ci.expect("filtered");
+        format!("{n}\n{}× ({}–{})", bound(ci.ratio), bound(ci.lo), bound(ci.hi))
+    });
+    let x = Axis::new("comparison: ratio (CI); an arrow is an unbounded side").categories(names.collect());
+    let mut p = Plot::new("ratio", HALF, 300.0, x, y, None);
+    p.hrule(1.0, "#555", Stroke::DASHED, Some("1 = no difference"));
+    for (i, (_, c, metric)) in rows.iter().enumerate() {
+        let ci = c.ratio_ci.expect("filtered");
+        let color = palette.color(&c.a);
+        let tip = c.sentence(metric);
+        p.interval_y(i as f64, ci.lo, ci.hi, color, Some(&tip));
+        if ci.ratio.is_finite() {
+            p.point(i as f64, ci.ratio, 5.0, color, c.significant, Some(&tip));
+        }
+    }
+    let level = rows.first().and_then(|(_, c, _)| c.ratio_ci).map_or(95.0, |c| c.level * 100.0);
+    let items = vec![("filled: significant (Holm-adjusted p < α and the CI excludes 1)".to_string(), GREY.to_string(), Key::Dot)];
+    figure(
+        "fig-ratio",
+        "Ratio of medians, with its bootstrap CI",
+        &format!("{level:.0} % CI of median(a) ÷ median(b) over runs; a is the better-ranked algorithm. Hover for the verdict."),
+        &legend(&items),
+        &p.finish(),
+    )
+}
+
+/// Flows sharing the bottleneck: each algorithm's share per run, against its fair share.
+fn shares_figure(result: &ExperimentResult, palette: &Palette) -> String {
+    let Some(summary) = result.summary.iter().find(|s| !s.shares.is_empty()) else { return String::new() };
+    let names: Vec<String> = summary.shares.iter().map(|s| s.cc.clone()).collect();
+    let flows_total: usize = summary.shares.iter().map(|s| s.flows).sum::<usize>().max(1);
+    let x = Axis::new("algorithm").categories(
+        names
+            .iter()
+            .map(|n| {
+                let flows = summary.shares.iter().find(|s| &s.cc == n).map_or(0, |s| s.flows);
+                format!("{n} ({flows} flow{})", if flows == 1 { "" } else { "s" })
+            })
+            .collect(),
+    );
+    let y = Axis::new("share of the bottleneck's goodput (%)").range(0.0, 100.0);
+    let mut p = Plot::new("shares", HALF, 300.0, x, y, None);
+    let runs: Vec<&RunRecord> = result.runs.iter().filter(|r| r.status == Status::Complete).collect();
+    for (i, sh) in summary.shares.iter().enumerate() {
+        let color = palette.color(&sh.cc);
+        let fair = 100.0 * sh.flows as f64 / flows_total as f64;
+        p.segment((i as f64 - 0.4, fair), (i as f64 + 0.4, fair), "#555", Stroke::DASHED);
+        p.text(i as f64 - 0.4, fair + 2.0, &format!("fair {fair:.0} %"), "start", "#555");
+        for (k, r) in runs.iter().enumerate() {
+            if let Some(s) = r.metrics.as_ref().and_then(|m| m.shares.iter().find(|s| s.cc == sh.cc)) {
+                p.point(i as f64 + jitter(k), s.share * 100.0, 4.0, color, true, Some(&format!("run {}: {} {:.1} %", r.index + 1, sh.cc, s.share * 100.0)));
+            }
+        }
+        if let Some(ci) = &sh.share_ci {
+            p.interval_y(
+                i as f64 + 0.3,
+                ci.lo * 100.0,
+                ci.hi * 100.0,
+                color,
+                Some(&format!("{:.1} % CI of the median share: {:.0}–{:.0} %", ci.level * 100.0, ci.lo * 100.0, ci.hi * 100.0)),
+            );
+        }
+        let m = sh.share.median * 100.0;
+        p.segment((i as f64 - 0.3, m), (i as f64 + 0.3, m), "#222", Stroke { width: 2.0, opacity: 0.8, dash: None });
+    }
+    let jain = summary.jain_index.as_ref().map(|j| format!(" Jain's fairness index {:.2} (median over runs).", j.median)).unwrap_or_default();
+    let items = vec![
+        ("one run".to_string(), GREY.to_string(), Key::Dot),
+        ("median".to_string(), "#222".to_string(), Key::Line),
+        ("fair share".to_string(), "#555".to_string(), Key::Dashed),
+    ];
+    figure(
+        "fig-shares",
+        "Share of the bottleneck per algorithm",
+        &format!("While all flows were active; the bar right of each column is the CI of the median share.{jain}"),
+        &legend(&items),
+        &p.finish(),
+    )
+}
+
+/// One algorithm's CDF: its staircase and the samples it is of.
+struct Curve<'a> {
+    key: &'a str,
+    steps: Vec<(f64, f64)>,
+    n: u64,
+}
+
+/// CDFs of pooled samples (µs), one per key, in ms; the axis from 0 when `zero`.
+fn cdf_figure(id: &str, title: &str, note: &str, x_label: &str, pooled: &Pooled, palette: &Palette, zero: bool) -> String {
+    let curves: Vec<Curve> = pooled
+        .0
+        .iter()
+        .filter(|(_, c)| !c.is_empty())
+        .map(|(k, c)| Curve { key: k, steps: cdf_steps(c.iter().map(|(v, n)| (f64::from(v) / 1000.0, n)), CDF_STEPS), n: c.len() })
+        .collect();
+    if curves.is_empty() {
+        return String::new();
+    }
+    let mut x = Axis::new(x_label).fit(curves.iter().flat_map(|c| c.steps.iter().map(|p| p.0)));
+    x = if zero { x.zero() } else { x.log_if_wide() };
+    let y = Axis::new("fraction of samples").range(0.0, 1.0);
+    let mut p = Plot::new(id, HALF, 300.0, x, y, None);
+    let mut items = Vec::new();
+    for Curve { key, steps, n } in &curves {
+        let color = palette.color(key);
+        let q = |f: f64| steps.iter().find(|s| s.1 >= f).map_or(f64::NAN, |s| s.0);
+        let tip = format!("{key}: {n} samples; p50 {} p95 {} p99 {}", fmt_sig(q(0.5)), fmt_sig(q(0.95)), fmt_sig(q(0.99)));
+        p.line(steps, color, Stroke::NORMAL, Some(&tip));
+        items.push((format!("{key} ({n} samples)"), color.to_string(), Key::Line));
+    }
+    figure(&format!("fig-{id}"), title, note, &legend(&items), &p.finish())
+}
+
+/// A run's (or a flow's) point in the throughput–delay plane.
+struct Point {
+    key: String,
+    label: String,
+    delay_ms: f64,
+    mbps: f64,
+}
+
+/// One point per run (or flow), goodput against a delay, with a 1-σ ellipse per key; the
+/// delay axis reversed so that better is up and to the right.
+fn tput_delay_figure(id: &str, title: &str, x_label: &str, points: &[Point], palette: &Palette) -> String {
+    let points: Vec<&Point> = points.iter().filter(|p| p.delay_ms.is_finite() && p.mbps.is_finite()).collect();
+    if points.is_empty() {
+        return String::new();
+    }
+    let mut ellipses: Vec<(&str, Ellipse)> = Vec::new();
+    for key in &palette.0 {
+        let pts: Vec<(f64, f64)> = points.iter().filter(|p| &p.key == key).map(|p| (p.delay_ms, p.mbps)).collect();
+        if pts.len() >= 3 {
+            if let Some(e) = Ellipse::of_points(&pts) {
+                ellipses.push((key, e));
+            }
+        }
+    }
+    let outline: Vec<(f64, f64)> = ellipses.iter().flat_map(|(_, e)| e.outline(36)).collect();
+    let x = Axis::new(x_label).fit(points.iter().map(|p| p.delay_ms).chain(outline.iter().map(|p| p.0))).pad(0.04).reversed();
+    let y = Axis::new("goodput (Mbit/s)").fit(points.iter().map(|p| p.mbps).chain(outline.iter().map(|p| p.1))).pad(0.04);
+    let mut p = Plot::new(id, HALF, 320.0, x, y, None);
+    for (key, e) in &ellipses {
+        p.ellipse(e, palette.color(key), Some(&format!("{key}: mean {} ms, {} Mbit/s; 1-σ ellipse of the covariance", fmt_sig(e.cx), fmt_sig(e.cy))));
+    }
+    for pt in &points {
+        p.point(
+            pt.delay_ms,
+            pt.mbps,
+            4.0,
+            palette.color(&pt.key),
+            true,
+            Some(&format!("{}: {} ms, {} Mbit/s", pt.label, fmt_sig(pt.delay_ms), fmt_sig(pt.mbps))),
+        );
+    }
+    let mut items: Vec<(String, String, Key)> = Vec::new();
+    for key in &palette.0 {
+        if points.iter().any(|p| &p.key == key) {
+            items.push((key.clone(), palette.color(key).to_string(), Key::Dot));
+        }
+    }
+    if !ellipses.is_empty() {
+        items.push(("ellipse: 1 σ of the runs (+: their mean)".into(), GREY.into(), Key::Line));
+    }
+    figure(&format!("fig-{id}"), title, "Delay axis reversed: better is up and to the right.", &legend(&items), &p.finish())
+}
+
+/// The points of the throughput–delay figures: per run, or per flow of a mix.
+fn tput_points(result: &ExperimentResult, g: &Gathered) -> (Vec<Point>, Vec<Point>) {
+    let mut rtt = Vec::new();
+    let mut queue = Vec::new();
+    let mix = result.params.workload.is_mix();
+    for r in result.runs.iter().filter(|r| r.status == Status::Complete) {
+        let Some(m) = &r.metrics else { continue };
+        match (mix, bulk(r)) {
+            (true, Some(b)) => {
+                let view = g.runs.iter().find(|v| v.run.index == r.index);
+                for f in &b.flows {
+                    let label = format!("run {} · {} flow {}", r.index + 1, f.cc_requested, f.id);
+                    let flow_rtt = view.and_then(|v| v.flow_rtt.iter().find(|(id, _, _)| *id == f.id)).and_then(|(_, _, c)| c.quantile(0.5, 1000.0));
+                    let mbps = f.goodput_bps / 1e6;
+                    if let Some(x) = flow_rtt {
+                        rtt.push(Point { key: f.cc_requested.clone(), label: label.clone(), delay_ms: x, mbps });
+                    }
+                    queue.push(Point { key: f.cc_requested.clone(), label, delay_ms: m.queue_delay_p50_ms, mbps });
+                }
+            }
+            _ => {
+                let label = format!("run {} · {}", r.index + 1, r.cc);
+                let mbps = m.goodput_bps / 1e6;
+                if let Some(x) = m.sender_rtt_p50_ms {
+                    rtt.push(Point { key: r.cc.clone(), label: label.clone(), delay_ms: x, mbps });
+                }
+                queue.push(Point { key: r.cc.clone(), label, delay_ms: m.queue_delay_p50_ms, mbps });
+            }
+        }
+    }
+    (rtt, queue)
+}
+
+fn runs_table(result: &ExperimentResult) -> String {
+    let (unit, div) = score_unit(&result.params.workload);
+    let mut out = format!(
+        "<details><summary>Every run ({})</summary><table><tr><th>run</th><th>algorithm</th><th>status</th><th>score ({})</th><th>goodput</th><th>RTT p50 (ms)</th><th>queue p50 (ms)</th><th>retrans</th><th>notes</th></tr>",
+        result.runs.len(),
+        escape(unit)
+    );
+    for r in &result.runs {
+        let status = match r.status {
+            Status::Complete => "complete",
+            Status::Interrupted => "interrupted",
+            Status::Failed => "failed",
+        };
+        let (score, goodput, rtt, queue, retrans) = match &r.metrics {
+            Some(m) => (
+                m.score.map(|s| fmt_sig(s / div)).unwrap_or_default() + if m.unfinished { " (unfinished)" } else { "" },
+                crate::units::fmt_rate(m.goodput_bps),
+                m.sender_rtt_p50_ms.map(fmt_sig).unwrap_or_default(),
+                fmt_sig(m.queue_delay_p50_ms),
+                format!("{:.2} %", m.retrans_rate * 100.0),
+            ),
+            None => Default::default(),
+        };
+        let notes: Vec<String> = r.error.iter().cloned().chain(r.suspect.iter().map(|s| format!("suspect: {s}"))).collect();
+        let _ = write!(
+            out,
+            "<tr><td class=\"n\">{}</td><td>{}</td><td>{status}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"warn\">{}</td></tr>",
+            r.index + 1,
+            escape(&r.cc),
+            escape(&score),
+            escape(&goodput),
+            rtt,
+            queue,
+            retrans,
+            escape(&notes.join("; "))
+        );
+    }
+    out.push_str("</table></details>\n");
+    out
 }
 
 /// The report of `result`, whose series files are under `dir` (the directory of result.json).
-/// Reads only the representative runs' files, one row at a time.
+/// Reads every completed run's files once, one row at a time.
 pub fn render(result: &ExperimentResult, summary_text: &str, dir: &Path) -> String {
-    let mut out = String::from("<!doctype html><html><head><meta charset=\"utf-8\"><title>ccbench report</title><style>body{font-family:sans-serif;max-width:900px;margin:2em auto;color:#222}pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}figure{margin:1.5em 0}figcaption{font-weight:bold;margin-bottom:.3em}</style></head><body>\n");
-    let _ = writeln!(out, "<h1>ccbench: {}</h1>", escape(&result.params.ccs.join(" vs ")));
+    let title = format!("ccbench: {}", result.params.ccs.join(" vs "));
+    let mut out = head(&title);
+    let _ = writeln!(out, "<h1>{}</h1>", escape(&title));
     let _ = writeln!(out, "<p>{} — {}</p>", escape(&result.provenance.started_at), escape(&result.params.workload.describe()));
-    let _ = writeln!(out, "<pre>{}</pre>", escape(summary_text.trim_matches('\n')));
-    let reps: Vec<&RunRecord> = result.params.ccs.iter().filter_map(|cc| representative(result, cc)).collect();
-    let sockets: Vec<SocketLines> = reps.iter().flat_map(|r| socket_lines(dir, r)).collect();
-    let lines = |f: &dyn Fn(&SocketLines) -> &Decimated| -> Vec<Series> {
-        sockets.iter().map(|s| Series { name: s.name.clone(), points: f(s).points.clone() }).filter(|s| !s.points.is_empty()).collect()
-    };
-    let _ = writeln!(out, "<h2>Inside one run per algorithm (the run with the median score)</h2>");
-    if result.params.workload.is_mix() {
-        if let Some(r) = reps.first() {
-            out.push_str(&chart("Goodput per flow", "seconds", "Mbit/s", &goodput_series(dir, r, true)));
-        }
-    } else {
-        let g: Vec<Series> = reps.iter().flat_map(|r| goodput_series(dir, r, false)).collect();
-        if !g.is_empty() {
-            out.push_str(&chart("Goodput at the receiver", "seconds", "Mbit/s", &g));
-        }
+    for w in &result.warnings {
+        let _ = writeln!(out, "<p class=\"warn\">warning: {}</p>", escape(w));
     }
-    out.push_str(&chart("Sender's smoothed RTT (TCP_INFO)", "seconds", "ms", &lines(&|s| &s.rtt_ms)));
-    out.push_str(&chart("Congestion window", "seconds", "packets", &lines(&|s| &s.cwnd)));
-    let queue: Vec<Series> = reps.iter().filter_map(|r| queue_series(dir, r, result.params.workload.data_direction())).collect();
-    out.push_str(&chart("Queueing delay at the bottleneck (max per 10 ms, emulator's view)", "seconds", "ms", &queue));
-    let bbr = lines(&|s| &s.bbr_bw_mbps);
-    if !bbr.is_empty() {
-        out.push_str(&chart("BBR's bandwidth estimate (TCP_CC_INFO)", "seconds", "Mbit/s", &bbr));
+    let _ = writeln!(out, "<pre class=\"summary\">{}</pre>", escape(summary_text.trim_matches('\n')));
+    let palette = Palette::of(result);
+    let g = gather(result, dir, &palette);
+    let bands = bbr_bands(&g, &palette);
+    let interval_ms = result.params.path.sample_interval_us as f64 / 1000.0;
+    let bin_ms = g.bin_us as f64 / 1000.0;
+    let n_runs = g.runs.len();
+    let all_lines = g.runs.iter().flat_map(|v| v.goodput.iter().chain(&v.rtt).chain(&v.cwnd).chain(&v.queue).chain(&v.bbr_bw));
+    let t_max_s = all_lines.flat_map(|l| l.points.last().map(|p| p.0)).fold(0.0, f64::max);
+    let axis = TimeAxis { palette: &palette, t_max_s };
+
+    let _ = writeln!(out, "<h2>Runs over time</h2>");
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">Each of the {n_runs} completed runs is a faint line; the run with the median score of each algorithm is bold. Hover a line for its run.</p>"
+    );
+    let goodput: Vec<&Line> = g.runs.iter().flat_map(|v| &v.goodput).collect();
+    let (goodput_title, goodput_note) = match &result.params.workload {
+        WorkloadSpec::Bulk(b) if b.mix.is_empty() => ("Goodput at the receiver", format!("All flows of a run together, per {bin_ms} ms.")),
+        WorkloadSpec::Bulk(_) => ("Goodput at the receiver, per flow", format!("Per {bin_ms} ms; each flow in its algorithm's colour.")),
+        _ => (
+            "Delivered at the bottleneck",
+            format!("Bytes the emulator delivered on the data's direction, per {bin_ms} ms (this workload has no per-flow goodput file)."),
+        ),
+    };
+    out.push_str(&time_figure("goodput", goodput_title, &goodput_note, "goodput (Mbit/s)", &goodput, &axis, None));
+    let multi_note = match &result.params.workload {
+        WorkloadSpec::Bulk(_) => "",
+        _ => "The first connection of each run (a page or object load opens several).",
+    };
+    let rtt: Vec<&Line> = g.runs.iter().flat_map(|v| &v.rtt).collect();
+    out.push_str(&time_figure("rtt", "Sender's smoothed RTT (TCP_INFO)", multi_note, "RTT (ms)", &rtt, &axis, bands.as_ref()));
+    let cwnd: Vec<&Line> = g.runs.iter().flat_map(|v| &v.cwnd).collect();
+    out.push_str(&time_figure("cwnd", "Congestion window", multi_note, "cwnd (packets)", &cwnd, &axis, bands.as_ref()));
+    let queue: Vec<&Line> = g.runs.iter().filter_map(|v| v.queue.as_ref()).collect();
+    out.push_str(&time_figure(
+        "queue",
+        "Queueing delay at the bottleneck (emulator's view)",
+        &format!("The longest a packet waited in each {interval_ms} ms sample, on the data's direction."),
+        "queueing delay (ms)",
+        &queue,
+        &axis,
+        None,
+    ));
+    let bbr_bw: Vec<&Line> = g.runs.iter().flat_map(|v| &v.bbr_bw).collect();
+    out.push_str(&time_figure("bbr-bw", "BBR's bandwidth estimate (TCP_CC_INFO)", "Median runs only.", "bandwidth estimate (Mbit/s)", &bbr_bw, &axis, None));
+
+    let _ = writeln!(out, "<h2>Distributions across runs</h2>");
+    out.push_str("<div class=\"row\">");
+    out.push_str(&score_figure(result, &palette));
+    if result.params.workload.is_mix() {
+        out.push_str(&shares_figure(result, &palette));
+    } else {
+        out.push_str(&ratio_figure(result, &palette));
+    }
+    out.push_str("</div>\n<div class=\"row\">");
+    out.push_str(&cdf_figure(
+        "rtt-cdf",
+        "CDF of the sender's RTT samples",
+        "Every nonzero smoothed-RTT sample of every sending socket from when its data began to flow, all runs of each algorithm pooled.",
+        "sender RTT (ms)",
+        &g.rtt,
+        &palette,
+        false,
+    ));
+    out.push_str(&cdf_figure(
+        "queue-cdf",
+        "CDF of the queueing delay",
+        &format!("The longest wait in each {interval_ms} ms sample in which the bottleneck delivered data, on the data's direction, all runs pooled."),
+        "queueing delay (ms)",
+        &g.queue,
+        &palette,
+        true,
+    ));
+    out.push_str("</div>\n");
+
+    let _ = writeln!(out, "<h2>Throughput against delay</h2>");
+    let per = if result.params.workload.is_mix() { "flow" } else { "run" };
+    let _ = writeln!(out, "<p class=\"note\">One point per {per}; the ellipse of each algorithm is one standard deviation of its points (their covariance), from 3 points up.</p>");
+    let (rtt_pts, queue_pts) = tput_points(result, &g);
+    out.push_str("<div class=\"row\">");
+    out.push_str(&tput_delay_figure("tput-rtt", "Goodput against the sender's RTT", &format!("sender RTT p50 of the {per} (ms)"), &rtt_pts, &palette));
+    out.push_str(&tput_delay_figure("tput-queue", "Goodput against the queueing delay", "queueing delay p50 of the run (ms)", &queue_pts, &palette));
+    out.push_str("</div>\n");
+
+    out.push_str(&runs_table(result));
+    for e in &g.errors {
+        let _ = writeln!(out, "<p class=\"warn\">could not read a series file: {}</p>", escape(e));
     }
     let _ = writeln!(
         out,
-        "<p>Every run's figures are in <code>result.json</code> (schema {}); its time series are in <code>series/run-NNN/*.csv.gz</code>.</p></body></html>",
-        result.schema
+        "<p class=\"note\">Every run's figures are in <code>result.json</code> (schema {}); its time series are in <code>series/run-NNN/*.csv.gz</code>.</p></body></html>",
+        escape(result.schema)
     );
     out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Across conditions
+
+/// The headline of a workload across conditions: its label, and the summary it is read from
+/// with the divisor to the label's unit.
+type Pick = fn(&crate::results::CcSummary) -> Option<Summary>;
+
+fn headline(w: &WorkloadSpec) -> (&'static str, Pick, f64) {
+    match w {
+        WorkloadSpec::Bulk(b) if matches!(b.amount, Amount::Bytes(_)) => ("completion time (s), lower is better", |s| s.completion_time_s, 1.0),
+        WorkloadSpec::Bulk(_) => ("goodput (Mbit/s)", |s| s.goodput_bps, 1e6),
+        WorkloadSpec::Objects(_) => ("content throughput (Mbit/s)", |s| s.goodput_bps, 1e6),
+        WorkloadSpec::Page(_) => ("page load time (s), lower is better", |s| s.completion_time_s, 1.0),
+    }
+}
+
+/// One algorithm's metric at one condition: the interquartile range and median over runs.
+#[derive(Clone, Copy)]
+struct Spread {
+    lo: f64,
+    median: f64,
+    hi: f64,
+    n: usize,
+}
+
+/// One metric per algorithm against the condition: the median over runs, a bar over the
+/// interquartile range, a log axis when the values span more than 10×.
+fn conditions_figure(
+    id: &str,
+    title: &str,
+    y_label: &str,
+    rows: &[(String, &ExperimentResult)],
+    pick: &dyn Fn(&ExperimentResult, &crate::results::CcSummary) -> Option<Summary>,
+    div: f64,
+) -> String {
+    let mut keys: Vec<String> = Vec::new();
+    for (_, r) in rows {
+        for s in &r.summary {
+            if pick(r, s).is_some() && !keys.contains(&s.cc) {
+                keys.push(s.cc.clone());
+            }
+        }
+    }
+    if keys.is_empty() {
+        return String::new();
+    }
+    let palette = Palette(keys.clone());
+    let values: Vec<Vec<Option<Spread>>> = rows
+        .iter()
+        .map(|(_, r)| {
+            keys.iter()
+                .map(|k| {
+                    r.summary.iter().find(|s| &s.cc == k).and_then(|s| pick(r, s)).map(|v| Spread {
+                        lo: v.p25 / div,
+                        median: v.median / div,
+                        hi: v.p75 / div,
+                        n: v.n,
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let all = values.iter().flatten().flatten().flat_map(|v| [v.lo, v.median, v.hi]);
+    let y = Axis::new(y_label).fit(all).log_if_wide();
+    let log = y.is_log();
+    let y = if log { y } else { y.zero() };
+    let x = Axis::new("condition").categories(rows.iter().map(|(n, _)| n.clone()).collect());
+    let mut p = Plot::new(id, WIDE, 340.0, x, y, None);
+    let m = keys.len() as f64;
+    let offset = |j: usize| (j as f64 - (m - 1.0) / 2.0) * (0.5 / m.max(2.0));
+    for (j, key) in keys.iter().enumerate() {
+        let color = palette.color(key);
+        let pts: Vec<(f64, f64)> = values.iter().enumerate().map(|(i, v)| (i as f64 + offset(j), v[j].as_ref().map_or(f64::NAN, |v| v.median))).collect();
+        p.line(&pts, color, Stroke { width: 1.0, opacity: 0.5, dash: Some("4 3") }, None);
+        for (i, v) in values.iter().enumerate() {
+            let Some(Spread { lo, median: med, hi, n }) = v[j] else { continue };
+            let tip = format!("{key} at {}: median {} (interquartile {}–{}, {n} runs)", rows[i].0, fmt_sig(med), fmt_sig(lo), fmt_sig(hi));
+            let x = i as f64 + offset(j);
+            p.error_bar_y(x, lo, hi, color, 8.0, Some(&tip));
+            p.point(x, med, 4.5, color, true, Some(&tip));
+        }
+    }
+    let mut items: Vec<(String, String, Key)> = keys.iter().map(|k| (k.clone(), palette.color(k).to_string(), Key::Dot)).collect();
+    items.push(("bar: interquartile range over runs".into(), GREY.into(), Key::Line));
+    let note = if log { "Median over runs. Log scale: the values span more than 10×." } else { "Median over runs." };
+    figure(&format!("fig-{id}"), title, note, &legend(&items), &p.finish())
+}
+
+/// The page across a preset's conditions (`OUT/report.html` beside `preset.json`): each
+/// algorithm's headline metric, sender RTT and queueing delay against the condition.
+pub fn render_conditions(rows: &[(String, &ExperimentResult)]) -> String {
+    let title = "ccbench: across conditions";
+    let mut out = head(title);
+    let _ = writeln!(out, "<h1>{title}</h1>");
+    let _ = writeln!(out, "<p>{} conditions, each its own experiment (its report is in its own directory).</p>", rows.len());
+    out.push_str("<table><tr><th>condition</th><th>workload</th><th>median per algorithm</th><th>verdict</th></tr>");
+    for (name, r) in rows {
+        let (label, pick, div) = headline(&r.params.workload);
+        let unit = label.split(['(', ')']).nth(1).unwrap_or("");
+        let medians: Vec<String> =
+            r.summary.iter().map(|s| format!("{} {}", s.cc, pick(s).map(|v| format!("{} {unit}", fmt_sig(v.median / div))).unwrap_or("–".into()))).collect();
+        let verdict: Vec<String> = r.comparisons.iter().map(|c| c.short()).collect();
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(name),
+            escape(&r.params.workload.describe()),
+            escape(&medians.join(", ")),
+            if verdict.is_empty() { "no verdict".to_string() } else { escape(&verdict.join("; ")) }
+        );
+    }
+    out.push_str("</table>\n");
+    // One figure per kind of headline (a preset usually has one).
+    let mut kinds: Vec<&'static str> = Vec::new();
+    for (_, r) in rows {
+        let (label, _, _) = headline(&r.params.workload);
+        if !kinds.contains(&label) {
+            kinds.push(label);
+        }
+    }
+    for (k, label) in kinds.iter().enumerate() {
+        let pick = |r: &ExperimentResult, s: &crate::results::CcSummary| {
+            let (l, f, _) = headline(&r.params.workload);
+            if l == *label {
+                f(s)
+            } else {
+                None
+            }
+        };
+        let div = rows.iter().map(|(_, r)| headline(&r.params.workload)).find(|(l, _, _)| l == label).map_or(1.0, |h| h.2);
+        let name = label.split(" (").next().unwrap_or(label);
+        out.push_str(&conditions_figure(&format!("cond-headline-{k}"), &capitalise(name), label, rows, &pick, div));
+    }
+    out.push_str(&conditions_figure("cond-rtt", "Sender's RTT (median of each run's p50)", "sender RTT p50 (ms)", rows, &|_, s| s.sender_rtt_p50_ms, 1.0));
+    out.push_str(&conditions_figure(
+        "cond-queue",
+        "Queueing delay at the bottleneck (each run's p95)",
+        "queueing delay p95 (ms)",
+        rows,
+        &|_, s| s.queue_delay_p95_ms,
+        1.0,
+    ));
+    out.push_str(&conditions_figure(
+        "cond-retrans",
+        "Retransmitted segments",
+        "retransmissions (% of segments sent)",
+        rows,
+        &|_, s| s.retrans_rate.map(|r| scale_summary(r, 100.0)),
+        1.0,
+    ));
+    out.push_str("</body></html>\n");
+    out
+}
+
+fn scale_summary(s: Summary, k: f64) -> Summary {
+    Summary {
+        min: s.min * k,
+        max: s.max * k,
+        mean: s.mean * k,
+        stddev: s.stddev * k,
+        median: s.median * k,
+        p5: s.p5 * k,
+        p25: s.p25 * k,
+        p75: s.p75 * k,
+        p95: s.p95 * k,
+        ..s
+    }
 }
 
 #[cfg(test)]
@@ -260,23 +1140,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn chart_scales_points_into_the_plot_area() {
-        let svg = chart("t", "x", "y", &[Series { name: "a".into(), points: vec![(0.0, 0.0), (10.0, 5.0)] }]);
-        assert!(svg.starts_with("<figure>") && svg.contains("<polyline"));
-        // (0, 0) sits on the axes' corner; (10, 5) at the right edge, just below the top.
-        assert!(svg.contains(&format!("points=\"{PAD_L:.1},{:.1} {:.1},", H - PAD_B, W - 10.0)), "{svg}");
-        assert!(!chart("<b>", "x", "y", &[]).contains("<b>"), "titles are escaped");
+    fn rate_bins_turn_bytes_into_mbit_per_s_over_the_time_they_span() {
+        let mut b = RateBins::new(100_000, 100);
+        // 12 500 bytes every 10 ms = 10 Mbit/s for 190 ms, then nothing.
+        for i in 0..20u64 {
+            b.add(i * 10_000, 12_500);
+        }
+        b.add(300_000, 0);
+        b.add(400_000, 0);
+        let pts = b.finish();
+        assert_eq!(pts.len(), 4, "{pts:?}");
+        // The first bin spans 0–90 ms (the first sample only starts it), the second 90–190 ms.
+        assert!((pts[0].0 - 0.045).abs() < 1e-9 && (pts[0].1 - 10.0).abs() < 1e-9, "{pts:?}");
+        assert!((pts[1].0 - 0.14).abs() < 1e-9 && (pts[1].1 - 10.0).abs() < 1e-9, "{pts:?}");
+        assert!(pts[2].1 == 0.0 && pts[3].1 == 0.0, "{pts:?}");
+        // Bins holding 4 and 6 samples of a steady rate show the same rate.
+        let mut uneven = RateBins::new(50_000, 100);
+        for t in [0u64, 12_000, 24_000, 36_000, 48_000, 60_000, 72_000, 84_000, 96_000, 108_000] {
+            uneven.add(t, 15_000);
+        }
+        assert!(uneven.finish().iter().all(|p| (p.1 - 10.0).abs() < 1e-9));
     }
 
     #[test]
-    fn decimation_keeps_memory_bounded_and_points_evenly_spaced() {
-        let mut d = Decimated::default();
-        for i in 0..1_000_000 {
-            d.push((f64::from(i), 0.0));
-        }
-        assert!(d.points.len() < MAX_POINTS && d.points.len() >= MAX_POINTS / 4, "{}", d.points.len());
-        let gaps: Vec<f64> = d.points.windows(2).map(|w| w[1].0 - w[0].0).collect();
-        assert!(gaps.iter().all(|g| *g == gaps[0]), "even spacing");
-        assert_eq!(d.points[0].0, 0.0);
+    fn bbr_modes_map_to_states() {
+        assert_eq!(bbr_state(Some("STARTUP")), Some(0));
+        assert_eq!(bbr_state(Some("PROBE_RTT")), Some(3));
+        assert_eq!(bbr_state(Some("UNKNOWN")), None);
+        assert_eq!(bbr_state(None), None);
     }
 }
