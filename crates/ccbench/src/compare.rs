@@ -226,7 +226,11 @@ pub fn check(inputs: &[Input]) -> Result<Vec<String>, Refusal> {
             "the inputs differ in {} path or workload parameter(s) (the point when comparing a path with its twin, a mistake otherwise):",
             differences.len()
         ));
-        warnings.extend(differences.into_iter().map(|d| format!("  {d}")));
+        let more = differences.len().saturating_sub(MAX_DIFFERENCES);
+        warnings.extend(differences.into_iter().take(MAX_DIFFERENCES).map(|d| format!("  {d}")));
+        if more > 0 {
+            warnings.push(format!("  … and {more} more (each input's params are in compare.json)"));
+        }
     }
     if inputs.iter().any(|i| i.result.params.alpha != first.result.params.alpha) {
         let alphas: Vec<String> = inputs.iter().map(|i| format!("{} {}", i.label, i.result.params.alpha)).collect();
@@ -247,16 +251,18 @@ fn leaves(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
                 leaves(&format!("{prefix}.{k}"), v, out);
             }
         }
-        Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => out.push((prefix.to_string(), v.to_string())),
-        Value::Array(items) => {
-            for (i, v) in items.iter().enumerate() {
-                leaves(&format!("{prefix}.{i}"), v, out);
-            }
-        }
+        // A list (a schedule, a mix, a page's objects) is one value.
+        Value::Array(_) => out.push((prefix.to_string(), v.to_string())),
         Value::String(s) => out.push((prefix.to_string(), s.clone())),
         v => out.push((prefix.to_string(), v.to_string())),
     }
 }
+
+/// Most differing parameters a warning lists.
+const MAX_DIFFERENCES: usize = 12;
+
+/// Longest parameter value a warning shows in full.
+const MAX_SHOWN: usize = 60;
 
 /// The path and workload parameters that are not the same in every input, one line each:
 /// `path.down.loss.p: clean –, lossy 0.02`. Seeds (which differ by design) and the workload's
@@ -289,7 +295,9 @@ pub fn param_differences(inputs: &[Input]) -> Vec<String> {
             if values.iter().all(|v| *v == values[0]) {
                 return None;
             }
-            let each: Vec<String> = inputs.iter().zip(&values).map(|(i, v)| format!("{} {}", i.label, v.map_or("–", |v| v.as_str()))).collect();
+            // A long list (a page's object sizes) is cut short: the warning names it, the inputs hold it.
+            let shown = |v: &str| if v.chars().count() > MAX_SHOWN { format!("{}…", v.chars().take(MAX_SHOWN).collect::<String>()) } else { v.to_string() };
+            let each: Vec<String> = inputs.iter().zip(&values).map(|(i, v)| format!("{} {}", i.label, v.map_or("–".to_string(), |v| shown(v)))).collect();
             Some(format!("{k}: {}", each.join(", ")))
         })
         .collect()
@@ -776,6 +784,20 @@ mod tests {
         assert!(w[0].starts_with("the inputs differ in 4 path or workload parameter(s)"), "{w:?}");
         assert!(w.contains(&"  path.down.loss.kind: clean none, lossy bernoulli".to_string()), "{w:?}");
         assert!(w.contains(&"  path.down.loss.p: clean –, lossy 0.02".to_string()), "{w:?}");
+        // A long list is cut short; many differences are counted, the first few listed.
+        let mut other = result(&[("cubic", SLOW)], 0.02, "goodput");
+        other.params.path = PathSpec { mtu: 9000, sample_interval_us: 1, batch_us: 0, offload: false, ..path(0.02) };
+        for d in [&mut other.params.path.down, &mut other.params.path.up] {
+            *d = DirectionConfig { rate: Rate::mbps(1), delay_ns: Duration::from_millis(1), buffer: Buffer::Bytes(1), ..d.clone() };
+        }
+        other.params.path.down.schedule =
+            (0..40).map(|i| ccbench_link::ScheduledChange { at_ns: ccbench_link::time::Instant::from_nanos(i), ..Default::default() }).collect();
+        let w = check(&[input("a", result(&[("cubic", FAST)], 0.0, "goodput")), input("b", other)]).unwrap();
+        assert!(w[0].starts_with("the inputs differ in 15 path or workload parameter(s)"), "{w:?}");
+        assert_eq!(w.len(), 1 + MAX_DIFFERENCES + 1, "{w:?}");
+        let schedule = w.iter().find(|l| l.starts_with("  path.down.schedule: a [], b [{")).expect("the schedule, as one value");
+        assert!(schedule.ends_with('…') && schedule.chars().count() < 100, "{schedule}");
+        assert_eq!(w.last().unwrap(), "  … and 3 more (each input's params are in compare.json)");
     }
 
     #[test]
