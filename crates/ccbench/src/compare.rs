@@ -283,10 +283,19 @@ pub fn param_differences(inputs: &[Input]) -> Vec<String> {
             out
         })
         .collect();
+    // Every key, in the order of the parameters: one only some inputs have goes after the key
+    // it follows there (`loss.p` after `loss.kind`).
     let mut keys: Vec<&String> = Vec::new();
-    for (k, _) in per_input.iter().flatten() {
-        if !keys.contains(&k) {
-            keys.push(k);
+    for leaves in &per_input {
+        let mut at = 0;
+        for (k, _) in leaves {
+            match keys.iter().position(|x| *x == k) {
+                Some(i) => at = i + 1,
+                None => {
+                    keys.insert(at, k);
+                    at += 1;
+                }
+            }
         }
     }
     keys.into_iter()
@@ -781,6 +790,15 @@ mod tests {
         assert_eq!(check(&same).unwrap(), Vec::<String>::new());
         let twin = [input("clean", result(&[("cubic", FAST)], 0.0, "goodput")), input("lossy", result(&[("cubic", SLOW)], 0.02, "goodput"))];
         let w = check(&twin).unwrap();
+        assert_eq!(
+            w[1..],
+            [
+                "  path.down.loss.kind: clean none, lossy bernoulli",
+                "  path.down.loss.p: clean –, lossy 0.02",
+                "  path.up.loss.kind: clean none, lossy bernoulli",
+                "  path.up.loss.p: clean –, lossy 0.02"
+            ]
+        );
         assert!(w[0].starts_with("the inputs differ in 4 path or workload parameter(s)"), "{w:?}");
         assert!(w.contains(&"  path.down.loss.kind: clean none, lossy bernoulli".to_string()), "{w:?}");
         assert!(w.contains(&"  path.down.loss.p: clean –, lossy 0.02".to_string()), "{w:?}");
