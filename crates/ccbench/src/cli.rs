@@ -36,6 +36,9 @@ pub enum Command {
     Run(RunArgs),
     /// Run any command in the client namespace behind an emulated path (like Mahimahi's shells).
     Exec(ExecArgs),
+    /// Compare saved results (result.json files) with the same verdicts as run: a kernel
+    /// upgrade, a real path against its twin, before and after tuning.
+    Compare(crate::compare_cmd::CompareArgs),
     /// Show what this host can do: root, TUN, namespaces, algorithms, qdiscs.
     Doctor,
     /// Measure ccbench itself on this machine.

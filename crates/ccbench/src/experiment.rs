@@ -139,7 +139,7 @@ pub fn execute(plan: &Plan, out: &Path, stop: &AtomicBool, observer: &mut dyn Ob
     let (summary, comparisons) = analyse(&plan.ccs, &records, plan.seed, alpha);
     let rtt_comparisons = compare_rtt(&plan.ccs, &records, plan.seed, alpha);
     ExperimentResult {
-        schema: crate::results::SCHEMA,
+        schema: crate::results::SCHEMA.to_string(),
         status,
         warnings: crate::limits::check_path(&plan.path),
         provenance,

@@ -4,6 +4,7 @@
 //! hands it here.
 
 pub mod analysis;
+pub mod compare;
 pub mod describe;
 pub mod error;
 pub mod experiment;

@@ -3,6 +3,7 @@
 
 mod bench;
 mod cli;
+mod compare_cmd;
 mod doctor;
 mod exec;
 mod path;
@@ -61,6 +62,7 @@ fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
             error::require_root("exec")?;
             exec::run(&spec, args.server_cmd.as_deref(), &args.command)
         }
+        cli::Command::Compare(args) => compare_cmd::run(args),
         cli::Command::Doctor => Ok(doctor::run()),
         cli::Command::Presets => Ok(presets::list()),
         cli::Command::Bench(cli::BenchWhat::Emulator(args)) => bench::run(&args),

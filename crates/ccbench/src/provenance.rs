@@ -1,11 +1,11 @@
 //! What ran where: the facts that make a result a result.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Provenance {
-    pub ccbench_version: &'static str,
-    pub git_revision: &'static str,
+    pub ccbench_version: String,
+    pub git_revision: String,
     pub command_line: Vec<String>,
     pub started_at: String,
     pub finished_at: Option<String>,
@@ -16,7 +16,7 @@ pub struct Provenance {
 }
 
 /// Facts about the host. Each is `null` when it could not be read: unknown, never "" or 0.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct HostFacts {
     pub hostname: Option<String>,
     pub kernel_release: Option<String>,
@@ -33,9 +33,9 @@ pub struct HostFacts {
     pub euid: u32,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct EmulatorFacts {
-    pub kind: &'static str,
+    pub kind: String,
     pub client_addr: String,
     pub server_addr: String,
     pub tun_txqueuelen: u32,
@@ -91,15 +91,15 @@ impl Provenance {
     /// Reads what is true of this host and this build now (not a default: it asks the kernel).
     pub fn of_this_host() -> Self {
         Provenance {
-            ccbench_version: env!("CARGO_PKG_VERSION"),
-            git_revision: env!("CCBENCH_GIT_REV"),
+            ccbench_version: env!("CARGO_PKG_VERSION").to_string(),
+            git_revision: env!("CCBENCH_GIT_REV").to_string(),
             command_line: std::env::args().collect(),
             started_at: now_rfc3339(),
             finished_at: None,
             host: HostFacts::collect(),
             namespace_sysctls: ccbench_emu::NAMESPACE_SYSCTLS.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             emulator: EmulatorFacts {
-                kind: "ccbench userspace TUN emulator",
+                kind: "ccbench userspace TUN emulator".to_string(),
                 client_addr: ccbench_emu::CLIENT_ADDR.to_string(),
                 server_addr: ccbench_emu::SERVER_ADDR.to_string(),
                 tun_txqueuelen: ccbench_emu::TUN_TXQUEUELEN,

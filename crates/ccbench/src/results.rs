@@ -5,22 +5,22 @@ use ccbench_emu::{PathReport, PathSpec};
 use ccbench_stats::{Comparison, Summary};
 
 use crate::workloads::{WorkloadResult, WorkloadSpec};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::provenance::Provenance;
 
 pub const SCHEMA: &str = "ccbench.result.v2";
 
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ExperimentResult {
-    pub schema: &'static str,
+    pub schema: String,
     pub status: Status,
     /// Said before the runs (e.g. a rate beyond what the emulator has carried here).
     pub warnings: Vec<String>,
     pub provenance: Provenance,
     pub params: Params,
     /// With `--runs auto`: the looks taken, each at its share of α, and when it stopped.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential: Option<Sequential>,
     /// One entry per algorithm, in the order given on the command line.
     pub summary: Vec<CcSummary>,
@@ -35,7 +35,7 @@ pub struct ExperimentResult {
     pub runs: Vec<RunRecord>,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Complete,
@@ -45,14 +45,14 @@ pub enum Status {
 }
 
 /// The record of a sequential (`--runs auto`) experiment.
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Sequential {
     pub looks: Vec<LookRecord>,
     /// Runs per algorithm after which every comparison was decided; `null` if it ran to the maximum.
     pub decided_after_runs: Option<u32>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LookRecord {
     pub runs_per_cc: u32,
     /// The share of α spent at this look.
@@ -60,7 +60,7 @@ pub struct LookRecord {
     pub decided: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Params {
     pub ccs: Vec<String>,
     /// Runs per algorithm; with `runs_auto`, the most it could take.
@@ -76,7 +76,7 @@ pub struct Params {
     pub metric: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunRecord {
     pub index: u32,
     pub round: u32,
@@ -104,7 +104,7 @@ pub struct RunRecord {
 }
 
 /// The headline figures of one run, derived from its raw data.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunMetrics {
     /// The figure the verdict compares (higher is better): goodput for bulk and file
     /// transfers, content throughput for objects, 1 / page load time for pages.
@@ -144,16 +144,16 @@ pub struct RunMetrics {
     /// cover the path's whole life instead.
     pub path_figures_over_whole_life: bool,
     /// With several flows: each algorithm's share of the goodput while all flows were active.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shares: Vec<CcShare>,
     /// Jain's fairness index over per-flow goodput while all flows were active.
     pub jain_index: Option<f64>,
     /// Jain's index for each second from 2 s after the last flow joined (after convergence).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub jain_per_second: Vec<f64>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CcShare {
     pub cc: String,
     pub flows: usize,
@@ -161,7 +161,7 @@ pub struct CcShare {
     pub share: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CcSummary {
     pub cc: String,
     pub runs: usize,
@@ -185,11 +185,11 @@ pub struct CcSummary {
     pub queue_delay_p95_ms: Option<Summary>,
     /// Flows sharing the bottleneck: Jain's index over runs, and each algorithm's share.
     pub jain_index: Option<Summary>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shares: Vec<ShareSummary>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ShareSummary {
     pub cc: String,
     pub flows: usize,

@@ -12,9 +12,9 @@ use ccbench_workload::{
     Amount, BulkResult, BulkSpec, Direction, MeasureHook, ObjectMethod, ObjectsResult, ObjectsSpec, PageResult, PageSpec, RunContext, SeriesSink, Workload,
     WorkloadError,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WorkloadSpec {
     /// Bulk flows for a duration, or a fixed-size file when the amount is a byte count.
@@ -23,7 +23,7 @@ pub enum WorkloadSpec {
     Page(PageSpec),
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WorkloadResult {
     Bulk(BulkResult),

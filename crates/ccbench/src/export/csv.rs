@@ -3,7 +3,8 @@
 //! `read_csv_auto`). Tidy: one observation (a run) per row, one variable per column.
 //!
 //! Columns, in this order:
-//! - `condition` (only for a preset or a set of results that has one), then the run's own
+//! - `condition` (only for a preset or a set of results that has one; `compare` writes `arm`
+//!   and `input` here instead), then the run's own
 //!   fields (`index`, `round`, `cc`, `status`, `error`, `started_at`, `path_seed`,
 //!   `host_cpu_steal_fraction`, `suspect` joined with "; ");
 //! - every field of the run's `metrics` by its JSON name (`score`, `goodput_bps`, …;
@@ -104,13 +105,22 @@ fn run_columns(e: &Experiment, run: &RunRecord, params: &[(String, String)]) -> 
 /// The CSV text of every run of every experiment: the union of their columns, in the order
 /// first seen.
 pub fn to_string(experiments: &[Experiment]) -> anyhow::Result<String> {
+    to_string_with(experiments, &|_, _| Vec::new())
+}
+
+/// Leading columns of a run's row (`compare`'s `arm` and `input`), before all others.
+pub type Lead<'a> = dyn Fn(&Experiment, &RunRecord) -> Vec<(String, String)> + 'a;
+
+/// As [`to_string`], each row starting with the columns `lead` gives it.
+pub fn to_string_with(experiments: &[Experiment], lead: &Lead) -> anyhow::Result<String> {
     let mut header: Vec<String> = Vec::new();
     let mut rows: Vec<Vec<(String, String)>> = Vec::new();
     for e in experiments {
         let mut params = Vec::new();
         flatten("params", &serde_json::to_value(&e.result.params)?, &mut params);
         for run in &e.result.runs {
-            let cols = run_columns(e, run, &params)?;
+            let mut cols = lead(e, run);
+            cols.extend(run_columns(e, run, &params)?);
             for (k, _) in &cols {
                 if !header.contains(k) {
                     header.push(k.clone());
@@ -129,6 +139,11 @@ pub fn to_string(experiments: &[Experiment]) -> anyhow::Result<String> {
 
 /// Writes `dir/runs.csv`.
 pub fn write(dir: &Path, experiments: &[Experiment]) -> anyhow::Result<()> {
+    write_with(dir, experiments, &|_, _| Vec::new())
+}
+
+/// Writes `dir/runs.csv` as [`to_string_with`].
+pub fn write_with(dir: &Path, experiments: &[Experiment], lead: &Lead) -> anyhow::Result<()> {
     let file = dir.join(RUNS_FILE);
-    std::fs::write(&file, to_string(experiments)?).with_context(|| format!("writing {}", file.display()))
+    std::fs::write(&file, to_string_with(experiments, lead)?).with_context(|| format!("writing {}", file.display()))
 }

@@ -1,0 +1,865 @@
+//! `ccbench compare`: the verdict machinery of `run`, applied across saved results — one
+//! algorithm before and after a kernel upgrade, a real path against its emulated twin, a
+//! setting before and after tuning.
+//!
+//! Each input is a `result.json` (schema [`crate::results::SCHEMA`]). Its runs form one *arm*
+//! per algorithm it holds, labelled `<label>:<cc>`; the label is the file's directory name
+//! unless given as `LABEL=PATH`. When every input contributes exactly one algorithm (one
+//! algorithm per file, or `--cc`), an arm is labelled by its input's label alone. The arms are
+//! then summarised and compared from the runs' stored metrics by the same functions as a
+//! run's algorithms ([`crate::analysis`]): the best arm against each other one, Holm-corrected
+//! over every pair of arms, with the first input's seed for the bootstrap.
+//!
+//! Inputs that cannot be compared are refused ([`Refusal`]); inputs whose paths or workloads
+//! differ are compared, with a warning that lists the differences.
+
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use ccbench_stats::Comparison;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::analysis::{analyse, compare_rtt};
+use crate::provenance::{now_rfc3339, Provenance};
+use crate::results::{CcSummary, ExperimentResult, Params, RunRecord, Status};
+
+/// Schema of `compare.json`.
+pub const SCHEMA: &str = "ccbench.compare.v1";
+pub const COMPARE_FILE: &str = "compare.json";
+/// The result schemas this build reads.
+pub const SUPPORTED_SCHEMAS: &[&str] = &[crate::results::SCHEMA];
+
+/// Why inputs cannot be compared: each says which file and what is wrong, on one line.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Refusal {
+    #[error("cannot read {path}: {reason}")]
+    Unreadable { path: String, reason: String },
+    #[error("{path} is not JSON: {reason}")]
+    NotJson { path: String, reason: String },
+    #[error("{path} has schema {found}, which this ccbench cannot read (it reads {})", SUPPORTED_SCHEMAS.join(", "))]
+    Schema { path: String, found: String },
+    #[error("{path} is not a valid {schema} result: {reason}")]
+    Invalid { path: String, schema: String, reason: String },
+    #[error("{path} measures {found:?} but {first_path} measures {first:?}: results of different metrics cannot be compared")]
+    Metric { path: String, found: String, first_path: String, first: String },
+    #[error("{path} has no runs of {cc} (it has {})", .has.join(", "))]
+    MissingCc { path: String, cc: String, has: Vec<String> },
+    #[error("two arms are both labelled {label:?}; name the inputs apart with LABEL=PATH")]
+    DuplicateLabel { label: String },
+    #[error("nothing to compare: the inputs make only {arms} arm(s) ({}); give two results, or one with several algorithms", .labels.join(", "))]
+    TooFewArms { arms: usize, labels: Vec<String> },
+}
+
+/// One input as given on the command line: `PATH` or `LABEL=PATH`, the path a result file or
+/// the directory holding its `result.json`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputArg {
+    pub label: Option<String>,
+    pub path: PathBuf,
+}
+
+impl InputArg {
+    /// `LABEL=PATH` when there is an `=` with a label before it that names no existing file
+    /// (so a path that itself contains `=` still works); `PATH` otherwise.
+    pub fn parse(s: &str) -> Self {
+        match s.split_once('=') {
+            Some((label, path)) if !label.is_empty() && !label.contains('/') && !path.is_empty() && !Path::new(s).exists() => {
+                InputArg { label: Some(label.to_string()), path: PathBuf::from(path) }
+            }
+            _ => InputArg { label: None, path: PathBuf::from(s) },
+        }
+    }
+}
+
+impl fmt::Display for InputArg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.label {
+            Some(l) => write!(f, "{l}={}", self.path.display()),
+            None => write!(f, "{}", self.path.display()),
+        }
+    }
+}
+
+/// A loaded input: its label, where it was read from, and the result.
+#[derive(Clone, Debug)]
+pub struct Input {
+    pub label: String,
+    /// The file as named on the command line (`DIR` becomes `DIR/result.json`).
+    pub path: PathBuf,
+    pub result: ExperimentResult,
+}
+
+/// The file an argument names: itself, or `result.json` inside it when it is a directory.
+fn result_file(path: &Path) -> PathBuf {
+    if path.is_dir() {
+        path.join(crate::export::json::RESULT_FILE)
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// The default label: the name of the directory holding the file (made absolute first, so that
+/// `result.json` in the current directory is labelled by the current directory's name).
+fn default_label(file: &Path) -> String {
+    let abs = std::fs::canonicalize(file).unwrap_or_else(|_| std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()));
+    abs.parent().and_then(Path::file_name).map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| file.display().to_string())
+}
+
+/// Parses the text of a result file named `path`: JSON, a schema this build reads, and every
+/// field of that schema.
+pub fn parse(path: &str, text: &str) -> Result<ExperimentResult, Refusal> {
+    let v: Value = serde_json::from_str(text).map_err(|e| Refusal::NotJson { path: path.to_string(), reason: e.to_string() })?;
+    let found = match v.get("schema") {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => "(none: the file has no \"schema\" field)".to_string(),
+    };
+    if !SUPPORTED_SCHEMAS.contains(&found.as_str()) {
+        return Err(Refusal::Schema { path: path.to_string(), found });
+    }
+    serde_json::from_value(v).map_err(|e| Refusal::Invalid { path: path.to_string(), schema: found, reason: e.to_string() })
+}
+
+/// Reads one input.
+pub fn load(arg: &InputArg) -> Result<Input, Refusal> {
+    let file = result_file(&arg.path);
+    let shown = file.display().to_string();
+    let text = std::fs::read_to_string(&file).map_err(|e| Refusal::Unreadable { path: shown.clone(), reason: e.to_string() })?;
+    let result = parse(&shown, &text)?;
+    let label = arg.label.clone().unwrap_or_else(|| default_label(&file));
+    Ok(Input { label, path: file, result })
+}
+
+/// What the verdict compares.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Each run's `score`: the inputs' own metric (`params.metric`), higher is better.
+    #[default]
+    Score,
+    /// Each run's `goodput_bps`, higher is better (differs from the score for objects and pages).
+    Goodput,
+    /// Each run's `sender_rtt_p50_ms`, lower is better (then there is no separate RTT verdict).
+    Rtt,
+}
+
+/// What to select from the inputs and compare.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Only this algorithm from each input.
+    pub cc: Option<String>,
+    pub metric: Metric,
+}
+
+/// One arm: the completed runs of one algorithm in one input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Arm {
+    pub label: String,
+    /// Index into `inputs`.
+    pub input: usize,
+    pub cc: String,
+    /// Runs of this algorithm in the input (of any status; the summary counts completed ones).
+    pub runs: usize,
+}
+
+/// The algorithms of a result, in the order it ran them (and any that only its runs name).
+fn ccs_of(r: &ExperimentResult) -> Vec<String> {
+    let mut ccs = r.params.ccs.clone();
+    for run in &r.runs {
+        if !ccs.contains(&run.cc) {
+            ccs.push(run.cc.clone());
+        }
+    }
+    ccs
+}
+
+/// The arms the inputs make (see the module documentation for the labels).
+pub fn arms(inputs: &[Input], cc: Option<&str>) -> Result<Vec<Arm>, Refusal> {
+    let mut chosen: Vec<(usize, Vec<String>)> = Vec::new();
+    for (i, input) in inputs.iter().enumerate() {
+        let has = ccs_of(&input.result);
+        let ccs = match cc {
+            Some(cc) if has.iter().any(|c| c == cc) => vec![cc.to_string()],
+            Some(cc) => return Err(Refusal::MissingCc { path: input.path.display().to_string(), cc: cc.to_string(), has }),
+            None => has,
+        };
+        chosen.push((i, ccs));
+    }
+    let one_each = chosen.iter().all(|(_, ccs)| ccs.len() == 1);
+    let mut arms: Vec<Arm> = Vec::new();
+    for (i, ccs) in chosen {
+        let input = &inputs[i];
+        for cc in ccs {
+            let label = if one_each { input.label.clone() } else { format!("{}:{cc}", input.label) };
+            if arms.iter().any(|a| a.label == label) {
+                return Err(Refusal::DuplicateLabel { label });
+            }
+            let runs = input.result.runs.iter().filter(|r| r.cc == cc).count();
+            arms.push(Arm { label, input: i, cc, runs });
+        }
+    }
+    if arms.len() < 2 {
+        return Err(Refusal::TooFewArms { arms: arms.len(), labels: arms.into_iter().map(|a| a.label).collect() });
+    }
+    Ok(arms)
+}
+
+/// Refuses inputs of different metrics; warns of everything else that differs between them and
+/// is worth a second look: the path, the workload, the level α, and inputs that did not complete.
+pub fn check(inputs: &[Input]) -> Result<Vec<String>, Refusal> {
+    let Some(first) = inputs.first() else { return Ok(Vec::new()) };
+    for input in &inputs[1..] {
+        if input.result.params.metric != first.result.params.metric {
+            return Err(Refusal::Metric {
+                path: input.path.display().to_string(),
+                found: input.result.params.metric.clone(),
+                first_path: first.path.display().to_string(),
+                first: first.result.params.metric.clone(),
+            });
+        }
+    }
+    let mut warnings = Vec::new();
+    let differences = param_differences(inputs);
+    if !differences.is_empty() {
+        warnings.push(format!(
+            "the inputs differ in {} path or workload parameter(s) (the point when comparing a path with its twin, a mistake otherwise):",
+            differences.len()
+        ));
+        let more = differences.len().saturating_sub(MAX_DIFFERENCES);
+        warnings.extend(differences.into_iter().take(MAX_DIFFERENCES).map(|d| format!("  {d}")));
+        if more > 0 {
+            warnings.push(format!("  … and {more} more (each input's params are in compare.json)"));
+        }
+    }
+    if inputs.iter().any(|i| i.result.params.alpha != first.result.params.alpha) {
+        let alphas: Vec<String> = inputs.iter().map(|i| format!("{} {}", i.label, i.result.params.alpha)).collect();
+        warnings.push(format!("the inputs were run at different levels α ({}); the comparison uses the first's", alphas.join(", ")));
+    }
+    for i in inputs.iter().filter(|i| i.result.status != Status::Complete) {
+        let status = serde_json::to_value(i.result.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+        warnings.push(format!("{} ({}) is {status}: only its completed runs are compared", i.label, i.path.display()));
+    }
+    Ok(warnings)
+}
+
+/// `key: value` for every leaf of a JSON value, keys dotted from `prefix`.
+fn leaves(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                leaves(&format!("{prefix}.{k}"), v, out);
+            }
+        }
+        // A list (a schedule, a mix, a page's objects) is one value.
+        Value::Array(_) => out.push((prefix.to_string(), v.to_string())),
+        Value::String(s) => out.push((prefix.to_string(), s.clone())),
+        v => out.push((prefix.to_string(), v.to_string())),
+    }
+}
+
+/// Most differing parameters a warning lists.
+const MAX_DIFFERENCES: usize = 12;
+
+/// Longest parameter value a warning shows in full.
+const MAX_SHOWN: usize = 60;
+
+/// The path and workload parameters that are not the same in every input, one line each:
+/// `path.down.loss.p: clean –, lossy 0.02`. Seeds (which differ by design) and the workload's
+/// algorithm (set per run) are left out.
+pub fn param_differences(inputs: &[Input]) -> Vec<String> {
+    let per_input: Vec<Vec<(String, String)>> = inputs
+        .iter()
+        .map(|i| {
+            let mut out = Vec::new();
+            let p = &i.result.params;
+            if let Ok(v) = serde_json::to_value(&p.path) {
+                leaves("path", &v, &mut out);
+            }
+            if let Ok(v) = serde_json::to_value(&p.workload) {
+                leaves("workload", &v, &mut out);
+            }
+            out.retain(|(k, _)| k != "path.seed" && k != "workload.cc");
+            out
+        })
+        .collect();
+    // Every key, in the order of the parameters: one only some inputs have goes after the key
+    // it follows there (`loss.p` after `loss.kind`).
+    let mut keys: Vec<&String> = Vec::new();
+    for leaves in &per_input {
+        let mut at = 0;
+        for (k, _) in leaves {
+            match keys.iter().position(|x| *x == k) {
+                Some(i) => at = i + 1,
+                None => {
+                    keys.insert(at, k);
+                    at += 1;
+                }
+            }
+        }
+    }
+    keys.into_iter()
+        .filter_map(|k| {
+            let values: Vec<Option<&String>> = per_input.iter().map(|leaves| leaves.iter().find(|(key, _)| key == k).map(|(_, v)| v)).collect();
+            if values.iter().all(|v| *v == values[0]) {
+                return None;
+            }
+            // A long list (a page's object sizes) is cut short: the warning names it, the inputs hold it.
+            let shown = |v: &str| if v.chars().count() > MAX_SHOWN { format!("{}…", v.chars().take(MAX_SHOWN).collect::<String>()) } else { v.to_string() };
+            let each: Vec<String> = inputs.iter().zip(&values).map(|(i, v)| format!("{} {}", i.label, v.map_or("–".to_string(), |v| shown(v)))).collect();
+            Some(format!("{k}: {}", each.join(", ")))
+        })
+        .collect()
+}
+
+/// What `compare.json` records of each input.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct InputRecord {
+    pub label: String,
+    /// As named on the command line (`DIR` as `DIR/result.json`).
+    pub path: String,
+    /// Absolute, with links resolved.
+    pub absolute_path: String,
+    pub schema: String,
+    pub status: Status,
+    pub ccbench_version: String,
+    pub git_revision: String,
+    pub hostname: Option<String>,
+    pub kernel_release: Option<String>,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub ccs: Vec<String>,
+    pub runs: usize,
+    pub params: Params,
+}
+
+/// What ran the comparison.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CompareProvenance {
+    pub ccbench_version: String,
+    pub git_revision: String,
+    pub command_line: Vec<String>,
+    pub created_at: String,
+}
+
+/// `compare.json` (schema [`SCHEMA`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CompareResult {
+    pub schema: String,
+    pub provenance: CompareProvenance,
+    pub inputs: Vec<InputRecord>,
+    /// Which figure of each run is compared, and its noun in the verdicts.
+    pub compared: Metric,
+    pub metric: String,
+    /// Seed of the bootstrap: the first input's `params.seed`.
+    pub seed: u64,
+    /// Level of the comparisons: the first input's `params.alpha`.
+    pub alpha: f64,
+    pub warnings: Vec<String>,
+    pub arms: Vec<Arm>,
+    /// One entry per arm (`cc` is the arm's label), over its completed runs.
+    pub summary: Vec<CcSummary>,
+    /// The best arm against each other one, Holm-corrected over every pair of arms.
+    pub comparisons: Vec<Comparison>,
+    /// The arm with the lowest median sender RTT against each other one (its own Holm family);
+    /// empty when the RTT is what `comparisons` compares.
+    pub rtt_comparisons: Vec<Comparison>,
+}
+
+/// Absolute and with links resolved when it exists; absolute otherwise.
+fn absolute(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+}
+
+/// `to` relative to the directory `from` (both absolute): `../../a/b`.
+pub fn relative(from: &Path, to: &Path) -> PathBuf {
+    let f: Vec<Component> = from.components().collect();
+    let t: Vec<Component> = to.components().collect();
+    let common = f.iter().zip(&t).take_while(|(a, b)| a == b).count();
+    let mut out = PathBuf::new();
+    for _ in common..f.len() {
+        out.push("..");
+    }
+    for c in &t[common..] {
+        out.push(c);
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
+/// The directory of an input's result file, relative to `out` (a directory that exists).
+pub fn input_dir_from(out: &Path, input: &Input) -> String {
+    let dir = absolute(&input.path).parent().map(Path::to_path_buf).unwrap_or_default();
+    relative(&absolute(out), &dir).to_string_lossy().into_owned()
+}
+
+/// Both outputs of a comparison: the record (`compare.json`), and the arms' runs as one
+/// experiment (each run's `cc` its arm's label, its series paths relative to `out`), which the
+/// exporters of `run` render as they render a run's.
+pub struct Compared {
+    pub record: CompareResult,
+    pub combined: ExperimentResult,
+}
+
+/// Compares the arms of `inputs` (see [`arms`] and [`check`]). `out` is where the outputs go
+/// (it must exist: the series paths are made relative to it).
+pub fn compare(inputs: &[Input], opts: &Options, out: &Path) -> Result<Compared, Refusal> {
+    let warnings = check(inputs)?;
+    let arms = arms(inputs, opts.cc.as_deref())?;
+    let first = &inputs[0].result;
+    let (seed, alpha) = (first.params.seed, first.params.alpha);
+    let labels: Vec<String> = arms.iter().map(|a| a.label.clone()).collect();
+    let dirs: Vec<String> = inputs.iter().map(|i| input_dir_from(out, i)).collect();
+    let mut runs: Vec<RunRecord> = Vec::new();
+    for arm in &arms {
+        for r in inputs[arm.input].result.runs.iter().filter(|r| r.cc == arm.cc) {
+            let mut r = r.clone();
+            r.cc = arm.label.clone();
+            if let Some(s) = &mut r.series {
+                let under = |p: &str| if dirs[arm.input] == "." { p.to_string() } else { format!("{}/{p}", dirs[arm.input]) };
+                s.tcp = under(&s.tcp);
+                s.goodput = under(&s.goodput);
+                s.link_down = under(&s.link_down);
+                s.link_up = under(&s.link_up);
+            }
+            runs.push(r);
+        }
+    }
+    let (metric, summary, comparisons, rtt_comparisons) = match opts.metric {
+        Metric::Score => {
+            let (summary, comparisons) = analyse(&labels, &runs, seed, alpha);
+            (first.params.metric.clone(), summary, comparisons, compare_rtt(&labels, &runs, seed, alpha))
+        }
+        Metric::Goodput => {
+            let mut by_goodput = runs.clone();
+            for m in by_goodput.iter_mut().filter_map(|r| r.metrics.as_mut()) {
+                m.score = Some(m.goodput_bps);
+            }
+            let (summary, comparisons) = analyse(&labels, &by_goodput, seed, alpha);
+            ("goodput".to_string(), summary, comparisons, compare_rtt(&labels, &runs, seed, alpha))
+        }
+        Metric::Rtt => {
+            let (summary, _) = analyse(&labels, &runs, seed, alpha);
+            ("median sender RTT".to_string(), summary, compare_rtt(&labels, &runs, seed, alpha), Vec::new())
+        }
+    };
+    let inputs_rec = inputs
+        .iter()
+        .map(|i| {
+            let r = &i.result;
+            InputRecord {
+                label: i.label.clone(),
+                path: i.path.display().to_string(),
+                absolute_path: absolute(&i.path).display().to_string(),
+                schema: r.schema.clone(),
+                status: r.status,
+                ccbench_version: r.provenance.ccbench_version.clone(),
+                git_revision: r.provenance.git_revision.clone(),
+                hostname: r.provenance.host.hostname.clone(),
+                kernel_release: r.provenance.host.kernel_release.clone(),
+                started_at: r.provenance.started_at.clone(),
+                finished_at: r.provenance.finished_at.clone(),
+                ccs: ccs_of(r),
+                runs: r.runs.len(),
+                params: r.params.clone(),
+            }
+        })
+        .collect();
+    let this = Provenance::of_this_host();
+    let record = CompareResult {
+        schema: SCHEMA.to_string(),
+        provenance: CompareProvenance {
+            ccbench_version: this.ccbench_version.clone(),
+            git_revision: this.git_revision.clone(),
+            command_line: this.command_line.clone(),
+            created_at: now_rfc3339(),
+        },
+        inputs: inputs_rec,
+        compared: opts.metric,
+        metric: metric.clone(),
+        seed,
+        alpha,
+        warnings: warnings.clone(),
+        arms,
+        summary: summary.clone(),
+        comparisons: comparisons.clone(),
+        rtt_comparisons: rtt_comparisons.clone(),
+    };
+    let combined = ExperimentResult {
+        schema: SCHEMA.to_string(),
+        status: Status::Complete,
+        warnings,
+        provenance: this.finished(),
+        params: Params { ccs: labels, metric, ..first.params.clone() },
+        sequential: None,
+        summary,
+        comparisons,
+        rtt_comparisons,
+        runs,
+    };
+    Ok(Compared { record, combined })
+}
+
+/// The lines before the summary: each input with its provenance, then the first input's path
+/// and workload, and what is compared.
+pub fn header(c: &CompareResult) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let width = c.inputs.iter().map(|i| i.label.chars().count()).max().unwrap_or(0);
+    for (n, i) in c.inputs.iter().enumerate() {
+        let runs: Vec<String> = i.ccs.iter().map(|cc| format!("{cc} ×{}", i.params.runs_per_cc)).collect();
+        let _ = writeln!(
+            out,
+            "{}{:<width$}  {} ({}; kernel {}, ccbench {} {}, {})",
+            if n == 0 { "Inputs    " } else { "          " },
+            i.label,
+            i.path,
+            runs.join(", "),
+            i.kernel_release.as_deref().unwrap_or("unknown"),
+            i.ccbench_version,
+            i.git_revision,
+            i.started_at
+        );
+    }
+    if let Some(first) = c.inputs.first() {
+        // The path lines of `run`'s header; the workload line without its run count.
+        let run_header = crate::export::text::header(&first.params);
+        for line in run_header.lines().take_while(|l| !l.starts_with("Workload")) {
+            let _ = writeln!(out, "{line}");
+        }
+        let _ = writeln!(out, "Workload  {}{}", first.params.workload.describe(), if c.inputs.len() > 1 { " (as the first input's)" } else { "" });
+    }
+    let direction = if c.compared == Metric::Rtt { "lower" } else { "higher" };
+    let _ = writeln!(out, "Compared  {} ({direction} is better) over each arm's completed runs; bootstrap seed {}, α = {}", c.metric, c.seed, c.alpha);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{CcShare, LookRecord, RunMetrics, Sequential};
+    use crate::workloads::{WorkloadResult, WorkloadSpec};
+    use ccbench_emu::{DelaySummary, DirectionReport, PathReport, PathSpec, WindowReport};
+    use ccbench_link::time::Duration;
+    use ccbench_link::{Buffer, DelayHistogram, DirectionConfig, LinkStats, LossModel, Rate};
+    use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction, FlowResult, Side};
+
+    fn path(loss: f64) -> PathSpec {
+        let dir = |ms: u64| DirectionConfig {
+            rate: Rate::mbps(20),
+            delay_ns: Duration::from_millis(ms),
+            loss: if loss > 0.0 { LossModel::Bernoulli { p: loss } } else { LossModel::None },
+            buffer: Buffer::Bytes(25_000),
+            ..Default::default()
+        };
+        PathSpec { down: dir(5), up: dir(5), mtu: 1500, seed: 7, sample_interval_us: 10_000, offload: true, batch_us: 25 }
+    }
+
+    fn workload(cc: &str) -> WorkloadSpec {
+        WorkloadSpec::Bulk(BulkSpec {
+            flows: 1,
+            direction: Direction::Download,
+            amount: Amount::Seconds(1.0),
+            cc: cc.to_string(),
+            mix: Vec::new(),
+            port: 5201,
+            sample_interval_us: 10_000,
+            timeout_s: 600.0,
+        })
+    }
+
+    /// A run as `run` records it, with awkward floats (thirds, tiny and huge values).
+    fn run_record(index: u32, cc: &str, goodput_bps: f64) -> RunRecord {
+        let raw = ccbench_probe::RawTcpInfo { tcpi_rtt: 10_412, tcpi_snd_cwnd: 37, tcpi_total_retrans: 3, tcpi_pacing_rate: 2_500_000, ..Default::default() };
+        let info = ccbench_probe::TcpInfo::from_raw(&raw, std::mem::size_of::<ccbench_probe::RawTcpInfo>());
+        let mut h = DelayHistogram::new();
+        for us in [3u64, 250, 1_000, 4_999, 12_345] {
+            h.record(Duration::from_micros(us));
+        }
+        let stats = LinkStats { packets_in: 1700, bytes_in: 2_550_000, packets_out: 1690, queue_delay: h.clone(), ..Default::default() };
+        let summary = DelaySummary::of(&h);
+        let direction = |name: &str| DirectionReport {
+            direction: name.to_string(),
+            config: Some(path(0.02).down),
+            stats: stats.clone(),
+            queue_delay: summary.clone(),
+            lateness: summary.clone(),
+            utilization: 0.962_337_1,
+            window: Some(WindowReport {
+                from_us: 12,
+                to_us: 1_000_012,
+                stats: stats.clone(),
+                queue_delay: summary.clone(),
+                lateness: summary.clone(),
+                utilization: 1.0 / 3.0,
+            }),
+            tun_tx_dropped: Some(0),
+            cpu_s: 0.123_456_789,
+            cpu_share: 0.1,
+            ..Default::default()
+        };
+        let flow = FlowResult {
+            id: 0,
+            sender: Side::Server,
+            cc_requested: cc.to_string(),
+            start_s: 0.0,
+            cc_read_back: cc.to_string(),
+            client_port: 40_000 + index as u16,
+            bytes_received: (goodput_bps / 8.0) as u64,
+            goodput_bps,
+            completed: true,
+            completion_time_s: None,
+            final_tcp_info: Some(info),
+            error: None,
+        };
+        RunRecord {
+            index,
+            round: index / 2,
+            cc: cc.to_string(),
+            status: Status::Complete,
+            error: None,
+            started_at: "2026-11-23T06:00:00.123456789Z".to_string(),
+            path_seed: u64::MAX - u64::from(index),
+            netns_inodes: Some([4_026_532_000, 4_026_532_001]),
+            host_cpu_steal_fraction: Some(1e-7),
+            suspect: if index == 1 { vec!["emulator late".to_string()] } else { Vec::new() },
+            metrics: Some(RunMetrics {
+                score: Some(goodput_bps),
+                unfinished: false,
+                goodput_bps,
+                completion_time_s: None,
+                latency_p50_s: None,
+                latency_p99_s: None,
+                html_ttfb_s: None,
+                all_completed: true,
+                sender_rtt_p50_ms: Some(10.0 + f64::from(index) / 3.0),
+                sender_rtt_p95_ms: Some(14.2),
+                retrans_rate: 3.0 / 1700.0,
+                retrans_segments: 3,
+                drops_loss: 2,
+                drops_buffer: 1,
+                queue_delay_p50_ms: 0.25,
+                queue_delay_p95_ms: 4.999,
+                utilization: 0.962_337_1,
+                emulator_lateness_p99_us: 12.345,
+                path_figures_over_whole_life: false,
+                shares: vec![CcShare { cc: cc.to_string(), flows: 1, goodput_bps, share: 1.0 }],
+                jain_index: None,
+                jain_per_second: vec![0.999_999_999_9, 1.0 / 7.0],
+            }),
+            workload: Some(WorkloadResult::Bulk(BulkResult { start_us: 1_234, elapsed_s: 1.000_3, goodput_bps, interrupted: false, flows: vec![flow] })),
+            path: Some(PathReport { down: direction("down"), up: direction("up") }),
+            series: Some(crate::series::SeriesFiles {
+                tcp: format!("series/run-{index:03}/tcp.csv.gz"),
+                goodput: format!("series/run-{index:03}/goodput.csv.gz"),
+                link_down: format!("series/run-{index:03}/link-down.csv.gz"),
+                link_up: format!("series/run-{index:03}/link-up.csv.gz"),
+            }),
+        }
+    }
+
+    /// A result of the algorithms `arms` (name, goodputs of its runs), interleaved as `run` does.
+    fn result(arms: &[(&str, &[f64])], loss: f64, metric: &str) -> ExperimentResult {
+        let ccs: Vec<String> = arms.iter().map(|(cc, _)| cc.to_string()).collect();
+        let mut runs = Vec::new();
+        let most = arms.iter().map(|(_, xs)| xs.len()).max().unwrap_or(0);
+        for round in 0..most {
+            for (cc, xs) in arms {
+                if let Some(x) = xs.get(round) {
+                    runs.push(run_record(runs.len() as u32, cc, *x));
+                }
+            }
+        }
+        let params = Params {
+            ccs: ccs.clone(),
+            runs_per_cc: most as u32,
+            runs_auto: false,
+            seed: 42,
+            alpha: 0.05,
+            path: path(loss),
+            workload: workload(&ccs[0]),
+            metric: metric.to_string(),
+        };
+        let (summary, comparisons) = analyse(&ccs, &runs, 42, 0.05);
+        let rtt_comparisons = compare_rtt(&ccs, &runs, 42, 0.05);
+        let mut provenance = Provenance::of_this_host().finished();
+        provenance.host.kernel_release = Some("6.8.0-49-generic".to_string());
+        ExperimentResult {
+            schema: crate::results::SCHEMA.to_string(),
+            status: Status::Complete,
+            warnings: vec!["a warning".to_string()],
+            provenance,
+            params,
+            sequential: Some(Sequential { looks: vec![LookRecord { runs_per_cc: 3, alpha: 0.0123, decided: false }], decided_after_runs: None }),
+            summary,
+            comparisons,
+            rtt_comparisons,
+            runs,
+        }
+    }
+
+    fn input(label: &str, r: ExperimentResult) -> Input {
+        Input { label: label.to_string(), path: PathBuf::from(format!("/results/{label}/result.json")), result: r }
+    }
+
+    const FAST: &[f64] = &[19.1e6, 19.3e6, 19.0e6, 19.2e6, 19.25e6];
+    const SLOW: &[f64] = &[6.1e6, 5.2e6, 7.3e6, 6.6e6, 5.9e6];
+
+    #[test]
+    fn result_json_round_trips_identically() {
+        let r = result(&[("bbr", FAST), ("cubic", SLOW)], 0.02, "goodput");
+        assert_eq!(r.comparisons.len(), 1, "a real-looking result has a verdict");
+        let first = serde_json::to_string(&r).unwrap();
+        let back: ExperimentResult = serde_json::from_str(&first).unwrap();
+        assert_eq!(serde_json::to_string(&back).unwrap(), first);
+        // Through the reader `compare` uses, too.
+        let again = parse("result.json", &first).unwrap();
+        assert_eq!(serde_json::to_string(&again).unwrap(), first);
+    }
+
+    #[test]
+    fn one_algorithm_per_input_is_labelled_by_the_input() {
+        let inputs = [input("clean", result(&[("cubic", FAST)], 0.0, "goodput")), input("lossy", result(&[("cubic", SLOW)], 0.02, "goodput"))];
+        let arms = arms(&inputs, None).unwrap();
+        let labels: Vec<&str> = arms.iter().map(|a| a.label.as_str()).collect();
+        assert_eq!(labels, ["clean", "lossy"]);
+        assert_eq!((arms[1].input, arms[1].cc.as_str(), arms[1].runs), (1, "cubic", 5));
+    }
+
+    #[test]
+    fn several_algorithms_make_label_cc_arms_and_cc_picks_one() {
+        let inputs = [
+            input("old-kernel", result(&[("bbr", FAST), ("cubic", SLOW)], 0.0, "goodput")),
+            input("new-kernel", result(&[("bbr", SLOW), ("cubic", FAST)], 0.0, "goodput")),
+        ];
+        let labels = |arms: Vec<Arm>| arms.into_iter().map(|a| a.label).collect::<Vec<_>>();
+        assert_eq!(labels(arms(&inputs, None).unwrap()), ["old-kernel:bbr", "old-kernel:cubic", "new-kernel:bbr", "new-kernel:cubic"]);
+        assert_eq!(labels(arms(&inputs, Some("cubic")).unwrap()), ["old-kernel", "new-kernel"]);
+        // One input with one algorithm beside one with two: every arm names its algorithm.
+        let mixed = [input("a", result(&[("bbr", FAST)], 0.0, "goodput")), input("b", result(&[("bbr", SLOW), ("cubic", FAST)], 0.0, "goodput"))];
+        assert_eq!(labels(arms(&mixed, None).unwrap()), ["a:bbr", "b:bbr", "b:cubic"]);
+        // A single input with two algorithms is two arms.
+        assert_eq!(labels(arms(&inputs[..1], None).unwrap()), ["old-kernel:bbr", "old-kernel:cubic"]);
+    }
+
+    #[test]
+    fn labels_come_from_the_argument_or_the_directory() {
+        assert_eq!(InputArg::parse("clean=A/result.json"), InputArg { label: Some("clean".into()), path: "A/result.json".into() });
+        assert_eq!(InputArg::parse("A/result.json"), InputArg { label: None, path: "A/result.json".into() });
+        assert_eq!(InputArg::parse("runs/x=1/result.json"), InputArg { label: None, path: "runs/x=1/result.json".into() }, "a path with = in a directory");
+        assert_eq!(default_label(Path::new("/results/20261123-060000-cubic/result.json")), "20261123-060000-cubic");
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(default_label(Path::new("result.json")), cwd.file_name().unwrap().to_string_lossy());
+    }
+
+    #[test]
+    fn refusals_name_the_file_and_what_is_wrong() {
+        let r = serde_json::to_string(&result(&[("cubic", FAST)], 0.0, "goodput")).unwrap();
+        let v1 = r.replacen("ccbench.result.v2", "ccbench.result.v1", 1);
+        let e = parse("B/result.json", &v1).unwrap_err();
+        assert_eq!(e, Refusal::Schema { path: "B/result.json".into(), found: "ccbench.result.v1".into() });
+        assert_eq!(e.to_string(), "B/result.json has schema ccbench.result.v1, which this ccbench cannot read (it reads ccbench.result.v2)");
+        assert!(matches!(parse("x.json", "{\"runs\": []}"), Err(Refusal::Schema { found, .. }) if found.contains("no \"schema\"")));
+        assert!(matches!(parse("x.json", "<html>"), Err(Refusal::NotJson { .. })));
+        assert!(matches!(parse("x.json", "{\"schema\": \"ccbench.result.v2\"}"), Err(Refusal::Invalid { reason, .. }) if reason.contains("missing field")));
+        let missing = load(&InputArg::parse("/nonexistent/ccbench/result.json")).unwrap_err();
+        assert!(matches!(&missing, Refusal::Unreadable { path, .. } if path == "/nonexistent/ccbench/result.json"), "{missing}");
+
+        let pages = [input("a", result(&[("cubic", FAST)], 0.0, "goodput")), input("b", result(&[("cubic", SLOW)], 0.0, "page-load speed (1 / load time)"))];
+        let e = check(&pages).unwrap_err();
+        assert!(matches!(e, Refusal::Metric { .. }), "{e}");
+        assert!(
+            e.to_string().starts_with("/results/b/result.json measures \"page-load speed (1 / load time)\" but /results/a/result.json measures \"goodput\""),
+            "{e}"
+        );
+
+        let inputs = [input("a", result(&[("cubic", FAST)], 0.0, "goodput")), input("b", result(&[("bbr", SLOW), ("reno", SLOW)], 0.0, "goodput"))];
+        let e = arms(&inputs, Some("cubic")).unwrap_err();
+        assert_eq!(e.to_string(), "/results/b/result.json has no runs of cubic (it has bbr, reno)");
+
+        let twice = [input("a", result(&[("cubic", FAST)], 0.0, "goodput")), input("a", result(&[("cubic", FAST)], 0.0, "goodput"))];
+        assert_eq!(arms(&twice, None).unwrap_err(), Refusal::DuplicateLabel { label: "a".into() });
+        assert!(matches!(arms(&twice[..1], None), Err(Refusal::TooFewArms { arms: 1, .. })));
+    }
+
+    #[test]
+    fn different_paths_are_warned_of_not_refused() {
+        let same = [input("a", result(&[("cubic", FAST)], 0.02, "goodput")), input("b", result(&[("cubic", SLOW)], 0.02, "goodput"))];
+        assert_eq!(check(&same).unwrap(), Vec::<String>::new());
+        let twin = [input("clean", result(&[("cubic", FAST)], 0.0, "goodput")), input("lossy", result(&[("cubic", SLOW)], 0.02, "goodput"))];
+        let w = check(&twin).unwrap();
+        assert_eq!(
+            w[1..],
+            [
+                "  path.down.loss.kind: clean none, lossy bernoulli",
+                "  path.down.loss.p: clean –, lossy 0.02",
+                "  path.up.loss.kind: clean none, lossy bernoulli",
+                "  path.up.loss.p: clean –, lossy 0.02"
+            ]
+        );
+        assert!(w[0].starts_with("the inputs differ in 4 path or workload parameter(s)"), "{w:?}");
+        assert!(w.contains(&"  path.down.loss.kind: clean none, lossy bernoulli".to_string()), "{w:?}");
+        assert!(w.contains(&"  path.down.loss.p: clean –, lossy 0.02".to_string()), "{w:?}");
+        // A long list is cut short; many differences are counted, the first few listed.
+        let mut other = result(&[("cubic", SLOW)], 0.02, "goodput");
+        other.params.path = PathSpec { mtu: 9000, sample_interval_us: 1, batch_us: 0, offload: false, ..path(0.02) };
+        for d in [&mut other.params.path.down, &mut other.params.path.up] {
+            *d = DirectionConfig { rate: Rate::mbps(1), delay_ns: Duration::from_millis(1), buffer: Buffer::Bytes(1), ..d.clone() };
+        }
+        other.params.path.down.schedule =
+            (0..40).map(|i| ccbench_link::ScheduledChange { at_ns: ccbench_link::time::Instant::from_nanos(i), ..Default::default() }).collect();
+        let w = check(&[input("a", result(&[("cubic", FAST)], 0.0, "goodput")), input("b", other)]).unwrap();
+        assert!(w[0].starts_with("the inputs differ in 15 path or workload parameter(s)"), "{w:?}");
+        assert_eq!(w.len(), 1 + MAX_DIFFERENCES + 1, "{w:?}");
+        let schedule = w.iter().find(|l| l.starts_with("  path.down.schedule: a [], b [{")).expect("the schedule, as one value");
+        assert!(schedule.ends_with('…') && schedule.chars().count() < 100, "{schedule}");
+        assert_eq!(w.last().unwrap(), "  … and 3 more (each input's params are in compare.json)");
+    }
+
+    #[test]
+    fn arms_are_compared_like_algorithms_with_the_first_inputs_seed() {
+        let out = std::env::temp_dir();
+        let inputs = [input("clean", result(&[("cubic", FAST)], 0.0, "goodput")), input("lossy", result(&[("cubic", SLOW)], 0.02, "goodput"))];
+        let c = compare(&inputs, &Options::default(), &out).unwrap();
+        let v = &c.record.comparisons;
+        assert_eq!(v.len(), 1);
+        assert_eq!((v[0].a.as_str(), v[0].b.as_str(), v[0].better.as_deref()), ("clean", "lossy", Some("clean")));
+        assert_eq!(c.record.seed, 42);
+        assert_eq!(c.record.summary.iter().map(|s| s.cc.as_str()).collect::<Vec<_>>(), ["clean", "lossy"]);
+        // The same statistics as `run` computes for two algorithms with these runs.
+        let direct = ccbench_stats::best_against_rest(&[("clean", FAST), ("lossy", SLOW)], ccbench_stats::BetterIs::Higher, 0.05, 42, 2);
+        assert_eq!(v, &direct);
+        // The runs, relabelled, with series paths that lead from `out` to the input's files.
+        assert_eq!(c.combined.runs.len(), 10);
+        assert!(c.combined.runs.iter().all(|r| r.cc == "clean" || r.cc == "lossy"));
+        let s = c.combined.runs[0].series.as_ref().unwrap();
+        let to_input = relative(&absolute(&out), Path::new("/results/clean"));
+        assert!(to_input.starts_with(".."), "{to_input:?}");
+        assert_eq!(s.tcp, format!("{}/series/run-000/tcp.csv.gz", to_input.display()));
+        let text = crate::export::text::summary(&c.combined, None);
+        assert!(text.contains("clean: 3.") && text.contains("× the goodput of lossy"), "{text}");
+
+        // A result against itself: no difference.
+        let same = [input("x", result(&[("cubic", FAST)], 0.0, "goodput")), input("y", result(&[("cubic", FAST)], 0.0, "goodput"))];
+        let c = compare(&same, &Options::default(), &out).unwrap();
+        assert_eq!(c.record.comparisons[0].outcome, ccbench_stats::Outcome::NoDifference);
+        let text = crate::export::text::summary(&c.combined, None);
+        assert!(text.contains("no significant difference in goodput between y and x"), "{text}");
+
+        // RTT as the metric: lower is better, and no second RTT verdict.
+        let c = compare(&inputs, &Options { cc: None, metric: Metric::Rtt }, &out).unwrap();
+        assert_eq!(c.record.comparisons[0].better_is, ccbench_stats::BetterIs::Lower);
+        assert!(c.record.rtt_comparisons.is_empty());
+        assert_eq!(c.combined.params.metric, "median sender RTT");
+    }
+
+    #[test]
+    fn relative_paths_climb_out_of_the_output_directory() {
+        assert_eq!(relative(Path::new("/r/cmp"), Path::new("/r/A")), PathBuf::from("../A"));
+        assert_eq!(relative(Path::new("/r"), Path::new("/r/A")), PathBuf::from("A"));
+        assert_eq!(relative(Path::new("/r"), Path::new("/r")), PathBuf::from("."));
+        assert_eq!(relative(Path::new("/x/y/z"), Path::new("/r/A")), PathBuf::from("../../../r/A"));
+    }
+}

@@ -1,0 +1,127 @@
+//! End-to-end test of `ccbench compare`: two tiny real runs (a clean path and its lossy twin)
+//! saved by `ccbench run`, then compared through the binary.
+//!
+//! Needs root for the runs. Outside CI it skips without it; under `CI=true` it fails instead
+//! (as in e2e.rs).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Instant;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ccbench");
+
+/// True when the test may go on; under CI a missing precondition is a failure, not a skip.
+fn have_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
+    assert!(!ci, "end-to-end test cannot run under CI=true: not root");
+    eprintln!("skipping: not root");
+    false
+}
+
+fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ccbench-test-{tag}-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn ccbench(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("run ccbench")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// `ccbench run` of 4 cubic runs of 1 s over 20 Mbit/s and 10 ms, with `extra` flags, into `out`.
+fn tiny_run(out: &Path, extra: &[&str]) {
+    let out_s = out.to_string_lossy();
+    let mut args = vec!["run", "--cc", "cubic", "--runs", "4", "--duration", "1s", "--rate", "20mbit", "--rtt", "10ms", "--seed", "7", "--out", &out_s];
+    args.extend_from_slice(extra);
+    let o = ccbench(&args);
+    assert!(o.status.success(), "ccbench {args:?} failed: {}\n{}", text(&o.stderr), text(&o.stdout));
+}
+
+fn json(file: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))).expect("valid JSON")
+}
+
+#[test]
+fn compare_names_the_better_path_refuses_an_old_schema_and_finds_no_difference_with_itself() {
+    if !have_root() {
+        return;
+    }
+    let base = tempdir("compare");
+    let (a, b) = (base.join("A"), base.join("B"));
+    tiny_run(&a, &[]);
+    tiny_run(&b, &["--loss", "5%"]);
+
+    // The files `run` wrote read back into the same JSON, to the byte.
+    for dir in [&a, &b] {
+        let file = dir.join("result.json");
+        let written = std::fs::read_to_string(&file).unwrap();
+        let read = ccbench::compare::parse(&file.to_string_lossy(), &written).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(serde_json::to_string(&read).unwrap(), written, "{} does not round-trip", file.display());
+    }
+
+    // The clean path against its lossy twin.
+    let c = base.join("C");
+    let (a_arg, b_arg, c_arg) = (format!("clean={}", a.join("result.json").display()), format!("lossy={}", b.display()), c.to_string_lossy().to_string());
+    let o = ccbench(&["compare", &a_arg, &b_arg, "--out", &c_arg]);
+    let (stdout, stderr) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{stderr}\n{stdout}");
+    assert!(stdout.contains("clean: ") && stdout.contains("× the goodput of lossy"), "no verdict for clean:\n{stdout}");
+    assert!(stderr.contains("warning: the inputs differ") && stderr.contains("path.down.loss.p: clean –, lossy 0.05"), "{stderr}");
+    let doc = json(&c.join("compare.json"));
+    assert_eq!(doc["schema"], "ccbench.compare.v1");
+    let labels: Vec<&str> = doc["arms"].as_array().unwrap().iter().map(|a| a["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["clean", "lossy"]);
+    assert_eq!(doc["comparisons"][0]["better"], "clean", "{}", doc["comparisons"]);
+    assert_eq!(doc["seed"], json(&a.join("result.json"))["params"]["seed"], "the bootstrap's seed is the first input's");
+    assert_eq!(doc["inputs"][0]["schema"], "ccbench.result.v2");
+    assert!(doc["inputs"][1]["path"].as_str().unwrap().ends_with("B/result.json"));
+    assert!(doc["inputs"][0]["kernel_release"].is_string() && doc["inputs"][0]["git_revision"].is_string());
+    assert_eq!(doc["summary"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["rtt_comparisons"].as_array().unwrap().len(), 1);
+    // runs.csv: every run of both, led by its arm and input, its series reachable from C.
+    let mut csv = csv::Reader::from_path(c.join("runs.csv")).unwrap();
+    let header: Vec<String> = csv.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(&header[..3], ["arm", "input", "index"]);
+    let tcp = header.iter().position(|h| h == "series.tcp").expect("series.tcp column");
+    let rows: Vec<csv::StringRecord> = csv.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 8);
+    assert_eq!(rows.iter().filter(|r| &r[0] == "lossy" && &r[1] == "lossy").count(), 4);
+    assert!(rows.iter().all(|r| c.join(&r[tcp]).is_file()), "series paths lead from C to the inputs' files");
+    let html = std::fs::read_to_string(c.join("report.html")).unwrap();
+    assert!(html.contains("clean vs lossy") && html.contains("<polyline"), "report.html has the arms' plots");
+
+    // A result of an older schema is refused: one line, exit 2, nothing written.
+    let old = base.join("old");
+    std::fs::create_dir_all(&old).unwrap();
+    let v2 = std::fs::read_to_string(a.join("result.json")).unwrap();
+    std::fs::write(old.join("result.json"), v2.replacen("\"ccbench.result.v2\"", "\"ccbench.result.v1\"", 1)).unwrap();
+    let d = base.join("D");
+    let o = ccbench(&["compare", &a_arg, &old.to_string_lossy(), "--out", &d.to_string_lossy()]);
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains("old/result.json has schema ccbench.result.v1") && stderr.contains("reads ccbench.result.v2"), "{stderr}");
+    assert!(o.stdout.is_empty() && !d.exists());
+
+    // A result against itself: no significant difference.
+    let e = base.join("E");
+    let same = format!("again={}", a.display());
+    let o = ccbench(&["compare", &a_arg, &same, "--out", &e.to_string_lossy()]);
+    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(stdout.contains("no significant difference in goodput between"), "{stdout}");
+    assert!(o.stderr.is_empty(), "same path, no warning: {}", text(&o.stderr));
+    assert_eq!(json(&e.join("compare.json"))["comparisons"][0]["outcome"], "no_difference");
+
+    let _ = std::fs::remove_dir_all(&base);
+}
