@@ -222,14 +222,14 @@ fn metrics(s: &Simulated, shares: Vec<CcShare>) -> RunMetrics {
 
 fn provenance() -> Provenance {
     Provenance {
-        ccbench_version: "test",
-        git_revision: "test",
+        ccbench_version: "test".into(),
+        git_revision: "test".into(),
         command_line: vec!["ccbench".into(), "run".into()],
         started_at: "2026-01-01T00:00:00Z".into(),
         finished_at: Some("2026-01-01T00:01:00Z".into()),
         host: HostFacts::collect(),
         namespace_sysctls: Vec::new(),
-        emulator: EmulatorFacts { kind: "test", client_addr: "10.0.0.1".into(), server_addr: "10.0.0.2".into(), tun_txqueuelen: 1000 },
+        emulator: EmulatorFacts { kind: "test".into(), client_addr: "10.0.0.1".into(), server_addr: "10.0.0.2".into(), tun_txqueuelen: 1000 },
     }
 }
 
@@ -276,7 +276,7 @@ fn assemble(ccs: Vec<String>, workload: WorkloadSpec, runs: Vec<RunRecord>) -> E
     let (summary, comparisons) = ccbench::analysis::analyse(&ccs, &runs, 7, 0.05);
     let rtt_comparisons = ccbench::analysis::compare_rtt(&ccs, &runs, 7, 0.05);
     ExperimentResult {
-        schema: SCHEMA,
+        schema: SCHEMA.into(),
         status: Status::Complete,
         warnings: Vec::new(),
         provenance: provenance(),

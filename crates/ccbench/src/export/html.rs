@@ -960,8 +960,8 @@ pub fn render(result: &ExperimentResult, summary_text: &str, dir: &Path) -> Stri
     }
     let _ = writeln!(
         out,
-        "<p class=\"note\">Every run's figures are in <code>result.json</code> (schema {}); its time series are in <code>series/run-NNN/*.csv.gz</code>.</p></body></html>",
-        escape(result.schema)
+        "<p class=\"note\">Every run's figures are in the JSON beside this page (schema {}) and in <code>runs.csv</code>; each run's time series are in the <code>*.csv.gz</code> files its <code>series</code> names.</p></body></html>",
+        escape(&result.schema)
     );
     out
 }
