@@ -7,6 +7,7 @@ mod doctor;
 mod exec;
 mod path;
 mod presets;
+mod progress;
 mod run;
 mod spec;
 mod values;
