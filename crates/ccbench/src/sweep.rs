@@ -969,7 +969,7 @@ mod tests {
             "[axes]\nrtt = [\"10ms\", \"40ms\"]\nloss = [\"0\", \"1%\"]\n[defaults]\nrate = \"50mbit\"\nduration = \"3s\"\nruns = 4\ncc = \"bbr,cubic\"\n";
         let other = SweepSpec::parse("other.toml", shuffled).unwrap();
         assert_eq!(ids(&other), ids(&spec));
-        let plans = |s: &SweepSpec| plan_cells(s, &RunOpts::default(), &host()).ok().expect("plans");
+        let plans = |s: &SweepSpec| plan_cells(s, &RunOpts::default(), &host()).unwrap_or_else(|e| panic!("{e}"));
         let (a, b) = (plans(&spec), plans(&other));
         assert_eq!(spec_hash(&a), spec_hash(&b), "comments, description and order do not make another sweep");
         assert_eq!(a[2].plan.seed, cell_seed("loss=1pct,rtt=10ms"), "a cell's seed comes from its id");
@@ -1037,11 +1037,11 @@ mod tests {
         // The command line goes over every cell.
         let argv = ["ccbench", "sweep", "s.toml", "--duration", "2s", "--rtt", "20ms"];
         let crate::cli::Command::Sweep(args) = crate::cli::parse_from(argv).unwrap().command else { panic!() };
-        let planned = plan_cells(&spec, &args.opts, &host()).ok().expect("plans");
+        let planned = plan_cells(&spec, &args.opts, &host()).unwrap_or_else(|e| panic!("{e}"));
         assert!(planned.iter().all(|p| p.plan.path.down.delay_ns.as_nanos() == 10_000_000), "--rtt 20ms over the defaults' 80ms");
         assert_ne!(
             spec_hash(&planned),
-            spec_hash(&plan_cells(&spec, &RunOpts::default(), &host()).ok().expect("plans")),
+            spec_hash(&plan_cells(&spec, &RunOpts::default(), &host()).unwrap_or_else(|e| panic!("{e}"))),
             "the command line is part of the sweep"
         );
     }
@@ -1139,6 +1139,14 @@ mod tests {
         let argv = ["ccbench", "sweep", "s.toml", "--loss-down", "2%", "--cc", "bbr,reno"];
         let crate::cli::Command::Sweep(args) = crate::cli::parse_from(argv).unwrap().command else { panic!() };
         assert!(plan_cells(&spec, &args.opts, &host()).is_ok(), "other flags are fine");
+    }
+
+    #[test]
+    fn the_shipped_example_sweep_plans() {
+        let spec = SweepSpec::parse("example-sweep.toml", include_str!("../../../deploy/example-sweep.toml")).unwrap();
+        let planned = plan_cells(&spec, &RunOpts::default(), &host()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(planned.len(), 9);
+        assert!(planned.iter().all(|p| planned_runs(&p.plan) == 8));
     }
 
     #[test]
