@@ -407,7 +407,7 @@ pub struct SweepMeta {
 pub struct SpecRecord {
     pub file: String,
     pub text: String,
-    /// The flags given on the command line, over every cell.
+    /// The command that ran the sweep (its flags go over every cell).
     pub command_line: Vec<String>,
     /// See [`spec_hash`].
     pub hash: String,
@@ -582,11 +582,6 @@ fn grid_cell(c: &Cell) -> GridCell {
     GridCell { id: c.id.clone(), label: c.label.clone(), parameters: c.parameters.iter().cloned().collect() }
 }
 
-/// The flags given on the command line after the spec, for the record.
-fn command_line_flags() -> Vec<String> {
-    std::env::args().skip(3).collect()
-}
-
 /// `ccbench sweep`
 pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
     let spec = SweepSpec::load(&args.spec)?;
@@ -601,7 +596,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
     let meta = SweepMeta {
         schema: SCHEMA.into(),
         description: spec.description.clone(),
-        spec: SpecRecord { file: spec.file.clone(), text: spec.text.clone(), command_line: command_line_flags(), hash: hash.clone() },
+        spec: SpecRecord { file: spec.file.clone(), text: spec.text.clone(), command_line: std::env::args().collect(), hash: hash.clone() },
         ccbench_version: VERSION.into(),
         git_revision: REVISION.into(),
         axes: spec.axes.iter().map(|a| AxisRecord { name: a.name.clone(), values: a.values.iter().map(|v| v.shown.clone()).collect() }).collect(),
@@ -634,6 +629,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
     };
     refuse_foreign(&dir, &hash)?;
     std::fs::create_dir_all(dir.join(CELLS_DIR)).with_context(|| format!("creating the results directory {}", dir.display()))?;
+    let _lock = lock(&dir)?;
     let mine_grid: Vec<&GridCell> = mine.iter().map(|&i| meta.grid.iter().find(|g| g.id == planned[i].cell.id).expect("in the grid")).collect();
     write_index(&dir, &meta, &mine_grid, false)?;
 
@@ -700,11 +696,26 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
     })
 }
 
+const LOCK_FILE: &str = ".lock";
+
+/// Holds `dir` for this process until the returned file is dropped: a second sweep into the same
+/// directory (the same shard started twice) is refused instead of racing the first.
+fn lock(dir: &Path) -> anyhow::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let file = dir.join(LOCK_FILE);
+    let f = std::fs::File::create(&file).with_context(|| format!("creating {}", file.display()))?;
+    // SAFETY: flock on a descriptor we own; released when it is closed.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(precondition(format!("another ccbench sweep is writing {}: wait for it to end, or give another --out", dir.display())).into());
+    }
+    Ok(f)
+}
+
 /// Refuses to write into a directory that holds a sweep of another spec or another ccbench,
 /// or results that are not a sweep's.
 fn refuse_foreign(dir: &Path, hash: &str) -> Result<(), UsageError> {
     if !dir.join(SWEEP_FILE).exists() {
-        let empty = std::fs::read_dir(dir).map(|mut d| d.next().is_none()).unwrap_or(true);
+        let empty = std::fs::read_dir(dir).map(|d| d.flatten().all(|e| e.file_name() == LOCK_FILE || e.file_name() == CELLS_DIR)).unwrap_or(true);
         return if empty {
             Ok(())
         } else {

@@ -28,7 +28,9 @@ fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
                 (None, None) => None,
             })
         }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x.iter().zip(y).enumerate().find_map(|(i, (p, q))| first_difference(p, q, &format!("{path}[{i}]"))),
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            x.iter().zip(y).enumerate().find_map(|(i, (p, q))| first_difference(p, q, &format!("{path}[{i}]")))
+        }
         _ if a == b => None,
         _ => Some(format!("{path}: {a} in the file, {b} read back")),
     }
@@ -124,6 +126,28 @@ fn the_job_is_indexed_one_pod_per_node_with_what_ccbench_needs() {
 }
 
 #[test]
+fn the_merge_job_reads_the_sweeps_volume() {
+    let docs = documents(&repo_file("deploy/kubernetes/merge-job.yaml"));
+    assert_eq!(docs.len(), 1);
+    let merge: Job = typed(&docs[0]);
+    let (_, claim, sweep) = manifest();
+    let pod = merge.spec.and_then(|s| s.template.spec).expect("pod spec");
+    let args = pod.containers[0].args.clone().unwrap_or_default();
+    assert_eq!(args.first().map(String::as_str), Some("merge"), "the image's entrypoint is ccbench");
+    // It merges the directory the sweep's shards write (--out of the sweep, whose
+    // $(SWEEP_NAME) is set in the sweep's env).
+    let sweep_pod = sweep.spec.and_then(|s| s.template.spec).expect("pod spec");
+    let c = &sweep_pod.containers[0];
+    let name = c.env.clone().unwrap_or_default().into_iter().find(|e| e.name == "SWEEP_NAME").and_then(|e| e.value).expect("SWEEP_NAME");
+    let sweep_out = format!("/results/{name}");
+    assert!(c.args.clone().unwrap_or_default().concat().contains("--out /results/$(SWEEP_NAME)"));
+    assert_eq!(args[1], sweep_out);
+    assert!(args[args.iter().position(|a| a == "--out").expect("--out") + 1].starts_with(&format!("{sweep_out}/")));
+    let volume = pod.volumes.unwrap_or_default().into_iter().find_map(|v| v.persistent_volume_claim).expect("the results claim");
+    assert_eq!(Some(volume.claim_name.as_str()), claim.metadata.name.as_deref());
+}
+
+#[test]
 fn the_slurm_script_is_an_array_from_zero_and_valid_shell() {
     let text = repo_file("deploy/slurm/sweep.sbatch");
     let array = text.lines().find_map(|l| l.strip_prefix("#SBATCH --array=")).expect("#SBATCH --array");
@@ -133,7 +157,8 @@ fn the_slurm_script_is_an_array_from_zero_and_valid_shell() {
     // Every #SBATCH line comes before the first command, or sbatch ignores it.
     let first_command = text.lines().position(|l| !l.trim().is_empty() && !l.starts_with('#')).unwrap();
     assert!(text.lines().skip(first_command).all(|l| !l.starts_with("#SBATCH")));
-    let status = std::process::Command::new("bash").arg("-n").arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/slurm/sweep.sbatch")).status();
+    let status =
+        std::process::Command::new("bash").arg("-n").arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/slurm/sweep.sbatch")).status();
     assert!(status.expect("bash").success(), "bash -n deploy/slurm/sweep.sbatch");
 }
 
