@@ -611,7 +611,8 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
         let width = mine.iter().map(|&i| planned[i].cell.id.len()).max().unwrap_or(0);
         for &i in &mine {
             let p = &planned[i];
-            println!("  {:<width$}  {} runs at most", p.cell.id, planned_runs(&p.plan));
+            let runs = planned_runs(&p.plan);
+            println!("  {:<width$}  at most {runs} run{}", p.cell.id, if runs == 1 { "" } else { "s" });
         }
         return Ok(0);
     }
@@ -865,7 +866,7 @@ pub fn merge(args: MergeArgs) -> anyhow::Result<i32> {
     for (d, index) in &indexes[1..] {
         if index.meta.spec.hash != first.meta.spec.hash {
             return Err(precondition(format!(
-                "ccbench merge: mixed specs: {} is spec {} ({}), {} is spec {} ({}); merge the shards of one sweep",
+                "mixed specs: {} is spec {} ({}), {} is spec {} ({}); merge the shards of one sweep",
                 first_dir.display(),
                 first.meta.spec.hash,
                 first.meta.spec.file,
@@ -878,7 +879,7 @@ pub fn merge(args: MergeArgs) -> anyhow::Result<i32> {
         let version = |m: &SweepMeta| format!("{} ({})", m.ccbench_version, m.git_revision);
         if version(&index.meta) != version(&first.meta) {
             return Err(precondition(format!(
-                "ccbench merge: mixed ccbench versions: {} was made by ccbench {}, {} by {}; run every shard with one build",
+                "mixed ccbench versions: {} was made by ccbench {}, {} by {}; run every shard with one build",
                 first_dir.display(),
                 version(&first.meta),
                 d.display(),
@@ -894,9 +895,7 @@ pub fn merge(args: MergeArgs) -> anyhow::Result<i32> {
             let cell_dir = d.join(CELLS_DIR).join(&g.id);
             if finished(&cell_dir, &hash).is_some() {
                 if let Some(other) = source.get(&g.id) {
-                    return Err(
-                        precondition(format!("ccbench merge: cell {} is in both {} and {}; give each shard once", g.id, other.display(), d.display())).into()
-                    );
+                    return Err(precondition(format!("cell {} is in both {} and {}; give each shard once", g.id, other.display(), d.display())).into());
                 }
                 source.insert(g.id.clone(), cell_dir);
             }
@@ -905,7 +904,7 @@ pub fn merge(args: MergeArgs) -> anyhow::Result<i32> {
     let missing: Vec<String> = first.meta.grid.iter().filter(|g| !source.contains_key(&g.id)).map(|g| g.id.clone()).collect();
     if !missing.is_empty() {
         return Err(precondition(format!(
-            "ccbench merge: {} of {} cells missing (not complete in any directory given): {}",
+            "{} of {} cells missing (not complete in any directory given): {}",
             missing.len(),
             first.meta.grid.len(),
             listed(&missing)
