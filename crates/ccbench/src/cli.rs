@@ -34,6 +34,10 @@ pub struct Cli {
 pub enum Command {
     /// Compare congestion-control algorithms over an emulated path, with repetitions and a verdict.
     Run(RunArgs),
+    /// Run a grid of experiments, the product of a spec's axes; resumable, and shardable over machines.
+    Sweep(crate::sweep::SweepArgs),
+    /// Combine the shard directories of one sweep into one result set.
+    Merge(crate::sweep::MergeArgs),
     /// Run any command in the client namespace behind an emulated path (like Mahimahi's shells).
     Exec(ExecArgs),
     /// Compare saved results (result.json files) with the same verdicts as run: a kernel
@@ -400,8 +404,10 @@ where
 {
     let matches = Cli::command().try_get_matches_from(argv)?;
     let mut cli = Cli::from_arg_matches(&matches)?;
-    if let (Command::Run(args), Some(("run", m))) = (&mut cli.command, matches.subcommand()) {
-        args.opts.forget_default("opts", m);
+    match (&mut cli.command, matches.subcommand()) {
+        (Command::Run(args), Some(("run", m))) => args.opts.forget_default("opts", m),
+        (Command::Sweep(args), Some(("sweep", m))) => args.opts.forget_default("opts", m),
+        _ => {}
     }
     Ok(cli)
 }

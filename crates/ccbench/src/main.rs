@@ -8,8 +8,10 @@ mod doctor;
 mod exec;
 mod path;
 mod presets;
+mod progress;
 mod run;
 mod spec;
+mod sweep;
 mod values;
 
 use ccbench::error::UsageError;
@@ -57,6 +59,8 @@ fn main() {
 fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
     match cli.command {
         cli::Command::Run(args) => run::run(args),
+        cli::Command::Sweep(args) => sweep::run(args),
+        cli::Command::Merge(args) => sweep::merge(args),
         cli::Command::Exec(args) => {
             let spec = path::build(&args.path, args.seed.unwrap_or_else(rand::random), 10_000);
             error::require_root("exec")?;

@@ -49,12 +49,12 @@ pub struct Condition {
 }
 
 /// The long names of a layer's flags: the fields a preset may set.
-fn flags<T: Args>() -> Vec<String> {
+pub fn flags<T: Args>() -> Vec<String> {
     T::augment_args(clap::Command::new("preset")).get_arguments().filter_map(|a| a.get_long().map(str::to_string)).collect()
 }
 
 /// A preset's value as its flag would have been given, for messages.
-fn shown(value: &toml::Value) -> String {
+pub fn shown(value: &toml::Value) -> String {
     match value {
         toml::Value::String(s) => s.clone(),
         toml::Value::Array(items) => items.iter().map(shown).collect::<Vec<_>>().join(","),
@@ -72,9 +72,24 @@ fn expected(e: &toml::de::Error) -> String {
     }
 }
 
+/// The file a table comes from, for messages: the argument that named it (`--preset`), what it
+/// is (`preset`, `sweep`) and its name.
+pub struct Origin<'a> {
+    pub arg: &'a str,
+    pub kind: &'a str,
+    pub name: &'a str,
+}
+
 /// One table of a preset (`[defaults]` or a condition) as a layer. Each field is deserialized on
 /// its own, so that an error names it.
 fn layer(table: &toml::Table, preset: &str, place: &str) -> Result<RunOpts, UsageError> {
+    layer_from(table, &Origin { arg: "--preset", kind: "preset", name: preset }, place)
+}
+
+/// One table of run flags (a preset's or a sweep's `[defaults]`, a condition, one value of a
+/// sweep's axis) as a layer, each field deserialized on its own so that an error names it and
+/// `place` (`[defaults]`, `condition "b"`, `axis loss`).
+pub fn layer_from(table: &toml::Table, origin: &Origin, place: &str) -> Result<RunOpts, UsageError> {
     let (run, path) = (flags::<RunOpts>(), flags::<PathOpts>());
     let mut opts = RunOpts::default();
     for (key, value) in table {
@@ -83,13 +98,13 @@ fn layer(table: &toml::Table, preset: &str, place: &str) -> Result<RunOpts, Usag
         }
         if !run.contains(key) {
             return Err(UsageError::new(
-                "--preset",
-                preset,
+                origin.arg,
+                origin.name,
                 format!("known fields in {place}; {key:?} is not one (fields are run flags without dashes: {})", run.join(", ")),
             ));
         }
         let field = toml::Value::Table(toml::Table::from_iter([(key.clone(), value.clone())]));
-        let bad = |e: toml::de::Error| UsageError::new(&format!("--{key} (preset {preset}, {place})"), shown(value), expected(&e));
+        let bad = |e: toml::de::Error| UsageError::new(&format!("--{key} ({} {}, {place})", origin.kind, origin.name), shown(value), expected(&e));
         let given = if path.contains(key) { RunOpts { path: field.try_into().map_err(bad)?, ..RunOpts::default() } } else { field.try_into().map_err(bad)? };
         opts = given.over(opts);
     }

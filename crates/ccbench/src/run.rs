@@ -1,7 +1,6 @@
 //! `ccbench run`: validate everything, then run the experiment, then write and print.
 
-use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -9,9 +8,10 @@ use anyhow::Context;
 
 use crate::cli::{Layer, RunArgs, RunOpts};
 use ccbench::error::{require_root, UsageError};
-use ccbench::experiment::{self, Observer, Plan, Slot};
-use ccbench::results::{RunRecord, Status};
-use ccbench::units;
+use ccbench::experiment::{self, Plan};
+use ccbench::results::{ExperimentResult, Status};
+
+use crate::progress::{planned_runs, Bar};
 
 /// The algorithms a run may ask for: those registered with the kernel, and those it would
 /// load on first use (a `tcp_*.ko` for the running kernel). What really ran is read back from
@@ -32,43 +32,7 @@ pub fn plan(opts: RunOpts) -> Result<Plan, UsageError> {
     crate::spec::resolve(opts, &usable_algorithms()).map(Plan::from)
 }
 
-/// Progress on a terminal (which run, which algorithm, time left); silent in pipes and CI.
-struct Progress {
-    tty: bool,
-    started: std::time::Instant,
-}
-
-fn fmt_left(secs: f64) -> String {
-    if secs >= 90.0 {
-        format!("about {:.0} min left", secs / 60.0)
-    } else {
-        format!("about {secs:.0} s left")
-    }
-}
-
-impl Observer for Progress {
-    fn run_started(&mut self, index: usize, total: usize, slot: &Slot) {
-        if self.tty {
-            let left =
-                if index > 0 { format!(", {}", fmt_left(self.started.elapsed().as_secs_f64() / index as f64 * (total - index) as f64)) } else { String::new() };
-            eprint!("\r\x1b[2K  run {}/{}: {} (round {}){left}…", index + 1, total, slot.cc, slot.round + 1);
-        }
-    }
-
-    fn run_finished(&mut self, index: usize, total: usize, record: &RunRecord) {
-        if !self.tty {
-            return;
-        }
-        let what = match (&record.metrics, record.status) {
-            (Some(m), Status::Complete) => units::fmt_rate(m.goodput_bps),
-            (_, Status::Interrupted) => "interrupted".into(),
-            _ => format!("failed: {}", record.error.clone().unwrap_or_default()),
-        };
-        eprintln!("\r\x1b[2K  run {}/{}: {:<8} {}", index + 1, total, record.cc, what);
-    }
-}
-
-fn default_out(label: &str) -> PathBuf {
+pub fn default_out(label: &str) -> PathBuf {
     let now = time::OffsetDateTime::now_utc();
     let stamp = format!("{:04}{:02}{:02}-{:02}{:02}{:02}", now.year(), now.month() as u8, now.day(), now.hour(), now.minute(), now.second());
     PathBuf::from("results").join(format!("{stamp}-{label}"))
@@ -82,14 +46,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     require_root("run")?;
     let out = args.out.clone().unwrap_or_else(|| default_out(&plan.ccs.join("-")));
     let stop = install_stop()?;
-    let (result, code) = run_plan(&plan, &out, &stop)?;
+    let bar = Bar::new(planned_runs(&plan));
+    let (result, code) = run_plan(&plan, &out, &stop, &bar)?;
+    bar.finish();
     if args.json {
         println!("{}", ccbench::export::json::to_string(&result)?);
     }
     Ok(code)
 }
 
-fn install_stop() -> anyhow::Result<Arc<AtomicBool>> {
+pub fn install_stop() -> anyhow::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;
@@ -97,31 +63,43 @@ fn install_stop() -> anyhow::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-/// Runs one experiment, writes `out/result.json`, prints the summary; returns the exit code.
-fn run_plan(plan: &Plan, out: &std::path::Path, stop: &AtomicBool) -> anyhow::Result<(ccbench::results::ExperimentResult, i32)> {
+/// Runs one experiment, writes `out/result.json` and the rest, prints the summary; returns the
+/// exit code.
+fn run_plan(plan: &Plan, out: &Path, stop: &AtomicBool, bar: &Bar) -> anyhow::Result<(ExperimentResult, i32)> {
     std::fs::create_dir_all(out).with_context(|| format!("creating the results directory {}", out.display()))?;
-    let tty = std::io::stderr().is_terminal();
     let header = ccbench::export::text::header(&plan.params());
-    print!("{header}");
+    bar.stdout(&header);
     for w in ccbench::limits::check_path(&plan.path) {
-        eprintln!("warning: {w}");
+        bar.eprintln(&format!("warning: {w}"));
     }
-    let result = experiment::execute(plan, out, stop, &mut Progress { tty, started: std::time::Instant::now() });
-    ccbench::export::json::write(&result, out)?;
-    ccbench::export::csv::write(out, &[ccbench::export::csv::Experiment { condition: None, dir: ".", result: &result }])?;
-    let summary = ccbench::export::text::summary(&result, Some(out));
-    print!("{summary}");
-    let html = out.join("report.html");
-    std::fs::write(&html, ccbench::export::html::render(&result, &format!("{header}{summary}"), out)).with_context(|| format!("writing {}", html.display()))?;
-    let code = match result.status {
-        Status::Complete => 0,
-        Status::Interrupted => 130,
-        Status::Failed => 1,
-    };
+    let result = experiment::execute(plan, out, stop, &mut bar.observer(None, true));
+    bar.experiment_ended(planned_runs(plan), result.runs.len() as u64);
+    let summary = write_outputs(&result, out, &header)?;
+    bar.stdout(&summary);
+    let code = exit_code(result.status);
     Ok((result, code))
 }
 
-fn slug(s: &str) -> String {
+pub fn exit_code(status: Status) -> i32 {
+    match status {
+        Status::Complete => 0,
+        Status::Interrupted => 130,
+        Status::Failed => 1,
+    }
+}
+
+/// Writes an experiment's files into `out` (result.json, runs.csv, report.html; its series are
+/// there already) and returns its summary text, as printed after a run.
+pub fn write_outputs(result: &ExperimentResult, out: &Path, header: &str) -> anyhow::Result<String> {
+    ccbench::export::json::write(result, out)?;
+    ccbench::export::csv::write(out, &[ccbench::export::csv::Experiment { condition: None, dir: ".", result }])?;
+    let summary = ccbench::export::text::summary(result, Some(out));
+    let html = out.join("report.html");
+    std::fs::write(&html, ccbench::export::html::render(result, &format!("{header}{summary}"), out)).with_context(|| format!("writing {}", html.display()))?;
+    Ok(summary)
+}
+
+pub fn slug(s: &str) -> String {
     let mut out: String = s.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
     while out.contains("--") {
         out = out.replace("--", "-");
@@ -143,6 +121,7 @@ fn run_preset(spec: &str, args: &RunArgs) -> anyhow::Result<i32> {
     require_root("run")?;
     let out = args.out.clone().unwrap_or_else(|| default_out(&slug(&preset.name)));
     let stop = install_stop()?;
+    let bar = Bar::new(plans.iter().map(|(_, p)| planned_runs(p)).sum());
     println!("Preset    {}: {}", preset.name, preset.description);
     if let Some(note) = &preset.note {
         println!("          {note}");
@@ -150,15 +129,16 @@ fn run_preset(spec: &str, args: &RunArgs) -> anyhow::Result<i32> {
     let mut rows = Vec::new();
     let mut code = 0;
     for (i, (name, plan)) in plans.iter().enumerate() {
-        println!("\n== Condition {}/{}: {name} ==", i + 1, plans.len());
+        bar.stdout(&format!("\n== Condition {}/{}: {name} ==\n", i + 1, plans.len()));
         let dir = out.join(format!("{:02}-{}", i + 1, slug(name)));
-        let (result, c) = run_plan(plan, &dir, &stop)?;
+        let (result, c) = run_plan(plan, &dir, &stop, &bar)?;
         rows.push((name.clone(), result));
         code = code.max(c);
         if c == 130 {
             break;
         }
     }
+    bar.finish();
     let table = ccbench::export::text::across_conditions(&rows);
     println!("\n{table}");
     let dirs: Vec<String> = rows.iter().enumerate().map(|(i, (name, _))| format!("{:02}-{}", i + 1, slug(name))).collect();

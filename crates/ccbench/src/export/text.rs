@@ -213,18 +213,32 @@ fn verdict_short(r: &ExperimentResult) -> String {
     }
 }
 
+/// One row of the table across conditions: each algorithm's median headline, and the verdict.
+pub fn condition_row(r: &ExperimentResult) -> (String, String) {
+    let per_cc: Vec<String> = r.summary.iter().map(|s| format!("{} {}", s.cc, headline(s, &r.params.workload))).collect();
+    (per_cc.join(", "), verdict_short(r))
+}
+
 /// The compact table a preset prints after its conditions.
 pub fn across_conditions(rows: &[(String, ExperimentResult)]) -> String {
-    let mut out = String::from("Across conditions\n");
-    let mut lines: Vec<[String; 3]> = Vec::new();
-    for (name, r) in rows {
-        let per_cc: Vec<String> = r.summary.iter().map(|s| format!("{} {}", s.cc, headline(s, &r.params.workload))).collect();
-        lines.push([name.clone(), per_cc.join(", "), verdict_short(r)]);
-    }
-    let w0 = lines.iter().map(|l| l[0].chars().count()).max().unwrap_or(0).max(9);
+    let lines: Vec<[String; 3]> = rows
+        .iter()
+        .map(|(name, r)| {
+            let (median, verdict) = condition_row(r);
+            [name.clone(), median, verdict]
+        })
+        .collect();
+    table("Across conditions", "condition", &lines)
+}
+
+/// A table of rows `[name, medians, verdict]` under `title`, its first column headed `first`
+/// (a sweep's table is made from rows stored with its cells).
+pub fn table(title: &str, first: &str, lines: &[[String; 3]]) -> String {
+    let mut out = format!("{title}\n");
+    let w0 = lines.iter().map(|l| l[0].chars().count()).max().unwrap_or(0).max(first.chars().count());
     let w1 = lines.iter().map(|l| l[1].chars().count()).max().unwrap_or(0).max(6);
-    let _ = writeln!(out, "  {:<w0$}  {:<w1$}  verdict", "condition", "median");
-    for l in &lines {
+    let _ = writeln!(out, "  {:<w0$}  {:<w1$}  verdict", first, "median");
+    for l in lines {
         let _ = writeln!(out, "  {:<w0$}  {:<w1$}  {}", l[0], l[1], l[2]);
     }
     out
