@@ -504,6 +504,7 @@ fn write_index(dir: &Path, meta: &SweepMeta, mine: &[&GridCell], interrupted: bo
     let axes: Vec<&str> = meta.axes.iter().map(|a| a.name.as_str()).collect();
     let mut header: Vec<String> = std::iter::once("cell".to_string()).chain(axes.iter().map(|a| axis_column(a))).collect();
     let mut csv_rows: Vec<HashMap<String, String>> = Vec::new();
+    let mut results: Vec<(String, ccbench::results::ExperimentResult)> = Vec::new();
     for g in mine {
         let rel = format!("{CELLS_DIR}/{}", g.id);
         let cell_dir = dir.join(&rel);
@@ -516,6 +517,9 @@ fn write_index(dir: &Path, meta: &SweepMeta, mine: &[&GridCell], interrupted: bo
         let result = read_json(&cell_dir.join(ccbench::export::json::RESULT_FILE)).unwrap_or(Value::Null);
         statuses.push(record.status.clone());
         rows.push([g.label.clone(), record.median.clone(), record.verdict.clone()]);
+        if let Ok(r) = serde_json::from_value::<ccbench::results::ExperimentResult>(result.clone()) {
+            results.push((g.label.clone(), r));
+        }
         cells.push(json!({
             "id": g.id,
             "label": g.label,
@@ -575,6 +579,10 @@ fn write_index(dir: &Path, meta: &SweepMeta, mine: &[&GridCell], interrupted: bo
     }
     let csv_file = dir.join(ccbench::export::csv::RUNS_FILE);
     std::fs::write(&csv_file, w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?).with_context(|| format!("writing {}", csv_file.display()))?;
+    // The page across cells: each algorithm's headline against the cell, as a preset's.
+    let page: Vec<(String, &ccbench::results::ExperimentResult)> = results.iter().map(|(label, r)| (label.clone(), r)).collect();
+    let html = dir.join("report.html");
+    std::fs::write(&html, ccbench::export::html::render_conditions(&page)).with_context(|| format!("writing {}", html.display()))?;
     Ok(ccbench::export::text::table("Across cells", "cell", &rows))
 }
 
