@@ -151,17 +151,21 @@ fn ping_rtt_matches_configured_delay() {
     for (flags, want_ms) in [(vec!["--rtt", "30ms"], 30.0), (vec!["--delay-down", "2ms", "--delay-up", "48ms"], 50.0), (vec!["--rtt", "0"], 0.0)] {
         let mut args = vec!["exec", "--rate", "100mbit"];
         args.extend(flags.iter().copied());
-        args.extend_from_slice(&["--", "sh", "-c", "ping -n -q -c 30 -i 0.02 $CCBENCH_SERVER_ADDR"]);
+        args.extend_from_slice(&["--", "sh", "-c", "ping -n -c 30 -i 0.02 $CCBENCH_SERVER_ADDR"]);
         let o = ccbench(&args);
         let text = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success(), "ping failed: {text} {}", String::from_utf8_lossy(&o.stderr));
-        // rtt min/avg/max/mdev = 30.1/30.2/30.9/0.1 ms
-        let stats = text.lines().find(|l| l.contains("min/avg/max")).expect("ping summary");
-        let nums: Vec<f64> = stats.split('=').nth(1).unwrap().split_whitespace().next().unwrap().split('/').map(|x| x.parse().unwrap()).collect();
-        let (min, avg) = (nums[0], nums[1]);
-        // Nothing may arrive before the configured delay; the emulator may add a little.
+        // "64 bytes from 10.0.0.2: icmp_seq=1 ttl=64 time=30.2 ms", one line per reply.
+        let mut rtts: Vec<f64> =
+            text.lines().filter_map(|l| l.split("time=").nth(1)).filter_map(|t| t.split_whitespace().next()).filter_map(|t| t.parse().ok()).collect();
+        assert!(rtts.len() >= 25, "{flags:?}: only {} of 30 pings answered: {text}", rtts.len());
+        rtts.sort_by(f64::total_cmp);
+        let (min, median) = (rtts[0], rtts[rtts.len() / 2]);
+        // Nothing may arrive before the configured delay; the emulator may add a little. The
+        // median, not the mean: one wake-up delayed by the hypervisor (this VM's CPU steal comes
+        // in bursts of milliseconds) must not decide the test; a systematic delay still does.
         assert!(min >= want_ms, "{flags:?}: ping min {min} ms is below the configured {want_ms} ms");
-        assert!(avg <= want_ms + 1.0, "{flags:?}: ping avg {avg} ms is more than 1 ms above the configured {want_ms} ms");
+        assert!(median <= want_ms + 1.0, "{flags:?}: ping median {median} ms is more than 1 ms above the configured {want_ms} ms: {rtts:?}");
     }
 }
 
