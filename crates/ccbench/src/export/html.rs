@@ -973,6 +973,14 @@ pub fn render(result: &ExperimentResult, summary_text: &str, dir: &Path) -> Stri
 /// with the divisor to the label's unit.
 type Pick = fn(&crate::results::CcSummary) -> Option<Summary>;
 
+fn headline_runs(w: &WorkloadSpec) -> RunPick {
+    match w {
+        WorkloadSpec::Bulk(b) if matches!(b.amount, Amount::Bytes(_)) => |m| m.completion_time_s,
+        WorkloadSpec::Bulk(_) | WorkloadSpec::Objects(_) => |m| Some(m.goodput_bps),
+        WorkloadSpec::Page(_) => |m| m.completion_time_s,
+    }
+}
+
 fn headline(w: &WorkloadSpec) -> (&'static str, Pick, f64) {
     match w {
         WorkloadSpec::Bulk(b) if matches!(b.amount, Amount::Bytes(_)) => ("completion time (s), lower is better", |s| s.completion_time_s, 1.0),
@@ -982,23 +990,33 @@ fn headline(w: &WorkloadSpec) -> (&'static str, Pick, f64) {
     }
 }
 
-/// One algorithm's metric at one condition: the interquartile range and median over runs.
+/// One algorithm's metric at one condition: the median over runs and a distribution-free CI of
+/// it (order statistics) at its true `level`, which is below 95 % with fewer than 6 runs;
+/// `None` with too few runs for any interval.
 #[derive(Clone, Copy)]
 struct Spread {
-    lo: f64,
     median: f64,
-    hi: f64,
+    ci: Option<(f64, f64, f64)>,
     n: usize,
 }
 
+/// The same figure as `pick` reads from the summary, per completed run of `cc`.
+type RunPick = fn(&crate::results::RunMetrics) -> Option<f64>;
+
+fn run_values(r: &ExperimentResult, cc: &str, f: RunPick) -> Vec<f64> {
+    r.runs.iter().filter(|x| x.cc == cc && x.status == Status::Complete).filter_map(|x| x.metrics.as_ref()).filter_map(f).collect()
+}
+
 /// One metric per algorithm against the condition: the median over runs, a bar over the
-/// interquartile range, a log axis when the values span more than 10×.
+/// median's order-statistic CI labelled with its true level, a log axis when the values span
+/// more than 10×.
 fn conditions_figure(
     id: &str,
     title: &str,
     y_label: &str,
     rows: &[(String, &ExperimentResult)],
     pick: &dyn Fn(&ExperimentResult, &crate::results::CcSummary) -> Option<Summary>,
+    per_run: &dyn Fn(&ExperimentResult) -> Option<RunPick>,
     div: f64,
 ) -> String {
     let mut keys: Vec<String> = Vec::new();
@@ -1018,17 +1036,16 @@ fn conditions_figure(
         .map(|(_, r)| {
             keys.iter()
                 .map(|k| {
-                    r.summary.iter().find(|s| &s.cc == k).and_then(|s| pick(r, s)).map(|v| Spread {
-                        lo: v.p25 / div,
-                        median: v.median / div,
-                        hi: v.p75 / div,
-                        n: v.n,
+                    r.summary.iter().find(|s| &s.cc == k).and_then(|s| pick(r, s)).map(|v| {
+                        let xs = per_run(r).map(|f| run_values(r, k, f)).unwrap_or_default();
+                        let ci = ccbench_stats::median_order_ci(&xs, 0.95).map(|c| (c.lo / div, c.hi / div, c.level));
+                        Spread { median: v.median / div, ci, n: v.n }
                     })
                 })
                 .collect()
         })
         .collect();
-    let all = values.iter().flatten().flatten().flat_map(|v| [v.lo, v.median, v.hi]);
+    let all = values.iter().flatten().flatten().flat_map(|v| [v.ci.map_or(v.median, |c| c.0), v.median, v.ci.map_or(v.median, |c| c.1)]);
     let y = Axis::new(y_label).fit(all).log_if_wide();
     let log = y.is_log();
     let y = if log { y } else { y.zero() };
@@ -1041,15 +1058,29 @@ fn conditions_figure(
         let pts: Vec<(f64, f64)> = values.iter().enumerate().map(|(i, v)| (i as f64 + offset(j), v[j].as_ref().map_or(f64::NAN, |v| v.median))).collect();
         p.line(&pts, color, Stroke { width: 1.0, opacity: 0.5, dash: Some("4 3") }, None);
         for (i, v) in values.iter().enumerate() {
-            let Some(Spread { lo, median: med, hi, n }) = v[j] else { continue };
-            let tip = format!("{key} at {}: median {} (interquartile {}–{}, {n} runs)", rows[i].0, fmt_sig(med), fmt_sig(lo), fmt_sig(hi));
+            let Some(Spread { median: med, ci, n }) = v[j] else { continue };
+            let tip = match ci {
+                Some((lo, hi, level)) => {
+                    format!("{key} at {}: median {} ({:.1} % CI {}–{}, {n} runs)", rows[i].0, fmt_sig(med), level * 100.0, fmt_sig(lo), fmt_sig(hi))
+                }
+                None => format!("{key} at {}: median {} ({n} runs: too few for a CI)", rows[i].0, fmt_sig(med)),
+            };
             let x = i as f64 + offset(j);
-            p.error_bar_y(x, lo, hi, color, 8.0, Some(&tip));
+            if let Some((lo, hi, _)) = ci {
+                p.error_bar_y(x, lo, hi, color, 8.0, Some(&tip));
+            }
             p.point(x, med, 4.5, color, true, Some(&tip));
         }
     }
     let mut items: Vec<(String, String, Key)> = keys.iter().map(|k| (k.clone(), palette.color(k).to_string(), Key::Dot)).collect();
-    items.push(("bar: interquartile range over runs".into(), GREY.into(), Key::Line));
+    let levels: Vec<f64> = values.iter().flatten().flatten().filter_map(|v| v.ci.map(|c| c.2)).collect();
+    let (lo, hi) = levels.iter().fold((f64::INFINITY, 0.0f64), |(a, b), l| (a.min(*l), b.max(*l)));
+    let bar = match levels.len() {
+        0 => "no CI bars: too few runs".to_string(),
+        _ if hi - lo < 1e-9 => format!("bar: {:.1} % CI of the median (order statistics, its true level)", lo * 100.0),
+        _ => format!("bar: CI of the median (order statistics) at its true level, {:.1}–{:.1} %", lo * 100.0, hi * 100.0),
+    };
+    items.push((bar, GREY.into(), Key::Line));
     let note = if log { "Median over runs. Log scale: the values span more than 10×." } else { "Median over runs." };
     figure(&format!("fig-{id}"), title, note, &legend(&items), &p.finish())
 }
@@ -1097,15 +1128,25 @@ pub fn render_conditions(rows: &[(String, &ExperimentResult)]) -> String {
         };
         let div = rows.iter().map(|(_, r)| headline(&r.params.workload)).find(|(l, _, _)| l == label).map_or(1.0, |h| h.2);
         let name = label.split(" (").next().unwrap_or(label);
-        out.push_str(&conditions_figure(&format!("cond-headline-{k}"), &capitalise(name), label, rows, &pick, div));
+        let per_run = |r: &ExperimentResult| (headline(&r.params.workload).0 == *label).then(|| headline_runs(&r.params.workload));
+        out.push_str(&conditions_figure(&format!("cond-headline-{k}"), &capitalise(name), label, rows, &pick, &per_run, div));
     }
-    out.push_str(&conditions_figure("cond-rtt", "Sender's RTT (median of each run's p50)", "sender RTT p50 (ms)", rows, &|_, s| s.sender_rtt_p50_ms, 1.0));
+    out.push_str(&conditions_figure(
+        "cond-rtt",
+        "Sender's RTT (median of each run's p50)",
+        "sender RTT p50 (ms)",
+        rows,
+        &|_, s| s.sender_rtt_p50_ms,
+        &|_| Some(|m| m.sender_rtt_p50_ms),
+        1.0,
+    ));
     out.push_str(&conditions_figure(
         "cond-queue",
         "Queueing delay at the bottleneck (each run's p95)",
         "queueing delay p95 (ms)",
         rows,
         &|_, s| s.queue_delay_p95_ms,
+        &|_| Some(|m| Some(m.queue_delay_p95_ms)),
         1.0,
     ));
     out.push_str(&conditions_figure(
@@ -1114,6 +1155,7 @@ pub fn render_conditions(rows: &[(String, &ExperimentResult)]) -> String {
         "retransmissions (% of segments sent)",
         rows,
         &|_, s| s.retrans_rate.map(|r| scale_summary(r, 100.0)),
+        &|_| Some(|m| Some(m.retrans_rate * 100.0)),
         1.0,
     ));
     out.push_str("</body></html>\n");
