@@ -177,15 +177,8 @@ fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) 
     let workload = plan.workload.with_cc(&slot.cc);
     let epoch = Instant::now();
     let steal_before = crate::provenance::cpu_steal_ms();
-    let series = match RunSeries::create(out, &format!("series/run-{index:03}")) {
-        Ok(s) => s,
-        Err(e) => {
-            record.error = Some(format!("creating the run's series files: {e}"));
-            return record;
-        }
-    };
-    let sinks = series.link_sink("down").and_then(|d| Ok((d, series.link_sink("up")?)));
-    let (down_sink, up_sink) = match sinks {
+    let opened = RunSeries::create(out, &format!("series/run-{index:03}")).and_then(|series| Ok((series.link_sink("down")?, series.link_sink("up")?, series)));
+    let (down_sink, up_sink, series) = match opened {
         Ok(s) => s,
         Err(e) => {
             record.error = Some(format!("creating the run's series files: {e}"));

@@ -14,7 +14,7 @@
 //! directory runs only the others, and refuses a directory made from another spec (its hash is
 //! in `sweep.json`). `ccbench merge` puts shard directories together.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -31,6 +31,7 @@ use crate::progress::{planned_runs, Bar};
 use crate::values::Expected;
 use ccbench::error::{precondition, require_root, UsageError};
 use ccbench::experiment::{self, Plan};
+use ccbench::export::csv::{self as csv_export, Experiment};
 use ccbench::results::Status;
 
 pub const SWEEP_FILE: &str = "sweep.json";
@@ -502,9 +503,8 @@ fn write_index(dir: &Path, meta: &SweepMeta, mine: &[&GridCell], interrupted: bo
     let mut rows = Vec::new();
     let mut statuses = Vec::new();
     let axes: Vec<&str> = meta.axes.iter().map(|a| a.name.as_str()).collect();
-    let mut header: Vec<String> = std::iter::once("cell".to_string()).chain(axes.iter().map(|a| axis_column(a))).collect();
-    let mut csv_rows: Vec<HashMap<String, String>> = Vec::new();
-    let mut results: Vec<(String, ccbench::results::ExperimentResult)> = Vec::new();
+    // Each complete cell's result, with the grid cell it came from and its directory.
+    let mut results: Vec<(&GridCell, String, ccbench::results::ExperimentResult)> = Vec::new();
     for g in mine {
         let rel = format!("{CELLS_DIR}/{}", g.id);
         let cell_dir = dir.join(&rel);
@@ -517,8 +517,8 @@ fn write_index(dir: &Path, meta: &SweepMeta, mine: &[&GridCell], interrupted: bo
         let result = read_json(&cell_dir.join(ccbench::export::json::RESULT_FILE)).unwrap_or(Value::Null);
         statuses.push(record.status.clone());
         rows.push([g.label.clone(), record.median.clone(), record.verdict.clone()]);
-        if let Ok(r) = serde_json::from_value::<ccbench::results::ExperimentResult>(result.clone()) {
-            results.push((g.label.clone(), r));
+        if let Ok(r) = ccbench::results::ExperimentResult::deserialize(&result) {
+            results.push((g, rel.clone(), r));
         }
         cells.push(json!({
             "id": g.id,
@@ -537,28 +537,6 @@ fn write_index(dir: &Path, meta: &SweepMeta, mine: &[&GridCell], interrupted: bo
             "median": record.median,
             "verdict": record.verdict,
         }));
-        let csv_file = cell_dir.join(ccbench::export::csv::RUNS_FILE);
-        if let Ok(mut reader) = csv::Reader::from_path(&csv_file) {
-            let names: Vec<String> = reader.headers()?.iter().map(str::to_string).collect();
-            for name in &names {
-                if !header.contains(name) {
-                    header.push(name.clone());
-                }
-            }
-            for record in reader.records() {
-                let record = record.with_context(|| format!("reading {}", csv_file.display()))?;
-                let mut row: HashMap<String, String> = HashMap::new();
-                row.insert("cell".into(), g.id.clone());
-                for a in &axes {
-                    row.insert(axis_column(a), g.parameters.get(*a).cloned().unwrap_or_default());
-                }
-                for (name, value) in names.iter().zip(record.iter()) {
-                    let value = if name.starts_with("series.") && !value.is_empty() { format!("{rel}/{value}") } else { value.to_string() };
-                    row.insert(name.clone(), value);
-                }
-                csv_rows.push(row);
-            }
-        }
     }
     let status = if statuses.iter().all(|s| s == "complete") {
         "complete"
@@ -572,18 +550,32 @@ fn write_index(dir: &Path, meta: &SweepMeta, mine: &[&GridCell], interrupted: bo
     let index = SweepIndex { meta: meta.clone(), status: status.to_string(), cells };
     std::fs::create_dir_all(dir)?;
     write_atomic(&dir.join(SWEEP_FILE), &serde_json::to_string_pretty(&index)?)?;
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(&header)?;
-    for row in &csv_rows {
-        w.write_record(header.iter().map(|h| row.get(h).map_or("", String::as_str)))?;
-    }
     let csv_file = dir.join(ccbench::export::csv::RUNS_FILE);
-    std::fs::write(&csv_file, w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?).with_context(|| format!("writing {}", csv_file.display()))?;
+    std::fs::write(&csv_file, runs_csv(&axes, &results)?).with_context(|| format!("writing {}", csv_file.display()))?;
     // The page across cells: each algorithm's headline against the cell, as a preset's.
-    let page: Vec<(String, &ccbench::results::ExperimentResult)> = results.iter().map(|(label, r)| (label.clone(), r)).collect();
+    let page: Vec<(String, &ccbench::results::ExperimentResult)> = results.iter().map(|(g, _, r)| (g.label.clone(), r)).collect();
     let html = dir.join("report.html");
     std::fs::write(&html, ccbench::export::html::render_conditions(&page)).with_context(|| format!("writing {}", html.display()))?;
     Ok(ccbench::export::text::table("Across cells", "cell", &rows))
+}
+
+/// The sweep's `runs.csv`: every cell's runs, each row led by the cell's id and its value on
+/// each axis. An empty sweep still gets those leading columns as its header.
+fn runs_csv(axes: &[&str], results: &[(&GridCell, String, ccbench::results::ExperimentResult)]) -> anyhow::Result<String> {
+    if results.is_empty() {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(std::iter::once("cell".to_string()).chain(axes.iter().map(|a| axis_column(a))))?;
+        return Ok(String::from_utf8(w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?)?);
+    }
+    let experiments: Vec<Experiment> = results.iter().map(|(_, dir, result)| Experiment { condition: None, dir, result }).collect();
+    // A cell's directory names it.
+    let lead = |e: &Experiment, _: &ccbench::results::RunRecord| {
+        let g = results.iter().find(|(_, dir, _)| dir == e.dir).map(|(g, _, _)| *g).expect("every experiment is a cell's");
+        std::iter::once(("cell".to_string(), g.id.clone()))
+            .chain(axes.iter().map(|a| (axis_column(a), g.parameters.get(*a).cloned().unwrap_or_default())))
+            .collect()
+    };
+    csv_export::to_string_with(&experiments, &lead)
 }
 
 fn grid_cell(c: &Cell) -> GridCell {
