@@ -22,4 +22,6 @@ mod telemetry;
 
 pub use bbr::{Bbr, BbrParams, BbrVersion, UpExit};
 pub use controller::BbrFactory;
+/// The trait side, re-exported so users need not name noq-proto's module path.
+pub use noq_proto::congestion::{Controller, ControllerFactory, ControllerMetrics};
 pub use telemetry::{BbrSnapshot, BbrState, StateChange, Telemetry};
