@@ -35,7 +35,7 @@ pub struct SentPacket {
 /// One rate sample, produced per ACK batch (the draft's `RS`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateSample {
-    /// Bytes per second; 0 when the interval was invalid (shorter than the min RTT).
+    /// Bytes per second; 0 when the interval was empty.
     pub delivery_rate: f64,
     /// Bytes delivered over `interval`.
     pub delivered: u64,
@@ -69,7 +69,6 @@ pub struct DeliveryRateSampler {
     /// app-limited phase (`C.app_limited`).
     app_limited_until: u64,
     lost: u64,
-    min_rtt: Option<Duration>,
     /// Newest packet acknowledged in the current batch: the sample is taken from it.
     newest: Option<SentPacket>,
     newest_rtt: Duration,
@@ -93,7 +92,6 @@ impl DeliveryRateSampler {
             first_send_time: None,
             app_limited_until: 0,
             lost: 0,
-            min_rtt: None,
             newest: None,
             newest_rtt: Duration::ZERO,
             newly_acked: 0,
@@ -204,16 +202,15 @@ impl DeliveryRateSampler {
         let newly_acked = std::mem::take(&mut self.newly_acked);
         let newly_lost = std::mem::take(&mut self.newly_lost);
         let rtt = self.newest_rtt;
-        self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
 
         let send_elapsed = p.send_time.saturating_duration_since(p.first_send_time);
         let ack_elapsed = delivered_time.saturating_duration_since(p.delivered_time);
         let interval = send_elapsed.max(ack_elapsed);
         let delivered = self.delivered - p.delivered;
-        // An interval shorter than the min RTT cannot be a full flight: such a sample would
-        // overestimate the rate, so it carries no rate (the draft's "invalid" sample).
-        let valid = !interval.is_zero() && self.min_rtt.is_none_or(|m| interval >= m);
-        let delivery_rate = if valid {
+        // The draft marks samples with interval < min RTT invalid. Here that cannot happen:
+        // ack_elapsed ≥ this packet's RTT ≥ the min RTT, since its delivered_time was
+        // taken no later than its send time. Only an empty interval is left to reject.
+        let delivery_rate = if !interval.is_zero() {
             delivered as f64 / interval.as_secs_f64()
         } else {
             0.0
