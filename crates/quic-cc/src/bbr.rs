@@ -160,12 +160,7 @@ impl RoundMaxFilter {
             *slot = (round, 0);
         }
         slot.1 = slot.1.max(value);
-        self.slots
-            .iter()
-            .filter(|(r, _)| r + 10 > round)
-            .map(|s| s.1)
-            .max()
-            .unwrap_or(0)
+        self.slots.iter().filter(|(r, _)| r + 10 > round).map(|s| s.1).max().unwrap_or(0)
     }
 }
 
@@ -597,15 +592,11 @@ impl Bbr {
         let inflight_lo = *self.inflight_shortterm.get_or_insert(self.cwnd);
         // BBRLossLowerBounds.
         self.bw_shortterm = Some(self.bw_latest.max(self.p.beta * bw_lo));
-        self.inflight_shortterm =
-            Some(self.inflight_latest.max((self.p.beta * inflight_lo as f64) as u64));
+        self.inflight_shortterm = Some(self.inflight_latest.max((self.p.beta * inflight_lo as f64) as u64));
     }
 
     fn is_probing_bw(&self) -> bool {
-        matches!(
-            self.state,
-            BbrState::Startup | BbrState::ProbeBwRefill | BbrState::ProbeBwUp
-        )
+        matches!(self.state, BbrState::Startup | BbrState::ProbeBwRefill | BbrState::ProbeBwUp)
     }
 
     fn reset_short_term_model(&mut self) {
@@ -658,8 +649,7 @@ impl Bbr {
     fn inflight_at_loss(&self, packet: &SentPacket, lost: u64) -> u64 {
         let inflight_prev = packet.tx_in_flight.saturating_sub(packet.size) as f64;
         let lost_prev = lost.saturating_sub(packet.size) as f64;
-        let lost_prefix =
-            ((self.p.loss_thresh * inflight_prev - lost_prev) / (1.0 - self.p.loss_thresh)).max(0.0);
+        let lost_prefix = ((self.p.loss_thresh * inflight_prev - lost_prev) / (1.0 - self.p.loss_thresh)).max(0.0);
         (inflight_prev + lost_prefix) as u64
     }
 
@@ -683,9 +673,7 @@ impl Bbr {
         }
         let delivered = self.sampler.delivered() - self.delivered_at_loss_round_start;
         let sent = delivered + self.lost_bytes_in_round;
-        if self.loss_events_in_round >= self.p.startup_full_loss_count
-            && self.is_inflight_too_high(self.lost_bytes_in_round, sent)
-        {
+        if self.loss_events_in_round >= self.p.startup_full_loss_count && self.is_inflight_too_high(self.lost_bytes_in_round, sent) {
             self.full_bw_reached = true;
             let bdp = self.bdp_multiple(self.max_bw, 1.0);
             self.inflight_longterm = Some(bdp.max(self.inflight_latest));
@@ -725,11 +713,9 @@ impl Bbr {
         }
     }
 
-    /// §5.3.2 BBRCheckDrainDone: the Startup queue is gone once inflight ≤ BDP.
+    /// §5.3.2 BBRCheckDrainDone: the Startup queue is gone once inflight ≤ BDP (+ budget).
     fn check_drain_done(&mut self, now: Instant) {
-        if self.state == BbrState::Drain
-            && self.sampler.inflight() <= self.bdp_multiple(self.max_bw, 1.0)
-        {
+        if self.state == BbrState::Drain && self.sampler.inflight() <= self.inflight_for(1.0) {
             self.enter_probe_bw(now);
         }
     }
@@ -795,7 +781,8 @@ impl Bbr {
             return;
         }
         self.adapt_upper_bounds(rs);
-        match self.state {
+        let state = self.state;
+        match state {
             BbrState::ProbeBwDown => {
                 if self.is_time_to_probe_bw(now) {
                     return;
@@ -807,17 +794,13 @@ impl Bbr {
             BbrState::ProbeBwCruise => {
                 self.is_time_to_probe_bw(now);
             }
-            BbrState::ProbeBwRefill => {
-                // After one round of refilling the pipe at gain 1, start probing.
-                if self.round_start {
-                    self.bw_probe_samples = true;
-                    self.start_probe_bw_up(rs);
-                }
+            // After one round of refilling the pipe at gain 1, start probing.
+            BbrState::ProbeBwRefill if self.round_start => {
+                self.bw_probe_samples = true;
+                self.start_probe_bw_up(rs);
             }
-            BbrState::ProbeBwUp => {
-                if self.is_time_to_go_down(now, rs) {
-                    self.start_probe_bw_down();
-                }
+            BbrState::ProbeBwUp if self.is_time_to_go_down(now, rs) => {
+                self.start_probe_bw_down();
             }
             _ => {}
         }
@@ -886,9 +869,7 @@ impl Bbr {
     /// would need to refill the BDP (capped at 63), whichever is first.
     fn is_time_to_probe_bw(&mut self, now: Instant) -> bool {
         let reno_rounds = (self.target_inflight() / self.smss).min(63);
-        if self.has_elapsed_in_phase(now, self.bw_probe_wait)
-            || self.rounds_since_bw_probe >= reno_rounds
-        {
+        if self.has_elapsed_in_phase(now, self.bw_probe_wait) || self.rounds_since_bw_probe >= reno_rounds {
             self.start_probe_bw_refill();
             return true;
         }
@@ -901,15 +882,14 @@ impl Bbr {
         if self.inflight_with_headroom().is_some_and(|cap| inflight > cap) {
             return false;
         }
-        inflight <= self.bdp_multiple(self.max_bw, 1.0)
+        inflight <= self.inflight_for(1.0)
     }
 
     /// When ProbeBW_UP has found what it can (see [`UpExit`]).
     fn is_time_to_go_down(&mut self, now: Instant, rs: &RateSample) -> bool {
         match self.p.up_exit {
             UpExit::BwPlateau => {
-                if self.is_cwnd_limited() && self.inflight_longterm.is_some_and(|l| self.cwnd >= l)
-                {
+                if self.is_cwnd_limited() && self.inflight_longterm.is_some_and(|l| self.cwnd >= l) {
                     // Limited by inflight_longterm, not by the path: keep probing.
                     self.reset_full_bw();
                     self.full_bw = rs.delivery_rate;
@@ -920,9 +900,7 @@ impl Bbr {
             }
             UpExit::InflightAboveTarget => {
                 let min_rtt = self.min_rtt.unwrap_or(Duration::ZERO);
-                self.has_elapsed_in_phase(now, min_rtt)
-                    && self.sampler.inflight()
-                        > self.bdp_multiple(self.max_bw, self.p.probe_bw_up_pacing_gain)
+                self.has_elapsed_in_phase(now, min_rtt) && self.sampler.inflight() > self.inflight_for(self.p.probe_bw_up_pacing_gain)
             }
         }
     }
@@ -933,9 +911,7 @@ impl Bbr {
     fn update_min_rtt(&mut self, now: Instant, rs: &RateSample) {
         self.probe_rtt_expired = now > self.probe_rtt_min_stamp + self.p.probe_rtt_interval;
         let rtt = rs.rtt;
-        if !rtt.is_zero()
-            && (self.probe_rtt_min_delay.is_none_or(|d| rtt < d) || self.probe_rtt_expired)
-        {
+        if !rtt.is_zero() && (self.probe_rtt_min_delay.is_none_or(|d| rtt < d) || self.probe_rtt_expired) {
             self.probe_rtt_min_delay = Some(rtt);
             self.probe_rtt_min_stamp = now;
         }
@@ -969,9 +945,7 @@ impl Bbr {
     fn handle_probe_rtt(&mut self, now: Instant) {
         // The deliberately low inflight must not be taken for the path's bandwidth.
         self.sampler.mark_app_limited();
-        if self.probe_rtt_done_stamp.is_none()
-            && self.sampler.inflight() <= self.probe_rtt_cwnd()
-        {
+        if self.probe_rtt_done_stamp.is_none() && self.sampler.inflight() <= self.probe_rtt_cwnd() {
             self.probe_rtt_done_stamp = Some(now + self.p.probe_rtt_duration);
             self.probe_rtt_round_done = false;
             self.start_round();
@@ -1005,8 +979,7 @@ impl Bbr {
     }
 
     fn probe_rtt_cwnd(&self) -> u64 {
-        self.bdp_multiple(self.bw, self.p.probe_rtt_cwnd_gain)
-            .max(self.min_pipe_cwnd())
+        self.bdp_multiple(self.bw, self.p.probe_rtt_cwnd_gain).max(self.min_pipe_cwnd())
     }
 
     /// §5.4.1 BBRHandleRestartFromIdle.
@@ -1067,14 +1040,24 @@ impl Bbr {
         self.send_quantum = quantum.clamp(2 * self.smss, 64 * 1024);
     }
 
-    /// §5.6.4.2 BBRUpdateMaxInflight with §5.6.4.3 BBRQuantizationBudget.
-    fn max_inflight(&self) -> u64 {
-        let inflight = self.bdp_multiple(self.bw, self.cwnd_gain) + self.extra_acked;
+    /// §5.6.4.3 BBRQuantizationBudget: room for the send quantum (TSO/GSO-sized bursts) and
+    /// for UP's extra packets.
+    fn quantization_budget(&self, inflight: u64) -> u64 {
         let mut inflight = inflight.max(3 * self.send_quantum).max(self.min_pipe_cwnd());
         if self.state == BbrState::ProbeBwUp {
             inflight += 2 * self.smss;
         }
         inflight
+    }
+
+    /// §5.6.4.2 BBRInflight: the inflight that `gain` × max_bw needs, budget included.
+    fn inflight_for(&self, gain: f64) -> u64 {
+        self.quantization_budget(self.bdp_multiple(self.max_bw, gain))
+    }
+
+    /// §5.6.4.2 BBRUpdateMaxInflight: cwnd target, with room for ACK aggregation.
+    fn max_inflight(&self) -> u64 {
+        self.quantization_budget(self.bdp_multiple(self.bw, self.cwnd_gain) + self.extra_acked)
     }
 
     /// §5.6.4.6 BBRSetCwnd.
@@ -1113,11 +1096,7 @@ impl Bbr {
 
     /// §5.6.4.4 BBRSaveCwnd.
     fn save_cwnd(&mut self) {
-        self.prior_cwnd = if self.recovery_start.is_none() && self.state != BbrState::ProbeRtt {
-            self.cwnd
-        } else {
-            self.prior_cwnd.max(self.cwnd)
-        };
+        self.prior_cwnd = if self.recovery_start.is_none() && self.state != BbrState::ProbeRtt { self.cwnd } else { self.prior_cwnd.max(self.cwnd) };
     }
 
     fn restore_cwnd(&mut self) {

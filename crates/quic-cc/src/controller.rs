@@ -8,17 +8,13 @@
 
 use std::any::Any;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use noq_proto::congestion::{Controller, ControllerFactory, ControllerMetrics};
 use noq_proto::RttEstimator;
 
 use crate::bbr::{Bbr, BbrVersion};
 use crate::telemetry::Telemetry;
-
-/// Packets still unaccounted for this long after they were sent belong to a discarded
-/// packet-number space (QUIC declares every other packet acked or lost well before).
-const STALE_PACKET_AGE: Duration = Duration::from_secs(30);
 
 /// Builds one [`Bbr`] per path; give each connection its own factory (and `Telemetry`).
 #[derive(Debug)]
@@ -38,12 +34,7 @@ impl BbrFactory {
 
 impl ControllerFactory for BbrFactory {
     fn build(self: Arc<Self>, now: Instant, current_mtu: u16) -> Box<dyn Controller> {
-        Box::new(Bbr::new(
-            self.version,
-            current_mtu,
-            now,
-            self.telemetry.clone(),
-        ))
+        Box::new(Bbr::new(self.version, current_mtu, now, self.telemetry.clone()))
     }
 }
 
@@ -56,34 +47,14 @@ impl Controller for Bbr {
         Bbr::on_cwnd_limited(self);
     }
 
-    fn on_ack(
-        &mut self,
-        now: Instant,
-        sent: Instant,
-        _bytes: u64,
-        pn: u64,
-        _app_limited: bool,
-        _rtt: &RttEstimator,
-    ) {
+    fn on_ack(&mut self, now: Instant, sent: Instant, _bytes: u64, pn: u64, _app_limited: bool, _rtt: &RttEstimator) {
         self.on_packet_acked(now, sent, pn);
     }
 
-    fn on_end_acks(
-        &mut self,
-        now: Instant,
-        in_flight: u64,
-        app_limited: bool,
-        _largest_packet_num_acked: Option<u64>,
-    ) {
-        if in_flight == 0 || self.sampler.inflight() > in_flight {
-            // Our count includes packets QUIC dropped with their space (Initial, Handshake).
-            if let Some(before) = now.checked_sub(STALE_PACKET_AGE) {
-                self.sampler.discard_sent_before(before);
-            }
-            if in_flight == 0 {
-                self.sampler.discard_sent_before(now);
-            }
-        }
+    fn on_end_acks(&mut self, now: Instant, in_flight: u64, app_limited: bool, _largest_packet_num_acked: Option<u64>) {
+        // noq counts every packet in flight, we only the ack-eliciting ones it reports; more
+        // on our side means packets noq dropped without telling us (see `trim_oldest_to`).
+        self.sampler.trim_oldest_to(in_flight);
         if app_limited {
             self.on_app_limited();
         }
@@ -94,15 +65,7 @@ impl Controller for Bbr {
         Bbr::on_packet_lost(self, now, pn);
     }
 
-    fn on_congestion_event(
-        &mut self,
-        now: Instant,
-        _sent: Instant,
-        is_persistent_congestion: bool,
-        is_ecn: bool,
-        _lost_bytes: u64,
-        _largest_lost_pn: u64,
-    ) {
+    fn on_congestion_event(&mut self, now: Instant, _sent: Instant, is_persistent_congestion: bool, is_ecn: bool, _lost_bytes: u64, _largest_lost_pn: u64) {
         // ECN-CE is not a loss; draft-ietf-ccwg-bbr leaves ECN to future work, so BBR ignores it.
         if !is_ecn {
             Bbr::on_congestion_event(self, now, is_persistent_congestion);

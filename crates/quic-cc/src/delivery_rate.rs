@@ -176,18 +176,19 @@ impl DeliveryRateSampler {
         Some(p)
     }
 
-    /// Forget every packet sent before `before` that is still outstanding: packets of a
-    /// discarded packet-number space are never acknowledged nor declared lost by QUIC.
-    pub fn discard_sent_before(&mut self, before: Instant) {
-        let mut freed = 0;
-        self.in_flight.retain(|_, p| {
-            let keep = p.send_time >= before;
-            if !keep {
-                freed += p.size;
-            }
-            keep
-        });
-        self.inflight_bytes -= freed;
+    /// Forget the oldest outstanding packets until at most `max_inflight` bytes remain.
+    ///
+    /// For reconciling with the transport's own count: QUIC drops packets silently when it
+    /// discards a packet-number space (Initial, Handshake) or loses an MTU probe, and those
+    /// are the oldest records we hold.
+    pub fn trim_oldest_to(&mut self, max_inflight: u64) {
+        while self.inflight_bytes > max_inflight {
+            let Some((&pn, _)) = self.in_flight.iter().min_by_key(|(pn, p)| (p.send_time, **pn)) else {
+                break;
+            };
+            let p = self.in_flight.remove(&pn).expect("just found");
+            self.inflight_bytes -= p.size;
+        }
     }
 
     /// §4.1.2.3 `GenerateRateSample`, once per ACK batch. `None` when no packet with a
@@ -210,11 +211,7 @@ impl DeliveryRateSampler {
         // The draft marks samples with interval < min RTT invalid. Here that cannot happen:
         // ack_elapsed ≥ this packet's RTT ≥ the min RTT, since its delivered_time was
         // taken no later than its send time. Only an empty interval is left to reject.
-        let delivery_rate = if !interval.is_zero() {
-            delivered as f64 / interval.as_secs_f64()
-        } else {
-            0.0
-        };
+        let delivery_rate = if !interval.is_zero() { delivered as f64 / interval.as_secs_f64() } else { 0.0 };
         Some(RateSample {
             delivery_rate,
             delivered,

@@ -22,15 +22,8 @@ pub enum BbrState {
 }
 
 impl BbrState {
-    pub const ALL: [BbrState; 7] = [
-        BbrState::Startup,
-        BbrState::Drain,
-        BbrState::ProbeBwDown,
-        BbrState::ProbeBwCruise,
-        BbrState::ProbeBwRefill,
-        BbrState::ProbeBwUp,
-        BbrState::ProbeRtt,
-    ];
+    pub const ALL: [BbrState; 7] =
+        [BbrState::Startup, BbrState::Drain, BbrState::ProbeBwDown, BbrState::ProbeBwCruise, BbrState::ProbeBwRefill, BbrState::ProbeBwUp, BbrState::ProbeRtt];
 
     /// The coarse mode, named as the kernel-TCP series name BBR's modes
     /// (`ccbench_probe::BbrMode`, serialised SCREAMING_SNAKE_CASE): STARTUP, DRAIN, PROBE_BW,

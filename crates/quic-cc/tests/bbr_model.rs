@@ -7,10 +7,7 @@ mod sim;
 
 use std::time::Duration;
 
-use ccbench_quic_cc::{
-    Bbr, BbrFactory, BbrParams, BbrState, BbrVersion, Controller, ControllerFactory, Telemetry,
-    UpExit,
-};
+use ccbench_quic_cc::{Bbr, BbrFactory, BbrParams, BbrState, BbrVersion, Controller, ControllerFactory, Telemetry, UpExit};
 use sim::{Link, Sim, MSS};
 
 const V3: BbrVersion = BbrVersion::V3;
@@ -123,13 +120,7 @@ fn startup_exits_after_three_rounds_without_25pct_growth() {
     // The last round with ≥ 25 % growth is at most the first round at ≥ 80 % of the link
     // rate (1/1.25); three more rounds without growth end Startup. One extra round when the
     // 25 % step happened between 80 % and 100 %.
-    let first_80pct_round = sim
-        .samples
-        .iter()
-        .find(|s| s.snap.max_bw_bps as f64 >= 0.8 * rate)
-        .unwrap()
-        .snap
-        .round_count;
+    let first_80pct_round = sim.samples.iter().find(|s| s.snap.max_bw_bps as f64 >= 0.8 * rate).unwrap().snap.round_count;
     let rounds_after = at_exit.round_count - first_80pct_round;
     assert!((3..=5).contains(&rounds_after), "Startup left {rounds_after} rounds after reaching 80 % (t {t_exit:?})");
 }
@@ -343,11 +334,8 @@ fn five_percent_loss_makes_v3_back_off() {
 fn v2_probes_up_for_less_time_than_v3() {
     let mean_up = |version| {
         let t = run(version, long_link(), 30.0).transitions();
-        let d: Vec<f64> = t
-            .windows(2)
-            .filter(|w| w[0].2 == BbrState::ProbeBwUp && w[1].2 == BbrState::ProbeBwDown)
-            .map(|w| (w[1].0 - w[0].0).as_secs_f64())
-            .collect();
+        let d: Vec<f64> =
+            t.windows(2).filter(|w| w[0].2 == BbrState::ProbeBwUp && w[1].2 == BbrState::ProbeBwDown).map(|w| (w[1].0 - w[0].0).as_secs_f64()).collect();
         d.iter().sum::<f64>() / d.len() as f64
     };
     let (v2, v3) = (mean_up(V2), mean_up(V3));
@@ -406,8 +394,5 @@ fn state_names_match_the_kernel_series() {
         assert!(s.to_string().starts_with(&kernel(BbrMode::ProbeBw)));
     }
     let names: Vec<String> = BbrState::ALL.iter().map(|s| s.to_string()).collect();
-    assert_eq!(
-        names,
-        ["STARTUP", "DRAIN", "PROBE_BW_DOWN", "PROBE_BW_CRUISE", "PROBE_BW_REFILL", "PROBE_BW_UP", "PROBE_RTT"]
-    );
+    assert_eq!(names, ["STARTUP", "DRAIN", "PROBE_BW_DOWN", "PROBE_BW_CRUISE", "PROBE_BW_REFILL", "PROBE_BW_UP", "PROBE_RTT"]);
 }

@@ -79,7 +79,7 @@ fn app_limited_marks_samples_until_the_flight_is_delivered() {
     s.mark_app_limited();
     assert!(s.is_app_limited());
     s.on_packet_sent(ms(t0, 11), SIZE, 3); // sent while app-limited
-    // P1, P2 were sent before the mark: not app-limited samples.
+                                           // P1, P2 were sent before the mark: not app-limited samples.
     s.on_packet_acked(ms(t0, 20), 1).unwrap();
     assert!(!s.generate().unwrap().is_app_limited);
     s.on_packet_acked(ms(t0, 20), 2).unwrap();
@@ -127,6 +127,11 @@ fn a_reused_packet_number_replaces_the_old_record() {
     s.on_packet_sent(t0, SIZE, 0);
     s.on_packet_sent(t0, 500, 0);
     assert_eq!(s.inflight(), 500);
-    s.discard_sent_before(ms(t0, 1));
-    assert_eq!(s.inflight(), 0);
+    // The transport says only 1000 B are in flight: the oldest records go first.
+    s.on_packet_sent(ms(t0, 1), 700, 1);
+    s.on_packet_sent(ms(t0, 2), 300, 2);
+    s.trim_oldest_to(1000);
+    assert_eq!(s.inflight(), 1000);
+    assert!(s.on_packet_lost(0).is_none(), "the oldest record was dropped");
+    assert!(s.on_packet_lost(2).is_some());
 }

@@ -13,10 +13,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use ccbench_quic_cc::{
-    Bbr, BbrFactory, BbrSnapshot, BbrState, BbrVersion, Controller, ControllerFactory,
-    StateChange, Telemetry,
-};
+use ccbench_quic_cc::{Bbr, BbrFactory, BbrSnapshot, BbrState, BbrVersion, Controller, ControllerFactory, StateChange, Telemetry};
 
 pub const MSS: u64 = 1200;
 
@@ -232,12 +229,8 @@ impl Sim {
         // RFC 9002 §6.1 loss detection.
         let largest = self.largest_acked.unwrap();
         let threshold = self.srtt.unwrap().max(self.latest_rtt) * 9 / 8;
-        let lost: Vec<u64> = self
-            .outstanding
-            .range(..largest)
-            .filter(|(pn, p)| **pn + 3 <= largest || p.sent + threshold <= self.now)
-            .map(|(pn, _)| *pn)
-            .collect();
+        let lost: Vec<u64> =
+            self.outstanding.range(..largest).filter(|(pn, p)| **pn + 3 <= largest || p.sent + threshold <= self.now).map(|(pn, _)| *pn).collect();
         self.declare_lost(&lost);
     }
 
@@ -304,20 +297,13 @@ impl Sim {
 
     /// Goodput over [from, to) as a share of the link rate.
     pub fn utilization(&self, from: Duration, to: Duration) -> f64 {
-        let at = |t: Duration| {
-            self.samples
-                .iter()
-                .take_while(|s| s.t <= t)
-                .last()
-                .map_or(0, |s| s.snap.delivered_bytes)
-        };
+        let at = |t: Duration| self.samples.iter().take_while(|s| s.t <= t).last().map_or(0, |s| s.snap.delivered_bytes);
         let bytes = at(to).saturating_sub(at(from)) as f64;
         bytes / (self.link.bytes_per_sec() * (to - from).as_secs_f64())
     }
 
     pub fn rtt_quantile(&self, from: Duration, q: f64) -> Duration {
-        let mut v: Vec<Duration> =
-            self.rtt_samples.iter().filter(|(t, _)| *t >= from).map(|(_, r)| *r).collect();
+        let mut v: Vec<Duration> = self.rtt_samples.iter().filter(|(t, _)| *t >= from).map(|(_, r)| *r).collect();
         v.sort();
         v[((v.len() - 1) as f64 * q) as usize]
     }
