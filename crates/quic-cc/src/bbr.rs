@@ -4,7 +4,7 @@
 //! Sans-IO: every entry point takes the current time; nothing reads a clock, sleeps or does
 //! I/O, so a test can drive it on a virtual clock. The QUIC glue is in `controller.rs`.
 //!
-//! The flow per ACK batch is the draft's `BBRUpdateOnACK` (§5.1): update the model
+//! The flow per ACK batch is the draft's `UpdateOnACK` (§5.2.3): update the model
 //! (bandwidth, RTT, loss signals) and the state machine, then derive the three control
 //! parameters — pacing rate, send quantum and cwnd.
 
@@ -26,15 +26,15 @@ pub enum BbrVersion {
 /// When ProbeBW_UP ends (other than on excessive loss).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UpExit {
-    /// v3 (§5.3.3.6 `BBRIsTimeToGoDown`): the delivery rate stopped growing (by 25 % for
+    /// v3 (§5.3.3.7, `IsTimeToGoDown` in §5.3.3.9): the delivery rate stopped growing (by 25 % for
     /// 3 rounds) while not limited by inflight_longterm.
     BwPlateau,
-    /// v2 (draft-cardwell-02 §4.3.3.6): at least min_rtt in UP and inflight above
+    /// v2 (draft-cardwell-02's ProbeBW_UP exit): at least min_rtt in UP and inflight above
     /// 1.25 × BDP, i.e. the extra queue for the probe is in place.
     InflightAboveTarget,
 }
 
-/// The draft's constants (§2.5 and the sections that define each one).
+/// The draft's constants (§2.8 and the sections that define each one).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BbrParams {
     /// BBRStartupPacingGain: v3 4·ln 2 ≈ 2.77; v2 2/ln 2 ≈ 2.885.
@@ -71,6 +71,15 @@ pub struct BbrParams {
     pub up_exit: UpExit,
     /// BBRPacingMarginPercent: pace 1 % below the estimate.
     pub pacing_margin: f64,
+    /// v3 (-06 §5.3.2): leave Drain after this many rounds even if inflight is above the BDP
+    /// (bandwidth overestimated in Startup). v2 has no such bound.
+    pub drain_max_rounds: Option<u64>,
+    /// v3 (-06 §5.3.3.6) precautionary bandwidth probing: after a probe that hit excess loss,
+    /// the next UP stops as soon as inflight reaches inflight_longterm. Not in v2.
+    pub precautionary_probing: bool,
+    /// v2 (draft-cardwell-02's BBRModulateCwndForRecovery): packet conservation in the first round of recovery and
+    /// cwnd cut by each loss; v3 (-06 §5.6.4.4) only saves cwnd on loss and restores it after.
+    pub packet_conservation: bool,
 }
 
 impl BbrParams {
@@ -95,6 +104,9 @@ impl BbrParams {
             startup_full_loss_count: 6,
             up_exit: UpExit::BwPlateau,
             pacing_margin: 0.01,
+            drain_max_rounds: Some(3),
+            precautionary_probing: true,
+            packet_conservation: false,
         };
         match version {
             BbrVersion::V3 => v3,
@@ -108,6 +120,9 @@ impl BbrParams {
                     probe_bw_up_cwnd_gain: 2.0,
                     startup_full_loss_count: 8,
                     up_exit: UpExit::InflightAboveTarget,
+                    drain_max_rounds: None,
+                    precautionary_probing: false,
+                    packet_conservation: true,
                     ..v3
                 }
             }
@@ -115,7 +130,7 @@ impl BbrParams {
     }
 }
 
-/// §5.5.1 / §5.3.3.6: which ACKs carry samples of a bandwidth probe.
+/// §2.14 BBR.ack_phase: which ACKs carry samples of a bandwidth probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum AckPhase {
     Init,
@@ -125,7 +140,7 @@ enum AckPhase {
     Refilling,
 }
 
-/// Windowed max over the current and the previous ProbeBW cycle (§5.5.5, MaxBwFilterLen = 2).
+/// Windowed max over the current and the previous ProbeBW cycle (§5.5.3, MaxBwFilterLen = 2).
 #[derive(Debug, Clone, Copy, Default)]
 struct MaxBwFilter {
     cycle: u64,
@@ -192,7 +207,7 @@ pub struct Bbr {
     next_round_delivered: u64,
     round_start: bool,
 
-    // Bandwidth model (§5.5.5–5.5.10); rates in bytes/s, None = ∞.
+    // Bandwidth model (§5.5.2–5.5.10); rates in bytes/s, None = ∞.
     max_bw: f64,
     max_bw_filter: MaxBwFilter,
     cycle_count: u64,
@@ -243,11 +258,20 @@ pub struct Bbr {
     bw_probe_up_acks: u64,
     probe_up_cnt: u64,
     bw_probe_samples: bool,
+    prev_probe_too_high: bool,
+    prev_probe_precautionary: bool,
+    drain_start_round: u64,
     cwnd_limited_this_round: bool,
     cwnd_limited_last_round: bool,
 
     // Loss recovery (§5.6.4.4): from the first loss until a packet sent after it is acked.
     recovery_start: Option<Instant>,
+
+    // Undo state (§5.5.11): the model before a loss episode, restored if it was spurious.
+    undo_state: Option<BbrState>,
+    undo_bw_shortterm: Option<f64>,
+    undo_inflight_shortterm: Option<u64>,
+    undo_inflight_longterm: Option<u64>,
 }
 
 impl Bbr {
@@ -320,9 +344,16 @@ impl Bbr {
             bw_probe_up_acks: 0,
             probe_up_cnt: u64::MAX,
             bw_probe_samples: false,
+            prev_probe_too_high: false,
+            prev_probe_precautionary: false,
+            drain_start_round: 0,
             cwnd_limited_this_round: false,
             cwnd_limited_last_round: false,
             recovery_start: None,
+            undo_state: None,
+            undo_bw_shortterm: None,
+            undo_inflight_shortterm: None,
+            undo_inflight_longterm: None,
         };
         // §5.6.2 BBRInitPacingRate: initial window over a nominal 1 ms RTT, at Startup gain.
         bbr.pacing_rate = p.startup_pacing_gain * initial_cwnd as f64 / 1e-3;
@@ -391,7 +422,7 @@ impl Bbr {
 
     // ---------------------------------------------------------------- transport events
 
-    /// A packet of `bytes` with number `pn` left (§5.2 `BBROnTransmit`).
+    /// A packet of `bytes` with number `pn` left (§5.2.2 `OnTransmit`).
     pub fn on_packet_sent(&mut self, now: Instant, bytes: u64, pn: u64) {
         self.now = now;
         self.handle_restart_from_idle(now);
@@ -425,7 +456,7 @@ impl Bbr {
         }
     }
 
-    /// End of an ACK batch: take a rate sample and run `BBRUpdateOnACK` (§5.1).
+    /// End of an ACK batch: take a rate sample and run `UpdateOnACK` (§5.2.3).
     pub fn on_ack_batch_end(&mut self, now: Instant) {
         self.now = now;
         let Some(rs) = self.sampler.generate() else {
@@ -463,24 +494,63 @@ impl Bbr {
     pub fn on_congestion_event(&mut self, now: Instant, persistent: bool) {
         self.now = now;
         if persistent {
-            // RFC 9002 §7.6.2 persistent congestion: the path may have changed entirely.
-            self.save_cwnd();
-            self.cwnd = self.min_pipe_cwnd();
+            // RFC 9002 §7.6.2 persistent congestion, the draft's OnEnterRTO.
+            self.save_state_upon_loss();
+            self.cwnd = (self.sampler.inflight() + self.smss).max(self.min_pipe_cwnd());
             self.recovery_start = Some(now);
         } else if self.recovery_start.is_none() {
-            self.save_cwnd();
+            // OnEnterFastRecovery.
+            self.save_state_upon_loss();
             self.recovery_start = Some(now);
-            // Packet conservation: no more in flight than what is there plus what arrives.
-            self.cwnd = self.sampler.inflight().max(self.min_pipe_cwnd()) + self.smss;
+            if self.p.packet_conservation {
+                // v2: no more in flight than what is there plus what arrives.
+                self.cwnd = self.sampler.inflight().max(self.min_pipe_cwnd()) + self.smss;
+            }
         }
         self.publish();
+    }
+
+    /// The losses of the last episode were spurious (§5.5.11.2 HandleSpuriousLossDetection).
+    pub fn on_spurious_loss(&mut self, now: Instant) {
+        self.now = now;
+        self.restore_cwnd();
+        self.loss_in_round = false;
+        self.reset_full_bw();
+        let max_f = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a.max(b));
+        let max_u = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| a.max(b));
+        self.bw_shortterm = max_f(self.bw_shortterm, self.undo_bw_shortterm);
+        self.inflight_shortterm = max_u(self.inflight_shortterm, self.undo_inflight_shortterm);
+        self.inflight_longterm = max_u(self.inflight_longterm, self.undo_inflight_longterm);
+        match self.undo_state {
+            Some(BbrState::Startup) if self.state != BbrState::Startup => {
+                self.full_bw_reached = false;
+                if self.state != BbrState::ProbeRtt {
+                    self.set_state(BbrState::Startup);
+                }
+            }
+            Some(BbrState::ProbeBwUp) if self.state != BbrState::ProbeBwUp && self.state != BbrState::ProbeRtt => {
+                self.start_probe_bw_refill();
+            }
+            _ => {}
+        }
+        self.undo_state = None;
+        self.publish();
+    }
+
+    /// §5.5.11.1 SaveStateUponLoss.
+    fn save_state_upon_loss(&mut self) {
+        self.save_cwnd();
+        self.undo_state = None;
+        self.undo_bw_shortterm = self.bw_shortterm;
+        self.undo_inflight_shortterm = self.inflight_shortterm;
+        self.undo_inflight_longterm = self.inflight_longterm;
     }
 
     pub fn on_mtu_update(&mut self, mtu: u16) {
         self.smss = u64::from(mtu.max(1200));
     }
 
-    // ---------------------------------------------------------------- §5.1 update flow
+    // ---------------------------------------------------------------- §5.2.3 update flow
 
     fn update_model_and_state(&mut self, now: Instant, rs: &RateSample) {
         self.update_latest_delivery_signals(rs);
@@ -635,6 +705,7 @@ impl Bbr {
     fn note_loss(&mut self) {
         if !self.loss_in_round {
             self.loss_round_delivered = self.sampler.delivered();
+            self.save_state_upon_loss();
         }
         self.loss_in_round = true;
     }
@@ -655,12 +726,14 @@ impl Bbr {
 
     /// §5.5.10.2 BBRHandleInflightTooHigh: the probe found the limit; remember it.
     fn handle_inflight_too_high(&mut self, tx_in_flight: u64, app_limited: bool) {
+        self.prev_probe_too_high = true;
         self.bw_probe_samples = false;
         if !app_limited {
             let floor = (self.target_inflight() as f64 * self.p.beta) as u64;
             self.inflight_longterm = Some(tx_in_flight.max(floor));
         }
         if self.state == BbrState::ProbeBwUp {
+            self.undo_state = Some(BbrState::ProbeBwUp);
             self.start_probe_bw_down();
         }
     }
@@ -674,6 +747,7 @@ impl Bbr {
         let delivered = self.sampler.delivered() - self.delivered_at_loss_round_start;
         let sent = delivered + self.lost_bytes_in_round;
         if self.loss_events_in_round >= self.p.startup_full_loss_count && self.is_inflight_too_high(self.lost_bytes_in_round, sent) {
+            self.undo_state = Some(BbrState::Startup);
             self.full_bw_reached = true;
             let bdp = self.bdp_multiple(self.max_bw, 1.0);
             self.inflight_longterm = Some(bdp.max(self.inflight_latest));
@@ -709,13 +783,15 @@ impl Bbr {
     fn check_startup_done(&mut self) {
         if self.state == BbrState::Startup && self.full_bw_reached {
             self.ssthresh = Some(self.bdp_multiple(self.max_bw, 1.0));
+            self.drain_start_round = self.round_count;
             self.set_state(BbrState::Drain);
         }
     }
 
     /// §5.3.2 BBRCheckDrainDone: the Startup queue is gone once inflight ≤ BDP (+ budget).
     fn check_drain_done(&mut self, now: Instant) {
-        if self.state == BbrState::Drain && self.sampler.inflight() <= self.inflight_for(1.0) {
+        let too_long = self.p.drain_max_rounds.is_some_and(|r| self.round_count > self.drain_start_round + r);
+        if self.state == BbrState::Drain && (self.sampler.inflight() <= self.inflight_for(1.0) || too_long) {
             self.enter_probe_bw(now);
         }
     }
@@ -745,6 +821,7 @@ impl Bbr {
         self.reset_short_term_model();
         self.bw_probe_up_rounds = 0;
         self.bw_probe_up_acks = 0;
+        self.prev_probe_precautionary = false;
         self.ack_phase = AckPhase::Refilling;
         self.start_round();
         self.set_state(BbrState::ProbeBwRefill);
@@ -760,7 +837,7 @@ impl Bbr {
         self.raise_inflight_longterm_slope();
     }
 
-    /// Randomised wait before the next probe, 2–3 s, so flows desynchronise (§5.3.3.5.3).
+    /// Randomised wait before the next probe, 2–3 s, so flows desynchronise (§5.3.3.8.2).
     fn pick_probe_wait(&mut self) {
         self.rounds_since_bw_probe = self.next_random() % 2;
         let fraction = (self.next_random() >> 11) as f64 / (1u64 << 53) as f64;
@@ -775,12 +852,14 @@ impl Bbr {
         self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    /// §5.3.3.6 BBRUpdateProbeBWCyclePhase.
+    /// §5.3.3.9 UpdateProbeBWCyclePhase.
     fn update_probe_bw_cycle_phase(&mut self, now: Instant, rs: &RateSample) {
         if !self.full_bw_reached {
             return;
         }
-        self.adapt_upper_bounds(rs);
+        if self.adapt_long_term_model(rs) {
+            return;
+        }
         let state = self.state;
         match state {
             BbrState::ProbeBwDown => {
@@ -800,14 +879,17 @@ impl Bbr {
                 self.start_probe_bw_up(rs);
             }
             BbrState::ProbeBwUp if self.is_time_to_go_down(now, rs) => {
+                self.prev_probe_too_high = false; // no excess loss (yet)
                 self.start_probe_bw_down();
             }
             _ => {}
         }
     }
 
-    /// §5.3.3.6 BBRAdaptUpperBounds: learn inflight_longterm from the probe's feedback.
-    fn adapt_upper_bounds(&mut self, rs: &RateSample) {
+    /// §5.3.3.9 AdaptLongTermModel: learn inflight_longterm from the probe's feedback.
+    /// Returns whether it decided a state transition. (Excess loss is handled per lost packet,
+    /// in `on_packet_lost`.)
+    fn adapt_long_term_model(&mut self, rs: &RateSample) -> bool {
         if self.ack_phase == AckPhase::ProbeStarting && self.round_start {
             self.ack_phase = AckPhase::ProbeFeedback;
         }
@@ -818,15 +900,18 @@ impl Bbr {
             if self.state.is_probe_bw() && !rs.is_app_limited {
                 self.cycle_count += 1;
             }
+            // Precautionary probing, acceleration: the cautious probe saw no excess loss, so
+            // probe again at once, this time holding inflight_longterm for a round.
+            if self.p.precautionary_probing && self.state.is_probe_bw() && self.prev_probe_precautionary && !self.prev_probe_too_high {
+                self.start_probe_bw_refill();
+                return true;
+            }
         }
         if self.is_inflight_too_high(rs.lost, rs.tx_in_flight) {
-            if self.bw_probe_samples {
-                self.handle_inflight_too_high(rs.tx_in_flight, rs.is_app_limited);
-            }
-            return;
+            return false;
         }
         let Some(longterm) = self.inflight_longterm else {
-            return;
+            return false;
         };
         if rs.tx_in_flight > longterm {
             self.inflight_longterm = Some(rs.tx_in_flight);
@@ -834,6 +919,7 @@ impl Bbr {
         if self.state == BbrState::ProbeBwUp {
             self.probe_inflight_longterm_upward(rs);
         }
+        false
     }
 
     /// Grow inflight_longterm while UP finds no excess loss: slowly, then exponentially.
@@ -855,17 +941,18 @@ impl Bbr {
         }
     }
 
+    /// Each round of UP doubles the growth: +1, 2, 4, … SMSS per cwnd of data acked.
     fn raise_inflight_longterm_slope(&mut self) {
-        let growth_this_round = self.smss << self.bw_probe_up_rounds.min(30);
+        let growth_this_round = 1u64 << self.bw_probe_up_rounds;
         self.bw_probe_up_rounds = (self.bw_probe_up_rounds + 1).min(30);
-        self.probe_up_cnt = (self.cwnd / growth_this_round).max(1);
+        self.probe_up_cnt = (self.cwnd / growth_this_round).max(self.smss);
     }
 
     fn has_elapsed_in_phase(&self, now: Instant, interval: Duration) -> bool {
         now > self.cycle_stamp + interval
     }
 
-    /// §5.3.3.5.3 BBRIsTimeToProbeBW: after the random wait, or after as many rounds as Reno
+    /// §5.3.3.8.2 IsTimeToProbeBW: after the random wait, or after as many rounds as Reno
     /// would need to refill the BDP (capped at 63), whichever is first.
     fn is_time_to_probe_bw(&mut self, now: Instant) -> bool {
         let reno_rounds = (self.target_inflight() / self.smss).min(63);
@@ -876,7 +963,7 @@ impl Bbr {
         false
     }
 
-    /// §5.3.3.6 BBRIsTimeToCruise: DOWN has drained the probe's queue.
+    /// §5.3.3.9 IsTimeToCruise: DOWN has drained the probe's queue.
     fn is_time_to_cruise(&self) -> bool {
         let inflight = self.sampler.inflight();
         if self.inflight_with_headroom().is_some_and(|cap| inflight > cap) {
@@ -889,7 +976,12 @@ impl Bbr {
     fn is_time_to_go_down(&mut self, now: Instant, rs: &RateSample) -> bool {
         match self.p.up_exit {
             UpExit::BwPlateau => {
-                if self.is_cwnd_limited() && self.inflight_longterm.is_some_and(|l| self.cwnd >= l) {
+                let at_longterm = self.inflight_longterm.is_some_and(|l| self.sampler.inflight() >= l);
+                if self.p.precautionary_probing && self.prev_probe_too_high && at_longterm {
+                    // Precautionary probing, deceleration: the last probe hit excess loss here.
+                    self.prev_probe_precautionary = true;
+                    true
+                } else if self.is_cwnd_limited() && self.inflight_longterm.is_some_and(|l| self.cwnd >= l) {
                     // Limited by inflight_longterm, not by the path: keep probing.
                     self.reset_full_bw();
                     self.full_bw = rs.delivery_rate;
@@ -1014,7 +1106,7 @@ impl Bbr {
         self.bdp_multiple(self.bw, 1.0).min(self.cwnd)
     }
 
-    /// §5.6.4.6 BBRInflightWithHeadroom: inflight_longterm minus 15 % for other flows.
+    /// §5.3.3.9 InflightWithHeadroom: inflight_longterm minus 15 % for other flows.
     fn inflight_with_headroom(&self) -> Option<u64> {
         let longterm = self.inflight_longterm?;
         let headroom = ((self.p.headroom * longterm as f64) as u64).max(self.smss);
@@ -1040,22 +1132,22 @@ impl Bbr {
         self.send_quantum = quantum.clamp(2 * self.smss, 64 * 1024);
     }
 
-    /// §5.6.4.3 BBRQuantizationBudget: room for the send quantum (TSO/GSO-sized bursts) and
-    /// for UP's extra packets.
+    /// §5.6.4.2 QuantizationBudget: room for the offload budget (for QUIC, §5.5.8.2, one
+    /// send quantum) and for UP's extra packets.
     fn quantization_budget(&self, inflight: u64) -> u64 {
-        let mut inflight = inflight.max(3 * self.send_quantum).max(self.min_pipe_cwnd());
+        let mut inflight = inflight.max(self.send_quantum).max(self.min_pipe_cwnd());
         if self.state == BbrState::ProbeBwUp {
             inflight += 2 * self.smss;
         }
         inflight
     }
 
-    /// §5.6.4.2 BBRInflight: the inflight that `gain` × max_bw needs, budget included.
+    /// §5.6.4.2 Inflight(gain): the inflight that `gain` × max_bw needs, budget included.
     fn inflight_for(&self, gain: f64) -> u64 {
         self.quantization_budget(self.bdp_multiple(self.max_bw, gain))
     }
 
-    /// §5.6.4.2 BBRUpdateMaxInflight: cwnd target, with room for ACK aggregation.
+    /// §5.6.4.2 UpdateMaxInflight: cwnd target, with room for ACK aggregation.
     fn max_inflight(&self) -> u64 {
         self.quantization_budget(self.bdp_multiple(self.bw, self.cwnd_gain) + self.extra_acked)
     }
@@ -1063,11 +1155,12 @@ impl Bbr {
     /// §5.6.4.6 BBRSetCwnd.
     fn set_cwnd(&mut self, rs: &RateSample) {
         let max_inflight = self.max_inflight();
-        // §5.6.4.4 BBRModulateCwndForRecovery.
-        if rs.newly_lost > 0 {
+        // v2's BBRModulateCwndForRecovery (draft-cardwell-02); v3 has none.
+        let conserving = self.p.packet_conservation && self.recovery_start.is_some();
+        if self.p.packet_conservation && rs.newly_lost > 0 {
             self.cwnd = self.cwnd.saturating_sub(rs.newly_lost).max(self.min_pipe_cwnd());
         }
-        if self.recovery_start.is_some() {
+        if conserving {
             // Packet conservation for the (one-round) QUIC recovery period.
             self.cwnd = self.cwnd.max(self.sampler.inflight() + rs.newly_acked);
         } else if self.full_bw_reached {
@@ -1101,6 +1194,11 @@ impl Bbr {
 
     fn restore_cwnd(&mut self) {
         self.cwnd = self.cwnd.max(self.prior_cwnd);
+    }
+
+    /// The time of the latest event (for trait calls that carry none).
+    pub fn last_event_time(&self) -> Instant {
+        self.now
     }
 
     /// Time since creation, for diagnostics.

@@ -72,6 +72,11 @@ impl Controller for Bbr {
         }
     }
 
+    fn on_spurious_congestion_event(&mut self) {
+        let now = self.last_event_time();
+        self.on_spurious_loss(now);
+    }
+
     fn on_mtu_update(&mut self, new_mtu: u16) {
         Bbr::on_mtu_update(self, new_mtu);
     }

@@ -56,6 +56,10 @@ fn v3_constants_are_the_drafts() {
     assert_eq!((p.full_bw_growth, p.full_bw_rounds), (1.25, 3));
     assert_eq!(p.startup_full_loss_count, 6);
     assert_eq!(p.up_exit, UpExit::BwPlateau);
+    // -06: Drain ends after 3 rounds at the latest; precautionary probing; no packet
+    // conservation in recovery.
+    assert_eq!(p.drain_max_rounds, Some(3));
+    assert!(p.precautionary_probing && !p.packet_conservation);
 }
 
 #[test]
@@ -68,6 +72,8 @@ fn v2_constants_differ_only_where_the_v2_draft_differs() {
     assert_eq!(v2.probe_bw_up_cwnd_gain, 2.0);
     assert_eq!(v2.startup_full_loss_count, 8);
     assert_eq!(v2.up_exit, UpExit::InflightAboveTarget);
+    assert_eq!(v2.drain_max_rounds, None);
+    assert!(!v2.precautionary_probing && v2.packet_conservation);
     let same = BbrParams {
         startup_pacing_gain: v3.startup_pacing_gain,
         startup_cwnd_gain: v3.startup_cwnd_gain,
@@ -76,6 +82,9 @@ fn v2_constants_differ_only_where_the_v2_draft_differs() {
         probe_bw_up_cwnd_gain: v3.probe_bw_up_cwnd_gain,
         startup_full_loss_count: v3.startup_full_loss_count,
         up_exit: v3.up_exit,
+        drain_max_rounds: v3.drain_max_rounds,
+        precautionary_probing: v3.precautionary_probing,
+        packet_conservation: v3.packet_conservation,
         ..v2
     };
     assert_eq!(same, v3, "v2 and v3 share every other constant");
