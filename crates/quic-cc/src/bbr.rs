@@ -976,7 +976,11 @@ impl Bbr {
     fn is_time_to_go_down(&mut self, now: Instant, rs: &RateSample) -> bool {
         match self.p.up_exit {
             UpExit::BwPlateau => {
-                let at_longterm = self.inflight_longterm.is_some_and(|l| self.sampler.inflight() >= l);
+                // "inflight ≥ inflight_longterm", judged, as Linux does, on the inflight before
+                // this ACK (it freed room that is only refilled after it) and at byte
+                // granularity: no room left for another full packet.
+                let prior_inflight = self.sampler.inflight() + rs.newly_acked;
+                let at_longterm = self.inflight_longterm.is_some_and(|l| prior_inflight + self.smss > l);
                 if self.p.precautionary_probing && self.prev_probe_too_high && at_longterm {
                     // Precautionary probing, deceleration: the last probe hit excess loss here.
                     self.prev_probe_precautionary = true;

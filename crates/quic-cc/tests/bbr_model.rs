@@ -405,3 +405,56 @@ fn state_names_match_the_kernel_series() {
     let names: Vec<String> = BbrState::ALL.iter().map(|s| s.to_string()).collect();
     assert_eq!(names, ["STARTUP", "DRAIN", "PROBE_BW_DOWN", "PROBE_BW_CRUISE", "PROBE_BW_REFILL", "PROBE_BW_UP", "PROBE_RTT"]);
 }
+
+/// Runs until the controller is in `state`, in 10 ms steps.
+fn run_until(sim: &mut Sim, state: BbrState) {
+    while sim.bbr.state() != state {
+        sim.run_for(secs(0.01));
+        assert!(sim.now < secs(60.0), "never reached {state}");
+    }
+}
+
+/// -06 §5.3.3.6: after a probe that hit excess loss (here a burst of 20 drops during UP on an
+/// 8-BDP buffer), the next UP stops as soon as inflight reaches inflight_hi; that causes no
+/// loss here, so REFILL follows within a round instead of 2–3 s later. v2 has no such step.
+#[test]
+fn v3_reprobes_at_once_after_a_precautionary_probe() {
+    let quick_reprobes = |version| {
+        let mut sim = Sim::new(version, long_link());
+        run_until(&mut sim, BbrState::ProbeBwUp);
+        sim.force_drops = 20;
+        sim.run_for(secs(10.0));
+        let mut down_at = None;
+        let mut quick = 0;
+        for (at, _, to) in sim.transitions() {
+            match to {
+                BbrState::ProbeBwDown => down_at = Some(at),
+                BbrState::ProbeBwRefill if (at - down_at.unwrap()) < secs(0.5) => quick += 1,
+                _ => {}
+            }
+        }
+        quick
+    };
+    assert!(quick_reprobes(V3) >= 1, "no precautionary re-probe");
+    assert_eq!(quick_reprobes(V2), 0);
+}
+
+/// -06 §5.5.11: a loss episode later found spurious is undone — the short-term bound it
+/// caused is lifted and cwnd restored.
+#[test]
+fn a_spurious_loss_episode_is_undone() {
+    let mut sim = Sim::new(V3, long_link());
+    sim.run_for(secs(5.5)); // past the first ProbeRTT, whose exit leads into CRUISE
+    run_until(&mut sim, BbrState::ProbeBwCruise);
+    let before = sim.telemetry.snapshot().unwrap();
+    assert_eq!(before.inflight_lo, None);
+    sim.force_drops = 5;
+    sim.run_for(secs(0.2));
+    let cut = sim.telemetry.snapshot().unwrap();
+    assert_eq!(cut.state, BbrState::ProbeBwCruise);
+    assert!(cut.inflight_lo.is_some(), "the loss round cut inflight_lo");
+    Controller::on_spurious_congestion_event(&mut sim.bbr);
+    let undone = sim.telemetry.snapshot().unwrap();
+    assert_eq!(undone.inflight_lo, None, "restored to the pre-loss (unbounded) value");
+    assert!(undone.cwnd_bytes >= cut.cwnd_bytes);
+}
