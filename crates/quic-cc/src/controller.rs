@@ -3,7 +3,7 @@
 //! noq calls, per packet: `on_packet_sent` (ack-eliciting packets only), `on_ack`, and
 //! `on_packet_lost`; per batch: `on_end_acks` after the acks of one ACK frame and
 //! `on_congestion_event` after the losses it revealed. BBR's RTT samples are per packet
-//! (ACK time minus send time, §4.1), so the `RttEstimator` argument is not needed — which
+//! (ACK time minus send time, §4.2), so the `RttEstimator` argument is not needed — which
 //! also lets tests drive the controller without one (noq offers no public constructor).
 
 use std::any::Any;

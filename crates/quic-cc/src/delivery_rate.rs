@@ -1,10 +1,10 @@
 //! Per-packet delivery-rate sampling (draft-cheng-iccrg-delivery-rate-estimation-02, as
-//! restated in draft-ietf-ccwg-bbr §4.1 "Delivery Rate Samples").
+//! restated in draft-ietf-ccwg-bbr-06 §4.1 "Delivery Rate Samples").
 //!
 //! Each sent packet remembers the connection's delivery counters at send time. When it is
 //! acknowledged, the bytes delivered since then divided by the elapsed time gives a rate
 //! sample. The elapsed time is the *longer* of the send phase and the ACK phase of that
-//! flight (§4.1.2.3): a compressed burst of ACKs cannot make the path look faster than the
+//! flight (§4.1.1.2.4, §4.1.2.3): a compressed burst of ACKs cannot make the path look faster than the
 //! packets were sent, and a burst of sends cannot make it look faster than they were
 //! acknowledged — the sample is min(send rate, ACK rate).
 //!
@@ -26,7 +26,7 @@ pub struct SentPacket {
     pub first_send_time: Instant,
     /// Sent while the connection was application-limited.
     pub is_app_limited: bool,
-    /// Bytes in flight just after sending it, this packet included (`P.tx_in_flight`, BBR §4.5).
+    /// Bytes in flight just after sending it, this packet included (`P.tx_in_flight`, §4.1.2.2).
     pub tx_in_flight: u64,
     /// `C.lost` when the packet was sent, so loss "since this packet was sent" is known later.
     pub lost: u64,
@@ -115,13 +115,13 @@ impl DeliveryRateSampler {
         self.app_limited_until != 0
     }
 
-    /// §4.1.2.2: the sender has nothing to send and is not blocked by cwnd or pacing; samples
+    /// §4.1.2.4 MarkConnectionAppLimited: the sender has nothing to send and is not blocked by cwnd or pacing; samples
     /// until everything now in flight is delivered would understate the path.
     pub fn mark_app_limited(&mut self) {
         self.app_limited_until = (self.delivered + self.inflight_bytes).max(1);
     }
 
-    /// §4.1.2.1 "Transmitting a data packet".
+    /// §4.1.2.2 OnPacketSent.
     pub fn on_packet_sent(&mut self, now: Instant, bytes: u64, pn: u64) {
         if self.inflight_bytes == 0 {
             // A new flight starts: its send and ACK phases are measured from here.
@@ -146,7 +146,7 @@ impl DeliveryRateSampler {
         self.inflight_bytes += bytes;
     }
 
-    /// §4.1.2.3 "Upon receiving ACK", per newly acknowledged packet. Returns the packet's
+    /// §4.1.2.3 UpdateRateSample, per newly acknowledged packet. Returns the packet's
     /// send-time record, or `None` for a packet this sampler never saw.
     pub fn on_packet_acked(&mut self, now: Instant, pn: u64) -> Option<SentPacket> {
         let p = self.in_flight.remove(&pn)?;

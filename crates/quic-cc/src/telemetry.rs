@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// The draft's state machine (draft-ietf-ccwg-bbr §4.3), ProbeBW split into its four phases.
+/// The draft's state machine (draft-ietf-ccwg-bbr-06 §5.1), ProbeBW split into its four phases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BbrState {
     Startup,
