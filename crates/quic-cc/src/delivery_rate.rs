@@ -4,9 +4,9 @@
 //! Each sent packet remembers the connection's delivery counters at send time. When it is
 //! acknowledged, the bytes delivered since then divided by the elapsed time gives a rate
 //! sample. The elapsed time is the *longer* of the send phase and the ACK phase of that
-//! flight (§4.1.1.2.4, §4.1.2.3): a compressed burst of ACKs cannot make the path look faster than the
-//! packets were sent, and a burst of sends cannot make it look faster than they were
-//! acknowledged — the sample is min(send rate, ACK rate).
+//! flight (§4.1.1.2.4, §4.1.2.3): a compressed burst of ACKs cannot make the path look
+//! faster than the packets were sent, and a burst of sends cannot make it look faster than
+//! they were acknowledged — the sample is min(send rate, ACK rate).
 //!
 //! Sans-IO: every time is passed in; nothing reads a clock.
 
@@ -115,8 +115,9 @@ impl DeliveryRateSampler {
         self.app_limited_until != 0
     }
 
-    /// §4.1.2.4 MarkConnectionAppLimited: the sender has nothing to send and is not blocked by cwnd or pacing; samples
-    /// until everything now in flight is delivered would understate the path.
+    /// §4.1.2.4 MarkConnectionAppLimited: the sender has nothing to send and is not blocked
+    /// by cwnd or pacing; samples until everything now in flight is delivered would
+    /// understate the path.
     pub fn mark_app_limited(&mut self) {
         self.app_limited_until = (self.delivered + self.inflight_bytes).max(1);
     }
