@@ -23,6 +23,16 @@ pub enum BbrVersion {
     V3,
 }
 
+/// `bbr2` / `bbr3`, the names `--cc quic:…` uses.
+impl std::fmt::Display for BbrVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BbrVersion::V2 => "bbr2",
+            BbrVersion::V3 => "bbr3",
+        })
+    }
+}
+
 /// When ProbeBW_UP ends (other than on excessive loss).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UpExit {

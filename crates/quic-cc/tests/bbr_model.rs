@@ -402,6 +402,7 @@ fn state_names_match_the_kernel_series() {
         assert_eq!(s.mode(), kernel(BbrMode::ProbeBw));
         assert!(s.to_string().starts_with(&kernel(BbrMode::ProbeBw)));
     }
+    assert_eq!((V2.to_string(), V3.to_string()), ("bbr2".to_string(), "bbr3".to_string()));
     let names: Vec<String> = BbrState::ALL.iter().map(|s| s.to_string()).collect();
     assert_eq!(names, ["STARTUP", "DRAIN", "PROBE_BW_DOWN", "PROBE_BW_CRUISE", "PROBE_BW_REFILL", "PROBE_BW_UP", "PROBE_RTT"]);
 }
