@@ -1,5 +1,5 @@
-//! BBR, written from draft-ietf-ccwg-bbr (BBRv3; section numbers below are that draft's), with
-//! a `V2` parameter set after draft-cardwell-iccrg-bbr-congestion-control-02 (BBRv2).
+//! BBR, written from draft-ietf-ccwg-bbr-06 (BBRv3; section numbers below are that draft's),
+//! with a `V2` parameter set after draft-cardwell-iccrg-bbr-congestion-control-02 (BBRv2).
 //!
 //! Sans-IO: every entry point takes the current time; nothing reads a clock, sleeps or does
 //! I/O, so a test can drive it on a virtual clock. The QUIC glue is in `controller.rs`.
@@ -16,8 +16,8 @@ use crate::telemetry::{BbrSnapshot, BbrState, StateChange, Telemetry};
 /// Which BBR generation's constants and rules to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BbrVersion {
-    /// BBRv2 as in draft-cardwell-iccrg-bbr-congestion-control-02: the v3 machinery with v2's
-    /// gains, loss-exit count and ProbeBW_UP exit rule (see [`BbrParams::for_version`]).
+    /// BBRv2 as in draft-cardwell-iccrg-bbr-congestion-control-02: the v3 machinery with the
+    /// rules where that draft differs (see [`BbrParams::for_version`]).
     V2,
     /// BBRv3 as in draft-ietf-ccwg-bbr.
     V3,
@@ -47,13 +47,13 @@ pub enum UpExit {
 /// The draft's constants (§2.8 and the sections that define each one).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BbrParams {
-    /// BBRStartupPacingGain: v3 4·ln 2 ≈ 2.77; v2 2/ln 2 ≈ 2.885.
+    /// BBRStartupPacingGain: 4·ln 2 ≈ 2.77 (v2 draft too).
     pub startup_pacing_gain: f64,
-    /// BBRStartupCwndGain: v3 2; v2 2/ln 2 ≈ 2.885.
+    /// BBRStartupCwndGain: 2.
     pub startup_cwnd_gain: f64,
-    /// BBRDrainPacingGain: v3 0.5; v2 1/2.885 ≈ 0.35 (the inverse of Startup's gain).
+    /// BBRDrainPacingGain: 0.5.
     pub drain_pacing_gain: f64,
-    /// ProbeBW_DOWN pacing gain: v3 0.9; v2 0.75.
+    /// ProbeBW_DOWN pacing gain: 0.9.
     pub probe_bw_down_pacing_gain: f64,
     /// ProbeBW_UP pacing gain: 1.25 in both.
     pub probe_bw_up_pacing_gain: f64,
@@ -76,7 +76,7 @@ pub struct BbrParams {
     pub full_bw_growth: f64,
     /// ... for 3 rounds.
     pub full_bw_rounds: u32,
-    /// BBRStartupFullLossCnt, lost ranges in a round for the loss exit: v3 6; v2 8.
+    /// BBRStartupFullLossCnt, lost ranges in a round for the loss exit: v3 6; v2 3.
     pub startup_full_loss_count: u32,
     pub up_exit: UpExit,
     /// BBRPacingMarginPercent: pace 1 % below the estimate.
@@ -90,6 +90,12 @@ pub struct BbrParams {
     /// v2 (draft-cardwell-02's BBRModulateCwndForRecovery): packet conservation in the first round of recovery and
     /// cwnd cut by each loss; v3 (-06 §5.6.4.4) only saves cwnd on loss and restores it after.
     pub packet_conservation: bool,
+    /// v2 (`CheckInflightTooHigh` in `BBRAdaptUpperBounds`): also judge excess loss per ACK
+    /// from the newest packet's loss-since-send; -06 judges it only per lost packet.
+    pub ack_path_loss_check: bool,
+    /// v3: Startup's loss exit sets inflight_hi to max(BDP, inflight_latest); v2's only ends
+    /// Startup.
+    pub startup_loss_sets_inflight_hi: bool,
 }
 
 impl BbrParams {
@@ -117,25 +123,24 @@ impl BbrParams {
             drain_max_rounds: Some(3),
             precautionary_probing: true,
             packet_conservation: false,
+            ack_path_loss_check: false,
+            startup_loss_sets_inflight_hi: true,
         };
         match version {
             BbrVersion::V3 => v3,
-            BbrVersion::V2 => {
-                let high_gain = 2.0 / std::f64::consts::LN_2;
-                Self {
-                    startup_pacing_gain: high_gain,
-                    startup_cwnd_gain: high_gain,
-                    drain_pacing_gain: 1.0 / high_gain,
-                    probe_bw_down_pacing_gain: 0.75,
-                    probe_bw_up_cwnd_gain: 2.0,
-                    startup_full_loss_count: 8,
-                    up_exit: UpExit::InflightAboveTarget,
-                    drain_max_rounds: None,
-                    precautionary_probing: false,
-                    packet_conservation: true,
-                    ..v3
-                }
-            }
+            // draft-cardwell-iccrg-bbr-congestion-control-02 already has v3's gains (2.77, 2,
+            // 0.5, 0.9, 1.25); Linux's tcp_bbr2.c (2.885, 0.75) predates them.
+            BbrVersion::V2 => Self {
+                probe_bw_up_cwnd_gain: 2.0,
+                startup_full_loss_count: 3,
+                up_exit: UpExit::InflightAboveTarget,
+                drain_max_rounds: None,
+                precautionary_probing: false,
+                packet_conservation: true,
+                ack_path_loss_check: true,
+                startup_loss_sets_inflight_hi: false,
+                ..v3
+            },
         }
     }
 }
@@ -759,8 +764,10 @@ impl Bbr {
         if self.loss_events_in_round >= self.p.startup_full_loss_count && self.is_inflight_too_high(self.lost_bytes_in_round, sent) {
             self.undo_state = Some(BbrState::Startup);
             self.full_bw_reached = true;
-            let bdp = self.bdp_multiple(self.max_bw, 1.0);
-            self.inflight_longterm = Some(bdp.max(self.inflight_latest));
+            if self.p.startup_loss_sets_inflight_hi {
+                let bdp = self.bdp_multiple(self.max_bw, 1.0);
+                self.inflight_longterm = Some(bdp.max(self.inflight_latest));
+            }
         }
     }
 
@@ -918,6 +925,9 @@ impl Bbr {
             }
         }
         if self.is_inflight_too_high(rs.lost, rs.tx_in_flight) {
+            if self.p.ack_path_loss_check && self.bw_probe_samples {
+                self.handle_inflight_too_high(rs.tx_in_flight, rs.is_app_limited);
+            }
             return false;
         }
         let Some(longterm) = self.inflight_longterm else {

@@ -1,9 +1,9 @@
 //! Our own sans-IO BBR congestion controller for QUIC (noq), in two variants:
 //!
-//! * [`BbrVersion::V3`] — BBRv3 as specified by draft-ietf-ccwg-bbr;
-//! * [`BbrVersion::V2`] — the same machinery with BBRv2's constants and ProbeBW_UP exit rule
-//!   from draft-cardwell-iccrg-bbr-congestion-control-02 ([`BbrParams::for_version`] lists
-//!   every difference).
+//! * [`BbrVersion::V3`] — BBRv3 as specified by draft-ietf-ccwg-bbr-06;
+//! * [`BbrVersion::V2`] — the same machinery with the rules of
+//!   draft-cardwell-iccrg-bbr-congestion-control-02 where it differs ([`BbrParams::for_version`]
+//!   lists every difference).
 //!
 //! Pieces, one job each:
 //! * [`delivery_rate`] — per-packet delivery-rate sampling (draft-cheng-iccrg-delivery-rate-estimation);
