@@ -1,0 +1,1232 @@
+//! BBR, written from draft-ietf-ccwg-bbr-06 (BBRv3; section numbers below are that draft's),
+//! with a `V2` parameter set after draft-cardwell-iccrg-bbr-congestion-control-02 (BBRv2).
+//!
+//! Sans-IO: every entry point takes the current time; nothing reads a clock, sleeps or does
+//! I/O, so a test can drive it on a virtual clock. The QUIC glue is in `controller.rs`.
+//!
+//! The flow per ACK batch is the draft's `UpdateOnACK` (§5.2.3): update the model
+//! (bandwidth, RTT, loss signals) and the state machine, then derive the three control
+//! parameters — pacing rate, send quantum and cwnd.
+
+use std::time::{Duration, Instant};
+
+use crate::delivery_rate::{DeliveryRateSampler, RateSample, SentPacket};
+use crate::telemetry::{BbrSnapshot, BbrState, StateChange, Telemetry};
+
+/// Which BBR generation's constants and rules to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BbrVersion {
+    /// BBRv2 as in draft-cardwell-iccrg-bbr-congestion-control-02: the v3 machinery with the
+    /// rules where that draft differs (see [`BbrParams::for_version`]).
+    V2,
+    /// BBRv3 as in draft-ietf-ccwg-bbr.
+    V3,
+}
+
+/// `bbr2` / `bbr3`, the names `--cc quic:…` uses.
+impl std::fmt::Display for BbrVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BbrVersion::V2 => "bbr2",
+            BbrVersion::V3 => "bbr3",
+        })
+    }
+}
+
+/// When ProbeBW_UP ends (other than on excessive loss).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpExit {
+    /// v3 (§5.3.3.7, `IsTimeToGoDown` in §5.3.3.9): the delivery rate stopped growing (by 25 % for
+    /// 3 rounds) while not limited by inflight_longterm.
+    BwPlateau,
+    /// v2 (draft-cardwell-02's ProbeBW_UP exit): at least min_rtt in UP and inflight above
+    /// 1.25 × BDP, i.e. the extra queue for the probe is in place.
+    InflightAboveTarget,
+}
+
+/// The draft's constants (§2.8 and the sections that define each one).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BbrParams {
+    /// BBRStartupPacingGain: 4·ln 2 ≈ 2.77 (v2 draft too).
+    pub startup_pacing_gain: f64,
+    /// BBRStartupCwndGain: 2.
+    pub startup_cwnd_gain: f64,
+    /// BBRDrainPacingGain: 0.5.
+    pub drain_pacing_gain: f64,
+    /// ProbeBW_DOWN pacing gain: 0.9.
+    pub probe_bw_down_pacing_gain: f64,
+    /// ProbeBW_UP pacing gain: 1.25 in both.
+    pub probe_bw_up_pacing_gain: f64,
+    /// BBRDefaultCwndGain, used in ProbeBW: 2.
+    pub cwnd_gain: f64,
+    /// ProbeBW_UP cwnd gain: v3 2.25 (room for the probe's extra inflight); v2 2.
+    pub probe_bw_up_cwnd_gain: f64,
+    /// BBRProbeRTTCwndGain: 0.5 (ProbeRTT cwnd = BDP/2) in both.
+    pub probe_rtt_cwnd_gain: f64,
+    pub probe_rtt_duration: Duration,
+    pub probe_rtt_interval: Duration,
+    pub min_rtt_filter_len: Duration,
+    /// BBRLossThresh: 2 %.
+    pub loss_thresh: f64,
+    /// BBRBeta: multiplicative cut of the short-term model on loss, 0.7.
+    pub beta: f64,
+    /// BBRHeadroom: share of inflight_longterm left free outside probing, 0.15.
+    pub headroom: f64,
+    /// Startup's bandwidth-plateau test: growth below 25 % ...
+    pub full_bw_growth: f64,
+    /// ... for 3 rounds.
+    pub full_bw_rounds: u32,
+    /// BBRStartupFullLossCnt, lost ranges in a round for the loss exit: v3 6; v2 3.
+    pub startup_full_loss_count: u32,
+    pub up_exit: UpExit,
+    /// BBRPacingMarginPercent: pace 1 % below the estimate.
+    pub pacing_margin: f64,
+    /// v3 (-06 §5.3.2): leave Drain after this many rounds even if inflight is above the BDP
+    /// (bandwidth overestimated in Startup). v2 has no such bound.
+    pub drain_max_rounds: Option<u64>,
+    /// v3 (-06 §5.3.3.6) precautionary bandwidth probing: after a probe that hit excess loss,
+    /// the next UP stops as soon as inflight reaches inflight_longterm. Not in v2.
+    pub precautionary_probing: bool,
+    /// v2 (draft-cardwell-02's BBRModulateCwndForRecovery): packet conservation in the first round of recovery and
+    /// cwnd cut by each loss; v3 (-06 §5.6.4.4) only saves cwnd on loss and restores it after.
+    pub packet_conservation: bool,
+    /// v2 (`CheckInflightTooHigh` in `BBRAdaptUpperBounds`): also judge excess loss per ACK
+    /// from the newest packet's loss-since-send; -06 judges it only per lost packet.
+    pub ack_path_loss_check: bool,
+    /// v3: Startup's loss exit sets inflight_hi to max(BDP, inflight_latest); v2's only ends
+    /// Startup.
+    pub startup_loss_sets_inflight_hi: bool,
+}
+
+impl BbrParams {
+    pub fn for_version(version: BbrVersion) -> Self {
+        let v3 = Self {
+            startup_pacing_gain: 4.0 * std::f64::consts::LN_2,
+            startup_cwnd_gain: 2.0,
+            drain_pacing_gain: 0.5,
+            probe_bw_down_pacing_gain: 0.9,
+            probe_bw_up_pacing_gain: 1.25,
+            cwnd_gain: 2.0,
+            probe_bw_up_cwnd_gain: 2.25,
+            probe_rtt_cwnd_gain: 0.5,
+            probe_rtt_duration: Duration::from_millis(200),
+            probe_rtt_interval: Duration::from_secs(5),
+            min_rtt_filter_len: Duration::from_secs(10),
+            loss_thresh: 0.02,
+            beta: 0.7,
+            headroom: 0.15,
+            full_bw_growth: 1.25,
+            full_bw_rounds: 3,
+            startup_full_loss_count: 6,
+            up_exit: UpExit::BwPlateau,
+            pacing_margin: 0.01,
+            drain_max_rounds: Some(3),
+            precautionary_probing: true,
+            packet_conservation: false,
+            ack_path_loss_check: false,
+            startup_loss_sets_inflight_hi: true,
+        };
+        match version {
+            BbrVersion::V3 => v3,
+            // draft-cardwell-iccrg-bbr-congestion-control-02 already has v3's gains (2.77, 2,
+            // 0.5, 0.9, 1.25); Linux's tcp_bbr2.c (2.885, 0.75) predates them.
+            BbrVersion::V2 => Self {
+                probe_bw_up_cwnd_gain: 2.0,
+                startup_full_loss_count: 3,
+                up_exit: UpExit::InflightAboveTarget,
+                drain_max_rounds: None,
+                precautionary_probing: false,
+                packet_conservation: true,
+                ack_path_loss_check: true,
+                startup_loss_sets_inflight_hi: false,
+                ..v3
+            },
+        }
+    }
+}
+
+/// §2.14 BBR.ack_phase: which ACKs carry samples of a bandwidth probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AckPhase {
+    Init,
+    ProbeStarting,
+    ProbeFeedback,
+    ProbeStopping,
+    Refilling,
+}
+
+/// Windowed max over the current and the previous ProbeBW cycle (§5.5.3, MaxBwFilterLen = 2).
+#[derive(Debug, Clone, Copy, Default)]
+struct MaxBwFilter {
+    cycle: u64,
+    current: f64,
+    previous: f64,
+}
+
+impl MaxBwFilter {
+    fn update(&mut self, sample: f64, cycle: u64) {
+        if cycle != self.cycle {
+            self.previous = if cycle == self.cycle + 1 { self.current } else { 0.0 };
+            self.current = 0.0;
+            self.cycle = cycle;
+        }
+        self.current = self.current.max(sample);
+    }
+    fn get(&self) -> f64 {
+        self.current.max(self.previous)
+    }
+}
+
+/// Windowed max over the last 10 packet-timed rounds (§5.5.9, BBRExtraAckedFilterLen).
+#[derive(Debug, Clone, Copy, Default)]
+struct RoundMaxFilter {
+    slots: [(u64, u64); 10],
+}
+
+impl RoundMaxFilter {
+    fn update(&mut self, value: u64, round: u64) -> u64 {
+        let slot = &mut self.slots[(round % 10) as usize];
+        if slot.0 != round {
+            *slot = (round, 0);
+        }
+        slot.1 = slot.1.max(value);
+        self.slots.iter().filter(|(r, _)| r + 10 > round).map(|s| s.1).max().unwrap_or(0)
+    }
+}
+
+/// The controller. See the crate docs for what it implements and how it is fed.
+#[derive(Debug, Clone)]
+pub struct Bbr {
+    version: BbrVersion,
+    p: BbrParams,
+    telemetry: Telemetry,
+    pub(crate) sampler: DeliveryRateSampler,
+    smss: u64,
+    initial_cwnd: u64,
+    /// The time of the latest call, for events raised deep inside the state machine.
+    now: Instant,
+    start: Instant,
+    rng: u64,
+
+    state: BbrState,
+    pacing_gain: f64,
+    cwnd_gain: f64,
+    cwnd: u64,
+    /// Bytes per second.
+    pacing_rate: f64,
+    send_quantum: u64,
+    rs: Option<RateSample>,
+
+    // Round counting (§5.5.1).
+    round_count: u64,
+    next_round_delivered: u64,
+    round_start: bool,
+
+    // Bandwidth model (§5.5.2–5.5.10); rates in bytes/s, None = ∞.
+    max_bw: f64,
+    max_bw_filter: MaxBwFilter,
+    cycle_count: u64,
+    bw: f64,
+    bw_shortterm: Option<f64>,
+    bw_latest: f64,
+    inflight_longterm: Option<u64>,
+    inflight_shortterm: Option<u64>,
+    inflight_latest: u64,
+    extra_acked: u64,
+    extra_acked_filter: RoundMaxFilter,
+    extra_acked_interval_start: Option<Instant>,
+    extra_acked_delivered: u64,
+
+    // RTT model and ProbeRTT (§5.3.4).
+    min_rtt: Option<Duration>,
+    min_rtt_stamp: Instant,
+    probe_rtt_min_delay: Option<Duration>,
+    probe_rtt_min_stamp: Instant,
+    probe_rtt_expired: bool,
+    probe_rtt_done_stamp: Option<Instant>,
+    probe_rtt_round_done: bool,
+    prior_cwnd: u64,
+    idle_restart: bool,
+
+    // Startup (§5.3.1).
+    full_bw: f64,
+    full_bw_count: u32,
+    full_bw_now: bool,
+    full_bw_reached: bool,
+    ssthresh: Option<u64>,
+
+    // Loss signals (§5.5.10).
+    loss_in_round: bool,
+    loss_round_delivered: u64,
+    loss_round_start: bool,
+    loss_events_in_round: u32,
+    lost_bytes_in_round: u64,
+    delivered_at_loss_round_start: u64,
+    last_lost_pn: Option<u64>,
+
+    // ProbeBW (§5.3.3).
+    cycle_stamp: Instant,
+    ack_phase: AckPhase,
+    rounds_since_bw_probe: u64,
+    bw_probe_wait: Duration,
+    bw_probe_up_rounds: u32,
+    bw_probe_up_acks: u64,
+    probe_up_cnt: u64,
+    bw_probe_samples: bool,
+    prev_probe_too_high: bool,
+    prev_probe_precautionary: bool,
+    drain_start_round: u64,
+    cwnd_limited_this_round: bool,
+    cwnd_limited_last_round: bool,
+
+    // Loss recovery (§5.6.4.4): from the first loss until a packet sent after it is acked.
+    recovery_start: Option<Instant>,
+
+    // Undo state (§5.5.11): the model before a loss episode, restored if it was spurious.
+    undo_state: Option<BbrState>,
+    undo_bw_shortterm: Option<f64>,
+    undo_inflight_shortterm: Option<u64>,
+    undo_inflight_longterm: Option<u64>,
+}
+
+impl Bbr {
+    /// A controller for a path whose datagrams are at most `mtu` bytes. `now` is the virtual
+    /// or real time of creation.
+    pub fn new(version: BbrVersion, mtu: u16, now: Instant, telemetry: Telemetry) -> Self {
+        let smss = u64::from(mtu.max(1200));
+        // RFC 9002 §7.2 initial window, the value QUIC stacks use.
+        let initial_cwnd = (10 * smss).min((2 * smss).max(14_720));
+        let p = BbrParams::for_version(version);
+        let mut bbr = Self {
+            version,
+            p,
+            telemetry,
+            sampler: DeliveryRateSampler::new(),
+            smss,
+            initial_cwnd,
+            now,
+            start: now,
+            rng: 0x9E37_79B9_7F4A_7C15,
+            state: BbrState::Startup,
+            pacing_gain: p.startup_pacing_gain,
+            cwnd_gain: p.startup_cwnd_gain,
+            cwnd: initial_cwnd,
+            pacing_rate: 0.0,
+            send_quantum: 2 * smss,
+            rs: None,
+            round_count: 0,
+            next_round_delivered: 0,
+            round_start: false,
+            max_bw: 0.0,
+            max_bw_filter: MaxBwFilter::default(),
+            cycle_count: 0,
+            bw: 0.0,
+            bw_shortterm: None,
+            bw_latest: 0.0,
+            inflight_longterm: None,
+            inflight_shortterm: None,
+            inflight_latest: 0,
+            extra_acked: 0,
+            extra_acked_filter: RoundMaxFilter::default(),
+            extra_acked_interval_start: None,
+            extra_acked_delivered: 0,
+            min_rtt: None,
+            min_rtt_stamp: now,
+            probe_rtt_min_delay: None,
+            probe_rtt_min_stamp: now,
+            probe_rtt_expired: false,
+            probe_rtt_done_stamp: None,
+            probe_rtt_round_done: false,
+            prior_cwnd: 0,
+            idle_restart: false,
+            full_bw: 0.0,
+            full_bw_count: 0,
+            full_bw_now: false,
+            full_bw_reached: false,
+            ssthresh: None,
+            loss_in_round: false,
+            loss_round_delivered: 0,
+            loss_round_start: false,
+            loss_events_in_round: 0,
+            lost_bytes_in_round: 0,
+            delivered_at_loss_round_start: 0,
+            last_lost_pn: None,
+            cycle_stamp: now,
+            ack_phase: AckPhase::Init,
+            rounds_since_bw_probe: 0,
+            bw_probe_wait: Duration::ZERO,
+            bw_probe_up_rounds: 0,
+            bw_probe_up_acks: 0,
+            probe_up_cnt: u64::MAX,
+            bw_probe_samples: false,
+            prev_probe_too_high: false,
+            prev_probe_precautionary: false,
+            drain_start_round: 0,
+            cwnd_limited_this_round: false,
+            cwnd_limited_last_round: false,
+            recovery_start: None,
+            undo_state: None,
+            undo_bw_shortterm: None,
+            undo_inflight_shortterm: None,
+            undo_inflight_longterm: None,
+        };
+        // §5.6.2 BBRInitPacingRate: initial window over a nominal 1 ms RTT, at Startup gain.
+        bbr.pacing_rate = p.startup_pacing_gain * initial_cwnd as f64 / 1e-3;
+        bbr.publish();
+        bbr
+    }
+
+    pub fn version(&self) -> BbrVersion {
+        self.version
+    }
+    pub fn params(&self) -> &BbrParams {
+        &self.p
+    }
+    pub fn state(&self) -> BbrState {
+        self.state
+    }
+    pub fn cwnd(&self) -> u64 {
+        self.cwnd
+    }
+    pub fn initial_cwnd(&self) -> u64 {
+        self.initial_cwnd
+    }
+    /// Pacing rate in bytes per second.
+    pub fn pacing_rate(&self) -> u64 {
+        self.pacing_rate.round() as u64
+    }
+    pub fn send_quantum(&self) -> u64 {
+        self.send_quantum
+    }
+    /// BBR.bw in bytes per second.
+    pub fn bw(&self) -> f64 {
+        self.bw
+    }
+    /// Cwnd at Startup exit (the BDP then), as Linux BBR sets ssthresh; `None` in Startup.
+    pub fn ssthresh(&self) -> Option<u64> {
+        self.ssthresh
+    }
+    pub fn telemetry(&self) -> &Telemetry {
+        &self.telemetry
+    }
+
+    pub fn snapshot(&self) -> BbrSnapshot {
+        let bps = |bytes_per_s: f64| (bytes_per_s * 8.0).round() as u64;
+        BbrSnapshot {
+            state: self.state,
+            pacing_rate_bps: bps(self.pacing_rate),
+            delivery_rate_bps: bps(self.rs.map_or(0.0, |rs| rs.delivery_rate)),
+            max_bw_bps: bps(self.max_bw),
+            min_rtt: self.min_rtt,
+            cwnd_bytes: self.cwnd,
+            inflight_hi: self.inflight_longterm,
+            inflight_lo: self.inflight_shortterm,
+            pacing_gain: self.pacing_gain,
+            cwnd_gain: self.cwnd_gain,
+            bw_bps: bps(self.bw),
+            bytes_in_flight: self.sampler.inflight(),
+            round_count: self.round_count,
+            delivered_bytes: self.sampler.delivered(),
+            lost_bytes: self.sampler.lost(),
+        }
+    }
+
+    fn publish(&self) {
+        self.telemetry.publish(self.snapshot());
+    }
+
+    // ---------------------------------------------------------------- transport events
+
+    /// A packet of `bytes` with number `pn` left (§5.2.2 `OnTransmit`).
+    pub fn on_packet_sent(&mut self, now: Instant, bytes: u64, pn: u64) {
+        self.now = now;
+        self.handle_restart_from_idle(now);
+        self.sampler.on_packet_sent(now, bytes, pn);
+        if self.sampler.inflight() + self.smss > self.cwnd {
+            self.cwnd_limited_this_round = true;
+        }
+    }
+
+    /// The sender was blocked by cwnd (the draft's `C.is_cwnd_limited`).
+    pub fn on_cwnd_limited(&mut self) {
+        self.cwnd_limited_this_round = true;
+    }
+
+    /// The application had nothing to send and neither cwnd nor pacing held it back.
+    pub fn on_app_limited(&mut self) {
+        if self.sampler.inflight() < self.cwnd {
+            self.sampler.mark_app_limited();
+        }
+    }
+
+    /// One packet, sent at `sent`, was acknowledged. Call [`Bbr::on_ack_batch_end`] after
+    /// the last packet of an ACK frame.
+    pub fn on_packet_acked(&mut self, now: Instant, sent: Instant, pn: u64) {
+        self.now = now;
+        self.sampler.on_packet_acked(now, pn);
+        if self.recovery_start.is_some_and(|start| sent > start) {
+            // RFC 9002 §7.3.2: recovery ends once a packet sent after it began is acked.
+            self.recovery_start = None;
+            self.restore_cwnd();
+        }
+    }
+
+    /// End of an ACK batch: take a rate sample and run `UpdateOnACK` (§5.2.3).
+    pub fn on_ack_batch_end(&mut self, now: Instant) {
+        self.now = now;
+        let Some(rs) = self.sampler.generate() else {
+            return;
+        };
+        self.rs = Some(rs);
+        self.update_model_and_state(now, &rs);
+        self.update_control_parameters(&rs);
+        self.publish();
+    }
+
+    /// One packet was declared lost (§5.5.10.2 `BBRHandleLostPacket`).
+    pub fn on_packet_lost(&mut self, now: Instant, pn: u64) {
+        self.now = now;
+        let Some(packet) = self.sampler.on_packet_lost(pn) else {
+            return;
+        };
+        if self.last_lost_pn.is_none_or(|last| pn != last + 1) {
+            self.loss_events_in_round += 1;
+        }
+        self.last_lost_pn = Some(pn);
+        self.lost_bytes_in_round += packet.size;
+        self.note_loss();
+        if !self.bw_probe_samples {
+            return;
+        }
+        let lost_since_sent = self.sampler.lost() - packet.lost;
+        if self.is_inflight_too_high(lost_since_sent, packet.tx_in_flight) {
+            let inflight_at_loss = self.inflight_at_loss(&packet, lost_since_sent);
+            self.handle_inflight_too_high(inflight_at_loss, packet.is_app_limited);
+        }
+    }
+
+    /// A loss episode (one per batch of lost packets): enter recovery (§5.6.4.4).
+    pub fn on_congestion_event(&mut self, now: Instant, persistent: bool) {
+        self.now = now;
+        if persistent {
+            // RFC 9002 §7.6.2 persistent congestion, the draft's OnEnterRTO.
+            self.save_state_upon_loss();
+            self.cwnd = (self.sampler.inflight() + self.smss).max(self.min_pipe_cwnd());
+            self.recovery_start = Some(now);
+        } else if self.recovery_start.is_none() {
+            // OnEnterFastRecovery.
+            self.save_state_upon_loss();
+            self.recovery_start = Some(now);
+            if self.p.packet_conservation {
+                // v2: no more in flight than what is there plus what arrives.
+                self.cwnd = self.sampler.inflight().max(self.min_pipe_cwnd()) + self.smss;
+            }
+        }
+        self.publish();
+    }
+
+    /// The losses of the last episode were spurious (§5.5.11.2 HandleSpuriousLossDetection).
+    pub fn on_spurious_loss(&mut self, now: Instant) {
+        self.now = now;
+        self.restore_cwnd();
+        self.loss_in_round = false;
+        self.reset_full_bw();
+        let max_f = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a.max(b));
+        let max_u = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| a.max(b));
+        self.bw_shortterm = max_f(self.bw_shortterm, self.undo_bw_shortterm);
+        self.inflight_shortterm = max_u(self.inflight_shortterm, self.undo_inflight_shortterm);
+        self.inflight_longterm = max_u(self.inflight_longterm, self.undo_inflight_longterm);
+        match self.undo_state {
+            Some(BbrState::Startup) if self.state != BbrState::Startup => {
+                self.full_bw_reached = false;
+                if self.state != BbrState::ProbeRtt {
+                    self.set_state(BbrState::Startup);
+                }
+            }
+            Some(BbrState::ProbeBwUp) if self.state != BbrState::ProbeBwUp && self.state != BbrState::ProbeRtt => {
+                self.start_probe_bw_refill();
+            }
+            _ => {}
+        }
+        self.undo_state = None;
+        self.publish();
+    }
+
+    /// §5.5.11.1 SaveStateUponLoss.
+    fn save_state_upon_loss(&mut self) {
+        self.save_cwnd();
+        self.undo_state = None;
+        self.undo_bw_shortterm = self.bw_shortterm;
+        self.undo_inflight_shortterm = self.inflight_shortterm;
+        self.undo_inflight_longterm = self.inflight_longterm;
+    }
+
+    pub fn on_mtu_update(&mut self, mtu: u16) {
+        self.smss = u64::from(mtu.max(1200));
+    }
+
+    // ---------------------------------------------------------------- §5.2.3 update flow
+
+    fn update_model_and_state(&mut self, now: Instant, rs: &RateSample) {
+        self.update_latest_delivery_signals(rs);
+        self.update_congestion_signals(rs);
+        self.update_ack_aggregation(now, rs);
+        self.check_full_bw_reached(rs);
+        self.check_startup_done();
+        self.check_drain_done(now);
+        self.update_probe_bw_cycle_phase(now, rs);
+        self.update_min_rtt(now, rs);
+        self.check_probe_rtt(now, rs);
+        self.advance_latest_delivery_signals(rs);
+        self.bound_bw_for_model();
+    }
+
+    fn update_control_parameters(&mut self, rs: &RateSample) {
+        self.set_pacing_rate();
+        self.set_send_quantum();
+        self.set_cwnd(rs);
+    }
+
+    fn set_state(&mut self, to: BbrState) {
+        let (pacing_gain, cwnd_gain) = match to {
+            BbrState::Startup => (self.p.startup_pacing_gain, self.p.startup_cwnd_gain),
+            BbrState::Drain => (self.p.drain_pacing_gain, self.p.startup_cwnd_gain),
+            BbrState::ProbeBwDown => (self.p.probe_bw_down_pacing_gain, self.p.cwnd_gain),
+            BbrState::ProbeBwCruise | BbrState::ProbeBwRefill => (1.0, self.p.cwnd_gain),
+            BbrState::ProbeBwUp => (self.p.probe_bw_up_pacing_gain, self.p.probe_bw_up_cwnd_gain),
+            BbrState::ProbeRtt => (1.0, self.p.probe_rtt_cwnd_gain),
+        };
+        self.pacing_gain = pacing_gain;
+        self.cwnd_gain = cwnd_gain;
+        if to != self.state {
+            self.telemetry.record(StateChange { at: self.now, from: self.state, to });
+            self.state = to;
+        }
+    }
+
+    // ---------------------------------------------------------------- rounds, §5.5.1
+
+    fn update_round(&mut self, rs: &RateSample) {
+        self.round_start = rs.prior_delivered >= self.next_round_delivered;
+        if self.round_start {
+            self.start_round();
+            self.round_count += 1;
+            self.rounds_since_bw_probe += 1;
+            self.cwnd_limited_last_round = self.cwnd_limited_this_round;
+            self.cwnd_limited_this_round = false;
+        }
+    }
+
+    fn start_round(&mut self) {
+        self.next_round_delivered = self.sampler.delivered();
+    }
+
+    fn is_cwnd_limited(&self) -> bool {
+        self.cwnd_limited_this_round || self.cwnd_limited_last_round
+    }
+
+    // ---------------------------------------------------------------- bandwidth model
+
+    /// §5.5.10.3 BBRUpdateLatestDeliverySignals.
+    fn update_latest_delivery_signals(&mut self, rs: &RateSample) {
+        self.loss_round_start = false;
+        self.bw_latest = self.bw_latest.max(rs.delivery_rate);
+        self.inflight_latest = self.inflight_latest.max(rs.delivered);
+        if rs.prior_delivered >= self.loss_round_delivered {
+            self.loss_round_delivered = self.sampler.delivered();
+            self.loss_round_start = true;
+        }
+    }
+
+    /// §5.5.10.3 BBRAdvanceLatestDeliverySignals.
+    fn advance_latest_delivery_signals(&mut self, rs: &RateSample) {
+        if self.loss_round_start {
+            self.bw_latest = rs.delivery_rate;
+            self.inflight_latest = rs.delivered;
+        }
+    }
+
+    /// §5.5.10.3 BBRUpdateCongestionSignals.
+    fn update_congestion_signals(&mut self, rs: &RateSample) {
+        // §5.5.5 BBRUpdateMaxBw.
+        self.update_round(rs);
+        if rs.delivery_rate > 0.0 && (rs.delivery_rate >= self.max_bw || !rs.is_app_limited) {
+            self.max_bw_filter.update(rs.delivery_rate, self.cycle_count);
+            self.max_bw = self.max_bw_filter.get();
+        }
+        if !self.loss_round_start {
+            return;
+        }
+        self.check_startup_high_loss();
+        self.adapt_lower_bounds_from_congestion();
+        self.loss_in_round = false;
+        self.loss_events_in_round = 0;
+        self.lost_bytes_in_round = 0;
+        self.last_lost_pn = None;
+        self.delivered_at_loss_round_start = self.sampler.delivered();
+    }
+
+    /// §5.5.10.3 BBRAdaptLowerBoundsFromCongestion: cut the short-term model by Beta after a
+    /// round with loss, except while deliberately probing (Startup, REFILL, UP).
+    fn adapt_lower_bounds_from_congestion(&mut self) {
+        if self.is_probing_bw() || !self.loss_in_round {
+            return;
+        }
+        // BBRInitLowerBounds.
+        let bw_lo = *self.bw_shortterm.get_or_insert(self.max_bw);
+        let inflight_lo = *self.inflight_shortterm.get_or_insert(self.cwnd);
+        // BBRLossLowerBounds.
+        self.bw_shortterm = Some(self.bw_latest.max(self.p.beta * bw_lo));
+        self.inflight_shortterm = Some(self.inflight_latest.max((self.p.beta * inflight_lo as f64) as u64));
+    }
+
+    fn is_probing_bw(&self) -> bool {
+        matches!(self.state, BbrState::Startup | BbrState::ProbeBwRefill | BbrState::ProbeBwUp)
+    }
+
+    fn reset_short_term_model(&mut self) {
+        self.bw_shortterm = None;
+        self.inflight_shortterm = None;
+    }
+
+    fn reset_congestion_signals(&mut self) {
+        self.loss_in_round = false;
+        self.bw_latest = 0.0;
+        self.inflight_latest = 0;
+    }
+
+    /// §5.5.10.3 BBRBoundBWForModel.
+    fn bound_bw_for_model(&mut self) {
+        self.bw = self.bw_shortterm.map_or(self.max_bw, |lo| self.max_bw.min(lo));
+    }
+
+    /// §5.5.9 BBRUpdateACKAggregation: bytes acked beyond what bw explains, max over 10 rounds.
+    fn update_ack_aggregation(&mut self, now: Instant, rs: &RateSample) {
+        let start = *self.extra_acked_interval_start.get_or_insert(now);
+        let interval = now.saturating_duration_since(start).as_secs_f64();
+        let mut expected = (self.bw * interval) as u64;
+        if self.extra_acked_delivered <= expected {
+            self.extra_acked_delivered = 0;
+            self.extra_acked_interval_start = Some(now);
+            expected = 0;
+        }
+        self.extra_acked_delivered += rs.newly_acked;
+        let extra = (self.extra_acked_delivered - expected).min(self.cwnd);
+        self.extra_acked = self.extra_acked_filter.update(extra, self.round_count);
+    }
+
+    // ---------------------------------------------------------------- loss signals
+
+    fn note_loss(&mut self) {
+        if !self.loss_in_round {
+            self.loss_round_delivered = self.sampler.delivered();
+            self.save_state_upon_loss();
+        }
+        self.loss_in_round = true;
+    }
+
+    /// §5.5.10.2 IsInflightTooHigh: more than BBRLossThresh of what was in flight was lost.
+    fn is_inflight_too_high(&self, lost: u64, tx_in_flight: u64) -> bool {
+        lost as f64 > tx_in_flight as f64 * self.p.loss_thresh
+    }
+
+    /// §5.5.10.2 BBRInflightAtLoss: the inflight at which the loss rate crossed the threshold,
+    /// interpolated inside the lost packet.
+    fn inflight_at_loss(&self, packet: &SentPacket, lost: u64) -> u64 {
+        let inflight_prev = packet.tx_in_flight.saturating_sub(packet.size) as f64;
+        let lost_prev = lost.saturating_sub(packet.size) as f64;
+        let lost_prefix = ((self.p.loss_thresh * inflight_prev - lost_prev) / (1.0 - self.p.loss_thresh)).max(0.0);
+        (inflight_prev + lost_prefix) as u64
+    }
+
+    /// §5.5.10.2 BBRHandleInflightTooHigh: the probe found the limit; remember it.
+    fn handle_inflight_too_high(&mut self, tx_in_flight: u64, app_limited: bool) {
+        self.prev_probe_too_high = true;
+        self.bw_probe_samples = false;
+        if !app_limited {
+            let floor = (self.target_inflight() as f64 * self.p.beta) as u64;
+            self.inflight_longterm = Some(tx_in_flight.max(floor));
+        }
+        if self.state == BbrState::ProbeBwUp {
+            self.undo_state = Some(BbrState::ProbeBwUp);
+            self.start_probe_bw_down();
+        }
+    }
+
+    /// §5.3.1.3 BBRCheckStartupHighLoss: leave Startup when a round lost more than
+    /// BBRLossThresh in at least BBRStartupFullLossCnt separate ranges.
+    fn check_startup_high_loss(&mut self) {
+        if self.full_bw_reached || self.state != BbrState::Startup {
+            return;
+        }
+        let delivered = self.sampler.delivered() - self.delivered_at_loss_round_start;
+        let sent = delivered + self.lost_bytes_in_round;
+        if self.loss_events_in_round >= self.p.startup_full_loss_count && self.is_inflight_too_high(self.lost_bytes_in_round, sent) {
+            self.undo_state = Some(BbrState::Startup);
+            self.full_bw_reached = true;
+            if self.p.startup_loss_sets_inflight_hi {
+                let bdp = self.bdp_multiple(self.max_bw, 1.0);
+                self.inflight_longterm = Some(bdp.max(self.inflight_latest));
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- Startup and Drain
+
+    /// §5.3.1.2 BBRCheckFullBWReached: bandwidth grew less than 25 % for 3 rounds.
+    fn check_full_bw_reached(&mut self, rs: &RateSample) {
+        if self.full_bw_now || !self.round_start || rs.is_app_limited {
+            return;
+        }
+        if rs.delivery_rate >= self.full_bw * self.p.full_bw_growth {
+            self.reset_full_bw();
+            self.full_bw = rs.delivery_rate;
+            return;
+        }
+        self.full_bw_count += 1;
+        self.full_bw_now = self.full_bw_count >= self.p.full_bw_rounds;
+        if self.full_bw_now {
+            self.full_bw_reached = true;
+        }
+    }
+
+    fn reset_full_bw(&mut self) {
+        self.full_bw = 0.0;
+        self.full_bw_count = 0;
+        self.full_bw_now = false;
+    }
+
+    /// §5.3.1.1 BBRCheckStartupDone.
+    fn check_startup_done(&mut self) {
+        if self.state == BbrState::Startup && self.full_bw_reached {
+            self.ssthresh = Some(self.bdp_multiple(self.max_bw, 1.0));
+            self.drain_start_round = self.round_count;
+            self.set_state(BbrState::Drain);
+        }
+    }
+
+    /// §5.3.2 BBRCheckDrainDone: the Startup queue is gone once inflight ≤ BDP (+ budget).
+    fn check_drain_done(&mut self, now: Instant) {
+        let too_long = self.p.drain_max_rounds.is_some_and(|r| self.round_count > self.drain_start_round + r);
+        if self.state == BbrState::Drain && (self.sampler.inflight() <= self.inflight_for(1.0) || too_long) {
+            self.enter_probe_bw(now);
+        }
+    }
+
+    // ---------------------------------------------------------------- ProbeBW, §5.3.3
+
+    fn enter_probe_bw(&mut self, now: Instant) {
+        self.cycle_stamp = now;
+        self.start_probe_bw_down();
+    }
+
+    fn start_probe_bw_down(&mut self) {
+        self.reset_congestion_signals();
+        self.probe_up_cnt = u64::MAX;
+        self.pick_probe_wait();
+        self.cycle_stamp = self.now;
+        self.ack_phase = AckPhase::ProbeStopping;
+        self.start_round();
+        self.set_state(BbrState::ProbeBwDown);
+    }
+
+    fn start_probe_bw_cruise(&mut self) {
+        self.set_state(BbrState::ProbeBwCruise);
+    }
+
+    fn start_probe_bw_refill(&mut self) {
+        self.reset_short_term_model();
+        self.bw_probe_up_rounds = 0;
+        self.bw_probe_up_acks = 0;
+        self.prev_probe_precautionary = false;
+        self.ack_phase = AckPhase::Refilling;
+        self.start_round();
+        self.set_state(BbrState::ProbeBwRefill);
+    }
+
+    fn start_probe_bw_up(&mut self, rs: &RateSample) {
+        self.ack_phase = AckPhase::ProbeStarting;
+        self.start_round();
+        self.reset_full_bw();
+        self.full_bw = rs.delivery_rate;
+        self.cycle_stamp = self.now;
+        self.set_state(BbrState::ProbeBwUp);
+        self.raise_inflight_longterm_slope();
+    }
+
+    /// Randomised wait before the next probe, 2–3 s, so flows desynchronise (§5.3.3.8.2).
+    fn pick_probe_wait(&mut self) {
+        self.rounds_since_bw_probe = self.next_random() % 2;
+        let fraction = (self.next_random() >> 11) as f64 / (1u64 << 53) as f64;
+        self.bw_probe_wait = Duration::from_secs(2) + Duration::from_secs_f64(fraction);
+    }
+
+    fn next_random(&mut self) -> u64 {
+        // xorshift64*: deterministic, so runs on a virtual clock repeat exactly.
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// §5.3.3.9 UpdateProbeBWCyclePhase.
+    fn update_probe_bw_cycle_phase(&mut self, now: Instant, rs: &RateSample) {
+        if !self.full_bw_reached {
+            return;
+        }
+        if self.adapt_long_term_model(rs) {
+            return;
+        }
+        let state = self.state;
+        match state {
+            BbrState::ProbeBwDown => {
+                if self.is_time_to_probe_bw(now) {
+                    return;
+                }
+                if self.is_time_to_cruise() {
+                    self.start_probe_bw_cruise();
+                }
+            }
+            BbrState::ProbeBwCruise => {
+                self.is_time_to_probe_bw(now);
+            }
+            // After one round of refilling the pipe at gain 1, start probing.
+            BbrState::ProbeBwRefill if self.round_start => {
+                self.bw_probe_samples = true;
+                self.start_probe_bw_up(rs);
+            }
+            BbrState::ProbeBwUp if self.is_time_to_go_down(now, rs) => {
+                self.prev_probe_too_high = false; // no excess loss (yet)
+                self.start_probe_bw_down();
+            }
+            _ => {}
+        }
+    }
+
+    /// §5.3.3.9 AdaptLongTermModel: learn inflight_longterm from the probe's feedback.
+    /// Returns whether it decided a state transition. (Excess loss is handled per lost packet,
+    /// in `on_packet_lost`.)
+    fn adapt_long_term_model(&mut self, rs: &RateSample) -> bool {
+        if self.ack_phase == AckPhase::ProbeStarting && self.round_start {
+            self.ack_phase = AckPhase::ProbeFeedback;
+        }
+        if self.ack_phase == AckPhase::ProbeStopping && self.round_start {
+            // The probe's samples are all in: forget the previous cycle's max.
+            self.bw_probe_samples = false;
+            self.ack_phase = AckPhase::Init;
+            if self.state.is_probe_bw() && !rs.is_app_limited {
+                self.cycle_count += 1;
+            }
+            // Precautionary probing, acceleration: the cautious probe saw no excess loss, so
+            // probe again at once, this time holding inflight_longterm for a round.
+            if self.p.precautionary_probing && self.state.is_probe_bw() && self.prev_probe_precautionary && !self.prev_probe_too_high {
+                self.start_probe_bw_refill();
+                return true;
+            }
+        }
+        if self.is_inflight_too_high(rs.lost, rs.tx_in_flight) {
+            if self.p.ack_path_loss_check && self.bw_probe_samples {
+                self.handle_inflight_too_high(rs.tx_in_flight, rs.is_app_limited);
+            }
+            return false;
+        }
+        let Some(longterm) = self.inflight_longterm else {
+            return false;
+        };
+        if rs.tx_in_flight > longterm {
+            self.inflight_longterm = Some(rs.tx_in_flight);
+        }
+        if self.state == BbrState::ProbeBwUp {
+            self.probe_inflight_longterm_upward(rs);
+        }
+        false
+    }
+
+    /// Grow inflight_longterm while UP finds no excess loss: slowly, then exponentially.
+    fn probe_inflight_longterm_upward(&mut self, rs: &RateSample) {
+        let Some(longterm) = self.inflight_longterm else {
+            return;
+        };
+        if !self.is_cwnd_limited() || self.cwnd < longterm {
+            return;
+        }
+        self.bw_probe_up_acks += rs.newly_acked;
+        if self.bw_probe_up_acks >= self.probe_up_cnt {
+            let delta = self.bw_probe_up_acks / self.probe_up_cnt;
+            self.bw_probe_up_acks -= delta * self.probe_up_cnt;
+            self.inflight_longterm = Some(longterm + delta * self.smss);
+        }
+        if self.round_start {
+            self.raise_inflight_longterm_slope();
+        }
+    }
+
+    /// Each round of UP doubles the growth: +1, 2, 4, … SMSS per cwnd of data acked.
+    fn raise_inflight_longterm_slope(&mut self) {
+        let growth_this_round = 1u64 << self.bw_probe_up_rounds;
+        self.bw_probe_up_rounds = (self.bw_probe_up_rounds + 1).min(30);
+        self.probe_up_cnt = (self.cwnd / growth_this_round).max(self.smss);
+    }
+
+    fn has_elapsed_in_phase(&self, now: Instant, interval: Duration) -> bool {
+        now > self.cycle_stamp + interval
+    }
+
+    /// §5.3.3.8.2 IsTimeToProbeBW: after the random wait, or after as many rounds as Reno
+    /// would need to refill the BDP (capped at 63), whichever is first.
+    fn is_time_to_probe_bw(&mut self, now: Instant) -> bool {
+        let reno_rounds = (self.target_inflight() / self.smss).min(63);
+        if self.has_elapsed_in_phase(now, self.bw_probe_wait) || self.rounds_since_bw_probe >= reno_rounds {
+            self.start_probe_bw_refill();
+            return true;
+        }
+        false
+    }
+
+    /// §5.3.3.9 IsTimeToCruise: DOWN has drained the probe's queue.
+    fn is_time_to_cruise(&self) -> bool {
+        let inflight = self.sampler.inflight();
+        if self.inflight_with_headroom().is_some_and(|cap| inflight > cap) {
+            return false;
+        }
+        inflight <= self.inflight_for(1.0)
+    }
+
+    /// When ProbeBW_UP has found what it can (see [`UpExit`]).
+    fn is_time_to_go_down(&mut self, now: Instant, rs: &RateSample) -> bool {
+        match self.p.up_exit {
+            UpExit::BwPlateau => {
+                // "inflight ≥ inflight_longterm", judged, as Linux does, on the inflight before
+                // this ACK (it freed room that is only refilled after it) and at byte
+                // granularity: no room left for another full packet.
+                let prior_inflight = self.sampler.inflight() + rs.newly_acked;
+                let at_longterm = self.inflight_longterm.is_some_and(|l| prior_inflight + self.smss > l);
+                if self.p.precautionary_probing && self.prev_probe_too_high && at_longterm {
+                    // Precautionary probing, deceleration: the last probe hit excess loss here.
+                    self.prev_probe_precautionary = true;
+                    true
+                } else if self.is_cwnd_limited() && self.inflight_longterm.is_some_and(|l| self.cwnd >= l) {
+                    // Limited by inflight_longterm, not by the path: keep probing.
+                    self.reset_full_bw();
+                    self.full_bw = rs.delivery_rate;
+                    false
+                } else {
+                    self.full_bw_now
+                }
+            }
+            UpExit::InflightAboveTarget => {
+                let min_rtt = self.min_rtt.unwrap_or(Duration::ZERO);
+                self.has_elapsed_in_phase(now, min_rtt) && self.sampler.inflight() > self.inflight_for(self.p.probe_bw_up_pacing_gain)
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- ProbeRTT, §5.3.4
+
+    /// §5.3.4.3 BBRUpdateMinRTT.
+    fn update_min_rtt(&mut self, now: Instant, rs: &RateSample) {
+        self.probe_rtt_expired = now > self.probe_rtt_min_stamp + self.p.probe_rtt_interval;
+        let rtt = rs.rtt;
+        if !rtt.is_zero() && (self.probe_rtt_min_delay.is_none_or(|d| rtt < d) || self.probe_rtt_expired) {
+            self.probe_rtt_min_delay = Some(rtt);
+            self.probe_rtt_min_stamp = now;
+        }
+        let min_rtt_expired = now > self.min_rtt_stamp + self.p.min_rtt_filter_len;
+        if let Some(delay) = self.probe_rtt_min_delay {
+            if self.min_rtt.is_none_or(|m| delay < m) || min_rtt_expired {
+                self.min_rtt = Some(delay);
+                self.min_rtt_stamp = self.probe_rtt_min_stamp;
+            }
+        }
+    }
+
+    /// §5.3.4.3 BBRCheckProbeRTT.
+    fn check_probe_rtt(&mut self, now: Instant, rs: &RateSample) {
+        if self.state != BbrState::ProbeRtt && self.probe_rtt_expired && !self.idle_restart {
+            self.set_state(BbrState::ProbeRtt);
+            self.save_cwnd();
+            self.probe_rtt_done_stamp = None;
+            self.ack_phase = AckPhase::ProbeStopping;
+            self.start_round();
+        }
+        if self.state == BbrState::ProbeRtt {
+            self.handle_probe_rtt(now);
+        }
+        if rs.delivered > 0 {
+            self.idle_restart = false;
+        }
+    }
+
+    /// Hold inflight at the ProbeRTT cwnd for 200 ms and one round, then leave.
+    fn handle_probe_rtt(&mut self, now: Instant) {
+        // The deliberately low inflight must not be taken for the path's bandwidth.
+        self.sampler.mark_app_limited();
+        if self.probe_rtt_done_stamp.is_none() && self.sampler.inflight() <= self.probe_rtt_cwnd() {
+            self.probe_rtt_done_stamp = Some(now + self.p.probe_rtt_duration);
+            self.probe_rtt_round_done = false;
+            self.start_round();
+        } else if self.probe_rtt_done_stamp.is_some() {
+            if self.round_start {
+                self.probe_rtt_round_done = true;
+            }
+            if self.probe_rtt_round_done {
+                self.check_probe_rtt_done(now);
+            }
+        }
+    }
+
+    fn check_probe_rtt_done(&mut self, now: Instant) {
+        if self.probe_rtt_done_stamp.is_some_and(|done| now > done) {
+            // The RTT was just measured with an empty queue: the next ProbeRTT is 5 s away.
+            self.probe_rtt_min_stamp = now;
+            self.restore_cwnd();
+            self.exit_probe_rtt();
+        }
+    }
+
+    fn exit_probe_rtt(&mut self) {
+        self.reset_short_term_model();
+        if self.full_bw_reached {
+            self.start_probe_bw_down();
+            self.start_probe_bw_cruise();
+        } else {
+            self.set_state(BbrState::Startup);
+        }
+    }
+
+    fn probe_rtt_cwnd(&self) -> u64 {
+        self.bdp_multiple(self.bw, self.p.probe_rtt_cwnd_gain).max(self.min_pipe_cwnd())
+    }
+
+    /// §5.4.1 BBRHandleRestartFromIdle.
+    fn handle_restart_from_idle(&mut self, now: Instant) {
+        if self.sampler.inflight() == 0 && self.sampler.is_app_limited() {
+            self.idle_restart = true;
+            self.extra_acked_interval_start = Some(now);
+            if self.state.is_probe_bw() {
+                self.set_pacing_rate_with_gain(1.0);
+            } else if self.state == BbrState::ProbeRtt {
+                self.check_probe_rtt_done(now);
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- control parameters
+
+    fn min_pipe_cwnd(&self) -> u64 {
+        4 * self.smss
+    }
+
+    /// §5.6.4.2 BBRBDPMultiple: gain × bw × min_rtt (the initial window before any RTT).
+    fn bdp_multiple(&self, bw: f64, gain: f64) -> u64 {
+        match self.min_rtt {
+            None => self.initial_cwnd,
+            Some(rtt) => (gain * bw * rtt.as_secs_f64()) as u64,
+        }
+    }
+
+    /// BBRTargetInflight: the BDP, or cwnd if smaller.
+    fn target_inflight(&self) -> u64 {
+        self.bdp_multiple(self.bw, 1.0).min(self.cwnd)
+    }
+
+    /// §5.3.3.9 InflightWithHeadroom: inflight_longterm minus 15 % for other flows.
+    fn inflight_with_headroom(&self) -> Option<u64> {
+        let longterm = self.inflight_longterm?;
+        let headroom = ((self.p.headroom * longterm as f64) as u64).max(self.smss);
+        Some(longterm.saturating_sub(headroom).max(self.min_pipe_cwnd()))
+    }
+
+    /// §5.6.2 BBRSetPacingRate.
+    fn set_pacing_rate(&mut self) {
+        self.set_pacing_rate_with_gain(self.pacing_gain);
+    }
+
+    fn set_pacing_rate_with_gain(&mut self, gain: f64) {
+        let rate = gain * self.bw * (1.0 - self.p.pacing_margin);
+        // Until Startup is over, only raise it: early samples are small and noisy.
+        if rate > 0.0 && (self.full_bw_reached || rate > self.pacing_rate) {
+            self.pacing_rate = rate;
+        }
+    }
+
+    /// §5.6.3 BBRSetSendQuantum: about 1 ms of data, 2 packets to 64 KiB.
+    fn set_send_quantum(&mut self) {
+        let quantum = (self.pacing_rate * 1e-3) as u64;
+        self.send_quantum = quantum.clamp(2 * self.smss, 64 * 1024);
+    }
+
+    /// §5.6.4.2 QuantizationBudget: room for the offload budget (for QUIC, §5.5.8.2, one
+    /// send quantum) and for UP's extra packets.
+    fn quantization_budget(&self, inflight: u64) -> u64 {
+        let mut inflight = inflight.max(self.send_quantum).max(self.min_pipe_cwnd());
+        if self.state == BbrState::ProbeBwUp {
+            inflight += 2 * self.smss;
+        }
+        inflight
+    }
+
+    /// §5.6.4.2 Inflight(gain): the inflight that `gain` × max_bw needs, budget included.
+    fn inflight_for(&self, gain: f64) -> u64 {
+        self.quantization_budget(self.bdp_multiple(self.max_bw, gain))
+    }
+
+    /// §5.6.4.2 UpdateMaxInflight: cwnd target, with room for ACK aggregation.
+    fn max_inflight(&self) -> u64 {
+        self.quantization_budget(self.bdp_multiple(self.bw, self.cwnd_gain) + self.extra_acked)
+    }
+
+    /// §5.6.4.6 BBRSetCwnd.
+    fn set_cwnd(&mut self, rs: &RateSample) {
+        let max_inflight = self.max_inflight();
+        // v2's BBRModulateCwndForRecovery (draft-cardwell-02); v3 has none.
+        let conserving = self.p.packet_conservation && self.recovery_start.is_some();
+        if self.p.packet_conservation && rs.newly_lost > 0 {
+            self.cwnd = self.cwnd.saturating_sub(rs.newly_lost).max(self.min_pipe_cwnd());
+        }
+        if conserving {
+            // Packet conservation for the (one-round) QUIC recovery period.
+            self.cwnd = self.cwnd.max(self.sampler.inflight() + rs.newly_acked);
+        } else if self.full_bw_reached {
+            self.cwnd = (self.cwnd + rs.newly_acked).min(max_inflight);
+        } else if self.cwnd < max_inflight || self.sampler.delivered() < self.initial_cwnd {
+            self.cwnd += rs.newly_acked;
+        }
+        self.cwnd = self.cwnd.max(self.min_pipe_cwnd());
+        // §5.6.4.5 BBRBoundCwndForProbeRTT.
+        if self.state == BbrState::ProbeRtt {
+            self.cwnd = self.cwnd.min(self.probe_rtt_cwnd());
+        }
+        // §5.6.4.7 BBRBoundCwndForModel.
+        let mut cap = match self.state {
+            s if s.is_probe_bw() && s != BbrState::ProbeBwCruise => self.inflight_longterm,
+            BbrState::ProbeRtt | BbrState::ProbeBwCruise => self.inflight_with_headroom(),
+            _ => None,
+        };
+        if let Some(lo) = self.inflight_shortterm {
+            cap = Some(cap.map_or(lo, |c| c.min(lo)));
+        }
+        if let Some(cap) = cap {
+            self.cwnd = self.cwnd.min(cap.max(self.min_pipe_cwnd()));
+        }
+    }
+
+    /// §5.6.4.4 BBRSaveCwnd.
+    fn save_cwnd(&mut self) {
+        self.prior_cwnd = if self.recovery_start.is_none() && self.state != BbrState::ProbeRtt { self.cwnd } else { self.prior_cwnd.max(self.cwnd) };
+    }
+
+    fn restore_cwnd(&mut self) {
+        self.cwnd = self.cwnd.max(self.prior_cwnd);
+    }
+
+    /// The time of the latest event (for trait calls that carry none).
+    pub fn last_event_time(&self) -> Instant {
+        self.now
+    }
+
+    /// Time since creation, for diagnostics.
+    pub fn age(&self) -> Duration {
+        self.now.saturating_duration_since(self.start)
+    }
+}

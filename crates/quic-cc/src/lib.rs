@@ -1,0 +1,27 @@
+//! Our own sans-IO BBR congestion controller for QUIC (noq), in two variants:
+//!
+//! * [`BbrVersion::V3`] — BBRv3 as specified by draft-ietf-ccwg-bbr-06;
+//! * [`BbrVersion::V2`] — the same machinery with the rules of
+//!   draft-cardwell-iccrg-bbr-congestion-control-02 where it differs ([`BbrParams::for_version`]
+//!   lists every difference).
+//!
+//! Pieces, one job each:
+//! * [`delivery_rate`] — per-packet delivery-rate sampling (draft-cheng-iccrg-delivery-rate-estimation);
+//! * `bbr` — the algorithm ([`Bbr`]), all time passed in;
+//! * `controller` — the `noq_proto::congestion::Controller` adapter and [`BbrFactory`];
+//! * `telemetry` — the [`Telemetry`] handle a sampler thread reads: [`BbrSnapshot`] and the
+//!   [`StateChange`] timeline.
+//!
+//! Reading the controller back from a connection:
+//! `conn.congestion_state(path).clone_box().into_any().downcast::<Bbr>()`.
+
+mod bbr;
+mod controller;
+pub mod delivery_rate;
+mod telemetry;
+
+pub use bbr::{Bbr, BbrParams, BbrVersion, UpExit};
+pub use controller::BbrFactory;
+/// The trait side, re-exported so users need not name noq-proto's module path.
+pub use noq_proto::congestion::{Controller, ControllerFactory, ControllerMetrics};
+pub use telemetry::{BbrSnapshot, BbrState, StateChange, Telemetry};

@@ -1,0 +1,314 @@
+//! A deterministic, virtual-clock bottleneck that drives the controller the way noq does.
+//!
+//! One bulk sender (always has data) → drop-tail FIFO at `rate` with `buffer` bytes →
+//! propagation `rtt` → per-packet ACKs back. Optional random loss before the queue. Loss
+//! detection follows RFC 9002 (packet threshold 3, time threshold 9/8 RTT, plus a PTO that
+//! declares everything outstanding lost). Pacing is a token bucket of one send quantum
+//! refilled at the controller's pacing rate. Call order per ACK mirrors noq:
+//! `on_ack` per packet, `on_end_acks`, then `on_packet_lost` per packet and one
+//! `on_congestion_event`.
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use ccbench_quic_cc::{Bbr, BbrFactory, BbrSnapshot, BbrState, BbrVersion, Controller, ControllerFactory, StateChange, Telemetry};
+
+pub const MSS: u64 = 1200;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Link {
+    pub rate_bps: u64,
+    pub rtt: Duration,
+    pub buffer_bytes: u64,
+    pub loss: f64,
+    pub seed: u64,
+}
+
+impl Link {
+    pub fn new(rate_mbps: f64, rtt_ms: u64, buffer_bdp: f64) -> Self {
+        let rate_bps = (rate_mbps * 1e6) as u64;
+        let rtt = Duration::from_millis(rtt_ms);
+        let bdp = rate_bps as f64 / 8.0 * rtt.as_secs_f64();
+        Self { rate_bps, rtt, buffer_bytes: (bdp * buffer_bdp) as u64, loss: 0.0, seed: 1 }
+    }
+    pub fn with_loss(mut self, loss: f64) -> Self {
+        self.loss = loss;
+        self
+    }
+    pub fn bytes_per_sec(&self) -> f64 {
+        self.rate_bps as f64 / 8.0
+    }
+    pub fn bdp(&self) -> f64 {
+        self.bytes_per_sec() * self.rtt.as_secs_f64()
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct InFlight {
+    sent: Duration,
+    size: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Ack {
+    arrive: Duration,
+    pn: u64,
+}
+
+/// One 10 ms sample, as the sampler thread of the real bench takes it.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    pub t: Duration,
+    pub snap: BbrSnapshot,
+}
+
+pub struct Sim {
+    pub link: Link,
+    pub bbr: Bbr,
+    pub telemetry: Telemetry,
+    t0: Instant,
+    pub now: Duration,
+    next_pn: u64,
+    link_free_at: Duration,
+    acks: VecDeque<Ack>,
+    outstanding: BTreeMap<u64, InFlight>,
+    largest_acked: Option<u64>,
+    last_progress: Duration,
+    srtt: Option<Duration>,
+    latest_rtt: Duration,
+    tokens: f64,
+    tokens_at: Duration,
+    rng: u64,
+    /// Drop the next N packets entering the bottleneck (a forced loss burst).
+    pub force_drops: u32,
+    pub samples: Vec<Sample>,
+    next_sample: Duration,
+    /// Snapshot right after each ACK batch that changed the state: the state's first view.
+    pub on_entry: Vec<(Duration, BbrSnapshot)>,
+    pub rtt_samples: Vec<(Duration, Duration)>,
+    pub events: Vec<StateChange>,
+    pub delivered: u64,
+    pub sent_bytes: u64,
+    pub dropped: u64,
+}
+
+impl Sim {
+    pub fn new(version: BbrVersion, link: Link) -> Self {
+        let telemetry = Telemetry::default();
+        let t0 = Instant::now();
+        // Built and read back as the QUIC helper does: factory, then downcast.
+        let controller = BbrFactory::new(version, telemetry.clone()).build(t0, MSS as u16);
+        let bbr = *controller.into_any().downcast::<Bbr>().expect("a Bbr");
+        Self {
+            link,
+            bbr,
+            telemetry,
+            t0,
+            now: Duration::ZERO,
+            next_pn: 0,
+            link_free_at: Duration::ZERO,
+            acks: VecDeque::new(),
+            outstanding: BTreeMap::new(),
+            largest_acked: None,
+            last_progress: Duration::ZERO,
+            srtt: None,
+            latest_rtt: link.rtt,
+            tokens: 0.0,
+            tokens_at: Duration::ZERO,
+            rng: link.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            force_drops: 0,
+            samples: Vec::new(),
+            next_sample: Duration::ZERO,
+            on_entry: Vec::new(),
+            rtt_samples: Vec::new(),
+            events: Vec::new(),
+            delivered: 0,
+            sent_bytes: 0,
+            dropped: 0,
+        }
+    }
+
+    fn at(&self, d: Duration) -> Instant {
+        self.t0 + d
+    }
+
+    fn random(&mut self) -> f64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (self.rng >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn inflight(&self) -> u64 {
+        self.outstanding.values().map(|p| p.size).sum()
+    }
+
+    fn pto(&self) -> Duration {
+        (3 * self.srtt.unwrap_or(self.link.rtt)).max(Duration::from_millis(20))
+    }
+
+    fn refill(&mut self) {
+        let rate = self.bbr.metrics().pacing_rate.unwrap() as f64;
+        let cap = self.bbr.metrics().send_quantum.unwrap() as f64;
+        let dt = (self.now - self.tokens_at).as_secs_f64();
+        self.tokens = (self.tokens + rate * dt).min(cap);
+        self.tokens_at = self.now;
+    }
+
+    /// Send while cwnd and pacing allow; returns when the next send could happen.
+    fn send_what_we_can(&mut self) -> Option<Duration> {
+        loop {
+            if self.inflight() + MSS > self.bbr.window() {
+                Controller::on_cwnd_limited(&mut self.bbr);
+                return None;
+            }
+            self.refill();
+            if self.tokens < MSS as f64 {
+                let rate = self.bbr.metrics().pacing_rate.unwrap() as f64;
+                let wait = (MSS as f64 - self.tokens) / rate;
+                return Some(self.now + Duration::from_secs_f64(wait) + Duration::from_nanos(1));
+            }
+            self.tokens -= MSS as f64;
+            self.send_one();
+        }
+    }
+
+    fn send_one(&mut self) {
+        let pn = self.next_pn;
+        self.next_pn += 1;
+        let now = self.at(self.now);
+        Controller::on_packet_sent(&mut self.bbr, now, MSS as u16, pn);
+        self.outstanding.insert(pn, InFlight { sent: self.now, size: MSS });
+        self.sent_bytes += MSS;
+        if self.force_drops > 0 {
+            self.force_drops -= 1;
+            self.dropped += 1;
+            return;
+        }
+        if self.link.loss > 0.0 && self.random() < self.link.loss {
+            self.dropped += 1;
+            return;
+        }
+        let ser = Duration::from_secs_f64(MSS as f64 * 8.0 / self.link.rate_bps as f64);
+        let queued_time = self.link_free_at.saturating_sub(self.now);
+        let queued_bytes = queued_time.as_secs_f64() * self.link.bytes_per_sec();
+        if queued_bytes + MSS as f64 > self.link.buffer_bytes as f64 {
+            self.dropped += 1; // drop-tail
+            return;
+        }
+        let depart = self.link_free_at.max(self.now) + ser;
+        self.link_free_at = depart;
+        self.acks.push_back(Ack { arrive: depart + self.link.rtt, pn });
+    }
+
+    fn process_acks(&mut self) {
+        let now = self.at(self.now);
+        let mut any = false;
+        while self.acks.front().is_some_and(|a| a.arrive <= self.now) {
+            let ack = self.acks.pop_front().unwrap();
+            let Some(p) = self.outstanding.remove(&ack.pn) else {
+                continue; // already declared lost (spurious loss)
+            };
+            any = true;
+            let rtt = self.now - p.sent;
+            self.latest_rtt = rtt;
+            self.srtt = Some(self.srtt.map_or(rtt, |s| (s * 7 + rtt) / 8));
+            self.rtt_samples.push((self.now, rtt));
+            self.delivered += p.size;
+            self.largest_acked = Some(self.largest_acked.map_or(ack.pn, |l| l.max(ack.pn)));
+            self.bbr.on_packet_acked(now, self.at(p.sent), ack.pn);
+        }
+        if !any {
+            return;
+        }
+        self.last_progress = self.now;
+        let inflight = self.inflight();
+        Controller::on_end_acks(&mut self.bbr, now, inflight, false, self.largest_acked);
+        // RFC 9002 §6.1 loss detection.
+        let largest = self.largest_acked.unwrap();
+        let threshold = self.srtt.unwrap().max(self.latest_rtt) * 9 / 8;
+        let lost: Vec<u64> =
+            self.outstanding.range(..largest).filter(|(pn, p)| **pn + 3 <= largest || p.sent + threshold <= self.now).map(|(pn, _)| *pn).collect();
+        self.declare_lost(&lost);
+    }
+
+    fn declare_lost(&mut self, lost: &[u64]) {
+        if lost.is_empty() {
+            return;
+        }
+        let now = self.at(self.now);
+        let mut last_sent = Duration::ZERO;
+        for pn in lost {
+            let p = self.outstanding.remove(pn).unwrap();
+            last_sent = last_sent.max(p.sent);
+            Controller::on_packet_lost(&mut self.bbr, p.size as u16, *pn, now);
+        }
+        let bytes = lost.len() as u64 * MSS;
+        let sent = self.at(last_sent);
+        Controller::on_congestion_event(&mut self.bbr, now, sent, false, false, bytes, lost[lost.len() - 1]);
+    }
+
+    fn record(&mut self, before: BbrState) {
+        let snap = self.telemetry.snapshot().expect("published at build");
+        if snap.state != before {
+            self.on_entry.push((self.now, snap.clone()));
+        }
+        while self.next_sample <= self.now {
+            self.samples.push(Sample { t: self.next_sample, snap: snap.clone() });
+            self.next_sample += Duration::from_millis(10);
+        }
+        self.events.extend(self.telemetry.take_events());
+    }
+
+    pub fn run_for(&mut self, d: Duration) {
+        let end = self.now + d;
+        while self.now < end {
+            let before = self.bbr.state();
+            self.process_acks();
+            if !self.outstanding.is_empty() && self.now >= self.last_progress + self.pto() {
+                // Probe timeout: everything outstanding is gone.
+                let all: Vec<u64> = self.outstanding.keys().copied().collect();
+                self.declare_lost(&all);
+                self.last_progress = self.now;
+            }
+            let next_send = self.send_what_we_can();
+            self.record(before);
+            let mut next = end.min(self.next_sample);
+            if let Some(a) = self.acks.front() {
+                next = next.min(a.arrive);
+            }
+            if let Some(s) = next_send {
+                next = next.min(s);
+            }
+            if !self.outstanding.is_empty() {
+                next = next.min(self.last_progress + self.pto());
+            }
+            self.now = next.max(self.now + Duration::from_nanos(1)).min(end);
+        }
+    }
+
+    // ------------------------------------------------------------- readings
+
+    pub fn samples_between(&self, from: Duration, to: Duration) -> impl Iterator<Item = &Sample> {
+        self.samples.iter().filter(move |s| s.t >= from && s.t < to)
+    }
+
+    /// Goodput over [from, to) as a share of the link rate.
+    pub fn utilization(&self, from: Duration, to: Duration) -> f64 {
+        let at = |t: Duration| self.samples.iter().take_while(|s| s.t <= t).last().map_or(0, |s| s.snap.delivered_bytes);
+        let bytes = at(to).saturating_sub(at(from)) as f64;
+        bytes / (self.link.bytes_per_sec() * (to - from).as_secs_f64())
+    }
+
+    pub fn rtt_quantile(&self, from: Duration, q: f64) -> Duration {
+        let mut v: Vec<Duration> = self.rtt_samples.iter().filter(|(t, _)| *t >= from).map(|(_, r)| *r).collect();
+        v.sort();
+        v[((v.len() - 1) as f64 * q) as usize]
+    }
+
+    pub fn transitions(&self) -> Vec<(Duration, BbrState, BbrState)> {
+        self.events.iter().map(|e| (e.at - self.t0, e.from, e.to)).collect()
+    }
+}
