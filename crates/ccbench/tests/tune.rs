@@ -278,7 +278,8 @@ fn refusals_exit_2_and_change_nothing() {
     let before = sb.snapshot();
     let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").expect("available");
     let allowed = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control").expect("allowed");
-    let mut cases: Vec<(Vec<String>, String)> = vec![(vec!["--cc".into(), "nosuchcc".into(), "--apply".into()], format!("{}", available.split_whitespace().collect::<Vec<_>>().join(" ")))];
+    let mut cases: Vec<(Vec<String>, String)> =
+        vec![(vec!["--cc".into(), "nosuchcc".into(), "--apply".into()], available.split_whitespace().collect::<Vec<_>>().join(" "))];
     // Available but not allowed: the kernel would answer EPERM in a namespace (absent on hosts
     // that allow every algorithm).
     if let Some(restricted) = available.split_whitespace().find(|a| !allowed.split_whitespace().any(|b| b == *a)) {
@@ -296,6 +297,26 @@ fn refusals_exit_2_and_change_nothing() {
     let nobody = sb.run(&["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", BIN], &["tune", "--apply"]);
     assert_eq!(nobody.status.code(), Some(2), "{nobody:?}");
     assert!(String::from_utf8_lossy(&nobody.stderr).contains("needs root"), "{nobody:?}");
+    assert!(diff(&before, &sb.snapshot()).is_empty(), "{}", diff(&before, &sb.snapshot()).join("\n"));
+    assert_eq!(host_state(), host, "the host changed");
+}
+
+/// An apply that fails half-way (here: /etc/sysctl.d is read-only) undoes itself: no backup,
+/// no file, no changed value is left behind.
+#[test]
+fn failed_apply_leaves_nothing_behind() {
+    if !have_root_and(&["unshare", "nsenter", "mount", "tc"]) {
+        return;
+    }
+    let host = host_state();
+    let sb = Sandbox::new();
+    ok(&sb.run(&["mount"], &["-o", "remount,ro", "/etc/sysctl.d"]), "remount read-only");
+    let before = sb.snapshot();
+    let alt = other_allowed(&sb);
+    let o = sb.ccbench(&["tune", "--cc", &alt, "--apply"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("the apply failed and was undone") && err.contains("90-ccbench.conf"), "{err}");
     assert!(diff(&before, &sb.snapshot()).is_empty(), "{}", diff(&before, &sb.snapshot()).join("\n"));
     assert_eq!(host_state(), host, "the host changed");
 }

@@ -146,12 +146,11 @@ impl Backup {
         let mut done = Vec::new();
         let path = &self.file.path;
         match previous {
-            Some(bytes) => {
-                if std::fs::read(path).ok().as_deref() != Some(bytes) || file_mode(path) != self.file.mode {
-                    write_atomic(path, bytes, self.file.mode.unwrap_or(0o644))?;
-                    done.push(format!("restored {} ({} bytes)", path.display(), bytes.len()));
-                }
+            Some(bytes) if std::fs::read(path).ok().as_deref() != Some(bytes) || file_mode(path) != self.file.mode => {
+                write_atomic(path, bytes, self.file.mode.unwrap_or(0o644))?;
+                done.push(format!("restored {} ({} bytes)", path.display(), bytes.len()));
             }
+            Some(_) => {}
             None if path.exists() => {
                 std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
                 done.push(format!("removed {} (it did not exist before)", path.display()));

@@ -40,9 +40,7 @@ pub fn gather() -> io::Result<Facts> {
         cc_now,
         qdisc_now,
         fq: fq_support(),
-        builtin_cc: kernel_config().and_then(|c| {
-            c.lines().find_map(|l| l.strip_prefix("CONFIG_DEFAULT_TCP_CONG=")).map(|v| v.trim_matches('"').to_string())
-        }),
+        builtin_cc: kernel_config().and_then(|c| c.lines().find_map(|l| l.strip_prefix("CONFIG_DEFAULT_TCP_CONG=")).map(|v| v.trim_matches('"').to_string())),
     })
 }
 

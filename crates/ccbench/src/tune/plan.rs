@@ -116,8 +116,7 @@ pub fn plan(f: &Facts, cc: &str) -> Result<Plan, UsageError> {
         ));
     }
     let loads = if f.available.iter().any(|a| a == cc) { "" } else { " (the kernel loads its module on the first write)" };
-    let cc_setting =
-        Setting { key: CC_KEY, now: Some(f.cc_now.clone()), want: Some(cc.to_string()), why: format!("the algorithm new TCP sockets get{loads}") };
+    let cc_setting = Setting { key: CC_KEY, now: Some(f.cc_now.clone()), want: Some(cc.to_string()), why: format!("the algorithm new TCP sockets get{loads}") };
     let qdisc = qdisc_setting(f, cc);
     let mut backup_keys = vec![CC_KEY];
     // In the initial namespace a new default joins the host-wide allowed list; restore it too.

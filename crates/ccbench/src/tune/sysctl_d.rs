@@ -122,8 +122,10 @@ mod tests {
             (PathBuf::from("/usr/lib/sysctl.d"), vec!["50-a.conf".to_string(), "99-z.conf".into(), "10-b.conf".into()]),
         ];
         let got = order(&listings);
-        let want: Vec<PathBuf> =
-            ["/usr/lib/sysctl.d/10-b.conf", "/etc/sysctl.d/50-a.conf", "/etc/sysctl.d/90-ccbench.conf", "/usr/lib/sysctl.d/99-z.conf"].iter().map(PathBuf::from).collect();
+        let want: Vec<PathBuf> = ["/usr/lib/sysctl.d/10-b.conf", "/etc/sysctl.d/50-a.conf", "/etc/sysctl.d/90-ccbench.conf", "/usr/lib/sysctl.d/99-z.conf"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
         assert_eq!(got, want);
     }
 
