@@ -50,9 +50,14 @@ pub fn run(args: TuneArgs) -> anyhow::Result<i32> {
     if cc.is_empty() || cc.len() >= 16 || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
         return Err(UsageError::new("--cc", cc, "an algorithm name such as bbr or cubic").into());
     }
-    if args.apply {
-        require_root("--apply")?;
-    }
+    // Held from reading the facts to the last write.
+    let _lock = match args.apply {
+        true => {
+            require_root("--apply")?;
+            Some(lock_sysctl_dir()?)
+        }
+        false => None,
+    };
     let facts = facts::gather().context("reading net.ipv4.tcp_congestion_control")?;
     let plan = plan::plan(&facts, cc)?;
     let boot = sysctl_d::boot_assignments(None);
@@ -149,6 +154,20 @@ fn print_overrides(plan: &Plan) {
     }
 }
 
+/// Holds an exclusive lock on /etc/sysctl.d's directory for as long as it lives, so that two
+/// tune processes cannot interleave their backups and writes. Locking the directory itself
+/// leaves no lock file behind.
+fn lock_sysctl_dir() -> anyhow::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let dir = Path::new(SYSCTL_FILE).parent().unwrap_or(Path::new("/"));
+    let f = std::fs::File::open(dir).with_context(|| format!("opening {}", dir.display()))?;
+    // SAFETY: flock on a descriptor we own; released when the file is closed.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(std::io::Error::last_os_error()).with_context(|| format!("locking {}", dir.display()));
+    }
+    Ok(f)
+}
+
 fn apply(plan: &Plan, cc: &str) -> anyhow::Result<i32> {
     println!();
     let state = Path::new(STATE_DIR);
@@ -203,6 +222,7 @@ fn apply(plan: &Plan, cc: &str) -> anyhow::Result<i32> {
 
 fn revert() -> anyhow::Result<i32> {
     require_root("--revert")?;
+    let _lock = lock_sysctl_dir()?;
     let state = Path::new(STATE_DIR);
     let Some(backup) = Backup::load(state)? else {
         return Err(precondition(format!("nothing to revert: no backup in {STATE_DIR} (`ccbench tune --apply` makes one)")).into());
