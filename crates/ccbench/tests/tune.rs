@@ -45,6 +45,8 @@ struct Sandbox {
 
 impl Sandbox {
     fn new() -> Sandbox {
+        // The tmpfs needs a mount point, and creating one would change the host.
+        assert!(Path::new("/etc/sysctl.d").is_dir(), "/etc/sysctl.d is missing (the procps package creates it)");
         let script = "mount -t tmpfs ccbench-test /etc/sysctl.d && mount -t tmpfs ccbench-test /var/lib && echo ready && exec sleep 600";
         let mut holder = Command::new("unshare")
             .args(["--net", "--mount", "--propagation", "private", "sh", "-c", script])
