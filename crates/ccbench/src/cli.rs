@@ -45,6 +45,9 @@ pub enum Command {
     Compare(crate::compare_cmd::CompareArgs),
     /// Show what this host can do: root, TUN, namespaces, algorithms, qdiscs.
     Doctor,
+    /// Show, apply (--apply) or revert (--revert) this host's default congestion control and,
+    /// where it matters and the kernel has it, the fq qdisc. A dry run unless --apply.
+    Tune(crate::tune::TuneArgs),
     /// Measure ccbench itself on this machine.
     #[command(subcommand)]
     Bench(BenchWhat),

@@ -16,7 +16,7 @@ fn check(ok: bool, what: impl Into<String>, meaning: impl Into<String>) -> Check
 
 /// Tries a qdisc inside a throwaway namespace of our own: the only honest test of whether the
 /// kernel has it (module files can be absent while it is built in, and vice versa).
-fn qdisc_works(ns: &Netns, qdisc: &str) -> bool {
+pub(crate) fn qdisc_works(ns: &Netns, qdisc: &str) -> bool {
     let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(ns));
     let mut cmd = Command::new("tc");
     cmd.args(["qdisc", "replace", "dev", "lo", "root"]).args(qdisc.split_whitespace()).stdout(Stdio::null()).stderr(Stdio::null());

@@ -12,6 +12,7 @@ mod progress;
 mod run;
 mod spec;
 mod sweep;
+mod tune;
 mod values;
 
 use ccbench::error::UsageError;
@@ -68,6 +69,7 @@ fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
         }
         cli::Command::Compare(args) => compare_cmd::run(args),
         cli::Command::Doctor => Ok(doctor::run()),
+        cli::Command::Tune(args) => tune::run(args),
         cli::Command::Presets => Ok(presets::list()),
         cli::Command::Bench(cli::BenchWhat::Emulator(args)) => bench::run(&args),
         cli::Command::Trace(kind) => {
