@@ -76,6 +76,7 @@ fn workload(cc: &str, seconds: f64) -> BulkSpec {
         port: 5201,
         sample_interval_us: 10_000,
         timeout_s: seconds + 30.0,
+        quic_receiver_cc: None,
     }
 }
 

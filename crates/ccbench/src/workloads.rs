@@ -195,6 +195,14 @@ impl WorkloadResult {
         }
     }
 
+    /// What the reader must know about the flows (two QUIC ends on different algorithms).
+    pub fn warnings(&self) -> Vec<String> {
+        match self {
+            WorkloadResult::Bulk(b) => b.flows.iter().filter_map(|f| f.warning.as_ref().map(|w| format!("flow {}: {w}", f.id))).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     pub fn first_error(&self) -> Option<String> {
         match self {
             WorkloadResult::Bulk(b) => b.flows.iter().find_map(|f| f.error.clone()),

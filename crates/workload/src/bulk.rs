@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::CHUNK;
 use crate::sampler::Sampler;
+use crate::transport::{transport_of, Transport};
 use crate::{net, Direction, RunContext, Side, SocketId, Workload, WorkloadError};
 
 /// How often blocked socket calls come back to look at the clock and the stop flag.
@@ -49,6 +50,11 @@ pub struct BulkSpec {
     pub sample_interval_us: u64,
     /// A byte-count transfer that has not completed by then is stopped and marked incomplete.
     pub timeout_s: f64,
+    /// QUIC only, for provoking scenario 5's mix-up on purpose: the algorithm (after `quic:`) of
+    /// the *receiving* endpoint, when it should differ from the sender's. The result then
+    /// carries a warning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic_receiver_cc: Option<String>,
 }
 
 impl BulkSpec {
@@ -77,8 +83,17 @@ pub struct FlowResult {
     /// When this flow started sending, seconds after the first flow.
     #[serde(default)]
     pub start_s: f64,
-    /// `TCP_CONGESTION` read back from the sending socket before any data was sent.
+    /// `TCP_CONGESTION` read back from the sending socket before any data was sent (for QUIC,
+    /// the sending connection's controller, as `quic:NAME`).
     pub cc_read_back: String,
+    #[serde(default)]
+    pub transport: Transport,
+    /// QUIC: the receiving connection's controller, read back the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc_receiver: Option<String>,
+    /// Something the reader must know about this flow (the two QUIC ends ran different algorithms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
     pub client_port: u16,
     /// Bytes counted at the receiver (within the window for timed transfers).
     pub bytes_received: u64,
@@ -126,6 +141,13 @@ impl Workload for BulkSpec {
 /// start of the transfer to the end of the duration, or until the last file arrived (or the
 /// timeout).
 fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, WorkloadError> {
+    let transports: Vec<Transport> = spec.plan().iter().map(|f| transport_of(&f.cc)).collect();
+    if transports.iter().all(|t| *t == Transport::Quic) {
+        return crate::quic::run_quic_bulk(spec, run);
+    }
+    if transports.contains(&Transport::Quic) {
+        return Err(WorkloadError::Setup("a mix of QUIC and TCP flows in one run is not supported yet".into()));
+    }
     let (epoch, stop, hook) = (run.epoch, run.stop, run.hook);
     let flows = connect_flows(run, spec)?;
     let sampler = Sampler::new(run.series);
@@ -225,6 +247,9 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
             cc_requested: flow.plan.cc.clone(),
             start_s: flow.plan.start_s,
             cc_read_back: flow.cc_read_back,
+            transport: Transport::Tcp,
+            cc_receiver: None,
+            warning: None,
             client_port: flow.client_port,
             bytes_received: got.bytes,
             goodput_bps,
@@ -273,7 +298,7 @@ fn connect_flows(run: &RunContext<'_>, spec: &BulkSpec) -> Result<Vec<Flow>, Wor
 
 /// All flows' bytes over the time from the first flow's start until the window closed (timed)
 /// or the last byte arrived (byte counts): what the bottleneck delivered in total.
-fn aggregate_goodput(flows: &[FlowResult], amount: Amount, elapsed_s: f64) -> f64 {
+pub(crate) fn aggregate_goodput(flows: &[FlowResult], amount: Amount, elapsed_s: f64) -> f64 {
     let bytes: u64 = flows.iter().map(|f| f.bytes_received).sum();
     let span = match amount {
         Amount::Seconds(_) => elapsed_s,
