@@ -141,7 +141,8 @@ impl TcpRow {
             min_rtt_us: q.min_rtt_us,
             rttvar_us: q.rttvar_us,
             cwnd: packets(q.cwnd_bytes),
-            ssthresh: q.ssthresh_bytes.map_or(0x7fff_ffff, packets),
+            // TCP's "not yet set" where the controller has none or an unbounded one.
+            ssthresh: q.ssthresh_bytes.map_or(0x7fff_ffff, packets).min(0x7fff_ffff),
             pacing_rate_bps: q.pacing_rate_bps,
             delivery_rate_bps: q.delivery_rate_bps,
             bytes_acked: q.bytes_acked,

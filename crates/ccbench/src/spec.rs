@@ -156,10 +156,6 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
             for (cc, _) in &groups {
                 check_available("--flows", cc, available)?;
             }
-            let quic = groups.iter().filter(|(cc, _)| ccbench_workload::transport_of(cc) == ccbench_workload::Transport::Quic).count();
-            if quic > 0 && quic < groups.len() {
-                return Err(UsageError::new("--flows", &label, "QUIC and kernel TCP flows in one mix are not supported yet: a mix of quic:* flows, or of TCP flows"));
-            }
             let stagger_s = o.stagger.unwrap_or_default().0 as f64 / 1e9;
             let ccs = groups.iter().flat_map(|(cc, n)| std::iter::repeat_n(cc, *n as usize));
             let flows = ccs.enumerate().map(|(i, cc)| MixFlow { cc: cc.clone(), start_s: stagger_s * i as f64 }).collect();

@@ -111,6 +111,19 @@ impl WorkloadSpec {
         })
     }
 
+    /// As [`WorkloadSpec::describe`], naming the transports the algorithms `ccs` run over
+    /// (`bulk QUIC`, `bulk TCP and QUIC`) where the workload alone cannot tell.
+    pub fn describe_for(&self, ccs: &[String]) -> String {
+        let quic = ccs.iter().any(|c| c.contains("quic:"));
+        let tcp = ccs.iter().any(|c| c.split(',').any(|f| !f.starts_with("quic:")));
+        let text = self.describe();
+        match (tcp, quic) {
+            (false, true) => text.replacen("bulk TCP", "bulk QUIC", 1),
+            (true, true) => text.replacen("bulk TCP", "bulk TCP and QUIC", 1),
+            _ => text,
+        }
+    }
+
     pub fn describe(&self) -> String {
         use crate::units::fmt_bytes;
         match self {

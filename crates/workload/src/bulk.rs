@@ -4,7 +4,7 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddrV4, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use ccbench_probe::TcpInfo;
@@ -143,13 +143,23 @@ impl Workload for BulkSpec {
 fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, WorkloadError> {
     let transports: Vec<Transport> = spec.plan().iter().map(|f| transport_of(&f.cc)).collect();
     if transports.iter().all(|t| *t == Transport::Quic) {
-        return crate::quic::run_quic_bulk(spec, run);
+        crate::quic::run_quic_bulk(spec, run, None)
+    } else if transports.contains(&Transport::Quic) {
+        crate::mixed::run_mixed_bulk(spec, run)
+    } else {
+        run_tcp_bulk(spec, run, None)
     }
-    if transports.contains(&Transport::Quic) {
-        return Err(WorkloadError::Setup("a mix of QUIC and TCP flows in one run is not supported yet".into()));
-    }
+}
+
+/// The kernel TCP flows of `spec`. With `sync`, waits there once the connections are set up
+/// (or failed), so that another runner's flows start at the same instant.
+pub(crate) fn run_tcp_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<&Barrier>) -> Result<BulkResult, WorkloadError> {
     let (epoch, stop, hook) = (run.epoch, run.stop, run.hook);
-    let flows = connect_flows(run, spec)?;
+    let flows = connect_flows(run, spec);
+    if let Some(b) = sync {
+        b.wait();
+    }
+    let flows = flows?;
     let sampler = Sampler::new(run.series);
     for flow in &flows {
         sampler.register(SocketId::Flow(flow.id), flow.sender.as_ref());

@@ -28,6 +28,7 @@ mod common;
 mod harness;
 mod net;
 mod objects;
+mod mixed;
 mod page;
 mod quic;
 mod sampler;

@@ -5,7 +5,7 @@
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use noq::{Connection, Endpoint, PathId, VarInt};
@@ -42,10 +42,19 @@ struct Received {
 }
 
 /// Runs `spec`, whose flows are all QUIC, between the two ends of `run`.
-pub(crate) fn run_quic_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, WorkloadError> {
+/// With `sync`, waits there once the connections are set up (or failed), so that another
+/// runner's flows start at the same instant.
+pub(crate) fn run_quic_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<&Barrier>) -> Result<BulkResult, WorkloadError> {
     let plan = spec.plan();
-    let rt = multi_thread_runtime()?;
-    let (server, conns) = rt.block_on(connect(spec, run, &plan))?;
+    let rt = multi_thread_runtime();
+    let connected = match &rt {
+        Ok(rt) => rt.block_on(connect(spec, run, &plan)),
+        Err(e) => Err(WorkloadError::Setup(e.to_string())),
+    };
+    if let Some(b) = sync {
+        b.wait();
+    }
+    let (rt, (server, conns)) = (rt?, connected?);
     let sender_side = spec.direction.sender();
     let (epoch, stop, hook) = (run.epoch, run.stop, run.hook);
 
@@ -267,7 +276,7 @@ fn sample(conn: &Conn, t_us: u64, last: &mut (Instant, u64)) -> QuicSample {
         ssthresh_bytes: metrics.as_ref().and_then(|m| m.ssthresh),
         mtu: stats.current_mtu,
         bytes_in_flight: p.in_flight,
-        pacing_rate_bps: metrics.as_ref().and_then(|m| m.pacing_rate).map(|r| r.saturating_mul(8)),
+        pacing_rate_bps: metrics.as_ref().and_then(|m| m.pacing_rate).map(|r| r.saturating_mul(8)).or_else(|| window_pacing_bps(stats.cwnd, p.smoothed_rtt)),
         delivery_rate_bps,
         bytes_acked: p.acked_bytes,
         bytes_sent: stats.sent_bytes,
@@ -278,6 +287,12 @@ fn sample(conn: &Conn, t_us: u64, last: &mut (Instant, u64)) -> QuicSample {
         app_limited: p.app_limited,
         bbr: None,
     }
+}
+
+/// The rate noq's pacer derives from the window when the controller reports none (CUBIC,
+/// NewReno): 5/4 of a window per smoothed RTT (noq-proto `connection/pacing.rs`).
+fn window_pacing_bps(cwnd: u64, srtt: Duration) -> Option<u64> {
+    (srtt > Duration::ZERO).then(|| (cwnd as f64 * 8.0 * 1.25 / srtt.as_secs_f64()) as u64)
 }
 
 async fn send_flow(conn: &Connection, id: u32, amount: Amount, deadline: Instant, stopping: &AtomicBool) -> Result<(), String> {
