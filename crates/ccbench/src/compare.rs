@@ -616,6 +616,7 @@ mod tests {
             completed: true,
             completion_time_s: None,
             final_tcp_info: Some(info),
+            final_quic: None,
             error: None,
         };
         RunRecord {

@@ -216,6 +216,14 @@ impl WorkloadResult {
         }
     }
 
+    /// The QUIC sending connections' last samples (one per connection).
+    pub fn final_quic(&self) -> Vec<&ccbench_workload::QuicSample> {
+        match self {
+            WorkloadResult::Bulk(b) => b.flows.iter().filter_map(|f| f.final_quic.as_ref()).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     pub fn first_error(&self) -> Option<String> {
         match self {
             WorkloadResult::Bulk(b) => b.flows.iter().find_map(|f| f.error.clone()),

@@ -183,6 +183,7 @@ fn simulate(dir: &Path, index: u32, flows: &[FlowModel], rate_bps: f64, duration
                 completed: true,
                 completion_time_s: None,
                 final_tcp_info: None,
+                final_quic: None,
                 error: None,
             })
             .collect(),

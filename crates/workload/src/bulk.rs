@@ -104,6 +104,10 @@ pub struct FlowResult {
     /// The sender's `TCP_INFO` at the end of the transfer. (Its samples, and the receiver's
     /// goodput points, went to the run's `SeriesSink` under this flow's `id`.)
     pub final_tcp_info: Option<TcpInfo>,
+    /// QUIC: the sending connection's last sample (on the first flow of each connection only,
+    /// so that sums over flows count each connection once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_quic: Option<crate::QuicSample>,
     pub error: Option<String>,
 }
 
@@ -266,6 +270,7 @@ pub(crate) fn run_tcp_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<&
             completed,
             completion_time_s: got.completion_s,
             final_tcp_info: sampled.remove(&SocketId::Flow(flow.id)).flatten(),
+            final_quic: None,
             error: sent.err().or(got.error),
         });
     }

@@ -164,6 +164,7 @@ pub(crate) fn run_quic_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<
     if let Amount::Bytes(_) = spec.amount {
         hook.close(start + Duration::from_secs_f64(elapsed_s));
     }
+    let finals: Vec<QuicSample> = conns.iter().zip(last.iter_mut()).map(|(conn, last)| sample(conn, micros_since(epoch), last)).collect();
     for conn in &conns {
         conn.sender.close(VarInt::from_u32(0), b"done");
     }
@@ -199,6 +200,7 @@ pub(crate) fn run_quic_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<
             completed,
             completion_time_s: got.completion_s,
             final_tcp_info: None,
+            final_quic: conns.iter().zip(&finals).find(|(c, _)| c.flows[0] == id as u32).map(|(_, s)| s.clone()),
             error: send_error.or(got.error),
         });
     }
