@@ -227,7 +227,8 @@ pub fn run_transports(args: &crate::cli::BenchTransportsArgs) -> anyhow::Result<
             Err(_) => false,
         };
         if !known {
-            let names: Vec<String> = available.iter().map(|a| format!("tcp:{a}")).chain(ccbench_workload::QUIC_ALGORITHMS.iter().map(|a| format!("quic:{a}"))).collect();
+            let names: Vec<String> =
+                available.iter().map(|a| format!("tcp:{a}")).chain(ccbench_workload::QUIC_ALGORITHMS.iter().map(|a| format!("quic:{a}"))).collect();
             return Err(UsageError::new("--cc", cc, format!("algorithms available on this host: {}", names.join(", "))).into());
         }
     }

@@ -139,7 +139,8 @@ pub fn execute(plan: &Plan, out: &Path, stop: &AtomicBool, observer: &mut dyn Ob
     if plan.ccs.iter().any(|cc| cc.contains("quic:")) {
         provenance.quic_stack = Some(ccbench_workload::QUIC_STACK.to_string());
     }
-    provenance.controller_mismatches = records.iter().flat_map(|r| r.workload.iter().flat_map(|w| w.warnings()).map(move |w| format!("run {}: {w}", r.index + 1))).collect();
+    provenance.controller_mismatches =
+        records.iter().flat_map(|r| r.workload.iter().flat_map(|w| w.warnings()).map(move |w| format!("run {}: {w}", r.index + 1))).collect();
     let (summary, comparisons) = analyse(&plan.ccs, &records, plan.seed, alpha);
     let rtt_comparisons = compare_rtt(&plan.ccs, &records, plan.seed, alpha);
     ExperimentResult {

@@ -502,6 +502,31 @@ mod tests {
     }
 
     #[test]
+    fn a_quic_sample_takes_tcp_names_in_tcp_units() {
+        let q = ccbench_workload::QuicSample {
+            t_us: 7,
+            rtt_us: 8_800,
+            min_rtt_us: 6_100,
+            latest_rtt_us: 9_000,
+            rttvar_us: 400,
+            cwnd_bytes: 145_200,
+            ssthresh_bytes: Some(u64::MAX),
+            mtu: 1452,
+            bytes_in_flight: 14_520,
+            pacing_rate_bps: Some(70_000_000),
+            packets_lost: 3,
+            packets_sent: 1000,
+            ..Default::default()
+        };
+        let r = TcpRow::of_quic(SocketId::Flow(2), &q);
+        assert_eq!((r.socket.as_str(), r.rtt_us, r.min_rtt_us, r.cwnd, r.unacked), ("flow-2", 8_800, 6_100, 100, 10));
+        assert_eq!(r.ssthresh, 0x7fff_ffff, "an unbounded ssthresh reads as TCP's unset");
+        assert_eq!((r.lost, r.total_retrans, r.segs_out), (3, 3, 1000));
+        assert_eq!((r.latest_rtt_us, r.cwnd_bytes, r.bytes_in_flight), (Some(9_000), Some(145_200), Some(14_520)));
+        assert_eq!(r.bbr_mode, None);
+    }
+
+    #[test]
     fn received_at_is_the_last_point_at_or_before_each_instant() {
         let base = temp_dir("received");
         let series = RunSeries::create(&base, "s").unwrap();

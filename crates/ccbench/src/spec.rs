@@ -71,7 +71,11 @@ fn check_available(flag: &str, cc: &str, available: &[String]) -> Result<(), Usa
         return Ok(());
     }
     let names: Vec<String> = available.iter().map(|a| format!("tcp:{a}")).chain(QUIC_ALGORITHMS.iter().map(|a| format!("quic:{a}"))).collect();
-    Err(UsageError::new(flag, cc, format!("an algorithm available or loadable on this host: {} (a plain name is kernel TCP; see ccbench doctor)", names.join(", "))))
+    Err(UsageError::new(
+        flag,
+        cc,
+        format!("an algorithm available or loadable on this host: {} (a plain name is kernel TCP; see ccbench doctor)", names.join(", ")),
+    ))
 }
 
 /// Refuses the flags that belong to another workload than the one run, naming those they
@@ -196,7 +200,11 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
             for cc in ccs.names() {
                 check_available("--cc", cc, available)?;
                 if !transfer && ccbench_workload::transport_of(cc) == ccbench_workload::Transport::Quic {
-                    return Err(UsageError::new("--cc", cc, "QUIC algorithms only with --workload bulk or file for now (objects and page run over kernel TCP)"));
+                    return Err(UsageError::new(
+                        "--cc",
+                        cc,
+                        "QUIC algorithms only with --workload bulk or file for now (objects and page run over kernel TCP)",
+                    ));
                 }
             }
             let algorithms = algorithms(ccs.names(), runs, o.max_runs.unwrap_or_default())?;
@@ -214,7 +222,17 @@ impl From<RunSpec> for Plan {
         let RunSpec { contest, path, seed, sample_interval_us, timeout_s } = spec;
         let cc = String::new(); // set per run by the experiment
         let bulk = |flows: u32, amount, direction, mix| {
-            WorkloadSpec::Bulk(BulkSpec { flows, direction, amount, cc: cc.clone(), mix, port: WORKLOAD_PORT, sample_interval_us, timeout_s, quic_receiver_cc: None })
+            WorkloadSpec::Bulk(BulkSpec {
+                flows,
+                direction,
+                amount,
+                cc: cc.clone(),
+                mix,
+                port: WORKLOAD_PORT,
+                sample_interval_us,
+                timeout_s,
+                quic_receiver_cc: None,
+            })
         };
         let (ccs, runs, workload) = match contest {
             Contest::Mix { flows, label, amount, direction, runs } => (vec![label], Runs::Fixed(runs), bulk(flows.len() as u32, amount, direction, flows)),

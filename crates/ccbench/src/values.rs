@@ -701,7 +701,9 @@ impl FromStr for CcList {
                 return expected("a comma-separated list of algorithms such as bbr,cubic");
             }
             // `bbr` and `tcp:bbr` are the same algorithm.
-            let same = |c: &String| c == cc || ccbench_workload::kernel_name(c) == ccbench_workload::kernel_name(cc) && !cc.starts_with("quic:") && !c.starts_with("quic:");
+            let same = |c: &String| {
+                c == cc || ccbench_workload::kernel_name(c) == ccbench_workload::kernel_name(cc) && !cc.starts_with("quic:") && !c.starts_with("quic:")
+            };
             if ccs.iter().any(same) {
                 return expected("each algorithm once");
             }
@@ -1046,7 +1048,10 @@ mod tests {
         assert_eq!("quic:cubic".parse::<CcList>().unwrap().names(), ["quic:cubic"], "a QUIC name differs from the kernel's");
         assert_eq!(
             "quic:bbr3:1,tcp:cubic:1,quic:cubic".parse(),
-            Ok(FlowsSpec::Mix { groups: vec![("quic:bbr3".into(), 1), ("tcp:cubic".into(), 1), ("quic:cubic".into(), 1)], label: "quic:bbr3:1,tcp:cubic:1,quic:cubic".into() })
+            Ok(FlowsSpec::Mix {
+                groups: vec![("quic:bbr3".into(), 1), ("tcp:cubic".into(), 1), ("quic:cubic".into(), 1)],
+                label: "quic:bbr3:1,tcp:cubic:1,quic:cubic".into()
+            })
         );
         assert_eq!(refused::<CcList>("bbr,bbr"), "each algorithm once");
         assert_eq!(refused::<CcList>(","), "a comma-separated list of algorithms such as bbr,cubic");

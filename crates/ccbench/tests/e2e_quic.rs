@@ -122,7 +122,10 @@ fn quic_bbr_keeps_rtt_under_half_of_quic_cubic_in_a_deep_buffer() {
     if !have_root() {
         return;
     }
-    let (v, _, _) = run(&["--cc", "quic:bbr3,quic:cubic", "--rate", "70mbit", "--rtt", "6ms", "--buffer", "8bdp", "--duration", "4s", "--runs", "4", "--seed", "2"], "deep");
+    let (v, _, _) = run(
+        &["--cc", "quic:bbr3,quic:cubic", "--rate", "70mbit", "--rtt", "6ms", "--buffer", "8bdp", "--duration", "4s", "--runs", "4", "--seed", "2"],
+        "deep",
+    );
     let bbr = median(&v, "quic:bbr3", |m| m["sender_rtt_p50_ms"].as_f64().unwrap());
     let cubic = median(&v, "quic:cubic", |m| m["sender_rtt_p50_ms"].as_f64().unwrap());
     eprintln!("median RTT: quic:bbr3 {bbr:.1} ms, quic:cubic {cubic:.1} ms");
@@ -143,8 +146,10 @@ fn quic_bbr_outruns_quic_cubic_under_one_percent_loss() {
     if !have_root() {
         return;
     }
-    let (v, _, _) =
-        run(&["--cc", "quic:bbr3,quic:cubic", "--rate", "50mbit", "--rtt", "20ms", "--loss-down", "1%", "--duration", "4s", "--runs", "4", "--seed", "3"], "loss");
+    let (v, _, _) = run(
+        &["--cc", "quic:bbr3,quic:cubic", "--rate", "50mbit", "--rtt", "20ms", "--loss-down", "1%", "--duration", "4s", "--runs", "4", "--seed", "3"],
+        "loss",
+    );
     let g = |cc| median(&v, cc, |m| m["goodput_bps"].as_f64().unwrap());
     let (bbr, cubic) = (g("quic:bbr3"), g("quic:cubic"));
     eprintln!("1 % loss: quic:bbr3 {:.1} Mbit/s, quic:cubic {:.1} Mbit/s", bbr / 1e6, cubic / 1e6);
@@ -162,7 +167,8 @@ fn quic_bbr_shares_a_bottleneck_with_tcp_cubic() {
     if !have_root() {
         return;
     }
-    let (v, csv, _) = run(&["--flows", "quic:bbr3:1,tcp:cubic:1", "--rate", "40mbit", "--rtt", "20ms", "--duration", "5s", "--runs", "1", "--seed", "4"], "share");
+    let (v, csv, _) =
+        run(&["--flows", "quic:bbr3:1,tcp:cubic:1", "--rate", "40mbit", "--rtt", "20ms", "--duration", "5s", "--runs", "1", "--seed", "4"], "share");
     let r = &v["runs"][0];
     let flows = r["workload"]["flows"].as_array().unwrap();
     let ccs: Vec<(&str, &str)> = flows.iter().map(|f| (f["cc_read_back"].as_str().unwrap(), f["transport"].as_str().unwrap())).collect();

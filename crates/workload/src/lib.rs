@@ -26,9 +26,9 @@
 mod bulk;
 mod common;
 mod harness;
+mod mixed;
 mod net;
 mod objects;
-mod mixed;
 mod page;
 mod quic;
 mod sampler;

@@ -23,7 +23,11 @@ pub(crate) fn listen_in(server: &Netns, addr: Ipv4Addr, port: u16, cc: Option<&s
         let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
         sock.set_reuse_address(true)?;
         if let Some(cc) = cc {
-            ccbench_probe::set_congestion(&sock, crate::kernel_name(cc)).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side: Side::Server, source })?;
+            ccbench_probe::set_congestion(&sock, crate::kernel_name(cc)).map_err(|source| WorkloadError::Congestion {
+                cc: cc.into(),
+                side: Side::Server,
+                source,
+            })?;
         }
         sock.bind(&sa.into())?;
         sock.listen(1024)?;
@@ -41,7 +45,11 @@ pub(crate) fn sockets_in(client: &Netns, n: usize, cc: Option<&str>) -> Result<V
         for _ in 0..n {
             let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
             if let Some(cc) = cc {
-                ccbench_probe::set_congestion(&sock, crate::kernel_name(cc)).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side: Side::Client, source })?;
+                ccbench_probe::set_congestion(&sock, crate::kernel_name(cc)).map_err(|source| WorkloadError::Congestion {
+                    cc: cc.into(),
+                    side: Side::Client,
+                    source,
+                })?;
             }
             sock.set_nonblocking(true)?;
             out.push(sock.into());

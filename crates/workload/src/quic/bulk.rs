@@ -233,11 +233,17 @@ async fn connect(spec: &BulkSpec, run: &RunContext<'_>, plan: &[MixFlow]) -> Res
         };
         let client = endpoint(udp_in(run.client, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))?, None)?;
         let client_port = client.local_addr()?.port();
-        let connecting = client.connect_with(tls.client(client_transport)?, SocketAddr::V4(server_sa), SNI).map_err(|e| WorkloadError::Setup(format!("QUIC connect: {e}")))?;
+        let connecting = client
+            .connect_with(tls.client(client_transport)?, SocketAddr::V4(server_sa), SNI)
+            .map_err(|e| WorkloadError::Setup(format!("QUIC connect: {e}")))?;
         let server_config = tls.server(server_transport)?;
         let accepting = async {
             let incoming = server.accept().await.ok_or_else(|| WorkloadError::Setup("the QUIC server endpoint closed".into()))?;
-            incoming.accept_with(server_config).map_err(|e| WorkloadError::Setup(format!("QUIC accept: {e}")))?.await.map_err(|e| WorkloadError::Setup(format!("QUIC accept: {e}")))
+            incoming
+                .accept_with(server_config)
+                .map_err(|e| WorkloadError::Setup(format!("QUIC accept: {e}")))?
+                .await
+                .map_err(|e| WorkloadError::Setup(format!("QUIC accept: {e}")))
         };
         let connected = async { connecting.await.map_err(|e| WorkloadError::Setup(format!("QUIC handshake: {e}"))) };
         let (c, s) = tokio::time::timeout(HANDSHAKE_TIMEOUT, async { tokio::try_join!(connected, accepting) })

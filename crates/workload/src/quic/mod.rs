@@ -89,9 +89,8 @@ pub struct ReadBack {
 impl ReadBack {
     /// A warning when the two ends run different algorithms (scenario 5's bug).
     pub fn mismatch(&self) -> Option<String> {
-        (self.sender != self.receiver).then(|| {
-            format!("the QUIC sender runs {} but the receiver runs {}: only the sender's algorithm shapes the data", self.sender, self.receiver)
-        })
+        (self.sender != self.receiver)
+            .then(|| format!("the QUIC sender runs {} but the receiver runs {}: only the sender's algorithm shapes the data", self.sender, self.receiver))
     }
 }
 
@@ -166,7 +165,9 @@ pub(crate) fn udp_in(ns: &Netns, addr: SocketAddrV4) -> Result<UdpSocket, Worklo
 
 fn setsockopt_int(sock: &UdpSocket, opt: libc::c_int, value: libc::c_int) -> std::io::Result<()> {
     // SAFETY: a valid descriptor, and a pointer to an int of the size passed.
-    let r = unsafe { libc::setsockopt(sock.as_raw_fd(), libc::SOL_SOCKET, opt, (&value as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t) };
+    let r = unsafe {
+        libc::setsockopt(sock.as_raw_fd(), libc::SOL_SOCKET, opt, (&value as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t)
+    };
     if r == 0 {
         Ok(())
     } else {
