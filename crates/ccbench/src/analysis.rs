@@ -291,6 +291,7 @@ mod tests {
                 completion_time_s: None,
                 final_tcp_info: None,
                 final_quic: None,
+                bbr_events: Vec::new(),
                 error: None,
             })
             .collect();

@@ -617,6 +617,7 @@ mod tests {
             completion_time_s: None,
             final_tcp_info: Some(info),
             final_quic: None,
+            bbr_events: Vec::new(),
             error: None,
         };
         RunRecord {

@@ -184,6 +184,7 @@ fn simulate(dir: &Path, index: u32, flows: &[FlowModel], rate_bps: f64, duration
                 completion_time_s: None,
                 final_tcp_info: None,
                 final_quic: None,
+                bbr_events: Vec::new(),
                 error: None,
             })
             .collect(),

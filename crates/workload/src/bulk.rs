@@ -108,7 +108,19 @@ pub struct FlowResult {
     /// so that sums over flows count each connection once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_quic: Option<crate::QuicSample>,
+    /// QUIC BBR's state changes (from a controller that exposes them), on the first flow of
+    /// each connection.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bbr_events: Vec<BbrEvent>,
     pub error: Option<String>,
+}
+
+/// A BBR state change: at `t_us` after the run's epoch, from one state to another.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BbrEvent {
+    pub t_us: u64,
+    pub from: String,
+    pub to: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -271,6 +283,7 @@ pub(crate) fn run_tcp_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<&
             completion_time_s: got.completion_s,
             final_tcp_info: sampled.remove(&SocketId::Flow(flow.id)).flatten(),
             final_quic: None,
+            bbr_events: Vec::new(),
             error: sent.err().or(got.error),
         });
     }

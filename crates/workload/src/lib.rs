@@ -35,7 +35,7 @@ mod sampler;
 mod series;
 mod transport;
 
-pub use bulk::{Amount, BulkResult, BulkSpec, FlowResult, GoodputPoint, MixFlow};
+pub use bulk::{Amount, BbrEvent, BulkResult, BulkSpec, FlowResult, GoodputPoint, MixFlow};
 pub use objects::{ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
 pub use page::{PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
 pub use quic::{ReadBack, QUIC_ALGORITHMS, QUIC_STACK};

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use noq::{Connection, Endpoint, PathId, VarInt};
 
 use super::observe::Probe;
-use super::{endpoint, observed_transport, read_back, udp_in, ReadBack, Tls, HANDSHAKE_TIMEOUT, SNI};
-use crate::bulk::{aggregate_goodput, Amount, BulkResult, BulkSpec, FlowResult, GoodputPoint, MixFlow};
+use super::{endpoint, observed_transport, read_back, udp_in, BbrView, ReadBack, Tls, HANDSHAKE_TIMEOUT, SNI};
+use crate::bulk::{aggregate_goodput, Amount, BbrEvent, BulkResult, BulkSpec, FlowResult, GoodputPoint, MixFlow};
 use crate::common::{lock, micros_since, multi_thread_runtime, CHUNK};
 use crate::transport::{split_cc, Transport};
 use crate::{QuicSample, RunContext, Side, SocketId, WorkloadError};
@@ -27,6 +27,8 @@ struct Conn {
     sender: Connection,
     receiver: Connection,
     probe: Arc<Probe>,
+    /// The sending controller's BBR view, when it has one.
+    bbr: Option<Arc<dyn BbrView>>,
     client_port: u16,
     read_back: ReadBack,
     /// The client's endpoint lives as long as its connection.
@@ -201,6 +203,7 @@ pub(crate) fn run_quic_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<
             completion_time_s: got.completion_s,
             final_tcp_info: None,
             final_quic: conns.iter().zip(&finals).find(|(c, _)| c.flows[0] == id as u32).map(|(_, s)| s.clone()),
+            bbr_events: if conn.flows[0] == id as u32 { events_of(conn, epoch) } else { Vec::new() },
             error: send_error.or(got.error),
         });
     }
@@ -213,7 +216,7 @@ async fn connect(spec: &BulkSpec, run: &RunContext<'_>, plan: &[MixFlow]) -> Res
     let groups: Vec<Vec<u32>> = if spec.mix.is_empty() { vec![(0..plan.len() as u32).collect()] } else { (0..plan.len() as u32).map(|i| vec![i]).collect() };
     let tls = Tls::new()?;
     let server_sa = SocketAddrV4::new(run.server_addr, spec.port);
-    let placeholder = observed_transport("cubic", &Arc::new(Probe::default()))?;
+    let (placeholder, _) = observed_transport("cubic", &Arc::new(Probe::default()))?;
     let server = endpoint(udp_in(run.server, server_sa)?, Some((*tls.server(placeholder)?).clone()))?;
     let sender_side = spec.direction.sender();
     let mut conns = Vec::new();
@@ -225,8 +228,8 @@ async fn connect(spec: &BulkSpec, run: &RunContext<'_>, plan: &[MixFlow]) -> Res
         };
         let receiver_alg = spec.quic_receiver_cc.clone().unwrap_or_else(|| algorithm.clone());
         let (send_probe, recv_probe) = (Arc::new(Probe::default()), Arc::new(Probe::default()));
-        let send_transport = observed_transport(&algorithm, &send_probe)?;
-        let recv_transport = observed_transport(&receiver_alg, &recv_probe)?;
+        let (send_transport, bbr) = observed_transport(&algorithm, &send_probe)?;
+        let (recv_transport, _) = observed_transport(&receiver_alg, &recv_probe)?;
         let (client_transport, server_transport) = match sender_side {
             Side::Client => (send_transport, recv_transport),
             Side::Server => (recv_transport, send_transport),
@@ -258,7 +261,7 @@ async fn connect(spec: &BulkSpec, run: &RunContext<'_>, plan: &[MixFlow]) -> Res
         if read_back.sender != wanted || !send_probe.was_built() {
             return Err(WorkloadError::CongestionMismatch { requested: wanted, actual: read_back.sender });
         }
-        conns.push(Conn { flows, sender, receiver, probe: send_probe, client_port, read_back, _client: client });
+        conns.push(Conn { flows, sender, receiver, probe: send_probe, bbr, client_port, read_back, _client: client });
     }
     Ok((server, conns))
 }
@@ -293,8 +296,14 @@ fn sample(conn: &Conn, t_us: u64, last: &mut (Instant, u64)) -> QuicSample {
         packets_lost: stats.lost_packets,
         congestion_events: stats.congestion_events,
         app_limited: p.app_limited,
-        bbr: None,
+        bbr: conn.bbr.as_ref().and_then(|b| b.snapshot()),
     }
+}
+
+/// The sending controller's BBR state changes, µs after `epoch`.
+fn events_of(conn: &Conn, epoch: Instant) -> Vec<BbrEvent> {
+    let Some(view) = &conn.bbr else { return Vec::new() };
+    view.take_events().into_iter().map(|(at, from, to)| BbrEvent { t_us: at.saturating_duration_since(epoch).as_micros() as u64, from, to }).collect()
 }
 
 /// The rate noq's pacer derives from the window when the controller reports none (CUBIC,

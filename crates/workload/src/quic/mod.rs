@@ -37,14 +37,32 @@ pub const QUIC_STACK: &str = "noq 1.4 (quinn fork), rustls 0.23 with ring";
 /// The QUIC algorithms this build offers, as written after `quic:`.
 pub const QUIC_ALGORITHMS: &[&str] = &["cubic", "newreno", "bbr3"];
 
-/// A controller factory for QUIC algorithm `alg`, or `None` for a name not in
-/// [`QUIC_ALGORITHMS`]. The one place a name becomes a controller: our own BBRv2/v3
-/// (`ccbench-quic-cc`) plugs in here, with its telemetry.
-pub(crate) fn controller_factory(alg: &str) -> Option<Arc<dyn ControllerFactory + Send + Sync>> {
+/// How noq builds a connection's controller.
+pub(crate) type Factory = Arc<dyn ControllerFactory + Send + Sync>;
+
+/// A transport config and the BBR view of its controller, if any.
+pub(crate) type ObservedTransport = (Arc<TransportConfig>, Option<Arc<dyn BbrView>>);
+
+/// BBR's own view of a connection, from a controller that exposes it (noq's `Bbr3` does not;
+/// our `ccbench-quic-cc` BBR does, through its `Telemetry`).
+pub(crate) trait BbrView: Send + Sync {
+    /// The state now, for the sampler.
+    fn snapshot(&self) -> Option<crate::QuicBbr>;
+    /// State changes since the last call: (when, from, to).
+    fn take_events(&self) -> Vec<(std::time::Instant, String, String)>;
+}
+
+/// A controller factory for QUIC algorithm `alg` and, when the controller exposes it, its BBR
+/// view; `None` for a name not in [`QUIC_ALGORITHMS`]. The one place a name becomes a
+/// controller: our own BBRv2/v3 (`ccbench-quic-cc`) plugs in here, e.g.
+/// `"bbr2" => { let t = Telemetry::default(); (BbrFactory::new(BbrVersion::V2, t.clone()), Some(Arc::new(t))) }`
+/// with `impl BbrView for Telemetry`, plus its name in [`QUIC_ALGORITHMS`] and its type in
+/// [`algorithm_of`].
+pub(crate) fn controller_factory(alg: &str) -> Option<(Factory, Option<Arc<dyn BbrView>>)> {
     Some(match alg {
-        "cubic" => Arc::new(CubicConfig::default()),
-        "newreno" => Arc::new(NewRenoConfig::default()),
-        "bbr3" => Arc::new(Bbr3Config::default()),
+        "cubic" => (Arc::new(CubicConfig::default()), None),
+        "newreno" => (Arc::new(NewRenoConfig::default()), None),
+        "bbr3" => (Arc::new(Bbr3Config::default()), None),
         _ => return None,
     })
 }
@@ -107,10 +125,12 @@ fn transport(factory: Arc<dyn ControllerFactory + Send + Sync>) -> Arc<Transport
     Arc::new(t)
 }
 
-/// A transport config whose controller is `alg` observed through `probe`.
-pub(crate) fn observed_transport(alg: &str, probe: &Arc<Probe>) -> Result<Arc<TransportConfig>, WorkloadError> {
-    let inner = controller_factory(alg).ok_or_else(|| WorkloadError::Setup(format!("no QUIC algorithm {alg:?} (known: {})", QUIC_ALGORITHMS.join(", "))))?;
-    Ok(transport(Arc::new(ObservedFactory { inner, probe: probe.clone() })))
+/// A transport config whose controller is `alg` observed through `probe`, and the
+/// controller's BBR view when it has one.
+pub(crate) fn observed_transport(alg: &str, probe: &Arc<Probe>) -> Result<ObservedTransport, WorkloadError> {
+    let (inner, view) =
+        controller_factory(alg).ok_or_else(|| WorkloadError::Setup(format!("no QUIC algorithm {alg:?} (known: {})", QUIC_ALGORITHMS.join(", "))))?;
+    Ok((transport(Arc::new(ObservedFactory { inner, probe: probe.clone() })), view))
 }
 
 /// The name the server's certificate is issued for (never resolved: the client connects by
