@@ -114,6 +114,8 @@ impl RunMetrics {
         let q = |p: f64| series.rtt_us.quantile(p, 1000.0);
         let (retrans, segs) =
             result.final_infos().iter().fold((0u64, 0u64), |(r, s), ti| (r + u64::from(ti.total_retrans), s + u64::from(ti.segs_out.unwrap_or(0))));
+        // QUIC resends the data of each packet declared lost: its lost packets are its retransmissions.
+        let (retrans, segs) = result.final_quic().iter().fold((retrans, segs), |(r, s), q| (r + q.packets_lost, s + q.packets_sent));
         let (shares, jain_index, jain_per_second) = match result {
             WorkloadResult::Bulk(b) => sharing(b, |instants| {
                 let flows = b.flows.iter().map(|f| f.id as usize + 1).max().unwrap_or(0);
@@ -279,12 +281,17 @@ mod tests {
                 cc_requested: cc.into(),
                 start_s,
                 cc_read_back: cc.into(),
+                transport: ccbench_workload::transport_of(cc),
+                cc_receiver: None,
+                warning: None,
                 client_port: 0,
                 bytes_received: 0,
                 goodput_bps: 0.0,
                 completed: true,
                 completion_time_s: None,
                 final_tcp_info: None,
+                final_quic: None,
+                bbr_events: Vec::new(),
                 error: None,
             })
             .collect();

@@ -38,6 +38,13 @@ pub struct BenchRow {
     pub delay_error_p50_us: Option<f64>,
     pub delay_error_p99_us: Option<f64>,
     pub cpu_steal: Option<f64>,
+    /// The algorithm, on `bench transports` rows (`tcp:cubic`, `quic:bbr3`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cc: Option<String>,
+    /// CPU of this whole process while the flow ran (user + system, all threads; 1.0 = one
+    /// core): the emulator, the workload's threads and the system calls they made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process_cpu: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -76,6 +83,7 @@ fn workload(cc: &str, seconds: f64) -> BulkSpec {
         port: 5201,
         sample_interval_us: 10_000,
         timeout_s: seconds + 30.0,
+        quic_receiver_cc: None,
     }
 }
 
@@ -184,11 +192,94 @@ fn veth_row(cc: &str, seconds: f64, stop: &AtomicBool) -> anyhow::Result<BenchRo
         delay_error_p50_us: None,
         delay_error_p99_us: None,
         cpu_steal: steal,
+        cc: None,
+        process_cpu: None,
     })
 }
 
 fn retransmits(bulk: &BulkResult) -> u64 {
-    bulk.flows.iter().filter_map(|f| f.final_tcp_info.as_ref()).map(|t| u64::from(t.total_retrans)).sum()
+    let tcp: u64 = bulk.flows.iter().filter_map(|f| f.final_tcp_info.as_ref()).map(|t| u64::from(t.total_retrans)).sum();
+    tcp + bulk.flows.iter().filter_map(|f| f.final_quic.as_ref()).map(|q| q.packets_lost).sum::<u64>()
+}
+
+/// User + system CPU seconds of this process so far (every thread).
+fn process_cpu_s() -> Option<f64> {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: filled by the successful call above.
+    let ru = unsafe { ru.assume_init() };
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some(s(ru.ru_utime) + s(ru.ru_stime))
+}
+
+/// `ccbench bench transports`: each algorithm (kernel TCP and QUIC alike) through the emulator
+/// at unlimited rate and at 1 Gbit/s 10 ms, with this process's CPU per Gbit/s of goodput.
+pub fn run_transports(args: &crate::cli::BenchTransportsArgs) -> anyhow::Result<i32> {
+    let ccs: crate::values::CcList = args.cc.parse().map_err(|e: crate::values::Expected| UsageError::new("--cc", &args.cc, e.0))?;
+    let available = crate::run::usable_algorithms();
+    for cc in ccs.names() {
+        let known = match ccbench_workload::split_cc(cc) {
+            Ok((ccbench_workload::Transport::Tcp, alg)) => available.iter().any(|a| a == alg),
+            Ok((ccbench_workload::Transport::Quic, alg)) => ccbench_workload::QUIC_ALGORITHMS.contains(&alg),
+            Err(_) => false,
+        };
+        if !known {
+            let names: Vec<String> =
+                available.iter().map(|a| format!("tcp:{a}")).chain(ccbench_workload::QUIC_ALGORITHMS.iter().map(|a| format!("quic:{a}"))).collect();
+            return Err(UsageError::new("--cc", cc, format!("algorithms available on this host: {}", names.join(", "))).into());
+        }
+    }
+    let ns = units::parse_duration_ns(&args.duration).map_err(|a| UsageError::new("--duration", &args.duration, a))?;
+    if !(1_000_000_000..=600_000_000_000).contains(&ns) {
+        return Err(UsageError::new("--duration", &args.duration, "a duration between 1s and 10min").into());
+    }
+    ccbench::error::require_root("bench")?;
+    let seconds = ns as f64 / 1e9;
+    let stop = AtomicBool::new(false);
+    let provenance = ccbench::provenance::Provenance::of_this_host();
+    let mut rows = Vec::new();
+    for cell in [Cell { offload: true, rate: None, rtt_ns: 0 }, Cell { offload: true, rate: Some(1_000_000_000), rtt_ns: 10_000_000 }] {
+        for cc in ccs.names() {
+            eprintln!("{cc} at {} ms RTT, {}…", cell.rtt_ns as f64 / 1e6, cell.rate.map(|r| units::fmt_rate(r as f64)).unwrap_or("unlimited".into()));
+            rows.push(emulator_row(&cell, cc, seconds, &stop)?);
+        }
+    }
+    let result = BenchResult::new(provenance, seconds, &args.cc, rows);
+    println!("{}", transports_table(&result));
+    if let Some(out) = &args.out {
+        std::fs::create_dir_all(out)?;
+        std::fs::write(out.join("bench.json"), serde_json::to_string_pretty(&result)?)?;
+        println!("Results   {}", out.join("bench.json").display());
+    }
+    Ok(0)
+}
+
+/// The transports table (Markdown): CPU per Gbit/s is the process's cores divided by the
+/// goodput in Gbit/s, and the same without the emulator's share.
+pub fn transports_table(r: &BenchResult) -> String {
+    let mut out = String::from("| algorithm | rate | RTT | goodput | process CPU | emulator CPU | CPU per Gbit/s | without the emulator | retransmits | CPU steal |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    let opt = |x: Option<f64>, f: &dyn Fn(f64) -> String| x.map(f).unwrap_or_else(|| "–".into());
+    for row in &r.rows {
+        let gbps = row.goodput_bps / 1e9;
+        let per = |cores: Option<f64>| opt(cores.filter(|_| gbps > 0.0), &|c| format!("{:.2} cores", c / gbps));
+        out.push_str(&format!(
+            "| {} | {} | {} ms | {} | {} | {} | {} | {} | {} | {} |\n",
+            row.cc.as_deref().unwrap_or("–"),
+            row.rate_bps.map(|b| units::fmt_rate(b as f64)).unwrap_or_else(|| "unlimited".into()),
+            row.rtt_ms,
+            units::fmt_rate(row.goodput_bps),
+            opt(row.process_cpu, &|x| format!("{:.0} %", x * 100.0)),
+            opt(row.emulator_cpu, &|x| format!("{:.0} %", x * 100.0)),
+            per(row.process_cpu),
+            per(row.process_cpu.zip(row.emulator_cpu).map(|(p, e)| (p - e).max(0.0))),
+            row.retransmits,
+            opt(row.cpu_steal, &|x| format!("{:.1} %", x * 100.0)),
+        ));
+    }
+    out
 }
 
 fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyhow::Result<BenchRow> {
@@ -206,7 +297,10 @@ fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyho
     let epoch = Instant::now();
     let path = EmulatedPath::start(&spec, epoch)?;
     let hook = ccbench::workloads::WindowHook(path.window());
+    let cpu_before = process_cpu_s();
+    let t0 = Instant::now();
     let (bulk, steal) = steal(|| workload(cc, seconds).run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, stop).with_hook(&hook)));
+    let process_cpu = process_cpu_s().zip(cpu_before).map(|(b, a)| (b - a) / t0.elapsed().as_secs_f64());
     let report: PathReport = path.finish();
     let bulk = bulk?;
     let d = &report.down;
@@ -233,6 +327,8 @@ fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyho
         delay_error_p50_us: Some(d.lateness.p50_us),
         delay_error_p99_us: Some(d.lateness.p99_us),
         cpu_steal: steal,
+        cc: Some(cc.to_string()),
+        process_cpu,
     })
 }
 

@@ -91,6 +91,22 @@ pub enum BenchWhat {
     /// The emulator's goodput, CPU use, unconfigured drops and delay error across rates and RTTs,
     /// beside the kernel's veth path between two namespaces.
     Emulator(BenchEmulatorArgs),
+    /// QUIC beside kernel TCP through the emulator: goodput and this process's CPU per Gbit/s,
+    /// at unlimited rate (0 ms) and at 1 Gbit/s, 10 ms.
+    Transports(BenchTransportsArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchTransportsArgs {
+    /// Algorithms to measure, comma-separated, `tcp:` and `quic:` names alike.
+    #[arg(long, default_value = "tcp:cubic,quic:cubic,quic:bbr3")]
+    pub cc: String,
+    /// How long each cell sends.
+    #[arg(long, default_value = "4s")]
+    pub duration: String,
+    /// Also write bench.json into this directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

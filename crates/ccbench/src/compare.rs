@@ -567,6 +567,7 @@ mod tests {
             port: 5201,
             sample_interval_us: 10_000,
             timeout_s: 600.0,
+            quic_receiver_cc: None,
         })
     }
 
@@ -606,12 +607,17 @@ mod tests {
             cc_requested: cc.to_string(),
             start_s: 0.0,
             cc_read_back: cc.to_string(),
+            transport: Default::default(),
+            cc_receiver: None,
+            warning: None,
             client_port: 40_000 + index as u16,
             bytes_received: (goodput_bps / 8.0) as u64,
             goodput_bps,
             completed: true,
             completion_time_s: None,
             final_tcp_info: Some(info),
+            final_quic: None,
+            bbr_events: Vec::new(),
             error: None,
         };
         RunRecord {

@@ -135,13 +135,18 @@ pub fn execute(plan: &Plan, out: &Path, stop: &AtomicBool, observer: &mut dyn Ob
             }
         }
     }
-    let provenance = provenance.finished();
+    let mut provenance = provenance.finished();
+    if plan.ccs.iter().any(|cc| cc.contains("quic:")) {
+        provenance.quic_stack = Some(ccbench_workload::QUIC_STACK.to_string());
+    }
+    provenance.controller_mismatches =
+        records.iter().flat_map(|r| r.workload.iter().flat_map(|w| w.warnings()).map(move |w| format!("run {}: {w}", r.index + 1))).collect();
     let (summary, comparisons) = analyse(&plan.ccs, &records, plan.seed, alpha);
     let rtt_comparisons = compare_rtt(&plan.ccs, &records, plan.seed, alpha);
     ExperimentResult {
         schema: crate::results::SCHEMA.to_string(),
         status,
-        warnings: crate::limits::check_path(&plan.path),
+        warnings: crate::limits::check_path(&plan.path).into_iter().chain(provenance.controller_mismatches.iter().cloned()).collect(),
         provenance,
         params: plan.params(),
         sequential,
@@ -209,6 +214,8 @@ fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) 
             record.status = if result.interrupted() { Status::Interrupted } else { Status::Complete };
             record.metrics = Some(RunMetrics::derive(&result, &report, &summary, workload.data_direction(), workload.timeout_s()));
             record.error = result.first_error();
+            // The two QUIC ends ran different algorithms (scenario 5's bug, provoked or not).
+            record.suspect.extend(result.warnings());
             record.workload = Some(result);
         }
         Err(e) => record.error = Some(e.to_string()),

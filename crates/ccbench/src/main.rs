@@ -72,6 +72,7 @@ fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Tune(args) => tune::run(args),
         cli::Command::Presets => Ok(presets::list()),
         cli::Command::Bench(cli::BenchWhat::Emulator(args)) => bench::run(&args),
+        cli::Command::Bench(cli::BenchWhat::Transports(args)) => bench::run_transports(&args),
         cli::Command::Trace(kind) => {
             print!("{}", trace_text(&kind)?);
             Ok(0)

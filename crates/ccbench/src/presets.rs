@@ -12,12 +12,14 @@ use crate::cli::{Layer, PathOpts, RunOpts};
 use ccbench::error::UsageError;
 
 /// The presets shipped with ccbench, compiled in so `--preset NAME` works from anywhere.
-pub const BUILTIN: [(&str, &str); 5] = [
+pub const BUILTIN: [(&str, &str); 7] = [
     ("far-object-store", include_str!("../../../presets/far-object-store.toml")),
     ("website-migration", include_str!("../../../presets/website-migration.toml")),
     ("loss-sweep", include_str!("../../../presets/loss-sweep.toml")),
     ("lossy-gigabit-lan", include_str!("../../../presets/lossy-gigabit-lan.toml")),
     ("deep-buffer-rtt", include_str!("../../../presets/deep-buffer-rtt.toml")),
+    ("quic-rtt", include_str!("../../../presets/quic-rtt.toml")),
+    ("quic-loss", include_str!("../../../presets/quic-loss.toml")),
 ];
 
 #[derive(Deserialize)]

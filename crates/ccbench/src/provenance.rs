@@ -13,6 +13,12 @@ pub struct Provenance {
     /// Sysctls ccbench set inside its own namespaces (the host's are never changed).
     pub namespace_sysctls: Vec<(String, String)>,
     pub emulator: EmulatorFacts,
+    /// The QUIC stack, when a run used QUIC (its algorithms are read back per flow).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic_stack: Option<String>,
+    /// Runs whose two QUIC endpoints ran different algorithms, read back from the connections.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub controller_mismatches: Vec<String>,
 }
 
 /// Facts about the host. Each is `null` when it could not be read: unknown, never "" or 0.
@@ -104,6 +110,8 @@ impl Provenance {
                 server_addr: ccbench_emu::SERVER_ADDR.to_string(),
                 tun_txqueuelen: ccbench_emu::TUN_TXQUEUELEN,
             },
+            quic_stack: None,
+            controller_mismatches: Vec::new(),
         }
     }
 }

@@ -4,7 +4,9 @@
 //! stays small: it names the files instead of holding the samples.
 //!
 //! Files (one row per sample; columns are the field names below):
-//! - `tcp.csv.gz`: each sending socket's `TCP_INFO`/`TCP_CC_INFO` every sample interval;
+//! - `tcp.csv.gz`: each sending socket's `TCP_INFO`/`TCP_CC_INFO` every sample interval, and
+//!   each QUIC sending connection's controller and statistics under the same column names
+//!   (see [`TcpRow::of_quic`]);
 //! - `goodput.csv.gz`: each bulk flow's cumulative bytes received, at the receiver;
 //! - `link-down.csv.gz`, `link-up.csv.gz`: the emulator's per-interval figures per direction.
 
@@ -16,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use ccbench_emu::{LinkSample, SampleSink};
 use ccbench_probe::Sample;
-use ccbench_workload::{GoodputPoint, SeriesSink, SocketId};
+use ccbench_workload::{GoodputPoint, QuicSample, SeriesSink, SocketId};
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 use flate2::Compression;
@@ -75,6 +77,14 @@ pub struct TcpRow {
     pub bbr_min_rtt_us: Option<u32>,
     pub bbr_pacing_gain: Option<f64>,
     pub bbr_cwnd_gain: Option<f64>,
+    /// QUIC only (empty for kernel TCP): the latest RTT sample, the window in bytes (QUIC
+    /// counts bytes; `cwnd` is this divided by the path MTU) and the bytes in flight.
+    #[serde(default)]
+    pub latest_rtt_us: Option<u32>,
+    #[serde(default)]
+    pub cwnd_bytes: Option<u64>,
+    #[serde(default)]
+    pub bytes_in_flight: Option<u64>,
 }
 
 pub fn socket_name(id: SocketId) -> String {
@@ -109,6 +119,48 @@ impl TcpRow {
             bbr_min_rtt_us: s.bbr.map(|b| b.min_rtt_us),
             bbr_pacing_gain: s.bbr.map(|b| b.pacing_gain),
             bbr_cwnd_gain: s.bbr.map(|b| b.cwnd_gain),
+            latest_rtt_us: None,
+            cwnd_bytes: None,
+            bytes_in_flight: None,
+        }
+    }
+
+    /// A QUIC sample under TCP's names where they mean the same: `rtt_us` is the smoothed RTT,
+    /// `cwnd`, `ssthresh` and `unacked` are in packets of the path MTU (as TCP's are in
+    /// segments), `bytes_retrans` and `lost` count what QUIC declared lost (it resends the data
+    /// of a lost packet in new packets), `segs_out` the packets sent. What TCP lacks comes in
+    /// `latest_rtt_us`, `cwnd_bytes` and `bytes_in_flight`; BBR's state in `bbr_mode`.
+    pub fn of_quic(socket: SocketId, q: &QuicSample) -> Self {
+        let mtu = u64::from(q.mtu.max(1));
+        let packets = |bytes: u64| u32::try_from(bytes / mtu).unwrap_or(u32::MAX);
+        let count = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        TcpRow {
+            socket: socket_name(socket),
+            t_us: q.t_us,
+            rtt_us: q.rtt_us,
+            min_rtt_us: q.min_rtt_us,
+            rttvar_us: q.rttvar_us,
+            cwnd: packets(q.cwnd_bytes),
+            // TCP's "not yet set" where the controller has none or an unbounded one.
+            ssthresh: q.ssthresh_bytes.map_or(0x7fff_ffff, packets).min(0x7fff_ffff),
+            pacing_rate_bps: q.pacing_rate_bps,
+            delivery_rate_bps: q.delivery_rate_bps,
+            bytes_acked: q.bytes_acked,
+            bytes_sent: q.bytes_sent,
+            bytes_retrans: q.bytes_lost,
+            total_retrans: count(q.packets_lost),
+            segs_out: count(q.packets_sent),
+            lost: count(q.packets_lost),
+            unacked: packets(q.bytes_in_flight),
+            app_limited: q.app_limited,
+            bbr_mode: q.bbr.as_ref().map(|b| b.state.clone()),
+            bbr_bw_bps: q.bbr.as_ref().map(|b| b.max_bw_bps),
+            bbr_min_rtt_us: q.bbr.as_ref().and_then(|b| b.min_rtt_us),
+            bbr_pacing_gain: q.bbr.as_ref().map(|b| b.pacing_gain),
+            bbr_cwnd_gain: q.bbr.as_ref().map(|b| b.cwnd_gain),
+            latest_rtt_us: Some(q.latest_rtt_us),
+            cwnd_bytes: Some(q.cwnd_bytes),
+            bytes_in_flight: Some(q.bytes_in_flight),
         }
     }
 }
@@ -287,6 +339,17 @@ impl SeriesSink for RunSeries {
         }
     }
 
+    fn quic_sample(&self, socket: SocketId, sample: &QuicSample) {
+        if sample.rtt_us > 0 {
+            lock(&self.rtt_us).record(sample.rtt_us);
+        }
+        if let Some(w) = lock(&self.tcp).as_mut() {
+            if let Err(e) = w.row(&TcpRow::of_quic(socket, sample)) {
+                note(&self.error, TCP_FILE, e);
+            }
+        }
+    }
+
     fn received(&self, flow: u32, point: &GoodputPoint) {
         if let Some(w) = lock(&self.goodput).as_mut() {
             if let Err(e) = w.row(&GoodputRow { flow, t_us: point.t_us, bytes: point.bytes }) {
@@ -436,6 +499,31 @@ mod tests {
         for_each_row(&base.join(&files.goodput), |r| g.push(r)).unwrap();
         assert_eq!(g, vec![GoodputRow { flow: 0, t_us: 5, bytes: 100 }]);
         let _ = std::fs::remove_dir_all(base);
+    }
+
+    #[test]
+    fn a_quic_sample_takes_tcp_names_in_tcp_units() {
+        let q = ccbench_workload::QuicSample {
+            t_us: 7,
+            rtt_us: 8_800,
+            min_rtt_us: 6_100,
+            latest_rtt_us: 9_000,
+            rttvar_us: 400,
+            cwnd_bytes: 145_200,
+            ssthresh_bytes: Some(u64::MAX),
+            mtu: 1452,
+            bytes_in_flight: 14_520,
+            pacing_rate_bps: Some(70_000_000),
+            packets_lost: 3,
+            packets_sent: 1000,
+            ..Default::default()
+        };
+        let r = TcpRow::of_quic(SocketId::Flow(2), &q);
+        assert_eq!((r.socket.as_str(), r.rtt_us, r.min_rtt_us, r.cwnd, r.unacked), ("flow-2", 8_800, 6_100, 100, 10));
+        assert_eq!(r.ssthresh, 0x7fff_ffff, "an unbounded ssthresh reads as TCP's unset");
+        assert_eq!((r.lost, r.total_retrans, r.segs_out), (3, 3, 1000));
+        assert_eq!((r.latest_rtt_us, r.cwnd_bytes, r.bytes_in_flight), (Some(9_000), Some(145_200), Some(14_520)));
+        assert_eq!(r.bbr_mode, None);
     }
 
     #[test]

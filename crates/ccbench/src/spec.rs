@@ -58,12 +58,24 @@ pub enum Workload {
     Page { page: PageModel, protocol: PageProtocol },
 }
 
+/// Checks a `[transport:]algorithm` name against kernel TCP's `available` algorithms and the
+/// QUIC ones this build has; the refusal lists every name that would work.
 fn check_available(flag: &str, cc: &str, available: &[String]) -> Result<(), UsageError> {
-    if available.iter().any(|a| a == cc) {
-        Ok(())
-    } else {
-        Err(UsageError::new(flag, cc, format!("an algorithm available or loadable on this host: {} (see ccbench doctor)", available.join(", "))))
+    use ccbench_workload::{split_cc, Transport, QUIC_ALGORITHMS};
+    let known = match split_cc(cc) {
+        Ok((Transport::Tcp, alg)) => available.iter().any(|a| a == alg),
+        Ok((Transport::Quic, alg)) => QUIC_ALGORITHMS.contains(&alg),
+        Err(_) => false,
+    };
+    if known {
+        return Ok(());
     }
+    let names: Vec<String> = available.iter().map(|a| format!("tcp:{a}")).chain(QUIC_ALGORITHMS.iter().map(|a| format!("quic:{a}"))).collect();
+    Err(UsageError::new(
+        flag,
+        cc,
+        format!("an algorithm available or loadable on this host: {} (a plain name is kernel TCP; see ccbench doctor)", names.join(", ")),
+    ))
 }
 
 /// Refuses the flags that belong to another workload than the one run, naming those they
@@ -187,6 +199,13 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
             let ccs = o.cc.clone().unwrap_or_default();
             for cc in ccs.names() {
                 check_available("--cc", cc, available)?;
+                if !transfer && ccbench_workload::transport_of(cc) == ccbench_workload::Transport::Quic {
+                    return Err(UsageError::new(
+                        "--cc",
+                        cc,
+                        "QUIC algorithms only with --workload bulk or file for now (objects and page run over kernel TCP)",
+                    ));
+                }
             }
             let algorithms = algorithms(ccs.names(), runs, o.max_runs.unwrap_or_default())?;
             Contest::Algorithms { algorithms, workload }
@@ -203,7 +222,17 @@ impl From<RunSpec> for Plan {
         let RunSpec { contest, path, seed, sample_interval_us, timeout_s } = spec;
         let cc = String::new(); // set per run by the experiment
         let bulk = |flows: u32, amount, direction, mix| {
-            WorkloadSpec::Bulk(BulkSpec { flows, direction, amount, cc: cc.clone(), mix, port: WORKLOAD_PORT, sample_interval_us, timeout_s })
+            WorkloadSpec::Bulk(BulkSpec {
+                flows,
+                direction,
+                amount,
+                cc: cc.clone(),
+                mix,
+                port: WORKLOAD_PORT,
+                sample_interval_us,
+                timeout_s,
+                quic_receiver_cc: None,
+            })
         };
         let (ccs, runs, workload) = match contest {
             Contest::Mix { flows, label, amount, direction, runs } => (vec![label], Runs::Fixed(runs), bulk(flows.len() as u32, amount, direction, flows)),
@@ -355,6 +384,9 @@ mod tests {
             (&["--runs", "auto", "--max-runs", "3"], "--max-runs", "with --runs auto"),
             (&["--cc", "bbr,vegas2"], "--cc", "available or loadable on this host"),
             (&["--flows", "bbr:1,vegas2:1"], "--flows", "available or loadable on this host"),
+            (&["--cc", "quic:bbr1,quic:cubic"], "--cc", "quic:cubic, quic:newreno, quic:bbr3"),
+            (&["--cc", "udp:cubic,bbr"], "--cc", "tcp:bbr"),
+            (&["--flows", "quic:vegas:1,tcp:cubic:1"], "--flows", "quic:bbr3"),
         ] {
             let e = refused(flags);
             assert_eq!(e.flag, flag, "{flags:?}: {e}");

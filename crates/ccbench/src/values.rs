@@ -674,7 +674,9 @@ impl fmt::Display for Http {
 }
 
 /// The algorithms to compare (`--cc`): a comma-separated list (in a preset, a list of names
-/// too), never empty, each once. Whether this host has them is checked when the run is planned.
+/// too), never empty, each once. A name is `[transport:]algorithm`: `bbr` and `tcp:bbr` are
+/// kernel TCP, `quic:bbr3` is QUIC (see `ccbench_workload::split_cc`). Whether this host has
+/// them is checked when the run is planned.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CcList(Vec<String>);
 
@@ -698,7 +700,11 @@ impl FromStr for CcList {
             if cc.is_empty() {
                 return expected("a comma-separated list of algorithms such as bbr,cubic");
             }
-            if ccs.iter().any(|c| c == cc) {
+            // `bbr` and `tcp:bbr` are the same algorithm.
+            let same = |c: &String| {
+                c == cc || ccbench_workload::kernel_name(c) == ccbench_workload::kernel_name(cc) && !cc.starts_with("quic:") && !c.starts_with("quic:")
+            };
+            if ccs.iter().any(same) {
                 return expected("each algorithm once");
             }
             ccs.push(cc.to_string());
@@ -765,8 +771,11 @@ impl FromStr for FlowsSpec {
         }
         let mut groups = Vec::new();
         for part in value.split(',').map(str::trim) {
-            let (cc, count) = match part.split_once(':') {
-                Some((cc, n)) => (cc.trim(), n.trim().parse::<u32>().map_err(|_| Expected::from(ALLOWED))?),
+            // `cc`, `cc:N`, `transport:cc` or `transport:cc:N`.
+            let (cc, count) = match part.rsplit_once(':') {
+                Some((cc, n)) if n.trim().chars().all(|c| c.is_ascii_digit()) => (cc.trim(), n.trim().parse::<u32>().map_err(|_| Expected::from(ALLOWED))?),
+                Some((transport, _)) if ccbench_workload::TRANSPORTS.contains(&transport.trim()) => (part, 1),
+                Some(_) => return expected(ALLOWED),
                 None => (part, 1),
             };
             if cc.is_empty() || count == 0 {
@@ -1034,6 +1043,16 @@ mod tests {
     fn algorithms_flows_and_runs() {
         assert_eq!("bbr, cubic".parse::<CcList>().unwrap().names(), ["bbr", "cubic"]);
         assert_eq!(CcList::default(), "bbr,cubic".parse().unwrap());
+        assert_eq!("tcp:bbr,quic:bbr3,quic:cubic".parse::<CcList>().unwrap().names(), ["tcp:bbr", "quic:bbr3", "quic:cubic"]);
+        assert_eq!(refused::<CcList>("bbr,tcp:bbr"), "each algorithm once");
+        assert_eq!("quic:cubic".parse::<CcList>().unwrap().names(), ["quic:cubic"], "a QUIC name differs from the kernel's");
+        assert_eq!(
+            "quic:bbr3:1,tcp:cubic:1,quic:cubic".parse(),
+            Ok(FlowsSpec::Mix {
+                groups: vec![("quic:bbr3".into(), 1), ("tcp:cubic".into(), 1), ("quic:cubic".into(), 1)],
+                label: "quic:bbr3:1,tcp:cubic:1,quic:cubic".into()
+            })
+        );
         assert_eq!(refused::<CcList>("bbr,bbr"), "each algorithm once");
         assert_eq!(refused::<CcList>(","), "a comma-separated list of algorithms such as bbr,cubic");
         assert_eq!("4".parse(), Ok(FlowsSpec::Parallel(4)));

@@ -111,6 +111,19 @@ impl WorkloadSpec {
         })
     }
 
+    /// As [`WorkloadSpec::describe`], naming the transports the algorithms `ccs` run over
+    /// (`bulk QUIC`, `bulk TCP and QUIC`) where the workload alone cannot tell.
+    pub fn describe_for(&self, ccs: &[String]) -> String {
+        let quic = ccs.iter().any(|c| c.contains("quic:"));
+        let tcp = ccs.iter().any(|c| c.split(',').any(|f| !f.starts_with("quic:")));
+        let text = self.describe();
+        match (tcp, quic) {
+            (false, true) => text.replacen("bulk TCP", "bulk QUIC", 1),
+            (true, true) => text.replacen("bulk TCP", "bulk TCP and QUIC", 1),
+            _ => text,
+        }
+    }
+
     pub fn describe(&self) -> String {
         use crate::units::fmt_bytes;
         match self {
@@ -192,6 +205,22 @@ impl WorkloadResult {
             WorkloadResult::Bulk(b) => b.flows.iter().filter_map(|f| f.final_tcp_info.as_ref()).collect(),
             WorkloadResult::Objects(o) => o.connections.iter().filter_map(|c| c.final_tcp_info.as_ref()).collect(),
             WorkloadResult::Page(p) => p.connections.iter().filter_map(|c| c.final_tcp_info.as_ref()).collect(),
+        }
+    }
+
+    /// What the reader must know about the flows (two QUIC ends on different algorithms).
+    pub fn warnings(&self) -> Vec<String> {
+        match self {
+            WorkloadResult::Bulk(b) => b.flows.iter().filter_map(|f| f.warning.as_ref().map(|w| format!("flow {}: {w}", f.id))).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The QUIC sending connections' last samples (one per connection).
+    pub fn final_quic(&self) -> Vec<&ccbench_workload::QuicSample> {
+        match self {
+            WorkloadResult::Bulk(b) => b.flows.iter().filter_map(|f| f.final_quic.as_ref()).collect(),
+            _ => Vec::new(),
         }
     }
 

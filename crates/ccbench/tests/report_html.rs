@@ -174,12 +174,17 @@ fn simulate(dir: &Path, index: u32, flows: &[FlowModel], rate_bps: f64, duration
                 cc_requested: f.cc.into(),
                 start_s: f.start_s,
                 cc_read_back: f.cc.into(),
+                transport: Default::default(),
+                cc_receiver: None,
+                warning: None,
                 client_port: 40_000 + id as u16,
                 bytes_received: bytes[id],
                 goodput_bps: bytes[id] as f64 * 8.0 / (duration_s - f.start_s),
                 completed: true,
                 completion_time_s: None,
                 final_tcp_info: None,
+                final_quic: None,
+                bbr_events: Vec::new(),
                 error: None,
             })
             .collect(),
@@ -230,6 +235,8 @@ fn provenance() -> Provenance {
         host: HostFacts::collect(),
         namespace_sysctls: Vec::new(),
         emulator: EmulatorFacts { kind: "test".into(), client_addr: "10.0.0.1".into(), server_addr: "10.0.0.2".into(), tun_txqueuelen: 1000 },
+        quic_stack: None,
+        controller_mismatches: Vec::new(),
     }
 }
 
@@ -269,6 +276,7 @@ fn bulk_spec(cc: &str, mix: Vec<MixFlow>) -> WorkloadSpec {
         port: 5201,
         sample_interval_us: SAMPLE_US,
         timeout_s: 30.0,
+        quic_receiver_cc: None,
     })
 }
 

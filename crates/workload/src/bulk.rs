@@ -4,7 +4,7 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddrV4, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use ccbench_probe::TcpInfo;
@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::CHUNK;
 use crate::sampler::Sampler;
+use crate::transport::{transport_of, Transport};
 use crate::{net, Direction, RunContext, Side, SocketId, Workload, WorkloadError};
 
 /// How often blocked socket calls come back to look at the clock and the stop flag.
@@ -49,6 +50,11 @@ pub struct BulkSpec {
     pub sample_interval_us: u64,
     /// A byte-count transfer that has not completed by then is stopped and marked incomplete.
     pub timeout_s: f64,
+    /// QUIC only, for provoking scenario 5's mix-up on purpose: the algorithm (after `quic:`) of
+    /// the *receiving* endpoint, when it should differ from the sender's. The result then
+    /// carries a warning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic_receiver_cc: Option<String>,
 }
 
 impl BulkSpec {
@@ -77,8 +83,17 @@ pub struct FlowResult {
     /// When this flow started sending, seconds after the first flow.
     #[serde(default)]
     pub start_s: f64,
-    /// `TCP_CONGESTION` read back from the sending socket before any data was sent.
+    /// `TCP_CONGESTION` read back from the sending socket before any data was sent (for QUIC,
+    /// the sending connection's controller, as `quic:NAME`).
     pub cc_read_back: String,
+    #[serde(default)]
+    pub transport: Transport,
+    /// QUIC: the receiving connection's controller, read back the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc_receiver: Option<String>,
+    /// Something the reader must know about this flow (the two QUIC ends ran different algorithms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
     pub client_port: u16,
     /// Bytes counted at the receiver (within the window for timed transfers).
     pub bytes_received: u64,
@@ -89,7 +104,23 @@ pub struct FlowResult {
     /// The sender's `TCP_INFO` at the end of the transfer. (Its samples, and the receiver's
     /// goodput points, went to the run's `SeriesSink` under this flow's `id`.)
     pub final_tcp_info: Option<TcpInfo>,
+    /// QUIC: the sending connection's last sample (on the first flow of each connection only,
+    /// so that sums over flows count each connection once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_quic: Option<crate::QuicSample>,
+    /// QUIC BBR's state changes (from a controller that exposes them), on the first flow of
+    /// each connection.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bbr_events: Vec<BbrEvent>,
     pub error: Option<String>,
+}
+
+/// A BBR state change: at `t_us` after the run's epoch, from one state to another.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BbrEvent {
+    pub t_us: u64,
+    pub from: String,
+    pub to: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -126,8 +157,25 @@ impl Workload for BulkSpec {
 /// start of the transfer to the end of the duration, or until the last file arrived (or the
 /// timeout).
 fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, WorkloadError> {
+    let transports: Vec<Transport> = spec.plan().iter().map(|f| transport_of(&f.cc)).collect();
+    if transports.iter().all(|t| *t == Transport::Quic) {
+        crate::quic::run_quic_bulk(spec, run, None)
+    } else if transports.contains(&Transport::Quic) {
+        crate::mixed::run_mixed_bulk(spec, run)
+    } else {
+        run_tcp_bulk(spec, run, None)
+    }
+}
+
+/// The kernel TCP flows of `spec`. With `sync`, waits there once the connections are set up
+/// (or failed), so that another runner's flows start at the same instant.
+pub(crate) fn run_tcp_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<&Barrier>) -> Result<BulkResult, WorkloadError> {
     let (epoch, stop, hook) = (run.epoch, run.stop, run.hook);
-    let flows = connect_flows(run, spec)?;
+    let flows = connect_flows(run, spec);
+    if let Some(b) = sync {
+        b.wait();
+    }
+    let flows = flows?;
     let sampler = Sampler::new(run.series);
     for flow in &flows {
         sampler.register(SocketId::Flow(flow.id), flow.sender.as_ref());
@@ -225,12 +273,17 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
             cc_requested: flow.plan.cc.clone(),
             start_s: flow.plan.start_s,
             cc_read_back: flow.cc_read_back,
+            transport: Transport::Tcp,
+            cc_receiver: None,
+            warning: None,
             client_port: flow.client_port,
             bytes_received: got.bytes,
             goodput_bps,
             completed,
             completion_time_s: got.completion_s,
             final_tcp_info: sampled.remove(&SocketId::Flow(flow.id)).flatten(),
+            final_quic: None,
+            bbr_events: Vec::new(),
             error: sent.err().or(got.error),
         });
     }
@@ -273,7 +326,7 @@ fn connect_flows(run: &RunContext<'_>, spec: &BulkSpec) -> Result<Vec<Flow>, Wor
 
 /// All flows' bytes over the time from the first flow's start until the window closed (timed)
 /// or the last byte arrived (byte counts): what the bottleneck delivered in total.
-fn aggregate_goodput(flows: &[FlowResult], amount: Amount, elapsed_s: f64) -> f64 {
+pub(crate) fn aggregate_goodput(flows: &[FlowResult], amount: Amount, elapsed_s: f64) -> f64 {
     let bytes: u64 = flows.iter().map(|f| f.bytes_received).sum();
     let span = match amount {
         Amount::Seconds(_) => elapsed_s,

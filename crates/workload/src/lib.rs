@@ -26,16 +26,21 @@
 mod bulk;
 mod common;
 mod harness;
+mod mixed;
 mod net;
 mod objects;
 mod page;
+mod quic;
 mod sampler;
 mod series;
+mod transport;
 
-pub use bulk::{Amount, BulkResult, BulkSpec, FlowResult, GoodputPoint, MixFlow};
+pub use bulk::{Amount, BbrEvent, BulkResult, BulkSpec, FlowResult, GoodputPoint, MixFlow};
 pub use objects::{ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
 pub use page::{PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
-pub use series::{MemorySeries, NoSeries, SeriesSink, SocketId};
+pub use quic::{ReadBack, QUIC_ALGORITHMS, QUIC_STACK};
+pub use series::{MemorySeries, NoSeries, QuicBbr, QuicSample, SeriesSink, SocketId};
+pub use transport::{kernel_name, split_cc, transport_of, Transport, TRANSPORTS};
 
 use ccbench_netns::Netns;
 use serde::{Deserialize, Serialize};

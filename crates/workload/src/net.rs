@@ -23,7 +23,11 @@ pub(crate) fn listen_in(server: &Netns, addr: Ipv4Addr, port: u16, cc: Option<&s
         let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
         sock.set_reuse_address(true)?;
         if let Some(cc) = cc {
-            ccbench_probe::set_congestion(&sock, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side: Side::Server, source })?;
+            ccbench_probe::set_congestion(&sock, crate::kernel_name(cc)).map_err(|source| WorkloadError::Congestion {
+                cc: cc.into(),
+                side: Side::Server,
+                source,
+            })?;
         }
         sock.bind(&sa.into())?;
         sock.listen(1024)?;
@@ -41,7 +45,11 @@ pub(crate) fn sockets_in(client: &Netns, n: usize, cc: Option<&str>) -> Result<V
         for _ in 0..n {
             let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
             if let Some(cc) = cc {
-                ccbench_probe::set_congestion(&sock, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side: Side::Client, source })?;
+                ccbench_probe::set_congestion(&sock, crate::kernel_name(cc)).map_err(|source| WorkloadError::Congestion {
+                    cc: cc.into(),
+                    side: Side::Client,
+                    source,
+                })?;
             }
             sock.set_nonblocking(true)?;
             out.push(sock.into());
@@ -94,10 +102,12 @@ pub(crate) fn accept_port(listener: &TcpListener, client_port: u16) -> Result<Tc
 /// Sets `cc` again on a connected sending socket and reads back what the kernel runs.
 pub(crate) fn confirm_congestion<F: AsFd>(sock: F, cc: &str, side: Side) -> Result<String, WorkloadError> {
     let fd = sock.as_fd();
-    ccbench_probe::set_congestion(fd, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side, source })?;
+    let kernel = crate::kernel_name(cc);
+    ccbench_probe::set_congestion(fd, kernel).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side, source })?;
     let actual = ccbench_probe::congestion(fd)?;
-    if actual != cc {
+    if actual != kernel {
         return Err(WorkloadError::CongestionMismatch { requested: cc.into(), actual });
     }
-    Ok(actual)
+    // Named as requested (`tcp:bbr` stays `tcp:bbr`), so results compare like with like.
+    Ok(if kernel == cc { actual } else { format!("tcp:{actual}") })
 }

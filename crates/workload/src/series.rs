@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use ccbench_probe::Sample;
+use serde::{Deserialize, Serialize};
 
 use crate::GoodputPoint;
 
@@ -27,6 +28,54 @@ pub trait SeriesSink: Sync {
     fn tcp_sample(&self, socket: SocketId, sample: &Sample);
     /// Bytes received so far by bulk flow `flow`, at `point.t_us` (cumulative, non-decreasing).
     fn received(&self, flow: u32, point: &GoodputPoint);
+    /// One sample of a QUIC sending connection (sinks that keep only TCP series ignore it).
+    fn quic_sample(&self, socket: SocketId, sample: &QuicSample) {
+        let _ = (socket, sample);
+    }
+}
+
+/// One sample of a QUIC sending connection: what its controller and statistics say, in the
+/// units TCP_INFO uses where the meaning is the same (µs, bits/s), and in bytes where QUIC
+/// counts bytes (its window).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QuicSample {
+    pub t_us: u64,
+    /// Smoothed RTT (RFC 9002), as `TCP_INFO`'s `rtt`.
+    pub rtt_us: u32,
+    pub min_rtt_us: u32,
+    /// The RTT of the latest acknowledged packet.
+    pub latest_rtt_us: u32,
+    pub rttvar_us: u32,
+    pub cwnd_bytes: u64,
+    pub ssthresh_bytes: Option<u64>,
+    /// The path's current maximum UDP payload: `cwnd_bytes / mtu` is the window in packets.
+    pub mtu: u16,
+    pub bytes_in_flight: u64,
+    /// The controller's pacing rate (bits/s); `None` when it leaves pacing to the window.
+    pub pacing_rate_bps: Option<u64>,
+    /// Bytes acknowledged over the last sampling interval (bits/s).
+    pub delivery_rate_bps: u64,
+    pub bytes_acked: u64,
+    pub bytes_sent: u64,
+    pub bytes_lost: u64,
+    pub packets_sent: u64,
+    pub packets_lost: u64,
+    pub congestion_events: u64,
+    pub app_limited: bool,
+    /// BBR's own view, when the controller exposes it.
+    pub bbr: Option<QuicBbr>,
+}
+
+/// A BBR controller's state, from its telemetry.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QuicBbr {
+    /// `startup`, `drain`, `probe_bw_down`, `probe_bw_cruise`, `probe_bw_refill`,
+    /// `probe_bw_up`, `probe_rtt`.
+    pub state: String,
+    pub max_bw_bps: u64,
+    pub min_rtt_us: Option<u32>,
+    pub pacing_gain: f64,
+    pub cwnd_gain: f64,
 }
 
 /// For callers that keep no series.
@@ -42,6 +91,7 @@ impl SeriesSink for NoSeries {
 pub struct MemorySeries {
     pub tcp: Mutex<BTreeMap<SocketId, Vec<Sample>>>,
     pub received: Mutex<BTreeMap<u32, Vec<GoodputPoint>>>,
+    pub quic: Mutex<BTreeMap<SocketId, Vec<QuicSample>>>,
 }
 
 impl SeriesSink for MemorySeries {
@@ -51,12 +101,19 @@ impl SeriesSink for MemorySeries {
     fn received(&self, flow: u32, point: &GoodputPoint) {
         crate::common::lock(&self.received).entry(flow).or_default().push(*point);
     }
+    fn quic_sample(&self, socket: SocketId, sample: &QuicSample) {
+        crate::common::lock(&self.quic).entry(socket).or_default().push(sample.clone());
+    }
 }
 
 impl MemorySeries {
     /// The samples of one socket, in the order taken.
     pub fn samples(&self, socket: SocketId) -> Vec<Sample> {
         crate::common::lock(&self.tcp).get(&socket).cloned().unwrap_or_default()
+    }
+    /// The QUIC samples of one connection, in the order taken.
+    pub fn quic_samples(&self, socket: SocketId) -> Vec<QuicSample> {
+        crate::common::lock(&self.quic).get(&socket).cloned().unwrap_or_default()
     }
     /// The goodput points of one flow, in the order taken.
     pub fn received_of(&self, flow: u32) -> Vec<GoodputPoint> {

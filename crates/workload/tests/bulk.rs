@@ -14,7 +14,7 @@ use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction, MeasureHook, Mem
 use common::{have_root, lock, start_path, LINK_MBIT, PAYLOAD_FRACTION};
 
 fn spec(direction: Direction, amount: Amount, cc: &str, flows: u32) -> BulkSpec {
-    BulkSpec { flows, direction, amount, cc: cc.into(), mix: Vec::new(), port: 5201, sample_interval_us: 10_000, timeout_s: 20.0 }
+    BulkSpec { flows, direction, amount, cc: cc.into(), mix: Vec::new(), port: 5201, sample_interval_us: 10_000, timeout_s: 20.0, quic_receiver_cc: None }
 }
 
 /// Every call the workload makes to its hook, in order.

@@ -6,7 +6,10 @@
 //! - `condition` (only for a preset or a set of results that has one; `compare` writes `arm`
 //!   and `input` here instead), then the run's own
 //!   fields (`index`, `round`, `cc`, `status`, `error`, `started_at`, `path_seed`,
-//!   `host_cpu_steal_fraction`, `suspect` joined with "; ");
+//!   `host_cpu_steal_fraction`, `suspect` joined with "; "), and for bulk and file runs
+//!   `transport` (`tcp`, `quic`, or `tcp+quic` for a mix of both), `cc_read_back` and
+//!   `cc_receiver` (each flow's sending and receiving end as read back, space-separated;
+//!   `-` where the receiver is kernel TCP and not read);
 //! - every field of the run's `metrics` by its JSON name (`score`, `goodput_bps`, …;
 //!   per-algorithm shares of a mix as `shares.<cc>`; `jain_per_second`, a time series, is
 //!   only in result.json);
@@ -76,6 +79,14 @@ fn run_columns(e: &Experiment, run: &RunRecord, params: &[(String, String)]) -> 
     cols.push(("path_seed".into(), run.path_seed.to_string()));
     cols.push(("host_cpu_steal_fraction".into(), run.host_cpu_steal_fraction.map(|f| f.to_string()).unwrap_or_default()));
     cols.push(("suspect".into(), run.suspect.join("; ")));
+    // The transports the run's flows used and what each end really ran (issue 8).
+    if let Some(crate::workloads::WorkloadResult::Bulk(b)) = &run.workload {
+        let mut transports: Vec<&str> = b.flows.iter().map(|f| f.transport.as_str()).collect();
+        transports.dedup();
+        cols.push(("transport".into(), transports.join("+")));
+        cols.push(("cc_read_back".into(), b.flows.iter().map(|f| f.cc_read_back.as_str()).collect::<Vec<_>>().join(" ")));
+        cols.push(("cc_receiver".into(), b.flows.iter().map(|f| f.cc_receiver.as_deref().unwrap_or("-")).collect::<Vec<_>>().join(" ")));
+    }
     if let Some(m) = &run.metrics {
         let mut v = serde_json::to_value(m)?;
         // Jain's index per second is a time series (in result.json), not a figure of the run.

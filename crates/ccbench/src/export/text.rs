@@ -21,7 +21,7 @@ pub fn header(result_params: &crate::results::Params) -> String {
     }
     let runs =
         if p.runs_auto { format!("runs until decided, at most {} per algorithm", p.runs_per_cc) } else { format!("{} runs per algorithm", p.runs_per_cc) };
-    let _ = writeln!(out, "Workload  {}; {runs}, interleaved (seed {})", p.workload.describe(), p.seed);
+    let _ = writeln!(out, "Workload  {}; {runs}, interleaved (seed {})", p.workload.describe_for(&p.ccs), p.seed);
     out
 }
 

@@ -1,0 +1,370 @@
+//! Bulk and file transfers over QUIC: `--flows N` is N streams on one connection (what a QUIC
+//! application does), a mix (`--flows quic:bbr3:1,quic:cubic:1`) is one connection per flow,
+//! each with its own algorithm, sharing the bottleneck. Each stream starts with its flow id
+//! (4 bytes), then data; goodput is counted where it arrives, as for TCP.
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use noq::{Connection, Endpoint, PathId, VarInt};
+
+use super::observe::Probe;
+use super::{endpoint, observed_transport, read_back, udp_in, BbrView, ReadBack, Tls, HANDSHAKE_TIMEOUT, SNI};
+use crate::bulk::{aggregate_goodput, Amount, BbrEvent, BulkResult, BulkSpec, FlowResult, GoodputPoint, MixFlow};
+use crate::common::{lock, micros_since, multi_thread_runtime, CHUNK};
+use crate::transport::{split_cc, Transport};
+use crate::{QuicSample, RunContext, Side, SocketId, WorkloadError};
+
+/// How often blocked stream calls come back to look at the clock and the stop flag.
+const IO_TICK: Duration = Duration::from_millis(50);
+
+/// One QUIC connection and the flows (streams) it carries.
+struct Conn {
+    /// The flows on it, by id; the first names its samples (`flow-N`).
+    flows: Vec<u32>,
+    sender: Connection,
+    receiver: Connection,
+    probe: Arc<Probe>,
+    /// The sending controller's BBR view, when it has one.
+    bbr: Option<Arc<dyn BbrView>>,
+    client_port: u16,
+    read_back: ReadBack,
+    /// The client's endpoint lives as long as its connection.
+    _client: Endpoint,
+}
+
+/// What arrived of one flow.
+#[derive(Clone, Default)]
+struct Received {
+    bytes: u64,
+    completion_s: Option<f64>,
+    error: Option<String>,
+}
+
+/// Runs `spec`, whose flows are all QUIC, between the two ends of `run`.
+/// With `sync`, waits there once the connections are set up (or failed), so that another
+/// runner's flows start at the same instant.
+pub(crate) fn run_quic_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<&Barrier>) -> Result<BulkResult, WorkloadError> {
+    let plan = spec.plan();
+    let rt = multi_thread_runtime();
+    let connected = match &rt {
+        Ok(rt) => rt.block_on(connect(spec, run, &plan)),
+        Err(e) => Err(WorkloadError::Setup(e.to_string())),
+    };
+    if let Some(b) = sync {
+        b.wait();
+    }
+    let (rt, (server, conns)) = (rt?, connected?);
+    let sender_side = spec.direction.sender();
+    let (epoch, stop, hook) = (run.epoch, run.stop, run.hook);
+
+    let start = Instant::now();
+    hook.open(start);
+    if let Amount::Seconds(s) = spec.amount {
+        hook.close(start + Duration::from_secs_f64(s));
+    }
+    let start_us = start.duration_since(epoch).as_micros() as u64;
+    let last_start = plan.iter().map(|f| f.start_s).fold(0.0, f64::max);
+    let hard_end = match spec.amount {
+        Amount::Seconds(s) => start + Duration::from_secs_f64(s) + Duration::from_secs(2),
+        Amount::Bytes(_) => start + Duration::from_secs_f64(spec.timeout_s + last_start),
+    };
+    let counters: Arc<Vec<AtomicU64>> = Arc::new(plan.iter().map(|_| AtomicU64::new(0)).collect());
+    let outcomes: Arc<Vec<Mutex<Received>>> =
+        Arc::new(plan.iter().map(|_| Mutex::new(Received { error: Some("its stream never arrived".into()), ..Default::default() })).collect());
+    let send_errors: Arc<Vec<Mutex<Option<String>>>> = Arc::new(plan.iter().map(|_| Mutex::new(None)).collect());
+    let active = Arc::new(AtomicUsize::new(plan.len() * 2));
+    // The tasks see the stop flag through their own copy, set from this thread.
+    let stopping = Arc::new(AtomicBool::new(false));
+
+    for conn in &conns {
+        for &id in &conn.flows {
+            let flow = &plan[id as usize];
+            let flow_start = start + Duration::from_secs_f64(flow.start_s);
+            let deadline = match spec.amount {
+                Amount::Seconds(s) => start + Duration::from_secs_f64(s),
+                Amount::Bytes(_) => flow_start + Duration::from_secs_f64(spec.timeout_s),
+            };
+            let (sender, active, stopping, errors) = (conn.sender.clone(), active.clone(), stopping.clone(), send_errors.clone());
+            let amount = spec.amount;
+            rt.spawn(async move {
+                tokio::time::sleep_until(flow_start.into()).await;
+                if let Err(e) = send_flow(&sender, id, amount, deadline, &stopping).await {
+                    *lock(&errors[id as usize]) = Some(e);
+                }
+                active.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+        let receiver = conn.receiver.clone();
+        let (counters, outcomes, active, stopping) = (counters.clone(), outcomes.clone(), active.clone(), stopping.clone());
+        let n = conn.flows.len();
+        let amount = spec.amount;
+        let starts: Vec<(Instant, Instant)> = plan
+            .iter()
+            .map(|f| {
+                let fs = start + Duration::from_secs_f64(f.start_s);
+                let dl = match amount {
+                    Amount::Seconds(s) => start + Duration::from_secs_f64(s),
+                    Amount::Bytes(_) => fs + Duration::from_secs_f64(spec.timeout_s),
+                };
+                (fs, dl)
+            })
+            .collect();
+        rt.spawn(async move {
+            for _ in 0..n {
+                let Ok(mut stream) = receiver.accept_uni().await else { break };
+                let mut id = [0u8; 4];
+                if stream.read_exact(&mut id).await.is_err() {
+                    continue;
+                }
+                let id = u32::from_be_bytes(id) as usize;
+                let Some(&(flow_start, deadline)) = starts.get(id) else { continue };
+                let (counters, outcomes, active, stopping) = (counters.clone(), outcomes.clone(), active.clone(), stopping.clone());
+                tokio::spawn(async move {
+                    let got = receive_flow(&mut stream, amount, flow_start, deadline, &counters[id], &stopping).await;
+                    *lock(&outcomes[id]) = got;
+                    active.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        });
+    }
+
+    // Sample on this thread until every flow is done (or the run overran: then the
+    // connections are closed under the tasks).
+    let interval = Duration::from_micros(spec.sample_interval_us.max(1000));
+    let mut last: Vec<(Instant, u64)> = conns.iter().map(|_| (start, 0)).collect();
+    let mut next = start;
+    while active.load(Ordering::SeqCst) > 0 && Instant::now() < hard_end {
+        if stop.load(Ordering::Relaxed) {
+            stopping.store(true, Ordering::Relaxed);
+        }
+        let t_us = micros_since(epoch);
+        hook.extend(Instant::now());
+        for (i, _) in plan.iter().enumerate() {
+            run.series.received(i as u32, &GoodputPoint { t_us, bytes: counters[i].load(Ordering::Relaxed) });
+        }
+        for (conn, last) in conns.iter().zip(last.iter_mut()) {
+            let s = sample(conn, t_us, last);
+            run.series.quic_sample(SocketId::Flow(conn.flows[0]), &s);
+        }
+        next += interval;
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        } else {
+            next = now;
+        }
+    }
+    stopping.store(true, Ordering::Relaxed);
+    let interrupted = stop.load(Ordering::SeqCst);
+    let elapsed_s = match spec.amount {
+        Amount::Seconds(s) => s.min(start.elapsed().as_secs_f64()),
+        Amount::Bytes(_) => start.elapsed().as_secs_f64(),
+    };
+    if let Amount::Bytes(_) = spec.amount {
+        hook.close(start + Duration::from_secs_f64(elapsed_s));
+    }
+    let finals: Vec<QuicSample> = conns.iter().zip(last.iter_mut()).map(|(conn, last)| sample(conn, micros_since(epoch), last)).collect();
+    for conn in &conns {
+        conn.sender.close(VarInt::from_u32(0), b"done");
+    }
+    drop(server);
+    rt.shutdown_timeout(Duration::from_millis(500));
+
+    let mut results = Vec::new();
+    for (id, flow) in plan.iter().enumerate() {
+        let conn = conns.iter().find(|c| c.flows.contains(&(id as u32))).expect("every flow has a connection");
+        let got = lock(&outcomes[id]).clone();
+        let active_s = (elapsed_s - flow.start_s).max(1e-9);
+        let goodput_bps = match (spec.amount, got.completion_s) {
+            (Amount::Bytes(_), Some(t)) if t > 0.0 => got.bytes as f64 * 8.0 / t,
+            _ => got.bytes as f64 * 8.0 / active_s,
+        };
+        let completed = match spec.amount {
+            Amount::Bytes(n) => got.bytes >= n,
+            Amount::Seconds(_) => !interrupted && got.error.is_none(),
+        };
+        let send_error = lock(&send_errors[id]).clone();
+        results.push(FlowResult {
+            id: id as u32,
+            sender: sender_side,
+            cc_requested: flow.cc.clone(),
+            start_s: flow.start_s,
+            cc_read_back: conn.read_back.sender.clone(),
+            transport: Transport::Quic,
+            cc_receiver: Some(conn.read_back.receiver.clone()),
+            warning: conn.read_back.mismatch(),
+            client_port: conn.client_port,
+            bytes_received: got.bytes,
+            goodput_bps,
+            completed,
+            completion_time_s: got.completion_s,
+            final_tcp_info: None,
+            final_quic: conns.iter().zip(&finals).find(|(c, _)| c.flows[0] == id as u32).map(|(_, s)| s.clone()),
+            bbr_events: if conn.flows[0] == id as u32 { events_of(conn, epoch) } else { Vec::new() },
+            error: send_error.or(got.error),
+        });
+    }
+    Ok(BulkResult { start_us, elapsed_s, goodput_bps: aggregate_goodput(&results, spec.amount, elapsed_s), interrupted, flows: results })
+}
+
+/// The connections of the plan: one for all flows of a plain run (N streams), one per flow of a
+/// mix. Each is set up, and both ends' controllers read back, before any data flows.
+async fn connect(spec: &BulkSpec, run: &RunContext<'_>, plan: &[MixFlow]) -> Result<(Endpoint, Vec<Conn>), WorkloadError> {
+    let groups: Vec<Vec<u32>> = if spec.mix.is_empty() { vec![(0..plan.len() as u32).collect()] } else { (0..plan.len() as u32).map(|i| vec![i]).collect() };
+    let tls = Tls::new()?;
+    let server_sa = SocketAddrV4::new(run.server_addr, spec.port);
+    let (placeholder, _) = observed_transport("cubic", &Arc::new(Probe::default()))?;
+    let server = endpoint(udp_in(run.server, server_sa)?, Some((*tls.server(placeholder)?).clone()))?;
+    let sender_side = spec.direction.sender();
+    let mut conns = Vec::new();
+    for flows in groups {
+        let requested = &plan[flows[0] as usize].cc;
+        let algorithm = match split_cc(requested) {
+            Ok((Transport::Quic, alg)) => alg.to_string(),
+            _ => return Err(WorkloadError::Setup(format!("{requested:?} is not a QUIC algorithm"))),
+        };
+        let receiver_alg = spec.quic_receiver_cc.clone().unwrap_or_else(|| algorithm.clone());
+        let (send_probe, recv_probe) = (Arc::new(Probe::default()), Arc::new(Probe::default()));
+        let (send_transport, bbr) = observed_transport(&algorithm, &send_probe)?;
+        let (recv_transport, _) = observed_transport(&receiver_alg, &recv_probe)?;
+        let (client_transport, server_transport) = match sender_side {
+            Side::Client => (send_transport, recv_transport),
+            Side::Server => (recv_transport, send_transport),
+        };
+        let client = endpoint(udp_in(run.client, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))?, None)?;
+        let client_port = client.local_addr()?.port();
+        let connecting = client
+            .connect_with(tls.client(client_transport)?, SocketAddr::V4(server_sa), SNI)
+            .map_err(|e| WorkloadError::Setup(format!("QUIC connect: {e}")))?;
+        let server_config = tls.server(server_transport)?;
+        let accepting = async {
+            let incoming = server.accept().await.ok_or_else(|| WorkloadError::Setup("the QUIC server endpoint closed".into()))?;
+            incoming
+                .accept_with(server_config)
+                .map_err(|e| WorkloadError::Setup(format!("QUIC accept: {e}")))?
+                .await
+                .map_err(|e| WorkloadError::Setup(format!("QUIC accept: {e}")))
+        };
+        let connected = async { connecting.await.map_err(|e| WorkloadError::Setup(format!("QUIC handshake: {e}"))) };
+        let (c, s) = tokio::time::timeout(HANDSHAKE_TIMEOUT, async { tokio::try_join!(connected, accepting) })
+            .await
+            .map_err(|_| WorkloadError::Setup(format!("the QUIC handshake with {server_sa} timed out")))??;
+        let (sender, receiver) = match sender_side {
+            Side::Client => (c, s),
+            Side::Server => (s, c),
+        };
+        let read_back = ReadBack { sender: read_back(&sender), receiver: read_back(&receiver) };
+        let wanted = format!("quic:{algorithm}");
+        if read_back.sender != wanted || !send_probe.was_built() {
+            return Err(WorkloadError::CongestionMismatch { requested: wanted, actual: read_back.sender });
+        }
+        conns.push(Conn { flows, sender, receiver, probe: send_probe, bbr, client_port, read_back, _client: client });
+    }
+    Ok((server, conns))
+}
+
+/// One sample of a connection's sender; `last` carries the previous acknowledged-byte count,
+/// for the delivery rate over the interval.
+fn sample(conn: &Conn, t_us: u64, last: &mut (Instant, u64)) -> QuicSample {
+    let p = conn.probe.read();
+    let now = Instant::now();
+    let dt = now.duration_since(last.0).as_secs_f64();
+    let delivery_rate_bps = if dt > 0.0 { (p.acked_bytes.saturating_sub(last.1) as f64 * 8.0 / dt) as u64 } else { 0 };
+    *last = (now, p.acked_bytes);
+    let stats = conn.sender.path_stats(PathId::ZERO).unwrap_or_default();
+    let metrics = conn.sender.congestion_state(PathId::ZERO).map(|c| c.metrics());
+    let us = |d: Duration| d.as_micros().min(u32::MAX as u128) as u32;
+    QuicSample {
+        t_us,
+        rtt_us: us(p.smoothed_rtt),
+        min_rtt_us: us(p.min_rtt),
+        latest_rtt_us: us(p.latest_rtt),
+        rttvar_us: us(p.rttvar),
+        cwnd_bytes: stats.cwnd,
+        ssthresh_bytes: metrics.as_ref().and_then(|m| m.ssthresh),
+        mtu: stats.current_mtu,
+        bytes_in_flight: p.in_flight,
+        pacing_rate_bps: metrics.as_ref().and_then(|m| m.pacing_rate).map(|r| r.saturating_mul(8)).or_else(|| window_pacing_bps(stats.cwnd, p.smoothed_rtt)),
+        delivery_rate_bps,
+        bytes_acked: p.acked_bytes,
+        bytes_sent: stats.sent_bytes,
+        bytes_lost: stats.lost_bytes,
+        packets_sent: stats.sent_packets,
+        packets_lost: stats.lost_packets,
+        congestion_events: stats.congestion_events,
+        app_limited: p.app_limited,
+        bbr: conn.bbr.as_ref().and_then(|b| b.snapshot()),
+    }
+}
+
+/// The sending controller's BBR state changes, µs after `epoch`.
+fn events_of(conn: &Conn, epoch: Instant) -> Vec<BbrEvent> {
+    let Some(view) = &conn.bbr else { return Vec::new() };
+    view.take_events().into_iter().map(|(at, from, to)| BbrEvent { t_us: at.saturating_duration_since(epoch).as_micros() as u64, from, to }).collect()
+}
+
+/// The rate noq's pacer derives from the window when the controller reports none (CUBIC,
+/// NewReno): 5/4 of a window per smoothed RTT (noq-proto `connection/pacing.rs`).
+fn window_pacing_bps(cwnd: u64, srtt: Duration) -> Option<u64> {
+    (srtt > Duration::ZERO).then(|| (cwnd as f64 * 8.0 * 1.25 / srtt.as_secs_f64()) as u64)
+}
+
+async fn send_flow(conn: &Connection, id: u32, amount: Amount, deadline: Instant, stopping: &AtomicBool) -> Result<(), String> {
+    let mut stream = conn.open_uni().await.map_err(|e| format!("open stream: {e}"))?;
+    stream.write_all(&id.to_be_bytes()).await.map_err(|e| format!("send: {e}"))?;
+    let chunk = vec![0x5au8; CHUNK];
+    let mut remaining = match amount {
+        Amount::Bytes(n) => n,
+        Amount::Seconds(_) => u64::MAX,
+    };
+    while remaining > 0 && Instant::now() < deadline && !stopping.load(Ordering::Relaxed) {
+        let len = remaining.min(CHUNK as u64) as usize;
+        match tokio::time::timeout(IO_TICK, stream.write(&chunk[..len])).await {
+            Ok(Ok(n)) => remaining -= n as u64,
+            Ok(Err(_)) if Instant::now() >= deadline => break,
+            Ok(Err(e)) => return Err(format!("send: {e}")),
+            Err(_) => {}
+        }
+    }
+    if let Amount::Bytes(_) = amount {
+        let _ = stream.finish();
+        // Keep the stream until the receiver has it all (or the run ends).
+        let _ = stream.stopped().await;
+    }
+    Ok(())
+}
+
+async fn receive_flow(stream: &mut noq::RecvStream, amount: Amount, start: Instant, deadline: Instant, counter: &AtomicU64, stopping: &AtomicBool) -> Received {
+    let mut got = Received::default();
+    let target = match amount {
+        Amount::Bytes(n) => n,
+        Amount::Seconds(_) => u64::MAX,
+    };
+    let mut last_byte = None;
+    while Instant::now() < deadline && !stopping.load(Ordering::Relaxed) && got.bytes < target {
+        match tokio::time::timeout(IO_TICK, stream.read_chunk(usize::MAX)).await {
+            Ok(Ok(Some(chunk))) => {
+                let now = Instant::now();
+                if now <= deadline || matches!(amount, Amount::Bytes(_)) {
+                    got.bytes += chunk.len() as u64;
+                    counter.store(got.bytes, Ordering::Relaxed);
+                    last_byte = Some(now);
+                }
+            }
+            Ok(Ok(None)) => break,
+            Ok(Err(e)) => {
+                got.error = Some(format!("receive: {e}"));
+                break;
+            }
+            Err(_) => {}
+        }
+    }
+    got.completion_s = match amount {
+        Amount::Bytes(n) if got.bytes >= n => last_byte.map(|t| t.duration_since(start).as_secs_f64()),
+        _ => None,
+    };
+    got
+}

@@ -1,0 +1,207 @@
+//! Traffic over QUIC (noq, a quinn fork) between the two ends of a path, beside kernel TCP.
+//!
+//! * The algorithm is set on the **sending** endpoint's `TransportConfig`; the receiving end
+//!   gets its own (by default the same algorithm). Both are read back from the connections
+//!   (the controller in effect, downcast to its type) before any data moves, and a result
+//!   records both: scenario 5's "server BBR, client CUBIC" mix-up shows as a warning, never
+//!   silently (see [`ReadBack`]).
+//! * Every controller is wrapped in an observer ([`observe`]) that forwards every call and
+//!   records the RTT and in-flight figures the sampler needs; the pacer still follows the real
+//!   controller's pacing rate.
+//! * UDP sockets are made inside the namespaces, as the TCP socket factory does. noq-udp sends
+//!   with UDP GSO where the kernel offers it; the emulator's TUN devices do not advertise UDP
+//!   segmentation offload, so the kernel cuts every GSO batch into datagrams before the
+//!   emulator reads them: the emulator sees, drops and delays each QUIC packet on its own.
+
+mod bulk;
+mod observe;
+
+pub(crate) use bulk::run_quic_bulk;
+
+use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ccbench_netns::Netns;
+use noq::congestion::{Bbr3, Bbr3Config, Controller, ControllerFactory, Cubic, CubicConfig, NewReno, NewRenoConfig};
+use noq::{ClientConfig, Endpoint, EndpointConfig, ServerConfig, TransportConfig, VarInt};
+use serde::{Deserialize, Serialize};
+
+use crate::WorkloadError;
+use observe::{Observed, ObservedFactory, Probe};
+
+/// The QUIC implementation behind `quic:*` names, as provenance records it.
+pub const QUIC_STACK: &str = "noq 1.4 (quinn fork), rustls 0.23 with ring";
+
+/// The QUIC algorithms this build offers, as written after `quic:`.
+pub const QUIC_ALGORITHMS: &[&str] = &["cubic", "newreno", "bbr3"];
+
+/// How noq builds a connection's controller.
+pub(crate) type Factory = Arc<dyn ControllerFactory + Send + Sync>;
+
+/// A transport config and the BBR view of its controller, if any.
+pub(crate) type ObservedTransport = (Arc<TransportConfig>, Option<Arc<dyn BbrView>>);
+
+/// BBR's own view of a connection, from a controller that exposes it (noq's `Bbr3` does not;
+/// our `ccbench-quic-cc` BBR does, through its `Telemetry`).
+pub(crate) trait BbrView: Send + Sync {
+    /// The state now, for the sampler.
+    fn snapshot(&self) -> Option<crate::QuicBbr>;
+    /// State changes since the last call: (when, from, to).
+    fn take_events(&self) -> Vec<(std::time::Instant, String, String)>;
+}
+
+/// A controller factory for QUIC algorithm `alg` and, when the controller exposes it, its BBR
+/// view; `None` for a name not in [`QUIC_ALGORITHMS`]. The one place a name becomes a
+/// controller: our own BBRv2/v3 (`ccbench-quic-cc`) plugs in here, e.g.
+/// `"bbr2" => { let t = Telemetry::default(); (BbrFactory::new(BbrVersion::V2, t.clone()), Some(Arc::new(t))) }`
+/// with `impl BbrView for Telemetry`, plus its name in [`QUIC_ALGORITHMS`] and its type in
+/// [`algorithm_of`].
+pub(crate) fn controller_factory(alg: &str) -> Option<(Factory, Option<Arc<dyn BbrView>>)> {
+    Some(match alg {
+        "cubic" => (Arc::new(CubicConfig::default()), None),
+        "newreno" => (Arc::new(NewRenoConfig::default()), None),
+        "bbr3" => (Arc::new(Bbr3Config::default()), None),
+        _ => return None,
+    })
+}
+
+/// The algorithm a connection's controller really is, by its type (`None` when unknown).
+fn algorithm_of(controller: Box<dyn Controller>) -> Option<&'static str> {
+    let any = controller.into_any();
+    // Ours are wrapped in an observer: look at what it wraps.
+    let inner: Box<dyn std::any::Any> = match any.downcast::<Observed>() {
+        Ok(observed) => observed.inner.into_any(),
+        Err(other) => other,
+    };
+    if inner.is::<Cubic>() {
+        Some("cubic")
+    } else if inner.is::<NewReno>() {
+        Some("newreno")
+    } else if inner.is::<Bbr3>() {
+        Some("bbr3")
+    } else {
+        None
+    }
+}
+
+/// The algorithm in effect on a connection, read back from its controller, as `quic:NAME`.
+pub(crate) fn read_back(conn: &noq::Connection) -> String {
+    match conn.congestion_state(noq::PathId::ZERO).map(algorithm_of) {
+        Some(Some(alg)) => format!("quic:{alg}"),
+        Some(None) => "quic:unknown".into(),
+        None => "quic:none".into(),
+    }
+}
+
+/// What each end of a QUIC connection ran, read back from the connections themselves.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadBack {
+    /// The sending endpoint's controller (the one that matters for the data).
+    pub sender: String,
+    /// The receiving endpoint's controller (it only paces acknowledgements).
+    pub receiver: String,
+}
+
+impl ReadBack {
+    /// A warning when the two ends run different algorithms (scenario 5's bug).
+    pub fn mismatch(&self) -> Option<String> {
+        (self.sender != self.receiver)
+            .then(|| format!("the QUIC sender runs {} but the receiver runs {}: only the sender's algorithm shapes the data", self.sender, self.receiver))
+    }
+}
+
+/// Per-flow transport settings: generous flow-control windows, so that the congestion
+/// controller, not flow control, limits the sender at up to ~1 Gbit/s × 100 ms.
+fn transport(factory: Arc<dyn ControllerFactory + Send + Sync>) -> Arc<TransportConfig> {
+    let mut t = TransportConfig::default();
+    t.congestion_controller_factory(factory)
+        .stream_receive_window(VarInt::from_u32(32 << 20))
+        .receive_window(VarInt::from_u32(64 << 20))
+        .send_window(64 << 20)
+        .max_concurrent_uni_streams(VarInt::from_u32(256))
+        .max_idle_timeout(Some(VarInt::from_u32(30_000).into()));
+    Arc::new(t)
+}
+
+/// A transport config whose controller is `alg` observed through `probe`, and the
+/// controller's BBR view when it has one.
+pub(crate) fn observed_transport(alg: &str, probe: &Arc<Probe>) -> Result<ObservedTransport, WorkloadError> {
+    let (inner, view) =
+        controller_factory(alg).ok_or_else(|| WorkloadError::Setup(format!("no QUIC algorithm {alg:?} (known: {})", QUIC_ALGORITHMS.join(", "))))?;
+    Ok((transport(Arc::new(ObservedFactory { inner, probe: probe.clone() })), view))
+}
+
+/// The name the server's certificate is issued for (never resolved: the client connects by
+/// address).
+const SERVER_NAME: &str = "ccbench.invalid";
+
+/// A fresh self-signed certificate per run, trusted by the client configs made from it.
+pub(crate) struct Tls {
+    cert: noq::rustls::pki_types::CertificateDer<'static>,
+    key: Vec<u8>,
+}
+
+impl Tls {
+    pub(crate) fn new() -> Result<Self, WorkloadError> {
+        let ck = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_string()]).map_err(|e| WorkloadError::Setup(format!("making a certificate: {e}")))?;
+        Ok(Tls { cert: ck.cert.der().clone(), key: ck.key_pair.serialize_der() })
+    }
+
+    pub(crate) fn server(&self, transport: Arc<TransportConfig>) -> Result<Arc<ServerConfig>, WorkloadError> {
+        let key = noq::rustls::pki_types::PrivatePkcs8KeyDer::from(self.key.clone());
+        let mut c = ServerConfig::with_single_cert(vec![self.cert.clone()], key.into()).map_err(|e| WorkloadError::Setup(format!("TLS server: {e}")))?;
+        c.transport_config(transport);
+        Ok(Arc::new(c))
+    }
+
+    pub(crate) fn client(&self, transport: Arc<TransportConfig>) -> Result<ClientConfig, WorkloadError> {
+        let mut roots = noq::rustls::RootCertStore::empty();
+        roots.add(self.cert.clone()).map_err(|e| WorkloadError::Setup(format!("TLS roots: {e}")))?;
+        let mut c = ClientConfig::with_root_certificates(Arc::new(roots)).map_err(|e| WorkloadError::Setup(format!("TLS client: {e}")))?;
+        c.transport_config(transport);
+        Ok(c)
+    }
+}
+
+/// Socket buffers big enough for a gigabit of QUIC through a user-space stack: without them
+/// bursts overflow the default 208 KB receive buffer and show up as loss the path never caused.
+const UDP_BUFFER: libc::c_int = 8 << 20;
+
+/// A UDP socket bound to `addr` inside `ns` (port 0: any).
+pub(crate) fn udp_in(ns: &Netns, addr: SocketAddrV4) -> Result<UdpSocket, WorkloadError> {
+    ns.run(|| {
+        let sock = UdpSocket::bind(SocketAddr::V4(addr))?;
+        for (force, plain) in [(libc::SO_RCVBUFFORCE, libc::SO_RCVBUF), (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)] {
+            // FORCE passes net.core.[rw]mem_max as root; otherwise the capped size is fine.
+            if setsockopt_int(&sock, force, UDP_BUFFER).is_err() {
+                let _ = setsockopt_int(&sock, plain, UDP_BUFFER);
+            }
+        }
+        Ok::<_, WorkloadError>(sock)
+    })
+}
+
+fn setsockopt_int(sock: &UdpSocket, opt: libc::c_int, value: libc::c_int) -> std::io::Result<()> {
+    // SAFETY: a valid descriptor, and a pointer to an int of the size passed.
+    let r = unsafe {
+        libc::setsockopt(sock.as_raw_fd(), libc::SOL_SOCKET, opt, (&value as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t)
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// An endpoint on `sock`, on the current tokio runtime.
+pub(crate) fn endpoint(sock: UdpSocket, server: Option<ServerConfig>) -> Result<Endpoint, WorkloadError> {
+    sock.set_nonblocking(true)?;
+    Ok(Endpoint::new(EndpointConfig::default(), server, sock, Arc::new(noq::TokioRuntime))?)
+}
+
+/// How long connection setup may take before the run fails.
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub(crate) const SNI: &str = SERVER_NAME;
