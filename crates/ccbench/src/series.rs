@@ -85,6 +85,10 @@ pub struct TcpRow {
     pub cwnd_bytes: Option<u64>,
     #[serde(default)]
     pub bytes_in_flight: Option<u64>,
+    /// QUIC BBRv2/v3 only: the ProbeBW phase (`DOWN`, `CRUISE`, `REFILL`, `UP`) while
+    /// `bbr_mode` is `PROBE_BW`; kernel BBRv1 does not report one.
+    #[serde(default)]
+    pub bbr_phase: Option<String>,
 }
 
 pub fn socket_name(id: SocketId) -> String {
@@ -122,6 +126,7 @@ impl TcpRow {
             latest_rtt_us: None,
             cwnd_bytes: None,
             bytes_in_flight: None,
+            bbr_phase: None,
         }
     }
 
@@ -161,6 +166,7 @@ impl TcpRow {
             latest_rtt_us: Some(q.latest_rtt_us),
             cwnd_bytes: Some(q.cwnd_bytes),
             bytes_in_flight: Some(q.bytes_in_flight),
+            bbr_phase: q.bbr.as_ref().and_then(|b| b.phase.clone()),
         }
     }
 }

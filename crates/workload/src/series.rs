@@ -69,9 +69,12 @@ pub struct QuicSample {
 /// A BBR controller's state, from its telemetry.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct QuicBbr {
-    /// `startup`, `drain`, `probe_bw_down`, `probe_bw_cruise`, `probe_bw_refill`,
-    /// `probe_bw_up`, `probe_rtt`.
+    /// The mode as kernel TCP BBR's `bbr_mode` names it: `STARTUP`, `DRAIN`, `PROBE_BW`,
+    /// `PROBE_RTT`.
     pub state: String,
+    /// ProbeBW's phase while in it: `DOWN`, `CRUISE`, `REFILL`, `UP` (BBRv2/v3 only).
+    #[serde(default)]
+    pub phase: Option<String>,
     pub max_bw_bps: u64,
     pub min_rtt_us: Option<u32>,
     pub pacing_gain: f64,

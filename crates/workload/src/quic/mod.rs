@@ -24,7 +24,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ccbench_netns::Netns;
-use noq::congestion::{Bbr3, Bbr3Config, Controller, ControllerFactory, Cubic, CubicConfig, NewReno, NewRenoConfig};
+use ccbench_quic_cc::{Bbr, BbrFactory, BbrVersion, Telemetry};
+use noq::congestion::{Controller, ControllerFactory, Cubic, CubicConfig, NewReno, NewRenoConfig};
 use noq::{ClientConfig, Endpoint, EndpointConfig, ServerConfig, TransportConfig, VarInt};
 use serde::{Deserialize, Serialize};
 
@@ -35,7 +36,7 @@ use observe::{Observed, ObservedFactory, Probe};
 pub const QUIC_STACK: &str = "noq 1.4 (quinn fork), rustls 0.23 with ring";
 
 /// The QUIC algorithms this build offers, as written after `quic:`.
-pub const QUIC_ALGORITHMS: &[&str] = &["cubic", "newreno", "bbr3"];
+pub const QUIC_ALGORITHMS: &[&str] = &["cubic", "newreno", "bbr2", "bbr3"];
 
 /// How noq builds a connection's controller.
 pub(crate) type Factory = Arc<dyn ControllerFactory + Send + Sync>;
@@ -43,8 +44,8 @@ pub(crate) type Factory = Arc<dyn ControllerFactory + Send + Sync>;
 /// A transport config and the BBR view of its controller, if any.
 pub(crate) type ObservedTransport = (Arc<TransportConfig>, Option<Arc<dyn BbrView>>);
 
-/// BBR's own view of a connection, from a controller that exposes it (noq's `Bbr3` does not;
-/// our `ccbench-quic-cc` BBR does, through its `Telemetry`).
+/// BBR's own view of a connection, from a controller that exposes it (noq's own `Bbr3` does
+/// not, which is one reason `quic:bbr2`/`quic:bbr3` run our `ccbench-quic-cc` BBR instead).
 pub(crate) trait BbrView: Send + Sync {
     /// The state now, for the sampler.
     fn snapshot(&self) -> Option<crate::QuicBbr>;
@@ -54,17 +55,38 @@ pub(crate) trait BbrView: Send + Sync {
 
 /// A controller factory for QUIC algorithm `alg` and, when the controller exposes it, its BBR
 /// view; `None` for a name not in [`QUIC_ALGORITHMS`]. The one place a name becomes a
-/// controller: our own BBRv2/v3 (`ccbench-quic-cc`) plugs in here, e.g.
-/// `"bbr2" => { let t = Telemetry::default(); (BbrFactory::new(BbrVersion::V2, t.clone()), Some(Arc::new(t))) }`
-/// with `impl BbrView for Telemetry`, plus its name in [`QUIC_ALGORITHMS`] and its type in
-/// [`algorithm_of`].
+/// controller. `bbr2`/`bbr3` are our own sans-IO BBR (`ccbench-quic-cc`, draft-ietf-ccwg-bbr),
+/// whose state the sampler can read; CUBIC and NewReno are noq's.
 pub(crate) fn controller_factory(alg: &str) -> Option<(Factory, Option<Arc<dyn BbrView>>)> {
+    let bbr = |version| {
+        let telemetry = Telemetry::default();
+        let view: Arc<dyn BbrView> = Arc::new(telemetry.clone());
+        (BbrFactory::new(version, telemetry) as Factory, Some(view))
+    };
     Some(match alg {
         "cubic" => (Arc::new(CubicConfig::default()), None),
         "newreno" => (Arc::new(NewRenoConfig::default()), None),
-        "bbr3" => (Arc::new(Bbr3Config::default()), None),
+        "bbr2" => bbr(BbrVersion::V2),
+        "bbr3" => bbr(BbrVersion::V3),
         _ => return None,
     })
+}
+
+impl BbrView for Telemetry {
+    fn snapshot(&self) -> Option<crate::QuicBbr> {
+        Telemetry::snapshot(self).map(|s| crate::QuicBbr {
+            state: s.state.mode().to_string(),
+            phase: s.state.probe_bw_phase().map(str::to_string),
+            max_bw_bps: s.max_bw_bps,
+            min_rtt_us: s.min_rtt.map(|d| u32::try_from(d.as_micros()).unwrap_or(u32::MAX)),
+            pacing_gain: s.pacing_gain,
+            cwnd_gain: s.cwnd_gain,
+        })
+    }
+
+    fn take_events(&self) -> Vec<(std::time::Instant, String, String)> {
+        Telemetry::take_events(self).into_iter().map(|e| (e.at, e.from.to_string(), e.to.to_string())).collect()
+    }
 }
 
 /// The algorithm a connection's controller really is, by its type (`None` when unknown).
@@ -79,8 +101,11 @@ fn algorithm_of(controller: Box<dyn Controller>) -> Option<&'static str> {
         Some("cubic")
     } else if inner.is::<NewReno>() {
         Some("newreno")
-    } else if inner.is::<Bbr3>() {
-        Some("bbr3")
+    } else if let Ok(bbr) = inner.downcast::<Bbr>() {
+        Some(match bbr.version() {
+            BbrVersion::V2 => "bbr2",
+            BbrVersion::V3 => "bbr3",
+        })
     } else {
         None
     }
