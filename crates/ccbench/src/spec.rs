@@ -384,7 +384,7 @@ mod tests {
             (&["--runs", "auto", "--max-runs", "3"], "--max-runs", "with --runs auto"),
             (&["--cc", "bbr,vegas2"], "--cc", "available or loadable on this host"),
             (&["--flows", "bbr:1,vegas2:1"], "--flows", "available or loadable on this host"),
-            (&["--cc", "quic:bbr1,quic:cubic"], "--cc", "quic:cubic, quic:newreno, quic:bbr3"),
+            (&["--cc", "quic:bbr1,quic:cubic"], "--cc", "quic:cubic, quic:newreno, quic:bbr2, quic:bbr3"),
             (&["--cc", "udp:cubic,bbr"], "--cc", "tcp:bbr"),
             (&["--flows", "quic:vegas:1,tcp:cubic:1"], "--flows", "quic:bbr3"),
         ] {
