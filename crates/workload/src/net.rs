@@ -92,7 +92,7 @@ pub(crate) fn accept_port(listener: &TcpListener, client_port: u16) -> Result<Tc
 }
 
 /// Sets `cc` again on a connected sending socket and reads back what the kernel runs.
-pub(crate) fn confirm_congestion<F: AsFd>(sock: F, cc: &str, side: Side) -> Result<String, WorkloadError> {
+pub fn confirm_congestion<F: AsFd>(sock: F, cc: &str, side: Side) -> Result<String, WorkloadError> {
     let fd = sock.as_fd();
     ccbench_probe::set_congestion(fd, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side, source })?;
     let actual = ccbench_probe::congestion(fd)?;
@@ -100,4 +100,15 @@ pub(crate) fn confirm_congestion<F: AsFd>(sock: F, cc: &str, side: Side) -> Resu
         return Err(WorkloadError::CongestionMismatch { requested: cc.into(), actual });
     }
     Ok(actual)
+}
+
+/// A blocking TCP connection from the current namespace to `addr`, with `cc` set before it
+/// connects when this end sends: the client end of a test against a remote `ccbench serve`.
+pub fn client_socket(addr: SocketAddr, cc: Option<&str>) -> Result<TcpStream, WorkloadError> {
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if let Some(cc) = cc {
+        ccbench_probe::set_congestion(&sock, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side: Side::Client, source })?;
+    }
+    sock.connect_timeout(&addr.into(), CONNECT_TIMEOUT).map_err(|e| WorkloadError::Setup(format!("connecting to {addr}: {e}")))?;
+    Ok(sock.into())
 }
