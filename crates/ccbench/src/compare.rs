@@ -421,8 +421,8 @@ pub fn compare(inputs: &[Input], opts: &Options, out: &Path) -> Result<Compared,
                 let under = |p: &str| if dirs[arm.input] == "." { p.to_string() } else { format!("{}/{p}", dirs[arm.input]) };
                 s.tcp = under(&s.tcp);
                 s.goodput = under(&s.goodput);
-                s.link_down = under(&s.link_down);
-                s.link_up = under(&s.link_up);
+                s.link_down = s.link_down.as_deref().map(under);
+                s.link_up = s.link_up.as_deref().map(under);
             }
             runs.push(r);
         }
@@ -654,8 +654,8 @@ mod tests {
             series: Some(crate::series::SeriesFiles {
                 tcp: format!("series/run-{index:03}/tcp.csv.gz"),
                 goodput: format!("series/run-{index:03}/goodput.csv.gz"),
-                link_down: format!("series/run-{index:03}/link-down.csv.gz"),
-                link_up: format!("series/run-{index:03}/link-up.csv.gz"),
+                link_down: Some(format!("series/run-{index:03}/link-down.csv.gz")),
+                link_up: Some(format!("series/run-{index:03}/link-up.csv.gz")),
             }),
         }
     }

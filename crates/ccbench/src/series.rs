@@ -32,8 +32,9 @@ pub const LINK_UP_FILE: &str = "link-up.csv.gz";
 pub struct SeriesFiles {
     pub tcp: String,
     pub goodput: String,
-    pub link_down: String,
-    pub link_up: String,
+    /// The emulator's files; `null` for a run over a real path (`--remote`).
+    pub link_down: Option<String>,
+    pub link_up: Option<String>,
 }
 
 impl SeriesFiles {
@@ -41,8 +42,8 @@ impl SeriesFiles {
         SeriesFiles {
             tcp: format!("{rel_dir}/{TCP_FILE}"),
             goodput: format!("{rel_dir}/{GOODPUT_FILE}"),
-            link_down: format!("{rel_dir}/{LINK_DOWN_FILE}"),
-            link_up: format!("{rel_dir}/{LINK_UP_FILE}"),
+            link_down: Some(format!("{rel_dir}/{LINK_DOWN_FILE}")),
+            link_up: Some(format!("{rel_dir}/{LINK_UP_FILE}")),
         }
     }
 }
@@ -257,6 +258,13 @@ impl RunSeries {
     pub fn link_sink(&self, direction: &str) -> io::Result<Box<dyn SampleSink>> {
         let name = if direction == "up" { LINK_UP_FILE } else { LINK_DOWN_FILE };
         Ok(Box::new(LinkWriter { out: Some(CsvGz::create(&self.dir.join(name))?), what: name, error: self.error.clone() }))
+    }
+
+    /// A run over a real path: no emulator, so no link files to name.
+    pub fn without_link_files(mut self) -> Self {
+        self.files.link_down = None;
+        self.files.link_up = None;
+        self
     }
 
     /// Finishes the workload's files. Call after the path has finished (its forwarders have

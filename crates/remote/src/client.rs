@@ -162,7 +162,12 @@ impl Client {
         let reader = self.control.try_clone()?;
         let (near, far) = std::thread::scope(|s| {
             let far = s.spawn(|| receive_results(reader, shift_us, series));
-            let near = run_end(spec, Side::Client, streams, &EndClock { epoch, start }, stop, series, &NoMeasureHook, None);
+            let near = run_end(spec, Side::Client, &streams, &EndClock { epoch, start }, stop, series, &NoMeasureHook, None);
+            // The far end's window closes a one-way delay after ours: the streams stay open
+            // until it is done, unless the run was stopped (then closing them stops it).
+            if stop.load(Ordering::SeqCst) {
+                drop(streams);
+            }
             (near, far.join().unwrap_or_else(|_| Err(RemoteError::Protocol("the result reader panicked".into()))))
         });
         let far = far?;

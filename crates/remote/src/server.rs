@@ -333,7 +333,7 @@ fn run_bulk(control: &TcpStream, spec: &BulkSpec, shared: &Shared) -> Outcome {
             }
             ok
         });
-        let results = run_end(&spec, Side::Server, ends, &EndClock { epoch: start, start }, &shared.stop, &sink, &NoMeasureHook, Some(&budget));
+        let results = run_end(&spec, Side::Server, &ends, &EndClock { epoch: start, start }, &shared.stop, &sink, &NoMeasureHook, Some(&budget));
         let _ = tx.send(ServerMsg::Done { ends: results.clone() });
         drop(tx);
         drop(sink);

@@ -148,8 +148,8 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
         hook.close(start + Duration::from_secs_f64(s));
     }
     let (client_out, server_out) = std::thread::scope(|s| {
-        let server = s.spawn(|| run_end(spec, Side::Server, server_end, &EndClock { epoch, start }, stop, run.series, &NoMeasureHook, None));
-        let client = run_end(spec, Side::Client, client_end, &EndClock { epoch, start }, stop, run.series, hook, None);
+        let server = s.spawn(|| run_end(spec, Side::Server, &server_end, &EndClock { epoch, start }, stop, run.series, &NoMeasureHook, None));
+        let client = run_end(spec, Side::Client, &client_end, &EndClock { epoch, start }, stop, run.series, hook, None);
         let server = server.join().unwrap_or_default();
         (client, server)
     });
@@ -235,11 +235,13 @@ impl ByteBudget {
 /// sends (from its start offset) and its `TCP_INFO` is sampled into `series`; on the receiving
 /// side each stream is read and its goodput points go to `series`. Returns when every stream
 /// is done (the duration is over, the bytes are sent or received, the timeout or `stop`).
+/// The caller closes the streams, once the other end is done too: a receiver that closed
+/// first would reset a sender still within its own window.
 #[allow(clippy::too_many_arguments)]
 pub fn run_end(
     spec: &BulkSpec,
     side: Side,
-    streams: Vec<EndStream>,
+    streams: &[EndStream],
     clock: &EndClock,
     stop: &AtomicBool,
     series: &dyn SeriesSink,
@@ -254,7 +256,7 @@ pub fn run_end(
         Amount::Seconds(s) => start + Duration::from_secs_f64(s),
         Amount::Bytes(_) => start + Duration::from_secs_f64(spec.timeout_s + last_start),
     };
-    let streams: Vec<(EndStream, Arc<AtomicU64>)> = streams.into_iter().map(|s| (s, Arc::new(AtomicU64::new(0)))).collect();
+    let streams: Vec<(&EndStream, Arc<AtomicU64>)> = streams.iter().map(|s| (s, Arc::new(AtomicU64::new(0)))).collect();
     if sending {
         for (s, _) in &streams {
             sampler.register(SocketId::Flow(s.id), &s.stream);
