@@ -437,7 +437,7 @@ mod tests {
         assert_eq!((rows[0].socket.as_str(), rows[0].rtt_us, rows[0].cwnd), ("flow-0", 20_500, 10));
         assert_eq!(rows[1].socket, "conn-40000");
         let mut links: Vec<LinkSample> = Vec::new();
-        for_each_row(&base.join(&files.link_down), |r| links.push(r)).unwrap();
+        for_each_row(&base.join(files.link_down.as_deref().unwrap()), |r| links.push(r)).unwrap();
         assert_eq!(links.len(), 1);
         assert_eq!(links[0].backlog_bytes, 3000);
         let mut g: Vec<GoodputRow> = Vec::new();

@@ -207,12 +207,12 @@ fn metrics(s: &Simulated, shares: Vec<CcShare>) -> RunMetrics {
         sender_rtt_p95_ms: s.rtt_p95_ms,
         retrans_rate: 0.001,
         retrans_segments: 3,
-        drops_loss: 0,
-        drops_buffer: 3,
-        queue_delay_p50_ms: s.queue_p50_ms,
-        queue_delay_p95_ms: s.queue_p95_ms,
-        utilization: 0.98,
-        emulator_lateness_p99_us: 80.0,
+        drops_loss: Some(0),
+        drops_buffer: Some(3),
+        queue_delay_p50_ms: Some(s.queue_p50_ms),
+        queue_delay_p95_ms: Some(s.queue_p95_ms),
+        utilization: Some(0.98),
+        emulator_lateness_p99_us: Some(80.0),
         path_figures_over_whole_life: false,
         shares,
         jain_index: jain,
@@ -229,7 +229,8 @@ fn provenance() -> Provenance {
         finished_at: Some("2026-01-01T00:01:00Z".into()),
         host: HostFacts::collect(),
         namespace_sysctls: Vec::new(),
-        emulator: EmulatorFacts { kind: "test".into(), client_addr: "10.0.0.1".into(), server_addr: "10.0.0.2".into(), tun_txqueuelen: 1000 },
+        emulator: Some(EmulatorFacts { kind: "test".into(), client_addr: "10.0.0.1".into(), server_addr: "10.0.0.2".into(), tun_txqueuelen: 1000 }),
+        remote: None,
     }
 }
 
@@ -286,7 +287,7 @@ fn assemble(ccs: Vec<String>, workload: WorkloadSpec, runs: Vec<RunRecord>) -> E
             runs_auto: false,
             seed: 7,
             alpha: 0.05,
-            path: PathSpec {
+            path: Some(PathSpec {
                 down: DirectionConfig::default(),
                 up: DirectionConfig::default(),
                 mtu: 1500,
@@ -294,7 +295,8 @@ fn assemble(ccs: Vec<String>, workload: WorkloadSpec, runs: Vec<RunRecord>) -> E
                 sample_interval_us: SAMPLE_US,
                 offload: true,
                 batch_us: 0,
-            },
+            }),
+            remote: None,
             metric: workload.metric().into(),
             workload,
         },

@@ -139,10 +139,19 @@ pub fn write_msg<T: Serialize>(w: &mut impl Write, msg: &T) -> Result<(), FrameE
 /// Every frame in `bytes` decoded as client messages, as the server reads them, until the
 /// first error: the entry point of the fuzz target and the garbage tests.
 pub fn decode_stream(bytes: &[u8]) -> Vec<Result<ClientMsg, String>> {
+    decode_frames(bytes)
+}
+
+/// As [`decode_stream`], for what a server sends.
+pub fn decode_stream_server(bytes: &[u8]) -> Vec<Result<ServerMsg, String>> {
+    decode_frames(bytes)
+}
+
+fn decode_frames<T: DeserializeOwned>(bytes: &[u8]) -> Vec<Result<T, String>> {
     let mut r = bytes;
     let mut out = Vec::new();
     while !r.is_empty() {
-        match read_msg::<ClientMsg>(&mut r) {
+        match read_msg::<T>(&mut r) {
             Ok(m) => out.push(Ok(m)),
             Err(e) => {
                 out.push(Err(e.to_string()));
