@@ -11,8 +11,9 @@ use serde::Deserialize;
 use std::path::PathBuf;
 
 use crate::values::{
-    AqmSpec, AtChange, BufferSpec, ListenAddr, MaxClients, MaxDuration, MaxTestsPerMinute, RemoteAddr, CcList, Concurrency, Delay, DirectionArg, EmulatorBatch, Expected, FlowsSpec, Http, JitterSpec, LossSpec, MaxConnections,
-    MaxRuns, Method, Mtu, Page, PolicerSpec, Rate, Requests, Rtt, RunDuration, RunsSpec, SampleInterval, Size, Stagger, Timeout, TraceFile, WorkloadKind,
+    AqmSpec, AtChange, BufferSpec, CcList, Concurrency, Delay, DirectionArg, EmulatorBatch, Expected, FlowsSpec, Http, JitterSpec, ListenAddr, LossSpec,
+    MaxClients, MaxConnections, MaxDuration, MaxRuns, MaxTestsPerMinute, Method, Mtu, Page, PolicerSpec, Rate, RemoteAddr, Requests, Rtt, RunDuration,
+    RunsSpec, SampleInterval, Size, Stagger, Timeout, TraceFile, WorkloadKind,
 };
 use ccbench::error::UsageError;
 

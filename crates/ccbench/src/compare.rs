@@ -809,8 +809,7 @@ mod tests {
         for d in [&mut p.down, &mut p.up] {
             *d = DirectionConfig { rate: Rate::mbps(1), delay_ns: Duration::from_millis(1), buffer: Buffer::Bytes(1), ..d.clone() };
         }
-        p.down.schedule =
-            (0..40).map(|i| ccbench_link::ScheduledChange { at_ns: ccbench_link::time::Instant::from_nanos(i), ..Default::default() }).collect();
+        p.down.schedule = (0..40).map(|i| ccbench_link::ScheduledChange { at_ns: ccbench_link::time::Instant::from_nanos(i), ..Default::default() }).collect();
         other.params.path = Some(p);
         let w = check(&[input("a", result(&[("cubic", FAST)], 0.0, "goodput")), input("b", other)]).unwrap();
         assert!(w[0].starts_with("the inputs differ in 15 path or workload parameter(s)"), "{w:?}");

@@ -40,7 +40,12 @@ pub fn default_out(label: &str) -> PathBuf {
 
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     if args.remote.is_none() && args.secret_file.is_some() {
-        return Err(UsageError::new("--secret-file", args.secret_file.as_deref().unwrap_or(Path::new("")).display(), "--remote with it (the secret is for a remote ccbench serve)").into());
+        return Err(UsageError::new(
+            "--secret-file",
+            args.secret_file.as_deref().unwrap_or(Path::new("")).display(),
+            "--remote with it (the secret is for a remote ccbench serve)",
+        )
+        .into());
     }
     if let Some(spec) = &args.preset {
         if let Some(r) = &args.remote {

@@ -49,14 +49,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
 /// line. Returns the remote as the plan records it.
 pub fn preflight(remote: &RemoteAddr, secret: Secret) -> Result<(Client, Remote), UsageError> {
     let client = Client::connect(remote.addr, &secret).map_err(|e| remote_error(remote, e))?;
-    let r = Remote {
-        addr: remote.addr,
-        label: remote.label.clone(),
-        secret,
-        facts: client.facts.clone(),
-        limits: client.limits,
-        rtt_us_at_start: client.rtt_us,
-    };
+    let r =
+        Remote { addr: remote.addr, label: remote.label.clone(), secret, facts: client.facts.clone(), limits: client.limits, rtt_us_at_start: client.rtt_us };
     Ok((client, r))
 }
 

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ccbench_workload::{
-    assemble, client_socket, confirm_congestion, elapsed_since, prepare_stream, run_end, Amount, BulkResult, BulkSpec, Direction, EndClock, EndStream,
-    FlowEnd, FlowMeta, NoMeasureHook, SeriesSink, Side, SocketId, WorkloadError,
+    assemble, client_socket, confirm_congestion, elapsed_since, prepare_stream, run_end, Amount, BulkResult, BulkSpec, Direction, EndClock, EndStream, FlowEnd,
+    FlowMeta, NoMeasureHook, SeriesSink, Side, SocketId, WorkloadError,
 };
 
 use crate::auth::{self, Secret};
@@ -72,7 +72,9 @@ impl Client {
         proto::write_msg(&mut c, &ClientMsg::Hello { version: VERSION, nonce: hex(&client_nonce) })?;
         let (server_nonce, proof) = match proto::read_msg::<ServerMsg>(&mut c)? {
             ServerMsg::Challenge { version: VERSION, nonce, proof } => (nonce, proof),
-            ServerMsg::Challenge { version, .. } => return Err(RemoteError::Protocol(format!("the server speaks protocol version {version}, this client {VERSION}"))),
+            ServerMsg::Challenge { version, .. } => {
+                return Err(RemoteError::Protocol(format!("the server speaks protocol version {version}, this client {VERSION}")))
+            }
             ServerMsg::Error { message } => return Err(RemoteError::Refused(message)),
             other => return Err(unexpected(&other)),
         };

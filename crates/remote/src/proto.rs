@@ -26,11 +26,20 @@ pub const MAX_FRAME: usize = 64 * 1024;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ClientMsg {
-    Hello { version: u32, nonce: String },
-    Auth { proof: String },
+    Hello {
+        version: u32,
+        nonce: String,
+    },
+    Auth {
+        proof: String,
+    },
     /// Would this test be allowed (algorithm, limits)? Nothing runs.
-    Check { test: TestRequest },
-    Run { test: TestRequest },
+    Check {
+        test: TestRequest,
+    },
+    Run {
+        test: TestRequest,
+    },
     Start,
 }
 
@@ -38,24 +47,48 @@ pub enum ClientMsg {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ServerMsg {
-    Challenge { version: u32, nonce: String, proof: String },
-    Welcome { facts: ServerFacts, limits: Limits },
+    Challenge {
+        version: u32,
+        nonce: String,
+        proof: String,
+    },
+    Welcome {
+        facts: ServerFacts,
+        limits: Limits,
+    },
     /// The last `Check` passes.
     Allowed,
     /// The request is refused, with why; the session stays open.
-    Refused { reason: String },
+    Refused {
+        reason: String,
+    },
     /// A fatal error; the server closes the connection after it.
-    Error { message: String },
+    Error {
+        message: String,
+    },
     /// Open the test's data connections to `port`, each starting with the token (hex-decoded,
     /// 16 bytes) and the flow id (big-endian u32).
-    Ready { port: u16, token: String },
+    Ready {
+        port: u16,
+        token: String,
+    },
     /// Every data connection arrived; for flows the server sends, the algorithm read back.
-    Connected { cc_read_back: Vec<String> },
+    Connected {
+        cc_read_back: Vec<String>,
+    },
     /// A `TCP_INFO` sample of the server's sending socket of flow `flow`, `t_us` after `Start`.
-    Sample { flow: u32, sample: Sample },
+    Sample {
+        flow: u32,
+        sample: Sample,
+    },
     /// Bytes the server received so far on flow `flow` (uploads).
-    Received { flow: u32, point: GoodputPoint },
-    Done { ends: Vec<FlowEnd> },
+    Received {
+        flow: u32,
+        point: GoodputPoint,
+    },
+    Done {
+        ends: Vec<FlowEnd>,
+    },
 }
 
 /// A test the client asks for. Tagged by `kind`; new kinds (QUIC, path probing) are new
@@ -202,13 +235,8 @@ mod tests {
 
     #[test]
     fn unknown_kinds_and_fields_are_errors_not_guesses() {
-        for bad in [
-            r#"{"type":"run","test":{"kind":"quic"}}"#,
-            r#"{"type":"hello","version":1,"nonce":"00","extra":1}"#,
-            r#"{"type":"shutdown"}"#,
-            r#"[]"#,
-            "",
-        ] {
+        for bad in [r#"{"type":"run","test":{"kind":"quic"}}"#, r#"{"type":"hello","version":1,"nonce":"00","extra":1}"#, r#"{"type":"shutdown"}"#, r#"[]"#, ""]
+        {
             assert!(decode::<ClientMsg>(bad.as_bytes()).is_err(), "{bad}");
         }
     }

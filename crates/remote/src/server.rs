@@ -71,7 +71,7 @@ pub fn serve(config: ServeConfig, stop: &AtomicBool) -> std::io::Result<()> {
                 Ok((stream, peer)) => {
                     if shared.active.fetch_add(1, Ordering::SeqCst) >= shared.config.limits.max_clients as usize {
                         shared.active.fetch_sub(1, Ordering::SeqCst);
-                        let message = format!("refused: the server already serves its maximum of {} clients (--max-clients)", shared.config.limits.max_clients);
+                        let message = format!("the server already serves its maximum of {} clients (--max-clients)", shared.config.limits.max_clients);
                         eprintln!("ccbench serve: {peer}: {message}");
                         let _ = stream.set_nonblocking(false).and_then(|_| stream.set_write_timeout(Some(Duration::from_secs(1))));
                         let _ = proto::write_msg(&mut &stream, &ServerMsg::Error { message });
@@ -209,11 +209,9 @@ pub fn check(test: &TestRequest, config: &ServeConfig) -> Result<(), String> {
         Amount::Seconds(s) if s + last_start > l.max_duration_s => {
             Err(format!("a test of {} s is over this server's limit of {} s per test (--max-duration)", s + last_start, l.max_duration_s))
         }
-        Amount::Bytes(n) if n.saturating_mul(plan.len() as u64) > l.max_bytes => Err(format!(
-            "{} bytes in all is over this server's limit of {} bytes per test (--max-bytes)",
-            n.saturating_mul(plan.len() as u64),
-            l.max_bytes
-        )),
+        Amount::Bytes(n) if n.saturating_mul(plan.len() as u64) > l.max_bytes => {
+            Err(format!("{} bytes in all is over this server's limit of {} bytes per test (--max-bytes)", n.saturating_mul(plan.len() as u64), l.max_bytes))
+        }
         _ => Ok(()),
     }
 }
@@ -320,7 +318,8 @@ fn run_bulk(control: &TcpStream, spec: &BulkSpec, shared: &Shared) -> Outcome {
     // the client's timeout.
     let last_start = plan.iter().map(|f| f.start_s).fold(0.0, f64::max);
     let spec = BulkSpec { timeout_s: spec.timeout_s.min((limits.max_duration_s - last_start).max(0.001)), ..spec.clone() };
-    let ends: Vec<EndStream> = streams.into_iter().zip(&plan).enumerate().map(|(id, (stream, f))| EndStream { id: id as u32, start_s: f.start_s, stream }).collect();
+    let ends: Vec<EndStream> =
+        streams.into_iter().zip(&plan).enumerate().map(|(id, (stream, f))| EndStream { id: id as u32, start_s: f.start_s, stream }).collect();
     let budget = ByteBudget::new(limits.max_bytes, format!("stopped at this server's limit of {} bytes per test (--max-bytes)", limits.max_bytes));
     let (tx, rx) = mpsc::channel::<ServerMsg>();
     let sink = Forward { tx: Mutex::new(tx.clone()) };
@@ -363,10 +362,8 @@ fn accept_flows(listener: &TcpListener, token: &[u8; TOKEN_LEN], n: usize) -> Re
             Err(e) => return Err(format!("accepting a data connection: {e}")),
         };
         let mut hello = [0u8; DATA_HELLO_LEN];
-        let read = stream
-            .set_nonblocking(false)
-            .and_then(|_| stream.set_read_timeout(Some(Duration::from_secs(2))))
-            .and_then(|_| (&stream).read_exact(&mut hello));
+        let read =
+            stream.set_nonblocking(false).and_then(|_| stream.set_read_timeout(Some(Duration::from_secs(2)))).and_then(|_| (&stream).read_exact(&mut hello));
         if read.is_err() || !same(&hello[..TOKEN_LEN], token) {
             continue;
         }

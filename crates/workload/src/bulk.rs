@@ -307,7 +307,12 @@ pub fn run_end(
         handles
             .into_iter()
             .map(|(id, h)| {
-                h.join().unwrap_or_else(|_| FlowEnd { id, send_error: Some("thread panicked".into()), receive_error: Some("thread panicked".into()), ..FlowEnd::default() })
+                h.join().unwrap_or_else(|_| FlowEnd {
+                    id,
+                    send_error: Some("thread panicked".into()),
+                    receive_error: Some("thread panicked".into()),
+                    ..FlowEnd::default()
+                })
             })
             .collect()
     });
@@ -319,7 +324,15 @@ pub fn run_end(
 }
 
 /// The flows' results from what the sending and the receiving end saw of them.
-pub fn assemble(spec: &BulkSpec, meta: &[FlowMeta], senders: &[FlowEnd], receivers: &[FlowEnd], start_us: u64, elapsed_s: f64, interrupted: bool) -> BulkResult {
+pub fn assemble(
+    spec: &BulkSpec,
+    meta: &[FlowMeta],
+    senders: &[FlowEnd],
+    receivers: &[FlowEnd],
+    start_us: u64,
+    elapsed_s: f64,
+    interrupted: bool,
+) -> BulkResult {
     let find = |ends: &[FlowEnd], id: u32| ends.iter().find(|e| e.id == id).cloned().unwrap_or_else(|| FlowEnd { id, ..FlowEnd::default() });
     let mut results = Vec::new();
     for flow in meta {
@@ -434,7 +447,15 @@ struct ReceiveOutcome {
     error: Option<String>,
 }
 
-fn receive_loop(sock: &TcpStream, amount: Amount, start: Instant, deadline: Instant, counter: &AtomicU64, stop: &AtomicBool, budget: Option<&ByteBudget>) -> ReceiveOutcome {
+fn receive_loop(
+    sock: &TcpStream,
+    amount: Amount,
+    start: Instant,
+    deadline: Instant,
+    counter: &AtomicU64,
+    stop: &AtomicBool,
+    budget: Option<&ByteBudget>,
+) -> ReceiveOutcome {
     let mut buf = vec![0u8; 64 * 1024];
     let mut r = sock;
     let mut bytes = 0u64;

@@ -32,7 +32,10 @@ mod page;
 mod sampler;
 mod series;
 
-pub use bulk::{assemble, elapsed_since, prepare_stream, run_end, Amount, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta, FlowResult, GoodputPoint, MixFlow};
+pub use bulk::{
+    assemble, elapsed_since, prepare_stream, run_end, Amount, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta, FlowResult,
+    GoodputPoint, MixFlow,
+};
 pub use net::{client_socket, confirm_congestion};
 pub use objects::{ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
 pub use page::{PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
