@@ -133,7 +133,7 @@ impl Client {
             let cc_read_back = if upload { confirm_congestion(&stream, &flow.cc, Side::Client)? } else { String::new() };
             meta.push(FlowMeta { id: id as u32, plan: flow.clone(), client_port: stream.local_addr()?.port(), cc_read_back });
             prepare_stream(&stream)?;
-            streams.push(EndStream { id: id as u32, start_s: flow.start_s, stream });
+            streams.push(EndStream { id: id as u32, start_s: flow.start_s, stream, sends: upload });
         }
         match proto::read_msg::<ServerMsg>(&mut c)? {
             ServerMsg::Connected { cc_read_back } if !upload => {
@@ -164,7 +164,7 @@ impl Client {
         let reader = self.control.try_clone()?;
         let (near, far) = std::thread::scope(|s| {
             let far = s.spawn(|| receive_results(reader, shift_us, series));
-            let near = run_end(spec, Side::Client, &streams, &EndClock { epoch, start }, stop, series, &NoMeasureHook, None);
+            let near = run_end(spec, &streams, &EndClock { epoch, start }, stop, series, &NoMeasureHook, None);
             // The far end's window closes a one-way delay after ours: the streams stay open
             // until it is done, unless the run was stopped (then closing them stops it).
             if stop.load(Ordering::SeqCst) {

@@ -319,7 +319,7 @@ fn run_bulk(control: &TcpStream, spec: &BulkSpec, shared: &Shared) -> Outcome {
     let last_start = plan.iter().map(|f| f.start_s).fold(0.0, f64::max);
     let spec = BulkSpec { timeout_s: spec.timeout_s.min((limits.max_duration_s - last_start).max(0.001)), ..spec.clone() };
     let ends: Vec<EndStream> =
-        streams.into_iter().zip(&plan).enumerate().map(|(id, (stream, f))| EndStream { id: id as u32, start_s: f.start_s, stream }).collect();
+        streams.into_iter().zip(&plan).enumerate().map(|(id, (stream, f))| EndStream { id: id as u32, start_s: f.start_s, stream, sends: sending }).collect();
     let budget = ByteBudget::new(limits.max_bytes, format!("stopped at this server's limit of {} bytes per test (--max-bytes)", limits.max_bytes));
     let (tx, rx) = mpsc::channel::<ServerMsg>();
     let sink = Forward { tx: Mutex::new(tx.clone()) };
@@ -332,7 +332,7 @@ fn run_bulk(control: &TcpStream, spec: &BulkSpec, shared: &Shared) -> Outcome {
             }
             ok
         });
-        let results = run_end(&spec, Side::Server, &ends, &EndClock { epoch: start, start }, &shared.stop, &sink, &NoMeasureHook, Some(&budget));
+        let results = run_end(&spec, &ends, &EndClock { epoch: start, start }, &shared.stop, &sink, &NoMeasureHook, Some(&budget));
         let _ = tx.send(ServerMsg::Done { ends: results.clone() });
         drop(tx);
         drop(sink);

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::CHUNK;
 use crate::sampler::Sampler;
-use crate::{net, Direction, MeasureHook, NoMeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
+use crate::{net, Direction, MeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
 
 /// How often blocked socket calls come back to look at the clock and the stop flag.
 const IO_TICK: Duration = Duration::from_millis(50);
@@ -129,17 +129,13 @@ impl Workload for BulkSpec {
 fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, WorkloadError> {
     let (epoch, stop, hook) = (run.epoch, run.stop, run.hook);
     let flows = connect_flows(run, spec)?;
-    let sender_side = spec.direction.sender();
-    let mut client_end = Vec::new();
-    let mut server_end = Vec::new();
+    // Both ends' streams in one call, so the senders' samples and the receivers' goodput
+    // points are taken in the same rounds, at the same instants.
+    let mut streams = Vec::new();
     let mut meta = Vec::new();
     for flow in flows {
-        let (client, server) = match sender_side {
-            Side::Client => (flow.sender, flow.receiver),
-            Side::Server => (flow.receiver, flow.sender),
-        };
-        client_end.push(EndStream { id: flow.id, start_s: flow.plan.start_s, stream: client });
-        server_end.push(EndStream { id: flow.id, start_s: flow.plan.start_s, stream: server });
+        streams.push(EndStream { id: flow.id, start_s: flow.plan.start_s, stream: flow.sender, sends: true });
+        streams.push(EndStream { id: flow.id, start_s: flow.plan.start_s, stream: flow.receiver, sends: false });
         meta.push(FlowMeta { id: flow.id, plan: flow.plan, client_port: flow.client_port, cc_read_back: flow.cc_read_back });
     }
     let start = Instant::now();
@@ -147,20 +143,12 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
     if let Amount::Seconds(s) = spec.amount {
         hook.close(start + Duration::from_secs_f64(s));
     }
-    let (client_out, server_out) = std::thread::scope(|s| {
-        let server = s.spawn(|| run_end(spec, Side::Server, &server_end, &EndClock { epoch, start }, stop, run.series, &NoMeasureHook, None));
-        let client = run_end(spec, Side::Client, &client_end, &EndClock { epoch, start }, stop, run.series, hook, None);
-        let server = server.join().unwrap_or_default();
-        (client, server)
-    });
+    let ends = run_end(spec, &streams, &EndClock { epoch, start }, stop, run.series, hook, None);
     let elapsed_s = elapsed_since(spec.amount, start);
     if let Amount::Bytes(_) = spec.amount {
         hook.close(start + Duration::from_secs_f64(elapsed_s));
     }
-    let (senders, receivers) = match sender_side {
-        Side::Client => (client_out, server_out),
-        Side::Server => (server_out, client_out),
-    };
+    let (senders, receivers): (Vec<FlowEnd>, Vec<FlowEnd>) = ends.into_iter().partition(|e| e.sent);
     Ok(assemble(spec, &meta, &senders, &receivers, start.duration_since(epoch).as_micros() as u64, elapsed_s, stop.load(Ordering::SeqCst)))
 }
 
@@ -187,6 +175,8 @@ pub struct EndStream {
     /// When this flow starts sending, seconds after the transfer's start.
     pub start_s: f64,
     pub stream: TcpStream,
+    /// This end sends on it (else it receives).
+    pub sends: bool,
 }
 
 /// The two instants an end measures from: `epoch` (times in series) and `start` (the transfer).
@@ -200,6 +190,9 @@ pub struct EndClock {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct FlowEnd {
     pub id: u32,
+    /// Seen by the sending end.
+    #[serde(default)]
+    pub sent: bool,
     pub send_error: Option<String>,
     pub final_tcp_info: Option<TcpInfo>,
     pub bytes_received: u64,
@@ -231,16 +224,16 @@ impl ByteBudget {
     }
 }
 
-/// Runs one end of a bulk transfer on its connected streams: on the sending side each stream
-/// sends (from its start offset) and its `TCP_INFO` is sampled into `series`; on the receiving
-/// side each stream is read and its goodput points go to `series`. Returns when every stream
-/// is done (the duration is over, the bytes are sent or received, the timeout or `stop`).
+/// Runs one end of a bulk transfer (or, locally, both) on its connected streams: a sending
+/// stream sends (from its start offset) and its `TCP_INFO` is sampled into `series`; a
+/// receiving stream is read and its goodput points go to `series`, in the same rounds.
+/// Returns when every stream is done (the duration is over, the bytes are sent or received,
+/// the timeout or `stop`).
 /// The caller closes the streams, once the other end is done too: a receiver that closed
 /// first would reset a sender still within its own window.
 #[allow(clippy::too_many_arguments)]
 pub fn run_end(
     spec: &BulkSpec,
-    side: Side,
     streams: &[EndStream],
     clock: &EndClock,
     stop: &AtomicBool,
@@ -249,7 +242,6 @@ pub fn run_end(
     budget: Option<&ByteBudget>,
 ) -> Vec<FlowEnd> {
     let (epoch, start) = (clock.epoch, clock.start);
-    let sending = side == spec.direction.sender();
     let sampler = Sampler::new(series);
     let last_start = streams.iter().map(|f| f.start_s).fold(0.0, f64::max);
     let deadline = match spec.amount {
@@ -257,10 +249,8 @@ pub fn run_end(
         Amount::Bytes(_) => start + Duration::from_secs_f64(spec.timeout_s + last_start),
     };
     let streams: Vec<(&EndStream, Arc<AtomicU64>)> = streams.iter().map(|s| (s, Arc::new(AtomicU64::new(0)))).collect();
-    if sending {
-        for (s, _) in &streams {
-            sampler.register(SocketId::Flow(s.id), &s.stream);
-        }
+    for (s, _) in streams.iter().filter(|(s, _)| s.sends) {
+        sampler.register(SocketId::Flow(s.id), &s.stream);
     }
     let active = AtomicUsize::new(streams.len());
     let interval = Duration::from_micros(spec.sample_interval_us.max(1000));
@@ -274,8 +264,8 @@ pub fn run_end(
                 Amount::Bytes(_) => flow_start + Duration::from_secs_f64(spec.timeout_s),
             };
             let handle = s.spawn(move || {
-                let mut end = FlowEnd { id: flow.id, ..FlowEnd::default() };
-                if sending {
+                let mut end = FlowEnd { id: flow.id, sent: flow.sends, ..FlowEnd::default() };
+                if flow.sends {
                     sleep_until(flow_start, stop);
                     end.send_error = send_loop(&flow.stream, spec.amount, deadline, stop, budget).err();
                 } else {
@@ -297,8 +287,8 @@ pub fn run_end(
             |t_us| {
                 // Flows still at work: the span reaches at least this far.
                 hook.extend(Instant::now());
-                if !sending {
-                    for (flow, counter) in &streams {
+                for (flow, counter) in streams.iter().filter(|(s, _)| !s.sends) {
+                    {
                         series.received(flow.id, &GoodputPoint { t_us, bytes: counter.load(Ordering::Relaxed) });
                     }
                 }
@@ -317,7 +307,7 @@ pub fn run_end(
             .collect()
     });
     let mut sampled = sampler.finish(epoch);
-    for end in &mut ends {
+    for end in ends.iter_mut().filter(|e| e.sent) {
         end.final_tcp_info = sampled.remove(&SocketId::Flow(end.id)).flatten();
     }
     ends
