@@ -106,11 +106,12 @@ fn sharing(bulk: &BulkResult, received_at: impl FnOnce(&[u64]) -> Option<Vec<Vec
 impl RunMetrics {
     /// `series`: what the run's time series left in memory (exact RTT counts) and on disk
     /// (the goodput file, read once more for the sharing figures).
-    pub fn derive(result: &WorkloadResult, path: &PathReport, series: &SeriesSummary, direction: Direction, timeout_s: f64) -> Self {
-        let data_dir = match direction {
+    pub fn derive(result: &WorkloadResult, path: Option<&PathReport>, series: &SeriesSummary, direction: Direction, timeout_s: f64) -> Self {
+        // A real path (`--remote`) has no emulator to see its queue and drops: those are absent.
+        let data_dir = path.map(|path| match direction {
             Direction::Download => &path.down,
             Direction::Upload => &path.up,
-        };
+        });
         let q = |p: f64| series.rtt_us.quantile(p, 1000.0);
         let (retrans, segs) =
             result.final_infos().iter().fold((0u64, 0u64), |(r, s), ti| (r + u64::from(ti.total_retrans), s + u64::from(ti.segs_out.unwrap_or(0))));
@@ -142,7 +143,7 @@ impl RunMetrics {
         // Every path figure over one span: the emulator's window, which the workload opened and
         // closed at the instants its own goodput is measured over. Without one (a run cut
         // short before its span began), the path's whole life, for every figure alike.
-        let span = match &data_dir.window {
+        let span = data_dir.map(|data_dir| match &data_dir.window {
             Some(w) => PathSpan {
                 drops_loss: w.stats.drops_loss,
                 drops_buffer: w.stats.drops_buffer,
@@ -159,7 +160,7 @@ impl RunMetrics {
                 utilization: data_dir.utilization,
                 whole_life: true,
             },
-        };
+        });
         RunMetrics {
             score: Some(score),
             unfinished,
@@ -173,13 +174,13 @@ impl RunMetrics {
             sender_rtt_p95_ms: q(0.95),
             retrans_rate: if segs > 0 { retrans as f64 / segs as f64 } else { 0.0 },
             retrans_segments: retrans,
-            drops_loss: span.drops_loss,
-            drops_buffer: span.drops_buffer,
-            queue_delay_p50_ms: span.queue_delay.p50_us / 1000.0,
-            queue_delay_p95_ms: span.queue_delay.p95_us / 1000.0,
-            utilization: span.utilization,
-            emulator_lateness_p99_us: span.lateness.p99_us,
-            path_figures_over_whole_life: span.whole_life,
+            drops_loss: span.as_ref().map(|s| s.drops_loss),
+            drops_buffer: span.as_ref().map(|s| s.drops_buffer),
+            queue_delay_p50_ms: span.as_ref().map(|s| s.queue_delay.p50_us / 1000.0),
+            queue_delay_p95_ms: span.as_ref().map(|s| s.queue_delay.p95_us / 1000.0),
+            utilization: span.as_ref().map(|s| s.utilization),
+            emulator_lateness_p99_us: span.as_ref().map(|s| s.lateness.p99_us),
+            path_figures_over_whole_life: span.as_ref().is_some_and(|s| s.whole_life),
             shares,
             jain_index,
             jain_per_second,
@@ -212,9 +213,9 @@ impl CcSummary {
             sender_rtt_p50_ms: s(&|m| m.sender_rtt_p50_ms),
             sender_rtt_p95_ms: s(&|m| m.sender_rtt_p95_ms),
             retrans_rate: s(&|m| Some(m.retrans_rate)),
-            drops_loss: s(&|m| Some(m.drops_loss as f64)),
-            drops_buffer: s(&|m| Some(m.drops_buffer as f64)),
-            queue_delay_p95_ms: s(&|m| Some(m.queue_delay_p95_ms)),
+            drops_loss: s(&|m| m.drops_loss.map(|d| d as f64)),
+            drops_buffer: s(&|m| m.drops_buffer.map(|d| d as f64)),
+            queue_delay_p95_ms: s(&|m| m.queue_delay_p95_ms),
             jain_index: s(&|m| m.jain_index),
             shares: share_summaries(runs),
         }

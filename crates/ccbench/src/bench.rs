@@ -307,12 +307,13 @@ fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyho
     // Buffer drops within the measured window, as `run` counts them.
     let window_drops = ccbench::results::RunMetrics::derive(
         &ccbench::workloads::WorkloadResult::Bulk(bulk.clone()),
-        &report,
+        Some(&report),
         &Default::default(),
         Direction::Download,
         f64::INFINITY,
     )
-    .drops_buffer;
+    .drops_buffer
+    .unwrap_or_default();
     let unconfigured = [&report.down, &report.up].iter().map(|r| Some(r.tun_tx_dropped? + r.tun_rx_dropped? + r.malformed + r.write_errors)).sum();
     Ok(BenchRow {
         path: if cell.offload { "emulator".into() } else { "emulator, no offload".into() },

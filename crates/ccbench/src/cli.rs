@@ -11,8 +11,9 @@ use serde::Deserialize;
 use std::path::PathBuf;
 
 use crate::values::{
-    AqmSpec, AtChange, BufferSpec, CcList, Concurrency, Delay, DirectionArg, EmulatorBatch, Expected, FlowsSpec, Http, JitterSpec, LossSpec, MaxConnections,
-    MaxRuns, Method, Mtu, Page, PolicerSpec, Rate, Requests, Rtt, RunDuration, RunsSpec, SampleInterval, Size, Stagger, Timeout, TraceFile, WorkloadKind,
+    AqmSpec, AtChange, BufferSpec, CcList, Concurrency, Delay, DirectionArg, EmulatorBatch, Expected, FlowsSpec, Http, JitterSpec, ListenAddr, LossSpec,
+    MaxClients, MaxConnections, MaxDuration, MaxRuns, MaxTestsPerMinute, Method, Mtu, Page, PolicerSpec, Rate, RemoteAddr, Requests, Rtt, RunDuration,
+    RunsSpec, SampleInterval, Size, Stagger, Timeout, TraceFile, WorkloadKind,
 };
 use ccbench::error::UsageError;
 
@@ -40,6 +41,8 @@ pub enum Command {
     Merge(crate::sweep::MergeArgs),
     /// Run any command in the client namespace behind an emulated path (like Mahimahi's shells).
     Exec(ExecArgs),
+    /// Be the far end of a real path for `ccbench run --remote` on another host.
+    Serve(ServeArgs),
     /// Compare saved results (result.json files) with the same verdicts as run: a kernel
     /// upgrade, a real path against its twin, before and after tuning.
     Compare(crate::compare_cmd::CompareArgs),
@@ -382,6 +385,36 @@ pub struct RunArgs {
     /// Also print the full JSON result to standard output.
     #[arg(long)]
     pub json: bool,
+    /// Run over a real path: the far end is the `ccbench serve` at HOST:PORT (bulk and file
+    /// workloads), instead of an emulated path. Needs --secret-file.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub remote: Option<RemoteAddr>,
+    /// The secret shared with the remote `ccbench serve` (a private file; see `ccbench serve --help`).
+    #[arg(long, value_name = "FILE")]
+    pub secret_file: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address and port to listen on. Loopback only unless you say otherwise.
+    #[arg(long, default_value = "127.0.0.1:7450", value_name = "ADDR:PORT")]
+    pub listen: ListenAddr,
+    /// The shared secret: a private file (mode 600) of at least 16 bytes, e.g. made with
+    /// `head -c 32 /dev/urandom | base64 > FILE; chmod 600 FILE`. Copy it to the client host.
+    #[arg(long, value_name = "FILE", required = true)]
+    pub secret_file: PathBuf,
+    /// The longest test this server runs (a file transfer is given up at this age).
+    #[arg(long, default_value = "120s")]
+    pub max_duration: MaxDuration,
+    /// The most bytes one test may move (all its flows together).
+    #[arg(long, default_value = "10gb")]
+    pub max_bytes: Size,
+    /// How many clients may be connected at once.
+    #[arg(long, default_value = "4")]
+    pub max_clients: MaxClients,
+    /// How many tests one client address may start per minute.
+    #[arg(long, default_value = "60")]
+    pub max_tests_per_minute: MaxTestsPerMinute,
 }
 
 #[derive(Args, Debug)]

@@ -421,8 +421,8 @@ pub fn compare(inputs: &[Input], opts: &Options, out: &Path) -> Result<Compared,
                 let under = |p: &str| if dirs[arm.input] == "." { p.to_string() } else { format!("{}/{p}", dirs[arm.input]) };
                 s.tcp = under(&s.tcp);
                 s.goodput = under(&s.goodput);
-                s.link_down = under(&s.link_down);
-                s.link_up = under(&s.link_up);
+                s.link_down = s.link_down.as_deref().map(under);
+                s.link_up = s.link_up.as_deref().map(under);
             }
             runs.push(r);
         }
@@ -644,12 +644,12 @@ mod tests {
                 sender_rtt_p95_ms: Some(14.2),
                 retrans_rate: 3.0 / 1700.0,
                 retrans_segments: 3,
-                drops_loss: 2,
-                drops_buffer: 1,
-                queue_delay_p50_ms: 0.25,
-                queue_delay_p95_ms: 4.999,
-                utilization: 0.962_337_1,
-                emulator_lateness_p99_us: 12.345,
+                drops_loss: Some(2),
+                drops_buffer: Some(1),
+                queue_delay_p50_ms: Some(0.25),
+                queue_delay_p95_ms: Some(4.999),
+                utilization: Some(0.962_337_1),
+                emulator_lateness_p99_us: Some(12.345),
                 path_figures_over_whole_life: false,
                 shares: vec![CcShare { cc: cc.to_string(), flows: 1, goodput_bps, share: 1.0 }],
                 jain_index: None,
@@ -660,8 +660,8 @@ mod tests {
             series: Some(crate::series::SeriesFiles {
                 tcp: format!("series/run-{index:03}/tcp.csv.gz"),
                 goodput: format!("series/run-{index:03}/goodput.csv.gz"),
-                link_down: format!("series/run-{index:03}/link-down.csv.gz"),
-                link_up: format!("series/run-{index:03}/link-up.csv.gz"),
+                link_down: Some(format!("series/run-{index:03}/link-down.csv.gz")),
+                link_up: Some(format!("series/run-{index:03}/link-up.csv.gz")),
             }),
         }
     }
@@ -684,7 +684,8 @@ mod tests {
             runs_auto: false,
             seed: 42,
             alpha: 0.05,
-            path: path(loss),
+            path: Some(path(loss)),
+            remote: None,
             workload: workload(&ccs[0]),
             metric: metric.to_string(),
         };
@@ -810,12 +811,12 @@ mod tests {
         assert!(w.contains(&"  path.down.loss.p: clean –, lossy 0.02".to_string()), "{w:?}");
         // A long list is cut short; many differences are counted, the first few listed.
         let mut other = result(&[("cubic", SLOW)], 0.02, "goodput");
-        other.params.path = PathSpec { mtu: 9000, sample_interval_us: 1, batch_us: 0, offload: false, ..path(0.02) };
-        for d in [&mut other.params.path.down, &mut other.params.path.up] {
+        let mut p = PathSpec { mtu: 9000, sample_interval_us: 1, batch_us: 0, offload: false, ..path(0.02) };
+        for d in [&mut p.down, &mut p.up] {
             *d = DirectionConfig { rate: Rate::mbps(1), delay_ns: Duration::from_millis(1), buffer: Buffer::Bytes(1), ..d.clone() };
         }
-        other.params.path.down.schedule =
-            (0..40).map(|i| ccbench_link::ScheduledChange { at_ns: ccbench_link::time::Instant::from_nanos(i), ..Default::default() }).collect();
+        p.down.schedule = (0..40).map(|i| ccbench_link::ScheduledChange { at_ns: ccbench_link::time::Instant::from_nanos(i), ..Default::default() }).collect();
+        other.params.path = Some(p);
         let w = check(&[input("a", result(&[("cubic", FAST)], 0.0, "goodput")), input("b", other)]).unwrap();
         assert!(w[0].starts_with("the inputs differ in 15 path or workload parameter(s)"), "{w:?}");
         assert_eq!(w.len(), 1 + MAX_DIFFERENCES + 1, "{w:?}");

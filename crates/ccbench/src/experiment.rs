@@ -14,7 +14,7 @@ use crate::analysis::{analyse, compare_rtt};
 use crate::provenance::{now_rfc3339, Provenance};
 use crate::results::{ExperimentResult, LookRecord, Params, RunMetrics, RunRecord, Sequential, Status};
 use crate::series::RunSeries;
-use crate::workloads::WorkloadSpec;
+use crate::workloads::{WorkloadResult, WorkloadSpec};
 
 pub const ALPHA: f64 = 0.05;
 
@@ -41,8 +41,24 @@ pub struct Plan {
     pub ccs: Vec<String>,
     pub runs: Runs,
     pub seed: u64,
+    /// The emulated path each run starts, unless `remote` is given.
     pub path: PathSpec,
     pub workload: WorkloadSpec,
+    /// A real path instead: the `ccbench serve` that runs the far end (`--remote`).
+    pub remote: Option<Remote>,
+}
+
+/// A `ccbench serve` to run against, as the pre-flight found it.
+#[derive(Clone, Debug)]
+pub struct Remote {
+    pub addr: std::net::SocketAddr,
+    /// As the user wrote it (`HOST:PORT`).
+    pub label: String,
+    pub secret: ccbench_remote::Secret,
+    pub facts: ccbench_remote::ServerFacts,
+    pub limits: ccbench_remote::Limits,
+    /// The control connection's smoothed RTT at the pre-flight, as the kernel saw it.
+    pub rtt_us_at_start: Option<u32>,
 }
 
 impl Plan {
@@ -54,7 +70,8 @@ impl Plan {
             runs_auto: matches!(self.runs, Runs::Auto { .. }),
             seed: self.seed,
             alpha: ALPHA,
-            path: self.path.clone(),
+            path: self.remote.is_none().then(|| self.path.clone()),
+            remote: self.remote.as_ref().map(|r| r.label.clone()),
             workload: self.workload.clone(),
             metric: self.workload.metric().to_string(),
         }
@@ -89,7 +106,10 @@ pub trait Observer {
 /// Runs the plan. Each run's time series go to files under `out/series/run-NNN/` as they are
 /// taken; the result names them.
 pub fn execute(plan: &Plan, out: &Path, stop: &AtomicBool, observer: &mut dyn Observer) -> ExperimentResult {
-    let provenance = Provenance::of_this_host();
+    let provenance = match &plan.remote {
+        Some(r) => Provenance::of_this_host().over_real_path(r),
+        None => Provenance::of_this_host(),
+    };
     let slots = schedule(&plan.ccs, plan.runs.max(), plan.seed);
     let looks = match plan.runs {
         Runs::Auto { max } => ccbench_stats::sequential::looks(ALPHA, max as usize),
@@ -146,7 +166,10 @@ pub fn execute(plan: &Plan, out: &Path, stop: &AtomicBool, observer: &mut dyn Ob
     ExperimentResult {
         schema: crate::results::SCHEMA.to_string(),
         status,
-        warnings: crate::limits::check_path(&plan.path).into_iter().chain(provenance.controller_mismatches.iter().cloned()).collect(),
+        warnings: if plan.remote.is_some() { Vec::new() } else { crate::limits::check_path(&plan.path) }
+            .into_iter()
+            .chain(provenance.controller_mismatches.iter().cloned())
+            .collect(),
         provenance,
         params: plan.params(),
         sequential,
@@ -182,8 +205,25 @@ fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) 
     let workload = plan.workload.with_cc(&slot.cc);
     let epoch = Instant::now();
     let steal_before = crate::provenance::cpu_steal_ms();
-    let opened = RunSeries::create(out, &format!("series/run-{index:03}")).and_then(|series| Ok((series.link_sink("down")?, series.link_sink("up")?, series)));
-    let (down_sink, up_sink, series) = match opened {
+    let series = match RunSeries::create(out, &format!("series/run-{index:03}")) {
+        Ok(s) => s,
+        Err(e) => {
+            record.error = Some(format!("creating the run's series files: {e}"));
+            return record;
+        }
+    };
+    if let Some(remote) = &plan.remote {
+        let series = series.without_link_files();
+        let outcome = run_remote(remote, &workload, epoch, stop, &series);
+        let (files, summary, series_error) = series.finish();
+        record.series = Some(files);
+        record.host_cpu_steal_fraction = steal_fraction(steal_before, epoch);
+        record.suspect = crate::limits::suspect_reasons(None, record.host_cpu_steal_fraction);
+        finish_record(&mut record, outcome, None, &summary, &workload, series_error);
+        return record;
+    }
+    let sinks = series.link_sink("down").and_then(|d| Ok((d, series.link_sink("up")?)));
+    let (down_sink, up_sink) = match sinks {
         Ok(s) => s,
         Err(e) => {
             record.error = Some(format!("creating the run's series files: {e}"));
@@ -199,35 +239,60 @@ fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) 
         }
     };
     record.netns_inodes = Some([path.client.inode(), path.server.inode()]);
-    let outcome = workload.run(&path.client, &path.server, SERVER_ADDR, epoch, stop, path.window(), &series);
+    let outcome = workload.run(&path.client, &path.server, SERVER_ADDR, epoch, stop, path.window(), &series).map_err(|e| e.to_string());
     // The forwarders close the link files as they end; then the workload's files are closed.
     let report = path.finish();
     let (files, summary, series_error) = series.finish();
     record.series = Some(files);
-    if let (Some(a), Some(b)) = (steal_before, crate::provenance::cpu_steal_ms()) {
-        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
-        record.host_cpu_steal_fraction = Some((b - a) / (epoch.elapsed().as_secs_f64() * 1000.0 * cpus));
-    }
-    record.suspect = crate::limits::suspect_reasons(&report, record.host_cpu_steal_fraction);
+    record.host_cpu_steal_fraction = steal_fraction(steal_before, epoch);
+    record.suspect = crate::limits::suspect_reasons(Some(&report), record.host_cpu_steal_fraction);
+    finish_record(&mut record, outcome, Some(&report), &summary, &workload, series_error);
+    fail_on_forwarder_error(&mut record, &report);
+    record.path = Some(report);
+    record
+}
+
+/// Share of the machine's CPU the hypervisor stole since `epoch`.
+fn steal_fraction(before: Option<f64>, epoch: Instant) -> Option<f64> {
+    let (a, b) = (before?, crate::provenance::cpu_steal_ms()?);
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
+    Some((b - a) / (epoch.elapsed().as_secs_f64() * 1000.0 * cpus))
+}
+
+/// The run's status, metrics and error from the workload's outcome.
+fn finish_record(
+    record: &mut RunRecord,
+    outcome: Result<WorkloadResult, String>,
+    report: Option<&ccbench_emu::PathReport>,
+    summary: &crate::series::SeriesSummary,
+    workload: &WorkloadSpec,
+    series_error: Option<String>,
+) {
     match outcome {
         Ok(result) => {
             record.status = if result.interrupted() { Status::Interrupted } else { Status::Complete };
-            record.metrics = Some(RunMetrics::derive(&result, &report, &summary, workload.data_direction(), workload.timeout_s()));
+            record.metrics = Some(RunMetrics::derive(&result, report, summary, workload.data_direction(), workload.timeout_s()));
             record.error = result.first_error();
             // The two QUIC ends ran different algorithms (scenario 5's bug, provoked or not).
             record.suspect.extend(result.warnings());
             record.workload = Some(result);
         }
-        Err(e) => record.error = Some(e.to_string()),
+        Err(e) => record.error = Some(e),
     }
     // Series that could not be written leave the run without its record: it failed.
     if let Some(e) = series_error {
         record.status = Status::Failed;
         record.error = Some(e);
     }
-    fail_on_forwarder_error(&mut record, &report);
-    record.path = Some(report);
-    record
+}
+
+/// One run over a real path: a fresh session with the remote `ccbench serve` per run.
+fn run_remote(remote: &Remote, workload: &WorkloadSpec, epoch: Instant, stop: &AtomicBool, series: &RunSeries) -> Result<WorkloadResult, String> {
+    let mut client = ccbench_remote::Client::connect(remote.addr, &remote.secret).map_err(|e| e.to_string())?;
+    match workload {
+        WorkloadSpec::Bulk(b) => client.run_bulk(b, epoch, stop, series).map(WorkloadResult::Bulk).map_err(|e| e.to_string()),
+        _ => Err(format!("ccbench serve does not run this workload yet: {}", workload.describe())),
+    }
 }
 
 /// A run whose emulator failed (a forwarder panicked or a TUN read/write erred) did not

@@ -56,9 +56,10 @@ pub fn check_path(spec: &PathSpec) -> Vec<String> {
 }
 
 /// Why a finished run's figures may reflect the emulator or the machine rather than the path.
-pub fn suspect_reasons(path: &PathReport, steal: Option<f64>) -> Vec<String> {
+/// `path` is `None` over a real path, where only the machine can be suspect.
+pub fn suspect_reasons(path: Option<&PathReport>, steal: Option<f64>) -> Vec<String> {
     let mut reasons = Vec::new();
-    for d in [&path.down, &path.up] {
+    for d in path.into_iter().flat_map(|p| [&p.down, &p.up]) {
         if d.lateness.p99_us > SUSPECT_LATENESS_P99_US {
             reasons.push(format!("{}: packets left up to {:.0} µs late (p99)", d.direction, d.lateness.p99_us));
         }
@@ -94,7 +95,7 @@ mod tests {
     #[test]
     fn unreadable_tun_counters_are_reported_unknown_not_zero() {
         let path = PathReport { down: direction("downlink", None, None), up: direction("uplink", Some(0), Some(0)) };
-        let reasons = suspect_reasons(&path, None);
+        let reasons = suspect_reasons(Some(&path), None);
         assert_eq!(reasons.len(), 1, "{reasons:?}");
         assert!(reasons[0].starts_with("downlink:") && reasons[0].contains("unknown"), "{reasons:?}");
     }
@@ -104,7 +105,7 @@ mod tests {
         let mut up = direction("uplink", Some(3), Some(0));
         up.write_errors = 2;
         let path = PathReport { down: direction("downlink", Some(0), Some(0)), up };
-        let reasons = suspect_reasons(&path, None);
+        let reasons = suspect_reasons(Some(&path), None);
         assert!(reasons.iter().any(|r| r.contains("3 packets lost outside the model")), "{reasons:?}");
         assert!(reasons.iter().any(|r| r.contains("forwarder failed: uplink: 0 read errors, 2 write errors")), "{reasons:?}");
     }

@@ -10,6 +10,7 @@ mod path;
 mod presets;
 mod progress;
 mod run;
+mod serve;
 mod spec;
 mod sweep;
 mod tune;
@@ -67,6 +68,7 @@ fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
             error::require_root("exec")?;
             exec::run(&spec, args.server_cmd.as_deref(), &args.command)
         }
+        cli::Command::Serve(args) => serve::run(args),
         cli::Command::Compare(args) => compare_cmd::run(args),
         cli::Command::Doctor => Ok(doctor::run()),
         cli::Command::Tune(args) => tune::run(args),

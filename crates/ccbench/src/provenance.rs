@@ -12,13 +12,29 @@ pub struct Provenance {
     pub host: HostFacts,
     /// Sysctls ccbench set inside its own namespaces (the host's are never changed).
     pub namespace_sysctls: Vec<(String, String)>,
-    pub emulator: EmulatorFacts,
+    /// The emulator; `null` for a run over a real path.
+    pub emulator: Option<EmulatorFacts>,
+    /// The far host of a run over a real path (`--remote`); `host` above is this end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<RemoteFacts>,
     /// The QUIC stack, when a run used QUIC (its algorithms are read back per flow).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quic_stack: Option<String>,
     /// Runs whose two QUIC endpoints ran different algorithms, read back from the connections.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub controller_mismatches: Vec<String>,
+}
+
+/// What the remote `ccbench serve` said of its host after the handshake, and the path's round
+/// trip before the first run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RemoteFacts {
+    pub address: String,
+    #[serde(flatten)]
+    pub facts: ccbench_remote::ServerFacts,
+    pub limits: ccbench_remote::Limits,
+    /// The kernel's smoothed RTT of the control connection just after the handshake.
+    pub control_rtt_us_at_start: Option<u32>,
 }
 
 /// Facts about the host. Each is `null` when it could not be read: unknown, never "" or 0.
@@ -104,14 +120,30 @@ impl Provenance {
             finished_at: None,
             host: HostFacts::collect(),
             namespace_sysctls: ccbench_emu::NAMESPACE_SYSCTLS.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-            emulator: EmulatorFacts {
+            emulator: Some(EmulatorFacts {
                 kind: "ccbench userspace TUN emulator".to_string(),
                 client_addr: ccbench_emu::CLIENT_ADDR.to_string(),
                 server_addr: ccbench_emu::SERVER_ADDR.to_string(),
                 tun_txqueuelen: ccbench_emu::TUN_TXQUEUELEN,
-            },
+            }),
+            remote: None,
             quic_stack: None,
             controller_mismatches: Vec::new(),
+        }
+    }
+
+    /// For a run over a real path: no emulator or namespaces here, and the far host's facts.
+    pub fn over_real_path(self, remote: &crate::experiment::Remote) -> Self {
+        Provenance {
+            namespace_sysctls: Vec::new(),
+            emulator: None,
+            remote: Some(RemoteFacts {
+                address: remote.label.clone(),
+                facts: remote.facts.clone(),
+                limits: remote.limits,
+                control_rtt_us_at_start: remote.rtt_us_at_start,
+            }),
+            ..self
         }
     }
 }

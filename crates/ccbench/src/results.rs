@@ -69,7 +69,11 @@ pub struct Params {
     pub runs_auto: bool,
     pub seed: u64,
     pub alpha: f64,
-    pub path: PathSpec,
+    /// The emulated path; `null` for a run over a real path (`remote`).
+    pub path: Option<PathSpec>,
+    /// `HOST:PORT` of the `ccbench serve` a run over a real path ran against (`--remote`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
     /// The workload of each run; `cc` is filled per run.
     pub workload: WorkloadSpec,
     /// What the verdict compares (higher is better).
@@ -131,15 +135,16 @@ pub struct RunMetrics {
     pub retrans_segments: u64,
     /// Drops at the bottleneck on the data's direction, by cause, within the measured window
     /// (`path.<dir>.window`; the path's lifetime totals are under `path.<dir>.stats`). Queue
-    /// delay, utilization and lateness below cover the same window.
-    pub drops_loss: u64,
-    pub drops_buffer: u64,
+    /// delay, utilization and lateness below cover the same window. These path figures are
+    /// `null` over a real path (`--remote`): only the emulator can see them.
+    pub drops_loss: Option<u64>,
+    pub drops_buffer: Option<u64>,
     /// Queueing delay at the bottleneck on the data's direction (the path's view of RTT).
-    pub queue_delay_p50_ms: f64,
-    pub queue_delay_p95_ms: f64,
-    pub utilization: f64,
+    pub queue_delay_p50_ms: Option<f64>,
+    pub queue_delay_p95_ms: Option<f64>,
+    pub utilization: Option<f64>,
     /// The emulator's own timing error on the data's direction.
-    pub emulator_lateness_p99_us: f64,
+    pub emulator_lateness_p99_us: Option<f64>,
     /// True when the run had no measured window (cut short): the path figures above then
     /// cover the path's whole life instead.
     pub path_figures_over_whole_life: bool,

@@ -39,11 +39,28 @@ pub fn default_out(label: &str) -> PathBuf {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
+    if args.remote.is_none() && args.secret_file.is_some() {
+        return Err(UsageError::new(
+            "--secret-file",
+            args.secret_file.as_deref().unwrap_or(Path::new("")).display(),
+            "--remote with it (the secret is for a remote ccbench serve)",
+        )
+        .into());
+    }
     if let Some(spec) = &args.preset {
+        if let Some(r) = &args.remote {
+            return Err(UsageError::new("--remote", &r.label, "no --preset with it (a preset's conditions are emulated paths)").into());
+        }
         return run_preset(spec, &args);
     }
-    let plan = plan(args.opts.clone())?;
-    require_root("run")?;
+    let plan = match &args.remote {
+        Some(remote) => remote_plan(&args, remote)?,
+        None => {
+            let plan = plan(args.opts.clone())?;
+            require_root("run")?;
+            plan
+        }
+    };
     let out = args.out.clone().unwrap_or_else(|| default_out(&plan.ccs.join("-")));
     let stop = install_stop()?;
     let bar = Bar::new(planned_runs(&plan));
@@ -53,6 +70,39 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         println!("{}", ccbench::export::json::to_string(&result)?);
     }
     Ok(code)
+}
+
+/// The plan of a run over a real path: the flags checked as for an emulated run (the
+/// algorithms against the host that sends), then every test checked by the server itself.
+fn remote_plan(args: &RunArgs, remote: &crate::values::RemoteAddr) -> Result<Plan, UsageError> {
+    if args.opts.path != crate::cli::PathOpts::default() {
+        return Err(UsageError::new("--remote", &remote.label, "no emulated-path flags (--rate, --rtt, --loss, --buffer, …) with it: the path is real"));
+    }
+    let secret_file = args.secret_file.as_deref().ok_or_else(|| UsageError::new("--remote", &remote.label, "--secret-file with it"))?;
+    let secret = crate::serve::load_secret(secret_file)?;
+    let (mut client, remote_facts) = crate::serve::preflight(remote, secret)?;
+    let upload = args.opts.direction == Some(crate::values::DirectionArg::Upload);
+    // The sending end's algorithms: this host's for an upload, the server's for a download.
+    let available = if upload { usable_algorithms() } else { remote_facts.facts.congestion_controls.clone() };
+    let mut plan = crate::spec::resolve(args.opts.clone(), &available).map(Plan::from).map_err(|e| {
+        if e.flag == "--cc" && !upload {
+            UsageError { allowed: format!("an algorithm the remote ccbench serve has: {}", available.join(", ")), ..e }
+        } else {
+            e
+        }
+    })?;
+    // serve runs the far end of kernel TCP only; QUIC's far end is not built into it yet.
+    let mix: Vec<&String> = match &plan.workload {
+        ccbench::workloads::WorkloadSpec::Bulk(b) => b.mix.iter().map(|f| &f.cc).collect(),
+        _ => Vec::new(),
+    };
+    if let Some(cc) = plan.ccs.iter().chain(mix).find(|cc| ccbench_workload::transport_of(cc) == ccbench_workload::Transport::Quic) {
+        let flag = if args.opts.flows.is_some() { "--flows" } else { "--cc" };
+        return Err(UsageError::new(flag, cc, "kernel TCP algorithms over --remote (QUIC through ccbench serve is not built yet)"));
+    }
+    crate::serve::check_plan(&mut client, remote, &plan)?;
+    plan.remote = Some(remote_facts);
+    Ok(plan)
 }
 
 pub fn install_stop() -> anyhow::Result<Arc<AtomicBool>> {
@@ -69,8 +119,10 @@ fn run_plan(plan: &Plan, out: &Path, stop: &AtomicBool, bar: &Bar) -> anyhow::Re
     std::fs::create_dir_all(out).with_context(|| format!("creating the results directory {}", out.display()))?;
     let header = ccbench::export::text::header(&plan.params());
     bar.stdout(&header);
-    for w in ccbench::limits::check_path(&plan.path) {
-        bar.eprintln(&format!("warning: {w}"));
+    if plan.remote.is_none() {
+        for w in ccbench::limits::check_path(&plan.path) {
+            bar.eprintln(&format!("warning: {w}"));
+        }
     }
     let result = experiment::execute(plan, out, stop, &mut bar.observer(None, true));
     bar.experiment_ended(planned_runs(plan), result.runs.len() as u64);

@@ -34,8 +34,9 @@ pub const LINK_UP_FILE: &str = "link-up.csv.gz";
 pub struct SeriesFiles {
     pub tcp: String,
     pub goodput: String,
-    pub link_down: String,
-    pub link_up: String,
+    /// The emulator's files; `null` for a run over a real path (`--remote`).
+    pub link_down: Option<String>,
+    pub link_up: Option<String>,
 }
 
 impl SeriesFiles {
@@ -43,8 +44,8 @@ impl SeriesFiles {
         SeriesFiles {
             tcp: format!("{rel_dir}/{TCP_FILE}"),
             goodput: format!("{rel_dir}/{GOODPUT_FILE}"),
-            link_down: format!("{rel_dir}/{LINK_DOWN_FILE}"),
-            link_up: format!("{rel_dir}/{LINK_UP_FILE}"),
+            link_down: Some(format!("{rel_dir}/{LINK_DOWN_FILE}")),
+            link_up: Some(format!("{rel_dir}/{LINK_UP_FILE}")),
         }
     }
 }
@@ -317,6 +318,13 @@ impl RunSeries {
         Ok(Box::new(LinkWriter { out: Some(CsvGz::create(&self.dir.join(name))?), what: name, error: self.error.clone() }))
     }
 
+    /// A run over a real path: no emulator, so no link files to name.
+    pub fn without_link_files(mut self) -> Self {
+        self.files.link_down = None;
+        self.files.link_up = None;
+        self
+    }
+
     /// Finishes the workload's files. Call after the path has finished (its forwarders have
     /// closed the link files). Returns the files and the summary, or the first write error.
     pub fn finish(self) -> (SeriesFiles, SeriesSummary, Option<String>) {
@@ -498,7 +506,7 @@ mod tests {
         assert_eq!((rows[0].socket.as_str(), rows[0].rtt_us, rows[0].cwnd), ("flow-0", 20_500, 10));
         assert_eq!(rows[1].socket, "conn-40000");
         let mut links: Vec<LinkSample> = Vec::new();
-        for_each_row(&base.join(&files.link_down), |r| links.push(r)).unwrap();
+        for_each_row(&base.join(files.link_down.as_deref().unwrap()), |r| links.push(r)).unwrap();
         assert_eq!(links.len(), 1);
         assert_eq!(links[0].backlog_bytes, 3000);
         let mut g: Vec<GoodputRow> = Vec::new();

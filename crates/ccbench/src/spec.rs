@@ -260,7 +260,7 @@ impl From<RunSpec> for Plan {
                 (ccs, runs, workload)
             }
         };
-        Plan { ccs, runs, seed, path, workload }
+        Plan { ccs, runs, seed, path, workload, remote: None }
     }
 }
 

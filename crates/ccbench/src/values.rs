@@ -509,6 +509,10 @@ duration_flag!(
     Timeout, default 600 * NS_PER_S, NS_PER_S..=u64::MAX, "at least 1s"
 );
 duration_flag!(
+    /// serve: the longest test it runs (`--max-duration`): 1 s to 60 min.
+    MaxDuration, default 120 * NS_PER_S, NS_PER_S..=3600 * NS_PER_S, "a duration between 1s and 60min"
+);
+duration_flag!(
     /// How often the sender and the emulator are sampled (`--sample-interval`): 1 ms to 1 s.
     SampleInterval, default 10 * NS_PER_MS, NS_PER_MS..=NS_PER_S, "an interval between 1ms and 1s"
 );
@@ -561,6 +565,14 @@ count_flag!(
     MaxConnections, 1..=64
 );
 count_flag!(
+    /// serve: control connections at once (`--max-clients`).
+    MaxClients, 1..=1024
+);
+count_flag!(
+    /// serve: tests one client address may start per minute (`--max-tests-per-minute`).
+    MaxTestsPerMinute, 1..=100_000
+);
+count_flag!(
     /// With `--runs auto`: the most runs per algorithm (`--max-runs`).
     MaxRuns, 1..=1000
 );
@@ -592,6 +604,39 @@ impl fmt::Display for Size {
         match UNITS.iter().find(|(n, _)| self.0.is_multiple_of(*n)) {
             Some((n, unit)) => write!(f, "{}{unit}", self.0 / n),
             None => write!(f, "{}", self.0),
+        }
+    }
+}
+
+/// Where `ccbench serve` listens (`--listen`): an IP address and a port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListenAddr(pub std::net::SocketAddr);
+
+impl FromStr for ListenAddr {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        s.trim().parse().map(ListenAddr).or_else(|_| expected("an IP address and port such as 127.0.0.1:7450 or 0.0.0.0:7450"))
+    }
+}
+
+/// The `ccbench serve` to run against (`--remote`): `HOST:PORT`, resolved once, here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteAddr {
+    pub label: String,
+    pub addr: std::net::SocketAddr,
+}
+
+impl FromStr for RemoteAddr {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        use std::net::ToSocketAddrs;
+        let allowed = "HOST:PORT of a ccbench serve, such as 192.0.2.7:7450";
+        if s.rsplit_once(':').is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().map_or(true, |p| p == 0)) {
+            return expected(allowed);
+        }
+        match s.to_socket_addrs().ok().and_then(|mut a| a.next()) {
+            Some(addr) => Ok(RemoteAddr { label: s.to_string(), addr }),
+            None => expected(format!("{allowed} (the host does not resolve)")),
         }
     }
 }

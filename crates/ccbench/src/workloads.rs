@@ -75,6 +75,15 @@ impl WorkloadSpec {
         }
     }
 
+    /// How often the sending sockets' `TCP_INFO` is sampled.
+    pub fn sample_interval_us(&self) -> u64 {
+        match self {
+            WorkloadSpec::Bulk(b) => b.sample_interval_us,
+            WorkloadSpec::Objects(o) => o.sample_interval_us,
+            WorkloadSpec::Page(p) => p.sample_interval_us,
+        }
+    }
+
     pub fn is_mix(&self) -> bool {
         matches!(self, WorkloadSpec::Bulk(b) if !b.mix.is_empty())
     }

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::CHUNK;
 use crate::sampler::Sampler;
 use crate::transport::{transport_of, Transport};
-use crate::{net, Direction, RunContext, Side, SocketId, Workload, WorkloadError};
+use crate::{net, Direction, MeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
 
 /// How often blocked socket calls come back to look at the clock and the stop flag.
 const IO_TICK: Duration = Duration::from_millis(50);
@@ -139,7 +139,7 @@ pub struct BulkResult {
 struct Flow {
     id: u32,
     plan: MixFlow,
-    sender: Arc<TcpStream>,
+    sender: TcpStream,
     receiver: TcpStream,
     client_port: u16,
     cc_read_back: String,
@@ -155,7 +155,8 @@ impl Workload for BulkSpec {
 
 /// Runs the transfer, stopping early if the stop flag is set. The measured span runs from the
 /// start of the transfer to the end of the duration, or until the last file arrived (or the
-/// timeout).
+/// timeout). Both ends run here, each with [`run_end`]: the same code `ccbench serve` runs for
+/// the far end of a real path.
 fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, WorkloadError> {
     let transports: Vec<Transport> = spec.plan().iter().map(|f| transport_of(&f.cc)).collect();
     if transports.iter().all(|t| *t == Transport::Quic) {
@@ -176,53 +177,156 @@ pub(crate) fn run_tcp_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<&
         b.wait();
     }
     let flows = flows?;
-    let sampler = Sampler::new(run.series);
-    for flow in &flows {
-        sampler.register(SocketId::Flow(flow.id), flow.sender.as_ref());
+    // Both ends' streams in one call, so the senders' samples and the receivers' goodput
+    // points are taken in the same rounds, at the same instants.
+    let mut streams = Vec::new();
+    let mut meta = Vec::new();
+    for flow in flows {
+        streams.push(EndStream { id: flow.id, start_s: flow.plan.start_s, stream: flow.sender, sends: true });
+        streams.push(EndStream { id: flow.id, start_s: flow.plan.start_s, stream: flow.receiver, sends: false });
+        meta.push(FlowMeta { id: flow.id, plan: flow.plan, client_port: flow.client_port, cc_read_back: flow.cc_read_back });
     }
     let start = Instant::now();
     hook.open(start);
     if let Amount::Seconds(s) = spec.amount {
         hook.close(start + Duration::from_secs_f64(s));
     }
-    let start_us = start.duration_since(epoch).as_micros() as u64;
-    let last_start = flows.iter().map(|f| f.plan.start_s).fold(0.0, f64::max);
+    let ends = run_end(spec, &streams, &EndClock { epoch, start }, stop, run.series, hook, None);
+    let elapsed_s = elapsed_since(spec.amount, start);
+    if let Amount::Bytes(_) = spec.amount {
+        hook.close(start + Duration::from_secs_f64(elapsed_s));
+    }
+    let (senders, receivers): (Vec<FlowEnd>, Vec<FlowEnd>) = ends.into_iter().partition(|e| e.sent);
+    Ok(assemble(spec, &meta, &senders, &receivers, start.duration_since(epoch).as_micros() as u64, elapsed_s, stop.load(Ordering::SeqCst)))
+}
+
+/// Seconds the goodput of a transfer that started at `start` and just ended is averaged over.
+pub fn elapsed_since(amount: Amount, start: Instant) -> f64 {
+    match amount {
+        Amount::Seconds(s) => s.min(start.elapsed().as_secs_f64()),
+        Amount::Bytes(_) => start.elapsed().as_secs_f64(),
+    }
+}
+
+/// What is known of a flow before any data moves: its plan and the sending socket's algorithm.
+#[derive(Clone, Debug)]
+pub struct FlowMeta {
+    pub id: u32,
+    pub plan: MixFlow,
+    pub client_port: u16,
+    pub cc_read_back: String,
+}
+
+/// One connected stream of one end of a bulk transfer.
+pub struct EndStream {
+    pub id: u32,
+    /// When this flow starts sending, seconds after the transfer's start.
+    pub start_s: f64,
+    pub stream: TcpStream,
+    /// This end sends on it (else it receives).
+    pub sends: bool,
+}
+
+/// The two instants an end measures from: `epoch` (times in series) and `start` (the transfer).
+pub struct EndClock {
+    pub epoch: Instant,
+    pub start: Instant,
+}
+
+/// What one end saw of one flow: the sending end fills the `send_*` fields and the final
+/// `TCP_INFO`, the receiving end the rest. Sent back by `ccbench serve` for the far end.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FlowEnd {
+    pub id: u32,
+    /// Seen by the sending end.
+    #[serde(default)]
+    pub sent: bool,
+    pub send_error: Option<String>,
+    pub final_tcp_info: Option<TcpInfo>,
+    pub bytes_received: u64,
+    /// Seconds from the flow's start until its last byte arrived (byte-count transfers).
+    pub completion_s: Option<f64>,
+    pub receive_error: Option<String>,
+}
+
+/// A cap on the bytes one end may move in a test, shared by its flows (`ccbench serve
+/// --max-bytes`). A flow that finds it spent stops with `reason` as its error.
+pub struct ByteBudget {
+    remaining: AtomicU64,
+    pub reason: String,
+}
+
+impl ByteBudget {
+    pub fn new(bytes: u64, reason: String) -> Self {
+        ByteBudget { remaining: AtomicU64::new(bytes), reason }
+    }
+
+    /// Bytes not yet taken.
+    pub fn remaining(&self) -> u64 {
+        self.remaining.load(Ordering::SeqCst)
+    }
+
+    /// Takes `n` bytes from the budget; false (taking nothing) when fewer are left.
+    fn take(&self, n: u64) -> bool {
+        self.remaining.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |r| r.checked_sub(n)).is_ok()
+    }
+}
+
+/// Runs one end of a bulk transfer (or, locally, both) on its connected streams: a sending
+/// stream sends (from its start offset) and its `TCP_INFO` is sampled into `series`; a
+/// receiving stream is read and its goodput points go to `series`, in the same rounds.
+/// Returns when every stream is done (the duration is over, the bytes are sent or received,
+/// the timeout or `stop`).
+/// The caller closes the streams, once the other end is done too: a receiver that closed
+/// first would reset a sender still within its own window.
+#[allow(clippy::too_many_arguments)]
+pub fn run_end(
+    spec: &BulkSpec,
+    streams: &[EndStream],
+    clock: &EndClock,
+    stop: &AtomicBool,
+    series: &dyn SeriesSink,
+    hook: &dyn MeasureHook,
+    budget: Option<&ByteBudget>,
+) -> Vec<FlowEnd> {
+    let (epoch, start) = (clock.epoch, clock.start);
+    let sampler = Sampler::new(series);
+    let last_start = streams.iter().map(|f| f.start_s).fold(0.0, f64::max);
     let deadline = match spec.amount {
         Amount::Seconds(s) => start + Duration::from_secs_f64(s),
         Amount::Bytes(_) => start + Duration::from_secs_f64(spec.timeout_s + last_start),
     };
-    let counters: Vec<Arc<AtomicU64>> = flows.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
-    let active = AtomicUsize::new(flows.len() * 2);
+    let streams: Vec<(&EndStream, Arc<AtomicU64>)> = streams.iter().map(|s| (s, Arc::new(AtomicU64::new(0)))).collect();
+    for (s, _) in streams.iter().filter(|(s, _)| s.sends) {
+        sampler.register(SocketId::Flow(s.id), &s.stream);
+    }
+    let active = AtomicUsize::new(streams.len());
     let interval = Duration::from_micros(spec.sample_interval_us.max(1000));
-
-    let outcomes: Vec<(Result<(), String>, ReceiveOutcome)> = std::thread::scope(|s| {
+    let mut ends: Vec<FlowEnd> = std::thread::scope(|s| {
         let mut handles = Vec::new();
-        for (flow, counter) in flows.iter().zip(&counters) {
-            let sender = flow.sender.clone();
-            let receiver = &flow.receiver;
-            let counter = counter.clone();
+        for (flow, counter) in &streams {
             let active = &active;
-            let flow_start = start + Duration::from_secs_f64(flow.plan.start_s);
+            let flow_start = start + Duration::from_secs_f64(flow.start_s);
             let deadline = match spec.amount {
                 Amount::Seconds(_) => deadline,
                 Amount::Bytes(_) => flow_start + Duration::from_secs_f64(spec.timeout_s),
             };
-            let send = s.spawn(move || {
-                sleep_until(flow_start, stop);
-                let r = send_loop(&sender, spec.amount, deadline, stop);
+            let handle = s.spawn(move || {
+                let mut end = FlowEnd { id: flow.id, sent: flow.sends, ..FlowEnd::default() };
+                if flow.sends {
+                    sleep_until(flow_start, stop);
+                    end.send_error = send_loop(&flow.stream, spec.amount, deadline, stop, budget).err();
+                } else {
+                    let got = receive_loop(&flow.stream, spec.amount, flow_start, deadline, counter, stop, budget);
+                    (end.bytes_received, end.completion_s, end.receive_error) = (got.bytes, got.completion_s, got.error);
+                }
                 active.fetch_sub(1, Ordering::SeqCst);
-                r
+                end
             });
-            let recv = s.spawn(move || {
-                let r = receive_loop(receiver, spec.amount, flow_start, deadline, &counter, stop);
-                active.fetch_sub(1, Ordering::SeqCst);
-                r
-            });
-            handles.push((send, recv));
+            handles.push((flow.id, handle));
         }
-
-        // Sample on this thread until every sender and receiver is done; each round also
-        // takes the receivers' byte counts.
+        // Sample on this thread until every stream is done; each round also takes the
+        // receivers' byte counts.
         sampler.run(
             epoch,
             start,
@@ -231,63 +335,78 @@ pub(crate) fn run_tcp_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<&
             |t_us| {
                 // Flows still at work: the span reaches at least this far.
                 hook.extend(Instant::now());
-                for (flow, counter) in flows.iter().zip(&counters) {
-                    run.series.received(flow.id, &GoodputPoint { t_us, bytes: counter.load(Ordering::Relaxed) });
+                for (flow, counter) in streams.iter().filter(|(s, _)| !s.sends) {
+                    {
+                        series.received(flow.id, &GoodputPoint { t_us, bytes: counter.load(Ordering::Relaxed) });
+                    }
                 }
             },
         );
         handles
             .into_iter()
-            .map(|(send, recv)| {
-                let sent = send.join().unwrap_or_else(|_| Err("sender thread panicked".into()));
-                let got = recv.join().unwrap_or_else(|_| ReceiveOutcome::failed("receiver thread panicked"));
-                (sent, got)
+            .map(|(id, h)| {
+                h.join().unwrap_or_else(|_| FlowEnd {
+                    id,
+                    send_error: Some("thread panicked".into()),
+                    receive_error: Some("thread panicked".into()),
+                    ..FlowEnd::default()
+                })
             })
             .collect()
     });
-
-    let interrupted = stop.load(Ordering::SeqCst);
-    let elapsed_s = match spec.amount {
-        Amount::Seconds(s) => s.min(start.elapsed().as_secs_f64()),
-        Amount::Bytes(_) => start.elapsed().as_secs_f64(),
-    };
-    if let Amount::Bytes(_) = spec.amount {
-        hook.close(start + Duration::from_secs_f64(elapsed_s));
-    }
     let mut sampled = sampler.finish(epoch);
+    for end in ends.iter_mut().filter(|e| e.sent) {
+        end.final_tcp_info = sampled.remove(&SocketId::Flow(end.id)).flatten();
+    }
+    ends
+}
+
+/// The flows' results from what the sending and the receiving end saw of them.
+pub fn assemble(
+    spec: &BulkSpec,
+    meta: &[FlowMeta],
+    senders: &[FlowEnd],
+    receivers: &[FlowEnd],
+    start_us: u64,
+    elapsed_s: f64,
+    interrupted: bool,
+) -> BulkResult {
+    let find = |ends: &[FlowEnd], id: u32| ends.iter().find(|e| e.id == id).cloned().unwrap_or_else(|| FlowEnd { id, ..FlowEnd::default() });
     let mut results = Vec::new();
-    for (flow, (sent, got)) in flows.into_iter().zip(outcomes) {
+    for flow in meta {
+        let (sent, got) = (find(senders, flow.id), find(receivers, flow.id));
         // Each flow's goodput is over its own active time.
         let active_s = (elapsed_s - flow.plan.start_s).max(1e-9);
         let goodput_bps = match (spec.amount, got.completion_s) {
-            (Amount::Bytes(_), Some(t)) if t > 0.0 => got.bytes as f64 * 8.0 / t,
-            _ => got.bytes as f64 * 8.0 / active_s,
+            (Amount::Bytes(_), Some(t)) if t > 0.0 => got.bytes_received as f64 * 8.0 / t,
+            _ => got.bytes_received as f64 * 8.0 / active_s,
         };
+        let error = sent.send_error.or(got.receive_error);
         let completed = match spec.amount {
-            Amount::Bytes(n) => got.bytes >= n,
-            Amount::Seconds(_) => !interrupted && got.error.is_none(),
+            Amount::Bytes(n) => got.bytes_received >= n,
+            Amount::Seconds(_) => !interrupted && error.is_none(),
         };
         results.push(FlowResult {
             id: flow.id,
             sender: spec.direction.sender(),
             cc_requested: flow.plan.cc.clone(),
             start_s: flow.plan.start_s,
-            cc_read_back: flow.cc_read_back,
+            cc_read_back: flow.cc_read_back.clone(),
             transport: Transport::Tcp,
             cc_receiver: None,
             warning: None,
             client_port: flow.client_port,
-            bytes_received: got.bytes,
+            bytes_received: got.bytes_received,
             goodput_bps,
             completed,
             completion_time_s: got.completion_s,
-            final_tcp_info: sampled.remove(&SocketId::Flow(flow.id)).flatten(),
+            final_tcp_info: sent.final_tcp_info,
             final_quic: None,
             bbr_events: Vec::new(),
-            error: sent.err().or(got.error),
+            error,
         });
     }
-    Ok(BulkResult { start_us, elapsed_s, goodput_bps: aggregate_goodput(&results, spec.amount, elapsed_s), interrupted, flows: results })
+    BulkResult { start_us, elapsed_s, goodput_bps: aggregate_goodput(&results, spec.amount, elapsed_s), interrupted, flows: results }
 }
 
 /// Opens every connection before any data flows, so all flows start together and the
@@ -314,12 +433,9 @@ fn connect_flows(run: &RunContext<'_>, spec: &BulkSpec) -> Result<Vec<Flow>, Wor
         };
         // Set again on the sending socket itself, then read back what the kernel runs.
         let cc_read_back = net::confirm_congestion(&sender, cc, sender_side)?;
-        for s in [&sender, &receiver] {
-            s.set_nodelay(true)?;
-            s.set_write_timeout(Some(IO_TICK))?;
-            s.set_read_timeout(Some(IO_TICK))?;
-        }
-        flows.push(Flow { id, plan: flow_plan.clone(), sender: Arc::new(sender), receiver, client_port, cc_read_back });
+        prepare_stream(&sender)?;
+        prepare_stream(&receiver)?;
+        flows.push(Flow { id, plan: flow_plan.clone(), sender, receiver, client_port, cc_read_back });
     }
     Ok(flows)
 }
@@ -341,7 +457,7 @@ fn sleep_until(t: Instant, stop: &AtomicBool) {
     }
 }
 
-fn send_loop(sock: &TcpStream, amount: Amount, deadline: Instant, stop: &AtomicBool) -> Result<(), String> {
+fn send_loop(sock: &TcpStream, amount: Amount, deadline: Instant, stop: &AtomicBool, budget: Option<&ByteBudget>) -> Result<(), String> {
     let chunk = vec![0x5au8; CHUNK];
     let mut remaining = match amount {
         Amount::Bytes(n) => n,
@@ -350,6 +466,10 @@ fn send_loop(sock: &TcpStream, amount: Amount, deadline: Instant, stop: &AtomicB
     let mut w = sock;
     while remaining > 0 && Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
         let len = remaining.min(CHUNK as u64) as usize;
+        if let Some(b) = budget.filter(|b| !b.take(len as u64)) {
+            let _ = sock.shutdown(Shutdown::Write);
+            return Err(b.reason.clone());
+        }
         match w.write(&chunk[..len]) {
             Ok(n) => remaining -= n as u64,
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
@@ -370,13 +490,15 @@ struct ReceiveOutcome {
     error: Option<String>,
 }
 
-impl ReceiveOutcome {
-    fn failed(msg: &str) -> Self {
-        ReceiveOutcome { bytes: 0, completion_s: None, error: Some(msg.into()) }
-    }
-}
-
-fn receive_loop(sock: &TcpStream, amount: Amount, start: Instant, deadline: Instant, counter: &AtomicU64, stop: &AtomicBool) -> ReceiveOutcome {
+fn receive_loop(
+    sock: &TcpStream,
+    amount: Amount,
+    start: Instant,
+    deadline: Instant,
+    counter: &AtomicU64,
+    stop: &AtomicBool,
+    budget: Option<&ByteBudget>,
+) -> ReceiveOutcome {
     let mut buf = vec![0u8; 64 * 1024];
     let mut r = sock;
     let mut bytes = 0u64;
@@ -389,6 +511,11 @@ fn receive_loop(sock: &TcpStream, amount: Amount, start: Instant, deadline: Inst
     while Instant::now() < deadline && !stop.load(Ordering::Relaxed) && bytes < target {
         match r.read(&mut buf) {
             Ok(0) => break,
+            Ok(n) if budget.is_some_and(|b| !b.take(n as u64)) => {
+                error = budget.map(|b| b.reason.clone());
+                let _ = sock.shutdown(Shutdown::Both);
+                break;
+            }
             Ok(n) => {
                 let now = Instant::now();
                 // Bytes that arrive after the window closes are not goodput of the window.
@@ -410,4 +537,12 @@ fn receive_loop(sock: &TcpStream, amount: Amount, start: Instant, deadline: Inst
         _ => None,
     };
     ReceiveOutcome { bytes, completion_s, error }
+}
+
+/// Makes a connected stream ready for [`run_end`]: no Nagle delay, and blocked calls that come
+/// back often enough to watch the clock and the stop flag.
+pub fn prepare_stream(s: &TcpStream) -> std::io::Result<()> {
+    s.set_nodelay(true)?;
+    s.set_write_timeout(Some(IO_TICK))?;
+    s.set_read_timeout(Some(IO_TICK))
 }

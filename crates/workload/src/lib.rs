@@ -35,7 +35,11 @@ mod sampler;
 mod series;
 mod transport;
 
-pub use bulk::{Amount, BbrEvent, BulkResult, BulkSpec, FlowResult, GoodputPoint, MixFlow};
+pub use bulk::{
+    assemble, elapsed_since, prepare_stream, run_end, Amount, BbrEvent, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta, FlowResult,
+    GoodputPoint, MixFlow,
+};
+pub use net::{client_socket, confirm_congestion};
 pub use objects::{ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
 pub use page::{PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
 pub use quic::{ReadBack, QUIC_ALGORITHMS, QUIC_STACK};

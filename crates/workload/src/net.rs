@@ -100,7 +100,7 @@ pub(crate) fn accept_port(listener: &TcpListener, client_port: u16) -> Result<Tc
 }
 
 /// Sets `cc` again on a connected sending socket and reads back what the kernel runs.
-pub(crate) fn confirm_congestion<F: AsFd>(sock: F, cc: &str, side: Side) -> Result<String, WorkloadError> {
+pub fn confirm_congestion<F: AsFd>(sock: F, cc: &str, side: Side) -> Result<String, WorkloadError> {
     let fd = sock.as_fd();
     let kernel = crate::kernel_name(cc);
     ccbench_probe::set_congestion(fd, kernel).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side, source })?;
@@ -110,4 +110,15 @@ pub(crate) fn confirm_congestion<F: AsFd>(sock: F, cc: &str, side: Side) -> Resu
     }
     // Named as requested (`tcp:bbr` stays `tcp:bbr`), so results compare like with like.
     Ok(if kernel == cc { actual } else { format!("tcp:{actual}") })
+}
+
+/// A blocking TCP connection from the current namespace to `addr`, with `cc` set before it
+/// connects when this end sends: the client end of a test against a remote `ccbench serve`.
+pub fn client_socket(addr: SocketAddr, cc: Option<&str>) -> Result<TcpStream, WorkloadError> {
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if let Some(cc) = cc {
+        ccbench_probe::set_congestion(&sock, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side: Side::Client, source })?;
+    }
+    sock.connect_timeout(&addr.into(), CONNECT_TIMEOUT).map_err(|e| WorkloadError::Setup(format!("connecting to {addr}: {e}")))?;
+    Ok(sock.into())
 }

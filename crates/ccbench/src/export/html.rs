@@ -247,7 +247,7 @@ fn gather<'a>(result: &'a ExperimentResult, dir: &Path, palette: &Palette) -> Ga
     // Bins of a round width, about RATE_BINS of them over the longest run, no finer than the
     // samples and no coarser than a second.
     let longest = result.runs.iter().filter(|r| r.status == Status::Complete).filter_map(duration_s).fold(0.0, f64::max);
-    let sample_s = result.params.path.sample_interval_us.max(1) as f64 / 1e6;
+    let sample_s = result.params.workload.sample_interval_us().max(1) as f64 / 1e6;
     let bin_us = (nice_floor(longest / RATE_BINS).clamp(sample_s, 1.0) * 1e6).round() as u64;
     let mut g = Gathered { runs: Vec::new(), bin_us, rtt: Pooled::default(), queue: Pooled::default(), errors: Vec::new() };
     for r in result.runs.iter().filter(|r| r.status == Status::Complete && r.series.is_some()) {
@@ -406,10 +406,12 @@ fn read_tcp(dir: &Path, view: &mut RunView, mix: bool, pooled: &mut Pooled) -> R
 fn read_link(dir: &Path, view: &mut RunView, direction: Direction, pooled: &mut Pooled, bin_us: u64) -> Result<(), String> {
     let r = view.run;
     let Some(files) = &r.series else { return Ok(()) };
+    // A run over a real path has no emulator, so no link file.
     let file = match direction {
         Direction::Download => &files.link_down,
         Direction::Upload => &files.link_up,
     };
+    let Some(file) = file else { return Ok(()) };
     let t0 = run_start(r);
     let mut queue = Decimated::with_cap(cap(view.median));
     // Without a goodput file (objects, pages), what the bottleneck delivered stands in for it.
@@ -802,7 +804,9 @@ fn tput_points(result: &ExperimentResult, g: &Gathered) -> (Vec<Point>, Vec<Poin
                     if let Some(x) = flow_rtt {
                         rtt.push(Point { key: f.cc_requested.clone(), label: label.clone(), delay_ms: x, mbps });
                     }
-                    queue.push(Point { key: f.cc_requested.clone(), label, delay_ms: m.queue_delay_p50_ms, mbps });
+                    if let Some(q) = m.queue_delay_p50_ms {
+                        queue.push(Point { key: f.cc_requested.clone(), label, delay_ms: q, mbps });
+                    }
                 }
             }
             _ => {
@@ -811,7 +815,9 @@ fn tput_points(result: &ExperimentResult, g: &Gathered) -> (Vec<Point>, Vec<Poin
                 if let Some(x) = m.sender_rtt_p50_ms {
                     rtt.push(Point { key: r.cc.clone(), label: label.clone(), delay_ms: x, mbps });
                 }
-                queue.push(Point { key: r.cc.clone(), label, delay_ms: m.queue_delay_p50_ms, mbps });
+                if let Some(q) = m.queue_delay_p50_ms {
+                    queue.push(Point { key: r.cc.clone(), label, delay_ms: q, mbps });
+                }
             }
         }
     }
@@ -836,7 +842,7 @@ fn runs_table(result: &ExperimentResult) -> String {
                 m.score.map(|s| fmt_sig(s / div)).unwrap_or_default() + if m.unfinished { " (unfinished)" } else { "" },
                 crate::units::fmt_rate(m.goodput_bps),
                 m.sender_rtt_p50_ms.map(fmt_sig).unwrap_or_default(),
-                fmt_sig(m.queue_delay_p50_ms),
+                m.queue_delay_p50_ms.map(fmt_sig).unwrap_or_else(|| "–".into()),
                 format!("{:.2} %", m.retrans_rate * 100.0),
             ),
             None => Default::default(),
@@ -873,7 +879,7 @@ pub fn render(result: &ExperimentResult, summary_text: &str, dir: &Path) -> Stri
     let palette = Palette::of(result);
     let g = gather(result, dir, &palette);
     let bands = bbr_bands(&g, &palette);
-    let interval_ms = result.params.path.sample_interval_us as f64 / 1000.0;
+    let interval_ms = result.params.workload.sample_interval_us() as f64 / 1000.0;
     let bin_ms = g.bin_us as f64 / 1000.0;
     let n_runs = g.runs.len();
     let all_lines = g.runs.iter().flat_map(|v| v.goodput.iter().chain(&v.rtt).chain(&v.cwnd).chain(&v.queue).chain(&v.bbr_bw));
@@ -1146,7 +1152,7 @@ pub fn render_conditions(rows: &[(String, &ExperimentResult)]) -> String {
         "queueing delay p95 (ms)",
         rows,
         &|_, s| s.queue_delay_p95_ms,
-        &|_| Some(|m| Some(m.queue_delay_p95_ms)),
+        &|_| Some(|m| m.queue_delay_p95_ms),
         1.0,
     ));
     out.push_str(&conditions_figure(

@@ -10,19 +10,29 @@ use crate::workloads::WorkloadSpec;
 pub fn header(result_params: &crate::results::Params) -> String {
     let p = result_params;
     let mut out = String::new();
-    let down = describe(&p.path.down);
-    let up = describe(&p.path.up);
-    let rtt_ms = (p.path.down.delay_ns + p.path.up.delay_ns).as_nanos() as f64 / 1e6;
+    match &p.path {
+        Some(path) => path_lines(&mut out, path),
+        None => {
+            let remote = p.remote.as_deref().unwrap_or("?");
+            let _ = writeln!(out, "Path      real: ccbench serve at {remote} (no emulator: queue and drop figures are absent)");
+        }
+    }
+    let runs =
+        if p.runs_auto { format!("runs until decided, at most {} per algorithm", p.runs_per_cc) } else { format!("{} runs per algorithm", p.runs_per_cc) };
+    let _ = writeln!(out, "Workload  {}; {runs}, interleaved (seed {})", p.workload.describe_for(&p.ccs), p.seed);
+    out
+}
+
+fn path_lines(out: &mut String, path: &ccbench_emu::PathSpec) {
+    let down = describe(&path.down);
+    let up = describe(&path.up);
+    let rtt_ms = (path.down.delay_ns + path.up.delay_ns).as_nanos() as f64 / 1e6;
     if down == up {
         let _ = writeln!(out, "Path      {down} (both directions; base RTT {rtt_ms} ms)");
     } else {
         let _ = writeln!(out, "Path      down: {down}");
         let _ = writeln!(out, "          up:   {up} (base RTT {rtt_ms} ms)");
     }
-    let runs =
-        if p.runs_auto { format!("runs until decided, at most {} per algorithm", p.runs_per_cc) } else { format!("{} runs per algorithm", p.runs_per_cc) };
-    let _ = writeln!(out, "Workload  {}; {runs}, interleaved (seed {})", p.workload.describe_for(&p.ccs), p.seed);
-    out
 }
 
 /// "done in …": the median over every run, where an unfinished one counts as longer than the

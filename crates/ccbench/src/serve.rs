@@ -1,0 +1,75 @@
+//! `ccbench serve`: the far end of a real path (see the `ccbench_remote` crate), and the
+//! pre-flight of `ccbench run --remote`: the secret, the handshake, the remote's facts, and
+//! every test of the plan checked by the server before anything runs.
+
+use std::path::Path;
+
+use ccbench::error::{precondition, UsageError};
+use ccbench::experiment::{Plan, Remote};
+use ccbench::workloads::WorkloadSpec;
+use ccbench_remote::{Client, Limits, RemoteError, Secret, ServeConfig, ServerFacts, TestRequest};
+
+use crate::cli::ServeArgs;
+use crate::values::RemoteAddr;
+
+/// Flows one test may have: far more than any workload uses, few enough to bound a server.
+const MAX_FLOWS: u32 = 64;
+
+pub fn load_secret(path: &Path) -> Result<Secret, UsageError> {
+    Secret::from_file(path).map_err(|e| UsageError::new("--secret-file", path.display(), format!("a private file holding the shared secret, but {e}")))
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
+    let secret = load_secret(&args.secret_file)?;
+    let host = ccbench::provenance::HostFacts::collect();
+    let facts = ServerFacts {
+        ccbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        kernel_release: host.kernel_release,
+        kernel_version: host.kernel_version,
+        congestion_controls: crate::run::usable_algorithms(),
+        default_congestion_control: host.default_congestion_control,
+        default_qdisc: host.default_qdisc,
+    };
+    let limits = Limits {
+        max_duration_s: args.max_duration.0 as f64 / 1e9,
+        max_bytes: args.max_bytes.0,
+        max_clients: args.max_clients.0,
+        max_tests_per_minute: args.max_tests_per_minute.0,
+        max_flows: MAX_FLOWS,
+    };
+    let stop = crate::run::install_stop()?;
+    let listen = args.listen.0;
+    ccbench_remote::serve(ServeConfig { listen, secret, limits, facts }, &stop)
+        .map_err(|e| UsageError::new("--listen", listen, format!("an address this host can listen on ({e})")))?;
+    Ok(0)
+}
+
+/// The pre-flight of `run --remote`: authenticates, then has the server check every test the
+/// plan will ask for (its algorithms and limits), so a refusal comes before any run, as one
+/// line. Returns the remote as the plan records it.
+pub fn preflight(remote: &RemoteAddr, secret: Secret) -> Result<(Client, Remote), UsageError> {
+    let client = Client::connect(remote.addr, &secret).map_err(|e| remote_error(remote, e))?;
+    let r =
+        Remote { addr: remote.addr, label: remote.label.clone(), secret, facts: client.facts.clone(), limits: client.limits, rtt_us_at_start: client.rtt_us };
+    Ok((client, r))
+}
+
+/// Asks the server whether it would run each of the plan's tests.
+pub fn check_plan(client: &mut Client, remote: &RemoteAddr, plan: &Plan) -> Result<(), UsageError> {
+    let WorkloadSpec::Bulk(_) = &plan.workload else {
+        return Err(UsageError::new("--workload", plan.workload.describe(), "bulk or file with --remote (objects and page over a real path are not done yet)"));
+    };
+    for cc in &plan.ccs {
+        let WorkloadSpec::Bulk(spec) = plan.workload.with_cc(cc) else { unreachable!("checked above") };
+        client.check(&TestRequest::Bulk(spec)).map_err(|e| remote_error(remote, e))?;
+    }
+    Ok(())
+}
+
+fn remote_error(remote: &RemoteAddr, e: RemoteError) -> UsageError {
+    match e {
+        RemoteError::Refused(reason) => precondition(format!("ccbench serve at {} refused: {reason}", remote.label)),
+        RemoteError::Connect { .. } => UsageError::new("--remote", &remote.label, format!("a running ccbench serve ({e})")),
+        e => precondition(e.to_string()),
+    }
+}

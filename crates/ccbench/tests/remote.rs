@@ -1,0 +1,516 @@
+//! `ccbench serve` and `ccbench run --remote`: the real binaries, the far end behind an emulated
+//! path (`ccbench exec --server-cmd`), checked against the emulated run of the same path, the
+//! emulator's own counters, and garbage thrown at a live serve.
+//!
+//! Tests with namespaces need root: outside CI they skip without it; under `CI=true` they fail.
+//! They run one at a time (a global lock), as throughput tests on two cores would otherwise
+//! measure each other. The tests on loopback need no root.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use ccbench_remote::proto::{self, hex, unhex, ClientMsg, ServerMsg};
+use ccbench_remote::{Client, RemoteError, Secret, TestRequest};
+use rand::{Rng, SeedableRng};
+use serde_json::Value;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+const BIN: &str = env!("CARGO_BIN_EXE_ccbench");
+const PORT: u16 = 7450;
+
+fn lock() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// True when the test may go on; under CI a missing precondition is a failure, not a skip.
+fn have_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 && Path::new("/dev/net/tun").exists() {
+        return true;
+    }
+    assert!(std::env::var("CI").map(|v| v != "true").unwrap_or(true), "remote test cannot run under CI=true: not root or no /dev/net/tun");
+    eprintln!("skipping: not root");
+    false
+}
+
+fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ccbench-remote-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A private secret file of 44 random characters.
+fn secret_file(dir: &Path, name: &str) -> PathBuf {
+    let f = dir.join(name);
+    let bytes: [u8; 32] = rand::random();
+    std::fs::write(&f, format!("{}\n", hex(&bytes))).unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+    f
+}
+
+fn text(o: &Output) -> String {
+    format!("status {:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// `ccbench exec PATH --server-cmd "ccbench serve …" -- sh -c CLIENT`: `$R` in `client` is
+/// `ccbench run --remote SERVER:PORT --secret-file CLIENT_SECRET`.
+fn exec_remote(path: &[&str], server_secret: &Path, serve_flags: &str, client_secret: &Path, client: &str) -> Output {
+    let serve = format!("{BIN} serve --listen $CCBENCH_SERVER_ADDR:{PORT} --secret-file {} {serve_flags}", server_secret.display());
+    let script = format!("R=\"{BIN} run --remote $CCBENCH_SERVER_ADDR:{PORT} --secret-file {}\"; {client}", client_secret.display());
+    let mut args: Vec<&str> = vec!["exec"];
+    args.extend_from_slice(path);
+    args.extend_from_slice(&["--server-cmd", &serve, "--", "sh", "-c", &script]);
+    Command::new(BIN).args(&args).output().expect("run ccbench exec")
+}
+
+fn result(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).expect("result.json")).expect("valid JSON")
+}
+
+fn mean_goodput(v: &Value, cc: &str) -> f64 {
+    let xs: Vec<f64> = v["runs"].as_array().unwrap().iter().filter(|r| r["cc"] == cc).map(|r| r["metrics"]["goodput_bps"].as_f64().unwrap()).collect();
+    assert!(!xs.is_empty(), "no runs of {cc}");
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// The same experiment over the same emulated path, once with both ends in ccbench (emulated)
+/// and once with the far end in `ccbench serve` behind that path (remote): the same verdict,
+/// and each algorithm's mean goodput within 10 %.
+///
+/// The path (50 Mbit/s, 10 ms, 2 % random loss) makes the verdict clear: BBR keeps near the
+/// link rate, CUBIC is held near the Mathis bound, 1.22·MSS/(RTT·√p) ≈ 10 Mbit/s. Over 8 s a
+/// CUBIC run sees ~150 losses, so its goodput varies by ~5 % from run to run (∝ 1/√losses); the
+/// mean of 4 runs by ~2.5 %, and the difference of two means by ~3.5 %: 10 % is ~3 σ.
+#[test]
+fn remote_gives_the_same_verdict_and_goodput_as_emulated() {
+    let _g = lock();
+    if !have_root() {
+        return;
+    }
+    let dir = tempdir("equal");
+    let secret = secret_file(&dir, "secret");
+    let path = ["--rate", "50mbit", "--rtt", "10ms", "--loss", "2%"];
+    let common = "--cc bbr,cubic --runs 4 --duration 8s";
+    let emulated_out = dir.join("emulated");
+    let mut args: Vec<String> = vec!["run".into()];
+    args.extend(path.iter().map(|s| s.to_string()));
+    args.extend(common.split(' ').map(String::from));
+    args.extend(["--out".into(), emulated_out.display().to_string()]);
+    let o = Command::new(BIN).args(&args).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let remote_out = dir.join("remote");
+    let o = exec_remote(&path, &secret, "", &secret, &format!("$R {common} --out {}", remote_out.display()));
+    assert!(o.status.success(), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(stderr.lines().filter(|l| l.contains("ccbench serve: 10.") && l.contains("bulk download 8 s")).count(), 8, "one log line per test:\n{stderr}");
+
+    let (e, r) = (result(&emulated_out), result(&remote_out));
+    for v in [&e, &r] {
+        let c = &v["comparisons"][0];
+        assert_eq!((c["a"].as_str(), c["better"].as_str(), c["significant"].as_bool()), (Some("bbr"), Some("bbr"), Some(true)), "{c}");
+    }
+    for cc in ["bbr", "cubic"] {
+        let (ge, gr) = (mean_goodput(&e, cc), mean_goodput(&r, cc));
+        assert!((gr / ge - 1.0).abs() < 0.10, "{cc}: emulated {ge:.0} bit/s, remote {gr:.0} bit/s");
+    }
+    // The remote run: its own record of the far host, no emulator figures (absent, not 0),
+    // and the far end's sockets sampled (BBR's state comes from the server's kernel).
+    assert_eq!(r["params"]["path"], Value::Null);
+    assert!(r["provenance"]["emulator"].is_null());
+    let facts = &r["provenance"]["remote"];
+    assert!(facts["congestion_controls"].as_array().unwrap().iter().any(|c| c == "bbr"), "{facts}");
+    assert!(facts["kernel_release"].is_string() && facts["control_rtt_us_at_start"].as_u64().unwrap() >= 9_000, "{facts}");
+    for run in r["runs"].as_array().unwrap() {
+        assert_eq!(run["workload"]["flows"][0]["cc_read_back"], run["cc"]);
+        assert!(run["metrics"]["drops_loss"].is_null() && run["metrics"]["queue_delay_p50_ms"].is_null(), "{}", run["metrics"]);
+        assert!(run["series"]["link_down"].is_null());
+        let tcp = remote_out.join(run["series"]["tcp"].as_str().unwrap());
+        let mut rows = String::new();
+        flate2::read::MultiGzDecoder::new(File::open(tcp).unwrap()).read_to_string(&mut rows).unwrap();
+        let samples = rows.lines().filter(|l| l.starts_with("flow-0,")).count();
+        // 10 ms sampling over 8 s: ~800 samples; a loose floor.
+        assert!(samples > 400, "{} samples of the server's socket", samples);
+        if run["cc"] == "bbr" {
+            assert!(
+                rows.contains(",probe_bw,") || rows.contains(",ProbeBw,") || rows.lines().skip(1).any(|l| l.split(',').nth(17).is_some_and(|m| !m.is_empty())),
+                "no BBR state in the server's samples"
+            );
+        }
+        let rtt = run["metrics"]["sender_rtt_p50_ms"].as_f64().unwrap();
+        assert!(rtt >= 10.0, "the sender's RTT ({rtt} ms) cannot be below the path's 10 ms");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The emulator's bytes out, each direction, of a session between `ccbench serve` (with
+/// `server_secret`) and `client` (a `ccbench run --remote` with `client_secret`), and the
+/// client's output.
+fn counted_session(server_secret: &Path, client_secret: &Path, out: &Path) -> (u64, u64, Output) {
+    use ccbench_emu::{EmulatedPath, PathSpec, SERVER_ADDR};
+    let spec = PathSpec { down: link(), up: link(), mtu: 1500, seed: 1, sample_interval_us: 10_000, offload: true, batch_us: 25 };
+    let path = EmulatedPath::start(&spec, Instant::now()).expect("emulated path");
+    let exe = Path::new(BIN);
+    let serve = vec![BIN.into(), "serve".into(), "--listen".into(), format!("{SERVER_ADDR}:{PORT}").into(), "--secret-file".into(), server_secret.into()];
+    let log = out.with_extension("serve.log");
+    let mut server = ccbench_netns::process::spawn_in(&path.server, exe, &serve, &[], Stdio::null(), Stdio::from(File::create(&log).unwrap())).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !ccbench_netns::process::has_tcp_listener(server.pid()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let client: Vec<std::ffi::OsString> = vec![
+        BIN.into(),
+        "run".into(),
+        "--remote".into(),
+        format!("{SERVER_ADDR}:{PORT}").into(),
+        "--secret-file".into(),
+        client_secret.into(),
+        "--cc".into(),
+        "cubic".into(),
+        "--runs".into(),
+        "1".into(),
+        "--duration".into(),
+        "2s".into(),
+        "--out".into(),
+        out.into(),
+    ];
+    let (stdout, stderr) = (out.with_extension("stdout"), out.with_extension("stderr"));
+    let mut c = ccbench_netns::process::spawn_in(
+        &path.client,
+        exe,
+        &client,
+        &[],
+        Stdio::from(File::create(&stdout).unwrap()),
+        Stdio::from(File::create(&stderr).unwrap()),
+    )
+    .unwrap();
+    let status = c.wait().unwrap();
+    let _ = server.terminate(Duration::from_secs(2));
+    let report = path.finish();
+    let mut stderr_text = std::fs::read(&stderr).unwrap();
+    stderr_text.extend(std::fs::read(&log).unwrap());
+    (report.down.stats.bytes_out, report.up.stats.bytes_out, Output { status, stdout: std::fs::read(&stdout).unwrap(), stderr: stderr_text })
+}
+
+fn link() -> ccbench_link::DirectionConfig {
+    ccbench_link::DirectionConfig {
+        rate: ccbench_link::Rate::BitsPerSec(20_000_000),
+        delay_ns: ccbench_link::time::Duration::from_nanos(5_000_000),
+        ..Default::default()
+    }
+}
+
+/// A client with another secret is refused with one clear line, exit 2; the emulator saw only
+/// the handshake cross the path (a few hundred bytes each way), where the same session with the
+/// right secret moves megabytes.
+#[test]
+fn a_wrong_secret_is_refused_and_no_test_traffic_flows() {
+    let _g = lock();
+    if !have_root() {
+        return;
+    }
+    let dir = tempdir("secret");
+    let (right, wrong) = (secret_file(&dir, "right"), secret_file(&dir, "wrong"));
+    let (down, up, o) = counted_session(&right, &wrong, &dir.join("out-wrong"));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let client_lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("ccbench: ")).collect();
+    assert_eq!(client_lines.len(), 1, "{stderr}");
+    assert!(client_lines[0].contains("secrets differ"), "{stderr}");
+    assert!(!dir.join("out-wrong").join("result.json").exists(), "nothing ran");
+    // The TCP handshake, the hello, the challenge and the teardown: well under 4 kB each way.
+    assert!(down < 4_000 && up < 4_000, "bytes through the emulator with a wrong secret: down {down}, up {up}");
+
+    let (down, _, o) = counted_session(&right, &right, &dir.join("out-right"));
+    assert!(o.status.success(), "{}", text(&o));
+    // 2 s at 20 Mbit/s is 5 MB: the counters do count a test.
+    assert!(down > 2_000_000, "bytes down with the right secret: {down}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every limit of serve, exceeded, is refused with one line naming it; the tests within the
+/// limits run, and the server logs one line per test.
+#[test]
+fn limits_are_refused_with_a_clear_error() {
+    let _g = lock();
+    if !have_root() {
+        return;
+    }
+    let dir = tempdir("limits");
+    let secret = secret_file(&dir, "secret");
+    let d = dir.display();
+    let path = ["--rate", "20mbit", "--rtt", "10ms"];
+    let bytes_and_time = format!(
+        "$R --cc cubic --runs 1 --duration 9s --out {d}/a; echo duration=$?; \
+         $R --cc cubic --runs 1 --workload file --size 2mb --out {d}/b; echo bytes=$?; \
+         $R --cc cubic --runs 1 --duration 2s --out {d}/budget; echo budget=$?"
+    );
+    let o1 = exec_remote(&path, &secret, "--max-duration 8s --max-bytes 1mb", &secret, &bytes_and_time);
+    // The first test holds the only client slot while the second tries; then two more tests
+    // within the minute, the second of them one too many.
+    let clients_and_rate = format!(
+        "$R --cc cubic --runs 1 --duration 6s --out {d}/long & sleep 3; \
+         $R --cc cubic --runs 1 --duration 1s --out {d}/c; echo clients=$?; wait; \
+         $R --cc cubic --runs 1 --duration 1s --out {d}/second; echo second=$?; \
+         $R --cc cubic --runs 1 --duration 1s --out {d}/rate; echo rate=$?"
+    );
+    let o2 = exec_remote(&path, &secret, "--max-clients 1 --max-tests-per-minute 2", &secret, &clients_and_rate);
+    let o = Output { status: o2.status, stdout: [o1.stdout, o2.stdout].concat(), stderr: [o1.stderr, o2.stderr].concat() };
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let all = text(&o);
+    for (marker, limit) in [("duration=2", "--max-duration"), ("bytes=2", "--max-bytes"), ("clients=2", "--max-clients")] {
+        assert!(stdout.contains(marker), "{marker}: {all}");
+        assert!(stderr.lines().any(|l| l.starts_with("ccbench: ") && l.contains(limit)), "no one-line refusal naming {limit}: {all}");
+    }
+    assert!(
+        stderr.contains("limit of 8 s per test (--max-duration)") && stderr.contains("2000000 bytes in all is over this server's limit of 1000000"),
+        "{all}"
+    );
+    // A timed test runs but is stopped by the byte budget, and says so.
+    let budget = result(&dir.join("budget"));
+    let err = budget["runs"][0]["error"].as_str().unwrap_or_default();
+    assert!(err.contains("--max-bytes"), "{budget}");
+    assert!(budget["runs"][0]["workload"]["flows"][0]["bytes_received"].as_u64().unwrap() <= 1_000_000);
+    // The third test within a minute: refused by the server when it asks to run.
+    assert!(stdout.contains("rate=1"), "{all}");
+    let rate = result(&dir.join("rate"));
+    assert!(rate["runs"][0]["error"].as_str().unwrap_or_default().contains("--max-tests-per-minute"), "{rate}");
+    let tests_logged = stderr.lines().filter(|l| l.starts_with("ccbench serve: 10.") && l.contains(" bytes")).count();
+    assert!(stdout.contains("second=0"), "{all}");
+    assert_eq!(tests_logged, 3, "the budget, the long and the second test ran, each logged once: {all}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An algorithm the server lacks is refused before anything runs, listing what it has.
+#[test]
+fn an_algorithm_the_server_lacks_is_refused_before_anything_runs() {
+    let _g = lock();
+    if !have_root() {
+        return;
+    }
+    let dir = tempdir("algo");
+    let secret = secret_file(&dir, "secret");
+    let o = exec_remote(&["--rtt", "2ms"], &secret, "", &secret, &format!("$R --cc bbr,vegas9 --runs 4 --out {}/x", dir.display()));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let line = stderr.lines().find(|l| l.starts_with("ccbench: ")).unwrap_or_default();
+    assert!(line.contains("--cc") && line.contains("vegas9") && line.contains("remote ccbench serve has:") && line.contains("cubic"), "{stderr}");
+    assert!(!stderr.contains("ccbench serve: 10.77.0.1"), "no test ran: {stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn ccbench(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+fn one_line_exit_2(o: &Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{}", text(o));
+    assert_eq!(stderr.lines().count(), 1, "{}", text(o));
+    assert!(stderr.contains(needle), "{needle}: {}", text(o));
+}
+
+/// Bad secret files and flag combinations: one line naming the flag, exit 2, nothing started.
+#[test]
+fn secret_file_problems_exit_2_with_one_line() {
+    let dir = tempdir("files");
+    let missing = dir.join("missing").display().to_string();
+    one_line_exit_2(&ccbench(&["run", "--remote", "127.0.0.1:9", "--secret-file", &missing]), "--secret-file");
+    one_line_exit_2(&ccbench(&["serve", "--secret-file", &missing]), "--secret-file");
+    one_line_exit_2(&ccbench(&["serve"]), "--secret-file");
+    one_line_exit_2(&ccbench(&["run", "--remote", "127.0.0.1:9"]), "--secret-file");
+    let open = secret_file(&dir, "open");
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let open_s = open.display().to_string();
+    one_line_exit_2(&ccbench(&["serve", "--secret-file", &open_s]), "chmod 600");
+    let empty = dir.join("empty");
+    std::fs::write(&empty, "\n").unwrap();
+    std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o600)).unwrap();
+    one_line_exit_2(&ccbench(&["serve", "--secret-file", &empty.display().to_string()]), "at least 16");
+    let good = secret_file(&dir, "good").display().to_string();
+    one_line_exit_2(&ccbench(&["run", "--secret-file", &good]), "--remote");
+    one_line_exit_2(&ccbench(&["run", "--remote", "127.0.0.1:9", "--secret-file", &good, "--rate", "10mbit"]), "emulated-path flags");
+    one_line_exit_2(&ccbench(&["run", "--remote", "no-port", "--secret-file", &good]), "HOST:PORT");
+    one_line_exit_2(&ccbench(&["serve", "--secret-file", &good, "--listen", "localhost"]), "--listen");
+    one_line_exit_2(&ccbench(&["serve", "--secret-file", &good, "--max-clients", "0"]), "--max-clients");
+    // Nothing listens at port 9 of loopback: the run refuses to start, naming --remote.
+    one_line_exit_2(&ccbench(&["run", "--remote", "127.0.0.1:9", "--secret-file", &good]), "--remote");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A `ccbench serve` on loopback, its address read from its first line; killed when dropped.
+struct LiveServe {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl LiveServe {
+    fn start(secret: &Path, extra: &[&str]) -> LiveServe {
+        let mut args = vec!["serve", "--listen", "127.0.0.1:0", "--secret-file", secret.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let mut child = Command::new(BIN).args(&args).stderr(Stdio::piped()).spawn().unwrap();
+        let mut first = String::new();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        err.read_line(&mut first).unwrap();
+        let addr = first.split_whitespace().find_map(|w| w.parse().ok()).unwrap_or_else(|| panic!("no address in {first:?}"));
+        // Keep draining its log so it never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+        LiveServe { child, addr }
+    }
+
+    fn alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for LiveServe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn frame(body: &[u8]) -> Vec<u8> {
+    let mut f = (body.len() as u32).to_be_bytes().to_vec();
+    f.extend_from_slice(body);
+    f
+}
+
+/// Sends `bytes` on a fresh connection and reads whatever comes back until the server closes
+/// (or 3 s pass): what an attacker gets for them.
+fn throw(addr: SocketAddr, bytes: &[u8]) -> Vec<u8> {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let _ = s.write_all(bytes);
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    let mut back = Vec::new();
+    let _ = s.read_to_end(&mut back);
+    back
+}
+
+/// Garbage, truncated, oversized and out-of-order control input thrown at a live serve: every
+/// input gets at most an error frame, serve never dies, never sends data to a connection
+/// without the test's token, drops a silent client, and still serves an honest client after.
+#[test]
+fn a_live_serve_survives_fuzzed_control_input() {
+    let dir = tempdir("fuzz");
+    let secret_path = secret_file(&dir, "secret");
+    let secret = Secret::from_file(&secret_path).unwrap();
+    let mut serve = LiveServe::start(&secret_path, &["--max-clients", "64", "--max-tests-per-minute", "1000"]);
+    let addr = serve.addr;
+    // A client that never speaks: it must not hold its slot past the handshake timeout.
+    let mut silent = TcpStream::connect(addr).unwrap();
+    let silent_since = Instant::now();
+
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0xcc_be4c);
+    let hello = frame(format!(r#"{{"type":"hello","version":1,"nonce":"{}"}}"#, hex(&[3; 32])).as_bytes());
+    let mut inputs = 0;
+    const N: usize = 600;
+    for i in 0..N {
+        let input: Vec<u8> = match i % 6 {
+            0 => (0..rng.gen_range(1..300)).map(|_| rng.gen()).collect(),
+            1 => (rng.gen_range(65_537u32..=u32::MAX)).to_be_bytes().to_vec(),
+            2 => {
+                let mut h = hello.clone();
+                h.truncate(rng.gen_range(1..h.len()));
+                h
+            }
+            3 => {
+                let mut h = hello.clone();
+                let at = rng.gen_range(4..h.len());
+                h[at] = rng.gen();
+                h
+            }
+            4 => [hello.clone(), frame(br#"{"type":"run","test":{"kind":"bulk"}}"#)].concat(),
+            _ => frame(br#"{"type":"hello","version":99,"nonce":""}"#),
+        };
+        let back = throw(addr, &input);
+        // Nothing but frames comes back, each a challenge or an error, and never a Welcome.
+        for m in proto::decode_stream_server(&back) {
+            match m {
+                Ok(ServerMsg::Challenge { .. }) | Ok(ServerMsg::Error { .. }) => {}
+                other => panic!("input {i} got {other:?}"),
+            }
+        }
+        inputs += 1;
+        if i % 100 == 0 {
+            assert!(serve.alive(), "serve died after input {i}");
+        }
+    }
+    assert_eq!(inputs, N);
+    assert!(serve.alive());
+
+    // An honest client: an algorithm this host lacks is refused by the server itself.
+    let mut client = Client::connect(addr, &secret).unwrap();
+    let spec = |cc: &str| ccbench_workload::BulkSpec {
+        flows: 1,
+        direction: ccbench_workload::Direction::Download,
+        amount: ccbench_workload::Amount::Seconds(1.0),
+        cc: cc.into(),
+        mix: Vec::new(),
+        port: 0,
+        sample_interval_us: 10_000,
+        timeout_s: 10.0,
+        quic_receiver_cc: None,
+    };
+    match client.check(&TestRequest::Bulk(spec("vegas9"))) {
+        Err(RemoteError::Refused(r)) => assert!(r.contains("no congestion control \"vegas9\"") && r.contains("cubic"), "{r}"),
+        other => panic!("{other:?}"),
+    }
+    // A test over loopback runs, with the server's samples merged in.
+    let series = ccbench_workload::MemorySeries::default();
+    let stop = AtomicBool::new(false);
+    let r = client.run_bulk(&spec("cubic"), Instant::now(), &stop, &series).unwrap();
+    assert!(r.flows[0].bytes_received > 1_000_000 && r.flows[0].cc_read_back == "cubic", "{r:?}");
+    assert!(series.samples(ccbench_workload::SocketId::Flow(0)).len() > 20, "the server's samples came back");
+
+    // A data connection with a wrong token gets nothing, not one byte.
+    let mut c = TcpStream::connect(addr).unwrap();
+    handshake(&mut c, &secret);
+    proto::write_msg(&mut c, &ClientMsg::Run { test: TestRequest::Bulk(spec("cubic")) }).unwrap();
+    let ServerMsg::Ready { port, token } = proto::read_msg::<ServerMsg>(&mut c).unwrap() else { panic!("no ready") };
+    let mut wrong = unhex::<16>(&token).unwrap();
+    wrong[0] ^= 1;
+    let mut data = TcpStream::connect((addr.ip(), port)).unwrap();
+    data.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    data.write_all(&[&wrong[..], &0u32.to_be_bytes()].concat()).unwrap();
+    let mut got = Vec::new();
+    let _ = data.read_to_end(&mut got);
+    assert!(got.is_empty(), "{} bytes sent to a connection with a wrong token", got.len());
+    // The test that never got its connection is given up, with an error, and serve goes on.
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    match proto::read_msg::<ServerMsg>(&mut c) {
+        Ok(ServerMsg::Error { message }) => assert!(message.contains("data connections arrived"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+
+    // The silent client was dropped at the handshake timeout (10 s), with an error frame.
+    silent.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let before_read = silent_since.elapsed();
+    let mut back = Vec::new();
+    let _ = silent.read_to_end(&mut back);
+    // Closed by 15 s after it connected (10 s and a margin), or already closed when read.
+    let by = before_read.max(Duration::from_secs(15)) + Duration::from_secs(1);
+    assert!(silent_since.elapsed() < by, "a silent client held its slot for {:?}", silent_since.elapsed());
+    assert!(matches!(proto::decode_stream_server(&back).first(), Some(Ok(ServerMsg::Error { .. }))), "{back:?}");
+    assert!(serve.alive());
+    Client::connect(addr, &secret).expect("still serving");
+    eprintln!("{inputs} fuzzed control inputs thrown at a live serve");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn handshake(c: &mut TcpStream, secret: &Secret) {
+    let nc = ccbench_remote::auth::nonce();
+    proto::write_msg(c, &ClientMsg::Hello { version: proto::VERSION, nonce: hex(&nc) }).unwrap();
+    let ServerMsg::Challenge { nonce, .. } = proto::read_msg::<ServerMsg>(c).unwrap() else { panic!() };
+    let ns = unhex::<32>(&nonce).unwrap();
+    proto::write_msg(c, &ClientMsg::Auth { proof: hex(&secret.client_proof(&nc, &ns)) }).unwrap();
+    assert!(matches!(proto::read_msg::<ServerMsg>(c).unwrap(), ServerMsg::Welcome { .. }));
+}

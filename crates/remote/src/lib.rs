@@ -1,0 +1,24 @@
+//! `ccbench serve` and its client: the far end of a real path, reached over an authenticated
+//! control connection.
+//!
+//! - [`proto`]: the control protocol: length-prefixed JSON frames with a hard size limit, a
+//!   versioned hello, every message a variant of one enum per direction. The one parser of
+//!   bytes from the network; fuzzed (`fuzz/fuzz_targets/control.rs`).
+//! - [`auth`]: the shared secret and the mutual HMAC-SHA256 challenge–response.
+//! - [`server`]: `ccbench serve`: authenticates, enforces its limits, runs the far end of each
+//!   test with the same code as an emulated run (`ccbench_workload::run_end`), and streams the
+//!   `TCP_INFO` samples of its sending sockets back.
+//! - [`client`]: the near end, used by `ccbench run --remote`.
+//!
+//! Data connections carry a per-test random token first; `serve` drops a connection whose
+//! token is not the one it handed to the authenticated client, before sending it anything.
+
+pub mod auth;
+pub mod client;
+pub mod proto;
+pub mod server;
+
+pub use auth::{Secret, SecretError};
+pub use client::{Client, RemoteError};
+pub use proto::{Limits, ServerFacts, TestRequest};
+pub use server::{serve, ServeConfig};

@@ -1,0 +1,285 @@
+//! The control protocol. Each message is one frame: a big-endian `u32` length, then that many
+//! bytes of JSON. The length is checked against [`MAX_FRAME`] before anything is allocated,
+//! and every read has a timeout, so neither a huge length nor a silent peer can hold `serve`.
+//!
+//! A session: `Hello` → `Challenge` → `Auth` → `Welcome` (see [`crate::auth`]), then any number
+//! of `Check` (is this test allowed? nothing runs) and `Run` requests. A run: `Run` → `Ready`
+//! (a data port and token) → the client opens the test's data connections → `Connected` (the
+//! algorithm read back from each) → `Start` → samples stream back → `Done`.
+//!
+//! Extending it: a new kind of test is a new [`TestRequest`] variant (QUIC, or the path prober
+//! of `crates/pathprobe`, whose UDP server `serve` would start on an authenticated
+//! `TestRequest::Probe`); a client that asks an older server for it gets a clear refusal.
+
+use std::io::{self, Read, Write};
+
+use ccbench_probe::Sample;
+use ccbench_workload::{BulkSpec, FlowEnd, GoodputPoint};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+/// The protocol version this build speaks; a hello with another is refused by name.
+pub const VERSION: u32 = 1;
+/// The largest frame either end accepts, in bytes (the JSON of one message).
+pub const MAX_FRAME: usize = 64 * 1024;
+
+/// From the client.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ClientMsg {
+    Hello {
+        version: u32,
+        nonce: String,
+    },
+    Auth {
+        proof: String,
+    },
+    /// Would this test be allowed (algorithm, limits)? Nothing runs.
+    Check {
+        test: TestRequest,
+    },
+    Run {
+        test: TestRequest,
+    },
+    Start,
+}
+
+/// From the server.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ServerMsg {
+    Challenge {
+        version: u32,
+        nonce: String,
+        proof: String,
+    },
+    Welcome {
+        facts: ServerFacts,
+        limits: Limits,
+    },
+    /// The last `Check` passes.
+    Allowed,
+    /// The request is refused, with why; the session stays open.
+    Refused {
+        reason: String,
+    },
+    /// A fatal error; the server closes the connection after it.
+    Error {
+        message: String,
+    },
+    /// Open the test's data connections to `port`, each starting with the token (hex-decoded,
+    /// 16 bytes) and the flow id (big-endian u32).
+    Ready {
+        port: u16,
+        token: String,
+    },
+    /// Every data connection arrived; for flows the server sends, the algorithm read back.
+    Connected {
+        cc_read_back: Vec<String>,
+    },
+    /// A `TCP_INFO` sample of the server's sending socket of flow `flow`, `t_us` after `Start`.
+    Sample {
+        flow: u32,
+        sample: Sample,
+    },
+    /// Bytes the server received so far on flow `flow` (uploads).
+    Received {
+        flow: u32,
+        point: GoodputPoint,
+    },
+    Done {
+        ends: Vec<FlowEnd>,
+    },
+}
+
+/// A test the client asks for. Tagged by `kind`; new kinds (QUIC, path probing) are new
+/// variants, and an older server refuses a kind it does not know.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TestRequest {
+    /// Bulk flows for a duration, or a file (a byte count) per flow.
+    Bulk(BulkSpec),
+}
+
+/// What the server tells an authenticated client about itself: what its results need as
+/// provenance, and what a plan is checked against.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerFacts {
+    pub ccbench_version: String,
+    pub kernel_release: Option<String>,
+    pub kernel_version: Option<String>,
+    /// The algorithms a test may ask for (registered, or loadable as a module).
+    pub congestion_controls: Vec<String>,
+    pub default_congestion_control: Option<String>,
+    pub default_qdisc: Option<String>,
+}
+
+/// The server's limits (`ccbench serve --max-…`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    pub max_duration_s: f64,
+    pub max_bytes: u64,
+    pub max_clients: u32,
+    pub max_tests_per_minute: u32,
+    pub max_flows: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error("a frame of {0} bytes is over the {MAX_FRAME}-byte limit")]
+    TooLong(usize),
+    #[error("malformed message: {0}")]
+    Malformed(String),
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// Reads one frame's bytes. The length is checked before the buffer is allocated.
+pub fn read_frame(r: &mut impl Read) -> Result<Vec<u8>, FrameError> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len)?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(FrameError::TooLong(len));
+    }
+    let mut buf = vec![0u8; len];
+    r.read_exact(&mut buf)?;
+    Ok(buf)
+}
+
+/// Parses one message from a frame's bytes.
+pub fn decode<T: DeserializeOwned>(frame: &[u8]) -> Result<T, FrameError> {
+    serde_json::from_slice(frame).map_err(|e| FrameError::Malformed(e.to_string()))
+}
+
+pub fn read_msg<T: DeserializeOwned>(r: &mut impl Read) -> Result<T, FrameError> {
+    decode(&read_frame(r)?)
+}
+
+/// Writes one message as one frame (refusing, not truncating, one over the limit).
+pub fn write_msg<T: Serialize>(w: &mut impl Write, msg: &T) -> Result<(), FrameError> {
+    let body = serde_json::to_vec(msg).map_err(|e| FrameError::Malformed(e.to_string()))?;
+    if body.len() > MAX_FRAME {
+        return Err(FrameError::TooLong(body.len()));
+    }
+    let mut frame = Vec::with_capacity(4 + body.len());
+    frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&body);
+    w.write_all(&frame)?;
+    w.flush()?;
+    Ok(())
+}
+
+/// Every frame in `bytes` decoded as client messages, as the server reads them, until the
+/// first error: the entry point of the fuzz target and the garbage tests.
+pub fn decode_stream(bytes: &[u8]) -> Vec<Result<ClientMsg, String>> {
+    decode_frames(bytes)
+}
+
+/// As [`decode_stream`], for what a server sends.
+pub fn decode_stream_server(bytes: &[u8]) -> Vec<Result<ServerMsg, String>> {
+    decode_frames(bytes)
+}
+
+fn decode_frames<T: DeserializeOwned>(bytes: &[u8]) -> Vec<Result<T, String>> {
+    let mut r = bytes;
+    let mut out = Vec::new();
+    while !r.is_empty() {
+        match read_msg::<T>(&mut r) {
+            Ok(m) => out.push(Ok(m)),
+            Err(e) => {
+                out.push(Err(e.to_string()));
+                break;
+            }
+        }
+    }
+    out
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Exactly `N` bytes from lowercase or uppercase hex; `None` for anything else.
+pub fn unhex<const N: usize>(s: &str) -> Option<[u8; N]> {
+    let s = s.as_bytes();
+    if s.len() != 2 * N {
+        return None;
+    }
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut out = [0u8; N];
+    for (i, pair) in s.chunks(2).enumerate() {
+        out[i] = digit(pair[0])? << 4 | digit(pair[1])?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn frames_round_trip_and_the_limit_is_checked_before_allocating() {
+        let mut buf = Vec::new();
+        write_msg(&mut buf, &ClientMsg::Hello { version: VERSION, nonce: hex(&[7; 32]) }).unwrap();
+        write_msg(&mut buf, &ClientMsg::Start).unwrap();
+        let got = decode_stream(&buf);
+        assert!(matches!(got[0], Ok(ClientMsg::Hello { version: VERSION, .. })));
+        assert!(matches!(got[1], Ok(ClientMsg::Start)));
+        // A length of 4 GiB with nothing after it: refused by length, not by a failed read.
+        let huge = u32::MAX.to_be_bytes();
+        assert!(matches!(read_frame(&mut &huge[..]), Err(FrameError::TooLong(n)) if n == u32::MAX as usize));
+        let at_limit = (MAX_FRAME as u32 + 1).to_be_bytes();
+        assert!(matches!(read_frame(&mut &at_limit[..]), Err(FrameError::TooLong(_))));
+    }
+
+    #[test]
+    fn unknown_kinds_and_fields_are_errors_not_guesses() {
+        for bad in [r#"{"type":"run","test":{"kind":"quic"}}"#, r#"{"type":"hello","version":1,"nonce":"00","extra":1}"#, r#"{"type":"shutdown"}"#, r#"[]"#, ""]
+        {
+            assert!(decode::<ClientMsg>(bad.as_bytes()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn hex_is_strict() {
+        assert_eq!(unhex::<2>("0aFf"), Some([0x0a, 0xff]));
+        assert_eq!(unhex::<2>("0aF"), None);
+        assert_eq!(unhex::<2>("0aFg"), None);
+        assert_eq!(unhex::<1>("é"), None);
+        assert_eq!(unhex::<2>(&hex(&[1, 2])), Some([1, 2]));
+    }
+
+    /// The decoder against random bytes, random frames of random JSON-ish text, and mutated
+    /// valid messages: it must return, never panic (the fuzz target runs the same function).
+    #[test]
+    fn random_input_never_panics() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
+        let mut valid = Vec::new();
+        write_msg(&mut valid, &ClientMsg::Hello { version: 1, nonce: hex(&[1; 32]) }).unwrap();
+        write_msg(&mut valid, &ClientMsg::Auth { proof: hex(&[2; 32]) }).unwrap();
+        let alphabet = br#"{}[]":,0123456789.-eEtruefalsnl typekindbulkhelloauthrun\u"#;
+        const N: usize = 20_000;
+        for i in 0..N {
+            let input: Vec<u8> = match i % 3 {
+                0 => (0..rng.gen_range(0..200)).map(|_| rng.gen()).collect(),
+                1 => {
+                    let body: Vec<u8> = (0..rng.gen_range(0..120)).map(|_| alphabet[rng.gen_range(0..alphabet.len())]).collect();
+                    let mut f = (body.len() as u32).to_be_bytes().to_vec();
+                    f.extend(body);
+                    f
+                }
+                _ => {
+                    let mut v = valid.clone();
+                    for _ in 0..rng.gen_range(1..6) {
+                        let at = rng.gen_range(0..v.len());
+                        v[at] = rng.gen();
+                    }
+                    v.truncate(rng.gen_range(0..=v.len()));
+                    v
+                }
+            };
+            let _ = decode_stream(&input);
+        }
+    }
+}
