@@ -38,7 +38,11 @@ pub fn default_out(label: &str) -> PathBuf {
     PathBuf::from("results").join(format!("{stamp}-{label}"))
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<i32> {
+pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
+    if let Some(file) = &args.path {
+        // The file's path flags sit between the command line and any preset.
+        args.opts = args.opts.over(crate::presets::path_file(file)?);
+    }
     if let Some(spec) = &args.preset {
         return run_preset(spec, &args);
     }
