@@ -74,8 +74,8 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<i32> {
             if args.path != default_path() || args.seed.is_some() {
                 return Err(UsageError::new("--emulated", "(not given)", "--emulated with path flags or --seed; a real path's flags are what probe measures").into());
             }
-            let addr = resolve(target)?;
             let secret = read_secret(args.secret_file.as_deref())?;
+            let addr = resolve(target)?;
             (probe_remote(addr, &secret, &opts)?, None, target.clone())
         }
         (None, true) => {
