@@ -143,7 +143,8 @@ pub fn load(spec: &str) -> Result<Preset, UsageError> {
 pub fn path_file(file: &std::path::Path) -> Result<RunOpts, UsageError> {
     let name = file.display().to_string();
     let text = std::fs::read_to_string(file).map_err(|e| UsageError::new("--path", &name, format!("a readable path file ({e})")))?;
-    let table: toml::Table = toml::from_str(&text).map_err(|e| UsageError::new("--path", &name, format!("a TOML file of path flags: {}", e.message().trim())))?;
+    let table: toml::Table =
+        toml::from_str(&text).map_err(|e| UsageError::new("--path", &name, format!("a TOML file of path flags: {}", e.message().trim())))?;
     let path = flags::<PathOpts>();
     if let Some(key) = table.keys().find(|k| !path.contains(k)) {
         return Err(UsageError::new("--path", &name, format!("path flags only; {key:?} is not one (fields: {})", path.join(", "))));

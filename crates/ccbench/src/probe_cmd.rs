@@ -72,7 +72,9 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<i32> {
         (None, false) => return Err(precondition("ccbench probe needs HOST:PORT of a `ccbench serve` (with --secret-file), or --emulated [path flags]").into()),
         (Some(target), false) => {
             if args.path != default_path() || args.seed.is_some() {
-                return Err(UsageError::new("--emulated", "(not given)", "--emulated with path flags or --seed; a real path's flags are what probe measures").into());
+                return Err(
+                    UsageError::new("--emulated", "(not given)", "--emulated with path flags or --seed; a real path's flags are what probe measures").into()
+                );
             }
             let secret = read_secret(args.secret_file.as_deref())?;
             let addr = resolve(target)?;
@@ -131,7 +133,10 @@ fn read_secret(file: Option<&Path>) -> Result<Vec<u8>, UsageError> {
 /// address and the token. Everything after this is [`probe`].
 fn open_probe_session(target: SocketAddr, secret: &[u8]) -> anyhow::Result<(SocketAddr, Token)> {
     let _ = secret;
-    Err(precondition(format!("probing {target} needs the `ccbench serve` control protocol, which this build does not have yet; try `ccbench probe --emulated`")).into())
+    Err(precondition(format!(
+        "probing {target} needs the `ccbench serve` control protocol, which this build does not have yet; try `ccbench probe --emulated`"
+    ))
+    .into())
 }
 
 fn probe_remote(target: SocketAddr, secret: &[u8], opts: &ProbeOptions) -> anyhow::Result<PathEstimate> {
@@ -339,7 +344,9 @@ mod tests {
 
     #[test]
     fn the_summary_shows_what_was_given_beside_what_was_measured() {
-        let crate::cli::Command::Probe(a) = crate::cli::parse_from(["ccbench", "probe", "--emulated", "--rate", "30mbit", "--rtt", "60ms", "--loss", "1%"]).unwrap().command else {
+        let crate::cli::Command::Probe(a) =
+            crate::cli::parse_from(["ccbench", "probe", "--emulated", "--rate", "30mbit", "--rtt", "60ms", "--loss", "1%"]).unwrap().command
+        else {
             panic!()
         };
         let spec = crate::path::build(&a.path, 1, 10_000);

@@ -112,7 +112,19 @@ pub fn probe(server: SocketAddr, token: Token, opts: &ProbeOptions) -> Result<Pa
     let overhead = crate::header_overhead(&server);
     std::thread::scope(|s| {
         s.spawn(|| receive(&socket, &token, &shared, epoch, overhead));
-        let mut client = Client { socket: &socket, server, token, shared: &shared, epoch, overhead, opts, next_echo: 0, next_train: 0, bytes_sent: 0, rtt_guess_ns: 1_000_000_000 };
+        let mut client = Client {
+            socket: &socket,
+            server,
+            token,
+            shared: &shared,
+            epoch,
+            overhead,
+            opts,
+            next_echo: 0,
+            next_train: 0,
+            bytes_sent: 0,
+            rtt_guess_ns: 1_000_000_000,
+        };
         let result = client.measure();
         shared.stop.store(true, Ordering::Relaxed);
         result.map(|mut e| {
@@ -284,7 +296,8 @@ impl Client<'_> {
         let (found, limited) = loop {
             let train = Train { rate_bps: rate as u64, count: count_for(rate, self.opts.search_train) };
             let phase = if down { self.phase(Some(train), None, false)? } else { self.phase(None, Some(train), false)? };
-            let measured = one(&phase).and_then(|s| estimate::dispersion_rate_bps(&s)).ok_or(ProbeError::NoAnswer { server: self.server, what: "a rate-search train" })?;
+            let measured =
+                one(&phase).and_then(|s| estimate::dispersion_rate_bps(&s)).ok_or(ProbeError::NoAnswer { server: self.server, what: "a rate-search train" })?;
             if measured < 0.8 * rate {
                 break (measured, true);
             }
@@ -335,7 +348,8 @@ impl Client<'_> {
 
         let up_id = up.map(|_| self.take_train_id());
         let mut pacer = up.map(|t| Pacer::new(t.rate_bps, self.ip_len(), t.count));
-        let mut packet = up.map(|t| Message::Train { train: up_id.unwrap_or(0), seq: 0, count: t.count }.encode_padded(&self.token, usize::from(self.opts.payload_len)));
+        let mut packet =
+            up.map(|t| Message::Train { train: up_id.unwrap_or(0), seq: 0, count: t.count }.encode_padded(&self.token, usize::from(self.opts.payload_len)));
         let seq_at = wire::HEADER_LEN + 4;
 
         let mut echo_log = Vec::new();

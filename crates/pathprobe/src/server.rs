@@ -53,6 +53,8 @@ const MAX_UPLINK_TRAINS: usize = 8;
 /// request was lost and resent) does not send the train twice.
 const MAX_TRAIN_IDS: usize = 4096;
 const POLL: Duration = Duration::from_millis(20);
+/// Trains slower than this (the emulator's slowest rate) are sent at it.
+const MIN_RATE_BPS: u64 = 10_000;
 
 pub struct ProbeServer {
     socket: UdpSocket,
@@ -189,7 +191,7 @@ impl Job {
         let min = Message::Train { train, seq: 0, count }.encode(&[0; 16]).len();
         let max = 1500 - crate::header_overhead(&to) as usize;
         let payload_len = usize::from(payload_len).clamp(min, max);
-        Job { train, rate_bps: rate_bps.max(1), count, payload_len, ip_len: crate::header_overhead(&to) + payload_len as u32, to }
+        Job { train, rate_bps: rate_bps.max(MIN_RATE_BPS), count, payload_len, ip_len: crate::header_overhead(&to) + payload_len as u32, to }
     }
 
     fn bytes(&self) -> u64 {

@@ -17,19 +17,39 @@ pub type Token = [u8; 16];
 pub enum Message {
     /// Client → server, echoed back unchanged as [`Message::EchoReply`]; `sent_ns` is the
     /// client's own clock, so only the client interprets it.
-    Echo { seq: u32, sent_ns: u64 },
-    EchoReply { seq: u32, sent_ns: u64 },
+    Echo {
+        seq: u32,
+        sent_ns: u64,
+    },
+    EchoReply {
+        seq: u32,
+        sent_ns: u64,
+    },
     /// Client → server: send train `train` of `count` packets of `payload_len` bytes, paced at
     /// `rate_bps` counted in IP bytes (as the emulator's `--rate` counts).
-    TrainRequest { train: u32, rate_bps: u64, count: u32, payload_len: u16 },
+    TrainRequest {
+        train: u32,
+        rate_bps: u64,
+        count: u32,
+        payload_len: u16,
+    },
     /// One packet of a train, in either direction: server → client for the downlink,
     /// client → server for the uplink. `count` is the train's length, so the receiver can
     /// size its sequence bitmap from the first packet it sees.
-    Train { train: u32, seq: u32, count: u32 },
+    Train {
+        train: u32,
+        seq: u32,
+        count: u32,
+    },
     /// Client → server: what did you receive of uplink train `train`?
-    ReportRequest { train: u32 },
+    ReportRequest {
+        train: u32,
+    },
     /// Server → client: what it received of `train` (see [`crate::estimate::TrainStats`]).
-    Report { train: u32, stats: WireStats },
+    Report {
+        train: u32,
+        stats: WireStats,
+    },
 }
 
 /// A train's receive statistics as they travel in a [`Message::Report`].
@@ -189,5 +209,29 @@ mod tests {
             bad[at] = value;
             assert!(parse(&bad).is_none(), "byte {at} = {value}");
         }
+    }
+}
+
+/// The fuzz harness, shared by the cargo-fuzz target (`fuzz/fuzz_targets/probe_packet.rs`) and
+/// the stable tests: parses `data` as either half would, and checks that whatever parses
+/// encodes back to the same message and feeds the estimators without a panic.
+#[doc(hidden)]
+pub fn fuzz_datagram(data: &[u8]) {
+    let Some((token, message)) = parse(data) else { return };
+    assert_eq!(parse(&message.encode(&token)), Some((token, message)), "re-encoding changed the message");
+    assert!(parse_for(data, &token).is_some());
+    match message {
+        Message::Train { seq, count, .. } => {
+            let mut stats = crate::estimate::TrainStats::new(count);
+            stats.record(seq, u64::from(seq), data.len() as u32);
+            stats.record(seq.wrapping_add(1), u64::MAX, u32::MAX);
+            let _ = crate::estimate::dispersion_rate_bps(&stats.to_wire());
+            let _ = crate::estimate::LossEstimate::new(count, stats.received());
+        }
+        Message::Report { stats, .. } => {
+            let _ = crate::estimate::dispersion_rate_bps(&stats);
+            let _ = crate::estimate::LossEstimate::new(stats.received / 2, stats.received);
+        }
+        _ => {}
     }
 }
