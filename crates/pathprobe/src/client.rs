@@ -106,25 +106,15 @@ pub fn probe(server: SocketAddr, token: Token, opts: &ProbeOptions) -> Result<Pa
     let socket = UdpSocket::bind(bind)?;
     socket.connect(server)?;
     crate::deepen_receive_buffer(&socket, 8 << 20);
+    crate::stamp::enable(&socket)?;
     socket.set_read_timeout(Some(Duration::from_millis(20)))?;
     let shared = Shared::default();
     let epoch = Instant::now();
     let overhead = crate::header_overhead(&server);
     std::thread::scope(|s| {
-        s.spawn(|| receive(&socket, &token, &shared, epoch, overhead));
-        let mut client = Client {
-            socket: &socket,
-            server,
-            token,
-            shared: &shared,
-            epoch,
-            overhead,
-            opts,
-            next_echo: 0,
-            next_train: 0,
-            bytes_sent: 0,
-            rtt_guess_ns: 1_000_000_000,
-        };
+        s.spawn(|| receive(&socket, &token, &shared, overhead));
+        let mut client =
+            Client { socket: &socket, server, token, shared: &shared, overhead, opts, next_echo: 0, next_train: 0, bytes_sent: 0, rtt_guess_ns: 1_000_000_000 };
         let result = client.measure();
         shared.stop.store(true, Ordering::Relaxed);
         result.map(|mut e| {
@@ -152,11 +142,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn receive(socket: &UdpSocket, token: &Token, shared: &Shared, epoch: Instant, overhead: u32) {
+fn receive(socket: &UdpSocket, token: &Token, shared: &Shared, overhead: u32) {
     let mut buf = vec![0u8; 65_536];
     while !shared.stop.load(Ordering::Relaxed) {
-        let Ok(len) = socket.recv(&mut buf) else { continue };
-        let now_ns = epoch.elapsed().as_nanos() as u64;
+        // The socket is connected: only the server's datagrams arrive.
+        let Ok((len, _, now_ns)) = crate::stamp::recv(socket, &mut buf) else { continue };
         let Some(message) = wire::parse_for(&buf[..len], token) else { continue };
         let ip_len = overhead + len as u32;
         shared.bytes_received.fetch_add(u64::from(ip_len), Ordering::Relaxed);
@@ -164,9 +154,9 @@ fn receive(socket: &UdpSocket, token: &Token, shared: &Shared, epoch: Instant, o
             Message::EchoReply { seq, sent_ns } if sent_ns <= now_ns => {
                 lock(&shared.rtts).insert(seq, now_ns - sent_ns);
             }
-            Message::Train { train, seq, .. } => {
+            Message::Train { train, seq, sent_ns, .. } => {
                 if let Some(stats) = lock(&shared.trains).get_mut(&train) {
-                    stats.record(seq, now_ns, ip_len);
+                    stats.record(seq, now_ns, sent_ns, ip_len);
                 }
             }
             Message::Report { train, stats } => {
@@ -197,7 +187,6 @@ struct Client<'a> {
     server: SocketAddr,
     token: Token,
     shared: &'a Shared,
-    epoch: Instant,
     overhead: u32,
     opts: &'a ProbeOptions,
     next_echo: u32,
@@ -221,7 +210,7 @@ impl Client<'_> {
     fn echo(&mut self) -> u32 {
         let seq = self.next_echo;
         self.next_echo += 1;
-        let sent_ns = self.epoch.elapsed().as_nanos() as u64;
+        let sent_ns = crate::stamp::now_ns();
         self.send(&Message::Echo { seq, sent_ns }.encode(&self.token));
         seq
     }
@@ -296,9 +285,10 @@ impl Client<'_> {
         let (found, limited) = loop {
             let train = Train { rate_bps: rate as u64, count: count_for(rate, self.opts.search_train) };
             let phase = if down { self.phase(Some(train), None, false)? } else { self.phase(None, Some(train), false)? };
-            let measured =
-                one(&phase).and_then(|s| estimate::dispersion_rate_bps(&s)).ok_or(ProbeError::NoAnswer { server: self.server, what: "a rate-search train" })?;
-            if measured < 0.8 * rate {
+            let no_answer = ProbeError::NoAnswer { server: self.server, what: "a rate-search train" };
+            let stats = one(&phase).ok_or(no_answer)?;
+            let measured = estimate::dispersion_rate_bps(&stats).ok_or(ProbeError::NoAnswer { server: self.server, what: "a rate-search train" })?;
+            if estimate::stretched(&stats) {
                 break (measured, true);
             }
             if rate >= self.opts.max_rate_bps as f64 {
@@ -310,7 +300,8 @@ impl Client<'_> {
         let load_rate = (found * self.opts.load_factor).min(self.opts.max_rate_bps as f64);
         let train = Train { rate_bps: load_rate as u64, count: count_for(load_rate, self.opts.load_train) };
         let phase = if down { self.phase(Some(train), None, true)? } else { self.phase(None, Some(train), true)? };
-        let rate = one(&phase).and_then(|s| estimate::dispersion_rate_bps(&s)).filter(|_| limited).unwrap_or(found);
+        // The load train's rate, from far more packets, if it too was stretched by the path.
+        let rate = one(&phase).filter(|s| limited && estimate::stretched(s)).and_then(|s| estimate::dispersion_rate_bps(&s)).unwrap_or(found);
         let train_ns = self.opts.load_train.as_nanos() as u64;
         let in_quarter = |q: u64| -> Vec<u64> { phase.echoes.iter().filter(|(at, _)| *at * 4 / train_ns.max(1) == q).map(|(_, rtt)| *rtt).collect() };
         let second_half: Vec<u64> = [in_quarter(2), in_quarter(3)].concat();
@@ -348,9 +339,9 @@ impl Client<'_> {
 
         let up_id = up.map(|_| self.take_train_id());
         let mut pacer = up.map(|t| Pacer::new(t.rate_bps, self.ip_len(), t.count));
-        let mut packet =
-            up.map(|t| Message::Train { train: up_id.unwrap_or(0), seq: 0, count: t.count }.encode_padded(&self.token, usize::from(self.opts.payload_len)));
-        let seq_at = wire::HEADER_LEN + 4;
+        let mut packet = up.map(|t| {
+            Message::Train { train: up_id.unwrap_or(0), seq: 0, count: t.count, sent_ns: 0 }.encode_padded(&self.token, usize::from(self.opts.payload_len))
+        });
 
         let mut echo_log = Vec::new();
         let mut next_echo = start;
@@ -358,7 +349,7 @@ impl Client<'_> {
             let now = Instant::now();
             if let (Some(p), Some(bytes)) = (pacer.as_mut(), packet.as_mut()) {
                 for seq in p.take_due(now) {
-                    bytes[seq_at..seq_at + 4].copy_from_slice(&(seq as u32).to_be_bytes());
+                    wire::stamp_train_packet(bytes, seq as u32, crate::stamp::now_ns());
                     if self.socket.send(bytes).is_ok() {
                         self.bytes_sent += u64::from(self.ip_len());
                     }

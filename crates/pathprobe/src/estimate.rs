@@ -19,6 +19,8 @@ pub struct TrainStats {
     bytes_after_first: u64,
     first_arrival_ns: Option<u64>,
     last_arrival_ns: u64,
+    first_sent_ns: u64,
+    last_sent_ns: u64,
 }
 
 impl TrainStats {
@@ -30,7 +32,7 @@ impl TrainStats {
 
     /// Records one arrival. Duplicates and sequence numbers outside the train are ignored, so
     /// neither a duplicating path nor a confused peer can make loss look negative.
-    pub fn record(&mut self, seq: u32, arrival_ns: u64, ip_len: u32) {
+    pub fn record(&mut self, seq: u32, arrival_ns: u64, sent_ns: u64, ip_len: u32) {
         if seq >= self.count {
             return;
         }
@@ -41,8 +43,15 @@ impl TrainStats {
         self.seen[word] |= bit;
         self.received += 1;
         match self.first_arrival_ns {
-            None => self.first_arrival_ns = Some(arrival_ns),
-            Some(_) => self.bytes_after_first += u64::from(ip_len),
+            None => {
+                self.first_arrival_ns = Some(arrival_ns);
+                (self.first_sent_ns, self.last_sent_ns) = (sent_ns, sent_ns);
+            }
+            Some(_) => {
+                self.bytes_after_first += u64::from(ip_len);
+                self.first_sent_ns = self.first_sent_ns.min(sent_ns);
+                self.last_sent_ns = self.last_sent_ns.max(sent_ns);
+            }
         }
         self.last_arrival_ns = self.last_arrival_ns.max(arrival_ns);
     }
@@ -57,6 +66,7 @@ impl TrainStats {
             bytes_after_first: self.bytes_after_first,
             first_arrival_ns: self.first_arrival_ns.unwrap_or(0),
             last_arrival_ns: self.last_arrival_ns,
+            send_span_ns: self.last_sent_ns - self.first_sent_ns,
         }
     }
 }
@@ -71,6 +81,15 @@ impl TrainStats {
 pub fn dispersion_rate_bps(s: &WireStats) -> Option<f64> {
     let span_ns = s.last_arrival_ns.checked_sub(s.first_arrival_ns)?;
     (s.received >= 2 && span_ns > 0).then(|| s.bytes_after_first as f64 * 8.0 * 1e9 / span_ns as f64)
+}
+
+/// Whether the path stretched the train: it arrived spread over more than 1.25 times the time
+/// it was sent in, so a queue was building and the arrivals were paced by the bottleneck. A
+/// sender that fell behind its pace (a busy host) sends a slower train but no stretched one,
+/// which is why the sender's own timestamps decide this and not the rate it was asked for.
+pub fn stretched(s: &WireStats) -> bool {
+    let arrival_span = s.last_arrival_ns.saturating_sub(s.first_arrival_ns);
+    s.received >= 2 && arrival_span as f64 > 1.25 * s.send_span_ns as f64
 }
 
 /// Loss counted from sequence numbers, with a 95 % Wilson score interval (binomial: at 1 %
@@ -125,6 +144,7 @@ mod tests {
 
     /// A synthetic bottleneck: `n` packets offered faster than `rate_bps`, each dropped before
     /// the queue with probability `loss`; the survivors leave one service time apart.
+    /// (The sender offers them at twice the rate.)
     fn bottleneck(n: u32, len: u32, rate_bps: f64, loss: f64, seed: u64) -> TrainStats {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let service_ns = f64::from(len) * 8.0 / rate_bps * 1e9;
@@ -135,7 +155,7 @@ mod tests {
                 continue;
             }
             t += service_ns;
-            stats.record(seq, t as u64, len);
+            stats.record(seq, t as u64, (f64::from(seq) * service_ns / 2.0) as u64, len);
         }
         stats
     }
@@ -146,17 +166,30 @@ mod tests {
             let s = bottleneck(5_000, 1500, rate, loss, 1);
             let est = dispersion_rate_bps(&s.to_wire()).unwrap();
             assert!((est / rate - 1.0).abs() < 1e-3, "rate {rate}, loss {loss}: {est}");
+            assert!(stretched(&s.to_wire()), "offered at twice the rate, arriving over twice the time");
         }
+    }
+
+    #[test]
+    fn a_train_that_arrives_as_it_was_sent_is_not_stretched() {
+        // A slow sender (it fell behind to 1 packet per ms) on a fast path: the arrivals have
+        // the sender's spacing plus a little jitter, and that is no bottleneck.
+        let mut s = TrainStats::new(100);
+        for seq in 0..100u32 {
+            let sent = u64::from(seq) * 1_000_000;
+            s.record(seq, 7_000_000 + sent + u64::from(seq % 3) * 50_000, sent, 1500);
+        }
+        assert!(!stretched(&s.to_wire()));
     }
 
     #[test]
     fn rate_needs_two_arrivals_apart() {
         let mut s = TrainStats::new(10);
         assert_eq!(dispersion_rate_bps(&s.to_wire()), None);
-        s.record(0, 100, 1500);
-        s.record(1, 100, 1500);
+        s.record(0, 100, 0, 1500);
+        s.record(1, 100, 0, 1500);
         assert_eq!(dispersion_rate_bps(&s.to_wire()), None);
-        s.record(2, 1_000_100, 1500);
+        s.record(2, 1_000_100, 0, 1500);
         assert_eq!(dispersion_rate_bps(&s.to_wire()), Some(2.0 * 1500.0 * 8.0 * 1e9 / 1e6));
     }
 
@@ -164,11 +197,11 @@ mod tests {
     fn loss_from_sequence_numbers_ignores_duplicates_and_strangers() {
         let mut s = TrainStats::new(100);
         for seq in (0..100).filter(|s| s % 10 != 3) {
-            s.record(seq, u64::from(seq), 100);
-            s.record(seq, u64::from(seq), 100);
+            s.record(seq, u64::from(seq), 0, 100);
+            s.record(seq, u64::from(seq), 0, 100);
         }
-        s.record(100, 1, 100);
-        s.record(u32::MAX, 1, 100);
+        s.record(100, 1, 0, 100);
+        s.record(u32::MAX, 1, 0, 100);
         let loss = LossEstimate::new(100, s.received());
         assert_eq!((loss.received, loss.fraction), (90, 0.1));
         assert!(loss.ci95.0 < 0.1 && 0.1 < loss.ci95.1);

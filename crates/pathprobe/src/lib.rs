@@ -21,6 +21,7 @@ pub mod client;
 pub mod estimate;
 mod pace;
 pub mod server;
+mod stamp;
 pub mod wire;
 
 pub use client::{probe, DirectionEstimate, PathEstimate, ProbeError, ProbeOptions};

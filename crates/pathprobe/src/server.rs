@@ -68,6 +68,7 @@ impl ProbeServer {
     pub fn bind(addr: SocketAddr, token: Token, limits: Limits) -> io::Result<ProbeServer> {
         let socket = UdpSocket::bind(addr)?;
         crate::deepen_receive_buffer(&socket, 8 << 20);
+        crate::stamp::enable(&socket)?;
         socket.set_read_timeout(Some(POLL))?;
         Ok(ProbeServer { socket, token, limits })
     }
@@ -86,8 +87,7 @@ impl ProbeServer {
 
     /// Answers until `stop` is set or `limits.max_duration` has passed.
     pub fn run(self, stop: &AtomicBool) -> ServerReport {
-        let start = Instant::now();
-        let deadline = start + self.limits.max_duration;
+        let deadline = Instant::now() + self.limits.max_duration;
         let sent = AtomicU64::new(0);
         let ended = AtomicBool::new(false);
         let mut report = ServerReport::default();
@@ -101,12 +101,11 @@ impl ProbeServer {
             let mut used = 0u64;
             let mut buf = vec![0u8; 65_536];
             while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
-                let (len, from) = match self.socket.recv_from(&mut buf) {
+                let (len, from, arrival_ns) = match crate::stamp::recv(&self.socket, &mut buf) {
                     Ok(r) => r,
                     Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => continue,
                     Err(_) => continue,
                 };
-                let arrival_ns = start.elapsed().as_nanos() as u64;
                 let Some(message) = wire::parse_for(&buf[..len], &self.token).filter(|_| *peer.get_or_insert(from) == from) else {
                     report.ignored += 1;
                     continue;
@@ -133,12 +132,12 @@ impl ProbeServer {
                         used += job.bytes();
                         let _ = jobs.send(job);
                     }
-                    Message::Train { train, seq, count } => {
+                    Message::Train { train, seq, count, sent_ns } => {
                         if !uplink.contains_key(&train) && uplink.len() >= MAX_UPLINK_TRAINS {
                             uplink.pop_first();
                         }
                         let ip_len = crate::header_overhead(&from) + len as u32;
-                        uplink.entry(train).or_insert_with(|| TrainStats::new(count)).record(seq, arrival_ns, ip_len);
+                        uplink.entry(train).or_insert_with(|| TrainStats::new(count)).record(seq, arrival_ns, sent_ns, ip_len);
                     }
                     Message::ReportRequest { train } => {
                         let stats = uplink.get(&train).map(|s| s.to_wire()).unwrap_or_default();
@@ -188,7 +187,7 @@ struct Job {
 impl Job {
     fn new(train: u32, rate_bps: u64, count: u32, payload_len: u16, to: SocketAddr) -> Job {
         // Never shorter than the message, never longer than an unfragmented 1500-byte packet.
-        let min = Message::Train { train, seq: 0, count }.encode(&[0; 16]).len();
+        let min = Message::Train { train, seq: 0, count, sent_ns: 0 }.encode(&[0; 16]).len();
         let max = 1500 - crate::header_overhead(&to) as usize;
         let payload_len = usize::from(payload_len).clamp(min, max);
         Job { train, rate_bps: rate_bps.max(MIN_RATE_BPS), count, payload_len, ip_len: crate::header_overhead(&to) + payload_len as u32, to }
@@ -203,14 +202,13 @@ impl Job {
 fn send_trains(server: &ProbeServer, queue: mpsc::Receiver<Job>, sent: &AtomicU64, ended: &AtomicBool, deadline: Instant) {
     while let Ok(job) = queue.recv() {
         let mut pacer = Pacer::new(job.rate_bps, job.ip_len, job.count);
-        let mut packet = Message::Train { train: job.train, seq: 0, count: job.count }.encode_padded(&server.token, job.payload_len);
-        let seq_at = wire::HEADER_LEN + 4;
+        let mut packet = Message::Train { train: job.train, seq: 0, count: job.count, sent_ns: 0 }.encode_padded(&server.token, job.payload_len);
         while !pacer.done() {
             if ended.load(Ordering::Relaxed) || Instant::now() >= deadline {
                 return;
             }
             for seq in pacer.take_due(Instant::now()) {
-                packet[seq_at..seq_at + 4].copy_from_slice(&(seq as u32).to_be_bytes());
+                wire::stamp_train_packet(&mut packet, seq as u32, crate::stamp::now_ns());
                 if server.socket.send_to(&packet, job.to).is_ok() {
                     sent.fetch_add(u64::from(job.ip_len), Ordering::Relaxed);
                 }

@@ -35,11 +35,14 @@ pub enum Message {
     },
     /// One packet of a train, in either direction: server → client for the downlink,
     /// client → server for the uplink. `count` is the train's length, so the receiver can
-    /// size its sequence bitmap from the first packet it sees.
+    /// size its sequence bitmap from the first packet it sees; `sent_ns` is the sender's clock
+    /// when it sent the packet, so the receiver can tell the path's stretching of a train from
+    /// a sender that fell behind its pace.
     Train {
         train: u32,
         seq: u32,
         count: u32,
+        sent_ns: u64,
     },
     /// Client → server: what did you receive of uplink train `train`?
     ReportRequest {
@@ -59,6 +62,8 @@ pub struct WireStats {
     pub bytes_after_first: u64,
     pub first_arrival_ns: u64,
     pub last_arrival_ns: u64,
+    /// The sender's clock from the earliest to the latest send among the packets received.
+    pub send_span_ns: u64,
 }
 
 impl Message {
@@ -91,10 +96,11 @@ impl Message {
                 b.extend_from_slice(&count.to_be_bytes());
                 b.extend_from_slice(&payload_len.to_be_bytes());
             }
-            Message::Train { train, seq, count } => {
+            Message::Train { train, seq, count, sent_ns } => {
                 b.extend_from_slice(&train.to_be_bytes());
                 b.extend_from_slice(&seq.to_be_bytes());
                 b.extend_from_slice(&count.to_be_bytes());
+                b.extend_from_slice(&sent_ns.to_be_bytes());
             }
             Message::ReportRequest { train } => b.extend_from_slice(&train.to_be_bytes()),
             Message::Report { train, stats } => {
@@ -103,6 +109,7 @@ impl Message {
                 b.extend_from_slice(&stats.bytes_after_first.to_be_bytes());
                 b.extend_from_slice(&stats.first_arrival_ns.to_be_bytes());
                 b.extend_from_slice(&stats.last_arrival_ns.to_be_bytes());
+                b.extend_from_slice(&stats.send_span_ns.to_be_bytes());
             }
         }
         b
@@ -116,6 +123,14 @@ impl Message {
         }
         b
     }
+}
+
+/// Sets the sequence number and send time of an encoded [`Message::Train`] in place, so a
+/// sender builds each train's packet once.
+pub fn stamp_train_packet(packet: &mut [u8], seq: u32, sent_ns: u64) {
+    let at = HEADER_LEN + 4;
+    packet[at..at + 4].copy_from_slice(&seq.to_be_bytes());
+    packet[at + 8..at + 16].copy_from_slice(&sent_ns.to_be_bytes());
 }
 
 /// Reads big-endian fields off the front of a slice; every read is checked.
@@ -157,11 +172,11 @@ pub fn parse(bytes: &[u8]) -> Option<(Token, Message)> {
         1 => Message::Echo { seq: r.u32()?, sent_ns: r.u64()? },
         2 => Message::EchoReply { seq: r.u32()?, sent_ns: r.u64()? },
         3 => Message::TrainRequest { train: r.u32()?, rate_bps: r.u64()?, count: r.u32()?, payload_len: r.u16()? },
-        4 => Message::Train { train: r.u32()?, seq: r.u32()?, count: r.u32()? },
+        4 => Message::Train { train: r.u32()?, seq: r.u32()?, count: r.u32()?, sent_ns: r.u64()? },
         5 => Message::ReportRequest { train: r.u32()? },
         6 => Message::Report {
             train: r.u32()?,
-            stats: WireStats { received: r.u32()?, bytes_after_first: r.u64()?, first_arrival_ns: r.u64()?, last_arrival_ns: r.u64()? },
+            stats: WireStats { received: r.u32()?, bytes_after_first: r.u64()?, first_arrival_ns: r.u64()?, last_arrival_ns: r.u64()?, send_span_ns: r.u64()? },
         },
         _ => return None,
     };
@@ -182,10 +197,11 @@ pub fn fuzz_datagram(data: &[u8]) {
     assert_eq!(parse(&message.encode(&token)), Some((token, message)), "re-encoding changed the message");
     assert!(parse_for(data, &token).is_some());
     match message {
-        Message::Train { seq, count, .. } => {
+        Message::Train { seq, count, sent_ns, .. } => {
             let mut stats = crate::estimate::TrainStats::new(count);
-            stats.record(seq, u64::from(seq), data.len() as u32);
-            stats.record(seq.wrapping_add(1), u64::MAX, u32::MAX);
+            stats.record(seq, u64::from(seq), sent_ns, data.len() as u32);
+            stats.record(seq.wrapping_add(1), u64::MAX, 0, u32::MAX);
+            let _ = crate::estimate::stretched(&stats.to_wire());
             let _ = crate::estimate::dispersion_rate_bps(&stats.to_wire());
             let _ = crate::estimate::LossEstimate::new(count, stats.received());
         }
@@ -209,10 +225,13 @@ mod tests {
             Message::Echo { seq: 1, sent_ns: u64::MAX },
             Message::EchoReply { seq: u32::MAX, sent_ns: 3 },
             Message::TrainRequest { train: 9, rate_bps: 30_000_000, count: 10_000, payload_len: 1472 },
-            Message::Train { train: 9, seq: 17, count: 10_000 },
+            Message::Train { train: 9, seq: 17, count: 10_000, sent_ns: 12 },
             Message::ReportRequest { train: 4 },
-            Message::Report { train: 4, stats: WireStats { received: 5, bytes_after_first: 6, first_arrival_ns: 7, last_arrival_ns: 8 } },
+            Message::Report { train: 4, stats: WireStats { received: 5, bytes_after_first: 6, first_arrival_ns: 7, last_arrival_ns: 8, send_span_ns: 9 } },
         ];
+        let mut train = Message::Train { train: 9, seq: 0, count: 5, sent_ns: 0 }.encode_padded(&T, 100);
+        stamp_train_packet(&mut train, 3, 44);
+        assert_eq!(parse(&train), Some((T, Message::Train { train: 9, seq: 3, count: 5, sent_ns: 44 })));
         for m in all {
             assert_eq!(parse(&m.encode(&T)), Some((T, m)));
             assert_eq!(parse(&m.encode_padded(&T, 1472)), Some((T, m)));

@@ -107,7 +107,7 @@ fn garbage_is_ignored_and_never_panics() {
     let valid: Vec<Vec<u8>> = [
         Message::Echo { seq: 1, sent_ns: 2 },
         Message::TrainRequest { train: 1, rate_bps: u64::MAX, count: u32::MAX, payload_len: u16::MAX },
-        Message::Train { train: 1, seq: u32::MAX, count: u32::MAX },
+        Message::Train { train: 1, seq: u32::MAX, count: u32::MAX, sent_ns: u64::MAX },
         Message::ReportRequest { train: 0 },
         Message::Report { train: 1, stats: Default::default() },
     ]
