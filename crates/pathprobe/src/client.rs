@@ -282,26 +282,33 @@ impl Client<'_> {
         let one = |p: &Phase| if down { p.down } else { p.up };
         // Search: 4× per train until what arrives is clearly less than what was sent.
         let mut rate = self.opts.start_rate_bps.min(self.opts.max_rate_bps) as f64;
+        let mut previous: Option<(f64, f64)> = None;
         let (found, limited) = loop {
             let train = Train { rate_bps: rate as u64, count: count_for(rate, self.opts.search_train) };
             let phase = if down { self.phase(Some(train), None, false)? } else { self.phase(None, Some(train), false)? };
-            let no_answer = ProbeError::NoAnswer { server: self.server, what: "a rate-search train" };
-            let stats = one(&phase).ok_or(no_answer)?;
-            let measured = estimate::dispersion_rate_bps(&stats).ok_or(ProbeError::NoAnswer { server: self.server, what: "a rate-search train" })?;
-            if estimate::stretched(&stats) {
+            let no_answer = || ProbeError::NoAnswer { server: self.server, what: "a rate-search train" };
+            let stats = one(&phase).ok_or_else(no_answer)?;
+            let measured = estimate::dispersion_rate_bps(&stats).ok_or_else(no_answer)?;
+            let offered = estimate::offered_rate_bps(&stats, self.ip_len()).unwrap_or(rate);
+            let stalled = previous.is_some_and(|(o, r)| estimate::growth_stalled((o, offered), (r, measured)));
+            if estimate::stretched(&stats) || stalled {
                 break (measured, true);
             }
             if rate >= self.opts.max_rate_bps as f64 {
                 break (measured.min(rate), false);
             }
+            previous = Some((offered, measured));
             rate = (rate * 4.0).min(self.opts.max_rate_bps as f64);
         };
         // Load: overdrive the bottleneck long enough to fill its buffer, echoes alongside.
         let load_rate = (found * self.opts.load_factor).min(self.opts.max_rate_bps as f64);
         let train = Train { rate_bps: load_rate as u64, count: count_for(load_rate, self.opts.load_train) };
         let phase = if down { self.phase(Some(train), None, true)? } else { self.phase(None, Some(train), true)? };
-        // The load train's rate, from far more packets, if it too was stretched by the path.
-        let rate = one(&phase).filter(|s| limited && estimate::stretched(s)).and_then(|s| estimate::dispersion_rate_bps(&s)).unwrap_or(found);
+        // The load train's rate, from far more packets, if it overdrove the path too: it
+        // offered more than it delivered by more than random loss could explain (20 %).
+        let overdriven = |s: &WireStats| estimate::offered_rate_bps(s, self.ip_len()).zip(estimate::dispersion_rate_bps(s)).is_some_and(|(o, r)| r < 0.8 * o);
+        let rate =
+            one(&phase).filter(|s| limited && (estimate::stretched(s) || overdriven(s))).and_then(|s| estimate::dispersion_rate_bps(&s)).unwrap_or(found);
         let train_ns = self.opts.load_train.as_nanos() as u64;
         let in_quarter = |q: u64| -> Vec<u64> { phase.echoes.iter().filter(|(at, _)| *at * 4 / train_ns.max(1) == q).map(|(_, rtt)| *rtt).collect() };
         let second_half: Vec<u64> = [in_quarter(2), in_quarter(3)].concat();

@@ -21,6 +21,8 @@ pub struct TrainStats {
     last_arrival_ns: u64,
     first_sent_ns: u64,
     last_sent_ns: u64,
+    min_seq: u32,
+    max_seq: u32,
 }
 
 impl TrainStats {
@@ -46,11 +48,13 @@ impl TrainStats {
             None => {
                 self.first_arrival_ns = Some(arrival_ns);
                 (self.first_sent_ns, self.last_sent_ns) = (sent_ns, sent_ns);
+                (self.min_seq, self.max_seq) = (seq, seq);
             }
             Some(_) => {
                 self.bytes_after_first += u64::from(ip_len);
                 self.first_sent_ns = self.first_sent_ns.min(sent_ns);
                 self.last_sent_ns = self.last_sent_ns.max(sent_ns);
+                (self.min_seq, self.max_seq) = (self.min_seq.min(seq), self.max_seq.max(seq));
             }
         }
         self.last_arrival_ns = self.last_arrival_ns.max(arrival_ns);
@@ -67,6 +71,7 @@ impl TrainStats {
             first_arrival_ns: self.first_arrival_ns.unwrap_or(0),
             last_arrival_ns: self.last_arrival_ns,
             send_span_ns: self.last_sent_ns - self.first_sent_ns,
+            seq_span: self.max_seq - self.min_seq,
         }
     }
 }
@@ -90,6 +95,22 @@ pub fn dispersion_rate_bps(s: &WireStats) -> Option<f64> {
 pub fn stretched(s: &WireStats) -> bool {
     let arrival_span = s.last_arrival_ns.saturating_sub(s.first_arrival_ns);
     s.received >= 2 && arrival_span as f64 > 1.25 * s.send_span_ns as f64
+}
+
+/// The rate the sender really offered (IP bits/s): the packets it sent between the first and
+/// the last one received, over its own clock. Less than asked for when it fell behind.
+pub fn offered_rate_bps(s: &WireStats, ip_len: u32) -> Option<f64> {
+    (s.received >= 2 && s.send_span_ns > 0).then(|| f64::from(s.seq_span) * f64::from(ip_len) * 8.0 * 1e9 / s.send_span_ns as f64)
+}
+
+/// Whether a bottleneck lies between the offered rates of two trains: the second offered
+/// `offered.1 / offered.0` times as much but received less than half that growth. Random loss
+/// scales what arrives with what was offered and a sender that fell behind offered less, so
+/// neither reads as a bottleneck; a rate cap stops the growth. (A train that overflows a
+/// drop-tail buffer is not always [`stretched`]: its arrivals outlast its sending only by the
+/// buffer's delay.)
+pub fn growth_stalled(offered: (f64, f64), received: (f64, f64)) -> bool {
+    offered.0 > 0.0 && received.0 > 0.0 && received.1 / received.0 < 0.5 * (offered.1 / offered.0)
 }
 
 /// Loss counted from sequence numbers, with a 95 % Wilson score interval (binomial: at 1 %
@@ -168,6 +189,19 @@ mod tests {
             assert!((est / rate - 1.0).abs() < 1e-3, "rate {rate}, loss {loss}: {est}");
             assert!(stretched(&s.to_wire()), "offered at twice the rate, arriving over twice the time");
         }
+    }
+
+    #[test]
+    fn a_bottleneck_stalls_the_growth_that_random_loss_and_a_slow_sender_do_not() {
+        // 16 → 64 Mbit/s offered: a 30 Mbit/s bottleneck delivers 30 after 16.
+        assert!(growth_stalled((16e6, 64e6), (16e6, 30e6)));
+        // 30 % random loss: 11.2 after 44.8, the same fourfold growth.
+        assert!(!growth_stalled((16e6, 64e6), (11.2e6, 44.8e6)));
+        // The sender fell behind and offered only 24 instead of 64: all of it arrived.
+        assert!(!growth_stalled((16e6, 24e6), (16e6, 24e6)));
+        // The offered rate of a synthetic overdriven train is what was sent: twice the service rate.
+        let s = bottleneck(5_000, 1500, 30e6, 0.0, 1).to_wire();
+        assert!((offered_rate_bps(&s, 1500).unwrap() / 60e6 - 1.0).abs() < 1e-3);
     }
 
     #[test]

@@ -64,6 +64,8 @@ pub struct WireStats {
     pub last_arrival_ns: u64,
     /// The sender's clock from the earliest to the latest send among the packets received.
     pub send_span_ns: u64,
+    /// Highest less lowest sequence number received: the packets sent over `send_span_ns`.
+    pub seq_span: u32,
 }
 
 impl Message {
@@ -110,6 +112,7 @@ impl Message {
                 b.extend_from_slice(&stats.first_arrival_ns.to_be_bytes());
                 b.extend_from_slice(&stats.last_arrival_ns.to_be_bytes());
                 b.extend_from_slice(&stats.send_span_ns.to_be_bytes());
+                b.extend_from_slice(&stats.seq_span.to_be_bytes());
             }
         }
         b
@@ -176,7 +179,14 @@ pub fn parse(bytes: &[u8]) -> Option<(Token, Message)> {
         5 => Message::ReportRequest { train: r.u32()? },
         6 => Message::Report {
             train: r.u32()?,
-            stats: WireStats { received: r.u32()?, bytes_after_first: r.u64()?, first_arrival_ns: r.u64()?, last_arrival_ns: r.u64()?, send_span_ns: r.u64()? },
+            stats: WireStats {
+                received: r.u32()?,
+                bytes_after_first: r.u64()?,
+                first_arrival_ns: r.u64()?,
+                last_arrival_ns: r.u64()?,
+                send_span_ns: r.u64()?,
+                seq_span: r.u32()?,
+            },
         },
         _ => return None,
     };
@@ -227,7 +237,10 @@ mod tests {
             Message::TrainRequest { train: 9, rate_bps: 30_000_000, count: 10_000, payload_len: 1472 },
             Message::Train { train: 9, seq: 17, count: 10_000, sent_ns: 12 },
             Message::ReportRequest { train: 4 },
-            Message::Report { train: 4, stats: WireStats { received: 5, bytes_after_first: 6, first_arrival_ns: 7, last_arrival_ns: 8, send_span_ns: 9 } },
+            Message::Report {
+                train: 4,
+                stats: WireStats { received: 5, bytes_after_first: 6, first_arrival_ns: 7, last_arrival_ns: 8, send_span_ns: 9, seq_span: 10 },
+            },
         ];
         let mut train = Message::Train { train: 9, seq: 0, count: 5, sent_ns: 0 }.encode_padded(&T, 100);
         stamp_train_packet(&mut train, 3, 44);
