@@ -307,9 +307,16 @@ impl Client<'_> {
         // The load train's rate, from far more packets, if it overdrove the path too: it
         // offered more than it delivered by more than random loss could explain (20 %).
         let overdriven = |s: &WireStats| estimate::offered_rate_bps(s, self.ip_len()).zip(estimate::dispersion_rate_bps(s)).is_some_and(|(o, r)| r < 0.8 * o);
-        let rate =
-            one(&phase).filter(|s| limited && (estimate::stretched(s) || overdriven(s))).and_then(|s| estimate::dispersion_rate_bps(&s)).unwrap_or(found);
+        // The echoes alongside crossed the same bottleneck (the reply down, or the request up)
+        // and took their share of its service time: add back the ones that got through.
         let train_ns = self.opts.load_train.as_nanos() as u64;
+        let echo_bits = f64::from(self.overhead + Message::Echo { seq: 0, sent_ns: 0 }.encode(&self.token).len() as u32) * 8.0;
+        let echoes_in_train = phase.echoes.iter().filter(|(at, _)| *at < train_ns).count() as f64;
+        let echo_share = echoes_in_train * echo_bits / self.opts.load_train.as_secs_f64();
+        let rate = one(&phase)
+            .filter(|s| limited && (estimate::stretched(s) || overdriven(s)))
+            .and_then(|s| estimate::dispersion_rate_bps(&s))
+            .map_or(found, |r| r + echo_share);
         let in_quarter = |q: u64| -> Vec<u64> { phase.echoes.iter().filter(|(at, _)| *at * 4 / train_ns.max(1) == q).map(|(_, rtt)| *rtt).collect() };
         let second_half: Vec<u64> = [in_quarter(2), in_quarter(3)].concat();
         let loaded = estimate::median_ns(&second_half).ok_or(ProbeError::NoAnswer { server: self.server, what: "echoes under load" })?;
