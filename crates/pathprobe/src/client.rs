@@ -325,7 +325,8 @@ impl Client<'_> {
         let growth = q4.saturating_sub(q3);
         let filled = growth <= 2_000_000.max(q4.saturating_sub(base_rtt_ns) / 10);
         self.rtt_guess_ns = self.rtt_guess_ns.max(loaded);
-        Ok((rate, !limited, loaded, filled))
+        // A train that never overdrove the path cannot have filled its buffer: a lower bound.
+        Ok((rate, !limited, loaded, filled && limited))
     }
 
     /// Sends a downlink and/or an uplink train at once (echoes alongside if asked) and waits
