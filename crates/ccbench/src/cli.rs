@@ -43,6 +43,9 @@ pub enum Command {
     Exec(ExecArgs),
     /// Be the far end of a real path for `ccbench run --remote` on another host.
     Serve(ServeArgs),
+    /// Measure a path (base RTT, RTT under load, loss and rate per direction) and write it as a
+    /// path file of path flags, for `ccbench run --path FILE`: the path's local twin.
+    Probe(crate::probe_cmd::ProbeArgs),
     /// Compare saved results (result.json files) with the same verdicts as run: a kernel
     /// upgrade, a real path against its twin, before and after tuning.
     Compare(crate::compare_cmd::CompareArgs),
@@ -376,6 +379,10 @@ pub struct RunArgs {
     /// turn, then a table across them. Flags given here override the preset's.
     #[arg(long)]
     pub preset: Option<String>,
+    /// Emulate the path in a path file (as written by `ccbench probe`): TOML whose fields are
+    /// path flags without dashes. Path flags given here override the file's.
+    #[arg(long)]
+    pub path: Option<PathBuf>,
     /// The flags given on the command line, and only those (not their defaults).
     #[command(flatten)]
     pub opts: RunOpts,

@@ -8,6 +8,7 @@ mod doctor;
 mod exec;
 mod path;
 mod presets;
+mod probe_cmd;
 mod progress;
 mod run;
 mod serve;
@@ -69,6 +70,7 @@ fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
             exec::run(&spec, args.server_cmd.as_deref(), &args.command)
         }
         cli::Command::Serve(args) => serve::run(args),
+        cli::Command::Probe(args) => probe_cmd::run(args),
         cli::Command::Compare(args) => compare_cmd::run(args),
         cli::Command::Doctor => Ok(doctor::run()),
         cli::Command::Tune(args) => tune::run(args),

@@ -140,6 +140,20 @@ pub fn load(spec: &str) -> Result<Preset, UsageError> {
     Ok(Preset { name, description: file.description, scenario: file.scenario, note: file.note, conditions })
 }
 
+/// A path file (`run --path FILE`, written by `ccbench probe`): TOML whose fields are path flags
+/// without dashes, each checked as its flag would be. Anything else is refused, naming the field.
+pub fn path_file(file: &std::path::Path) -> Result<RunOpts, UsageError> {
+    let name = file.display().to_string();
+    let text = std::fs::read_to_string(file).map_err(|e| UsageError::new("--path", &name, format!("a readable path file ({e})")))?;
+    let table: toml::Table =
+        toml::from_str(&text).map_err(|e| UsageError::new("--path", &name, format!("a TOML file of path flags: {}", e.message().trim())))?;
+    let path = flags::<PathOpts>();
+    if let Some(key) = table.keys().find(|k| !path.contains(k)) {
+        return Err(UsageError::new("--path", &name, format!("path flags only; {key:?} is not one (fields: {})", path.join(", "))));
+    }
+    layer_from(&table, &Origin { arg: "--path", kind: "path file", name: &name }, "the path file")
+}
+
 /// `ccbench presets`
 pub fn list() -> i32 {
     for (name, _) in BUILTIN {

@@ -38,7 +38,7 @@ pub fn default_out(label: &str) -> PathBuf {
     PathBuf::from("results").join(format!("{stamp}-{label}"))
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<i32> {
+pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     if args.remote.is_none() && args.secret_file.is_some() {
         return Err(UsageError::new(
             "--secret-file",
@@ -46,6 +46,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
             "--remote with it (the secret is for a remote ccbench serve)",
         )
         .into());
+    }
+    if let Some(file) = &args.path {
+        // The file's path flags sit between the command line and any preset.
+        args.opts = args.opts.over(crate::presets::path_file(file)?);
     }
     if let Some(spec) = &args.preset {
         if let Some(r) = &args.remote {
