@@ -137,7 +137,9 @@ impl RunMetrics {
                 o.latency_p99_s,
                 None,
             ),
-            WorkloadResult::Page(p) => (p.page_goodput_bps, p.page_load_s, p.page_load_s.is_some() && p.errors == 0, None, None, p.html_ttfb_s),
+            WorkloadResult::Page(p) | WorkloadResult::Browser(ccbench_workload::BrowserResult { page: p, .. }) => {
+                (p.page_goodput_bps, p.page_load_s, p.page_load_s.is_some() && p.errors == 0, None, None, p.html_ttfb_s)
+            }
         };
         let (score, unfinished) = result.score(timeout_s);
         // Every path figure over one span: the emulator's window, which the workload opened and

@@ -8,7 +8,8 @@ use ccbench::error::UsageError;
 use ccbench::experiment::{self, Plan, Runs};
 use ccbench::workloads::WorkloadSpec;
 use ccbench_emu::PathSpec;
-use ccbench_workload::{Amount, BulkSpec, Direction, MixFlow, ObjectMethod, ObjectsSpec, PageModel, PageProtocol, PageSpec};
+use ccbench_workload::{Amount, BrowserSpec, BulkSpec, Direction, MixFlow, ObjectMethod, ObjectsSpec, PageModel, PageProtocol, PageSpec};
+use std::path::{Path, PathBuf};
 
 use crate::cli::RunOpts;
 use crate::values::{DirectionArg, Expected, FlowsSpec, Http, MaxRuns, Page, RunsSpec, WorkloadKind};
@@ -56,6 +57,23 @@ pub enum Workload {
     Objects { requests: u32, object_bytes: u64, concurrency: u32, method: ObjectMethod },
     /// A web page of many objects.
     Page { page: PageModel, protocol: PageProtocol },
+    /// The same page, loaded by headless Chromium (the executable found).
+    Browser { page: PageModel, protocol: PageProtocol, chromium: PathBuf },
+}
+
+/// Where `--workload browser` finds Chromium: `$CCBENCH_CHROMIUM` when set, else `chromium`
+/// on the `PATH`.
+fn find_chromium() -> Result<PathBuf, UsageError> {
+    let missing = |looked: String| {
+        ccbench::error::precondition(format!("--workload browser needs Chromium, which is not installed ({looked}); install it with: apt-get install chromium"))
+    };
+    let runnable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0);
+    if let Some(p) = std::env::var_os("CCBENCH_CHROMIUM") {
+        let p = PathBuf::from(p);
+        return if runnable(&p) { Ok(p) } else { Err(missing(format!("CCBENCH_CHROMIUM={} is not an executable file", p.display()))) };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).map(|d| d.join("chromium")).find(|p| runnable(p)).ok_or_else(|| missing("no chromium on the PATH".into()))
 }
 
 /// Checks a `[transport:]algorithm` name against kernel TCP's `available` algorithms and the
@@ -81,14 +99,14 @@ fn check_available(flag: &str, cc: &str, available: &[String]) -> Result<(), Usa
 /// Refuses the flags that belong to another workload than the one run, naming those they
 /// belong to.
 fn refuse_other_workloads_flags(o: &RunOpts, kind: WorkloadKind) -> Result<(), UsageError> {
-    use WorkloadKind::{File, Objects};
+    use WorkloadKind::{Browser, File, Objects};
     let given: [(&str, Option<String>, &[WorkloadKind]); 7] = [
         ("--size", o.size.map(|v| v.to_string()), &[File, Objects]),
         ("--requests", o.requests.map(|v| v.to_string()), &[Objects]),
         ("--concurrency", o.concurrency.map(|v| v.to_string()), &[Objects]),
         ("--method", o.method.map(|v| v.to_string()), &[Objects]),
-        ("--page", o.page.as_ref().map(|v| v.to_string()), &[WorkloadKind::Page]),
-        ("--http", o.http.map(|v| v.to_string()), &[WorkloadKind::Page]),
+        ("--page", o.page.as_ref().map(|v| v.to_string()), &[WorkloadKind::Page, Browser]),
+        ("--http", o.http.map(|v| v.to_string()), &[WorkloadKind::Page, Browser]),
         ("--max-connections", o.max_connections.map(|v| v.to_string()), &[WorkloadKind::Page]),
     ];
     for (flag, value, belongs) in given {
@@ -180,6 +198,17 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
                     concurrency: o.concurrency.map_or(16, |c| c.0),
                     method: o.method.map_or(ObjectMethod::Put, |m| m.0),
                 },
+                WorkloadKind::Browser => {
+                    let page = match o.page.clone() {
+                        Some(page) => page,
+                        None => "news".parse::<Page>().map_err(|e: Expected| UsageError::new("--page", "news", e.0))?,
+                    };
+                    let protocol = match o.http.unwrap_or(Http::V1) {
+                        Http::V1 => PageProtocol::Http1 { max_connections: PageProtocol::BROWSER_MAX_CONNECTIONS },
+                        Http::V2 => PageProtocol::Http2,
+                    };
+                    Workload::Browser { page: page.model, protocol, chromium: find_chromium()? }
+                }
                 WorkloadKind::Page => {
                     let page = match o.page.clone() {
                         Some(page) => page,
@@ -255,6 +284,9 @@ impl From<RunSpec> for Plan {
                     }),
                     Workload::Page { page, protocol } => {
                         WorkloadSpec::Page(PageSpec { page, protocol, cc: cc.clone(), port: WORKLOAD_PORT, sample_interval_us, timeout_s })
+                    }
+                    Workload::Browser { page, protocol, chromium } => {
+                        WorkloadSpec::Browser(BrowserSpec { page, protocol, cc: cc.clone(), port: WORKLOAD_PORT, sample_interval_us, timeout_s, chromium })
                     }
                 };
                 (ccs, runs, workload)

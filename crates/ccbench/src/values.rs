@@ -887,6 +887,8 @@ pub enum WorkloadKind {
     File,
     Objects,
     Page,
+    /// The page loaded by headless Chromium.
+    Browser,
 }
 
 /// `--direction`: which way the data flows.
@@ -1080,7 +1082,7 @@ mod tests {
         assert_eq!("news".parse::<Page>().unwrap().model, PageModel::builtin("news").unwrap());
         assert!(refused::<Page>("nope").starts_with("one of small, news, heavy or a page JSON file"));
         assert_eq!("objects".parse(), Ok(WorkloadKind::Objects));
-        assert_eq!(refused::<WorkloadKind>("sideways"), "one of bulk, file, objects, page");
+        assert_eq!(refused::<WorkloadKind>("sideways"), "one of bulk, file, objects, page, browser");
         assert_eq!(refused::<DirectionArg>("sideways"), "one of download, upload");
     }
 

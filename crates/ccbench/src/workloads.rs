@@ -9,8 +9,8 @@ use ccbench_emu::MeasureWindow;
 use ccbench_netns::Netns;
 use ccbench_probe::TcpInfo;
 use ccbench_workload::{
-    Amount, BulkResult, BulkSpec, Direction, MeasureHook, ObjectMethod, ObjectsResult, ObjectsSpec, PageResult, PageSpec, RunContext, SeriesSink, Workload,
-    WorkloadError,
+    Amount, BrowserResult, BrowserSpec, BulkResult, BulkSpec, Direction, MeasureHook, ObjectMethod, ObjectsResult, ObjectsSpec, PageResult, PageSpec,
+    RunContext, SeriesSink, Workload, WorkloadError,
 };
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +21,8 @@ pub enum WorkloadSpec {
     Bulk(BulkSpec),
     Objects(ObjectsSpec),
     Page(PageSpec),
+    /// The page loaded by headless Chromium.
+    Browser(BrowserSpec),
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -29,6 +31,7 @@ pub enum WorkloadResult {
     Bulk(BulkResult),
     Objects(ObjectsResult),
     Page(PageResult),
+    Browser(BrowserResult),
 }
 
 /// The emulator's window, driven by the workload.
@@ -54,6 +57,7 @@ impl WorkloadSpec {
             WorkloadSpec::Bulk(b) => WorkloadSpec::Bulk(b.clone()),
             WorkloadSpec::Objects(o) => WorkloadSpec::Objects(ObjectsSpec { cc: cc.to_string(), ..o.clone() }),
             WorkloadSpec::Page(p) => WorkloadSpec::Page(PageSpec { cc: cc.to_string(), ..p.clone() }),
+            WorkloadSpec::Browser(b) => WorkloadSpec::Browser(BrowserSpec { cc: cc.to_string(), ..b.clone() }),
         }
     }
 
@@ -62,7 +66,7 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Bulk(b) => b.direction,
             WorkloadSpec::Objects(o) if o.method == ObjectMethod::Put => Direction::Upload,
-            WorkloadSpec::Objects(_) | WorkloadSpec::Page(_) => Direction::Download,
+            WorkloadSpec::Objects(_) | WorkloadSpec::Page(_) | WorkloadSpec::Browser(_) => Direction::Download,
         }
     }
 
@@ -72,6 +76,7 @@ impl WorkloadSpec {
             WorkloadSpec::Bulk(b) => b.timeout_s,
             WorkloadSpec::Objects(o) => o.timeout_s,
             WorkloadSpec::Page(p) => p.timeout_s,
+            WorkloadSpec::Browser(b) => b.timeout_s,
         }
     }
 
@@ -81,6 +86,7 @@ impl WorkloadSpec {
             WorkloadSpec::Bulk(b) => b.sample_interval_us,
             WorkloadSpec::Objects(o) => o.sample_interval_us,
             WorkloadSpec::Page(p) => p.sample_interval_us,
+            WorkloadSpec::Browser(b) => b.sample_interval_us,
         }
     }
 
@@ -93,7 +99,7 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Bulk(_) => "goodput",
             WorkloadSpec::Objects(_) => "content throughput",
-            WorkloadSpec::Page(_) => "page-load speed (1 / load time)",
+            WorkloadSpec::Page(_) | WorkloadSpec::Browser(_) => "page-load speed (1 / load time)",
         }
     }
 
@@ -117,6 +123,7 @@ impl WorkloadSpec {
             WorkloadSpec::Bulk(s) => WorkloadResult::Bulk(s.run(&ctx)?),
             WorkloadSpec::Objects(s) => WorkloadResult::Objects(s.run(&ctx)?),
             WorkloadSpec::Page(s) => WorkloadResult::Page(s.run(&ctx)?),
+            WorkloadSpec::Browser(s) => WorkloadResult::Browser(s.run(&ctx)?),
         })
     }
 
@@ -175,6 +182,16 @@ impl WorkloadSpec {
                     ccbench_workload::PageProtocol::Http2 => "HTTP/2 on one connection".to_string(),
                 }
             ),
+            WorkloadSpec::Browser(b) => format!(
+                "web page in headless Chromium: HTML of {} then {} images ({} in all) over {}",
+                fmt_bytes(b.page.html_bytes),
+                b.page.objects.len(),
+                fmt_bytes(b.page.total_bytes()),
+                match b.protocol {
+                    ccbench_workload::PageProtocol::Http1 { .. } => "HTTP/1.1 (Chromium's 6 connections)",
+                    ccbench_workload::PageProtocol::Http2 => "HTTP/2 over TLS",
+                }
+            ),
         }
     }
 }
@@ -185,6 +202,7 @@ impl WorkloadResult {
             WorkloadResult::Bulk(b) => b.interrupted,
             WorkloadResult::Objects(o) => o.interrupted,
             WorkloadResult::Page(p) => p.interrupted,
+            WorkloadResult::Browser(b) => b.page.interrupted,
         }
     }
 
@@ -195,13 +213,13 @@ impl WorkloadResult {
     /// * bulk and file: the goodput of what arrived (a file that did not arrive in time got
     ///   less than `size / timeout`, below any file that did);
     /// * objects: the content throughput of the requests that completed (0 when none did);
-    /// * page: `1 / timeout` for a page that did not load in time (a page that loaded has at
-    ///   least that).
+    /// * page (and browser): `1 / timeout` for a page that did not load in time (a page that
+    ///   loaded has at least that).
     pub fn score(&self, timeout_s: f64) -> (f64, bool) {
         match self {
             WorkloadResult::Bulk(b) => (b.goodput_bps, !b.flows.iter().all(|f| f.completed)),
             WorkloadResult::Objects(o) => (o.content_throughput_bps, o.requests_completed < o.requests_requested || o.errors > 0),
-            WorkloadResult::Page(p) => match p.page_load_s.filter(|t| *t > 0.0) {
+            WorkloadResult::Page(p) | WorkloadResult::Browser(BrowserResult { page: p, .. }) => match p.page_load_s.filter(|t| *t > 0.0) {
                 Some(t) => (1.0 / t, false),
                 None => (1.0 / timeout_s, true),
             },
@@ -213,7 +231,9 @@ impl WorkloadResult {
         match self {
             WorkloadResult::Bulk(b) => b.flows.iter().filter_map(|f| f.final_tcp_info.as_ref()).collect(),
             WorkloadResult::Objects(o) => o.connections.iter().filter_map(|c| c.final_tcp_info.as_ref()).collect(),
-            WorkloadResult::Page(p) => p.connections.iter().filter_map(|c| c.final_tcp_info.as_ref()).collect(),
+            WorkloadResult::Page(p) | WorkloadResult::Browser(BrowserResult { page: p, .. }) => {
+                p.connections.iter().filter_map(|c| c.final_tcp_info.as_ref()).collect()
+            }
         }
     }
 
@@ -237,7 +257,7 @@ impl WorkloadResult {
         match self {
             WorkloadResult::Bulk(b) => b.flows.iter().find_map(|f| f.error.clone()),
             WorkloadResult::Objects(o) => o.error_messages.first().cloned(),
-            WorkloadResult::Page(p) => p.error_messages.first().cloned(),
+            WorkloadResult::Page(p) | WorkloadResult::Browser(BrowserResult { page: p, .. }) => p.error_messages.first().cloned(),
         }
     }
 }

@@ -10,7 +10,7 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -33,24 +33,52 @@ pub struct NsChild {
 /// Must be called from a thread that outlives the child: the kernel's parent-death signal
 /// fires when the *thread* that forked exits, not the process.
 pub fn spawn_in(ns: &Netns, exe: &Path, argv: &[OsString], envs: &[(String, String)], stdout: Stdio, stderr: Stdio) -> io::Result<NsChild> {
+    spawn_in_with_fds(ns, exe, argv, envs, stdout, stderr, &[])
+}
+
+/// [`spawn_in`], with each `(fd, target)` of `fds` open in the command as descriptor `target`
+/// (e.g. Chromium's `--remote-debugging-pipe` reads fd 3 and writes fd 4). The reaper passes
+/// them on: they are not close-on-exec in it, and it opens none of its own below them.
+pub fn spawn_in_with_fds(
+    ns: &Netns,
+    exe: &Path,
+    argv: &[OsString],
+    envs: &[(String, String)],
+    stdout: Stdio,
+    stderr: Stdio,
+    fds: &[(BorrowedFd<'_>, RawFd)],
+) -> io::Result<NsChild> {
     if argv.is_empty() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
     }
     let ns_fd: RawFd = ns.as_fd_raw();
     let parent = std::process::id() as libc::pid_t;
+    // Copies above every target first (close-on-exec, so only the dup2'd ones reach the child):
+    // a source that is itself some other target's number would otherwise be overwritten.
+    let top = fds.iter().map(|&(_, t)| t).max().unwrap_or(0) + 1;
+    let high: Vec<(OwnedFd, RawFd)> = fds.iter().map(|&(fd, target)| Ok((fd.try_clone_to_owned_min(top)?, target))).collect::<io::Result<_>>()?;
+    let moves: Vec<(RawFd, RawFd)> = high.iter().map(|(fd, target)| (fd.as_raw_fd(), *target)).collect();
     let mut cmd = Command::new(exe);
     cmd.arg(REAPER_ARG).arg("--").args(argv).envs(envs.iter().map(|(k, v)| (k, v)));
     cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
-    // SAFETY: only async-signal-safe syscalls (setns, prctl, getppid) run between fork and exec.
+    // SAFETY: only async-signal-safe syscalls (setns, dup2, prctl, getppid) run between fork and
+    // exec; `moves` was allocated before the fork.
     unsafe {
         cmd.pre_exec(move || {
             if libc::setns(ns_fd, libc::CLONE_NEWNET) != 0 {
                 return Err(io::Error::last_os_error());
             }
+            for &(fd, target) in &moves {
+                if libc::dup2(fd, target) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
             die_with_parent(parent)
         });
     }
-    Ok(NsChild { reaper: cmd.spawn()? })
+    let child = cmd.spawn();
+    drop(high);
+    Ok(NsChild { reaper: child? })
 }
 
 impl NsChild {
@@ -93,6 +121,23 @@ impl Drop for NsChild {
             let _ = self.reaper.kill();
             let _ = self.reaper.wait();
         }
+    }
+}
+
+/// `F_DUPFD_CLOEXEC`: a close-on-exec copy numbered `min` or above.
+trait DupMin {
+    fn try_clone_to_owned_min(&self, min: RawFd) -> io::Result<OwnedFd>;
+}
+
+impl DupMin for BorrowedFd<'_> {
+    fn try_clone_to_owned_min(&self, min: RawFd) -> io::Result<OwnedFd> {
+        // SAFETY: fcntl on a descriptor we borrow; the new one is ours alone.
+        let fd = unsafe { libc::fcntl(self.as_raw_fd(), libc::F_DUPFD_CLOEXEC, min) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: just created, owned by nothing else.
+        Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) })
     }
 }
 

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::{lock, stopped, Errors, PatternBody};
+use crate::common::{lock, stopped, Errors};
 use crate::net::confirm_congestion;
 use crate::sampler::Sampler;
 use crate::{RunContext, Side, SocketId, WorkloadError};
@@ -38,6 +38,8 @@ pub(crate) enum ServerProto {
 #[derive(Clone, Debug)]
 pub(crate) struct Accepted {
     pub client_port: u16,
+    /// When it was accepted.
+    pub at: Instant,
     /// Read back from the accepted socket when the server is the sender.
     pub cc_read_back: Option<String>,
 }
@@ -60,6 +62,8 @@ pub(crate) struct Harness<'r> {
     rt: RefCell<Option<tokio::runtime::Runtime>>,
     deadline: Instant,
     interval: Duration,
+    /// Set by [`Harness::with_tls`]: every accepted connection is served over TLS.
+    tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl<'r> Harness<'r> {
@@ -75,7 +79,13 @@ impl<'r> Harness<'r> {
             rt: RefCell::new(None),
             deadline: Instant::now() + Duration::from_secs_f64(timeout_s),
             interval: Duration::from_micros(sample_interval_us.max(1000)),
+            tls: None,
         })
+    }
+
+    /// Serves over TLS with `config` (the browser's HTTP/2, negotiated with ALPN).
+    pub(crate) fn with_tls(self, config: Arc<rustls::ServerConfig>) -> Self {
+        Harness { tls: Some(config), ..self }
     }
 
     /// True when the run was stopped before it began.
@@ -91,7 +101,8 @@ impl<'r> Harness<'r> {
     /// Serves HTTP on `listener` (sending sockets, when `server_cc` is given, set to it, read
     /// back and sampled) while `client` runs its load, sampling on a thread of its own, until
     /// the load ends, the stop flag is set or the deadline passes, whichever comes first.
-    pub(crate) fn drive<T, S, M>(
+    /// `make_service` is called once per accepted connection, with the client's port.
+    pub(crate) fn drive<T, S, M, B>(
         &self,
         listener: TcpListener,
         proto: ServerProto,
@@ -100,9 +111,12 @@ impl<'r> Harness<'r> {
         client: impl Future<Output = T>,
     ) -> Result<Finish<T>, WorkloadError>
     where
-        M: Fn() -> S,
-        S: hyper::service::Service<hyper::Request<hyper::body::Incoming>, Response = hyper::Response<PatternBody>, Error = Infallible> + Send + 'static,
+        M: Fn(u16) -> S,
+        S: hyper::service::Service<hyper::Request<hyper::body::Incoming>, Response = hyper::Response<B>, Error = Infallible> + Send + 'static,
         S::Future: Send + 'static,
+        B: hyper::body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let rt = crate::common::multi_thread_runtime()?;
         let listener = {
@@ -112,13 +126,14 @@ impl<'r> Harness<'r> {
         let mut slot = self.rt.borrow_mut();
         let rt = slot.insert(rt);
         let (run, sampler, server_log, deadline, interval) = (&self.run, &self.sampler, &self.server_log, self.deadline, self.interval);
+        let tls = self.tls.clone().map(tokio_rustls::TlsAcceptor::from);
         let done = AtomicBool::new(false);
         Ok(std::thread::scope(|s| {
             s.spawn(|| sampler.run(run.epoch, Instant::now(), interval, || !done.load(Ordering::SeqCst), |_| {}));
             let how = rt.block_on(async {
                 tokio::select! {
                     out = client => Finish::Completed(out),
-                    never = accept_loop(listener, proto, server_cc, sampler, run.epoch, server_log.clone(), make_service) => match never {},
+                    never = accept_loop(listener, proto, tls, server_cc, sampler, run.epoch, server_log.clone(), make_service) => match never {},
                     () = stopped(run.stop) => Finish::Stopped,
                     () = tokio::time::sleep_until(deadline.into()) => Finish::TimedOut,
                 }
@@ -145,10 +160,13 @@ impl<'r> Harness<'r> {
 /// Accepts connections forever, serving each with a fresh service from `make_service`. With
 /// `cc` (the server sends), the algorithm is set again on every accepted socket and read back;
 /// a socket that runs something else is closed unserved and recorded as a mismatch. Sending
-/// sockets are registered with `sampler`.
-async fn accept_loop<S, M>(
+/// sockets are registered with `sampler`. With `tls`, each connection's handshake runs in its
+/// own task, so a slow one holds up no other.
+#[allow(clippy::too_many_arguments)]
+async fn accept_loop<S, M, B>(
     listener: tokio::net::TcpListener,
     proto: ServerProto,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     cc: Option<&str>,
     sampler: &Sampler<'_>,
     epoch: Instant,
@@ -156,11 +174,13 @@ async fn accept_loop<S, M>(
     make_service: M,
 ) -> Infallible
 where
-    M: Fn() -> S,
-    S: hyper::service::Service<hyper::Request<hyper::body::Incoming>, Response = hyper::Response<PatternBody>, Error = Infallible> + Send + 'static,
+    M: Fn(u16) -> S,
+    S: hyper::service::Service<hyper::Request<hyper::body::Incoming>, Response = hyper::Response<B>, Error = Infallible> + Send + 'static,
     S::Future: Send + 'static,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(x) => x,
@@ -178,12 +198,12 @@ where
                 Ok(actual) => Some(actual),
                 Err(WorkloadError::CongestionMismatch { actual, .. }) => {
                     *lock(&log.mismatch) = Some(actual.clone());
-                    lock(&log.accepted).push(Accepted { client_port, cc_read_back: Some(actual) });
+                    lock(&log.accepted).push(Accepted { client_port, at: Instant::now(), cc_read_back: Some(actual) });
                     continue;
                 }
                 Err(e) => {
                     *lock(&log.mismatch) = Some(format!("<unreadable: {e}>"));
-                    lock(&log.accepted).push(Accepted { client_port, cc_read_back: None });
+                    lock(&log.accepted).push(Accepted { client_port, at: Instant::now(), cc_read_back: None });
                     continue;
                 }
             },
@@ -191,25 +211,47 @@ where
         if cc.is_some() {
             sampler.track(SocketId::Connection(client_port), &stream, epoch);
         }
-        lock(&log.accepted).push(Accepted { client_port, cc_read_back });
-        let service = make_service();
+        lock(&log.accepted).push(Accepted { client_port, at: Instant::now(), cc_read_back });
+        let service = make_service(client_port);
         let log = log.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            let io = TokioIo::new(stream);
-            let served = match proto {
-                ServerProto::Http1 => hyper::server::conn::http1::Builder::new().timer(TokioTimer::new()).serve_connection(io, service).await,
-                ServerProto::Http2 => {
-                    hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                        .timer(TokioTimer::new())
-                        // What common servers allow (nginx: 128).
-                        .max_concurrent_streams(128)
-                        .serve_connection(io, service)
-                        .await
-                }
+            let served = match tls {
+                None => serve(stream, proto, service).await,
+                Some(tls) => match tls.accept(stream).await {
+                    Ok(stream) => serve(stream, proto, service).await,
+                    Err(e) => Err(format!("TLS handshake: {e}")),
+                },
             };
             if let Err(e) = served {
                 lock(&log.errors).push(format!("serving {client_port}: {e}"));
             }
         });
     }
+}
+
+/// Serves one connection to its end.
+async fn serve<IO, S, B>(stream: IO, proto: ServerProto, service: S) -> Result<(), String>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: hyper::service::Service<hyper::Request<hyper::body::Incoming>, Response = hyper::Response<B>, Error = Infallible> + Send + 'static,
+    S::Future: Send + 'static,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    let io = TokioIo::new(stream);
+    let served = match proto {
+        ServerProto::Http1 => hyper::server::conn::http1::Builder::new().timer(TokioTimer::new()).serve_connection(io, service).await,
+        ServerProto::Http2 => {
+            hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                .timer(TokioTimer::new())
+                // What common servers allow (nginx: 128).
+                .max_concurrent_streams(128)
+                .serve_connection(io, service)
+                .await
+        }
+    };
+    served.map_err(|e| e.to_string())
 }

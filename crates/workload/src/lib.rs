@@ -13,6 +13,8 @@
 //!   HTTP/1.1 connections), reporting content throughput and request latency percentiles.
 //! - [`PageSpec`]: a browser-like page load (HTML, then its objects) over HTTP/1.1 with up to
 //!   6 connections or over HTTP/2 on one, reporting TTFB, HTML and page load times.
+//! - [`BrowserSpec`]: the same page loaded by headless Chromium in the client's namespace
+//!   (HTTP/1.1, or HTTP/2 over TLS), reporting the browser's own Navigation Timing and LCP.
 //!
 //! Time series (every `TCP_INFO` sample, every goodput point of a bulk flow) go to the run's
 //! [`SeriesSink`] as they are taken; results keep only bounded data, so memory stays flat
@@ -23,8 +25,11 @@
 //! one harness (`harness`: the tokio runtime they create and shut down themselves, the server's
 //! accept loop, and the race of the load against the deadline and the stop flag).
 
+mod browser;
 mod bulk;
+mod cdp;
 mod common;
+pub mod fuzzing;
 mod harness;
 mod mixed;
 mod net;
@@ -33,8 +38,11 @@ mod page;
 mod quic;
 mod sampler;
 mod series;
+mod site;
+mod tls;
 mod transport;
 
+pub use browser::{BrowserResult, BrowserSpec, BrowserTiming};
 pub use bulk::{
     assemble, elapsed_since, prepare_stream, run_end, Amount, BbrEvent, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta, FlowResult,
     GoodputPoint, MixFlow,

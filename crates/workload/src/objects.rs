@@ -231,7 +231,7 @@ fn run_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Result<ObjectsResult
     let sockets = net::sockets_in(run.client, spec.concurrency as usize, (sender == Side::Client).then_some(cc))?;
     let cfg = Arc::new(ServerCfg { object_bytes: spec.object_bytes });
     let server_log = harness.server_log.clone();
-    let make_service = move || {
+    let make_service = move |_client_port| {
         let cfg = cfg.clone();
         let log = server_log.clone();
         hyper::service::service_fn(move |req| {

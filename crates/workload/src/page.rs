@@ -360,7 +360,7 @@ fn load_page(spec: &PageSpec, run: &RunContext<'_>) -> Result<PageResult, Worklo
         PageProtocol::Http2 => ServerProto::Http2,
     };
     let cfg = Arc::new(ServerCfg { page: spec.page.clone() });
-    let make_service = move || {
+    let make_service = move |_client_port| {
         let cfg = cfg.clone();
         hyper::service::service_fn(move |req| {
             let resp = serve_request(&req, &cfg);

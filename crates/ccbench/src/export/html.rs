@@ -116,7 +116,7 @@ fn run_start(r: &RunRecord) -> u64 {
     match &r.workload {
         Some(WorkloadResult::Bulk(b)) => b.start_us,
         Some(WorkloadResult::Objects(o)) => o.start_us.unwrap_or(0),
-        Some(WorkloadResult::Page(p)) => p.start_us.unwrap_or(0),
+        Some(WorkloadResult::Page(p) | WorkloadResult::Browser(ccbench_workload::BrowserResult { page: p, .. })) => p.start_us.unwrap_or(0),
         None => 0,
     }
 }
@@ -284,7 +284,7 @@ fn duration_s(r: &RunRecord) -> Option<f64> {
     match r.workload.as_ref()? {
         WorkloadResult::Bulk(b) => Some(b.elapsed_s),
         WorkloadResult::Objects(o) => Some(o.wall_time_s),
-        WorkloadResult::Page(p) => p.page_load_s,
+        WorkloadResult::Page(p) | WorkloadResult::Browser(ccbench_workload::BrowserResult { page: p, .. }) => p.page_load_s,
     }
 }
 
@@ -537,7 +537,7 @@ fn score_unit(w: &WorkloadSpec) -> (&'static str, f64) {
     match w {
         WorkloadSpec::Bulk(_) => ("goodput (Mbit/s)", 1e6),
         WorkloadSpec::Objects(_) => ("content throughput (Mbit/s)", 1e6),
-        WorkloadSpec::Page(_) => ("page loads per second (1 / load time, 1/s)", 1.0),
+        WorkloadSpec::Page(_) | WorkloadSpec::Browser(_) => ("page loads per second (1 / load time, 1/s)", 1.0),
     }
 }
 
@@ -983,7 +983,7 @@ fn headline_runs(w: &WorkloadSpec) -> RunPick {
     match w {
         WorkloadSpec::Bulk(b) if matches!(b.amount, Amount::Bytes(_)) => |m| m.completion_time_s,
         WorkloadSpec::Bulk(_) | WorkloadSpec::Objects(_) => |m| Some(m.goodput_bps),
-        WorkloadSpec::Page(_) => |m| m.completion_time_s,
+        WorkloadSpec::Page(_) | WorkloadSpec::Browser(_) => |m| m.completion_time_s,
     }
 }
 
@@ -992,7 +992,7 @@ fn headline(w: &WorkloadSpec) -> (&'static str, Pick, f64) {
         WorkloadSpec::Bulk(b) if matches!(b.amount, Amount::Bytes(_)) => ("completion time (s), lower is better", |s| s.completion_time_s, 1.0),
         WorkloadSpec::Bulk(_) => ("goodput (Mbit/s)", |s| s.goodput_bps, 1e6),
         WorkloadSpec::Objects(_) => ("content throughput (Mbit/s)", |s| s.goodput_bps, 1e6),
-        WorkloadSpec::Page(_) => ("page load time (s), lower is better", |s| s.completion_time_s, 1.0),
+        WorkloadSpec::Page(_) | WorkloadSpec::Browser(_) => ("page load time (s), lower is better", |s| s.completion_time_s, 1.0),
     }
 }
 

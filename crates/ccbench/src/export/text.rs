@@ -194,7 +194,7 @@ fn headline(s: &CcSummary, workload: &WorkloadSpec) -> String {
             med(&s.goodput_bps).map(|g| format!("{} (RTT p95 {:.0} ms)", fmt_rate(g), med(&s.sender_rtt_p95_ms).unwrap_or(0.0))).unwrap_or("–".into())
         }
         WorkloadSpec::Objects(_) => med(&s.goodput_bps).map(|g| format!("{:.1} MB/s", g / 8e6)).unwrap_or("–".into()),
-        WorkloadSpec::Page(_) => match s.completion_time_median_s {
+        WorkloadSpec::Page(_) | WorkloadSpec::Browser(_) => match s.completion_time_median_s {
             Some(t) if s.unfinished == 0 => format!("{:.0} ms", t * 1000.0),
             Some(t) => format!("{:.0} ms ({} of {} unfinished)", t * 1000.0, s.unfinished, s.runs),
             None if s.runs > 0 => format!("unfinished ({} of {})", s.unfinished, s.runs),
