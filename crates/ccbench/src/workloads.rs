@@ -128,11 +128,20 @@ impl WorkloadSpec {
     }
 
     /// As [`WorkloadSpec::describe`], naming the transports the algorithms `ccs` run over
-    /// (`bulk QUIC`, `bulk TCP and QUIC`) where the workload alone cannot tell.
+    /// (`bulk QUIC`, `bulk TCP and QUIC`, how objects travel over each) where the workload
+    /// alone cannot tell.
     pub fn describe_for(&self, ccs: &[String]) -> String {
         let quic = ccs.iter().any(|c| c.contains("quic:"));
         let tcp = ccs.iter().any(|c| c.split(',').any(|f| !f.starts_with("quic:")));
         let text = self.describe();
+        if let WorkloadSpec::Objects(o) = self {
+            let over_quic = format!("{} concurrent streams on one QUIC connection", o.concurrency);
+            return match (tcp, quic) {
+                (false, true) => text.replacen(&objects_over_tcp(o), &over_quic, 1),
+                (true, true) => text.replacen(&objects_over_tcp(o), &format!("{} (TCP) or {over_quic} (QUIC)", objects_over_tcp(o)), 1),
+                _ => text,
+            };
+        }
         match (tcp, quic) {
             (false, true) => text.replacen("bulk TCP", "bulk QUIC", 1),
             (true, true) => text.replacen("bulk TCP", "bulk TCP and QUIC", 1),
@@ -163,14 +172,14 @@ impl WorkloadSpec {
                 }
             }
             WorkloadSpec::Objects(o) => format!(
-                "object store: {} {} requests of {} over {} persistent HTTP/1.1 connections",
+                "object store: {} {} requests of {} over {}",
                 o.requests,
                 match o.method {
                     ObjectMethod::Put => "PUT",
                     ObjectMethod::Get => "GET",
                 },
                 fmt_bytes(o.object_bytes),
-                o.concurrency
+                objects_over_tcp(o)
             ),
             WorkloadSpec::Page(p) => format!(
                 "web page: HTML of {} then {} objects ({} in all) over {}",
@@ -194,6 +203,11 @@ impl WorkloadSpec {
             ),
         }
     }
+}
+
+/// How an objects load travels over kernel TCP.
+fn objects_over_tcp(o: &ObjectsSpec) -> String {
+    format!("{} persistent HTTP/1.1 connections", o.concurrency)
 }
 
 impl WorkloadResult {
@@ -241,6 +255,7 @@ impl WorkloadResult {
     pub fn warnings(&self) -> Vec<String> {
         match self {
             WorkloadResult::Bulk(b) => b.flows.iter().filter_map(|f| f.warning.as_ref().map(|w| format!("flow {}: {w}", f.id))).collect(),
+            WorkloadResult::Objects(o) => o.connections.iter().filter_map(|c| c.warning.as_ref().map(|w| format!("connection {}: {w}", c.id))).collect(),
             _ => Vec::new(),
         }
     }
@@ -249,6 +264,7 @@ impl WorkloadResult {
     pub fn final_quic(&self) -> Vec<&ccbench_workload::QuicSample> {
         match self {
             WorkloadResult::Bulk(b) => b.flows.iter().filter_map(|f| f.final_quic.as_ref()).collect(),
+            WorkloadResult::Objects(o) => o.connections.iter().filter_map(|c| c.final_quic.as_ref()).collect(),
             _ => Vec::new(),
         }
     }
