@@ -71,10 +71,12 @@ fn check_complete(r: &ObjectsResult, series: &MemorySeries, spec: &ObjectsSpec) 
     assert!(samples.len() as f64 >= r.wall_time_s * 100.0 * 0.5, "{} samples in {:.2} s at 10 ms", samples.len(), r.wall_time_s);
     assert!(samples.windows(2).all(|w| w[0].t_us <= w[1].t_us), "samples out of order");
     assert!(samples.iter().any(|s| s.min_rtt_us >= 19_000 && s.bytes_in_flight > 0), "no sample saw the path's RTT with data in flight");
+    let link_bps = LINK_MBIT as f64 * 1e6;
+    let fastest = samples.iter().map(|s| s.delivery_rate_bps).max().unwrap_or(0);
+    assert!(fastest as f64 <= 4.0 * link_bps, "a delivery rate of {fastest} bit/s on a {link_bps} bit/s link");
     assert_eq!(series.quic.lock().unwrap().len(), 1);
     assert!(series.tcp.lock().unwrap().is_empty() && series.received.lock().unwrap().is_empty());
     // QUIC's payload per 1500-byte packet is below TCP's: under the link, above a sane share.
-    let link_bps = LINK_MBIT as f64 * 1e6;
     assert!(r.content_throughput_bps < link_bps, "{} bit/s above the link", r.content_throughput_bps);
     assert!(r.content_throughput_bps > 0.3 * link_bps, "{} bit/s is under 30 % of the link", r.content_throughput_bps);
     let (p50, p95, p99, max) = (r.latency_p50_s.unwrap(), r.latency_p95_s.unwrap(), r.latency_p99_s.unwrap(), r.latency_max_s.unwrap());

@@ -117,7 +117,8 @@ pub(crate) fn run_quic_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Resu
 /// Samples the sending end every `interval` until `done`; returns the last reading's
 /// acknowledged-byte mark, for the final sample.
 fn sample_until(pair: &Pair, run: &RunContext<'_>, interval: Duration, done: &AtomicBool) -> (Instant, u64) {
-    let mut last = (Instant::now(), 0);
+    // From what the handshake already acknowledged, so the first delivery rate is not its burst.
+    let mut last = (Instant::now(), pair.probe.read().acked_bytes);
     let mut next = Instant::now();
     while !done.load(Ordering::SeqCst) {
         let s = pair::sample(&pair.sender, &pair.probe, pair.bbr.as_ref(), micros_since(run.epoch), &mut last);
