@@ -8,7 +8,7 @@ mod common;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ccbench_emu::SERVER_ADDR;
 use ccbench_workload::{MeasureHook, MemorySeries, ObjectMethod, ObjectsResult, ObjectsSpec, RunContext, Side, SocketId, Transport, Workload};
@@ -136,6 +136,42 @@ fn quic_bbr3_put_shows_its_states_and_a_receiver_on_another_algorithm_is_warned_
     assert!(samples.iter().any(|s| s.pacing_rate_bps.is_some_and(|p| p > 0)));
     // 16 MiB at 50 Mbit/s is seconds: BBR leaves STARTUP, and says so.
     assert!(c.bbr_events.iter().any(|e| e.from == "STARTUP"), "{:?}", c.bbr_events);
+}
+
+#[test]
+fn a_quic_load_ends_at_its_timeout_or_when_stopped() {
+    if !have_root() {
+        return;
+    }
+    let _g = lock();
+    let epoch = Instant::now();
+    let path = start_path(10, epoch);
+    // 200 x 16 MiB is minutes at 50 Mbit/s: the timeout (setup included) ends it.
+    let stop = AtomicBool::new(false);
+    let bounded = ObjectsSpec { timeout_s: 1.0, ..spec(ObjectMethod::Put, "quic:cubic", 200, 16 << 20, 4) };
+    let t = Instant::now();
+    let r = bounded.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).unwrap();
+    assert!(t.elapsed() < Duration::from_millis(2000), "took {:?}", t.elapsed());
+    assert!(r.timed_out && !r.interrupted && r.requests_completed < bounded.requests);
+    // Stopped mid-run (Ctrl-C): back within a second, with what finished.
+    let spec = ObjectsSpec { port: 9301, ..spec(ObjectMethod::Get, "quic:bbr3", 200, 16 << 20, 16) };
+    let t = Instant::now();
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(700));
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        spec.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).unwrap()
+    });
+    let took = t.elapsed();
+    assert!(took < Duration::from_millis(1700), "took {took:?}");
+    assert!(r.interrupted && !r.timed_out && r.requests_completed < spec.requests);
+    assert_eq!(r.requests_issued, 16, "16 in flight when stopped");
+    assert_eq!(r.connections[0].cc_read_back.as_deref(), Some("quic:bbr3"));
+    // Stopped before it began: nothing is set up.
+    let t = Instant::now();
+    let r = spec.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).unwrap();
+    assert!(t.elapsed() < Duration::from_millis(200) && r.interrupted && r.connections.is_empty() && r.requests_issued == 0);
 }
 
 /// The request and status lines come off the network: random bytes, and valid lines cut short
