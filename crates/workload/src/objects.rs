@@ -1,6 +1,8 @@
 //! Object-store load, like an S3 load tester: `requests` PUTs or GETs of `object_bytes` each,
 //! spread over `concurrency` persistent HTTP/1.1 connections, reporting content throughput and
-//! request latency.
+//! request latency. A `quic:` algorithm runs the same load over QUIC instead (`crate::quic`:
+//! `concurrency` streams in flight on one connection), with the same result, computed by the
+//! same [`summarize`].
 //!
 //! # Library choice
 //! Real HTTP/1.1 comes from [hyper] 1.x (with `hyper-util` for the tokio glue and
