@@ -134,11 +134,16 @@ impl WorkloadSpec {
         let quic = ccs.iter().any(|c| c.contains("quic:"));
         let tcp = ccs.iter().any(|c| c.split(',').any(|f| !f.starts_with("quic:")));
         let text = self.describe();
-        if let WorkloadSpec::Objects(o) = self {
-            let over_quic = format!("{} concurrent streams on one QUIC connection", o.concurrency);
+        // How the HTTP workloads travel over TCP, and over QUIC instead.
+        let over = match self {
+            WorkloadSpec::Objects(o) => Some((objects_over_tcp(o), format!("{} concurrent streams on one QUIC connection", o.concurrency))),
+            WorkloadSpec::Page(p) => Some((page_over_tcp(p.protocol), "one QUIC connection, a stream per object".to_string())),
+            _ => None,
+        };
+        if let Some((over_tcp, over_quic)) = over {
             return match (tcp, quic) {
-                (false, true) => text.replacen(&objects_over_tcp(o), &over_quic, 1),
-                (true, true) => text.replacen(&objects_over_tcp(o), &format!("{} (TCP) or {over_quic} (QUIC)", objects_over_tcp(o)), 1),
+                (false, true) => text.replacen(&over_tcp, &over_quic, 1),
+                (true, true) => text.replacen(&over_tcp, &format!("{over_tcp} (TCP) or {over_quic} (QUIC)"), 1),
                 _ => text,
             };
         }
@@ -186,10 +191,7 @@ impl WorkloadSpec {
                 fmt_bytes(p.page.html_bytes),
                 p.page.objects.len(),
                 fmt_bytes(p.page.total_bytes()),
-                match p.protocol {
-                    ccbench_workload::PageProtocol::Http1 { max_connections } => format!("HTTP/1.1 with up to {max_connections} connections"),
-                    ccbench_workload::PageProtocol::Http2 => "HTTP/2 on one connection".to_string(),
-                }
+                page_over_tcp(p.protocol)
             ),
             WorkloadSpec::Browser(b) => format!(
                 "web page in headless Chromium: HTML of {} then {} images ({} in all) over {}",
@@ -202,6 +204,14 @@ impl WorkloadSpec {
                 }
             ),
         }
+    }
+}
+
+/// How a page travels over kernel TCP.
+fn page_over_tcp(protocol: ccbench_workload::PageProtocol) -> String {
+    match protocol {
+        ccbench_workload::PageProtocol::Http1 { max_connections } => format!("HTTP/1.1 with up to {max_connections} connections"),
+        ccbench_workload::PageProtocol::Http2 => "HTTP/2 on one connection".to_string(),
     }
 }
 
@@ -256,7 +266,8 @@ impl WorkloadResult {
         match self {
             WorkloadResult::Bulk(b) => b.flows.iter().filter_map(|f| f.warning.as_ref().map(|w| format!("flow {}: {w}", f.id))).collect(),
             WorkloadResult::Objects(o) => o.connections.iter().filter_map(|c| c.warning.as_ref().map(|w| format!("connection {}: {w}", c.id))).collect(),
-            _ => Vec::new(),
+            WorkloadResult::Page(p) => p.connections.iter().filter_map(|c| c.warning.as_ref().map(|w| format!("connection {}: {w}", c.id))).collect(),
+            WorkloadResult::Browser(_) => Vec::new(),
         }
     }
 
@@ -265,7 +276,8 @@ impl WorkloadResult {
         match self {
             WorkloadResult::Bulk(b) => b.flows.iter().filter_map(|f| f.final_quic.as_ref()).collect(),
             WorkloadResult::Objects(o) => o.connections.iter().filter_map(|c| c.final_quic.as_ref()).collect(),
-            _ => Vec::new(),
+            WorkloadResult::Page(p) => p.connections.iter().filter_map(|c| c.final_quic.as_ref()).collect(),
+            WorkloadResult::Browser(_) => Vec::new(),
         }
     }
 

@@ -76,14 +76,67 @@ fn unknown_transports_and_algorithms_are_refused_listing_what_exists() {
         assert!(err.contains(flag) && err.contains("quic:cubic") && err.contains("quic:bbr3") && err.contains("tcp:cubic"), "{err}");
         assert!(!out.exists(), "nothing left behind");
     }
-    // QUIC carries bulk, file and objects; not pages, for now.
-    let out = tempdir("page");
-    let o = ccbench(&["run", "--cc", "tcp:cubic,quic:cubic", "--workload", "page", "--runs", "4", "--out", &out.to_string_lossy()]);
+    // QUIC carries every workload but the real browser's.
+    let out = tempdir("browser");
+    let o = ccbench(&["run", "--cc", "tcp:cubic,quic:cubic", "--workload", "browser", "--runs", "4", "--out", &out.to_string_lossy()]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("--cc") && err.contains("quic:cubic") && err.contains("--workload bulk, file or objects"), "{err}");
+    assert!(err.contains("--cc") && err.contains("quic:cubic") && err.contains("every workload but browser"), "{err}");
     assert!(!out.exists(), "nothing left behind");
+}
+
+/// A page over QUIC beside the same page over kernel TCP (HTTP/2, one connection each): every
+/// resource arrives on both, the load times are of one order (QUIC's handshake is the round
+/// trip TCP's connect is), and both QUIC ends are read back into result.json and runs.csv.
+#[test]
+fn a_quic_page_loads_beside_a_tcp_page() {
+    let _g = lock();
+    if !have_root() {
+        return;
+    }
+    let (v, csv, text) = run(
+        &[
+            "--cc",
+            "quic:cubic,tcp:cubic",
+            "--workload",
+            "page",
+            "--page",
+            "small",
+            "--http",
+            "2",
+            "--rate",
+            "30mbit",
+            "--rtt",
+            "20ms",
+            "--runs",
+            "4",
+            "--seed",
+            "5",
+        ],
+        "page",
+    );
+    let load = |cc| median(&v, cc, |m| m["completion_time_s"].as_f64().unwrap());
+    let (quic, tcp) = (load("quic:cubic"), load("tcp:cubic"));
+    eprintln!("small page: quic:cubic {:.0} ms, tcp:cubic {:.0} ms", quic * 1e3, tcp * 1e3);
+    assert!(quic / tcp < 2.0 && tcp / quic < 2.0, "quic:cubic {quic} s vs tcp:cubic {tcp} s");
+    for r in v["runs"].as_array().unwrap() {
+        assert_eq!(r["status"], "complete", "{r}");
+        let w = &r["workload"];
+        assert_eq!((w["requests_completed"].as_u64(), w["errors"].as_u64()), (Some(21), Some(0)), "{w}");
+        let c = &w["connections"][0];
+        if r["cc"] == "quic:cubic" {
+            assert_eq!(
+                (c["transport"].as_str(), c["cc_read_back"].as_str(), c["cc_receiver"].as_str()),
+                (Some("quic"), Some("quic:cubic"), Some("quic:cubic"))
+            );
+            assert!(w["html_ttfb_s"].as_f64().unwrap() >= 0.039, "two round trips before the HTML's first byte");
+        } else {
+            assert_eq!((c["transport"].as_str(), c["cc_read_back"].as_str()), (Some("tcp"), Some("tcp:cubic")));
+        }
+    }
+    assert!(csv.lines().any(|l| l.contains(",quic,quic:cubic,quic:cubic,")), "{csv}");
+    assert!(text.contains("HTTP/2 on one connection (TCP) or one QUIC connection, a stream per object (QUIC)"), "{text}");
 }
 
 /// Objects over QUIC beside objects over kernel TCP, interleaved on one path: every request

@@ -6,10 +6,10 @@
 //! - `condition` (only for a preset or a set of results that has one; `compare` writes `arm`
 //!   and `input` here instead), then the run's own
 //!   fields (`index`, `round`, `cc`, `status`, `error`, `started_at`, `path_seed`,
-//!   `host_cpu_steal_fraction`, `suspect` joined with "; "), and for bulk, file and objects
-//!   runs `transport` (`tcp`, `quic`, or `tcp+quic` for a mix of both), `cc_read_back` and
-//!   `cc_receiver` (each flow's or connection's sending and receiving end as read back,
-//!   space-separated; `-` where the receiver is kernel TCP and not read, or a TCP objects
+//!   `host_cpu_steal_fraction`, `suspect` joined with "; "), and for bulk, file, objects and
+//!   page runs `transport` (`tcp`, `quic`, or `tcp+quic` for a mix of both), `cc_read_back`
+//!   and `cc_receiver` (each flow's or connection's sending and receiving end as read back,
+//!   space-separated; `-` where the receiver is kernel TCP and not read, or a TCP
 //!   connection's sender was never seen);
 //! - every field of the run's `metrics` by its JSON name (`score`, `goodput_bps`, …;
 //!   per-algorithm shares of a mix as `shares.<cc>`; `jain_per_second`, a time series, is
@@ -87,6 +87,9 @@ fn run_columns(e: &Experiment, run: &RunRecord, params: &[(String, String)]) -> 
         }
         Some(crate::workloads::WorkloadResult::Objects(o)) => {
             o.connections.iter().map(|c| (c.transport.as_str(), c.cc_read_back.as_deref().unwrap_or("-"), c.cc_receiver.as_deref().unwrap_or("-"))).collect()
+        }
+        Some(crate::workloads::WorkloadResult::Page(p)) => {
+            p.connections.iter().map(|c| (c.transport.as_str(), c.cc_read_back.as_deref().unwrap_or("-"), c.cc_receiver.as_deref().unwrap_or("-"))).collect()
         }
         _ => Vec::new(),
     };

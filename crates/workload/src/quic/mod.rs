@@ -16,11 +16,14 @@
 mod bulk;
 mod objects;
 mod observe;
+mod page;
 mod pair;
+mod streams;
 pub(crate) mod wire;
 
 pub(crate) use bulk::run_quic_bulk;
 pub(crate) use objects::run_quic_objects;
+pub(crate) use page::load_quic_page;
 
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;

@@ -18,20 +18,20 @@
 
 use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use noq::{Connection, RecvStream, SendStream, VarInt};
+use noq::{Connection, VarInt};
 
 use super::pair::{self, connect_pair, quic_algorithm, server_endpoint, Pair};
-use super::wire::{Fed, LineReader, Request, Status, BAD_REQUEST, MAX_LINE};
+use super::streams::{count_to_end, read_line, serve, write_pattern, Store};
+use super::wire::{Request, Status};
 use super::{Tls, MAX_STREAMS};
-use crate::common::{join_all, lock, micros_since, multi_thread_runtime, stopped, Errors, CHUNK, PATTERN};
+use crate::common::{join_all, lock, multi_thread_runtime, stopped, Errors};
 use crate::harness::Finish;
 use crate::objects::{summarize, ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, Outcome, RequestRecord};
 use crate::transport::Transport;
-use crate::{MeasureHook, QuicSample, RunContext, SocketId, WorkloadError};
+use crate::{MeasureHook, QuicSample, RunContext, WorkloadError};
 
 /// What the client's workers record.
 #[derive(Default)]
@@ -80,13 +80,15 @@ pub(crate) fn run_quic_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Resu
         let pair = connect_pair(run, &server, &tls, server_sa, spec.method.sender(), &algorithm, &receiver_alg).await?;
         Ok::<_, WorkloadError>((server, pair))
     })?;
-    rt.spawn(serve(pair.server().clone(), spec.object_bytes, server_errors.clone()));
+    rt.spawn(serve(pair.server().clone(), Store::Objects { object_bytes: spec.object_bytes }, server_errors.clone()));
+    let once = &OnceLock::from(pair);
+    let pair = once.get().expect("just set");
 
     let ctx = Ctx { conn: pair.client(), spec, log: &log, next_request: AtomicU32::new(0), hook: run.hook };
     let interval = Duration::from_micros(spec.sample_interval_us.max(1000));
     let done = AtomicBool::new(false);
     let (how, mut last) = std::thread::scope(|s| {
-        let sampler = s.spawn(|| sample_until(&pair, run, interval, &done));
+        let sampler = s.spawn(|| pair::sample_until(once, run, interval, &done));
         let how = rt.block_on(async {
             tokio::select! {
                 () = client(&ctx) => Finish::Completed(()),
@@ -103,37 +105,14 @@ pub(crate) fn run_quic_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Resu
     } {
         run.hook.close(last.unwrap_or(first));
     }
-    let final_sample = pair::sample(&pair.sender, &pair.probe, pair.bbr.as_ref(), micros_since(run.epoch), &mut last);
-    run.series.quic_sample(SocketId::Connection(pair.client_port), &final_sample);
+    let final_sample = pair::last_sample(pair, run, &mut last);
     pair.client().close(VarInt::from_u32(0), b"done");
     let issued = ctx.next_request.load(Ordering::SeqCst).min(spec.requests);
-    let connection = Some((&pair, final_sample));
+    let connection = Some((pair, final_sample));
     let result = finish(spec, run.epoch, &log, &server_errors, connection, issued, how);
     drop(server);
     rt.shutdown_timeout(Duration::from_millis(500));
     Ok(result)
-}
-
-/// Samples the sending end every `interval` until `done`; returns the last reading's
-/// acknowledged-byte mark, for the final sample.
-fn sample_until(pair: &Pair, run: &RunContext<'_>, interval: Duration, done: &AtomicBool) -> (Instant, u64) {
-    // From what the handshake already acknowledged, so the first delivery rate is not its burst.
-    let mut last = (Instant::now(), pair.probe.read().acked_bytes);
-    let mut next = Instant::now();
-    while !done.load(Ordering::SeqCst) {
-        let s = pair::sample(&pair.sender, &pair.probe, pair.bbr.as_ref(), micros_since(run.epoch), &mut last);
-        run.series.quic_sample(SocketId::Connection(pair.client_port), &s);
-        next += interval;
-        let now = Instant::now();
-        if next <= now {
-            next = now;
-        }
-        // Short naps keep the reaction to `done` prompt with long intervals.
-        while Instant::now() < next && !done.load(Ordering::SeqCst) {
-            std::thread::sleep(next.saturating_duration_since(Instant::now()).min(Duration::from_millis(20)));
-        }
-    }
-    last
 }
 
 /// The result: the load's figures, and the one connection as the TCP load reports each of its.
@@ -236,8 +215,8 @@ async fn worker(ctx: &Ctx<'_>, first: Instant) {
 async fn one_request(conn: &Connection, spec: &ObjectsSpec, index: u32) -> Result<u64, String> {
     let (mut send, mut recv) = conn.open_bi().await.map_err(|e| format!("opening a stream: {e}"))?;
     let request = match spec.method {
-        ObjectMethod::Get => Request::Get { index },
-        ObjectMethod::Put => Request::Put { index, len: spec.object_bytes },
+        ObjectMethod::Get => Request::Get { path: format!("/obj/{index}") },
+        ObjectMethod::Put => Request::Put { path: format!("/obj/{index}"), len: spec.object_bytes },
     };
     send.write_all(request.line().as_bytes()).await.map_err(|e| format!("sending the request: {e}"))?;
     if spec.method == ObjectMethod::Put {
@@ -246,7 +225,7 @@ async fn one_request(conn: &Connection, spec: &ObjectsSpec, index: u32) -> Resul
     send.finish().map_err(|e| format!("finishing the request: {e}"))?;
     match spec.method {
         ObjectMethod::Get => {
-            let got = count_to_end(&mut recv).await.map_err(|e| format!("reading the object: {e}"))?;
+            let got = count_to_end(&mut recv, || {}).await.map_err(|e| format!("reading the object: {e}"))?;
             if got == spec.object_bytes {
                 Ok(got)
             } else {
@@ -261,86 +240,4 @@ async fn one_request(conn: &Connection, spec: &ObjectsSpec, index: u32) -> Resul
             }
         }
     }
-}
-
-/// Serves every stream the client opens, each in a task of its own, until the connection ends.
-async fn serve(conn: Connection, object_bytes: u64, errors: Arc<Mutex<Errors>>) {
-    while let Ok((send, recv)) = conn.accept_bi().await {
-        let errors = errors.clone();
-        tokio::spawn(async move {
-            if let Err(e) = serve_stream(send, recv, object_bytes).await {
-                lock(&errors).push(e);
-            }
-        });
-    }
-}
-
-/// Answers one request: a GET with the object, a PUT with its status once the body is in.
-async fn serve_stream(mut send: SendStream, mut recv: RecvStream, object_bytes: u64) -> Result<(), String> {
-    let (line, early) = read_line(&mut recv).await?;
-    let request = match Request::parse(&line) {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = send.reset(VarInt::from_u32(BAD_REQUEST));
-            let _ = recv.stop(VarInt::from_u32(BAD_REQUEST));
-            return Err(e);
-        }
-    };
-    match request {
-        Request::Get { .. } => {
-            write_pattern(&mut send, object_bytes).await.map_err(|e| format!("sending an object: {e}"))?;
-            send.finish().map_err(|e| format!("finishing an object: {e}"))
-        }
-        Request::Put { len, .. } => {
-            let body = early + count_to_end(&mut recv).await.map_err(|e| format!("reading a PUT body: {e}"))?;
-            let status = if body != len {
-                Status::Error(format!("PUT body of {body} bytes, declared {len}"))
-            } else if len != object_bytes {
-                Status::Error(format!("PUT body of {len} bytes, expected {object_bytes}"))
-            } else {
-                Status::Ok
-            };
-            send.write_all(status.line().as_bytes()).await.map_err(|e| format!("sending a status: {e}"))?;
-            send.finish().map_err(|e| format!("finishing a status: {e}"))?;
-            match status {
-                Status::Ok => Ok(()),
-                Status::Error(reason) => Err(reason),
-            }
-        }
-    }
-}
-
-/// Reads one line off `recv`; returns it and how many bytes already read follow it.
-async fn read_line(recv: &mut RecvStream) -> Result<(Vec<u8>, u64), String> {
-    let mut reader = LineReader::default();
-    loop {
-        match recv.read_chunk(MAX_LINE).await {
-            Ok(Some(chunk)) => match reader.feed(&chunk)? {
-                Fed::More => {}
-                Fed::Line { line, rest } => return Ok((line, (chunk.len() - rest) as u64)),
-            },
-            Ok(None) => return Err("the stream ended before its first line".into()),
-            Err(e) => return Err(format!("reading a line: {e}")),
-        }
-    }
-}
-
-/// Counts what arrives on `recv` until its end.
-async fn count_to_end(recv: &mut RecvStream) -> Result<u64, noq::ReadError> {
-    let mut n = 0;
-    while let Some(chunk) = recv.read_chunk(usize::MAX).await? {
-        n += chunk.len() as u64;
-    }
-    Ok(n)
-}
-
-/// Writes `len` generated bytes, from one static buffer (no copy on our side).
-async fn write_pattern(send: &mut SendStream, len: u64) -> Result<(), noq::WriteError> {
-    let mut left = len;
-    while left > 0 {
-        let n = left.min(CHUNK as u64) as usize;
-        send.write_chunk(Bytes::from_static(&PATTERN[..n])).await?;
-        left -= n as u64;
-    }
-    Ok(())
 }

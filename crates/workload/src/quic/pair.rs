@@ -4,7 +4,8 @@
 //! sampler reads of the sending end every interval.
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use noq::{Connection, Endpoint, PathId};
@@ -12,8 +13,9 @@ use noq::{Connection, Endpoint, PathId};
 use super::observe::Probe;
 use super::{endpoint, observed_transport, read_back, udp_in, BbrView, ReadBack, Tls, HANDSHAKE_TIMEOUT, SNI};
 use crate::bulk::BbrEvent;
+use crate::common::micros_since;
 use crate::transport::{split_cc, Transport};
-use crate::{QuicSample, RunContext, Side, WorkloadError};
+use crate::{QuicSample, RunContext, Side, SocketId, WorkloadError};
 
 /// A connected pair: the client's and the server's view of one connection.
 pub(crate) struct Pair {
@@ -64,8 +66,8 @@ pub(crate) fn server_endpoint(run: &RunContext<'_>, tls: &Tls, server_sa: Socket
 }
 
 /// Connects a fresh client endpoint in the client's namespace to `server` at `server_sa`, the
-/// `sender_side` end running `algorithm` and the other end `receiver_alg`. Fails when the
-/// sending controller read back is not the one asked for.
+/// `sender_side` end running `algorithm` and the other end `receiver_alg`, and returns once
+/// both ends are up. Fails when the sending controller read back is not the one asked for.
 pub(crate) async fn connect_pair(
     run: &RunContext<'_>,
     server: &Endpoint,
@@ -75,6 +77,44 @@ pub(crate) async fn connect_pair(
     algorithm: &str,
     receiver_alg: &str,
 ) -> Result<Pair, WorkloadError> {
+    let (dial, connected, accepting) = dial(run, server, tls, server_sa, sender_side, algorithm, receiver_alg)?;
+    let (c, s) = tokio::time::timeout(HANDSHAKE_TIMEOUT, async { tokio::try_join!(connected, accepting) })
+        .await
+        .map_err(|_| WorkloadError::Setup(format!("the QUIC handshake with {server_sa} timed out")))??;
+    dial.pair(c, s)
+}
+
+/// A connection being set up, for a caller that goes on as soon as the client's end is up (a
+/// page, whose first request leaves with the client's last handshake flight, one round trip in,
+/// as over TCP) and makes the [`Pair`] once the server's end is up too.
+pub(crate) struct Dial {
+    algorithm: String,
+    sender_side: Side,
+    send_probe: Arc<Probe>,
+    bbr: Option<Arc<dyn BbrView>>,
+    client_port: u16,
+    client_endpoint: Endpoint,
+}
+
+/// Starts the handshake of [`connect_pair`]: the client's end (resolves when the client is
+/// up) and the server's end (when the server accepted it), each to be awaited.
+#[allow(clippy::type_complexity)]
+pub(crate) fn dial<'a>(
+    run: &RunContext<'_>,
+    server: &'a Endpoint,
+    tls: &Tls,
+    server_sa: SocketAddrV4,
+    sender_side: Side,
+    algorithm: &str,
+    receiver_alg: &str,
+) -> Result<
+    (
+        Dial,
+        impl std::future::Future<Output = Result<Connection, WorkloadError>> + 'a,
+        impl std::future::Future<Output = Result<Connection, WorkloadError>> + 'a,
+    ),
+    WorkloadError,
+> {
     let (send_probe, recv_probe) = (Arc::new(Probe::default()), Arc::new(Probe::default()));
     let (send_transport, bbr) = observed_transport(algorithm, &send_probe)?;
     let (recv_transport, _) = observed_transport(receiver_alg, &recv_probe)?;
@@ -87,7 +127,7 @@ pub(crate) async fn connect_pair(
     let connecting =
         client.connect_with(tls.client(client_transport)?, SocketAddr::V4(server_sa), SNI).map_err(|e| WorkloadError::Setup(format!("QUIC connect: {e}")))?;
     let server_config = tls.server(server_transport)?;
-    let accepting = async {
+    let accepting = async move {
         let incoming = server.accept().await.ok_or_else(|| WorkloadError::Setup("the QUIC server endpoint closed".into()))?;
         incoming
             .accept_with(server_config)
@@ -95,20 +135,27 @@ pub(crate) async fn connect_pair(
             .await
             .map_err(|e| WorkloadError::Setup(format!("QUIC accept: {e}")))
     };
-    let connected = async { connecting.await.map_err(|e| WorkloadError::Setup(format!("QUIC handshake: {e}"))) };
-    let (c, s) = tokio::time::timeout(HANDSHAKE_TIMEOUT, async { tokio::try_join!(connected, accepting) })
-        .await
-        .map_err(|_| WorkloadError::Setup(format!("the QUIC handshake with {server_sa} timed out")))??;
-    let (sender, receiver) = match sender_side {
-        Side::Client => (c, s),
-        Side::Server => (s, c),
-    };
-    let read_back = ReadBack { sender: read_back(&sender), receiver: read_back(&receiver) };
-    let wanted = format!("quic:{algorithm}");
-    if read_back.sender != wanted || !send_probe.was_built() {
-        return Err(WorkloadError::CongestionMismatch { requested: wanted, actual: read_back.sender });
+    let connected = async move { connecting.await.map_err(|e| WorkloadError::Setup(format!("QUIC handshake: {e}"))) };
+    let dial = Dial { algorithm: algorithm.to_string(), sender_side, send_probe, bbr, client_port, client_endpoint: client };
+    Ok((dial, connected, accepting))
+}
+
+impl Dial {
+    /// The pair of the client's end `c` and the server's end `s`, both ends' controllers read
+    /// back; fails when the sender's is not the one asked for.
+    pub(crate) fn pair(self, c: Connection, s: Connection) -> Result<Pair, WorkloadError> {
+        let (sender, receiver) = match self.sender_side {
+            Side::Client => (c, s),
+            Side::Server => (s, c),
+        };
+        let read_back = ReadBack { sender: read_back(&sender), receiver: read_back(&receiver) };
+        let wanted = format!("quic:{}", self.algorithm);
+        if read_back.sender != wanted || !self.send_probe.was_built() {
+            return Err(WorkloadError::CongestionMismatch { requested: wanted, actual: read_back.sender });
+        }
+        let Dial { send_probe, bbr, client_port, sender_side, client_endpoint, .. } = self;
+        Ok(Pair { sender, receiver, probe: send_probe, bbr, client_port, read_back, sender_side, client_endpoint })
     }
-    Ok(Pair { sender, receiver, probe: send_probe, bbr, client_port, read_back, sender_side, client_endpoint: client })
 }
 
 /// One sample of a sending connection; `last` carries the previous acknowledged-byte count,
@@ -155,4 +202,38 @@ pub(crate) fn bbr_events(bbr: Option<&Arc<dyn BbrView>>, epoch: Instant) -> Vec<
 /// NewReno): 5/4 of a window per smoothed RTT (noq-proto `connection/pacing.rs`).
 fn window_pacing_bps(cwnd: u64, srtt: Duration) -> Option<u64> {
     (srtt > Duration::ZERO).then(|| (cwnd as f64 * 8.0 * 1.25 / srtt.as_secs_f64()) as u64)
+}
+
+/// Samples the sending end of the connection in `pair`, once it is there, every `interval`
+/// until `done`, into the run's series as `SocketId::Connection(client_port)`; returns the last
+/// reading's acknowledged-byte mark, for [`last_sample`].
+pub(crate) fn sample_until(pair: &OnceLock<Pair>, run: &RunContext<'_>, interval: Duration, done: &AtomicBool) -> (Instant, u64) {
+    let mut last = None;
+    let mut next = Instant::now();
+    while !done.load(Ordering::SeqCst) {
+        if let Some(p) = pair.get() {
+            // From what the handshake already acknowledged, so the first delivery rate is not
+            // its burst.
+            let last = last.get_or_insert_with(|| (Instant::now(), p.probe.read().acked_bytes));
+            let s = sample(&p.sender, &p.probe, p.bbr.as_ref(), micros_since(run.epoch), last);
+            run.series.quic_sample(SocketId::Connection(p.client_port), &s);
+        }
+        next += interval;
+        let now = Instant::now();
+        if next <= now {
+            next = now;
+        }
+        // Short naps keep the reaction to `done` prompt with long intervals.
+        while Instant::now() < next && !done.load(Ordering::SeqCst) {
+            std::thread::sleep(next.saturating_duration_since(Instant::now()).min(Duration::from_millis(20)));
+        }
+    }
+    last.unwrap_or_else(|| (Instant::now(), 0))
+}
+
+/// The sending end's sample at the end of a load, handed to the run's series too.
+pub(crate) fn last_sample(p: &Pair, run: &RunContext<'_>, last: &mut (Instant, u64)) -> QuicSample {
+    let s = sample(&p.sender, &p.probe, p.bbr.as_ref(), micros_since(run.epoch), last);
+    run.series.quic_sample(SocketId::Connection(p.client_port), &s);
+    s
 }

@@ -1,13 +1,16 @@
-//! The framing of `objects` over QUIC: one request per bidirectional stream, many streams in
+//! The framing of `objects` (and `page`) over QUIC: one request per bidirectional stream, many streams in
 //! flight on one connection, as an HTTP/3 client multiplexes its requests.
 //!
-//! * Request: one line, `GET /obj/N\r\n` — the request of hq-interop, the HTTP/0.9-over-QUIC
-//!   mapping the QUIC interop runner transfers files with — or `PUT /obj/N LEN\r\n` followed by
-//!   `LEN` body bytes. The client then finishes its side of the stream.
+//! * Request: one line, `GET PATH\r\n` — the request of hq-interop, the HTTP/0.9-over-QUIC
+//!   mapping the QUIC interop runner transfers files with (`/obj/N` for an object, `/` and
+//!   `/o/N` for a page and its objects) — or `PUT PATH LEN\r\n` followed by `LEN` body bytes.
+//!   The client then finishes its side of the stream. A path is `/` then printable ASCII
+//!   without spaces; what it names is the server's business.
 //! * Response: to a GET, the object's bytes, then the end of the stream (the client checks the
 //!   count); to a PUT, once the server read the whole body, one line: `OK\r\n`, or
 //!   `ERROR reason\r\n`.
-//! * A request that does not parse has its stream reset with [`BAD_REQUEST`].
+//! * A request that does not parse, or names nothing the server has, has its stream reset with
+//!   [`BAD_REQUEST`].
 //!
 //! Why not HTTP/3 (the `h3` crate): h3 talks to a QUIC stack through its `h3::quic` traits,
 //! and the only maintained implementation of them for quinn, `h3-quinn`, is written against
@@ -25,33 +28,42 @@ pub(crate) const MAX_LINE: usize = 128;
 pub(crate) const BAD_REQUEST: u32 = 0x10c;
 
 /// What a client asks for on one stream.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Request {
-    /// Download object `index`.
-    Get { index: u32 },
-    /// Upload object `index`: `len` body bytes follow the line.
-    Put { index: u32, len: u64 },
+    /// Download what `path` names.
+    Get { path: String },
+    /// Upload to `path`: `len` body bytes follow the line.
+    Put { path: String, len: u64 },
 }
 
 impl Request {
     /// The request line, CRLF included.
     pub(crate) fn line(&self) -> String {
         match self {
-            Request::Get { index } => format!("GET /obj/{index}\r\n"),
-            Request::Put { index, len } => format!("PUT /obj/{index} {len}\r\n"),
+            Request::Get { path } => format!("GET {path}\r\n"),
+            Request::Put { path, len } => format!("PUT {path} {len}\r\n"),
         }
     }
 
     /// Parses a request line without its CRLF.
     pub(crate) fn parse(line: &[u8]) -> Result<Request, String> {
         let text = std::str::from_utf8(line).map_err(|_| "a request line that is not UTF-8".to_string())?;
-        let index = |path: &str| path.strip_prefix("/obj/").and_then(number::<u32>).ok_or_else(|| format!("no object path /obj/N in {text:?}"));
+        let path = |p: &str| {
+            let ok = p.starts_with('/') && p.bytes().all(|b| b.is_ascii_graphic());
+            ok.then(|| p.to_string()).ok_or_else(|| format!("no path in {text:?}"))
+        };
         match text.split(' ').collect::<Vec<_>>()[..] {
-            ["GET", path] => Ok(Request::Get { index: index(path)? }),
-            ["PUT", path, len] => Ok(Request::Put { index: index(path)?, len: number(len).ok_or_else(|| format!("no body length in {text:?}"))? }),
-            _ => Err(format!("not GET /obj/N or PUT /obj/N LEN: {text:?}")),
+            ["GET", p] => Ok(Request::Get { path: path(p)? }),
+            ["PUT", p, len] => Ok(Request::Put { path: path(p)?, len: number(len).ok_or_else(|| format!("no body length in {text:?}"))? }),
+            _ => Err(format!("not GET PATH or PUT PATH LEN: {text:?}")),
         }
     }
+}
+
+/// The index `N` of a path `PREFIX` + `N` (`/obj/7` with prefix `/obj/`), written as
+/// [`Request::line`] writes numbers.
+pub(crate) fn index_in(path: &str, prefix: &str) -> Option<u32> {
+    path.strip_prefix(prefix).and_then(number)
 }
 
 /// A decimal number as [`Request::line`] writes it: digits only, no sign, no leading zero.
@@ -174,10 +186,18 @@ mod tests {
 
     #[test]
     fn requests_and_statuses_round_trip() {
-        for r in [Request::Get { index: 0 }, Request::Get { index: u32::MAX }, Request::Put { index: 7, len: 1 << 20 }, Request::Put { index: 3, len: 0 }] {
+        let get = |p: &str| Request::Get { path: p.into() };
+        let put = |p: &str, len| Request::Put { path: p.into(), len };
+        for r in [get("/obj/0"), get("/obj/4294967295"), get("/"), get("/o/85"), put("/obj/7", 1 << 20), put("/obj/3", 0)] {
             let line = r.line();
             assert!(line.len() <= MAX_LINE);
             assert_eq!(Request::parse(line.trim_end_matches("\r\n").as_bytes()), Ok(r), "{line:?}");
+        }
+        assert_eq!((index_in("/obj/12", "/obj/"), index_in("/o/3", "/o/")), (Some(12), Some(3)));
+        for (path, prefix) in
+            [("/obj/", "/obj/"), ("/obj/x", "/obj/"), ("/obj/01", "/obj/"), ("/obj/+1", "/obj/"), ("/obj/4294967296", "/obj/"), ("/o/1", "/obj/")]
+        {
+            assert_eq!(index_in(path, prefix), None, "{path}");
         }
         for s in [Status::Ok, Status::Error("PUT body of 3 bytes, expected 5".into())] {
             assert_eq!(Status::parse(s.line().trim_end_matches("\r\n").as_bytes()), Ok(s));
@@ -192,16 +212,14 @@ mod tests {
         for bad in [
             "",
             "GET",
-            "GET /obj/",
-            "GET /obj/x",
-            "GET /obj/01",
-            "GET /obj/+1",
-            "GET /obj/4294967296",
-            "GET /x/1",
+            "GET obj/1",
+            "GET /obj/1 ",
+            "GET /\u{e9}",
             "GET  /obj/1",
             "get /obj/1",
             "PUT /obj/1",
             "PUT /obj/1 -5",
+            "PUT /obj/1 05",
             "PUT /obj/1 5 6",
             "POST /obj/1",
         ] {
