@@ -1,7 +1,9 @@
 //! A web page load, like a browser with its cache off: the HTML document first (`GET /`), then
 //! every object it references (`GET /o/N`), over HTTP/1.1 with up to `max_connections` parallel
 //! persistent connections (browsers use 6 per host) or over HTTP/2 multiplexed on one
-//! connection (h2c with prior knowledge: no TLS, so no ALPN).
+//! connection (h2c with prior knowledge: no TLS, so no ALPN). A `quic:` algorithm loads the
+//! same page over QUIC instead (`crate::quic`: one connection, a stream per resource), with the
+//! same result, computed by the same [`summarize`].
 //!
 //! # Library choice
 //! Both protocols come from [hyper] 1.x (`client::conn::{http1, http2}` and the matching

@@ -92,3 +92,22 @@ fn a_page_over_quic_loads_whole_on_one_connection() {
     assert!((close.duration_since(open).as_secs_f64() - load).abs() < 1e-3, "span {:?} vs load {load} s", close - open);
     eprintln!("news over quic:bbr3, 20 ms: TTFB {ttfb:.3} s, HTML {html:.3} s, load {load:.3} s ({:.1} Mbit/s)", r.page_goodput_bps / 1e6);
 }
+
+#[test]
+fn a_quic_page_that_cannot_load_in_time_ends_at_its_timeout() {
+    if !have_root() {
+        return;
+    }
+    let _g = lock();
+    let epoch = Instant::now();
+    let path = start_path(10, epoch);
+    let stop = AtomicBool::new(false);
+    // 20 MB: seconds at 50 Mbit/s, against half a second allowed.
+    let page = PageModel { html_bytes: 100_000, objects: vec![500_000; 40] };
+    let spec = PageSpec { page, protocol: PageProtocol::Http2, cc: "quic:cubic".into(), port: 8381, sample_interval_us: 10_000, timeout_s: 0.5 };
+    let t = Instant::now();
+    let r = spec.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).expect("page load");
+    assert!(t.elapsed().as_secs_f64() < 1.5, "took {:?}", t.elapsed());
+    assert!(r.timed_out && !r.interrupted && r.page_load_s.is_none() && r.page_goodput_bps == 0.0);
+    assert!(r.requests_completed < r.requests_total && r.connections.len() == 1);
+}
