@@ -15,6 +15,9 @@
 
 pub mod auth;
 pub mod client;
+mod client_http;
+pub mod host;
+mod http;
 pub mod proto;
 pub mod server;
 

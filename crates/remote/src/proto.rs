@@ -13,12 +13,14 @@
 
 use std::io::{self, Read, Write};
 
-use ccbench_probe::Sample;
-use ccbench_workload::{BulkSpec, FlowEnd, GoodputPoint};
+use ccbench_probe::{Sample, TcpInfo};
+use ccbench_workload::{BulkSpec, FlowEnd, GoodputPoint, ObjectsSpec, PageSpec};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 /// The protocol version this build speaks; a hello with another is refused by name.
-pub const VERSION: u32 = 1;
+/// 2: HTTP tests (objects, page: `Stop`, `Accepted`, `ConnectionSample`, `ConnectionEnd`,
+/// `HttpDone`), QUIC tests, and the serving interface's qdisc in the facts.
+pub const VERSION: u32 = 2;
 /// The largest frame either end accepts, in bytes (the JSON of one message).
 pub const MAX_FRAME: usize = 64 * 1024;
 
@@ -41,6 +43,8 @@ pub enum ClientMsg {
         test: TestRequest,
     },
     Start,
+    /// An HTTP test's load is over on the client: the server ends its side and reports.
+    Stop,
 }
 
 /// From the server.
@@ -89,6 +93,30 @@ pub enum ServerMsg {
     Done {
         ends: Vec<FlowEnd>,
     },
+    /// HTTP tests: the server took connection `conn` (the number in its hello) in; for a
+    /// sending socket, the algorithm read back, and `mismatch` when it is not the one asked
+    /// for (the connection was then closed unserved).
+    Accepted {
+        conn: u32,
+        cc_read_back: Option<String>,
+        mismatch: Option<String>,
+    },
+    /// A `TCP_INFO` sample of the server's sending socket of HTTP connection `conn`.
+    ConnectionSample {
+        conn: u32,
+        sample: Sample,
+    },
+    /// How HTTP connection `conn` ended on the server: its last `TCP_INFO` (sending sockets).
+    ConnectionEnd {
+        conn: u32,
+        cc_read_back: Option<String>,
+        final_tcp_info: Option<Box<TcpInfo>>,
+    },
+    /// An HTTP test is over on the server (after every `ConnectionEnd`): its errors.
+    HttpDone {
+        errors: u32,
+        error_messages: Vec<String>,
+    },
 }
 
 /// A test the client asks for. Tagged by `kind`; new kinds (QUIC, path probing) are new
@@ -96,8 +124,13 @@ pub enum ServerMsg {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TestRequest {
-    /// Bulk flows for a duration, or a file (a byte count) per flow.
+    /// Bulk flows for a duration, or a file (a byte count) per flow; kernel TCP, or QUIC when
+    /// every flow's algorithm is `quic:…`.
     Bulk(BulkSpec),
+    /// An object-store load: the server runs the HTTP/1.1 object server.
+    Objects(ObjectsSpec),
+    /// A page load: the server runs the page server (HTTP/1.1 or h2c).
+    Page(PageSpec),
 }
 
 /// What the server tells an authenticated client about itself: what its results need as
@@ -111,6 +144,12 @@ pub struct ServerFacts {
     pub congestion_controls: Vec<String>,
     pub default_congestion_control: Option<String>,
     pub default_qdisc: Option<String>,
+    /// The interface the client's address reached (`null` when it cannot be told).
+    #[serde(default)]
+    pub serving_interface: Option<String>,
+    /// That interface's root qdisc, as `tc -j qdisc show` names it (`null` when unknown).
+    #[serde(default)]
+    pub serving_qdisc: Option<String>,
 }
 
 /// The server's limits (`ccbench serve --max-…`).
