@@ -14,7 +14,7 @@
 use std::io::{self, Read, Write};
 
 use ccbench_probe::{Sample, TcpInfo};
-use ccbench_workload::{BulkSpec, FlowEnd, GoodputPoint, ObjectsSpec, PageSpec};
+use ccbench_workload::{BbrEvent, BulkSpec, FlowEnd, GoodputPoint, ObjectsSpec, PageSpec, QuicSample};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 /// The protocol version this build speaks; a hello with another is refused by name.
@@ -117,7 +117,42 @@ pub enum ServerMsg {
         errors: u32,
         error_messages: Vec<String>,
     },
+    /// A QUIC test's endpoint: open the test's connections to UDP `port`, trusting only
+    /// `cert` (hex DER), each presenting the token and its number on its first stream.
+    QuicReady {
+        port: u16,
+        token: String,
+        cert: String,
+    },
+    /// QUIC connection `conn` passed the gate; the server's controller, read back.
+    QuicConnected {
+        conn: u32,
+        read_back: String,
+    },
+    /// A sample of the server's sending QUIC connection whose first flow is `flow`.
+    QuicSample {
+        flow: u32,
+        sample: Box<QuicSample>,
+    },
+    /// BBR state changes of the server's sending connection whose first flow is `flow` (in
+    /// chunks of at most [`MAX_EVENTS_PER_MESSAGE`]).
+    BbrEvents {
+        flow: u32,
+        events: Vec<BbrEvent>,
+    },
+    /// The last sample of that connection (after its `BbrEvents`).
+    QuicConnectionEnd {
+        flow: u32,
+        final_quic: Option<Box<QuicSample>>,
+    },
+    /// A QUIC test is over on the server: what it saw of each flow.
+    QuicDone {
+        ends: Vec<FlowEnd>,
+    },
 }
+
+/// BBR state changes per `BbrEvents` message: well inside [`MAX_FRAME`].
+pub const MAX_EVENTS_PER_MESSAGE: usize = 200;
 
 /// A test the client asks for. Tagged by `kind`; new kinds (QUIC, path probing) are new
 /// variants, and an older server refuses a kind it does not know.
@@ -236,6 +271,16 @@ fn decode_frames<T: DeserializeOwned>(bytes: &[u8]) -> Vec<Result<T, String>> {
 
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Bytes from hex of at most `max` bytes; `None` for anything else.
+pub fn unhex_vec(s: &str, max: usize) -> Option<Vec<u8>> {
+    let s = s.as_bytes();
+    if !s.len().is_multiple_of(2) || s.len() > 2 * max {
+        return None;
+    }
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    s.chunks(2).map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?)).collect()
 }
 
 /// Exactly `N` bytes from lowercase or uppercase hex; `None` for anything else.

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use ccbench_probe::Sample;
 use ccbench_workload::{
-    prepare_stream, run_end, Amount, BulkSpec, ByteBudget, Direction, EndClock, EndStream, GoodputPoint, HttpEndEvents, NoMeasureHook, SeriesSink, Side,
-    SocketId,
+    prepare_stream, run_end, Amount, BulkSpec, ByteBudget, Direction, EndClock, EndStream, GoodputPoint, HttpEndEvents, NoMeasureHook, QuicSample, SeriesSink,
+    Side, SocketId,
 };
 use rand::RngCore;
 
@@ -125,6 +125,7 @@ fn session(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
                 Ok(()) => {
                     let began = Instant::now();
                     let outcome = match &test {
+                        TestRequest::Bulk(spec) if crate::quic::is_quic(spec) => crate::quic::run_quic(&stream, spec, shared),
                         TestRequest::Bulk(spec) => run_bulk(&stream, spec, shared),
                         TestRequest::Objects(_) | TestRequest::Page(_) => crate::http::run_http(&stream, &test, shared),
                     };
@@ -207,7 +208,8 @@ fn check_bulk(spec: &BulkSpec, config: &ServeConfig) -> Result<(), String> {
     if plan.len() > l.max_flows as usize {
         return Err(format!("{} flows is over this server's limit of {} flows per test", plan.len(), l.max_flows));
     }
-    if spec.direction == Direction::Download {
+    let quic = crate::quic::check_quic(spec).transpose()?.is_some();
+    if spec.direction == Direction::Download && !quic {
         for f in &plan {
             if !config.facts.congestion_controls.contains(&f.cc) {
                 return Err(format!("this server has no congestion control {:?}; it has: {}", f.cc, config.facts.congestion_controls.join(", ")));
@@ -419,6 +421,11 @@ impl SeriesSink for Forward {
     }
     fn received(&self, flow: u32, point: &GoodputPoint) {
         let _ = self.tx.lock().unwrap_or_else(|p| p.into_inner()).send(ServerMsg::Received { flow, point: *point });
+    }
+    fn quic_sample(&self, socket: SocketId, sample: &QuicSample) {
+        if let SocketId::Flow(flow) = socket {
+            self.send(ServerMsg::QuicSample { flow, sample: Box::new(sample.clone()) });
+        }
     }
 }
 

@@ -270,6 +270,11 @@ impl ByteBudget {
     pub(crate) fn take(&self, n: u64) -> bool {
         self.remaining.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |r| r.checked_sub(n)).is_ok()
     }
+
+    /// Returns bytes taken but not moved.
+    pub(crate) fn give_back(&self, n: u64) {
+        self.remaining.fetch_add(n, Ordering::SeqCst);
+    }
 }
 
 /// Runs one end of a bulk transfer (or, locally, both) on its connected streams: a sending

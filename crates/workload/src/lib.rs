@@ -54,7 +54,7 @@ pub use http_end::{HttpEnd, HttpEndEvents};
 pub use net::{client_socket, confirm_congestion};
 pub use objects::{run_objects_remote, serve_objects_end, ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
 pub use page::{run_page_remote, serve_page_end, PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
-pub use quic::{ReadBack, QUIC_ALGORITHMS, QUIC_STACK};
+pub use quic::{QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer, ReadBack, QUIC_ALGORITHMS, QUIC_STACK};
 pub use series::{MemorySeries, NoSeries, QuicBbr, QuicSample, SeriesSink, SocketId};
 pub use transport::{kernel_name, split_cc, transport_of, Transport, TRANSPORTS};
 
