@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ccbench_workload::{serve_objects_end, serve_page_end, ByteBudget, HttpEnd, ObjectMethod, ObjectsSpec, PageProtocol, PageSpec, TOKEN_LEN};
+use ccbench_workload::{kernel_name, serve_objects_end, serve_page_end, ByteBudget, HttpEnd, ObjectMethod, ObjectsSpec, PageProtocol, PageSpec, TOKEN_LEN};
 use rand::RngCore;
 
 use crate::proto::{self, hex, ClientMsg, ServerMsg, TestRequest};
@@ -100,9 +100,15 @@ pub(crate) fn describe_page(p: &PageSpec) -> String {
 }
 
 /// A listener for a test's data, on the address the client reached this server at, on a port
-/// of its own, and the test's random token.
-pub(crate) fn data_port(control: &TcpStream) -> Result<(TcpListener, [u8; TOKEN_LEN]), String> {
+/// of its own, and the test's random token. With `cc` (the server sends), the algorithm is set
+/// on the listener, so accepted sockets run it from their first segment, as in an emulated run
+/// (it is set again and read back on each). Set only afterwards, a socket would keep the pacing
+/// a default BBR switched on (the kernel does not switch it off when the algorithm changes).
+pub(crate) fn data_port(control: &TcpStream, cc: Option<&str>) -> Result<(TcpListener, [u8; TOKEN_LEN]), String> {
     let listener = control.local_addr().and_then(|a| TcpListener::bind((a.ip(), 0))).map_err(|e| format!("opening a data port: {e}"))?;
+    if let Some(cc) = cc {
+        ccbench_probe::set_congestion(&listener, kernel_name(cc)).map_err(|e| format!("setting {cc} on the data port: {e}"))?;
+    }
     let mut token = [0u8; TOKEN_LEN];
     rand::rngs::OsRng.fill_bytes(&mut token);
     Ok((listener, token))
@@ -111,7 +117,12 @@ pub(crate) fn data_port(control: &TcpStream) -> Result<(TcpListener, [u8; TOKEN_
 /// The server's end of an objects or page test, from `Ready` to `HttpDone`.
 pub(crate) fn run_http(control: &TcpStream, test: &TestRequest, shared: &Shared) -> Outcome {
     let limits = shared.config.limits;
-    let (listener, token) = match data_port(control) {
+    let server_cc = match test {
+        TestRequest::Objects(o) if o.method == ObjectMethod::Get => Some(o.cc.as_str()),
+        TestRequest::Page(p) => Some(p.cc.as_str()),
+        _ => None,
+    };
+    let (listener, token) = match data_port(control, server_cc) {
         Ok(x) => x,
         Err(e) => return Outcome::fatal(e),
     };

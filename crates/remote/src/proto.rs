@@ -269,6 +269,20 @@ fn decode_frames<T: DeserializeOwned>(bytes: &[u8]) -> Vec<Result<T, String>> {
     out
 }
 
+/// Everything serve and its client parse from bytes they did not make, fed `data`: frames of
+/// either direction, one unframed server message, hex, and `tc`'s qdisc JSON. The body of the
+/// fuzz target (`fuzz/fuzz_targets/control.rs`) and of the corpus replay test.
+pub fn fuzz_input(data: &[u8]) {
+    let _ = decode_stream(data);
+    let _ = decode_stream_server(data);
+    let _ = decode::<ServerMsg>(data);
+    let _ = crate::host::parse_root_qdisc(data);
+    if let Ok(s) = std::str::from_utf8(data) {
+        let _ = unhex::<32>(s);
+        let _ = unhex_vec(s, 1024);
+    }
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -342,7 +356,14 @@ mod tests {
         let mut valid = Vec::new();
         write_msg(&mut valid, &ClientMsg::Hello { version: 1, nonce: hex(&[1; 32]) }).unwrap();
         write_msg(&mut valid, &ClientMsg::Auth { proof: hex(&[2; 32]) }).unwrap();
-        let alphabet = br#"{}[]":,0123456789.-eEtruefalsnl typekindbulkhelloauthrun\u"#;
+        for m in new_client_messages() {
+            write_msg(&mut valid, &m).unwrap();
+        }
+        let mut valid_server = Vec::new();
+        for m in new_server_messages() {
+            write_msg(&mut valid_server, &m).unwrap();
+        }
+        let alphabet = br#"{}[]":,0123456789.-eEtruefalsnl typekindbulkhelloauthrunobjectspagestopquic_readyaccepted\u"#;
         const N: usize = 20_000;
         for i in 0..N {
             let input: Vec<u8> = match i % 3 {
@@ -354,7 +375,7 @@ mod tests {
                     f
                 }
                 _ => {
-                    let mut v = valid.clone();
+                    let mut v = if i % 2 == 0 { valid.clone() } else { valid_server.clone() };
                     for _ in 0..rng.gen_range(1..6) {
                         let at = rng.gen_range(0..v.len());
                         v[at] = rng.gen();
@@ -363,7 +384,69 @@ mod tests {
                     v
                 }
             };
-            let _ = decode_stream(&input);
+            fuzz_input(&input);
         }
+    }
+
+    fn new_client_messages() -> Vec<ClientMsg> {
+        let objects = ObjectsSpec {
+            requests: 4,
+            object_bytes: 1000,
+            concurrency: 2,
+            method: ccbench_workload::ObjectMethod::Get,
+            cc: "cubic".into(),
+            port: 0,
+            sample_interval_us: 10_000,
+            timeout_s: 20.0,
+        };
+        let page = PageSpec {
+            page: ccbench_workload::PageModel { html_bytes: 1000, objects: vec![10, 20] },
+            protocol: ccbench_workload::PageProtocol::Http2,
+            cc: "bbr".into(),
+            port: 0,
+            sample_interval_us: 10_000,
+            timeout_s: 5.0,
+        };
+        vec![ClientMsg::Run { test: TestRequest::Objects(objects) }, ClientMsg::Check { test: TestRequest::Page(page) }, ClientMsg::Start, ClientMsg::Stop]
+    }
+
+    fn new_server_messages() -> Vec<ServerMsg> {
+        let sample = QuicSample { t_us: 7, rtt_us: 10_000, cwnd_bytes: 12_000, ..QuicSample::default() };
+        vec![
+            ServerMsg::Accepted { conn: 1, cc_read_back: Some("cubic".into()), mismatch: None },
+            ServerMsg::ConnectionEnd { conn: 1, cc_read_back: Some("cubic".into()), final_tcp_info: None },
+            ServerMsg::HttpDone { errors: 2, error_messages: vec!["x".into()] },
+            ServerMsg::QuicReady { port: 4433, token: hex(&[9; 16]), cert: hex(&[1, 2, 3]) },
+            ServerMsg::QuicConnected { conn: 0, read_back: "quic:bbr3".into() },
+            ServerMsg::QuicSample { flow: 0, sample: Box::new(sample.clone()) },
+            ServerMsg::BbrEvents { flow: 0, events: vec![BbrEvent { t_us: 5, from: "STARTUP".into(), to: "DRAIN".into() }] },
+            ServerMsg::QuicConnectionEnd { flow: 0, final_quic: Some(Box::new(sample)) },
+            ServerMsg::QuicDone { ends: vec![FlowEnd { id: 0, sent: true, ..FlowEnd::default() }] },
+        ]
+    }
+
+    /// Every new message survives a round trip through its frame.
+    #[test]
+    fn new_messages_round_trip() {
+        let mut buf = Vec::new();
+        for m in new_client_messages() {
+            write_msg(&mut buf, &m).unwrap();
+        }
+        let got = decode_stream(&buf);
+        assert_eq!(got.len(), 4);
+        assert!(got.iter().all(|m| m.is_ok()), "{got:?}");
+        assert!(matches!(got[3], Ok(ClientMsg::Stop)));
+        let mut buf = Vec::new();
+        for m in new_server_messages() {
+            write_msg(&mut buf, &m).unwrap();
+        }
+        let back = decode_stream_server(&buf);
+        assert_eq!(back.len(), new_server_messages().len());
+        for (a, b) in back.iter().zip(new_server_messages()) {
+            assert_eq!(serde_json::to_string(a.as_ref().unwrap()).unwrap(), serde_json::to_string(&b).unwrap());
+        }
+        assert_eq!(unhex_vec("0aff", 2), Some(vec![0x0a, 0xff]));
+        assert_eq!(unhex_vec("0aff00", 2), None, "over the limit");
+        assert_eq!(unhex_vec("0af", 2), None);
     }
 }

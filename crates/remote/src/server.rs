@@ -20,7 +20,6 @@ use ccbench_workload::{
     prepare_stream, run_end, Amount, BulkSpec, ByteBudget, Direction, EndClock, EndStream, GoodputPoint, HttpEndEvents, NoMeasureHook, QuicSample, SeriesSink,
     Side, SocketId,
 };
-use rand::RngCore;
 
 use crate::auth::{self, Secret};
 use crate::proto::{self, hex, unhex, ClientMsg, FrameError, Limits, ServerFacts, ServerMsg, TestRequest, VERSION};
@@ -295,13 +294,15 @@ fn run_bulk(control: &TcpStream, spec: &BulkSpec, shared: &Shared) -> Outcome {
     let limits = shared.config.limits;
     let plan = spec.plan();
     let sending = spec.direction.sender() == Side::Server;
-    // The data listener is on the address the client reached us at, on a port of its own.
-    let listener = match control.local_addr().and_then(|a| TcpListener::bind((a.ip(), 0))) {
-        Ok(l) => l,
-        Err(e) => return Outcome::fatal(format!("opening a data port: {e}")),
+    // The data listener is on the address the client reached us at, on a port of its own; when
+    // every flow the server sends runs one algorithm, it is set there already.
+    let mut ccs: Vec<&str> = plan.iter().map(|f| f.cc.as_str()).collect();
+    ccs.dedup();
+    let listener_cc = (sending && ccs.len() == 1).then(|| ccs[0]);
+    let (listener, token) = match crate::http::data_port(control, listener_cc) {
+        Ok(x) => x,
+        Err(e) => return Outcome::fatal(e),
     };
-    let mut token = [0u8; TOKEN_LEN];
-    rand::rngs::OsRng.fill_bytes(&mut token);
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
     let mut c = control;
     if let Err(e) = proto::write_msg(&mut c, &ServerMsg::Ready { port, token: hex(&token) }) {
