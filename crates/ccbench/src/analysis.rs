@@ -43,6 +43,7 @@ struct PathSpan<'a> {
     queue_delay: &'a ccbench_emu::DelaySummary,
     lateness: &'a ccbench_emu::DelaySummary,
     utilization: f64,
+    entry: &'a ccbench_link::EntryStats,
     whole_life: bool,
 }
 
@@ -152,6 +153,7 @@ impl RunMetrics {
                 queue_delay: &w.queue_delay,
                 lateness: &w.lateness,
                 utilization: w.utilization,
+                entry: &w.stats.entry,
                 whole_life: false,
             },
             None => PathSpan {
@@ -160,6 +162,7 @@ impl RunMetrics {
                 queue_delay: &data_dir.queue_delay,
                 lateness: &data_dir.lateness,
                 utilization: data_dir.utilization,
+                entry: &data_dir.stats.entry,
                 whole_life: true,
             },
         });
@@ -182,6 +185,7 @@ impl RunMetrics {
             queue_delay_p95_ms: span.as_ref().map(|s| s.queue_delay.p95_us / 1000.0),
             utilization: span.as_ref().map(|s| s.utilization),
             emulator_lateness_p99_us: span.as_ref().map(|s| s.lateness.p99_us),
+            entry: span.as_ref().and_then(|s| crate::results::EntryFigures::of(s.entry)),
             path_figures_over_whole_life: span.as_ref().is_some_and(|s| s.whole_life),
             shares,
             jain_index,
