@@ -43,6 +43,7 @@ struct PathSpan<'a> {
     queue_delay: &'a ccbench_emu::DelaySummary,
     lateness: &'a ccbench_emu::DelaySummary,
     utilization: f64,
+    entry: &'a ccbench_link::EntryStats,
     whole_life: bool,
 }
 
@@ -152,6 +153,7 @@ impl RunMetrics {
                 queue_delay: &w.queue_delay,
                 lateness: &w.lateness,
                 utilization: w.utilization,
+                entry: &w.stats.entry,
                 whole_life: false,
             },
             None => PathSpan {
@@ -160,6 +162,7 @@ impl RunMetrics {
                 queue_delay: &data_dir.queue_delay,
                 lateness: &data_dir.lateness,
                 utilization: data_dir.utilization,
+                entry: &data_dir.stats.entry,
                 whole_life: true,
             },
         });
@@ -182,6 +185,7 @@ impl RunMetrics {
             queue_delay_p95_ms: span.as_ref().map(|s| s.queue_delay.p95_us / 1000.0),
             utilization: span.as_ref().map(|s| s.utilization),
             emulator_lateness_p99_us: span.as_ref().map(|s| s.lateness.p99_us),
+            entry: crate::results::EntryFigures::of(span.as_ref().map(|s| s.entry)),
             path_figures_over_whole_life: span.as_ref().is_some_and(|s| s.whole_life),
             shares,
             jain_index,
@@ -260,6 +264,32 @@ fn share_summaries(runs: &[&RunMetrics]) -> Vec<ShareSummary> {
 mod tests {
     use super::*;
     use ccbench_workload::{FlowResult, GoodputPoint, SeriesSink, Side};
+
+    /// The entry figures in result.json: medians and packet-weighted burst lengths of what the
+    /// emulator measured, and every figure null without an emulator.
+    #[test]
+    fn entry_figures_summarise_the_emulators_entry_histograms() {
+        use ccbench_link::time::{Duration, Instant};
+        let mut meter = ccbench_link::EntryMeter::default();
+        let mut stats = ccbench_link::EntryStats::default();
+        let us = Duration::from_micros(1);
+        // 90 packets alone 200 µs apart, then one burst of 10 at 1 µs.
+        let mut t = Instant::EPOCH;
+        for i in 0..100u64 {
+            t += if i < 91 { 200 * us } else { us };
+            meter.arrival(t, Some(50 * us), &mut stats);
+        }
+        meter.flush(&mut stats);
+        let e = crate::results::EntryFigures::of(Some(&stats));
+        assert!((e.gap_p50_us.unwrap() - 200.0).abs() < 200.0 * 0.016, "{e:?}");
+        assert_eq!((e.burst_p50_packets, e.burst_p99_packets, e.burst_max_packets), (Some(1), Some(10), Some(10)));
+        assert!((e.bursty_share.unwrap() - 0.10).abs() < 1e-12);
+        let none = crate::results::EntryFigures::of(None);
+        assert_eq!(
+            serde_json::to_string(&none).unwrap(),
+            r#"{"gap_p50_us":null,"burst_p50_packets":null,"burst_p99_packets":null,"burst_max_packets":null,"bursty_share":null}"#
+        );
+    }
 
     /// Flows `(cc, start_s, rate_bytes_per_s)` that each receive steadily from their start,
     /// with goodput points every 100 ms for 10 s written to a real goodput file, as a run

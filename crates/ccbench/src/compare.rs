@@ -650,6 +650,7 @@ mod tests {
                 queue_delay_p95_ms: Some(4.999),
                 utilization: Some(0.962_337_1),
                 emulator_lateness_p99_us: Some(12.345),
+                entry: Default::default(),
                 path_figures_over_whole_life: false,
                 shares: vec![CcShare { cc: cc.to_string(), flows: 1, goodput_bps, share: 1.0 }],
                 jain_index: None,

@@ -145,6 +145,11 @@ pub struct RunMetrics {
     pub utilization: Option<f64>,
     /// The emulator's own timing error on the data's direction.
     pub emulator_lateness_p99_us: Option<f64>,
+    /// How packets arrived at the bottleneck's entry on the data's direction (before loss and
+    /// the buffer), over the same window: the sender's pacing as the link saw it. Each figure
+    /// is `null` over a real path or when nothing arrived.
+    #[serde(default)]
+    pub entry: EntryFigures,
     /// True when the run had no measured window (cut short): the path figures above then
     /// cover the path's whole life instead.
     pub path_figures_over_whole_life: bool,
@@ -156,6 +161,37 @@ pub struct RunMetrics {
     /// Jain's index for each second from 2 s after the last flow joined (after convergence).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub jain_per_second: Vec<f64>,
+}
+
+/// Arrivals at the bottleneck's entry (see `ccbench_link::entry`). A burst is a run of
+/// packets each arriving less than a quarter of its serialization time (at the link's rate)
+/// after the one before; burst figures are packet-weighted and `null` on a link without a rate.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct EntryFigures {
+    /// Median gap between consecutive arrivals.
+    pub gap_p50_us: Option<f64>,
+    /// Half (99 %) of the packets arrived in bursts of at most this many packets.
+    pub burst_p50_packets: Option<u64>,
+    pub burst_p99_packets: Option<u64>,
+    pub burst_max_packets: Option<u64>,
+    /// Share of packets that arrived in a burst of more than one packet.
+    pub bursty_share: Option<f64>,
+}
+
+impl EntryFigures {
+    /// The figures of `e`; all `None` without one (a real path).
+    pub fn of(e: Option<&ccbench_link::EntryStats>) -> Self {
+        let Some(e) = e else { return Self::default() };
+        let b = &e.bursts;
+        let has = b.bursts() > 0;
+        EntryFigures {
+            gap_p50_us: (e.gaps.count() > 0).then(|| e.gaps.quantile(0.5).as_micros_f64()),
+            burst_p50_packets: has.then(|| b.packet_quantile(0.5)),
+            burst_p99_packets: has.then(|| b.packet_quantile(0.99)),
+            burst_max_packets: has.then(|| b.max()),
+            bursty_share: has.then(|| b.share_of_packets_above(1)),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

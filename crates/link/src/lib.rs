@@ -27,6 +27,9 @@
 //!   configured to reorder, in which case packets leave in order of their
 //!   own delivery times.
 //!
+//! Before any of that, the **entry** ([`entry`]) records the gap between arrivals and the
+//! bursts of back-to-back packets they form, so a sender's pacing can be seen from the link.
+//!
 //! The model owns no sockets, threads or clocks. The caller passes the
 //! current time (a [`time::Instant`], nanoseconds since an epoch of its
 //! choosing on any monotone clock) into every call and asks
@@ -53,6 +56,7 @@
 mod codel;
 mod config;
 mod delay_line;
+pub mod entry;
 mod histogram;
 mod jitter;
 mod link;
@@ -65,6 +69,7 @@ pub mod trace;
 pub use config::{
     Aqm, Buffer, DirectionConfig, Jitter, LinkConfigError, LossModel, Policer, Rate, ScheduledChange, CODEL_DEFAULT_INTERVAL, CODEL_DEFAULT_TARGET,
 };
+pub use entry::{BurstHistogram, EntryMeter, EntryStats};
 pub use histogram::DelayHistogram;
 pub use link::{Delivery, DropCause, Dropped, Link, LinkStats};
 pub use trace::{TraceError, TraceRate};

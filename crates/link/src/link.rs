@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::codel::{Codel, CodelQueue};
 use crate::config::{Aqm, Buffer, DirectionConfig, LinkConfigError};
 use crate::delay_line::DelayLine;
+use crate::entry::{EntryMeter, EntryStats};
 use crate::histogram::DelayHistogram;
 use crate::jitter::JitterProcess;
 use crate::loss::LossProcess;
@@ -96,6 +97,10 @@ pub struct LinkStats {
     pub queue_delay: DelayHistogram,
     /// Peak of the waiting-queue size, excluding the packet in service.
     pub max_backlog_bytes: u64,
+    /// Arrival gaps and bursts at the entry, before loss and the buffer (see
+    /// [`crate::entry`]). The burst under way is counted by [`Link::flush_entry`].
+    #[serde(default)]
+    pub entry: EntryStats,
 }
 
 struct Waiting<P> {
@@ -149,6 +154,7 @@ pub struct Link<P> {
     seq: u64,
     dropped: VecDeque<Dropped<P>>,
     stats: LinkStats,
+    entry: EntryMeter,
     last_now: Instant,
 }
 
@@ -186,6 +192,7 @@ impl<P> Link<P> {
             seq: 0,
             dropped: VecDeque::new(),
             stats: LinkStats::default(),
+            entry: EntryMeter::default(),
             last_now: Instant::EPOCH,
             cfg,
         }
@@ -207,6 +214,9 @@ impl<P> Link<P> {
         // packet). It does not touch the loss RNG, so doing it first keeps
         // the loss pattern independent of the other stages.
         self.advance_inner(now);
+        // At the entry, before anything can drop it: the sender's spacing as sent.
+        let back_to_back = self.back_to_back_under(len);
+        self.entry.arrival(now, back_to_back, &mut self.stats.entry);
 
         // Loss first: a lost packet must never take tokens or buffer space.
         if self.loss.lose_next() {
@@ -315,6 +325,18 @@ impl<P> Link<P> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    /// The gap under which a `len`-byte arrival counts as back to back with the one before
+    /// ([`crate::entry::BACK_TO_BACK_FRACTION`] of its serialization time at the rate in
+    /// force as of the latest `now`; a trace's mean rate); `None` without a rate.
+    pub fn back_to_back_under(&self, len: u32) -> Option<Duration> {
+        crate::entry::back_to_back_under(len, self.pacer.nominal_bps())
+    }
+
+    /// Counts the entry burst under way into the stats (at the end of a measurement).
+    pub fn flush_entry(&mut self) {
+        self.entry.flush(&mut self.stats.entry);
     }
 
     /// Bytes waiting in the queue, excluding the packet in service.

@@ -55,6 +55,16 @@ impl Pacer {
         self.period_rate = 0;
     }
 
+    /// The rate in force in bit/s: the constant rate, or a trace's long-run mean; 0 for
+    /// none (unlimited, zero, or a trace without timestamps).
+    pub(crate) fn nominal_bps(&self) -> f64 {
+        match self.pace {
+            Pace::Const(Rate::BitsPerSec(r)) => r as f64,
+            Pace::Const(Rate::Unlimited) => 0.0,
+            Pace::Trace => self.trace.as_ref().filter(|t| t.is_loaded()).map_or(0.0, |t| t.mean_bps()),
+        }
+    }
+
     /// The server went idle: an opportunity's leftover credit is lost once nobody waits
     /// for it (Mahimahi semantics).
     pub(crate) fn idle(&mut self) {

@@ -76,6 +76,10 @@ pub struct BbrParams {
     pub full_bw_growth: f64,
     /// ... for 3 rounds.
     pub full_bw_rounds: u32,
+    /// What the plateau test compares with the baseline: v2 (draft-cardwell-02
+    /// `BBRCheckStartupFullBandwidth`, as Linux BBR) the filtered `BBR.max_bw`; v3 (-06
+    /// `CheckFullBWReached`) the latest `RS.delivery_rate`, which also ends ProbeBW_UP.
+    pub full_bw_on_max_bw: bool,
     /// BBRStartupFullLossCnt, lost ranges in a round for the loss exit: v3 6; v2 3.
     pub startup_full_loss_count: u32,
     pub up_exit: UpExit,
@@ -117,6 +121,7 @@ impl BbrParams {
             headroom: 0.15,
             full_bw_growth: 1.25,
             full_bw_rounds: 3,
+            full_bw_on_max_bw: false,
             startup_full_loss_count: 6,
             up_exit: UpExit::BwPlateau,
             pacing_margin: 0.01,
@@ -132,6 +137,7 @@ impl BbrParams {
             // 0.5, 0.9, 1.25); Linux's tcp_bbr2.c (2.885, 0.75) predates them.
             BbrVersion::V2 => Self {
                 probe_bw_up_cwnd_gain: 2.0,
+                full_bw_on_max_bw: true,
                 startup_full_loss_count: 3,
                 up_exit: UpExit::InflightAboveTarget,
                 drain_max_rounds: None,
@@ -773,14 +779,16 @@ impl Bbr {
 
     // ---------------------------------------------------------------- Startup and Drain
 
-    /// §5.3.1.2 BBRCheckFullBWReached: bandwidth grew less than 25 % for 3 rounds.
+    /// §5.3.1.2 BBRCheckFullBWReached: bandwidth grew less than 25 % for 3 rounds (v2: the
+    /// max_bw estimate, v3: the latest delivery rate; see [`BbrParams::full_bw_on_max_bw`]).
     fn check_full_bw_reached(&mut self, rs: &RateSample) {
         if self.full_bw_now || !self.round_start || rs.is_app_limited {
             return;
         }
-        if rs.delivery_rate >= self.full_bw * self.p.full_bw_growth {
+        let bw = if self.p.full_bw_on_max_bw { self.max_bw } else { rs.delivery_rate };
+        if bw >= self.full_bw * self.p.full_bw_growth {
             self.reset_full_bw();
-            self.full_bw = rs.delivery_rate;
+            self.full_bw = bw;
             return;
         }
         self.full_bw_count += 1;

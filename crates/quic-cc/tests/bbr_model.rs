@@ -77,8 +77,11 @@ fn v2_constants_differ_only_where_the_v2_draft_differs() {
     assert_eq!(v2.drain_max_rounds, None);
     assert!(!v2.precautionary_probing && v2.packet_conservation && v2.ack_path_loss_check);
     assert!(!v2.startup_loss_sets_inflight_hi);
+    // -02's BBRCheckStartupFullBandwidth tests BBR.max_bw for growth; -06 the latest sample.
+    assert!(v2.full_bw_on_max_bw && !v3.full_bw_on_max_bw);
     let same = BbrParams {
         probe_bw_up_cwnd_gain: v3.probe_bw_up_cwnd_gain,
+        full_bw_on_max_bw: v3.full_bw_on_max_bw,
         startup_full_loss_count: v3.startup_full_loss_count,
         up_exit: v3.up_exit,
         drain_max_rounds: v3.drain_max_rounds,

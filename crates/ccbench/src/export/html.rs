@@ -5,7 +5,7 @@
 //! The experiment's report shows
 //! - every run over time (goodput, sender RTT, cwnd, queueing delay): each run a faint line,
 //!   the run with the median score of each algorithm bold, and BBR's state (from `tcp.csv.gz`)
-//!   as coloured bands under the RTT and cwnd plots;
+//!   as coloured bands under the RTT and cwnd plots, one row per BBR algorithm;
 //! - distributions across runs: each algorithm's score per run with the ratio's CI from
 //!   `comparisons` (or, for flows sharing the bottleneck, each algorithm's share per run), and
 //!   CDFs of the sender's RTT samples and of the queueing delay;
@@ -43,8 +43,20 @@ const GREY: &str = "#888";
 /// Left margin of the plots over time, so that their time axes line up.
 const TIME_LEFT: f64 = 72.0;
 
-/// BBR's states as `bbr_mode` names them, with their band colours.
-const BBR_STATES: [(&str, &str); 4] = [("STARTUP", "#f28e2b"), ("DRAIN", "#edc948"), ("PROBE_BW", "#76b7b2"), ("PROBE_RTT", "#b07aa1")];
+/// BBR's states as `bbr_mode` names them, with their band colours. ProbeBW is split into the
+/// phases that QUIC's BBR reports in `bbr_phase` (kernel BBRv1 reports none: plain PROBE_BW).
+const BBR_STATES: [(&str, &str); 8] = [
+    ("STARTUP", "#f28e2b"),
+    ("DRAIN", "#edc948"),
+    ("PROBE_BW", "#76b7b2"),
+    ("PROBE_BW DOWN", "#b9ddd9"),
+    ("PROBE_BW CRUISE", "#93c9c4"),
+    ("PROBE_BW REFILL", "#4f9a95"),
+    ("PROBE_BW UP", "#1f5f5b"),
+    ("PROBE_RTT", "#b07aa1"),
+];
+/// Rows of BBR state bands under a plot, at most (one per BBR algorithm).
+const MAX_BBR_ROWS: usize = 4;
 
 const STYLE: &str =
     "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;max-width:960px;margin:1.5em auto;padding:0 16px;color:#222;line-height:1.4}\
@@ -191,9 +203,23 @@ impl RateBins {
     }
 }
 
-/// Index of a `bbr_mode` name in [`BBR_STATES`]; `None` for UNKNOWN or none.
-fn bbr_state(mode: Option<&str>) -> Option<usize> {
-    mode.and_then(|m| BBR_STATES.iter().position(|(name, _)| *name == m))
+/// Index of a `bbr_mode` name, with its ProbeBW `bbr_phase` if any, in [`BBR_STATES`]; `None`
+/// for UNKNOWN or none.
+fn bbr_state(mode: Option<&str>, phase: Option<&str>) -> Option<usize> {
+    let mode = mode?;
+    match phase.filter(|p| !p.is_empty() && mode == "PROBE_BW") {
+        Some(p) => BBR_STATES.iter().position(|(name, _)| name.strip_prefix("PROBE_BW ") == Some(p)),
+        None => BBR_STATES.iter().position(|(name, _)| *name == mode),
+    }
+}
+
+/// One socket's BBR states over a run: the socket, its algorithm (the band row's label),
+/// what it is (`quic:bbr3 flow 0`), and its states over time.
+struct BbrTimeline {
+    socket: String,
+    key: String,
+    what: String,
+    states: Timeline<{ BBR_STATES.len() }>,
 }
 
 /// Everything read from one run's series files.
@@ -205,9 +231,8 @@ struct RunView<'a> {
     bbr_bw: Vec<Line>,
     goodput: Vec<Line>,
     queue: Option<Line>,
-    /// The states of the first socket that reported BBR's (median runs only): the socket,
-    /// what it is (`bbr flow 0`), and its states over time.
-    bbr: Option<(String, String, Timeline<4>)>,
+    /// Per algorithm, the states of its first socket that reported BBR's (median runs only).
+    bbr: Vec<BbrTimeline>,
     /// Per bulk flow: its id, algorithm and RTT samples (for the flow's own RTT median).
     flow_rtt: Vec<(u32, String, ExactCounts)>,
 }
@@ -260,7 +285,7 @@ fn gather<'a>(result: &'a ExperimentResult, dir: &Path, palette: &Palette) -> Ga
             bbr_bw: Vec::new(),
             goodput: Vec::new(),
             queue: None,
-            bbr: None,
+            bbr: Vec::new(),
             flow_rtt: Vec::new(),
         };
         if let Err(e) = read_tcp(dir, &mut view, mix, &mut g.rtt) {
@@ -323,7 +348,7 @@ fn read_tcp(dir: &Path, view: &mut RunView, mix: bool, pooled: &mut Pooled) -> R
     let median = view.median;
     let mut lines: Vec<SocketLines> = Vec::new();
     let mut flow_rtt: Vec<(u32, String, ExactCounts)> = Vec::new();
-    let mut bbr: Option<(String, String, Timeline<4>)> = None;
+    let mut bbr: Vec<BbrTimeline> = Vec::new();
     let read = crate::series::for_each_row(&dir.join(&files.tcp), |row: TcpRow| {
         let flow = flow_of(&row.socket);
         let key = match (&flow, mix) {
@@ -354,11 +379,13 @@ fn read_tcp(dir: &Path, view: &mut RunView, mix: bool, pooled: &mut Pooled) -> R
         let t_rel = row.t_us - t0;
         let t = t_rel as f64 / 1e6;
         if median {
-            if bbr.is_none() && row.bbr_mode.as_deref().is_some_and(|m| !m.is_empty()) {
-                bbr = Some((row.socket.clone(), format!("{key} {}", row.socket.replace('-', " ")), Timeline::default()));
+            let has_state = row.bbr_mode.as_deref().is_some_and(|m| !m.is_empty());
+            if has_state && bbr.len() < MAX_BBR_ROWS && !bbr.iter().any(|b| b.key == key) {
+                let what = format!("{key} {}", row.socket.replace('-', " "));
+                bbr.push(BbrTimeline { socket: row.socket.clone(), key: key.clone(), what, states: Timeline::default() });
             }
-            if let Some((_, _, tl)) = bbr.as_mut().filter(|(s, _, _)| *s == row.socket) {
-                tl.push(t_rel, bbr_state(row.bbr_mode.as_deref()));
+            if let Some(b) = bbr.iter_mut().find(|b| b.socket == row.socket) {
+                b.states.push(t_rel, bbr_state(row.bbr_mode.as_deref(), row.bbr_phase.as_deref()));
             }
         }
         let i = match lines.iter().position(|l| l.socket == row.socket) {
@@ -464,23 +491,32 @@ fn read_goodput(dir: &Path, view: &mut RunView, mix: bool, bin_us: u64) -> Resul
     read.map_err(|e| e.to_string())
 }
 
-/// BBR's states over one run, as bands under the plots over time.
+/// One algorithm's BBR states over one run, as a row of bands under the plots over time.
 struct BbrBands {
-    /// Whose states: `bbr flow 0 of run 4`.
+    /// The row's label: the algorithm.
+    key: String,
+    /// Whose states: `quic:bbr3 flow 0 of run 4`.
     of: String,
     /// `(from_s, to_s, state)`, the state an index in [`BBR_STATES`].
     bands: Vec<(f64, f64, usize)>,
 }
 
-/// BBR's states of the median run that has them (the first algorithm's, in a mix the BBR flow's).
-fn bbr_bands(g: &Gathered, palette: &Palette) -> Option<BbrBands> {
+/// BBR's states, one row per algorithm that has them (in the legend's order): the first BBR
+/// socket of that algorithm's median run (in a mix, of the median run's flows of it).
+fn bbr_bands(g: &Gathered, palette: &Palette) -> Vec<BbrBands> {
     let mut medians: Vec<&RunView> = g.runs.iter().filter(|v| v.median).collect();
     medians.sort_by_key(|v| palette.index(&v.run.cc));
-    medians.iter().find_map(|v| {
-        let (_, what, tl) = v.bbr.as_ref()?;
-        let bands = tl.bands();
-        (!bands.is_empty()).then(|| BbrBands { of: format!("{what} of run {}", v.run.index + 1), bands })
-    })
+    let mut rows: Vec<BbrBands> = Vec::new();
+    for v in medians {
+        for b in &v.bbr {
+            let bands = b.states.bands();
+            if !bands.is_empty() && rows.len() < MAX_BBR_ROWS && !rows.iter().any(|r| r.key == b.key) {
+                rows.push(BbrBands { key: b.key.clone(), of: format!("{} of run {}", b.what, v.run.index + 1), bands });
+            }
+        }
+    }
+    rows.sort_by_key(|r| palette.index(&r.key));
+    rows
 }
 
 /// What the plots over time share: colours, and one time axis so that they line up.
@@ -490,14 +526,15 @@ struct TimeAxis<'a> {
 }
 
 /// A plot over time of one line per run (and socket): the median runs bold, the others faint.
-fn time_figure(id: &str, title: &str, note: &str, y_label: &str, lines: &[&Line], axis: &TimeAxis, bands: Option<&BbrBands>) -> String {
+fn time_figure(id: &str, title: &str, note: &str, y_label: &str, lines: &[&Line], axis: &TimeAxis, bands: &[BbrBands]) -> String {
     if lines.iter().all(|l| l.points.is_empty()) {
         return String::new();
     }
     let palette = axis.palette;
     let x = Axis::new("time since the start of data (s)").fit([0.0, axis.t_max_s]);
     let y = Axis::new(y_label).zero().fit(lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)));
-    let mut p = Plot::with_left(id, WIDE, 270.0 + if bands.is_some() { 20.0 } else { 0.0 }, x, y, bands.map(|_| "BBR state"), TIME_LEFT);
+    let rows: Vec<&str> = bands.iter().map(|b| b.key.as_str()).collect();
+    let mut p = Plot::with_strip_rows(id, WIDE, 270.0 + 17.0 * rows.len() as f64 + if rows.is_empty() { 0.0 } else { 3.0 }, x, y, &rows, TIME_LEFT);
     for l in lines.iter().filter(|l| !l.median) {
         p.line(&l.points, palette.color(&l.key), Stroke::FAINT, Some(&l.label));
     }
@@ -516,18 +553,25 @@ fn time_figure(id: &str, title: &str, note: &str, y_label: &str, lines: &[&Line]
     if lines.iter().any(|l| !l.median) {
         items.push(("faint: every other run, in its algorithm's colour".into(), GREY.into(), Key::FaintLine));
     }
-    if let Some(BbrBands { of, bands }) = bands {
+    for (row, BbrBands { of, bands, .. }) in bands.iter().enumerate() {
         for &(a, b, s) in bands {
             let (name, color) = BBR_STATES[s];
-            p.strip(a, b, color, Some(&format!("{name} {a:.2}–{b:.2} s ({of})")));
+            p.strip_in(row, a, b, color, Some(&format!("{name} {a:.2}–{b:.2} s ({of})")));
         }
-        for (name, color) in BBR_STATES {
+    }
+    for (i, (name, color)) in BBR_STATES.iter().enumerate() {
+        if bands.iter().any(|b| b.bands.iter().any(|x| x.2 == i)) {
             items.push((name.to_string(), color.to_string(), Key::Swatch));
         }
     }
-    let note = match bands {
-        Some(b) => format!("{note} Bands under the plot: BBR's state over time ({}), from TCP_CC_INFO.", b.of),
-        None => note.to_string(),
+    let note = if bands.is_empty() {
+        note.to_string()
+    } else {
+        let whose: Vec<&str> = bands.iter().map(|b| b.of.as_str()).collect();
+        format!(
+            "{note} Bands under the plot: BBR state over time, a row per algorithm ({}); kernel TCP's from TCP_CC_INFO, QUIC's from its controller, which also reports ProbeBW's phase.",
+            whose.join("; ")
+        )
     };
     figure(&format!("fig-{id}"), title, note.trim(), &legend(&items), &p.finish())
 }
@@ -900,15 +944,15 @@ pub fn render(result: &ExperimentResult, summary_text: &str, dir: &Path) -> Stri
             format!("Bytes the emulator delivered on the data's direction, per {bin_ms} ms (this workload has no per-flow goodput file)."),
         ),
     };
-    out.push_str(&time_figure("goodput", goodput_title, &goodput_note, "goodput (Mbit/s)", &goodput, &axis, None));
+    out.push_str(&time_figure("goodput", goodput_title, &goodput_note, "goodput (Mbit/s)", &goodput, &axis, &[]));
     let multi_note = match &result.params.workload {
         WorkloadSpec::Bulk(_) => "",
         _ => "The first connection of each run (a page or object load opens several).",
     };
     let rtt: Vec<&Line> = g.runs.iter().flat_map(|v| &v.rtt).collect();
-    out.push_str(&time_figure("rtt", "Sender's smoothed RTT (TCP_INFO)", multi_note, "RTT (ms)", &rtt, &axis, bands.as_ref()));
+    out.push_str(&time_figure("rtt", "Sender's smoothed RTT (TCP_INFO, or the QUIC connection's)", multi_note, "RTT (ms)", &rtt, &axis, &bands));
     let cwnd: Vec<&Line> = g.runs.iter().flat_map(|v| &v.cwnd).collect();
-    out.push_str(&time_figure("cwnd", "Congestion window", multi_note, "cwnd (packets)", &cwnd, &axis, bands.as_ref()));
+    out.push_str(&time_figure("cwnd", "Congestion window", multi_note, "cwnd (packets)", &cwnd, &axis, &bands));
     let queue: Vec<&Line> = g.runs.iter().filter_map(|v| v.queue.as_ref()).collect();
     out.push_str(&time_figure(
         "queue",
@@ -917,10 +961,18 @@ pub fn render(result: &ExperimentResult, summary_text: &str, dir: &Path) -> Stri
         "queueing delay (ms)",
         &queue,
         &axis,
-        None,
+        &[],
     ));
     let bbr_bw: Vec<&Line> = g.runs.iter().flat_map(|v| &v.bbr_bw).collect();
-    out.push_str(&time_figure("bbr-bw", "BBR's bandwidth estimate (TCP_CC_INFO)", "Median runs only.", "bandwidth estimate (Mbit/s)", &bbr_bw, &axis, None));
+    out.push_str(&time_figure(
+        "bbr-bw",
+        "BBR's bandwidth estimate (TCP_CC_INFO, or the QUIC controller's)",
+        "Median runs only.",
+        "bandwidth estimate (Mbit/s)",
+        &bbr_bw,
+        &axis,
+        &[],
+    ));
 
     let _ = writeln!(out, "<h2>Distributions across runs</h2>");
     out.push_str("<div class=\"row\">");
@@ -1210,11 +1262,54 @@ mod tests {
         assert!(uneven.finish().iter().all(|p| (p.1 - 10.0).abs() < 1e-9));
     }
 
+    /// Kernel BBR and QUIC BBR in one experiment: a band row each, QUIC's ProbeBW split into
+    /// its phases, and the legend lists only the states drawn.
+    #[test]
+    fn each_bbr_algorithm_gets_its_own_row_of_state_bands() {
+        let palette = Palette(vec!["tcp:bbr".into(), "quic:bbr3".into(), "quic:cubic".into()]);
+        let axis = TimeAxis { palette: &palette, t_max_s: 3.0 };
+        let timeline = |modes: &[(u64, &str, Option<&str>)]| {
+            let mut t: Timeline<{ BBR_STATES.len() }> = Timeline::default();
+            for &(ms, mode, phase) in modes {
+                t.push(ms * 1000, bbr_state(Some(mode), phase));
+            }
+            t.bands()
+        };
+        let tcp = timeline(&[(0, "STARTUP", None), (300, "DRAIN", None), (400, "PROBE_BW", None), (3000, "PROBE_BW", None)]);
+        let quic = timeline(&[
+            (0, "STARTUP", None),
+            (300, "DRAIN", None),
+            (400, "PROBE_BW", Some("DOWN")),
+            (500, "PROBE_BW", Some("CRUISE")),
+            (2000, "PROBE_BW", Some("REFILL")),
+            (2100, "PROBE_BW", Some("UP")),
+            (2300, "PROBE_BW", Some("DOWN")),
+            (3000, "PROBE_BW", Some("DOWN")),
+        ]);
+        let bands = [
+            BbrBands { key: "tcp:bbr".into(), of: "tcp:bbr flow 0 of run 1".into(), bands: tcp },
+            BbrBands { key: "quic:bbr3".into(), of: "quic:bbr3 flow 0 of run 2".into(), bands: quic },
+        ];
+        let line = Line { key: "quic:bbr3".into(), label: "run 2 · quic:bbr3".into(), median: true, points: vec![(0.0, 20.0), (3.0, 21.0)] };
+        let svg = time_figure("rtt", "RTT", "", "RTT (ms)", &[&line], &axis, &bands);
+        for label in [">tcp:bbr</text>", ">quic:bbr3</text>", "PROBE_BW UP 2.1", "PROBE_BW REFILL 2.0", "PROBE_BW CRUISE 0.5", "(quic:bbr3 flow 0 of run 2)"] {
+            assert!(svg.contains(label), "{label} missing");
+        }
+        assert!(svg.contains("PROBE_BW 0.4") && svg.contains("(tcp:bbr flow 0 of run 1)"), "kernel BBR's ProbeBW has no phase");
+        assert!(svg.contains(" PROBE_BW UP</span>") && svg.contains(" DRAIN</span>"), "the legend lists the states drawn");
+        assert!(!svg.contains(" PROBE_RTT</span>"), "a state never drawn is not in the legend");
+    }
+
     #[test]
     fn bbr_modes_map_to_states() {
-        assert_eq!(bbr_state(Some("STARTUP")), Some(0));
-        assert_eq!(bbr_state(Some("PROBE_RTT")), Some(3));
-        assert_eq!(bbr_state(Some("UNKNOWN")), None);
-        assert_eq!(bbr_state(None), None);
+        assert_eq!(bbr_state(Some("STARTUP"), None), Some(0));
+        assert_eq!(bbr_state(Some("PROBE_RTT"), Some("")), Some(7));
+        assert_eq!(bbr_state(Some("UNKNOWN"), None), None);
+        assert_eq!(bbr_state(None, Some("UP")), None);
+        // Kernel BBRv1 has no phase; QUIC's BBR reports one inside PROBE_BW only.
+        assert_eq!(BBR_STATES[bbr_state(Some("PROBE_BW"), None).unwrap()].0, "PROBE_BW");
+        assert_eq!(BBR_STATES[bbr_state(Some("PROBE_BW"), Some("UP")).unwrap()].0, "PROBE_BW UP");
+        assert_eq!(BBR_STATES[bbr_state(Some("PROBE_BW"), Some("CRUISE")).unwrap()].0, "PROBE_BW CRUISE");
+        assert_eq!(bbr_state(Some("PROBE_BW"), Some("SIDEWAYS")), None);
     }
 }

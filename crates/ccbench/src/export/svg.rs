@@ -344,9 +344,20 @@ pub fn wrap_words(s: &str, width: usize) -> Vec<String> {
 
 const FONT: f64 = 12.0;
 const STRIP_H: f64 = 14.0;
+/// Space between strip rows.
+const STRIP_GAP: f64 = 3.0;
 
-/// One plot: axes with ticks and labels, a clipped plot area, and optionally a row of
-/// horizontal strips under it (a timeline on the same x scale).
+/// Height the strip rows under a plot take, margins included.
+fn strips_height(rows: usize) -> f64 {
+    if rows == 0 {
+        0.0
+    } else {
+        rows as f64 * (STRIP_H + STRIP_GAP) + 3.0
+    }
+}
+
+/// One plot: axes with ticks and labels, a clipped plot area, and optionally rows of
+/// horizontal strips under it (timelines on the same x scale).
 pub struct Plot {
     id: String,
     width: f64,
@@ -362,7 +373,8 @@ pub struct Plot {
     x_lines: Vec<Vec<String>>,
     x_label: String,
     y_label: String,
-    strip_label: Option<String>,
+    /// One label per strip row, top to bottom.
+    strip_labels: Vec<String>,
     body: String,
     strips: String,
 }
@@ -377,10 +389,15 @@ impl Plot {
     /// [`Plot::new`] with a left margin of at least `min_left` px, so that plots stacked
     /// one above the other share their x positions.
     pub fn with_left(id: &str, width: f64, height: f64, x: Axis, y: Axis, strip_label: Option<&str>, min_left: f64) -> Plot {
+        Plot::with_strip_rows(id, width, height, x, y, strip_label.as_slice(), min_left)
+    }
+
+    /// [`Plot::with_left`] with one strip row under the plot per label (none for no labels).
+    pub fn with_strip_rows(id: &str, width: f64, height: f64, x: Axis, y: Axis, strip_labels: &[&str], min_left: f64) -> Plot {
         // Up to a tick per 30 px of height (the plot area is most of it).
         let (y_lo, y_hi, y_ticks) = y.layout((height / 30.0) as usize);
         let y_tick_w = y_ticks.iter().map(|(_, s)| text_width(s, FONT - 1.0)).fold(0.0, f64::max);
-        let strip_w = strip_label.map_or(0.0, |s| text_width(s, FONT - 1.0));
+        let strip_w = strip_labels.iter().map(|s| text_width(s, FONT - 1.0)).fold(0.0, f64::max);
         let left = (y_tick_w + 30.0).max(strip_w + 10.0).max(44.0).max(min_left);
         let right = 14.0;
         // As many x labels as fit side by side with room between them.
@@ -411,7 +428,7 @@ impl Plot {
                 .collect()
         };
         let label_rows = x_lines.iter().map(Vec::len).max().unwrap_or(1).max(1) as f64;
-        let strip_h = if strip_label.is_some() { STRIP_H + 6.0 } else { 0.0 };
+        let strip_h = strips_height(strip_labels.len());
         let bottom = strip_h + 8.0 + label_rows * (FONT + 1.0) + 20.0;
         let (px0, px1) = (left, width - right);
         let (py0, py1) = (height - bottom, top);
@@ -432,7 +449,7 @@ impl Plot {
             x_lines,
             x_label: x.label,
             y_label: y.label,
-            strip_label: strip_label.map(str::to_string),
+            strip_labels: strip_labels.iter().map(|s| s.to_string()).collect(),
             body: String::new(),
             strips: String::new(),
         }
@@ -440,6 +457,11 @@ impl Plot {
 
     fn plot_bottom(&self) -> f64 {
         self.height - self.bottom
+    }
+
+    /// The top edge of strip row `row`.
+    fn strip_top(&self, row: usize) -> f64 {
+        self.plot_bottom() + 5.0 + row as f64 * (STRIP_H + STRIP_GAP)
     }
 
     fn xy(&self, x: f64, y: f64) -> Option<(f64, f64)> {
@@ -556,8 +578,13 @@ impl Plot {
         );
     }
 
-    /// A band in the strip row under the plot, from `x0` to `x1` (data x).
+    /// A band in the (first) strip row under the plot, from `x0` to `x1` (data x).
     pub fn strip(&mut self, x0: f64, x1: f64, color: &str, title: Option<&str>) {
+        self.strip_in(0, x0, x1, color, title);
+    }
+
+    /// A band in strip row `row` (0 is the top one) under the plot, from `x0` to `x1`.
+    pub fn strip_in(&mut self, row: usize, x0: f64, x1: f64, color: &str, title: Option<&str>) {
         if !(self.x.placeable(x0) && self.x.placeable(x1)) {
             return;
         }
@@ -568,7 +595,7 @@ impl Plot {
             self.strips,
             "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.2}\" height=\"{STRIP_H}\" fill=\"{color}\">{}</rect>",
             a.min(b),
-            self.plot_bottom() + 5.0,
+            self.strip_top(row),
             (a - b).abs().max(0.5),
             Self::title(title)
         );
@@ -668,7 +695,7 @@ impl Plot {
             let _ = write!(out, "<line x1=\"{l}\" y1=\"{py:.1}\" x2=\"{r:.1}\" y2=\"{py:.1}\" stroke=\"#e4e4e4\"/>");
             let _ = write!(out, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", l - 5.0, py + 4.0, escape(label));
         }
-        let label_y = b + if self.strip_label.is_some() { STRIP_H + 6.0 } else { 0.0 } + FONT + 3.0;
+        let label_y = b + strips_height(self.strip_labels.len()) + FONT + 3.0;
         for (i, (v, label)) in self.x_ticks.iter().enumerate() {
             let px = self.x.px(*v);
             let _ = write!(out, "<line x1=\"{px:.1}\" y1=\"{t}\" x2=\"{px:.1}\" y2=\"{b:.1}\" stroke=\"#eeeeee\"/>");
@@ -702,18 +729,19 @@ impl Plot {
             escape(&self.y_label)
         );
         let _ = write!(out, "<g clip-path=\"url(#clip-{})\">{}</g>", self.id, self.body);
-        if let Some(label) = &self.strip_label {
-            let _ = write!(out, "<rect x=\"{l}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{STRIP_H}\" fill=\"#f4f4f4\"/>", b + 5.0, r - l);
-            out.push_str(&self.strips);
+        for (row, label) in self.strip_labels.iter().enumerate() {
+            let y = self.strip_top(row);
+            let _ = write!(out, "<rect x=\"{l}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{STRIP_H}\" fill=\"#f4f4f4\"/>", r - l);
             let _ = write!(
                 out,
                 "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"{}\" text-anchor=\"end\" fill=\"#333\">{}</text>",
                 l - 5.0,
-                b + 5.0 + STRIP_H - 3.0,
+                y + STRIP_H - 3.0,
                 FONT - 1.0,
                 escape(label)
             );
         }
+        out.push_str(&self.strips);
         out.push_str("</svg>");
         out
     }

@@ -484,3 +484,54 @@ mod jitter;
 mod policer;
 mod schedule;
 mod trace;
+
+/// The entry sees the sender's spacing before loss and the buffer: a paced sender's packets
+/// one by one, a line-rate run as one burst, lost packets included, whatever the queue does.
+#[test]
+fn entry_gaps_and_bursts_are_measured_before_loss_and_the_buffer() {
+    // 12 Mbit/s: 1 ms to serialize 1500 bytes, back to back under 250 µs.
+    let mut c = cfg(Rate::mbps(12), 5 * MS, Buffer::Packets(4));
+    c.loss = LossModel::Bernoulli { p: 0.5 };
+    let mut l = Link::new(c, 3);
+    assert_eq!(l.back_to_back_under(1500), Some(250 * US));
+    let mut t = T0;
+    // Paced at 1.25 × the link: 800 µs apart, 100 packets.
+    for _ in 0..100 {
+        let _ = l.enqueue(t, 1500, ());
+        drain(&mut l, t);
+        t += 800 * US;
+    }
+    // Then 10 runs of 20 packets 1 µs apart (a line-rate burst), 30 ms between runs: most
+    // are lost or overflow the 4-packet buffer, but every one arrived.
+    for _ in 0..10 {
+        t += 30 * MS;
+        for _ in 0..20 {
+            let _ = l.enqueue(t, 1500, ());
+            t += US;
+        }
+        drain(&mut l, t);
+    }
+    l.flush_entry();
+    let e = &l.stats().entry;
+    assert!(l.stats().drops_loss > 100 && l.stats().drops_buffer > 30, "{} lost, {} overflowed", l.stats().drops_loss, l.stats().drops_buffer);
+    assert_eq!(e.gaps.count(), 299);
+    assert_eq!(e.bursts.packets(), 300);
+    assert_eq!(e.bursts.bursts(), 110, "100 alone, then 10 runs");
+    assert_eq!(e.bursts.max(), 20);
+    assert_eq!(e.bursts.share_of_packets_above(1), 200.0 / 300.0);
+    assert_eq!(e.bursts.packet_quantile(0.3), 1);
+    assert_eq!(e.bursts.packet_quantile(0.5), 20);
+    // 190 gaps of 1 µs inside the runs, 99 of 800 µs, 10 of about 30 ms.
+    assert_eq!(e.gaps.min(), US);
+    let paced = e.gaps.quantile(0.7).as_micros_f64();
+    assert!((paced - 800.0).abs() < 800.0 * 0.016, "{paced} µs");
+    assert!(e.gaps.quantile(0.6) < 2 * US);
+    // Without a rate there is no serialization time: gaps only.
+    let mut u = Link::new(cfg(Rate::Unlimited, MS, Buffer::Unlimited), 0);
+    for i in 0..5 {
+        u.enqueue(at(i * US), 100, ()).expect("accepted");
+    }
+    u.flush_entry();
+    assert_eq!((u.stats().entry.gaps.count(), u.stats().entry.bursts.bursts()), (4, 0));
+    assert_eq!(u.back_to_back_under(100), None);
+}
