@@ -422,6 +422,10 @@ pub struct ServeArgs {
     /// How many tests one client address may start per minute.
     #[arg(long, default_value = "60")]
     pub max_tests_per_minute: MaxTestsPerMinute,
+    /// The fastest a path probe (`ccbench probe`) may send from this host; its bytes and time
+    /// are held to --max-bytes and --max-duration like a test's.
+    #[arg(long, default_value = "1gbit")]
+    pub max_probe_rate: Rate,
 }
 
 #[derive(Args, Debug)]

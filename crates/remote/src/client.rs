@@ -18,7 +18,7 @@ use crate::server::TOKEN_LEN;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a reply may take outside a test.
-const REPLY_TIMEOUT: Duration = Duration::from_secs(15);
+pub(crate) const REPLY_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long after its planned end a test's results may take to come back.
 const RESULT_GRACE: Duration = Duration::from_secs(30);
 
@@ -52,8 +52,8 @@ impl From<std::io::Error> for RemoteError {
 
 /// An authenticated session with a `ccbench serve`.
 pub struct Client {
-    addr: SocketAddr,
-    control: TcpStream,
+    pub(crate) addr: SocketAddr,
+    pub(crate) control: TcpStream,
     pub facts: ServerFacts,
     pub limits: Limits,
     /// The kernel's smoothed RTT of the control connection just after the handshake.
@@ -199,7 +199,7 @@ fn receive_results(control: TcpStream, shift_us: u64, series: &dyn SeriesSink) -
     }
 }
 
-fn unexpected(m: &ServerMsg) -> RemoteError {
+pub(crate) fn unexpected(m: &ServerMsg) -> RemoteError {
     let json = serde_json::to_string(m).unwrap_or_default();
     RemoteError::Protocol(format!("unexpected message from the server: {}", json.chars().take(120).collect::<String>()))
 }
