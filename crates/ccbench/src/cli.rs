@@ -399,6 +399,11 @@ pub struct RunArgs {
     /// The secret shared with the remote `ccbench serve` (a private file; see `ccbench serve --help`).
     #[arg(long, value_name = "FILE")]
     pub secret_file: Option<PathBuf>,
+    /// With --remote: probe the path first (through that ccbench serve), then run the experiment
+    /// on the real path and on its emulated twin, run by run in turn, and report them side by
+    /// side: does the emulator predict reality? Needs root (the twin is emulated here).
+    #[arg(long)]
+    pub twin: bool,
 }
 
 #[derive(Args, Debug)]

@@ -209,7 +209,7 @@ fn given_buffer(b: Buffer) -> String {
 }
 
 /// The estimate as a table; with the emulated path's own settings beside it when there is one.
-fn summary(e: &PathEstimate, given: Option<&PathSpec>, origin: &str) -> String {
+pub fn summary(e: &PathEstimate, given: Option<&PathSpec>, origin: &str) -> String {
     let mut out = format!(
         "Probed {origin} in {:.1} s: sent {}, received {}\n{:<16}{:<34}{}\n",
         e.duration_ms as f64 / 1000.0,
