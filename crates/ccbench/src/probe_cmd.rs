@@ -27,7 +27,7 @@ use ccbench::units::{fmt_bytes, fmt_ms, fmt_rate};
 use ccbench_emu::{EmulatedPath, PathSpec, SERVER_ADDR};
 use ccbench_link::{Buffer, LossModel};
 use ccbench_pathprobe::{probe, DirectionEstimate, Limits, PathEstimate, ProbeOptions, ProbeServer, Token};
-use ccbench_remote::{Client, ProbeLimits, ProbeReport, ProbeRequest, Secret};
+use ccbench_remote::{Client, ProbeLimits, ProbeReport, ProbeRequest, RemoteError, Secret};
 
 #[derive(Args, Debug)]
 pub struct ProbeArgs {
@@ -137,7 +137,10 @@ fn load_secret(file: Option<&Path>) -> Result<Secret, UsageError> {
 /// probe cost the server. A refusal (secret, limits) is a [`UsageError`]; a probe that fails
 /// part-way says why, with the server's side of it.
 pub fn probe_through_serve(target: &RemoteAddr, secret: &Secret, opts: &ProbeOptions) -> anyhow::Result<(PathEstimate, ProbeReport)> {
-    let mut client = Client::connect(target.addr, secret).map_err(|e| crate::serve::remote_error(target, e))?;
+    let mut client = Client::connect(target.addr, secret).map_err(|e| match e {
+        RemoteError::Connect { .. } => UsageError::new("HOST:PORT", &target.label, format!("a running ccbench serve ({e})")),
+        e => crate::serve::remote_error(target, e),
+    })?;
     let session = client.open_probe(&ProbeRequest { max_rate_bps: opts.max_rate_bps }).map_err(|e| crate::serve::remote_error(target, e))?;
     // The server's cap on the rate is the search's too: a faster path reads as "at least".
     let opts = ProbeOptions { max_rate_bps: session.limits.max_rate_bps, start_rate_bps: opts.start_rate_bps.min(session.limits.max_rate_bps), ..opts.clone() };
