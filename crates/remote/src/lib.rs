@@ -17,6 +17,7 @@
 
 pub mod auth;
 pub mod client;
+pub mod fuzzing;
 pub mod probe;
 pub mod proto;
 pub mod server;

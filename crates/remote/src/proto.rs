@@ -321,10 +321,20 @@ mod tests {
         let mut valid = Vec::new();
         write_msg(&mut valid, &ClientMsg::Hello { version: 1, nonce: hex(&[1; 32]) }).unwrap();
         write_msg(&mut valid, &ClientMsg::Auth { proof: hex(&[2; 32]) }).unwrap();
-        let alphabet = br#"{}[]":,0123456789.-eEtruefalsnl typekindbulkhelloauthrun\u"#;
-        const N: usize = 20_000;
+        write_msg(&mut valid, &ClientMsg::Probe { request: ProbeRequest { max_rate_bps: 1_000_000_000 } }).unwrap();
+        write_msg(&mut valid, &ClientMsg::ProbeEnd).unwrap();
+        let mut from_server = Vec::new();
+        let limits = ProbeLimits { max_bytes: 10_000_000_000, max_duration_s: 120.0, max_rate_bps: 1_000_000_000 };
+        write_msg(&mut from_server, &ServerMsg::ProbeReady { port: 40_000, token: hex(&[3; 16]), limits }).unwrap();
+        write_msg(
+            &mut from_server,
+            &ServerMsg::ProbeDone { report: ProbeReport { bytes_sent: 1, bytes_received: 2, ignored: 3, trains_refused: 4, timed_out: true } },
+        )
+        .unwrap();
+        let alphabet = br#"{}[]":,0123456789.-eEtruefalsnl typekindbulkhelloauthrunprobe_endreadydonemax_rate_bpsportoken\u"#;
+        const N: usize = 40_000;
         for i in 0..N {
-            let input: Vec<u8> = match i % 3 {
+            let input: Vec<u8> = match i % 4 {
                 0 => (0..rng.gen_range(0..200)).map(|_| rng.gen()).collect(),
                 1 => {
                     let body: Vec<u8> = (0..rng.gen_range(0..120)).map(|_| alphabet[rng.gen_range(0..alphabet.len())]).collect();
@@ -333,7 +343,7 @@ mod tests {
                     f
                 }
                 _ => {
-                    let mut v = valid.clone();
+                    let mut v = if i % 4 == 2 { valid.clone() } else { from_server.clone() };
                     for _ in 0..rng.gen_range(1..6) {
                         let at = rng.gen_range(0..v.len());
                         v[at] = rng.gen();
@@ -342,7 +352,35 @@ mod tests {
                     v
                 }
             };
-            let _ = decode_stream(&input);
+            let _ = crate::fuzzing::control_input(&input);
         }
+    }
+
+    /// The probe's messages survive the round trip, and a probe request with fields it does not
+    /// know is refused, not guessed at.
+    #[test]
+    fn probe_messages_round_trip_and_are_strict() {
+        let mut buf = Vec::new();
+        write_msg(&mut buf, &ClientMsg::Probe { request: ProbeRequest { max_rate_bps: 4_000_000 } }).unwrap();
+        write_msg(&mut buf, &ClientMsg::ProbeEnd).unwrap();
+        match &decode_stream(&buf)[..] {
+            [Ok(ClientMsg::Probe { request }), Ok(ClientMsg::ProbeEnd)] => assert_eq!(request.max_rate_bps, 4_000_000),
+            other => panic!("{other:?}"),
+        }
+        let report = ProbeReport { bytes_sent: 5, bytes_received: 6, ignored: 0, trains_refused: 1, timed_out: false };
+        let mut buf = Vec::new();
+        write_msg(&mut buf, &ServerMsg::ProbeDone { report: report.clone() }).unwrap();
+        assert!(matches!(&decode_stream_server(&buf)[..], [Ok(ServerMsg::ProbeDone { report: r })] if *r == report));
+        for bad in [
+            r#"{"type":"probe","request":{"max_rate_bps":1,"rate":2}}"#,
+            r#"{"type":"probe","request":{}}"#,
+            r#"{"type":"probe","request":{"max_rate_bps":-1}}"#,
+            r#"{"type":"probe_ready","port":1,"token":"00"}"#,
+        ] {
+            assert!(decode::<ClientMsg>(bad.as_bytes()).is_err(), "{bad}");
+        }
+        // An older server's welcome, without the probe rate: the probe server's own default.
+        let old = r#"{"type":"welcome","facts":{"ccbench_version":"0","kernel_release":null,"kernel_version":null,"congestion_controls":[],"default_congestion_control":null,"default_qdisc":null},"limits":{"max_duration_s":1.0,"max_bytes":1,"max_clients":1,"max_tests_per_minute":1,"max_flows":1}}"#;
+        assert!(matches!(decode::<ServerMsg>(old.as_bytes()), Ok(ServerMsg::Welcome { limits, .. }) if limits.max_probe_rate_bps == 1_000_000_000));
     }
 }
