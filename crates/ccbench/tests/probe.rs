@@ -464,3 +464,51 @@ fn probes_through_serve_keep_to_its_limits() {
     assert!(serve.log().lines().any(|l| l.contains(" probe (UDP port ") && l.contains("stopped at the limit of 1 s per test (--max-duration)")));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// One echo to a probe server with `token`: whether it answered within a second.
+fn echo_answered(server: std::net::SocketAddr, token: &[u8; 16]) -> bool {
+    use ccbench_pathprobe::wire::{self, Message};
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.connect(server).unwrap();
+    socket.set_read_timeout(Some(std::time::Duration::from_secs(1))).unwrap();
+    socket.send(&Message::Echo { seq: 7, sent_ns: 1 }.encode(token)).unwrap();
+    let mut buf = [0u8; 2048];
+    matches!(socket.recv(&mut buf).map(|n| wire::parse_for(&buf[..n], token)), Ok(Some(Message::EchoReply { seq: 7, .. })))
+}
+
+/// The UDP probe server lives only as long as its session: it answers while the client holds
+/// the control connection, and is gone (logged, with why) once the client leaves mid-probe.
+/// A probe asked for before the handshake is refused, and serve goes on serving.
+#[test]
+fn a_probe_session_ends_with_its_control_connection() {
+    use ccbench_remote::proto::{self, ClientMsg, ServerMsg};
+    let dir = tempdir("session");
+    let secret_path = secret_file(&dir, "secret");
+    let secret = ccbench_remote::Secret::from_file(&secret_path).unwrap();
+    let serve = LiveServe::start(&secret_path, &[]);
+    let addr: std::net::SocketAddr = serve.addr.parse().unwrap();
+
+    let mut client = ccbench_remote::Client::connect(addr, &secret).unwrap();
+    let session = client.open_probe(&ccbench_remote::ProbeRequest { max_rate_bps: 4_000_000 }).unwrap();
+    assert_eq!(session.limits.max_rate_bps, 4_000_000);
+    assert!(echo_answered(session.server, &session.token), "the probe server answers its token");
+    let mut wrong = session.token;
+    wrong[0] ^= 1;
+    assert!(!echo_answered(session.server, &wrong), "nothing for another token");
+    drop(client);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(!echo_answered(session.server, &session.token), "the probe server outlived its session");
+    let log = serve.log();
+    assert!(log.lines().any(|l| l.contains(" probe (UDP port ") && l.contains("error: the client left during the probe")), "{log}");
+
+    // Before the handshake a probe is a protocol error: an error frame, then the connection closes.
+    let mut raw = std::net::TcpStream::connect(addr).unwrap();
+    raw.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    proto::write_msg(&mut raw, &ClientMsg::Probe { request: ccbench_remote::ProbeRequest { max_rate_bps: 4_000_000 } }).unwrap();
+    match proto::read_msg::<ServerMsg>(&mut raw) {
+        Ok(ServerMsg::Error { message }) => assert!(message.contains("expected a hello, got a probe message"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    ccbench_remote::Client::connect(addr, &secret).expect("serve still serves");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
