@@ -17,10 +17,10 @@
 
 pub mod auth;
 pub mod client;
-pub mod fuzzing;
-pub mod probe;
 pub mod proto;
 pub mod server;
+
+pub mod probe;
 
 pub use auth::{Secret, SecretError};
 pub use client::{Client, RemoteError};

@@ -38,6 +38,12 @@ pub enum ClientMsg {
     Auth {
         proof: String,
     },
+    /// Open a path-probe session: serve starts a UDP probe server for this client.
+    Probe {
+        request: ProbeRequest,
+    },
+    /// The client's probe is over (done or given up): stop its server and say what it cost.
+    ProbeEnd,
     /// Would this test be allowed (algorithm, limits)? Nothing runs.
     Check {
         test: TestRequest,
@@ -46,12 +52,6 @@ pub enum ClientMsg {
         test: TestRequest,
     },
     Start,
-    /// Open a path-probe session: serve starts a UDP probe server for this client.
-    Probe {
-        request: ProbeRequest,
-    },
-    /// The client's probe is over (done or given up): stop its server and say what it cost.
-    ProbeEnd,
 }
 
 /// From the server.
@@ -77,6 +77,17 @@ pub enum ServerMsg {
     Error {
         message: String,
     },
+    /// A probe session is open: the UDP probe server at `port` (on the control connection's
+    /// address) answers datagrams carrying `token` (hex, 16 bytes), within `limits`.
+    ProbeReady {
+        port: u16,
+        token: String,
+        limits: ProbeLimits,
+    },
+    /// The probe session has ended; what it cost the server, and whether its time ran out.
+    ProbeDone {
+        report: ProbeReport,
+    },
     /// Open the test's data connections to `port`, each starting with the token (hex-decoded,
     /// 16 bytes) and the flow id (big-endian u32).
     Ready {
@@ -100,50 +111,6 @@ pub enum ServerMsg {
     Done {
         ends: Vec<FlowEnd>,
     },
-    /// A probe session is open: the UDP probe server at `port` (on the control connection's
-    /// address) answers datagrams carrying `token` (hex, 16 bytes), within `limits`.
-    ProbeReady {
-        port: u16,
-        token: String,
-        limits: ProbeLimits,
-    },
-    /// The probe session has ended; what it cost the server, and whether its time ran out.
-    ProbeDone {
-        report: ProbeReport,
-    },
-}
-
-/// What a client asks of a probe session.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProbeRequest {
-    /// The fastest train the client will ask for (its rate search stops there), IP bits/s.
-    pub max_rate_bps: u64,
-}
-
-/// The limits of one probe session: the server's `--max-bytes`, `--max-duration` and
-/// `--max-probe-rate`, the rate also capped at the client's request.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProbeLimits {
-    pub max_bytes: u64,
-    pub max_duration_s: f64,
-    pub max_rate_bps: u64,
-}
-
-/// What one probe session cost the server (`ccbench_pathprobe::ServerReport`, on the wire).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProbeReport {
-    /// IP bytes the server sent and received.
-    pub bytes_sent: u64,
-    pub bytes_received: u64,
-    /// Datagrams it answered with nothing: no token, a wrong one, another address, malformed.
-    pub ignored: u64,
-    /// Trains it did not send because they would have exceeded `max_bytes`.
-    pub trains_refused: u64,
-    /// The session reached `max_duration_s` before the client ended it.
-    pub timed_out: bool,
 }
 
 /// A test the client asks for. Tagged by `kind`; new kinds (QUIC, path probing) are new
@@ -184,6 +151,39 @@ pub struct Limits {
 
 fn default_max_probe_rate() -> u64 {
     1_000_000_000
+}
+
+/// What a client asks of a probe session.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeRequest {
+    /// The fastest train the client will ask for (its rate search stops there), IP bits/s.
+    pub max_rate_bps: u64,
+}
+
+/// The limits of one probe session: the server's `--max-bytes`, `--max-duration` and
+/// `--max-probe-rate`, the rate also capped at the client's request.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeLimits {
+    pub max_bytes: u64,
+    pub max_duration_s: f64,
+    pub max_rate_bps: u64,
+}
+
+/// What one probe session cost the server (`ccbench_pathprobe::ServerReport`, on the wire).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeReport {
+    /// IP bytes the server sent and received.
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Datagrams it answered with nothing: no token, a wrong one, another address, malformed.
+    pub ignored: u64,
+    /// Trains it did not send because they would have exceeded `max_bytes`.
+    pub trains_refused: u64,
+    /// The session reached `max_duration_s` before the client ended it.
+    pub timed_out: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -321,20 +321,10 @@ mod tests {
         let mut valid = Vec::new();
         write_msg(&mut valid, &ClientMsg::Hello { version: 1, nonce: hex(&[1; 32]) }).unwrap();
         write_msg(&mut valid, &ClientMsg::Auth { proof: hex(&[2; 32]) }).unwrap();
-        write_msg(&mut valid, &ClientMsg::Probe { request: ProbeRequest { max_rate_bps: 1_000_000_000 } }).unwrap();
-        write_msg(&mut valid, &ClientMsg::ProbeEnd).unwrap();
-        let mut from_server = Vec::new();
-        let limits = ProbeLimits { max_bytes: 10_000_000_000, max_duration_s: 120.0, max_rate_bps: 1_000_000_000 };
-        write_msg(&mut from_server, &ServerMsg::ProbeReady { port: 40_000, token: hex(&[3; 16]), limits }).unwrap();
-        write_msg(
-            &mut from_server,
-            &ServerMsg::ProbeDone { report: ProbeReport { bytes_sent: 1, bytes_received: 2, ignored: 3, trains_refused: 4, timed_out: true } },
-        )
-        .unwrap();
-        let alphabet = br#"{}[]":,0123456789.-eEtruefalsnl typekindbulkhelloauthrunprobe_endreadydonemax_rate_bpsportoken\u"#;
-        const N: usize = 40_000;
+        let alphabet = br#"{}[]":,0123456789.-eEtruefalsnl typekindbulkhelloauthrun\u"#;
+        const N: usize = 20_000;
         for i in 0..N {
-            let input: Vec<u8> = match i % 4 {
+            let input: Vec<u8> = match i % 3 {
                 0 => (0..rng.gen_range(0..200)).map(|_| rng.gen()).collect(),
                 1 => {
                     let body: Vec<u8> = (0..rng.gen_range(0..120)).map(|_| alphabet[rng.gen_range(0..alphabet.len())]).collect();
@@ -343,7 +333,7 @@ mod tests {
                     f
                 }
                 _ => {
-                    let mut v = if i % 4 == 2 { valid.clone() } else { from_server.clone() };
+                    let mut v = valid.clone();
                     for _ in 0..rng.gen_range(1..6) {
                         let at = rng.gen_range(0..v.len());
                         v[at] = rng.gen();
@@ -352,35 +342,7 @@ mod tests {
                     v
                 }
             };
-            let _ = crate::fuzzing::control_input(&input);
+            let _ = decode_stream(&input);
         }
-    }
-
-    /// The probe's messages survive the round trip, and a probe request with fields it does not
-    /// know is refused, not guessed at.
-    #[test]
-    fn probe_messages_round_trip_and_are_strict() {
-        let mut buf = Vec::new();
-        write_msg(&mut buf, &ClientMsg::Probe { request: ProbeRequest { max_rate_bps: 4_000_000 } }).unwrap();
-        write_msg(&mut buf, &ClientMsg::ProbeEnd).unwrap();
-        match &decode_stream(&buf)[..] {
-            [Ok(ClientMsg::Probe { request }), Ok(ClientMsg::ProbeEnd)] => assert_eq!(request.max_rate_bps, 4_000_000),
-            other => panic!("{other:?}"),
-        }
-        let report = ProbeReport { bytes_sent: 5, bytes_received: 6, ignored: 0, trains_refused: 1, timed_out: false };
-        let mut buf = Vec::new();
-        write_msg(&mut buf, &ServerMsg::ProbeDone { report: report.clone() }).unwrap();
-        assert!(matches!(&decode_stream_server(&buf)[..], [Ok(ServerMsg::ProbeDone { report: r })] if *r == report));
-        for bad in [
-            r#"{"type":"probe","request":{"max_rate_bps":1,"rate":2}}"#,
-            r#"{"type":"probe","request":{}}"#,
-            r#"{"type":"probe","request":{"max_rate_bps":-1}}"#,
-            r#"{"type":"probe_ready","port":1,"token":"00"}"#,
-        ] {
-            assert!(decode::<ClientMsg>(bad.as_bytes()).is_err(), "{bad}");
-        }
-        // An older server's welcome, without the probe rate: the probe server's own default.
-        let old = r#"{"type":"welcome","facts":{"ccbench_version":"0","kernel_release":null,"kernel_version":null,"congestion_controls":[],"default_congestion_control":null,"default_qdisc":null},"limits":{"max_duration_s":1.0,"max_bytes":1,"max_clients":1,"max_tests_per_minute":1,"max_flows":1}}"#;
-        assert!(matches!(decode::<ServerMsg>(old.as_bytes()), Ok(ServerMsg::Welcome { limits, .. }) if limits.max_probe_rate_bps == 1_000_000_000));
     }
 }

@@ -164,13 +164,13 @@ fn session(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
 
 fn kind_of(m: &ClientMsg) -> &'static str {
     match m {
+        ClientMsg::Probe { .. } => "probe",
+        ClientMsg::ProbeEnd => "probe_end",
         ClientMsg::Hello { .. } => "hello",
         ClientMsg::Auth { .. } => "auth",
         ClientMsg::Check { .. } => "check",
         ClientMsg::Run { .. } => "run",
         ClientMsg::Start => "start",
-        ClientMsg::Probe { .. } => "probe",
-        ClientMsg::ProbeEnd => "probe_end",
     }
 }
 
