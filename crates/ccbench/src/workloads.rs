@@ -128,11 +128,25 @@ impl WorkloadSpec {
     }
 
     /// As [`WorkloadSpec::describe`], naming the transports the algorithms `ccs` run over
-    /// (`bulk QUIC`, `bulk TCP and QUIC`) where the workload alone cannot tell.
+    /// (`bulk QUIC`, `bulk TCP and QUIC`, how objects travel over each) where the workload
+    /// alone cannot tell.
     pub fn describe_for(&self, ccs: &[String]) -> String {
         let quic = ccs.iter().any(|c| c.contains("quic:"));
         let tcp = ccs.iter().any(|c| c.split(',').any(|f| !f.starts_with("quic:")));
         let text = self.describe();
+        // How the HTTP workloads travel over TCP, and over QUIC instead.
+        let over = match self {
+            WorkloadSpec::Objects(o) => Some((objects_over_tcp(o), format!("{} concurrent streams on one QUIC connection", o.concurrency))),
+            WorkloadSpec::Page(p) => Some((page_over_tcp(p.protocol), "one QUIC connection, a stream per object".to_string())),
+            _ => None,
+        };
+        if let Some((over_tcp, over_quic)) = over {
+            return match (tcp, quic) {
+                (false, true) => text.replacen(&over_tcp, &over_quic, 1),
+                (true, true) => text.replacen(&over_tcp, &format!("{over_tcp} (TCP) or {over_quic} (QUIC)"), 1),
+                _ => text,
+            };
+        }
         match (tcp, quic) {
             (false, true) => text.replacen("bulk TCP", "bulk QUIC", 1),
             (true, true) => text.replacen("bulk TCP", "bulk TCP and QUIC", 1),
@@ -163,24 +177,21 @@ impl WorkloadSpec {
                 }
             }
             WorkloadSpec::Objects(o) => format!(
-                "object store: {} {} requests of {} over {} persistent HTTP/1.1 connections",
+                "object store: {} {} requests of {} over {}",
                 o.requests,
                 match o.method {
                     ObjectMethod::Put => "PUT",
                     ObjectMethod::Get => "GET",
                 },
                 fmt_bytes(o.object_bytes),
-                o.concurrency
+                objects_over_tcp(o)
             ),
             WorkloadSpec::Page(p) => format!(
                 "web page: HTML of {} then {} objects ({} in all) over {}",
                 fmt_bytes(p.page.html_bytes),
                 p.page.objects.len(),
                 fmt_bytes(p.page.total_bytes()),
-                match p.protocol {
-                    ccbench_workload::PageProtocol::Http1 { max_connections } => format!("HTTP/1.1 with up to {max_connections} connections"),
-                    ccbench_workload::PageProtocol::Http2 => "HTTP/2 on one connection".to_string(),
-                }
+                page_over_tcp(p.protocol)
             ),
             WorkloadSpec::Browser(b) => format!(
                 "web page in headless Chromium: HTML of {} then {} images ({} in all) over {}",
@@ -194,6 +205,19 @@ impl WorkloadSpec {
             ),
         }
     }
+}
+
+/// How a page travels over kernel TCP.
+fn page_over_tcp(protocol: ccbench_workload::PageProtocol) -> String {
+    match protocol {
+        ccbench_workload::PageProtocol::Http1 { max_connections } => format!("HTTP/1.1 with up to {max_connections} connections"),
+        ccbench_workload::PageProtocol::Http2 => "HTTP/2 on one connection".to_string(),
+    }
+}
+
+/// How an objects load travels over kernel TCP.
+fn objects_over_tcp(o: &ObjectsSpec) -> String {
+    format!("{} persistent HTTP/1.1 connections", o.concurrency)
 }
 
 impl WorkloadResult {
@@ -241,7 +265,9 @@ impl WorkloadResult {
     pub fn warnings(&self) -> Vec<String> {
         match self {
             WorkloadResult::Bulk(b) => b.flows.iter().filter_map(|f| f.warning.as_ref().map(|w| format!("flow {}: {w}", f.id))).collect(),
-            _ => Vec::new(),
+            WorkloadResult::Objects(o) => o.connections.iter().filter_map(|c| c.warning.as_ref().map(|w| format!("connection {}: {w}", c.id))).collect(),
+            WorkloadResult::Page(p) => p.connections.iter().filter_map(|c| c.warning.as_ref().map(|w| format!("connection {}: {w}", c.id))).collect(),
+            WorkloadResult::Browser(_) => Vec::new(),
         }
     }
 
@@ -249,7 +275,9 @@ impl WorkloadResult {
     pub fn final_quic(&self) -> Vec<&ccbench_workload::QuicSample> {
         match self {
             WorkloadResult::Bulk(b) => b.flows.iter().filter_map(|f| f.final_quic.as_ref()).collect(),
-            _ => Vec::new(),
+            WorkloadResult::Objects(o) => o.connections.iter().filter_map(|c| c.final_quic.as_ref()).collect(),
+            WorkloadResult::Page(p) => p.connections.iter().filter_map(|c| c.final_quic.as_ref()).collect(),
+            WorkloadResult::Browser(_) => Vec::new(),
         }
     }
 

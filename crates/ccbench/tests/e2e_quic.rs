@@ -76,10 +76,137 @@ fn unknown_transports_and_algorithms_are_refused_listing_what_exists() {
         assert!(err.contains(flag) && err.contains("quic:cubic") && err.contains("quic:bbr3") && err.contains("tcp:cubic"), "{err}");
         assert!(!out.exists(), "nothing left behind");
     }
-    // QUIC carries bulk and file only, for now.
-    let o = ccbench(&["run", "--cc", "quic:cubic", "--workload", "objects", "--runs", "1"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--workload bulk or file"));
+    // QUIC carries every workload but the real browser's.
+    let out = tempdir("browser");
+    let o = ccbench(&["run", "--cc", "tcp:cubic,quic:cubic", "--workload", "browser", "--runs", "4", "--out", &out.to_string_lossy()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("--cc") && err.contains("quic:cubic") && err.contains("every workload but browser"), "{err}");
+    assert!(!out.exists(), "nothing left behind");
+}
+
+/// A page over QUIC beside the same page over kernel TCP (HTTP/2, one connection each): every
+/// resource arrives on both, the load times are of one order (QUIC's handshake is the round
+/// trip TCP's connect is), and both QUIC ends are read back into result.json and runs.csv.
+#[test]
+fn a_quic_page_loads_beside_a_tcp_page() {
+    let _g = lock();
+    if !have_root() {
+        return;
+    }
+    let (v, csv, text) = run(
+        &[
+            "--cc",
+            "quic:cubic,tcp:cubic",
+            "--workload",
+            "page",
+            "--page",
+            "small",
+            "--http",
+            "2",
+            "--rate",
+            "30mbit",
+            "--rtt",
+            "20ms",
+            "--runs",
+            "4",
+            "--seed",
+            "5",
+        ],
+        "page",
+    );
+    let load = |cc| median(&v, cc, |m| m["completion_time_s"].as_f64().unwrap());
+    let (quic, tcp) = (load("quic:cubic"), load("tcp:cubic"));
+    eprintln!("small page: quic:cubic {:.0} ms, tcp:cubic {:.0} ms", quic * 1e3, tcp * 1e3);
+    assert!(quic / tcp < 2.0 && tcp / quic < 2.0, "quic:cubic {quic} s vs tcp:cubic {tcp} s");
+    for r in v["runs"].as_array().unwrap() {
+        assert_eq!(r["status"], "complete", "{r}");
+        let w = &r["workload"];
+        assert_eq!((w["requests_completed"].as_u64(), w["errors"].as_u64()), (Some(21), Some(0)), "{w}");
+        let c = &w["connections"][0];
+        if r["cc"] == "quic:cubic" {
+            assert_eq!(
+                (c["transport"].as_str(), c["cc_read_back"].as_str(), c["cc_receiver"].as_str()),
+                (Some("quic"), Some("quic:cubic"), Some("quic:cubic"))
+            );
+            assert!(w["html_ttfb_s"].as_f64().unwrap() >= 0.039, "two round trips before the HTML's first byte");
+        } else {
+            assert_eq!((c["transport"].as_str(), c["cc_read_back"].as_str()), (Some("tcp"), Some("tcp:cubic")));
+        }
+    }
+    assert!(csv.lines().any(|l| l.contains(",quic,quic:cubic,quic:cubic,")), "{csv}");
+    assert!(text.contains("HTTP/2 on one connection (TCP) or one QUIC connection, a stream per object (QUIC)"), "{text}");
+}
+
+/// Objects over QUIC beside objects over kernel TCP, interleaved on one path: every request
+/// completes on both, content throughput within 25 % of each other (measured: within 3 %), one
+/// QUIC connection against `--concurrency` TCP ones, both QUIC ends read back into result.json
+/// and runs.csv, and the emulator's figures over the requests' span.
+#[test]
+fn quic_objects_run_beside_tcp_objects_on_one_path() {
+    let _g = lock();
+    if !have_root() {
+        return;
+    }
+    let (v, csv, text) = run(
+        &[
+            "--cc",
+            "quic:cubic,tcp:cubic",
+            "--workload",
+            "objects",
+            "--method",
+            "get",
+            "--requests",
+            "24",
+            "--size",
+            "256kib",
+            "--concurrency",
+            "8",
+            "--rate",
+            "30mbit",
+            "--rtt",
+            "20ms",
+            "--runs",
+            "4",
+            "--seed",
+            "4",
+        ],
+        "objects",
+    );
+    let quic = median(&v, "quic:cubic", |m| m["goodput_bps"].as_f64().unwrap());
+    let tcp = median(&v, "tcp:cubic", |m| m["goodput_bps"].as_f64().unwrap());
+    eprintln!("objects: quic:cubic {:.1} Mbit/s, tcp:cubic {:.1} Mbit/s", quic / 1e6, tcp / 1e6);
+    assert!((quic / tcp - 1.0).abs() <= 0.25, "quic:cubic {quic} vs tcp:cubic {tcp} bit/s");
+    assert!(quic < 30e6 && tcp < 30e6, "content throughput above the link");
+    for r in v["runs"].as_array().unwrap() {
+        assert_eq!(r["status"], "complete", "{r}");
+        let (w, m) = (&r["workload"], &r["metrics"]);
+        assert_eq!((w["kind"].as_str(), w["requests_completed"].as_u64(), w["errors"].as_u64()), (Some("objects"), Some(24), Some(0)), "{w}");
+        assert_eq!(m["all_completed"], true);
+        // The emulator counted over the span the requests ran in, not the path's whole life.
+        assert_eq!(m["path_figures_over_whole_life"], false);
+        assert!(m["utilization"].as_f64().unwrap() > 0.5, "{m}");
+        let conns = w["connections"].as_array().unwrap();
+        if r["cc"] == "quic:cubic" {
+            assert_eq!(conns.len(), 1, "every request on one QUIC connection");
+            let c = &conns[0];
+            assert_eq!(
+                (c["transport"].as_str(), c["cc_read_back"].as_str(), c["cc_receiver"].as_str()),
+                (Some("quic"), Some("quic:cubic"), Some("quic:cubic"))
+            );
+            assert_eq!((c["requests_completed"].as_u64(), c["sender"].as_str()), (Some(24), Some("server")));
+            assert!(c["final_quic"]["packets_sent"].as_u64().unwrap() > 1000);
+            assert!(m["sender_rtt_p50_ms"].as_f64().unwrap() >= 20.0, "{m}");
+        } else {
+            assert_eq!(conns.len(), 8);
+            assert!(conns.iter().all(|c| c["transport"] == "tcp" && c["cc_read_back"] == "tcp:cubic"));
+        }
+    }
+    let header = csv.lines().next().unwrap();
+    assert!(header.contains(",transport,cc_read_back,cc_receiver,"), "{header}");
+    assert!(csv.lines().any(|l| l.contains(",quic,quic:cubic,quic:cubic,")), "{csv}");
+    assert!(text.contains("8 concurrent streams on one QUIC connection"), "{text}");
 }
 
 /// QUIC CUBIC and kernel TCP CUBIC on the same clean path: goodput within 20 % (the payload

@@ -467,10 +467,15 @@ fn finish(
                 client_port: a.client_port,
                 cc_requested: spec.cc.clone(),
                 cc_read_back: a.cc_read_back.clone(),
+                transport: crate::Transport::Tcp,
+                cc_receiver: None,
+                warning: None,
                 opened_s: nav_start.map_or(0.0, |t0| a.at.saturating_duration_since(t0).as_secs_f64()),
                 requests_completed: requests,
                 bytes_received: bytes,
                 final_tcp_info: sampled.remove(&SocketId::Connection(a.client_port)).flatten(),
+                final_quic: None,
+                bbr_events: Vec::new(),
             }
         })
         .collect();

@@ -10,9 +10,11 @@
 //! of the path, the epoch, the stop flag, the [`MeasureHook`] and the [`SeriesSink`]):
 //! - [`BulkSpec`]: N parallel connections pushing bytes one way for a duration or a byte count.
 //! - [`ObjectsSpec`]: an object-store load (PUT or GET of fixed-size objects over persistent
-//!   HTTP/1.1 connections), reporting content throughput and request latency percentiles.
+//!   HTTP/1.1 connections, or over QUIC as concurrent streams on one connection), reporting
+//!   content throughput and request latency percentiles.
 //! - [`PageSpec`]: a browser-like page load (HTML, then its objects) over HTTP/1.1 with up to
-//!   6 connections or over HTTP/2 on one, reporting TTFB, HTML and page load times.
+//!   6 connections, over HTTP/2 on one, or over QUIC as a stream per resource on one
+//!   connection, reporting TTFB, HTML and page load times.
 //! - [`BrowserSpec`]: the same page loaded by headless Chromium in the client's namespace
 //!   (HTTP/1.1, or HTTP/2 over TLS), reporting the browser's own Navigation Timing and LCP.
 //!

@@ -1,6 +1,8 @@
 //! Object-store load, like an S3 load tester: `requests` PUTs or GETs of `object_bytes` each,
 //! spread over `concurrency` persistent HTTP/1.1 connections, reporting content throughput and
-//! request latency.
+//! request latency. A `quic:` algorithm runs the same load over QUIC instead (`crate::quic`:
+//! `concurrency` streams in flight on one connection), with the same result, computed by the
+//! same [`summarize`].
 //!
 //! # Library choice
 //! Real HTTP/1.1 comes from [hyper] 1.x (with `hyper-util` for the tokio glue and
@@ -37,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::{self, lock, Errors, PatternBody};
 use crate::harness::{Finish, Harness, ServerLog, ServerProto};
 use crate::sampler::Sampler;
+use crate::transport::{transport_of, Transport};
 use crate::{net, RunContext, Side, SocketId, Workload, WorkloadError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,6 +72,11 @@ pub struct ObjectsSpec {
     pub sample_interval_us: u64,
     /// Bound on the whole run, connection setup included.
     pub timeout_s: f64,
+    /// QUIC only, for provoking scenario 5's mix-up on purpose: the algorithm (after `quic:`) of
+    /// the *receiving* endpoint, when it should differ from the sender's. The connection then
+    /// carries a warning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic_receiver_cc: Option<String>,
 }
 
 /// One request, finished or failed.
@@ -94,14 +102,30 @@ pub struct ObjectsConnection {
     pub sender: Side,
     pub cc_requested: String,
     /// `TCP_CONGESTION` read back from the sending socket of this connection (the client's for
-    /// PUT, the server's accepted socket for GET); `None` if the server never saw it.
+    /// PUT, the server's accepted socket for GET); `None` if the server never saw it. For QUIC,
+    /// the sending endpoint's controller, as `quic:NAME`.
     pub cc_read_back: Option<String>,
+    #[serde(default)]
+    pub transport: Transport,
+    /// QUIC: the receiving endpoint's controller, read back the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc_receiver: Option<String>,
+    /// Something the reader must know (the two QUIC ends ran different algorithms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
     pub requests_completed: u32,
     pub errors: u32,
     pub content_bytes: u64,
     /// The sending socket's `TCP_INFO` when the run ended. (Its samples went to the run's
     /// `SeriesSink` as `SocketId::Connection(client_port)`.)
     pub final_tcp_info: Option<TcpInfo>,
+    /// QUIC: the sending connection's last sample (its samples went to the `SeriesSink` as
+    /// `SocketId::Connection(client_port)` too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_quic: Option<crate::QuicSample>,
+    /// QUIC BBR's state changes (from a controller that exposes them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bbr_events: Vec<crate::BbrEvent>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -218,6 +242,9 @@ impl Workload for ObjectsSpec {
 fn run_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Result<ObjectsResult, WorkloadError> {
     if spec.concurrency == 0 {
         return Err(WorkloadError::Setup("concurrency must be at least 1".into()));
+    }
+    if transport_of(&spec.cc) == Transport::Quic {
+        return crate::quic::run_quic_objects(spec, run);
     }
     let harness = Harness::new(run, spec.timeout_s, spec.sample_interval_us)?;
     let log = Mutex::new(ClientLog::default());
@@ -438,17 +465,6 @@ fn finish(
     let accepted = lock(&server_log.accepted).clone();
     let server_errors = lock(&server_log.errors);
     let log = lock(log);
-
-    let wall_time_s = match (log.first_request, log.last_response) {
-        (Some(a), Some(b)) => b.saturating_duration_since(a).as_secs_f64(),
-        _ => 0.0,
-    };
-    let content_bytes: u64 = log.conns.iter().map(|c| c.bytes).sum();
-    let content_throughput_bps = if wall_time_s > 0.0 { content_bytes as f64 * 8.0 / wall_time_s } else { 0.0 };
-    let mut lat: Vec<f64> = log.requests.iter().filter(|r| r.ok).map(|r| r.latency_s).collect();
-    lat.sort_by(f64::total_cmp);
-    let latency_mean_s = (!lat.is_empty()).then(|| lat.iter().sum::<f64>() / lat.len() as f64);
-
     let sender = spec.method.sender();
     let connections = log
         .conns
@@ -464,28 +480,71 @@ fn finish(
                 sender,
                 cc_requested: spec.cc.clone(),
                 cc_read_back,
+                transport: Transport::Tcp,
+                cc_receiver: None,
+                warning: None,
                 requests_completed: c.completed,
                 errors: c.errors,
                 content_bytes: c.bytes,
                 final_tcp_info: sampled.remove(&SocketId::Connection(c.client_port)).flatten(),
+                final_quic: None,
+                bbr_events: Vec::new(),
             }
         })
         .collect();
-    let mut error_messages = log.errors.messages.clone();
-    error_messages.extend(server_errors.messages.iter().map(|m| format!("server: {m}")));
-    let mut requests = log.requests.clone();
+    let outcome = Outcome {
+        first_request: log.first_request,
+        last_response: log.last_response,
+        requests: &log.requests,
+        client_errors: &log.errors,
+        server_errors: &server_errors,
+        connections,
+        server_connections: accepted.len() as u32,
+        issued,
+    };
+    summarize(spec, epoch, outcome, how)
+}
+
+/// What a load left, however its requests travelled (TCP connections or QUIC streams).
+pub(crate) struct Outcome<'a> {
+    pub first_request: Option<Instant>,
+    pub last_response: Option<Instant>,
+    pub requests: &'a [RequestRecord],
+    pub client_errors: &'a Errors,
+    pub server_errors: &'a Errors,
+    pub connections: Vec<ObjectsConnection>,
+    pub server_connections: u32,
+    /// Requests issued (at most `spec.requests`).
+    pub issued: u32,
+}
+
+/// The result of an objects run: the one place its figures (throughput, latency percentiles,
+/// errors) are computed, for both transports alike.
+pub(crate) fn summarize(spec: &ObjectsSpec, epoch: Instant, o: Outcome<'_>, how: Finish<()>) -> ObjectsResult {
+    let wall_time_s = match (o.first_request, o.last_response) {
+        (Some(a), Some(b)) => b.saturating_duration_since(a).as_secs_f64(),
+        _ => 0.0,
+    };
+    let content_bytes: u64 = o.connections.iter().map(|c| c.content_bytes).sum();
+    let content_throughput_bps = if wall_time_s > 0.0 { content_bytes as f64 * 8.0 / wall_time_s } else { 0.0 };
+    let mut lat: Vec<f64> = o.requests.iter().filter(|r| r.ok).map(|r| r.latency_s).collect();
+    lat.sort_by(f64::total_cmp);
+    let latency_mean_s = (!lat.is_empty()).then(|| lat.iter().sum::<f64>() / lat.len() as f64);
+    let mut error_messages = o.client_errors.messages.clone();
+    error_messages.extend(o.server_errors.messages.iter().map(|m| format!("server: {m}")));
+    let mut requests = o.requests.to_vec();
     requests.sort_by_key(|r| r.index);
     ObjectsResult {
         method: spec.method,
         object_bytes: spec.object_bytes,
         concurrency: spec.concurrency,
         cc_requested: spec.cc.clone(),
-        start_us: log.first_request.map(|t| t.saturating_duration_since(epoch).as_micros() as u64),
+        start_us: o.first_request.map(|t| t.saturating_duration_since(epoch).as_micros() as u64),
         wall_time_s,
         requests_requested: spec.requests,
-        requests_issued: issued,
-        requests_completed: log.requests.iter().filter(|r| r.ok).count() as u32,
-        errors: log.errors.count,
+        requests_issued: o.issued,
+        requests_completed: o.requests.iter().filter(|r| r.ok).count() as u32,
+        errors: o.client_errors.count,
         content_bytes,
         content_throughput_bps,
         content_throughput_mbytes_per_s: content_throughput_bps / 8e6,
@@ -494,12 +553,12 @@ fn finish(
         latency_p99_s: common::percentile(&lat, 99.0),
         latency_max_s: lat.last().copied(),
         latency_mean_s,
-        client_connections: log.conns.len() as u32,
-        server_connections: accepted.len() as u32,
-        server_errors: server_errors.count,
+        client_connections: o.connections.len() as u32,
+        server_connections: o.server_connections,
+        server_errors: o.server_errors.count,
         interrupted: matches!(how, Finish::Stopped),
         timed_out: matches!(how, Finish::TimedOut),
-        connections,
+        connections: o.connections,
         requests,
         error_messages,
     }

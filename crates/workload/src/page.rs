@@ -1,7 +1,9 @@
 //! A web page load, like a browser with its cache off: the HTML document first (`GET /`), then
 //! every object it references (`GET /o/N`), over HTTP/1.1 with up to `max_connections` parallel
 //! persistent connections (browsers use 6 per host) or over HTTP/2 multiplexed on one
-//! connection (h2c with prior knowledge: no TLS, so no ALPN).
+//! connection (h2c with prior knowledge: no TLS, so no ALPN). A `quic:` algorithm loads the
+//! same page over QUIC instead (`crate::quic`: one connection, a stream per resource), with the
+//! same result, computed by the same [`summarize`].
 //!
 //! # Library choice
 //! Both protocols come from [hyper] 1.x (`client::conn::{http1, http2}` and the matching
@@ -38,6 +40,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::{self, lock, Errors, PatternBody};
 use crate::harness::{Finish, Harness, ServerLog, ServerProto};
 use crate::sampler::Sampler;
+use crate::transport::{transport_of, Transport};
 use crate::{net, RunContext, SocketId, Workload, WorkloadError};
 
 /// What a page consists of: the HTML document's size and the size of every object (image,
@@ -230,8 +233,17 @@ pub struct PageConnection {
     pub id: u32,
     pub client_port: u16,
     pub cc_requested: String,
-    /// `TCP_CONGESTION` read back from the server's accepted (sending) socket.
+    /// `TCP_CONGESTION` read back from the server's accepted (sending) socket; for QUIC, the
+    /// server's controller, as `quic:NAME`.
     pub cc_read_back: Option<String>,
+    #[serde(default)]
+    pub transport: Transport,
+    /// QUIC: the client's (receiving) controller, read back the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc_receiver: Option<String>,
+    /// Something the reader must know (the two QUIC ends ran different algorithms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
     /// When it was opened, seconds after navigation start.
     pub opened_s: f64,
     pub requests_completed: u32,
@@ -239,6 +251,12 @@ pub struct PageConnection {
     /// The server (sending) socket's `TCP_INFO` when the load ended. (Its samples went to the
     /// run's `SeriesSink` as `SocketId::Connection(client_port)`.)
     pub final_tcp_info: Option<TcpInfo>,
+    /// QUIC: the server's (sending) connection's last sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_quic: Option<crate::QuicSample>,
+    /// QUIC BBR's state changes (from a controller that exposes them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bbr_events: Vec<crate::BbrEvent>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -338,6 +356,9 @@ impl Workload for PageSpec {
 /// Returns early, with what finished and `interrupted: true`, when the stop flag is set.
 fn load_page(spec: &PageSpec, run: &RunContext<'_>) -> Result<PageResult, WorkloadError> {
     spec.page.validate().map_err(WorkloadError::Setup)?;
+    if transport_of(&spec.cc) == Transport::Quic {
+        return crate::quic::load_quic_page(spec, run);
+    }
     if let PageProtocol::Http1 { max_connections: 0 } = spec.protocol {
         return Err(WorkloadError::Setup("max_connections must be at least 1".into()));
     }
@@ -400,7 +421,7 @@ fn load_page(spec: &PageSpec, run: &RunContext<'_>) -> Result<PageResult, Worklo
     Ok(finish(spec, &log, &harness.server_log, &harness.sampler, run.epoch, Some(nav_start), how))
 }
 
-fn resource_list(page: &PageModel) -> Vec<ResourceTiming> {
+pub(crate) fn resource_list(page: &PageModel) -> Vec<ResourceTiming> {
     let entry = |path: String, bytes_expected| ResourceTiming {
         path,
         bytes_expected,
@@ -628,10 +649,6 @@ fn finish(
     let accepted = lock(&server_log.accepted).clone();
     let server_errors = lock(&server_log.errors);
     let log = lock(log);
-    let html = &log.resources[0];
-    let all_ok = log.resources.iter().all(|r| r.ok);
-    let page_load_s = if all_ok { log.resources.iter().filter_map(|r| r.complete_s).reduce(f64::max) } else { None };
-    let bytes_received: u64 = log.resources.iter().map(|r| r.bytes_received).sum();
     let connections = log
         .conns
         .iter()
@@ -640,34 +657,68 @@ fn finish(
             client_port: c.client_port,
             cc_requested: spec.cc.clone(),
             cc_read_back: accepted.iter().find(|a| a.client_port == c.client_port).and_then(|a| a.cc_read_back.clone()),
+            transport: Transport::Tcp,
+            cc_receiver: None,
+            warning: None,
             opened_s: c.opened_s,
             requests_completed: c.completed,
             bytes_received: c.bytes,
             final_tcp_info: sampled.remove(&SocketId::Connection(c.client_port)).flatten(),
+            final_quic: None,
+            bbr_events: Vec::new(),
         })
         .collect();
-    let mut error_messages = log.errors.messages.clone();
-    error_messages.extend(server_errors.messages.iter().map(|m| format!("server: {m}")));
+    let outcome = Outcome {
+        nav_start,
+        resources: &log.resources,
+        client_errors: &log.errors,
+        server_errors: &server_errors,
+        connections,
+        server_connections: accepted.len() as u32,
+    };
+    summarize(spec, epoch, outcome, how)
+}
+
+/// What a page load left, however it travelled (TCP connections or QUIC streams).
+pub(crate) struct Outcome<'a> {
+    pub nav_start: Option<Instant>,
+    /// The HTML first, then the objects in page order.
+    pub resources: &'a [ResourceTiming],
+    pub client_errors: &'a Errors,
+    pub server_errors: &'a Errors,
+    pub connections: Vec<PageConnection>,
+    pub server_connections: u32,
+}
+
+/// The result of a page load: the one place its figures (TTFB, load time, goodput) are
+/// computed, for both transports alike.
+pub(crate) fn summarize(spec: &PageSpec, epoch: Instant, o: Outcome<'_>, how: Finish<()>) -> PageResult {
+    let html = &o.resources[0];
+    let all_ok = o.resources.iter().all(|r| r.ok);
+    let page_load_s = if all_ok { o.resources.iter().filter_map(|r| r.complete_s).reduce(f64::max) } else { None };
+    let bytes_received: u64 = o.resources.iter().map(|r| r.bytes_received).sum();
+    let mut error_messages = o.client_errors.messages.clone();
+    error_messages.extend(o.server_errors.messages.iter().map(|m| format!("server: {m}")));
     PageResult {
         protocol: spec.protocol,
         cc_requested: spec.cc.clone(),
-        start_us: nav_start.map(|t| t.saturating_duration_since(epoch).as_micros() as u64),
+        start_us: o.nav_start.map(|t| t.saturating_duration_since(epoch).as_micros() as u64),
         html_ttfb_s: html.ttfb_s,
         html_complete_s: if html.ok { html.complete_s } else { None },
         page_load_s,
         page_bytes: spec.page.total_bytes(),
         bytes_received,
         page_goodput_bps: page_load_s.filter(|&t| t > 0.0).map(|t| bytes_received as f64 * 8.0 / t).unwrap_or(0.0),
-        requests_total: log.resources.len() as u32,
-        requests_completed: log.resources.iter().filter(|r| r.ok).count() as u32,
-        errors: log.errors.count,
-        connections_used: log.conns.len() as u32,
-        server_connections: accepted.len() as u32,
-        server_errors: server_errors.count,
+        requests_total: o.resources.len() as u32,
+        requests_completed: o.resources.iter().filter(|r| r.ok).count() as u32,
+        errors: o.client_errors.count,
+        connections_used: o.connections.len() as u32,
+        server_connections: o.server_connections,
+        server_errors: o.server_errors.count,
         interrupted: matches!(how, Finish::Stopped),
         timed_out: matches!(how, Finish::TimedOut),
-        connections,
-        resources: log.resources.clone(),
+        connections: o.connections,
+        resources: o.resources.to_vec(),
         error_messages,
     }
 }

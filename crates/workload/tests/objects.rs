@@ -13,7 +13,7 @@ use ccbench_workload::{MemorySeries, ObjectMethod, ObjectsResult, ObjectsSpec, R
 use common::{have_root, lock, start_path, LINK_MBIT, PAYLOAD_FRACTION};
 
 fn spec(method: ObjectMethod, cc: &str, requests: u32, object_bytes: u64, concurrency: u32) -> ObjectsSpec {
-    ObjectsSpec { requests, object_bytes, concurrency, method, cc: cc.into(), port: 9000, sample_interval_us: 10_000, timeout_s: 30.0 }
+    ObjectsSpec { requests, object_bytes, concurrency, method, cc: cc.into(), port: 9000, sample_interval_us: 10_000, timeout_s: 30.0, quic_receiver_cc: None }
 }
 
 /// The result and the series the run handed over.

@@ -6,10 +6,11 @@
 //! - `condition` (only for a preset or a set of results that has one; `compare` writes `arm`
 //!   and `input` here instead), then the run's own
 //!   fields (`index`, `round`, `cc`, `status`, `error`, `started_at`, `path_seed`,
-//!   `host_cpu_steal_fraction`, `suspect` joined with "; "), and for bulk and file runs
-//!   `transport` (`tcp`, `quic`, or `tcp+quic` for a mix of both), `cc_read_back` and
-//!   `cc_receiver` (each flow's sending and receiving end as read back, space-separated;
-//!   `-` where the receiver is kernel TCP and not read);
+//!   `host_cpu_steal_fraction`, `suspect` joined with "; "), and for bulk, file, objects and
+//!   page runs `transport` (`tcp`, `quic`, or `tcp+quic` for a mix of both), `cc_read_back`
+//!   and `cc_receiver` (each flow's or connection's sending and receiving end as read back,
+//!   space-separated; `-` where the receiver is kernel TCP and not read, or a TCP
+//!   connection's sender was never seen);
 //! - every field of the run's `metrics` by its JSON name (`score`, `goodput_bps`, …;
 //!   per-algorithm shares of a mix as `shares.<cc>`; `jain_per_second`, a time series, is
 //!   only in result.json);
@@ -80,12 +81,24 @@ fn run_columns(e: &Experiment, run: &RunRecord, params: &[(String, String)]) -> 
     cols.push(("host_cpu_steal_fraction".into(), run.host_cpu_steal_fraction.map(|f| f.to_string()).unwrap_or_default()));
     cols.push(("suspect".into(), run.suspect.join("; ")));
     // The transports the run's flows used and what each end really ran (issue 8).
-    if let Some(crate::workloads::WorkloadResult::Bulk(b)) = &run.workload {
-        let mut transports: Vec<&str> = b.flows.iter().map(|f| f.transport.as_str()).collect();
+    let ends: Vec<(&str, &str, &str)> = match &run.workload {
+        Some(crate::workloads::WorkloadResult::Bulk(b)) => {
+            b.flows.iter().map(|f| (f.transport.as_str(), f.cc_read_back.as_str(), f.cc_receiver.as_deref().unwrap_or("-"))).collect()
+        }
+        Some(crate::workloads::WorkloadResult::Objects(o)) => {
+            o.connections.iter().map(|c| (c.transport.as_str(), c.cc_read_back.as_deref().unwrap_or("-"), c.cc_receiver.as_deref().unwrap_or("-"))).collect()
+        }
+        Some(crate::workloads::WorkloadResult::Page(p)) => {
+            p.connections.iter().map(|c| (c.transport.as_str(), c.cc_read_back.as_deref().unwrap_or("-"), c.cc_receiver.as_deref().unwrap_or("-"))).collect()
+        }
+        _ => Vec::new(),
+    };
+    if !ends.is_empty() {
+        let mut transports: Vec<&str> = ends.iter().map(|e| e.0).collect();
         transports.dedup();
         cols.push(("transport".into(), transports.join("+")));
-        cols.push(("cc_read_back".into(), b.flows.iter().map(|f| f.cc_read_back.as_str()).collect::<Vec<_>>().join(" ")));
-        cols.push(("cc_receiver".into(), b.flows.iter().map(|f| f.cc_receiver.as_deref().unwrap_or("-")).collect::<Vec<_>>().join(" ")));
+        cols.push(("cc_read_back".into(), ends.iter().map(|e| e.1).collect::<Vec<_>>().join(" ")));
+        cols.push(("cc_receiver".into(), ends.iter().map(|e| e.2).collect::<Vec<_>>().join(" ")));
     }
     if let Some(m) = &run.metrics {
         let mut v = serde_json::to_value(m)?;

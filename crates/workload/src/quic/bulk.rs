@@ -3,19 +3,20 @@
 //! each with its own algorithm, sharing the bottleneck. Each stream starts with its flow id
 //! (4 bytes), then data; goodput is counted where it arrives, as for TCP.
 
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use noq::{Connection, Endpoint, PathId, VarInt};
+use noq::{Connection, Endpoint, VarInt};
 
 use super::observe::Probe;
-use super::{endpoint, observed_transport, read_back, udp_in, BbrView, ReadBack, Tls, HANDSHAKE_TIMEOUT, SNI};
+use super::pair::{self, connect_pair, quic_algorithm, server_endpoint};
+use super::{BbrView, ReadBack, Tls};
 use crate::bulk::{aggregate_goodput, Amount, BbrEvent, BulkResult, BulkSpec, FlowResult, GoodputPoint, MixFlow};
 use crate::common::{lock, micros_since, multi_thread_runtime, CHUNK};
-use crate::transport::{split_cc, Transport};
-use crate::{QuicSample, RunContext, Side, SocketId, WorkloadError};
+use crate::transport::Transport;
+use crate::{QuicSample, RunContext, SocketId, WorkloadError};
 
 /// How often blocked stream calls come back to look at the clock and the stop flag.
 const IO_TICK: Duration = Duration::from_millis(50);
@@ -216,100 +217,35 @@ async fn connect(spec: &BulkSpec, run: &RunContext<'_>, plan: &[MixFlow]) -> Res
     let groups: Vec<Vec<u32>> = if spec.mix.is_empty() { vec![(0..plan.len() as u32).collect()] } else { (0..plan.len() as u32).map(|i| vec![i]).collect() };
     let tls = Tls::new()?;
     let server_sa = SocketAddrV4::new(run.server_addr, spec.port);
-    let (placeholder, _) = observed_transport("cubic", &Arc::new(Probe::default()))?;
-    let server = endpoint(udp_in(run.server, server_sa)?, Some((*tls.server(placeholder)?).clone()))?;
+    let server = server_endpoint(run, &tls, server_sa)?;
     let sender_side = spec.direction.sender();
     let mut conns = Vec::new();
     for flows in groups {
-        let requested = &plan[flows[0] as usize].cc;
-        let algorithm = match split_cc(requested) {
-            Ok((Transport::Quic, alg)) => alg.to_string(),
-            _ => return Err(WorkloadError::Setup(format!("{requested:?} is not a QUIC algorithm"))),
-        };
+        let algorithm = quic_algorithm(&plan[flows[0] as usize].cc)?;
         let receiver_alg = spec.quic_receiver_cc.clone().unwrap_or_else(|| algorithm.clone());
-        let (send_probe, recv_probe) = (Arc::new(Probe::default()), Arc::new(Probe::default()));
-        let (send_transport, bbr) = observed_transport(&algorithm, &send_probe)?;
-        let (recv_transport, _) = observed_transport(&receiver_alg, &recv_probe)?;
-        let (client_transport, server_transport) = match sender_side {
-            Side::Client => (send_transport, recv_transport),
-            Side::Server => (recv_transport, send_transport),
-        };
-        let client = endpoint(udp_in(run.client, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))?, None)?;
-        let client_port = client.local_addr()?.port();
-        let connecting = client
-            .connect_with(tls.client(client_transport)?, SocketAddr::V4(server_sa), SNI)
-            .map_err(|e| WorkloadError::Setup(format!("QUIC connect: {e}")))?;
-        let server_config = tls.server(server_transport)?;
-        let accepting = async {
-            let incoming = server.accept().await.ok_or_else(|| WorkloadError::Setup("the QUIC server endpoint closed".into()))?;
-            incoming
-                .accept_with(server_config)
-                .map_err(|e| WorkloadError::Setup(format!("QUIC accept: {e}")))?
-                .await
-                .map_err(|e| WorkloadError::Setup(format!("QUIC accept: {e}")))
-        };
-        let connected = async { connecting.await.map_err(|e| WorkloadError::Setup(format!("QUIC handshake: {e}"))) };
-        let (c, s) = tokio::time::timeout(HANDSHAKE_TIMEOUT, async { tokio::try_join!(connected, accepting) })
-            .await
-            .map_err(|_| WorkloadError::Setup(format!("the QUIC handshake with {server_sa} timed out")))??;
-        let (sender, receiver) = match sender_side {
-            Side::Client => (c, s),
-            Side::Server => (s, c),
-        };
-        let read_back = ReadBack { sender: read_back(&sender), receiver: read_back(&receiver) };
-        let wanted = format!("quic:{algorithm}");
-        if read_back.sender != wanted || !send_probe.was_built() {
-            return Err(WorkloadError::CongestionMismatch { requested: wanted, actual: read_back.sender });
-        }
-        conns.push(Conn { flows, sender, receiver, probe: send_probe, bbr, client_port, read_back, _client: client });
+        let p = connect_pair(run, &server, &tls, server_sa, sender_side, &algorithm, &receiver_alg).await?;
+        conns.push(Conn {
+            flows,
+            sender: p.sender,
+            receiver: p.receiver,
+            probe: p.probe,
+            bbr: p.bbr,
+            client_port: p.client_port,
+            read_back: p.read_back,
+            _client: p.client_endpoint,
+        });
     }
     Ok((server, conns))
 }
 
-/// One sample of a connection's sender; `last` carries the previous acknowledged-byte count,
-/// for the delivery rate over the interval.
+/// One sample of a connection's sender.
 fn sample(conn: &Conn, t_us: u64, last: &mut (Instant, u64)) -> QuicSample {
-    let p = conn.probe.read();
-    let now = Instant::now();
-    let dt = now.duration_since(last.0).as_secs_f64();
-    let delivery_rate_bps = if dt > 0.0 { (p.acked_bytes.saturating_sub(last.1) as f64 * 8.0 / dt) as u64 } else { 0 };
-    *last = (now, p.acked_bytes);
-    let stats = conn.sender.path_stats(PathId::ZERO).unwrap_or_default();
-    let metrics = conn.sender.congestion_state(PathId::ZERO).map(|c| c.metrics());
-    let us = |d: Duration| d.as_micros().min(u32::MAX as u128) as u32;
-    QuicSample {
-        t_us,
-        rtt_us: us(p.smoothed_rtt),
-        min_rtt_us: us(p.min_rtt),
-        latest_rtt_us: us(p.latest_rtt),
-        rttvar_us: us(p.rttvar),
-        cwnd_bytes: stats.cwnd,
-        ssthresh_bytes: metrics.as_ref().and_then(|m| m.ssthresh),
-        mtu: stats.current_mtu,
-        bytes_in_flight: p.in_flight,
-        pacing_rate_bps: metrics.as_ref().and_then(|m| m.pacing_rate).map(|r| r.saturating_mul(8)).or_else(|| window_pacing_bps(stats.cwnd, p.smoothed_rtt)),
-        delivery_rate_bps,
-        bytes_acked: p.acked_bytes,
-        bytes_sent: stats.sent_bytes,
-        bytes_lost: stats.lost_bytes,
-        packets_sent: stats.sent_packets,
-        packets_lost: stats.lost_packets,
-        congestion_events: stats.congestion_events,
-        app_limited: p.app_limited,
-        bbr: conn.bbr.as_ref().and_then(|b| b.snapshot()),
-    }
+    pair::sample(&conn.sender, &conn.probe, conn.bbr.as_ref(), t_us, last)
 }
 
 /// The sending controller's BBR state changes, µs after `epoch`.
 fn events_of(conn: &Conn, epoch: Instant) -> Vec<BbrEvent> {
-    let Some(view) = &conn.bbr else { return Vec::new() };
-    view.take_events().into_iter().map(|(at, from, to)| BbrEvent { t_us: at.saturating_duration_since(epoch).as_micros() as u64, from, to }).collect()
-}
-
-/// The rate noq's pacer derives from the window when the controller reports none (CUBIC,
-/// NewReno): 5/4 of a window per smoothed RTT (noq-proto `connection/pacing.rs`).
-fn window_pacing_bps(cwnd: u64, srtt: Duration) -> Option<u64> {
-    (srtt > Duration::ZERO).then(|| (cwnd as f64 * 8.0 * 1.25 / srtt.as_secs_f64()) as u64)
+    pair::bbr_events(conn.bbr.as_ref(), epoch)
 }
 
 async fn send_flow(conn: &Connection, id: u32, amount: Amount, deadline: Instant, stopping: &AtomicBool) -> Result<(), String> {

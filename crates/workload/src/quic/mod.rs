@@ -14,9 +14,16 @@
 //!   emulator reads them: the emulator sees, drops and delays each QUIC packet on its own.
 
 mod bulk;
+mod objects;
 mod observe;
+mod page;
+mod pair;
+mod streams;
+pub(crate) mod wire;
 
 pub(crate) use bulk::run_quic_bulk;
+pub(crate) use objects::run_quic_objects;
+pub(crate) use page::load_quic_page;
 
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -137,6 +144,10 @@ impl ReadBack {
     }
 }
 
+/// Streams either end may have open at once, each way: as many as `--flows` and
+/// `--concurrency` allow (256), so neither waits for stream credit.
+pub(crate) const MAX_STREAMS: u32 = 256;
+
 /// Per-flow transport settings: generous flow-control windows, so that the congestion
 /// controller, not flow control, limits the sender at up to ~1 Gbit/s × 100 ms.
 fn transport(factory: Arc<dyn ControllerFactory + Send + Sync>) -> Arc<TransportConfig> {
@@ -145,7 +156,8 @@ fn transport(factory: Arc<dyn ControllerFactory + Send + Sync>) -> Arc<Transport
         .stream_receive_window(VarInt::from_u32(32 << 20))
         .receive_window(VarInt::from_u32(64 << 20))
         .send_window(64 << 20)
-        .max_concurrent_uni_streams(VarInt::from_u32(256))
+        .max_concurrent_uni_streams(VarInt::from_u32(MAX_STREAMS))
+        .max_concurrent_bidi_streams(VarInt::from_u32(MAX_STREAMS))
         .max_idle_timeout(Some(VarInt::from_u32(30_000).into()));
     Arc::new(t)
 }

@@ -1,0 +1,127 @@
+//! One request and its response on a QUIC stream (framing in [`super::wire`]): the server that
+//! answers every stream a client opens, and the reads and writes both ends share.
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use noq::{Connection, RecvStream, SendStream, VarInt};
+
+use super::wire::{index_in, Fed, LineReader, Request, Status, BAD_REQUEST, MAX_LINE};
+use crate::common::{lock, Errors, CHUNK, PATTERN};
+use crate::PageModel;
+
+/// What a server has: how long what a GET path names is, and what a PUT to a path must carry.
+#[derive(Clone, Debug)]
+pub(crate) enum Store {
+    /// `/obj/N`, each `object_bytes` long, for GET and PUT alike.
+    Objects { object_bytes: u64 },
+    /// A page: `/` (its HTML) and `/o/N` (its objects), GET only.
+    Page(Arc<PageModel>),
+}
+
+impl Store {
+    fn get(&self, path: &str) -> Option<u64> {
+        match self {
+            Store::Objects { object_bytes } => index_in(path, "/obj/").map(|_| *object_bytes),
+            Store::Page(page) if path == "/" => Some(page.html_bytes),
+            Store::Page(page) => index_in(path, "/o/").and_then(|i| page.objects.get(i as usize).copied()),
+        }
+    }
+
+    fn put(&self, path: &str) -> Option<u64> {
+        match self {
+            Store::Objects { object_bytes } => index_in(path, "/obj/").map(|_| *object_bytes),
+            Store::Page(_) => None,
+        }
+    }
+}
+
+/// Serves every stream the client opens on `conn`, each in a task of its own, until the
+/// connection ends; what goes wrong is counted in `errors`.
+pub(crate) async fn serve(conn: Connection, store: Store, errors: Arc<Mutex<Errors>>) {
+    let store = Arc::new(store);
+    while let Ok((send, recv)) = conn.accept_bi().await {
+        let (store, errors) = (store.clone(), errors.clone());
+        tokio::spawn(async move {
+            if let Err(e) = serve_stream(send, recv, &store).await {
+                lock(&errors).push(e);
+            }
+        });
+    }
+}
+
+/// Answers one request: a GET with what its path names, a PUT with its status once the body
+/// is in. A request that does not parse or names nothing is refused with a reset.
+async fn serve_stream(mut send: SendStream, mut recv: RecvStream, store: &Store) -> Result<(), String> {
+    let (line, early) = read_line(&mut recv).await?;
+    let refuse = |send: &mut SendStream, recv: &mut RecvStream, why: String| {
+        let _ = send.reset(VarInt::from_u32(BAD_REQUEST));
+        let _ = recv.stop(VarInt::from_u32(BAD_REQUEST));
+        Err(why)
+    };
+    match Request::parse(&line) {
+        Err(e) => refuse(&mut send, &mut recv, e),
+        Ok(Request::Get { path }) => match store.get(&path) {
+            None => refuse(&mut send, &mut recv, format!("GET {path}: no such path")),
+            Some(len) => {
+                write_pattern(&mut send, len).await.map_err(|e| format!("sending {path}: {e}"))?;
+                send.finish().map_err(|e| format!("finishing {path}: {e}"))
+            }
+        },
+        Ok(Request::Put { path, len }) => {
+            let Some(expected) = store.put(&path) else { return refuse(&mut send, &mut recv, format!("PUT {path}: no such path")) };
+            let body = early + count_to_end(&mut recv, || {}).await.map_err(|e| format!("reading a PUT body: {e}"))?;
+            let status = if body != len {
+                Status::Error(format!("PUT body of {body} bytes, declared {len}"))
+            } else if len != expected {
+                Status::Error(format!("PUT body of {len} bytes, expected {expected}"))
+            } else {
+                Status::Ok
+            };
+            send.write_all(status.line().as_bytes()).await.map_err(|e| format!("sending a status: {e}"))?;
+            send.finish().map_err(|e| format!("finishing a status: {e}"))?;
+            match status {
+                Status::Ok => Ok(()),
+                Status::Error(reason) => Err(reason),
+            }
+        }
+    }
+}
+
+/// Reads one line off `recv`; returns it and how many bytes already read follow it.
+pub(crate) async fn read_line(recv: &mut RecvStream) -> Result<(Vec<u8>, u64), String> {
+    let mut reader = LineReader::default();
+    loop {
+        match recv.read_chunk(MAX_LINE).await {
+            Ok(Some(chunk)) => match reader.feed(&chunk)? {
+                Fed::More => {}
+                Fed::Line { line, rest } => return Ok((line, (chunk.len() - rest) as u64)),
+            },
+            Ok(None) => return Err("the stream ended before its first line".into()),
+            Err(e) => return Err(format!("reading a line: {e}")),
+        }
+    }
+}
+
+/// Counts what arrives on `recv` until its end, calling `on_first` when its first bytes do.
+pub(crate) async fn count_to_end(recv: &mut RecvStream, mut on_first: impl FnMut()) -> Result<u64, noq::ReadError> {
+    let mut n = 0;
+    while let Some(chunk) = recv.read_chunk(usize::MAX).await? {
+        if n == 0 && !chunk.is_empty() {
+            on_first();
+        }
+        n += chunk.len() as u64;
+    }
+    Ok(n)
+}
+
+/// Writes `len` generated bytes, from one static buffer (no copy on our side).
+pub(crate) async fn write_pattern(send: &mut SendStream, len: u64) -> Result<(), noq::WriteError> {
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(CHUNK as u64) as usize;
+        send.write_chunk(Bytes::from_static(&PATTERN[..n])).await?;
+        left -= n as u64;
+    }
+    Ok(())
+}
