@@ -98,14 +98,17 @@ pub fn remote_plan(args: &RunArgs, remote: &crate::values::RemoteAddr) -> Result
             e
         }
     })?;
-    // serve runs the far end of kernel TCP only; QUIC's far end is not built into it yet.
-    let mix: Vec<&String> = match &plan.workload {
-        ccbench::workloads::WorkloadSpec::Bulk(b) => b.mix.iter().map(|f| &f.cc).collect(),
-        _ => Vec::new(),
-    };
-    if let Some(cc) = plan.ccs.iter().chain(mix).find(|cc| ccbench_workload::transport_of(cc) == ccbench_workload::Transport::Quic) {
-        let flag = if args.opts.flows.is_some() { "--flows" } else { "--cc" };
-        return Err(UsageError::new(flag, cc, "kernel TCP algorithms over --remote (QUIC through ccbench serve is not built yet)"));
+    // serve runs kernel TCP and QUIC tests, but not one test mixing the two.
+    if let ccbench::workloads::WorkloadSpec::Bulk(b) = &plan.workload {
+        let quic = b.mix.iter().filter(|f| ccbench_workload::transport_of(&f.cc) == ccbench_workload::Transport::Quic).count();
+        if quic > 0 && quic < b.mix.len() {
+            let flows: Vec<&str> = b.mix.iter().map(|f| f.cc.as_str()).collect();
+            return Err(UsageError::new(
+                "--flows",
+                flows.join(","),
+                "flows all over QUIC or all over kernel TCP with --remote (ccbench serve runs no mix of the two)",
+            ));
+        }
     }
     crate::serve::check_plan(&mut client, remote, &plan)?;
     plan.remote = Some(remote_facts);

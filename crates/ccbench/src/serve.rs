@@ -29,6 +29,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         congestion_controls: crate::run::usable_algorithms(),
         default_congestion_control: host.default_congestion_control,
         default_qdisc: host.default_qdisc,
+        // Per session: the interface the client reached, and its root qdisc.
+        serving_interface: None,
+        serving_qdisc: None,
     };
     let limits = Limits {
         max_duration_s: args.max_duration.0 as f64 / 1e9,
@@ -60,12 +63,29 @@ pub fn preflight(remote: &RemoteAddr, secret: Secret) -> Result<(Client, Remote)
 
 /// Asks the server whether it would run each of the plan's tests.
 pub fn check_plan(client: &mut Client, remote: &RemoteAddr, plan: &Plan) -> Result<(), UsageError> {
-    let WorkloadSpec::Bulk(_) = &plan.workload else {
-        return Err(UsageError::new("--workload", plan.workload.describe(), "bulk or file with --remote (objects and page over a real path are not done yet)"));
-    };
     for cc in &plan.ccs {
-        let WorkloadSpec::Bulk(spec) = plan.workload.with_cc(cc) else { unreachable!("checked above") };
-        client.check(&TestRequest::Bulk(spec)).map_err(|e| remote_error(remote, e))?;
+        // Objects and pages over QUIC run on the emulated path; serve's HTTP ends are TCP.
+        let http = matches!(plan.workload, WorkloadSpec::Objects(_) | WorkloadSpec::Page(_));
+        if http && cc.split(',').any(|c| c.starts_with("quic:")) {
+            return Err(UsageError::new(
+                "--cc",
+                cc,
+                "kernel TCP algorithms with --remote and --workload objects or page (QUIC runs bulk and file over a real path)",
+            ));
+        }
+        let test = match plan.workload.with_cc(cc) {
+            WorkloadSpec::Bulk(spec) => TestRequest::Bulk(spec),
+            WorkloadSpec::Objects(spec) => TestRequest::Objects(spec),
+            WorkloadSpec::Page(spec) => TestRequest::Page(spec),
+            WorkloadSpec::Browser(_) => {
+                return Err(UsageError::new(
+                    "--workload",
+                    "browser",
+                    "bulk, file, objects or page with --remote (the browser over a real path is not built yet)",
+                ))
+            }
+        };
+        client.check(&test).map_err(|e| remote_error(remote, e))?;
     }
     Ok(())
 }

@@ -20,7 +20,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a reply may take outside a test.
 pub(crate) const REPLY_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long after its planned end a test's results may take to come back.
-const RESULT_GRACE: Duration = Duration::from_secs(30);
+pub(crate) const RESULT_GRACE: Duration = Duration::from_secs(30);
 
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
@@ -110,6 +110,9 @@ impl Client {
     /// Runs a bulk or file test: the server runs the far end, this process the near one.
     /// Times in the result and in `series` (the far end's samples included) are from `epoch`.
     pub fn run_bulk(&mut self, spec: &BulkSpec, epoch: Instant, stop: &AtomicBool, series: &dyn SeriesSink) -> Result<BulkResult, RemoteError> {
+        if crate::quic::is_quic(spec) {
+            return self.run_quic(spec, epoch, stop, series);
+        }
         let mut c = &self.control;
         c.set_read_timeout(Some(REPLY_TIMEOUT))?;
         proto::write_msg(&mut c, &ClientMsg::Run { test: TestRequest::Bulk(spec.clone()) })?;

@@ -17,7 +17,12 @@
 
 pub mod auth;
 pub mod client;
+mod client_http;
+mod client_quic;
+pub mod host;
+mod http;
 pub mod proto;
+mod quic;
 pub mod server;
 
 pub mod probe;

@@ -18,12 +18,15 @@
 
 use std::io::{self, Read, Write};
 
-use ccbench_probe::Sample;
-use ccbench_workload::{BulkSpec, FlowEnd, GoodputPoint};
+use ccbench_probe::{Sample, TcpInfo};
+use ccbench_workload::{BbrEvent, BulkSpec, FlowEnd, GoodputPoint, ObjectsSpec, PageSpec, QuicSample};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 /// The protocol version this build speaks; a hello with another is refused by name.
-pub const VERSION: u32 = 1;
+/// 2: HTTP tests (objects, page: `Stop`, `Accepted`, `ConnectionSample`, `ConnectionEnd`,
+/// `HttpDone`), QUIC tests, the serving interface's qdisc in the facts, and path probes
+/// (`Probe`, `ProbeEnd`, `ProbeReady`, `ProbeDone`; `max_probe_rate_bps` in the limits).
+pub const VERSION: u32 = 2;
 /// The largest frame either end accepts, in bytes (the JSON of one message).
 pub const MAX_FRAME: usize = 64 * 1024;
 
@@ -52,6 +55,8 @@ pub enum ClientMsg {
         test: TestRequest,
     },
     Start,
+    /// An HTTP test's load is over on the client: the server ends its side and reports.
+    Stop,
 }
 
 /// From the server.
@@ -111,15 +116,79 @@ pub enum ServerMsg {
     Done {
         ends: Vec<FlowEnd>,
     },
+    /// HTTP tests: the server took connection `conn` (the number in its hello) in; for a
+    /// sending socket, the algorithm read back, and `mismatch` when it is not the one asked
+    /// for (the connection was then closed unserved).
+    Accepted {
+        conn: u32,
+        cc_read_back: Option<String>,
+        mismatch: Option<String>,
+    },
+    /// A `TCP_INFO` sample of the server's sending socket of HTTP connection `conn`.
+    ConnectionSample {
+        conn: u32,
+        sample: Sample,
+    },
+    /// How HTTP connection `conn` ended on the server: its last `TCP_INFO` (sending sockets).
+    ConnectionEnd {
+        conn: u32,
+        cc_read_back: Option<String>,
+        final_tcp_info: Option<Box<TcpInfo>>,
+    },
+    /// An HTTP test is over on the server (after every `ConnectionEnd`): its errors.
+    HttpDone {
+        errors: u32,
+        error_messages: Vec<String>,
+    },
+    /// A QUIC test's endpoint: open the test's connections to UDP `port`, trusting only
+    /// `cert` (hex DER), each presenting the token and its number on its first stream.
+    QuicReady {
+        port: u16,
+        token: String,
+        cert: String,
+    },
+    /// QUIC connection `conn` passed the gate; the server's controller, read back.
+    QuicConnected {
+        conn: u32,
+        read_back: String,
+    },
+    /// A sample of the server's sending QUIC connection whose first flow is `flow`.
+    QuicSample {
+        flow: u32,
+        sample: Box<QuicSample>,
+    },
+    /// BBR state changes of the server's sending connection whose first flow is `flow` (in
+    /// chunks of at most [`MAX_EVENTS_PER_MESSAGE`]).
+    BbrEvents {
+        flow: u32,
+        events: Vec<BbrEvent>,
+    },
+    /// The last sample of that connection (after its `BbrEvents`).
+    QuicConnectionEnd {
+        flow: u32,
+        final_quic: Option<Box<QuicSample>>,
+    },
+    /// A QUIC test is over on the server: what it saw of each flow.
+    QuicDone {
+        ends: Vec<FlowEnd>,
+    },
 }
+
+/// BBR state changes per `BbrEvents` message: well inside [`MAX_FRAME`].
+pub const MAX_EVENTS_PER_MESSAGE: usize = 200;
 
 /// A test the client asks for. Tagged by `kind`; new kinds (QUIC, path probing) are new
 /// variants, and an older server refuses a kind it does not know.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TestRequest {
-    /// Bulk flows for a duration, or a file (a byte count) per flow.
+    /// Bulk flows for a duration, or a file (a byte count) per flow; kernel TCP, or QUIC when
+    /// every flow's algorithm is `quic:…`.
     Bulk(BulkSpec),
+    /// An object-store load: the server runs the HTTP/1.1 object server.
+    Objects(ObjectsSpec),
+    /// A page load: the server runs the page server (HTTP/1.1 or h2c).
+    Page(PageSpec),
 }
 
 /// What the server tells an authenticated client about itself: what its results need as
@@ -133,6 +202,12 @@ pub struct ServerFacts {
     pub congestion_controls: Vec<String>,
     pub default_congestion_control: Option<String>,
     pub default_qdisc: Option<String>,
+    /// The interface the client's address reached (`null` when it cannot be told).
+    #[serde(default)]
+    pub serving_interface: Option<String>,
+    /// That interface's root qdisc, as `tc -j qdisc show` names it (`null` when unknown).
+    #[serde(default)]
+    pub serving_qdisc: Option<String>,
 }
 
 /// The server's limits (`ccbench serve --max-…`).
@@ -258,8 +333,32 @@ fn decode_frames<T: DeserializeOwned>(bytes: &[u8]) -> Vec<Result<T, String>> {
     out
 }
 
+/// Everything serve and its client parse from bytes they did not make, fed `data`: frames of
+/// either direction, one unframed server message, hex, and `tc`'s qdisc JSON. The body of the
+/// fuzz target (`fuzz/fuzz_targets/control.rs`) and of the corpus replay test.
+pub fn fuzz_input(data: &[u8]) {
+    let _ = decode_stream(data);
+    let _ = decode_stream_server(data);
+    let _ = decode::<ServerMsg>(data);
+    let _ = crate::host::parse_root_qdisc(data);
+    if let Ok(s) = std::str::from_utf8(data) {
+        let _ = unhex::<32>(s);
+        let _ = unhex_vec(s, 1024);
+    }
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Bytes from hex of at most `max` bytes; `None` for anything else.
+pub fn unhex_vec(s: &str, max: usize) -> Option<Vec<u8>> {
+    let s = s.as_bytes();
+    if !s.len().is_multiple_of(2) || s.len() > 2 * max {
+        return None;
+    }
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    s.chunks(2).map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?)).collect()
 }
 
 /// Exactly `N` bytes from lowercase or uppercase hex; `None` for anything else.
@@ -321,7 +420,14 @@ mod tests {
         let mut valid = Vec::new();
         write_msg(&mut valid, &ClientMsg::Hello { version: 1, nonce: hex(&[1; 32]) }).unwrap();
         write_msg(&mut valid, &ClientMsg::Auth { proof: hex(&[2; 32]) }).unwrap();
-        let alphabet = br#"{}[]":,0123456789.-eEtruefalsnl typekindbulkhelloauthrun\u"#;
+        for m in new_client_messages() {
+            write_msg(&mut valid, &m).unwrap();
+        }
+        let mut valid_server = Vec::new();
+        for m in new_server_messages() {
+            write_msg(&mut valid_server, &m).unwrap();
+        }
+        let alphabet = br#"{}[]":,0123456789.-eEtruefalsnl typekindbulkhelloauthrunobjectspagestopquic_readyaccepted\u"#;
         const N: usize = 20_000;
         for i in 0..N {
             let input: Vec<u8> = match i % 3 {
@@ -333,7 +439,7 @@ mod tests {
                     f
                 }
                 _ => {
-                    let mut v = valid.clone();
+                    let mut v = if i % 2 == 0 { valid.clone() } else { valid_server.clone() };
                     for _ in 0..rng.gen_range(1..6) {
                         let at = rng.gen_range(0..v.len());
                         v[at] = rng.gen();
@@ -342,7 +448,70 @@ mod tests {
                     v
                 }
             };
-            let _ = decode_stream(&input);
+            fuzz_input(&input);
         }
+    }
+
+    fn new_client_messages() -> Vec<ClientMsg> {
+        let objects = ObjectsSpec {
+            requests: 4,
+            object_bytes: 1000,
+            concurrency: 2,
+            method: ccbench_workload::ObjectMethod::Get,
+            cc: "cubic".into(),
+            port: 0,
+            sample_interval_us: 10_000,
+            timeout_s: 20.0,
+            quic_receiver_cc: None,
+        };
+        let page = PageSpec {
+            page: ccbench_workload::PageModel { html_bytes: 1000, objects: vec![10, 20] },
+            protocol: ccbench_workload::PageProtocol::Http2,
+            cc: "bbr".into(),
+            port: 0,
+            sample_interval_us: 10_000,
+            timeout_s: 5.0,
+        };
+        vec![ClientMsg::Run { test: TestRequest::Objects(objects) }, ClientMsg::Check { test: TestRequest::Page(page) }, ClientMsg::Start, ClientMsg::Stop]
+    }
+
+    fn new_server_messages() -> Vec<ServerMsg> {
+        let sample = QuicSample { t_us: 7, rtt_us: 10_000, cwnd_bytes: 12_000, ..QuicSample::default() };
+        vec![
+            ServerMsg::Accepted { conn: 1, cc_read_back: Some("cubic".into()), mismatch: None },
+            ServerMsg::ConnectionEnd { conn: 1, cc_read_back: Some("cubic".into()), final_tcp_info: None },
+            ServerMsg::HttpDone { errors: 2, error_messages: vec!["x".into()] },
+            ServerMsg::QuicReady { port: 4433, token: hex(&[9; 16]), cert: hex(&[1, 2, 3]) },
+            ServerMsg::QuicConnected { conn: 0, read_back: "quic:bbr3".into() },
+            ServerMsg::QuicSample { flow: 0, sample: Box::new(sample.clone()) },
+            ServerMsg::BbrEvents { flow: 0, events: vec![BbrEvent { t_us: 5, from: "STARTUP".into(), to: "DRAIN".into() }] },
+            ServerMsg::QuicConnectionEnd { flow: 0, final_quic: Some(Box::new(sample)) },
+            ServerMsg::QuicDone { ends: vec![FlowEnd { id: 0, sent: true, ..FlowEnd::default() }] },
+        ]
+    }
+
+    /// Every new message survives a round trip through its frame.
+    #[test]
+    fn new_messages_round_trip() {
+        let mut buf = Vec::new();
+        for m in new_client_messages() {
+            write_msg(&mut buf, &m).unwrap();
+        }
+        let got = decode_stream(&buf);
+        assert_eq!(got.len(), 4);
+        assert!(got.iter().all(|m| m.is_ok()), "{got:?}");
+        assert!(matches!(got[3], Ok(ClientMsg::Stop)));
+        let mut buf = Vec::new();
+        for m in new_server_messages() {
+            write_msg(&mut buf, &m).unwrap();
+        }
+        let back = decode_stream_server(&buf);
+        assert_eq!(back.len(), new_server_messages().len());
+        for (a, b) in back.iter().zip(new_server_messages()) {
+            assert_eq!(serde_json::to_string(a.as_ref().unwrap()).unwrap(), serde_json::to_string(&b).unwrap());
+        }
+        assert_eq!(unhex_vec("0aff", 2), Some(vec![0x0a, 0xff]));
+        assert_eq!(unhex_vec("0aff00", 2), None, "over the limit");
+        assert_eq!(unhex_vec("0af", 2), None);
     }
 }

@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 
 use ccbench_probe::Sample;
 use ccbench_workload::{
-    prepare_stream, run_end, Amount, BulkSpec, ByteBudget, Direction, EndClock, EndStream, GoodputPoint, NoMeasureHook, SeriesSink, Side, SocketId,
+    prepare_stream, run_end, Amount, BulkSpec, ByteBudget, Direction, EndClock, EndStream, GoodputPoint, HttpEndEvents, NoMeasureHook, QuicSample, SeriesSink,
+    Side, SocketId,
 };
-use rand::RngCore;
 
 use crate::auth::{self, Secret};
 use crate::proto::{self, hex, unhex, ClientMsg, FrameError, Limits, ServerFacts, ServerMsg, TestRequest, VERSION};
@@ -29,7 +29,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long an authenticated client may stay silent between tests.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a test's data connections (and then its `Start`) may take to arrive.
-const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 pub const TOKEN_LEN: usize = 16;
 /// A data connection's first bytes: the token and the flow id.
@@ -43,12 +43,12 @@ pub struct ServeConfig {
 }
 
 /// What every session shares.
-struct Shared {
-    config: ServeConfig,
+pub(crate) struct Shared {
+    pub(crate) config: ServeConfig,
     active: AtomicUsize,
     /// When each client address's recent tests started (the last minute's).
     recent: Mutex<HashMap<IpAddr, VecDeque<Instant>>>,
-    stop: AtomicBool,
+    pub(crate) stop: AtomicBool,
 }
 
 /// Binds, says where on stderr, and serves until `stop` is set.
@@ -122,9 +122,12 @@ fn session(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
             },
             ClientMsg::Run { test } => match check(&test, &shared.config).and_then(|_| admit(peer.ip(), shared)) {
                 Ok(()) => {
-                    let TestRequest::Bulk(spec) = &test;
                     let began = Instant::now();
-                    let outcome = run_bulk(&stream, spec, shared);
+                    let outcome = match &test {
+                        TestRequest::Bulk(spec) if crate::quic::is_quic(spec) => crate::quic::run_quic(&stream, spec, shared),
+                        TestRequest::Bulk(spec) => run_bulk(&stream, spec, shared),
+                        TestRequest::Objects(_) | TestRequest::Page(_) => crate::http::run_http(&stream, &test, shared),
+                    };
                     eprintln!("ccbench serve: {peer} {}: {}", describe(&test), outcome.log_line(began.elapsed()));
                     match outcome.fatal {
                         Some(message) => ServerMsg::Error { message },
@@ -162,7 +165,7 @@ fn session(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
     }
 }
 
-fn kind_of(m: &ClientMsg) -> &'static str {
+pub(crate) fn kind_of(m: &ClientMsg) -> &'static str {
     match m {
         ClientMsg::Probe { .. } => "probe",
         ClientMsg::ProbeEnd => "probe_end",
@@ -171,6 +174,7 @@ fn kind_of(m: &ClientMsg) -> &'static str {
         ClientMsg::Check { .. } => "check",
         ClientMsg::Run { .. } => "run",
         ClientMsg::Start => "start",
+        ClientMsg::Stop => "stop",
     }
 }
 
@@ -198,12 +202,22 @@ fn handshake(stream: &TcpStream, config: &ServeConfig) -> Result<(), String> {
     if !authenticated {
         return Err("authentication failed: the client does not hold this server's secret".into());
     }
-    proto::write_msg(&mut s, &ServerMsg::Welcome { facts: config.facts.clone(), limits: config.limits }).map_err(|e| e.to_string())
+    let mut facts = config.facts.clone();
+    facts.serving_interface = stream.local_addr().ok().and_then(|a| crate::host::interface_of(a.ip()));
+    facts.serving_qdisc = facts.serving_interface.as_deref().and_then(crate::host::root_qdisc);
+    proto::write_msg(&mut s, &ServerMsg::Welcome { facts, limits: config.limits }).map_err(|e| e.to_string())
 }
 
 /// Whether this server may run `test`: the algorithms it must set, and its limits.
 pub fn check(test: &TestRequest, config: &ServeConfig) -> Result<(), String> {
-    let TestRequest::Bulk(spec) = test;
+    match test {
+        TestRequest::Bulk(spec) => check_bulk(spec, config),
+        TestRequest::Objects(o) => crate::http::check_objects(o, config),
+        TestRequest::Page(p) => crate::http::check_page(p, config),
+    }
+}
+
+fn check_bulk(spec: &BulkSpec, config: &ServeConfig) -> Result<(), String> {
     let l = &config.limits;
     let plan = spec.plan();
     if plan.is_empty() {
@@ -212,7 +226,8 @@ pub fn check(test: &TestRequest, config: &ServeConfig) -> Result<(), String> {
     if plan.len() > l.max_flows as usize {
         return Err(format!("{} flows is over this server's limit of {} flows per test", plan.len(), l.max_flows));
     }
-    if spec.direction == Direction::Download {
+    let quic = crate::quic::check_quic(spec).transpose()?.is_some();
+    if spec.direction == Direction::Download && !quic {
         for f in &plan {
             if !config.facts.congestion_controls.contains(&f.cc) {
                 return Err(format!("this server has no congestion control {:?}; it has: {}", f.cc, config.facts.congestion_controls.join(", ")));
@@ -252,7 +267,11 @@ fn admit(ip: IpAddr, shared: &Shared) -> Result<(), String> {
 }
 
 fn describe(test: &TestRequest) -> String {
-    let TestRequest::Bulk(b) = test;
+    let b = match test {
+        TestRequest::Bulk(b) => b,
+        TestRequest::Objects(o) => return crate::http::describe_objects(o),
+        TestRequest::Page(p) => return crate::http::describe_page(p),
+    };
     let dir = match b.direction {
         Direction::Download => "download",
         Direction::Upload => "upload",
@@ -268,15 +287,15 @@ fn describe(test: &TestRequest) -> String {
 }
 
 /// How a test went, for the log line and the session.
-struct Outcome {
-    bytes: u64,
-    error: Option<String>,
+pub(crate) struct Outcome {
+    pub(crate) bytes: u64,
+    pub(crate) error: Option<String>,
     /// The session cannot go on (the client broke the protocol or vanished).
-    fatal: Option<String>,
+    pub(crate) fatal: Option<String>,
 }
 
 impl Outcome {
-    fn fatal(message: String) -> Self {
+    pub(crate) fn fatal(message: String) -> Self {
         Outcome { bytes: 0, error: Some(message.clone()), fatal: Some(message) }
     }
 
@@ -294,13 +313,15 @@ fn run_bulk(control: &TcpStream, spec: &BulkSpec, shared: &Shared) -> Outcome {
     let limits = shared.config.limits;
     let plan = spec.plan();
     let sending = spec.direction.sender() == Side::Server;
-    // The data listener is on the address the client reached us at, on a port of its own.
-    let listener = match control.local_addr().and_then(|a| TcpListener::bind((a.ip(), 0))) {
-        Ok(l) => l,
-        Err(e) => return Outcome::fatal(format!("opening a data port: {e}")),
+    // The data listener is on the address the client reached us at, on a port of its own; when
+    // every flow the server sends runs one algorithm, it is set there already.
+    let mut ccs: Vec<&str> = plan.iter().map(|f| f.cc.as_str()).collect();
+    ccs.dedup();
+    let listener_cc = (sending && ccs.len() == 1).then(|| ccs[0]);
+    let (listener, token) = match crate::http::data_port(control, listener_cc) {
+        Ok(x) => x,
+        Err(e) => return Outcome::fatal(e),
     };
-    let mut token = [0u8; TOKEN_LEN];
-    rand::rngs::OsRng.fill_bytes(&mut token);
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
     let mut c = control;
     if let Err(e) = proto::write_msg(&mut c, &ServerMsg::Ready { port, token: hex(&token) }) {
@@ -400,17 +421,36 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// The far end's series, sent to the client as they are taken.
-struct Forward {
-    tx: Mutex<mpsc::Sender<ServerMsg>>,
+pub(crate) struct Forward {
+    pub(crate) tx: Mutex<mpsc::Sender<ServerMsg>>,
+}
+
+impl Forward {
+    pub(crate) fn send(&self, msg: ServerMsg) {
+        let _ = self.tx.lock().unwrap_or_else(|p| p.into_inner()).send(msg);
+    }
 }
 
 impl SeriesSink for Forward {
     fn tcp_sample(&self, socket: SocketId, sample: &Sample) {
-        if let SocketId::Flow(flow) = socket {
-            let _ = self.tx.lock().unwrap_or_else(|p| p.into_inner()).send(ServerMsg::Sample { flow, sample: *sample });
-        }
+        let msg = match socket {
+            SocketId::Flow(flow) => ServerMsg::Sample { flow, sample: *sample },
+            SocketId::Connection(conn) => ServerMsg::ConnectionSample { conn: conn as u32, sample: *sample },
+        };
+        self.send(msg);
     }
     fn received(&self, flow: u32, point: &GoodputPoint) {
         let _ = self.tx.lock().unwrap_or_else(|p| p.into_inner()).send(ServerMsg::Received { flow, point: *point });
+    }
+    fn quic_sample(&self, socket: SocketId, sample: &QuicSample) {
+        if let SocketId::Flow(flow) = socket {
+            self.send(ServerMsg::QuicSample { flow, sample: Box::new(sample.clone()) });
+        }
+    }
+}
+
+impl HttpEndEvents for Forward {
+    fn accepted(&self, conn: u32, cc_read_back: Option<&str>, mismatch: Option<&str>) {
+        self.send(ServerMsg::Accepted { conn, cc_read_back: cc_read_back.map(str::to_string), mismatch: mismatch.map(str::to_string) });
     }
 }

@@ -267,8 +267,13 @@ impl ByteBudget {
     }
 
     /// Takes `n` bytes from the budget; false (taking nothing) when fewer are left.
-    fn take(&self, n: u64) -> bool {
+    pub(crate) fn take(&self, n: u64) -> bool {
         self.remaining.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |r| r.checked_sub(n)).is_ok()
+    }
+
+    /// Returns bytes taken but not moved.
+    pub(crate) fn give_back(&self, n: u64) {
+        self.remaining.fetch_add(n, Ordering::SeqCst);
     }
 }
 

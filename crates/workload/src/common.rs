@@ -121,6 +121,13 @@ impl Errors {
             self.messages.push(msg);
         }
     }
+
+    /// Another counter's errors (the far end's): its exact count, its messages while room.
+    pub(crate) fn absorb(&mut self, count: u32, messages: &[String]) {
+        self.count = self.count.saturating_add(count);
+        let room = MAX_ERROR_MESSAGES.saturating_sub(self.messages.len());
+        self.messages.extend(messages.iter().take(room).cloned());
+    }
 }
 
 pub(crate) fn multi_thread_runtime() -> Result<tokio::runtime::Runtime, WorkloadError> {
@@ -138,6 +145,25 @@ pub(crate) async fn drain_body(body: hyper::body::Incoming, mut on_first: impl F
             if first && !data.is_empty() {
                 first = false;
                 on_first();
+            }
+            n += data.len() as u64;
+        }
+    }
+    Ok(n)
+}
+
+/// Counts a request body to its end, taking every frame from `budget` when there is one; an
+/// error (and the rest unread) when the body breaks or outgrows the budget.
+pub(crate) async fn drain_body_within(body: hyper::body::Incoming, budget: Option<&crate::ByteBudget>) -> Result<u64, String> {
+    use http_body_util::BodyExt;
+    let mut body = body;
+    let mut n = 0u64;
+    while let Some(frame) = body.frame().await {
+        if let Some(data) = frame.map_err(|e| e.to_string())?.data_ref() {
+            if let Some(b) = budget {
+                if !b.take(data.len() as u64) {
+                    return Err(b.reason.clone());
+                }
             }
             n += data.len() as u64;
         }

@@ -6,15 +6,17 @@
 use std::cell::RefCell;
 use std::convert::Infallible;
 use std::future::Future;
-use std::net::TcpListener;
+use std::net::{Ipv4Addr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use ccbench_netns::Netns;
+
 use crate::common::{lock, stopped, Errors};
 use crate::net::confirm_congestion;
 use crate::sampler::Sampler;
-use crate::{RunContext, Side, SocketId, WorkloadError};
+use crate::{RunContext, SeriesSink, Side, SocketId, WorkloadError};
 
 /// How a load ended.
 pub(crate) enum Finish<T> {
@@ -55,7 +57,11 @@ pub(crate) struct ServerLog {
 
 /// An HTTP workload's runtime, server and sampler, from its setup to its final read.
 pub(crate) struct Harness<'r> {
-    pub run: RunContext<'r>,
+    epoch: Instant,
+    stop: &'r AtomicBool,
+    /// The namespace and address the server listens in; `None` when the server is a remote
+    /// `ccbench serve` (see [`Harness::client_only`]).
+    server: Option<(&'r Netns, Ipv4Addr)>,
     pub sampler: Sampler<'r>,
     pub server_log: Arc<ServerLog>,
     /// Made by [`Harness::drive`], ended by [`Harness::shutdown`].
@@ -69,12 +75,28 @@ pub(crate) struct Harness<'r> {
 impl<'r> Harness<'r> {
     /// Checks the timeout and starts the clock on it: it bounds the whole run, setup included.
     pub(crate) fn new(run: &RunContext<'r>, timeout_s: f64, sample_interval_us: u64) -> Result<Self, WorkloadError> {
+        let h = Self::client_only(run.epoch, run.stop, run.series, timeout_s, sample_interval_us)?;
+        Ok(Harness { server: Some((run.server, run.server_addr)), ..h })
+    }
+
+    /// A harness for the client half alone, against a server elsewhere (a remote `ccbench
+    /// serve`): it samples the client's sending sockets and races the load against the
+    /// deadline and the stop flag, and has no server of its own.
+    pub(crate) fn client_only(
+        epoch: Instant,
+        stop: &'r AtomicBool,
+        series: &'r dyn SeriesSink,
+        timeout_s: f64,
+        sample_interval_us: u64,
+    ) -> Result<Self, WorkloadError> {
         if !(timeout_s > 0.0 && timeout_s.is_finite()) {
             return Err(WorkloadError::Setup(format!("timeout_s must be positive, got {timeout_s}")));
         }
         Ok(Harness {
-            run: *run,
-            sampler: Sampler::new(run.series),
+            epoch,
+            stop,
+            server: None,
+            sampler: Sampler::new(series),
             server_log: Arc::new(ServerLog::default()),
             rt: RefCell::new(None),
             deadline: Instant::now() + Duration::from_secs_f64(timeout_s),
@@ -90,12 +112,36 @@ impl<'r> Harness<'r> {
 
     /// True when the run was stopped before it began.
     pub(crate) fn stopped_already(&self) -> bool {
-        self.run.stop.load(Ordering::SeqCst)
+        self.stop.load(Ordering::SeqCst)
     }
 
     /// The server's listener on `port`, with `cc` set when the server sends.
     pub(crate) fn listen(&self, port: u16, cc: Option<&str>) -> Result<TcpListener, WorkloadError> {
-        crate::net::listen_in(self.run.server, self.run.server_addr, port, cc)
+        let (ns, addr) = self.server.ok_or_else(|| WorkloadError::Setup("this load has no local server".into()))?;
+        crate::net::listen_in(ns, addr, port, cc)
+    }
+
+    /// Runs the client's load alone (the server is elsewhere), sampling the client's sending
+    /// sockets on a thread of its own, until the load ends, the stop flag is set or the
+    /// deadline passes.
+    pub(crate) fn drive_client<T>(&self, client: impl Future<Output = T>) -> Result<Finish<T>, WorkloadError> {
+        let rt = crate::common::multi_thread_runtime()?;
+        let mut slot = self.rt.borrow_mut();
+        let rt = slot.insert(rt);
+        let (sampler, deadline, interval, epoch, stop) = (&self.sampler, self.deadline, self.interval, self.epoch, self.stop);
+        let done = AtomicBool::new(false);
+        Ok(std::thread::scope(|s| {
+            s.spawn(|| sampler.run(epoch, Instant::now(), interval, || !done.load(Ordering::SeqCst), |_| {}));
+            let how = rt.block_on(async {
+                tokio::select! {
+                    out = client => Finish::Completed(out),
+                    () = stopped(stop) => Finish::Stopped,
+                    () = tokio::time::sleep_until(deadline.into()) => Finish::TimedOut,
+                }
+            });
+            done.store(true, Ordering::SeqCst);
+            how
+        }))
     }
 
     /// Serves HTTP on `listener` (sending sockets, when `server_cc` is given, set to it, read
@@ -125,16 +171,16 @@ impl<'r> Harness<'r> {
         };
         let mut slot = self.rt.borrow_mut();
         let rt = slot.insert(rt);
-        let (run, sampler, server_log, deadline, interval) = (&self.run, &self.sampler, &self.server_log, self.deadline, self.interval);
+        let (sampler, server_log, deadline, interval, epoch, stop) = (&self.sampler, &self.server_log, self.deadline, self.interval, self.epoch, self.stop);
         let tls = self.tls.clone().map(tokio_rustls::TlsAcceptor::from);
         let done = AtomicBool::new(false);
         Ok(std::thread::scope(|s| {
-            s.spawn(|| sampler.run(run.epoch, Instant::now(), interval, || !done.load(Ordering::SeqCst), |_| {}));
+            s.spawn(|| sampler.run(epoch, Instant::now(), interval, || !done.load(Ordering::SeqCst), |_| {}));
             let how = rt.block_on(async {
                 tokio::select! {
                     out = client => Finish::Completed(out),
-                    never = accept_loop(listener, proto, tls, server_cc, sampler, run.epoch, server_log.clone(), make_service) => match never {},
-                    () = stopped(run.stop) => Finish::Stopped,
+                    never = accept_loop(listener, proto, tls, server_cc, sampler, epoch, server_log.clone(), make_service) => match never {},
+                    () = stopped(stop) => Finish::Stopped,
                     () = tokio::time::sleep_until(deadline.into()) => Finish::TimedOut,
                 }
             });
@@ -191,27 +237,9 @@ where
             }
         };
         let client_port = peer.port();
-        let _ = stream.set_nodelay(true);
-        let cc_read_back = match cc {
-            None => None,
-            Some(cc) => match confirm_congestion(&stream, cc, Side::Server) {
-                Ok(actual) => Some(actual),
-                Err(WorkloadError::CongestionMismatch { actual, .. }) => {
-                    *lock(&log.mismatch) = Some(actual.clone());
-                    lock(&log.accepted).push(Accepted { client_port, at: Instant::now(), cc_read_back: Some(actual) });
-                    continue;
-                }
-                Err(e) => {
-                    *lock(&log.mismatch) = Some(format!("<unreadable: {e}>"));
-                    lock(&log.accepted).push(Accepted { client_port, at: Instant::now(), cc_read_back: None });
-                    continue;
-                }
-            },
-        };
-        if cc.is_some() {
-            sampler.track(SocketId::Connection(client_port), &stream, epoch);
+        if admit(&stream, client_port, cc, sampler, epoch, &log).is_err() {
+            continue;
         }
-        lock(&log.accepted).push(Accepted { client_port, at: Instant::now(), cc_read_back });
         let service = make_service(client_port);
         let log = log.clone();
         let tls = tls.clone();
@@ -230,8 +258,44 @@ where
     }
 }
 
+/// Takes in an accepted connection, known as `id` (the client's port here; the connection
+/// number a remote client gave it in `ccbench serve`). With `cc` (the server sends), the
+/// algorithm is set again on the socket and read back; a socket that runs something else is
+/// recorded as a mismatch and `Err` carries what it runs: it must be closed unserved. A
+/// sending socket is registered with `sampler`. Every connection is recorded in `log`.
+pub(crate) fn admit(
+    stream: &tokio::net::TcpStream,
+    id: u16,
+    cc: Option<&str>,
+    sampler: &Sampler<'_>,
+    epoch: Instant,
+    log: &ServerLog,
+) -> Result<Option<String>, String> {
+    let _ = stream.set_nodelay(true);
+    let cc_read_back = match cc {
+        None => None,
+        Some(cc) => match confirm_congestion(stream, cc, Side::Server) {
+            Ok(actual) => Some(actual),
+            Err(e) => {
+                let (actual, read) = match e {
+                    WorkloadError::CongestionMismatch { actual, .. } => (actual.clone(), Some(actual)),
+                    e => (format!("<unreadable: {e}>"), None),
+                };
+                *lock(&log.mismatch) = Some(actual.clone());
+                lock(&log.accepted).push(Accepted { client_port: id, at: Instant::now(), cc_read_back: read });
+                return Err(actual);
+            }
+        },
+    };
+    if cc.is_some() {
+        sampler.track(SocketId::Connection(id), stream, epoch);
+    }
+    lock(&log.accepted).push(Accepted { client_port: id, at: Instant::now(), cc_read_back: cc_read_back.clone() });
+    Ok(cc_read_back)
+}
+
 /// Serves one connection to its end.
-async fn serve<IO, S, B>(stream: IO, proto: ServerProto, service: S) -> Result<(), String>
+pub(crate) async fn serve<IO, S, B>(stream: IO, proto: ServerProto, service: S) -> Result<(), String>
 where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     S: hyper::service::Service<hyper::Request<hyper::body::Incoming>, Response = hyper::Response<B>, Error = Infallible> + Send + 'static,

@@ -31,8 +31,10 @@ mod browser;
 mod bulk;
 mod cdp;
 mod common;
+mod far;
 pub mod fuzzing;
 mod harness;
+pub mod http_end;
 mod mixed;
 mod net;
 mod objects;
@@ -49,10 +51,12 @@ pub use bulk::{
     assemble, elapsed_since, prepare_stream, run_end, Amount, BbrEvent, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta, FlowResult,
     GoodputPoint, MixFlow,
 };
+pub use far::{data_hello, FarConnection, FarHttp, FarReport, DATA_HELLO_LEN, TOKEN_LEN};
+pub use http_end::{HttpEnd, HttpEndEvents};
 pub use net::{client_socket, confirm_congestion};
-pub use objects::{ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
-pub use page::{PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
-pub use quic::{ReadBack, QUIC_ALGORITHMS, QUIC_STACK};
+pub use objects::{run_objects_remote, serve_objects_end, ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
+pub use page::{run_page_remote, serve_page_end, PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
+pub use quic::{QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer, ReadBack, QUIC_ALGORITHMS, QUIC_STACK};
 pub use series::{MemorySeries, NoSeries, QuicBbr, QuicSample, SeriesSink, SocketId};
 pub use transport::{kernel_name, split_cc, transport_of, Transport, TRANSPORTS};
 

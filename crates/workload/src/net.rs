@@ -58,10 +58,32 @@ pub(crate) fn sockets_in(client: &Netns, n: usize, cc: Option<&str>) -> Result<V
     })
 }
 
-/// Connects a socket from [`sockets_in`] to `addr` on the current tokio runtime.
-pub(crate) async fn connect(sock: TcpStream, addr: SocketAddrV4) -> io::Result<tokio::net::TcpStream> {
+/// `n` unconnected, non-blocking TCP sockets for `addr`'s family, made in this process's own
+/// namespace, with `cc` set when the client sends: the client end of a test against a remote
+/// `ccbench serve`, which needs no namespace and no root.
+pub(crate) fn sockets_here(addr: SocketAddr, n: usize, cc: Option<&str>) -> Result<Vec<TcpStream>, WorkloadError> {
+    (0..n)
+        .map(|_| {
+            let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+            if let Some(cc) = cc {
+                ccbench_probe::set_congestion(&sock, crate::kernel_name(cc)).map_err(|source| WorkloadError::Congestion {
+                    cc: cc.into(),
+                    side: Side::Client,
+                    source,
+                })?;
+            }
+            sock.set_nonblocking(true)?;
+            Ok(sock.into())
+        })
+        .collect()
+}
+
+/// Connects a socket from [`sockets_in`] or [`sockets_here`] to `addr` on the current tokio
+/// runtime.
+pub(crate) async fn connect(sock: TcpStream, addr: impl Into<SocketAddr>) -> io::Result<tokio::net::TcpStream> {
+    let addr = addr.into();
     let sock = tokio::net::TcpSocket::from_std_stream(sock);
-    let stream = tokio::time::timeout(CONNECT_TIMEOUT, sock.connect(SocketAddr::V4(addr)))
+    let stream = tokio::time::timeout(CONNECT_TIMEOUT, sock.connect(addr))
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, format!("connecting to {addr} timed out")))??;
     stream.set_nodelay(true)?;

@@ -23,12 +23,12 @@
 //! A failed request is counted in `errors` and not retried; a worker whose connection broke
 //! opens a new one (counted in `client_connections`).
 
+use std::collections::HashMap;
 use std::net::SocketAddrV4;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ccbench_netns::Netns;
 use ccbench_probe::TcpInfo;
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
@@ -37,10 +37,12 @@ use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
 
 use crate::common::{self, lock, Errors, PatternBody};
+use crate::far::{Dial, FarHttp, FarReport};
 use crate::harness::{Finish, Harness, ServerLog, ServerProto};
+use crate::http_end::HttpEnd;
 use crate::sampler::Sampler;
 use crate::transport::{transport_of, Transport};
-use crate::{net, RunContext, Side, SocketId, Workload, WorkloadError};
+use crate::{net, ByteBudget, NoMeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -172,6 +174,8 @@ pub struct ObjectsResult {
 /// What the server handler needs.
 struct ServerCfg {
     object_bytes: u64,
+    /// The bytes a remote server may still move for this test (`ccbench serve --max-bytes`).
+    budget: Option<Arc<ByteBudget>>,
 }
 
 async fn serve_request(req: Request<Incoming>, cfg: Arc<ServerCfg>, log: Arc<ServerLog>) -> hyper::Response<PatternBody> {
@@ -179,8 +183,14 @@ async fn serve_request(req: Request<Incoming>, cfg: Arc<ServerCfg>, log: Arc<Ser
         return common::response(StatusCode::NOT_FOUND, 0);
     }
     match *req.method() {
-        Method::GET => common::response(StatusCode::OK, cfg.object_bytes),
-        Method::PUT => match common::drain_body(req.into_body(), || {}).await {
+        Method::GET => match &cfg.budget {
+            Some(b) if !b.take(cfg.object_bytes) => {
+                lock(&log.errors).push(b.reason.clone());
+                common::response(StatusCode::SERVICE_UNAVAILABLE, 0)
+            }
+            _ => common::response(StatusCode::OK, cfg.object_bytes),
+        },
+        Method::PUT => match common::drain_body_within(req.into_body(), cfg.budget.as_deref()).await {
             Ok(n) if n == cfg.object_bytes => common::response(StatusCode::NO_CONTENT, 0),
             Ok(n) => {
                 lock(&log.errors).push(format!("PUT body of {n} bytes, expected {}", cfg.object_bytes));
@@ -215,8 +225,7 @@ struct ConnStats {
 }
 
 struct Ctx<'a> {
-    client: &'a Netns,
-    addr: SocketAddrV4,
+    dial: &'a Dial<'a>,
     spec: &'a ObjectsSpec,
     epoch: Instant,
     sampler: &'a Sampler<'a>,
@@ -249,27 +258,18 @@ fn run_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Result<ObjectsResult
     let harness = Harness::new(run, spec.timeout_s, spec.sample_interval_us)?;
     let log = Mutex::new(ClientLog::default());
     if harness.stopped_already() {
-        return Ok(finish(spec, &log, &harness.server_log, &harness.sampler, run.epoch, 0, Finish::Stopped));
+        return Ok(finish(spec, &log, &harness.server_log, harness.sampler.finish(run.epoch), run.epoch, 0, Finish::Stopped));
     }
 
     let sender = spec.method.sender();
     let cc = spec.cc.as_str();
     let listener = harness.listen(spec.port, (sender == Side::Server).then_some(cc))?;
     let sockets = net::sockets_in(run.client, spec.concurrency as usize, (sender == Side::Client).then_some(cc))?;
-    let cfg = Arc::new(ServerCfg { object_bytes: spec.object_bytes });
-    let server_log = harness.server_log.clone();
-    let make_service = move |_client_port| {
-        let cfg = cfg.clone();
-        let log = server_log.clone();
-        hyper::service::service_fn(move |req| {
-            let cfg = cfg.clone();
-            let log = log.clone();
-            async move { Ok::<_, std::convert::Infallible>(serve_request(req, cfg, log).await) }
-        })
-    };
+    let make_service = service_maker(spec, harness.server_log.clone(), None);
+    let dial = Dial::Local { client: run.client, addr: SocketAddrV4::new(run.server_addr, spec.port) };
     let ctx = Ctx {
-        client: run.client,
-        addr: SocketAddrV4::new(run.server_addr, spec.port),
+        host: dial.host(),
+        dial: &dial,
         spec,
         epoch: run.epoch,
         sampler: &harness.sampler,
@@ -277,7 +277,6 @@ fn run_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Result<ObjectsResult
         log: &log,
         next_request: AtomicU32::new(0),
         next_conn_id: AtomicU32::new(0),
-        host: format!("{}:{}", run.server_addr, spec.port),
         hook: run.hook,
     };
     let outcome = harness.drive(listener, ServerProto::Http1, (sender == Side::Server).then_some(cc), make_service, client_main(&ctx, sockets));
@@ -297,7 +296,97 @@ fn run_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Result<ObjectsResult
         return Err(WorkloadError::CongestionMismatch { requested: spec.cc.clone(), actual });
     }
     let issued = ctx.next_request.load(Ordering::SeqCst).min(spec.requests);
-    Ok(finish(spec, &log, &harness.server_log, &harness.sampler, run.epoch, issued, how))
+    Ok(finish(spec, &log, &harness.server_log, harness.sampler.finish(run.epoch), run.epoch, issued, how))
+}
+
+/// The handler of every connection the server takes in; with `budget`, the bytes it may move.
+fn service_maker(spec: &ObjectsSpec, log: Arc<ServerLog>, budget: Option<Arc<ByteBudget>>) -> impl Fn(u16) -> ObjectService {
+    let cfg = Arc::new(ServerCfg { object_bytes: spec.object_bytes, budget });
+    move |_client_port| ObjectService { cfg: cfg.clone(), log: log.clone() }
+}
+
+/// The object server of one connection.
+struct ObjectService {
+    cfg: Arc<ServerCfg>,
+    log: Arc<ServerLog>,
+}
+
+impl hyper::service::Service<Request<Incoming>> for ObjectService {
+    type Response = hyper::Response<PatternBody>;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn call(&self, req: Request<Incoming>) -> Self::Future {
+        let (cfg, log) = (self.cfg.clone(), self.log.clone());
+        Box::pin(async move { Ok(serve_request(req, cfg, log).await) })
+    }
+}
+
+/// The client half of the load against a remote `ccbench serve` (`far`), in this process's
+/// namespace: the same load and result as [`Workload::run`]. `end_far` is called once the
+/// load is over: it ends the far end and returns its report.
+pub fn run_objects_remote(
+    spec: &ObjectsSpec,
+    far: &FarHttp,
+    epoch: Instant,
+    stop: &AtomicBool,
+    series: &dyn SeriesSink,
+    end_far: impl FnOnce() -> Result<FarReport, String>,
+) -> Result<ObjectsResult, WorkloadError> {
+    if spec.concurrency == 0 {
+        return Err(WorkloadError::Setup("concurrency must be at least 1".into()));
+    }
+    let harness = Harness::client_only(epoch, stop, series, spec.timeout_s, spec.sample_interval_us)?;
+    let log = Mutex::new(ClientLog::default());
+    let dial = Dial::Remote(far);
+    let sender = spec.method.sender();
+    let outcome = match dial.sockets(spec.concurrency as usize, (sender == Side::Client).then_some(spec.cc.as_str())) {
+        Ok(sockets) => {
+            let ctx = Ctx {
+                host: dial.host(),
+                dial: &dial,
+                spec,
+                epoch,
+                sampler: &harness.sampler,
+                server_log: &far.log,
+                log: &log,
+                next_request: AtomicU32::new(0),
+                next_conn_id: AtomicU32::new(0),
+                hook: &NoMeasureHook,
+            };
+            let how = if harness.stopped_already() { Ok(Finish::Stopped) } else { harness.drive_client(client_main(&ctx, sockets)) };
+            harness.shutdown();
+            how.map(|h| (h, ctx.next_request.load(Ordering::SeqCst).min(spec.requests)))
+        }
+        Err(e) => Err(e),
+    };
+    // The far end is ended whatever happened here, and its report read.
+    let report = end_far().map_err(WorkloadError::Setup)?;
+    let (outcome, issued) = outcome?;
+    let how = match outcome {
+        Finish::Completed(r) => r.map(|()| Finish::Completed(()))?,
+        Finish::Stopped => Finish::Stopped,
+        Finish::TimedOut => Finish::TimedOut,
+    };
+    if let Some(actual) = lock(&log).mismatch.clone().or_else(|| lock(&far.log.mismatch).clone()) {
+        return Err(WorkloadError::CongestionMismatch { requested: spec.cc.clone(), actual });
+    }
+    let mut sampled = harness.sampler.finish(epoch);
+    far.absorb(&report, &mut sampled);
+    Ok(finish(spec, &log, &far.log, sampled, epoch, issued, how))
+}
+
+/// The server half of the load for a remote client (`ccbench serve`), on `listener`, behind
+/// the gate of `end`; see [`crate::http_end`].
+pub fn serve_objects_end(spec: &ObjectsSpec, listener: std::net::TcpListener, end: &HttpEnd<'_>) -> FarReport {
+    let log = Arc::new(ServerLog::default());
+    let make_service = service_maker(spec, log.clone(), Some(end.budget.clone()));
+    let cc = (spec.method.sender() == Side::Server).then_some(spec.cc.as_str());
+    let mut report = crate::http_end::serve_end(listener, ServerProto::Http1, cc, spec.sample_interval_us, make_service, end);
+    let errors = lock(&log.errors);
+    report.errors += errors.count;
+    report.error_messages.extend(errors.messages.iter().cloned());
+    report
 }
 
 async fn client_main(ctx: &Ctx<'_>, sockets: Vec<std::net::TcpStream>) -> Result<(), WorkloadError> {
@@ -340,7 +429,7 @@ struct Conn {
 }
 
 async fn open_connection(ctx: &Ctx<'_>, sock: std::net::TcpStream) -> Result<Conn, WorkloadError> {
-    let stream = net::connect(sock, ctx.addr).await?;
+    let stream = ctx.dial.connect(sock).await?;
     let client_port = stream.local_addr()?.port();
     let cc_read_back = match ctx.spec.method.sender() {
         Side::Client => {
@@ -372,7 +461,7 @@ async fn worker(ctx: &Ctx<'_>, mut conn: Conn, first: Instant) {
         }
         if conn.sender.is_closed() {
             // The server (or the path) closed this connection: open another, as a client would.
-            let reopened = match net::sockets_in(ctx.client, 1, (spec.method.sender() == Side::Client).then_some(spec.cc.as_str())) {
+            let reopened = match ctx.dial.sockets(1, (spec.method.sender() == Side::Client).then_some(spec.cc.as_str())) {
                 Ok(mut v) => open_connection(ctx, v.remove(0)).await,
                 Err(e) => Err(e),
             };
@@ -456,12 +545,11 @@ fn finish(
     spec: &ObjectsSpec,
     log: &Mutex<ClientLog>,
     server_log: &ServerLog,
-    sampler: &Sampler<'_>,
+    mut sampled: HashMap<SocketId, Option<TcpInfo>>,
     epoch: Instant,
     issued: u32,
     how: Finish<()>,
 ) -> ObjectsResult {
-    let mut sampled = sampler.finish(epoch);
     let accepted = lock(&server_log.accepted).clone();
     let server_errors = lock(&server_log.errors);
     let log = lock(log);

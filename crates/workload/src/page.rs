@@ -24,13 +24,13 @@
 //! rendering or dependency chain between objects. The server sends, so the algorithm is set on
 //! the server's listener and on every accepted socket, read back from each, and sampled there.
 
+use std::collections::HashMap;
 use std::net::SocketAddrV4;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ccbench_netns::Netns;
 use ccbench_probe::TcpInfo;
 use hyper::body::Incoming;
 use hyper::{Method, Request, StatusCode};
@@ -38,10 +38,11 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use serde::{Deserialize, Serialize};
 
 use crate::common::{self, lock, Errors, PatternBody};
+use crate::far::{Dial, FarHttp, FarReport};
 use crate::harness::{Finish, Harness, ServerLog, ServerProto};
-use crate::sampler::Sampler;
+use crate::http_end::HttpEnd;
 use crate::transport::{transport_of, Transport};
-use crate::{net, RunContext, SocketId, Workload, WorkloadError};
+use crate::{ByteBudget, NoMeasureHook, RunContext, SeriesSink, SocketId, Workload, WorkloadError};
 
 /// What a page consists of: the HTML document's size and the size of every object (image,
 /// script, stylesheet, font) it references, in request order.
@@ -296,6 +297,9 @@ pub struct PageResult {
 
 struct ServerCfg {
     page: PageModel,
+    /// The bytes a remote server may still send for this test (`ccbench serve --max-bytes`).
+    budget: Option<Arc<ByteBudget>>,
+    log: Arc<ServerLog>,
 }
 
 fn serve_request(req: &Request<Incoming>, cfg: &ServerCfg) -> hyper::Response<PatternBody> {
@@ -303,12 +307,39 @@ fn serve_request(req: &Request<Incoming>, cfg: &ServerCfg) -> hyper::Response<Pa
         return common::response(StatusCode::METHOD_NOT_ALLOWED, 0);
     }
     let path = req.uri().path();
-    if path == "/" {
-        return common::response(StatusCode::OK, cfg.page.html_bytes);
+    let len = if path == "/" {
+        cfg.page.html_bytes
+    } else {
+        match path.strip_prefix("/o/").and_then(|n| n.parse::<usize>().ok()).and_then(|n| cfg.page.objects.get(n)) {
+            Some(&len) => len,
+            None => return common::response(StatusCode::NOT_FOUND, 0),
+        }
+    };
+    match &cfg.budget {
+        Some(b) if !b.take(len) => {
+            lock(&cfg.log.errors).push(b.reason.clone());
+            common::response(StatusCode::SERVICE_UNAVAILABLE, 0)
+        }
+        _ => common::response(StatusCode::OK, len),
     }
-    match path.strip_prefix("/o/").and_then(|n| n.parse::<usize>().ok()).and_then(|n| cfg.page.objects.get(n)) {
-        Some(&len) => common::response(StatusCode::OK, len),
-        None => common::response(StatusCode::NOT_FOUND, 0),
+}
+
+/// The handler of every connection the server takes in; with `budget`, the bytes it may send.
+fn service_maker(spec: &PageSpec, log: Arc<ServerLog>, budget: Option<Arc<ByteBudget>>) -> impl Fn(u16) -> PageService {
+    let cfg = Arc::new(ServerCfg { page: spec.page.clone(), budget, log });
+    move |_client_port| PageService(cfg.clone())
+}
+
+/// The page server of one connection.
+struct PageService(Arc<ServerCfg>);
+
+impl hyper::service::Service<Request<Incoming>> for PageService {
+    type Response = hyper::Response<PatternBody>;
+    type Error = std::convert::Infallible;
+    type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+
+    fn call(&self, req: Request<Incoming>) -> Self::Future {
+        std::future::ready(Ok(serve_request(&req, &self.0)))
     }
 }
 
@@ -327,8 +358,7 @@ struct ClientLog {
 }
 
 struct Ctx<'a> {
-    client: &'a Netns,
-    addr: SocketAddrV4,
+    dial: &'a Dial<'a>,
     spec: &'a PageSpec,
     nav_start: Instant,
     log: &'a Mutex<ClientLog>,
@@ -355,52 +385,28 @@ impl Workload for PageSpec {
 /// measured span runs from navigation start to the last resource loaded (or the timeout).
 /// Returns early, with what finished and `interrupted: true`, when the stop flag is set.
 fn load_page(spec: &PageSpec, run: &RunContext<'_>) -> Result<PageResult, WorkloadError> {
-    spec.page.validate().map_err(WorkloadError::Setup)?;
+    check(spec)?;
     if transport_of(&spec.cc) == Transport::Quic {
         return crate::quic::load_quic_page(spec, run);
-    }
-    if let PageProtocol::Http1 { max_connections: 0 } = spec.protocol {
-        return Err(WorkloadError::Setup("max_connections must be at least 1".into()));
     }
     let harness = Harness::new(run, spec.timeout_s, spec.sample_interval_us)?;
     let log = Mutex::new(ClientLog { resources: resource_list(&spec.page), conns: Vec::new(), errors: Errors::default() });
     if harness.stopped_already() {
-        return Ok(finish(spec, &log, &harness.server_log, &harness.sampler, run.epoch, None, Finish::Stopped));
+        return Ok(finish(spec, &log, &harness.server_log, harness.sampler.finish(run.epoch), run.epoch, None, Finish::Stopped));
     }
 
     let listener = harness.listen(spec.port, Some(&spec.cc))?;
-    // Every socket the load may use is made up front (making one is no network traffic);
-    // the client sends only requests, so its sockets keep the namespace's default algorithm.
-    let n_sockets = match spec.protocol {
-        PageProtocol::Http1 { max_connections } => (max_connections as usize).min(spec.page.objects.len()).max(1),
-        PageProtocol::Http2 => 1,
-    };
-    let sockets = net::sockets_in(run.client, n_sockets, None)?;
+    let dial = Dial::Local { client: run.client, addr: SocketAddrV4::new(run.server_addr, spec.port) };
+    let sockets = sockets_for(spec, &dial)?;
     let proto = match spec.protocol {
         PageProtocol::Http1 { .. } => ServerProto::Http1,
         PageProtocol::Http2 => ServerProto::Http2,
     };
-    let cfg = Arc::new(ServerCfg { page: spec.page.clone() });
-    let make_service = move |_client_port| {
-        let cfg = cfg.clone();
-        hyper::service::service_fn(move |req| {
-            let resp = serve_request(&req, &cfg);
-            async move { Ok::<_, std::convert::Infallible>(resp) }
-        })
-    };
+    let make_service = service_maker(spec, harness.server_log.clone(), None);
 
     let nav_start = Instant::now();
     run.hook.open(nav_start);
-    let ctx = Ctx {
-        client: run.client,
-        addr: SocketAddrV4::new(run.server_addr, spec.port),
-        spec,
-        nav_start,
-        log: &log,
-        next_conn_id: AtomicU32::new(0),
-        host: format!("{}:{}", run.server_addr, spec.port),
-        hook: run.hook,
-    };
+    let ctx = Ctx { host: dial.host(), dial: &dial, spec, nav_start, log: &log, next_conn_id: AtomicU32::new(0), hook: run.hook };
     let load = async {
         match spec.protocol {
             PageProtocol::Http1 { .. } => load_http1(&ctx, sockets).await,
@@ -418,7 +424,82 @@ fn load_page(spec: &PageSpec, run: &RunContext<'_>) -> Result<PageResult, Worklo
     if let Some(actual) = harness.server_mismatch() {
         return Err(WorkloadError::CongestionMismatch { requested: spec.cc.clone(), actual });
     }
-    Ok(finish(spec, &log, &harness.server_log, &harness.sampler, run.epoch, Some(nav_start), how))
+    Ok(finish(spec, &log, &harness.server_log, harness.sampler.finish(run.epoch), run.epoch, Some(nav_start), how))
+}
+
+/// Sockets for every connection the load may use, made up front (making one is no network
+/// traffic); the client sends only requests, so they keep the default algorithm.
+fn sockets_for(spec: &PageSpec, dial: &Dial<'_>) -> Result<Vec<std::net::TcpStream>, WorkloadError> {
+    let n = match spec.protocol {
+        PageProtocol::Http1 { max_connections } => (max_connections as usize).min(spec.page.objects.len()).max(1),
+        PageProtocol::Http2 => 1,
+    };
+    dial.sockets(n, None)
+}
+
+fn check(spec: &PageSpec) -> Result<(), WorkloadError> {
+    spec.page.validate().map_err(WorkloadError::Setup)?;
+    if let PageProtocol::Http1 { max_connections: 0 } = spec.protocol {
+        return Err(WorkloadError::Setup("max_connections must be at least 1".into()));
+    }
+    Ok(())
+}
+
+/// The load against a remote `ccbench serve` (`far`), from this process's namespace: the same
+/// load and result as [`Workload::run`]. `end_far` is called once the load is over: it ends
+/// the far end and returns its report.
+pub fn run_page_remote(
+    spec: &PageSpec,
+    far: &FarHttp,
+    epoch: Instant,
+    stop: &AtomicBool,
+    series: &dyn SeriesSink,
+    end_far: impl FnOnce() -> Result<FarReport, String>,
+) -> Result<PageResult, WorkloadError> {
+    check(spec)?;
+    let harness = Harness::client_only(epoch, stop, series, spec.timeout_s, spec.sample_interval_us)?;
+    let log = Mutex::new(ClientLog { resources: resource_list(&spec.page), conns: Vec::new(), errors: Errors::default() });
+    let dial = Dial::Remote(far);
+    let nav_start = Instant::now();
+    let outcome = sockets_for(spec, &dial).and_then(|sockets| {
+        let ctx = Ctx { host: dial.host(), dial: &dial, spec, nav_start, log: &log, next_conn_id: AtomicU32::new(0), hook: &NoMeasureHook };
+        let load = async {
+            match spec.protocol {
+                PageProtocol::Http1 { .. } => load_http1(&ctx, sockets).await,
+                PageProtocol::Http2 => load_http2(&ctx, sockets).await,
+            }
+        };
+        let how = if harness.stopped_already() { Ok(Finish::Stopped) } else { harness.drive_client(load) };
+        harness.shutdown();
+        how
+    });
+    let report = end_far().map_err(WorkloadError::Setup)?;
+    let how = outcome?;
+    if let Some(actual) = lock(&far.log.mismatch).clone() {
+        return Err(WorkloadError::CongestionMismatch { requested: spec.cc.clone(), actual });
+    }
+    let mut sampled = harness.sampler.finish(epoch);
+    far.absorb(&report, &mut sampled);
+    Ok(finish(spec, &log, &far.log, sampled, epoch, Some(nav_start), how))
+}
+
+/// The server half of the load for a remote client (`ccbench serve`), on `listener`, behind
+/// the gate of `end`; see [`crate::http_end`].
+pub fn serve_page_end(spec: &PageSpec, listener: std::net::TcpListener, end: &HttpEnd<'_>) -> FarReport {
+    if let Err(e) = check(spec) {
+        return FarReport { errors: 1, error_messages: vec![e.to_string()], ..FarReport::default() };
+    }
+    let log = Arc::new(ServerLog::default());
+    let make_service = service_maker(spec, log.clone(), Some(end.budget.clone()));
+    let proto = match spec.protocol {
+        PageProtocol::Http1 { .. } => ServerProto::Http1,
+        PageProtocol::Http2 => ServerProto::Http2,
+    };
+    let mut report = crate::http_end::serve_end(listener, proto, Some(&spec.cc), spec.sample_interval_us, make_service, end);
+    let errors = lock(&log.errors);
+    report.errors += errors.count;
+    report.error_messages.extend(errors.messages.iter().cloned());
+    report
 }
 
 pub(crate) fn resource_list(page: &PageModel) -> Vec<ResourceTiming> {
@@ -458,7 +539,7 @@ struct Conn {
 
 async fn open_connection(ctx: &Ctx<'_>, sock: std::net::TcpStream) -> Result<Conn, String> {
     let opened = Instant::now();
-    let stream = net::connect(sock, ctx.addr).await.map_err(|e| format!("connecting: {e}"))?;
+    let stream = ctx.dial.connect(sock).await.map_err(|e| format!("connecting: {e}"))?;
     let client_port = stream.local_addr().map_err(|e| e.to_string())?.port();
     let io = TokioIo::new(stream);
     let sender = match ctx.spec.protocol {
@@ -487,7 +568,7 @@ async fn open_connection(ctx: &Ctx<'_>, sock: std::net::TcpStream) -> Result<Con
 
 /// Opens a connection on a fresh socket (after one broke, as a browser would).
 async fn reopen(ctx: &Ctx<'_>) -> Result<Conn, String> {
-    let mut socks = net::sockets_in(ctx.client, 1, None).map_err(|e| e.to_string())?;
+    let mut socks = ctx.dial.sockets(1, None).map_err(|e| e.to_string())?;
     open_connection(ctx, socks.remove(0)).await
 }
 
@@ -640,12 +721,11 @@ fn finish(
     spec: &PageSpec,
     log: &Mutex<ClientLog>,
     server_log: &ServerLog,
-    sampler: &Sampler<'_>,
+    mut sampled: HashMap<SocketId, Option<TcpInfo>>,
     epoch: Instant,
     nav_start: Option<Instant>,
     how: Finish<()>,
 ) -> PageResult {
-    let mut sampled = sampler.finish(epoch);
     let accepted = lock(&server_log.accepted).clone();
     let server_errors = lock(&server_log.errors);
     let log = lock(log);

@@ -16,6 +16,7 @@ use super::{BbrView, ReadBack, Tls};
 use crate::bulk::{aggregate_goodput, Amount, BbrEvent, BulkResult, BulkSpec, FlowResult, GoodputPoint, MixFlow};
 use crate::common::{lock, micros_since, multi_thread_runtime, CHUNK};
 use crate::transport::Transport;
+use crate::ByteBudget;
 use crate::{QuicSample, RunContext, SocketId, WorkloadError};
 
 /// How often blocked stream calls come back to look at the clock and the stop flag.
@@ -38,10 +39,10 @@ struct Conn {
 
 /// What arrived of one flow.
 #[derive(Clone, Default)]
-struct Received {
-    bytes: u64,
-    completion_s: Option<f64>,
-    error: Option<String>,
+pub(super) struct Received {
+    pub(super) bytes: u64,
+    pub(super) completion_s: Option<f64>,
+    pub(super) error: Option<String>,
 }
 
 /// Runs `spec`, whose flows are all QUIC, between the two ends of `run`.
@@ -58,7 +59,6 @@ pub(crate) fn run_quic_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<
         b.wait();
     }
     let (rt, (server, conns)) = (rt?, connected?);
-    let sender_side = spec.direction.sender();
     let (epoch, stop, hook) = (run.epoch, run.stop, run.hook);
 
     let start = Instant::now();
@@ -92,7 +92,7 @@ pub(crate) fn run_quic_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<
             let amount = spec.amount;
             rt.spawn(async move {
                 tokio::time::sleep_until(flow_start.into()).await;
-                if let Err(e) = send_flow(&sender, id, amount, deadline, &stopping).await {
+                if let Err(e) = send_flow(&sender, id, amount, deadline, &stopping, None).await {
                     *lock(&errors[id as usize]) = Some(e);
                 }
                 active.fetch_sub(1, Ordering::SeqCst);
@@ -124,7 +124,7 @@ pub(crate) fn run_quic_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<
                 let Some(&(flow_start, deadline)) = starts.get(id) else { continue };
                 let (counters, outcomes, active, stopping) = (counters.clone(), outcomes.clone(), active.clone(), stopping.clone());
                 tokio::spawn(async move {
-                    let got = receive_flow(&mut stream, amount, flow_start, deadline, &counters[id], &stopping).await;
+                    let got = receive_flow(&mut stream, amount, flow_start, deadline, &counters[id], &stopping, None).await;
                     *lock(&outcomes[id]) = got;
                     active.fetch_sub(1, Ordering::SeqCst);
                 });
@@ -174,10 +174,48 @@ pub(crate) fn run_quic_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<
     drop(server);
     rt.shutdown_timeout(Duration::from_millis(500));
 
+    let metas: Vec<ConnMeta> = conns
+        .iter()
+        .zip(finals)
+        .map(|(c, f)| ConnMeta {
+            flows: c.flows.clone(),
+            client_port: c.client_port,
+            read_back: c.read_back.clone(),
+            final_quic: Some(f),
+            bbr_events: events_of(c, epoch),
+        })
+        .collect();
+    let received: Vec<Received> = outcomes.iter().map(|o| lock(o).clone()).collect();
+    let send_errors: Vec<Option<String>> = send_errors.iter().map(|e| lock(e).clone()).collect();
+    let results = assemble_flows(spec, &plan, &metas, &received, &send_errors, elapsed_s, interrupted);
+    Ok(BulkResult { start_us, elapsed_s, goodput_bps: aggregate_goodput(&results, spec.amount, elapsed_s), interrupted, flows: results })
+}
+
+/// What a result says of one connection: its flows, the client's port, both ends' algorithms,
+/// the sender's last sample and BBR state changes.
+pub(super) struct ConnMeta {
+    pub(super) flows: Vec<u32>,
+    pub(super) client_port: u16,
+    pub(super) read_back: ReadBack,
+    pub(super) final_quic: Option<QuicSample>,
+    pub(super) bbr_events: Vec<BbrEvent>,
+}
+
+/// Every flow's result from what arrived (`received`, by flow id), what failed to send, and
+/// its connection's facts.
+pub(super) fn assemble_flows(
+    spec: &BulkSpec,
+    plan: &[MixFlow],
+    conns: &[ConnMeta],
+    received: &[Received],
+    send_errors: &[Option<String>],
+    elapsed_s: f64,
+    interrupted: bool,
+) -> Vec<FlowResult> {
     let mut results = Vec::new();
     for (id, flow) in plan.iter().enumerate() {
-        let conn = conns.iter().find(|c| c.flows.contains(&(id as u32))).expect("every flow has a connection");
-        let got = lock(&outcomes[id]).clone();
+        let Some(conn) = conns.iter().find(|c| c.flows.contains(&(id as u32))) else { continue };
+        let got = received.get(id).cloned().unwrap_or_default();
         let active_s = (elapsed_s - flow.start_s).max(1e-9);
         let goodput_bps = match (spec.amount, got.completion_s) {
             (Amount::Bytes(_), Some(t)) if t > 0.0 => got.bytes as f64 * 8.0 / t,
@@ -187,10 +225,10 @@ pub(crate) fn run_quic_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<
             Amount::Bytes(n) => got.bytes >= n,
             Amount::Seconds(_) => !interrupted && got.error.is_none(),
         };
-        let send_error = lock(&send_errors[id]).clone();
+        let first = conn.flows[0] == id as u32;
         results.push(FlowResult {
             id: id as u32,
-            sender: sender_side,
+            sender: spec.direction.sender(),
             cc_requested: flow.cc.clone(),
             start_s: flow.start_s,
             cc_read_back: conn.read_back.sender.clone(),
@@ -203,18 +241,28 @@ pub(crate) fn run_quic_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<
             completed,
             completion_time_s: got.completion_s,
             final_tcp_info: None,
-            final_quic: conns.iter().zip(&finals).find(|(c, _)| c.flows[0] == id as u32).map(|(_, s)| s.clone()),
-            bbr_events: if conn.flows[0] == id as u32 { events_of(conn, epoch) } else { Vec::new() },
-            error: send_error.or(got.error),
+            final_quic: if first { conn.final_quic.clone() } else { None },
+            bbr_events: if first { conn.bbr_events.clone() } else { Vec::new() },
+            error: send_errors.get(id).cloned().flatten().or(got.error),
         });
     }
-    Ok(BulkResult { start_us, elapsed_s, goodput_bps: aggregate_goodput(&results, spec.amount, elapsed_s), interrupted, flows: results })
+    results
+}
+
+/// The flows of each connection: one connection for all flows of a plain run (N streams), one
+/// per flow of a mix.
+pub(super) fn groups(spec: &BulkSpec, plan: &[MixFlow]) -> Vec<Vec<u32>> {
+    if spec.mix.is_empty() {
+        vec![(0..plan.len() as u32).collect()]
+    } else {
+        (0..plan.len() as u32).map(|i| vec![i]).collect()
+    }
 }
 
 /// The connections of the plan: one for all flows of a plain run (N streams), one per flow of a
 /// mix. Each is set up, and both ends' controllers read back, before any data flows.
 async fn connect(spec: &BulkSpec, run: &RunContext<'_>, plan: &[MixFlow]) -> Result<(Endpoint, Vec<Conn>), WorkloadError> {
-    let groups: Vec<Vec<u32>> = if spec.mix.is_empty() { vec![(0..plan.len() as u32).collect()] } else { (0..plan.len() as u32).map(|i| vec![i]).collect() };
+    let groups = groups(spec, plan);
     let tls = Tls::new()?;
     let server_sa = SocketAddrV4::new(run.server_addr, spec.port);
     let server = server_endpoint(run, &tls, server_sa)?;
@@ -248,7 +296,16 @@ fn events_of(conn: &Conn, epoch: Instant) -> Vec<BbrEvent> {
     pair::bbr_events(conn.bbr.as_ref(), epoch)
 }
 
-async fn send_flow(conn: &Connection, id: u32, amount: Amount, deadline: Instant, stopping: &AtomicBool) -> Result<(), String> {
+/// Sends flow `id` on a stream of its own; with `budget`, each chunk is taken from it first
+/// (`ccbench serve --max-bytes`), and the flow stops with its reason when it is spent.
+pub(super) async fn send_flow(
+    conn: &Connection,
+    id: u32,
+    amount: Amount,
+    deadline: Instant,
+    stopping: &AtomicBool,
+    budget: Option<&ByteBudget>,
+) -> Result<(), String> {
     let mut stream = conn.open_uni().await.map_err(|e| format!("open stream: {e}"))?;
     stream.write_all(&id.to_be_bytes()).await.map_err(|e| format!("send: {e}"))?;
     let chunk = vec![0x5au8; CHUNK];
@@ -258,11 +315,27 @@ async fn send_flow(conn: &Connection, id: u32, amount: Amount, deadline: Instant
     };
     while remaining > 0 && Instant::now() < deadline && !stopping.load(Ordering::Relaxed) {
         let len = remaining.min(CHUNK as u64) as usize;
+        if let Some(b) = budget {
+            if !b.take(len as u64) {
+                let _ = stream.finish();
+                return Err(b.reason.clone());
+            }
+        }
         match tokio::time::timeout(IO_TICK, stream.write(&chunk[..len])).await {
-            Ok(Ok(n)) => remaining -= n as u64,
+            Ok(Ok(n)) => {
+                remaining -= n as u64;
+                if let Some(b) = budget {
+                    // What the write did not take goes back.
+                    b.give_back((len - n) as u64);
+                }
+            }
             Ok(Err(_)) if Instant::now() >= deadline => break,
             Ok(Err(e)) => return Err(format!("send: {e}")),
-            Err(_) => {}
+            Err(_) => {
+                if let Some(b) = budget {
+                    b.give_back(len as u64);
+                }
+            }
         }
     }
     if let Amount::Bytes(_) = amount {
@@ -273,7 +346,17 @@ async fn send_flow(conn: &Connection, id: u32, amount: Amount, deadline: Instant
     Ok(())
 }
 
-async fn receive_flow(stream: &mut noq::RecvStream, amount: Amount, start: Instant, deadline: Instant, counter: &AtomicU64, stopping: &AtomicBool) -> Received {
+/// Receives one flow's stream; with `budget`, each chunk is taken from it, and the flow stops
+/// with its reason when it is spent.
+pub(super) async fn receive_flow(
+    stream: &mut noq::RecvStream,
+    amount: Amount,
+    start: Instant,
+    deadline: Instant,
+    counter: &AtomicU64,
+    stopping: &AtomicBool,
+    budget: Option<&ByteBudget>,
+) -> Received {
     let mut got = Received::default();
     let target = match amount {
         Amount::Bytes(n) => n,
@@ -283,6 +366,12 @@ async fn receive_flow(stream: &mut noq::RecvStream, amount: Amount, start: Insta
     while Instant::now() < deadline && !stopping.load(Ordering::Relaxed) && got.bytes < target {
         match tokio::time::timeout(IO_TICK, stream.read_chunk(usize::MAX)).await {
             Ok(Ok(Some(chunk))) => {
+                if let Some(b) = budget {
+                    if !b.take(chunk.len() as u64) {
+                        got.error = Some(b.reason.clone());
+                        break;
+                    }
+                }
                 let now = Instant::now();
                 if now <= deadline || matches!(amount, Amount::Bytes(_)) {
                     got.bytes += chunk.len() as u64;

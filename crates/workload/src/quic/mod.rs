@@ -18,12 +18,14 @@ mod objects;
 mod observe;
 mod page;
 mod pair;
+mod remote;
 mod streams;
 pub(crate) mod wire;
 
 pub(crate) use bulk::run_quic_bulk;
 pub(crate) use objects::run_quic_objects;
 pub(crate) use page::load_quic_page;
+pub use remote::{QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer};
 
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -194,12 +196,23 @@ impl Tls {
     }
 
     pub(crate) fn client(&self, transport: Arc<TransportConfig>) -> Result<ClientConfig, WorkloadError> {
-        let mut roots = noq::rustls::RootCertStore::empty();
-        roots.add(self.cert.clone()).map_err(|e| WorkloadError::Setup(format!("TLS roots: {e}")))?;
-        let mut c = ClientConfig::with_root_certificates(Arc::new(roots)).map_err(|e| WorkloadError::Setup(format!("TLS client: {e}")))?;
-        c.transport_config(transport);
-        Ok(c)
+        client_trusting(self.cert.clone(), transport)
     }
+
+    /// The certificate, DER: what a remote client must trust.
+    pub(crate) fn cert_der(&self) -> Vec<u8> {
+        self.cert.to_vec()
+    }
+}
+
+/// A client config that trusts exactly `cert` (the server's, as its authenticated control
+/// connection handed it over).
+pub(crate) fn client_trusting(cert: noq::rustls::pki_types::CertificateDer<'static>, transport: Arc<TransportConfig>) -> Result<ClientConfig, WorkloadError> {
+    let mut roots = noq::rustls::RootCertStore::empty();
+    roots.add(cert).map_err(|e| WorkloadError::Setup(format!("TLS roots: {e}")))?;
+    let mut c = ClientConfig::with_root_certificates(Arc::new(roots)).map_err(|e| WorkloadError::Setup(format!("TLS client: {e}")))?;
+    c.transport_config(transport);
+    Ok(c)
 }
 
 /// Socket buffers big enough for a gigabit of QUIC through a user-space stack: without them
@@ -208,16 +221,19 @@ const UDP_BUFFER: libc::c_int = 8 << 20;
 
 /// A UDP socket bound to `addr` inside `ns` (port 0: any).
 pub(crate) fn udp_in(ns: &Netns, addr: SocketAddrV4) -> Result<UdpSocket, WorkloadError> {
-    ns.run(|| {
-        let sock = UdpSocket::bind(SocketAddr::V4(addr))?;
-        for (force, plain) in [(libc::SO_RCVBUFFORCE, libc::SO_RCVBUF), (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)] {
-            // FORCE passes net.core.[rw]mem_max as root; otherwise the capped size is fine.
-            if setsockopt_int(&sock, force, UDP_BUFFER).is_err() {
-                let _ = setsockopt_int(&sock, plain, UDP_BUFFER);
-            }
+    ns.run(|| udp_here(SocketAddr::V4(addr)))
+}
+
+/// A UDP socket bound to `addr` in this thread's namespace (port 0: any), with big buffers.
+pub(crate) fn udp_here(addr: SocketAddr) -> Result<UdpSocket, WorkloadError> {
+    let sock = UdpSocket::bind(addr)?;
+    for (force, plain) in [(libc::SO_RCVBUFFORCE, libc::SO_RCVBUF), (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)] {
+        // FORCE passes net.core.[rw]mem_max as root; otherwise the capped size is fine.
+        if setsockopt_int(&sock, force, UDP_BUFFER).is_err() {
+            let _ = setsockopt_int(&sock, plain, UDP_BUFFER);
         }
-        Ok::<_, WorkloadError>(sock)
-    })
+    }
+    Ok(sock)
 }
 
 fn setsockopt_int(sock: &UdpSocket, opt: libc::c_int, value: libc::c_int) -> std::io::Result<()> {

@@ -1,0 +1,102 @@
+//! The near end of the HTTP tests (objects, page) against `ccbench serve`: this process runs
+//! the workload's own client half (`ccbench_workload::run_*_remote`); the server's reports of
+//! its connections and samples are read on a thread of their own and merged in, named by this
+//! end's ports and on this end's clock.
+
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use ccbench_workload::{
+    run_objects_remote, run_page_remote, FarConnection, FarHttp, FarReport, ObjectsResult, ObjectsSpec, PageResult, PageSpec, SeriesSink, SocketId,
+    WorkloadError, TOKEN_LEN,
+};
+
+use crate::client::{unexpected, Client, RemoteError, REPLY_TIMEOUT, RESULT_GRACE};
+use crate::proto::{self, unhex, ClientMsg, ServerMsg, TestRequest};
+
+impl Client {
+    /// Runs an object-store load against the server's object server.
+    pub fn run_objects(&mut self, spec: &ObjectsSpec, epoch: Instant, stop: &AtomicBool, series: &dyn SeriesSink) -> Result<ObjectsResult, RemoteError> {
+        self.run_http(TestRequest::Objects(spec.clone()), spec.timeout_s, epoch, series, |far, end| run_objects_remote(spec, far, epoch, stop, series, end))
+    }
+
+    /// Loads a page from the server's page server.
+    pub fn run_page(&mut self, spec: &PageSpec, epoch: Instant, stop: &AtomicBool, series: &dyn SeriesSink) -> Result<PageResult, RemoteError> {
+        self.run_http(TestRequest::Page(spec.clone()), spec.timeout_s, epoch, series, |far, end| run_page_remote(spec, far, epoch, stop, series, end))
+    }
+
+    /// `Run` → `Ready` → `Start`, then `load` with the far end's view, whose `end` sends
+    /// `Stop` and waits for the server's report (called once the load is over; called here if
+    /// `load` returned without).
+    fn run_http<R>(
+        &mut self,
+        test: TestRequest,
+        timeout_s: f64,
+        epoch: Instant,
+        series: &dyn SeriesSink,
+        load: impl FnOnce(&FarHttp, &dyn Fn() -> Result<FarReport, String>) -> Result<R, WorkloadError>,
+    ) -> Result<R, RemoteError> {
+        let mut c = &self.control;
+        c.set_read_timeout(Some(REPLY_TIMEOUT))?;
+        proto::write_msg(&mut c, &ClientMsg::Run { test })?;
+        let (port, token) = match proto::read_msg::<ServerMsg>(&mut c)? {
+            ServerMsg::Ready { port, token } => (port, token),
+            ServerMsg::Refused { reason } => return Err(RemoteError::Refused(reason)),
+            ServerMsg::Error { message } => return Err(RemoteError::Protocol(message)),
+            other => return Err(unexpected(&other)),
+        };
+        let token = unhex::<TOKEN_LEN>(&token).ok_or_else(|| RemoteError::Protocol("malformed token from the server".into()))?;
+        let far = FarHttp::new(SocketAddr::new(self.addr.ip(), port), token);
+        let reader = self.control.try_clone()?;
+        reader.set_read_timeout(Some(Duration::from_secs_f64(timeout_s.clamp(0.0, 86_400.0)) + RESULT_GRACE))?;
+        proto::write_msg(&mut c, &ClientMsg::Start)?;
+        let start = Instant::now();
+        // The far end's times count from when it saw `Start`; this end's from `epoch`.
+        let shift_us = start.duration_since(epoch).as_micros() as u64;
+        std::thread::scope(|s| {
+            let handle = Mutex::new(Some(s.spawn(|| receive_http(reader, shift_us, &far, series))));
+            let control = &self.control;
+            let end = || -> Result<FarReport, String> {
+                let Some(h) = handle.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+                    return Err("the far end was already ended".into());
+                };
+                let sent = proto::write_msg(&mut &*control, &ClientMsg::Stop).map_err(|e| e.to_string());
+                let report = h.join().unwrap_or_else(|_| Err(RemoteError::Protocol("the result reader panicked".into()))).map_err(|e| e.to_string());
+                sent.and(report)
+            };
+            let result = load(&far, &end);
+            let ended_here = handle.lock().unwrap_or_else(|p| p.into_inner()).is_some().then(end);
+            match (result, ended_here) {
+                (Ok(r), None | Some(Ok(_))) => Ok(r),
+                (Ok(_), Some(Err(e))) => Err(RemoteError::Protocol(e)),
+                (Err(e), _) => Err(e.into()),
+            }
+        })
+    }
+}
+
+/// The server's messages of an HTTP test, until its `HttpDone`: acceptances and samples go
+/// into `far` and `series` as they come; the report is returned.
+fn receive_http(control: std::net::TcpStream, shift_us: u64, far: &FarHttp, series: &dyn SeriesSink) -> Result<FarReport, RemoteError> {
+    let mut c = &control;
+    let mut connections = Vec::new();
+    loop {
+        match proto::read_msg::<ServerMsg>(&mut c)? {
+            ServerMsg::Accepted { conn, cc_read_back, mismatch } => far.accepted(conn, cc_read_back, mismatch),
+            ServerMsg::ConnectionSample { conn, mut sample } => {
+                if let Some(port) = far.port_of(conn) {
+                    sample.t_us += shift_us;
+                    series.tcp_sample(SocketId::Connection(port), &sample);
+                }
+            }
+            ServerMsg::ConnectionEnd { conn, cc_read_back, final_tcp_info } => {
+                connections.push(FarConnection { conn, cc_read_back, final_tcp_info: final_tcp_info.map(|b| *b) })
+            }
+            ServerMsg::HttpDone { errors, error_messages } => return Ok(FarReport { connections, errors, error_messages }),
+            ServerMsg::Error { message } => return Err(RemoteError::Protocol(message)),
+            other => return Err(unexpected(&other)),
+        }
+    }
+}

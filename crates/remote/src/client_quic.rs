@@ -1,0 +1,113 @@
+//! The near end of QUIC bulk and file tests against `ccbench serve`
+//! (`ccbench_workload::QuicFarClient`): the connections opened one at a time, each presenting
+//! the token, then this end's half of the transfer while the server's samples are read on a
+//! thread of their own and merged in on this end's clock.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use ccbench_workload::{elapsed_since, Amount, BulkResult, BulkSpec, EndClock, QuicConnEnd, QuicEnd, QuicFarClient, SeriesSink, SocketId, TOKEN_LEN};
+
+use crate::client::{unexpected, Client, RemoteError, REPLY_TIMEOUT, RESULT_GRACE};
+use crate::proto::{self, unhex, unhex_vec, ClientMsg, ServerMsg, TestRequest};
+
+/// A certificate is a few hundred bytes; anything this long is not one.
+const MAX_CERT: usize = 16 * 1024;
+
+impl Client {
+    /// Runs a bulk or file test whose flows are all QUIC: the server runs the far end.
+    pub(crate) fn run_quic(&mut self, spec: &BulkSpec, epoch: Instant, stop: &AtomicBool, series: &dyn SeriesSink) -> Result<BulkResult, RemoteError> {
+        let mut c = &self.control;
+        c.set_read_timeout(Some(REPLY_TIMEOUT))?;
+        proto::write_msg(&mut c, &ClientMsg::Run { test: TestRequest::Bulk(spec.clone()) })?;
+        let (port, token, cert) = match proto::read_msg::<ServerMsg>(&mut c)? {
+            ServerMsg::QuicReady { port, token, cert } => (port, token, cert),
+            ServerMsg::Refused { reason } => return Err(RemoteError::Refused(reason)),
+            ServerMsg::Error { message } => return Err(RemoteError::Protocol(message)),
+            other => return Err(unexpected(&other)),
+        };
+        let malformed = |what: &str| RemoteError::Protocol(format!("malformed {what} from the server"));
+        let token = unhex::<TOKEN_LEN>(&token).ok_or_else(|| malformed("token"))?;
+        let cert = unhex_vec(&cert, MAX_CERT).ok_or_else(|| malformed("certificate"))?;
+        let mut client = QuicFarClient::new(SocketAddr::new(self.addr.ip(), port), cert, spec)?;
+        let mut far_read_backs = Vec::new();
+        for conn in 0..client.connections() as u32 {
+            client.connect_next(&token)?;
+            match proto::read_msg::<ServerMsg>(&mut c)? {
+                ServerMsg::QuicConnected { conn: got, read_back } if got == conn => far_read_backs.push(read_back),
+                ServerMsg::Error { message } => return Err(RemoteError::Protocol(message)),
+                other => return Err(unexpected(&other)),
+            }
+        }
+        let last_start = spec.plan().iter().map(|f| f.start_s).fold(0.0, f64::max);
+        let planned = match spec.amount {
+            Amount::Seconds(s) => s + last_start,
+            Amount::Bytes(_) => spec.timeout_s + last_start,
+        };
+        let reader = self.control.try_clone()?;
+        reader.set_read_timeout(Some(Duration::from_secs_f64(planned.clamp(0.0, 86_400.0)) + RESULT_GRACE))?;
+        proto::write_msg(&mut c, &ClientMsg::Start)?;
+        let start = Instant::now();
+        // The far end's times count from when it saw `Start`; this end's from `epoch`.
+        let shift_us = start.duration_since(epoch).as_micros() as u64;
+        let (near, far) = std::thread::scope(|s| {
+            let far = s.spawn(|| receive_quic(reader, shift_us, series));
+            let near = client.run(&EndClock { epoch, start }, stop, series);
+            // Stopped early: closing the connections ends the far end too.
+            if stop.load(Ordering::SeqCst) {
+                client.close();
+            }
+            (near, far.join().unwrap_or_else(|_| Err(RemoteError::Protocol("the result reader panicked".into()))))
+        });
+        let far = far?;
+        client.close();
+        let elapsed_s = elapsed_since(spec.amount, start);
+        Ok(client.result(&near, &far, &far_read_backs, shift_us, elapsed_s, stop.load(Ordering::SeqCst)))
+    }
+}
+
+/// The server's messages of a QUIC test until its `QuicDone`, samples into `series` on this
+/// end's clock; what the server's end saw.
+fn receive_quic(control: std::net::TcpStream, shift_us: u64, series: &dyn SeriesSink) -> Result<QuicEnd, RemoteError> {
+    let mut c = &control;
+    let mut connections: Vec<QuicConnEnd> = Vec::new();
+    loop {
+        match proto::read_msg::<ServerMsg>(&mut c)? {
+            ServerMsg::QuicSample { flow, mut sample } => {
+                sample.t_us += shift_us;
+                series.quic_sample(SocketId::Flow(flow), &sample);
+            }
+            ServerMsg::Received { flow, mut point } => {
+                point.t_us += shift_us;
+                series.received(flow, &point);
+            }
+            ServerMsg::BbrEvents { flow, events } => {
+                let conn = match connections.iter_mut().position(|e| e.flow == flow) {
+                    Some(i) => &mut connections[i],
+                    None => {
+                        connections.push(QuicConnEnd { flow, ..QuicConnEnd::default() });
+                        connections.last_mut().expect("just pushed")
+                    }
+                };
+                conn.bbr_events.extend(events.into_iter().map(|mut e| {
+                    e.t_us += shift_us;
+                    e
+                }));
+            }
+            ServerMsg::QuicConnectionEnd { flow, final_quic } => {
+                let final_quic = final_quic.map(|mut s| {
+                    s.t_us += shift_us;
+                    *s
+                });
+                match connections.iter_mut().find(|e| e.flow == flow) {
+                    Some(e) => e.final_quic = final_quic,
+                    None => connections.push(QuicConnEnd { flow, final_quic, bbr_events: Vec::new() }),
+                }
+            }
+            ServerMsg::QuicDone { ends } => return Ok(QuicEnd { flows: ends, connections }),
+            ServerMsg::Error { message } => return Err(RemoteError::Protocol(message)),
+            other => return Err(unexpected(&other)),
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! The server side of the HTTP tests (objects, page) in `ccbench serve`: checked against the
+//! limits, then served by the workloads' own HTTP servers (`ccbench_workload::serve_*_end`)
+//! on a data port of the test's own, behind the token gate (`ccbench_workload::http_end`).
+//!
+//! A test: `Run` → `Ready` (port, token) → `Start` → the client connects, each connection
+//! starting with the token and its number → `Accepted` per connection and `ConnectionSample`s
+//! of the server's sending sockets as they come → the client's `Stop` once its load is over
+//! (or this server's deadline) → a `ConnectionEnd` per connection → `HttpDone`.
+
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ccbench_workload::{kernel_name, serve_objects_end, serve_page_end, ByteBudget, HttpEnd, ObjectMethod, ObjectsSpec, PageProtocol, PageSpec, TOKEN_LEN};
+use rand::RngCore;
+
+use crate::proto::{self, hex, ClientMsg, ServerMsg, TestRequest};
+use crate::server::{kind_of, Forward, Outcome, ServeConfig, Shared, SETUP_TIMEOUT};
+
+/// How long after this server's deadline the client's `Stop` may take.
+const STOP_GRACE: Duration = Duration::from_secs(30);
+
+/// The connections a test plans to open.
+fn planned_connections(test: &TestRequest) -> u32 {
+    match test {
+        TestRequest::Objects(o) => o.concurrency,
+        TestRequest::Page(p) => match p.protocol {
+            PageProtocol::Http1 { max_connections } => max_connections.min(p.page.objects.len() as u32).max(1),
+            PageProtocol::Http2 => 1,
+        },
+        TestRequest::Bulk(b) => b.plan().len() as u32,
+    }
+}
+
+/// Connections a test may open in all, reconnections included: twice the flow limit.
+fn connection_cap(config: &ServeConfig) -> u32 {
+    config.limits.max_flows.saturating_mul(2)
+}
+
+fn has_cc(cc: &str, config: &ServeConfig) -> Result<(), String> {
+    if config.facts.congestion_controls.iter().any(|c| c == cc) {
+        Ok(())
+    } else {
+        Err(format!("this server has no congestion control {cc:?}; it has: {}", config.facts.congestion_controls.join(", ")))
+    }
+}
+
+fn check_common(test: &TestRequest, timeout_s: f64, bytes: u64, config: &ServeConfig) -> Result<(), String> {
+    let l = &config.limits;
+    let n = planned_connections(test);
+    if n > l.max_flows {
+        return Err(format!("{n} connections is over this server's limit of {} connections per test", l.max_flows));
+    }
+    if !(timeout_s.is_finite() && timeout_s > 0.0) {
+        return Err(format!("a timeout of {timeout_s} s"));
+    }
+    if bytes > l.max_bytes {
+        return Err(format!("{bytes} bytes in all is over this server's limit of {} bytes per test (--max-bytes)", l.max_bytes));
+    }
+    Ok(())
+}
+
+/// Whether this server may run an objects test. It runs at most `--max-duration` (then the
+/// client sees a timed-out load).
+pub(crate) fn check_objects(o: &ObjectsSpec, config: &ServeConfig) -> Result<(), String> {
+    if o.concurrency == 0 || o.requests == 0 {
+        return Err("an objects test needs at least one connection and one request".into());
+    }
+    if o.method == ObjectMethod::Get {
+        has_cc(&o.cc, config)?;
+    }
+    check_common(&TestRequest::Objects(o.clone()), o.timeout_s, (o.requests as u64).saturating_mul(o.object_bytes), config)
+}
+
+/// Whether this server may run a page test (the server sends, so it sets the algorithm).
+pub(crate) fn check_page(p: &PageSpec, config: &ServeConfig) -> Result<(), String> {
+    p.page.validate()?;
+    if let PageProtocol::Http1 { max_connections: 0 } = p.protocol {
+        return Err("a page test needs at least one connection".into());
+    }
+    has_cc(&p.cc, config)?;
+    check_common(&TestRequest::Page(p.clone()), p.timeout_s, p.page.total_bytes(), config)
+}
+
+pub(crate) fn describe_objects(o: &ObjectsSpec) -> String {
+    let method = match o.method {
+        ObjectMethod::Get => "GET",
+        ObjectMethod::Put => "PUT",
+    };
+    format!("objects {} {method} of {} bytes, {} connection(s) {}", o.requests, o.object_bytes, o.concurrency, o.cc)
+}
+
+pub(crate) fn describe_page(p: &PageSpec) -> String {
+    let proto = match p.protocol {
+        PageProtocol::Http1 { max_connections } => format!("HTTP/1.1 ({max_connections} connections)"),
+        PageProtocol::Http2 => "h2c".to_string(),
+    };
+    format!("page of {} objects, {} bytes, {proto} {}", p.page.objects.len(), p.page.total_bytes(), p.cc)
+}
+
+/// A listener for a test's data, on the address the client reached this server at, on a port
+/// of its own, and the test's random token. With `cc` (the server sends), the algorithm is set
+/// on the listener, so accepted sockets run it from their first segment, as in an emulated run
+/// (it is set again and read back on each). Set only afterwards, a socket would keep the pacing
+/// a default BBR switched on (the kernel does not switch it off when the algorithm changes).
+pub(crate) fn data_port(control: &TcpStream, cc: Option<&str>) -> Result<(TcpListener, [u8; TOKEN_LEN]), String> {
+    let listener = control.local_addr().and_then(|a| TcpListener::bind((a.ip(), 0))).map_err(|e| format!("opening a data port: {e}"))?;
+    if let Some(cc) = cc {
+        ccbench_probe::set_congestion(&listener, kernel_name(cc)).map_err(|e| format!("setting {cc} on the data port: {e}"))?;
+    }
+    let mut token = [0u8; TOKEN_LEN];
+    rand::rngs::OsRng.fill_bytes(&mut token);
+    Ok((listener, token))
+}
+
+/// The server's end of an objects or page test, from `Ready` to `HttpDone`.
+pub(crate) fn run_http(control: &TcpStream, test: &TestRequest, shared: &Shared) -> Outcome {
+    let limits = shared.config.limits;
+    let server_cc = match test {
+        TestRequest::Objects(o) if o.method == ObjectMethod::Get => Some(o.cc.as_str()),
+        TestRequest::Page(p) => Some(p.cc.as_str()),
+        _ => None,
+    };
+    let (listener, token) = match data_port(control, server_cc) {
+        Ok(x) => x,
+        Err(e) => return Outcome::fatal(e),
+    };
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    let mut c = control;
+    if let Err(e) = proto::write_msg(&mut c, &ServerMsg::Ready { port, token: hex(&token) }) {
+        return Outcome::fatal(e.to_string());
+    }
+    let _ = control.set_read_timeout(Some(SETUP_TIMEOUT));
+    match proto::read_msg::<ClientMsg>(&mut c) {
+        Ok(ClientMsg::Start) => {}
+        Ok(other) => return Outcome::fatal(format!("expected start, got a {} message", kind_of(&other))),
+        Err(e) => return Outcome::fatal(format!("waiting for start: {e}")),
+    }
+    let start = Instant::now();
+    let timeout_s = match test {
+        TestRequest::Objects(o) => o.timeout_s,
+        TestRequest::Page(p) => p.timeout_s,
+        TestRequest::Bulk(_) => return Outcome::fatal("not an HTTP test".into()),
+    };
+    let until = start + Duration::from_secs_f64(timeout_s.min(limits.max_duration_s).clamp(0.001, 86_400.0));
+    let budget = Arc::new(ByteBudget::new(limits.max_bytes, format!("stopped at this server's limit of {} bytes per test (--max-bytes)", limits.max_bytes)));
+    let reader = match control.try_clone() {
+        Ok(r) => r,
+        Err(e) => return Outcome::fatal(e.to_string()),
+    };
+    let _ = reader.set_read_timeout(Some(until.saturating_duration_since(Instant::now()) + STOP_GRACE));
+    let (tx, rx) = mpsc::channel::<ServerMsg>();
+    let sink = Forward { tx: Mutex::new(tx) };
+    let done = AtomicBool::new(false);
+    let ended = AtomicBool::new(false);
+    let (report, written, stopped) = std::thread::scope(|s| {
+        let writer = s.spawn(move || {
+            let mut ok = true;
+            for msg in rx {
+                ok = ok && proto::write_msg(&mut c, &msg).is_ok();
+            }
+            ok
+        });
+        // The client's `Stop` (or its silence, or garbage) ends the test.
+        let stopper = s.spawn(|| {
+            let got = match proto::read_msg::<ClientMsg>(&mut &reader) {
+                Ok(ClientMsg::Stop) => Ok(()),
+                Ok(other) => Err(format!("expected stop, got a {} message", kind_of(&other))),
+                Err(e) => Err(format!("waiting for stop: {e}")),
+            };
+            done.store(true, Ordering::SeqCst);
+            got
+        });
+        s.spawn(|| {
+            while !ended.load(Ordering::SeqCst) {
+                if shared.stop.load(Ordering::SeqCst) {
+                    done.store(true, Ordering::SeqCst);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let end = HttpEnd {
+            token,
+            max_connections: connection_cap(&shared.config),
+            budget: budget.clone(),
+            epoch: start,
+            until,
+            done: &done,
+            series: &sink,
+            events: &sink,
+        };
+        let report = match test {
+            TestRequest::Objects(o) => serve_objects_end(o, listener, &end),
+            TestRequest::Page(p) => serve_page_end(p, listener, &end),
+            TestRequest::Bulk(_) => unreachable!("checked above"),
+        };
+        ended.store(true, Ordering::SeqCst);
+        for conn in &report.connections {
+            sink.send(ServerMsg::ConnectionEnd { conn: conn.conn, cc_read_back: conn.cc_read_back.clone(), final_tcp_info: conn.final_tcp_info.map(Box::new) });
+        }
+        sink.send(ServerMsg::HttpDone { errors: report.errors, error_messages: report.error_messages.clone() });
+        drop(sink);
+        let written = writer.join().unwrap_or(false);
+        let stopped = stopper.join().unwrap_or_else(|_| Err("the stop reader panicked".into()));
+        (report, written, stopped)
+    });
+    let fatal = match (written, stopped) {
+        (false, _) => Some("the client stopped reading the results".to_string()),
+        (true, Err(e)) => Some(e),
+        (true, Ok(())) => None,
+    };
+    Outcome { bytes: limits.max_bytes - budget.remaining(), error: report.error_messages.first().cloned(), fatal }
+}

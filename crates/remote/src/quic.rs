@@ -1,0 +1,118 @@
+//! The server side of QUIC bulk and file tests in `ccbench serve`: an endpoint for the test
+//! only, on a fresh UDP port with a certificate made for it (`ccbench_workload::QuicFarServer`),
+//! that takes in exactly the test's connections, each presenting the token on its first
+//! stream, and is closed after the test.
+//!
+//! A test: `Run` → `QuicReady` (port, token, certificate) → per connection, in order, the
+//! client connects and presents the token and its number → `QuicConnected` (the server's
+//! controller, read back) → `Start` → `QuicSample`s of the server's sending connections
+//! (downloads) or `Received` points (uploads) as they are taken → per sending connection its
+//! `BbrEvents` and `QuicConnectionEnd` → `QuicDone`.
+
+use std::net::TcpStream;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Instant;
+
+use ccbench_workload::{transport_of, BulkSpec, ByteBudget, EndClock, QuicFarServer, Transport, QUIC_ALGORITHMS, TOKEN_LEN};
+use rand::RngCore;
+
+use crate::proto::{self, hex, ClientMsg, ServerMsg, MAX_EVENTS_PER_MESSAGE};
+use crate::server::{kind_of, Forward, Outcome, Shared, SETUP_TIMEOUT};
+
+/// True when every flow of `spec` runs over QUIC.
+pub fn is_quic(spec: &BulkSpec) -> bool {
+    spec.plan().iter().all(|f| transport_of(&f.cc) == Transport::Quic)
+}
+
+/// Whether this server runs the QUIC flows of `spec`: all of them QUIC (a mix with kernel TCP
+/// is not served), each with an algorithm this build has. `None` when no flow is QUIC.
+pub(crate) fn check_quic(spec: &BulkSpec) -> Option<Result<(), String>> {
+    let plan = spec.plan();
+    let quic = plan.iter().filter(|f| transport_of(&f.cc) == Transport::Quic).count();
+    if quic == 0 {
+        return None;
+    }
+    if quic < plan.len() {
+        return Some(Err("a test mixing kernel TCP and QUIC flows is not served; run the TCP and the QUIC flows as tests of their own".into()));
+    }
+    let names = plan.iter().map(|f| f.cc.strip_prefix("quic:").unwrap_or(&f.cc).to_string()).chain(spec.quic_receiver_cc.clone());
+    for alg in names {
+        if !QUIC_ALGORITHMS.contains(&alg.as_str()) {
+            let known: Vec<String> = QUIC_ALGORITHMS.iter().map(|a| format!("quic:{a}")).collect();
+            return Some(Err(format!("this server has no QUIC algorithm {alg:?}; it has: {}", known.join(", "))));
+        }
+    }
+    Some(Ok(()))
+}
+
+/// The server's end of a QUIC test, from `QuicReady` to `QuicDone`.
+pub(crate) fn run_quic(control: &TcpStream, spec: &BulkSpec, shared: &Shared) -> Outcome {
+    let limits = shared.config.limits;
+    // A file that has not arrived by the server's --max-duration is given up, whatever the
+    // client's timeout.
+    let last_start = spec.plan().iter().map(|f| f.start_s).fold(0.0, f64::max);
+    let spec = BulkSpec { timeout_s: spec.timeout_s.min((limits.max_duration_s - last_start).max(0.001)), ..spec.clone() };
+    let ip = match control.local_addr() {
+        Ok(a) => a.ip(),
+        Err(e) => return Outcome::fatal(e.to_string()),
+    };
+    let mut server = match QuicFarServer::bind(ip, &spec) {
+        Ok(s) => s,
+        Err(e) => return Outcome::fatal(format!("opening the QUIC endpoint: {e}")),
+    };
+    let mut token = [0u8; TOKEN_LEN];
+    rand::rngs::OsRng.fill_bytes(&mut token);
+    let mut c = control;
+    let ready = ServerMsg::QuicReady { port: server.port(), token: hex(&token), cert: hex(&server.cert_der()) };
+    if let Err(e) = proto::write_msg(&mut c, &ready) {
+        server.close();
+        return Outcome::fatal(e.to_string());
+    }
+    for conn in 0..server.connections() as u32 {
+        let sent = match server.accept_next(&token, SETUP_TIMEOUT) {
+            Ok(read_back) => proto::write_msg(&mut c, &ServerMsg::QuicConnected { conn, read_back }).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(e) = sent {
+            server.close();
+            return Outcome::fatal(e);
+        }
+    }
+    let _ = control.set_read_timeout(Some(SETUP_TIMEOUT));
+    match proto::read_msg::<ClientMsg>(&mut c) {
+        Ok(ClientMsg::Start) => {}
+        other => {
+            server.close();
+            return Outcome::fatal(match other {
+                Ok(m) => format!("expected start, got a {} message", kind_of(&m)),
+                Err(e) => format!("waiting for start: {e}"),
+            });
+        }
+    }
+    let start = Instant::now();
+    let budget = Arc::new(ByteBudget::new(limits.max_bytes, format!("stopped at this server's limit of {} bytes per test (--max-bytes)", limits.max_bytes)));
+    let (tx, rx) = mpsc::channel::<ServerMsg>();
+    let sink = Forward { tx: Mutex::new(tx) };
+    let (written, end) = std::thread::scope(|s| {
+        let writer = s.spawn(move || {
+            let mut ok = true;
+            for msg in rx {
+                ok = ok && proto::write_msg(&mut c, &msg).is_ok();
+            }
+            ok
+        });
+        let end = server.run(&EndClock { epoch: start, start }, &shared.stop, &sink, Some(budget.clone()));
+        for conn in &end.connections {
+            for events in conn.bbr_events.chunks(MAX_EVENTS_PER_MESSAGE) {
+                sink.send(ServerMsg::BbrEvents { flow: conn.flow, events: events.to_vec() });
+            }
+            sink.send(ServerMsg::QuicConnectionEnd { flow: conn.flow, final_quic: conn.final_quic.clone().map(Box::new) });
+        }
+        sink.send(ServerMsg::QuicDone { ends: end.flows.clone() });
+        drop(sink);
+        (writer.join().unwrap_or(false), end)
+    });
+    server.close();
+    let error = end.flows.iter().find_map(|e| e.send_error.clone().or(e.receive_error.clone()));
+    Outcome { bytes: limits.max_bytes - budget.remaining(), error, fatal: (!written).then(|| "the client stopped reading the results".to_string()) }
+}

@@ -1,0 +1,519 @@
+//! QUIC bulk and file transfers split across two hosts: the server end in `ccbench serve`
+//! ([`QuicFarServer`]) and the client end in `ccbench run --remote` ([`QuicFarClient`]), with
+//! the same connections, streams, controllers, sampling and results as the emulated run
+//! (`bulk`): one connection for N streams, one per flow of a mix.
+//!
+//! * serve opens a QUIC endpoint for the test only, on a fresh UDP port, with a certificate
+//!   made for the test; the client trusts exactly that certificate, which it received over
+//!   the authenticated control connection.
+//! * Every connection must present the test's token and its number (the data hello of
+//!   `far`) on its first stream; serve accepts the test's connections one at a time, in order,
+//!   so it knows each one's algorithm when its handshake begins, and closes any connection
+//!   whose first stream is not that hello before a byte of test data is sent to it. After the
+//!   last, the endpoint lets no one else in.
+//! * The controller is set on each end's transport config (the sender's algorithm on the
+//!   sending end) and read back from both ends' connections before any data moves.
+//! * Each end runs its half: the sender's connection is sampled (`QuicSample`), the receiver
+//!   counts what arrives; neither closes its connections until the other end is done too.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use noq::{Connection, Endpoint, TransportConfig, VarInt};
+use serde::{Deserialize, Serialize};
+
+use super::bulk::{assemble_flows, groups, receive_flow, send_flow, ConnMeta, Received};
+use super::observe::Probe;
+use super::pair::{bbr_events, sample as sample_sender};
+use super::{client_trusting, endpoint, observed_transport, read_back, udp_here, BbrView, ReadBack, Tls, HANDSHAKE_TIMEOUT, SNI};
+use crate::bulk::{aggregate_goodput, Amount, BbrEvent, BulkResult, BulkSpec, FlowEnd, GoodputPoint, MixFlow};
+use crate::common::{lock, micros_since, multi_thread_runtime};
+use crate::far::{data_hello, DATA_HELLO_LEN, TOKEN_LEN};
+use crate::http_end::{same, HELLO_TIMEOUT};
+use crate::transport::{split_cc, Transport};
+use crate::{ByteBudget, EndClock, SeriesSink, Side, SocketId, WorkloadError};
+
+/// How often blocked calls come back to look at the clock.
+const POLL: Duration = Duration::from_millis(50);
+
+/// What one end saw of a QUIC transfer: the flows it sent or received, and the last sample and
+/// BBR state changes of each connection it sent on.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct QuicEnd {
+    pub flows: Vec<FlowEnd>,
+    pub connections: Vec<QuicConnEnd>,
+}
+
+/// A sending connection's end, named by its first flow (as its samples are).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QuicConnEnd {
+    pub flow: u32,
+    pub final_quic: Option<crate::QuicSample>,
+    pub bbr_events: Vec<BbrEvent>,
+}
+
+/// One connection of one end.
+struct EndConn {
+    flows: Vec<u32>,
+    conn: Connection,
+    sends: bool,
+    probe: Arc<Probe>,
+    bbr: Option<Arc<dyn BbrView>>,
+    /// This end's controller, read back.
+    read_back: String,
+    /// The client's UDP port (the client end's own; 0 on the server).
+    port: u16,
+    /// A client's endpoint lives as long as its connection.
+    _endpoint: Option<Endpoint>,
+}
+
+/// This end's side of a connection: its transport (the sender's algorithm when it sends, the
+/// receiver's otherwise), the probe and BBR view, whether it sends, and the name it must read
+/// back when it does.
+struct EndTransport {
+    transport: Arc<TransportConfig>,
+    probe: Arc<Probe>,
+    bbr: Option<Arc<dyn BbrView>>,
+    sends: bool,
+    wanted: String,
+}
+
+fn end_transport(spec: &BulkSpec, plan: &[MixFlow], flows: &[u32], side: Side) -> Result<EndTransport, WorkloadError> {
+    let requested = &plan[flows[0] as usize].cc;
+    let algorithm = match split_cc(requested) {
+        Ok((Transport::Quic, alg)) => alg.to_string(),
+        _ => return Err(WorkloadError::Setup(format!("{requested:?} is not a QUIC algorithm"))),
+    };
+    let sends = spec.direction.sender() == side;
+    let alg = if sends { algorithm.clone() } else { spec.quic_receiver_cc.clone().unwrap_or_else(|| algorithm.clone()) };
+    let probe = Arc::new(Probe::default());
+    let (transport, bbr) = observed_transport(&alg, &probe)?;
+    Ok(EndTransport { transport, probe, bbr, sends, wanted: format!("quic:{algorithm}") })
+}
+
+/// Checks a connection's controller where this end sends: it must be the one asked for.
+fn confirm(t: &EndTransport, conn: &Connection) -> Result<String, WorkloadError> {
+    let rb = read_back(conn);
+    if t.sends && (rb != t.wanted || !t.probe.was_built()) {
+        return Err(WorkloadError::CongestionMismatch { requested: t.wanted.clone(), actual: rb });
+    }
+    Ok(rb)
+}
+
+/// The server end of a QUIC test (`ccbench serve`).
+pub struct QuicFarServer {
+    rt: tokio::runtime::Runtime,
+    endpoint: Endpoint,
+    tls: Tls,
+    spec: BulkSpec,
+    plan: Vec<MixFlow>,
+    groups: Vec<Vec<u32>>,
+    conns: Vec<EndConn>,
+}
+
+impl QuicFarServer {
+    /// An endpoint on a fresh UDP port of `ip`, with a fresh certificate, for `spec` only.
+    pub fn bind(ip: IpAddr, spec: &BulkSpec) -> Result<Self, WorkloadError> {
+        let plan = spec.plan();
+        let groups = groups(spec, &plan);
+        for g in &groups {
+            end_transport(spec, &plan, g, Side::Server)?;
+        }
+        let rt = multi_thread_runtime()?;
+        let tls = Tls::new()?;
+        let (placeholder, _) = observed_transport("cubic", &Arc::new(Probe::default()))?;
+        let endpoint = {
+            let _guard = rt.enter();
+            endpoint(udp_here(SocketAddr::new(ip, 0))?, Some((*tls.server(placeholder)?).clone()))?
+        };
+        Ok(QuicFarServer { rt, endpoint, tls, spec: spec.clone(), plan, groups, conns: Vec::new() })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.endpoint.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    /// The certificate the client must trust, DER.
+    pub fn cert_der(&self) -> Vec<u8> {
+        self.tls.cert_der()
+    }
+
+    /// How many connections the test has.
+    pub fn connections(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Accepts the test's next connection: the first, within `timeout`, whose first stream
+    /// carries `token` and this connection's number; any other is closed with no test data
+    /// sent to it. Returns this end's controller, read back (checked when this end sends).
+    pub fn accept_next(&mut self, token: &[u8; TOKEN_LEN], timeout: Duration) -> Result<String, WorkloadError> {
+        let group = self.conns.len() as u32;
+        let flows = self.groups.get(group as usize).cloned().ok_or_else(|| WorkloadError::Setup("every connection of the test is in".into()))?;
+        let deadline = Instant::now() + timeout;
+        let mut last_error = None;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let why = last_error.map(|e| format!(" (last: {e})")).unwrap_or_default();
+                return Err(WorkloadError::Setup(format!("connection {group} of the QUIC test never arrived with its token{why}")));
+            }
+            let t = end_transport(&self.spec, &self.plan, &flows, Side::Server)?;
+            let config = self.tls.server(t.transport.clone())?;
+            let endpoint = &self.endpoint;
+            let attempt = self.rt.block_on(async {
+                tokio::time::timeout(left, async {
+                    let incoming = endpoint.accept().await.ok_or_else(|| "the endpoint closed".to_string())?;
+                    let conn = incoming.accept_with(config).map_err(|e| format!("accept: {e}"))?.await.map_err(|e| format!("handshake: {e}"))?;
+                    let hello = tokio::time::timeout(HELLO_TIMEOUT, async {
+                        let mut s = conn.accept_uni().await.ok()?;
+                        let mut hello = [0u8; DATA_HELLO_LEN];
+                        s.read_exact(&mut hello).await.ok()?;
+                        Some(hello)
+                    })
+                    .await
+                    .ok()
+                    .flatten();
+                    Ok::<_, String>((conn, hello))
+                })
+                .await
+            });
+            match attempt {
+                Err(_) => continue,
+                Ok(Err(e)) => last_error = Some(e),
+                Ok(Ok((conn, Some(hello)))) if same(&hello[..TOKEN_LEN], token) && hello[TOKEN_LEN..] == group.to_be_bytes() => {
+                    let rb = confirm(&t, &conn)?;
+                    self.conns.push(EndConn { flows, conn, sends: t.sends, probe: t.probe, bbr: t.bbr, read_back: rb.clone(), port: 0, _endpoint: None });
+                    if self.conns.len() == self.groups.len() {
+                        // The test's connections are in: nobody else is let in.
+                        self.endpoint.set_server_config(None);
+                    }
+                    return Ok(rb);
+                }
+                Ok(Ok((conn, _))) => {
+                    conn.close(VarInt::from_u32(1), b"no token");
+                    last_error = Some("a connection without the token".into());
+                }
+            }
+        }
+    }
+
+    /// Runs this end of the transfer (see [`QuicFarClient::run`]).
+    pub fn run(&self, clock: &EndClock, stop: &AtomicBool, series: &dyn SeriesSink, budget: Option<Arc<ByteBudget>>) -> QuicEnd {
+        run_end(&self.rt, &self.spec, &self.plan, &self.conns, clock, stop, series, budget)
+    }
+
+    /// Closes the connections and the endpoint.
+    pub fn close(self) {
+        for c in &self.conns {
+            c.conn.close(VarInt::from_u32(0), b"done");
+        }
+        self.endpoint.close(VarInt::from_u32(0), b"done");
+        self.rt.shutdown_timeout(Duration::from_millis(500));
+    }
+}
+
+/// The client end of a QUIC test against `ccbench serve`, in this process's namespace.
+pub struct QuicFarClient {
+    rt: tokio::runtime::Runtime,
+    server: SocketAddr,
+    cert: noq::rustls::pki_types::CertificateDer<'static>,
+    spec: BulkSpec,
+    plan: Vec<MixFlow>,
+    groups: Vec<Vec<u32>>,
+    conns: Vec<EndConn>,
+}
+
+impl QuicFarClient {
+    /// For the test `spec` against the endpoint at `server`, trusting only `cert_der`.
+    pub fn new(server: SocketAddr, cert_der: Vec<u8>, spec: &BulkSpec) -> Result<Self, WorkloadError> {
+        let plan = spec.plan();
+        let groups = groups(spec, &plan);
+        Ok(QuicFarClient { rt: multi_thread_runtime()?, server, cert: cert_der.into(), spec: spec.clone(), plan, groups, conns: Vec::new() })
+    }
+
+    pub fn connections(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Opens the test's next connection and presents `token` and its number on its first
+    /// stream. Returns this end's controller, read back (checked when this end sends).
+    pub fn connect_next(&mut self, token: &[u8; TOKEN_LEN]) -> Result<String, WorkloadError> {
+        let group = self.conns.len() as u32;
+        let flows = self.groups.get(group as usize).cloned().ok_or_else(|| WorkloadError::Setup("every connection of the test is open".into()))?;
+        let t = end_transport(&self.spec, &self.plan, &flows, Side::Client)?;
+        let any: IpAddr = if self.server.is_ipv4() { Ipv4Addr::UNSPECIFIED.into() } else { Ipv6Addr::UNSPECIFIED.into() };
+        let config = client_trusting(self.cert.clone(), t.transport.clone())?;
+        let server = self.server;
+        let (ep, conn) = self.rt.block_on(async {
+            let ep = endpoint(udp_here(SocketAddr::new(any, 0))?, None)?;
+            let connecting = ep.connect_with(config, server, SNI).map_err(|e| WorkloadError::Setup(format!("QUIC connect: {e}")))?;
+            let conn = tokio::time::timeout(HANDSHAKE_TIMEOUT, connecting)
+                .await
+                .map_err(|_| WorkloadError::Setup(format!("the QUIC handshake with {server} timed out")))?
+                .map_err(|e| WorkloadError::Setup(format!("QUIC handshake: {e}")))?;
+            let mut s = conn.open_uni().await.map_err(|e| WorkloadError::Setup(format!("QUIC stream: {e}")))?;
+            s.write_all(&data_hello(token, group)).await.map_err(|e| WorkloadError::Setup(format!("QUIC hello: {e}")))?;
+            let _ = s.finish();
+            Ok::<_, WorkloadError>((ep, conn))
+        })?;
+        let rb = confirm(&t, &conn)?;
+        let port = ep.local_addr()?.port();
+        self.conns.push(EndConn { flows, conn, sends: t.sends, probe: t.probe, bbr: t.bbr, read_back: rb.clone(), port, _endpoint: Some(ep) });
+        Ok(rb)
+    }
+
+    /// Runs this end of the transfer on the open connections: sends the flows this end sends
+    /// (sampling each sending connection into `series`), receives the others (their goodput
+    /// points into `series`). Returns when this end is done (its duration, its bytes, the
+    /// timeout or `stop`); the connections stay open until [`QuicFarClient::close`].
+    pub fn run(&self, clock: &EndClock, stop: &AtomicBool, series: &dyn SeriesSink) -> QuicEnd {
+        run_end(&self.rt, &self.spec, &self.plan, &self.conns, clock, stop, series, None)
+    }
+
+    /// The transfer's result from both ends: `near` (this one), `far` (the server's), and
+    /// the server's controller of each connection.
+    pub fn result(&self, near: &QuicEnd, far: &QuicEnd, far_read_backs: &[String], start_us: u64, elapsed_s: f64, interrupted: bool) -> BulkResult {
+        let sends_here = self.spec.direction.sender() == Side::Client;
+        let (sender_end, receiver_end) = if sends_here { (near, far) } else { (far, near) };
+        let metas: Vec<ConnMeta> = self
+            .conns
+            .iter()
+            .enumerate()
+            .map(|(g, c)| {
+                let far_rb = far_read_backs.get(g).cloned().unwrap_or_else(|| "quic:unknown".into());
+                let read_back = if sends_here {
+                    ReadBack { sender: c.read_back.clone(), receiver: far_rb }
+                } else {
+                    ReadBack { sender: far_rb, receiver: c.read_back.clone() }
+                };
+                let end = sender_end.connections.iter().find(|e| e.flow == c.flows[0]);
+                ConnMeta {
+                    flows: c.flows.clone(),
+                    client_port: c.port,
+                    read_back,
+                    final_quic: end.and_then(|e| e.final_quic.clone()),
+                    bbr_events: end.map(|e| e.bbr_events.clone()).unwrap_or_default(),
+                }
+            })
+            .collect();
+        let find = |end: &QuicEnd, id: usize| end.flows.iter().find(|f| f.id == id as u32).cloned();
+        let received: Vec<Received> = (0..self.plan.len())
+            .map(|id| match find(receiver_end, id) {
+                Some(f) => Received { bytes: f.bytes_received, completion_s: f.completion_s, error: f.receive_error },
+                None => Received { error: Some("the receiving end did not report this flow".into()), ..Received::default() },
+            })
+            .collect();
+        let send_errors: Vec<Option<String>> = (0..self.plan.len()).map(|id| find(sender_end, id).and_then(|f| f.send_error)).collect();
+        let flows = assemble_flows(&self.spec, &self.plan, &metas, &received, &send_errors, elapsed_s, interrupted);
+        BulkResult { start_us, elapsed_s, goodput_bps: aggregate_goodput(&flows, self.spec.amount, elapsed_s), interrupted, flows }
+    }
+
+    /// Closes the connections (once the far end is done too, or to stop it early).
+    pub fn close(&self) {
+        for c in &self.conns {
+            c.conn.close(VarInt::from_u32(0), b"done");
+        }
+    }
+}
+
+/// One end of the transfer on its connections; see [`QuicFarClient::run`].
+#[allow(clippy::too_many_arguments)]
+fn run_end(
+    rt: &tokio::runtime::Runtime,
+    spec: &BulkSpec,
+    plan: &[MixFlow],
+    conns: &[EndConn],
+    clock: &EndClock,
+    stop: &AtomicBool,
+    series: &dyn SeriesSink,
+    budget: Option<Arc<ByteBudget>>,
+) -> QuicEnd {
+    let (epoch, start) = (clock.epoch, clock.start);
+    let last_start = plan.iter().map(|f| f.start_s).fold(0.0, f64::max);
+    let hard_end = match spec.amount {
+        Amount::Seconds(s) => start + Duration::from_secs_f64(s) + Duration::from_secs(2),
+        Amount::Bytes(_) => start + Duration::from_secs_f64(spec.timeout_s + last_start),
+    };
+    let window = |id: usize| {
+        let flow_start = start + Duration::from_secs_f64(plan[id].start_s);
+        let deadline = match spec.amount {
+            Amount::Seconds(s) => start + Duration::from_secs_f64(s),
+            Amount::Bytes(_) => flow_start + Duration::from_secs_f64(spec.timeout_s),
+        };
+        (flow_start, deadline)
+    };
+    let counters: Arc<Vec<AtomicU64>> = Arc::new(plan.iter().map(|_| AtomicU64::new(0)).collect());
+    let outcomes: Arc<Vec<Mutex<Received>>> =
+        Arc::new(plan.iter().map(|_| Mutex::new(Received { error: Some("its stream never arrived".into()), ..Default::default() })).collect());
+    let send_errors: Arc<Vec<Mutex<Option<String>>>> = Arc::new(plan.iter().map(|_| Mutex::new(None)).collect());
+    let active = Arc::new(AtomicUsize::new(conns.iter().map(|c| c.flows.len()).sum()));
+    let stopping = Arc::new(AtomicBool::new(false));
+    for conn in conns {
+        if conn.sends {
+            for &id in &conn.flows {
+                let (flow_start, deadline) = window(id as usize);
+                let (sender, active, stopping, errors, budget) = (conn.conn.clone(), active.clone(), stopping.clone(), send_errors.clone(), budget.clone());
+                let amount = spec.amount;
+                rt.spawn(async move {
+                    tokio::time::sleep_until(flow_start.into()).await;
+                    if let Err(e) = send_flow(&sender, id, amount, deadline, &stopping, budget.as_deref()).await {
+                        *lock(&errors[id as usize]) = Some(e);
+                    }
+                    active.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        } else {
+            let receiver = conn.conn.clone();
+            let (counters, outcomes, active, stopping, budget) = (counters.clone(), outcomes.clone(), active.clone(), stopping.clone(), budget.clone());
+            let windows: Vec<(Instant, Instant)> = (0..plan.len()).map(window).collect();
+            let (n, amount) = (conn.flows.len(), spec.amount);
+            let mine = conn.flows.clone();
+            rt.spawn(async move {
+                for _ in 0..n {
+                    let Ok(mut stream) = receiver.accept_uni().await else { break };
+                    let mut id = [0u8; 4];
+                    if stream.read_exact(&mut id).await.is_err() {
+                        continue;
+                    }
+                    let id = u32::from_be_bytes(id);
+                    if !mine.contains(&id) {
+                        continue;
+                    }
+                    let (flow_start, deadline) = windows[id as usize];
+                    let (counters, outcomes, active, stopping, budget) = (counters.clone(), outcomes.clone(), active.clone(), stopping.clone(), budget.clone());
+                    tokio::spawn(async move {
+                        let id = id as usize;
+                        let got = receive_flow(&mut stream, amount, flow_start, deadline, &counters[id], &stopping, budget.as_deref()).await;
+                        *lock(&outcomes[id]) = got;
+                        active.fetch_sub(1, Ordering::SeqCst);
+                    });
+                }
+            });
+        }
+    }
+
+    let interval = Duration::from_micros(spec.sample_interval_us.max(1000));
+    let mut last: Vec<(Instant, u64)> = conns.iter().map(|_| (start, 0)).collect();
+    let mut next = start;
+    while active.load(Ordering::SeqCst) > 0 && Instant::now() < hard_end {
+        if stop.load(Ordering::Relaxed) {
+            stopping.store(true, Ordering::Relaxed);
+        }
+        let t_us = micros_since(epoch);
+        for (conn, last) in conns.iter().zip(last.iter_mut()) {
+            if conn.sends {
+                let s = sample_sender(&conn.conn, &conn.probe, conn.bbr.as_ref(), t_us, last);
+                series.quic_sample(SocketId::Flow(conn.flows[0]), &s);
+            } else {
+                for &id in &conn.flows {
+                    series.received(id, &GoodputPoint { t_us, bytes: counters[id as usize].load(Ordering::Relaxed) });
+                }
+            }
+        }
+        next += interval;
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep((next - now).min(POLL));
+            while Instant::now() < next && active.load(Ordering::SeqCst) > 0 {
+                std::thread::sleep((next - Instant::now()).min(POLL));
+            }
+        } else {
+            next = now;
+        }
+    }
+    stopping.store(true, Ordering::Relaxed);
+    let mut flows = Vec::new();
+    let mut connections = Vec::new();
+    for (conn, last) in conns.iter().zip(last.iter_mut()) {
+        if conn.sends {
+            let final_quic = sample_sender(&conn.conn, &conn.probe, conn.bbr.as_ref(), micros_since(epoch), last);
+            connections.push(QuicConnEnd { flow: conn.flows[0], final_quic: Some(final_quic), bbr_events: bbr_events(conn.bbr.as_ref(), epoch) });
+        }
+        for &id in &conn.flows {
+            let mut end = FlowEnd { id, sent: conn.sends, ..FlowEnd::default() };
+            if conn.sends {
+                end.send_error = lock(&send_errors[id as usize]).clone();
+            } else {
+                let got = lock(&outcomes[id as usize]).clone();
+                (end.bytes_received, end.completion_s, end.receive_error) = (got.bytes, got.completion_s, got.error);
+            }
+            flows.push(end);
+        }
+    }
+    QuicEnd { flows, connections }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Direction, MemorySeries};
+
+    fn spec(direction: Direction) -> BulkSpec {
+        BulkSpec {
+            flows: 1,
+            direction,
+            amount: Amount::Seconds(0.5),
+            cc: "quic:cubic".into(),
+            mix: Vec::new(),
+            port: 0,
+            sample_interval_us: 10_000,
+            timeout_s: 10.0,
+            quic_receiver_cc: None,
+        }
+    }
+
+    /// Over loopback, no root: a connection with a wrong token is closed without a byte of
+    /// test data and does not count; the right one is accepted, both ends read back the
+    /// controller, and a download moves data with the server's samples.
+    #[test]
+    fn a_wrong_token_gets_no_data_and_the_right_one_runs() {
+        let spec = spec(Direction::Download);
+        let mut server = QuicFarServer::bind(Ipv4Addr::LOCALHOST.into(), &spec).unwrap();
+        let addr = SocketAddr::new(Ipv4Addr::LOCALHOST.into(), server.port());
+        let token = [7u8; TOKEN_LEN];
+        let cert = server.cert_der();
+        let client = std::thread::scope(|s| {
+            let accepted = s.spawn(|| server.accept_next(&token, Duration::from_secs(10)));
+            // An intruder with the certificate but not the token.
+            let mut intruder = QuicFarClient::new(addr, cert.clone(), &spec).unwrap();
+            intruder.connect_next(&[8u8; TOKEN_LEN]).unwrap();
+            let conn = intruder.conns[0].conn.clone();
+            let got = intruder.rt.block_on(async {
+                tokio::time::timeout(Duration::from_secs(5), async {
+                    match conn.accept_uni().await {
+                        Ok(mut s) => s.read_to_end(1 << 20).await.map(|v| v.len()).unwrap_or(0),
+                        Err(_) => 0,
+                    }
+                })
+                .await
+            });
+            assert_eq!(got, Ok(0), "the intruder got test data");
+            assert!(conn.close_reason().is_some(), "the intruder's connection was not closed");
+            // The client with the token.
+            let mut client = QuicFarClient::new(addr, cert.clone(), &spec).unwrap();
+            assert_eq!(client.connect_next(&token).unwrap(), "quic:cubic");
+            assert_eq!(accepted.join().unwrap().unwrap(), "quic:cubic");
+            client
+        });
+        let series = MemorySeries::default();
+        let stop = AtomicBool::new(false);
+        let epoch = Instant::now();
+        let clock = EndClock { epoch, start: Instant::now() };
+        let (near, far) = std::thread::scope(|s| {
+            let far = s.spawn(|| server.run(&clock, &stop, &series, None));
+            (client.run(&clock, &stop, &series), far.join().unwrap())
+        });
+        let r = client.result(&near, &far, &["quic:cubic".to_string()], 0, 0.5, false);
+        assert!(r.flows[0].bytes_received > 100_000, "{r:?}");
+        assert_eq!((r.flows[0].cc_read_back.as_str(), r.flows[0].cc_receiver.as_deref()), ("quic:cubic", Some("quic:cubic")));
+        assert!(r.flows[0].final_quic.is_some());
+        assert!(series.quic_samples(SocketId::Flow(0)).len() > 10);
+        // No one else gets in once the test's connections are.
+        let mut late = QuicFarClient::new(addr, cert, &spec).unwrap();
+        assert!(late.connect_next(&token).is_err(), "a connection after the test's own was let in");
+        client.close();
+        server.close();
+    }
+}
