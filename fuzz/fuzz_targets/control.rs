@@ -7,4 +7,6 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     ccbench_remote::proto::fuzz_input(data);
+    // A path probe's messages of both directions, every probe request through serve's check.
+    let _ = ccbench_remote::probe::fuzz_input(data);
 });

@@ -399,6 +399,11 @@ pub struct RunArgs {
     /// The secret shared with the remote `ccbench serve` (a private file; see `ccbench serve --help`).
     #[arg(long, value_name = "FILE")]
     pub secret_file: Option<PathBuf>,
+    /// With --remote: probe the path first (through that ccbench serve), then run the experiment
+    /// on the real path and on its emulated twin, run by run in turn, and report them side by
+    /// side: does the emulator predict reality? Needs root (the twin is emulated here).
+    #[arg(long)]
+    pub twin: bool,
 }
 
 #[derive(Args, Debug)]
@@ -422,6 +427,10 @@ pub struct ServeArgs {
     /// How many tests one client address may start per minute.
     #[arg(long, default_value = "60")]
     pub max_tests_per_minute: MaxTestsPerMinute,
+    /// The fastest a path probe (`ccbench probe`) may send from this host; its bytes and time
+    /// are held to --max-bytes and --max-duration like a test's.
+    #[arg(long, default_value = "1gbit")]
+    pub max_probe_rate: Rate,
 }
 
 #[derive(Args, Debug)]

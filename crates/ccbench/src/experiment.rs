@@ -106,77 +106,134 @@ pub trait Observer {
 /// Runs the plan. Each run's time series go to files under `out/series/run-NNN/` as they are
 /// taken; the result names them.
 pub fn execute(plan: &Plan, out: &Path, stop: &AtomicBool, observer: &mut dyn Observer) -> ExperimentResult {
-    let provenance = match &plan.remote {
-        Some(r) => Provenance::of_this_host().over_real_path(r),
-        None => Provenance::of_this_host(),
-    };
-    let slots = schedule(&plan.ccs, plan.runs.max(), plan.seed);
-    let looks = match plan.runs {
-        Runs::Auto { max } => ccbench_stats::sequential::looks(ALPHA, max as usize),
-        Runs::Fixed(_) => Vec::new(),
-    };
-    let mut sequential = matches!(plan.runs, Runs::Auto { .. }).then(|| Sequential { looks: Vec::new(), decided_after_runs: None });
-    let mut records = Vec::new();
-    let mut status = Status::Complete;
-    let mut alpha = looks.last().map_or(ALPHA, |l| l.alpha);
-    for (index, slot) in slots.iter().enumerate() {
-        if stop.load(Ordering::SeqCst) {
-            status = Status::Interrupted;
-            break;
+    let mut e = Execution::new(plan, out);
+    while e.step(stop, observer) {}
+    e.finish()
+}
+
+/// Several experiments at once, run by run in turn (the first's first run, the second's first
+/// run, the first's second run, …), so that whatever drifts over time (the machine's load, a
+/// real path's cross traffic) meets each alike. Each keeps its own schedule, verdict and
+/// `--runs auto` looks; one that fails or is decided stops alone, the others go on.
+pub fn execute_interleaved(experiments: &[(&Plan, &Path)], stop: &AtomicBool, observers: &mut [&mut dyn Observer]) -> Vec<ExperimentResult> {
+    let mut all: Vec<(Execution, bool)> = experiments.iter().map(|(plan, out)| (Execution::new(plan, out), true)).collect();
+    while all.iter().any(|(_, going)| *going) {
+        for ((e, going), observer) in all.iter_mut().zip(observers.iter_mut()) {
+            if *going {
+                *going = e.step(stop, *observer);
+            }
         }
-        observer.run_started(index, slots.len(), slot);
-        let record = run_one(plan, out, index as u32, slot, stop);
-        observer.run_finished(index, slots.len(), &record);
+    }
+    all.into_iter().map(|(e, _)| e.finish()).collect()
+}
+
+/// One experiment under way: its schedule, its runs so far, and whether it goes on.
+struct Execution<'a> {
+    plan: &'a Plan,
+    out: &'a Path,
+    provenance: Provenance,
+    slots: Vec<Slot>,
+    looks: Vec<ccbench_stats::sequential::Look>,
+    sequential: Option<Sequential>,
+    records: Vec<RunRecord>,
+    status: Status,
+    alpha: f64,
+    next: usize,
+}
+
+impl<'a> Execution<'a> {
+    fn new(plan: &'a Plan, out: &'a Path) -> Self {
+        let provenance = match &plan.remote {
+            Some(r) => Provenance::of_this_host().over_real_path(r),
+            None => Provenance::of_this_host(),
+        };
+        let looks = match plan.runs {
+            Runs::Auto { max } => ccbench_stats::sequential::looks(ALPHA, max as usize),
+            Runs::Fixed(_) => Vec::new(),
+        };
+        Execution {
+            plan,
+            out,
+            provenance,
+            slots: schedule(&plan.ccs, plan.runs.max(), plan.seed),
+            sequential: matches!(plan.runs, Runs::Auto { .. }).then(|| Sequential { looks: Vec::new(), decided_after_runs: None }),
+            alpha: looks.last().map_or(ALPHA, |l| l.alpha),
+            looks,
+            records: Vec::new(),
+            status: Status::Complete,
+            next: 0,
+        }
+    }
+
+    /// Runs the next slot; false once the experiment is over (every slot run, stopped, failed
+    /// or decided).
+    fn step(&mut self, stop: &AtomicBool, observer: &mut dyn Observer) -> bool {
+        let plan = self.plan;
+        let index = self.next;
+        let Some(slot) = self.slots.get(index) else { return false };
+        if stop.load(Ordering::SeqCst) {
+            self.status = Status::Interrupted;
+            return false;
+        }
+        self.next += 1;
+        observer.run_started(index, self.slots.len(), slot);
+        let record = run_one(plan, self.out, index as u32, slot, stop);
+        observer.run_finished(index, self.slots.len(), &record);
         let failed = record.status == Status::Failed;
         if record.status == Status::Interrupted {
-            status = Status::Interrupted;
+            self.status = Status::Interrupted;
         }
-        records.push(record);
+        self.records.push(record);
         if failed {
-            status = Status::Failed;
-            break;
+            self.status = Status::Failed;
+            return false;
         }
-        if status == Status::Interrupted {
-            break;
+        if self.status == Status::Interrupted {
+            return false;
         }
         // Runs until decided: after each complete round that is a look, decide at that look's
         // share of α and stop once every comparison is decided.
         let rounds_done = (index + 1) / plan.ccs.len();
-        if let (Some(seq), true) = (sequential.as_mut(), (index + 1) % plan.ccs.len() == 0) {
-            if let Some(look) = looks.iter().find(|l| l.runs == rounds_done) {
-                let (_, comparisons) = analyse(&plan.ccs, &records, plan.seed, look.alpha);
+        if let (Some(seq), true) = (self.sequential.as_mut(), (index + 1).is_multiple_of(plan.ccs.len())) {
+            if let Some(look) = self.looks.iter().find(|l| l.runs == rounds_done) {
+                let (_, comparisons) = analyse(&plan.ccs, &self.records, plan.seed, look.alpha);
                 let decided = !comparisons.is_empty() && comparisons.iter().all(|c| c.significant);
                 seq.looks.push(LookRecord { runs_per_cc: look.runs as u32, alpha: look.alpha, decided });
-                alpha = look.alpha;
+                self.alpha = look.alpha;
                 if decided {
                     seq.decided_after_runs = Some(look.runs as u32);
-                    break;
+                    return false;
                 }
             }
         }
+        self.next < self.slots.len()
     }
-    let mut provenance = provenance.finished();
-    if plan.ccs.iter().any(|cc| cc.contains("quic:")) {
-        provenance.quic_stack = Some(ccbench_workload::QUIC_STACK.to_string());
-    }
-    provenance.controller_mismatches =
-        records.iter().flat_map(|r| r.workload.iter().flat_map(|w| w.warnings()).map(move |w| format!("run {}: {w}", r.index + 1))).collect();
-    let (summary, comparisons) = analyse(&plan.ccs, &records, plan.seed, alpha);
-    let rtt_comparisons = compare_rtt(&plan.ccs, &records, plan.seed, alpha);
-    ExperimentResult {
-        schema: crate::results::SCHEMA.to_string(),
-        status,
-        warnings: if plan.remote.is_some() { Vec::new() } else { crate::limits::check_path(&plan.path) }
-            .into_iter()
-            .chain(provenance.controller_mismatches.iter().cloned())
-            .collect(),
-        provenance,
-        params: plan.params(),
-        sequential,
-        summary,
-        comparisons,
-        rtt_comparisons,
-        runs: records,
+
+    fn finish(self) -> ExperimentResult {
+        let (plan, records, alpha) = (self.plan, self.records, self.alpha);
+        let mut provenance = self.provenance.finished();
+        if plan.ccs.iter().any(|cc| cc.contains("quic:")) {
+            provenance.quic_stack = Some(ccbench_workload::QUIC_STACK.to_string());
+        }
+        provenance.controller_mismatches =
+            records.iter().flat_map(|r| r.workload.iter().flat_map(|w| w.warnings()).map(move |w| format!("run {}: {w}", r.index + 1))).collect();
+        let (summary, comparisons) = analyse(&plan.ccs, &records, plan.seed, alpha);
+        let rtt_comparisons = compare_rtt(&plan.ccs, &records, plan.seed, alpha);
+        ExperimentResult {
+            schema: crate::results::SCHEMA.to_string(),
+            status: self.status,
+            warnings: if plan.remote.is_some() { Vec::new() } else { crate::limits::check_path(&plan.path) }
+                .into_iter()
+                .chain(provenance.controller_mismatches.iter().cloned())
+                .collect(),
+            provenance,
+            params: plan.params(),
+            sequential: self.sequential,
+            summary,
+            comparisons,
+            rtt_comparisons,
+            runs: records,
+        }
     }
 }
 

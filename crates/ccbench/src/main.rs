@@ -15,6 +15,7 @@ mod serve;
 mod spec;
 mod sweep;
 mod tune;
+mod twin;
 mod values;
 
 use ccbench::error::UsageError;

@@ -14,19 +14,20 @@
 //! * `buffer-down`, `buffer-up`: bytes, the queue a full buffer adds (RTT under load less the
 //!   base RTT) times the rate.
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
 
 use crate::cli::PathOpts;
-use crate::values::Rate;
+use crate::values::{Rate, RemoteAddr};
 use ccbench::error::{precondition, require_root, UsageError};
 use ccbench::units::{fmt_bytes, fmt_ms, fmt_rate};
 use ccbench_emu::{EmulatedPath, PathSpec, SERVER_ADDR};
 use ccbench_link::{Buffer, LossModel};
 use ccbench_pathprobe::{probe, DirectionEstimate, Limits, PathEstimate, ProbeOptions, ProbeServer, Token};
+use ccbench_remote::{Client, ProbeLimits, ProbeReport, ProbeRequest, RemoteError, Secret};
 
 #[derive(Args, Debug)]
 pub struct ProbeArgs {
@@ -67,6 +68,7 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<i32> {
             return Err(UsageError::new("--out", out.display(), "a file in an existing directory").into());
         }
     }
+    let mut note = None;
     let (estimate, given, origin) = match (&args.target, args.emulated) {
         (Some(t), true) => return Err(UsageError::new("--emulated", t, "either HOST:PORT or --emulated, not both").into()),
         (None, false) => return Err(precondition("ccbench probe needs HOST:PORT of a `ccbench serve` (with --secret-file), or --emulated [path flags]").into()),
@@ -76,9 +78,16 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<i32> {
                     UsageError::new("--emulated", "(not given)", "--emulated with path flags or --seed; a real path's flags are what probe measures").into()
                 );
             }
-            let secret = read_secret(args.secret_file.as_deref())?;
-            let addr = resolve(target)?;
-            (probe_remote(addr, &secret, &opts)?, None, target.clone())
+            let target = resolve(target)?;
+            let secret = load_secret(args.secret_file.as_deref())?;
+            let (estimate, report) = probe_through_serve(&target, &secret, &opts)?;
+            note = Some(format!(
+                "The server (ccbench serve at {}) sent {} and received {}\n",
+                target.label,
+                fmt_bytes(report.bytes_sent),
+                fmt_bytes(report.bytes_received)
+            ));
+            (estimate, None, target.label.clone())
         }
         (None, true) => {
             let spec = crate::path::build(&args.path, args.seed.unwrap_or_else(rand::random), 10_000);
@@ -86,7 +95,7 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<i32> {
             (probe_emulated(&spec, &opts)?, Some(spec), "an emulated path".to_string())
         }
     };
-    print!("{}", summary(&estimate, given.as_ref(), &origin));
+    print!("{}{}", summary(&estimate, given.as_ref(), &origin), note.unwrap_or_default());
     if let Some(out) = &args.out {
         std::fs::write(out, path_file(&estimate, &origin)).map_err(|e| anyhow::anyhow!("writing {}: {e}", out.display()))?;
         println!("Wrote {}: run its twin with `ccbench run --path {}`", out.display(), out.display());
@@ -113,35 +122,52 @@ fn default_path() -> PathOpts {
     }
 }
 
-fn resolve(target: &str) -> Result<SocketAddr, UsageError> {
-    let bad = |why: String| UsageError::new("HOST:PORT", target, format!("the address of a `ccbench serve`, such as host.example:7070 ({why})"));
-    target.to_socket_addrs().map_err(|e| bad(e.to_string()))?.next().ok_or_else(|| bad("no address".into()))
+fn resolve(target: &str) -> Result<RemoteAddr, UsageError> {
+    target.parse::<RemoteAddr>().map_err(|e| UsageError::new("HOST:PORT", target, e.0))
 }
 
-fn read_secret(file: Option<&Path>) -> Result<Vec<u8>, UsageError> {
+fn load_secret(file: Option<&Path>) -> Result<Secret, UsageError> {
     let Some(file) = file else { return Err(UsageError::new("--secret-file", "(not given)", "the file holding the secret shared with `ccbench serve`")) };
-    match std::fs::read(file) {
-        Ok(s) if !s.is_empty() => Ok(s),
-        Ok(_) => Err(UsageError::new("--secret-file", file.display(), "a file holding the shared secret (it is empty)")),
-        Err(e) => Err(UsageError::new("--secret-file", file.display(), format!("a readable file holding the shared secret ({e})"))),
+    crate::serve::load_secret(file)
+}
+
+/// Probes the path to the `ccbench serve` at `target`: authenticates over its control
+/// connection, asks it for a probe session (it binds a UDP probe server with a fresh random
+/// token and its limits), probes, and ends the session. Returns the estimate and what the
+/// probe cost the server. A refusal (secret, limits) is a [`UsageError`]; a probe that fails
+/// part-way says why, with the server's side of it.
+pub fn probe_through_serve(target: &RemoteAddr, secret: &Secret, opts: &ProbeOptions) -> anyhow::Result<(PathEstimate, ProbeReport)> {
+    let mut client = Client::connect(target.addr, secret).map_err(|e| match e {
+        RemoteError::Connect { .. } => UsageError::new("HOST:PORT", &target.label, format!("a running ccbench serve ({e})")),
+        e => crate::serve::remote_error(target, e),
+    })?;
+    let session = client.open_probe(&ProbeRequest { max_rate_bps: opts.max_rate_bps }).map_err(|e| crate::serve::remote_error(target, e))?;
+    // The server's cap on the rate is the search's too: a faster path reads as "at least".
+    let opts = ProbeOptions { max_rate_bps: session.limits.max_rate_bps, start_rate_bps: opts.start_rate_bps.min(session.limits.max_rate_bps), ..opts.clone() };
+    let estimate = probe(session.server, session.token, &opts);
+    let report = client.end_probe();
+    match (estimate, report) {
+        (Ok(e), Ok(r)) => Ok((e, r)),
+        (Err(e), Ok(r)) => Err(anyhow::anyhow!("probing {} failed: {e}{}", target.label, server_side(&r, &session.limits))),
+        (Err(e), Err(_)) => Err(anyhow::anyhow!("probing {} failed: {e}", target.label)),
+        (Ok(_), Err(e)) => Err(anyhow::anyhow!("probing {}: ending the probe session: {e}", target.label)),
     }
 }
 
-/// **Where `ccbench serve` plugs in.** Authenticates to the serve at `target` with the shared
-/// secret over its control connection, asks it for a probe session (serve then binds a
-/// [`ProbeServer`] with a fresh random token and its limits) and returns that server's UDP
-/// address and the token. Everything after this is [`probe`].
-fn open_probe_session(target: SocketAddr, secret: &[u8]) -> anyhow::Result<(SocketAddr, Token)> {
-    let _ = secret;
-    Err(precondition(format!(
-        "probing {target} needs the `ccbench serve` control protocol, which this build does not have yet; try `ccbench probe --emulated`"
-    ))
-    .into())
-}
-
-fn probe_remote(target: SocketAddr, secret: &[u8], opts: &ProbeOptions) -> anyhow::Result<PathEstimate> {
-    let (server, token) = open_probe_session(target, secret)?;
-    Ok(probe(server, token, opts)?)
+/// Why the server may have stopped answering, from its report.
+fn server_side(r: &ProbeReport, limits: &ProbeLimits) -> String {
+    let mut why = Vec::new();
+    if r.timed_out {
+        why.push(format!("the server ended the probe at its limit of {} s per test (--max-duration)", limits.max_duration_s));
+    }
+    if r.trains_refused > 0 {
+        why.push(format!("the server refused {} train(s) over its limit of {} bytes per test (--max-bytes)", r.trains_refused, limits.max_bytes));
+    }
+    if why.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", why.join("; "))
+    }
 }
 
 /// Both halves on an emulated path: the server in the server namespace, the prober in the
@@ -186,7 +212,7 @@ fn given_buffer(b: Buffer) -> String {
 }
 
 /// The estimate as a table; with the emulated path's own settings beside it when there is one.
-fn summary(e: &PathEstimate, given: Option<&PathSpec>, origin: &str) -> String {
+pub fn summary(e: &PathEstimate, given: Option<&PathSpec>, origin: &str) -> String {
     let mut out = format!(
         "Probed {origin} in {:.1} s: sent {}, received {}\n{:<16}{:<34}{}\n",
         e.duration_ms as f64 / 1000.0,

@@ -93,6 +93,7 @@ impl Observer for RunObserver {
             (_, Status::Interrupted) => "interrupted".into(),
             _ => format!("failed: {}", record.error.clone().unwrap_or_default()),
         };
-        self.bar.println(format!("  run {}/{}: {:<8} {}", index + 1, total, record.cc, what));
+        let label = self.label.as_ref().map_or(String::new(), |l| format!("{l} "));
+        self.bar.println(format!("  {label}run {}/{}: {:<8} {}", index + 1, total, record.cc, what));
     }
 }

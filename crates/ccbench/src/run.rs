@@ -47,6 +47,9 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
         )
         .into());
     }
+    if args.twin {
+        return crate::twin::run(&args);
+    }
     if let Some(file) = &args.path {
         // The file's path flags sit between the command line and any preset.
         args.opts = args.opts.over(crate::presets::path_file(file)?);
@@ -78,7 +81,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
 
 /// The plan of a run over a real path: the flags checked as for an emulated run (the
 /// algorithms against the host that sends), then every test checked by the server itself.
-fn remote_plan(args: &RunArgs, remote: &crate::values::RemoteAddr) -> Result<Plan, UsageError> {
+pub fn remote_plan(args: &RunArgs, remote: &crate::values::RemoteAddr) -> Result<Plan, UsageError> {
     if args.opts.path != crate::cli::PathOpts::default() {
         return Err(UsageError::new("--remote", &remote.label, "no emulated-path flags (--rate, --rtt, --loss, --buffer, …) with it: the path is real"));
     }

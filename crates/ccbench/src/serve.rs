@@ -39,6 +39,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         max_clients: args.max_clients.0,
         max_tests_per_minute: args.max_tests_per_minute.0,
         max_flows: MAX_FLOWS,
+        max_probe_rate_bps: match args.max_probe_rate.0 {
+            ccbench_link::Rate::BitsPerSec(b) if b >= ccbench_remote::probe::MIN_PROBE_RATE_BPS => b,
+            _ => return Err(UsageError::new("--max-probe-rate", "unlimited", "a rate such as 1gbit (a probe must stop somewhere)").into()),
+        },
     };
     let stop = crate::run::install_stop()?;
     let listen = args.listen.0;
@@ -86,7 +90,7 @@ pub fn check_plan(client: &mut Client, remote: &RemoteAddr, plan: &Plan) -> Resu
     Ok(())
 }
 
-fn remote_error(remote: &RemoteAddr, e: RemoteError) -> UsageError {
+pub fn remote_error(remote: &RemoteAddr, e: RemoteError) -> UsageError {
     match e {
         RemoteError::Refused(reason) => precondition(format!("ccbench serve at {} refused: {reason}", remote.label)),
         RemoteError::Connect { .. } => UsageError::new("--remote", &remote.label, format!("a running ccbench serve ({e})")),

@@ -9,6 +9,8 @@
 //!   test with the same code as an emulated run (`ccbench_workload::run_end`), and streams the
 //!   `TCP_INFO` samples of its sending sockets back.
 //! - [`client`]: the near end, used by `ccbench run --remote`.
+//! - [`probe`]: path probes (`ccbench probe HOST:PORT`): serve starts a token-gated UDP probe
+//!   server per authenticated request, within its limits; the client opens and ends it.
 //!
 //! Data connections carry a per-test random token first; `serve` drops a connection whose
 //! token is not the one it handed to the authenticated client, before sending it anything.
@@ -23,7 +25,10 @@ pub mod proto;
 mod quic;
 pub mod server;
 
+pub mod probe;
+
 pub use auth::{Secret, SecretError};
 pub use client::{Client, RemoteError};
-pub use proto::{Limits, ServerFacts, TestRequest};
+pub use probe::ProbeSession;
+pub use proto::{Limits, ProbeLimits, ProbeReport, ProbeRequest, ServerFacts, TestRequest};
 pub use server::{serve, ServeConfig};

@@ -7,9 +7,14 @@
 //! (a data port and token) → the client opens the test's data connections → `Connected` (the
 //! algorithm read back from each) → `Start` → samples stream back → `Done`.
 //!
-//! Extending it: a new kind of test is a new [`TestRequest`] variant (QUIC, or the path prober
-//! of `crates/pathprobe`, whose UDP server `serve` would start on an authenticated
-//! `TestRequest::Probe`); a client that asks an older server for it gets a clear refusal.
+//! A path probe (`ccbench probe`, see [`crate::probe`]): `Probe` → `ProbeReady` (a UDP port,
+//! a token and the probe's limits) → the client probes over UDP → `ProbeEnd` → `ProbeDone`
+//! (what it cost the server). A probe that reaches the server's time limit first is ended by
+//! the server: its `ProbeDone` comes unasked, and the client's later `ProbeEnd` is ignored.
+//!
+//! Extending it: a new kind of test is a new [`TestRequest`] variant (QUIC) or, when it is
+//! not a TCP test at all (the probe), a new message; a client that asks an older server for it
+//! gets a clear refusal.
 
 use std::io::{self, Read, Write};
 
@@ -19,7 +24,8 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 /// The protocol version this build speaks; a hello with another is refused by name.
 /// 2: HTTP tests (objects, page: `Stop`, `Accepted`, `ConnectionSample`, `ConnectionEnd`,
-/// `HttpDone`), QUIC tests, and the serving interface's qdisc in the facts.
+/// `HttpDone`), QUIC tests, the serving interface's qdisc in the facts, and path probes
+/// (`Probe`, `ProbeEnd`, `ProbeReady`, `ProbeDone`; `max_probe_rate_bps` in the limits).
 pub const VERSION: u32 = 2;
 /// The largest frame either end accepts, in bytes (the JSON of one message).
 pub const MAX_FRAME: usize = 64 * 1024;
@@ -35,6 +41,12 @@ pub enum ClientMsg {
     Auth {
         proof: String,
     },
+    /// Open a path-probe session: serve starts a UDP probe server for this client.
+    Probe {
+        request: ProbeRequest,
+    },
+    /// The client's probe is over (done or given up): stop its server and say what it cost.
+    ProbeEnd,
     /// Would this test be allowed (algorithm, limits)? Nothing runs.
     Check {
         test: TestRequest,
@@ -69,6 +81,17 @@ pub enum ServerMsg {
     /// A fatal error; the server closes the connection after it.
     Error {
         message: String,
+    },
+    /// A probe session is open: the UDP probe server at `port` (on the control connection's
+    /// address) answers datagrams carrying `token` (hex, 16 bytes), within `limits`.
+    ProbeReady {
+        port: u16,
+        token: String,
+        limits: ProbeLimits,
+    },
+    /// The probe session has ended; what it cost the server, and whether its time ran out.
+    ProbeDone {
+        report: ProbeReport,
     },
     /// Open the test's data connections to `port`, each starting with the token (hex-decoded,
     /// 16 bytes) and the flow id (big-endian u32).
@@ -195,6 +218,47 @@ pub struct Limits {
     pub max_clients: u32,
     pub max_tests_per_minute: u32,
     pub max_flows: u32,
+    /// The fastest train a probe session sends (`--max-probe-rate`), IP bits/s. Absent from
+    /// an older server's welcome: then the probe server's own default cap.
+    #[serde(default = "default_max_probe_rate")]
+    pub max_probe_rate_bps: u64,
+}
+
+fn default_max_probe_rate() -> u64 {
+    1_000_000_000
+}
+
+/// What a client asks of a probe session.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeRequest {
+    /// The fastest train the client will ask for (its rate search stops there), IP bits/s.
+    pub max_rate_bps: u64,
+}
+
+/// The limits of one probe session: the server's `--max-bytes`, `--max-duration` and
+/// `--max-probe-rate`, the rate also capped at the client's request.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeLimits {
+    pub max_bytes: u64,
+    pub max_duration_s: f64,
+    pub max_rate_bps: u64,
+}
+
+/// What one probe session cost the server (`ccbench_pathprobe::ServerReport`, on the wire).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeReport {
+    /// IP bytes the server sent and received.
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Datagrams it answered with nothing: no token, a wrong one, another address, malformed.
+    pub ignored: u64,
+    /// Trains it did not send because they would have exceeded `max_bytes`.
+    pub trains_refused: u64,
+    /// The session reached `max_duration_s` before the client ended it.
+    pub timed_out: bool,
 }
 
 #[derive(Debug, thiserror::Error)]

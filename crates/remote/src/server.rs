@@ -139,6 +139,23 @@ fn session(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
                     ServerMsg::Refused { reason }
                 }
             },
+            ClientMsg::Probe { request } => match crate::probe::check(&request, &shared.config.limits).and_then(|l| admit(peer.ip(), shared).map(|_| l)) {
+                Ok(limits) => {
+                    let began = Instant::now();
+                    let outcome = crate::probe::serve_session(&stream, limits, &shared.stop);
+                    eprintln!("ccbench serve: {peer} {}", outcome.log_line(began.elapsed()));
+                    match outcome.fatal {
+                        Some(message) => ServerMsg::Error { message },
+                        None => continue,
+                    }
+                }
+                Err(reason) => {
+                    eprintln!("ccbench serve: {peer} probe: refused: {reason}");
+                    ServerMsg::Refused { reason }
+                }
+            },
+            // The end of a probe the server had already ended at its time limit: nothing to stop.
+            ClientMsg::ProbeEnd => continue,
             other => ServerMsg::Error { message: format!("unexpected {} message", kind_of(&other)) },
         };
         let fatal = matches!(reply, ServerMsg::Error { .. });
@@ -150,6 +167,8 @@ fn session(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
 
 pub(crate) fn kind_of(m: &ClientMsg) -> &'static str {
     match m {
+        ClientMsg::Probe { .. } => "probe",
+        ClientMsg::ProbeEnd => "probe_end",
         ClientMsg::Hello { .. } => "hello",
         ClientMsg::Auth { .. } => "auth",
         ClientMsg::Check { .. } => "check",
