@@ -27,8 +27,9 @@ use crate::results::{CcSummary, ExperimentResult, Params, RunRecord, Status};
 /// Schema of `compare.json`.
 pub const SCHEMA: &str = "ccbench.compare.v1";
 pub const COMPARE_FILE: &str = "compare.json";
-/// The result schemas this build reads.
-pub const SUPPORTED_SCHEMAS: &[&str] = &[crate::results::SCHEMA];
+/// The result schemas this build reads. v3 only made fields nullable (path figures and
+/// parameters over a real path) and added fields with defaults, so a v2 file reads as v3.
+pub const SUPPORTED_SCHEMAS: &[&str] = &[crate::results::SCHEMA, "ccbench.result.v2"];
 
 /// Why inputs cannot be compared: each says which file and what is wrong, on one line.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -765,13 +766,21 @@ mod tests {
     #[test]
     fn refusals_name_the_file_and_what_is_wrong() {
         let r = serde_json::to_string(&result(&[("cubic", FAST)], 0.0, "goodput")).unwrap();
-        let v1 = r.replacen("ccbench.result.v2", "ccbench.result.v1", 1);
+        let v1 = r.replacen("ccbench.result.v3", "ccbench.result.v1", 1);
         let e = parse("B/result.json", &v1).unwrap_err();
         assert_eq!(e, Refusal::Schema { path: "B/result.json".into(), found: "ccbench.result.v1".into() });
-        assert_eq!(e.to_string(), "B/result.json has schema ccbench.result.v1, which this ccbench cannot read (it reads ccbench.result.v2)");
+        assert_eq!(e.to_string(), "B/result.json has schema ccbench.result.v1, which this ccbench cannot read (it reads ccbench.result.v3, ccbench.result.v2)");
         assert!(matches!(parse("x.json", "{\"runs\": []}"), Err(Refusal::Schema { found, .. }) if found.contains("no \"schema\"")));
         assert!(matches!(parse("x.json", "<html>"), Err(Refusal::NotJson { .. })));
-        assert!(matches!(parse("x.json", "{\"schema\": \"ccbench.result.v2\"}"), Err(Refusal::Invalid { reason, .. }) if reason.contains("missing field")));
+        assert!(matches!(parse("x.json", "{\"schema\": \"ccbench.result.v3\"}"), Err(Refusal::Invalid { reason, .. }) if reason.contains("missing field")));
+        // A v2 file (no entry figures, path figures never null) still reads.
+        let mut v2: Value = serde_json::from_str(&r.replacen("ccbench.result.v3", "ccbench.result.v2", 1)).unwrap();
+        for run in v2["runs"].as_array_mut().unwrap() {
+            if let Some(m) = run["metrics"].as_object_mut() {
+                m.remove("entry");
+            }
+        }
+        assert_eq!(parse("A/result.json", &v2.to_string()).unwrap().schema, "ccbench.result.v2");
         let missing = load(&InputArg::parse("/nonexistent/ccbench/result.json")).unwrap_err();
         assert!(matches!(&missing, Refusal::Unreadable { path, .. } if path == "/nonexistent/ccbench/result.json"), "{missing}");
 

@@ -1,4 +1,4 @@
-//! The JSON record of truth (schema `ccbench.result.v2`, documented in the README) and the
+//! The JSON record of truth (schema `ccbench.result.v3`, documented in the README) and the
 //! per-run figures derived from the raw data.
 
 use ccbench_emu::{PathReport, PathSpec};
@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::provenance::Provenance;
 
-pub const SCHEMA: &str = "ccbench.result.v2";
+pub const SCHEMA: &str = "ccbench.result.v3";
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ExperimentResult {

@@ -348,7 +348,7 @@ fn result_json_has_time_series_and_provenance() {
         &["--cc", "bbr", "--runs", "1", "--rate", "30mbit", "--rtt", "30ms", "--duration", "2s", "--flows", "2", "--sample-interval", "20ms"],
         "json",
     );
-    assert_eq!(v["schema"], "ccbench.result.v2");
+    assert_eq!(v["schema"], "ccbench.result.v3");
     assert_eq!(v["status"], "complete");
     let prov = &v["provenance"];
     assert!(!prov["host"]["kernel_release"].as_str().unwrap().is_empty());

@@ -83,7 +83,7 @@ fn compare_names_the_better_path_refuses_an_old_schema_and_finds_no_difference_w
     assert_eq!(labels, ["clean", "lossy"]);
     assert_eq!(doc["comparisons"][0]["better"], "clean", "{}", doc["comparisons"]);
     assert_eq!(doc["seed"], json(&a.join("result.json"))["params"]["seed"], "the bootstrap's seed is the first input's");
-    assert_eq!(doc["inputs"][0]["schema"], "ccbench.result.v2");
+    assert_eq!(doc["inputs"][0]["schema"], "ccbench.result.v3");
     assert!(doc["inputs"][1]["path"].as_str().unwrap().ends_with("B/result.json"));
     assert!(doc["inputs"][0]["kernel_release"].is_string() && doc["inputs"][0]["git_revision"].is_string());
     assert_eq!(doc["summary"].as_array().unwrap().len(), 2);
@@ -104,13 +104,13 @@ fn compare_names_the_better_path_refuses_an_old_schema_and_finds_no_difference_w
     let old = base.join("old");
     std::fs::create_dir_all(&old).unwrap();
     let v2 = std::fs::read_to_string(a.join("result.json")).unwrap();
-    std::fs::write(old.join("result.json"), v2.replacen("\"ccbench.result.v2\"", "\"ccbench.result.v1\"", 1)).unwrap();
+    std::fs::write(old.join("result.json"), v2.replacen("\"ccbench.result.v3\"", "\"ccbench.result.v1\"", 1)).unwrap();
     let d = base.join("D");
     let o = ccbench(&["compare", &a_arg, &old.to_string_lossy(), "--out", &d.to_string_lossy()]);
     let stderr = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
-    assert!(stderr.contains("old/result.json has schema ccbench.result.v1") && stderr.contains("reads ccbench.result.v2"), "{stderr}");
+    assert!(stderr.contains("old/result.json has schema ccbench.result.v1") && stderr.contains("reads ccbench.result.v3, ccbench.result.v2"), "{stderr}");
     assert!(o.stdout.is_empty() && !d.exists());
 
     // A result against itself: no significant difference.

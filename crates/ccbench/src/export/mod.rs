@@ -2,7 +2,7 @@
 //! (the record of truth) and nothing else, in the manner of hyperfine's `export/`.
 //!
 //! - [`text`]: the ten-second terminal summary, and the table across a preset's conditions;
-//! - [`json`]: `result.json` (schema `ccbench.result.v2`) and a preset's `preset.json`;
+//! - [`json`]: `result.json` (schema `ccbench.result.v3`) and a preset's `preset.json`;
 //! - [`csv`]: `runs.csv`, one row per run with every parameter and metric (tidy data);
 //! - [`html`]: `report.html`, self-contained, with inline SVG plots, and the page across a
 //!   preset's conditions; [`svg`] has its plotting primitives.
