@@ -530,7 +530,12 @@ pub fn header(c: &CompareResult) -> String {
         for line in run_header.lines().take_while(|l| !l.starts_with("Workload")) {
             let _ = writeln!(out, "{line}");
         }
-        let _ = writeln!(out, "Workload  {}{}", first.params.workload.describe(), if c.inputs.len() > 1 { " (as the first input's)" } else { "" });
+        let _ = writeln!(
+            out,
+            "Workload  {}{}",
+            first.params.workload.describe_for(&first.params.ccs),
+            if c.inputs.len() > 1 { " (as the first input's)" } else { "" }
+        );
     }
     let direction = if c.compared == Metric::Rtt { "lower" } else { "higher" };
     let _ = writeln!(out, "Compared  {} ({direction} is better) over each arm's completed runs; bootstrap seed {}, α = {}", c.metric, c.seed, c.alpha);

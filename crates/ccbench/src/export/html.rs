@@ -915,7 +915,7 @@ pub fn render(result: &ExperimentResult, summary_text: &str, dir: &Path) -> Stri
     let title = format!("ccbench: {}", result.params.ccs.join(" vs "));
     let mut out = head(&title);
     let _ = writeln!(out, "<h1>{}</h1>", escape(&title));
-    let _ = writeln!(out, "<p>{} — {}</p>", escape(&result.provenance.started_at), escape(&result.params.workload.describe()));
+    let _ = writeln!(out, "<p>{} — {}</p>", escape(&result.provenance.started_at), escape(&result.params.workload.describe_for(&result.params.ccs)));
     for w in &result.warnings {
         let _ = writeln!(out, "<p class=\"warn\">warning: {}</p>", escape(w));
     }
@@ -1161,7 +1161,7 @@ pub fn render_conditions(rows: &[(String, &ExperimentResult)]) -> String {
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(name),
-            escape(&r.params.workload.describe()),
+            escape(&r.params.workload.describe_for(&r.params.ccs)),
             escape(&medians.join(", ")),
             if verdict.is_empty() { "no verdict".to_string() } else { escape(&verdict.join("; ")) }
         );
