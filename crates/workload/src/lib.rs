@@ -49,7 +49,7 @@ mod transport;
 pub use browser::{BrowserResult, BrowserSpec, BrowserTiming};
 pub use bulk::{
     assemble, elapsed_since, prepare_stream, run_end, Amount, BbrEvent, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta, FlowResult,
-    GoodputPoint, MixFlow,
+    GoodputPoint, MixFlow, Opens,
 };
 pub use far::{data_hello, FarConnection, FarHttp, FarReport, DATA_HELLO_LEN, TOKEN_LEN};
 pub use http_end::{HttpEnd, HttpEndEvents};
