@@ -759,3 +759,35 @@ fn http_and_quic_tests_are_gated_and_limited() {
     drop(serve);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// serve's HTTP ends are kernel TCP: objects or a page with a `quic:` algorithm over `--remote`
+/// is refused by the client after the handshake, before any test runs, in one line naming --cc.
+#[test]
+fn quic_objects_and_pages_over_remote_are_refused_in_one_line() {
+    let dir = tempdir("quic-http");
+    let secret = secret_file(&dir, "secret");
+    let serve = LiveServe::start(&secret, &["--max-tests-per-minute", "1000"]);
+    let (addr, secret_s) = (serve.addr.to_string(), secret.display().to_string());
+    for workload in ["objects", "page"] {
+        let o = ccbench(&[
+            "run",
+            "--remote",
+            &addr,
+            "--secret-file",
+            &secret_s,
+            "--workload",
+            workload,
+            "--cc",
+            "cubic,quic:bbr3",
+            "--runs",
+            "4",
+            "--out",
+            &dir.join(workload).display().to_string(),
+        ]);
+        one_line_exit_2(&o, "--cc");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("quic:bbr3"), "{}", text(&o));
+        assert!(!dir.join(workload).join("result.json").exists(), "nothing ran");
+    }
+    drop(serve);
+    let _ = std::fs::remove_dir_all(&dir);
+}
