@@ -4,36 +4,23 @@
 //!
 //! They need root and Chromium. Outside CI they skip without them; under `CI=true` they fail.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::{Mutex, MutexGuard};
-use std::time::Instant;
 
+use common::{go_on, is_root, lock, median, out_path, result, text, BIN};
 use serde_json::Value;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-const BIN: &str = env!("CARGO_BIN_EXE_ccbench");
-
-fn lock() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn have_root_and_chromium() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
     let chromium = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|d| d.join("chromium").is_file());
-    if root && chromium {
-        return true;
-    }
-    let why = if root { "no chromium on the PATH (scripts/test installs it)" } else { "not root" };
-    let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
-    assert!(!ci, "browser test cannot run under CI=true: {why}");
-    eprintln!("skipping: {why}");
-    false
-}
-
-fn tempdir(tag: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("ccbench-test-browser-{tag}-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos()))
+    go_on(if !is_root() {
+        Some("not root".into())
+    } else if !chromium {
+        Some("no chromium on the PATH (scripts/test installs it)".into())
+    } else {
+        None
+    })
 }
 
 /// Nothing of a ccbench process `pid` may remain: no Chromium (its profile path names the
@@ -53,23 +40,18 @@ fn assert_nothing_left(pid: u32) {
 
 /// One `ccbench run --workload browser --runs 1`, returning its run's JSON.
 fn load(args: &[&str]) -> Value {
-    let out = tempdir("run");
+    let out = out_path("run");
     let out_s = out.to_string_lossy().to_string();
     let mut full = vec!["run", "--workload", "browser", "--cc", "cubic", "--runs", "1", "--rate", "100mbit", "--out", &out_s];
     full.extend_from_slice(args);
     let child = Command::new(BIN).args(&full).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
     let pid = child.id();
     let o = child.wait_with_output().unwrap();
-    assert!(o.status.success(), "ccbench {full:?} failed: {}\n{}", String::from_utf8_lossy(&o.stderr), String::from_utf8_lossy(&o.stdout));
+    assert!(o.status.success(), "ccbench {full:?} failed: {}", text(&o));
     assert_nothing_left(pid);
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
+    let v = result(&out);
     let _ = std::fs::remove_dir_all(&out);
     v["runs"][0].clone()
-}
-
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
 }
 
 /// The page each protocol loads, chosen so that round trips, not the browser's CPU time, make
@@ -85,7 +67,7 @@ fn objects(http: &str) -> (usize, u64) {
 }
 
 fn page_file(http: &str) -> PathBuf {
-    let p = tempdir("page").with_extension("json");
+    let p = out_path("page").with_extension("json");
     let (n, size) = objects(http);
     let objects = vec![size.to_string(); n].join(",");
     std::fs::write(&p, format!("{{\"html_bytes\": 20000, \"objects\": [{objects}]}}")).unwrap();
@@ -201,7 +183,7 @@ fn browser_load_over_http2_with_tls_takes_longer_through_20ms_than_2ms_and_is_ti
 #[test]
 fn missing_chromium_is_one_line_exit_2_and_nothing_made() {
     let _g = lock();
-    let out = tempdir("missing");
+    let out = out_path("missing");
     let o = Command::new(BIN)
         .args(["run", "--workload", "browser", "--cc", "cubic", "--runs", "1", "--out", &out.to_string_lossy()])
         .env("CCBENCH_CHROMIUM", "/nonexistent/chromium")

@@ -5,51 +5,17 @@
 //! They run one at a time (a global lock), because throughput tests on a 2-core machine would
 //! otherwise measure each other.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{ccbench, f, have_root_and, lock, out_path, result, run_ok, tempdir, BIN};
 use serde_json::Value;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-const BIN: &str = env!("CARGO_BIN_EXE_ccbench");
 /// TCP payload per 1500-byte IP packet with timestamps (1500 - 20 IP - 32 TCP).
 const PAYLOAD_FRACTION: f64 = 1448.0 / 1500.0;
-
-fn lock() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// True when the test may go on; under CI a missing precondition is a failure, not a skip.
-fn have_root_and(tools: &[&str]) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let missing: Vec<&str> = tools.iter().copied().filter(|t| !tool_exists(t)).collect();
-    let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
-    if root && missing.is_empty() {
-        return true;
-    }
-    let why = if root { format!("missing tools: {missing:?}") } else { "not root".to_string() };
-    assert!(!ci, "end-to-end test cannot run under CI=true: {why}");
-    eprintln!("skipping: {why}");
-    false
-}
-
-fn tool_exists(name: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {name}")]).stdout(Stdio::null()).status().map(|s| s.success()).unwrap_or(false)
-}
-
-fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ccbench-test-{tag}-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
-fn ccbench(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("run ccbench")
-}
 
 /// `ccbench run … --out DIR`, returning the parsed result.json.
 fn run_json(args: &[&str], tag: &str) -> Value {
@@ -60,14 +26,9 @@ fn run_json(args: &[&str], tag: &str) -> Value {
 
 /// As [`run_json`], keeping the results directory (for its series files); the caller removes it.
 fn run_json_kept(args: &[&str], tag: &str) -> (Value, PathBuf) {
-    let out = tempdir(tag);
-    let mut full: Vec<&str> = vec!["run"];
-    full.extend_from_slice(args);
-    let out_s = out.to_string_lossy().to_string();
-    full.extend_from_slice(&["--out", &out_s]);
-    let o = ccbench(&full);
-    assert!(o.status.success(), "ccbench {full:?} failed: {}\n{}", String::from_utf8_lossy(&o.stderr), String::from_utf8_lossy(&o.stdout));
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).expect("result.json")).expect("valid JSON");
+    let out = out_path(tag);
+    run_ok(args, &out);
+    let v = result(&out);
     let html = std::fs::read_to_string(out.join("report.html")).expect("report.html beside result.json");
     assert!(html.contains("<svg") && html.contains("Sender's smoothed RTT"), "report.html has no plots");
     assert_no_leak(&v);
@@ -80,10 +41,6 @@ fn series_rows<T: serde::de::DeserializeOwned>(out: &Path, run: &Value, which: &
     let mut rows = Vec::new();
     ccbench::series::for_each_row(&file, |r: T| rows.push(r)).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     rows
-}
-
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
 /// Every namespace inode any process (or any open descriptor) still refers to.
@@ -414,7 +371,7 @@ fn assert_usage_error(args: &[&str], flag: &str) {
 #[test]
 fn bad_input_is_one_line_exit_2_and_leaves_nothing() {
     let _g = lock();
-    let out = tempdir("bad");
+    let out = out_path("bad");
     let out_s = out.to_string_lossy().to_string();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["run", "--cc", "bbr,vegas2"], "--cc"),
@@ -512,7 +469,7 @@ fn ctrl_c_keeps_finished_runs() {
     if !have_root_and(&[]) {
         return;
     }
-    let out = tempdir("int");
+    let out = out_path("int");
     let child = Command::new(BIN)
         .args(["run", "--cc", "bbr,cubic", "--runs", "4", "--duration", "2s", "--rate", "20mbit", "--rtt", "10ms", "--out"])
         .arg(&out)
@@ -524,7 +481,7 @@ fn ctrl_c_keeps_finished_runs() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130));
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
+    let v = result(&out);
     assert_eq!(v["status"], "interrupted");
     let complete = v["runs"].as_array().unwrap().iter().filter(|r| r["status"] == "complete").count();
     assert!((1..8).contains(&complete), "{complete} complete runs kept");
@@ -722,7 +679,6 @@ fn a_mix_reports_each_algorithms_share_and_fairness() {
 fn a_preset_with_a_bad_field_is_rejected_before_anything_runs() {
     let _g = lock();
     let dir = tempdir("preset");
-    std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("mine.toml");
     std::fs::write(
         &file,

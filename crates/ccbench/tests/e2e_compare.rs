@@ -4,35 +4,11 @@
 //! Needs root for the runs. Outside CI it skips without it; under `CI=true` it fails instead
 //! (as in e2e.rs).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::Instant;
+mod common;
 
-use serde_json::Value;
+use std::path::Path;
 
-const BIN: &str = env!("CARGO_BIN_EXE_ccbench");
-
-/// True when the test may go on; under CI a missing precondition is a failure, not a skip.
-fn have_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
-    assert!(!ci, "end-to-end test cannot run under CI=true: not root");
-    eprintln!("skipping: not root");
-    false
-}
-
-fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ccbench-test-{tag}-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
-fn ccbench(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("run ccbench")
-}
+use common::{ccbench, have_root, json, out_path, run_ok};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -40,15 +16,8 @@ fn text(b: &[u8]) -> String {
 
 /// `ccbench run` of 4 cubic runs of 1 s over 20 Mbit/s and 10 ms, with `extra` flags, into `out`.
 fn tiny_run(out: &Path, extra: &[&str]) {
-    let out_s = out.to_string_lossy();
-    let mut args = vec!["run", "--cc", "cubic", "--runs", "4", "--duration", "1s", "--rate", "20mbit", "--rtt", "10ms", "--seed", "7", "--out", &out_s];
-    args.extend_from_slice(extra);
-    let o = ccbench(&args);
-    assert!(o.status.success(), "ccbench {args:?} failed: {}\n{}", text(&o.stderr), text(&o.stdout));
-}
-
-fn json(file: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))).expect("valid JSON")
+    let args = ["--cc", "cubic", "--runs", "4", "--duration", "1s", "--rate", "20mbit", "--rtt", "10ms", "--seed", "7"];
+    run_ok(&[&args[..], extra].concat(), out);
 }
 
 #[test]
@@ -56,7 +25,7 @@ fn compare_names_the_better_path_refuses_an_old_schema_and_finds_no_difference_w
     if !have_root() {
         return;
     }
-    let base = tempdir("compare");
+    let base = out_path("compare");
     let (a, b) = (base.join("A"), base.join("B"));
     tiny_run(&a, &[]);
     tiny_run(&b, &["--loss", "5%"]);

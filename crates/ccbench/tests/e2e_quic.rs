@@ -3,50 +3,16 @@
 //! root is a failure, not a skip). Each run is a few seconds: the margins below are wide
 //! because the figures they guard differ by far more (measured numbers in the README).
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-use std::sync::{Mutex, MutexGuard};
-use std::time::Instant;
+mod common;
 
+use common::{ccbench, have_root, lock, out_path, run_ok};
 use serde_json::Value;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-const BIN: &str = env!("CARGO_BIN_EXE_ccbench");
-
-fn lock() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn have_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
-        assert!(!ci, "end-to-end QUIC test cannot run under CI=true: not root");
-        eprintln!("skipping: not root");
-    }
-    root
-}
-
-fn tempdir(tag: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("ccbench-quic-{tag}-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos()))
-}
-
-fn ccbench(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("run ccbench")
-}
 
 /// `ccbench run ARGS --out DIR`: result.json, runs.csv and the text output.
 fn run(args: &[&str], tag: &str) -> (Value, String, String) {
-    let out = tempdir(tag);
-    let out_s = out.to_string_lossy().to_string();
-    let mut full = vec!["run"];
-    full.extend_from_slice(args);
-    full.extend_from_slice(&["--out", &out_s]);
-    let o = ccbench(&full);
-    let text = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(o.status.success(), "ccbench {full:?} failed: {}\n{text}", String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
+    let out = out_path(tag);
+    let text = run_ok(args, &out);
+    let v = common::result(&out);
     let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap();
     let _ = std::fs::remove_dir_all(&out);
     (v, csv, text)
@@ -54,21 +20,15 @@ fn run(args: &[&str], tag: &str) -> (Value, String, String) {
 
 /// The median of a figure over the completed runs of `cc`.
 fn median(v: &Value, cc: &str, f: impl Fn(&Value) -> f64) -> f64 {
-    let mut xs: Vec<f64> = v["runs"].as_array().unwrap().iter().filter(|r| r["cc"] == cc && r["status"] == "complete").map(|r| f(&r["metrics"])).collect();
+    let xs: Vec<f64> = v["runs"].as_array().unwrap().iter().filter(|r| r["cc"] == cc && r["status"] == "complete").map(|r| f(&r["metrics"])).collect();
     assert!(!xs.is_empty(), "no completed run of {cc}");
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    }
+    common::median(xs)
 }
 
 #[test]
 fn unknown_transports_and_algorithms_are_refused_listing_what_exists() {
     for (flag, value) in [("--cc", "quic:bbr9,quic:cubic"), ("--cc", "udp:cubic,bbr"), ("--flows", "quic:vegas:1,tcp:cubic:1"), ("--cc", "tcp:nosuch,bbr")] {
-        let out = tempdir("bad");
+        let out = out_path("bad");
         let o = ccbench(&["run", flag, value, "--runs", "4", "--out", &out.to_string_lossy()]);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{flag} {value}: {err}");
@@ -77,7 +37,7 @@ fn unknown_transports_and_algorithms_are_refused_listing_what_exists() {
         assert!(!out.exists(), "nothing left behind");
     }
     // QUIC carries every workload but the real browser's.
-    let out = tempdir("browser");
+    let out = out_path("browser");
     let o = ccbench(&["run", "--cc", "tcp:cubic,quic:cubic", "--workload", "browser", "--runs", "4", "--out", &out.to_string_lossy()]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");

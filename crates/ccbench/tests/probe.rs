@@ -4,59 +4,16 @@
 //!
 //! Needs root; outside CI it skips without it, under `CI=true` it fails instead.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::{Mutex, MutexGuard};
-use std::time::Instant;
+mod common;
 
+use std::path::Path;
+use std::process::Output;
+
+use common::{
+    ccbench, ccbench_ok, counted_through_serve, exec_with_serve, f, have_root, json, lock, one_line, result, run_ok, secret_file, serve_addr, tempdir, text,
+    LiveServe, BIN,
+};
 use serde_json::Value;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-const BIN: &str = env!("CARGO_BIN_EXE_ccbench");
-
-fn lock() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn have_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
-    assert!(root || !ci, "end-to-end test cannot run under CI=true: not root");
-    if !root {
-        eprintln!("skipping: not root");
-    }
-    root
-}
-
-fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ccbench-probe-{tag}-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn ccbench(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("run ccbench")
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = ccbench(args);
-    assert!(o.status.success(), "ccbench {args:?} failed: {}\n{}", String::from_utf8_lossy(&o.stderr), String::from_utf8_lossy(&o.stdout));
-    String::from_utf8(o.stdout).unwrap()
-}
-
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
-}
-
-/// `ccbench run … --out DIR`'s result.json.
-fn run(args: &[&str], out: &std::path::Path) -> Value {
-    let mut full = vec!["run"];
-    full.extend_from_slice(args);
-    full.extend_from_slice(&["--out", out.to_str().unwrap()]);
-    ok(&full);
-    serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap()
-}
 
 fn median_goodput(v: &Value, cc: &str) -> f64 {
     f(&v["summary"].as_array().unwrap().iter().find(|s| s["cc"] == cc).unwrap()["goodput_bps"]["median"])
@@ -76,7 +33,7 @@ fn probe_recovers_a_lossy_30mbit_60ms_path_and_its_twin_reaches_the_same_verdict
     let path = ["--rate", "30mbit", "--rtt", "60ms", "--loss", "1%"];
     let mut args = vec!["probe", "--emulated", "--seed", "3", "--json", "--out", file.to_str().unwrap()];
     args.extend_from_slice(&path);
-    let stdout = ok(&args);
+    let stdout = ccbench_ok(&args);
     let json = &stdout[stdout.find("\n{").expect("JSON after the summary")..];
     let e: Value = serde_json::from_str(json).unwrap();
     let base_rtt_ms = f(&e["base_rtt_ns"]) / 1e6;
@@ -103,8 +60,9 @@ fn probe_recovers_a_lossy_30mbit_60ms_path_and_its_twin_reaches_the_same_verdict
 
     // The "real" path (here the original emulated one) against its twin: same experiment, same seed.
     let experiment = ["--cc", "bbr,cubic", "--runs", "4", "--duration", "4s", "--seed", "5"];
-    let real = run(&[&experiment[..], &path[..]].concat(), &dir.join("real"));
-    let twin = run(&[&experiment[..], &["--path", file.to_str().unwrap()][..]].concat(), &dir.join("twin"));
+    run_ok(&[&experiment[..], &path[..]].concat(), &dir.join("real"));
+    run_ok(&[&experiment[..], &["--path", file.to_str().unwrap()][..]].concat(), &dir.join("twin"));
+    let (real, twin) = (result(&dir.join("real")), result(&dir.join("twin")));
     let (rc, tc) = (&real["comparisons"][0], &twin["comparisons"][0]);
     assert_eq!((&rc["better"], &rc["significant"]), (&tc["better"], &tc["significant"]), "verdicts differ:\nreal {rc}\ntwin {tc}");
     assert_eq!(rc["better"], "bbr", "CUBIC is Mathis-bound at 1 % loss: {rc}");
@@ -163,34 +121,6 @@ fn bad_probe_and_path_input_is_one_line_and_exit_2() {
 
 // ---- Through `ccbench serve`: `ccbench probe HOST:PORT` and `run --remote … --twin` ----
 
-/// A port for serve inside the namespaces (they are ccbench's own: no clash with the host's).
-const SERVE_PORT: u16 = 7450;
-
-/// A private secret file of 64 random hex digits.
-fn secret_file(dir: &Path, name: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let f = dir.join(name);
-    let bytes: [u8; 32] = rand::random();
-    std::fs::write(&f, format!("{}\n", ccbench_remote::proto::hex(&bytes))).unwrap();
-    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
-    f
-}
-
-fn text(o: &Output) -> String {
-    format!("status {:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-/// `ccbench exec PATH --server-cmd "ccbench serve …" -- sh -c CLIENT`, `$S` in `client` being
-/// serve's `HOST:PORT`. serve's log goes to stderr.
-fn exec_with_serve(path: &[&str], secret: &Path, client: &str) -> Output {
-    let serve = format!("{BIN} serve --listen $CCBENCH_SERVER_ADDR:{SERVE_PORT} --secret-file {}", secret.display());
-    let script = format!("S=$CCBENCH_SERVER_ADDR:{SERVE_PORT}; {client}");
-    let mut args: Vec<&str> = vec!["exec"];
-    args.extend_from_slice(path);
-    args.extend_from_slice(&["--server-cmd", &serve, "--", "sh", "-c", &script]);
-    Command::new(BIN).args(&args).output().expect("run ccbench exec")
-}
-
 /// The accuracy test over a real far end: `ccbench serve` in the server namespace
 /// behind an emulated 30 Mbit/s, 60 ms path with 1 % loss each way, `ccbench probe HOST:PORT`
 /// in the client's. The same bounds as the emulated probe: rate within 10 %, base RTT within
@@ -207,6 +137,7 @@ fn probe_through_serve_recovers_a_lossy_30mbit_60ms_path() {
     let o = exec_with_serve(
         &["--rate", "30mbit", "--rtt", "60ms", "--loss", "1%", "--seed", "3"],
         &secret,
+        "",
         &format!("{BIN} probe $S --secret-file {} --json --out {}", secret.display(), file.display()),
     );
     assert!(o.status.success(), "{}", text(&o));
@@ -235,50 +166,11 @@ fn probe_through_serve_recovers_a_lossy_30mbit_60ms_path() {
 /// Bytes into the emulator each way while `ccbench probe` (with `client_secret`) runs against
 /// a serve holding `server_secret`; the probe's output and serve's log.
 fn counted_probe(server_secret: &Path, client_secret: &Path, out: &Path, probe_flags: &[&str]) -> (u64, u64, Output, String) {
-    use ccbench_emu::{EmulatedPath, PathSpec, SERVER_ADDR};
-    use std::fs::File;
-    use std::process::Stdio;
-    let link = ccbench_link::DirectionConfig {
-        rate: ccbench_link::Rate::BitsPerSec(20_000_000),
-        delay_ns: ccbench_link::time::Duration::from_nanos(5_000_000),
-        ..Default::default()
-    };
-    let spec = PathSpec { down: link.clone(), up: link, mtu: 1500, seed: 1, sample_interval_us: 10_000, offload: true, batch_us: 25 };
-    let path = EmulatedPath::start(&spec, Instant::now()).expect("emulated path");
-    let exe = Path::new(BIN);
-    let serve: Vec<std::ffi::OsString> =
-        vec![BIN.into(), "serve".into(), "--listen".into(), format!("{SERVER_ADDR}:{SERVE_PORT}").into(), "--secret-file".into(), server_secret.into()];
-    let log = out.with_extension("serve.log");
-    let mut server = ccbench_netns::process::spawn_in(&path.server, exe, &serve, &[], Stdio::null(), Stdio::from(File::create(&log).unwrap())).unwrap();
-    let deadline = Instant::now() + std::time::Duration::from_secs(5);
-    while !ccbench_netns::process::has_tcp_listener(server.pid()) && Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    let mut client: Vec<std::ffi::OsString> = vec![
-        BIN.into(),
-        "probe".into(),
-        format!("{SERVER_ADDR}:{SERVE_PORT}").into(),
-        "--secret-file".into(),
-        client_secret.into(),
-        "--out".into(),
-        out.into(),
-    ];
+    let mut client: Vec<std::ffi::OsString> =
+        vec!["probe".into(), serve_addr().into(), "--secret-file".into(), client_secret.into(), "--out".into(), out.into()];
     client.extend(probe_flags.iter().map(Into::into));
-    let (stdout, stderr) = (out.with_extension("stdout"), out.with_extension("stderr"));
-    let mut c = ccbench_netns::process::spawn_in(
-        &path.client,
-        exe,
-        &client,
-        &[],
-        Stdio::from(File::create(&stdout).unwrap()),
-        Stdio::from(File::create(&stderr).unwrap()),
-    )
-    .unwrap();
-    let status = c.wait().unwrap();
-    let _ = server.terminate(std::time::Duration::from_secs(2));
-    let report = path.finish();
-    let o = Output { status, stdout: std::fs::read(&stdout).unwrap(), stderr: std::fs::read(&stderr).unwrap() };
-    (report.down.stats.bytes_in, report.up.stats.bytes_in, o, std::fs::read_to_string(&log).unwrap())
+    let (report, o, log) = counted_through_serve(server_secret, out, &client);
+    (report.down.stats.bytes_in, report.up.stats.bytes_in, o, log)
 }
 
 /// A probe with another secret than serve's: one line, exit 2, no path file, and the
@@ -328,6 +220,7 @@ fn twin_runs_the_real_path_and_its_twin_side_by_side() {
     let o = exec_with_serve(
         &["--rate", "50mbit", "--rtt", "10ms", "--loss", "2%", "--seed", "4"],
         &secret,
+        "",
         &format!("{BIN} run --remote $S --secret-file {} --twin --cc bbr,cubic --runs 4 --duration 3s --seed 9 --out {}", secret.display(), out.display()),
     );
     assert!(o.status.success(), "{}", text(&o));
@@ -336,8 +229,7 @@ fn twin_runs_the_real_path_and_its_twin_side_by_side() {
     assert_eq!(stderr.lines().filter(|l| l.contains(" probe (UDP port ")).count(), 1, "one probe:\n{stderr}");
     assert_eq!(stderr.lines().filter(|l| l.contains(" bulk download 3 s")).count(), 8, "8 real runs:\n{stderr}");
 
-    let real: Value = serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
-    let twin: Value = serde_json::from_str(&std::fs::read_to_string(out.join("twin/result.json")).unwrap()).unwrap();
+    let (real, twin) = (result(&out), result(&out.join("twin")));
     // The real result is a remote run's, its fields unchanged, and gains `twin`.
     assert!(real["params"]["path"].is_null() && real["params"]["remote"].is_string(), "{}", real["params"]);
     let t = &real["twin"];
@@ -363,7 +255,7 @@ fn twin_runs_the_real_path_and_its_twin_side_by_side() {
         assert!(rs[i] < ts[i] && (i == 7 || ts[i] < rs[i + 1]), "not interleaved at run {i}: real {rs:?}, twin {ts:?}");
     }
     // Side by side: compare's record of the four arms, and its report.
-    let c: Value = serde_json::from_str(&std::fs::read_to_string(out.join("compare.json")).unwrap()).unwrap();
+    let c = json(&out.join("compare.json"));
     let arms: Vec<&str> = c["arms"].as_array().unwrap().iter().map(|a| a["label"].as_str().unwrap()).collect();
     assert_eq!(arms, ["real:bbr", "real:cubic", "twin:bbr", "twin:cubic"]);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
@@ -380,56 +272,6 @@ fn sortable_utc(t: &str) -> String {
     format!("{whole}.{frac:0<9}Z")
 }
 
-/// A `ccbench serve` on loopback, its address read from its first line, its log collected;
-/// killed when dropped.
-struct LiveServe {
-    child: std::process::Child,
-    addr: String,
-    log: std::sync::Arc<Mutex<String>>,
-}
-
-impl LiveServe {
-    fn start(secret: &Path, extra: &[&str]) -> LiveServe {
-        use std::io::{BufRead, BufReader};
-        let mut args = vec!["serve", "--listen", "127.0.0.1:0", "--secret-file", secret.to_str().unwrap()];
-        args.extend_from_slice(extra);
-        let mut child = Command::new(BIN).args(&args).stderr(std::process::Stdio::piped()).spawn().unwrap();
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        let mut first = String::new();
-        err.read_line(&mut first).unwrap();
-        let addr =
-            first.split_whitespace().find(|w| w.parse::<std::net::SocketAddr>().is_ok()).unwrap_or_else(|| panic!("no address in {first:?}")).to_string();
-        let log = std::sync::Arc::new(Mutex::new(String::new()));
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            for line in err.lines().map_while(Result::ok) {
-                sink.lock().unwrap().push_str(&format!("{line}\n"));
-            }
-        });
-        LiveServe { child, addr, log }
-    }
-
-    fn log(&self) -> String {
-        // The log line of a session is written as it ends; give the reader a moment.
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        self.log.lock().unwrap().clone()
-    }
-}
-
-impl Drop for LiveServe {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn one_line(o: &Output, code: i32, needle: &str) {
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(code), "{}", text(o));
-    assert_eq!(stderr.lines().count(), 1, "{}", text(o));
-    assert!(stderr.contains(needle), "{needle}: {}", text(o));
-}
-
 /// A probe session through serve on loopback (no root) keeps to serve's limits: its rate to
 /// --max-probe-rate, its bytes to --max-bytes (the train over budget is not sent; the client
 /// says which limit stopped it), its time to --max-duration, and it counts against
@@ -440,7 +282,7 @@ fn probes_through_serve_keep_to_its_limits() {
     let secret = secret_file(&dir, "secret");
     let s = secret.to_str().unwrap();
     let quick = ["--max-rate", "50mbit", "--loss-packets", "200"];
-    let probe = |serve: &LiveServe| ccbench(&[&["probe", serve.addr.as_str(), "--secret-file", s][..], &quick[..]].concat());
+    let probe = |serve: &LiveServe| ccbench(&[&["probe", &serve.addr.to_string(), "--secret-file", s][..], &quick[..]].concat());
 
     let serve = LiveServe::start(&secret, &["--max-bytes", "300kb", "--max-probe-rate", "5mbit", "--max-tests-per-minute", "1"]);
     // The search's first train (4 Mbit/s for 300 ms, 150 kB) fits; the next (5 Mbit/s, the
@@ -486,7 +328,7 @@ fn a_probe_session_ends_with_its_control_connection() {
     let secret_path = secret_file(&dir, "secret");
     let secret = ccbench_remote::Secret::from_file(&secret_path).unwrap();
     let serve = LiveServe::start(&secret_path, &[]);
-    let addr: std::net::SocketAddr = serve.addr.parse().unwrap();
+    let addr = serve.addr;
 
     let mut client = ccbench_remote::Client::connect(addr, &secret).unwrap();
     let session = client.open_probe(&ccbench_remote::ProbeRequest { max_rate_bps: 4_000_000 }).unwrap();

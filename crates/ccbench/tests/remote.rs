@@ -6,73 +6,30 @@
 //! They run one at a time (a global lock), as throughput tests on two cores would otherwise
 //! measure each other. The tests on loopback need no root.
 
+mod common;
+
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::Output;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ccbench_remote::proto::{self, hex, unhex, ClientMsg, ServerMsg};
 use ccbench_remote::{Client, RemoteError, Secret, TestRequest};
+use common::{
+    ccbench, counted_through_serve, exec_with_serve, have_root_and_tun as have_root, lock, one_line, result, run_ok, secret_file, serve_addr, tempdir, text,
+    LiveServe, BIN,
+};
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-const BIN: &str = env!("CARGO_BIN_EXE_ccbench");
-const PORT: u16 = 7450;
-
-fn lock() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// True when the test may go on; under CI a missing precondition is a failure, not a skip.
-fn have_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 && Path::new("/dev/net/tun").exists() {
-        return true;
-    }
-    assert!(std::env::var("CI").map(|v| v != "true").unwrap_or(true), "remote test cannot run under CI=true: not root or no /dev/net/tun");
-    eprintln!("skipping: not root");
-    false
-}
-
-fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ccbench-remote-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// A private secret file of 44 random characters.
-fn secret_file(dir: &Path, name: &str) -> PathBuf {
-    let f = dir.join(name);
-    let bytes: [u8; 32] = rand::random();
-    std::fs::write(&f, format!("{}\n", hex(&bytes))).unwrap();
-    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
-    f
-}
-
-fn text(o: &Output) -> String {
-    format!("status {:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
 
 /// `ccbench exec PATH --server-cmd "ccbench serve …" -- sh -c CLIENT`: `$R` in `client` is
 /// `ccbench run --remote SERVER:PORT --secret-file CLIENT_SECRET`.
 fn exec_remote(path: &[&str], server_secret: &Path, serve_flags: &str, client_secret: &Path, client: &str) -> Output {
-    let serve = format!("{BIN} serve --listen $CCBENCH_SERVER_ADDR:{PORT} --secret-file {} {serve_flags}", server_secret.display());
-    let script = format!("R=\"{BIN} run --remote $CCBENCH_SERVER_ADDR:{PORT} --secret-file {}\"; {client}", client_secret.display());
-    let mut args: Vec<&str> = vec!["exec"];
-    args.extend_from_slice(path);
-    args.extend_from_slice(&["--server-cmd", &serve, "--", "sh", "-c", &script]);
-    Command::new(BIN).args(&args).output().expect("run ccbench exec")
-}
-
-fn result(dir: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).expect("result.json")).expect("valid JSON")
+    exec_with_serve(path, server_secret, serve_flags, &format!("R=\"{BIN} run --remote $S --secret-file {}\"; {client}", client_secret.display()))
 }
 
 fn mean_goodput(v: &Value, cc: &str) -> f64 {
@@ -102,12 +59,7 @@ fn remote_gives_the_same_verdict_and_goodput_as_emulated() {
     let path = ["--rate", "50mbit", "--rtt", "10ms", "--loss", "2%"];
     let common = "--cc bbr,cubic --runs 8 --duration 8s";
     let emulated_out = dir.join("emulated");
-    let mut args: Vec<String> = vec!["run".into()];
-    args.extend(path.iter().map(|s| s.to_string()));
-    args.extend(common.split(' ').map(String::from));
-    args.extend(["--out".into(), emulated_out.display().to_string()]);
-    let o = Command::new(BIN).args(&args).output().unwrap();
-    assert!(o.status.success(), "{}", text(&o));
+    run_ok(&[&path[..], &common.split(' ').collect::<Vec<_>>()].concat(), &emulated_out);
     let remote_out = dir.join("remote");
     let o = exec_remote(&path, &secret, "", &secret, &format!("$R {common} --out {}", remote_out.display()));
     assert!(o.status.success(), "{}", text(&o));
@@ -157,57 +109,27 @@ fn remote_gives_the_same_verdict_and_goodput_as_emulated() {
 /// `server_secret`) and `client` (a `ccbench run --remote` with `client_secret`), and the
 /// client's output.
 fn counted_session(server_secret: &Path, client_secret: &Path, out: &Path) -> (u64, u64, Output) {
-    use ccbench_emu::{EmulatedPath, PathSpec, SERVER_ADDR};
-    let spec = PathSpec { down: link(), up: link(), mtu: 1500, seed: 1, sample_interval_us: 10_000, offload: true, batch_us: 25 };
-    let path = EmulatedPath::start(&spec, Instant::now()).expect("emulated path");
-    let exe = Path::new(BIN);
-    let serve = vec![BIN.into(), "serve".into(), "--listen".into(), format!("{SERVER_ADDR}:{PORT}").into(), "--secret-file".into(), server_secret.into()];
-    let log = out.with_extension("serve.log");
-    let mut server = ccbench_netns::process::spawn_in(&path.server, exe, &serve, &[], Stdio::null(), Stdio::from(File::create(&log).unwrap())).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !ccbench_netns::process::has_tcp_listener(server.pid()) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let client: Vec<std::ffi::OsString> = vec![
-        BIN.into(),
-        "run".into(),
-        "--remote".into(),
-        format!("{SERVER_ADDR}:{PORT}").into(),
-        "--secret-file".into(),
-        client_secret.into(),
-        "--cc".into(),
-        "cubic".into(),
-        "--runs".into(),
-        "1".into(),
-        "--duration".into(),
-        "2s".into(),
-        "--out".into(),
-        out.into(),
-    ];
-    let (stdout, stderr) = (out.with_extension("stdout"), out.with_extension("stderr"));
-    let mut c = ccbench_netns::process::spawn_in(
-        &path.client,
-        exe,
-        &client,
-        &[],
-        Stdio::from(File::create(&stdout).unwrap()),
-        Stdio::from(File::create(&stderr).unwrap()),
-    )
-    .unwrap();
-    let status = c.wait().unwrap();
-    let _ = server.terminate(Duration::from_secs(2));
-    let report = path.finish();
-    let mut stderr_text = std::fs::read(&stderr).unwrap();
-    stderr_text.extend(std::fs::read(&log).unwrap());
-    (report.down.stats.bytes_out, report.up.stats.bytes_out, Output { status, stdout: std::fs::read(&stdout).unwrap(), stderr: stderr_text })
-}
-
-fn link() -> ccbench_link::DirectionConfig {
-    ccbench_link::DirectionConfig {
-        rate: ccbench_link::Rate::BitsPerSec(20_000_000),
-        delay_ns: ccbench_link::time::Duration::from_nanos(5_000_000),
-        ..Default::default()
-    }
+    let client: Vec<std::ffi::OsString> = [
+        "run",
+        "--remote",
+        &serve_addr(),
+        "--secret-file",
+        &client_secret.to_string_lossy(),
+        "--cc",
+        "cubic",
+        "--runs",
+        "1",
+        "--duration",
+        "2s",
+        "--out",
+        &out.to_string_lossy(),
+    ]
+    .iter()
+    .map(Into::into)
+    .collect();
+    let (report, mut o, log) = counted_through_serve(server_secret, out, &client);
+    o.stderr.extend(log.bytes());
+    (report.down.stats.bytes_out, report.up.stats.bytes_out, o)
 }
 
 /// A client with another secret is refused with one clear line, exit 2; the emulator saw only
@@ -309,15 +231,8 @@ fn an_algorithm_the_server_lacks_is_refused_before_anything_runs() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn ccbench(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().unwrap()
-}
-
 fn one_line_exit_2(o: &Output, needle: &str) {
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{}", text(o));
-    assert_eq!(stderr.lines().count(), 1, "{}", text(o));
-    assert!(stderr.contains(needle), "{needle}: {}", text(o));
+    one_line(o, 2, needle)
 }
 
 /// Bad secret files and flag combinations: one line naming the flag, exit 2, nothing started.
@@ -346,38 +261,6 @@ fn secret_file_problems_exit_2_with_one_line() {
     // Nothing listens at port 9 of loopback: the run refuses to start, naming --remote.
     one_line_exit_2(&ccbench(&["run", "--remote", "127.0.0.1:9", "--secret-file", &good]), "--remote");
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// A `ccbench serve` on loopback, its address read from its first line; killed when dropped.
-struct LiveServe {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl LiveServe {
-    fn start(secret: &Path, extra: &[&str]) -> LiveServe {
-        let mut args = vec!["serve", "--listen", "127.0.0.1:0", "--secret-file", secret.to_str().unwrap()];
-        args.extend_from_slice(extra);
-        let mut child = Command::new(BIN).args(&args).stderr(Stdio::piped()).spawn().unwrap();
-        let mut first = String::new();
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        err.read_line(&mut first).unwrap();
-        let addr = first.split_whitespace().find_map(|w| w.parse().ok()).unwrap_or_else(|| panic!("no address in {first:?}"));
-        // Keep draining its log so it never blocks on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-        LiveServe { child, addr }
-    }
-
-    fn alive(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_none()
-    }
-}
-
-impl Drop for LiveServe {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn frame(body: &[u8]) -> Vec<u8> {
@@ -530,12 +413,7 @@ fn mean_by(v: &Value, cc: &str, f: impl Fn(&Value) -> Option<f64>) -> f64 {
 fn emulated_and_remote(dir: &Path, path: &[&str], args: &str) -> (Value, Value) {
     let secret = secret_file(dir, "secret");
     let emulated_out = dir.join("emulated");
-    let mut cmd: Vec<String> = vec!["run".into()];
-    cmd.extend(path.iter().map(|s| s.to_string()));
-    cmd.extend(args.split(' ').map(String::from));
-    cmd.extend(["--out".into(), emulated_out.display().to_string()]);
-    let o = Command::new(BIN).args(&cmd).output().unwrap();
-    assert!(o.status.success(), "{}", text(&o));
+    run_ok(&[path, &args.split(' ').collect::<Vec<_>>()].concat(), &emulated_out);
     let remote_out = dir.join("remote");
     let o = exec_remote(path, &secret, "", &secret, &format!("$R {args} --out {}", remote_out.display()));
     assert!(o.status.success(), "{}", text(&o));

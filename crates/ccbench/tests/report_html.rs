@@ -9,6 +9,8 @@
 //! `CCBENCH_CHROMIUM=PATH` names another browser binary; `CCBENCH_REPORT_KEEP=DIR` keeps the
 //! rendered pages in DIR (to look at them).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -21,17 +23,11 @@ use ccbench_emu::{LinkSample, PathSpec};
 use ccbench_link::DirectionConfig;
 use ccbench_probe::{BbrInfo, BbrMode, Sample};
 use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction, FlowResult, GoodputPoint, MixFlow, SeriesSink, Side, SocketId};
+use common::tempdir;
 use rand::{Rng, SeedableRng};
 
 const SAMPLE_US: u64 = 10_000;
 const START_US: u64 = 60_000;
-
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ccbench-report-html-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// A flow's behaviour in the model: its algorithm, when it starts, and its share of the link.
 struct FlowModel {
@@ -484,7 +480,7 @@ fn keep(pages: &[&Path]) {
 #[test]
 fn reports_render_with_data_and_load_in_a_browser_without_errors() {
     let chromium = chromium();
-    let base = temp_dir("pages");
+    let base = tempdir("pages");
 
     // The harness sees console errors where there are some.
     if let Some(c) = &chromium {

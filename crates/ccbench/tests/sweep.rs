@@ -3,44 +3,18 @@
 //! Those that run cells need root: outside CI they skip without it; under `CI=true` they fail
 //! instead (as in e2e.rs). They run one at a time (a global lock).
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use common::{have_root_and_tun, json, lock, ok, tempdir, BIN};
 use serde_json::Value;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-const BIN: &str = env!("CARGO_BIN_EXE_ccbench");
 
 /// A 2 × 2 grid of one-second, one-run cells.
 const SPEC: &str = "description = \"tiny loss x rtt\"\n[defaults]\ncc = \"cubic\"\nruns = 1\nduration = \"1s\"\nrate = \"20mbit\"\n[axes]\nloss = [\"0\", \"1%\"]\nrtt = [\"10ms\", \"20ms\"]\n";
-
-fn lock() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// True when the test may go on; under CI a missing precondition is a failure, not a skip.
-fn have_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0 && Path::new("/dev/net/tun").exists();
-    let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
-    if root {
-        return true;
-    }
-    assert!(!ci, "end-to-end test cannot run under CI=true: not root (or no /dev/net/tun)");
-    eprintln!("skipping: not root");
-    false
-}
-
-fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ccbench-sweep-{tag}-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn write_spec(dir: &Path, name: &str, text: &str) -> String {
     let file = dir.join(name);
@@ -62,12 +36,6 @@ fn run(args: &[&str]) -> Output {
     ccbench(args, &[]).output().expect("run ccbench")
 }
 
-fn ok(o: &Output, what: &str) -> String {
-    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    assert!(o.status.success(), "{what} failed ({:?}):\n{err}\n{out}", o.status.code());
-    out.to_string()
-}
-
 /// A refusal: exit 2, one line on stderr naming all of `names`, nothing on stdout.
 fn refused(o: &Output, names: &[&str]) {
     let err = String::from_utf8_lossy(&o.stderr);
@@ -77,10 +45,6 @@ fn refused(o: &Output, names: &[&str]) {
         assert!(err.contains(n), "should name {n}: {err}");
     }
     assert!(o.stdout.is_empty(), "nothing on stdout: {}", String::from_utf8_lossy(&o.stdout));
-}
-
-fn json(file: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))).unwrap()
 }
 
 /// `sweep.json`'s cells by id: (parameters, status).
@@ -124,7 +88,7 @@ fn wait_for(file: &Path, child: &mut Child) {
 #[test]
 fn a_sweep_runs_every_cell_and_its_shards_merge_into_the_same_result_set() {
     let _g = lock();
-    if !have_root() {
+    if !have_root_and_tun() {
         return;
     }
     let dir = tempdir("grid");
@@ -240,7 +204,7 @@ fn a_sweep_runs_every_cell_and_its_shards_merge_into_the_same_result_set() {
 #[test]
 fn a_sweep_resumes_after_a_crash_and_after_ctrl_c_and_refuses_another_spec() {
     let _g = lock();
-    if !have_root() {
+    if !have_root_and_tun() {
         return;
     }
     let dir = tempdir("resume");

@@ -8,6 +8,8 @@
 //! They need root, `unshare` and `nsenter` (util-linux) and `sysctl` (procps). Outside CI they
 //! skip without them; under `CI=true` they fail instead.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::os::fd::AsRawFd;
@@ -15,27 +17,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_ccbench");
+use common::{have_root_and, ok, BIN};
+
 const CC: &str = "/proc/sys/net/ipv4/tcp_congestion_control";
 const OUR_FILE: &str = "etc/sysctl.d/90-ccbench.conf";
-
-fn have_root_and(tools: &[&str]) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let missing: Vec<&str> = tools.iter().copied().filter(|t| !tool_exists(t)).collect();
-    let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
-    if root && missing.is_empty() {
-        return true;
-    }
-    let why = if root { format!("missing tools: {missing:?}") } else { "not root".to_string() };
-    assert!(!ci, "tune test cannot run under CI=true: {why}");
-    eprintln!("skipping: {why}");
-    false
-}
-
-fn tool_exists(name: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {name}")]).stdout(Stdio::null()).status().map(|s| s.success()).unwrap_or(false)
-}
 
 /// A process parked in a new network namespace and a private mount namespace with empty
 /// tmpfs over /etc/sysctl.d and /var/lib. Killing it (on drop) ends both namespaces.
@@ -168,12 +153,6 @@ fn other_allowed(sb: &Sandbox) -> String {
         .find(|a| *a != now)
         .unwrap_or_else(|| panic!("this host allows only {allowed:?} outside its namespace, and the sandbox runs {now}: nothing to switch to"))
         .to_string()
-}
-
-fn ok(o: &Output, what: &str) -> String {
-    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(o.status.success(), "{what} failed: {}\n{stdout}", String::from_utf8_lossy(&o.stderr));
-    stdout
 }
 
 fn diff(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Vec<String> {

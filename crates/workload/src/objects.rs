@@ -42,7 +42,7 @@ use crate::harness::{Finish, Harness, ServerLog, ServerProto};
 use crate::http_end::HttpEnd;
 use crate::sampler::Sampler;
 use crate::transport::{transport_of, Transport};
-use crate::{net, ByteBudget, NoMeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
+use crate::{net, ByteBudget, MeasureHook, NoMeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -205,13 +205,93 @@ async fn serve_request(req: Request<Incoming>, cfg: Arc<ServerCfg>, log: Arc<Ser
     }
 }
 
+/// What the client keeps of its requests, over either transport (TCP connections or the
+/// streams of one QUIC connection).
+#[derive(Default)]
+pub(crate) struct RequestLog {
+    pub first_request: Option<Instant>,
+    pub last_response: Option<Instant>,
+    pub rows: Vec<RequestRecord>,
+    pub errors: Errors,
+}
+
+/// One connection's count of its requests.
+#[derive(Default)]
+pub(crate) struct Tally {
+    pub completed: u32,
+    pub errors: u32,
+    pub bytes: u64,
+}
+
+/// A request that has ended: `issued` and `ended` as instants, `first` being the first
+/// request's issue (the rows' time origin).
+pub(crate) struct Ended {
+    pub index: u32,
+    pub connection: u32,
+    pub first: Instant,
+    pub issued: Instant,
+    pub ended: Instant,
+}
+
+impl RequestLog {
+    /// The first request goes now: the rows' time origin, and the measured window opens.
+    pub(crate) fn start(&mut self, hook: &dyn MeasureHook) -> Instant {
+        let first = Instant::now();
+        self.first_request = Some(first);
+        hook.open(first);
+        first
+    }
+
+    /// Records how request `r` ended: `outcome` is the object bytes that moved or why it
+    /// failed (`name` names the request in the error message). A response also extends the
+    /// measured window to its time.
+    pub(crate) fn record_outcome(&mut self, tally: &mut Tally, hook: &dyn MeasureHook, r: Ended, outcome: Result<u64, String>, name: impl FnOnce() -> String) {
+        self.rows.push(RequestRecord {
+            index: r.index,
+            connection: r.connection,
+            start_s: r.issued.duration_since(r.first).as_secs_f64(),
+            latency_s: r.ended.duration_since(r.issued).as_secs_f64(),
+            content_bytes: *outcome.as_ref().unwrap_or(&0),
+            ok: outcome.is_ok(),
+        });
+        match outcome {
+            Ok(bytes) => {
+                tally.completed += 1;
+                tally.bytes += bytes;
+                self.last_response = Some(r.ended);
+                hook.extend(r.ended);
+            }
+            Err(msg) => {
+                tally.errors += 1;
+                self.errors.push(format!("{}: {msg}", name()));
+            }
+        }
+    }
+
+    /// Closes the measured window at the last response (at the first request when none came);
+    /// nothing when no request went.
+    pub(crate) fn close(&self, hook: &dyn MeasureHook) {
+        if let Some(first) = self.first_request {
+            hook.close(self.last_response.unwrap_or(first));
+        }
+    }
+}
+
+/// The next request's index for a worker, or `None` once all `requests` are issued (the
+/// counter then stays at `requests`, so that `requests_issued` is exact).
+pub(crate) fn next_index(counter: &AtomicU32, requests: u32) -> Option<u32> {
+    let index = counter.fetch_add(1, Ordering::SeqCst);
+    if index >= requests {
+        counter.fetch_sub(1, Ordering::SeqCst);
+        return None;
+    }
+    Some(index)
+}
+
 #[derive(Default)]
 struct ClientLog {
-    first_request: Option<Instant>,
-    last_response: Option<Instant>,
-    requests: Vec<RequestRecord>,
+    requests: RequestLog,
     conns: Vec<ConnStats>,
-    errors: Errors,
     mismatch: Option<String>,
 }
 
@@ -219,9 +299,7 @@ struct ConnStats {
     id: u32,
     client_port: u16,
     cc_read_back: Option<String>,
-    completed: u32,
-    errors: u32,
-    bytes: u64,
+    tally: Tally,
 }
 
 struct Ctx<'a> {
@@ -234,7 +312,7 @@ struct Ctx<'a> {
     next_request: AtomicU32,
     next_conn_id: AtomicU32,
     host: String,
-    hook: &'a dyn crate::MeasureHook,
+    hook: &'a dyn MeasureHook,
 }
 
 impl Workload for ObjectsSpec {
@@ -280,12 +358,7 @@ fn run_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Result<ObjectsResult
         hook: run.hook,
     };
     let outcome = harness.drive(listener, ServerProto::Http1, (sender == Side::Server).then_some(cc), make_service, client_main(&ctx, sockets));
-    if let (Some(first), last) = {
-        let l = lock(&log);
-        (l.first_request, l.last_response)
-    } {
-        run.hook.close(last.unwrap_or(first));
-    }
+    lock(&log).requests.close(run.hook);
     harness.shutdown();
     let how = match outcome? {
         Finish::Completed(r) => r.map(|()| Finish::Completed(()))?,
@@ -397,7 +470,7 @@ async fn client_main(ctx: &Ctx<'_>, sockets: Vec<std::net::TcpStream>) -> Result
         match c {
             Ok(c) => ready.push(c),
             Err(WorkloadError::CongestionMismatch { requested, actual }) => return Err(WorkloadError::CongestionMismatch { requested, actual }),
-            Err(e) => lock(ctx.log).errors.push(format!("opening a connection: {e}")),
+            Err(e) => lock(ctx.log).requests.errors.push(format!("opening a connection: {e}")),
         }
     }
     if ready.is_empty() {
@@ -414,9 +487,7 @@ async fn client_main(ctx: &Ctx<'_>, sockets: Vec<std::net::TcpStream>) -> Result
     }
 
     // Phase 2: the requests, each worker one at a time on its own connection.
-    let first = Instant::now();
-    lock(ctx.log).first_request = Some(first);
-    ctx.hook.open(first);
+    let first = lock(ctx.log).requests.start(ctx.hook);
     common::join_all(ready.into_iter().map(|c| worker(ctx, c, first)).collect()).await;
     Ok(())
 }
@@ -446,19 +517,13 @@ async fn open_connection(ctx: &Ctx<'_>, sock: std::net::TcpStream) -> Result<Con
     tokio::spawn(connection);
     let id = ctx.next_conn_id.fetch_add(1, Ordering::SeqCst);
     let mut log = lock(ctx.log);
-    log.conns.push(ConnStats { id, client_port, cc_read_back, completed: 0, errors: 0, bytes: 0 });
+    log.conns.push(ConnStats { id, client_port, cc_read_back, tally: Tally::default() });
     Ok(Conn { id, slot: log.conns.len() - 1, sender })
 }
 
 async fn worker(ctx: &Ctx<'_>, mut conn: Conn, first: Instant) {
     let spec = ctx.spec;
-    loop {
-        let index = ctx.next_request.fetch_add(1, Ordering::SeqCst);
-        if index >= spec.requests {
-            // Leave the counter at `requests` so `requests_issued` stays exact.
-            ctx.next_request.fetch_sub(1, Ordering::SeqCst);
-            return;
-        }
+    while let Some(index) = next_index(&ctx.next_request, spec.requests) {
         if conn.sender.is_closed() {
             // The server (or the path) closed this connection: open another, as a client would.
             let reopened = match ctx.dial.sockets(1, (spec.method.sender() == Side::Client).then_some(spec.cc.as_str())) {
@@ -471,9 +536,9 @@ async fn worker(ctx: &Ctx<'_>, mut conn: Conn, first: Instant) {
                     if let WorkloadError::CongestionMismatch { actual, .. } = &e {
                         lock(ctx.log).mismatch = Some(actual.clone());
                     }
-                    let mut log = lock(ctx.log);
+                    let log = &mut lock(ctx.log).requests;
                     log.errors.push(format!("request {index}: reconnecting: {e}"));
-                    log.requests.push(RequestRecord {
+                    log.rows.push(RequestRecord {
                         index,
                         connection: conn.id,
                         start_s: first.elapsed().as_secs_f64(),
@@ -485,32 +550,11 @@ async fn worker(ctx: &Ctx<'_>, mut conn: Conn, first: Instant) {
                 }
             }
         }
-        let t0 = Instant::now();
+        let issued = Instant::now();
         let outcome = one_request(ctx, &mut conn.sender, index).await;
-        let now = Instant::now();
-        let record = RequestRecord {
-            index,
-            connection: conn.id,
-            start_s: t0.duration_since(first).as_secs_f64(),
-            latency_s: now.duration_since(t0).as_secs_f64(),
-            content_bytes: *outcome.as_ref().unwrap_or(&0),
-            ok: outcome.is_ok(),
-        };
-        let mut log = lock(ctx.log);
-        let stats = &mut log.conns[conn.slot];
-        match outcome {
-            Ok(bytes) => {
-                stats.completed += 1;
-                stats.bytes += bytes;
-                log.last_response = Some(now);
-                ctx.hook.extend(now);
-            }
-            Err(msg) => {
-                stats.errors += 1;
-                log.errors.push(format!("request {index} on connection {}: {msg}", conn.id));
-            }
-        }
-        log.requests.push(record);
+        let ended = Ended { index, connection: conn.id, first, issued, ended: Instant::now() };
+        let log = &mut *lock(ctx.log);
+        log.requests.record_outcome(&mut log.conns[conn.slot].tally, ctx.hook, ended, outcome, || format!("request {index} on connection {}", conn.id));
     }
 }
 
@@ -571,9 +615,9 @@ fn finish(
                 transport: Transport::Tcp,
                 cc_receiver: None,
                 warning: None,
-                requests_completed: c.completed,
-                errors: c.errors,
-                content_bytes: c.bytes,
+                requests_completed: c.tally.completed,
+                errors: c.tally.errors,
+                content_bytes: c.tally.bytes,
                 final_tcp_info: sampled.remove(&SocketId::Connection(c.client_port)).flatten(),
                 final_quic: None,
                 bbr_events: Vec::new(),
@@ -581,10 +625,10 @@ fn finish(
         })
         .collect();
     let outcome = Outcome {
-        first_request: log.first_request,
-        last_response: log.last_response,
-        requests: &log.requests,
-        client_errors: &log.errors,
+        first_request: log.requests.first_request,
+        last_response: log.requests.last_response,
+        requests: &log.requests.rows,
+        client_errors: &log.requests.errors,
         server_errors: &server_errors,
         connections,
         server_connections: accepted.len() as u32,

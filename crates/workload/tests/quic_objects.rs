@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use ccbench_emu::SERVER_ADDR;
 use ccbench_workload::{MeasureHook, MemorySeries, ObjectMethod, ObjectsResult, ObjectsSpec, RunContext, Side, SocketId, Transport, Workload};
-use common::{have_root, lock, start_path, LINK_MBIT};
+use common::{have_root, lock, start_path, Garbage, LINK_MBIT};
 
 fn spec(method: ObjectMethod, cc: &str, requests: u32, object_bytes: u64, concurrency: u32) -> ObjectsSpec {
     ObjectsSpec { requests, object_bytes, concurrency, method, cc: cc.into(), port: 9300, sample_interval_us: 10_000, timeout_s: 30.0, quic_receiver_cc: None }
@@ -180,36 +180,7 @@ fn a_quic_load_ends_at_its_timeout_or_when_stopped() {
 #[test]
 fn random_and_mutated_request_lines_never_panic() {
     let seeds: &[&[u8]] = &[b"GET /obj/17\r\n", b"PUT /obj/3 1048576\r\nbody", b"OK\r\n", b"ERROR PUT body of 3 bytes, declared 5\r\n"];
-    // splitmix64: a fixed sequence, so a failure reproduces.
-    let mut state = 0x00B1_EC75_u64;
-    let mut next = move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
-    for _ in 0..5000 {
-        let len = (next() % 200) as usize;
-        let random: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-        ccbench_workload::fuzzing::quic_objects_wire(&random);
-    }
-    for seed in seeds {
-        for cut in 0..=seed.len() {
-            let mut input = vec![(cut % 16) as u8];
-            input.extend_from_slice(&seed[..cut]);
-            ccbench_workload::fuzzing::quic_objects_wire(&input);
-        }
-        for _ in 0..3000 {
-            let mut m = seed.to_vec();
-            for _ in 0..1 + next() % 3 {
-                let i = (next() as usize) % m.len();
-                // Mostly the lines' own characters, which reach deeper than random bytes.
-                const PICK: &[u8] = b"GETPUOKRbj/ 0123456789\r\n";
-                m[i] = if next() % 4 == 0 { next() as u8 } else { PICK[(next() as usize) % PICK.len()] };
-            }
-            m.insert(0, next() as u8);
-            ccbench_workload::fuzzing::quic_objects_wire(&m);
-        }
-    }
+    // Mostly the lines' own characters; `n` is the first byte, which picks how the rest is cut.
+    let garbage = Garbage { rng: 0x00B1_EC75, random: 5000, max_len: 200, seeds, mutations: 3000, max_changes: 3, pick: b"GETPUOKRbj/ 0123456789\r\n" };
+    garbage.feed(|input, n| ccbench_workload::fuzzing::quic_objects_wire(&[&[n as u8], input].concat()));
 }

@@ -29,20 +29,16 @@ use super::wire::{Request, Status};
 use super::{Tls, MAX_STREAMS};
 use crate::common::{join_all, lock, multi_thread_runtime, stopped, Errors};
 use crate::harness::Finish;
-use crate::objects::{summarize, ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, Outcome, RequestRecord};
+use crate::objects::{next_index, summarize, Ended, ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, Outcome, RequestLog, Tally};
 use crate::transport::Transport;
 use crate::{MeasureHook, QuicSample, RunContext, WorkloadError};
 
 /// What the client's workers record.
 #[derive(Default)]
 struct Log {
-    first_request: Option<Instant>,
-    last_response: Option<Instant>,
-    requests: Vec<RequestRecord>,
-    errors: Errors,
-    completed: u32,
-    failed: u32,
-    content_bytes: u64,
+    requests: RequestLog,
+    /// The one connection's.
+    tally: Tally,
 }
 
 struct Ctx<'a> {
@@ -99,12 +95,7 @@ pub(crate) fn run_quic_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Resu
         done.store(true, Ordering::SeqCst);
         (how, sampler.join().unwrap_or_else(|_| (Instant::now(), 0)))
     });
-    if let (Some(first), last) = {
-        let l = lock(&log);
-        (l.first_request, l.last_response)
-    } {
-        run.hook.close(last.unwrap_or(first));
-    }
+    lock(&log).requests.close(run.hook);
     let final_sample = pair::last_sample(pair, run, &mut last);
     pair.client().close(VarInt::from_u32(0), b"done");
     let issued = ctx.next_request.load(Ordering::SeqCst).min(spec.requests);
@@ -138,9 +129,9 @@ fn finish(
             transport: Transport::Quic,
             cc_receiver: Some(pair.read_back.receiver.clone()),
             warning: pair.read_back.mismatch(),
-            requests_completed: log.completed,
-            errors: log.failed,
-            content_bytes: log.content_bytes,
+            requests_completed: log.tally.completed,
+            errors: log.tally.errors,
+            content_bytes: log.tally.bytes,
             final_tcp_info: None,
             final_quic: Some(last),
             bbr_events: pair::bbr_events(pair.bbr.as_ref(), epoch),
@@ -148,10 +139,10 @@ fn finish(
         .collect();
     let server_connections = connections.len() as u32;
     let outcome = Outcome {
-        first_request: log.first_request,
-        last_response: log.last_response,
-        requests: &log.requests,
-        client_errors: &log.errors,
+        first_request: log.requests.first_request,
+        last_response: log.requests.last_response,
+        requests: &log.requests.rows,
+        client_errors: &log.requests.errors,
         server_errors: &server_errors,
         connections,
         server_connections,
@@ -162,49 +153,22 @@ fn finish(
 
 /// The requests: `concurrency` workers, each one request at a time on a stream of its own.
 async fn client(ctx: &Ctx<'_>) {
-    let first = Instant::now();
-    lock(ctx.log).first_request = Some(first);
-    ctx.hook.open(first);
+    let first = lock(ctx.log).requests.start(ctx.hook);
     join_all((0..ctx.spec.concurrency).map(|_| worker(ctx, first)).collect()).await;
 }
 
 async fn worker(ctx: &Ctx<'_>, first: Instant) {
     let spec = ctx.spec;
-    loop {
-        let index = ctx.next_request.fetch_add(1, Ordering::SeqCst);
-        if index >= spec.requests {
-            // Leave the counter at `requests` so `requests_issued` stays exact.
-            ctx.next_request.fetch_sub(1, Ordering::SeqCst);
-            return;
-        }
+    while let Some(index) = next_index(&ctx.next_request, spec.requests) {
         let lost = ctx.conn.close_reason();
-        let t0 = Instant::now();
+        let issued = Instant::now();
         let outcome = match &lost {
             Some(reason) => Err(format!("the connection is gone: {reason}")),
             None => one_request(ctx.conn, spec, index).await,
         };
-        let now = Instant::now();
-        let mut log = lock(ctx.log);
-        log.requests.push(RequestRecord {
-            index,
-            connection: 0,
-            start_s: t0.duration_since(first).as_secs_f64(),
-            latency_s: now.duration_since(t0).as_secs_f64(),
-            content_bytes: *outcome.as_ref().unwrap_or(&0),
-            ok: outcome.is_ok(),
-        });
-        match outcome {
-            Ok(bytes) => {
-                log.completed += 1;
-                log.content_bytes += bytes;
-                log.last_response = Some(now);
-                ctx.hook.extend(now);
-            }
-            Err(msg) => {
-                log.failed += 1;
-                log.errors.push(format!("request {index}: {msg}"));
-            }
-        }
+        let ended = Ended { index, connection: 0, first, issued, ended: Instant::now() };
+        let log = &mut *lock(ctx.log);
+        log.requests.record_outcome(&mut log.tally, ctx.hook, ended, outcome, || format!("request {index}"));
         if lost.is_some() {
             return;
         }

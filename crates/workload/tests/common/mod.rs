@@ -1,4 +1,5 @@
-//! Shared by the namespace tests: the root check, a global lock and the emulated path.
+//! Shared by the workload tests: the root check, a global lock, the emulated path, and generated
+//! garbage for the parsers.
 #![allow(dead_code)]
 
 use std::sync::{Mutex, MutexGuard};
@@ -46,4 +47,54 @@ pub fn start_path(one_way_ms: u64, epoch: Instant) -> EmulatedPath {
     }))
     .expect("a path spec with the emulator's defaults");
     EmulatedPath::start(&spec, epoch).expect("start the emulated path")
+}
+
+/// A stand-in for the fuzzer on stable Rust, for an entry point that reads bytes from the
+/// network or another process: random inputs, then each seed cut short at every length, then
+/// each seed with a few bytes changed, mostly to bytes of `pick` (the format's own characters
+/// reach deeper than random bytes). From a fixed splitmix64 sequence, so a failure reproduces.
+pub struct Garbage<'a> {
+    /// Where the sequence starts.
+    pub rng: u64,
+    /// How many random inputs, each shorter than `max_len` bytes.
+    pub random: usize,
+    pub max_len: u64,
+    pub seeds: &'a [&'a [u8]],
+    /// How many changed copies of each seed, each with 1 to `max_changes` bytes changed.
+    pub mutations: usize,
+    pub max_changes: u64,
+    pub pick: &'a [u8],
+}
+
+impl Garbage<'_> {
+    /// Calls `target(input, n)` with each input; `n` is for a target that reads more than the
+    /// bytes (how to cut them, say): the length a seed was cut to, or else a fresh random number.
+    pub fn feed(&self, mut target: impl FnMut(&[u8], u64)) {
+        let mut state = self.rng;
+        let mut next = move || {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        for _ in 0..self.random {
+            let len = next() % self.max_len;
+            let random: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            target(&random, next());
+        }
+        for seed in self.seeds {
+            for cut in 0..=seed.len() {
+                target(&seed[..cut], cut as u64);
+            }
+            for _ in 0..self.mutations {
+                let mut m = seed.to_vec();
+                for _ in 0..1 + next() % self.max_changes {
+                    let i = (next() as usize) % m.len();
+                    m[i] = if next() % 4 == 0 { next() as u8 } else { self.pick[(next() as usize) % self.pick.len()] };
+                }
+                target(&m, next());
+            }
+        }
+    }
 }
