@@ -523,7 +523,7 @@ impl Bbr {
     /// the last packet of an ACK frame.
     pub fn on_packet_acked(&mut self, now: Instant, sent: Instant, pn: u64) {
         self.now = now;
-        self.sampler.on_packet_acked(now, pn);
+        self.sampler.on_packet_acked_sent_at(now, pn, sent);
         if self.recovery_start.is_some_and(|start| sent > start) {
             // RFC 9002 §7.3.2: recovery ends once a packet sent after it began is acked.
             self.recovery_start = None;

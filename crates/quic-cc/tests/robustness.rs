@@ -92,3 +92,25 @@ fn random_event_streams_keep_the_controller_sane() {
         }
     }
 }
+
+/// A run lost a handshake packet, and its late ACK named packet number 3 of the handshake
+/// space while application packet 3 had just been sent: taking that ACK for the new packet
+/// gave an RTT of 0.1 ms on a 20 ms path, and BBR's min_rtt (and with it cwnd) collapsed
+/// for 10 s. The ACK's send time tells the two apart.
+#[test]
+fn an_ack_for_a_reused_packet_number_measures_its_own_packet() {
+    for version in [BbrVersion::V3, BbrVersion::V2] {
+        let telemetry = Telemetry::default();
+        let t0 = Instant::now();
+        let controller = BbrFactory::new(version, telemetry.clone()).build(t0, 1200);
+        let mut bbr = *controller.into_any().downcast::<Bbr>().unwrap();
+        let at = |us: u64| t0 + Duration::from_micros(us);
+        Controller::on_packet_sent(&mut bbr, t0, 1200, 3); // handshake space
+        Controller::on_packet_sent(&mut bbr, at(19_900), 1200, 3); // application data
+        bbr.on_packet_acked(at(20_000), t0, 3);
+        bbr.on_ack_batch_end(at(20_000));
+        let snap = telemetry.snapshot().unwrap();
+        assert_eq!(snap.min_rtt, Some(Duration::from_millis(20)), "{version:?}");
+        assert_eq!(snap.bytes_in_flight, 1200, "{version:?}: the data packet is still in flight");
+    }
+}
