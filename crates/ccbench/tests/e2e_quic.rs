@@ -226,11 +226,15 @@ fn quic_bbr_keeps_rtt_under_half_of_quic_cubic_in_a_deep_buffer() {
 
 /// Issue 8 (b): 1 % random loss on the data direction. QUIC CUBIC collapses (Mathis: about
 /// 1.22 × MSS / (RTT × √p) ≈ 7 Mbit/s at 20 ms); QUIC BBR does not take loss for congestion
-/// below its 2 % threshold. Measured over 8 runs (README): BBRv3 85 % of the link (78–88 %),
-/// BBRv2 75 % (59–83 %), CUBIC 17 %. The issue's 80 % holds for BBRv3's median, but one run
-/// in eight falls just below it, so a median of 4 runs is held to 75 % here; BBRv2 (which
-/// also judges excess loss per ACK and conserves packets in recovery, draft-cardwell-02)
-/// does not reach 80 % on this path and is held to 50 % and 3× CUBIC.
+/// below its 2 % threshold. Measured (README, 40 runs each on a loaded 2-core VM, load 2–8):
+/// BBRv3 85 % of the link (74–88 %, 2 runs in 40 under 80 %), BBRv2 85 % (75–89 %, 8 in 40
+/// under 80 %, none under 75 %), CUBIC 17 %. Gates on the median of 4 runs, with the false
+/// failure rate estimated by resampling those 40 runs: BBRv3 ≥ 80 % (the issue's figure)
+/// fails about 1 time in 350 (0.3 %); BBRv2 ≥ 80 % would fail about 1 time in 24 (4 %), too
+/// flaky, so BBRv2 is held to ≥ 75 % (no resample fails; even at the 95 % bound on a run under
+/// 75 % given 0 of 40, 7 %, a median of 4 fails under 3 % of the time, since 2 runs must).
+/// (BBRv2's Startup, at tcp_bbr2.c's cwnd gain 2.885, overflows the 1-BDP buffer: about 350
+/// drops per run against BBRv3's 45, all to be resent within the 4 s.)
 #[test]
 fn quic_bbr_outruns_quic_cubic_under_one_percent_loss() {
     let _g = lock();
@@ -247,8 +251,8 @@ fn quic_bbr_outruns_quic_cubic_under_one_percent_loss() {
     // Mathis with MSS ≈ 1400 B, RTT 20 ms, p = 1 %: 6.8 Mbit/s; CUBIC in its range (×0.4–×3).
     let mathis = 1.22 * 1400.0 * 8.0 / (0.020 * 0.01f64.sqrt());
     assert!(cubic > 0.4 * mathis && cubic < 3.0 * mathis, "quic:cubic {cubic} bit/s vs Mathis {mathis}");
-    assert!(bbr3 >= 0.75 * 50e6 && bbr3 > 3.0 * cubic, "quic:bbr3 {bbr3} vs quic:cubic {cubic} bit/s");
-    assert!(bbr2 >= 0.5 * 50e6 && bbr2 > 3.0 * cubic, "quic:bbr2 {bbr2} vs quic:cubic {cubic} bit/s");
+    assert!(bbr3 >= 0.80 * 50e6 && bbr3 > 3.0 * cubic, "quic:bbr3 {bbr3} vs quic:cubic {cubic} bit/s");
+    assert!(bbr2 >= 0.75 * 50e6 && bbr2 > 3.0 * cubic, "quic:bbr2 {bbr2} vs quic:cubic {cubic} bit/s");
 }
 
 /// Issue 8 (c): above BBRv3's 2 % loss threshold, each probe records where loss crossed 2 %

@@ -1,5 +1,6 @@
 //! BBR, written from draft-ietf-ccwg-bbr-06 (BBRv3; section numbers below are that draft's),
-//! with a `V2` parameter set after draft-cardwell-iccrg-bbr-congestion-control-02 (BBRv2).
+//! with a `V2` parameter set after BBRv2 as deployed: Linux's `net/ipv4/tcp_bbr2.c` (google/bbr,
+//! v2alpha), and draft-cardwell-iccrg-bbr-congestion-control-02 where the kernel code is silent.
 //!
 //! Sans-IO: every entry point takes the current time; nothing reads a clock, sleeps or does
 //! I/O, so a test can drive it on a virtual clock. The QUIC glue is in `controller.rs`.
@@ -16,8 +17,9 @@ use crate::telemetry::{BbrSnapshot, BbrState, StateChange, Telemetry};
 /// Which BBR generation's constants and rules to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BbrVersion {
-    /// BBRv2 as in draft-cardwell-iccrg-bbr-congestion-control-02: the v3 machinery with the
-    /// rules where that draft differs (see [`BbrParams::for_version`]).
+    /// BBRv2: the v3 machinery with the rules of Linux's tcp_bbr2.c (the deployed BBRv2) and of
+    /// draft-cardwell-iccrg-bbr-congestion-control-02 where they differ from v3 (see
+    /// [`BbrParams::for_version`]).
     V2,
     /// BBRv3 as in draft-ietf-ccwg-bbr.
     V3,
@@ -39,21 +41,38 @@ pub enum UpExit {
     /// v3 (§5.3.3.7, `IsTimeToGoDown` in §5.3.3.9): the delivery rate stopped growing (by 25 % for
     /// 3 rounds) while not limited by inflight_longterm.
     BwPlateau,
-    /// v2 (draft-cardwell-02's ProbeBW_UP exit): at least min_rtt in UP and inflight above
-    /// 1.25 × BDP, i.e. the extra queue for the probe is in place.
+    /// v2 (tcp_bbr2.c `bbr2_update_cycle_phase`, "is_queuing"; draft-cardwell-02 alike): at
+    /// least min_rtt in UP and the inflight before this ACK at 1.25 × BDP or more, i.e. the
+    /// extra queue for the probe is in place.
     InflightAboveTarget,
 }
 
-/// The draft's constants (§2.8 and the sections that define each one).
+/// How Startup's loss exit is judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartupLossExit {
+    /// v3 (-06 §5.3.1.3 `CheckStartupHighLoss`): at the end of a round, more than
+    /// BBRLossThresh of the round lost in at least `startup_full_loss_count` separate ranges;
+    /// inflight_longterm = max(BDP, inflight_latest).
+    RoundLossRate,
+    /// v2 (tcp_bbr2.c `bbr2_check_loss_too_high_in_startup`): at the end of a round spent in
+    /// recovery, at least `startup_full_loss_count` ACKs of that round marked packets lost, and
+    /// the round-ending ACK's own sample lost more than BBRLossThresh of its tx_in_flight
+    /// (`bbr2_is_inflight_too_high`); inflight_hi = Inflight(max_bw, 1)
+    /// (`bbr2_handle_queue_too_high_in_startup`).
+    LossMarkingAcks,
+}
+
+/// The draft's constants (§2.8 and the sections that define each one), and for v2 the
+/// kernel's (tcp_bbr2.c module parameters and `bbr2_init`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BbrParams {
-    /// BBRStartupPacingGain: 4·ln 2 ≈ 2.77 (v2 draft too).
+    /// BBRStartupPacingGain: v3 4·ln 2 ≈ 2.77; v2 `bbr_high_gain` 2/ln 2 ≈ 2.885.
     pub startup_pacing_gain: f64,
-    /// BBRStartupCwndGain: 2.
+    /// BBRStartupCwndGain: v3 2; v2 `bbr_startup_cwnd_gain` 2.885.
     pub startup_cwnd_gain: f64,
-    /// BBRDrainPacingGain: 0.5.
+    /// BBRDrainPacingGain: v3 0.5; v2 `bbr_drain_gain` 1/2.885.
     pub drain_pacing_gain: f64,
-    /// ProbeBW_DOWN pacing gain: 0.9.
+    /// ProbeBW_DOWN pacing gain: v3 0.9; v2 `bbr_pacing_gain[BBR_BW_PROBE_DOWN]` 0.75.
     pub probe_bw_down_pacing_gain: f64,
     /// ProbeBW_UP pacing gain: 1.25 in both.
     pub probe_bw_up_pacing_gain: f64,
@@ -80,26 +99,40 @@ pub struct BbrParams {
     /// `BBRCheckStartupFullBandwidth`, as Linux BBR) the filtered `BBR.max_bw`; v3 (-06
     /// `CheckFullBWReached`) the latest `RS.delivery_rate`, which also ends ProbeBW_UP.
     pub full_bw_on_max_bw: bool,
-    /// BBRStartupFullLossCnt, lost ranges in a round for the loss exit: v3 6; v2 3.
+    /// BBRStartupFullLossCnt for the loss exit: v3 6 lost ranges in a round; v2
+    /// `bbr_full_loss_cnt` 8 loss-marking ACKs in a round (see [`StartupLossExit`]).
     pub startup_full_loss_count: u32,
+    pub startup_loss_exit: StartupLossExit,
     pub up_exit: UpExit,
     /// BBRPacingMarginPercent: pace 1 % below the estimate.
     pub pacing_margin: f64,
     /// v3 (-06 §5.3.2): leave Drain after this many rounds even if inflight is above the BDP
     /// (bandwidth overestimated in Startup). v2 has no such bound.
     pub drain_max_rounds: Option<u64>,
-    /// v3 (-06 §5.3.3.6) precautionary bandwidth probing: after a probe that hit excess loss,
-    /// the next UP stops as soon as inflight reaches inflight_longterm. Not in v2.
+    /// Precautionary bandwidth probing (v3: -06 §5.3.3.6; v2: tcp_bbr2.c's
+    /// `stopped_risky_probe`): after a probe that hit excess loss, the next UP stops as soon
+    /// as inflight reaches inflight_hi, and if that caused no excess loss, probes again at once.
     pub precautionary_probing: bool,
-    /// v2 (draft-cardwell-02's BBRModulateCwndForRecovery): packet conservation in the first round of recovery and
-    /// cwnd cut by each loss; v3 (-06 §5.6.4.4) only saves cwnd on loss and restores it after.
-    pub packet_conservation: bool,
-    /// v2 (`CheckInflightTooHigh` in `BBRAdaptUpperBounds`): also judge excess loss per ACK
-    /// from the newest packet's loss-since-send; -06 judges it only per lost packet.
+    /// v3 (-06 §5.6.4.4): cwnd saved on a loss and restored when fast recovery ends. v2
+    /// (tcp_bbr2.c): fast recovery leaves cwnd alone — `bbr2_main` never calls v1's
+    /// `bbr_set_cwnd_to_recover_or_restore` (draft-cardwell-02's packet conservation), the
+    /// short-term model is its only loss response — and only the end of an RTO's recovery
+    /// restores cwnd (`bbr2_set_state`).
+    pub recovery_restores_cwnd: bool,
+    /// v2 (tcp_bbr2.c `bbr2_adapt_upper_bounds`, draft-cardwell-02 `CheckInflightTooHigh`):
+    /// also judge excess loss per ACK from the newest packet's loss-since-send; -06 judges it
+    /// only per lost packet.
     pub ack_path_loss_check: bool,
-    /// v3: Startup's loss exit sets inflight_hi to max(BDP, inflight_latest); v2's only ends
-    /// Startup.
-    pub startup_loss_sets_inflight_hi: bool,
+    /// v3 (-06 §5.5.11.2): undoing a spurious loss episode also returns to the state it
+    /// interrupted (Startup, UP). v2 (tcp_bbr2.c `bbr2_undo_cwnd`, and -02) only restores the
+    /// model bounds and cwnd.
+    pub undo_reverts_state: bool,
+    /// v2's bookkeeping from tcp_bbr2.c that -06 does not have: leaving Startup resets the
+    /// congestion signals (`bbr_check_drain` → `bbr2_reset_congestion_signals`), entering
+    /// CRUISE bounds inflight_lo by inflight_hi (`bbr2_start_bw_probe_cruise`), and UP drops
+    /// the credit toward raising inflight_hi while cwnd is not at inflight_hi
+    /// (`bbr2_probe_inflight_hi_upward`).
+    pub tcp_bbr2_bookkeeping: bool,
 }
 
 impl BbrParams {
@@ -123,28 +156,42 @@ impl BbrParams {
             full_bw_rounds: 3,
             full_bw_on_max_bw: false,
             startup_full_loss_count: 6,
+            startup_loss_exit: StartupLossExit::RoundLossRate,
             up_exit: UpExit::BwPlateau,
             pacing_margin: 0.01,
             drain_max_rounds: Some(3),
             precautionary_probing: true,
-            packet_conservation: false,
+            recovery_restores_cwnd: true,
             ack_path_loss_check: false,
-            startup_loss_sets_inflight_hi: true,
+            undo_reverts_state: true,
+            tcp_bbr2_bookkeeping: false,
         };
+        // Linux's BBR high gain, 2/ln 2: the smallest gain whose smoothly rising pacing rate
+        // doubles each round and sends as many packets per round as an unpaced slow start
+        // (tcp_bbr2.c `bbr_high_gain`; the kernel's fixed point makes it 739/256).
+        let high_gain = 2.0 / std::f64::consts::LN_2;
         match version {
             BbrVersion::V3 => v3,
-            // draft-cardwell-iccrg-bbr-congestion-control-02 already has v3's gains (2.77, 2,
-            // 0.5, 0.9, 1.25); Linux's tcp_bbr2.c (2.885, 0.75) predates them.
+            // Where draft-cardwell-iccrg-bbr-congestion-control-02 and the deployed tcp_bbr2.c
+            // differ, the kernel's value: its gains (2.885, 1/2.885, DOWN 0.75), its loss
+            // exit and its recovery. Beta, headroom, loss threshold, UP gain 1.25, cwnd gain 2
+            // and the ProbeRTT constants are the same in both, and in v3.
             BbrVersion::V2 => Self {
+                startup_pacing_gain: high_gain,
+                startup_cwnd_gain: high_gain,
+                drain_pacing_gain: 1.0 / high_gain,
+                probe_bw_down_pacing_gain: 0.75,
                 probe_bw_up_cwnd_gain: 2.0,
                 full_bw_on_max_bw: true,
-                startup_full_loss_count: 3,
+                startup_full_loss_count: 8,
+                startup_loss_exit: StartupLossExit::LossMarkingAcks,
                 up_exit: UpExit::InflightAboveTarget,
                 drain_max_rounds: None,
-                precautionary_probing: false,
-                packet_conservation: true,
+                precautionary_probing: true,
+                recovery_restores_cwnd: false,
                 ack_path_loss_check: true,
-                startup_loss_sets_inflight_hi: false,
+                undo_reverts_state: false,
+                tcp_bbr2_bookkeeping: true,
                 ..v3
             },
         }
@@ -266,6 +313,9 @@ pub struct Bbr {
     loss_round_delivered: u64,
     loss_round_start: bool,
     loss_events_in_round: u32,
+    /// v2's Startup loss exit: ACKs in this round that marked packets lost (saturating at 15,
+    /// as the kernel's 4-bit counter).
+    loss_marking_acks_in_round: u32,
     lost_bytes_in_round: u64,
     delivered_at_loss_round_start: u64,
     last_lost_pn: Option<u64>,
@@ -287,6 +337,8 @@ pub struct Bbr {
 
     // Loss recovery (§5.6.4.4): from the first loss until a packet sent after it is acked.
     recovery_start: Option<Instant>,
+    /// The recovery began with persistent congestion (QUIC's RTO), which cut cwnd.
+    recovery_after_rto: bool,
 
     // Undo state (§5.5.11): the model before a loss episode, restored if it was spurious.
     undo_state: Option<BbrState>,
@@ -354,6 +406,7 @@ impl Bbr {
             loss_round_delivered: 0,
             loss_round_start: false,
             loss_events_in_round: 0,
+            loss_marking_acks_in_round: 0,
             lost_bytes_in_round: 0,
             delivered_at_loss_round_start: 0,
             last_lost_pn: None,
@@ -371,6 +424,7 @@ impl Bbr {
             cwnd_limited_this_round: false,
             cwnd_limited_last_round: false,
             recovery_start: None,
+            recovery_after_rto: false,
             undo_state: None,
             undo_bw_shortterm: None,
             undo_inflight_shortterm: None,
@@ -469,11 +523,14 @@ impl Bbr {
     /// the last packet of an ACK frame.
     pub fn on_packet_acked(&mut self, now: Instant, sent: Instant, pn: u64) {
         self.now = now;
-        self.sampler.on_packet_acked(now, pn);
+        self.sampler.on_packet_acked_sent_at(now, pn, sent);
         if self.recovery_start.is_some_and(|start| sent > start) {
             // RFC 9002 §7.3.2: recovery ends once a packet sent after it began is acked.
             self.recovery_start = None;
-            self.restore_cwnd();
+            if self.p.recovery_restores_cwnd || self.recovery_after_rto {
+                self.restore_cwnd();
+            }
+            self.recovery_after_rto = false;
         }
     }
 
@@ -519,14 +576,12 @@ impl Bbr {
             self.save_state_upon_loss();
             self.cwnd = (self.sampler.inflight() + self.smss).max(self.min_pipe_cwnd());
             self.recovery_start = Some(now);
+            self.recovery_after_rto = true;
         } else if self.recovery_start.is_none() {
-            // OnEnterFastRecovery.
+            // OnEnterFastRecovery: remember cwnd and the model for the undo; cwnd itself is
+            // left alone (the response to loss is the short-term model).
             self.save_state_upon_loss();
             self.recovery_start = Some(now);
-            if self.p.packet_conservation {
-                // v2: no more in flight than what is there plus what arrives.
-                self.cwnd = self.sampler.inflight().max(self.min_pipe_cwnd()) + self.smss;
-            }
         }
         self.publish();
     }
@@ -542,7 +597,7 @@ impl Bbr {
         self.bw_shortterm = max_f(self.bw_shortterm, self.undo_bw_shortterm);
         self.inflight_shortterm = max_u(self.inflight_shortterm, self.undo_inflight_shortterm);
         self.inflight_longterm = max_u(self.inflight_longterm, self.undo_inflight_longterm);
-        match self.undo_state {
+        match self.undo_state.filter(|_| self.p.undo_reverts_state) {
             Some(BbrState::Startup) if self.state != BbrState::Startup => {
                 self.full_bw_reached = false;
                 if self.state != BbrState::ProbeRtt {
@@ -577,6 +632,7 @@ impl Bbr {
         self.update_latest_delivery_signals(rs);
         self.update_congestion_signals(rs);
         self.update_ack_aggregation(now, rs);
+        self.check_startup_loss_marking_acks(rs);
         self.check_full_bw_reached(rs);
         self.check_startup_done();
         self.check_drain_done(now);
@@ -759,10 +815,11 @@ impl Bbr {
         }
     }
 
-    /// §5.3.1.3 BBRCheckStartupHighLoss: leave Startup when a round lost more than
-    /// BBRLossThresh in at least BBRStartupFullLossCnt separate ranges.
+    /// §5.3.1.3 BBRCheckStartupHighLoss (v3, [`StartupLossExit::RoundLossRate`]): leave
+    /// Startup when a round lost more than BBRLossThresh in at least BBRStartupFullLossCnt
+    /// separate ranges.
     fn check_startup_high_loss(&mut self) {
-        if self.full_bw_reached || self.state != BbrState::Startup {
+        if self.p.startup_loss_exit != StartupLossExit::RoundLossRate || self.full_bw_reached || self.state != BbrState::Startup {
             return;
         }
         let delivered = self.sampler.delivered() - self.delivered_at_loss_round_start;
@@ -770,10 +827,35 @@ impl Bbr {
         if self.loss_events_in_round >= self.p.startup_full_loss_count && self.is_inflight_too_high(self.lost_bytes_in_round, sent) {
             self.undo_state = Some(BbrState::Startup);
             self.full_bw_reached = true;
-            if self.p.startup_loss_sets_inflight_hi {
-                let bdp = self.bdp_multiple(self.max_bw, 1.0);
-                self.inflight_longterm = Some(bdp.max(self.inflight_latest));
-            }
+            let bdp = self.bdp_multiple(self.max_bw, 1.0);
+            self.inflight_longterm = Some(bdp.max(self.inflight_latest));
+        }
+    }
+
+    /// v2's Startup loss exit ([`StartupLossExit::LossMarkingAcks`], tcp_bbr2.c
+    /// `bbr2_check_loss_too_high_in_startup`): judged once per round, at its end, and only in
+    /// recovery, so that one or two random losses in a small early round cannot end Startup.
+    fn check_startup_loss_marking_acks(&mut self, rs: &RateSample) {
+        if self.p.startup_loss_exit != StartupLossExit::LossMarkingAcks || self.full_bw_reached {
+            return;
+        }
+        // noq reports an ACK's losses after the ACK, so they arrive with the next sample.
+        if rs.newly_lost > 0 {
+            self.loss_marking_acks_in_round = (self.loss_marking_acks_in_round + 1).min(15);
+        }
+        if self.loss_round_start
+            && self.recovery_start.is_some()
+            && self.loss_marking_acks_in_round >= self.p.startup_full_loss_count
+            && self.is_inflight_too_high(rs.lost, rs.tx_in_flight)
+        {
+            // bbr2_handle_queue_too_high_in_startup.
+            self.undo_state = Some(BbrState::Startup);
+            self.full_bw_reached = true;
+            self.inflight_longterm = Some(self.inflight_for(1.0));
+            return;
+        }
+        if self.loss_round_start {
+            self.loss_marking_acks_in_round = 0;
         }
     }
 
@@ -808,6 +890,11 @@ impl Bbr {
     fn check_startup_done(&mut self) {
         if self.state == BbrState::Startup && self.full_bw_reached {
             self.ssthresh = Some(self.bdp_multiple(self.max_bw, 1.0));
+            if self.p.tcp_bbr2_bookkeeping {
+                // Startup's losses were the probe's, not a reason to cut the short-term model
+                // in Drain (tcp_bbr2.c `bbr_check_drain`).
+                self.reset_congestion_signals();
+            }
             self.drain_start_round = self.round_count;
             self.set_state(BbrState::Drain);
         }
@@ -839,6 +926,12 @@ impl Bbr {
     }
 
     fn start_probe_bw_cruise(&mut self) {
+        if self.p.tcp_bbr2_bookkeeping {
+            // tcp_bbr2.c `bbr2_start_bw_probe_cruise`.
+            if let (Some(lo), Some(hi)) = (self.inflight_shortterm, self.inflight_longterm) {
+                self.inflight_shortterm = Some(lo.min(hi));
+            }
+        }
         self.set_state(BbrState::ProbeBwCruise);
     }
 
@@ -956,6 +1049,10 @@ impl Bbr {
             return;
         };
         if !self.is_cwnd_limited() || self.cwnd < longterm {
+            if self.p.tcp_bbr2_bookkeeping {
+                // No credit for ACKs while not using inflight_hi (bbr2_probe_inflight_hi_upward).
+                self.bw_probe_up_acks = 0;
+            }
             return;
         }
         self.bw_probe_up_acks += rs.newly_acked;
@@ -1002,18 +1099,19 @@ impl Bbr {
 
     /// When ProbeBW_UP has found what it can (see [`UpExit`]).
     fn is_time_to_go_down(&mut self, now: Instant, rs: &RateSample) -> bool {
+        // Inflight is judged, as Linux does, before this ACK (it freed room that is only
+        // refilled after it).
+        let prior_inflight = self.sampler.inflight() + rs.newly_acked;
+        // "inflight ≥ inflight_longterm" at byte granularity: no room left for another packet.
+        let at_longterm = self.inflight_longterm.is_some_and(|l| prior_inflight + self.smss > l);
+        if self.p.precautionary_probing && self.prev_probe_too_high && at_longterm {
+            // Precautionary probing, deceleration: the last probe hit excess loss here.
+            self.prev_probe_precautionary = true;
+            return true;
+        }
         match self.p.up_exit {
             UpExit::BwPlateau => {
-                // "inflight ≥ inflight_longterm", judged, as Linux does, on the inflight before
-                // this ACK (it freed room that is only refilled after it) and at byte
-                // granularity: no room left for another full packet.
-                let prior_inflight = self.sampler.inflight() + rs.newly_acked;
-                let at_longterm = self.inflight_longterm.is_some_and(|l| prior_inflight + self.smss > l);
-                if self.p.precautionary_probing && self.prev_probe_too_high && at_longterm {
-                    // Precautionary probing, deceleration: the last probe hit excess loss here.
-                    self.prev_probe_precautionary = true;
-                    true
-                } else if self.is_cwnd_limited() && self.inflight_longterm.is_some_and(|l| self.cwnd >= l) {
+                if self.is_cwnd_limited() && self.inflight_longterm.is_some_and(|l| self.cwnd >= l) {
                     // Limited by inflight_longterm, not by the path: keep probing.
                     self.reset_full_bw();
                     self.full_bw = rs.delivery_rate;
@@ -1024,7 +1122,7 @@ impl Bbr {
             }
             UpExit::InflightAboveTarget => {
                 let min_rtt = self.min_rtt.unwrap_or(Duration::ZERO);
-                self.has_elapsed_in_phase(now, min_rtt) && self.sampler.inflight() > self.inflight_for(self.p.probe_bw_up_pacing_gain)
+                self.has_elapsed_in_phase(now, min_rtt) && prior_inflight >= self.inflight_for(self.p.probe_bw_up_pacing_gain)
             }
         }
     }
@@ -1187,15 +1285,7 @@ impl Bbr {
     /// §5.6.4.6 BBRSetCwnd.
     fn set_cwnd(&mut self, rs: &RateSample) {
         let max_inflight = self.max_inflight();
-        // v2's BBRModulateCwndForRecovery (draft-cardwell-02); v3 has none.
-        let conserving = self.p.packet_conservation && self.recovery_start.is_some();
-        if self.p.packet_conservation && rs.newly_lost > 0 {
-            self.cwnd = self.cwnd.saturating_sub(rs.newly_lost).max(self.min_pipe_cwnd());
-        }
-        if conserving {
-            // Packet conservation for the (one-round) QUIC recovery period.
-            self.cwnd = self.cwnd.max(self.sampler.inflight() + rs.newly_acked);
-        } else if self.full_bw_reached {
+        if self.full_bw_reached {
             self.cwnd = (self.cwnd + rs.newly_acked).min(max_inflight);
         } else if self.cwnd < max_inflight || self.sampler.delivered() < self.initial_cwnd {
             self.cwnd += rs.newly_acked;

@@ -61,6 +61,10 @@ pub struct RateSample {
 #[derive(Debug, Clone)]
 pub struct DeliveryRateSampler {
     in_flight: HashMap<u64, SentPacket>,
+    /// Older packets whose number a later packet reused: QUIC numbers packets per space, so a
+    /// handshake packet and an application-data packet can share one while both are in
+    /// flight. Rarely more than a few, and only around the handshake.
+    aliased: Vec<(u64, SentPacket)>,
     inflight_bytes: u64,
     delivered: u64,
     delivered_time: Option<Instant>,
@@ -86,6 +90,7 @@ impl DeliveryRateSampler {
     pub fn new() -> Self {
         Self {
             in_flight: HashMap::new(),
+            aliased: Vec::new(),
             inflight_bytes: 0,
             delivered: 0,
             delivered_time: None,
@@ -139,18 +144,38 @@ impl DeliveryRateSampler {
             tx_in_flight: self.inflight_bytes + bytes,
             lost: self.lost,
         };
-        // QUIC numbers packets per space; a reused number (handshake vs data) replaces the old
-        // record, whose bytes leave our in-flight count.
+        // QUIC numbers packets per space: a reused number (a handshake packet's, reused by
+        // application data) keeps the older packet aside, still in flight.
         if let Some(old) = self.in_flight.insert(pn, packet) {
-            self.inflight_bytes -= old.size;
+            self.aliased.push((pn, old));
         }
         self.inflight_bytes += bytes;
     }
 
-    /// §4.1.2.3 UpdateRateSample, per newly acknowledged packet. Returns the packet's
-    /// send-time record, or `None` for a packet this sampler never saw.
+    /// §4.1.2.3 UpdateRateSample, per newly acknowledged packet: the newest packet sent with
+    /// number `pn`. Returns its send-time record, or `None` for a packet this sampler never saw.
     pub fn on_packet_acked(&mut self, now: Instant, pn: u64) -> Option<SentPacket> {
         let p = self.in_flight.remove(&pn)?;
+        if let Some(i) = self.aliased.iter().rposition(|(n, _)| *n == pn) {
+            let (_, older) = self.aliased.swap_remove(i);
+            self.in_flight.insert(pn, older);
+        }
+        self.account_acked(now, p)
+    }
+
+    /// As [`Self::on_packet_acked`], for the packet with number `pn` that was sent at `sent`
+    /// (the transport's own record): when two packets share the number, the other one stays
+    /// in flight, and its send time cannot make an RTT sample of 0.1 ms on a 20 ms path.
+    pub fn on_packet_acked_sent_at(&mut self, now: Instant, pn: u64, sent: Instant) -> Option<SentPacket> {
+        if self.in_flight.get(&pn).is_some_and(|p| p.send_time == sent) {
+            return self.on_packet_acked(now, pn);
+        }
+        let i = self.aliased.iter().position(|(n, p)| *n == pn && p.send_time == sent)?;
+        let (_, p) = self.aliased.swap_remove(i);
+        self.account_acked(now, p)
+    }
+
+    fn account_acked(&mut self, now: Instant, p: SentPacket) -> Option<SentPacket> {
         self.inflight_bytes -= p.size;
         self.delivered += p.size;
         self.delivered_time = Some(now);
@@ -168,9 +193,13 @@ impl DeliveryRateSampler {
         Some(p)
     }
 
-    /// A packet was declared lost. Returns its send-time record.
+    /// A packet was declared lost. Returns its send-time record. The transport gives no send
+    /// time here; of two packets sharing the number, the older (handshake) one is taken.
     pub fn on_packet_lost(&mut self, pn: u64) -> Option<SentPacket> {
-        let p = self.in_flight.remove(&pn)?;
+        let p = match self.aliased.iter().position(|(n, _)| *n == pn) {
+            Some(i) => self.aliased.swap_remove(i).1,
+            None => self.in_flight.remove(&pn)?,
+        };
         self.inflight_bytes -= p.size;
         self.lost += p.size;
         self.newly_lost += p.size;
@@ -184,6 +213,12 @@ impl DeliveryRateSampler {
     /// are the oldest records we hold.
     pub fn trim_oldest_to(&mut self, max_inflight: u64) {
         while self.inflight_bytes > max_inflight {
+            // Packets set aside under a reused number are older than any that reused it.
+            if let Some(i) = (0..self.aliased.len()).min_by_key(|&i| (self.aliased[i].1.send_time, self.aliased[i].0)) {
+                let (_, p) = self.aliased.swap_remove(i);
+                self.inflight_bytes -= p.size;
+                continue;
+            }
             let Some((&pn, _)) = self.in_flight.iter().min_by_key(|(pn, p)| (p.send_time, **pn)) else {
                 break;
             };

@@ -1,9 +1,10 @@
 //! Our own sans-IO BBR congestion controller for QUIC (noq), in two variants:
 //!
 //! * [`BbrVersion::V3`] — BBRv3 as specified by draft-ietf-ccwg-bbr-06;
-//! * [`BbrVersion::V2`] — the same machinery with the rules of
-//!   draft-cardwell-iccrg-bbr-congestion-control-02 where it differs ([`BbrParams::for_version`]
-//!   lists every difference).
+//! * [`BbrVersion::V2`] — the same machinery with BBRv2's rules where they differ: Linux's
+//!   `tcp_bbr2.c` (google/bbr v2alpha, the deployed BBRv2), and
+//!   draft-cardwell-iccrg-bbr-congestion-control-02 where the kernel code says nothing
+//!   ([`BbrParams::for_version`] lists every difference).
 //!
 //! Pieces, one job each:
 //! * [`delivery_rate`] — per-packet delivery-rate sampling (draft-cheng-iccrg-delivery-rate-estimation);
@@ -20,7 +21,7 @@ mod controller;
 pub mod delivery_rate;
 mod telemetry;
 
-pub use bbr::{Bbr, BbrParams, BbrVersion, UpExit};
+pub use bbr::{Bbr, BbrParams, BbrVersion, StartupLossExit, UpExit};
 pub use controller::BbrFactory;
 /// The trait side, re-exported so users need not name noq-proto's module path.
 pub use noq_proto::congestion::{Controller, ControllerFactory, ControllerMetrics};

@@ -1,5 +1,6 @@
 //! The controller on a virtual clock against draft-ietf-ccwg-bbr's state machine and constants
-//! (and BBRv2's, draft-cardwell-iccrg-bbr-congestion-control-02, where they differ).
+//! (and BBRv2's where they differ: Linux's tcp_bbr2.c, and
+//! draft-cardwell-iccrg-bbr-congestion-control-02 where the kernel code is silent).
 //! Every figure asserted here comes from the draft or from the simulated link's own
 //! parameters; margins are explained where they are not exact.
 
@@ -7,7 +8,7 @@ mod sim;
 
 use std::time::Duration;
 
-use ccbench_quic_cc::{Bbr, BbrFactory, BbrParams, BbrState, BbrVersion, Controller, ControllerFactory, Telemetry, UpExit};
+use ccbench_quic_cc::{Bbr, BbrFactory, BbrParams, BbrState, BbrVersion, Controller, ControllerFactory, StartupLossExit, Telemetry, UpExit};
 use sim::{Link, Sim, MSS};
 
 const V3: BbrVersion = BbrVersion::V3;
@@ -59,38 +60,52 @@ fn v3_constants_are_the_drafts() {
     // -06: Drain ends after 3 rounds at the latest; precautionary probing; no packet
     // conservation in recovery.
     assert_eq!(p.drain_max_rounds, Some(3));
-    assert!(p.precautionary_probing && !p.packet_conservation && !p.ack_path_loss_check);
-    assert!(p.startup_loss_sets_inflight_hi);
+    assert!(p.precautionary_probing && p.recovery_restores_cwnd && !p.ack_path_loss_check);
+    assert_eq!(p.startup_loss_exit, StartupLossExit::RoundLossRate);
 }
 
-/// draft-cardwell-iccrg-bbr-congestion-control-02 (source: the ccwg repository's first commit,
-/// docName iccrg-02, 7 March 2022) already has v3's gains; it differs in UP's cwnd gain,
-/// Startup's loss exit, UP's exit rule, recovery and the -06 additions.
+/// BBRv2 as deployed: Linux's tcp_bbr2.c (google/bbr, branch v2alpha) — its module
+/// parameters `bbr_high_gain`, `bbr_startup_cwnd_gain`, `bbr_drain_gain`, `bbr_pacing_gain[]`,
+/// `bbr_full_loss_cnt` and what `bbr2_main` does and does not call — where it differs from
+/// draft-cardwell-iccrg-bbr-congestion-control-02 (which has v3's 2.77 / 2 / 0.5 / 0.9 gains,
+/// a 3-range loss exit and packet conservation); the two agree on everything else here.
 #[test]
-fn v2_constants_differ_only_where_the_v2_draft_differs() {
+fn v2_constants_are_linux_tcp_bbr2s() {
     let (v2, v3) = (BbrParams::for_version(V2), BbrParams::for_version(V3));
-    assert!(close(v2.startup_pacing_gain, 2.77, 0.005));
-    assert_eq!((v2.startup_cwnd_gain, v2.drain_pacing_gain, v2.probe_bw_down_pacing_gain), (2.0, 0.5, 0.9));
-    assert_eq!(v2.probe_bw_up_cwnd_gain, 2.0);
-    assert_eq!(v2.startup_full_loss_count, 3);
+    let high_gain = 2.0 / std::f64::consts::LN_2;
+    // 2/ln 2 = 2.885 (the kernel's fixed point: 739/256 = 2.887); Drain paces at its inverse.
+    assert!(close(v2.startup_pacing_gain, 2.885, 0.001) && v2.startup_cwnd_gain == high_gain, "{}", v2.startup_pacing_gain);
+    assert!(close(v2.drain_pacing_gain, 1.0 / 2.885, 0.001));
+    assert_eq!((v2.probe_bw_down_pacing_gain, v2.probe_bw_up_pacing_gain, v2.cwnd_gain, v2.probe_bw_up_cwnd_gain), (0.75, 1.25, 2.0, 2.0));
+    assert_eq!((v2.startup_full_loss_count, v2.startup_loss_exit), (8, StartupLossExit::LossMarkingAcks));
     assert_eq!(v2.up_exit, UpExit::InflightAboveTarget);
     assert_eq!(v2.drain_max_rounds, None);
-    assert!(!v2.precautionary_probing && v2.packet_conservation && v2.ack_path_loss_check);
-    assert!(!v2.startup_loss_sets_inflight_hi);
-    // -02's BBRCheckStartupFullBandwidth tests BBR.max_bw for growth; -06 the latest sample.
+    // stopped_risky_probe; no packet conservation (bbr_set_cwnd_to_recover_or_restore is v1
+    // only); excess loss also judged per ACK; undo restores bounds, not states.
+    assert!(v2.precautionary_probing && !v2.recovery_restores_cwnd && v2.ack_path_loss_check && !v2.undo_reverts_state);
+    assert!(v2.tcp_bbr2_bookkeeping && !v3.tcp_bbr2_bookkeeping);
+    // bbr_check_full_bw_reached tests bbr_max_bw() for growth; -06 the latest sample.
     assert!(v2.full_bw_on_max_bw && !v3.full_bw_on_max_bw);
     let same = BbrParams {
+        startup_pacing_gain: v3.startup_pacing_gain,
+        startup_cwnd_gain: v3.startup_cwnd_gain,
+        drain_pacing_gain: v3.drain_pacing_gain,
+        probe_bw_down_pacing_gain: v3.probe_bw_down_pacing_gain,
         probe_bw_up_cwnd_gain: v3.probe_bw_up_cwnd_gain,
         full_bw_on_max_bw: v3.full_bw_on_max_bw,
         startup_full_loss_count: v3.startup_full_loss_count,
+        startup_loss_exit: v3.startup_loss_exit,
         up_exit: v3.up_exit,
         drain_max_rounds: v3.drain_max_rounds,
         precautionary_probing: v3.precautionary_probing,
-        packet_conservation: v3.packet_conservation,
+        recovery_restores_cwnd: v3.recovery_restores_cwnd,
         ack_path_loss_check: v3.ack_path_loss_check,
-        startup_loss_sets_inflight_hi: v3.startup_loss_sets_inflight_hi,
+        undo_reverts_state: v3.undo_reverts_state,
+        tcp_bbr2_bookkeeping: v3.tcp_bbr2_bookkeeping,
         ..v2
     };
+    // Beta 0.7, headroom 0.15, loss threshold 2 %, ProbeRTT 200 ms every 5 s at BDP/2, the
+    // 25 %-for-3-rounds plateau and the 1 % pacing margin.
     assert_eq!(same, v3, "v2 and v3 share every other constant");
 }
 
@@ -146,22 +161,18 @@ fn startup_takes_the_loss_exit_on_a_shallow_buffer() {
         assert_eq!((from, to), (BbrState::Startup, BbrState::Drain));
         let at_exit = &sim.on_entry.iter().find(|(_, s)| s.state == BbrState::Drain).unwrap().1;
         assert!(at_exit.lost_bytes > 0);
-        match version {
-            // v3: the loss exit sets inflight_hi to max(BDP, inflight_latest); nothing else
-            // sets it in Startup.
-            V3 => {
-                let hi = at_exit.inflight_hi.expect("the loss exit sets inflight_hi");
-                let bdp = at_exit.max_bw_bps as f64 / 8.0 * at_exit.min_rtt.unwrap().as_secs_f64();
-                assert!(hi as f64 >= bdp * 0.999, "hi {hi} < bdp {bdp}");
-            }
-            // v2 leaves inflight_hi alone; the exit still comes before the plateau rule could
-            // fire (3 rounds after the rate stops growing): while the rate still grew.
-            V2 => {
-                assert_eq!(at_exit.inflight_hi, None);
-                let deep = run(V2, Link::new(50.0, 40, 8.0), 3.0);
-                assert!(sim.transitions()[0].0 < deep.transitions()[0].0, "not earlier than the plateau exit");
-            }
+        // Only the loss exit sets inflight_hi in Startup. v3: max(BDP, inflight_latest); v2
+        // (bbr2_handle_queue_too_high_in_startup): the BDP plus the quantization budget.
+        let hi = at_exit.inflight_hi.expect("the loss exit sets inflight_hi") as f64;
+        let bdp = at_exit.max_bw_bps as f64 / 8.0 * at_exit.min_rtt.unwrap().as_secs_f64();
+        assert!(hi >= bdp * 0.999, "{version:?} hi {hi} < bdp {bdp}");
+        if version == V2 {
+            // Budget: one send quantum (≤ 64 KiB) or 4 packets, whichever is more.
+            assert!(hi <= bdp + 65536.0, "{version:?} hi {hi} vs bdp {bdp}");
         }
+        // Before the plateau rule could fire (3 rounds after the rate stops growing).
+        let deep = run(version, Link::new(50.0, 40, 8.0), 3.0);
+        assert!(sim.transitions()[0].0 < deep.transitions()[0].0, "{version:?} not earlier than the plateau exit");
     }
 }
 
@@ -327,9 +338,11 @@ fn cruise_keeps_15pct_headroom_below_inflight_hi() {
     assert!(checked > 100, "only {checked} cruise samples with a finite inflight_hi");
 }
 
-/// The issue's target: QUIC BBR keeps ≥ 80 % of the link under 1 % random loss. v2 also
-/// reacts to excess loss seen per ACK (and conserves packets in recovery), which costs it
-/// more under random loss: it must keep ≥ 70 %.
+/// The issue's target: QUIC BBR keeps ≥ 80 % of the link under 1 % random loss. On this
+/// path a flight is 44 packets, so 2 % of it is less than one packet: for v2, which also
+/// judges excess loss per ACK (tcp_bbr2.c `bbr2_adapt_upper_bounds`), any loss seen during a
+/// probe ends it and cuts inflight_hi, and its precautionary re-probes then stop at that
+/// inflight_hi. It keeps 0.70–0.75 here (seeds 1–3) and must keep ≥ 70 %.
 #[test]
 fn one_percent_random_loss_keeps_80pct_of_the_link() {
     for (version, floor) in [(V3, 0.8), (V2, 0.7)] {
@@ -383,8 +396,9 @@ fn factory_builds_a_downcastable_controller_with_pacing_metrics() {
     let m = controller.metrics();
     assert_eq!(m.congestion_window, 12_000);
     assert_eq!(controller.initial_window(), 12_000);
-    // §5.6.2: initial pacing = 2.77 × 12000 B / 1 ms.
-    assert!(close(m.pacing_rate.unwrap() as f64, 2.77 * 12e6, 0.01 * 12e6));
+    // §5.6.2 (and tcp_bbr2.c bbr_init_pacing_rate_from_rtt): initial pacing = Startup gain
+    // (v2: 2.885) × 12000 B / 1 ms.
+    assert!(close(m.pacing_rate.unwrap() as f64, 2.885 * 12e6, 0.01 * 12e6));
     assert_eq!(m.send_quantum, Some(2400));
     assert_eq!(m.bandwidth_estimate, None);
     assert_eq!(telemetry.snapshot().unwrap().state, BbrState::Startup);
@@ -435,11 +449,12 @@ fn run_until(sim: &mut Sim, state: BbrState) {
     }
 }
 
-/// -06 §5.3.3.6: after a probe that hit excess loss (here a burst of 20 drops during UP on an
-/// 8-BDP buffer), the next UP stops as soon as inflight reaches inflight_hi; that causes no
-/// loss here, so REFILL follows within a round instead of 2–3 s later. v2 has no such step.
+/// -06 §5.3.3.6 (and tcp_bbr2.c's `stopped_risky_probe`, so v2 too): after a probe that hit
+/// excess loss (here a burst of 20 drops during UP on an 8-BDP buffer), the next UP stops as
+/// soon as inflight reaches inflight_hi; that causes no loss here, so REFILL follows within a
+/// round instead of 2–3 s later.
 #[test]
-fn v3_reprobes_at_once_after_a_precautionary_probe() {
+fn reprobes_at_once_after_a_precautionary_probe() {
     let quick_reprobes = |version| {
         let mut sim = Sim::new(version, long_link());
         run_until(&mut sim, BbrState::ProbeBwUp);
@@ -456,8 +471,9 @@ fn v3_reprobes_at_once_after_a_precautionary_probe() {
         }
         quick
     };
-    assert!(quick_reprobes(V3) >= 1, "no precautionary re-probe");
-    assert_eq!(quick_reprobes(V2), 0);
+    for version in [V3, V2] {
+        assert!(quick_reprobes(version) >= 1, "{version:?}: no precautionary re-probe");
+    }
 }
 
 /// -06 §5.5.11: a loss episode later found spurious is undone — the short-term bound it
@@ -478,4 +494,90 @@ fn a_spurious_loss_episode_is_undone() {
     let undone = sim.telemetry.snapshot().unwrap();
     assert_eq!(undone.inflight_lo, None, "restored to the pre-loss (unbounded) value");
     assert!(undone.cwnd_bytes >= cut.cwnd_bytes);
+}
+
+/// v2's Startup loss exit is tcp_bbr2.c's (`bbr2_check_loss_too_high_in_startup`): 8
+/// loss-marking ACKs in a round spent in recovery, with the round-ending ACK's sample over
+/// 2 %. Random 1 % loss alone rarely meets that, so on a deep buffer Startup ends on the
+/// bandwidth plateau, at the link rate, with inflight_hi unset. (draft-cardwell-02's 3 lost
+/// ranges per round let a 1 %-loss flow leave Startup at half the link.)
+#[test]
+fn v2_random_loss_alone_does_not_end_startup() {
+    for seed in 1..=8 {
+        let mut link = Link::new(50.0, 20, 8.0).with_loss(0.01);
+        link.seed = seed;
+        let mut sim = Sim::new(V2, link);
+        run_until(&mut sim, BbrState::Drain);
+        let at_exit = &sim.on_entry.iter().find(|(_, s)| s.state == BbrState::Drain).unwrap().1;
+        assert!(at_exit.lost_bytes > 0, "seed {seed}: no random loss in Startup");
+        assert_eq!(at_exit.inflight_hi, None, "seed {seed}: the loss exit fired");
+        let share = at_exit.max_bw_bps as f64 / link.rate_bps as f64;
+        assert!(share > 0.9, "seed {seed}: left Startup at {share:.2} of the link");
+    }
+}
+
+/// v2 leaves cwnd alone on entering fast recovery (tcp_bbr2.c: `bbr2_main` has no
+/// packet conservation); its response to a loss is the short-term model, at the round's end.
+/// In CRUISE on a clean deep buffer, cwnd (2 × BDP) is about twice the inflight (1 BDP), so
+/// draft-cardwell-02's "cwnd = inflight + 1 packet" would halve it.
+#[test]
+fn v2_fast_recovery_leaves_cwnd_alone() {
+    let mut sim = Sim::new(V2, long_link());
+    sim.run_for(secs(5.5)); // past the first ProbeRTT, whose exit leads into CRUISE
+    run_until(&mut sim, BbrState::ProbeBwCruise);
+    let mut before = sim.telemetry.snapshot().unwrap();
+    assert!(before.cwnd_bytes as f64 > 1.5 * before.bytes_in_flight as f64, "{before:?}");
+    sim.force_drops = 1;
+    loop {
+        sim.run_for(secs(0.001));
+        let now = sim.telemetry.snapshot().unwrap();
+        if now.lost_bytes > before.lost_bytes {
+            assert_eq!(now.state, BbrState::ProbeBwCruise);
+            assert!(now.cwnd_bytes >= before.cwnd_bytes, "cwnd {} -> {} on entering recovery", before.cwnd_bytes, now.cwnd_bytes);
+            break;
+        }
+        before = now;
+        assert!(sim.now < secs(7.0), "the drop was never declared lost");
+    }
+}
+
+/// Undoing a spurious loss episode: -06 (v3) also returns to the state the episode
+/// interrupted — here Startup, left through the loss exit on a shallow buffer, and undone at
+/// once. Neither tcp_bbr2.c (`bbr2_undo_cwnd`: bounds and cwnd only) nor draft-cardwell-02
+/// does that, so v2 stays out of Startup.
+#[test]
+fn undo_returns_to_startup_in_v3_only() {
+    for version in [V3, V2] {
+        let mut sim = Sim::new(version, Link::new(50.0, 40, 0.3));
+        sim.pause_on_state_change = true;
+        while sim.bbr.state() == BbrState::Startup {
+            sim.run_for(secs(0.01));
+        }
+        assert_eq!(sim.bbr.state(), BbrState::Drain);
+        assert!(sim.telemetry.snapshot().unwrap().lost_bytes > 0, "{version:?} left Startup before any loss");
+        Controller::on_spurious_congestion_event(&mut sim.bbr);
+        let back = sim.bbr.state() == BbrState::Startup;
+        assert_eq!(back, version == V3, "{version:?} state after the undo: {}", sim.bbr.state());
+    }
+}
+
+/// tcp_bbr2.c `bbr2_start_bw_probe_cruise`: entering CRUISE bounds inflight_lo by
+/// inflight_hi, so a short-term bound left from DOWN never lets CRUISE above the long-term one.
+#[test]
+fn v2_enters_cruise_with_inflight_lo_at_most_inflight_hi() {
+    let mut checked = 0;
+    for seed in 1..=2 {
+        // A small BDP (35 packets) under 1 % loss: probes often end too high, cutting
+        // inflight_hi below a short-term bound set earlier.
+        let mut link = issue_link().with_loss(0.01);
+        link.seed = seed;
+        let sim = run(V2, link, 20.0);
+        for (_, s) in sim.on_entry.iter().filter(|(_, s)| s.state == BbrState::ProbeBwCruise) {
+            if let (Some(lo), Some(hi)) = (s.inflight_lo, s.inflight_hi) {
+                assert!(lo <= hi, "seed {seed}: CRUISE entered with inflight_lo {lo} > inflight_hi {hi}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 5, "only {checked} CRUISE entries with both bounds set");
 }

@@ -120,13 +120,13 @@ fn losses_leave_flight_and_show_in_the_next_sample() {
 }
 
 #[test]
-fn a_reused_packet_number_replaces_the_old_record() {
+fn a_reused_packet_number_keeps_the_older_packet_in_flight() {
     // QUIC numbers packets per space; Initial 0 and Handshake 0 may both be in flight.
     let t0 = Instant::now();
     let mut s = DeliveryRateSampler::new();
     s.on_packet_sent(t0, SIZE, 0);
     s.on_packet_sent(t0, 500, 0);
-    assert_eq!(s.inflight(), 500);
+    assert_eq!(s.inflight(), SIZE + 500);
     // The transport says only 1000 B are in flight: the oldest records go first.
     s.on_packet_sent(ms(t0, 1), 700, 1);
     s.on_packet_sent(ms(t0, 2), 300, 2);
@@ -134,4 +134,36 @@ fn a_reused_packet_number_replaces_the_old_record() {
     assert_eq!(s.inflight(), 1000);
     assert!(s.on_packet_lost(0).is_none(), "the oldest record was dropped");
     assert!(s.on_packet_lost(2).is_some());
+}
+
+/// QUIC numbers packets per space: a handshake packet and a later application-data packet can
+/// both be in flight as number 0. Each ACK names its packet by number and send time, so each
+/// gets its own RTT, and the one not yet acknowledged stays in flight.
+#[test]
+fn a_reused_packet_number_keeps_both_packets_apart() {
+    let t0 = Instant::now();
+    let mut s = DeliveryRateSampler::new();
+    s.on_packet_sent(t0, SIZE, 0);
+    s.on_packet_sent(ms(t0, 19), SIZE, 0);
+    assert_eq!(s.inflight(), 2 * SIZE);
+    assert_eq!(s.on_packet_acked_sent_at(ms(t0, 20), 0, t0).unwrap().send_time, t0);
+    assert_eq!(s.generate().unwrap().rtt, Duration::from_millis(20));
+    assert_eq!(s.inflight(), SIZE);
+    assert!(s.on_packet_acked_sent_at(ms(t0, 30), 0, ms(t0, 5)).is_none(), "no packet 0 was sent at 5 ms");
+    assert_eq!(s.on_packet_acked_sent_at(ms(t0, 40), 0, ms(t0, 19)).unwrap().send_time, ms(t0, 19));
+    assert_eq!(s.generate().unwrap().rtt, Duration::from_millis(21));
+    assert_eq!((s.inflight(), s.delivered()), (0, 2 * SIZE));
+    // A loss names no send time: the older of the two is taken, the newer stays in flight.
+    s.on_packet_sent(ms(t0, 50), SIZE, 7);
+    s.on_packet_sent(ms(t0, 60), SIZE, 7);
+    assert_eq!(s.on_packet_lost(7).unwrap().send_time, ms(t0, 50));
+    assert_eq!((s.inflight(), s.lost()), (SIZE, SIZE));
+    assert_eq!(s.on_packet_acked(ms(t0, 80), 7).unwrap().send_time, ms(t0, 60));
+    // Reconciling with the transport's count drops the oldest records first, set-aside ones
+    // included.
+    s.on_packet_sent(ms(t0, 90), SIZE, 9);
+    s.on_packet_sent(ms(t0, 91), SIZE, 9);
+    s.trim_oldest_to(SIZE);
+    assert_eq!(s.on_packet_acked(ms(t0, 120), 9).unwrap().send_time, ms(t0, 91));
+    assert_eq!(s.inflight(), 0);
 }

@@ -301,8 +301,9 @@ fn random_loss_in_noq() {
     let v3_5 = bbr(BbrVersion::V3, 0.05);
     let cubic_1 = goodput(Arc::new(CubicConfig::default()), 0.01);
     println!("1 % loss: BBRv3 {v3_1:.3}, BBRv2 {v2_1:.3}, CUBIC {cubic_1:.3}; 5 % loss: BBRv3 {v3_5:.3}");
-    // The target (≥ 80 % at 1 % loss) is for BBRv3. v2's packet conservation in
-    // recovery costs it a few % more here (measured 0.79–0.85); it must still beat CUBIC well.
+    // The target (≥ 80 % at 1 % loss) is for BBRv3. v2 also judges excess loss per ACK,
+    // which on this small-BDP path ends its probes at any loss (measured 0.785); it must still
+    // beat CUBIC well.
     assert!(v3_1 >= 0.8, "1 % loss: v3 {v3_1}");
     assert!(v2_1 >= 0.7 && v2_1 > 2.0 * cubic_1, "1 % loss: v2 {v2_1}, CUBIC {cubic_1}");
     assert!((0.15..0.6).contains(&cubic_1), "CUBIC at 1 % loss: {cubic_1}");

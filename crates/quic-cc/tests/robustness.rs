@@ -92,3 +92,26 @@ fn random_event_streams_keep_the_controller_sane() {
         }
     }
 }
+
+/// Seen in a measured run (1 % loss on the data direction, the handshake 1 s late): BBR's
+/// min_rtt read 104 µs on a 20 ms path while noq's own read 20.4 ms, and cwnd stayed at a few
+/// packets for the whole run (3.1 Mbit/s of 50). An ACK for a packet of another number space
+/// had been taken for the application packet that had just reused its number. The ACK's
+/// send time tells the two apart.
+#[test]
+fn an_ack_for_a_reused_packet_number_measures_its_own_packet() {
+    for version in [BbrVersion::V3, BbrVersion::V2] {
+        let telemetry = Telemetry::default();
+        let t0 = Instant::now();
+        let controller = BbrFactory::new(version, telemetry.clone()).build(t0, 1200);
+        let mut bbr = *controller.into_any().downcast::<Bbr>().unwrap();
+        let at = |us: u64| t0 + Duration::from_micros(us);
+        Controller::on_packet_sent(&mut bbr, t0, 1200, 3); // handshake space
+        Controller::on_packet_sent(&mut bbr, at(19_900), 1200, 3); // application data
+        bbr.on_packet_acked(at(20_000), t0, 3);
+        bbr.on_ack_batch_end(at(20_000));
+        let snap = telemetry.snapshot().unwrap();
+        assert_eq!(snap.min_rtt, Some(Duration::from_millis(20)), "{version:?}");
+        assert_eq!(snap.bytes_in_flight, 1200, "{version:?}: the data packet is still in flight");
+    }
+}

@@ -83,6 +83,10 @@ pub struct Sim {
     rng: u64,
     /// Drop the next N packets entering the bottleneck (a forced loss burst).
     pub force_drops: u32,
+    /// Stop `run_for` right after the ACK batch that changed the state, before that ACK's
+    /// loss detection: a test can then act on the controller exactly at the transition.
+    pub pause_on_state_change: bool,
+    paused: bool,
     pub samples: Vec<Sample>,
     next_sample: Duration,
     /// Snapshot right after each ACK batch that changed the state: the state's first view.
@@ -119,6 +123,8 @@ impl Sim {
             tokens_at: Duration::ZERO,
             rng: link.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
             force_drops: 0,
+            pause_on_state_change: false,
+            paused: false,
             samples: Vec::new(),
             next_sample: Duration::ZERO,
             on_entry: Vec::new(),
@@ -205,6 +211,7 @@ impl Sim {
 
     fn process_acks(&mut self) {
         let now = self.at(self.now);
+        let state_before = self.bbr.state();
         let mut any = false;
         while self.acks.front().is_some_and(|a| a.arrive <= self.now) {
             let ack = self.acks.pop_front().unwrap();
@@ -226,6 +233,11 @@ impl Sim {
         self.last_progress = self.now;
         let inflight = self.inflight();
         Controller::on_end_acks(&mut self.bbr, now, inflight, false, self.largest_acked);
+        if self.pause_on_state_change && self.bbr.state() != state_before {
+            // This ACK's losses are found at the next one.
+            self.paused = true;
+            return;
+        }
         // RFC 9002 §6.1 loss detection.
         let largest = self.largest_acked.unwrap();
         let threshold = self.srtt.unwrap().max(self.latest_rtt) * 9 / 8;
@@ -267,6 +279,10 @@ impl Sim {
         while self.now < end {
             let before = self.bbr.state();
             self.process_acks();
+            if std::mem::take(&mut self.paused) {
+                self.record(before);
+                return;
+            }
             if !self.outstanding.is_empty() && self.now >= self.last_progress + self.pto() {
                 // Probe timeout: everything outstanding is gone.
                 let all: Vec<u64> = self.outstanding.keys().copied().collect();
