@@ -475,7 +475,7 @@ fn a_live_serve_survives_fuzzed_control_input() {
     let mut c = TcpStream::connect(addr).unwrap();
     handshake(&mut c, &secret);
     proto::write_msg(&mut c, &ClientMsg::Run { test: TestRequest::Bulk(spec("cubic")) }).unwrap();
-    let ServerMsg::Ready { port, token } = proto::read_msg::<ServerMsg>(&mut c).unwrap() else { panic!("no ready") };
+    let ServerMsg::Ready { port, token, .. } = proto::read_msg::<ServerMsg>(&mut c).unwrap() else { panic!("no ready") };
     let mut wrong = unhex::<16>(&token).unwrap();
     wrong[0] ^= 1;
     let mut data = TcpStream::connect((addr.ip(), port)).unwrap();
@@ -736,7 +736,7 @@ fn http_and_quic_tests_are_gated_and_limited() {
     let mut c = TcpStream::connect(serve.addr).unwrap();
     handshake(&mut c, &secret);
     proto::write_msg(&mut c, &ClientMsg::Run { test: TestRequest::Objects(objects_spec(2, 1000, 1)) }).unwrap();
-    let ServerMsg::Ready { port, token } = proto::read_msg::<ServerMsg>(&mut c).unwrap() else { panic!("no ready") };
+    let ServerMsg::Ready { port, token, .. } = proto::read_msg::<ServerMsg>(&mut c).unwrap() else { panic!("no ready") };
     proto::write_msg(&mut c, &ClientMsg::Start).unwrap();
     let mut wrong = unhex::<16>(&token).unwrap();
     wrong[15] ^= 0x80;

@@ -126,7 +126,7 @@ fn session(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
                     let outcome = match &test {
                         TestRequest::Bulk(spec) if crate::quic::is_quic(spec) => crate::quic::run_quic(&stream, spec, shared),
                         TestRequest::Bulk(spec) => run_bulk(&stream, spec, shared),
-                        TestRequest::Objects(_) | TestRequest::Page(_) => crate::http::run_http(&stream, &test, shared),
+                        TestRequest::Objects(_) | TestRequest::Page(_) | TestRequest::Browser(_) => crate::http::run_http(&stream, &test, shared),
                     };
                     eprintln!("ccbench serve: {peer} {}: {}", describe(&test), outcome.log_line(began.elapsed()));
                     match outcome.fatal {
@@ -214,6 +214,7 @@ pub fn check(test: &TestRequest, config: &ServeConfig) -> Result<(), String> {
         TestRequest::Bulk(spec) => check_bulk(spec, config),
         TestRequest::Objects(o) => crate::http::check_objects(o, config),
         TestRequest::Page(p) => crate::http::check_page(p, config),
+        TestRequest::Browser(p) => crate::http::check_browser(p, config),
     }
 }
 
@@ -271,6 +272,7 @@ fn describe(test: &TestRequest) -> String {
         TestRequest::Bulk(b) => b,
         TestRequest::Objects(o) => return crate::http::describe_objects(o),
         TestRequest::Page(p) => return crate::http::describe_page(p),
+        TestRequest::Browser(p) => return crate::http::describe_browser(p),
     };
     let dir = match b.direction {
         Direction::Download => "download",
@@ -324,7 +326,7 @@ fn run_bulk(control: &TcpStream, spec: &BulkSpec, shared: &Shared) -> Outcome {
     };
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
     let mut c = control;
-    if let Err(e) = proto::write_msg(&mut c, &ServerMsg::Ready { port, token: hex(&token) }) {
+    if let Err(e) = proto::write_msg(&mut c, &ServerMsg::Ready { port, token: hex(&token), spki_sha256: None }) {
         return Outcome::fatal(e.to_string());
     }
     let streams = match accept_flows(&listener, &token, plan.len()) {
