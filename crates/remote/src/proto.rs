@@ -345,10 +345,12 @@ fn decode_frames<T: DeserializeOwned>(bytes: &[u8]) -> Vec<Result<T, String>> {
 }
 
 /// Everything serve and its client parse from bytes they did not make, fed `data`: frames of
-/// either direction, one unframed server message, hex, and `tc`'s qdisc JSON. The body of the
+/// either direction (every test asked for going on through serve's check and log line), one
+/// unframed server message, hex, and `tc`'s qdisc JSON. The body of the
 /// fuzz target (`fuzz/fuzz_targets/control.rs`) and of the corpus replay test.
 pub fn fuzz_input(data: &[u8]) {
-    let _ = decode_stream(data);
+    let tests: Vec<ClientMsg> = decode_stream(data).into_iter().flatten().collect();
+    crate::server::fuzz_tests(&tests);
     let _ = decode_stream_server(data);
     let _ = decode::<ServerMsg>(data);
     let _ = crate::host::parse_root_qdisc(data);
