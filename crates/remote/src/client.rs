@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ccbench_workload::{
-    assemble, client_socket, confirm_congestion, elapsed_since, prepare_stream, run_end, Amount, BulkResult, BulkSpec, Direction, EndClock, EndStream, FlowEnd,
-    FlowMeta, NoMeasureHook, SeriesSink, Side, SocketId, WorkloadError,
+    assemble, client_socket, confirm_congestion, prepare_stream, run_end, Amount, BulkResult, BulkSpec, Direction, EndClock, EndStream, FlowEnd, FlowMeta,
+    NoMeasureHook, Opens, SeriesSink, Side, SocketId, WorkloadError,
 };
 
 use crate::auth::{self, Secret};
@@ -21,6 +21,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) const REPLY_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long after its planned end a test's results may take to come back.
 pub(crate) const RESULT_GRACE: Duration = Duration::from_secs(30);
+/// How long the far end's first sample waits for this end's first data byte.
+const FIRST_BYTE_GRACE: Duration = Duration::from_secs(1);
 
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
@@ -160,14 +162,16 @@ impl Client {
             Amount::Bytes(_) => spec.timeout_s + last_start,
         };
         c.set_read_timeout(Some(Duration::from_secs_f64(planned.min(86_400.0)) + RESULT_GRACE))?;
+        let one_way = one_way_estimate(&self.control);
         proto::write_msg(&mut c, &ClientMsg::Start)?;
         let start = Instant::now();
-        // The far end's times count from when it saw `Start`; this end's from `epoch`.
-        let shift_us = start.duration_since(epoch).as_micros() as u64;
+        // A download's window opens when its data arrives, not when `Start` left: that message
+        // can be lost and resent, and the server starts only once it has it.
+        let clock = if upload { EndClock::shared(epoch, start) } else { EndClock::at_first_byte(epoch, start, one_way) };
         let reader = self.control.try_clone()?;
         let (near, far) = std::thread::scope(|s| {
-            let far = s.spawn(|| receive_results(reader, shift_us, series));
-            let near = run_end(spec, &streams, &EndClock { epoch, start }, stop, series, &NoMeasureHook, None);
+            let far = s.spawn(|| receive_results(reader, &clock, one_way, series));
+            let near = run_end(spec, &streams, &clock, stop, series, &NoMeasureHook, None);
             // The far end's window closes a one-way delay after ours: the streams stay open
             // until it is done, unless the run was stopped (then closing them stops it).
             if stop.load(Ordering::SeqCst) {
@@ -176,23 +180,70 @@ impl Client {
             (near, far.join().unwrap_or_else(|_| Err(RemoteError::Protocol("the result reader panicked".into()))))
         });
         let far = far?;
-        let elapsed_s = elapsed_since(spec.amount, start);
+        let elapsed_s = clock.elapsed(spec.amount);
+        let start_us = clock.opened().unwrap_or(start).saturating_duration_since(epoch).as_micros() as u64;
         let (senders, receivers) = if upload { (near, far) } else { (far, near) };
-        Ok(assemble(spec, &meta, &senders, &receivers, shift_us, elapsed_s, stop.load(Ordering::SeqCst)))
+        Ok(assemble(spec, &meta, &senders, &receivers, start_us, elapsed_s, stop.load(Ordering::SeqCst)))
+    }
+}
+
+/// Half the control connection's lowest round trip so far: how long after the far end
+/// starts sending its first byte arrives here, on a path as slow both ways.
+pub(crate) fn one_way_estimate(control: &TcpStream) -> Duration {
+    ccbench_probe::tcp_info(control).map(|t| Duration::from_micros(u64::from(t.min_rtt_us.unwrap_or(t.rtt_us)) / 2)).unwrap_or_default()
+}
+
+/// Where the far end's time 0 falls on this end's clock, in µs from its epoch. When this end
+/// receives, the far end's 0 is when it saw `Start` and began to send: the window's opening here.
+/// When this end sends, the far end's 0 is when it sent `Connected`, a one-way delay before this
+/// end's `start` (it started reading then, so as not to depend on `Start` arriving in time).
+pub(crate) fn far_shift_us(clock: &EndClock, one_way: Duration) -> u64 {
+    let far_zero = match clock.opens {
+        Opens::AtFirstByte { .. } => clock.opened().unwrap_or(clock.start + one_way),
+        Opens::AtStart => clock.start.checked_sub(one_way).unwrap_or(clock.start),
+    };
+    far_zero.saturating_duration_since(clock.epoch).as_micros() as u64
+}
+
+/// Moves the far end's times onto this end's clock, once it knows where the far end's 0 is.
+pub(crate) struct FarTime<'a> {
+    clock: &'a EndClock,
+    one_way: Duration,
+    shift_us: Option<u64>,
+}
+
+impl<'a> FarTime<'a> {
+    pub(crate) fn new(clock: &'a EndClock, one_way: Duration) -> Self {
+        FarTime { clock, one_way, shift_us: None }
+    }
+
+    /// µs to add to a far time. The far end's first samples race its first data bytes here:
+    /// the first call gives the data a moment to open this end's window, so that both ends'
+    /// series share one time axis.
+    pub(crate) fn shift_us(&mut self) -> u64 {
+        let (clock, one_way) = (self.clock, self.one_way);
+        *self.shift_us.get_or_insert_with(|| {
+            let wait_until = Instant::now() + FIRST_BYTE_GRACE;
+            while clock.opened().is_none() && Instant::now() < wait_until {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            far_shift_us(clock, one_way)
+        })
     }
 }
 
 /// The far end's samples, into `series` on this end's clock, until its `Done`.
-fn receive_results(control: TcpStream, shift_us: u64, series: &dyn SeriesSink) -> Result<Vec<FlowEnd>, RemoteError> {
+fn receive_results(control: TcpStream, clock: &EndClock, one_way: Duration, series: &dyn SeriesSink) -> Result<Vec<FlowEnd>, RemoteError> {
     let mut c = &control;
+    let mut far = FarTime::new(clock, one_way);
     loop {
         match proto::read_msg::<ServerMsg>(&mut c)? {
             ServerMsg::Sample { flow, mut sample } => {
-                sample.t_us += shift_us;
+                sample.t_us += far.shift_us();
                 series.tcp_sample(SocketId::Flow(flow), &sample);
             }
             ServerMsg::Received { flow, mut point } => {
-                point.t_us += shift_us;
+                point.t_us += far.shift_us();
                 series.received(flow, &point);
             }
             ServerMsg::Done { ends } => return Ok(ends),

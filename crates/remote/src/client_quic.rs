@@ -7,9 +7,9 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use ccbench_workload::{elapsed_since, Amount, BulkResult, BulkSpec, EndClock, QuicConnEnd, QuicEnd, QuicFarClient, SeriesSink, SocketId, TOKEN_LEN};
+use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction, EndClock, QuicConnEnd, QuicEnd, QuicFarClient, SeriesSink, SocketId, TOKEN_LEN};
 
-use crate::client::{unexpected, Client, RemoteError, REPLY_TIMEOUT, RESULT_GRACE};
+use crate::client::{one_way_estimate, unexpected, Client, FarTime, RemoteError, REPLY_TIMEOUT, RESULT_GRACE};
 use crate::proto::{self, unhex, unhex_vec, ClientMsg, ServerMsg, TestRequest};
 
 /// A certificate is a few hundred bytes; anything this long is not one.
@@ -47,13 +47,15 @@ impl Client {
         };
         let reader = self.control.try_clone()?;
         reader.set_read_timeout(Some(Duration::from_secs_f64(planned.clamp(0.0, 86_400.0)) + RESULT_GRACE))?;
+        let one_way = one_way_estimate(&self.control);
         proto::write_msg(&mut c, &ClientMsg::Start)?;
         let start = Instant::now();
-        // The far end's times count from when it saw `Start`; this end's from `epoch`.
-        let shift_us = start.duration_since(epoch).as_micros() as u64;
+        // As over TCP: a download's window opens when its data arrives (see `run_bulk`).
+        let upload = spec.direction == Direction::Upload;
+        let clock = if upload { EndClock::shared(epoch, start) } else { EndClock::at_first_byte(epoch, start, one_way) };
         let (near, far) = std::thread::scope(|s| {
-            let far = s.spawn(|| receive_quic(reader, shift_us, series));
-            let near = client.run(&EndClock { epoch, start }, stop, series);
+            let far = s.spawn(|| receive_quic(reader, FarTime::new(&clock, one_way), series));
+            let near = client.run(&clock, stop, series);
             // Stopped early: closing the connections ends the far end too.
             if stop.load(Ordering::SeqCst) {
                 client.close();
@@ -62,24 +64,25 @@ impl Client {
         });
         let far = far?;
         client.close();
-        let elapsed_s = elapsed_since(spec.amount, start);
-        Ok(client.result(&near, &far, &far_read_backs, shift_us, elapsed_s, stop.load(Ordering::SeqCst)))
+        let elapsed_s = clock.elapsed(spec.amount);
+        let start_us = clock.opened().unwrap_or(start).saturating_duration_since(epoch).as_micros() as u64;
+        Ok(client.result(&near, &far, &far_read_backs, start_us, elapsed_s, stop.load(Ordering::SeqCst)))
     }
 }
 
 /// The server's messages of a QUIC test until its `QuicDone`, samples into `series` on this
 /// end's clock; what the server's end saw.
-fn receive_quic(control: std::net::TcpStream, shift_us: u64, series: &dyn SeriesSink) -> Result<QuicEnd, RemoteError> {
+fn receive_quic(control: std::net::TcpStream, mut far: FarTime<'_>, series: &dyn SeriesSink) -> Result<QuicEnd, RemoteError> {
     let mut c = &control;
     let mut connections: Vec<QuicConnEnd> = Vec::new();
     loop {
         match proto::read_msg::<ServerMsg>(&mut c)? {
             ServerMsg::QuicSample { flow, mut sample } => {
-                sample.t_us += shift_us;
+                sample.t_us += far.shift_us();
                 series.quic_sample(SocketId::Flow(flow), &sample);
             }
             ServerMsg::Received { flow, mut point } => {
-                point.t_us += shift_us;
+                point.t_us += far.shift_us();
                 series.received(flow, &point);
             }
             ServerMsg::BbrEvents { flow, events } => {
@@ -90,12 +93,14 @@ fn receive_quic(control: std::net::TcpStream, shift_us: u64, series: &dyn Series
                         connections.last_mut().expect("just pushed")
                     }
                 };
+                let shift_us = far.shift_us();
                 conn.bbr_events.extend(events.into_iter().map(|mut e| {
                     e.t_us += shift_us;
                     e
                 }));
             }
             ServerMsg::QuicConnectionEnd { flow, final_quic } => {
+                let shift_us = far.shift_us();
                 let final_quic = final_quic.map(|mut s| {
                     s.t_us += shift_us;
                     *s

@@ -13,11 +13,11 @@ use std::net::TcpStream;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 
-use ccbench_workload::{transport_of, BulkSpec, ByteBudget, EndClock, QuicFarServer, Transport, QUIC_ALGORITHMS, TOKEN_LEN};
+use ccbench_workload::{transport_of, BulkSpec, ByteBudget, EndClock, QuicFarServer, Side, Transport, QUIC_ALGORITHMS, TOKEN_LEN};
 use rand::RngCore;
 
-use crate::proto::{self, hex, ClientMsg, ServerMsg, MAX_EVENTS_PER_MESSAGE};
-use crate::server::{kind_of, Forward, Outcome, Shared, SETUP_TIMEOUT};
+use crate::proto::{self, hex, ServerMsg, MAX_EVENTS_PER_MESSAGE};
+use crate::server::{read_start, Forward, Outcome, Shared, SETUP_TIMEOUT};
 
 /// True when every flow of `spec` runs over QUIC.
 pub fn is_quic(spec: &BulkSpec) -> bool {
@@ -79,21 +79,25 @@ pub(crate) fn run_quic(control: &TcpStream, spec: &BulkSpec, shared: &Shared) ->
         }
     }
     let _ = control.set_read_timeout(Some(SETUP_TIMEOUT));
-    match proto::read_msg::<ClientMsg>(&mut c) {
-        Ok(ClientMsg::Start) => {}
-        other => {
-            server.close();
-            return Outcome::fatal(match other {
-                Ok(m) => format!("expected start, got a {} message", kind_of(&m)),
-                Err(e) => format!("waiting for start: {e}"),
-            });
-        }
-    }
+    // As over TCP (`run_bulk`): a sender starts on `Start`, a receiver opens its window at its
+    // first byte and takes `Start` off the control connection meanwhile.
+    let sending = spec.direction.sender() == Side::Server;
     let start = Instant::now();
+    let clock = if sending {
+        if let Err(e) = read_start(control) {
+            server.close();
+            return Outcome::fatal(e);
+        }
+        let start = Instant::now();
+        EndClock::shared(start, start)
+    } else {
+        EndClock::at_first_byte(start, start, crate::client::one_way_estimate(control))
+    };
     let budget = Arc::new(ByteBudget::new(limits.max_bytes, format!("stopped at this server's limit of {} bytes per test (--max-bytes)", limits.max_bytes)));
     let (tx, rx) = mpsc::channel::<ServerMsg>();
     let sink = Forward { tx: Mutex::new(tx) };
-    let (written, end) = std::thread::scope(|s| {
+    let (written, end, start_error) = std::thread::scope(|s| {
+        let start_reader = (!sending).then(|| s.spawn(|| read_start(control)));
         let writer = s.spawn(move || {
             let mut ok = true;
             for msg in rx {
@@ -101,7 +105,8 @@ pub(crate) fn run_quic(control: &TcpStream, spec: &BulkSpec, shared: &Shared) ->
             }
             ok
         });
-        let end = server.run(&EndClock { epoch: start, start }, &shared.stop, &sink, Some(budget.clone()));
+        let end = server.run(&clock, &shared.stop, &sink, Some(budget.clone()));
+        let start_error = start_reader.and_then(|h| h.join().unwrap_or_else(|_| Err("the start reader panicked".into())).err());
         for conn in &end.connections {
             for events in conn.bbr_events.chunks(MAX_EVENTS_PER_MESSAGE) {
                 sink.send(ServerMsg::BbrEvents { flow: conn.flow, events: events.to_vec() });
@@ -110,9 +115,9 @@ pub(crate) fn run_quic(control: &TcpStream, spec: &BulkSpec, shared: &Shared) ->
         }
         sink.send(ServerMsg::QuicDone { ends: end.flows.clone() });
         drop(sink);
-        (writer.join().unwrap_or(false), end)
+        (writer.join().unwrap_or(false), end, start_error)
     });
     server.close();
-    let error = end.flows.iter().find_map(|e| e.send_error.clone().or(e.receive_error.clone()));
+    let error = start_error.or_else(|| end.flows.iter().find_map(|e| e.send_error.clone().or(e.receive_error.clone())));
     Outcome { bytes: limits.max_bytes - budget.remaining(), error, fatal: (!written).then(|| "the client stopped reading the results".to_string()) }
 }

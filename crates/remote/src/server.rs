@@ -391,12 +391,19 @@ fn run_bulk(control: &TcpStream, spec: &BulkSpec, shared: &Shared) -> Outcome {
         return Outcome::fatal(e.to_string());
     }
     let _ = control.set_read_timeout(Some(SETUP_TIMEOUT));
-    match proto::read_msg::<ClientMsg>(&mut c) {
-        Ok(ClientMsg::Start) => {}
-        Ok(other) => return Outcome::fatal(format!("expected start, got a {} message", kind_of(&other))),
-        Err(e) => return Outcome::fatal(format!("waiting for start: {e}")),
-    }
+    // A sender starts on `Start`. A receiver reads from now on and opens its window at the
+    // first byte, so that a `Start` delayed by loss does not shorten what it counts; it takes
+    // `Start` off the control connection meanwhile.
     let start = Instant::now();
+    let clock = if sending {
+        if let Err(e) = read_start(control) {
+            return Outcome::fatal(e);
+        }
+        let start = Instant::now();
+        EndClock::shared(start, start)
+    } else {
+        EndClock::at_first_byte(start, start, crate::client::one_way_estimate(control))
+    };
     // A file that has not arrived by the server's --max-duration is given up here, whatever
     // the client's timeout.
     let last_start = plan.iter().map(|f| f.start_s).fold(0.0, f64::max);
@@ -406,7 +413,8 @@ fn run_bulk(control: &TcpStream, spec: &BulkSpec, shared: &Shared) -> Outcome {
     let budget = ByteBudget::new(limits.max_bytes, format!("stopped at this server's limit of {} bytes per test (--max-bytes)", limits.max_bytes));
     let (tx, rx) = mpsc::channel::<ServerMsg>();
     let sink = Forward { tx: Mutex::new(tx.clone()) };
-    let (written, results) = std::thread::scope(|s| {
+    let (written, results, start_error) = std::thread::scope(|s| {
+        let start_reader = (!sending).then(|| s.spawn(|| read_start(control)));
         // Samples go out as they are taken; a client that stops reading only stalls this writer.
         let writer = s.spawn(move || {
             let mut ok = true;
@@ -415,15 +423,25 @@ fn run_bulk(control: &TcpStream, spec: &BulkSpec, shared: &Shared) -> Outcome {
             }
             ok
         });
-        let results = run_end(&spec, &ends, &EndClock { epoch: start, start }, &shared.stop, &sink, &NoMeasureHook, Some(&budget));
+        let results = run_end(&spec, &ends, &clock, &shared.stop, &sink, &NoMeasureHook, Some(&budget));
+        let start_error = start_reader.and_then(|h| h.join().unwrap_or_else(|_| Err("the start reader panicked".into())).err());
         let _ = tx.send(ServerMsg::Done { ends: results.clone() });
         drop(tx);
         drop(sink);
-        (writer.join().unwrap_or(false), results)
+        (writer.join().unwrap_or(false), results, start_error)
     });
-    let error = results.iter().find_map(|e| e.send_error.clone().or(e.receive_error.clone()));
+    let error = start_error.or_else(|| results.iter().find_map(|e| e.send_error.clone().or(e.receive_error.clone())));
     let bytes = limits.max_bytes - budget.remaining();
     Outcome { bytes, error, fatal: (!written).then(|| "the client stopped reading the results".to_string()) }
+}
+
+/// Reads the client's `Start` off the control connection.
+pub(crate) fn read_start(control: &TcpStream) -> Result<(), String> {
+    match proto::read_msg::<ClientMsg>(&mut &*control) {
+        Ok(ClientMsg::Start) => Ok(()),
+        Ok(other) => Err(format!("expected start, got a {} message", kind_of(&other))),
+        Err(e) => Err(format!("waiting for start: {e}")),
+    }
 }
 
 /// Accepts the test's `n` data connections: each must start with the token and a flow id not

@@ -53,7 +53,7 @@ pub use browser::{BrowserResult, BrowserSpec, BrowserTiming};
 pub use browser_remote::{check_site_request, run_browser_remote, serve_browser_end};
 pub use bulk::{
     assemble, elapsed_since, prepare_stream, run_end, Amount, BbrEvent, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta, FlowResult,
-    GoodputPoint, MixFlow,
+    GoodputPoint, MixFlow, Opens,
 };
 pub use far::{data_hello, FarConnection, FarHttp, FarReport, DATA_HELLO_LEN, TOKEN_LEN};
 pub use http_end::{HttpEnd, HttpEndEvents};

@@ -13,7 +13,7 @@ use noq::{Connection, Endpoint, VarInt};
 use super::observe::Probe;
 use super::pair::{self, connect_pair, quic_algorithm, server_endpoint};
 use super::{BbrView, ReadBack, Tls};
-use crate::bulk::{aggregate_goodput, Amount, BbrEvent, BulkResult, BulkSpec, FlowResult, GoodputPoint, MixFlow};
+use crate::bulk::{aggregate_goodput, Amount, BbrEvent, BulkResult, BulkSpec, EndClock, FlowResult, FlowWindow, GoodputPoint, MixFlow};
 use crate::common::{lock, micros_since, multi_thread_runtime, CHUNK};
 use crate::transport::Transport;
 use crate::ByteBudget;
@@ -102,15 +102,15 @@ pub(crate) fn run_quic_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<
         let (counters, outcomes, active, stopping) = (counters.clone(), outcomes.clone(), active.clone(), stopping.clone());
         let n = conn.flows.len();
         let amount = spec.amount;
-        let starts: Vec<(Instant, Instant)> = plan
+        let clock = EndClock::shared(start, start);
+        let windows: Vec<FlowWindow> = plan
             .iter()
             .map(|f| {
-                let fs = start + Duration::from_secs_f64(f.start_s);
-                let dl = match amount {
+                let deadline = match amount {
                     Amount::Seconds(s) => start + Duration::from_secs_f64(s),
-                    Amount::Bytes(_) => fs + Duration::from_secs_f64(spec.timeout_s),
+                    Amount::Bytes(_) => start + Duration::from_secs_f64(f.start_s + spec.timeout_s),
                 };
-                (fs, dl)
+                FlowWindow::new(&clock, amount, f.start_s, spec.timeout_s, deadline)
             })
             .collect();
         rt.spawn(async move {
@@ -121,10 +121,10 @@ pub(crate) fn run_quic_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<
                     continue;
                 }
                 let id = u32::from_be_bytes(id) as usize;
-                let Some(&(flow_start, deadline)) = starts.get(id) else { continue };
+                let Some(window) = windows.get(id).cloned() else { continue };
                 let (counters, outcomes, active, stopping) = (counters.clone(), outcomes.clone(), active.clone(), stopping.clone());
                 tokio::spawn(async move {
-                    let got = receive_flow(&mut stream, amount, flow_start, deadline, &counters[id], &stopping, None).await;
+                    let got = receive_flow(&mut stream, window, &counters[id], &stopping, None).await;
                     *lock(&outcomes[id]) = got;
                     active.fetch_sub(1, Ordering::SeqCst);
                 });
@@ -350,20 +350,18 @@ pub(super) async fn send_flow(
 /// with its reason when it is spent.
 pub(super) async fn receive_flow(
     stream: &mut noq::RecvStream,
-    amount: Amount,
-    start: Instant,
-    deadline: Instant,
+    mut window: FlowWindow,
     counter: &AtomicU64,
     stopping: &AtomicBool,
     budget: Option<&ByteBudget>,
 ) -> Received {
     let mut got = Received::default();
-    let target = match amount {
+    let target = match window.amount() {
         Amount::Bytes(n) => n,
         Amount::Seconds(_) => u64::MAX,
     };
     let mut last_byte = None;
-    while Instant::now() < deadline && !stopping.load(Ordering::Relaxed) && got.bytes < target {
+    while Instant::now() < window.until() && !stopping.load(Ordering::Relaxed) && got.bytes < target {
         match tokio::time::timeout(IO_TICK, stream.read_chunk(usize::MAX)).await {
             Ok(Ok(Some(chunk))) => {
                 if let Some(b) = budget {
@@ -373,7 +371,7 @@ pub(super) async fn receive_flow(
                     }
                 }
                 let now = Instant::now();
-                if now <= deadline || matches!(amount, Amount::Bytes(_)) {
+                if window.counts(now) {
                     got.bytes += chunk.len() as u64;
                     counter.store(got.bytes, Ordering::Relaxed);
                     last_byte = Some(now);
@@ -387,9 +385,6 @@ pub(super) async fn receive_flow(
             Err(_) => {}
         }
     }
-    got.completion_s = match amount {
-        Amount::Bytes(n) if got.bytes >= n => last_byte.map(|t| t.duration_since(start).as_secs_f64()),
-        _ => None,
-    };
+    got.completion_s = window.completion_s(got.bytes, last_byte);
     got
 }

@@ -28,7 +28,7 @@ use super::bulk::{assemble_flows, groups, receive_flow, send_flow, ConnMeta, Rec
 use super::observe::Probe;
 use super::pair::{bbr_events, sample as sample_sender};
 use super::{client_trusting, endpoint, observed_transport, read_back, udp_here, BbrView, ReadBack, Tls, HANDSHAKE_TIMEOUT, SNI};
-use crate::bulk::{aggregate_goodput, Amount, BbrEvent, BulkResult, BulkSpec, FlowEnd, GoodputPoint, MixFlow};
+use crate::bulk::{aggregate_goodput, Amount, BbrEvent, BulkResult, BulkSpec, FlowEnd, FlowWindow, GoodputPoint, MixFlow, Opens};
 use crate::common::{lock, micros_since, multi_thread_runtime};
 use crate::far::{data_hello, DATA_HELLO_LEN, TOKEN_LEN};
 use crate::http_end::{same, HELLO_TIMEOUT};
@@ -332,10 +332,12 @@ fn run_end(
 ) -> QuicEnd {
     let (epoch, start) = (clock.epoch, clock.start);
     let last_start = plan.iter().map(|f| f.start_s).fold(0.0, f64::max);
-    let hard_end = match spec.amount {
-        Amount::Seconds(s) => start + Duration::from_secs_f64(s) + Duration::from_secs(2),
-        Amount::Bytes(_) => start + Duration::from_secs_f64(spec.timeout_s + last_start),
+    let span = match spec.amount {
+        Amount::Seconds(s) => Duration::from_secs_f64(s) + Duration::from_secs(2),
+        Amount::Bytes(_) => Duration::from_secs_f64(spec.timeout_s + last_start),
     };
+    // A window that opens at its first byte may open as late as the span, and then runs its own.
+    let hard_end = start + if matches!(clock.opens, Opens::AtFirstByte { .. }) { span * 2 } else { span };
     let window = |id: usize| {
         let flow_start = start + Duration::from_secs_f64(plan[id].start_s);
         let deadline = match spec.amount {
@@ -367,8 +369,9 @@ fn run_end(
         } else {
             let receiver = conn.conn.clone();
             let (counters, outcomes, active, stopping, budget) = (counters.clone(), outcomes.clone(), active.clone(), stopping.clone(), budget.clone());
-            let windows: Vec<(Instant, Instant)> = (0..plan.len()).map(window).collect();
-            let (n, amount) = (conn.flows.len(), spec.amount);
+            let windows: Vec<FlowWindow> =
+                (0..plan.len()).map(|id| FlowWindow::new(clock, spec.amount, plan[id].start_s, spec.timeout_s, window(id).1)).collect();
+            let n = conn.flows.len();
             let mine = conn.flows.clone();
             rt.spawn(async move {
                 for _ in 0..n {
@@ -381,11 +384,11 @@ fn run_end(
                     if !mine.contains(&id) {
                         continue;
                     }
-                    let (flow_start, deadline) = windows[id as usize];
+                    let window = windows[id as usize].clone();
                     let (counters, outcomes, active, stopping, budget) = (counters.clone(), outcomes.clone(), active.clone(), stopping.clone(), budget.clone());
                     tokio::spawn(async move {
                         let id = id as usize;
-                        let got = receive_flow(&mut stream, amount, flow_start, deadline, &counters[id], &stopping, budget.as_deref()).await;
+                        let got = receive_flow(&mut stream, window, &counters[id], &stopping, budget.as_deref()).await;
                         *lock(&outcomes[id]) = got;
                         active.fetch_sub(1, Ordering::SeqCst);
                     });
@@ -500,7 +503,7 @@ mod tests {
         let series = MemorySeries::default();
         let stop = AtomicBool::new(false);
         let epoch = Instant::now();
-        let clock = EndClock { epoch, start: Instant::now() };
+        let clock = EndClock::shared(epoch, Instant::now());
         let (near, far) = std::thread::scope(|s| {
             let far = s.spawn(|| server.run(&clock, &stop, &series, None));
             (client.run(&clock, &stop, &series), far.join().unwrap())
