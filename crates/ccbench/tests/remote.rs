@@ -703,9 +703,13 @@ fn check_remote_browser_run(out: &Path, run: &Value, http: &str) {
 /// make up the load; at least 11 per load). 7 rounds, each a load through serve behind a 2 ms
 /// path, one behind a 20 ms path, and one on the emulated 20 ms path, interleaved so a burst of
 /// load on the shared machine falls on all three alike:
-/// - remote, 20 ms against 2 ms: the median load at least half the theory's 11 × 18 ms longer
-///   (the other half absorbs the browser's CPU jitter, as in `tests/browser.rs`), and every
-///   HTML first byte on the 20 ms path at least a round trip in;
+/// - remote, 20 ms against 2 ms: every load on the 20 ms path waits the round trips it cannot
+///   avoid (11, less the first handshake's, which may begin before the browser's time origin),
+///   every HTML first byte there is at least a round trip in, and the median load is at least a
+///   third of the theory's 11 × 18 ms longer than on the 2 ms path. The rest absorbs the
+///   browser's CPU time, which on this shared machine swings by more than the round trips:
+///   measured medians 0.214 s and 0.362 s (10 loads each), 0.301 s and 0.446 s, and once,
+///   under a burst of builds, 0.414 s and 0.509 s (2 ms loads of 0.32–0.69 s, all CPU);
 /// - remote against emulated on the same 20 ms path: medians within 30 %. The relay adds
 ///   ~20 µs per exchange (its unit test), nothing a load can show; what is left is the
 ///   browser's CPU time on a loaded 2-core machine (measured: remote 7 % faster, 0.362 s
@@ -731,6 +735,7 @@ fn a_browser_loads_over_remote_slower_through_20ms_than_2ms_as_on_the_emulated_p
         let run = browser_load(&dir, &format!("r20-{i}"), true, "20ms", &page, "1");
         let ttfb = run["workload"]["browser"]["response_start_s"].as_f64().unwrap();
         assert!(ttfb >= 0.020 * 0.98, "HTML first byte at {ttfb} s through a 20 ms path");
+        assert!(load(&run) >= 10.0 * 0.020, "a load of {} s through a 20 ms path is faster than its round trips allow", load(&run));
         r20.push(load(&run));
         e20.push(load(&browser_load(&dir, &format!("e20-{i}"), false, "20ms", &page, "1")));
     }
@@ -738,7 +743,7 @@ fn a_browser_loads_over_remote_slower_through_20ms_than_2ms_as_on_the_emulated_p
     let (m2, m20, me) = (median(r2), median(r20), median(e20));
     eprintln!("medians: remote 2 ms {m2:.3} s, remote 20 ms {m20:.3} s, emulated 20 ms {me:.3} s (remote {:+.1} %)", (m20 / me - 1.0) * 100.0);
     let theory = 11.0 * 0.018;
-    assert!(m20 - m2 >= theory / 2.0, "remote: 20 ms path median {m20:.3} s is not {:.3} s above the 2 ms path's {m2:.3} s", theory / 2.0);
+    assert!(m20 - m2 >= theory / 3.0, "remote: 20 ms path median {m20:.3} s is not {:.3} s above the 2 ms path's {m2:.3} s", theory / 3.0);
     assert!((m20 / me - 1.0).abs() < 0.30, "the same 20 ms path: remote median {m20:.3} s, emulated {me:.3} s");
 
     let h2 = dir.join("page12.json");
