@@ -350,7 +350,7 @@ fn run_remote(remote: &Remote, workload: &WorkloadSpec, epoch: Instant, stop: &A
         WorkloadSpec::Bulk(b) => client.run_bulk(b, epoch, stop, series).map(WorkloadResult::Bulk).map_err(|e| e.to_string()),
         WorkloadSpec::Objects(o) => client.run_objects(o, epoch, stop, series).map(WorkloadResult::Objects).map_err(|e| e.to_string()),
         WorkloadSpec::Page(p) => client.run_page(p, epoch, stop, series).map(WorkloadResult::Page).map_err(|e| e.to_string()),
-        WorkloadSpec::Browser(_) => Err(format!("ccbench serve does not run this workload yet: {}", workload.describe())),
+        WorkloadSpec::Browser(b) => client.run_browser(b, epoch, stop, series).map(WorkloadResult::Browser).map_err(|e| e.to_string()),
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use crate::cli::{Layer, RunArgs, RunOpts};
-use ccbench::error::{require_root, UsageError};
+use ccbench::error::{precondition, require_root, UsageError};
 use ccbench::experiment::{self, Plan};
 use ccbench::results::{ExperimentResult, Status};
 
@@ -86,6 +86,14 @@ pub fn remote_plan(args: &RunArgs, remote: &crate::values::RemoteAddr) -> Result
         return Err(UsageError::new("--remote", &remote.label, "no emulated-path flags (--rate, --rtt, --loss, --buffer, …) with it: the path is real"));
     }
     let secret_file = args.secret_file.as_deref().ok_or_else(|| UsageError::new("--remote", &remote.label, "--secret-file with it"))?;
+    // Chromium runs under ccbench's reaper, in a PID namespace of its own, so nothing it starts
+    // outlives the run: that takes root here too.
+    // SAFETY: geteuid has no preconditions.
+    if args.opts.workload == Some(crate::values::WorkloadKind::Browser) && unsafe { libc::geteuid() } != 0 {
+        return Err(precondition(
+            "ccbench run --workload browser needs root, over --remote too (Chromium runs under ccbench's reaper in a PID namespace of its own); run it with sudo",
+        ));
+    }
     let secret = crate::serve::load_secret(secret_file)?;
     let (mut client, remote_facts) = crate::serve::preflight(remote, secret)?;
     let upload = args.opts.direction == Some(crate::values::DirectionArg::Upload);

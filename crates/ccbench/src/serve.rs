@@ -77,13 +77,7 @@ pub fn check_plan(client: &mut Client, remote: &RemoteAddr, plan: &Plan) -> Resu
             WorkloadSpec::Bulk(spec) => TestRequest::Bulk(spec),
             WorkloadSpec::Objects(spec) => TestRequest::Objects(spec),
             WorkloadSpec::Page(spec) => TestRequest::Page(spec),
-            WorkloadSpec::Browser(_) => {
-                return Err(UsageError::new(
-                    "--workload",
-                    "browser",
-                    "bulk, file, objects or page with --remote (the browser over a real path is not built yet)",
-                ))
-            }
+            WorkloadSpec::Browser(spec) => TestRequest::Browser(spec.site()),
         };
         client.check(&test).map_err(|e| remote_error(remote, e))?;
     }

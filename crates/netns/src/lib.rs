@@ -59,6 +59,14 @@ impl Netns {
         })
     }
 
+    /// The namespace the calling thread is in (a remote run's client: the host's, or the one
+    /// `ccbench exec` put it in), so a program can be started there under the reaper too.
+    pub fn current() -> Result<Self, NetnsError> {
+        let file = File::open("/proc/thread-self/ns/net")?;
+        let inode = std::os::unix::fs::MetadataExt::ino(&file.metadata()?);
+        Ok(Netns { fd: file.into(), inode })
+    }
+
     /// The namespace's inode number, as shown by `readlink /proc/PID/ns/net` (`net:[INODE]`).
     pub fn inode(&self) -> u64 {
         self.inode

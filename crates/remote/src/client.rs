@@ -119,7 +119,7 @@ impl Client {
         c.set_read_timeout(Some(REPLY_TIMEOUT))?;
         proto::write_msg(&mut c, &ClientMsg::Run { test: TestRequest::Bulk(spec.clone()) })?;
         let (port, token) = match proto::read_msg::<ServerMsg>(&mut c)? {
-            ServerMsg::Ready { port, token } => (port, token),
+            ServerMsg::Ready { port, token, .. } => (port, token),
             ServerMsg::Refused { reason } => return Err(RemoteError::Refused(reason)),
             ServerMsg::Error { message } => return Err(RemoteError::Protocol(message)),
             other => return Err(unexpected(&other)),

@@ -1,7 +1,8 @@
-//! The near end of the HTTP tests (objects, page) against `ccbench serve`: this process runs
-//! the workload's own client half (`ccbench_workload::run_*_remote`); the server's reports of
-//! its connections and samples are read on a thread of their own and merged in, named by this
-//! end's ports and on this end's clock.
+//! The near end of the HTTP tests (objects, page, browser) against `ccbench serve`: this
+//! process runs the workload's own client half (`ccbench_workload::run_*_remote`; for the
+//! browser, Chromium and its relay); the server's reports of its connections and samples are
+//! read on a thread of their own and merged in, named by this end's ports and on this end's
+//! clock.
 
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
@@ -9,8 +10,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use ccbench_workload::{
-    run_objects_remote, run_page_remote, FarConnection, FarHttp, FarReport, ObjectsResult, ObjectsSpec, PageResult, PageSpec, SeriesSink, SocketId,
-    WorkloadError, TOKEN_LEN,
+    run_browser_remote, run_objects_remote, run_page_remote, BrowserResult, BrowserSpec, FarConnection, FarHttp, FarReport, ObjectsResult, ObjectsSpec,
+    PageResult, PageSpec, SeriesSink, SocketId, WorkloadError, TOKEN_LEN,
 };
 
 use crate::client::{unexpected, Client, RemoteError, REPLY_TIMEOUT, RESULT_GRACE};
@@ -27,6 +28,11 @@ impl Client {
         self.run_http(TestRequest::Page(spec.clone()), spec.timeout_s, epoch, series, |far, end| run_page_remote(spec, far, epoch, stop, series, end))
     }
 
+    /// Loads a page in Chromium on this host from the server's site.
+    pub fn run_browser(&mut self, spec: &BrowserSpec, epoch: Instant, stop: &AtomicBool, series: &dyn SeriesSink) -> Result<BrowserResult, RemoteError> {
+        self.run_http(TestRequest::Browser(spec.site()), spec.timeout_s, epoch, series, |far, end| run_browser_remote(spec, far, epoch, stop, series, end))
+    }
+
     /// `Run` → `Ready` → `Start`, then `load` with the far end's view, whose `end` sends
     /// `Stop` and waits for the server's report (called once the load is over; called here if
     /// `load` returned without).
@@ -41,14 +47,18 @@ impl Client {
         let mut c = &self.control;
         c.set_read_timeout(Some(REPLY_TIMEOUT))?;
         proto::write_msg(&mut c, &ClientMsg::Run { test })?;
-        let (port, token) = match proto::read_msg::<ServerMsg>(&mut c)? {
-            ServerMsg::Ready { port, token } => (port, token),
+        let (port, token, spki_sha256) = match proto::read_msg::<ServerMsg>(&mut c)? {
+            ServerMsg::Ready { port, token, spki_sha256 } => (port, token, spki_sha256),
             ServerMsg::Refused { reason } => return Err(RemoteError::Refused(reason)),
             ServerMsg::Error { message } => return Err(RemoteError::Protocol(message)),
             other => return Err(unexpected(&other)),
         };
         let token = unhex::<TOKEN_LEN>(&token).ok_or_else(|| RemoteError::Protocol("malformed token from the server".into()))?;
-        let far = FarHttp::new(SocketAddr::new(self.addr.ip(), port), token);
+        let mut far = FarHttp::new(SocketAddr::new(self.addr.ip(), port), token);
+        if let Some(spki) = spki_sha256 {
+            let spki = unhex::<32>(&spki).ok_or_else(|| RemoteError::Protocol("malformed certificate key hash from the server".into()))?;
+            far = far.with_spki_sha256(spki);
+        }
         let reader = self.control.try_clone()?;
         reader.set_read_timeout(Some(Duration::from_secs_f64(timeout_s.clamp(0.0, 86_400.0)) + RESULT_GRACE))?;
         proto::write_msg(&mut c, &ClientMsg::Start)?;
@@ -91,8 +101,8 @@ fn receive_http(control: std::net::TcpStream, shift_us: u64, far: &FarHttp, seri
                     series.tcp_sample(SocketId::Connection(port), &sample);
                 }
             }
-            ServerMsg::ConnectionEnd { conn, cc_read_back, final_tcp_info } => {
-                connections.push(FarConnection { conn, cc_read_back, final_tcp_info: final_tcp_info.map(|b| *b) })
+            ServerMsg::ConnectionEnd { conn, cc_read_back, final_tcp_info, served } => {
+                connections.push(FarConnection { conn, cc_read_back, final_tcp_info: final_tcp_info.map(|b| *b), served })
             }
             ServerMsg::HttpDone { errors, error_messages } => return Ok(FarReport { connections, errors, error_messages }),
             ServerMsg::Error { message } => return Err(RemoteError::Protocol(message)),

@@ -1,6 +1,8 @@
-//! The server side of the HTTP tests (objects, page) in `ccbench serve`: checked against the
-//! limits, then served by the workloads' own HTTP servers (`ccbench_workload::serve_*_end`)
-//! on a data port of the test's own, behind the token gate (`ccbench_workload::http_end`).
+//! The server side of the HTTP tests (objects, page, browser) in `ccbench serve`: checked
+//! against the limits, then served by the workloads' own HTTP servers
+//! (`ccbench_workload::serve_*_end`) on a data port of the test's own, behind the token gate
+//! (`ccbench_workload::http_end`). A browser test over HTTP/2 is served over TLS with a
+//! certificate made for the test, whose key's hash `Ready` carries.
 //!
 //! A test: `Run` → `Ready` (port, token) → `Start` → the client connects, each connection
 //! starting with the token and its number → `Accepted` per connection and `ConnectionSample`s
@@ -12,7 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ccbench_workload::{kernel_name, serve_objects_end, serve_page_end, ByteBudget, HttpEnd, ObjectMethod, ObjectsSpec, PageProtocol, PageSpec, TOKEN_LEN};
+use ccbench_workload::{
+    kernel_name, serve_browser_end, serve_objects_end, serve_page_end, ByteBudget, HttpEnd, ObjectMethod, ObjectsSpec, PageProtocol, PageSpec, TOKEN_LEN,
+};
 use rand::RngCore;
 
 use crate::proto::{self, hex, ClientMsg, ServerMsg, TestRequest};
@@ -28,6 +32,11 @@ fn planned_connections(test: &TestRequest) -> u32 {
         TestRequest::Page(p) => match p.protocol {
             PageProtocol::Http1 { max_connections } => max_connections.min(p.page.objects.len() as u32).max(1),
             PageProtocol::Http2 => 1,
+        },
+        // Chromium's own: up to 6 per host, or one for HTTP/2 and a spare it may open beside.
+        TestRequest::Browser(p) => match p.protocol {
+            PageProtocol::Http1 { max_connections } => max_connections,
+            PageProtocol::Http2 => 2,
         },
         TestRequest::Bulk(b) => b.plan().len() as u32,
     }
@@ -83,6 +92,13 @@ pub(crate) fn check_page(p: &PageSpec, config: &ServeConfig) -> Result<(), Strin
     check_common(&TestRequest::Page(p.clone()), p.timeout_s, p.page.total_bytes(), config)
 }
 
+/// Whether this server may serve a page to a browser on the client (the server sends).
+pub(crate) fn check_browser(p: &PageSpec, config: &ServeConfig) -> Result<(), String> {
+    ccbench_workload::check_site_request(p)?;
+    has_cc(&p.cc, config)?;
+    check_common(&TestRequest::Browser(p.clone()), p.timeout_s, p.page.total_bytes(), config)
+}
+
 pub(crate) fn describe_objects(o: &ObjectsSpec) -> String {
     let method = match o.method {
         ObjectMethod::Get => "GET",
@@ -97,6 +113,14 @@ pub(crate) fn describe_page(p: &PageSpec) -> String {
         PageProtocol::Http2 => "h2c".to_string(),
     };
     format!("page of {} objects, {} bytes, {proto} {}", p.page.objects.len(), p.page.total_bytes(), p.cc)
+}
+
+pub(crate) fn describe_browser(p: &PageSpec) -> String {
+    let proto = match p.protocol {
+        PageProtocol::Http1 { .. } => "HTTP/1.1",
+        PageProtocol::Http2 => "HTTP/2 over TLS",
+    };
+    format!("browser page of {} objects, {} bytes, {proto} {}", p.page.objects.len(), p.page.total_bytes(), p.cc)
 }
 
 /// A listener for a test's data, on the address the client reached this server at, on a port
@@ -119,16 +143,28 @@ pub(crate) fn run_http(control: &TcpStream, test: &TestRequest, shared: &Shared)
     let limits = shared.config.limits;
     let server_cc = match test {
         TestRequest::Objects(o) if o.method == ObjectMethod::Get => Some(o.cc.as_str()),
-        TestRequest::Page(p) => Some(p.cc.as_str()),
+        TestRequest::Page(p) | TestRequest::Browser(p) => Some(p.cc.as_str()),
         _ => None,
     };
     let (listener, token) = match data_port(control, server_cc) {
         Ok(x) => x,
         Err(e) => return Outcome::fatal(e),
     };
+    // A browser's HTTP/2: a certificate for the address the client reached.
+    let cert = match test {
+        TestRequest::Browser(p) if p.protocol == PageProtocol::Http2 => {
+            match listener.local_addr().map_err(|e| e.to_string()).and_then(|a| ccbench_workload::certificate_for(a.ip(), &[b"h2"]).map_err(|e| e.to_string()))
+            {
+                Ok(cert) => Some(cert),
+                Err(e) => return Outcome::fatal(format!("making the test's certificate: {e}")),
+            }
+        }
+        _ => None,
+    };
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
     let mut c = control;
-    if let Err(e) = proto::write_msg(&mut c, &ServerMsg::Ready { port, token: hex(&token) }) {
+    let spki_sha256 = cert.as_ref().map(|c| hex(&c.spki_sha256));
+    if let Err(e) = proto::write_msg(&mut c, &ServerMsg::Ready { port, token: hex(&token), spki_sha256 }) {
         return Outcome::fatal(e.to_string());
     }
     let _ = control.set_read_timeout(Some(SETUP_TIMEOUT));
@@ -140,7 +176,7 @@ pub(crate) fn run_http(control: &TcpStream, test: &TestRequest, shared: &Shared)
     let start = Instant::now();
     let timeout_s = match test {
         TestRequest::Objects(o) => o.timeout_s,
-        TestRequest::Page(p) => p.timeout_s,
+        TestRequest::Page(p) | TestRequest::Browser(p) => p.timeout_s,
         TestRequest::Bulk(_) => return Outcome::fatal("not an HTTP test".into()),
     };
     let until = start + Duration::from_secs_f64(timeout_s.min(limits.max_duration_s).clamp(0.001, 86_400.0));
@@ -193,11 +229,17 @@ pub(crate) fn run_http(control: &TcpStream, test: &TestRequest, shared: &Shared)
         let report = match test {
             TestRequest::Objects(o) => serve_objects_end(o, listener, &end),
             TestRequest::Page(p) => serve_page_end(p, listener, &end),
+            TestRequest::Browser(p) => serve_browser_end(p, listener, &end, cert.as_ref()),
             TestRequest::Bulk(_) => unreachable!("checked above"),
         };
         ended.store(true, Ordering::SeqCst);
         for conn in &report.connections {
-            sink.send(ServerMsg::ConnectionEnd { conn: conn.conn, cc_read_back: conn.cc_read_back.clone(), final_tcp_info: conn.final_tcp_info.map(Box::new) });
+            sink.send(ServerMsg::ConnectionEnd {
+                conn: conn.conn,
+                cc_read_back: conn.cc_read_back.clone(),
+                final_tcp_info: conn.final_tcp_info.map(Box::new),
+                served: conn.served,
+            });
         }
         sink.send(ServerMsg::HttpDone { errors: report.errors, error_messages: report.error_messages.clone() });
         drop(sink);

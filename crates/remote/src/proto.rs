@@ -26,7 +26,9 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 /// 2: HTTP tests (objects, page: `Stop`, `Accepted`, `ConnectionSample`, `ConnectionEnd`,
 /// `HttpDone`), QUIC tests, the serving interface's qdisc in the facts, and path probes
 /// (`Probe`, `ProbeEnd`, `ProbeReady`, `ProbeDone`; `max_probe_rate_bps` in the limits).
-pub const VERSION: u32 = 2;
+/// 3: browser tests (`browser` requests; `spki_sha256` in `Ready`, `served` in
+/// `ConnectionEnd`). Version 2's messages still parse: the new fields may be absent.
+pub const VERSION: u32 = 3;
 /// The largest frame either end accepts, in bytes (the JSON of one message).
 pub const MAX_FRAME: usize = 64 * 1024;
 
@@ -94,10 +96,13 @@ pub enum ServerMsg {
         report: ProbeReport,
     },
     /// Open the test's data connections to `port`, each starting with the token (hex-decoded,
-    /// 16 bytes) and the flow id (big-endian u32).
+    /// 16 bytes) and the flow id (big-endian u32). A browser test over TLS: the SHA-256 of the
+    /// certificate's SubjectPublicKeyInfo (hex), the one key the browser is to trust.
     Ready {
         port: u16,
         token: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spki_sha256: Option<String>,
     },
     /// Every data connection arrived; for flows the server sends, the algorithm read back.
     Connected {
@@ -129,11 +134,14 @@ pub enum ServerMsg {
         conn: u32,
         sample: Sample,
     },
-    /// How HTTP connection `conn` ended on the server: its last `TCP_INFO` (sending sockets).
+    /// How HTTP connection `conn` ended on the server: its last `TCP_INFO` (sending sockets),
+    /// and for a browser test the requests it answered and body bytes it sent on it.
     ConnectionEnd {
         conn: u32,
         cc_read_back: Option<String>,
         final_tcp_info: Option<Box<TcpInfo>>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        served: Option<(u32, u64)>,
     },
     /// An HTTP test is over on the server (after every `ConnectionEnd`): its errors.
     HttpDone {
@@ -189,6 +197,9 @@ pub enum TestRequest {
     Objects(ObjectsSpec),
     /// A page load: the server runs the page server (HTTP/1.1 or h2c).
     Page(PageSpec),
+    /// A page load in a real browser on the client: the server runs the browser workload's
+    /// site (HTTP/1.1, or HTTP/2 over TLS with a certificate made for the test).
+    Browser(PageSpec),
 }
 
 /// What the server tells an authenticated client about itself: what its results need as
@@ -334,10 +345,12 @@ fn decode_frames<T: DeserializeOwned>(bytes: &[u8]) -> Vec<Result<T, String>> {
 }
 
 /// Everything serve and its client parse from bytes they did not make, fed `data`: frames of
-/// either direction, one unframed server message, hex, and `tc`'s qdisc JSON. The body of the
+/// either direction (every test asked for going on through serve's check and log line), one
+/// unframed server message, hex, and `tc`'s qdisc JSON. The body of the
 /// fuzz target (`fuzz/fuzz_targets/control.rs`) and of the corpus replay test.
 pub fn fuzz_input(data: &[u8]) {
-    let _ = decode_stream(data);
+    let tests: Vec<ClientMsg> = decode_stream(data).into_iter().flatten().collect();
+    crate::server::fuzz_tests(&tests);
     let _ = decode_stream_server(data);
     let _ = decode::<ServerMsg>(data);
     let _ = crate::host::parse_root_qdisc(data);
@@ -472,14 +485,22 @@ mod tests {
             sample_interval_us: 10_000,
             timeout_s: 5.0,
         };
-        vec![ClientMsg::Run { test: TestRequest::Objects(objects) }, ClientMsg::Check { test: TestRequest::Page(page) }, ClientMsg::Start, ClientMsg::Stop]
+        vec![
+            ClientMsg::Run { test: TestRequest::Objects(objects) },
+            ClientMsg::Check { test: TestRequest::Page(page.clone()) },
+            ClientMsg::Run { test: TestRequest::Browser(page) },
+            ClientMsg::Start,
+            ClientMsg::Stop,
+        ]
     }
 
     fn new_server_messages() -> Vec<ServerMsg> {
         let sample = QuicSample { t_us: 7, rtt_us: 10_000, cwnd_bytes: 12_000, ..QuicSample::default() };
         vec![
             ServerMsg::Accepted { conn: 1, cc_read_back: Some("cubic".into()), mismatch: None },
-            ServerMsg::ConnectionEnd { conn: 1, cc_read_back: Some("cubic".into()), final_tcp_info: None },
+            ServerMsg::ConnectionEnd { conn: 1, cc_read_back: Some("cubic".into()), final_tcp_info: None, served: None },
+            ServerMsg::ConnectionEnd { conn: 2, cc_read_back: Some("bbr".into()), final_tcp_info: None, served: Some((87, 960_000)) },
+            ServerMsg::Ready { port: 41000, token: hex(&[3; 16]), spki_sha256: Some(hex(&[4; 32])) },
             ServerMsg::HttpDone { errors: 2, error_messages: vec!["x".into()] },
             ServerMsg::QuicReady { port: 4433, token: hex(&[9; 16]), cert: hex(&[1, 2, 3]) },
             ServerMsg::QuicConnected { conn: 0, read_back: "quic:bbr3".into() },
@@ -490,6 +511,19 @@ mod tests {
         ]
     }
 
+    /// Version 2's messages parse as they did: the fields version 3 added may be absent, and
+    /// are not written when empty.
+    #[test]
+    fn version_2_messages_still_parse() {
+        let ready = decode::<ServerMsg>(br#"{"type":"ready","port":5,"token":"00"}"#).unwrap();
+        assert!(matches!(ready, ServerMsg::Ready { port: 5, spki_sha256: None, .. }));
+        let end = decode::<ServerMsg>(br#"{"type":"connection_end","conn":1,"cc_read_back":"cubic","final_tcp_info":null}"#).unwrap();
+        assert!(matches!(end, ServerMsg::ConnectionEnd { conn: 1, served: None, .. }));
+        let json = serde_json::to_string(&ServerMsg::Ready { port: 5, token: "00".into(), spki_sha256: None }).unwrap();
+        assert_eq!(json, r#"{"type":"ready","port":5,"token":"00"}"#);
+        assert!(decode::<ServerMsg>(br#"{"type":"ready","port":5,"token":"00","spki_sha256":"ab","pin":1}"#).is_err(), "unknown fields stay errors");
+    }
+
     /// Every new message survives a round trip through its frame.
     #[test]
     fn new_messages_round_trip() {
@@ -498,9 +532,10 @@ mod tests {
             write_msg(&mut buf, &m).unwrap();
         }
         let got = decode_stream(&buf);
-        assert_eq!(got.len(), 4);
+        assert_eq!(got.len(), 5);
         assert!(got.iter().all(|m| m.is_ok()), "{got:?}");
-        assert!(matches!(got[3], Ok(ClientMsg::Stop)));
+        assert!(matches!(got[2], Ok(ClientMsg::Run { test: TestRequest::Browser(_) })));
+        assert!(matches!(got[4], Ok(ClientMsg::Stop)));
         let mut buf = Vec::new();
         for m in new_server_messages() {
             write_msg(&mut buf, &m).unwrap();

@@ -126,7 +126,7 @@ fn session(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
                     let outcome = match &test {
                         TestRequest::Bulk(spec) if crate::quic::is_quic(spec) => crate::quic::run_quic(&stream, spec, shared),
                         TestRequest::Bulk(spec) => run_bulk(&stream, spec, shared),
-                        TestRequest::Objects(_) | TestRequest::Page(_) => crate::http::run_http(&stream, &test, shared),
+                        TestRequest::Objects(_) | TestRequest::Page(_) | TestRequest::Browser(_) => crate::http::run_http(&stream, &test, shared),
                     };
                     eprintln!("ccbench serve: {peer} {}: {}", describe(&test), outcome.log_line(began.elapsed()));
                     match outcome.fatal {
@@ -214,18 +214,30 @@ pub fn check(test: &TestRequest, config: &ServeConfig) -> Result<(), String> {
         TestRequest::Bulk(spec) => check_bulk(spec, config),
         TestRequest::Objects(o) => crate::http::check_objects(o, config),
         TestRequest::Page(p) => crate::http::check_page(p, config),
+        TestRequest::Browser(p) => crate::http::check_browser(p, config),
+    }
+}
+
+/// The flows a bulk test asks for, counted without building its plan: a request for four
+/// billion flows is refused, not allocated.
+fn flow_count(spec: &BulkSpec) -> usize {
+    if spec.mix.is_empty() {
+        spec.flows as usize
+    } else {
+        spec.mix.len()
     }
 }
 
 fn check_bulk(spec: &BulkSpec, config: &ServeConfig) -> Result<(), String> {
     let l = &config.limits;
-    let plan = spec.plan();
-    if plan.is_empty() {
+    let n = flow_count(spec);
+    if n == 0 {
         return Err("a bulk test needs at least one flow".into());
     }
-    if plan.len() > l.max_flows as usize {
-        return Err(format!("{} flows is over this server's limit of {} flows per test", plan.len(), l.max_flows));
+    if n > l.max_flows as usize {
+        return Err(format!("{n} flows is over this server's limit of {} flows per test", l.max_flows));
     }
+    let plan = spec.plan();
     let quic = crate::quic::check_quic(spec).transpose()?.is_some();
     if spec.direction == Direction::Download && !quic {
         for f in &plan {
@@ -266,24 +278,55 @@ fn admit(ip: IpAddr, shared: &Shared) -> Result<(), String> {
     Ok(())
 }
 
+/// Every test in `msgs` through serve's check and its log line, as a session does with them:
+/// part of the `control` fuzz target ([`proto::fuzz_input`]).
+pub(crate) fn fuzz_tests(msgs: &[ClientMsg]) {
+    let Some(config) = fuzz_config() else { return };
+    for m in msgs {
+        if let ClientMsg::Check { test } | ClientMsg::Run { test } = m {
+            let _ = check(test, &config);
+            let _ = describe(test);
+        }
+    }
+}
+
+/// A serve's configuration with the default limits and three algorithms.
+fn fuzz_config() -> Option<ServeConfig> {
+    let facts = ServerFacts {
+        ccbench_version: String::new(),
+        kernel_release: None,
+        kernel_version: None,
+        congestion_controls: vec!["cubic".into(), "bbr".into(), "reno".into()],
+        default_congestion_control: None,
+        default_qdisc: None,
+        serving_interface: None,
+        serving_qdisc: None,
+    };
+    let limits =
+        Limits { max_duration_s: 120.0, max_bytes: 10_000_000_000, max_clients: 4, max_tests_per_minute: 60, max_flows: 64, max_probe_rate_bps: 1_000_000_000 };
+    let secret = Secret::from_bytes(&[7; 32]).ok()?;
+    Some(ServeConfig { listen: SocketAddr::from(([127, 0, 0, 1], 0)), secret, limits, facts })
+}
+
 fn describe(test: &TestRequest) -> String {
     let b = match test {
         TestRequest::Bulk(b) => b,
         TestRequest::Objects(o) => return crate::http::describe_objects(o),
         TestRequest::Page(p) => return crate::http::describe_page(p),
+        TestRequest::Browser(p) => return crate::http::describe_browser(p),
     };
     let dir = match b.direction {
         Direction::Download => "download",
         Direction::Upload => "upload",
     };
-    let plan = b.plan();
-    let mut ccs: Vec<&str> = plan.iter().map(|f| f.cc.as_str()).collect();
+    // Also for refused requests: nothing here may grow with the flow count asked for.
+    let mut ccs: Vec<&str> = if b.mix.is_empty() { vec![b.cc.as_str()] } else { b.mix.iter().map(|f| f.cc.as_str()).collect() };
     ccs.dedup();
     let what = match b.amount {
         Amount::Seconds(s) => format!("bulk {dir} {s} s"),
         Amount::Bytes(n) => format!("file {dir} {n} bytes"),
     };
-    format!("{what}, {} flow(s) {}", plan.len(), ccs.join("+"))
+    format!("{what}, {} flow(s) {}", flow_count(b), ccs.join("+"))
 }
 
 /// How a test went, for the log line and the session.
@@ -324,7 +367,7 @@ fn run_bulk(control: &TcpStream, spec: &BulkSpec, shared: &Shared) -> Outcome {
     };
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
     let mut c = control;
-    if let Err(e) = proto::write_msg(&mut c, &ServerMsg::Ready { port, token: hex(&token) }) {
+    if let Err(e) = proto::write_msg(&mut c, &ServerMsg::Ready { port, token: hex(&token), spki_sha256: None }) {
         return Outcome::fatal(e.to_string());
     }
     let streams = match accept_flows(&listener, &token, plan.len()) {
@@ -470,5 +513,56 @@ impl SeriesSink for Forward {
 impl HttpEndEvents for Forward {
     fn accepted(&self, conn: u32, cc_read_back: Option<&str>, mismatch: Option<&str>) {
         self.send(ServerMsg::Accepted { conn, cc_read_back: cc_read_back.map(str::to_string), mismatch: mismatch.map(str::to_string) });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ccbench_workload::{PageModel, PageProtocol, PageSpec};
+
+    /// An authenticated client asking for four billion flows is refused, and its log line
+    /// written, without serve building (allocating) the plan of those flows.
+    #[test]
+    fn a_huge_flow_count_is_refused_without_building_its_plan() {
+        let config = fuzz_config().unwrap();
+        let spec = BulkSpec {
+            flows: u32::MAX,
+            direction: Direction::Download,
+            amount: Amount::Seconds(1.0),
+            cc: "cubic".into(),
+            mix: Vec::new(),
+            port: 0,
+            sample_interval_us: 10_000,
+            timeout_s: 5.0,
+            quic_receiver_cc: None,
+        };
+        let test = TestRequest::Bulk(spec);
+        assert!(check(&test, &config).unwrap_err().contains("4294967295 flows is over this server's limit of 64"));
+        assert_eq!(describe(&test), "bulk download 1 s, 4294967295 flow(s) cubic");
+    }
+
+    /// A browser test: the site's own limits (Chromium's 6 HTTP/1.1 connections, the HTML's
+    /// size) and serve's (algorithm, bytes).
+    #[test]
+    fn browser_tests_are_checked_against_the_site_and_the_limits() {
+        let config = fuzz_config().unwrap();
+        let site = |protocol, html_bytes, cc: &str| {
+            TestRequest::Browser(PageSpec {
+                page: PageModel { html_bytes, objects: vec![2000; 4] },
+                protocol,
+                cc: cc.into(),
+                port: 0,
+                sample_interval_us: 10_000,
+                timeout_s: 30.0,
+            })
+        };
+        let h1 = PageProtocol::Http1 { max_connections: 6 };
+        assert_eq!(check(&site(h1, 20_000, "cubic"), &config), Ok(()));
+        assert_eq!(check(&site(PageProtocol::Http2, 20_000, "bbr"), &config), Ok(()));
+        assert!(check(&site(PageProtocol::Http1 { max_connections: 2 }, 20_000, "cubic"), &config).unwrap_err().contains("Chromium opens its own 6"));
+        assert!(check(&site(h1, 20_000, "vegas"), &config).unwrap_err().contains("no congestion control \"vegas\""));
+        assert!(check(&site(h1, 100 << 20, "cubic"), &config).unwrap_err().contains("over the browser workload's"));
+        assert_eq!(describe(&site(PageProtocol::Http2, 20_000, "bbr")), "browser page of 4 objects, 28000 bytes, HTTP/2 over TLS bbr");
     }
 }

@@ -16,6 +16,8 @@
 //! * The browser is driven over `--remote-debugging-pipe` (`cdp`). The measured span runs
 //!   from the navigation's start in the browser (`performance.timeOrigin`, mapped onto this
 //!   process's clock) to the end of its load event; the load time is `loadEventEnd`.
+//! * Over `--remote` (`browser_remote`), `ccbench serve` runs the same site behind its token
+//!   gate, and Chromium reaches it through a loopback relay that adds the token (`relay`).
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -31,9 +33,9 @@ use serde_json::json;
 
 use crate::cdp::Cdp;
 use crate::common::{lock, Errors};
-use crate::harness::{Accepted, Finish, Harness, ServerProto};
+use crate::harness::{Accepted, Finish, Harness, ServerLog, ServerProto};
 use crate::site::Site;
-use crate::{PageConnection, PageModel, PageProtocol, PageResult, ResourceTiming, RunContext, SocketId, Workload, WorkloadError};
+use crate::{MeasureHook, PageConnection, PageModel, PageProtocol, PageResult, ResourceTiming, RunContext, SocketId, Workload, WorkloadError};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BrowserSpec {
@@ -135,7 +137,7 @@ impl Drop for Profile {
 
 /// Chromium running in the client's namespace. Dropping it stops the browser (its reaper's
 /// PID namespace dies with it) before the profile is removed.
-struct Browser {
+pub(crate) struct Browser {
     child: Option<ccbench_netns::process::NsChild>,
     profile: Profile,
 }
@@ -148,10 +150,16 @@ impl Drop for Browser {
     }
 }
 
+/// Chromium's `--host-resolver-rules` on the emulated path: every name lookup but the
+/// server's address fails (an IP literal goes through the rules too).
+fn emulated_rules(server: Ipv4Addr) -> String {
+    format!("MAP * ~NOTFOUND, EXCLUDE {server}")
+}
+
 /// The command line: headless, no sandbox (the reaper's PID namespace confines it, and it runs
-/// as root), nothing that would talk to any host but ours (`--host-resolver-rules` makes every
-/// name lookup but the server's address fail), and, for HTTP/2, trust in one key only.
-fn chromium_args(chromium: &Path, profile: &Path, server: Ipv4Addr, spki: Option<&str>) -> Vec<OsString> {
+/// as root), nothing that would talk to any host but ours (`rules`, the resolver rules, make
+/// every other name lookup fail), and, for HTTP/2, trust in one key only.
+fn chromium_args(chromium: &Path, profile: &Path, rules: &str, spki: Option<&str>) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec![chromium.into()];
     for flag in [
         "--headless",
@@ -181,8 +189,7 @@ fn chromium_args(chromium: &Path, profile: &Path, server: Ipv4Addr, spki: Option
     ] {
         args.push(flag.into());
     }
-    // An IP literal goes through the rules too.
-    args.push(format!("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE {server}").into());
+    args.push(format!("--host-resolver-rules={rules}").into());
     let mut dir = OsString::from("--user-data-dir=");
     dir.push(profile);
     args.push(dir);
@@ -193,7 +200,8 @@ fn chromium_args(chromium: &Path, profile: &Path, server: Ipv4Addr, spki: Option
     args
 }
 
-fn launch(spec: &BrowserSpec, run: &RunContext<'_>, spki: Option<&str>) -> Result<(Browser, OwnedFd, OwnedFd), WorkloadError> {
+/// Starts Chromium in `ns` (the client's namespace) with `rules` as its resolver rules.
+pub(crate) fn launch(spec: &BrowserSpec, ns: &ccbench_netns::Netns, rules: &str, spki: Option<&str>) -> Result<(Browser, OwnedFd, OwnedFd), WorkloadError> {
     let profile = Profile::create()?;
     let setup = |what: &str, e: std::io::Error| WorkloadError::Setup(format!("{what}: {e}"));
     let exe = std::env::current_exe().map_err(|e| setup("finding ccbench's own binary (the reaper)", e))?;
@@ -205,17 +213,10 @@ fn launch(spec: &BrowserSpec, run: &RunContext<'_>, spki: Option<&str>) -> Resul
     // Chromium keeps its certificate database under $HOME and caches under XDG_CACHE_HOME:
     // both inside the profile, so nothing outlives the run.
     let envs: Vec<(String, String)> = ["HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"].iter().map(|k| (k.to_string(), home.clone())).collect();
-    let argv = chromium_args(&spec.chromium, &profile.0, run.server_addr, spki);
-    let child = ccbench_netns::process::spawn_in_with_fds(
-        run.client,
-        &exe,
-        &argv,
-        &envs,
-        log.into(),
-        log2.into(),
-        &[(browser_reads.as_fd(), 3), (browser_writes.as_fd(), 4)],
-    )
-    .map_err(|e| setup(&format!("starting {}", spec.chromium.display()), e))?;
+    let argv = chromium_args(&spec.chromium, &profile.0, rules, spki);
+    let child =
+        ccbench_netns::process::spawn_in_with_fds(ns, &exe, &argv, &envs, log.into(), log2.into(), &[(browser_reads.as_fd(), 3), (browser_writes.as_fd(), 4)])
+            .map_err(|e| setup(&format!("starting {}", spec.chromium.display()), e))?;
     // Our copies of the browser's ends go, so its exit closes the pipe for us.
     drop((browser_reads, browser_writes));
     Ok((Browser { child: Some(child), profile }, to_browser, from_browser))
@@ -291,14 +292,14 @@ pub(crate) fn parse_timings(text: &str) -> Result<Timings, String> {
 }
 
 /// What the client side brings back from the browser.
-struct Loaded {
-    version: Option<String>,
+pub(crate) struct Loaded {
+    pub version: Option<String>,
     /// This process's clocks when the navigation was asked for.
     asked: (Instant, SystemTime),
-    timings: Timings,
+    pub timings: Timings,
 }
 
-async fn drive_browser(cdp: &mut Cdp, url: &str, run: &RunContext<'_>) -> Result<Loaded, String> {
+pub(crate) async fn drive_browser(cdp: &mut Cdp, url: &str, hook: &dyn MeasureHook) -> Result<Loaded, String> {
     let e = |e: crate::cdp::CdpError| e.to_string();
     let version = cdp.call("Browser.getVersion", json!({}), None).await.map_err(e)?["product"].as_str().map(str::to_string);
     let target = cdp.call("Target.createTarget", json!({ "url": "about:blank" }), None).await.map_err(e)?;
@@ -310,7 +311,7 @@ async fn drive_browser(cdp: &mut Cdp, url: &str, run: &RunContext<'_>) -> Result
     // The default buffer (250 entries) is smaller than a large page.
     cdp.call("Page.addScriptToEvaluateOnNewDocument", json!({ "source": "performance.setResourceTimingBufferSize(100000)" }), s).await.map_err(e)?;
     let asked = (Instant::now(), SystemTime::now());
-    run.hook.open(asked.0);
+    hook.open(asked.0);
     let nav = cdp.call("Page.navigate", json!({ "url": url }), s).await.map_err(e)?;
     if let Some(err) = nav["errorText"].as_str() {
         return Err(format!("navigating to {url}: {err}"));
@@ -324,81 +325,132 @@ async fn drive_browser(cdp: &mut Cdp, url: &str, run: &RunContext<'_>) -> Result
     Ok(Loaded { version, asked, timings: parse_timings(text)? })
 }
 
-/// Requests and bytes the server sent on each connection, by client port.
-type ServedLog = Arc<Mutex<HashMap<u16, (u32, u64)>>>;
+/// Requests and bytes the server sent on each connection, by client port (or, in serve, by
+/// connection number).
+pub(crate) type ServedLog = Arc<Mutex<HashMap<u16, (u32, u64)>>>;
 
-fn load_in_browser(spec: &BrowserSpec, run: &RunContext<'_>) -> Result<BrowserResult, WorkloadError> {
-    spec.page.validate().map_err(WorkloadError::Setup)?;
-    if spec.page.html_bytes > crate::site::MAX_HTML_BYTES {
-        return Err(WorkloadError::Setup(format!("html_bytes {} is over the browser workload's {} bytes", spec.page.html_bytes, crate::site::MAX_HTML_BYTES)));
+/// Whether the site can be served to Chromium: a valid model, an HTML document of bounded
+/// size, and, over HTTP/1.1, Chromium's own connection limit.
+pub(crate) fn check_site(page: &PageModel, protocol: PageProtocol) -> Result<(), String> {
+    page.validate()?;
+    if page.html_bytes > crate::site::MAX_HTML_BYTES {
+        return Err(format!("html_bytes {} is over the browser workload's {} bytes", page.html_bytes, crate::site::MAX_HTML_BYTES));
     }
-    if let PageProtocol::Http1 { max_connections } = spec.protocol {
+    if let PageProtocol::Http1 { max_connections } = protocol {
         if max_connections != PageProtocol::BROWSER_MAX_CONNECTIONS {
-            return Err(WorkloadError::Setup(format!(
-                "Chromium opens its own {} connections; max_connections cannot be {max_connections}",
-                PageProtocol::BROWSER_MAX_CONNECTIONS
-            )));
+            return Err(format!("Chromium opens its own {} connections; max_connections cannot be {max_connections}", PageProtocol::BROWSER_MAX_CONNECTIONS));
         }
     }
+    Ok(())
+}
+
+/// The site's handler of each connection (named by `id`): counts what it serves in `served`
+/// and, with `budget` (serve's byte limit), refuses a response that would exceed it (503).
+pub(crate) fn site_service(
+    site: Arc<Site>,
+    served: ServedLog,
+    budget: Option<(Arc<crate::ByteBudget>, Arc<crate::harness::ServerLog>)>,
+) -> impl Fn(u16) -> SiteService {
+    move |id| SiteService { site: site.clone(), served: served.clone(), budget: budget.clone(), id }
+}
+
+pub(crate) struct SiteService {
+    site: Arc<Site>,
+    served: ServedLog,
+    budget: Option<(Arc<crate::ByteBudget>, Arc<crate::harness::ServerLog>)>,
+    id: u16,
+}
+
+impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for SiteService {
+    type Response = hyper::Response<crate::site::SiteBody>;
+    type Error = std::convert::Infallible;
+    type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+
+    fn call(&self, req: hyper::Request<hyper::body::Incoming>) -> Self::Future {
+        let (mut resp, len) = self.site.respond(req.method(), req.uri().path());
+        if let Some((budget, log)) = &self.budget {
+            if !budget.take(len) {
+                lock(&log.errors).push(budget.reason.clone());
+                resp = crate::site::unavailable();
+            }
+        }
+        let mut s = lock(&self.served);
+        let entry = s.entry(self.id).or_default();
+        entry.0 += 1;
+        entry.1 += http_body::Body::size_hint(resp.body()).exact().unwrap_or(0);
+        std::future::ready(Ok(resp))
+    }
+}
+
+fn load_in_browser(spec: &BrowserSpec, run: &RunContext<'_>) -> Result<BrowserResult, WorkloadError> {
+    check_site(&spec.page, spec.protocol).map_err(WorkloadError::Setup)?;
     let mut harness = Harness::new(run, spec.timeout_s, spec.sample_interval_us)?;
     let (scheme, proto, spki) = match spec.protocol {
         PageProtocol::Http1 { .. } => ("http", ServerProto::Http1, None),
         PageProtocol::Http2 => {
-            let cert = crate::tls::certificate_for(run.server_addr, &[b"h2"])?;
+            let cert = crate::tls::certificate_for(run.server_addr.into(), &[b"h2"])?;
             harness = harness.with_tls(cert.config);
-            ("https", ServerProto::Http2, Some(cert.spki_sha256_base64))
+            ("https", ServerProto::Http2, Some(crate::tls::spki_base64(&cert.spki_sha256)))
         }
     };
     let site = Arc::new(Site::new(&spec.page));
-    let mut timing = BrowserTiming { html_bytes_served: site.html.len() as u64, ..BrowserTiming::default() };
+    let timing = BrowserTiming { html_bytes_served: site.html.len() as u64, ..BrowserTiming::default() };
     let served: ServedLog = Arc::default();
+    let sampled = |h: &Harness<'_>| h.sampler.finish(run.epoch);
     if harness.stopped_already() {
-        return Ok(finish(spec, &harness, &served, run.epoch, None, Err("stopped before the load began".into()), Finish::Stopped, timing));
+        let sampled = sampled(&harness);
+        return Ok(finish(
+            spec,
+            sampled,
+            &harness.server_log,
+            &HashMap::new(),
+            run.epoch,
+            None,
+            Err("stopped before the load began".into()),
+            Finish::Stopped,
+            timing,
+        ));
     }
     let listener = harness.listen(spec.port, Some(&spec.cc))?;
-    let (browser, to_browser, from_browser) = launch(spec, run, spki.as_deref())?;
-    let make_service = {
-        let (site, served) = (site.clone(), served.clone());
-        move |client_port: u16| {
-            let (site, served) = (site.clone(), served.clone());
-            hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                let (resp, len) = site.respond(req.method(), req.uri().path());
-                let mut s = lock(&served);
-                let entry = s.entry(client_port).or_default();
-                entry.0 += 1;
-                entry.1 += len;
-                async move { Ok::<_, std::convert::Infallible>(resp) }
-            })
-        }
-    };
+    let (browser, to_browser, from_browser) = launch(spec, run.client, &emulated_rules(run.server_addr), spki.as_deref())?;
     let url = format!("{scheme}://{}:{}/", run.server_addr, spec.port);
     let client = async {
         let mut cdp = Cdp::new(to_browser, from_browser).map_err(|e| format!("DevTools pipe: {e}"))?;
-        drive_browser(&mut cdp, &url, run).await
+        drive_browser(&mut cdp, &url, run.hook).await
     };
-    let how = harness.drive(listener, proto, Some(&spec.cc), make_service, client)?;
-    let (how, loaded) = match how {
-        Finish::Completed(Ok(l)) => (Finish::Completed(()), Ok(l)),
-        Finish::Completed(Err(e)) => (Finish::Completed(()), Err(format!("{e} (Chromium's log: {})", browser.profile.log_tail()))),
-        Finish::Stopped => (Finish::Stopped, Err("interrupted".into())),
-        Finish::TimedOut => (Finish::TimedOut, Err(format!("the page did not load within {} s", spec.timeout_s))),
-    };
-    // The span ends with the browser's load event; a load that did not end, ends now.
-    let nav_start = loaded.as_ref().ok().map(browser_start);
-    let end = match (&loaded, nav_start) {
-        (Ok(l), Some(t0)) if l.timings.nav.load_event_end > 0.0 => t0 + Duration::from_secs_f64(l.timings.nav.load_event_end / 1000.0),
-        _ => Instant::now(),
-    };
-    run.hook.close(end);
+    let how = harness.drive(listener, proto, Some(&spec.cc), site_service(site, served.clone(), None), client)?;
+    let (how, loaded, nav_start) = ended(how, &browser, spec.timeout_s);
+    run.hook.close(load_end(&loaded, nav_start));
     drop(browser);
     harness.shutdown();
     if let Some(actual) = harness.server_mismatch() {
         return Err(WorkloadError::CongestionMismatch { requested: spec.cc.clone(), actual });
     }
-    if let Ok(l) = &loaded {
-        timing.browser_version = l.version.clone();
+    let timing = BrowserTiming { browser_version: loaded.as_ref().ok().and_then(|l| l.version.clone()), ..timing };
+    let sampled = sampled(&harness);
+    let served = lock(&served).clone();
+    Ok(finish(spec, sampled, &harness.server_log, &served, run.epoch, nav_start, loaded.map(|l| l.timings), how, timing))
+}
+
+/// How the browser's load ended: the outcome, what it measured (or why not, with the tail of
+/// Chromium's log when it failed), and its navigation start on this process's clock.
+pub(crate) fn ended(how: Finish<Result<Loaded, String>>, browser: &Browser, timeout_s: f64) -> (Finish<()>, Result<Loaded, String>, Option<Instant>) {
+    let (how, loaded) = match how {
+        Finish::Completed(Ok(l)) => (Finish::Completed(()), Ok(l)),
+        Finish::Completed(Err(e)) => (Finish::Completed(()), Err(format!("{e} (Chromium's log: {})", browser.profile.log_tail()))),
+        Finish::Stopped => (Finish::Stopped, Err("interrupted".into())),
+        Finish::TimedOut => (Finish::TimedOut, Err(format!("the page did not load within {timeout_s} s"))),
+    };
+    let nav_start = loaded.as_ref().ok().map(browser_start);
+    (how, loaded, nav_start)
+}
+
+/// The end of the measured span: the browser's load event; a load that did not end, ends now.
+pub(crate) fn load_end(loaded: &Result<Loaded, String>, nav_start: Option<Instant>) -> Instant {
+    match (loaded, nav_start) {
+        (Ok(l), Some(t0)) if l.timings.nav.load_event_end > 0.0 => t0 + Duration::from_secs_f64(l.timings.nav.load_event_end / 1000.0),
+        _ => Instant::now(),
     }
-    Ok(finish(spec, &harness, &served, run.epoch, nav_start, loaded.map(|l| l.timings), how, timing))
 }
 
 /// The browser's navigation start on this process's clock: its `timeOrigin` is wall-clock
@@ -409,21 +461,23 @@ fn browser_start(l: &Loaded) -> Instant {
     l.asked.0 + origin.saturating_sub(asked)
 }
 
+/// The result from what the browser measured and what the server saw: its connections (by
+/// client port), their sending sockets' last `TCP_INFO` (`sampled`), its errors, and what it
+/// served on each connection.
 #[allow(clippy::too_many_arguments)]
-fn finish(
+pub(crate) fn finish(
     spec: &BrowserSpec,
-    harness: &Harness<'_>,
-    served: &ServedLog,
+    mut sampled: HashMap<SocketId, Option<ccbench_probe::TcpInfo>>,
+    server_log: &ServerLog,
+    served: &HashMap<u16, (u32, u64)>,
     epoch: Instant,
     nav_start: Option<Instant>,
     loaded: Result<Timings, String>,
     how: Finish<()>,
     mut timing: BrowserTiming,
 ) -> BrowserResult {
-    let mut sampled = harness.sampler.finish(epoch);
-    let accepted: Vec<Accepted> = lock(&harness.server_log.accepted).clone();
-    let server_errors = lock(&harness.server_log.errors);
-    let served = lock(served);
+    let accepted: Vec<Accepted> = lock(&server_log.accepted).clone();
+    let server_errors = lock(&server_log.errors);
     let secs = |ms: f64| (ms > 0.0).then_some(ms / 1000.0);
     let mut errors = Errors::default();
     let mut resources = resource_list(&spec.page, timing.html_bytes_served);
@@ -587,7 +641,7 @@ mod tests {
 
     #[test]
     fn command_line_pins_the_key_and_keeps_the_profile() {
-        let args = chromium_args(Path::new("/usr/bin/chromium"), Path::new("/tmp/p"), Ipv4Addr::new(10, 0, 0, 2), Some("abc="));
+        let args = chromium_args(Path::new("/usr/bin/chromium"), Path::new("/tmp/p"), &emulated_rules(Ipv4Addr::new(10, 0, 0, 2)), Some("abc="));
         let args: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
         assert!(args.contains(&"--user-data-dir=/tmp/p".to_string()));
         assert!(args.contains(&"--ignore-certificate-errors-spki-list=abc=".to_string()));

@@ -42,12 +42,34 @@ pub fn data_hello(token: &[u8; TOKEN_LEN], id: u32) -> [u8; DATA_HELLO_LEN] {
 /// The far end's HTTP server as the client half sees it: where to connect, the token, and what
 /// the far end has said so far.
 pub struct FarHttp {
-    addr: SocketAddr,
-    token: [u8; TOKEN_LEN],
-    next: AtomicU32,
-    /// Connection number → this end's port.
-    ports: Mutex<HashMap<u32, u16>>,
+    dialer: FarDialer,
+    /// The SHA-256 of the key the far end's TLS certificate carries (the browser's HTTP/2).
+    spki_sha256: Option<[u8; 32]>,
     pub(crate) log: Arc<ServerLog>,
+}
+
+/// Opens data connections to the far end: each numbered, its number mapped to this end's port,
+/// the hello written first. Cheap to clone and owns what it needs, so a connection can be
+/// opened from a task of its own (the browser's proxy opens them as Chromium asks).
+#[derive(Clone)]
+pub(crate) struct FarDialer {
+    pub(crate) addr: SocketAddr,
+    token: [u8; TOKEN_LEN],
+    next: Arc<AtomicU32>,
+    /// Connection number → this end's port.
+    ports: Arc<Mutex<HashMap<u32, u16>>>,
+}
+
+impl FarDialer {
+    /// A new data connection from `sock` (made for `addr`), its hello sent.
+    pub(crate) async fn connect(&self, sock: TcpStream) -> io::Result<tokio::net::TcpStream> {
+        let mut stream = net::connect(sock, self.addr).await?;
+        let id = self.next.fetch_add(1, Ordering::SeqCst);
+        // Mapped before the hello leaves: the far end's word of it cannot come first.
+        lock(&self.ports).insert(id, stream.local_addr()?.port());
+        stream.write_all(&data_hello(&self.token, id)).await?;
+        Ok(stream)
+    }
 }
 
 /// One connection as the far end saw it.
@@ -59,6 +81,11 @@ pub struct FarConnection {
     pub cc_read_back: Option<String>,
     /// That socket's `TCP_INFO` when the test ended (when it sends).
     pub final_tcp_info: Option<TcpInfo>,
+    /// Requests the far end answered on it, and the body bytes it sent: counted there for the
+    /// browser, whose connections this end only relays (`None` for the other workloads, which
+    /// count them on this end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served: Option<(u32, u64)>,
 }
 
 /// What the far end reports when a test is over.
@@ -73,7 +100,21 @@ pub struct FarReport {
 
 impl FarHttp {
     pub fn new(addr: SocketAddr, token: [u8; TOKEN_LEN]) -> Self {
-        FarHttp { addr, token, next: AtomicU32::new(0), ports: Mutex::new(HashMap::new()), log: Arc::new(ServerLog::default()) }
+        let dialer = FarDialer { addr, token, next: Arc::new(AtomicU32::new(0)), ports: Arc::new(Mutex::new(HashMap::new())) };
+        FarHttp { dialer, spki_sha256: None, log: Arc::new(ServerLog::default()) }
+    }
+
+    /// The far end serves TLS with a key whose SubjectPublicKeyInfo hashes (SHA-256) to this.
+    pub fn with_spki_sha256(self, spki_sha256: [u8; 32]) -> Self {
+        FarHttp { spki_sha256: Some(spki_sha256), ..self }
+    }
+
+    pub(crate) fn spki_sha256(&self) -> Option<[u8; 32]> {
+        self.spki_sha256
+    }
+
+    pub(crate) fn dialer(&self) -> &FarDialer {
+        &self.dialer
     }
 
     /// The far end took connection `conn` in, with this algorithm read back; `error` when it
@@ -88,7 +129,7 @@ impl FarHttp {
 
     /// This end's port of connection `conn`.
     pub fn port_of(&self, conn: u32) -> Option<u16> {
-        lock(&self.ports).get(&conn).copied()
+        lock(&self.dialer.ports).get(&conn).copied()
     }
 
     /// The far end's report merged in: its errors into the server's, and its sockets' last
@@ -103,7 +144,7 @@ impl FarHttp {
     }
 
     fn host(&self) -> String {
-        self.addr.to_string()
+        self.dialer.addr.to_string()
     }
 }
 
@@ -118,7 +159,7 @@ impl Dial<'_> {
     pub(crate) fn sockets(&self, n: usize, cc: Option<&str>) -> Result<Vec<TcpStream>, WorkloadError> {
         match self {
             Dial::Local { client, .. } => net::sockets_in(client, n, cc),
-            Dial::Remote(far) => net::sockets_here(far.addr, n, cc),
+            Dial::Remote(far) => net::sockets_here(far.dialer.addr, n, cc),
         }
     }
 
@@ -126,13 +167,7 @@ impl Dial<'_> {
     pub(crate) async fn connect(&self, sock: TcpStream) -> io::Result<tokio::net::TcpStream> {
         match self {
             Dial::Local { addr, .. } => net::connect(sock, *addr).await,
-            Dial::Remote(far) => {
-                let mut stream = net::connect(sock, far.addr).await?;
-                let id = far.next.fetch_add(1, Ordering::SeqCst);
-                lock(&far.ports).insert(id, stream.local_addr()?.port());
-                stream.write_all(&data_hello(&far.token, id)).await?;
-                Ok(stream)
-            }
+            Dial::Remote(far) => far.dialer.connect(sock).await,
         }
     }
 

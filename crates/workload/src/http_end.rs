@@ -52,10 +52,14 @@ pub struct HttpEnd<'a> {
 }
 
 /// Serves `listener` (non-blocking, bound by the caller) until the test ends; what the far end
-/// saw of each connection, its errors, and its sending sockets' last `TCP_INFO`.
+/// saw of each connection, its errors, and its sending sockets' last `TCP_INFO`. With `tls`,
+/// each connection that passed the gate is served over TLS (the browser's HTTP/2): the hello
+/// is outside it, so whoever relays the connection adds the hello and never sees plaintext.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn serve_end<S, M, B>(
     listener: std::net::TcpListener,
     proto: ServerProto,
+    tls: Option<Arc<rustls::ServerConfig>>,
     server_cc: Option<&str>,
     sample_interval_us: u64,
     make_service: M,
@@ -92,7 +96,7 @@ where
         s.spawn(|| sampler.run(end.epoch, Instant::now(), interval, || sampling.load(Ordering::SeqCst), |_| {}));
         rt.block_on(async {
             tokio::select! {
-                never = gated_accept_loop(listener, proto, server_cc, &sampler, end, log.clone(), make_service) => match never {},
+                never = gated_accept_loop(listener, proto, tls.map(tokio_rustls::TlsAcceptor::from), server_cc, &sampler, end, log.clone(), make_service) => match never {},
                 () = stopped(end.done) => {},
                 () = tokio::time::sleep_until(end.until.into()) => {},
             }
@@ -112,6 +116,7 @@ fn report(log: &ServerLog, mut finals: HashMap<SocketId, Option<ccbench_probe::T
                 conn: a.client_port as u32,
                 cc_read_back: a.cc_read_back.clone(),
                 final_tcp_info: finals.remove(&SocketId::Connection(a.client_port)).flatten(),
+                served: None,
             })
             .collect(),
         errors: errors.count,
@@ -121,9 +126,11 @@ fn report(log: &ServerLog, mut finals: HashMap<SocketId, Option<ccbench_probe::T
 
 /// Accepts forever: each connection's hello is read in a task of its own; the connections
 /// that pass come back here to be taken in (algorithm, sampler, log) and served.
+#[allow(clippy::too_many_arguments)]
 async fn gated_accept_loop<S, M, B>(
     listener: tokio::net::TcpListener,
     proto: ServerProto,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     cc: Option<&str>,
     sampler: &Sampler<'_>,
     end: &HttpEnd<'_>,
@@ -178,14 +185,28 @@ where
                 }
                 let service = make_service(id as u16);
                 let log = log.clone();
+                let tls = tls.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = serve(stream, proto, service).await {
-                        lock(&log.errors).push(format!("serving connection {id}: {e}"));
+                    let served = match tls {
+                        None => serve(stream, proto, service).await,
+                        Some(tls) => match tls.accept(stream).await {
+                            Ok(stream) => serve(stream, proto, service).await,
+                            Err(e) => Err(format!("TLS handshake: {e}")),
+                        },
+                    };
+                    if let Err(e) = served {
+                        lock(&log.errors).push(format!("{}{e}", serving_prefix(id)));
                     }
                 });
             }
         }
     }
+}
+
+/// How a serving error of connection `id` begins (the browser's end drops those of connections
+/// that carried no request).
+pub(crate) fn serving_prefix(id: u32) -> String {
+    format!("serving connection {id}: ")
 }
 
 /// The connection number, when the first bytes are the token and a number; `None` (and not a

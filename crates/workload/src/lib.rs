@@ -16,7 +16,8 @@
 //!   6 connections, over HTTP/2 on one, or over QUIC as a stream per resource on one
 //!   connection, reporting TTFB, HTML and page load times.
 //! - [`BrowserSpec`]: the same page loaded by headless Chromium in the client's namespace
-//!   (HTTP/1.1, or HTTP/2 over TLS), reporting the browser's own Navigation Timing and LCP.
+//!   (HTTP/1.1, or HTTP/2 over TLS), reporting the browser's own Navigation Timing and LCP;
+//!   over a real path through a loopback relay that adds serve's token (`relay`).
 //!
 //! Time series (every `TCP_INFO` sample, every goodput point of a bulk flow) go to the run's
 //! [`SeriesSink`] as they are taken; results keep only bounded data, so memory stays flat
@@ -28,6 +29,7 @@
 //! accept loop, and the race of the load against the deadline and the stop flag).
 
 mod browser;
+mod browser_remote;
 mod bulk;
 mod cdp;
 mod common;
@@ -40,6 +42,7 @@ mod net;
 mod objects;
 mod page;
 mod quic;
+mod relay;
 mod sampler;
 mod series;
 mod site;
@@ -47,6 +50,7 @@ mod tls;
 mod transport;
 
 pub use browser::{BrowserResult, BrowserSpec, BrowserTiming};
+pub use browser_remote::{check_site_request, run_browser_remote, serve_browser_end};
 pub use bulk::{
     assemble, elapsed_since, prepare_stream, run_end, Amount, BbrEvent, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta, FlowResult,
     GoodputPoint, MixFlow, Opens,
@@ -58,6 +62,7 @@ pub use objects::{run_objects_remote, serve_objects_end, ObjectMethod, ObjectsCo
 pub use page::{run_page_remote, serve_page_end, PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
 pub use quic::{QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer, ReadBack, QUIC_ALGORITHMS, QUIC_STACK};
 pub use series::{MemorySeries, NoSeries, QuicBbr, QuicSample, SeriesSink, SocketId};
+pub use tls::{certificate_for, RunCertificate};
 pub use transport::{kernel_name, split_cc, transport_of, Transport, TRANSPORTS};
 
 use ccbench_netns::Netns;

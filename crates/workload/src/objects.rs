@@ -455,7 +455,7 @@ pub fn serve_objects_end(spec: &ObjectsSpec, listener: std::net::TcpListener, en
     let log = Arc::new(ServerLog::default());
     let make_service = service_maker(spec, log.clone(), Some(end.budget.clone()));
     let cc = (spec.method.sender() == Side::Server).then_some(spec.cc.as_str());
-    let mut report = crate::http_end::serve_end(listener, ServerProto::Http1, cc, spec.sample_interval_us, make_service, end);
+    let mut report = crate::http_end::serve_end(listener, ServerProto::Http1, None, cc, spec.sample_interval_us, make_service, end);
     let errors = lock(&log.errors);
     report.errors += errors.count;
     report.error_messages.extend(errors.messages.iter().cloned());

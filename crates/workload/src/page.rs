@@ -495,7 +495,7 @@ pub fn serve_page_end(spec: &PageSpec, listener: std::net::TcpListener, end: &Ht
         PageProtocol::Http1 { .. } => ServerProto::Http1,
         PageProtocol::Http2 => ServerProto::Http2,
     };
-    let mut report = crate::http_end::serve_end(listener, proto, Some(&spec.cc), spec.sample_interval_us, make_service, end);
+    let mut report = crate::http_end::serve_end(listener, proto, None, Some(&spec.cc), spec.sample_interval_us, make_service, end);
     let errors = lock(&log.errors);
     report.errors += errors.count;
     report.error_messages.extend(errors.messages.iter().cloned());

@@ -43,13 +43,7 @@ const TAIL: &str = "</body></html>";
 /// The document for `page`; as long as `page.html_bytes` unless the markup alone is longer
 /// (a model with a tiny HTML and many objects), in which case it is the markup alone.
 pub(crate) fn html(page: &PageModel) -> Vec<u8> {
-    let mut head = String::from(HEAD);
-    // About 700 characters of text: enough area to be the page's largest element.
-    for _ in 0..6 {
-        head.push_str(TEXT);
-    }
-    head.push_str("</p>");
-    let tags: Vec<String> = (0..page.objects.len()).map(|i| format!("<img src=\"/o/{i}\" width=\"1\" height=\"1\" alt=\"\">")).collect();
+    let (head, tags) = markup(page);
     let markup = head.len() + tags.iter().map(String::len).sum::<usize>() + TAIL.len();
     let padding = (page.html_bytes as usize).saturating_sub(markup);
     let gaps = tags.len() + 1;
@@ -65,6 +59,34 @@ pub(crate) fn html(page: &PageModel) -> Vec<u8> {
     }
     out.extend_from_slice(TAIL.as_bytes());
     out
+}
+
+/// The document's fixed parts: everything before the first image, and one tag per object.
+fn markup(page: &PageModel) -> (String, Vec<String>) {
+    let mut head = String::from(HEAD);
+    // About 700 characters of text: enough area to be the page's largest element.
+    for _ in 0..6 {
+        head.push_str(TEXT);
+    }
+    head.push_str("</p>");
+    let tags = (0..page.objects.len()).map(|i| format!("<img src=\"/o/{i}\" width=\"1\" height=\"1\" alt=\"\">")).collect();
+    (head, tags)
+}
+
+/// The length of [`html`]'s document, without building it (a remote client's record of what
+/// serve sends).
+pub(crate) fn html_len(page: &PageModel) -> u64 {
+    let (head, tags) = markup(page);
+    let markup = head.len() + tags.iter().map(String::len).sum::<usize>() + TAIL.len();
+    (markup as u64).max(page.html_bytes)
+}
+
+/// What is sent for a request over serve's byte limit: 503, no body.
+pub(crate) fn unavailable() -> hyper::Response<SiteBody> {
+    let mut resp = hyper::Response::new(SiteBody::new(Bytes::new(), 0));
+    *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    resp.headers_mut().insert(hyper::header::CACHE_CONTROL, hyper::header::HeaderValue::from_static("no-store"));
+    resp
 }
 
 /// `n` bytes of filler: a comment when there is room for one, else spaces.
@@ -171,6 +193,7 @@ mod tests {
             let page = PageModel::builtin(name).unwrap();
             let doc = String::from_utf8(html(&page)).unwrap();
             assert_eq!(doc.len() as u64, page.html_bytes, "{name}");
+            assert_eq!(html_len(&page), page.html_bytes, "{name}");
             for i in 0..page.objects.len() {
                 assert_eq!(doc.matches(&format!("src=\"/o/{i}\"")).count(), 1, "{name} /o/{i}");
             }
@@ -187,9 +210,11 @@ mod tests {
         let doc = html(&page);
         assert!(doc.len() > 1 && !String::from_utf8_lossy(&doc).contains("<!--"));
         let markup = doc.len() as u64;
+        assert_eq!(html_len(&page), markup);
         for extra in 0..12 {
             let page = PageModel { html_bytes: markup + extra, objects: vec![10, 20] };
             assert_eq!(html(&page).len() as u64, markup + extra);
+            assert_eq!(html_len(&page), markup + extra);
         }
     }
 

@@ -1,0 +1,160 @@
+//! The browser workload split across two hosts: `ccbench serve` runs the site (`site`, the same
+//! server as the emulated run: HTTP/1.1, or HTTP/2 over TLS with a certificate it makes for
+//! the test) behind its token gate (`http_end`), with the algorithm set on its sending sockets,
+//! read back and sampled; this process runs Chromium and the loopback relay (`relay`) that
+//! puts the token in front of each of Chromium's connections.
+//!
+//! Chromium is given the URL it would be given on an emulated path, the far end's own address
+//! and data port, and `--host-resolver-rules` send that address and port to the relay: the
+//! certificate is checked against the address it was made for, and over HTTP/2 Chromium
+//! trusts exactly the key whose hash serve sent over the authenticated control connection.
+//! What each connection carried is counted by serve (this end sees only TLS records), and
+//! named here by the relay's own port on the real path, as the other remote workloads name
+//! connections by their client port.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::browser::{check_site, drive_browser, ended, finish, launch, site_service, BrowserResult, BrowserSpec, BrowserTiming, ServedLog};
+use crate::cdp::Cdp;
+use crate::common::{lock, Errors};
+use crate::far::{FarHttp, FarReport};
+use crate::harness::{Finish, Harness, ServerProto};
+use crate::http_end::{serving_prefix, HttpEnd};
+use crate::site::Site;
+use crate::tls::RunCertificate;
+use crate::{NoMeasureHook, PageProtocol, PageSpec, SeriesSink, WorkloadError};
+
+impl BrowserSpec {
+    /// What serve is asked to run: the site, in the page workload's terms (the browser and its
+    /// executable stay on this end).
+    pub fn site(&self) -> PageSpec {
+        PageSpec {
+            page: self.page.clone(),
+            protocol: self.protocol,
+            cc: self.cc.clone(),
+            port: self.port,
+            sample_interval_us: self.sample_interval_us,
+            timeout_s: self.timeout_s,
+        }
+    }
+}
+
+/// Whether `ccbench serve` can serve `site` to a browser (see [`BrowserSpec::site`]).
+pub fn check_site_request(site: &PageSpec) -> Result<(), String> {
+    check_site(&site.page, site.protocol)
+}
+
+/// Loads the page in Chromium from the far end's site. `end_far` ends the far end's side and
+/// returns its report; it is called once the browser is stopped.
+pub fn run_browser_remote(
+    spec: &BrowserSpec,
+    far: &FarHttp,
+    epoch: Instant,
+    stop: &AtomicBool,
+    series: &dyn SeriesSink,
+    end_far: impl FnOnce() -> Result<FarReport, String>,
+) -> Result<BrowserResult, WorkloadError> {
+    check_site(&spec.page, spec.protocol).map_err(WorkloadError::Setup)?;
+    let harness = Harness::client_only(epoch, stop, series, spec.timeout_s, spec.sample_interval_us)?;
+    let (scheme, spki) = match spec.protocol {
+        PageProtocol::Http1 { .. } => ("http", None),
+        PageProtocol::Http2 => {
+            let pin = far.spki_sha256().ok_or_else(|| WorkloadError::Setup("ccbench serve named no certificate key for HTTP/2 over TLS".into()))?;
+            ("https", Some(crate::tls::spki_base64(&pin)))
+        }
+    };
+    let timing = BrowserTiming { html_bytes_served: crate::site::html_len(&spec.page), ..BrowserTiming::default() };
+    let relay_errors = Arc::new(Mutex::new(Errors::default()));
+    let outcome = if harness.stopped_already() {
+        Ok((Finish::Stopped, Err("stopped before the load began".to_string()), None))
+    } else {
+        load(spec, far, &harness, scheme, spki.as_deref(), relay_errors.clone())
+    };
+    harness.shutdown();
+    let report = end_far().map_err(WorkloadError::Setup)?;
+    let (how, loaded, nav_start) = outcome?;
+    if let Some(actual) = lock(&far.log.mismatch).clone() {
+        return Err(WorkloadError::CongestionMismatch { requested: spec.cc.clone(), actual });
+    }
+    let mut sampled = harness.sampler.finish(epoch);
+    far.absorb(&report, &mut sampled);
+    let served: HashMap<u16, (u32, u64)> = report.connections.iter().filter_map(|c| Some((far.port_of(c.conn)?, c.served?))).collect();
+    {
+        let relay = lock(&relay_errors);
+        lock(&far.log.errors).absorb(relay.count, &relay.messages);
+    }
+    let timing = BrowserTiming { browser_version: loaded.as_ref().ok().and_then(|l| l.version.clone()), ..timing };
+    Ok(finish(spec, sampled, &far.log, &served, epoch, nav_start, loaded.map(|l| l.timings), how, timing))
+}
+
+type Outcome = (Finish<()>, Result<crate::browser::Loaded, String>, Option<Instant>);
+
+/// The relay and the browser, from Chromium's start to its stop.
+fn load(
+    spec: &BrowserSpec,
+    far: &FarHttp,
+    harness: &Harness<'_>,
+    scheme: &str,
+    spki: Option<&str>,
+    relay_errors: Arc<Mutex<Errors>>,
+) -> Result<Outcome, WorkloadError> {
+    let listener = crate::relay::bind()?;
+    let relay_port = listener.local_addr()?.port();
+    let far_addr = far.dialer().addr;
+    // `SocketAddr`'s form is a URL's authority: `[v6]:port` for IPv6.
+    let url = format!("{scheme}://{far_addr}/");
+    let rules = format!("{}, MAP * ~NOTFOUND", crate::relay::resolver_rule(far_addr, relay_port));
+    let here = ccbench_netns::Netns::current().map_err(|e| WorkloadError::Setup(format!("this process's network namespace: {e}")))?;
+    let (browser, to_browser, from_browser) = launch(spec, &here, &rules, spki)?;
+    let dialer = far.dialer().clone();
+    let client = async {
+        let drive = async {
+            let mut cdp = Cdp::new(to_browser, from_browser).map_err(|e| format!("DevTools pipe: {e}"))?;
+            drive_browser(&mut cdp, &url, &NoMeasureHook).await
+        };
+        tokio::select! {
+            loaded = drive => loaded,
+            never = crate::relay::relay(listener, dialer, relay_errors) => match never {},
+        }
+    };
+    let how = harness.drive_client(client)?;
+    let outcome = ended(how, &browser, spec.timeout_s);
+    // Chromium goes first, then (with the runtime) the relay and its connections.
+    drop(browser);
+    Ok(outcome)
+}
+
+/// The server half for a remote browser (`ccbench serve`): the site on `listener`, behind the
+/// gate of `end`, over TLS with `cert` for HTTP/2. Each connection's report says what it
+/// served; serving errors of connections that carried no request are dropped, as on the
+/// emulated path (Chromium opens spare connections and closes them unused).
+pub fn serve_browser_end(site: &PageSpec, listener: std::net::TcpListener, end: &HttpEnd<'_>, cert: Option<&RunCertificate>) -> FarReport {
+    let refuse = |e: String| FarReport { errors: 1, error_messages: vec![e], ..FarReport::default() };
+    if let Err(e) = check_site(&site.page, site.protocol) {
+        return refuse(e);
+    }
+    let (proto, tls) = match (site.protocol, cert) {
+        (PageProtocol::Http1 { .. }, _) => (ServerProto::Http1, None),
+        (PageProtocol::Http2, Some(cert)) => (ServerProto::Http2, Some(cert.config.clone())),
+        (PageProtocol::Http2, None) => return refuse("HTTP/2 to a browser needs a certificate".into()),
+    };
+    let log = Arc::new(crate::harness::ServerLog::default());
+    let served: ServedLog = Arc::default();
+    let make_service = site_service(Arc::new(Site::new(&site.page)), served.clone(), Some((end.budget.clone(), log.clone())));
+    let mut report = crate::http_end::serve_end(listener, proto, tls, Some(&site.cc), site.sample_interval_us, make_service, end);
+    let served = lock(&served);
+    for c in &mut report.connections {
+        c.served = Some(u16::try_from(c.conn).ok().and_then(|id| served.get(&id)).copied().unwrap_or_default());
+    }
+    let idle: Vec<String> = report.connections.iter().filter(|c| c.served.is_some_and(|s| s.0 == 0)).map(|c| serving_prefix(c.conn)).collect();
+    let before = report.error_messages.len();
+    report.error_messages.retain(|m| !idle.iter().any(|p| m.starts_with(p.as_str())));
+    report.errors = report.errors.saturating_sub((before - report.error_messages.len()) as u32);
+    let errors = lock(&log.errors);
+    report.errors += errors.count;
+    report.error_messages.extend(errors.messages.iter().cloned());
+    report
+}
