@@ -702,6 +702,10 @@ fn quic_spec(mix: &[&str], seconds: f64) -> ccbench_workload::BulkSpec {
 /// behind it; the byte limit stops a running QUIC test; a test within the limits runs.
 #[test]
 fn http_and_quic_tests_are_gated_and_limited() {
+    // serve sets cubic on its data sockets, which only root may where it is not allowed.
+    if !have_root() {
+        return;
+    }
     let dir = tempdir("gates");
     let secret_path = secret_file(&dir, "secret");
     let secret = Secret::from_file(&secret_path).unwrap();
@@ -796,6 +800,66 @@ fn quic_objects_and_pages_over_remote_are_refused_in_one_line() {
         one_line_exit_2(&o, "--cc");
         assert!(String::from_utf8_lossy(&o.stderr).contains("quic:bbr3"), "{}", text(&o));
         assert!(!dir.join(workload).join("result.json").exists(), "nothing ran");
+    }
+    drop(serve);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One HTTP/1.1 GET on an open keep-alive connection: the status and the body's length.
+fn http_get(data: &mut TcpStream, path: &str) -> (u16, usize) {
+    data.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        data.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("no status in {head:?}"));
+    let len = head.lines().find_map(|l| l.strip_prefix("content-length:")).map_or(0, |v| v.trim().parse().unwrap());
+    let mut body = vec![0u8; len];
+    data.read_exact(&mut body).unwrap();
+    (status, len)
+}
+
+/// `--max-bytes` holds while an HTTP test runs, not only in the check before it: a client that
+/// asks for more objects than it planned gets 503 once the test's budget is spent, the bytes
+/// served stay within the limit, and the server's result names the flag.
+#[test]
+fn an_http_test_is_cut_at_max_bytes_while_it_runs() {
+    // serve sets cubic on its data sockets, which only root may where it is not allowed.
+    if !have_root() {
+        return;
+    }
+    let dir = tempdir("http-cut");
+    let secret_path = secret_file(&dir, "secret");
+    let secret = Secret::from_file(&secret_path).unwrap();
+    let serve = LiveServe::start(&secret_path, &["--max-bytes", "1mb", "--max-tests-per-minute", "1000"]);
+    let mut c = TcpStream::connect(serve.addr).unwrap();
+    handshake(&mut c, &secret);
+    // Planned: 2 × 400 kB, within the 1 MB limit, so the check lets it run.
+    proto::write_msg(&mut c, &ClientMsg::Run { test: TestRequest::Objects(objects_spec(2, 400_000, 1)) }).unwrap();
+    let ServerMsg::Ready { port, token, .. } = proto::read_msg::<ServerMsg>(&mut c).unwrap() else { panic!("no ready") };
+    proto::write_msg(&mut c, &ClientMsg::Start).unwrap();
+    let mut data = TcpStream::connect((serve.addr.ip(), port)).unwrap();
+    data.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    data.write_all(&[&unhex::<16>(&token).unwrap()[..], &0u32.to_be_bytes()].concat()).unwrap();
+    // Asked: four, 1.6 MB.
+    let got: Vec<(u16, usize)> = (0..4).map(|i| http_get(&mut data, &format!("/obj/{}", i % 2))).collect();
+    assert_eq!(got, vec![(200, 400_000), (200, 400_000), (503, 0), (503, 0)]);
+    drop(data);
+    proto::write_msg(&mut c, &ClientMsg::Stop).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    loop {
+        match proto::read_msg::<ServerMsg>(&mut c) {
+            Ok(ServerMsg::HttpDone { errors, error_messages }) => {
+                assert!(errors >= 2 && error_messages.iter().any(|m| m.contains("--max-bytes")), "{errors} {error_messages:?}");
+                break;
+            }
+            // The connection's own report and samples come first.
+            Ok(_) => {}
+            Err(e) => panic!("{e}"),
+        }
     }
     drop(serve);
     let _ = std::fs::remove_dir_all(&dir);
