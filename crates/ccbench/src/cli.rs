@@ -411,10 +411,15 @@ pub struct ServeArgs {
     /// Address and port to listen on. Loopback only unless you say otherwise.
     #[arg(long, default_value = "127.0.0.1:7450", value_name = "ADDR:PORT")]
     pub listen: ListenAddr,
-    /// The shared secret: a private file (mode 600) of at least 16 bytes, e.g. made with
-    /// `head -c 32 /dev/urandom | base64 > FILE; chmod 600 FILE`. Copy it to the client host.
-    #[arg(long, value_name = "FILE", required = true)]
-    pub secret_file: PathBuf,
+    /// The shared secret: a private regular file (mode 600) of at least 128 random bits as
+    /// hex (32 digits) or base64 (22 symbols); make one with --new-secret. Copy it to the
+    /// client host over a channel you trust (e.g. scp).
+    #[arg(long, value_name = "FILE", required_unless_present = "new_secret")]
+    pub secret_file: Option<PathBuf>,
+    /// Write a fresh 256-bit secret (64 hex digits) to FILE, mode 600, and exit. FILE must not
+    /// exist yet.
+    #[arg(long, value_name = "FILE", conflicts_with = "secret_file")]
+    pub new_secret: Option<PathBuf>,
     /// The longest test this server runs (a file transfer is given up at this age).
     #[arg(long, default_value = "120s")]
     pub max_duration: MaxDuration,
@@ -424,7 +429,7 @@ pub struct ServeArgs {
     /// How many clients may be connected at once.
     #[arg(long, default_value = "4")]
     pub max_clients: MaxClients,
-    /// How many tests one client address may start per minute.
+    /// How many tests the clients holding the secret may start per minute, together.
     #[arg(long, default_value = "60")]
     pub max_tests_per_minute: MaxTestsPerMinute,
     /// The fastest a path probe (`ccbench probe`) may send from this host; its bytes and time

@@ -20,7 +20,15 @@ pub fn load_secret(path: &Path) -> Result<Secret, UsageError> {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
-    let secret = load_secret(&args.secret_file)?;
+    if let Some(file) = &args.new_secret {
+        Secret::write_new(file).map_err(|e| UsageError::new("--new-secret", file.display(), format!("a new file to write the secret to, but {e}")))?;
+        println!("wrote a new 256-bit secret to {} (mode 600); copy it to the client host over a channel you trust, e.g. scp", file.display());
+        return Ok(0);
+    }
+    let Some(secret_file) = &args.secret_file else {
+        return Err(UsageError::new("--secret-file", "(not given)", "the file holding the shared secret (make one with --new-secret FILE)").into());
+    };
+    let secret = load_secret(secret_file)?;
     let host = ccbench::provenance::HostFacts::collect();
     let facts = ServerFacts {
         ccbench_version: env!("CARGO_PKG_VERSION").to_string(),

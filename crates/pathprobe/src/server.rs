@@ -60,6 +60,9 @@ pub struct ProbeServer {
     socket: UdpSocket,
     token: Token,
     limits: Limits,
+    /// The only address answered (serve: its control connection's peer). Without it, the
+    /// first address to present the token.
+    only_from: Option<std::net::IpAddr>,
 }
 
 impl ProbeServer {
@@ -70,7 +73,14 @@ impl ProbeServer {
         crate::deepen_receive_buffer(&socket, 8 << 20);
         crate::stamp::enable(&socket)?;
         socket.set_read_timeout(Some(POLL))?;
-        Ok(ProbeServer { socket, token, limits })
+        Ok(ProbeServer { socket, token, limits, only_from: None })
+    }
+
+    /// Answers datagrams from `ip` only: one that presents the token from anywhere else is
+    /// ignored, so a token seen on the way cannot redirect the probe's trains elsewhere.
+    pub fn only_from(mut self, ip: std::net::IpAddr) -> ProbeServer {
+        self.only_from = Some(ip);
+        self
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
@@ -106,7 +116,8 @@ impl ProbeServer {
                     Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => continue,
                     Err(_) => continue,
                 };
-                let Some(message) = wire::parse_for(&buf[..len], &self.token).filter(|_| *peer.get_or_insert(from) == from) else {
+                let allowed = self.only_from.is_none_or(|ip| ip == from.ip());
+                let Some(message) = wire::parse_for(&buf[..len], &self.token).filter(|_| allowed && *peer.get_or_insert(from) == from) else {
                     report.ignored += 1;
                     continue;
                 };

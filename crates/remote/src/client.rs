@@ -12,17 +12,25 @@ use ccbench_workload::{
     NoMeasureHook, Opens, SeriesSink, Side, SocketId, WorkloadError,
 };
 
-use crate::auth::{self, Secret};
-use crate::proto::{self, hex, unhex, ClientMsg, FrameError, Limits, ServerFacts, ServerMsg, TestRequest, VERSION};
+use crate::auth::Secret;
+use crate::channel::{Channel, HandshakeError};
+use crate::proto::{unhex, ClientMsg, FrameError, Limits, ServerFacts, ServerMsg, TestRequest};
 use crate::server::TOKEN_LEN;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a reply may take outside a test.
+/// How long the whole handshake may take (the server's own deadline is shorter).
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a reply may take outside a test, all of it.
 pub(crate) const REPLY_TIMEOUT: Duration = Duration::from_secs(15);
-/// How long after its planned end a test's results may take to come back.
+/// How long after its planned end a test's results may take to come back, all of them.
 pub(crate) const RESULT_GRACE: Duration = Duration::from_secs(30);
 /// How long the far end's first sample waits for this end's first data byte.
 const FIRST_BYTE_GRACE: Duration = Duration::from_secs(1);
+/// No round trip this long is a real one (Linux caps its RTO at 120 s, `TCP_RTO_MAX`).
+pub(crate) const MAX_SANE_RTT_US: u32 = 120_000_000;
+/// Messages a test's results may hold beyond one per sample interval per socket: the
+/// acceptances, ends and BBR event chunks.
+const MESSAGE_SLACK: u64 = 10_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
@@ -40,9 +48,33 @@ pub enum RemoteError {
     Workload(#[from] WorkloadError),
 }
 
+impl RemoteError {
+    /// A refusal in the server's words, made safe for a terminal.
+    pub(crate) fn refused(reason: &str) -> RemoteError {
+        RemoteError::Refused(term_safe(reason))
+    }
+
+    /// A protocol failure in the server's words, made safe for a terminal.
+    pub(crate) fn server_said(message: &str) -> RemoteError {
+        RemoteError::Protocol(term_safe(message))
+    }
+}
+
+/// What a server sent, fit for this end's terminal: control characters (escape sequences,
+/// carriage returns, newlines) dropped, and at most 500 characters.
+pub fn term_safe(text: &str) -> String {
+    const MAX: usize = 500;
+    let clean: String = text.chars().filter(|c| !c.is_control()).take(MAX + 1).collect();
+    if clean.chars().count() > MAX {
+        format!("{}…", clean.chars().take(MAX).collect::<String>())
+    } else {
+        clean
+    }
+}
+
 impl From<FrameError> for RemoteError {
     fn from(e: FrameError) -> Self {
-        RemoteError::Protocol(e.to_string())
+        RemoteError::Protocol(term_safe(&e.to_string()))
     }
 }
 
@@ -55,7 +87,7 @@ impl From<std::io::Error> for RemoteError {
 /// An authenticated session with a `ccbench serve`.
 pub struct Client {
     pub(crate) addr: SocketAddr,
-    pub(crate) control: TcpStream,
+    pub(crate) control: Channel,
     pub facts: ServerFacts,
     pub limits: Limits,
     /// The kernel's smoothed RTT of the control connection just after the handshake.
@@ -63,48 +95,44 @@ pub struct Client {
 }
 
 impl Client {
-    /// Connects and proves, both ways, that the two ends share `secret`.
+    /// Connects and proves, both ways, that the two ends share `secret` (see
+    /// [`crate::channel`]); everything after is sealed.
     pub fn connect(addr: SocketAddr, secret: &Secret) -> Result<Client, RemoteError> {
-        let control = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT).map_err(|source| RemoteError::Connect { addr, source })?;
-        control.set_nodelay(true)?;
-        control.set_read_timeout(Some(REPLY_TIMEOUT))?;
-        control.set_write_timeout(Some(REPLY_TIMEOUT))?;
-        let mut c = &control;
-        let client_nonce = auth::nonce();
-        proto::write_msg(&mut c, &ClientMsg::Hello { version: VERSION, nonce: hex(&client_nonce) })?;
-        let (server_nonce, proof) = match proto::read_msg::<ServerMsg>(&mut c)? {
-            ServerMsg::Challenge { version: VERSION, nonce, proof } => (nonce, proof),
-            ServerMsg::Challenge { version, .. } => {
-                return Err(RemoteError::Protocol(format!("the server speaks protocol version {version}, this client {VERSION}")))
+        let stream = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT).map_err(|source| RemoteError::Connect { addr, source })?;
+        stream.set_nodelay(true)?;
+        let control = Channel::connect(stream, secret, Instant::now() + HANDSHAKE_TIMEOUT).map_err(|e| match e {
+            HandshakeError::WrongSecret => {
+                RemoteError::Auth(format!("authentication with ccbench serve at {addr} failed: the two ends' secrets differ (check --secret-file)"))
             }
-            ServerMsg::Error { message } => return Err(RemoteError::Refused(message)),
-            other => return Err(unexpected(&other)),
-        };
-        let malformed = || RemoteError::Protocol("malformed challenge from the server".into());
-        let server_nonce = unhex::<{ auth::NONCE_LEN }>(&server_nonce).ok_or_else(malformed)?;
-        let proof = unhex::<{ auth::PROOF_LEN }>(&proof).ok_or_else(malformed)?;
-        if !secret.verify_server(&client_nonce, &server_nonce, &proof) {
-            // Nothing more is sent: not even this end's proof.
-            return Err(RemoteError::Auth(format!("authentication with ccbench serve at {addr} failed: the two ends' secrets differ (check --secret-file)")));
-        }
-        proto::write_msg(&mut c, &ClientMsg::Auth { proof: hex(&secret.client_proof(&client_nonce, &server_nonce)) })?;
-        let (facts, limits) = match proto::read_msg::<ServerMsg>(&mut c)? {
+            HandshakeError::Refused(m) => RemoteError::refused(&m),
+            HandshakeError::Protocol(m) => RemoteError::server_said(&m),
+        })?;
+        let (facts, limits) = match control.recv_by::<ServerMsg>(Instant::now() + REPLY_TIMEOUT)? {
             ServerMsg::Welcome { facts, limits } => (facts, limits),
-            ServerMsg::Error { message } => return Err(RemoteError::Auth(format!("ccbench serve at {addr}: {message}"))),
+            ServerMsg::Error { message } => return Err(RemoteError::refused(&message)),
             other => return Err(unexpected(&other)),
         };
-        let rtt_us = ccbench_probe::tcp_info(&control).ok().map(|t| t.rtt_us);
+        let rtt_us = ccbench_probe::tcp_info(control.stream()).ok().map(|t| t.rtt_us);
         Ok(Client { addr, control, facts, limits, rtt_us })
+    }
+
+    /// The server's next message, all of it within [`REPLY_TIMEOUT`].
+    pub(crate) fn reply(&self) -> Result<ServerMsg, RemoteError> {
+        Ok(self.control.recv_by::<ServerMsg>(Instant::now() + REPLY_TIMEOUT)?)
+    }
+
+    pub(crate) fn send(&self, msg: &ClientMsg) -> Result<(), RemoteError> {
+        self.control.stream().set_write_timeout(Some(REPLY_TIMEOUT))?;
+        Ok(self.control.send(msg)?)
     }
 
     /// Asks whether the server would run `test` (its algorithms, its limits); nothing runs.
     pub fn check(&mut self, test: &TestRequest) -> Result<(), RemoteError> {
-        let mut c = &self.control;
-        proto::write_msg(&mut c, &ClientMsg::Check { test: test.clone() })?;
-        match proto::read_msg::<ServerMsg>(&mut c)? {
+        self.send(&ClientMsg::Check { test: test.clone() })?;
+        match self.reply()? {
             ServerMsg::Allowed => Ok(()),
-            ServerMsg::Refused { reason } => Err(RemoteError::Refused(reason)),
-            ServerMsg::Error { message } => Err(RemoteError::Protocol(message)),
+            ServerMsg::Refused { reason } => Err(RemoteError::refused(&reason)),
+            ServerMsg::Error { message } => Err(RemoteError::server_said(&message)),
             other => Err(unexpected(&other)),
         }
     }
@@ -115,13 +143,11 @@ impl Client {
         if crate::quic::is_quic(spec) {
             return self.run_quic(spec, epoch, stop, series);
         }
-        let mut c = &self.control;
-        c.set_read_timeout(Some(REPLY_TIMEOUT))?;
-        proto::write_msg(&mut c, &ClientMsg::Run { test: TestRequest::Bulk(spec.clone()) })?;
-        let (port, token) = match proto::read_msg::<ServerMsg>(&mut c)? {
+        self.send(&ClientMsg::Run { test: TestRequest::Bulk(spec.clone()) })?;
+        let (port, token) = match self.reply()? {
             ServerMsg::Ready { port, token, .. } => (port, token),
-            ServerMsg::Refused { reason } => return Err(RemoteError::Refused(reason)),
-            ServerMsg::Error { message } => return Err(RemoteError::Protocol(message)),
+            ServerMsg::Refused { reason } => return Err(RemoteError::refused(&reason)),
+            ServerMsg::Error { message } => return Err(RemoteError::server_said(&message)),
             other => return Err(unexpected(&other)),
         };
         let token = unhex::<TOKEN_LEN>(&token).ok_or_else(|| RemoteError::Protocol("malformed token from the server".into()))?;
@@ -140,11 +166,11 @@ impl Client {
             prepare_stream(&stream)?;
             streams.push(EndStream { id: id as u32, start_s: flow.start_s, stream, sends: upload });
         }
-        match proto::read_msg::<ServerMsg>(&mut c)? {
+        match self.reply()? {
             ServerMsg::Connected { cc_read_back } if !upload => {
                 for (m, cc) in meta.iter_mut().zip(cc_read_back) {
                     if cc != m.plan.cc {
-                        return Err(WorkloadError::CongestionMismatch { requested: m.plan.cc.clone(), actual: cc }.into());
+                        return Err(WorkloadError::CongestionMismatch { requested: m.plan.cc.clone(), actual: term_safe(&cc) }.into());
                     }
                     m.cc_read_back = cc;
                 }
@@ -153,7 +179,7 @@ impl Client {
                 }
             }
             ServerMsg::Connected { .. } => {}
-            ServerMsg::Error { message } => return Err(RemoteError::Protocol(message)),
+            ServerMsg::Error { message } => return Err(RemoteError::server_said(&message)),
             other => return Err(unexpected(&other)),
         }
         let last_start = plan.iter().map(|f| f.start_s).fold(0.0, f64::max);
@@ -161,16 +187,16 @@ impl Client {
             Amount::Seconds(s) => s + last_start,
             Amount::Bytes(_) => spec.timeout_s + last_start,
         };
-        c.set_read_timeout(Some(Duration::from_secs_f64(planned.min(86_400.0)) + RESULT_GRACE))?;
-        let one_way = one_way_estimate(&self.control);
-        proto::write_msg(&mut c, &ClientMsg::Start)?;
+        let one_way = one_way_estimate(self.control.stream());
+        self.send(&ClientMsg::Start)?;
         let start = Instant::now();
+        let bounds = Bounds::for_test(planned, spec.sample_interval_us, plan.len() as u32);
         // A download's window opens when its data arrives, not when `Start` left: that message
         // can be lost and resent, and the server starts only once it has it.
         let clock = if upload { EndClock::shared(epoch, start) } else { EndClock::at_first_byte(epoch, start, one_way) };
-        let reader = self.control.try_clone()?;
+        let control = &self.control;
         let (near, far) = std::thread::scope(|s| {
-            let far = s.spawn(|| receive_results(reader, &clock, one_way, series));
+            let far = s.spawn(|| receive_results(control, bounds, &clock, one_way, series));
             let near = run_end(spec, &streams, &clock, stop, series, &NoMeasureHook, None);
             // The far end's window closes a one-way delay after ours: the streams stay open
             // until it is done, unless the run was stopped (then closing them stops it).
@@ -232,22 +258,105 @@ impl<'a> FarTime<'a> {
     }
 }
 
+/// What a hostile or broken server may send for one test: messages in number (one per sample
+/// interval per socket, and a slack), all of them by the test's planned end and a grace, far
+/// times within that, and ids of the test's own sockets. Beyond any, the run fails in one line
+/// instead of growing without end.
+pub(crate) struct Bounds {
+    deadline: Instant,
+    horizon_us: u64,
+    max_messages: u64,
+    got: u64,
+    /// Flows (or connections) the test has: ids are below it.
+    ids: u32,
+    planned_s: f64,
+}
+
+impl Bounds {
+    pub(crate) fn for_test(planned_s: f64, sample_interval_us: u64, ids: u32) -> Bounds {
+        let planned = Duration::from_secs_f64(planned_s.clamp(0.0, 86_400.0));
+        let horizon_us = (planned + RESULT_GRACE).as_micros() as u64;
+        let per_socket = horizon_us / sample_interval_us.max(1_000) + 1;
+        // Samples, goodput points and BBR event chunks: at most a few per socket per interval.
+        let max_messages = per_socket.saturating_mul(3).saturating_mul(u64::from(ids.max(1))).saturating_add(MESSAGE_SLACK);
+        Bounds { deadline: Instant::now() + planned + RESULT_GRACE, horizon_us, max_messages, got: 0, ids, planned_s }
+    }
+
+    /// The next message, counted, within the test's deadline.
+    pub(crate) fn next(&mut self, control: &Channel) -> Result<ServerMsg, RemoteError> {
+        self.got += 1;
+        if self.got > self.max_messages {
+            return Err(RemoteError::Protocol(format!(
+                "the server sent over {} messages for a test of {:.1} s: more than its samples could be; giving up on it",
+                self.max_messages, self.planned_s
+            )));
+        }
+        match control.recv_by::<ServerMsg>(self.deadline) {
+            Err(FrameError::Io(e)) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) => Err(RemoteError::Protocol(format!(
+                "the server's results did not end within {:.0} s of the test's planned {:.1} s",
+                RESULT_GRACE.as_secs_f64(),
+                self.planned_s
+            ))),
+            m => Ok(m?),
+        }
+    }
+
+    /// A far time (µs from the far end's start) that the test could have, from one of its ids.
+    pub(crate) fn at(&self, id: u32, t_us: u64) -> Result<(), RemoteError> {
+        if id >= self.ids {
+            return Err(RemoteError::Protocol(format!("the server reported socket {id} of a test with {}", self.ids)));
+        }
+        if t_us > self.horizon_us {
+            return Err(RemoteError::Protocol(format!("the server reported a time of {t_us} µs in a test of {:.1} s", self.planned_s)));
+        }
+        Ok(())
+    }
+
+    /// As [`Bounds::at`], and a round trip a path could have.
+    pub(crate) fn sample(&self, id: u32, t_us: u64, rtt_us: u32) -> Result<(), RemoteError> {
+        self.at(id, t_us)?;
+        if rtt_us > MAX_SANE_RTT_US {
+            return Err(RemoteError::Protocol(format!("the server reported a round trip of {} ms, over any real one", rtt_us / 1000)));
+        }
+        Ok(())
+    }
+
+    /// A test's final reports: each id once, and (`complete`) every id.
+    pub(crate) fn ends(&self, ends: &[FlowEnd], complete: bool) -> Result<(), RemoteError> {
+        let mut seen = vec![false; self.ids as usize];
+        for e in ends {
+            match seen.get_mut(e.id as usize) {
+                Some(s) if !*s => *s = true,
+                _ => return Err(RemoteError::Protocol(format!("the server's results name flow {} twice or of another test", e.id))),
+            }
+        }
+        if complete && ends.len() != self.ids as usize {
+            return Err(RemoteError::Protocol(format!("the server's results hold {} of the test's {} flows", ends.len(), self.ids)));
+        }
+        Ok(())
+    }
+}
+
 /// The far end's samples, into `series` on this end's clock, until its `Done`.
-fn receive_results(control: TcpStream, clock: &EndClock, one_way: Duration, series: &dyn SeriesSink) -> Result<Vec<FlowEnd>, RemoteError> {
-    let mut c = &control;
+fn receive_results(control: &Channel, mut bounds: Bounds, clock: &EndClock, one_way: Duration, series: &dyn SeriesSink) -> Result<Vec<FlowEnd>, RemoteError> {
     let mut far = FarTime::new(clock, one_way);
     loop {
-        match proto::read_msg::<ServerMsg>(&mut c)? {
+        match bounds.next(control)? {
             ServerMsg::Sample { flow, mut sample } => {
+                bounds.sample(flow, sample.t_us, sample.rtt_us)?;
                 sample.t_us += far.shift_us();
                 series.tcp_sample(SocketId::Flow(flow), &sample);
             }
             ServerMsg::Received { flow, mut point } => {
+                bounds.at(flow, point.t_us)?;
                 point.t_us += far.shift_us();
                 series.received(flow, &point);
             }
-            ServerMsg::Done { ends } => return Ok(ends),
-            ServerMsg::Error { message } => return Err(RemoteError::Protocol(message)),
+            ServerMsg::Done { ends } => {
+                bounds.ends(&ends, true)?;
+                return Ok(ends);
+            }
+            ServerMsg::Error { message } => return Err(RemoteError::server_said(&message)),
             other => return Err(unexpected(&other)),
         }
     }

@@ -7,15 +7,19 @@
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ccbench_workload::{
     run_browser_remote, run_objects_remote, run_page_remote, BrowserResult, BrowserSpec, FarConnection, FarHttp, FarReport, ObjectsResult, ObjectsSpec,
     PageResult, PageSpec, SeriesSink, SocketId, WorkloadError, TOKEN_LEN,
 };
 
-use crate::client::{unexpected, Client, RemoteError, REPLY_TIMEOUT, RESULT_GRACE};
-use crate::proto::{self, unhex, ClientMsg, ServerMsg, TestRequest};
+use crate::channel::Channel;
+use crate::client::{term_safe, unexpected, Bounds, Client, RemoteError};
+use crate::proto::{unhex, ClientMsg, ServerMsg, TestRequest};
+
+/// The server's error lines of an HTTP test kept (the count is kept whole).
+const MAX_ERROR_MESSAGES: usize = 100;
 
 impl Client {
     /// Runs an object-store load against the server's object server.
@@ -44,13 +48,16 @@ impl Client {
         series: &dyn SeriesSink,
         load: impl FnOnce(&FarHttp, &dyn Fn() -> Result<FarReport, String>) -> Result<R, WorkloadError>,
     ) -> Result<R, RemoteError> {
-        let mut c = &self.control;
-        c.set_read_timeout(Some(REPLY_TIMEOUT))?;
-        proto::write_msg(&mut c, &ClientMsg::Run { test })?;
-        let (port, token, spki_sha256) = match proto::read_msg::<ServerMsg>(&mut c)? {
+        let interval_us = match &test {
+            TestRequest::Objects(o) => o.sample_interval_us,
+            TestRequest::Page(p) | TestRequest::Browser(p) => p.sample_interval_us,
+            TestRequest::Bulk(b) => b.sample_interval_us,
+        };
+        self.send(&ClientMsg::Run { test })?;
+        let (port, token, spki_sha256) = match self.reply()? {
             ServerMsg::Ready { port, token, spki_sha256 } => (port, token, spki_sha256),
-            ServerMsg::Refused { reason } => return Err(RemoteError::Refused(reason)),
-            ServerMsg::Error { message } => return Err(RemoteError::Protocol(message)),
+            ServerMsg::Refused { reason } => return Err(RemoteError::refused(&reason)),
+            ServerMsg::Error { message } => return Err(RemoteError::server_said(&message)),
             other => return Err(unexpected(&other)),
         };
         let token = unhex::<TOKEN_LEN>(&token).ok_or_else(|| RemoteError::Protocol("malformed token from the server".into()))?;
@@ -59,20 +66,20 @@ impl Client {
             let spki = unhex::<32>(&spki).ok_or_else(|| RemoteError::Protocol("malformed certificate key hash from the server".into()))?;
             far = far.with_spki_sha256(spki);
         }
-        let reader = self.control.try_clone()?;
-        reader.set_read_timeout(Some(Duration::from_secs_f64(timeout_s.clamp(0.0, 86_400.0)) + RESULT_GRACE))?;
-        proto::write_msg(&mut c, &ClientMsg::Start)?;
+        // Connection numbers are below serve's cap: twice its flow limit.
+        let bounds = Bounds::for_test(timeout_s, interval_us, self.limits.max_flows.saturating_mul(2));
+        self.send(&ClientMsg::Start)?;
         let start = Instant::now();
         // The far end's times count from when it saw `Start`; this end's from `epoch`.
         let shift_us = start.duration_since(epoch).as_micros() as u64;
         std::thread::scope(|s| {
-            let handle = Mutex::new(Some(s.spawn(|| receive_http(reader, shift_us, &far, series))));
             let control = &self.control;
+            let handle = Mutex::new(Some(s.spawn(|| receive_http(control, bounds, shift_us, &far, series))));
             let end = || -> Result<FarReport, String> {
                 let Some(h) = handle.lock().unwrap_or_else(|p| p.into_inner()).take() else {
                     return Err("the far end was already ended".into());
                 };
-                let sent = proto::write_msg(&mut &*control, &ClientMsg::Stop).map_err(|e| e.to_string());
+                let sent = control.send(&ClientMsg::Stop).map_err(|e| e.to_string());
                 let report = h.join().unwrap_or_else(|_| Err(RemoteError::Protocol("the result reader panicked".into()))).map_err(|e| e.to_string());
                 sent.and(report)
             };
@@ -89,23 +96,33 @@ impl Client {
 
 /// The server's messages of an HTTP test, until its `HttpDone`: acceptances and samples go
 /// into `far` and `series` as they come; the report is returned.
-fn receive_http(control: std::net::TcpStream, shift_us: u64, far: &FarHttp, series: &dyn SeriesSink) -> Result<FarReport, RemoteError> {
-    let mut c = &control;
-    let mut connections = Vec::new();
+fn receive_http(control: &Channel, mut bounds: Bounds, shift_us: u64, far: &FarHttp, series: &dyn SeriesSink) -> Result<FarReport, RemoteError> {
+    let mut connections: Vec<FarConnection> = Vec::new();
     loop {
-        match proto::read_msg::<ServerMsg>(&mut c)? {
-            ServerMsg::Accepted { conn, cc_read_back, mismatch } => far.accepted(conn, cc_read_back, mismatch),
+        match bounds.next(control)? {
+            ServerMsg::Accepted { conn, cc_read_back, mismatch } => {
+                bounds.at(conn, 0)?;
+                far.accepted(conn, cc_read_back.map(|s| term_safe(&s)), mismatch.map(|s| term_safe(&s)))
+            }
             ServerMsg::ConnectionSample { conn, mut sample } => {
+                bounds.sample(conn, sample.t_us, sample.rtt_us)?;
                 if let Some(port) = far.port_of(conn) {
                     sample.t_us += shift_us;
                     series.tcp_sample(SocketId::Connection(port), &sample);
                 }
             }
             ServerMsg::ConnectionEnd { conn, cc_read_back, final_tcp_info, served } => {
-                connections.push(FarConnection { conn, cc_read_back, final_tcp_info: final_tcp_info.map(|b| *b), served })
+                bounds.at(conn, 0)?;
+                if connections.iter().any(|c| c.conn == conn) {
+                    return Err(RemoteError::Protocol(format!("the server ended connection {conn} twice")));
+                }
+                connections.push(FarConnection { conn, cc_read_back: cc_read_back.map(|s| term_safe(&s)), final_tcp_info: final_tcp_info.map(|b| *b), served })
             }
-            ServerMsg::HttpDone { errors, error_messages } => return Ok(FarReport { connections, errors, error_messages }),
-            ServerMsg::Error { message } => return Err(RemoteError::Protocol(message)),
+            ServerMsg::HttpDone { errors, error_messages } => {
+                let error_messages = error_messages.iter().take(MAX_ERROR_MESSAGES).map(|m| term_safe(m)).collect();
+                return Ok(FarReport { connections, errors, error_messages });
+            }
+            ServerMsg::Error { message } => return Err(RemoteError::server_said(&message)),
             other => return Err(unexpected(&other)),
         }
     }

@@ -5,26 +5,27 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction, EndClock, QuicConnEnd, QuicEnd, QuicFarClient, SeriesSink, SocketId, TOKEN_LEN};
 
-use crate::client::{one_way_estimate, unexpected, Client, FarTime, RemoteError, REPLY_TIMEOUT, RESULT_GRACE};
-use crate::proto::{self, unhex, unhex_vec, ClientMsg, ServerMsg, TestRequest};
+use crate::channel::Channel;
+use crate::client::{one_way_estimate, unexpected, Bounds, Client, FarTime, RemoteError};
+use crate::proto::{unhex, unhex_vec, ClientMsg, ServerMsg, TestRequest};
 
+/// BBR state changes one test may report: a change every millisecond for the longest test.
+const MAX_BBR_EVENTS: usize = 200_000;
 /// A certificate is a few hundred bytes; anything this long is not one.
 const MAX_CERT: usize = 16 * 1024;
 
 impl Client {
     /// Runs a bulk or file test whose flows are all QUIC: the server runs the far end.
     pub(crate) fn run_quic(&mut self, spec: &BulkSpec, epoch: Instant, stop: &AtomicBool, series: &dyn SeriesSink) -> Result<BulkResult, RemoteError> {
-        let mut c = &self.control;
-        c.set_read_timeout(Some(REPLY_TIMEOUT))?;
-        proto::write_msg(&mut c, &ClientMsg::Run { test: TestRequest::Bulk(spec.clone()) })?;
-        let (port, token, cert) = match proto::read_msg::<ServerMsg>(&mut c)? {
+        self.send(&ClientMsg::Run { test: TestRequest::Bulk(spec.clone()) })?;
+        let (port, token, cert) = match self.reply()? {
             ServerMsg::QuicReady { port, token, cert } => (port, token, cert),
-            ServerMsg::Refused { reason } => return Err(RemoteError::Refused(reason)),
-            ServerMsg::Error { message } => return Err(RemoteError::Protocol(message)),
+            ServerMsg::Refused { reason } => return Err(RemoteError::refused(&reason)),
+            ServerMsg::Error { message } => return Err(RemoteError::server_said(&message)),
             other => return Err(unexpected(&other)),
         };
         let malformed = |what: &str| RemoteError::Protocol(format!("malformed {what} from the server"));
@@ -34,9 +35,9 @@ impl Client {
         let mut far_read_backs = Vec::new();
         for conn in 0..client.connections() as u32 {
             client.connect_next(&token)?;
-            match proto::read_msg::<ServerMsg>(&mut c)? {
-                ServerMsg::QuicConnected { conn: got, read_back } if got == conn => far_read_backs.push(read_back),
-                ServerMsg::Error { message } => return Err(RemoteError::Protocol(message)),
+            match self.reply()? {
+                ServerMsg::QuicConnected { conn: got, read_back } if got == conn => far_read_backs.push(crate::client::term_safe(&read_back)),
+                ServerMsg::Error { message } => return Err(RemoteError::server_said(&message)),
                 other => return Err(unexpected(&other)),
             }
         }
@@ -45,16 +46,16 @@ impl Client {
             Amount::Seconds(s) => s + last_start,
             Amount::Bytes(_) => spec.timeout_s + last_start,
         };
-        let reader = self.control.try_clone()?;
-        reader.set_read_timeout(Some(Duration::from_secs_f64(planned.clamp(0.0, 86_400.0)) + RESULT_GRACE))?;
-        let one_way = one_way_estimate(&self.control);
-        proto::write_msg(&mut c, &ClientMsg::Start)?;
+        let one_way = one_way_estimate(self.control.stream());
+        self.send(&ClientMsg::Start)?;
         let start = Instant::now();
+        let bounds = Bounds::for_test(planned, spec.sample_interval_us, spec.plan().len() as u32);
+        let control = &self.control;
         // As over TCP: a download's window opens when its data arrives (see `run_bulk`).
         let upload = spec.direction == Direction::Upload;
         let clock = if upload { EndClock::shared(epoch, start) } else { EndClock::at_first_byte(epoch, start, one_way) };
         let (near, far) = std::thread::scope(|s| {
-            let far = s.spawn(|| receive_quic(reader, FarTime::new(&clock, one_way), series));
+            let far = s.spawn(|| receive_quic(control, bounds, FarTime::new(&clock, one_way), series));
             let near = client.run(&clock, stop, series);
             // Stopped early: closing the connections ends the far end too.
             if stop.load(Ordering::SeqCst) {
@@ -72,20 +73,29 @@ impl Client {
 
 /// The server's messages of a QUIC test until its `QuicDone`, samples into `series` on this
 /// end's clock; what the server's end saw.
-fn receive_quic(control: std::net::TcpStream, mut far: FarTime<'_>, series: &dyn SeriesSink) -> Result<QuicEnd, RemoteError> {
-    let mut c = &control;
+fn receive_quic(control: &Channel, mut bounds: Bounds, mut far: FarTime<'_>, series: &dyn SeriesSink) -> Result<QuicEnd, RemoteError> {
     let mut connections: Vec<QuicConnEnd> = Vec::new();
+    let mut events = 0usize;
     loop {
-        match proto::read_msg::<ServerMsg>(&mut c)? {
+        match bounds.next(control)? {
             ServerMsg::QuicSample { flow, mut sample } => {
+                bounds.sample(flow, sample.t_us, sample.rtt_us)?;
                 sample.t_us += far.shift_us();
                 series.quic_sample(SocketId::Flow(flow), &sample);
             }
             ServerMsg::Received { flow, mut point } => {
+                bounds.at(flow, point.t_us)?;
                 point.t_us += far.shift_us();
                 series.received(flow, &point);
             }
-            ServerMsg::BbrEvents { flow, events } => {
+            ServerMsg::BbrEvents { flow, events: chunk } => {
+                events += chunk.len();
+                if events > MAX_BBR_EVENTS {
+                    return Err(RemoteError::Protocol(format!("the server sent over {MAX_BBR_EVENTS} BBR state changes for one test")));
+                }
+                for e in &chunk {
+                    bounds.at(flow, e.t_us)?;
+                }
                 let conn = match connections.iter_mut().position(|e| e.flow == flow) {
                     Some(i) => &mut connections[i],
                     None => {
@@ -94,12 +104,17 @@ fn receive_quic(control: std::net::TcpStream, mut far: FarTime<'_>, series: &dyn
                     }
                 };
                 let shift_us = far.shift_us();
-                conn.bbr_events.extend(events.into_iter().map(|mut e| {
+                conn.bbr_events.extend(chunk.into_iter().map(|mut e| {
                     e.t_us += shift_us;
                     e
                 }));
             }
             ServerMsg::QuicConnectionEnd { flow, final_quic } => {
+                if let Some(q) = &final_quic {
+                    bounds.sample(flow, q.t_us, q.rtt_us)?;
+                } else {
+                    bounds.at(flow, 0)?;
+                }
                 let shift_us = far.shift_us();
                 let final_quic = final_quic.map(|mut s| {
                     s.t_us += shift_us;
@@ -110,8 +125,11 @@ fn receive_quic(control: std::net::TcpStream, mut far: FarTime<'_>, series: &dyn
                     None => connections.push(QuicConnEnd { flow, final_quic, bbr_events: Vec::new() }),
                 }
             }
-            ServerMsg::QuicDone { ends } => return Ok(QuicEnd { flows: ends, connections }),
-            ServerMsg::Error { message } => return Err(RemoteError::Protocol(message)),
+            ServerMsg::QuicDone { ends } => {
+                bounds.ends(&ends, false)?;
+                return Ok(QuicEnd { flows: ends, connections });
+            }
+            ServerMsg::Error { message } => return Err(RemoteError::server_said(&message)),
             other => return Err(unexpected(&other)),
         }
     }

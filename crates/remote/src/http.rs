@@ -9,6 +9,7 @@
 //! of the server's sending sockets as they come → the client's `Stop` once its load is over
 //! (or this server's deadline) → a `ConnectionEnd` per connection → `HttpDone`.
 
+use crate::channel::Channel;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -19,8 +20,8 @@ use ccbench_workload::{
 };
 use rand::RngCore;
 
-use crate::proto::{self, hex, ClientMsg, ServerMsg, TestRequest};
-use crate::server::{kind_of, Forward, Outcome, ServeConfig, Shared, SETUP_TIMEOUT};
+use crate::proto::{hex, ClientMsg, ServerMsg, TestRequest};
+use crate::server::{kind_of, watch_client, Forward, Outcome, ServeConfig, Shared, SETUP_TIMEOUT};
 
 /// How long after this server's deadline the client's `Stop` may take.
 const STOP_GRACE: Duration = Duration::from_secs(30);
@@ -139,8 +140,13 @@ pub(crate) fn data_port(control: &TcpStream, cc: Option<&str>) -> Result<(TcpLis
 }
 
 /// The server's end of an objects or page test, from `Ready` to `HttpDone`.
-pub(crate) fn run_http(control: &TcpStream, test: &TestRequest, shared: &Shared) -> Outcome {
+pub(crate) fn run_http(channel: &Channel, test: &TestRequest, shared: &Shared) -> Outcome {
     let limits = shared.config.limits;
+    let control = channel.stream();
+    let peer = match control.peer_addr() {
+        Ok(a) => a.ip(),
+        Err(e) => return Outcome::fatal(e.to_string()),
+    };
     let server_cc = match test {
         TestRequest::Objects(o) if o.method == ObjectMethod::Get => Some(o.cc.as_str()),
         TestRequest::Page(p) | TestRequest::Browser(p) => Some(p.cc.as_str()),
@@ -162,13 +168,11 @@ pub(crate) fn run_http(control: &TcpStream, test: &TestRequest, shared: &Shared)
         _ => None,
     };
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
-    let mut c = control;
     let spki_sha256 = cert.as_ref().map(|c| hex(&c.spki_sha256));
-    if let Err(e) = proto::write_msg(&mut c, &ServerMsg::Ready { port, token: hex(&token), spki_sha256 }) {
+    if let Err(e) = channel.send(&ServerMsg::Ready { port, token: hex(&token), spki_sha256 }) {
         return Outcome::fatal(e.to_string());
     }
-    let _ = control.set_read_timeout(Some(SETUP_TIMEOUT));
-    match proto::read_msg::<ClientMsg>(&mut c) {
+    match channel.recv_by::<ClientMsg>(Instant::now() + SETUP_TIMEOUT) {
         Ok(ClientMsg::Start) => {}
         Ok(other) => return Outcome::fatal(format!("expected start, got a {} message", kind_of(&other))),
         Err(e) => return Outcome::fatal(format!("waiting for start: {e}")),
@@ -181,11 +185,7 @@ pub(crate) fn run_http(control: &TcpStream, test: &TestRequest, shared: &Shared)
     };
     let until = start + Duration::from_secs_f64(timeout_s.min(limits.max_duration_s).clamp(0.001, 86_400.0));
     let budget = Arc::new(ByteBudget::new(limits.max_bytes, format!("stopped at this server's limit of {} bytes per test (--max-bytes)", limits.max_bytes)));
-    let reader = match control.try_clone() {
-        Ok(r) => r,
-        Err(e) => return Outcome::fatal(e.to_string()),
-    };
-    let _ = reader.set_read_timeout(Some(until.saturating_duration_since(Instant::now()) + STOP_GRACE));
+    let stop_by = until + STOP_GRACE;
     let (tx, rx) = mpsc::channel::<ServerMsg>();
     let sink = Forward { tx: Mutex::new(tx) };
     let done = AtomicBool::new(false);
@@ -194,13 +194,13 @@ pub(crate) fn run_http(control: &TcpStream, test: &TestRequest, shared: &Shared)
         let writer = s.spawn(move || {
             let mut ok = true;
             for msg in rx {
-                ok = ok && proto::write_msg(&mut c, &msg).is_ok();
+                ok = ok && channel.send(&msg).is_ok();
             }
             ok
         });
         // The client's `Stop` (or its silence, or garbage) ends the test.
         let stopper = s.spawn(|| {
-            let got = match proto::read_msg::<ClientMsg>(&mut &reader) {
+            let got = match channel.recv_by::<ClientMsg>(stop_by) {
                 Ok(ClientMsg::Stop) => Ok(()),
                 Ok(other) => Err(format!("expected stop, got a {} message", kind_of(&other))),
                 Err(e) => Err(format!("waiting for stop: {e}")),
@@ -208,16 +208,11 @@ pub(crate) fn run_http(control: &TcpStream, test: &TestRequest, shared: &Shared)
             done.store(true, Ordering::SeqCst);
             got
         });
-        s.spawn(|| {
-            while !ended.load(Ordering::SeqCst) {
-                if shared.stop.load(Ordering::SeqCst) {
-                    done.store(true, Ordering::SeqCst);
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        });
+        // serve stopping, or the client gone, ends the test as its `Stop` would.
+        s.spawn(|| watch_client(control, &shared.stop, &done, &ended));
         let end = HttpEnd {
             token,
+            peer: Some(peer),
             max_connections: connection_cap(&shared.config),
             budget: budget.clone(),
             epoch: start,

@@ -4,7 +4,9 @@
 //! - [`proto`]: the control protocol: length-prefixed JSON frames with a hard size limit, a
 //!   versioned hello, every message a variant of one enum per direction. The one parser of
 //!   bytes from the network; fuzzed (`fuzz/fuzz_targets/control.rs`).
-//! - [`auth`]: the shared secret and the mutual HMAC-SHA256 challenge–response.
+//! - [`auth`]: the shared secret: how it is read, checked and made.
+//! - [`channel`]: the one channel of a control connection: a SPAKE2 handshake bound to the
+//!   secret, then every message sealed (ChaCha20-Poly1305, per-direction keys and counters).
 //! - [`server`]: `ccbench serve`: authenticates, enforces its limits, runs the far end of each
 //!   test with the same code as an emulated run (`ccbench_workload::run_end`), and streams the
 //!   `TCP_INFO` samples of its sending sockets back.
@@ -16,6 +18,7 @@
 //! token is not the one it handed to the authenticated client, before sending it anything.
 
 pub mod auth;
+pub mod channel;
 pub mod client;
 mod client_http;
 mod client_quic;

@@ -10,6 +10,8 @@
 
 use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpStream};
+
+use crate::channel::Channel;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -79,7 +81,8 @@ impl Outcome {
 
 /// The server's end of one probe session, from `ProbeReady` to `ProbeDone`. `stop` is serve's
 /// own (it is shutting down).
-pub fn serve_session(control: &TcpStream, limits: ProbeLimits, stop: &AtomicBool) -> Outcome {
+pub fn serve_session(channel: &Channel, limits: ProbeLimits, stop: &AtomicBool) -> Outcome {
+    let control = channel.stream();
     let mut outcome = Outcome { port: 0, limits, report: ProbeReport::default(), fatal: None };
     let mut token: Token = [0; 16];
     rand::rngs::OsRng.fill_bytes(&mut token);
@@ -88,8 +91,12 @@ pub fn serve_session(control: &TcpStream, limits: ProbeLimits, stop: &AtomicBool
         max_duration: Duration::from_secs_f64(limits.max_duration_s),
         max_rate_bps: limits.max_rate_bps,
     };
-    // On the address the client reached us at, on a port of its own.
-    let bound = control.local_addr().and_then(|a| ProbeServer::bind(SocketAddr::new(a.ip(), 0), token, probe_limits));
+    // On the address the client reached us at, on a port of its own, answering only the
+    // control connection's peer: a datagram from anywhere else draws nothing, token or not.
+    let bound = control
+        .local_addr()
+        .and_then(|a| Ok((a, control.peer_addr()?)))
+        .and_then(|(a, peer)| Ok(ProbeServer::bind(SocketAddr::new(a.ip(), 0), token, probe_limits)?.only_from(peer.ip())));
     let server = match bound {
         Ok(s) => s,
         Err(e) => {
@@ -98,8 +105,7 @@ pub fn serve_session(control: &TcpStream, limits: ProbeLimits, stop: &AtomicBool
         }
     };
     outcome.port = server.local_addr().map(|a| a.port()).unwrap_or(0);
-    let mut c = control;
-    if let Err(e) = proto::write_msg(&mut c, &ServerMsg::ProbeReady { port: outcome.port, token: hex(&token), limits }) {
+    if let Err(e) = channel.send(&ServerMsg::ProbeReady { port: outcome.port, token: hex(&token), limits }) {
         outcome.fatal = Some(e.to_string());
         return outcome;
     }
@@ -125,8 +131,7 @@ pub fn serve_session(control: &TcpStream, limits: ProbeLimits, stop: &AtomicBool
             Ok(true) => {}
             Err(e) => break Err(format!("the control connection failed during the probe: {e}")),
         }
-        let _ = control.set_read_timeout(Some(FRAME_TIMEOUT));
-        match proto::read_msg::<ClientMsg>(&mut c) {
+        match channel.recv_by::<ClientMsg>(Instant::now() + FRAME_TIMEOUT) {
             Ok(ClientMsg::ProbeEnd) => break Ok(()),
             Ok(_) => break Err("expected probe_end during a probe".to_string()),
             Err(FrameError::Io(e)) if e.kind() == ErrorKind::UnexpectedEof => break Err("the client left during the probe".to_string()),
@@ -136,7 +141,7 @@ pub fn serve_session(control: &TcpStream, limits: ProbeLimits, stop: &AtomicBool
     outcome.report = handle.stop().into();
     match ended {
         Ok(()) => {
-            if let Err(e) = proto::write_msg(&mut c, &ServerMsg::ProbeDone { report: outcome.report.clone() }) {
+            if let Err(e) = channel.send(&ServerMsg::ProbeDone { report: outcome.report.clone() }) {
                 outcome.fatal = Some(e.to_string());
             }
         }
@@ -169,20 +174,14 @@ impl Client {
     /// Asks the server for a probe session. A refusal (a limit, an older server that knows no
     /// probes) is [`RemoteError::Refused`]; nothing has been sent over UDP yet.
     pub fn open_probe(&mut self, request: &ProbeRequest) -> Result<ProbeSession, RemoteError> {
-        let mut c = &self.control;
-        c.set_read_timeout(Some(crate::client::REPLY_TIMEOUT))?;
-        proto::write_msg(&mut c, &ClientMsg::Probe { request: *request })?;
-        match proto::read_msg::<ServerMsg>(&mut c)? {
+        self.send(&ClientMsg::Probe { request: *request })?;
+        match self.reply()? {
             ServerMsg::ProbeReady { port, token, limits } => {
                 let token = unhex::<16>(&token).ok_or_else(|| RemoteError::Protocol("malformed probe token from the server".into()))?;
                 Ok(ProbeSession { server: SocketAddr::new(self.addr.ip(), port), token, limits })
             }
-            ServerMsg::Refused { reason } => Err(RemoteError::Refused(reason)),
-            // An older server closes the session on a message it does not know.
-            ServerMsg::Error { message } if message.contains("unknown variant") => {
-                Err(RemoteError::Refused(format!("this ccbench serve cannot run path probes (it is older: {message})")))
-            }
-            ServerMsg::Error { message } => Err(RemoteError::Protocol(message)),
+            ServerMsg::Refused { reason } => Err(RemoteError::refused(&reason)),
+            ServerMsg::Error { message } => Err(RemoteError::server_said(&message)),
             other => Err(crate::client::unexpected(&other)),
         }
     }
@@ -190,12 +189,10 @@ impl Client {
     /// Ends the probe session (the server stops its UDP server) and returns what it cost the
     /// server; `timed_out` if the server had already ended it at its time limit.
     pub fn end_probe(&mut self) -> Result<ProbeReport, RemoteError> {
-        let mut c = &self.control;
-        c.set_read_timeout(Some(crate::client::REPLY_TIMEOUT))?;
-        proto::write_msg(&mut c, &ClientMsg::ProbeEnd)?;
-        match proto::read_msg::<ServerMsg>(&mut c)? {
+        self.send(&ClientMsg::ProbeEnd)?;
+        match self.reply()? {
             ServerMsg::ProbeDone { report } => Ok(report),
-            ServerMsg::Error { message } => Err(RemoteError::Protocol(message)),
+            ServerMsg::Error { message } => Err(RemoteError::server_said(&message)),
             other => Err(crate::client::unexpected(&other)),
         }
     }

@@ -1,8 +1,11 @@
-//! The control protocol. Each message is one frame: a big-endian `u32` length, then that many
-//! bytes of JSON. The length is checked against [`MAX_FRAME`] before anything is allocated,
-//! and every read has a timeout, so neither a huge length nor a silent peer can hold `serve`.
+//! The control protocol. Each message is one JSON document: before authentication a plain
+//! frame (a big-endian `u32` length, then the JSON), after it one sealed record of
+//! [`crate::channel`]. The length is checked against [`MAX_FRAME`] before anything is
+//! allocated, and every read has a deadline, so neither a huge length nor a silent or dribbling
+//! peer can hold `serve`.
 //!
-//! A session: `Hello` → `Challenge` → `Auth` → `Welcome` (see [`crate::auth`]), then any number
+//! A session: the handshake (`channel::PreAuth`: `hello` → `challenge` → `confirm` ×2), then
+//! `Welcome`, then any number
 //! of `Check` (is this test allowed? nothing runs) and `Run` requests. A run: `Run` → `Ready`
 //! (a data port and token) → the client opens the test's data connections → `Connected` (the
 //! algorithm read back from each) → `Start` → samples stream back → `Done`.
@@ -28,7 +31,10 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 /// (`Probe`, `ProbeEnd`, `ProbeReady`, `ProbeDone`; `max_probe_rate_bps` in the limits).
 /// 3: browser tests (`browser` requests; `spki_sha256` in `Ready`, `served` in
 /// `ConnectionEnd`). Version 2's messages still parse: the new fields may be absent.
-pub const VERSION: u32 = 3;
+/// 4: the channel (`crate::channel`): a SPAKE2 handshake, then every message sealed. `Hello`,
+/// `Auth` and `Challenge` left these enums for the handshake's own (`channel::PreAuth`); a
+/// version-3 client's hello is answered with one line naming both versions.
+pub const VERSION: u32 = 4;
 /// The largest frame either end accepts, in bytes (the JSON of one message).
 pub const MAX_FRAME: usize = 64 * 1024;
 
@@ -36,13 +42,6 @@ pub const MAX_FRAME: usize = 64 * 1024;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ClientMsg {
-    Hello {
-        version: u32,
-        nonce: String,
-    },
-    Auth {
-        proof: String,
-    },
     /// Open a path-probe session: serve starts a UDP probe server for this client.
     Probe {
         request: ProbeRequest,
@@ -65,11 +64,6 @@ pub enum ClientMsg {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ServerMsg {
-    Challenge {
-        version: u32,
-        nonce: String,
-        proof: String,
-    },
     Welcome {
         facts: ServerFacts,
         limits: Limits,
@@ -278,6 +272,10 @@ pub enum FrameError {
     TooLong(usize),
     #[error("malformed message: {0}")]
     Malformed(String),
+    /// A sealed record did not open: altered, replayed, reordered or cut on the way, or not
+    /// from the authenticated peer at all.
+    #[error("a message failed its integrity check (the connection was altered on the way); the session is over")]
+    Tampered,
     #[error(transparent)]
     Io(#[from] io::Error),
 }
@@ -329,7 +327,8 @@ pub fn decode_stream_server(bytes: &[u8]) -> Vec<Result<ServerMsg, String>> {
     decode_frames(bytes)
 }
 
-fn decode_frames<T: DeserializeOwned>(bytes: &[u8]) -> Vec<Result<T, String>> {
+/// Every frame in `bytes` decoded as `T`, until the first error.
+pub fn decode_frames<T: DeserializeOwned>(bytes: &[u8]) -> Vec<Result<T, String>> {
     let mut r = bytes;
     let mut out = Vec::new();
     while !r.is_empty() {
@@ -396,10 +395,10 @@ mod tests {
     #[test]
     fn frames_round_trip_and_the_limit_is_checked_before_allocating() {
         let mut buf = Vec::new();
-        write_msg(&mut buf, &ClientMsg::Hello { version: VERSION, nonce: hex(&[7; 32]) }).unwrap();
+        write_msg(&mut buf, &ClientMsg::ProbeEnd).unwrap();
         write_msg(&mut buf, &ClientMsg::Start).unwrap();
         let got = decode_stream(&buf);
-        assert!(matches!(got[0], Ok(ClientMsg::Hello { version: VERSION, .. })));
+        assert!(matches!(got[0], Ok(ClientMsg::ProbeEnd)));
         assert!(matches!(got[1], Ok(ClientMsg::Start)));
         // A length of 4 GiB with nothing after it: refused by length, not by a failed read.
         let huge = u32::MAX.to_be_bytes();
@@ -410,8 +409,7 @@ mod tests {
 
     #[test]
     fn unknown_kinds_and_fields_are_errors_not_guesses() {
-        for bad in [r#"{"type":"run","test":{"kind":"quic"}}"#, r#"{"type":"hello","version":1,"nonce":"00","extra":1}"#, r#"{"type":"shutdown"}"#, r#"[]"#, ""]
-        {
+        for bad in [r#"{"type":"run","test":{"kind":"quic"}}"#, r#"{"type":"hello","version":3,"nonce":"00"}"#, r#"{"type":"shutdown"}"#, r#"[]"#, ""] {
             assert!(decode::<ClientMsg>(bad.as_bytes()).is_err(), "{bad}");
         }
     }
@@ -431,8 +429,7 @@ mod tests {
     fn random_input_never_panics() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
         let mut valid = Vec::new();
-        write_msg(&mut valid, &ClientMsg::Hello { version: 1, nonce: hex(&[1; 32]) }).unwrap();
-        write_msg(&mut valid, &ClientMsg::Auth { proof: hex(&[2; 32]) }).unwrap();
+        write_msg(&mut valid, &ClientMsg::ProbeEnd).unwrap();
         for m in new_client_messages() {
             write_msg(&mut valid, &m).unwrap();
         }

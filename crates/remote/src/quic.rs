@@ -9,15 +9,16 @@
 //! (downloads) or `Received` points (uploads) as they are taken → per sending connection its
 //! `BbrEvents` and `QuicConnectionEnd` → `QuicDone`.
 
-use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 
 use ccbench_workload::{transport_of, BulkSpec, ByteBudget, EndClock, QuicFarServer, Side, Transport, QUIC_ALGORITHMS, TOKEN_LEN};
 use rand::RngCore;
 
-use crate::proto::{self, hex, ServerMsg, MAX_EVENTS_PER_MESSAGE};
-use crate::server::{read_start, Forward, Outcome, Shared, SETUP_TIMEOUT};
+use crate::channel::Channel;
+use crate::proto::{hex, ServerMsg, MAX_EVENTS_PER_MESSAGE};
+use crate::server::{read_start, watch_client, Forward, Outcome, Shared, SETUP_TIMEOUT};
 
 /// True when every flow of `spec` runs over QUIC.
 pub fn is_quic(spec: &BulkSpec) -> bool {
@@ -46,31 +47,31 @@ pub(crate) fn check_quic(spec: &BulkSpec) -> Option<Result<(), String>> {
 }
 
 /// The server's end of a QUIC test, from `QuicReady` to `QuicDone`.
-pub(crate) fn run_quic(control: &TcpStream, spec: &BulkSpec, shared: &Shared) -> Outcome {
+pub(crate) fn run_quic(channel: &Channel, spec: &BulkSpec, shared: &Shared) -> Outcome {
     let limits = shared.config.limits;
+    let control = channel.stream();
     // A file that has not arrived by the server's --max-duration is given up, whatever the
     // client's timeout.
     let last_start = spec.plan().iter().map(|f| f.start_s).fold(0.0, f64::max);
     let spec = BulkSpec { timeout_s: spec.timeout_s.min((limits.max_duration_s - last_start).max(0.001)), ..spec.clone() };
-    let ip = match control.local_addr() {
-        Ok(a) => a.ip(),
-        Err(e) => return Outcome::fatal(e.to_string()),
+    let (ip, peer) = match (control.local_addr(), control.peer_addr()) {
+        (Ok(a), Ok(p)) => (a.ip(), p.ip()),
+        (Err(e), _) | (_, Err(e)) => return Outcome::fatal(e.to_string()),
     };
     let mut server = match QuicFarServer::bind(ip, &spec) {
-        Ok(s) => s,
+        Ok(s) => s.only_from(peer),
         Err(e) => return Outcome::fatal(format!("opening the QUIC endpoint: {e}")),
     };
     let mut token = [0u8; TOKEN_LEN];
     rand::rngs::OsRng.fill_bytes(&mut token);
-    let mut c = control;
     let ready = ServerMsg::QuicReady { port: server.port(), token: hex(&token), cert: hex(&server.cert_der()) };
-    if let Err(e) = proto::write_msg(&mut c, &ready) {
+    if let Err(e) = channel.send(&ready) {
         server.close();
         return Outcome::fatal(e.to_string());
     }
     for conn in 0..server.connections() as u32 {
         let sent = match server.accept_next(&token, SETUP_TIMEOUT) {
-            Ok(read_back) => proto::write_msg(&mut c, &ServerMsg::QuicConnected { conn, read_back }).map_err(|e| e.to_string()),
+            Ok(read_back) => channel.send(&ServerMsg::QuicConnected { conn, read_back }).map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
         if let Err(e) = sent {
@@ -78,13 +79,12 @@ pub(crate) fn run_quic(control: &TcpStream, spec: &BulkSpec, shared: &Shared) ->
             return Outcome::fatal(e);
         }
     }
-    let _ = control.set_read_timeout(Some(SETUP_TIMEOUT));
     // As over TCP (`run_bulk`): a sender starts on `Start`, a receiver opens its window at its
     // first byte and takes `Start` off the control connection meanwhile.
     let sending = spec.direction.sender() == Side::Server;
     let start = Instant::now();
     let clock = if sending {
-        if let Err(e) = read_start(control) {
+        if let Err(e) = read_start(channel) {
             server.close();
             return Outcome::fatal(e);
         }
@@ -96,16 +96,21 @@ pub(crate) fn run_quic(control: &TcpStream, spec: &BulkSpec, shared: &Shared) ->
     let budget = Arc::new(ByteBudget::new(limits.max_bytes, format!("stopped at this server's limit of {} bytes per test (--max-bytes)", limits.max_bytes)));
     let (tx, rx) = mpsc::channel::<ServerMsg>();
     let sink = Forward { tx: Mutex::new(tx) };
+    let (test_stop, ended) = (AtomicBool::new(false), AtomicBool::new(false));
     let (written, end, start_error) = std::thread::scope(|s| {
-        let start_reader = (!sending).then(|| s.spawn(|| read_start(control)));
+        let start_reader = (!sending).then(|| s.spawn(|| read_start(channel)));
+        // A QUIC test does not notice its client's death by itself (its packets go on into
+        // nothing until its idle timeout): the control connection's end stops it.
+        s.spawn(|| watch_client(control, &shared.stop, &test_stop, &ended));
         let writer = s.spawn(move || {
             let mut ok = true;
             for msg in rx {
-                ok = ok && proto::write_msg(&mut c, &msg).is_ok();
+                ok = ok && channel.send(&msg).is_ok();
             }
             ok
         });
-        let end = server.run(&clock, &shared.stop, &sink, Some(budget.clone()));
+        let end = server.run(&clock, &test_stop, &sink, Some(budget.clone()));
+        ended.store(true, Ordering::SeqCst);
         let start_error = start_reader.and_then(|h| h.join().unwrap_or_else(|_| Err("the start reader panicked".into())).err());
         for conn in &end.connections {
             for events in conn.bbr_events.chunks(MAX_EVENTS_PER_MESSAGE) {
@@ -119,5 +124,11 @@ pub(crate) fn run_quic(control: &TcpStream, spec: &BulkSpec, shared: &Shared) ->
     });
     server.close();
     let error = start_error.or_else(|| end.flows.iter().find_map(|e| e.send_error.clone().or(e.receive_error.clone())));
-    Outcome { bytes: limits.max_bytes - budget.remaining(), error, fatal: (!written).then(|| "the client stopped reading the results".to_string()) }
+    let fatal = if test_stop.load(Ordering::SeqCst) && !shared.stop.load(Ordering::SeqCst) {
+        Some("the client went away during the test".to_string())
+    } else {
+        (!written).then(|| "the client stopped reading the results".to_string())
+    };
+    let error = error.or_else(|| fatal.clone());
+    Outcome { bytes: limits.max_bytes - budget.remaining(), error, fatal }
 }

@@ -1,12 +1,16 @@
 //! `ccbench serve`: the far end of a real path.
 //!
-//! One thread per control connection. Before anything else the peer must pass the handshake
-//! (see [`crate::auth`]); then each test it asks for is checked against the algorithms this
-//! host has and the limits given on the command line, before any data connection is accepted.
-//! A test's data connections must carry its random token: one that does not is closed unread
-//! beyond the token, and nothing is ever sent to it. The algorithm is set per socket
-//! (`TCP_CONGESTION`); no sysctl is touched. Every test, refusal and failed handshake is one
-//! line on stderr.
+//! One thread per connection. A connection first passes the handshake of
+//! [`crate::channel`] (SPAKE2 over the shared secret), all of it within [`HANDSHAKE_DEADLINE`],
+//! in a pre-authentication pool of its own: bounded in all and per source address, so that
+//! connections that never authenticate take no client slot and cannot lock anyone out (the
+//! class of iperf3's stalled-handshake denial of service, CVE-2023-38403's neighbour). Then
+//! every message is sealed, and each test the client asks for is checked against the
+//! algorithms this host has and the limits given on the command line, before any data
+//! connection is accepted. A test's data connections must come from the control connection's
+//! address and carry its random token: any other is closed, and nothing is ever sent to it.
+//! The algorithm is set per socket (`TCP_CONGESTION`); no sysctl is touched. Every test,
+//! refusal and failed handshake is one line on stderr, with whatever the peer sent escaped.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read};
@@ -21,16 +25,29 @@ use ccbench_workload::{
     Side, SocketId,
 };
 
-use crate::auth::{self, Secret};
-use crate::proto::{self, hex, unhex, ClientMsg, FrameError, Limits, ServerFacts, ServerMsg, TestRequest, VERSION};
+use crate::auth::Secret;
+use crate::channel::{Channel, HandshakeError};
+use crate::proto::{hex, ClientMsg, FrameError, Limits, ServerFacts, ServerMsg, TestRequest};
 
-/// How long the handshake's reads may wait, each.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long an authenticated client may stay silent between tests.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// The whole handshake, from accept() to the last confirmation, however its bytes dribble in.
+pub const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(5);
+/// Connections not yet authenticated, in all and from one source address. Beyond either,
+/// a new connection is closed at once (it never took a client slot).
+pub const MAX_PRE_AUTH: usize = 64;
+pub const MAX_PRE_AUTH_PER_SOURCE: usize = 8;
+/// How long an authenticated client may go without running a test (a `check` does not count:
+/// a session that only checks would otherwise keep its slot for ever).
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a test's data connections (and then its `Start`) may take to arrive.
 pub(crate) const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one data connection may take to present its token.
+const TOKEN_TIMEOUT: Duration = Duration::from_secs(2);
+/// Data connections waiting to present their token at once; more are closed unread.
+const MAX_PENDING_DATA: usize = 64;
+/// How long accept() waits after the process or system ran out of descriptors, at first and
+/// at most (doubling in between): a full table must not turn the accept loop into a spin.
+const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(1));
 pub const TOKEN_LEN: usize = 16;
 /// A data connection's first bytes: the token and the flow id.
 pub const DATA_HELLO_LEN: usize = TOKEN_LEN + 4;
@@ -45,10 +62,95 @@ pub struct ServeConfig {
 /// What every session shares.
 pub(crate) struct Shared {
     pub(crate) config: ServeConfig,
+    /// Authenticated sessions (client slots).
     active: AtomicUsize,
-    /// When each client address's recent tests started (the last minute's).
-    recent: Mutex<HashMap<IpAddr, VecDeque<Instant>>>,
+    /// Connections in the handshake, per source address.
+    pre_auth: Mutex<HashMap<IpAddr, usize>>,
+    /// When each authenticated client's recent tests started (the last minute's), by the
+    /// holder of the secret it proved (see [`Secret::holder_id`]), not by address.
+    recent: Mutex<HashMap<[u8; 8], VecDeque<Instant>>>,
     pub(crate) stop: AtomicBool,
+}
+
+/// One line on serve's log. Peers' strings reach it (serde errors quote them): every control
+/// character is escaped, so that nothing a peer sends can start a line of its own or drive a
+/// terminal reading the log.
+pub(crate) fn log(line: &str) {
+    eprintln!("ccbench serve: {}", escape(line));
+}
+
+/// `line` with control characters (newlines, escape sequences) written as Rust escapes.
+pub fn escape(line: &str) -> String {
+    line.chars().flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).collect()
+}
+
+/// Logs at most one line a second of a recurring event, with how many were not logged.
+struct Quiet {
+    last: Option<Instant>,
+    unlogged: u64,
+}
+
+impl Quiet {
+    fn log(&mut self, line: &str) {
+        let now = Instant::now();
+        if self.last.is_some_and(|t| now.duration_since(t) < Duration::from_secs(1)) {
+            self.unlogged += 1;
+            return;
+        }
+        match std::mem::take(&mut self.unlogged) {
+            0 => log(line),
+            n => log(&format!("{line} (and {n} more like it)")),
+        }
+        self.last = Some(now);
+    }
+}
+
+/// A place in the pre-authentication pool, given back when dropped.
+struct PreAuthTicket<'a> {
+    shared: &'a Shared,
+    ip: IpAddr,
+}
+
+impl<'a> PreAuthTicket<'a> {
+    fn take(shared: &'a Shared, ip: IpAddr) -> Result<PreAuthTicket<'a>, String> {
+        let mut pool = shared.pre_auth.lock().unwrap_or_else(|p| p.into_inner());
+        let total: usize = pool.values().sum();
+        let mine = pool.get(&ip).copied().unwrap_or(0);
+        if mine >= MAX_PRE_AUTH_PER_SOURCE {
+            return Err(format!("{ip}: closed: {mine} connections from it are already in the handshake"));
+        }
+        if total >= MAX_PRE_AUTH {
+            return Err(format!("{ip}: closed: {total} connections are already in the handshake"));
+        }
+        *pool.entry(ip).or_default() += 1;
+        Ok(PreAuthTicket { shared, ip })
+    }
+}
+
+impl Drop for PreAuthTicket<'_> {
+    fn drop(&mut self) {
+        let mut pool = self.shared.pre_auth.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = pool.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                pool.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// A client slot, given back when dropped.
+struct Slot<'a>(&'a AtomicUsize);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Whether accept() failed for want of a resource that closing connections frees.
+fn out_of_resources(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM))
 }
 
 /// Binds, says where on stderr, and serves until `stop` is set.
@@ -64,27 +166,39 @@ pub fn serve(config: ServeConfig, stop: &AtomicBool) -> std::io::Result<()> {
         l.max_clients,
         l.max_tests_per_minute
     );
-    let shared = Shared { config, active: AtomicUsize::new(0), recent: Mutex::new(HashMap::new()), stop: AtomicBool::new(false) };
+    let shared =
+        Shared { config, active: AtomicUsize::new(0), pre_auth: Mutex::new(HashMap::new()), recent: Mutex::new(HashMap::new()), stop: AtomicBool::new(false) };
+    let (mut refusals, mut accept_errors) = (Quiet { last: None, unlogged: 0 }, Quiet { last: None, unlogged: 0 });
+    let mut backoff = ACCEPT_BACKOFF.0;
     std::thread::scope(|s| {
         while !stop.load(Ordering::SeqCst) {
             match listener.accept() {
                 Ok((stream, peer)) => {
-                    if shared.active.fetch_add(1, Ordering::SeqCst) >= shared.config.limits.max_clients as usize {
-                        shared.active.fetch_sub(1, Ordering::SeqCst);
-                        let message = format!("the server already serves its maximum of {} clients (--max-clients)", shared.config.limits.max_clients);
-                        eprintln!("ccbench serve: {peer}: {message}");
-                        let _ = stream.set_nonblocking(false).and_then(|_| stream.set_write_timeout(Some(Duration::from_secs(1))));
-                        let _ = proto::write_msg(&mut &stream, &ServerMsg::Error { message });
-                        continue;
-                    }
+                    backoff = ACCEPT_BACKOFF.0;
+                    let ticket = match PreAuthTicket::take(&shared, peer.ip()) {
+                        Ok(t) => t,
+                        Err(why) => {
+                            refusals.log(&why);
+                            continue;
+                        }
+                    };
                     let shared = &shared;
-                    s.spawn(move || {
-                        session(stream, peer, shared);
-                        shared.active.fetch_sub(1, Ordering::SeqCst);
-                    });
+                    let spawned =
+                        std::thread::Builder::new().name("ccbench-serve-session".into()).spawn_scoped(s, move || session(stream, peer, ticket, shared));
+                    if let Err(e) = spawned {
+                        accept_errors.log(&format!("{peer}: closed: no thread for it ({e})"));
+                    }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(20)),
-                Err(e) => eprintln!("ccbench serve: accept: {e}"),
+                Err(e) if out_of_resources(&e) => {
+                    accept_errors.log(&format!("accept: {e}; waiting {} ms before the next", backoff.as_millis()));
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(ACCEPT_BACKOFF.1);
+                }
+                Err(e) => {
+                    accept_errors.log(&format!("accept: {e}"));
+                    std::thread::sleep(Duration::from_millis(20));
+                }
             }
         }
         shared.stop.store(true, Ordering::SeqCst);
@@ -92,26 +206,55 @@ pub fn serve(config: ServeConfig, stop: &AtomicBool) -> std::io::Result<()> {
     Ok(())
 }
 
-fn session(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
-    let mut s = &stream;
-    let setup = stream.set_nonblocking(false).and_then(|_| stream.set_write_timeout(Some(WRITE_TIMEOUT))).and_then(|_| stream.set_nodelay(true));
+fn session(stream: TcpStream, peer: SocketAddr, ticket: PreAuthTicket<'_>, shared: &Shared) {
+    let setup = stream.set_nonblocking(false).and_then(|_| stream.set_nodelay(true));
     if setup.is_err() {
         return;
     }
-    if let Err(message) = handshake(&stream, &shared.config) {
-        eprintln!("ccbench serve: {peer}: {message}");
-        let _ = proto::write_msg(&mut s, &ServerMsg::Error { message });
+    let channel = match Channel::accept(stream, &shared.config.secret, Instant::now() + HANDSHAKE_DEADLINE) {
+        Ok(c) => c,
+        Err(e) => {
+            let e = match e {
+                HandshakeError::WrongSecret => "authentication failed: the client does not hold this server's secret".to_string(),
+                e => e.to_string(),
+            };
+            log(&format!("{peer}: {e}"));
+            return;
+        }
+    };
+    drop(ticket);
+    let _ = channel.stream().set_write_timeout(Some(WRITE_TIMEOUT));
+    let max = shared.config.limits.max_clients;
+    if shared.active.fetch_add(1, Ordering::SeqCst) >= max as usize {
+        shared.active.fetch_sub(1, Ordering::SeqCst);
+        let message = format!("the server already serves its maximum of {max} clients (--max-clients)");
+        log(&format!("{peer}: {message}"));
+        let _ = channel.send(&ServerMsg::Error { message });
         return;
     }
+    let _slot = Slot(&shared.active);
+    let mut facts = shared.config.facts.clone();
+    facts.serving_interface = channel.stream().local_addr().ok().and_then(|a| crate::host::interface_of(a.ip()));
+    facts.serving_qdisc = facts.serving_interface.as_deref().and_then(crate::host::root_qdisc);
+    if channel.send(&ServerMsg::Welcome { facts, limits: shared.config.limits }).is_err() {
+        return;
+    }
+    let holder = shared.config.secret.holder_id();
+    let mut idle_until = Instant::now() + IDLE_TIMEOUT;
     loop {
-        let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
-        let msg = match proto::read_msg::<ClientMsg>(&mut s) {
+        let msg = match channel.recv_by::<ClientMsg>(idle_until) {
             Ok(m) => m,
             Err(FrameError::Io(e)) if e.kind() == ErrorKind::UnexpectedEof => return,
+            Err(FrameError::Io(e)) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) => {
+                let message = format!("closing the session: no test for {} s", IDLE_TIMEOUT.as_secs());
+                log(&format!("{peer}: {message}"));
+                let _ = channel.send(&ServerMsg::Error { message });
+                return;
+            }
             Err(e) => {
                 let message = format!("closing the session: {e}");
-                eprintln!("ccbench serve: {peer}: {message}");
-                let _ = proto::write_msg(&mut s, &ServerMsg::Error { message });
+                log(&format!("{peer}: {message}"));
+                let _ = channel.send(&ServerMsg::Error { message });
                 return;
             }
         };
@@ -120,37 +263,39 @@ fn session(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
                 Ok(()) => ServerMsg::Allowed,
                 Err(reason) => ServerMsg::Refused { reason },
             },
-            ClientMsg::Run { test } => match check(&test, &shared.config).and_then(|_| admit(peer.ip(), shared)) {
+            ClientMsg::Run { test } => match check(&test, &shared.config).and_then(|_| admit(holder, shared)) {
                 Ok(()) => {
                     let began = Instant::now();
                     let outcome = match &test {
-                        TestRequest::Bulk(spec) if crate::quic::is_quic(spec) => crate::quic::run_quic(&stream, spec, shared),
-                        TestRequest::Bulk(spec) => run_bulk(&stream, spec, shared),
-                        TestRequest::Objects(_) | TestRequest::Page(_) | TestRequest::Browser(_) => crate::http::run_http(&stream, &test, shared),
+                        TestRequest::Bulk(spec) if crate::quic::is_quic(spec) => crate::quic::run_quic(&channel, spec, shared),
+                        TestRequest::Bulk(spec) => run_bulk(&channel, spec, shared),
+                        TestRequest::Objects(_) | TestRequest::Page(_) | TestRequest::Browser(_) => crate::http::run_http(&channel, &test, shared),
                     };
-                    eprintln!("ccbench serve: {peer} {}: {}", describe(&test), outcome.log_line(began.elapsed()));
+                    log(&format!("{peer} {}: {}", describe(&test), outcome.log_line(began.elapsed())));
+                    idle_until = Instant::now() + IDLE_TIMEOUT;
                     match outcome.fatal {
                         Some(message) => ServerMsg::Error { message },
                         None => continue,
                     }
                 }
                 Err(reason) => {
-                    eprintln!("ccbench serve: {peer} {}: refused: {reason}", describe(&test));
+                    log(&format!("{peer} {}: refused: {reason}", describe(&test)));
                     ServerMsg::Refused { reason }
                 }
             },
-            ClientMsg::Probe { request } => match crate::probe::check(&request, &shared.config.limits).and_then(|l| admit(peer.ip(), shared).map(|_| l)) {
+            ClientMsg::Probe { request } => match crate::probe::check(&request, &shared.config.limits).and_then(|l| admit(holder, shared).map(|_| l)) {
                 Ok(limits) => {
                     let began = Instant::now();
-                    let outcome = crate::probe::serve_session(&stream, limits, &shared.stop);
-                    eprintln!("ccbench serve: {peer} {}", outcome.log_line(began.elapsed()));
+                    let outcome = crate::probe::serve_session(&channel, limits, &shared.stop);
+                    log(&format!("{peer} {}", outcome.log_line(began.elapsed())));
+                    idle_until = Instant::now() + IDLE_TIMEOUT;
                     match outcome.fatal {
                         Some(message) => ServerMsg::Error { message },
                         None => continue,
                     }
                 }
                 Err(reason) => {
-                    eprintln!("ccbench serve: {peer} probe: refused: {reason}");
+                    log(&format!("{peer} probe: refused: {reason}"));
                     ServerMsg::Refused { reason }
                 }
             },
@@ -159,7 +304,7 @@ fn session(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
             other => ServerMsg::Error { message: format!("unexpected {} message", kind_of(&other)) },
         };
         let fatal = matches!(reply, ServerMsg::Error { .. });
-        if proto::write_msg(&mut s, &reply).is_err() || fatal {
+        if channel.send(&reply).is_err() || fatal {
             return;
         }
     }
@@ -169,8 +314,6 @@ pub(crate) fn kind_of(m: &ClientMsg) -> &'static str {
     match m {
         ClientMsg::Probe { .. } => "probe",
         ClientMsg::ProbeEnd => "probe_end",
-        ClientMsg::Hello { .. } => "hello",
-        ClientMsg::Auth { .. } => "auth",
         ClientMsg::Check { .. } => "check",
         ClientMsg::Run { .. } => "run",
         ClientMsg::Start => "start",
@@ -178,35 +321,27 @@ pub(crate) fn kind_of(m: &ClientMsg) -> &'static str {
     }
 }
 
-/// Proves this end holds the secret and checks the peer does. Err: the one line the peer and
-/// the log get.
-fn handshake(stream: &TcpStream, config: &ServeConfig) -> Result<(), String> {
-    let mut s = stream;
-    stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).map_err(|e| e.to_string())?;
-    let client_nonce = match proto::read_msg::<ClientMsg>(&mut s) {
-        Ok(ClientMsg::Hello { version, nonce }) if version == VERSION => {
-            unhex::<{ auth::NONCE_LEN }>(&nonce).ok_or("malformed hello: the nonce is not 32 bytes of hex")?
+/// Sets `test_stop` when serve stops or the client hangs up (its end of the control
+/// connection closed, or the connection failed), until `ended`: a test whose client went away
+/// stops within [`POLL_HANGUP`] plus its own teardown, whatever its duration.
+pub(crate) fn watch_client(control: &TcpStream, shared_stop: &AtomicBool, test_stop: &AtomicBool, ended: &AtomicBool) {
+    use std::os::fd::AsRawFd;
+    while !ended.load(Ordering::SeqCst) {
+        let mut fd = libc::pollfd { fd: control.as_raw_fd(), events: libc::POLLRDHUP, revents: 0 };
+        // SAFETY: one valid pollfd, for a descriptor `control` keeps open.
+        let n = unsafe { libc::poll(&mut fd, 1, POLL_HANGUP.as_millis() as i32) };
+        let hung_up = n > 0 && fd.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0;
+        if hung_up || shared_stop.load(Ordering::SeqCst) {
+            test_stop.store(true, Ordering::SeqCst);
+            if hung_up {
+                return;
+            }
         }
-        Ok(ClientMsg::Hello { version, .. }) => return Err(format!("protocol version {version} is not supported; this server speaks version {VERSION}")),
-        Ok(other) => return Err(format!("expected a hello, got a {} message", kind_of(&other))),
-        Err(e) => return Err(format!("handshake failed: {e}")),
-    };
-    let server_nonce = auth::nonce();
-    let proof = hex(&config.secret.server_proof(&client_nonce, &server_nonce));
-    proto::write_msg(&mut s, &ServerMsg::Challenge { version: VERSION, nonce: hex(&server_nonce), proof }).map_err(|e| e.to_string())?;
-    let authenticated = match proto::read_msg::<ClientMsg>(&mut s) {
-        Ok(ClientMsg::Auth { proof }) => unhex::<{ auth::PROOF_LEN }>(&proof).is_some_and(|p| config.secret.verify_client(&client_nonce, &server_nonce, &p)),
-        Ok(other) => return Err(format!("expected the client's proof, got a {} message", kind_of(&other))),
-        Err(e) => return Err(format!("authentication failed: {e}")),
-    };
-    if !authenticated {
-        return Err("authentication failed: the client does not hold this server's secret".into());
     }
-    let mut facts = config.facts.clone();
-    facts.serving_interface = stream.local_addr().ok().and_then(|a| crate::host::interface_of(a.ip()));
-    facts.serving_qdisc = facts.serving_interface.as_deref().and_then(crate::host::root_qdisc);
-    proto::write_msg(&mut s, &ServerMsg::Welcome { facts, limits: config.limits }).map_err(|e| e.to_string())
 }
+
+/// How often a test looks at whether its client is still there.
+pub(crate) const POLL_HANGUP: Duration = Duration::from_millis(100);
 
 /// Whether this server may run `test`: the algorithms it must set, and its limits.
 pub fn check(test: &TestRequest, config: &ServeConfig) -> Result<(), String> {
@@ -262,17 +397,18 @@ fn check_bulk(spec: &BulkSpec, config: &ServeConfig) -> Result<(), String> {
     }
 }
 
-/// Counts a test against its client's per-minute limit.
-fn admit(ip: IpAddr, shared: &Shared) -> Result<(), String> {
+/// Counts a test against its client's per-minute limit: the holder of the secret it proved,
+/// whatever address it comes from.
+fn admit(holder: [u8; 8], shared: &Shared) -> Result<(), String> {
     let max = shared.config.limits.max_tests_per_minute as usize;
     let mut recent = shared.recent.lock().unwrap_or_else(|p| p.into_inner());
     let now = Instant::now();
-    let times = recent.entry(ip).or_default();
+    let times = recent.entry(holder).or_default();
     while times.front().is_some_and(|t| now.duration_since(*t) > Duration::from_secs(60)) {
         times.pop_front();
     }
     if times.len() >= max {
-        return Err(format!("{ip} has run {max} tests in the last minute, this server's limit (--max-tests-per-minute)"));
+        return Err(format!("the clients holding this secret have run {max} tests in the last minute, this server's limit (--max-tests-per-minute)"));
     }
     times.push_back(now);
     Ok(())
@@ -304,7 +440,7 @@ fn fuzz_config() -> Option<ServeConfig> {
     };
     let limits =
         Limits { max_duration_s: 120.0, max_bytes: 10_000_000_000, max_clients: 4, max_tests_per_minute: 60, max_flows: 64, max_probe_rate_bps: 1_000_000_000 };
-    let secret = Secret::from_bytes(&[7; 32]).ok()?;
+    let secret = Secret::from_bytes(b"0123456789abcdef0123456789abcdef").ok()?;
     Some(ServeConfig { listen: SocketAddr::from(([127, 0, 0, 1], 0)), secret, limits, facts })
 }
 
@@ -352,8 +488,9 @@ impl Outcome {
 }
 
 /// The server's end of a bulk test, from `Ready` to `Done`.
-fn run_bulk(control: &TcpStream, spec: &BulkSpec, shared: &Shared) -> Outcome {
+fn run_bulk(channel: &Channel, spec: &BulkSpec, shared: &Shared) -> Outcome {
     let limits = shared.config.limits;
+    let control = channel.stream();
     let plan = spec.plan();
     let sending = spec.direction.sender() == Side::Server;
     // The data listener is on the address the client reached us at, on a port of its own; when
@@ -366,11 +503,14 @@ fn run_bulk(control: &TcpStream, spec: &BulkSpec, shared: &Shared) -> Outcome {
         Err(e) => return Outcome::fatal(e),
     };
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
-    let mut c = control;
-    if let Err(e) = proto::write_msg(&mut c, &ServerMsg::Ready { port, token: hex(&token), spki_sha256: None }) {
+    if let Err(e) = channel.send(&ServerMsg::Ready { port, token: hex(&token), spki_sha256: None }) {
         return Outcome::fatal(e.to_string());
     }
-    let streams = match accept_flows(&listener, &token, plan.len()) {
+    let peer = match control.peer_addr() {
+        Ok(a) => a.ip(),
+        Err(e) => return Outcome::fatal(e.to_string()),
+    };
+    let streams = match accept_flows(&listener, peer, &token, plan.len()) {
         Ok(s) => s,
         Err(e) => return Outcome::fatal(e),
     };
@@ -387,16 +527,15 @@ fn run_bulk(control: &TcpStream, spec: &BulkSpec, shared: &Shared) -> Outcome {
             }
         }
     }
-    if let Err(e) = proto::write_msg(&mut c, &ServerMsg::Connected { cc_read_back }) {
+    if let Err(e) = channel.send(&ServerMsg::Connected { cc_read_back }) {
         return Outcome::fatal(e.to_string());
     }
-    let _ = control.set_read_timeout(Some(SETUP_TIMEOUT));
     // A sender starts on `Start`. A receiver reads from now on and opens its window at the
     // first byte, so that a `Start` delayed by loss does not shorten what it counts; it takes
     // `Start` off the control connection meanwhile.
     let start = Instant::now();
     let clock = if sending {
-        if let Err(e) = read_start(control) {
+        if let Err(e) = read_start(channel) {
             return Outcome::fatal(e);
         }
         let start = Instant::now();
@@ -413,17 +552,20 @@ fn run_bulk(control: &TcpStream, spec: &BulkSpec, shared: &Shared) -> Outcome {
     let budget = ByteBudget::new(limits.max_bytes, format!("stopped at this server's limit of {} bytes per test (--max-bytes)", limits.max_bytes));
     let (tx, rx) = mpsc::channel::<ServerMsg>();
     let sink = Forward { tx: Mutex::new(tx.clone()) };
+    let (test_stop, ended) = (AtomicBool::new(false), AtomicBool::new(false));
     let (written, results, start_error) = std::thread::scope(|s| {
-        let start_reader = (!sending).then(|| s.spawn(|| read_start(control)));
+        let start_reader = (!sending).then(|| s.spawn(|| read_start(channel)));
+        s.spawn(|| watch_client(control, &shared.stop, &test_stop, &ended));
         // Samples go out as they are taken; a client that stops reading only stalls this writer.
         let writer = s.spawn(move || {
             let mut ok = true;
             for msg in rx {
-                ok = ok && proto::write_msg(&mut c, &msg).is_ok();
+                ok = ok && channel.send(&msg).is_ok();
             }
             ok
         });
-        let results = run_end(&spec, &ends, &clock, &shared.stop, &sink, &NoMeasureHook, Some(&budget));
+        let results = run_end(&spec, &ends, &clock, &test_stop, &sink, &NoMeasureHook, Some(&budget));
+        ended.store(true, Ordering::SeqCst);
         let start_error = start_reader.and_then(|h| h.join().unwrap_or_else(|_| Err("the start reader panicked".into())).err());
         let _ = tx.send(ServerMsg::Done { ends: results.clone() });
         drop(tx);
@@ -431,46 +573,92 @@ fn run_bulk(control: &TcpStream, spec: &BulkSpec, shared: &Shared) -> Outcome {
         (writer.join().unwrap_or(false), results, start_error)
     });
     let error = start_error.or_else(|| results.iter().find_map(|e| e.send_error.clone().or(e.receive_error.clone())));
+    let fatal = if test_stop.load(Ordering::SeqCst) && !shared.stop.load(Ordering::SeqCst) {
+        Some("the client went away during the test".to_string())
+    } else {
+        (!written).then(|| "the client stopped reading the results".to_string())
+    };
+    let error = error.or_else(|| fatal.clone());
     let bytes = limits.max_bytes - budget.remaining();
-    Outcome { bytes, error, fatal: (!written).then(|| "the client stopped reading the results".to_string()) }
+    Outcome { bytes, error, fatal }
 }
 
-/// Reads the client's `Start` off the control connection.
-pub(crate) fn read_start(control: &TcpStream) -> Result<(), String> {
-    match proto::read_msg::<ClientMsg>(&mut &*control) {
+/// Reads the client's `Start` off the control connection, within [`SETUP_TIMEOUT`].
+pub(crate) fn read_start(channel: &Channel) -> Result<(), String> {
+    match channel.recv_by::<ClientMsg>(Instant::now() + SETUP_TIMEOUT) {
         Ok(ClientMsg::Start) => Ok(()),
         Ok(other) => Err(format!("expected start, got a {} message", kind_of(&other))),
         Err(e) => Err(format!("waiting for start: {e}")),
     }
 }
 
-/// Accepts the test's `n` data connections: each must start with the token and a flow id not
-/// yet seen; any other is closed without a byte sent to it.
-fn accept_flows(listener: &TcpListener, token: &[u8; TOKEN_LEN], n: usize) -> Result<Vec<TcpStream>, String> {
+/// A data connection that has yet to present its token.
+struct Pending {
+    stream: TcpStream,
+    hello: [u8; DATA_HELLO_LEN],
+    got: usize,
+    until: Instant,
+}
+
+/// Accepts the test's `n` data connections: each must come from `peer` (the control
+/// connection's address), present the token and a flow id not yet seen within
+/// [`TOKEN_TIMEOUT`]; any other is closed without a byte sent to it. Connections present their
+/// tokens concurrently: an outsider's silent connections cost only their own time, not the
+/// test's.
+fn accept_flows(listener: &TcpListener, peer: IpAddr, token: &[u8; TOKEN_LEN], n: usize) -> Result<Vec<TcpStream>, String> {
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     let deadline = Instant::now() + SETUP_TIMEOUT;
     let mut slots: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
+    let mut pending: Vec<Pending> = Vec::new();
     while slots.iter().any(Option::is_none) {
-        if Instant::now() > deadline {
+        let now = Instant::now();
+        if now > deadline {
             return Err(format!("only {} of the test's {n} data connections arrived", slots.iter().filter(|s| s.is_some()).count()));
         }
-        let stream = match listener.accept() {
-            Ok((s, _)) => s,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(2));
+        let mut busy = false;
+        match listener.accept() {
+            Ok((stream, from)) if from.ip() == peer && pending.len() < MAX_PENDING_DATA && stream.set_nonblocking(true).is_ok() => {
+                pending.push(Pending { stream, hello: [0; DATA_HELLO_LEN], got: 0, until: now + TOKEN_TIMEOUT });
+                busy = true;
+            }
+            Ok(_) => busy = true,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            Err(e) if out_of_resources(&e) => std::thread::sleep(ACCEPT_BACKOFF.0),
+            Err(e) => return Err(format!("accepting a data connection: {e}")),
+        }
+        pending.retain_mut(|p| {
+            if p.got == DATA_HELLO_LEN {
+                return true;
+            }
+            match (&p.stream).read(&mut p.hello[p.got..]) {
+                Ok(0) => return false,
+                Ok(k) => {
+                    p.got += k;
+                    busy = true;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                Err(_) => return false,
+            }
+            p.got == DATA_HELLO_LEN || now < p.until
+        });
+        // `retain_mut` kept those still reading; the complete ones are picked out here.
+        for p in std::mem::take(&mut pending) {
+            if p.got < DATA_HELLO_LEN {
+                pending.push(p);
                 continue;
             }
-            Err(e) => return Err(format!("accepting a data connection: {e}")),
-        };
-        let mut hello = [0u8; DATA_HELLO_LEN];
-        let read =
-            stream.set_nonblocking(false).and_then(|_| stream.set_read_timeout(Some(Duration::from_secs(2)))).and_then(|_| (&stream).read_exact(&mut hello));
-        if read.is_err() || !same(&hello[..TOKEN_LEN], token) {
-            continue;
+            if !same(&p.hello[..TOKEN_LEN], token) {
+                continue;
+            }
+            let id = u32::from_be_bytes([p.hello[16], p.hello[17], p.hello[18], p.hello[19]]) as usize;
+            if let Some(slot @ None) = slots.get_mut(id) {
+                if p.stream.set_nonblocking(false).is_ok() {
+                    *slot = Some(p.stream);
+                }
+            }
         }
-        let id = u32::from_be_bytes([hello[16], hello[17], hello[18], hello[19]]) as usize;
-        if let Some(slot @ None) = slots.get_mut(id) {
-            *slot = Some(stream);
+        if !busy {
+            std::thread::sleep(Duration::from_millis(2));
         }
     }
     Ok(slots.into_iter().flatten().collect())

@@ -551,7 +551,7 @@ pub(crate) fn finish(
         html_ttfb_s: html.ttfb_s,
         html_complete_s: if html.ok { html.complete_s } else { None },
         page_load_s,
-        page_bytes: timing.html_bytes_served + spec.page.objects.iter().sum::<u64>(),
+        page_bytes: spec.page.objects.iter().fold(timing.html_bytes_served, |sum, &o| sum.saturating_add(o)),
         bytes_received,
         page_goodput_bps: page_load_s.filter(|&t| t > 0.0).map(|t| bytes_received as f64 * 8.0 / t).unwrap_or(0.0),
         requests_total: resources.len() as u32,

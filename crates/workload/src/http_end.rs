@@ -38,6 +38,10 @@ pub trait HttpEndEvents: Sync {
 /// How one test's far end runs.
 pub struct HttpEnd<'a> {
     pub token: [u8; TOKEN_LEN],
+    /// The only address a connection is taken from (serve: its control connection's peer);
+    /// others are closed at once, before they can fill the queue of connections still to
+    /// present their token.
+    pub peer: Option<std::net::IpAddr>,
     /// Connections the test may open, all told (reconnections included).
     pub max_connections: u32,
     /// Bytes the test may move through this end (response and request bodies).
@@ -151,7 +155,10 @@ where
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
+                Ok((stream, from)) => {
+                    if end.peer.is_some_and(|p| p != from.ip()) {
+                        continue;
+                    }
                     if pending.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING {
                         pending.fetch_sub(1, Ordering::SeqCst);
                         continue;

@@ -145,12 +145,21 @@ impl PageModel {
         if self.objects.len() > 10_000 {
             return Err(format!("{} objects; at most 10000 are supported", self.objects.len()));
         }
+        if self.checked_total_bytes().is_none() {
+            return Err("the page's sizes add up to more than 2^64 bytes".into());
+        }
         Ok(())
     }
 
-    /// HTML plus all objects.
+    /// HTML plus all objects; `None` when that overflows (sizes come from files and from the
+    /// network: a sum that wraps would pass any limit).
+    pub fn checked_total_bytes(&self) -> Option<u64> {
+        self.objects.iter().try_fold(self.html_bytes, |sum, &o| sum.checked_add(o))
+    }
+
+    /// HTML plus all objects, `u64::MAX` when that overflows (over any limit).
     pub fn total_bytes(&self) -> u64 {
-        self.html_bytes + self.objects.iter().sum::<u64>()
+        self.checked_total_bytes().unwrap_or(u64::MAX)
     }
 }
 
@@ -812,6 +821,9 @@ mod tests {
         let small = PageModel::builtin("small").unwrap();
         assert_eq!(small.objects.len(), 20);
         assert_eq!(small.total_bytes(), 500_000);
+        let wraps = PageModel { html_bytes: 10, objects: vec![u64::MAX, 1] };
+        assert_eq!(wraps.total_bytes(), u64::MAX, "saturates, never wraps to a small total");
+        assert!(wraps.validate().unwrap_err().contains("more than 2^64"));
         let news = PageModel::builtin("news").unwrap();
         assert_eq!(news.objects.len(), 86);
         assert_eq!(news.total_bytes(), 960_000);

@@ -111,9 +111,18 @@ pub struct QuicFarServer {
     plan: Vec<MixFlow>,
     groups: Vec<Vec<u32>>,
     conns: Vec<EndConn>,
+    /// The only address a connection is taken from (serve: its control connection's peer).
+    peer: Option<IpAddr>,
 }
 
 impl QuicFarServer {
+    /// Takes connections only from `ip`: an outsider's handshake is ignored before it starts,
+    /// so it cannot hold the one connection being waited for.
+    pub fn only_from(mut self, ip: IpAddr) -> Self {
+        self.peer = Some(ip);
+        self
+    }
+
     /// An endpoint on a fresh UDP port of `ip`, with a fresh certificate, for `spec` only.
     pub fn bind(ip: IpAddr, spec: &BulkSpec) -> Result<Self, WorkloadError> {
         let plan = spec.plan();
@@ -128,7 +137,7 @@ impl QuicFarServer {
             let _guard = rt.enter();
             endpoint(udp_here(SocketAddr::new(ip, 0))?, Some((*tls.server(placeholder)?).clone()))?
         };
-        Ok(QuicFarServer { rt, endpoint, tls, spec: spec.clone(), plan, groups, conns: Vec::new() })
+        Ok(QuicFarServer { rt, endpoint, tls, spec: spec.clone(), plan, groups, conns: Vec::new(), peer: None })
     }
 
     pub fn port(&self) -> u16 {
@@ -161,10 +170,14 @@ impl QuicFarServer {
             }
             let t = end_transport(&self.spec, &self.plan, &flows, Side::Server)?;
             let config = self.tls.server(t.transport.clone())?;
-            let endpoint = &self.endpoint;
+            let (endpoint, peer) = (&self.endpoint, self.peer);
             let attempt = self.rt.block_on(async {
                 tokio::time::timeout(left, async {
                     let incoming = endpoint.accept().await.ok_or_else(|| "the endpoint closed".to_string())?;
+                    if peer.is_some_and(|p| p != incoming.remote_address().ip()) {
+                        incoming.ignore();
+                        return Err("a connection from another address".to_string());
+                    }
                     let conn = incoming.accept_with(config).map_err(|e| format!("accept: {e}"))?.await.map_err(|e| format!("handshake: {e}"))?;
                     let hello = tokio::time::timeout(HELLO_TIMEOUT, async {
                         let mut s = conn.accept_uni().await.ok()?;

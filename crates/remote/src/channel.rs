@@ -1,0 +1,488 @@
+//! The control connection's one channel: a SPAKE2 handshake bound to the shared secret, then
+//! every frame sealed with ChaCha20-Poly1305.
+//!
+//! Handshake (pre-authentication frames are the plain length-prefixed JSON of [`crate::proto`],
+//! at most [`MAX_PRE_AUTH_FRAME`] bytes, all of them within one deadline):
+//!
+//! 1. client → server `hello {version, nonce}`: `nonce` is the client's SPAKE2 message (side A,
+//!    33 bytes, hex). (The field keeps its version-3 name so that an older server reads the
+//!    version first and answers with its version mismatch, not a parse error.)
+//! 2. server → client `challenge {version, nonce}`: the server's SPAKE2 message (side B). It
+//!    carries no proof: nothing an unauthenticated peer gets depends on the secret in a way it
+//!    could test offline (SPAKE2, Abdalla–Pointcheval, CT-RSA 2005; RFC 9382 §3–4).
+//! 3. client → server `confirm {mac}`: `HMAC(k_confirm_client, label)`. The client proves it
+//!    holds the secret first; a wrong one gets one line and the connection closes (one online
+//!    guess per connection, no more).
+//! 4. server → client `confirm {mac}`: `HMAC(k_confirm_server, label)` (RFC 9382 §4: key
+//!    confirmation, each side's own key).
+//!
+//! Keys: HKDF-SHA256 (RFC 5869) of the SPAKE2 key (which already hashes both identities, both
+//! messages and the secret, RFC 9382 §4) into two confirmation keys and one AEAD key per
+//! direction. After the handshake a record is a big-endian `u32` length, then the ChaCha20-
+//! Poly1305 (RFC 8439) ciphertext of one JSON message, the length as associated data and the
+//! record's number in its direction as nonce: a record replayed, reordered, dropped, altered
+//! or cut fails to open, and the connection ends.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
+use hkdf::Hkdf;
+use hmac::{Hmac, Mac};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use sha2::Sha256;
+use spake2::{Ed25519Group, Identity, Spake2};
+
+use crate::auth::Secret;
+use crate::proto::{self, hex, FrameError, MAX_FRAME, VERSION};
+
+/// A pre-authentication frame is a few hundred bytes at most: an unauthenticated peer gets no
+/// room to make serve buffer more.
+pub const MAX_PRE_AUTH_FRAME: usize = 1024;
+/// A SPAKE2 message over Ed25519: the side byte and a compressed point.
+pub const PAKE_MSG_LEN: usize = 33;
+const TAG_LEN: usize = 16;
+const CLIENT_ID: &[u8] = b"ccbench client";
+const SERVER_ID: &[u8] = b"ccbench serve";
+const SALT: &[u8] = b"ccbench serve v4";
+const CLIENT_CONFIRM: &[u8] = b"ccbench serve v4 client confirm";
+const SERVER_CONFIRM: &[u8] = b"ccbench serve v4 server confirm";
+
+/// The handshake's messages, before anything is sealed.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum PreAuth {
+    /// Unknown fields are ignored here (an older client's hello must reach the version check).
+    Hello {
+        version: u32,
+        nonce: String,
+    },
+    Challenge {
+        version: u32,
+        nonce: String,
+    },
+    Confirm {
+        mac: String,
+    },
+    /// The server refuses: a version, a wrong proof, its limits. Same shape as
+    /// `ServerMsg::Error`, so an older client prints it.
+    Error {
+        message: String,
+    },
+}
+
+/// What both ends derive from the SPAKE2 key.
+struct Keys {
+    confirm_client: [u8; 32],
+    confirm_server: [u8; 32],
+    client_to_server: [u8; 32],
+    server_to_client: [u8; 32],
+}
+
+impl Keys {
+    fn derive(pake_key: &[u8]) -> Keys {
+        let hk = Hkdf::<Sha256>::new(Some(SALT), pake_key);
+        let expand = |info: &[u8]| {
+            let mut k = [0u8; 32];
+            hk.expand(info, &mut k).expect("32 bytes is a valid HKDF-SHA256 length");
+            k
+        };
+        Keys {
+            confirm_client: expand(b"confirm client"),
+            confirm_server: expand(b"confirm server"),
+            client_to_server: expand(b"seal client to server"),
+            server_to_client: expand(b"seal server to client"),
+        }
+    }
+}
+
+fn mac(key: &[u8; 32], label: &[u8]) -> Hmac<Sha256> {
+    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
+    m.update(label);
+    m
+}
+
+/// Why a handshake failed, for the peer and the log.
+#[derive(Debug, PartialEq)]
+pub enum HandshakeError {
+    /// The other end holds another secret (or is not a ccbench at all).
+    WrongSecret,
+    /// The server refused with this line.
+    Refused(String),
+    /// Anything else: malformed, a version, a timeout, the connection.
+    Protocol(String),
+}
+
+impl std::fmt::Display for HandshakeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HandshakeError::WrongSecret => f.write_str("authentication failed: the two ends' secrets differ"),
+            HandshakeError::Refused(m) | HandshakeError::Protocol(m) => f.write_str(m),
+        }
+    }
+}
+
+fn protocol(e: impl std::fmt::Display) -> HandshakeError {
+    HandshakeError::Protocol(e.to_string())
+}
+
+fn read_pre_auth(s: &mut impl Read) -> Result<PreAuth, HandshakeError> {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).map_err(|e| protocol(format!("handshake: {e}")))?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len > MAX_PRE_AUTH_FRAME {
+        return Err(protocol(format!("handshake: a frame of {len} bytes is over the {MAX_PRE_AUTH_FRAME}-byte limit before authentication")));
+    }
+    let mut buf = vec![0u8; len];
+    s.read_exact(&mut buf).map_err(|e| protocol(format!("handshake: {e}")))?;
+    proto::decode(&buf).map_err(|e| protocol(format!("handshake: {e}")))
+}
+
+fn write_pre_auth(s: &mut impl Write, m: &PreAuth) -> Result<(), HandshakeError> {
+    proto::write_msg(s, m).map_err(|e| protocol(format!("handshake: {e}")))
+}
+
+fn pake_msg(nonce: &str) -> Result<Vec<u8>, HandshakeError> {
+    proto::unhex_vec(nonce, PAKE_MSG_LEN)
+        .filter(|m| m.len() == PAKE_MSG_LEN)
+        .ok_or_else(|| protocol("malformed handshake: the key share is not 33 bytes of hex"))
+}
+
+/// The server's half over any byte stream (the fuzz target feeds it bytes). On success the
+/// keys of a sealed channel: (open client→server, seal server→client).
+pub fn server_handshake_io<S: Read + Write>(s: &mut S, secret: &Secret) -> Result<([u8; 32], [u8; 32]), HandshakeError> {
+    let client_msg = match read_pre_auth(s)? {
+        PreAuth::Hello { version, nonce } if version == VERSION => pake_msg(&nonce)?,
+        PreAuth::Hello { version, .. } => {
+            let message = format!("protocol version {version} is not supported; this server speaks version {VERSION} (update ccbench on the client)");
+            let _ = write_pre_auth(s, &PreAuth::Error { message: message.clone() });
+            return Err(HandshakeError::Refused(message));
+        }
+        _ => return Err(protocol("expected a hello")),
+    };
+    let (pake, server_msg) = Spake2::<Ed25519Group>::start_b(&secret.password(), &Identity::new(CLIENT_ID), &Identity::new(SERVER_ID));
+    let key = pake.finish(&client_msg).map_err(|_| protocol("malformed handshake: the client's key share is not a valid one"))?;
+    let keys = Keys::derive(&key);
+    write_pre_auth(s, &PreAuth::Challenge { version: VERSION, nonce: hex(&server_msg) })?;
+    let proof = match read_pre_auth(s)? {
+        PreAuth::Confirm { mac } => proto::unhex::<32>(&mac),
+        _ => return Err(protocol("expected the client's confirmation")),
+    };
+    let verified = proof.is_some_and(|p| mac(&keys.confirm_client, CLIENT_CONFIRM).verify_slice(&p).is_ok());
+    if !verified {
+        let _ = write_pre_auth(s, &PreAuth::Error { message: "authentication failed: the client does not hold this server's secret".into() });
+        return Err(HandshakeError::WrongSecret);
+    }
+    let confirm = hex(&mac(&keys.confirm_server, SERVER_CONFIRM).finalize().into_bytes());
+    write_pre_auth(s, &PreAuth::Confirm { mac: confirm })?;
+    Ok((keys.client_to_server, keys.server_to_client))
+}
+
+/// The client's half: (seal client→server, open server→client).
+pub fn client_handshake_io<S: Read + Write>(s: &mut S, secret: &Secret) -> Result<([u8; 32], [u8; 32]), HandshakeError> {
+    let (pake, client_msg) = Spake2::<Ed25519Group>::start_a(&secret.password(), &Identity::new(CLIENT_ID), &Identity::new(SERVER_ID));
+    write_pre_auth(s, &PreAuth::Hello { version: VERSION, nonce: hex(&client_msg) })?;
+    let server_msg = match read_pre_auth(s)? {
+        PreAuth::Challenge { version, nonce } if version == VERSION => pake_msg(&nonce)?,
+        PreAuth::Challenge { version, .. } => return Err(protocol(format!("the server speaks protocol version {version}, this client {VERSION}"))),
+        PreAuth::Error { message } => return Err(HandshakeError::Refused(message)),
+        _ => return Err(protocol("expected the server's challenge")),
+    };
+    let key = pake.finish(&server_msg).map_err(|_| protocol("malformed challenge: the server's key share is not a valid one"))?;
+    let keys = Keys::derive(&key);
+    write_pre_auth(s, &PreAuth::Confirm { mac: hex(&mac(&keys.confirm_client, CLIENT_CONFIRM).finalize().into_bytes()) })?;
+    match read_pre_auth(s)? {
+        PreAuth::Confirm { mac: m } if proto::unhex::<32>(&m).is_some_and(|p| mac(&keys.confirm_server, SERVER_CONFIRM).verify_slice(&p).is_ok()) => {
+            Ok((keys.client_to_server, keys.server_to_client))
+        }
+        PreAuth::Confirm { .. } => Err(HandshakeError::WrongSecret),
+        PreAuth::Error { message } if message.starts_with("authentication failed") => Err(HandshakeError::WrongSecret),
+        PreAuth::Error { message } => Err(HandshakeError::Refused(message)),
+        _ => Err(protocol("expected the server's confirmation")),
+    }
+}
+
+/// A stream whose every read and write must end by `deadline`: a peer that dribbles a byte at
+/// a time cannot stretch the whole past it (per-read timeouts alone would let it).
+pub struct Deadlined<'a> {
+    pub stream: &'a TcpStream,
+    pub deadline: Instant,
+}
+
+impl Deadlined<'_> {
+    fn remaining(&self) -> io::Result<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "the deadline passed"));
+        }
+        Ok(left)
+    }
+}
+
+impl Read for Deadlined<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.stream.set_read_timeout(Some(self.remaining()?))?;
+        (&mut &*self.stream).read(buf)
+    }
+}
+
+impl Write for Deadlined<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.stream.set_write_timeout(Some(self.remaining()?))?;
+        (&mut &*self.stream).write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One direction's AEAD and its record counter.
+pub struct Sealer {
+    aead: ChaCha20Poly1305,
+    counter: u64,
+}
+
+fn nonce_of(counter: u64) -> [u8; 12] {
+    let mut n = [0u8; 12];
+    n[4..].copy_from_slice(&counter.to_be_bytes());
+    n
+}
+
+impl Sealer {
+    pub fn new(key: &[u8; 32]) -> Sealer {
+        Sealer { aead: ChaCha20Poly1305::new(Key::from_slice(key)), counter: 0 }
+    }
+
+    /// One record: length, then the sealed message.
+    pub fn seal(&mut self, plain: &[u8]) -> Result<Vec<u8>, FrameError> {
+        if plain.len() > MAX_FRAME {
+            return Err(FrameError::TooLong(plain.len()));
+        }
+        let len = ((plain.len() + TAG_LEN) as u32).to_be_bytes();
+        let counter = self.counter;
+        self.counter = counter.checked_add(1).ok_or(FrameError::Tampered)?;
+        let sealed = self.aead.encrypt(Nonce::from_slice(&nonce_of(counter)), Payload { msg: plain, aad: &len }).map_err(|_| FrameError::Tampered)?;
+        let mut record = Vec::with_capacity(4 + sealed.len());
+        record.extend_from_slice(&len);
+        record.extend_from_slice(&sealed);
+        Ok(record)
+    }
+
+    /// The next record from `r`, opened. Any failure leaves the opener broken: the stream is
+    /// out of step, and nothing after it can be trusted.
+    pub fn open(&mut self, r: &mut impl Read) -> Result<Vec<u8>, FrameError> {
+        let counter = self.counter;
+        self.counter = u64::MAX;
+        if counter == u64::MAX {
+            return Err(FrameError::Tampered);
+        }
+        let mut len = [0u8; 4];
+        r.read_exact(&mut len)?;
+        let n = u32::from_be_bytes(len) as usize;
+        if n > MAX_FRAME + TAG_LEN {
+            return Err(FrameError::TooLong(n));
+        }
+        if n < TAG_LEN {
+            return Err(FrameError::Tampered);
+        }
+        let mut sealed = vec![0u8; n];
+        r.read_exact(&mut sealed)?;
+        let plain = self.aead.decrypt(Nonce::from_slice(&nonce_of(counter)), Payload { msg: &sealed, aad: &len }).map_err(|_| FrameError::Tampered)?;
+        self.counter = counter + 1;
+        Ok(plain)
+    }
+}
+
+/// An authenticated, sealed control connection. Sending and receiving lock separately, so one
+/// thread may read results while another sends.
+pub struct Channel {
+    stream: TcpStream,
+    send: Mutex<Sealer>,
+    recv: Mutex<Sealer>,
+}
+
+impl Channel {
+    /// Runs the server's half of the handshake, all of it by `deadline`.
+    pub fn accept(stream: TcpStream, secret: &Secret, deadline: Instant) -> Result<Channel, HandshakeError> {
+        let (open, seal) = server_handshake_io(&mut Deadlined { stream: &stream, deadline }, secret)?;
+        Ok(Channel::new(stream, &seal, &open))
+    }
+
+    /// Runs the client's half of the handshake, all of it by `deadline`.
+    pub fn connect(stream: TcpStream, secret: &Secret, deadline: Instant) -> Result<Channel, HandshakeError> {
+        let (seal, open) = client_handshake_io(&mut Deadlined { stream: &stream, deadline }, secret)?;
+        Ok(Channel::new(stream, &seal, &open))
+    }
+
+    fn new(stream: TcpStream, seal: &[u8; 32], open: &[u8; 32]) -> Channel {
+        Channel { stream, send: Mutex::new(Sealer::new(seal)), recv: Mutex::new(Sealer::new(open)) }
+    }
+
+    /// The connection under the channel: for its addresses, timeouts and `TCP_INFO`; never
+    /// for bytes.
+    pub fn stream(&self) -> &TcpStream {
+        &self.stream
+    }
+
+    pub fn send<T: Serialize>(&self, msg: &T) -> Result<(), FrameError> {
+        let body = serde_json::to_vec(msg).map_err(|e| FrameError::Malformed(e.to_string()))?;
+        let record = self.send.lock().unwrap_or_else(|p| p.into_inner()).seal(&body)?;
+        (&self.stream).write_all(&record)?;
+        Ok(())
+    }
+
+    /// The next message, within the stream's read timeout per read.
+    pub fn recv<T: DeserializeOwned>(&self) -> Result<T, FrameError> {
+        let body = self.recv.lock().unwrap_or_else(|p| p.into_inner()).open(&mut &self.stream)?;
+        proto::decode(&body)
+    }
+
+    /// The next message, all of it by `deadline` (however slowly its bytes come).
+    pub fn recv_by<T: DeserializeOwned>(&self, deadline: Instant) -> Result<T, FrameError> {
+        let body = self.recv.lock().unwrap_or_else(|p| p.into_inner()).open(&mut Deadlined { stream: &self.stream, deadline })?;
+        proto::decode(&body)
+    }
+}
+
+/// The secret of the fuzz target's server and client.
+pub const FUZZ_SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";
+
+/// A client's hello frame for `secret`, as the first bytes of a connection: for tests and the
+/// fuzz corpus (the handshake cannot go on without the state it drops).
+pub fn hello_frame(secret: &Secret) -> Vec<u8> {
+    let (_, msg) = Spake2::<Ed25519Group>::start_a(&secret.password(), &Identity::new(CLIENT_ID), &Identity::new(SERVER_ID));
+    let mut out = Vec::new();
+    let _ = write_pre_auth(&mut out, &PreAuth::Hello { version: VERSION, nonce: hex(&msg) });
+    out
+}
+
+/// The handshake and the record layer fed `data`, as the server reads a client (with a fixed
+/// secret), as a client reads a server, and as either opens records: the body of the
+/// `handshake` fuzz target. Must never panic.
+pub fn fuzz_input(data: &[u8]) {
+    struct Io<'a> {
+        input: &'a [u8],
+        out: Vec<u8>,
+    }
+    impl Read for Io<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.input.read(buf)
+        }
+    }
+    impl Write for Io<'_> {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.out.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let Ok(secret) = Secret::from_bytes(FUZZ_SECRET) else { return };
+    let _ = server_handshake_io(&mut Io { input: data, out: Vec::new() }, &secret);
+    let _ = client_handshake_io(&mut Io { input: data, out: Vec::new() }, &secret);
+    let mut opener = Sealer::new(&[7; 32]);
+    let mut r = data;
+    while opener.open(&mut r).is_ok() {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A valid secret, one per `c`.
+    fn secret(c: u8) -> Secret {
+        let bytes: [u8; 16] = std::array::from_fn(|i| c.wrapping_mul(31).wrapping_add(i as u8 * 17));
+        Secret::from_bytes(hex(&bytes).as_bytes()).unwrap()
+    }
+
+    fn pair(server_secret: Secret, client_secret: Secret) -> (Result<Channel, HandshakeError>, Result<Channel, HandshakeError>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            Channel::accept(s, &server_secret, Instant::now() + Duration::from_secs(5))
+        });
+        let c = Channel::connect(TcpStream::connect(addr).unwrap(), &client_secret, Instant::now() + Duration::from_secs(5));
+        (server.join().unwrap(), c)
+    }
+
+    #[test]
+    fn the_same_secret_gives_a_channel_both_ways() {
+        let (s, c) = pair(secret(1), secret(1));
+        let (s, c) = (s.unwrap(), c.unwrap());
+        c.send(&PreAuth::Confirm { mac: "x".into() }).unwrap();
+        assert!(matches!(s.recv::<PreAuth>().unwrap(), PreAuth::Confirm { mac } if mac == "x"));
+        s.send(&PreAuth::Error { message: "y".into() }).unwrap();
+        assert!(matches!(c.recv::<PreAuth>().unwrap(), PreAuth::Error { message } if message == "y"));
+    }
+
+    #[test]
+    fn another_secret_fails_both_ends_and_the_server_says_so_first() {
+        let (s, c) = pair(secret(1), secret(2));
+        assert_eq!(s.err(), Some(HandshakeError::WrongSecret));
+        assert_eq!(c.err(), Some(HandshakeError::WrongSecret));
+    }
+
+    /// A record altered, replayed, reordered or cut does not open; the opener stays broken.
+    #[test]
+    fn records_are_sealed_in_order() {
+        let (mut a, mut b) = (Sealer::new(&[3; 32]), Sealer::new(&[3; 32]));
+        let r0 = a.seal(b"zero").unwrap();
+        let r1 = a.seal(b"one").unwrap();
+        assert_eq!(b.open(&mut &r0[..]).unwrap(), b"zero");
+        assert!(matches!(b.open(&mut &r0[..]), Err(FrameError::Tampered)), "a replay");
+        assert!(matches!(b.open(&mut &r1[..]), Err(FrameError::Tampered)), "broken after a failure");
+        let mut c = Sealer::new(&[3; 32]);
+        assert!(matches!(c.open(&mut &r1[..]), Err(FrameError::Tampered)), "out of order");
+        for at in [0, 3, 4, r0.len() - 1] {
+            let mut bad = r0.clone();
+            bad[at] ^= 1;
+            assert!(Sealer::new(&[3; 32]).open(&mut &bad[..]).is_err(), "flipped byte {at}");
+        }
+        assert!(Sealer::new(&[3; 32]).open(&mut &r0[..r0.len() - 1]).is_err(), "cut");
+        assert!(Sealer::new(&[4; 32]).open(&mut &r0[..]).is_err(), "another key");
+    }
+
+    /// What an unauthenticated client sees is the server's key share alone: it changes each
+    /// time and carries no proof (nothing to test a guessed secret against offline).
+    #[test]
+    fn the_challenge_carries_no_proof() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            Channel::accept(s, &secret(1), Instant::now() + Duration::from_secs(5)).err()
+        });
+        let mut c = TcpStream::connect(addr).unwrap();
+        let (_, msg) = Spake2::<Ed25519Group>::start_a(&secret(9).password(), &Identity::new(CLIENT_ID), &Identity::new(SERVER_ID));
+        write_pre_auth(&mut c, &PreAuth::Hello { version: VERSION, nonce: hex(&msg) }).unwrap();
+        let challenge = read_pre_auth(&mut c).unwrap();
+        let json = serde_json::to_string(&challenge).unwrap();
+        assert!(matches!(challenge, PreAuth::Challenge { .. }) && !json.contains("proof") && !json.contains("mac"), "{json}");
+        drop(c);
+        assert!(matches!(server.join().unwrap(), Some(HandshakeError::Protocol(_))));
+    }
+
+    #[test]
+    fn random_handshake_input_never_panics() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x4a4e);
+        let mut valid = Vec::new();
+        valid.extend(hello_frame(&Secret::from_bytes(FUZZ_SECRET).unwrap()));
+        write_pre_auth(&mut valid, &PreAuth::Confirm { mac: hex(&[0; 32]) }).unwrap();
+        for _ in 0..3000 {
+            let mut v = valid.clone();
+            for _ in 0..rng.gen_range(0..4) {
+                let at = rng.gen_range(0..v.len());
+                v[at] = rng.gen();
+            }
+            v.truncate(rng.gen_range(0..=v.len()));
+            fuzz_input(&v);
+        }
+    }
+}
