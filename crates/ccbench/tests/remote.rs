@@ -954,7 +954,12 @@ fn an_on_path_rewriter_cannot_change_the_algorithm() {
     let mut client = Client::connect(proxy, &secret).unwrap();
     let series = ccbench_workload::MemorySeries::default();
     let r = client.run_bulk(&bulk_spec("cubic", 1.0), Instant::now(), &AtomicBool::new(false), &series);
-    let log = serve.log();
+    // serve logs a test as its session goes on: wait for the line.
+    let since = Instant::now();
+    let mut log = serve.log();
+    while !log.contains("bulk download") && since.elapsed() < Duration::from_secs(10) {
+        log = serve.log();
+    }
     let ran: Vec<&str> = log.lines().filter(|l| l.contains("bulk download")).collect();
     assert_eq!(ran.len(), 1, "{log}");
     assert!(ran[0].contains("flow(s) cubic"), "serve ran: {}", ran[0]);

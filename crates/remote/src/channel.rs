@@ -329,7 +329,9 @@ impl Channel {
 
     pub fn send<T: Serialize>(&self, msg: &T) -> Result<(), FrameError> {
         let body = serde_json::to_vec(msg).map_err(|e| FrameError::Malformed(e.to_string()))?;
-        let record = self.send.lock().unwrap_or_else(|p| p.into_inner()).seal(&body)?;
+        // Sealed and written under one lock: records go out in the order of their numbers.
+        let mut sealer = self.send.lock().unwrap_or_else(|p| p.into_inner());
+        let record = sealer.seal(&body)?;
         (&self.stream).write_all(&record)?;
         Ok(())
     }
