@@ -142,13 +142,6 @@ pub(crate) struct Browser {
     profile: Profile,
 }
 
-impl Browser {
-    /// The process the browser runs under (the reaper; Chromium's processes descend from it).
-    pub(crate) fn pid(&self) -> u32 {
-        self.child.as_ref().map(|c| c.pid()).unwrap_or(0)
-    }
-}
-
 impl Drop for Browser {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -109,8 +109,6 @@ fn load(
     let rules = format!("{}, MAP * ~NOTFOUND", crate::relay::resolver_rule(far_addr, relay_port));
     let here = ccbench_netns::Netns::current().map_err(|e| WorkloadError::Setup(format!("this process's network namespace: {e}")))?;
     let (browser, to_browser, from_browser) = launch(spec, &here, &rules, spki)?;
-    // The relay serves this browser's process tree only (the reaper and Chromium under it).
-    let browser_pid = browser.pid();
     let dialer = far.dialer().clone();
     let client = async {
         let drive = async {
@@ -119,7 +117,7 @@ fn load(
         };
         tokio::select! {
             loaded = drive => loaded,
-            never = crate::relay::relay(listener, dialer, relay_errors, Some(browser_pid)) => match never {},
+            never = crate::relay::relay(listener, dialer, relay_errors) => match never {},
         }
     };
     let how = harness.drive_client(client)?;

@@ -6,10 +6,7 @@
 //! between Chromium and serve, and this relay never sees plaintext.
 //!
 //! The relay listens on 127.0.0.1 only, on a port of the kernel's choosing, for the one page
-//! load, and relays only connections opened by the browser it started: the connection's
-//! socket must be held by a process of the browser's process tree (found through
-//! `/proc/net/tcp` and the tree's descriptors, see [`held_by_tree`]); any other local process
-//! is closed unrelayed and counted; Chromium's `--host-resolver-rules` send the server's address and port there (see
+//! load; Chromium's `--host-resolver-rules` send the server's address and port there (see
 //! `browser`). The loopback hop adds tens of microseconds per exchange (measured by this
 //! module's test, and end to end against the emulated path in the README).
 
@@ -32,7 +29,7 @@ pub(crate) fn bind() -> io::Result<std::net::TcpListener> {
 /// Relays every connection accepted on `listener` to the far end, until dropped (the caller
 /// races it against the load; the runtime's shutdown ends the copies still running). A
 /// connection the far end could not be reached for is closed and counted in `errors`.
-pub(crate) async fn relay(listener: std::net::TcpListener, dialer: FarDialer, errors: Arc<Mutex<Errors>>, only_tree_of: Option<u32>) -> Infallible {
+pub(crate) async fn relay(listener: std::net::TcpListener, dialer: FarDialer, errors: Arc<Mutex<Errors>>) -> Infallible {
     let listener = match tokio::net::TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(e) => {
@@ -41,8 +38,8 @@ pub(crate) async fn relay(listener: std::net::TcpListener, dialer: FarDialer, er
         }
     };
     loop {
-        let (mut near, from) = match listener.accept().await {
-            Ok(x) => x,
+        let mut near = match listener.accept().await {
+            Ok((s, _)) => s,
             Err(e) => {
                 lock(&errors).push(format!("relay: accept: {e}"));
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -50,15 +47,7 @@ pub(crate) async fn relay(listener: std::net::TcpListener, dialer: FarDialer, er
             }
         };
         let (dialer, errors) = (dialer.clone(), errors.clone());
-        let to = near.local_addr();
         tokio::spawn(async move {
-            if let (Some(root), Ok(to)) = (only_tree_of, to) {
-                let held = tokio::task::spawn_blocking(move || held_by_tree(from, to, root)).await.unwrap_or(false);
-                if !held {
-                    lock(&errors).push(format!("relay: refused a connection from {from}: not the browser's"));
-                    return;
-                }
-            }
             // Each write goes at once, as it would from Chromium's own socket.
             let _ = near.set_nodelay(true);
             let far = crate::net::sockets_here(dialer.addr, 1, None).map_err(|e| io::Error::other(e.to_string()));
@@ -74,55 +63,6 @@ pub(crate) async fn relay(listener: std::net::TcpListener, dialer: FarDialer, er
             }
         });
     }
-}
-
-/// Whether the loopback TCP connection from `from` to `to` (as this end sees it) is held by
-/// `root` or one of its descendants: its socket's inode, from this namespace's
-/// `/proc/net/tcp`, among the descriptors of the tree's processes.
-pub(crate) fn held_by_tree(from: SocketAddr, to: SocketAddr, root: u32) -> bool {
-    let (SocketAddr::V4(from), SocketAddr::V4(to)) = (from, to) else { return false };
-    // The kernel writes an IPv4 address as the hex of its in-memory u32, the port big-endian.
-    let key = |a: std::net::SocketAddrV4| format!("{:08X}:{:04X}", u32::from_ne_bytes(a.ip().octets()), a.port());
-    let (local, remote) = (key(from), key(to));
-    let Ok(table) = std::fs::read_to_string("/proc/self/net/tcp") else { return false };
-    let inode = table.lines().skip(1).find_map(|line| {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        (f.len() > 9 && f[1] == local && f[2] == remote).then(|| f[9].to_string())
-    });
-    let Some(inode) = inode.filter(|i| i != "0") else { return false };
-    let socket = format!("socket:[{inode}]");
-    tree_of(root).into_iter().any(|pid| {
-        std::fs::read_dir(format!("/proc/{pid}/fd"))
-            .map(|fds| fds.flatten().any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == socket.as_str())))
-            .unwrap_or(false)
-    })
-}
-
-/// `root` and every process descended from it, by the parent ids in `/proc/*/stat`.
-fn tree_of(root: u32) -> Vec<u32> {
-    let mut parent = std::collections::HashMap::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        // `pid (comm) state ppid …`: comm may hold spaces and parentheses, so read after the last ')'.
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)).and_then(|p| p.parse::<u32>().ok());
-        if let Some(ppid) = ppid {
-            parent.insert(pid, ppid);
-        }
-    }
-    let descends = |mut pid: u32| {
-        for _ in 0..64 {
-            if pid == root {
-                return true;
-            }
-            match parent.get(&pid) {
-                Some(&p) if p != 0 && p != pid => pid = p,
-                _ => return false,
-            }
-        }
-        false
-    };
-    parent.keys().copied().filter(|&p| descends(p)).collect()
 }
 
 /// Where Chromium is sent instead of `far`: `--host-resolver-rules` mapping the far end's
@@ -192,8 +132,7 @@ mod tests {
         let rt = crate::common::multi_thread_runtime().unwrap();
         let dialer = far.dialer().clone();
         let _guard = rt.enter();
-        // Only this process's own connections (it is the tree's root here).
-        rt.spawn(relay(listener, dialer, errors.clone(), Some(std::process::id())));
+        rt.spawn(relay(listener, dialer, errors.clone()));
 
         let mut a = std::net::TcpStream::connect(relay_addr).unwrap();
         a.set_nodelay(true).unwrap();
@@ -219,32 +158,6 @@ mod tests {
         eprintln!("one-byte round trip on loopback, median of 2000: direct {d:.1} µs, through the relay {r:.1} µs (+{:.1} µs)", r - d);
     }
 
-    /// A connection from another process (a child that is not the tree's root's) is closed
-    /// unrelayed and counted; the far end never hears of it.
-    #[test]
-    fn a_connection_from_another_process_is_refused() {
-        let token = [0x5d; TOKEN_LEN];
-        let (far_addr, hellos) = echo_far_end(token);
-        let far = FarHttp::new(far_addr, token);
-        let listener = bind().unwrap();
-        let relay_addr = listener.local_addr().unwrap();
-        let errors = Arc::new(Mutex::new(Errors::default()));
-        let rt = crate::common::multi_thread_runtime().unwrap();
-        let _guard = rt.enter();
-        // The allowed tree: a process that never connects.
-        let mut bystander = std::process::Command::new("sleep").arg("30").spawn().unwrap();
-        rt.spawn(relay(listener, far.dialer().clone(), errors.clone(), Some(bystander.id())));
-        let mut a = std::net::TcpStream::connect(relay_addr).unwrap();
-        a.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let _ = a.write_all(b"GET / HTTP/1.1\r\n\r\n");
-        let mut buf = [0u8; 16];
-        assert_eq!(a.read(&mut buf).unwrap_or(0), 0, "closed, nothing relayed");
-        assert!(hellos.recv_timeout(Duration::from_millis(500)).is_err(), "the far end was dialled");
-        assert!(lock(&errors).messages.iter().any(|m| m.contains("not the browser's")), "{:?}", lock(&errors).messages);
-        let _ = bystander.kill();
-        let _ = bystander.wait();
-    }
-
     #[test]
     fn a_far_end_that_cannot_be_reached_is_counted_and_the_connection_closed() {
         // A port nothing listens on: bound, then closed.
@@ -255,7 +168,7 @@ mod tests {
         let errors = Arc::new(Mutex::new(Errors::default()));
         let rt = crate::common::multi_thread_runtime().unwrap();
         let _guard = rt.enter();
-        rt.spawn(relay(listener, far.dialer().clone(), errors.clone(), None));
+        rt.spawn(relay(listener, far.dialer().clone(), errors.clone()));
         let mut a = std::net::TcpStream::connect(relay_addr).unwrap();
         a.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let mut buf = [0u8; 16];
