@@ -1348,3 +1348,42 @@ fn accept_backs_off_when_out_of_descriptors() {
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An outsider cannot hold a bulk test's data port: silent connections from another address
+/// are closed at once, and silent ones from the client's own address wait for their tokens
+/// side by side, not in turn (the audit: one at a time, 2 s each); the real flow gets in at
+/// once and the test is connected.
+#[test]
+fn silent_connections_do_not_block_a_data_port() {
+    if !have_root() {
+        return;
+    }
+    let dir = tempdir("data-port");
+    let secret_path = secret_file(&dir, "secret");
+    let secret = Secret::from_file(&secret_path).unwrap();
+    let serve = LiveServe::start(&secret_path, &[]);
+    let c = session(serve.addr, &secret);
+    c.send(&ClientMsg::Run { test: TestRequest::Bulk(bulk_spec("cubic", 1.0)) }).unwrap();
+    let ServerMsg::Ready { port, token, .. } = c.recv::<ServerMsg>().unwrap() else { panic!("no ready") };
+    let data = SocketAddr::new(serve.addr.ip(), port);
+    let outsiders: Vec<TcpStream> = (0..10).map(|_| connect_from([127, 0, 0, 2], data).unwrap()).collect();
+    let silent: Vec<TcpStream> = (0..6).map(|_| TcpStream::connect(data).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let t = Instant::now();
+    let mut flow = TcpStream::connect(data).unwrap();
+    flow.write_all(&[&unhex::<16>(&token).unwrap()[..], &0u32.to_be_bytes()].concat()).unwrap();
+    match c.recv::<ServerMsg>() {
+        Ok(ServerMsg::Connected { cc_read_back }) => assert_eq!(cc_read_back, ["cubic"]),
+        other => panic!("{other:?}"),
+    }
+    let took = t.elapsed();
+    eprintln!("connected beside 10 outsiders and 6 silent connections in {took:?}");
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    for mut o in outsiders {
+        o.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+        assert!(matches!(o.read(&mut [0u8; 1]), Ok(0) | Err(_)), "an outsider got a byte");
+    }
+    drop(silent);
+    c.send(&ClientMsg::Start).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
