@@ -12,8 +12,8 @@ use std::path::PathBuf;
 
 use crate::values::{
     AqmSpec, AtChange, BufferSpec, CcList, Concurrency, Delay, DirectionArg, EmulatorBatch, Expected, FlowsSpec, Http, JitterSpec, ListenAddr, LossSpec,
-    MaxClients, MaxConnections, MaxDuration, MaxRuns, MaxTestsPerMinute, Method, Mtu, Page, PolicerSpec, Rate, RemoteAddr, Requests, Rtt, RunDuration,
-    RunsSpec, SampleInterval, Size, Stagger, Timeout, TraceFile, WorkloadKind,
+    MaxClients, MaxConnections, MaxDuration, MaxRuns, MaxTestsPerMinute, Method, MinEffect, Mtu, Page, PolicerSpec, Rate, RemoteAddr, Requests, Rtt,
+    RunDuration, RunsSpec, SampleInterval, Size, Stagger, Timeout, TraceFile, WorkloadKind,
 };
 use ccbench::error::UsageError;
 
@@ -364,6 +364,10 @@ layer! {
         /// With --runs auto: the most runs per algorithm before it gives up deciding.
         #[arg(long, default_value = "20")]
         pub max_runs: Option<MaxRuns>,
+        /// The smallest difference called a win: a significant difference below it is reported as
+        /// "significant but below", and one whose whole CI lies within it as "equivalent".
+        #[arg(long, allow_hyphen_values = true, default_value = "2%")]
+        pub min_effect: Option<MinEffect>,
         /// How often the sender's TCP_INFO and the emulator's queue are sampled.
         #[arg(long, allow_hyphen_values = true, default_value = "10ms")]
         pub sample_interval: Option<SampleInterval>,

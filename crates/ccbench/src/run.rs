@@ -137,6 +137,9 @@ fn run_plan(plan: &Plan, out: &Path, stop: &AtomicBool, bar: &Bar) -> anyhow::Re
     std::fs::create_dir_all(out).with_context(|| format!("creating the results directory {}", out.display()))?;
     let header = ccbench::export::text::header(&plan.params());
     bar.stdout(&header);
+    for note in &plan.notes {
+        bar.eprintln(&format!("note: {note}"));
+    }
     if plan.remote.is_none() {
         for w in ccbench::limits::check_path(&plan.path) {
             bar.eprintln(&format!("warning: {w}"));

@@ -844,6 +844,34 @@ impl fmt::Display for FlowsSpec {
     }
 }
 
+/// `--min-effect`: the smallest relative difference the verdict calls a win, as a percentage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MinEffect(pub f64);
+
+impl Default for MinEffect {
+    /// 2 %: see the statistics chapter of the manual for why.
+    fn default() -> Self {
+        MinEffect(0.02)
+    }
+}
+
+impl FromStr for MinEffect {
+    type Err = Expected;
+    fn from_str(value: &str) -> Result<Self, Expected> {
+        const ALLOWED: &str = "a percentage from 0% to 50%, such as 2% (0 calls every significant difference a win)";
+        match units::parse_percent(value) {
+            Ok(x) if x <= 0.5 => Ok(MinEffect(x)),
+            _ => expected(ALLOWED),
+        }
+    }
+}
+
+impl fmt::Display for MinEffect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}%", self.0 * 100.0)
+    }
+}
+
 /// `--runs`: a count per algorithm, or `auto` (until the verdict is decided).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunsSpec {
@@ -928,7 +956,7 @@ macro_rules! from_str_by_value_enum {
 
 from_str_by_value_enum!(WorkloadKind, DirectionArg);
 
-deserialize_from_text!(Size, Method, Page, Http, FlowsSpec, RunsSpec, WorkloadKind, DirectionArg);
+deserialize_from_text!(Size, Method, Page, Http, FlowsSpec, RunsSpec, MinEffect, WorkloadKind, DirectionArg);
 
 #[cfg(test)]
 mod tests {

@@ -680,12 +680,17 @@ fn ratio_figure(result: &ExperimentResult, palette: &Palette) -> String {
             p.point(i as f64, ci.ratio, 5.0, color, c.significant, Some(&tip));
         }
     }
-    let level = rows.first().and_then(|(_, c, _)| c.ratio_ci).map_or(95.0, |c| c.level * 100.0);
+    let first_ci = rows.first().and_then(|(_, c, _)| c.ratio_ci);
+    let level = first_ci.map_or_else(|| "95 %".to_string(), |c| ccbench_stats::fmt_level(c.level));
     let items = vec![("filled: significant (Holm-adjusted p < α and the CI excludes 1)".to_string(), GREY.to_string(), Key::Dot)];
+    let (title, what) = match first_ci.map(|c| c.method) {
+        Some(ccbench_stats::CiMethod::Bootstrap) => ("Ratio of medians, with its bootstrap CI", "median(a) ÷ median(b)"),
+        _ => ("Ratio of a to b, with its exact CI", "the Hodges–Lehmann ratio a ÷ b (median of the pairwise ratios; Moses interval at its exact level)"),
+    };
     figure(
         "fig-ratio",
-        "Ratio of medians, with its bootstrap CI",
-        &format!("{level:.0} % CI of median(a) ÷ median(b) over runs; a is the better-ranked algorithm. Hover for the verdict."),
+        title,
+        &format!("{level} CI of {what} over runs; a is the better-ranked algorithm. Hover for the verdict."),
         &legend(&items),
         &p.finish(),
     )
