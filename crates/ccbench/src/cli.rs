@@ -62,6 +62,10 @@ pub enum Command {
     /// Print a Mahimahi trace (for --trace) made by ccbench's generators.
     #[command(subcommand)]
     Trace(TraceKind),
+    /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell).
+    Completions(crate::cli_docs::CompletionsArgs),
+    /// Print the man page, ccbench(1), as roff; --dir DIR writes one page per subcommand instead.
+    Man(crate::cli_docs::ManArgs),
 }
 
 #[derive(Subcommand, Debug)]

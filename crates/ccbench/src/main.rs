@@ -3,6 +3,7 @@
 
 mod bench;
 mod cli;
+mod cli_docs;
 mod compare_cmd;
 mod doctor;
 mod exec;
@@ -78,6 +79,8 @@ fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Presets => Ok(presets::list()),
         cli::Command::Bench(cli::BenchWhat::Emulator(args)) => bench::run(&args),
         cli::Command::Bench(cli::BenchWhat::Transports(args)) => bench::run_transports(&args),
+        cli::Command::Completions(args) => Ok(cli_docs::completions(&args)),
+        cli::Command::Man(args) => cli_docs::man(&args),
         cli::Command::Trace(kind) => {
             print!("{}", trace_text(&kind)?);
             Ok(0)

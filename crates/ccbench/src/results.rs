@@ -1,4 +1,4 @@
-//! The JSON record of truth (schema `ccbench.result.v3`, documented in the README) and the
+//! The JSON record of truth (schema `ccbench.result.v3`, documented in docs/reports.md) and the
 //! per-run figures derived from the raw data.
 
 use ccbench_emu::{PathReport, PathSpec};
@@ -126,7 +126,7 @@ pub struct RunMetrics {
     /// transfers, content throughput for objects, 1 / page load time for pages.
     pub score: Option<f64>,
     /// The run did not finish within the timeout: `score` is a censored bound that ranks at or
-    /// below every finished run (see the README), and the run still counts in the verdict.
+    /// below every finished run (see docs/statistics.md), and the run still counts in the verdict.
     pub unfinished: bool,
     /// Application bytes per second delivered (all flows or connections together).
     pub goodput_bps: f64,

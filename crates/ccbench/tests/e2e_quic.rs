@@ -1,7 +1,7 @@
 //! QUIC beside kernel TCP (issue 8), end to end: the real binary, real namespaces, the emulator
 //! in between. Names and bad input need nothing; the runs need root (under `CI=true` a missing
 //! root is a failure, not a skip). Each run is a few seconds: the margins below are wide
-//! because the figures they guard differ by far more (measured numbers in the README).
+//! because the figures they guard differ by far more (measured numbers in docs/quic.md).
 
 mod common;
 
@@ -226,7 +226,7 @@ fn quic_bbr_keeps_rtt_under_half_of_quic_cubic_in_a_deep_buffer() {
 
 /// Issue 8 (b): 1 % random loss on the data direction. QUIC CUBIC collapses (Mathis: about
 /// 1.22 × MSS / (RTT × √p) ≈ 7 Mbit/s at 20 ms); QUIC BBR does not take loss for congestion
-/// below its 2 % threshold. Measured (README, 40 runs each on a loaded 2-core VM, load 2–8):
+/// below its 2 % threshold. Measured (docs/quic.md, 40 runs each on a loaded 2-core VM, load 2–8):
 /// BBRv3 85 % of the link (74–88 %, 2 runs in 40 under 80 %), BBRv2 85 % (75–89 %, 8 in 40
 /// under 80 %, none under 75 %), CUBIC 17 %. Gates on the median of 4 runs, with the false
 /// failure rate estimated by resampling those 40 runs: BBRv3 ≥ 80 % (the issue's figure)
@@ -313,7 +313,7 @@ fn noq_pacer_burst(pacing_bytes_per_s: f64, mtu: f64) -> f64 {
 /// without bound, a paced BBR does not: the emulator's queue delay stays low for every QUIC
 /// BBR and grows for QUIC CUBIC. And at the bottleneck's entry, before the queue, QUIC BBR's
 /// packets arrive paced: 99 % of them in bursts no longer than noq's pacer lets out at
-/// ProbeBW_UP's 1.25 × the link (11 datagrams at 50 Mbit/s). Measured (README): queue p50
+/// ProbeBW_UP's 1.25 × the link (11 datagrams at 50 Mbit/s). Measured (docs/quic.md): queue p50
 /// 2.8 / 2.4 ms against 956 ms; 99 % of BBR packets in bursts of 4–10.
 #[test]
 fn quic_bbr_is_paced_at_the_bottleneck_entry_and_keeps_an_unlimited_queue_short() {
