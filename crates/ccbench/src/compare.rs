@@ -804,6 +804,75 @@ mod tests {
         assert_eq!(default_label(Path::new("result.json")), cwd.file_name().unwrap().to_string_lossy());
     }
 
+    /// Issue 16 §5: the summary said "N looks in all spend α = 0.05" when only the looks taken
+    /// were spent, and printed a look's α as "0.0000".
+    #[test]
+    fn the_sequential_summary_says_what_was_spent() {
+        let mut r = result(&[("bbr", FAST), ("cubic", SLOW)], 0.0, "goodput");
+        let planned = ccbench_stats::sequential::looks(0.05, 20, 2);
+        let record = |l: &ccbench_stats::sequential::Look, decided| LookRecord { runs_per_cc: l.runs as u32, alpha: l.alpha, decided };
+        r.sequential = Some(Sequential {
+            design: Some("lan_demets_pocock".into()),
+            planned: planned.clone(),
+            looks: vec![record(&planned[0], true)],
+            decided_after_runs: Some(5),
+        });
+        let text = crate::export::text::summary(&r, None);
+        assert!(
+            text.contains("(--runs auto: decided after 5 runs per algorithm, at look 1 of 6 planned with α = 0.018 for that look; the looks taken spent α = 0.018 of 0.05)"),
+            "{text}"
+        );
+        r.sequential = Some(Sequential {
+            design: Some("lan_demets_pocock".into()),
+            planned: planned.clone(),
+            looks: planned.iter().map(|l| record(l, false)).collect(),
+            decided_after_runs: None,
+        });
+        let text = crate::export::text::summary(&r, None);
+        assert!(
+            text.contains(
+                "(--runs auto: undecided after 20 runs per algorithm, the maximum (--max-runs); the 6 looks spent α = 0.05 in all, the last at α = 0.005)"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("0.0000"), "{text}");
+        // A look at α 6.1e-7 prints its digits.
+        r.sequential.as_mut().unwrap().looks.last_mut().unwrap().alpha = 6.1e-7;
+        assert!(crate::export::text::summary(&r, None).contains("the last at α = 0.00000061)"));
+    }
+
+    /// Issue 16: results written before its fields existed (no `min_effect`, no missing-run
+    /// counts, a bootstrap `ratio_ci` without `method`, no sequential design) still read and
+    /// compare.
+    #[test]
+    fn results_from_before_issue_16_still_read() {
+        let r = serde_json::to_string(&result(&[("bbr", FAST), ("cubic", SLOW)], 0.0, "goodput")).unwrap();
+        let mut old: Value = serde_json::from_str(&r).unwrap();
+        old["params"].as_object_mut().unwrap().remove("min_effect");
+        for key in ["design", "planned"] {
+            old["sequential"].as_object_mut().unwrap().remove(key);
+        }
+        for list in ["comparisons", "rtt_comparisons"] {
+            for c in old[list].as_array_mut().unwrap() {
+                let c = c.as_object_mut().unwrap();
+                for key in ["missing_a", "missing_b", "min_effect", "look"] {
+                    c.remove(key);
+                }
+                c["ratio_ci"].as_object_mut().unwrap().remove("method");
+            }
+        }
+        for s in old["summary"].as_array_mut().unwrap() {
+            s.as_object_mut().unwrap().remove("runs_without_score");
+        }
+        let text = old.to_string();
+        assert!(!text.contains("min_effect") && !text.contains("hodges_lehmann"), "every new field is gone");
+        let back = parse("old/result.json", &text).unwrap();
+        assert_eq!(back.params.min_effect, 0.0);
+        assert_eq!(back.comparisons[0].ratio_ci.unwrap().method, ccbench_stats::CiMethod::Bootstrap);
+        let c = compare(&[input("old", back)], &Options::default(), &std::env::temp_dir()).unwrap();
+        assert_eq!(c.record.comparisons[0].better.as_deref(), Some("old:bbr"));
+    }
+
     #[test]
     fn refusals_name_the_file_and_what_is_wrong() {
         let r = serde_json::to_string(&result(&[("cubic", FAST)], 0.0, "goodput")).unwrap();
