@@ -50,14 +50,12 @@ fn try_a_path(checks: &mut Vec<Check>) -> Option<Netns> {
         Ok(()) => check(true, "set the emulator's sysctls in it", "TCP buffers sized for the paths ccbench builds"),
         Err(e) => check(false, "set the emulator's sysctls in it", format!("failed: {e} (in a container: remount /proc/sys read-write)")),
     });
-    let tun = ns.run(|| -> Result<(), ccbench_netns::NetnsError> {
-        let _tun = ccbench_netns::Tun::create("ccbdoc0", true)?;
-        let iface = ccbench_netns::Interface::new("ccbdoc0");
-        iface.set_ipv4(ccbench_emu::CLIENT_ADDR, 24)?;
-        iface.set_up()
-    });
+    // The same call, with the same settings, as the emulator's (ccbench_emu::Emulator::start):
+    // MTU 1500, its deep transmit queue, offload on. Each is a separate ioctl that a user
+    // namespace or a container may refuse on its own.
+    let tun = ns.add_tun("ccb0", ccbench_emu::CLIENT_ADDR, 24, 1500, ccbench_emu::TUN_TXQUEUELEN, true);
     checks.push(match tun {
-        Ok(()) => check(true, "create a TUN device with an address in it", "the userspace emulator can carry the path"),
+        Ok(_) => check(true, "create a TUN device with an address in it", "the userspace emulator can carry the path"),
         Err(e) => check(false, "create a TUN device with an address in it", format!("failed: {e}")),
     });
     Some(ns)
