@@ -35,9 +35,12 @@ pub struct Cli {
 pub enum Command {
     /// Compare congestion-control algorithms over an emulated path, with repetitions and a verdict.
     Run(RunArgs),
-    /// Run a grid of experiments, the product of a spec's axes; resumable, and shardable over machines.
+    /// Run a grid of experiments, the product of a spec's axes; resumable, and any number of tasks
+    /// on any number of machines share its work queue.
     Sweep(crate::sweep::SweepArgs),
-    /// Combine the shard directories of one sweep into one result set.
+    /// Where a sweep stands: cells done, running, failed and missing (exit 0 when complete).
+    Status(crate::sweep::StatusArgs),
+    /// Put a sweep's finished cells together into one result set (again: replaces the earlier).
     Merge(crate::sweep::MergeArgs),
     /// Run any command in the client namespace behind an emulated path (like Mahimahi's shells).
     Exec(ExecArgs),
