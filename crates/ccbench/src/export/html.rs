@@ -646,7 +646,8 @@ fn capitalise(s: &str) -> String {
     c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
 }
 
-/// The ratio of medians with its CI, for each comparison of the score and of the RTT.
+/// The ratio of each comparison (Hodges–Lehmann, or the ratio of medians in results from before
+/// it) with its CI, for the score and for the RTT.
 fn ratio_figure(result: &ExperimentResult, palette: &Palette) -> String {
     let rows: Vec<(String, &ccbench_stats::Comparison, &str)> = result
         .comparisons
@@ -662,7 +663,7 @@ fn ratio_figure(result: &ExperimentResult, palette: &Palette) -> String {
         let ci = c.ratio_ci.expect("filtered");
         [ci.lo, ci.hi, ci.ratio].into_iter().filter(|v| v.is_finite() && *v > 0.0)
     });
-    let y = Axis::new("ratio of medians (a ÷ b)").fit(finite.chain([1.0])).log_if_wide().pad(0.05);
+    let y = Axis::new("ratio a ÷ b").fit(finite.chain([1.0])).log_if_wide().pad(0.05);
     let bound = |v: f64| if v.is_finite() { fmt_sig(v) } else { "∞".into() };
     let names = rows.iter().map(|(n, c, _)| {
         let ci = c.ratio_ci.expect("filtered");
