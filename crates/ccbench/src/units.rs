@@ -45,18 +45,8 @@ pub fn parse_rate(s: &str) -> Result<Option<u64>, Allowed> {
 
 /// A duration in nanoseconds: "40ms", "1.5s", "250us", "2min", "0".
 pub fn parse_duration_ns(s: &str) -> Result<u64, Allowed> {
-    const ALLOWED: &str = "a duration such as 40ms, 1.5s, 250us or 2min (units: ns, us, ms, s, min)";
-    let (v, unit) = split_number(s).ok_or_else(|| ALLOWED.to_string())?;
-    let mult = match unit.as_str() {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" | "sec" => 1e9,
-        "min" | "m" => 60e9,
-        "" if v == 0.0 => 0.0,
-        _ => return Err(ALLOWED.into()),
-    };
-    Ok((v * mult).round() as u64)
+    // The link's grammar, so that a duration reads the same in every flag and AQM parameter.
+    s.parse::<ccbench_link::time::Duration>().map(|d| d.as_nanos()).map_err(|e| e.to_string())
 }
 
 /// A probability written as a percentage: "1%", "0.5%", "0".

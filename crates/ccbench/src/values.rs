@@ -345,31 +345,16 @@ impl FromStr for PolicerSpec {
     }
 }
 
-/// Queue management at the bottleneck (`--aqm`): `droptail`, or `codel[:target=…,interval=…]`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Queue management at the bottleneck (`--aqm`, `--aqm-down`, `--aqm-up`): the link's own
+/// grammar ([`Aqm`]'s `FromStr`: `droptail`, or `NAME[:KEY=VALUE,…]`); the flag's name is
+/// added by whoever reports the error.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct AqmSpec(pub Aqm);
 
 impl FromStr for AqmSpec {
     type Err = Expected;
     fn from_str(value: &str) -> Result<Self, Expected> {
-        const ALLOWED: &str = "droptail, or codel[:target=5ms,interval=100ms]";
-        match value.split_once(':').map(|(a, b)| (a, Some(b))).unwrap_or((value, None)) {
-            ("droptail", None) => Ok(AqmSpec(Aqm::DropTail)),
-            ("codel", params) => {
-                let Aqm::Codel { mut target_ns, mut interval_ns } = Aqm::codel() else { return expected(ALLOWED) };
-                for kv in params.into_iter().flat_map(|p| p.split(',')) {
-                    let Some((k, v)) = kv.split_once('=') else { return expected(ALLOWED) };
-                    let Ok(ns) = units::parse_duration_ns(v) else { return expected(ALLOWED) };
-                    match k {
-                        "target" => target_ns = Duration::from_nanos(ns),
-                        "interval" if ns > 0 => interval_ns = Duration::from_nanos(ns),
-                        _ => return expected(ALLOWED),
-                    }
-                }
-                Ok(AqmSpec(Aqm::Codel { target_ns, interval_ns }))
-            }
-            _ => expected(ALLOWED),
-        }
+        value.parse().map(AqmSpec).map_err(|e: link::AqmParseError| Expected(e.0))
     }
 }
 
@@ -1005,10 +990,19 @@ mod tests {
         assert_eq!(refused::<PolicerSpec>("10mbit:1kb"), "a burst of at least one 1500-byte packet");
         assert_eq!("droptail".parse(), Ok(AqmSpec(Aqm::DropTail)));
         assert_eq!("codel".parse(), Ok(AqmSpec(Aqm::codel())));
-        assert_eq!("codel:target=10ms".parse(), Ok(AqmSpec(Aqm::Codel { target_ns: D::from_nanos(10_000_000), interval_ns: D::from_nanos(100_000_000) })));
-        for bad in ["red", "codel:target=1", "codel:interval=0", "droptail:x=1"] {
-            assert_eq!(refused::<AqmSpec>(bad), "droptail, or codel[:target=5ms,interval=100ms]", "{bad}");
+        assert_eq!(
+            "codel:target=10ms".parse(),
+            Ok(AqmSpec(Aqm::Codel(link::Codel { target_ns: D::from_nanos(10_000_000), interval_ns: D::from_nanos(100_000_000) })))
+        );
+        assert_eq!("pie".parse(), Ok(AqmSpec(Aqm::Pie(link::Pie::default()))));
+        assert_eq!("fq_codel:flows=64".parse(), Ok(AqmSpec(Aqm::FqCodel(link::FqCodel { flows: 64, ..Default::default() }))));
+        for bad in ["red", "droptail:x=1"] {
+            assert_eq!(refused::<AqmSpec>(bad), Aqm::allowed(), "{bad}");
         }
+        for bad in ["codel:target=1", "codel:interval=0"] {
+            assert!(refused::<AqmSpec>(bad).starts_with("codel[:target=5ms,interval=100ms] ("), "{bad}");
+        }
+        assert_eq!(refused::<AqmSpec>("pie:tupdate=0"), "pie[:target=15ms,tupdate=15ms,alpha=0.125,beta=1.25,max_burst=150ms] (tupdate must be at least 1ms)");
         assert_eq!("9000".parse(), Ok(Mtu(9000)));
         assert_eq!(refused::<Mtu>("100"), "an MTU from 576 to 9000 bytes");
     }

@@ -367,7 +367,7 @@ mod tests {
             ("codel:target=1", "target is a duration such as"),
             ("codel:interval=0", "interval must be above zero"),
             ("codel:color=red", "unknown key \"color\""),
-            ("pie:tupdate=0", "tupdate must be above zero"),
+            ("pie:tupdate=0", "tupdate must be at least 1ms"),
             ("pie:alpha=-1", "alpha is a number"),
             ("pie:target", "\"target\" is not KEY=VALUE"),
             ("fq_codel:flows=0", "flows is a whole number from 1 to 65536"),

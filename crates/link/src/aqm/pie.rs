@@ -60,7 +60,10 @@ impl AqmConfig for Pie {
         };
         match key {
             "target" => self.target_ns = super::duration(key, value)?,
-            "tupdate" => self.tupdate_ns = super::duration(key, value)?,
+            "tupdate" => match super::duration(key, value)? {
+                d if d < MIN_TUPDATE => return Err(format!("{key} must be at least 1ms")),
+                d => self.tupdate_ns = d,
+            },
             "alpha" => self.alpha = weight(value)?,
             "beta" => self.beta = weight(value)?,
             "max_burst" => self.max_burst_ns = super::duration(key, value)?,
@@ -71,7 +74,7 @@ impl AqmConfig for Pie {
 
     fn validate(&self) -> Result<(), LinkConfigError> {
         if self.tupdate_ns < MIN_TUPDATE {
-            return Err(LinkConfigError::Aqm("PIE's tupdate must be above zero and at least 1ms".into()));
+            return Err(LinkConfigError::Aqm("PIE's tupdate must be at least 1ms".into()));
         }
         if !(self.alpha.is_finite() && self.alpha >= 0.0 && self.beta.is_finite() && self.beta >= 0.0) {
             return Err(LinkConfigError::Aqm("PIE's alpha and beta must be numbers of at least 0".into()));
