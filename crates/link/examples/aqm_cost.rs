@@ -21,7 +21,8 @@ const FLOWS: u64 = 4;
 /// `packets` 1500-byte packets from `FLOWS` flows in turn at `load` times the link's rate,
 /// through a 1000-packet buffer: nanoseconds per packet, and the share dropped.
 fn drive(aqm: Aqm, load: f64, packets: u64) -> (f64, f64) {
-    let cfg = DirectionConfig { rate: Rate::BitsPerSec(RATE_BPS), delay_ns: Duration::from_millis(10), buffer: Buffer::Packets(1000), aqm, ..Default::default() };
+    let cfg =
+        DirectionConfig { rate: Rate::BitsPerSec(RATE_BPS), delay_ns: Duration::from_millis(10), buffer: Buffer::Packets(1000), aqm, ..Default::default() };
     let mut link: Link<u64> = Link::new(cfg, 1);
     let gap_ns = 1500.0 * 8.0 * 1e9 / RATE_BPS as f64 / load;
     let flows: Vec<u64> = (0..FLOWS).map(|i| 0x1000 + i).collect();
