@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Buffer, LinkConfigError};
 use crate::link::{DropCause, Dropped, LinkStats};
+use crate::text::Refused;
 use crate::time::{Duration, Instant};
 
 pub mod codel;
@@ -190,11 +191,11 @@ macro_rules! registry {
                 s
             }
 
-            fn parse(name: &str, params: Option<&str>) -> Result<AqmKind, AqmParseError> {
+            fn parse(name: &str, params: Option<&str>) -> Result<AqmKind, Refused> {
                 match name {
                     "droptail" if params.is_none() => Ok(AqmKind::DropTail),
                     $($name => set_all(<$config>::default(), $name, params).map(AqmKind::$variant),)*
-                    _ => Err(AqmParseError(Self::allowed())),
+                    _ => Err(Refused(Self::allowed())),
                 }
             }
 
@@ -279,32 +280,20 @@ registry! {
     FqCodel("fq_codel", FqCodel),
 }
 
-fn set_all<C: AqmConfig>(mut c: C, name: &str, params: Option<&str>) -> Result<C, AqmParseError> {
+fn set_all<C: AqmConfig>(mut c: C, name: &str, params: Option<&str>) -> Result<C, Refused> {
     for kv in params.into_iter().flat_map(|p| p.split(',')) {
-        let refused = |why: String| AqmParseError(format!("{name}[:{}] ({why})", C::KEYS));
+        let refused = |why: String| Refused(format!("{name}[:{}] ({why})", C::KEYS));
         let Some((k, v)) = kv.split_once('=') else { return Err(refused(format!("{kv:?} is not KEY=VALUE"))) };
         c.set(k.trim(), v.trim()).map_err(refused)?;
     }
-    c.validate().map_err(|e| AqmParseError(format!("{name}[:{}] ({e})", C::KEYS)))?;
+    c.validate().map_err(|e| Refused(format!("{name}[:{}] ({e})", C::KEYS)))?;
     Ok(c)
 }
 
-/// What `--aqm` accepts, when it was given something else.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AqmParseError(pub String);
-
-impl fmt::Display for AqmParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for AqmParseError {}
-
 /// `droptail`, or `NAME[:KEY=VALUE,…]` with the registered names and each AQM's keys.
 impl FromStr for AqmKind {
-    type Err = AqmParseError;
-    fn from_str(s: &str) -> Result<Self, AqmParseError> {
+    type Err = Refused;
+    fn from_str(s: &str) -> Result<Self, Refused> {
         match s.trim().split_once(':') {
             Some((name, params)) => Self::parse(name, Some(params)),
             None => Self::parse(s.trim(), None),
@@ -361,7 +350,7 @@ mod tests {
         assert!(all.starts_with("droptail, codel[:target=5ms,interval=100ms], pie[:target=15ms,"), "{all}");
         assert!(all.contains("fq_codel[:"), "{all}");
         for bad in ["red", "droptail:x=1", "", "CODEL"] {
-            assert_eq!(bad.parse::<AqmKind>(), Err(AqmParseError(all.clone())), "{bad}");
+            assert_eq!(bad.parse::<AqmKind>(), Err(Refused(all.clone())), "{bad}");
         }
         for (bad, why) in [
             ("codel:target=1", "target is a duration such as"),

@@ -67,13 +67,15 @@ mod link;
 mod loss;
 mod pacer;
 mod policer;
+pub mod text;
 pub mod time;
 pub mod trace;
 
 pub use aqm::codel::{CODEL_DEFAULT_INTERVAL, CODEL_DEFAULT_TARGET};
-pub use aqm::{AqmKind as Aqm, AqmParseError, Codel, FqCodel, Pie};
+pub use aqm::{AqmKind as Aqm, Codel, FqCodel, Pie};
 pub use config::{Buffer, DirectionConfig, Jitter, LinkConfigError, LossModel, Policer, Rate, ScheduledChange};
 pub use entry::{BurstHistogram, EntryMeter, EntryStats};
 pub use histogram::DelayHistogram;
 pub use link::{Delivery, DropCause, Dropped, Link, LinkStats};
+pub use text::Refused;
 pub use trace::{TraceError, TraceRate};
