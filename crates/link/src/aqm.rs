@@ -15,7 +15,7 @@
 //! 1. A file `aqm/NAME.rs` with its parameters (a [`AqmConfig`]: what `--aqm NAME:KEY=VALUE,…`
 //!    sets, result.json records and the summary describes) and its queue (an [`Aqm`]), with
 //!    its tests on the virtual clock.
-//! 2. One line in the [`registry!`] below: the variant, its flag name and its parameters.
+//! 2. One line in the `registry!` below: the variant, its flag name and its parameters.
 //!
 //! The [`crate::Aqm`] enum (the configuration), its parser, its description, its validation and
 //! the dispatch from the link to the queue are all generated from that line.

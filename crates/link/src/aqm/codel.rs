@@ -1,7 +1,7 @@
 //! CoDel (RFC 8289): its parameters, its queue, and the state machine of the RFC's section 5
 //! pseudocode, which FQ-CoDel runs once per flow.
 //!
-//! The state machine reaches its queue through [`CodelHead`]; it holds the controller's
+//! The state machine reaches its queue through `CodelHead`; it holds the controller's
 //! state, the per-packet verdict and the RFC's `dequeue()` loop that interleaves verdicts and
 //! drops.
 

@@ -1,5 +1,5 @@
 //! Drop-tail: a FIFO that refuses arrivals finding the buffer full. Not registered by name in
-//! [`super::registry!`]: it is the absence of an AQM (`--aqm droptail`, the default).
+//! `registry!`: it is the absence of an AQM (`--aqm droptail`, the default).
 
 use super::{Aqm, Drops, Fifo, Queued};
 use crate::config::Buffer;
