@@ -71,4 +71,4 @@ write("truncated_reads", 0x01, [(b"", 0), (b"\0" * 5, 0), (vnet(), 0), (vnet() +
 write("codel_overload", 0x0F, [(ipv4(17, udp), 0)] * 40)
 udp_b = struct.pack("!HHHH", 5002, 5001, 8 + 512, 0) + bytes(512)
 write("fq_codel_two_flows_overload", 0x4E, [(ipv4(17, udp if i % 3 else udp_b), 0) for i in range(40)])
-write("pie_overload", 0x8E, [(ipv4(17, udp), 0)] * 200)
+write("pie_overload", 0x8E, [(ipv4(17, udp), 0)] * 60)
