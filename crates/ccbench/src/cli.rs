@@ -292,9 +292,17 @@ layer! {
         /// Policer from client to server (overrides --policer).
         #[arg(long, allow_hyphen_values = true)]
         pub policer_up: Option<PolicerSpec>,
-        /// Queue management at the bottleneck: droptail, or codel[:target=5ms,interval=100ms].
+        /// Queue management at the bottleneck: droptail, codel[:target=5ms,interval=100ms],
+        /// pie[:target=15ms,tupdate=15ms,alpha=0.125,beta=1.25,max_burst=150ms] or
+        /// fq_codel[:target=5ms,interval=100ms,flows=1024,quantum=MTU] (see docs/aqm.md).
         #[arg(long, allow_hyphen_values = true, default_value = "droptail")]
         pub aqm: Option<AqmSpec>,
+        /// Queue management from server to client (overrides --aqm).
+        #[arg(long, allow_hyphen_values = true)]
+        pub aqm_down: Option<AqmSpec>,
+        /// Queue management from client to server (overrides --aqm).
+        #[arg(long, allow_hyphen_values = true)]
+        pub aqm_up: Option<AqmSpec>,
         /// MTU of the emulated link in bytes.
         #[arg(long, default_value = "1500")]
         pub mtu: Option<Mtu>,
