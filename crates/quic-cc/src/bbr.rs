@@ -8,6 +8,35 @@
 //! The flow per ACK batch is the draft's `UpdateOnACK` (§5.2.3): update the model
 //! (bandwidth, RTT, loss signals) and the state machine, then derive the three control
 //! parameters — pacing rate, send quantum and cwnd.
+//!
+//! ## Draft or kernel: what v3 follows, and where it deviates
+//!
+//! v3 follows draft-ietf-ccwg-bbr-06, the specification QUIC stacks are held to; Linux's BBRv3
+//! (google/bbr `v3`, `tcp_bbr.c`) is TCP-bound in places (SACK scoreboard, ECN, TSO). Where
+//! the two differ, or the draft cannot be followed literally over QUIC, this is what is done:
+//! * **Initial pacing** (§5.6.2): a nominal 1 ms RTT until the first RTT sample, then once
+//!   `BBRInitPacingRate` with that sample — when the kernel does it (`has_seen_rtt`), which
+//!   may lower the rate; the draft's "only raise it in Startup" rule applies from there.
+//! * **Startup's loss exit** (§5.3.1.3): the draft asks for a full round in fast recovery.
+//!   The round judged here starts at the round's first loss (`note_loss` moves the loss-round
+//!   boundary there) and ends when a packet sent after that loss is acknowledged — exactly
+//!   when the QUIC recovery period that loss began ends (RFC 9002 §7.3.2) — so the judged round
+//!   is one full round of recovery, without a separate check. "Discontiguous ranges" are
+//!   counted over the flight of ack-eliciting packets (`SentPacket::prev_sent_pn`), not over
+//!   packet numbers, which skip the ACK-only packets the controller never sees. (The kernel's
+//!   v3 counts loss-marking ACKs instead; that is v2's rule here, [`StartupLossExit`].)
+//! * **extra_acked window** (§5.5.9): 1 round in Startup, `BBRExtraAckedFilterLen` = 10
+//!   rounds after, as the draft; the kernel approximates 10 with two 5-round slots.
+//! * **Undo** (§5.5.11): the draft's pseudocode saves the undo state at every false → true
+//!   edge of `loss_in_round`, which the probe's own loss response resets, so an undo restored
+//!   the model the loss had already cut. It is saved once per loss episode here.
+//! * **Probe randomness** (§5.3.3.8.2): drawn per connection, from a seed the caller gives
+//!   ([`Bbr::with_seed`]; ccbench passes the run's recorded seed), so runs repeat.
+//! * **ECN**: ignored, as the draft leaves it to future work (the kernel's v3 reacts to CE
+//!   marks); ccbench's emulated paths do not mark.
+//! * **Rate samples** are taken per ACK frame (noq's `on_end_acks`), not per packet, and their
+//!   times are noq's receive times: see `crates/workload/src/quic/fresh_stamps.rs` and
+//!   docs/quic-fidelity.md for what that does to the bandwidth estimate.
 
 use std::time::{Duration, Instant};
 

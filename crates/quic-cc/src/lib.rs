@@ -26,7 +26,7 @@ mod telemetry;
 
 pub use bbr::{Bbr, BbrParams, BbrVersion, StartupLossExit, UpExit};
 pub use controller::BbrFactory;
-pub use cubic::{Cubic, CubicFactory, SlowStartPhase};
+pub use cubic::{Cubic, CubicFactory, SlowStartPhase, LINUX_CSS_ROUNDS, RFC_CSS_ROUNDS};
 /// The trait side, re-exported so users need not name noq-proto's module path.
 pub use noq_proto::congestion::{Controller, ControllerFactory, ControllerMetrics};
 pub use telemetry::{BbrSnapshot, BbrState, StateChange, Telemetry};

@@ -12,7 +12,7 @@ mod sim;
 
 use std::time::{Duration, Instant};
 
-use ccbench_quic_cc::{BbrState, BbrVersion, Controller, Cubic, SlowStartPhase, Telemetry};
+use ccbench_quic_cc::{BbrState, BbrVersion, Controller, Cubic, SlowStartPhase, Telemetry, LINUX_CSS_ROUNDS, RFC_CSS_ROUNDS};
 use sim::{Link, Sim, MSS};
 
 const V3: BbrVersion = BbrVersion::V3;
@@ -96,6 +96,19 @@ fn cruising_bw_estimate_is_the_link_rate_with_exact_ack_times() {
     };
     println!("median cruising max_bw / link: exact stamps {exact:.4}, batch-stamped {batched:.4}");
     assert!(batched > exact, "batch stamps did not raise the estimate: {batched} vs {exact}");
+    // Stamps scattered by up to J (a busy machine's wake-up latency, as the real run's
+    // ack_stamp_age figures show): the estimate grows with J.
+    let mut last = exact;
+    for jitter_ms in [0.5, 1.0, 2.0, 4.0] {
+        let mut sim = Sim::new(V3, scenario_link());
+        sim.ack_stamp_jitter = Duration::from_secs_f64(jitter_ms / 1e3);
+        sim.run_for(secs(20.0));
+        let r = cruise_bw_ratio(&sim);
+        println!("ACK stamps scattered by up to {jitter_ms} ms: median cruising max_bw / link {r:.4}");
+        assert!(r > last - 0.002, "the estimate fell as the scatter grew: {r} after {last}");
+        last = r;
+    }
+    assert!(last > 1.01, "4 ms of scatter left the estimate within 1 %: {last}");
 }
 
 /// Runs in 1 ms steps until the controller leaves ProbeBW_UP, with at least one loss counted.
@@ -178,8 +191,8 @@ fn one_lost_burst_is_one_range_though_its_packet_numbers_have_gaps() {
     assert_eq!(at_exit.inflight_hi, None, "one lost burst ended Startup through the loss exit");
 }
 
-fn cubic_sim(link: Link, hystart: bool) -> Sim<Cubic> {
-    let mut cubic = Cubic::new(MSS as u16);
+fn cubic_sim(link: Link, hystart: bool, css_rounds: u32) -> Sim<Cubic> {
+    let mut cubic = Cubic::with_css_rounds(MSS as u16, css_rounds);
     cubic.set_hystart(hystart);
     Sim::with_controller(cubic, Telemetry::default(), Instant::now(), link)
 }
@@ -191,13 +204,21 @@ fn cubic_sim(link: Link, hystart: bool) -> Sim<Cubic> {
 #[test]
 fn cubic_with_hystart_leaves_slow_start_before_the_buffer_overflows() {
     let link = scenario_link();
-    let mut plain = cubic_sim(link, false);
+    let mut plain = cubic_sim(link, false, RFC_CSS_ROUNDS);
     plain.run_for(secs(3.0));
-    let mut hy = cubic_sim(link, true);
+    let mut hy = cubic_sim(link, true, RFC_CSS_ROUNDS);
     hy.run_for(secs(3.0));
-    println!("slow-start drops on 50 Mbit/s, 20 ms, 8 BDP: plain {}, HyStart++ {}", plain.dropped, hy.dropped);
+    let mut linux = cubic_sim(link, true, LINUX_CSS_ROUNDS);
+    linux.run_for(secs(3.0));
+    println!(
+        "slow-start drops on 50 Mbit/s, 20 ms, 8 BDP: plain {}, HyStart++ (5 CSS rounds) {}, exit at the RTT rise (quic:cubic) {}",
+        plain.dropped, hy.dropped, linux.dropped
+    );
     assert!(plain.dropped > 100, "plain slow start dropped only {}", plain.dropped);
     assert!(hy.dropped * 5 < plain.dropped, "HyStart++ dropped {} of plain's {}", hy.dropped, plain.dropped);
+    // Leaving at the RTT rise, as Linux's CUBIC: no drop in slow start, ssthresh = cwnd then.
+    assert_eq!(linux.dropped, 0, "exit at the RTT rise overflowed the buffer");
+    assert_eq!(linux.bbr.css_entered_at(), linux.bbr.ca_entered_at());
     assert!(hy.bbr.css_entered_at().is_some(), "never entered CSS");
     assert_eq!(hy.bbr.phase(), SlowStartPhase::Done);
     let bdp = link.bdp();

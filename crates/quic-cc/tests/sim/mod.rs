@@ -119,6 +119,10 @@ pub struct Sim<C: SimController = Bbr> {
     /// `now` once, then drains the socket): each batch's time is its processing time minus
     /// this, and the batch includes what arrived up to the processing time.
     pub ack_stamp_lag: Duration,
+    /// Each ACK batch's stamp is its processing time minus a random lag up to this (uniform,
+    /// stamps kept in order): the scatter of a receive loop's wake-ups on a busy machine.
+    pub ack_stamp_jitter: Duration,
+    last_stamp: Duration,
     next_ack_batch: Duration,
     /// Stop `run_for` right after the ACK batch that changed the state, before that ACK's
     /// loss detection: a test can then act on the controller exactly at the transition.
@@ -177,6 +181,8 @@ impl<C: SimController> Sim<C> {
             pn_stride: 1,
             ack_batch_interval: Duration::ZERO,
             ack_stamp_lag: Duration::ZERO,
+            ack_stamp_jitter: Duration::ZERO,
+            last_stamp: Duration::ZERO,
             next_ack_batch: Duration::ZERO,
             pause_on_state_change: false,
             paused: false,
@@ -285,7 +291,13 @@ impl<C: SimController> Sim<C> {
             }
             self.next_ack_batch = self.now + self.ack_batch_interval;
         }
-        let now = self.at(self.now.saturating_sub(self.ack_stamp_lag));
+        if self.acks.front().is_none_or(|a| a.arrive > self.now) {
+            return;
+        }
+        let jitter = if self.ack_stamp_jitter.is_zero() { Duration::ZERO } else { self.ack_stamp_jitter.mul_f64(self.random()) };
+        let stamp = self.now.saturating_sub(self.ack_stamp_lag + jitter).max(self.last_stamp);
+        self.last_stamp = stamp;
+        let now = self.at(stamp);
         let state_before = self.bbr.bbr_state();
         let mut any = false;
         while self.acks.front().is_some_and(|a| a.arrive <= self.now) {
@@ -294,7 +306,7 @@ impl<C: SimController> Sim<C> {
                 continue; // already declared lost (spurious loss)
             };
             any = true;
-            let rtt = self.now.saturating_sub(self.ack_stamp_lag).saturating_sub(p.sent);
+            let rtt = stamp.saturating_sub(p.sent);
             self.latest_rtt = rtt;
             self.srtt = Some(self.srtt.map_or(rtt, |s| (s * 7 + rtt) / 8));
             self.rtt_samples.push((self.now, rtt));

@@ -193,6 +193,8 @@ pub(crate) fn sample(sender: &Connection, probe: &Probe, bbr: Option<&Arc<dyn Bb
         packets_lost: stats.lost_packets,
         congestion_events: stats.congestion_events,
         app_limited: p.app_limited,
+        ack_stamp_age_p50_us: p.ack_stamp_age_p50_us,
+        ack_stamp_age_p99_us: p.ack_stamp_age_p99_us,
         bbr: bbr.and_then(|b| b.snapshot()),
     }
 }
