@@ -250,3 +250,26 @@ fn cubic_cuts_to_beta_once_per_recovery_on_loss() {
     Controller::on_spurious_congestion_event(&mut c);
     assert_eq!(c.window(), w, "a spurious event is undone");
 }
+
+/// §5.5.9: in Startup the extra_acked max filter spans 1 round (BBRExtraAckedFilterLen = 10
+/// only in steady state), so a round's aggregation is forgotten at the next round, while bw
+/// doubles. With ACKs arriving in 4 ms batches (aggregation), the allowance falls back at some
+/// round starts in Startup's first 10 rounds; a 10-round window could only grow there.
+#[test]
+fn extra_acked_spans_one_round_in_startup() {
+    let mut sim = Sim::new(V3, scenario_link());
+    sim.ack_batch_interval = Duration::from_millis(4);
+    let (mut falls, mut last, mut seen) = (0, 0, 0);
+    while sim.bbr.state() == BbrState::Startup && sim.telemetry.snapshot().unwrap().round_count < 10 {
+        sim.run_for(secs(0.0005));
+        let e = sim.bbr.extra_acked();
+        if e < last {
+            falls += 1;
+        }
+        seen = seen.max(e);
+        last = e;
+        assert!(sim.now < secs(5.0));
+    }
+    assert!(seen > 0, "no ACK aggregation seen");
+    assert!(falls > 0, "extra_acked never fell in Startup: a window longer than a round");
+}
