@@ -1,4 +1,5 @@
-//! Our own sans-IO congestion controllers for QUIC (noq): BBR, in two variants,
+//! Our own sans-IO congestion controllers for QUIC (noq): CUBIC with HyStart++ ([`Cubic`]),
+//! and BBR in two variants:
 //!
 //! * [`BbrVersion::V3`] — BBRv3 as specified by draft-ietf-ccwg-bbr-06;
 //! * [`BbrVersion::V2`] — the same machinery with BBRv2's rules where they differ: Linux's
