@@ -12,8 +12,8 @@ use std::path::PathBuf;
 
 use crate::values::{
     AqmSpec, AtChange, BufferSpec, CcList, Concurrency, Delay, DirectionArg, EmulatorBatch, Expected, FlowsSpec, Http, JitterSpec, ListenAddr, LossSpec,
-    MaxClients, MaxConnections, MaxDuration, MaxRuns, MaxTestsPerMinute, Method, MinEffect, Mtu, Page, PolicerSpec, Rate, RemoteAddr, Requests, Rtt,
-    RunDuration, RunsSpec, SampleInterval, Size, Stagger, Timeout, TraceFile, WorkloadKind,
+    MaxClients, MaxConnections, MaxDuration, MaxRuns, MaxTestsPerMinute, Method, MinEffect, Mtu, Page, PolicerSpec, QuicReceiverCc, Rate, RemoteAddr, Requests,
+    Rtt, RunDuration, RunsSpec, SampleInterval, Size, Stagger, Timeout, TraceFile, WorkloadKind,
 };
 use ccbench::error::UsageError;
 
@@ -386,9 +386,15 @@ layer! {
         /// How often the sender's TCP_INFO and the emulator's queue are sampled.
         #[arg(long, allow_hyphen_values = true, default_value = "10ms")]
         pub sample_interval: Option<SampleInterval>,
-        /// Seed for the run order and the loss models (default: random, and recorded).
+        /// Seed for the run order, the loss models and QUIC BBR's probe randomness (default:
+        /// random, and recorded).
         #[arg(long)]
         pub seed: Option<u64>,
+        /// Diagnostic: run the receiving end of every QUIC connection with this algorithm
+        /// instead of the sender's (e.g. cubic), to reproduce a server/client mismatch on
+        /// purpose; the result then carries the mismatch warning. Bulk, file and objects.
+        #[arg(long, allow_hyphen_values = true, value_name = "ALG")]
+        pub quic_receiver_cc: Option<QuicReceiverCc>,
     }
 }
 

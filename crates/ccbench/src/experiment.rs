@@ -275,7 +275,8 @@ impl<'a> Execution<'a> {
 
 fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord {
     let started_at = now_rfc3339();
-    // Each run gets its own loss pattern, reproducible from the experiment's seed.
+    // Each run gets its own loss pattern and QUIC probe randomness, reproducible from the
+    // experiment's seed.
     let path_seed = plan.seed.wrapping_add(u64::from(index).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut record = RunRecord {
         index,
@@ -332,7 +333,7 @@ fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) 
         }
     };
     record.netns_inodes = Some([path.client.inode(), path.server.inode()]);
-    let outcome = workload.run(&path.client, &path.server, SERVER_ADDR, epoch, stop, path.window(), &series).map_err(|e| e.to_string());
+    let outcome = workload.run(&path.client, &path.server, SERVER_ADDR, epoch, stop, path.window(), &series, path_seed).map_err(|e| e.to_string());
     // The forwarders close the link files as they end; then the workload's files are closed.
     let report = path.finish();
     let (files, summary, series_error) = series.finish();

@@ -147,6 +147,11 @@ fn run_plan(plan: &Plan, out: &Path, stop: &AtomicBool, bar: &Bar) -> anyhow::Re
     }
     let result = experiment::execute(plan, out, stop, &mut bar.observer(None, true));
     bar.experiment_ended(planned_runs(plan), result.runs.len() as u64);
+    // A QUIC receiver running another algorithm than its sender (scenario 5's mix-up, or
+    // --quic-receiver-cc on purpose) is said where it is seen, not only in result.json.
+    for w in &result.provenance.controller_mismatches {
+        bar.eprintln(&format!("warning: {w}"));
+    }
     let summary = write_outputs(&result, out, &header)?;
     bar.stdout(&summary);
     let code = exit_code(result.status);

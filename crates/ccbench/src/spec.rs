@@ -30,6 +30,8 @@ pub struct RunSpec {
     /// What was changed from the flags, to say in one line before the runs (e.g. runs raised
     /// to the fewest that can decide).
     pub notes: Vec<String>,
+    /// `--quic-receiver-cc`: the QUIC receiving end's algorithm, when not the sender's.
+    pub quic_receiver_cc: Option<String>,
 }
 
 /// What is compared, with which traffic, in how many runs.
@@ -269,6 +271,7 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
     let seed = o.seed.unwrap_or_else(rand::random);
     let sample_interval_us = o.sample_interval.unwrap_or_default().0 / 1000;
     let path = crate::path::build(&o.path, seed, sample_interval_us);
+    let quic_receiver_cc = quic_receiver_cc(&o, &contest)?;
     Ok(RunSpec {
         contest,
         path,
@@ -277,12 +280,37 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
         timeout_s: o.timeout.unwrap_or_default().0 as f64 / 1e9,
         min_effect: o.min_effect.unwrap_or_default().0,
         notes,
+        quic_receiver_cc,
     })
+}
+
+/// `--quic-receiver-cc`, a diagnostic: only where QUIC runs and the workload has a receiving
+/// end of its own choosing (bulk, file, objects).
+fn quic_receiver_cc(o: &RunOpts, contest: &Contest) -> Result<Option<String>, UsageError> {
+    let Some(alg) = &o.quic_receiver_cc else { return Ok(None) };
+    const FLAG: &str = "--quic-receiver-cc";
+    let (ccs, workload_ok): (Vec<&String>, bool) = match contest {
+        Contest::Mix { flows, .. } => (flows.iter().map(|f| &f.cc).collect(), true),
+        Contest::Algorithms { algorithms, workload } => {
+            let ccs = match algorithms {
+                Algorithms::One { cc, .. } => vec![cc],
+                Algorithms::Several { ccs, .. } => ccs.iter().collect(),
+            };
+            (ccs, matches!(workload, Workload::Transfer { .. } | Workload::Objects { .. }))
+        }
+    };
+    if !workload_ok {
+        return Err(UsageError::new(FLAG, alg, "--quic-receiver-cc only with --workload bulk, file or objects"));
+    }
+    if !ccs.iter().any(|cc| ccbench_workload::transport_of(cc) == ccbench_workload::Transport::Quic) {
+        return Err(UsageError::new(FLAG, alg, "--quic-receiver-cc only when a QUIC algorithm (quic:…) runs"));
+    }
+    Ok(Some(alg.0.clone()))
 }
 
 impl From<RunSpec> for Plan {
     fn from(spec: RunSpec) -> Plan {
-        let RunSpec { contest, path, seed, sample_interval_us, timeout_s, min_effect, notes } = spec;
+        let RunSpec { contest, path, seed, sample_interval_us, timeout_s, min_effect, notes, quic_receiver_cc } = spec;
         let cc = String::new(); // set per run by the experiment
         let bulk = |flows: u32, amount, direction, mix| {
             WorkloadSpec::Bulk(BulkSpec {
@@ -294,7 +322,7 @@ impl From<RunSpec> for Plan {
                 port: WORKLOAD_PORT,
                 sample_interval_us,
                 timeout_s,
-                quic_receiver_cc: None,
+                quic_receiver_cc: quic_receiver_cc.clone(),
             })
         };
         let (ccs, runs, workload) = match contest {
@@ -315,7 +343,7 @@ impl From<RunSpec> for Plan {
                         port: WORKLOAD_PORT,
                         sample_interval_us,
                         timeout_s,
-                        quic_receiver_cc: None,
+                        quic_receiver_cc: quic_receiver_cc.clone(),
                     }),
                     Workload::Page { page, protocol } => {
                         WorkloadSpec::Page(PageSpec { page, protocol, cc: cc.clone(), port: WORKLOAD_PORT, sample_interval_us, timeout_s })

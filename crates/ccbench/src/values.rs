@@ -604,6 +604,29 @@ impl fmt::Display for Method {
     }
 }
 
+/// `--quic-receiver-cc`: the QUIC algorithm of the receiving end, written as after `quic:`
+/// (`cubic`) or in full (`quic:cubic`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QuicReceiverCc(pub String);
+
+impl FromStr for QuicReceiverCc {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        let name = s.strip_prefix("quic:").unwrap_or(s);
+        if ccbench_workload::QUIC_ALGORITHMS.contains(&name) {
+            Ok(QuicReceiverCc(name.to_string()))
+        } else {
+            expected(format!("a QUIC algorithm: {}", ccbench_workload::QUIC_ALGORITHMS.join(", ")))
+        }
+    }
+}
+
+impl fmt::Display for QuicReceiverCc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "quic:{}", self.0)
+    }
+}
+
 /// page: the page loaded (`--page`), a built-in one by name or a JSON file, read when the flag
 /// is parsed.
 #[derive(Clone, Debug, PartialEq)]
@@ -895,7 +918,7 @@ macro_rules! from_str_by_value_enum {
 
 from_str_by_value_enum!(WorkloadKind, DirectionArg);
 
-deserialize_from_text!(Size, Method, Page, Http, FlowsSpec, RunsSpec, MinEffect, WorkloadKind, DirectionArg);
+deserialize_from_text!(Size, Method, QuicReceiverCc, Page, Http, FlowsSpec, RunsSpec, MinEffect, WorkloadKind, DirectionArg);
 
 #[cfg(test)]
 mod tests {

@@ -105,7 +105,8 @@ impl WorkloadSpec {
 
     /// Runs the workload; the emulator's measurement `window` follows the workload's measured
     /// span, so path figures and goodput cover the same time. The time series (TCP_INFO
-    /// samples, goodput points) go to `series` as they are taken, not into the result.
+    /// samples, goodput points) go to `series` as they are taken, not into the result. `seed`
+    /// is the run's recorded seed (`path_seed`), for the QUIC controllers' randomness.
     #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
@@ -116,9 +117,10 @@ impl WorkloadSpec {
         stop: &AtomicBool,
         window: MeasureWindow,
         series: &dyn SeriesSink,
+        seed: u64,
     ) -> Result<WorkloadResult, WorkloadError> {
         let hook = WindowHook(window);
-        let ctx = RunContext::new(client, server, addr, epoch, stop).with_hook(&hook).with_series(series);
+        let ctx = RunContext::new(client, server, addr, epoch, stop).with_hook(&hook).with_series(series).with_seed(seed);
         Ok(match self {
             WorkloadSpec::Bulk(s) => WorkloadResult::Bulk(s.run(&ctx)?),
             WorkloadSpec::Objects(s) => WorkloadResult::Objects(s.run(&ctx)?),

@@ -359,3 +359,56 @@ fn quic_bbr_is_paced_at_the_bottleneck_entry_and_keeps_an_unlimited_queue_short(
         assert_eq!(stats["bursts"]["packets"].as_u64(), r["path"]["down"]["window"]["stats"]["packets_in"].as_u64(), "every arrival is in one burst");
     }
 }
+
+/// `--quic-receiver-cc` (a diagnostic) runs the receiving end with another controller, so
+/// scenario 5's mix-up — server and client controllers differ — can be shown on purpose: the
+/// sender still runs what --cc asks for, the receiver is read back as the other, and the
+/// mismatch warning is in the flow, in result.json's warnings and in the text output. Bad
+/// values and misplaced uses are refused in one line naming the flag.
+#[test]
+fn quic_receiver_cc_shows_the_mismatch_warning_on_purpose() {
+    for (args, needle) in [
+        (vec!["--cc", "quic:bbr3", "--quic-receiver-cc", "vegas"], "a QUIC algorithm"),
+        (vec!["--cc", "tcp:cubic", "--quic-receiver-cc", "cubic"], "only when a QUIC algorithm"),
+        (vec!["--cc", "quic:bbr3", "--workload", "page", "--quic-receiver-cc", "cubic"], "only with --workload bulk, file or objects"),
+    ] {
+        let out = out_path("recv-bad");
+        let o = ccbench(&[&["run"], &args[..], &["--runs", "1", "--out", &out.to_string_lossy()]].concat());
+        common::one_line(&o, 2, needle);
+        assert!(String::from_utf8_lossy(&o.stderr).contains("--quic-receiver-cc"));
+        assert!(!out.exists(), "nothing left behind");
+    }
+    let _g = lock();
+    if !have_root() {
+        return;
+    }
+    let out = out_path("recv-cc");
+    let o = ccbench(&[
+        "run",
+        "--cc",
+        "quic:bbr3",
+        "--quic-receiver-cc",
+        "quic:cubic",
+        "--rate",
+        "20mbit",
+        "--rtt",
+        "10ms",
+        "--duration",
+        "2s",
+        "--runs",
+        "1",
+        "--out",
+        &out.to_string_lossy(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = common::result(&out);
+    let _ = std::fs::remove_dir_all(&out);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let flow = &v["runs"][0]["workload"]["flows"][0];
+    assert_eq!((flow["cc_read_back"].as_str(), flow["cc_receiver"].as_str()), (Some("quic:bbr3"), Some("quic:cubic")), "{flow}");
+    let warning = flow["warning"].as_str().expect("the flow carries the mismatch warning");
+    assert!(warning.contains("sender runs quic:bbr3") && warning.contains("receiver runs quic:cubic"), "{warning}");
+    let warnings: Vec<&str> = v["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
+    assert!(warnings.iter().any(|w| w.contains("receiver runs quic:cubic")), "{warnings:?}");
+    assert!(stderr.lines().any(|l| l.starts_with("warning: ") && l.contains("receiver runs quic:cubic")), "not said on stderr: {stderr}");
+}

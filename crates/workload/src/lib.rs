@@ -97,12 +97,19 @@ pub struct RunContext<'a> {
     pub hook: &'a dyn MeasureHook,
     /// Receives the run's time series as they are taken.
     pub series: &'a dyn SeriesSink,
+    /// The run's recorded seed: QUIC BBR draws each connection's probe randomness from it, so
+    /// connections differ and a run repeats.
+    pub seed: u64,
 }
 
 impl<'a> RunContext<'a> {
     /// A context that measures nothing beyond the workload's own figures and keeps no series.
     pub fn new(client: &'a Netns, server: &'a Netns, server_addr: Ipv4Addr, epoch: Instant, stop: &'a AtomicBool) -> Self {
-        RunContext { client, server, server_addr, epoch, stop, hook: &NoMeasureHook, series: &NoSeries }
+        RunContext { client, server, server_addr, epoch, stop, hook: &NoMeasureHook, series: &NoSeries, seed: 0 }
+    }
+
+    pub fn with_seed(self, seed: u64) -> Self {
+        RunContext { seed, ..self }
     }
 
     pub fn with_hook(self, hook: &'a dyn MeasureHook) -> Self {

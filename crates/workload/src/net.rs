@@ -141,8 +141,11 @@ pub fn client_socket(addr: SocketAddr, cc: Option<&str>) -> Result<TcpStream, Wo
     if let Some(cc) = cc {
         // `tcp:cubic` is kernel TCP's `cubic` (issue 20: an upload with `--cc tcp:cubic` over
         // `--remote` handed the prefixed name to the kernel and failed).
-        ccbench_probe::set_congestion(&sock, crate::kernel_name(cc))
-            .map_err(|source| WorkloadError::Congestion { cc: cc.into(), side: Side::Client, source })?;
+        ccbench_probe::set_congestion(&sock, crate::kernel_name(cc)).map_err(|source| WorkloadError::Congestion {
+            cc: cc.into(),
+            side: Side::Client,
+            source,
+        })?;
     }
     sock.connect_timeout(&addr.into(), CONNECT_TIMEOUT).map_err(|e| WorkloadError::Setup(format!("connecting to {addr}: {e}")))?;
     Ok(sock.into())
