@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes the seed corpus of the packet_path fuzz target (fuzz/corpus/packet_path/).
 
-Each file: one configuration byte (bit 0 offload, 1 rate limit, 2 small buffer, 3 CoDel,
-4 jumbo MTU, 5 batching, 6-7 delay), then records [len_lo, len_hi, dt_ms] + bytes, as
+Each file: one configuration byte (bit 0 offload, 1 rate limit, 2 small buffer, 3 AQM,
+4 jumbo MTU, 5 batching, 6-7 delay, and with bit 3 the AQM: 0 or 3 CoDel, 1 FQ-CoDel, 2 PIE), then records [len_lo, len_hi, dt_ms] + bytes, as
 crates/emu/src/fuzzing.rs reads them. The packets are laid out as the kernel hands them to
 a TUN device with IFF_VNET_HDR: TSO superframes (GSO_TCPV4, with and without ECN), plain
 TCP with timestamps, UDP, ICMP echo, IPv6, and truncated variants of each.
@@ -69,3 +69,6 @@ write("ipv6_udp", 0x01, [(vnet() + ip6, 0)])
 write("ipv6_tso_unsupported", 0x01, [(vnet(4, 1428, 72, 1) + ip6, 0)])
 write("truncated_reads", 0x01, [(b"", 0), (b"\0" * 5, 0), (vnet(), 0), (vnet() + b"\x45", 0)])
 write("codel_overload", 0x0F, [(ipv4(17, udp), 0)] * 40)
+udp_b = struct.pack("!HHHH", 5002, 5001, 8 + 512, 0) + bytes(512)
+write("fq_codel_two_flows_overload", 0x4E, [(ipv4(17, udp if i % 3 else udp_b), 0) for i in range(40)])
+write("pie_overload", 0x8E, [(ipv4(17, udp), 0)] * 60)

@@ -2,7 +2,7 @@
 //! runs of an experiment to per-algorithm summaries and verdicts.
 
 use ccbench_emu::PathReport;
-use ccbench_stats::{BetterIs, Summary};
+use ccbench_stats::{BetterIs, Criteria, Summary};
 use ccbench_workload::{BulkResult, Direction};
 
 use crate::results::{CcShare, CcSummary, RunMetrics, RunRecord, ShareSummary, Status};
@@ -10,30 +10,48 @@ use crate::series::SeriesSummary;
 use crate::workloads::WorkloadResult;
 
 /// Per-algorithm summaries over completed runs, and the best algorithm against each other one
-/// at level `alpha`, Holm-corrected over every pair. Unfinished runs count (as censored scores
-/// that rank worst); only runs cut short by Ctrl-C or a failure are left out.
-pub fn analyse(ccs: &[String], records: &[RunRecord], seed: u64, alpha: f64) -> (Vec<CcSummary>, Vec<ccbench_stats::Comparison>) {
-    let summary: Vec<CcSummary> = ccs.iter().map(|cc| CcSummary::of(cc, &completed_metrics(records, cc))).collect();
-    let scores: Vec<Vec<f64>> = ccs.iter().map(|cc| completed_metrics(records, cc).iter().filter_map(|m| m.score).collect()).collect();
-    let comparisons = compare_arms(ccs, &scores, BetterIs::Higher, alpha, seed);
+/// judged by `criteria`, Holm-corrected over every pair. Unfinished runs count (as censored
+/// scores that rank worst); only runs cut short by Ctrl-C or a failure are left out. A completed
+/// run without a usable score is counted and named (`runs_without_score`), never dropped
+/// silently.
+pub fn analyse(ccs: &[String], records: &[RunRecord], criteria: Criteria) -> (Vec<CcSummary>, Vec<ccbench_stats::Comparison>) {
+    let summary: Vec<CcSummary> = ccs
+        .iter()
+        .map(|cc| {
+            let mut s = CcSummary::of(cc, &completed_metrics(records, cc));
+            s.runs_without_score = completed(records, cc).filter(|r| usable_score(r).is_none()).map(|r| r.index + 1).collect();
+            s
+        })
+        .collect();
+    // A run without a usable score enters as NaN: the statistics count it as missing.
+    let scores: Vec<Vec<f64>> = ccs.iter().map(|cc| completed(records, cc).map(|r| usable_score(r).unwrap_or(f64::NAN)).collect()).collect();
+    let comparisons = compare_arms(ccs, &scores, BetterIs::Higher, criteria);
     (summary, comparisons)
 }
 
 /// The algorithm with the lowest median sender RTT against each other one (each run's RTT
 /// p50): scenario 5's question, "does it keep the queue short?", with the same statistics.
 /// Its own family for Holm's correction: a second question, not more pairs of the first.
-pub fn compare_rtt(ccs: &[String], records: &[RunRecord], seed: u64, alpha: f64) -> Vec<ccbench_stats::Comparison> {
+pub fn compare_rtt(ccs: &[String], records: &[RunRecord], criteria: Criteria) -> Vec<ccbench_stats::Comparison> {
     let rtts: Vec<Vec<f64>> = ccs.iter().map(|cc| completed_metrics(records, cc).iter().filter_map(|m| m.sender_rtt_p50_ms).collect()).collect();
-    compare_arms(ccs, &rtts, BetterIs::Lower, alpha, seed)
+    compare_arms(ccs, &rtts, BetterIs::Lower, criteria)
 }
 
-fn completed_metrics<'a>(records: &'a [RunRecord], cc: &str) -> Vec<&'a RunMetrics> {
-    records.iter().filter(|r| r.cc == cc && r.status == Status::Complete).filter_map(|r| r.metrics.as_ref()).collect()
+fn completed<'a>(records: &'a [RunRecord], cc: &'a str) -> impl Iterator<Item = &'a RunRecord> + 'a {
+    records.iter().filter(move |r| r.cc == cc && r.status == Status::Complete)
 }
 
-fn compare_arms(ccs: &[String], values: &[Vec<f64>], better_is: BetterIs, alpha: f64, seed: u64) -> Vec<ccbench_stats::Comparison> {
+fn usable_score(r: &RunRecord) -> Option<f64> {
+    r.metrics.as_ref().and_then(|m| m.score).filter(|s| s.is_finite())
+}
+
+fn completed_metrics<'a>(records: &'a [RunRecord], cc: &'a str) -> Vec<&'a RunMetrics> {
+    completed(records, cc).filter_map(|r| r.metrics.as_ref()).collect()
+}
+
+fn compare_arms(ccs: &[String], values: &[Vec<f64>], better_is: BetterIs, criteria: Criteria) -> Vec<ccbench_stats::Comparison> {
     let arms: Vec<(&str, &[f64])> = ccs.iter().zip(values).map(|(cc, xs)| (cc.as_str(), xs.as_slice())).collect();
-    ccbench_stats::best_against_rest(&arms, better_is, alpha, seed, 2)
+    ccbench_stats::best_against_rest(&arms, better_is, criteria, 2)
 }
 
 /// The path's figures over the one span the run's metrics use.
@@ -224,6 +242,7 @@ impl CcSummary {
             queue_delay_p95_ms: s(&|m| m.queue_delay_p95_ms),
             jain_index: s(&|m| m.jain_index),
             shares: share_summaries(runs),
+            runs_without_score: Vec::new(),
         }
     }
 }

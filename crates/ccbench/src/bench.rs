@@ -333,7 +333,7 @@ fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyho
     })
 }
 
-/// A Markdown table, so it can go into the README as printed.
+/// A Markdown table, so it can go into the manual (docs/performance.md) as printed.
 pub fn table(r: &BenchResult) -> String {
     let mut out = String::from("| path | rate | RTT | goodput | of rate | emulator CPU | unconfigured drops | buffer drops | retransmits | delay error p50 / p99 | CPU steal |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
     let opt = |x: Option<f64>, f: &dyn Fn(f64) -> String| x.map(f).unwrap_or_else(|| "–".into());

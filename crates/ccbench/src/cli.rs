@@ -12,8 +12,8 @@ use std::path::PathBuf;
 
 use crate::values::{
     AqmSpec, AtChange, BufferSpec, CcList, Concurrency, Delay, DirectionArg, EmulatorBatch, Expected, FlowsSpec, Http, JitterSpec, ListenAddr, LossSpec,
-    MaxClients, MaxConnections, MaxDuration, MaxRuns, MaxTestsPerMinute, Method, Mtu, Page, PolicerSpec, Rate, RemoteAddr, Requests, Rtt, RunDuration,
-    RunsSpec, SampleInterval, Size, Stagger, Timeout, TraceFile, WorkloadKind,
+    MaxClients, MaxConnections, MaxDuration, MaxRuns, MaxTestsPerMinute, Method, MinEffect, Mtu, Page, PolicerSpec, QuicReceiverCc, Rate, RemoteAddr, Requests,
+    Rtt, RunDuration, RunsSpec, SampleInterval, Size, Stagger, Timeout, TraceFile, WorkloadKind,
 };
 use ccbench::error::UsageError;
 
@@ -35,9 +35,12 @@ pub struct Cli {
 pub enum Command {
     /// Compare congestion-control algorithms over an emulated path, with repetitions and a verdict.
     Run(RunArgs),
-    /// Run a grid of experiments, the product of a spec's axes; resumable, and shardable over machines.
+    /// Run a grid of experiments, the product of a spec's axes; resumable, and any number of tasks
+    /// on any number of machines share its work queue.
     Sweep(crate::sweep::SweepArgs),
-    /// Combine the shard directories of one sweep into one result set.
+    /// Where a sweep stands: cells done, running, failed and missing (exit 0 when complete).
+    Status(crate::sweep::StatusArgs),
+    /// Put a sweep's finished cells together into one result set (again: replaces the earlier).
     Merge(crate::sweep::MergeArgs),
     /// Run any command in the client namespace behind an emulated path (like Mahimahi's shells).
     Exec(ExecArgs),
@@ -62,6 +65,10 @@ pub enum Command {
     /// Print a Mahimahi trace (for --trace) made by ccbench's generators.
     #[command(subcommand)]
     Trace(TraceKind),
+    /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell).
+    Completions(crate::cli_docs::CompletionsArgs),
+    /// Print the man page, ccbench(1), as roff; --dir DIR writes one page per subcommand instead.
+    Man(crate::cli_docs::ManArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -285,9 +292,17 @@ layer! {
         /// Policer from client to server (overrides --policer).
         #[arg(long, allow_hyphen_values = true)]
         pub policer_up: Option<PolicerSpec>,
-        /// Queue management at the bottleneck: droptail, or codel[:target=5ms,interval=100ms].
+        /// Queue management at the bottleneck: droptail, codel[:target=5ms,interval=100ms],
+        /// pie[:target=15ms,tupdate=15ms,alpha=0.125,beta=1.25,max_burst=150ms] or
+        /// fq_codel[:target=5ms,interval=100ms,flows=1024,quantum=MTU] (see docs/aqm.md).
         #[arg(long, allow_hyphen_values = true, default_value = "droptail")]
         pub aqm: Option<AqmSpec>,
+        /// Queue management from server to client (overrides --aqm).
+        #[arg(long, allow_hyphen_values = true)]
+        pub aqm_down: Option<AqmSpec>,
+        /// Queue management from client to server (overrides --aqm).
+        #[arg(long, allow_hyphen_values = true)]
+        pub aqm_up: Option<AqmSpec>,
         /// MTU of the emulated link in bytes.
         #[arg(long, default_value = "1500")]
         pub mtu: Option<Mtu>,
@@ -364,12 +379,22 @@ layer! {
         /// With --runs auto: the most runs per algorithm before it gives up deciding.
         #[arg(long, default_value = "20")]
         pub max_runs: Option<MaxRuns>,
+        /// The smallest difference called a win: a significant difference below it is reported as
+        /// "significant but below", and one whose whole CI lies within it as "equivalent".
+        #[arg(long, allow_hyphen_values = true, default_value = "2%")]
+        pub min_effect: Option<MinEffect>,
         /// How often the sender's TCP_INFO and the emulator's queue are sampled.
         #[arg(long, allow_hyphen_values = true, default_value = "10ms")]
         pub sample_interval: Option<SampleInterval>,
-        /// Seed for the run order and the loss models (default: random, and recorded).
+        /// Seed for the run order, the loss models and QUIC BBR's probe randomness (default:
+        /// random, and recorded).
         #[arg(long)]
         pub seed: Option<u64>,
+        /// Diagnostic: run the receiving end of every QUIC connection with this algorithm
+        /// instead of the sender's (e.g. cubic), to reproduce a server/client mismatch on
+        /// purpose; the result then carries the mismatch warning. Bulk, file and objects.
+        #[arg(long, allow_hyphen_values = true, value_name = "ALG")]
+        pub quic_receiver_cc: Option<QuicReceiverCc>,
     }
 }
 

@@ -8,7 +8,8 @@
 //! algorithm per file, or `--cc`), an arm is labelled by its input's label alone. The arms are
 //! then summarised and compared from the runs' stored metrics by the same functions as a
 //! run's algorithms ([`crate::analysis`]): the best arm against each other one, Holm-corrected
-//! over every pair of arms, with the first input's seed for the bootstrap.
+//! over every pair of arms. A `--runs auto` result is judged at the level of its own last look
+//! when alone, and refused beside other results (see [`judged_alpha`]).
 //!
 //! Inputs that cannot be compared are refused ([`Refusal`]); inputs whose paths or workloads
 //! differ are compared, with a warning that lists the differences.
@@ -48,6 +49,8 @@ pub enum Refusal {
     MissingCc { path: String, cc: String, has: Vec<String> },
     #[error("two arms are both labelled {label:?}; name the inputs apart with LABEL=PATH")]
     DuplicateLabel { label: String },
+    #[error("{path} is a --runs auto result: {why}")]
+    Sequential { path: String, why: String },
     #[error("nothing to compare: the inputs make only {arms} arm(s) ({}); give two results, or one with several algorithms", .labels.join(", "))]
     TooFewArms { arms: usize, labels: Vec<String> },
 }
@@ -396,6 +399,26 @@ pub fn input_dir_from(out: &Path, input: &Input) -> String {
     relative(&absolute(out), &dir).to_string_lossy().into_owned()
 }
 
+/// The level a comparison is judged at. A `--runs auto` result stopped when its own verdict
+/// was decided, so judging its runs again at the full α would spend α a second time (the
+/// stopping already looked at the data): alone, it is judged at the level of the last look it
+/// took, as `run` judged it; beside other results, it is refused.
+fn judged_alpha(inputs: &[Input]) -> Result<f64, Refusal> {
+    let first = &inputs[0].result;
+    let sequential: Vec<&Input> = inputs.iter().filter(|i| i.result.params.runs_auto).collect();
+    match (inputs.len(), sequential.first()) {
+        (_, None) => Ok(first.params.alpha),
+        (1, Some(input)) => {
+            let last = input.result.sequential.as_ref().and_then(|s| s.looks.last()).map(|l| l.alpha);
+            last.ok_or_else(|| Refusal::Sequential { path: input.path.display().to_string(), why: "it records no look".into() })
+        }
+        (_, Some(input)) => Err(Refusal::Sequential {
+            path: input.path.display().to_string(),
+            why: "its run count depended on its own verdict, so its runs cannot be judged against another result's; compare it alone, or rerun with a fixed --runs N".into(),
+        }),
+    }
+}
+
 /// Both outputs of a comparison: the record (`compare.json`), and the arms' runs as one
 /// experiment (each run's `cc` its arm's label, its series paths relative to `out`), which the
 /// exporters of `run` render as they render a run's.
@@ -410,7 +433,9 @@ pub fn compare(inputs: &[Input], opts: &Options, out: &Path) -> Result<Compared,
     let warnings = check(inputs)?;
     let arms = arms(inputs, opts.cc.as_deref())?;
     let first = &inputs[0].result;
-    let (seed, alpha) = (first.params.seed, first.params.alpha);
+    let seed = first.params.seed;
+    let alpha = judged_alpha(inputs)?;
+    let criteria = ccbench_stats::Criteria { alpha, min_effect: first.params.min_effect };
     let labels: Vec<String> = arms.iter().map(|a| a.label.clone()).collect();
     let dirs: Vec<String> = inputs.iter().map(|i| input_dir_from(out, i)).collect();
     let mut runs: Vec<RunRecord> = Vec::new();
@@ -430,20 +455,20 @@ pub fn compare(inputs: &[Input], opts: &Options, out: &Path) -> Result<Compared,
     }
     let (metric, summary, comparisons, rtt_comparisons) = match opts.metric {
         Metric::Score => {
-            let (summary, comparisons) = analyse(&labels, &runs, seed, alpha);
-            (first.params.metric.clone(), summary, comparisons, compare_rtt(&labels, &runs, seed, alpha))
+            let (summary, comparisons) = analyse(&labels, &runs, criteria);
+            (first.params.metric.clone(), summary, comparisons, compare_rtt(&labels, &runs, criteria))
         }
         Metric::Goodput => {
             let mut by_goodput = runs.clone();
             for m in by_goodput.iter_mut().filter_map(|r| r.metrics.as_mut()) {
                 m.score = Some(m.goodput_bps);
             }
-            let (summary, comparisons) = analyse(&labels, &by_goodput, seed, alpha);
-            ("goodput".to_string(), summary, comparisons, compare_rtt(&labels, &runs, seed, alpha))
+            let (summary, comparisons) = analyse(&labels, &by_goodput, criteria);
+            ("goodput".to_string(), summary, comparisons, compare_rtt(&labels, &runs, criteria))
         }
         Metric::Rtt => {
-            let (summary, _) = analyse(&labels, &runs, seed, alpha);
-            ("median sender RTT".to_string(), summary, compare_rtt(&labels, &runs, seed, alpha), Vec::new())
+            let (summary, _) = analyse(&labels, &runs, criteria);
+            ("median sender RTT".to_string(), summary, compare_rtt(&labels, &runs, criteria), Vec::new())
         }
     };
     let inputs_rec = inputs
@@ -538,7 +563,12 @@ pub fn header(c: &CompareResult) -> String {
         );
     }
     let direction = if c.compared == Metric::Rtt { "lower" } else { "higher" };
-    let _ = writeln!(out, "Compared  {} ({direction} is better) over each arm's completed runs; bootstrap seed {}, α = {}", c.metric, c.seed, c.alpha);
+    let _ = writeln!(
+        out,
+        "Compared  {} ({direction} is better) over each arm's completed runs; exact rank test with Hodges–Lehmann/Moses intervals, α = {}",
+        c.metric,
+        ccbench_stats::fmt_alpha(c.alpha)
+    );
     out
 }
 
@@ -691,13 +721,14 @@ mod tests {
             runs_auto: false,
             seed: 42,
             alpha: 0.05,
+            min_effect: 0.0,
             path: Some(path(loss)),
             remote: None,
             workload: workload(&ccs[0]),
             metric: metric.to_string(),
         };
-        let (summary, comparisons) = analyse(&ccs, &runs, 42, 0.05);
-        let rtt_comparisons = compare_rtt(&ccs, &runs, 42, 0.05);
+        let (summary, comparisons) = analyse(&ccs, &runs, ccbench_stats::Criteria::at(0.05));
+        let rtt_comparisons = compare_rtt(&ccs, &runs, ccbench_stats::Criteria::at(0.05));
         let mut provenance = Provenance::of_this_host().finished();
         provenance.host.kernel_release = Some("6.8.0-49-generic".to_string());
         ExperimentResult {
@@ -706,7 +737,12 @@ mod tests {
             warnings: vec!["a warning".to_string()],
             provenance,
             params,
-            sequential: Some(Sequential { looks: vec![LookRecord { runs_per_cc: 3, alpha: 0.0123, decided: false }], decided_after_runs: None }),
+            sequential: Some(Sequential {
+                design: None,
+                planned: Vec::new(),
+                looks: vec![LookRecord { runs_per_cc: 3, alpha: 0.0123, decided: false }],
+                decided_after_runs: None,
+            }),
             summary,
             comparisons,
             rtt_comparisons,
@@ -766,6 +802,75 @@ mod tests {
         assert_eq!(default_label(Path::new("/results/20261123-060000-cubic/result.json")), "20261123-060000-cubic");
         let cwd = std::env::current_dir().unwrap();
         assert_eq!(default_label(Path::new("result.json")), cwd.file_name().unwrap().to_string_lossy());
+    }
+
+    /// Issue 16 §5: the summary said "N looks in all spend α = 0.05" when only the looks taken
+    /// were spent, and printed a look's α as "0.0000".
+    #[test]
+    fn the_sequential_summary_says_what_was_spent() {
+        let mut r = result(&[("bbr", FAST), ("cubic", SLOW)], 0.0, "goodput");
+        let planned = ccbench_stats::sequential::looks(0.05, 20, 2);
+        let record = |l: &ccbench_stats::sequential::Look, decided| LookRecord { runs_per_cc: l.runs as u32, alpha: l.alpha, decided };
+        r.sequential = Some(Sequential {
+            design: Some("lan_demets_pocock".into()),
+            planned: planned.clone(),
+            looks: vec![record(&planned[0], true)],
+            decided_after_runs: Some(5),
+        });
+        let text = crate::export::text::summary(&r, None);
+        assert!(
+            text.contains("(--runs auto: decided after 5 runs per algorithm, at look 1 of 6 planned with α = 0.018 for that look; the looks taken spent α = 0.018 of 0.05)"),
+            "{text}"
+        );
+        r.sequential = Some(Sequential {
+            design: Some("lan_demets_pocock".into()),
+            planned: planned.clone(),
+            looks: planned.iter().map(|l| record(l, false)).collect(),
+            decided_after_runs: None,
+        });
+        let text = crate::export::text::summary(&r, None);
+        assert!(
+            text.contains(
+                "(--runs auto: undecided after 20 runs per algorithm, the maximum (--max-runs); the 6 looks spent α = 0.05 in all, the last at α = 0.005)"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("0.0000"), "{text}");
+        // A look at α 6.1e-7 prints its digits.
+        r.sequential.as_mut().unwrap().looks.last_mut().unwrap().alpha = 6.1e-7;
+        assert!(crate::export::text::summary(&r, None).contains("the last at α = 0.00000061)"));
+    }
+
+    /// Issue 16: results written before its fields existed (no `min_effect`, no missing-run
+    /// counts, a bootstrap `ratio_ci` without `method`, no sequential design) still read and
+    /// compare.
+    #[test]
+    fn results_from_before_issue_16_still_read() {
+        let r = serde_json::to_string(&result(&[("bbr", FAST), ("cubic", SLOW)], 0.0, "goodput")).unwrap();
+        let mut old: Value = serde_json::from_str(&r).unwrap();
+        old["params"].as_object_mut().unwrap().remove("min_effect");
+        for key in ["design", "planned"] {
+            old["sequential"].as_object_mut().unwrap().remove(key);
+        }
+        for list in ["comparisons", "rtt_comparisons"] {
+            for c in old[list].as_array_mut().unwrap() {
+                let c = c.as_object_mut().unwrap();
+                for key in ["missing_a", "missing_b", "min_effect", "look"] {
+                    c.remove(key);
+                }
+                c["ratio_ci"].as_object_mut().unwrap().remove("method");
+            }
+        }
+        for s in old["summary"].as_array_mut().unwrap() {
+            s.as_object_mut().unwrap().remove("runs_without_score");
+        }
+        let text = old.to_string();
+        assert!(!text.contains("min_effect") && !text.contains("hodges_lehmann"), "every new field is gone");
+        let back = parse("old/result.json", &text).unwrap();
+        assert_eq!(back.params.min_effect, 0.0);
+        assert_eq!(back.comparisons[0].ratio_ci.unwrap().method, ccbench_stats::CiMethod::Bootstrap);
+        let c = compare(&[input("old", back)], &Options::default(), &std::env::temp_dir()).unwrap();
+        assert_eq!(c.record.comparisons[0].better.as_deref(), Some("old:bbr"));
     }
 
     #[test]
@@ -851,7 +956,8 @@ mod tests {
         assert_eq!(c.record.seed, 42);
         assert_eq!(c.record.summary.iter().map(|s| s.cc.as_str()).collect::<Vec<_>>(), ["clean", "lossy"]);
         // The same statistics as `run` computes for two algorithms with these runs.
-        let direct = ccbench_stats::best_against_rest(&[("clean", FAST), ("lossy", SLOW)], ccbench_stats::BetterIs::Higher, 0.05, 42, 2);
+        let direct =
+            ccbench_stats::best_against_rest(&[("clean", FAST), ("lossy", SLOW)], ccbench_stats::BetterIs::Higher, ccbench_stats::Criteria::at(0.05), 2);
         assert_eq!(v, &direct);
         // The runs, relabelled, with series paths that lead from `out` to the input's files.
         assert_eq!(c.combined.runs.len(), 10);
@@ -875,6 +981,26 @@ mod tests {
         assert_eq!(c.record.comparisons[0].better_is, ccbench_stats::BetterIs::Lower);
         assert!(c.record.rtt_comparisons.is_empty());
         assert_eq!(c.combined.params.metric, "median sender RTT");
+    }
+
+    /// Issue 16 §2: `compare` judged `--runs auto` results again at α = 0.05 without saying
+    /// so. Alone, one is judged at its last look's level; beside another, it is refused.
+    #[test]
+    fn a_runs_auto_result_keeps_its_own_design() {
+        let out = std::env::temp_dir();
+        // 0.0123 is the level of the last look the result took (see `result`).
+        let mut auto = result(&[("bbr", FAST), ("cubic", &[19.0e6, 19.05e6, 18.9e6, 18.95e6, 19.1e6])], 0.0, "goodput");
+        auto.params.runs_auto = true;
+        let c = compare(&[input("auto", auto.clone())], &Options::default(), &out).unwrap();
+        assert_eq!(c.record.alpha, 0.0123);
+        assert!(c.record.comparisons.iter().all(|x| x.alpha == 0.0123), "{:?}", c.record.comparisons);
+        let fixed = input("fixed", result(&[("bbr", SLOW)], 0.0, "goodput"));
+        let Err(e) = compare(&[input("auto", auto), fixed], &Options { cc: Some("bbr".into()), metric: Metric::Score }, &out) else {
+            panic!("a --runs auto result beside another must be refused")
+        };
+        let text = e.to_string();
+        assert!(text.starts_with("/results/auto/result.json is a --runs auto result: its run count depended on its own verdict"), "{text}");
+        assert!(!text.contains('\n'));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Human descriptions of a path, for the terminal summary and the report.
 
-use ccbench_link::{Aqm, Buffer, DirectionConfig, Jitter, LossModel, Rate};
+use ccbench_link::{Buffer, DirectionConfig, Jitter, LossModel, Rate};
 
 use crate::units;
 
@@ -43,8 +43,8 @@ pub fn describe(d: &DirectionConfig) -> String {
     if let Some(p) = &d.policer {
         out.push_str(&format!(", policed at {} (burst {})", units::fmt_rate(p.rate_bps as f64), units::fmt_bytes(p.burst_bytes)));
     }
-    if let Aqm::Codel { target_ns, interval_ns } = d.aqm {
-        out.push_str(&format!(", CoDel (target {}, interval {})", units::fmt_ms(target_ns.as_nanos()), units::fmt_ms(interval_ns.as_nanos())));
+    if let Some(aqm) = d.aqm.describe() {
+        out.push_str(&format!(", {aqm}"));
     }
     for c in &d.schedule {
         let mut what = Vec::new();

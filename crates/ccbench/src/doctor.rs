@@ -32,23 +32,51 @@ pub(crate) fn qdisc_works(ns: &Netns, qdisc: &str) -> bool {
     cmd.status().map(|s| s.success()).unwrap_or(false)
 }
 
+/// What a run does first, tried for real: a namespace, the emulator's sysctls in it, a TUN
+/// device with an address, up. Each step's failure is reported as the run would meet it: being
+/// root in a user namespace, or in a container without the capabilities, passes a look at the
+/// euid and /dev/net/tun but fails here.
+fn try_a_path(checks: &mut Vec<Check>) -> Option<Netns> {
+    let ns = match Netns::new() {
+        Ok(ns) => ns,
+        Err(e) => {
+            checks.push(check(false, "create a network namespace", format!("failed: {e}")));
+            return None;
+        }
+    };
+    checks.push(check(true, "create a network namespace", "client and server ends can be isolated from the host"));
+    let sysctls: Result<(), _> = ccbench_emu::NAMESPACE_SYSCTLS.iter().try_for_each(|(key, value)| ns.set_sysctl(key, value));
+    checks.push(match sysctls {
+        Ok(()) => check(true, "set the emulator's sysctls in it", "TCP buffers sized for the paths ccbench builds"),
+        Err(e) => check(false, "set the emulator's sysctls in it", format!("failed: {e} (in a container: remount /proc/sys read-write)")),
+    });
+    // The same call, with the same settings, as the emulator's (ccbench_emu::Emulator::start):
+    // MTU 1500, its deep transmit queue, offload on. Each is a separate ioctl that a user
+    // namespace or a container may refuse on its own.
+    let tun = ns.add_tun("ccb0", ccbench_emu::CLIENT_ADDR, 24, 1500, ccbench_emu::TUN_TXQUEUELEN, true);
+    checks.push(match tun {
+        Ok(_) => check(true, "create a TUN device with an address in it", "the userspace emulator can carry the path"),
+        Err(e) => check(false, "create a TUN device with an address in it", format!("failed: {e}")),
+    });
+    Some(ns)
+}
+
 pub fn run() -> i32 {
     let mut checks = Vec::new();
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    checks.push(check(root, "running as root", if root { "ccbench can create namespaces and TUN devices" } else { "run and exec need root: use sudo" }));
+    checks.push(check(
+        root,
+        "running as root",
+        if root { "(tried below: root in a user namespace is not enough)" } else { "run and exec need root: use sudo" },
+    ));
     let tun = std::path::Path::new("/dev/net/tun").exists();
     checks.push(check(
         tun,
         "/dev/net/tun present",
         if tun { "the userspace emulator can attach to the kernel" } else { "no emulated paths: load the tun module" },
     ));
-    let ns = if root { Netns::new().ok() } else { None };
-    checks.push(check(
-        ns.is_some(),
-        "network namespaces",
-        if ns.is_some() { "client and server ends can be isolated from the host" } else { "cannot create a network namespace" },
-    ));
+    let ns = try_a_path(&mut checks);
     let avail = ccbench_probe::available_congestion_controls().unwrap_or_default();
     let allowed = ccbench_probe::allowed_congestion_controls().unwrap_or_default();
     let default = ccbench_probe::default_congestion_control().unwrap_or_default();

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use ccbench_emu::{EmulatedPath, PathSpec, SERVER_ADDR};
+use ccbench_stats::{Criteria, LookContext};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -46,6 +47,10 @@ pub struct Plan {
     pub workload: WorkloadSpec,
     /// A real path instead: the `ccbench serve` that runs the far end (`--remote`).
     pub remote: Option<Remote>,
+    /// `--min-effect`: the smallest relative difference the verdict calls a win.
+    pub min_effect: f64,
+    /// What the plan changed from the flags, said in one line each before the runs.
+    pub notes: Vec<String>,
 }
 
 /// A `ccbench serve` to run against, as the pre-flight found it.
@@ -61,7 +66,15 @@ pub struct Remote {
     pub rtt_us_at_start: Option<u32>,
 }
 
+/// What `result.json` calls the `--runs auto` design.
+pub const SEQUENTIAL_DESIGN: &str = "lan_demets_pocock";
+
 impl Plan {
+    /// What this plan's verdicts are judged by, at level `alpha`.
+    pub fn criteria(&self, alpha: f64) -> Criteria {
+        Criteria { alpha, min_effect: self.min_effect }
+    }
+
     /// The parameters as result.json records them.
     pub fn params(&self) -> Params {
         Params {
@@ -70,6 +83,7 @@ impl Plan {
             runs_auto: matches!(self.runs, Runs::Auto { .. }),
             seed: self.seed,
             alpha: ALPHA,
+            min_effect: self.min_effect,
             path: self.remote.is_none().then(|| self.path.clone()),
             remote: self.remote.as_ref().map(|r| r.label.clone()),
             workload: self.workload.clone(),
@@ -134,6 +148,8 @@ struct Execution<'a> {
     provenance: Provenance,
     slots: Vec<Slot>,
     looks: Vec<ccbench_stats::sequential::Look>,
+    /// The last look taken (index into `looks`).
+    look: Option<usize>,
     sequential: Option<Sequential>,
     records: Vec<RunRecord>,
     status: Status,
@@ -148,7 +164,7 @@ impl<'a> Execution<'a> {
             None => Provenance::of_this_host(),
         };
         let looks = match plan.runs {
-            Runs::Auto { max } => ccbench_stats::sequential::looks(ALPHA, max as usize),
+            Runs::Auto { max } => ccbench_stats::sequential::looks(ALPHA, max as usize, plan.ccs.len()),
             Runs::Fixed(_) => Vec::new(),
         };
         Execution {
@@ -156,9 +172,15 @@ impl<'a> Execution<'a> {
             out,
             provenance,
             slots: schedule(&plan.ccs, plan.runs.max(), plan.seed),
-            sequential: matches!(plan.runs, Runs::Auto { .. }).then(|| Sequential { looks: Vec::new(), decided_after_runs: None }),
+            sequential: matches!(plan.runs, Runs::Auto { .. }).then(|| Sequential {
+                design: Some(SEQUENTIAL_DESIGN.to_string()),
+                planned: looks.clone(),
+                looks: Vec::new(),
+                decided_after_runs: None,
+            }),
             alpha: looks.last().map_or(ALPHA, |l| l.alpha),
             looks,
+            look: None,
             records: Vec::new(),
             status: Status::Complete,
             next: 0,
@@ -195,13 +217,15 @@ impl<'a> Execution<'a> {
         // share of α and stop once every comparison is decided.
         let rounds_done = (index + 1) / plan.ccs.len();
         if let (Some(seq), true) = (self.sequential.as_mut(), (index + 1).is_multiple_of(plan.ccs.len())) {
-            if let Some(look) = self.looks.iter().find(|l| l.runs == rounds_done) {
-                let (_, comparisons) = analyse(&plan.ccs, &self.records, plan.seed, look.alpha);
-                let decided = !comparisons.is_empty() && comparisons.iter().all(|c| c.significant);
-                seq.looks.push(LookRecord { runs_per_cc: look.runs as u32, alpha: look.alpha, decided });
-                self.alpha = look.alpha;
+            if let Some(look) = self.looks.iter().position(|l| l.runs == rounds_done) {
+                let alpha = self.looks[look].alpha;
+                let (_, comparisons) = analyse(&plan.ccs, &self.records, plan.criteria(alpha));
+                let decided = !comparisons.is_empty() && comparisons.iter().all(|c| c.outcome.decided());
+                seq.looks.push(LookRecord { runs_per_cc: rounds_done as u32, alpha, decided });
+                self.alpha = alpha;
+                self.look = Some(look);
                 if decided {
-                    seq.decided_after_runs = Some(look.runs as u32);
+                    seq.decided_after_runs = Some(rounds_done as u32);
                     return false;
                 }
             }
@@ -217,8 +241,20 @@ impl<'a> Execution<'a> {
         }
         provenance.controller_mismatches =
             records.iter().flat_map(|r| r.workload.iter().flat_map(|w| w.warnings()).map(move |w| format!("run {}: {w}", r.index + 1))).collect();
-        let (summary, comparisons) = analyse(&plan.ccs, &records, plan.seed, alpha);
-        let rtt_comparisons = compare_rtt(&plan.ccs, &records, plan.seed, alpha);
+        let (summary, mut comparisons) = analyse(&plan.ccs, &records, plan.criteria(alpha));
+        let mut rtt_comparisons = compare_rtt(&plan.ccs, &records, plan.criteria(alpha));
+        // A sequential verdict names the look it was judged at; one that ran out of looks
+        // without deciding says "undecided", never "no difference".
+        if let Some(look) = self.look {
+            let context = LookContext { look: look + 1, of: self.looks.len(), spent: self.looks[..=look].iter().map(|l| l.alpha).sum(), alpha_total: ALPHA };
+            let ended_undecided = self.status == Status::Complete && look + 1 == self.looks.len();
+            for c in comparisons.iter_mut().chain(rtt_comparisons.iter_mut()) {
+                c.look = Some(context);
+                if ended_undecided {
+                    c.mark_undecided();
+                }
+            }
+        }
         ExperimentResult {
             schema: crate::results::SCHEMA.to_string(),
             status: self.status,
@@ -239,7 +275,8 @@ impl<'a> Execution<'a> {
 
 fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) -> RunRecord {
     let started_at = now_rfc3339();
-    // Each run gets its own loss pattern, reproducible from the experiment's seed.
+    // Each run gets its own loss pattern and QUIC probe randomness, reproducible from the
+    // experiment's seed.
     let path_seed = plan.seed.wrapping_add(u64::from(index).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut record = RunRecord {
         index,
@@ -296,7 +333,7 @@ fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) 
         }
     };
     record.netns_inodes = Some([path.client.inode(), path.server.inode()]);
-    let outcome = workload.run(&path.client, &path.server, SERVER_ADDR, epoch, stop, path.window(), &series).map_err(|e| e.to_string());
+    let outcome = workload.run(&path.client, &path.server, SERVER_ADDR, epoch, stop, path.window(), &series, path_seed).map_err(|e| e.to_string());
     // The forwarders close the link files as they end; then the workload's files are closed.
     let report = path.finish();
     let (files, summary, series_error) = series.finish();

@@ -5,7 +5,7 @@ use ccbench_emu::{PathReport, PathSpec};
 use ccbench_link::Rate;
 
 /// Used until `ccbench bench emulator` has measured this machine: roughly what the emulator
-/// carried at 10–50 ms RTT on the 2-vCPU VMs it was developed on (see the README).
+/// carried at 10–50 ms RTT on the 2-vCPU VMs it was developed on (see docs/performance.md).
 pub const DEFAULT_CAPACITY_BPS: f64 = 2.0e9;
 
 /// Above this the emulator's timing error is no longer small against the path's own delays.

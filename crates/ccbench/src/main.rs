@@ -3,6 +3,7 @@
 
 mod bench;
 mod cli;
+mod cli_docs;
 mod compare_cmd;
 mod doctor;
 mod exec;
@@ -22,6 +23,7 @@ use ccbench::error::UsageError;
 use ccbench::{error, units};
 
 fn main() {
+    quiet_on_closed_stdout();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args.get(1).is_some_and(|a| a == ccbench_netns::process::REAPER_ARG) {
         ccbench_netns::process::reaper_main(&args[2..]);
@@ -60,10 +62,25 @@ fn main() {
     std::process::exit(code);
 }
 
+/// A reader that went away (`ccbench merge … | head -1`) ends the command quietly, as it ends
+/// `cat`: Rust ignores SIGPIPE, so printing to the closed pipe would panic instead. Only
+/// standard output's failure is meant; every other panic keeps its message.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info.payload().downcast_ref::<String>().map(String::as_str).or_else(|| info.payload().downcast_ref::<&str>().copied()).unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
 fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
     match cli.command {
         cli::Command::Run(args) => run::run(args),
         cli::Command::Sweep(args) => sweep::run(args),
+        cli::Command::Status(args) => sweep::status(args),
         cli::Command::Merge(args) => sweep::merge(args),
         cli::Command::Exec(args) => {
             let spec = path::build(&args.path, args.seed.unwrap_or_else(rand::random), 10_000);
@@ -78,6 +95,8 @@ fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Presets => Ok(presets::list()),
         cli::Command::Bench(cli::BenchWhat::Emulator(args)) => bench::run(&args),
         cli::Command::Bench(cli::BenchWhat::Transports(args)) => bench::run_transports(&args),
+        cli::Command::Completions(args) => Ok(cli_docs::completions(&args)),
+        cli::Command::Man(args) => cli_docs::man(&args),
         cli::Command::Trace(kind) => {
             print!("{}", trace_text(&kind)?);
             Ok(0)

@@ -45,8 +45,12 @@ pub fn build(o: &PathOpts, seed: u64, sample_interval_us: u64) -> PathSpec {
     let traces = each(&o.trace, &o.trace_down, &o.trace_up);
     let jitter = each(&o.jitter, &o.jitter_down, &o.jitter_up);
     let policer = each(&o.policer, &o.policer_down, &o.policer_up);
-    let aqm = o.aqm.unwrap_or_default().0;
     let mtu = o.mtu.unwrap_or_default().0;
+    let aqm = each(&o.aqm, &o.aqm_down, &o.aqm_up).map(|a| match a.unwrap_or_default().0 {
+        // RFC 8290's quantum is one MTU: the link's, unless the flag named one.
+        ccbench_link::Aqm::FqCodel(f) => ccbench_link::Aqm::FqCodel(ccbench_link::FqCodel { quantum: f.quantum.or(Some(mtu)), ..f }),
+        other => other,
+    });
     let direction = |i: usize| DirectionConfig {
         rate: rate[i],
         delay_ns: ccbench_link::time::Duration::from_nanos(delay_ns[i]),
@@ -56,7 +60,7 @@ pub fn build(o: &PathOpts, seed: u64, sample_interval_us: u64) -> PathSpec {
         schedule: o.at.iter().map(|at| [&at.down, &at.up][i].clone()).filter(|c| c.rate.is_some() || c.delay_ns.is_some() || c.loss.is_some()).collect(),
         jitter: jitter[i].unwrap_or_default().0,
         policer: policer[i].map(|p| p.0),
-        aqm,
+        aqm: aqm[i],
     };
     PathSpec {
         down: direction(0),
@@ -140,6 +144,8 @@ mod tests {
             (&["--jitter", "2 parsecs"], "--jitter", "2 parsecs"),
             (&["--policer", "fast"], "--policer", "fast"),
             (&["--aqm", "red"], "--aqm", "red"),
+            (&["--aqm-up", "pie:alpha=x"], "--aqm-up", "pie:alpha=x"),
+            (&["--aqm-down", "fq_codel:flows=0"], "--aqm-down", "fq_codel:flows=0"),
             (&["--at", "5s"], "--at", "5s"),
             (&["--at", "5s:color=red"], "--at", "5s:color=red"),
             (&["--trace", "/nonexistent.trace"], "--trace", "/nonexistent.trace"),
@@ -149,6 +155,18 @@ mod tests {
             let u = crate::cli::usage_error(&e).unwrap_or_else(|| panic!("{args:?}: {e}"));
             assert_eq!((u.flag.as_str(), u.value.as_str()), (flag, value), "{args:?}");
         }
+    }
+
+    #[test]
+    fn each_direction_has_its_own_aqm() {
+        let spec = spec(&["--aqm", "codel", "--aqm-down", "pie:target=20ms"]);
+        assert_eq!(spec.down.aqm, Aqm::Pie(ccbench_link::Pie { target_ns: D::from_nanos(20_000_000), ..Default::default() }));
+        assert_eq!(spec.up.aqm, Aqm::codel());
+        let spec = self::spec(&["--aqm-up", "fq_codel", "--mtu", "9000"]);
+        assert_eq!(spec.down.aqm, Aqm::DropTail);
+        assert_eq!(spec.up.aqm, Aqm::FqCodel(ccbench_link::FqCodel { quantum: Some(9000), ..Default::default() }), "the quantum is the MTU");
+        let spec = self::spec(&["--aqm", "fq_codel:quantum=300"]);
+        assert_eq!(spec.down.aqm, Aqm::FqCodel(ccbench_link::FqCodel { quantum: Some(300), ..Default::default() }));
     }
 
     #[test]
@@ -171,7 +189,8 @@ mod tests {
         assert_eq!(spec.down.jitter, Jitter::Uniform { max_ns: D::from_nanos(2_000_000), reorder: true });
         assert_eq!(spec.up.policer, Some(Policer { rate_bps: 10_000_000, burst_bytes: 65_536 }));
         assert_eq!(spec.down.policer, None);
-        assert_eq!(spec.down.aqm, Aqm::Codel { target_ns: D::from_nanos(10_000_000), interval_ns: D::from_nanos(100_000_000) });
+        assert_eq!(spec.down.aqm, Aqm::Codel(ccbench_link::Codel { target_ns: D::from_nanos(10_000_000), interval_ns: D::from_nanos(100_000_000) }));
+        assert_eq!(spec.up.aqm, spec.down.aqm);
         assert_eq!(spec.down.schedule.len(), 2);
         assert_eq!(spec.up.schedule.len(), 1, "the 9 s change is downlink-only");
         let first = &spec.down.schedule[0];

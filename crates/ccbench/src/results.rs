@@ -1,4 +1,4 @@
-//! The JSON record of truth (schema `ccbench.result.v3`, documented in the README) and the
+//! The JSON record of truth (schema `ccbench.result.v3`, documented in docs/reports.md) and the
 //! per-run figures derived from the raw data.
 
 use ccbench_emu::{PathReport, PathSpec};
@@ -47,6 +47,15 @@ pub enum Status {
 /// The record of a sequential (`--runs auto`) experiment.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Sequential {
+    /// The design: `"lan_demets_pocock"` (Lan–DeMets spending with the Pocock-type function,
+    /// see the statistics chapter); absent in results written before it was named, whose
+    /// looks followed the earlier 60 %-then-halving split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design: Option<String>,
+    /// Every look the design planned, taken or not (runs per algorithm and the α each spends).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub planned: Vec<ccbench_stats::sequential::Look>,
+    /// The looks taken.
     pub looks: Vec<LookRecord>,
     /// Runs per algorithm after which every comparison was decided; `null` if it ran to the maximum.
     pub decided_after_runs: Option<u32>,
@@ -69,6 +78,9 @@ pub struct Params {
     pub runs_auto: bool,
     pub seed: u64,
     pub alpha: f64,
+    /// `--min-effect`: the smallest relative difference called a win (0 when off).
+    #[serde(default)]
+    pub min_effect: f64,
     /// The emulated path; `null` for a run over a real path (`remote`).
     pub path: Option<PathSpec>,
     /// `HOST:PORT` of the `ccbench serve` a run over a real path ran against (`--remote`).
@@ -114,7 +126,7 @@ pub struct RunMetrics {
     /// transfers, content throughput for objects, 1 / page load time for pages.
     pub score: Option<f64>,
     /// The run did not finish within the timeout: `score` is a censored bound that ranks at or
-    /// below every finished run (see the README), and the run still counts in the verdict.
+    /// below every finished run (see docs/statistics.md), and the run still counts in the verdict.
     pub unfinished: bool,
     /// Application bytes per second delivered (all flows or connections together).
     pub goodput_bps: f64,
@@ -228,6 +240,10 @@ pub struct CcSummary {
     pub jain_index: Option<Summary>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shares: Vec<ShareSummary>,
+    /// Completed runs (numbered from 1, as the runs list shows them) that left no usable
+    /// score: left out of the verdict, counted there (`missing_a`, `missing_b`) and named here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs_without_score: Vec<u32>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

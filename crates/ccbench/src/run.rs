@@ -137,6 +137,9 @@ fn run_plan(plan: &Plan, out: &Path, stop: &AtomicBool, bar: &Bar) -> anyhow::Re
     std::fs::create_dir_all(out).with_context(|| format!("creating the results directory {}", out.display()))?;
     let header = ccbench::export::text::header(&plan.params());
     bar.stdout(&header);
+    for note in &plan.notes {
+        bar.eprintln(&format!("note: {note}"));
+    }
     if plan.remote.is_none() {
         for w in ccbench::limits::check_path(&plan.path) {
             bar.eprintln(&format!("warning: {w}"));
@@ -144,6 +147,11 @@ fn run_plan(plan: &Plan, out: &Path, stop: &AtomicBool, bar: &Bar) -> anyhow::Re
     }
     let result = experiment::execute(plan, out, stop, &mut bar.observer(None, true));
     bar.experiment_ended(planned_runs(plan), result.runs.len() as u64);
+    // A QUIC receiver running another algorithm than its sender (scenario 5's mix-up, or
+    // --quic-receiver-cc on purpose) is said where it is seen, not only in result.json.
+    for w in &result.provenance.controller_mismatches {
+        bar.eprintln(&format!("warning: {w}"));
+    }
     let summary = write_outputs(&result, out, &header)?;
     bar.stdout(&summary);
     let code = exit_code(result.status);

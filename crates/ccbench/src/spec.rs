@@ -25,6 +25,13 @@ pub struct RunSpec {
     pub sample_interval_us: u64,
     /// When a run gives up and is marked incomplete.
     pub timeout_s: f64,
+    /// `--min-effect`: the smallest relative difference the verdict calls a win.
+    pub min_effect: f64,
+    /// What was changed from the flags, to say in one line before the runs (e.g. runs raised
+    /// to the fewest that can decide).
+    pub notes: Vec<String>,
+    /// `--quic-receiver-cc`: the QUIC receiving end's algorithm, when not the sender's.
+    pub quic_receiver_cc: Option<String>,
 }
 
 /// What is compared, with which traffic, in how many runs.
@@ -126,24 +133,43 @@ fn fixed_runs(runs: RunsSpec) -> Result<u32, UsageError> {
     }
 }
 
-fn algorithms(ccs: &[String], runs: RunsSpec, max_runs: MaxRuns) -> Result<Algorithms, UsageError> {
+/// The algorithms and their runs. A number of runs the user pinned (`runs` is `Some`) that
+/// cannot decide is refused, naming the number needed; the default is raised to it, with a
+/// note saying so.
+fn algorithms(ccs: &[String], runs: Option<RunsSpec>, max_runs: MaxRuns, notes: &mut Vec<String>) -> Result<Algorithms, UsageError> {
     if let [cc] = ccs {
-        return Ok(Algorithms::One { cc: cc.clone(), runs: fixed_runs(runs)? });
+        return Ok(Algorithms::One { cc: cc.clone(), runs: fixed_runs(runs.unwrap_or_default())? });
     }
-    let min_runs = ccbench_stats::min_runs_for_significance(experiment::ALPHA) as u32;
+    let k = ccs.len();
+    let need = ccbench_stats::sequential::min_runs_to_decide(k, experiment::ALPHA) as u32;
+    let cannot = |n: u32| match k {
+        2 => format!("with 2 algorithms, {n} runs cannot reach p < {}", experiment::ALPHA),
+        _ => format!(
+            "with {k} algorithms, {n} runs cannot reach p < {} after Holm's correction over {} pairs",
+            experiment::ALPHA,
+            ccbench_stats::sequential::family_size(k)
+        ),
+    };
     let runs = match runs {
-        RunsSpec::Fixed(n) if n < min_runs => {
-            return Err(UsageError::new(
-                "--runs",
-                n,
-                format!("at least {min_runs} runs per algorithm to compare algorithms (with fewer, no rank test can reach p < {})", experiment::ALPHA),
-            ))
+        Some(RunsSpec::Fixed(n)) if n < need => return Err(UsageError::new("--runs", n, format!("{need} or more: {}", cannot(n)))),
+        None if matches!(RunsSpec::default(), RunsSpec::Fixed(n) if n < need) => {
+            let RunsSpec::Fixed(n) = RunsSpec::default() else { unreachable!() };
+            notes.push(format!("{}: running {need} per algorithm (set --runs to choose)", cannot(n)));
+            Runs::Fixed(need)
         }
-        RunsSpec::Fixed(n) => Runs::Fixed(n),
-        RunsSpec::Auto => {
-            if ccbench_stats::sequential::looks(experiment::ALPHA, max_runs.0 as usize).is_empty() {
-                let need = ccbench_stats::sequential::looks(experiment::ALPHA, 1000).first().map_or(0, |l| l.runs);
-                return Err(UsageError::new("--max-runs", max_runs, format!("at least {need} with --runs auto (the fewest runs that can decide)")));
+        Some(RunsSpec::Fixed(n)) => Runs::Fixed(n),
+        None => match RunsSpec::default() {
+            RunsSpec::Fixed(n) => Runs::Fixed(n),
+            RunsSpec::Auto => unreachable!("the default is a number"),
+        },
+        Some(RunsSpec::Auto) => {
+            if ccbench_stats::sequential::looks(experiment::ALPHA, max_runs.0 as usize, k).is_empty() {
+                let least = (1..=1000).find(|&m| !ccbench_stats::sequential::looks(experiment::ALPHA, m, k).is_empty()).unwrap_or(1000);
+                return Err(UsageError::new(
+                    "--max-runs",
+                    max_runs,
+                    format!("at least {least} with --runs auto and {k} algorithms (the fewest runs whose first look can decide)"),
+                ));
             }
             Runs::Auto { max: max_runs.0 }
         }
@@ -157,7 +183,8 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
     const FLOWS_ONLY: &str = "--flows only with --workload bulk or file (objects use --concurrency)";
     let kind = o.workload.unwrap_or_default();
     refuse_other_workloads_flags(&o, kind)?;
-    let runs = o.runs.unwrap_or_default();
+    let runs = o.runs;
+    let mut notes = Vec::new();
     let direction = match o.direction.unwrap_or_default() {
         DirectionArg::Download => Direction::Download,
         DirectionArg::Upload => Direction::Upload,
@@ -181,7 +208,7 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
             let stagger_s = o.stagger.unwrap_or_default().0 as f64 / 1e9;
             let ccs = groups.iter().flat_map(|(cc, n)| std::iter::repeat_n(cc, *n as usize));
             let flows = ccs.enumerate().map(|(i, cc)| MixFlow { cc: cc.clone(), start_s: stagger_s * i as f64 }).collect();
-            Contest::Mix { flows, label, amount, direction, runs: fixed_runs(runs)? }
+            Contest::Mix { flows, label, amount, direction, runs: fixed_runs(runs.unwrap_or_default())? }
         }
         FlowsSpec::Parallel(flows) => {
             if let Some(stagger) = o.stagger.filter(|s| s.0 > 0) {
@@ -237,19 +264,53 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
             for cc in ccs.names() {
                 check_available("--cc", cc, available)?;
             }
-            let algorithms = algorithms(ccs.names(), runs, o.max_runs.unwrap_or_default())?;
+            let algorithms = algorithms(ccs.names(), runs, o.max_runs.unwrap_or_default(), &mut notes)?;
             Contest::Algorithms { algorithms, workload }
         }
     };
     let seed = o.seed.unwrap_or_else(rand::random);
     let sample_interval_us = o.sample_interval.unwrap_or_default().0 / 1000;
     let path = crate::path::build(&o.path, seed, sample_interval_us);
-    Ok(RunSpec { contest, path, seed, sample_interval_us, timeout_s: o.timeout.unwrap_or_default().0 as f64 / 1e9 })
+    let quic_receiver_cc = quic_receiver_cc(&o, &contest)?;
+    Ok(RunSpec {
+        contest,
+        path,
+        seed,
+        sample_interval_us,
+        timeout_s: o.timeout.unwrap_or_default().0 as f64 / 1e9,
+        min_effect: o.min_effect.unwrap_or_default().0,
+        notes,
+        quic_receiver_cc,
+    })
+}
+
+/// `--quic-receiver-cc`, a diagnostic: only where QUIC runs and the workload has a receiving
+/// end of its own choosing (bulk, file, objects).
+fn quic_receiver_cc(o: &RunOpts, contest: &Contest) -> Result<Option<String>, UsageError> {
+    let Some(alg) = &o.quic_receiver_cc else { return Ok(None) };
+    const FLAG: &str = "--quic-receiver-cc";
+    let (ccs, workload_ok): (Vec<&String>, bool) = match contest {
+        Contest::Mix { flows, .. } => (flows.iter().map(|f| &f.cc).collect(), true),
+        Contest::Algorithms { algorithms, workload } => {
+            let ccs = match algorithms {
+                Algorithms::One { cc, .. } => vec![cc],
+                Algorithms::Several { ccs, .. } => ccs.iter().collect(),
+            };
+            (ccs, matches!(workload, Workload::Transfer { .. } | Workload::Objects { .. }))
+        }
+    };
+    if !workload_ok {
+        return Err(UsageError::new(FLAG, alg, "--quic-receiver-cc only with --workload bulk, file or objects"));
+    }
+    if !ccs.iter().any(|cc| ccbench_workload::transport_of(cc) == ccbench_workload::Transport::Quic) {
+        return Err(UsageError::new(FLAG, alg, "--quic-receiver-cc only when a QUIC algorithm (quic:…) runs"));
+    }
+    Ok(Some(alg.0.clone()))
 }
 
 impl From<RunSpec> for Plan {
     fn from(spec: RunSpec) -> Plan {
-        let RunSpec { contest, path, seed, sample_interval_us, timeout_s } = spec;
+        let RunSpec { contest, path, seed, sample_interval_us, timeout_s, min_effect, notes, quic_receiver_cc } = spec;
         let cc = String::new(); // set per run by the experiment
         let bulk = |flows: u32, amount, direction, mix| {
             WorkloadSpec::Bulk(BulkSpec {
@@ -261,7 +322,7 @@ impl From<RunSpec> for Plan {
                 port: WORKLOAD_PORT,
                 sample_interval_us,
                 timeout_s,
-                quic_receiver_cc: None,
+                quic_receiver_cc: quic_receiver_cc.clone(),
             })
         };
         let (ccs, runs, workload) = match contest {
@@ -282,7 +343,7 @@ impl From<RunSpec> for Plan {
                         port: WORKLOAD_PORT,
                         sample_interval_us,
                         timeout_s,
-                        quic_receiver_cc: None,
+                        quic_receiver_cc: quic_receiver_cc.clone(),
                     }),
                     Workload::Page { page, protocol } => {
                         WorkloadSpec::Page(PageSpec { page, protocol, cc: cc.clone(), port: WORKLOAD_PORT, sample_interval_us, timeout_s })
@@ -294,7 +355,7 @@ impl From<RunSpec> for Plan {
                 (ccs, runs, workload)
             }
         };
-        Plan { ccs, runs, seed, path, workload, remote: None }
+        Plan { ccs, runs, seed, path, workload, remote: None, min_effect, notes }
     }
 }
 
@@ -383,7 +444,7 @@ mod tests {
         assert_eq!(workload, Workload::Objects { requests: 200, object_bytes: 4 << 20, concurrency: 16, method: ObjectMethod::Get });
         // Objects run over QUIC too, interleaved with kernel TCP.
         let Contest::Algorithms { algorithms: Algorithms::Several { ccs, .. }, workload } =
-            spec(&["--workload", "objects", "--cc", "tcp:cubic,quic:cubic,quic:bbr3", "--runs", "4"]).contest
+            spec(&["--workload", "objects", "--cc", "tcp:cubic,quic:cubic,quic:bbr3", "--runs", "5"]).contest
         else {
             panic!()
         };
@@ -427,7 +488,13 @@ mod tests {
             (&["--flows", "bbr:1", "--workload", "objects"], "--flows", "--flows only with --workload bulk or file"),
             (&["--flows", "2", "--workload", "page"], "--flows", "--flows only with --workload bulk or file"),
             (&["--cc", "bbr", "--runs", "auto"], "--runs", "auto needs at least two algorithms"),
-            (&["--cc", "bbr,cubic", "--runs", "2"], "--runs", "at least"),
+            (&["--cc", "bbr,cubic", "--runs", "2"], "--runs", "4 or more: with 2 algorithms, 2 runs cannot reach p < 0.05"),
+            (
+                &["--cc", "bbr,cubic,reno", "--runs", "4"],
+                "--runs",
+                "5 or more: with 3 algorithms, 4 runs cannot reach p < 0.05 after Holm's correction over 3 pairs",
+            ),
+            (&["--cc", "bbr,cubic,reno", "--runs", "auto", "--max-runs", "4"], "--max-runs", "at least 5 with --runs auto and 3 algorithms"),
             (&["--runs", "auto", "--max-runs", "3"], "--max-runs", "with --runs auto"),
             (&["--cc", "bbr,vegas2"], "--cc", "available or loadable on this host"),
             (&["--flows", "bbr:1,vegas2:1"], "--flows", "available or loadable on this host"),
@@ -441,6 +508,30 @@ mod tests {
             assert!(e.allowed.contains(message), "{flags:?}: {e}");
         }
         assert_eq!(refused(&["--size", "1mb"]).to_string(), "invalid --size \"1mb\": expected --size only with --workload file or objects");
+    }
+
+    /// Issue 16 §1: three algorithms at 4 runs could never decide. Pinned, that is refused
+    /// (above); left to the default, the runs are raised to the fewest that can decide, with a
+    /// note.
+    #[test]
+    fn runs_are_sized_for_the_number_of_algorithms() {
+        let runs = |flags: &[&str]| match spec(flags).contest {
+            Contest::Algorithms { algorithms: Algorithms::Several { runs, .. }, .. } => runs,
+            c => panic!("{c:?}"),
+        };
+        let s = spec(&["--cc", "bbr,cubic,reno"]);
+        assert!(s.notes.is_empty(), "the default 5 runs can decide 3 algorithms: {:?}", s.notes);
+        assert_eq!(runs(&["--cc", "bbr,cubic,reno"]), Runs::Fixed(5));
+        // Five algorithms need 6 (10 pairs · 2/252 = 0.079; 10 · 2/924 = 0.022).
+        let five = ["--cc", "tcp:bbr,tcp:cubic,tcp:reno,quic:cubic,quic:bbr3"];
+        assert_eq!(runs(&five), Runs::Fixed(6));
+        let notes = spec(&five).notes;
+        assert_eq!(
+            notes,
+            ["with 5 algorithms, 5 runs cannot reach p < 0.05 after Holm's correction over 10 pairs: running 6 per algorithm (set --runs to choose)"]
+        );
+        assert_eq!(runs(&["--cc", "bbr,cubic,reno", "--runs", "5"]), Runs::Fixed(5));
+        assert_eq!(runs(&["--cc", "bbr,cubic", "--runs", "4"]), Runs::Fixed(4));
     }
 
     #[test]

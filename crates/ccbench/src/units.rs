@@ -2,93 +2,14 @@
 //! flags' typed values are built on; every parser returns a message saying what is allowed, for
 //! the one-line usage error) and how results print them.
 
-/// A parse failure's explanation of what would have been accepted.
-pub type Allowed = String;
-
-/// A number and the unit after it (lower case): "1.5Gbit" → (1.5, "gbit").
-pub fn split_number(s: &str) -> Option<(f64, String)> {
-    let s = s.trim();
-    let end = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
-    let (num, unit) = s.split_at(end);
-    let value: f64 = num.parse().ok()?;
-    if !value.is_finite() {
-        return None;
-    }
-    Some((value, unit.trim().to_ascii_lowercase()))
-}
-
-/// Rate in bits per second; `None` means unlimited.
-pub fn parse_rate(s: &str) -> Result<Option<u64>, Allowed> {
-    const ALLOWED: &str = "a rate such as 10mbit, 1.5gbit, 800kbit or 'unlimited' (units: bit, kbit, mbit, gbit, tbit)";
-    if s.trim().eq_ignore_ascii_case("unlimited") {
-        return Ok(None);
-    }
-    let (v, unit) = split_number(s).ok_or_else(|| ALLOWED.to_string())?;
-    if unit.ends_with("bps") || unit.ends_with("byte") {
-        // tc reads "mbps" as megabytes, most people as megabits: refuse to guess.
-        return Err(format!("{ALLOWED}; 'bps' is ambiguous (tc reads it as bytes)"));
-    }
-    let mult = match unit.trim_end_matches("/s") {
-        "bit" => 1.0,
-        "kbit" | "k" => 1e3,
-        "mbit" | "m" => 1e6,
-        "gbit" | "g" => 1e9,
-        "tbit" | "t" => 1e12,
-        _ => return Err(ALLOWED.into()),
-    };
-    let bps = v * mult;
-    if bps < 1.0 {
-        return Err(ALLOWED.into());
-    }
-    Ok(Some(bps.round() as u64))
-}
+/// The link's grammar for rates, percentages and byte counts, so that a value reads the same in
+/// every flag and in the link's own types.
+pub use ccbench_link::text::{parse_bytes, parse_percent, parse_rate, split_number, Allowed};
 
 /// A duration in nanoseconds: "40ms", "1.5s", "250us", "2min", "0".
 pub fn parse_duration_ns(s: &str) -> Result<u64, Allowed> {
-    const ALLOWED: &str = "a duration such as 40ms, 1.5s, 250us or 2min (units: ns, us, ms, s, min)";
-    let (v, unit) = split_number(s).ok_or_else(|| ALLOWED.to_string())?;
-    let mult = match unit.as_str() {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" | "sec" => 1e9,
-        "min" | "m" => 60e9,
-        "" if v == 0.0 => 0.0,
-        _ => return Err(ALLOWED.into()),
-    };
-    Ok((v * mult).round() as u64)
-}
-
-/// A probability written as a percentage: "1%", "0.5%", "0".
-pub fn parse_percent(s: &str) -> Result<f64, Allowed> {
-    const ALLOWED: &str = "a percentage from 0% to 100%, such as 1% or 0.5%";
-    let (v, unit) = split_number(s).ok_or_else(|| ALLOWED.to_string())?;
-    match unit.as_str() {
-        "%" => {}
-        "" if v == 0.0 => {}
-        _ => return Err(ALLOWED.into()),
-    }
-    if !(0.0..=100.0).contains(&v) {
-        return Err(ALLOWED.into());
-    }
-    Ok(v / 100.0)
-}
-
-/// A byte count: "160mb", "10MiB", "1500", "64kib".
-pub fn parse_bytes(s: &str) -> Result<u64, Allowed> {
-    const ALLOWED: &str = "a size such as 10mb, 160MiB, 64kib or 1500 (units: b, kb, kib, mb, mib, gb, gib)";
-    let (v, unit) = split_number(s).ok_or_else(|| ALLOWED.to_string())?;
-    let mult = match unit.as_str() {
-        "" | "b" => 1.0,
-        "kb" | "k" => 1e3,
-        "kib" => 1024.0,
-        "mb" | "m" => 1e6,
-        "mib" => 1024.0 * 1024.0,
-        "gb" | "g" => 1e9,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        _ => return Err(ALLOWED.into()),
-    };
-    Ok((v * mult).round() as u64)
+    // The link's grammar, so that a duration reads the same in every flag and AQM parameter.
+    s.parse::<ccbench_link::time::Duration>().map(|d| d.as_nanos()).map_err(|e| e.to_string())
 }
 
 /// Pretty-prints a rate in bit/s the way people read it.

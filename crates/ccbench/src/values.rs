@@ -53,6 +53,12 @@ fn expected<T>(allowed: impl Into<String>) -> Result<T, Expected> {
     Err(Expected(allowed.into()))
 }
 
+/// A value the link's own grammar refused ([`link::Refused`]): its text is already what is
+/// allowed; the flag's name is added by whoever reports it.
+fn refused(r: link::Refused) -> Expected {
+    Expected(r.0)
+}
+
 /// Reads a value from a preset the way its flag reads it: a string, number or boolean is taken
 /// as the text the flag would have been given (`runs = 4` is `--runs 4`).
 pub fn from_text<'de, D: Deserializer<'de>, T: FromStr<Err = Expected>>(d: D) -> Result<T, D::Error> {
@@ -209,28 +215,7 @@ pub struct LossSpec(pub LossModel);
 impl FromStr for LossSpec {
     type Err = Expected;
     fn from_str(value: &str) -> Result<Self, Expected> {
-        const GE: &str = "gilbert:p=P%,r=R%[,bad=B%][,good=G%] (p: good→bad per packet, r: bad→good, bad/good: loss in each state; defaults bad=100%, good=0%)";
-        if let Some(params) = value.strip_prefix("gilbert:").or_else(|| value.strip_prefix("ge:")) {
-            let (mut p, mut r, mut bad, mut good) = (None, None, 1.0, 0.0);
-            for kv in params.split(',') {
-                let Some((k, v)) = kv.split_once('=') else { return expected(GE) };
-                let Ok(x) = units::parse_percent(v) else { return expected(GE) };
-                match k.trim() {
-                    "p" => p = Some(x),
-                    "r" => r = Some(x),
-                    "bad" => bad = x,
-                    "good" => good = x,
-                    _ => return expected(GE),
-                }
-            }
-            let (Some(p), Some(r)) = (p, r) else { return expected(GE) };
-            if r == 0.0 && p > 0.0 {
-                return expected("r > 0% (with r=0% the link stays in the bad state forever)");
-            }
-            return Ok(LossSpec(LossModel::GilbertElliott { p_good_to_bad: p, p_bad_to_good: r, loss_in_good: good, loss_in_bad: bad }));
-        }
-        let p = units::parse_percent(value).map_err(|a| Expected(format!("{a}, or {GE}")))?;
-        Ok(LossSpec(if p == 0.0 { LossModel::None } else { LossModel::Bernoulli { p } }))
+        value.parse().map(LossSpec).map_err(refused)
     }
 }
 
@@ -298,25 +283,7 @@ pub struct JitterSpec(pub Jitter);
 impl FromStr for JitterSpec {
     type Err = Expected;
     fn from_str(value: &str) -> Result<Self, Expected> {
-        const ALLOWED: &str = "a jitter such as 2ms, normal:1ms, or 2ms,reorder";
-        let (spec, reorder) = match value.split_once(',') {
-            Some((spec, "reorder")) => (spec, true),
-            Some(_) => return expected(ALLOWED),
-            None => (value, false),
-        };
-        let (normal, amount) = match spec.strip_prefix("normal:") {
-            Some(a) => (true, a),
-            None => (false, spec.strip_prefix("uniform:").unwrap_or(spec)),
-        };
-        let Ok(ns) = units::parse_duration_ns(amount) else { return expected(ALLOWED) };
-        if ns > MAX_ONE_WAY_DELAY_NS {
-            return expected("a jitter of at most 10s");
-        }
-        Ok(JitterSpec(match (ns, normal) {
-            (0, _) => Jitter::None,
-            (ns, true) => Jitter::Normal { sd_ns: Duration::from_nanos(ns), reorder },
-            (ns, false) => Jitter::Uniform { max_ns: Duration::from_nanos(ns), reorder },
-        }))
+        value.parse().map(JitterSpec).map_err(refused)
     }
 }
 
@@ -328,48 +295,20 @@ pub struct PolicerSpec(pub Policer);
 impl FromStr for PolicerSpec {
     type Err = Expected;
     fn from_str(value: &str) -> Result<Self, Expected> {
-        const ALLOWED: &str = "a policer RATE[:BURST] such as 10mbit or 10mbit:64kib";
-        let (rate_s, burst_s) = match value.split_once(':') {
-            Some((r, b)) => (r, Some(b)),
-            None => (value, None),
-        };
-        let Ok(Some(rate_bps)) = units::parse_rate(rate_s) else { return expected(ALLOWED) };
-        let burst_bytes = match burst_s {
-            Some(b) => units::parse_bytes(b).map_err(|_| Expected::from(ALLOWED))?,
-            None => (rate_bps / 8 / 100).max(3000),
-        };
-        if burst_bytes < 1500 {
-            return expected("a burst of at least one 1500-byte packet");
-        }
-        Ok(PolicerSpec(Policer { rate_bps, burst_bytes }))
+        value.parse().map(PolicerSpec).map_err(refused)
     }
 }
 
-/// Queue management at the bottleneck (`--aqm`): `droptail`, or `codel[:target=…,interval=…]`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Queue management at the bottleneck (`--aqm`, `--aqm-down`, `--aqm-up`): the link's own
+/// grammar ([`Aqm`]'s `FromStr`: `droptail`, or `NAME[:KEY=VALUE,…]`); the flag's name is
+/// added by whoever reports the error.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct AqmSpec(pub Aqm);
 
 impl FromStr for AqmSpec {
     type Err = Expected;
     fn from_str(value: &str) -> Result<Self, Expected> {
-        const ALLOWED: &str = "droptail, or codel[:target=5ms,interval=100ms]";
-        match value.split_once(':').map(|(a, b)| (a, Some(b))).unwrap_or((value, None)) {
-            ("droptail", None) => Ok(AqmSpec(Aqm::DropTail)),
-            ("codel", params) => {
-                let Aqm::Codel { mut target_ns, mut interval_ns } = Aqm::codel() else { return expected(ALLOWED) };
-                for kv in params.into_iter().flat_map(|p| p.split(',')) {
-                    let Some((k, v)) = kv.split_once('=') else { return expected(ALLOWED) };
-                    let Ok(ns) = units::parse_duration_ns(v) else { return expected(ALLOWED) };
-                    match k {
-                        "target" => target_ns = Duration::from_nanos(ns),
-                        "interval" if ns > 0 => interval_ns = Duration::from_nanos(ns),
-                        _ => return expected(ALLOWED),
-                    }
-                }
-                Ok(AqmSpec(Aqm::Codel { target_ns, interval_ns }))
-            }
-            _ => expected(ALLOWED),
-        }
+        value.parse().map(AqmSpec).map_err(refused)
     }
 }
 
@@ -665,6 +604,29 @@ impl fmt::Display for Method {
     }
 }
 
+/// `--quic-receiver-cc`: the QUIC algorithm of the receiving end, written as after `quic:`
+/// (`cubic`) or in full (`quic:cubic`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QuicReceiverCc(pub String);
+
+impl FromStr for QuicReceiverCc {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        let name = s.strip_prefix("quic:").unwrap_or(s);
+        if ccbench_workload::QUIC_ALGORITHMS.contains(&name) {
+            Ok(QuicReceiverCc(name.to_string()))
+        } else {
+            expected(format!("a QUIC algorithm: {}", ccbench_workload::QUIC_ALGORITHMS.join(", ")))
+        }
+    }
+}
+
+impl fmt::Display for QuicReceiverCc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "quic:{}", self.0)
+    }
+}
+
 /// page: the page loaded (`--page`), a built-in one by name or a JSON file, read when the flag
 /// is parsed.
 #[derive(Clone, Debug, PartialEq)]
@@ -844,6 +806,34 @@ impl fmt::Display for FlowsSpec {
     }
 }
 
+/// `--min-effect`: the smallest relative difference the verdict calls a win, as a percentage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MinEffect(pub f64);
+
+impl Default for MinEffect {
+    /// 2 %: see the statistics chapter of the manual for why.
+    fn default() -> Self {
+        MinEffect(0.02)
+    }
+}
+
+impl FromStr for MinEffect {
+    type Err = Expected;
+    fn from_str(value: &str) -> Result<Self, Expected> {
+        const ALLOWED: &str = "a percentage from 0% to 50%, such as 2% (0 calls every significant difference a win)";
+        match units::parse_percent(value) {
+            Ok(x) if x <= 0.5 => Ok(MinEffect(x)),
+            _ => expected(ALLOWED),
+        }
+    }
+}
+
+impl fmt::Display for MinEffect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}%", self.0 * 100.0)
+    }
+}
+
 /// `--runs`: a count per algorithm, or `auto` (until the verdict is decided).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunsSpec {
@@ -928,7 +918,7 @@ macro_rules! from_str_by_value_enum {
 
 from_str_by_value_enum!(WorkloadKind, DirectionArg);
 
-deserialize_from_text!(Size, Method, Page, Http, FlowsSpec, RunsSpec, WorkloadKind, DirectionArg);
+deserialize_from_text!(Size, Method, QuicReceiverCc, Page, Http, FlowsSpec, RunsSpec, MinEffect, WorkloadKind, DirectionArg);
 
 #[cfg(test)]
 mod tests {
@@ -1005,10 +995,19 @@ mod tests {
         assert_eq!(refused::<PolicerSpec>("10mbit:1kb"), "a burst of at least one 1500-byte packet");
         assert_eq!("droptail".parse(), Ok(AqmSpec(Aqm::DropTail)));
         assert_eq!("codel".parse(), Ok(AqmSpec(Aqm::codel())));
-        assert_eq!("codel:target=10ms".parse(), Ok(AqmSpec(Aqm::Codel { target_ns: D::from_nanos(10_000_000), interval_ns: D::from_nanos(100_000_000) })));
-        for bad in ["red", "codel:target=1", "codel:interval=0", "droptail:x=1"] {
-            assert_eq!(refused::<AqmSpec>(bad), "droptail, or codel[:target=5ms,interval=100ms]", "{bad}");
+        assert_eq!(
+            "codel:target=10ms".parse(),
+            Ok(AqmSpec(Aqm::Codel(link::Codel { target_ns: D::from_nanos(10_000_000), interval_ns: D::from_nanos(100_000_000) })))
+        );
+        assert_eq!("pie".parse(), Ok(AqmSpec(Aqm::Pie(link::Pie::default()))));
+        assert_eq!("fq_codel:flows=64".parse(), Ok(AqmSpec(Aqm::FqCodel(link::FqCodel { flows: 64, ..Default::default() }))));
+        for bad in ["red", "droptail:x=1"] {
+            assert_eq!(refused::<AqmSpec>(bad), Aqm::allowed(), "{bad}");
         }
+        for bad in ["codel:target=1", "codel:interval=0"] {
+            assert!(refused::<AqmSpec>(bad).starts_with("codel[:target=5ms,interval=100ms] ("), "{bad}");
+        }
+        assert_eq!(refused::<AqmSpec>("pie:tupdate=0"), "pie[:target=15ms,tupdate=15ms,alpha=0.125,beta=1.25,max_burst=150ms] (tupdate must be at least 1ms)");
         assert_eq!("9000".parse(), Ok(Mtu(9000)));
         assert_eq!(refused::<Mtu>("100"), "an MTU from 576 to 9000 bytes");
     }

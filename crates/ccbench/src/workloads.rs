@@ -105,7 +105,8 @@ impl WorkloadSpec {
 
     /// Runs the workload; the emulator's measurement `window` follows the workload's measured
     /// span, so path figures and goodput cover the same time. The time series (TCP_INFO
-    /// samples, goodput points) go to `series` as they are taken, not into the result.
+    /// samples, goodput points) go to `series` as they are taken, not into the result. `seed`
+    /// is the run's recorded seed (`path_seed`), for the QUIC controllers' randomness.
     #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
@@ -116,9 +117,10 @@ impl WorkloadSpec {
         stop: &AtomicBool,
         window: MeasureWindow,
         series: &dyn SeriesSink,
+        seed: u64,
     ) -> Result<WorkloadResult, WorkloadError> {
         let hook = WindowHook(window);
-        let ctx = RunContext::new(client, server, addr, epoch, stop).with_hook(&hook).with_series(series);
+        let ctx = RunContext::new(client, server, addr, epoch, stop).with_hook(&hook).with_series(series).with_seed(seed);
         Ok(match self {
             WorkloadSpec::Bulk(s) => WorkloadResult::Bulk(s.run(&ctx)?),
             WorkloadSpec::Objects(s) => WorkloadResult::Objects(s.run(&ctx)?),
@@ -236,13 +238,25 @@ impl WorkloadResult {
     /// dropped from the verdict:
     /// * bulk and file: the goodput of what arrived (a file that did not arrive in time got
     ///   less than `size / timeout`, below any file that did);
-    /// * objects: the content throughput of the requests that completed (0 when none did);
+    /// * objects: the content throughput; for a run that did not finish every request, the
+    ///   bytes that completed over the whole timeout. A finished run took at most the timeout
+    ///   for all `R × S` bytes, so it scores at least `R·S / timeout`, and an unfinished one
+    ///   moved less than that in the same time: it can never rank above a finished one. (The
+    ///   throughput of the completed requests alone, whose window closes at the last success,
+    ///   scored a run with one hung request above runs that finished.)
     /// * page (and browser): `1 / timeout` for a page that did not load in time (a page that
     ///   loaded has at least that).
     pub fn score(&self, timeout_s: f64) -> (f64, bool) {
         match self {
             WorkloadResult::Bulk(b) => (b.goodput_bps, !b.flows.iter().all(|f| f.completed)),
-            WorkloadResult::Objects(o) => (o.content_throughput_bps, o.requests_completed < o.requests_requested || o.errors > 0),
+            WorkloadResult::Objects(o) => {
+                let unfinished = o.requests_completed < o.requests_requested || o.errors > 0;
+                if unfinished {
+                    (o.content_bytes as f64 * 8.0 / timeout_s, true)
+                } else {
+                    (o.content_throughput_bps, false)
+                }
+            }
             WorkloadResult::Page(p) | WorkloadResult::Browser(BrowserResult { page: p, .. }) => match p.page_load_s.filter(|t| *t > 0.0) {
                 Some(t) => (1.0 / t, false),
                 None => (1.0 / timeout_s, true),
@@ -287,5 +301,39 @@ impl WorkloadResult {
             WorkloadResult::Objects(o) => o.error_messages.first().cloned(),
             WorkloadResult::Page(p) | WorkloadResult::Browser(BrowserResult { page: p, .. }) => p.error_messages.first().cloned(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An objects run of `requests` × 1 MB with `completed` done, the last success at `wall_s`.
+    fn objects(requests: u32, completed: u32, wall_s: f64) -> WorkloadResult {
+        let bytes = u64::from(completed) * 1_000_000;
+        let v = serde_json::json!({
+            "method": "put", "object_bytes": 1_000_000, "concurrency": 16, "cc_requested": "cubic", "start_us": 0,
+            "wall_time_s": wall_s, "requests_requested": requests, "requests_issued": requests, "requests_completed": completed,
+            "errors": requests - completed, "content_bytes": bytes, "content_throughput_bps": bytes as f64 * 8.0 / wall_s,
+            "content_throughput_mbytes_per_s": bytes as f64 / wall_s / 1e6, "latency_p50_s": null, "latency_p95_s": null,
+            "latency_p99_s": null, "latency_max_s": null, "latency_mean_s": null, "client_connections": 16, "server_connections": 16,
+            "server_errors": 0, "interrupted": false, "timed_out": completed < requests, "connections": [], "requests": [], "error_messages": []
+        });
+        WorkloadResult::Objects(serde_json::from_value(v).expect("an objects result"))
+    }
+
+    /// Issue 16 §5: 100 × 1 MB with 99 done in 9 s and one request hung until the 30 s
+    /// timeout scored 88 Mbit/s, above a run that finished all 100 in 10 s (80 Mbit/s).
+    #[test]
+    fn an_unfinished_objects_run_never_scores_above_a_finished_one() {
+        let timeout = 30.0;
+        let (hung, hung_unfinished) = objects(100, 99, 9.0).score(timeout);
+        let (done, done_unfinished) = objects(100, 100, 10.0).score(timeout);
+        assert!(hung_unfinished && !done_unfinished);
+        assert!((done - 80e6).abs() < 1.0, "{done}");
+        assert!(hung < done, "unfinished {hung} against finished {done}");
+        // Even against a finished run that used the whole timeout.
+        let (slowest, _) = objects(100, 100, timeout).score(timeout);
+        assert!(hung <= slowest, "unfinished {hung} against the slowest finished {slowest}");
     }
 }

@@ -1,7 +1,7 @@
 //! QUIC beside kernel TCP (issue 8), end to end: the real binary, real namespaces, the emulator
 //! in between. Names and bad input need nothing; the runs need root (under `CI=true` a missing
 //! root is a failure, not a skip). Each run is a few seconds: the margins below are wide
-//! because the figures they guard differ by far more (measured numbers in the README).
+//! because the figures they guard differ by far more (measured numbers in docs/quic.md).
 
 mod common;
 
@@ -226,7 +226,7 @@ fn quic_bbr_keeps_rtt_under_half_of_quic_cubic_in_a_deep_buffer() {
 
 /// Issue 8 (b): 1 % random loss on the data direction. QUIC CUBIC collapses (Mathis: about
 /// 1.22 × MSS / (RTT × √p) ≈ 7 Mbit/s at 20 ms); QUIC BBR does not take loss for congestion
-/// below its 2 % threshold. Measured (README, 40 runs each on a loaded 2-core VM, load 2–8):
+/// below its 2 % threshold. Measured (docs/quic.md, 40 runs each on a loaded 2-core VM, load 2–8):
 /// BBRv3 85 % of the link (74–88 %, 2 runs in 40 under 80 %), BBRv2 85 % (75–89 %, 8 in 40
 /// under 80 %, none under 75 %), CUBIC 17 %. Gates on the median of 4 runs, with the false
 /// failure rate estimated by resampling those 40 runs: BBRv3 ≥ 80 % (the issue's figure)
@@ -313,7 +313,7 @@ fn noq_pacer_burst(pacing_bytes_per_s: f64, mtu: f64) -> f64 {
 /// without bound, a paced BBR does not: the emulator's queue delay stays low for every QUIC
 /// BBR and grows for QUIC CUBIC. And at the bottleneck's entry, before the queue, QUIC BBR's
 /// packets arrive paced: 99 % of them in bursts no longer than noq's pacer lets out at
-/// ProbeBW_UP's 1.25 × the link (11 datagrams at 50 Mbit/s). Measured (README): queue p50
+/// ProbeBW_UP's 1.25 × the link (11 datagrams at 50 Mbit/s). Measured (docs/quic.md): queue p50
 /// 2.8 / 2.4 ms against 956 ms; 99 % of BBR packets in bursts of 4–10.
 #[test]
 fn quic_bbr_is_paced_at_the_bottleneck_entry_and_keeps_an_unlimited_queue_short() {
@@ -358,4 +358,57 @@ fn quic_bbr_is_paced_at_the_bottleneck_entry_and_keeps_an_unlimited_queue_short(
         let stats = &r["path"]["down"]["window"]["stats"]["entry"];
         assert_eq!(stats["bursts"]["packets"].as_u64(), r["path"]["down"]["window"]["stats"]["packets_in"].as_u64(), "every arrival is in one burst");
     }
+}
+
+/// `--quic-receiver-cc` (a diagnostic) runs the receiving end with another controller, so
+/// scenario 5's mix-up — server and client controllers differ — can be shown on purpose: the
+/// sender still runs what --cc asks for, the receiver is read back as the other, and the
+/// mismatch warning is in the flow, in result.json's warnings and in the text output. Bad
+/// values and misplaced uses are refused in one line naming the flag.
+#[test]
+fn quic_receiver_cc_shows_the_mismatch_warning_on_purpose() {
+    for (args, needle) in [
+        (vec!["--cc", "quic:bbr3", "--quic-receiver-cc", "vegas"], "a QUIC algorithm"),
+        (vec!["--cc", "tcp:cubic", "--quic-receiver-cc", "cubic"], "only when a QUIC algorithm"),
+        (vec!["--cc", "quic:bbr3", "--workload", "page", "--quic-receiver-cc", "cubic"], "only with --workload bulk, file or objects"),
+    ] {
+        let out = out_path("recv-bad");
+        let o = ccbench(&[&["run"], &args[..], &["--runs", "1", "--out", &out.to_string_lossy()]].concat());
+        common::one_line(&o, 2, needle);
+        assert!(String::from_utf8_lossy(&o.stderr).contains("--quic-receiver-cc"));
+        assert!(!out.exists(), "nothing left behind");
+    }
+    let _g = lock();
+    if !have_root() {
+        return;
+    }
+    let out = out_path("recv-cc");
+    let o = ccbench(&[
+        "run",
+        "--cc",
+        "quic:bbr3",
+        "--quic-receiver-cc",
+        "quic:cubic",
+        "--rate",
+        "20mbit",
+        "--rtt",
+        "10ms",
+        "--duration",
+        "2s",
+        "--runs",
+        "1",
+        "--out",
+        &out.to_string_lossy(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = common::result(&out);
+    let _ = std::fs::remove_dir_all(&out);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let flow = &v["runs"][0]["workload"]["flows"][0];
+    assert_eq!((flow["cc_read_back"].as_str(), flow["cc_receiver"].as_str()), (Some("quic:bbr3"), Some("quic:cubic")), "{flow}");
+    let warning = flow["warning"].as_str().expect("the flow carries the mismatch warning");
+    assert!(warning.contains("sender runs quic:bbr3") && warning.contains("receiver runs quic:cubic"), "{warning}");
+    let warnings: Vec<&str> = v["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
+    assert!(warnings.iter().any(|w| w.contains("receiver runs quic:cubic")), "{warnings:?}");
+    assert!(stderr.lines().any(|l| l.starts_with("warning: ") && l.contains("receiver runs quic:cubic")), "not said on stderr: {stderr}");
 }

@@ -279,8 +279,8 @@ fn bulk_spec(cc: &str, mix: Vec<MixFlow>) -> WorkloadSpec {
 }
 
 fn assemble(ccs: Vec<String>, workload: WorkloadSpec, runs: Vec<RunRecord>) -> ExperimentResult {
-    let (summary, comparisons) = ccbench::analysis::analyse(&ccs, &runs, 7, 0.05);
-    let rtt_comparisons = ccbench::analysis::compare_rtt(&ccs, &runs, 7, 0.05);
+    let (summary, comparisons) = ccbench::analysis::analyse(&ccs, &runs, ccbench_stats::Criteria::at(0.05));
+    let rtt_comparisons = ccbench::analysis::compare_rtt(&ccs, &runs, ccbench_stats::Criteria::at(0.05));
     ExperimentResult {
         schema: SCHEMA.into(),
         status: Status::Complete,
@@ -292,6 +292,7 @@ fn assemble(ccs: Vec<String>, workload: WorkloadSpec, runs: Vec<RunRecord>) -> E
             runs_auto: false,
             seed: 7,
             alpha: 0.05,
+            min_effect: 0.0,
             path: Some(PathSpec {
                 down: DirectionConfig::default(),
                 up: DirectionConfig::default(),

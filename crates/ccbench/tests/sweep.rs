@@ -86,7 +86,7 @@ fn wait_for(file: &Path, child: &mut Child) {
 }
 
 #[test]
-fn a_sweep_runs_every_cell_and_its_shards_merge_into_the_same_result_set() {
+fn a_sweep_runs_every_cell_and_tasks_sharing_its_queue_give_the_same_result_set() {
     let _g = lock();
     if !have_root_and_tun() {
         return;
@@ -133,39 +133,53 @@ fn a_sweep_runs_every_cell_and_its_shards_merge_into_the_same_result_set() {
     }
     assert!(stdout.contains("Across cells") && stdout.contains("loss=1% rtt=20ms"), "{stdout}");
 
-    // The same spec as three shards, run at once as separate processes, each finding its shard
-    // its own way: --shard, a Kubernetes Indexed Job's index, a Slurm array's task.
-    let sharded = dir.join("sharded");
-    let sharded_s = sharded.to_str().unwrap();
+    // The same spec by three tasks at once into one OUT, as three nodes of a cluster would: one
+    // with a fixed shard, one as a Kubernetes Indexed Job's pod (JOB_COMPLETION_INDEX and the
+    // --shards of older manifests), one as a Slurm array's task. The index and the array's size
+    // do not matter: each takes the next cell nobody holds.
+    let shared = dir.join("shared");
+    let shared_s = shared.to_str().unwrap();
     let children: Vec<Child> = [
-        ccbench(&["sweep", &spec, "--out", sharded_s, "--shard", "0/3"], &[]),
-        ccbench(&["sweep", &spec, "--out", sharded_s, "--shards", "3"], &[("JOB_COMPLETION_INDEX", "1")]),
-        ccbench(&["sweep", &spec, "--out", sharded_s], &[("SLURM_ARRAY_TASK_ID", "2"), ("SLURM_ARRAY_TASK_COUNT", "3"), ("SLURM_ARRAY_TASK_MIN", "0")]),
+        ccbench(&["sweep", &spec, "--out", shared_s, "--shard", "0/3", "--worker", "fixed shard"], &[]),
+        ccbench(&["sweep", &spec, "--out", shared_s, "--shards", "3"], &[("JOB_COMPLETION_INDEX", "1")]),
+        ccbench(&["sweep", &spec, "--out", shared_s], &[("SLURM_ARRAY_TASK_ID", "7"), ("SLURM_ARRAY_TASK_COUNT", "1"), ("SLURM_JOB_ID", "42")]),
     ]
     .into_iter()
     .map(|mut c| c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap())
     .collect();
     for (i, c) in children.into_iter().enumerate() {
-        ok(&c.wait_with_output().unwrap(), &format!("shard {i}"));
+        ok(&c.wait_with_output().unwrap(), &format!("task {i}"));
     }
-    let mut union = BTreeMap::new();
-    for i in 0..3 {
-        let shard = sharded.join(format!("shard-{i}-of-3"));
-        assert_eq!(json(&shard.join("sweep.json"))["shard"], serde_json::json!({ "index": i, "count": 3 }));
-        for (id, cell) in cells(&shard) {
-            assert!(union.insert(id.clone(), cell).is_none(), "{id} in two shards");
-        }
+    // Every cell once, each run by one of the tasks, none left claimed or half-run.
+    let records: Vec<Value> = IDS.iter().map(|id| json(&shared.join("cells").join(id).join("cell.json"))).collect();
+    assert!(records.iter().all(|r| r["status"] == "complete" && r["attempts"] == 1), "{records:?}");
+    let workers: std::collections::BTreeSet<String> = records.iter().map(|r| r["worker"].as_str().unwrap().to_string()).collect();
+    assert!(workers.iter().all(|w| w == "fixed shard" || w.starts_with("job index 1 on ") || w.starts_with("slurm job 42 task 7 on ")), "{workers:?}");
+    assert_eq!(std::fs::read_dir(shared.join("queue")).unwrap().count(), 0, "no claim left");
+    assert_eq!(std::fs::read_dir(shared.join("running")).unwrap().count(), 0, "no attempt left");
+    for id in IDS {
+        let log = std::fs::read_to_string(shared.join("cells").join(id).join("log")).unwrap();
+        assert!(log.contains(&format!("cell {id} ")) && log.contains("attempt 1 of 2") && log.contains("run 1/1: cubic goodput"), "{log}");
     }
-    assert_eq!(union, got, "the shards together are the one-shot's cells, with its parameters");
+    let plan = json(&shared.join("plan.json"));
+    assert_eq!(plan["spec"]["hash"], json(&one.join("sweep.json"))["spec"]["hash"], "one plan, the one-shot's");
 
-    let merged = dir.join("merged");
-    let stdout = ok(&run(&["merge", sharded_s, "--out", merged.to_str().unwrap()]), "merge");
+    // status: complete, exit 0; the same as JSON.
+    let o = run(&["status", shared_s]);
+    let text = ok(&o, "status");
+    assert!(text.contains("Done      4") && text.contains("Missing   0") && text.contains("Complete"), "{text}");
+    let o = run(&["status", shared_s, "--json"]);
+    let status: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((status["complete"].as_bool(), status["counts"]["done"].as_u64(), status["cells"].as_u64()), (Some(true), Some(4), Some(4)));
+
+    // merge takes OUT itself; a second merge replaces the first.
+    let merged = shared.join("merged");
+    let stdout = ok(&run(&["merge", shared_s, "--out", merged.to_str().unwrap()]), "merge");
     assert_eq!(cells(&merged), got);
     assert_eq!(cell_params(&merged), cell_params(&one), "per cell, the same parameters (seeds included)");
     let index = json(&merged.join("sweep.json"));
     assert_eq!((index["status"].as_str(), index["shard"].is_null()), (Some("complete"), true));
     assert_eq!(index["spec"]["hash"], json(&one.join("sweep.json"))["spec"]["hash"]);
-    assert_eq!(index["merged_from"].as_array().unwrap().len(), 3);
     let rows = csv_rows(&merged.join("runs.csv"));
     assert_eq!(
         rows.iter().map(|r| r["cell"].clone()).collect::<Vec<_>>(),
@@ -173,29 +187,48 @@ fn a_sweep_runs_every_cell_and_its_shards_merge_into_the_same_result_set() {
     );
     assert!(rows.iter().all(|r| merged.join(&r["series.tcp"]).exists()));
     assert!(stdout.contains("Across cells") && stdout.contains("loss=0 rtt=10ms"), "{stdout}");
+    std::fs::write(merged.join("stale-marker"), "from the first merge").unwrap();
+    let stdout = ok(&run(&["merge", shared_s, "--out", merged.to_str().unwrap()]), "the second merge");
+    assert!(stdout.contains("replacing the earlier merge"), "{stdout}");
+    assert!(!merged.join("stale-marker").exists(), "the second merge replaced the first");
+    assert_eq!(cells(&merged), got);
+    assert_eq!(csv_rows(&merged.join("runs.csv")).len(), 4);
 
-    // A missing shard: refused, naming the cells it held.
-    let missing = dir.join("missing");
-    let s0 = sharded.join("shard-0-of-3");
-    let s1 = sharded.join("shard-1-of-3");
-    let o = run(&["merge", s0.to_str().unwrap(), s1.to_str().unwrap(), "--out", missing.to_str().unwrap()]);
-    let lost: Vec<String> = cells(&sharded.join("shard-2-of-3")).into_keys().collect();
-    refused(&o, &lost.iter().map(String::as_str).chain(["missing"]).collect::<Vec<_>>());
-    assert!(!missing.exists(), "a refused merge creates nothing");
+    // A closed standard output ends merge and status quietly (`ccbench merge … | head -1`).
+    for args in [vec!["merge", shared_s, "--out", merged.to_str().unwrap()], vec!["status", shared_s], vec!["status", shared_s, "--json"]] {
+        let o = with_closed_stdout(&args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(o.stderr.is_empty(), "{args:?}: quiet: {}", String::from_utf8_lossy(&o.stderr));
+    }
 
-    // A shard of another spec: refused, naming both directories.
+    // A cell missing: status says which, exit 1; merge refuses naming it, --partial merges the rest.
+    std::fs::remove_dir_all(shared.join("cells").join(IDS[2])).unwrap();
+    let o = run(&["status", shared_s]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("Done      3") && text.contains(&format!("Missing   1\n  {}", IDS[2])) && text.contains("Incomplete"), "{text}");
+    let partial = dir.join("partial");
+    refused(&run(&["merge", shared_s, "--out", partial.to_str().unwrap()]), &[IDS[2], "missing"]);
+    assert!(!partial.exists(), "a refused merge creates nothing");
+    ok(&run(&["merge", shared_s, "--partial", "--out", partial.to_str().unwrap()]), "merge --partial");
+    let pending: Vec<String> = cells(&partial).into_iter().filter(|(_, (_, s))| s == "pending").map(|(id, _)| id).collect();
+    assert_eq!(pending, [IDS[2]]);
+    assert_eq!(csv_rows(&partial.join("runs.csv")).len(), 3);
+
+    // A sweep of another spec: refused, naming both directories.
     let other_spec =
         write_spec(&dir, "other.toml", &SPEC.replace("rtt = [\"10ms\", \"20ms\"]", "rtt = [\"30ms\"]").replace("loss = [\"0\", \"1%\"]", "loss = [\"0\"]"));
     let other = dir.join("other");
     ok(&run(&["sweep", &other_spec, "--out", other.to_str().unwrap()]), "the other sweep");
-    let o = run(&["merge", s0.to_str().unwrap(), other.to_str().unwrap(), "--out", missing.to_str().unwrap()]);
-    refused(&o, &["mixed specs", s0.to_str().unwrap(), other.to_str().unwrap()]);
-    // A shard made by another ccbench: refused.
-    let s2 = sharded.join("shard-2-of-3");
-    let mut index = json(&s2.join("sweep.json"));
-    index["git_revision"] = "0123456789ab".into();
-    std::fs::write(s2.join("sweep.json"), index.to_string()).unwrap();
-    let o = run(&["merge", sharded_s, "--out", missing.to_str().unwrap()]);
+    let missing = dir.join("missing");
+    let o = run(&["merge", shared_s, other.to_str().unwrap(), "--out", missing.to_str().unwrap()]);
+    refused(&o, &["mixed specs", shared_s, other.to_str().unwrap()]);
+    // A sweep made by another ccbench: refused.
+    let mut plan = json(&other.join("plan.json"));
+    plan["spec"]["hash"] = json(&shared.join("plan.json"))["spec"]["hash"].clone();
+    plan["git_revision"] = "0123456789ab".into();
+    std::fs::write(other.join("plan.json"), plan.to_string()).unwrap();
+    let o = run(&["merge", shared_s, other.to_str().unwrap(), "--out", missing.to_str().unwrap()]);
     refused(&o, &["mixed ccbench versions", "0123456789ab"]);
     assert!(!missing.exists());
     let _ = std::fs::remove_dir_all(dir);
@@ -273,11 +306,14 @@ fn bad_sweep_input_is_one_line_exit_2_and_creates_nothing() {
         (vec!["sweep", &one_bad_cell], vec![], vec!["--size", "cell size=1mb workload=bulk"]),
         (vec!["sweep", &spec, "--rtt", "5ms"], vec![], vec!["--rtt is an axis"]),
         (vec!["sweep", &spec, "--shard", "3/3"], vec![], vec!["--shard"]),
-        (vec!["sweep", &spec, "--shards", "2"], vec![], vec!["--shards"]),
-        (vec!["sweep", &spec], vec![("JOB_COMPLETION_INDEX", "0")], vec!["--shards"]),
+        (vec!["sweep", &spec, "--shard", "1/2", "--shards", "3"], vec![], vec!["--shards"]),
+        (vec!["sweep", &spec, "--retries", "99"], vec![], vec!["--retries"]),
+        (vec!["sweep", &spec, "--lease-secs", "0"], vec![], vec!["--lease-secs"]),
+        (vec!["status", "/nonexistent/sweep"], vec![], vec!["status directory", "plan.json"]),
+        (vec!["merge", "/nonexistent/shard-0-of-2"], vec![], vec!["--out"]),
+        (vec!["merge", out_s, "--out", &spec], vec![], vec!["merge directory"]),
         (vec!["sweep", &spec, "--parallel", "0"], vec![], vec!["--parallel"]),
         (vec!["sweep", "/nonexistent/spec.toml"], vec![], vec!["sweep spec"]),
-        (vec!["merge", "/nonexistent/shard-0-of-2"], vec![], vec!["--out"]),
         (vec!["merge", out_s, "--out", "/nonexistent/merged"], vec![], vec!["merge directory"]),
     ];
     for (mut args, env, names) in cases {
@@ -298,5 +334,138 @@ fn bad_sweep_input_is_one_line_exit_2_and_creates_nothing() {
     let listed = ok(&o, "--dry-run");
     assert!(listed.contains("shard 1/2") && listed.contains(IDS[1]) && listed.contains(IDS[3]) && !listed.contains(IDS[0]), "{listed}");
     assert!(!out.exists());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `ccbench ARGS` with its standard output a pipe whose reader has gone (`… | head -1` once head
+/// has exited): every write to it fails with EPIPE.
+fn with_closed_stdout(args: &[&str]) -> Output {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: pipe writes two descriptors into the array, which we then own.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: each descriptor is owned once.
+    let (reader, writer) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(reader);
+    ccbench(args, &[]).stdout(Stdio::from(writer)).stderr(Stdio::piped()).output().expect("run ccbench")
+}
+
+#[test]
+fn commands_exit_quietly_when_their_reader_has_gone() {
+    let _g = lock();
+    let dir = tempdir("epipe");
+    let spec = write_spec(&dir, "tiny.toml", SPEC);
+    for args in [vec!["presets"], vec!["sweep", &spec, "--dry-run"], vec!["trace", "constant", "--rate", "10mbit"], vec!["--help"]] {
+        let o = with_closed_stdout(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.contains("panicked") && err.is_empty(), "{args:?}: {err}");
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A 1 × 2 grid whose second cell cannot run: 100% loss, so no connection is ever set up.
+const FAILING: &str = "[defaults]\ncc = \"cubic\"\nruns = 1\nduration = \"1s\"\nrate = \"20mbit\"\nrtt = \"10ms\"\n[axes]\nloss = [\"0\", \"100%\"]\n";
+
+#[test]
+fn a_failing_cell_is_tried_again_then_marked_failed_with_its_error_and_log() {
+    let _g = lock();
+    if !have_root_and_tun() {
+        return;
+    }
+    let dir = tempdir("retries");
+    let spec = write_spec(&dir, "failing.toml", FAILING);
+    let out = dir.join("out");
+    let out_s = out.to_str().unwrap();
+    let o = run(&["sweep", &spec, "--out", out_s, "--retries", "1"]);
+    assert_eq!(o.status.code(), Some(1), "a failed cell makes the task fail: {}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("loss=100%: failed after 2 attempt(s): connection setup failed"), "{stdout}");
+    let failed = out.join("cells").join("loss=100pct");
+    let record = json(&failed.join("cell.json"));
+    assert_eq!((record["status"].as_str(), record["attempts"].as_u64()), (Some("failed"), Some(2)));
+    assert!(record["error"].as_str().unwrap().starts_with("connection setup failed"), "{record}");
+    let log = std::fs::read_to_string(failed.join("log")).unwrap();
+    for line in ["attempt 1 of 2", "attempt 1 failed: connection setup failed", "attempt 2 of 2", "attempt 2 failed", "finished: failed"] {
+        assert!(log.contains(line), "the log should hold {line:?}: {log}");
+    }
+    // status: the failed cell with its error's first line, exit 1; as JSON too.
+    let o = run(&["status", out_s]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("Done      1") && text.contains("Failed    1") && text.contains("loss=100pct  after 2 attempt(s)"), "{text}");
+    assert!(text.contains("connection setup failed") && text.contains("cells/loss=100pct/log"), "{text}");
+    let status: Value = serde_json::from_slice(&run(&["status", out_s, "--json"]).stdout).unwrap();
+    assert_eq!(status["failed"][0]["id"], "loss=100pct");
+    assert_eq!(status["counts"], serde_json::json!({ "done": 1, "running": 0, "failed": 1, "missing": 0 }));
+    // Run again: a failed cell is not tried again, unless asked.
+    let o = run(&["sweep", &spec, "--out", out_s, "--retries", "0"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(json(&failed.join("cell.json"))["attempts"], 2, "untouched");
+    let o = run(&["sweep", &spec, "--out", out_s, "--retries", "0", "--retry-failed"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(json(&failed.join("cell.json"))["attempts"], 1, "run again, once");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Writes a claim on `id` as a task on another node would, renewed now.
+fn foreign_claim(out: &Path, id: &str, lease_secs: u64) -> std::path::PathBuf {
+    let queue = out.join("queue");
+    std::fs::create_dir_all(&queue).unwrap();
+    let file = queue.join(format!("{id}.claim"));
+    let claim = serde_json::json!({ "worker": "slurm job 9 task 3", "host": "node-that-died", "pid": 4242, "token": "t", "since": "2026-01-01T00:00:00Z", "lease_secs": lease_secs });
+    std::fs::write(&file, claim.to_string()).unwrap();
+    file
+}
+
+#[test]
+fn a_lapsed_lease_is_taken_over_by_the_next_task_and_a_live_one_is_not() {
+    let _g = lock();
+    if !have_root_and_tun() {
+        return;
+    }
+    let dir = tempdir("lease");
+    let spec = write_spec(&dir, "tiny.toml", SPEC);
+    let out = dir.join("out");
+    let out_s = out.to_str().unwrap();
+    // A task on another node holds IDS[1] and renews its 2-second lease (here: this test, while
+    // the sweep runs).
+    let claim = foreign_claim(&out, IDS[1], 2);
+    let renewing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let renewer = {
+        let (claim, renewing) = (claim.clone(), renewing.clone());
+        std::thread::spawn(move || {
+            while renewing.load(std::sync::atomic::Ordering::SeqCst) {
+                let f = std::fs::File::options().write(true).open(&claim).unwrap();
+                f.set_modified(std::time::SystemTime::now()).unwrap();
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        })
+    };
+    let o = run(&["sweep", &spec, "--out", out_s, "--lease-secs", "2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!out.join("cells").join(IDS[1]).exists(), "a live claim is left to its holder");
+    let status: Value = serde_json::from_slice(&run(&["status", out_s, "--json"]).stdout).unwrap();
+    assert_eq!(status["counts"], serde_json::json!({ "done": 3, "running": 1, "failed": 0, "missing": 0 }));
+    let r = &status["running"][0];
+    assert_eq!((r["id"].as_str(), r["host"].as_str(), r["lapsed"].as_bool()), (Some(IDS[1]), Some("node-that-died"), Some(false)));
+    assert!(r["lease_age_s"].as_f64().unwrap() < 2.0, "{r}");
+
+    // The node dies: the lease lapses, status says so, and the next task takes the cell over.
+    renewing.store(false, std::sync::atomic::Ordering::SeqCst);
+    renewer.join().unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let o = run(&["status", out_s]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("slurm job 9 task 3 on node-that-died") && text.contains("lease lapsed"), "{text}");
+    let o = run(&["sweep", &spec, "--out", out_s]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("lease of slurm job 9 task 3 on node-that-died lapsed: taken over"), "{stderr}");
+    let log = std::fs::read_to_string(out.join("cells").join(IDS[1]).join("log")).unwrap();
+    assert!(log.contains("took over from slurm job 9 task 3 on node-that-died (pid 4242)"), "{log}");
+    assert_eq!(run(&["status", out_s]).status.code(), Some(0));
+    assert_eq!(std::fs::read_dir(out.join("queue")).unwrap().count(), 0, "no claim left");
     let _ = std::fs::remove_dir_all(dir);
 }

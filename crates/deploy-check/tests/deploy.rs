@@ -74,9 +74,9 @@ fn the_job_is_indexed_one_pod_per_node_with_what_ccbench_needs() {
     let n = spec.completions.expect("completions");
     assert!(n >= 1);
     assert_eq!(spec.parallelism, Some(n), "every shard at once");
-    let pod = spec.template.spec.expect("pod spec");
+    let pod = spec.template.spec.clone().expect("pod spec");
     assert_eq!(pod.restart_policy.as_deref(), Some("Never"));
-    let labels = spec.template.metadata.and_then(|m| m.labels).expect("pod labels");
+    let labels = spec.template.metadata.clone().and_then(|m| m.labels).expect("pod labels");
 
     // One pod per node.
     let anti = pod.affinity.and_then(|a| a.pod_anti_affinity).expect("podAntiAffinity");
@@ -103,21 +103,45 @@ fn the_job_is_indexed_one_pod_per_node_with_what_ccbench_needs() {
     assert_eq!((tun.path.as_str(), tun.type_.as_deref()), ("/dev/net/tun", Some("CharDevice")));
     let results = volume_at("/results").persistent_volume_claim.expect("results on a PersistentVolumeClaim");
     assert_eq!(Some(results.claim_name.as_str()), claim.metadata.name.as_deref());
-    assert!(claim.spec.and_then(|s| s.access_modes).unwrap_or_default().contains(&"ReadWriteMany".to_string()), "pods on many nodes share it");
+    let claim_spec = claim.spec.clone().expect("PVC spec");
+    let claim_class = claim_spec.storage_class_name.clone();
+    assert!(claim_spec.access_modes.unwrap_or_default().contains(&"ReadWriteMany".to_string()), "pods on many nodes share it");
     let spec_map = volume_at("/spec").config_map.expect("the spec from the ConfigMap");
     assert_eq!(Some(spec_map.name.as_str()), config.metadata.name.as_deref());
 
-    // The command runs this pod's shard: JOB_COMPLETION_INDEX of --shards N, N the completions.
+    // The command takes cells from the queue in OUT, named by pod and node (any number of pods,
+    // any index: no --shard from the index).
     let command = [c.command.clone().unwrap_or_default(), c.args.clone().unwrap_or_default()].concat().join(" ");
     let words: Vec<&str> = command.split_whitespace().collect();
     let sweep = words.iter().position(|w| *w == "sweep").expect("ccbench sweep");
     assert!(words[..sweep].contains(&"ccbench"), "{command}");
     let spec_file = words[sweep + 1];
     assert!(spec_file.starts_with("/spec/"), "{command}");
-    let shards = words.iter().position(|w| *w == "--shards").map(|i| words[i + 1]).expect("--shards N");
-    assert_eq!(shards, n.to_string(), "--shards must equal completions");
     assert!(words.iter().any(|w| w.starts_with("/results/")), "--out on the results volume: {command}");
-    assert!(!command.contains("--shard "), "the index comes from JOB_COMPLETION_INDEX");
+    assert!(command.contains("--worker \"$(POD_NAME) on $(NODE_NAME)\""), "{command}");
+    let env = c.env.clone().unwrap_or_default();
+    for (var, field) in [("POD_NAME", "metadata.name"), ("NODE_NAME", "spec.nodeName")] {
+        let from = env.iter().find(|e| e.name == var).and_then(|e| e.value_from.clone()).and_then(|v| v.field_ref).map(|f| f.field_path);
+        assert_eq!(from.as_deref(), Some(field), "{var} from the downward API");
+    }
+    assert!(!command.contains("--shards"), "the queue balances the pods: {command}");
+
+    // A refused spec (exit 2) fails the Job at once; an eviction is not counted.
+    let policy = spec.pod_failure_policy.expect("podFailurePolicy");
+    let fail_on_2 = policy.rules.iter().any(|r| {
+        r.action == "FailJob"
+            && r.on_exit_codes.as_ref().is_some_and(|e| e.operator == "In" && e.values == [2] && e.container_name.as_deref() == Some(c.name.as_str()))
+    });
+    assert!(fail_on_2, "a FailJob rule on exit code 2 of the ccbench container");
+    assert!(policy.rules.iter().any(|r| r.action == "Ignore" && r.on_pod_conditions.as_ref().is_some_and(|p| p.iter().any(|c| c.type_ == "DisruptionTarget"))));
+    assert!(spec.backoff_limit_per_index.is_some_and(|n| n >= 1), "a failed pod is retried for its index");
+    // The default seccomp profile is enough (unshare, setns and mount with SYS_ADMIN).
+    assert_eq!(security.seccomp_profile.as_ref().map(|p| p.type_.as_str()), Some("RuntimeDefault"));
+
+    // storageClassName is a parameter, and the minimum Kubernetes version is stated.
+    assert!(claim_class.is_some_and(|c| !c.is_empty()), "storageClassName set (a ReadWriteMany class)");
+    let text = repo_file("deploy/kubernetes/sweep-job.yaml");
+    assert!(text.contains("Kubernetes 1.31 or later") && text.contains("PARAMETER"), "the header states the minimum version and the parameters");
 
     // The spec is the example shipped beside it.
     let key = spec_file.trim_start_matches("/spec/");
@@ -126,7 +150,7 @@ fn the_job_is_indexed_one_pod_per_node_with_what_ccbench_needs() {
 }
 
 #[test]
-fn the_merge_job_reads_the_sweeps_volume() {
+fn the_merge_job_waits_for_a_complete_sweep_with_a_deadline_then_merges_its_volume() {
     let docs = documents(&repo_file("deploy/kubernetes/merge-job.yaml"));
     assert_eq!(docs.len(), 1);
     let merge: Job = typed(&docs[0]);
@@ -134,8 +158,8 @@ fn the_merge_job_reads_the_sweeps_volume() {
     let pod = merge.spec.and_then(|s| s.template.spec).expect("pod spec");
     let args = pod.containers[0].args.clone().unwrap_or_default();
     assert_eq!(args.first().map(String::as_str), Some("merge"), "the image's entrypoint is ccbench");
-    // It merges the directory the sweep's shards write (--out of the sweep, whose
-    // $(SWEEP_NAME) is set in the sweep's env).
+    // It merges the directory the sweep's pods write (--out of the sweep, whose $(SWEEP_NAME) is
+    // set in the sweep's env).
     let sweep_pod = sweep.spec.and_then(|s| s.template.spec).expect("pod spec");
     let c = &sweep_pod.containers[0];
     let name = c.env.clone().unwrap_or_default().into_iter().find(|e| e.name == "SWEEP_NAME").and_then(|e| e.value).expect("SWEEP_NAME");
@@ -143,31 +167,70 @@ fn the_merge_job_reads_the_sweeps_volume() {
     assert!(c.args.clone().unwrap_or_default().concat().contains("--out /results/$(SWEEP_NAME)"));
     assert_eq!(args[1], sweep_out);
     assert!(args[args.iter().position(|a| a == "--out").expect("--out") + 1].starts_with(&format!("{sweep_out}/")));
+    // First an init container polls `ccbench status` on that directory, until a deadline.
+    let init = pod.init_containers.clone().unwrap_or_default();
+    let wait = init.first().expect("an init container that waits for the sweep");
+    let script = [wait.command.clone().unwrap_or_default(), wait.args.clone().unwrap_or_default()].concat().join(" ");
+    assert!(script.contains(&format!("until ccbench status {sweep_out} ")), "{script}");
+    assert!(script.contains("deadline") && script.contains("exit 1"), "gives up at a deadline: {script}");
+    let seconds = wait.env.clone().unwrap_or_default().into_iter().find(|e| e.name == "WAIT_SECONDS").and_then(|e| e.value).expect("WAIT_SECONDS");
+    assert!(seconds.parse::<u64>().is_ok_and(|s| s > 0), "{seconds}");
+    // Kubernetes expands $(NAME) in args: the shell's $( ) must be written $$( ).
+    assert!(!script.replace("$$(", "").contains("$("), "{script}");
+    for c in [&pod.containers[0], wait] {
+        let mount = c.volume_mounts.clone().unwrap_or_default();
+        assert!(mount.iter().any(|m| m.mount_path == "/results"), "{} mounts the results", c.name);
+    }
     let volume = pod.volumes.unwrap_or_default().into_iter().find_map(|v| v.persistent_volume_claim).expect("the results claim");
     assert_eq!(Some(volume.claim_name.as_str()), claim.metadata.name.as_deref());
 }
 
-#[test]
-fn the_slurm_script_is_an_array_from_zero_and_valid_shell() {
-    let text = repo_file("deploy/slurm/sweep.sbatch");
-    let array = text.lines().find_map(|l| l.strip_prefix("#SBATCH --array=")).expect("#SBATCH --array");
-    assert!(array.starts_with("0-"), "--array=0-(N-1): ccbench's shards are 0-based: {array}");
-    assert!(text.contains("ccbench") && text.contains(" sweep \"$SPEC\" --out \"$OUT\""));
-    assert!(!text.contains("--shard "), "the index comes from SLURM_ARRAY_TASK_ID");
-    // Every #SBATCH line comes before the first command, or sbatch ignores it.
-    let first_command = text.lines().position(|l| !l.trim().is_empty() && !l.starts_with('#')).unwrap();
-    assert!(text.lines().skip(first_command).all(|l| !l.starts_with("#SBATCH")));
-    let status =
-        std::process::Command::new("bash").arg("-n").arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/slurm/sweep.sbatch")).status();
-    assert!(status.expect("bash").success(), "bash -n deploy/slurm/sweep.sbatch");
+fn bash_syntax_ok(path: &str) {
+    let status = std::process::Command::new("bash").arg("-n").arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)).status();
+    assert!(status.expect("bash").success(), "bash -n {path}");
 }
 
 #[test]
-fn the_containerfile_builds_ccbench_in_two_stages() {
+fn the_slurm_scripts_name_each_task_explicitly_and_merge_after_any_end_with_a_status_check() {
+    let text = repo_file("deploy/slurm/sweep.sbatch");
+    let array = text.lines().find_map(|l| l.strip_prefix("#SBATCH --array=")).expect("#SBATCH --array");
+    assert!(array.starts_with("0-"), "--array=0-(N-1) (SHARDS=N uses the task id as a 0-based shard): {array}");
+    // ccbench by absolute path, through one variable; never a bare `ccbench` found on PATH.
+    assert!(text.contains("CCBENCH=${CCBENCH:-/"), "CCBENCH defaults to an absolute path");
+    assert!(text.contains("\"$CCBENCH\" \"${ARGS[@]}\""), "runs \"$CCBENCH\"");
+    assert!(!text.lines().any(|l| !l.trim_start().starts_with('#') && l.split_whitespace().any(|w| w == "ccbench")), "no bare ccbench");
+    // sudo's env_reset drops SLURM_*: the task's name goes on the command line, as does a shard.
+    assert!(text.contains("--worker \"$WORKER\"") && text.contains("SLURM_ARRAY_TASK_ID"));
+    assert!(text.contains("--shard \"$SHARD\""), "a fixed shard is passed explicitly, never read from SLURM_* by ccbench under sudo");
+    assert!(text.contains("sudo -n") && text.contains("id -u"), "sudo for other users, directly as root");
+    assert!(text.contains("${SLURM_ARRAY_JOB_ID:-}"), "works outside an array (set -u)");
+    assert!(text.contains("afterany") && !text.contains("afterok"), "the merge runs however the tasks ended");
+    // Every #SBATCH line comes before the first command, or sbatch ignores it.
+    for file in ["deploy/slurm/sweep.sbatch", "deploy/slurm/merge.sbatch"] {
+        let text = repo_file(file);
+        let first_command = text.lines().position(|l| !l.trim().is_empty() && !l.starts_with('#')).unwrap();
+        assert!(text.lines().skip(first_command).all(|l| !l.starts_with("#SBATCH")), "{file}");
+        bash_syntax_ok(file);
+    }
+    // The merge checks the status first, and merges OUT itself.
+    let merge = repo_file("deploy/slurm/merge.sbatch");
+    let (status, merged) = (merge.find("\"$CCBENCH\" status \"$OUT\"").expect("status"), merge.find("\"$CCBENCH\" merge \"$OUT\" --out").expect("merge"));
+    assert!(status < merged);
+}
+
+#[test]
+fn the_containerfile_builds_ccbench_in_two_stages_from_fully_qualified_images_or_offline() {
     let text = repo_file("Containerfile");
     let froms: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("FROM ")).collect();
-    assert_eq!(froms, ["rust:bookworm AS build", "debian:bookworm-slim"]);
-    assert!(text.contains("cargo build --release --locked -p ccbench"));
+    assert_eq!(froms, ["${BUILD_IMAGE} AS build", "${RUNTIME_IMAGE}"]);
+    let default = |arg: &str| text.lines().find_map(|l| l.strip_prefix(&format!("ARG {arg}="))).unwrap_or_else(|| panic!("ARG {arg}")).to_string();
+    for image in [default("BUILD_IMAGE"), default("RUNTIME_IMAGE")] {
+        // registry/path/name:tag: podman refuses short names it cannot resolve.
+        let registry = image.split('/').next().unwrap();
+        assert!(image.split('/').count() >= 3 && registry.contains('.') && image.contains(':'), "not fully qualified: {image}");
+    }
+    assert!(text.contains("cargo build --release --locked $offline -p ccbench"));
+    assert!(text.contains("--offline --config vendor-config.toml") && text.contains("cargo vendor --locked vendor > vendor-config.toml"));
     assert!(text.contains("iproute2"));
     assert!(text.contains("COPY --from=build"));
     assert!(text.contains("ENTRYPOINT [\"ccbench\"]"));

@@ -3,11 +3,13 @@
 //!
 //! Input format: one configuration byte, then records of `[len_lo, len_hi, dt_ms]` followed
 //! by `len` bytes, each one read handed to the shell `dt_ms` milliseconds after the previous.
+//! With the AQM bit (0x08) set, the delay bits (6-7) also choose the AQM: 0 or 3 CoDel,
+//! 1 FQ-CoDel (which hashes every packet's 5-tuple), 2 PIE.
 
 use std::time::Instant;
 
 use ccbench_link::time;
-use ccbench_link::{Aqm, Buffer, DirectionConfig, Rate, CODEL_DEFAULT_INTERVAL, CODEL_DEFAULT_TARGET};
+use ccbench_link::{Aqm, Buffer, DirectionConfig, FqCodel, Pie, Rate};
 
 use crate::shell::{Shell, ShellConfig};
 use crate::window::MeasureWindow;
@@ -21,7 +23,12 @@ pub fn run_packet_path(data: &[u8]) {
         rate: if cfg & 0x02 != 0 { Rate::BitsPerSec(10_000_000) } else { Rate::Unlimited },
         delay_ns: u64::from(cfg >> 6) * MS,
         buffer: if cfg & 0x04 != 0 { Buffer::Packets(4) } else { Buffer::Unlimited },
-        aqm: if cfg & 0x08 != 0 { Aqm::Codel { target_ns: CODEL_DEFAULT_TARGET, interval_ns: CODEL_DEFAULT_INTERVAL } } else { Aqm::DropTail },
+        aqm: match (cfg & 0x08 != 0, cfg >> 6) {
+            (false, _) => Aqm::DropTail,
+            (true, 1) => Aqm::FqCodel(FqCodel { flows: 8, ..FqCodel::default() }),
+            (true, 2) => Aqm::Pie(Pie::default()),
+            (true, _) => Aqm::codel(),
+        },
         ..Default::default()
     };
     let config = ShellConfig {

@@ -90,7 +90,7 @@ pub(crate) fn clock_at(epoch: Instant, at: Instant) -> time::Instant {
 }
 
 /// Default for [`PathSpec::batch_us`]: at a gigabit this groups about two packets per wake-up
-/// and keeps the median delay error near 20 µs (see the README's benchmark).
+/// and keeps the median delay error near 20 µs (see the benchmark in docs/performance.md).
 pub const DEFAULT_BATCH_US: u64 = 25;
 
 fn default_batch_us() -> u64 {

@@ -40,6 +40,8 @@ pub struct Shell {
     hdr: usize,
     buf_len: usize,
     link: Link<Box<[u8]>>,
+    /// The AQM queues flows apart (FQ-CoDel): each packet's 5-tuple is hashed on the way in.
+    per_flow: bool,
     pool: Vec<Box<[u8]>>,
     coalescer: Coalescer,
     /// A departure that did not fit the coalescer; it starts the next superframe.
@@ -95,6 +97,7 @@ impl Shell {
             hdr,
             buf_len,
             link: Link::new(cfg.config.clone(), cfg.seed),
+            per_flow: cfg.config.aqm.per_flow(),
             // Grows to the most packets ever held at once, then recycles: no allocation in
             // steady state, and a short-lived shell (a test, a fuzz input) costs nothing.
             pool: Vec::new(),
@@ -126,7 +129,8 @@ impl Shell {
     /// Offers one packet (`len` bytes of `buf`, vnet header included) to the link.
     fn offer(&mut self, now: Instant, buf: Box<[u8]>, len: usize) {
         let wire = (len - self.hdr) as u32;
-        let result = self.link.enqueue(now, wire, buf);
+        let flow = if self.per_flow { ccbench_link::flow::flow_of(&buf[self.hdr..len]) } else { 0 };
+        let result = self.link.enqueue_in_flow(now, wire, flow, buf);
         // The window meters the entry as the link did, with the link's rate in force.
         self.window.arrival(now, wire, self.link.back_to_back_under(wire));
         if let Err(dropped) = result {
@@ -236,7 +240,8 @@ impl Shell {
     }
 
     fn housekeeping(&mut self, now: Instant) {
-        // CoDel drops at dequeue inside the model; take those buffers back. Like every drop
+        // CoDel drops at dequeue inside the model (FQ-CoDel also from its fattest queue when
+        // another flow's packet arrives); take those buffers back. Like every drop
         // they count in the window at their packet's arrival.
         while let Some(dropped) = self.link.take_dropped() {
             self.window.drop(dropped.arrived_at, dropped.cause, dropped.len);

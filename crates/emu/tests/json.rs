@@ -30,7 +30,7 @@ fn down() -> DirectionConfig {
         ],
         jitter: Jitter::Uniform { max_ns: 2 * MS, reorder: false },
         policer: Some(Policer { rate_bps: 10_000_000, burst_bytes: 15_000 }),
-        aqm: Aqm::Codel { target_ns: 3 * MS, interval_ns: 50 * MS },
+        aqm: Aqm::Codel(ccbench_link::Codel { target_ns: 3 * MS, interval_ns: 50 * MS }),
     }
 }
 

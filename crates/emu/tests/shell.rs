@@ -247,3 +247,31 @@ fn superframe_segments_arrive_as_one_burst_and_paced_reads_alone() {
     let w = r.window.expect("opened and closed");
     assert_eq!(w.stats.entry, r.stats.entry);
 }
+
+/// Under FQ-CoDel the shell hashes each packet's 5-tuple, so a thin flow beside a flood gets
+/// its own queue: none of its packets is lost to the flood's overflow, which drops from the
+/// flood's queue (RFC 8290 section 4.1). Through drop-tail the thin flow loses its share.
+#[test]
+fn fq_codel_tells_the_flows_apart_by_their_headers() {
+    let thin_delivered = |aqm: ccbench_link::Aqm| {
+        // 8 Mbit/s: 1 ms per 1000-byte packet; the flood offers two per ms, the thin flow
+        // one every 10 ms.
+        let dir = DirectionConfig { rate: Rate::BitsPerSec(8_000_000), buffer: Buffer::Packets(20), aqm, ..Default::default() };
+        let mut shell = Shell::new(config(false, dir), T0, MeasureWindow::new(Instant::now()));
+        let mut thin = 0;
+        for ms in 0..2000u64 {
+            shell.handle_read(at(ms * MS), &udp(1));
+            shell.handle_read(at(ms * MS), &udp(1));
+            if ms % 10 == 5 {
+                shell.handle_read(at(ms * MS), &udp(2));
+            }
+            thin += drain(&mut shell, at(ms * MS)).iter().filter(|p| p[1] == 2).count();
+        }
+        thin += drain(&mut shell, at(3000 * MS)).iter().filter(|p| p[1] == 2).count();
+        let r = shell.finish(at(3000 * MS), 0.0);
+        assert!(r.stats.drops_buffer > 1000, "the flood overflows: {}", r.stats.drops_buffer);
+        thin
+    };
+    assert_eq!(thin_delivered(ccbench_link::Aqm::FqCodel(ccbench_link::FqCodel::default())), 200);
+    assert!(thin_delivered(ccbench_link::Aqm::DropTail) < 150);
+}

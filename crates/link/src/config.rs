@@ -2,6 +2,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::aqm::AqmKind as Aqm;
 use crate::time::{Duration, Instant};
 use crate::trace::TraceRate;
 
@@ -67,6 +68,22 @@ pub enum Buffer {
     Packets(u64),
 }
 
+impl Buffer {
+    /// Whether a queue of `bytes` in `packets` packets fits.
+    pub fn holds(&self, bytes: u64, packets: usize) -> bool {
+        match *self {
+            Buffer::Unlimited => true,
+            Buffer::Bytes(b) => bytes <= b,
+            Buffer::Packets(n) => packets as u64 <= n,
+        }
+    }
+
+    /// Whether a `len`-byte packet fits behind a queue of `bytes` in `packets` packets.
+    pub fn admits(&self, bytes: u64, packets: usize, len: u32) -> bool {
+        self.holds(bytes + u64::from(len), packets + 1)
+    }
+}
+
 /// Extra per-packet delay added after the propagation delay.
 ///
 /// Samples come from an RNG stream of their own (same seed, different
@@ -100,41 +117,6 @@ impl Jitter {
 pub struct Policer {
     pub rate_bps: u64,
     pub burst_bytes: u64,
-}
-
-pub const CODEL_DEFAULT_TARGET: Duration = Duration::from_millis(5);
-pub const CODEL_DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
-
-fn codel_target() -> Duration {
-    CODEL_DEFAULT_TARGET
-}
-
-fn codel_interval() -> Duration {
-    CODEL_DEFAULT_INTERVAL
-}
-
-/// Queue management of the buffer. The [`Buffer`] limit applies (as
-/// drop-tail at arrival) whatever the AQM.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Aqm {
-    #[default]
-    DropTail,
-    /// CoDel (RFC 8289), deciding when a packet leaves the buffer to start
-    /// serialization.
-    Codel {
-        #[serde(default = "codel_target")]
-        target_ns: Duration,
-        #[serde(default = "codel_interval")]
-        interval_ns: Duration,
-    },
-}
-
-impl Aqm {
-    /// CoDel with the RFC 8289 defaults (5 ms target, 100 ms interval).
-    pub fn codel() -> Aqm {
-        Aqm::Codel { target_ns: CODEL_DEFAULT_TARGET, interval_ns: CODEL_DEFAULT_INTERVAL }
-    }
 }
 
 /// A change of the link's parameters at `at_ns`, on the same clock as the
@@ -201,6 +183,8 @@ pub enum LinkConfigError {
     PolicerZeroRate,
     /// CoDel's interval must be positive (it divides the control law).
     CodelZeroInterval,
+    /// Another AQM parameter out of range, said in full.
+    Aqm(String),
 }
 
 impl fmt::Display for LinkConfigError {
@@ -217,6 +201,7 @@ impl fmt::Display for LinkConfigError {
             LinkConfigError::CodelZeroInterval => {
                 write!(f, "CoDel interval must be greater than zero")
             }
+            LinkConfigError::Aqm(why) => f.write_str(why),
         }
     }
 }
@@ -267,9 +252,7 @@ impl DirectionConfig {
         if self.policer.is_some_and(|p| p.rate_bps == 0) {
             return Err(LinkConfigError::PolicerZeroRate);
         }
-        if matches!(self.aqm, Aqm::Codel { interval_ns, .. } if interval_ns.is_zero()) {
-            return Err(LinkConfigError::CodelZeroInterval);
-        }
+        self.aqm.validate()?;
         // Buffer::Bytes(0) / Packets(0) are meaningful (no queueing at all:
         // only a packet finding the server idle gets through), so they pass.
         Ok(())

@@ -11,11 +11,14 @@
 //! * **Policer** ([`Policer`], optional): a token bucket that starts full and
 //!   refills continuously (exact integer arithmetic); a packet finding fewer
 //!   tokens than its length is dropped ([`DropCause::Policer`]) and takes none.
-//! * **Buffer / AQM** ([`Buffer`], [`Aqm`]): the buffer limit is enforced
-//!   drop-tail at arrival. With [`Aqm::Codel`], RFC 8289 CoDel judges each
-//!   packet when it leaves the buffer to start serialization (sojourn =
-//!   service start − arrival). AQM drops happen while the link replays its
-//!   timeline, so they are handed back through [`Link::take_dropped`].
+//! * **Buffer / AQM** ([`Buffer`], [`Aqm`], one file per discipline in [`aqm`]): drop-tail by
+//!   default. [`Aqm::Codel`] (RFC 8289) judges each packet when it leaves the buffer to start
+//!   serialization (sojourn = service start − arrival); [`Aqm::Pie`] (RFC 8033) drops at
+//!   arrival with a probability updated every 15 ms; [`Aqm::FqCodel`] (RFC 8290) keeps a queue
+//!   per flow ([`Link::enqueue_in_flow`], [`flow`]) with CoDel in each. The buffer limit is
+//!   enforced at arrival, drop-tail except under FQ-CoDel, which drops from its fattest queue.
+//!   Drops decided after the arrival happen while the link replays its timeline, so they are
+//!   handed back through [`Link::take_dropped`].
 //! * **Rate server**: constant ([`Rate`]), trace-driven ([`TraceRate`],
 //!   Mahimahi format: 1500-byte delivery opportunities at millisecond
 //!   timestamps, looping), and changed over time by
@@ -53,23 +56,26 @@
 //! [`Link::dequeue`] until it returns `None`, then [`Link::take_dropped`]
 //! until it returns `None` to reclaim the buffers of AQM-dropped packets.
 
-mod codel;
+pub mod aqm;
 mod config;
 mod delay_line;
 pub mod entry;
+pub mod flow;
 mod histogram;
 mod jitter;
 mod link;
 mod loss;
 mod pacer;
 mod policer;
+pub mod text;
 pub mod time;
 pub mod trace;
 
-pub use config::{
-    Aqm, Buffer, DirectionConfig, Jitter, LinkConfigError, LossModel, Policer, Rate, ScheduledChange, CODEL_DEFAULT_INTERVAL, CODEL_DEFAULT_TARGET,
-};
+pub use aqm::codel::{CODEL_DEFAULT_INTERVAL, CODEL_DEFAULT_TARGET};
+pub use aqm::{AqmKind as Aqm, Codel, FqCodel, Pie};
+pub use config::{Buffer, DirectionConfig, Jitter, LinkConfigError, LossModel, Policer, Rate, ScheduledChange};
 pub use entry::{BurstHistogram, EntryMeter, EntryStats};
 pub use histogram::DelayHistogram;
 pub use link::{Delivery, DropCause, Dropped, Link, LinkStats};
+pub use text::Refused;
 pub use trace::{TraceError, TraceRate};

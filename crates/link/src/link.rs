@@ -3,8 +3,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::codel::{Codel, CodelQueue};
-use crate::config::{Aqm, Buffer, DirectionConfig, LinkConfigError};
+use crate::aqm::{Aqm as _, Discipline, Drops, Queued};
+use crate::config::{DirectionConfig, LinkConfigError};
 use crate::delay_line::DelayLine;
 use crate::entry::{EntryMeter, EntryStats};
 use crate::histogram::DelayHistogram;
@@ -21,8 +21,8 @@ pub enum DropCause {
     BufferOverflow,
     /// Out of tokens at the policer.
     Policer,
-    /// Dropped by the AQM (CoDel) when leaving the buffer; such packets are
-    /// handed back through [`Link::take_dropped`].
+    /// Dropped by the AQM: at arrival (PIE), handed back by [`Link::enqueue`], or when
+    /// leaving the buffer (CoDel, FQ-CoDel), handed back through [`Link::take_dropped`].
     Aqm,
 }
 
@@ -103,12 +103,6 @@ pub struct LinkStats {
     pub entry: EntryStats,
 }
 
-struct Waiting<P> {
-    packet: P,
-    len: u32,
-    arrived_at: Instant,
-}
-
 struct InService<P> {
     packet: P,
     len: u32,
@@ -138,10 +132,9 @@ pub struct Link<P> {
     cfg: DirectionConfig,
     loss: LossProcess,
     policer: Option<TokenBucket>,
-    codel: Option<Codel>,
+    /// The buffer and its queue management.
+    aqm: Discipline<P>,
     jitter: JitterProcess,
-    queue: VecDeque<Waiting<P>>,
-    backlog_bytes: u64,
     server: Option<InService<P>>,
     pacer: Pacer,
     /// Propagation delay in force (the configured one, then scheduled changes).
@@ -172,17 +165,11 @@ impl<P> Link<P> {
     pub fn new(mut cfg: DirectionConfig, seed: u64) -> Self {
         cfg.schedule.sort_by_key(|c| c.at_ns);
         let delay_line = DelayLine::new(cfg.jitter.reorders());
-        let codel = match cfg.aqm {
-            Aqm::DropTail => None,
-            Aqm::Codel { target_ns, interval_ns } => Some(Codel::new(target_ns, interval_ns)),
-        };
         Link {
             loss: LossProcess::new(cfg.loss.clone(), seed),
             policer: cfg.policer.map(TokenBucket::new),
-            codel,
+            aqm: cfg.aqm.build(cfg.buffer, seed),
             jitter: JitterProcess::new(cfg.jitter, seed),
-            queue: VecDeque::new(),
-            backlog_bytes: 0,
             server: None,
             pacer: Pacer::new(cfg.rate, cfg.trace.clone()),
             delay: cfg.delay_ns,
@@ -205,8 +192,16 @@ impl<P> Link<P> {
 
     /// Offers a packet that arrived at `now`. On success the link owns it
     /// until `dequeue` (or, if the AQM drops it later, `take_dropped`)
-    /// returns it; on an immediate drop it is handed back.
+    /// returns it; on an immediate drop it is handed back. All packets offered this way
+    /// belong to one flow (see [`Link::enqueue_in_flow`]).
     pub fn enqueue(&mut self, now: Instant, len: u32, packet: P) -> Result<(), Dropped<P>> {
+        self.enqueue_in_flow(now, len, 0, packet)
+    }
+
+    /// As [`Link::enqueue`], for a packet of `flow` (a hash of its 5-tuple, see
+    /// [`crate::flow::flow_of`]): an AQM that queues flows apart (FQ-CoDel) classifies by it;
+    /// the others ignore it. [`DirectionConfig::aqm`]'s `per_flow()` says whether it matters.
+    pub fn enqueue_in_flow(&mut self, now: Instant, len: u32, flow: u64, packet: P) -> Result<(), Dropped<P>> {
         let now = self.clock(now);
         self.stats.packets_in += 1;
         self.stats.bytes_in += u64::from(len);
@@ -237,24 +232,15 @@ impl<P> Link<P> {
         // advance_inner keeps the server busy while anything waits, so an
         // idle server means an empty queue: the packet passes straight
         // through the buffer (and the AQM, which sees a zero sojourn).
-        if !idle {
-            let fits = match self.cfg.buffer {
-                Buffer::Unlimited => true,
-                Buffer::Bytes(b) => self.backlog_bytes + u64::from(len) <= b,
-                Buffer::Packets(n) => (self.queue.len() as u64) < n,
-            };
-            if !fits {
-                self.stats.drops_buffer += 1;
-                self.stats.bytes_dropped_buffer += u64::from(len);
-                return Err(Dropped { packet, cause: DropCause::BufferOverflow, arrived_at: now, len });
-            }
+        let mut drops = Drops { stats: &mut self.stats, out: &mut self.dropped };
+        if let Err((q, cause)) = self.aqm.enqueue(now, Queued { packet, len, arrived_at: now, flow }, idle, &mut drops) {
+            self.stats.count_drop(cause, len);
+            return Err(Dropped { packet: q.packet, cause, arrived_at: now, len });
         }
-        self.queue.push_back(Waiting { packet, len, arrived_at: now });
-        self.backlog_bytes += u64::from(len);
         if idle {
             self.start_next(now);
         } else {
-            self.stats.max_backlog_bytes = self.stats.max_backlog_bytes.max(self.backlog_bytes);
+            self.stats.max_backlog_bytes = self.stats.max_backlog_bytes.max(self.aqm.backlog_bytes());
         }
         Ok(())
     }
@@ -315,7 +301,7 @@ impl<P> Link<P> {
             self.cfg.schedule[self.next_change..].iter().find(|c| c.rate.is_some()).map(|c| c.at_ns)
         } else {
             let at = self.delivery_time(s.finish, self.delay_at(s.finish), s.jitter);
-            if self.cfg.jitter.reorders() && !self.queue.is_empty() {
+            if self.cfg.jitter.reorders() && self.aqm.backlog_packets() > 0 {
                 Some(at.min(s.finish))
             } else {
                 Some(at)
@@ -341,18 +327,24 @@ impl<P> Link<P> {
 
     /// Bytes waiting in the queue, excluding the packet in service.
     pub fn backlog_bytes(&self) -> u64 {
-        self.backlog_bytes
+        self.aqm.backlog_bytes()
     }
 
     /// Packets waiting in the queue, excluding the packet in service.
     pub fn backlog_packets(&self) -> usize {
-        self.queue.len()
+        self.aqm.backlog_packets()
+    }
+
+    /// The running queue discipline (for tests that look inside one).
+    #[cfg(test)]
+    pub(crate) fn discipline(&self) -> &Discipline<P> {
+        &self.aqm
     }
 
     /// Everything held on its way out: queue + server + delay line. AQM
     /// drops awaiting [`Link::take_dropped`] are not included.
     pub fn in_flight_packets(&self) -> usize {
-        self.queue.len() + usize::from(self.server.is_some()) + self.delay_line.len()
+        self.aqm.backlog_packets() + usize::from(self.server.is_some()) + self.delay_line.len()
     }
 
     pub fn stats(&self) -> &LinkStats {
@@ -368,19 +360,22 @@ impl<P> Link<P> {
         self.last_now
     }
 
-    /// Replays, in time order, every scheduled change and every completed
-    /// serialization up to `now`. A change at the same instant as a finish
-    /// goes first, so it already applies to that packet's delay and to its
-    /// successor's rate.
+    /// Replays, in time order, every scheduled change, AQM timer and completed
+    /// serialization up to `now`. At equal instants a change goes first, so it already
+    /// applies to that packet's delay and to its successor's rate; then the AQM's timer, so
+    /// the packet starting service sees its update.
     fn advance_inner(&mut self, now: Instant) {
         loop {
             let change = self.cfg.schedule.get(self.next_change).map(|c| c.at_ns).filter(|&t| t <= now);
+            let timer = self.aqm.next_timer().filter(|&t| t <= now);
             // Instant::MAX marks a stalled server: it never finishes.
             let finish = self.server.as_ref().map(|s| s.finish).filter(|&f| f <= now && f != Instant::MAX);
-            match (change, finish) {
-                (Some(c), f) if f.is_none_or(|f| c <= f) => self.apply_change(),
-                (_, Some(_)) => self.complete_service(),
-                _ => return,
+            let first = [change, timer, finish].into_iter().flatten().min();
+            match first {
+                None => return,
+                Some(t) if change == Some(t) => self.apply_change(),
+                Some(t) if timer == Some(t) => self.aqm.on_timer(t),
+                Some(_) => self.complete_service(),
             }
         }
     }
@@ -458,40 +453,24 @@ impl<P> Link<P> {
         }
     }
 
-    /// The next packet the buffer hands the server at `now`: the head, or what CoDel lets
-    /// through after its drops.
-    fn aqm_dequeue(&mut self, now: Instant) -> Option<Waiting<P>> {
-        let mut buffer = BufferHead { queue: &mut self.queue, backlog_bytes: &mut self.backlog_bytes, stats: &mut self.stats, dropped: &mut self.dropped };
-        match &mut self.codel {
-            Some(codel) => codel.dequeue(&mut buffer, now),
-            None => buffer.pop(now).map(|(w, _, _)| w),
-        }
+    /// The next packet the buffer hands the server at `now`: what the AQM lets through
+    /// after its drops.
+    fn aqm_dequeue(&mut self, now: Instant) -> Option<Queued<P>> {
+        self.aqm.dequeue(now, &mut Drops { stats: &mut self.stats, out: &mut self.dropped })
     }
 }
 
-/// The buffer's head as CoDel sees it: pop with sojourn and bytes left, drop into the
-/// link's AQM drops.
-struct BufferHead<'a, P> {
-    queue: &'a mut VecDeque<Waiting<P>>,
-    backlog_bytes: &'a mut u64,
-    stats: &'a mut LinkStats,
-    dropped: &'a mut VecDeque<Dropped<P>>,
-}
-
-impl<P> CodelQueue for BufferHead<'_, P> {
-    type Item = Waiting<P>;
-
-    fn pop(&mut self, now: Instant) -> Option<(Waiting<P>, Duration, u64)> {
-        let w = self.queue.pop_front()?;
-        *self.backlog_bytes -= u64::from(w.len);
-        let sojourn = now - w.arrived_at;
-        Some((w, sojourn, *self.backlog_bytes))
-    }
-
-    fn drop(&mut self, w: Waiting<P>) {
-        self.stats.drops_aqm += 1;
-        self.stats.bytes_dropped_aqm += u64::from(w.len);
-        self.dropped.push_back(Dropped { packet: w.packet, cause: DropCause::Aqm, arrived_at: w.arrived_at, len: w.len });
+impl LinkStats {
+    /// Counts a drop of `len` bytes under its cause.
+    pub(crate) fn count_drop(&mut self, cause: DropCause, len: u32) {
+        let (packets, bytes) = match cause {
+            DropCause::Loss => (&mut self.drops_loss, &mut self.bytes_dropped_loss),
+            DropCause::BufferOverflow => (&mut self.drops_buffer, &mut self.bytes_dropped_buffer),
+            DropCause::Policer => (&mut self.drops_policer, &mut self.bytes_dropped_policer),
+            DropCause::Aqm => (&mut self.drops_aqm, &mut self.bytes_dropped_aqm),
+        };
+        *packets += 1;
+        *bytes += u64::from(len);
     }
 }
 
@@ -499,8 +478,8 @@ impl<P> fmt::Debug for Link<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Link")
             .field("cfg", &self.cfg)
-            .field("backlog_packets", &self.queue.len())
-            .field("backlog_bytes", &self.backlog_bytes)
+            .field("backlog_packets", &self.backlog_packets())
+            .field("backlog_bytes", &self.backlog_bytes())
             .field("in_flight_packets", &self.in_flight_packets())
             .field("last_now", &self.last_now)
             .finish_non_exhaustive()
@@ -508,4 +487,4 @@ impl<P> fmt::Debug for Link<P> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -263,4 +263,30 @@ mod tests {
         let host_dev = std::fs::read_to_string("/proc/thread-self/net/dev").unwrap();
         assert!(!host_dev.contains("ccbt0"));
     }
+
+    #[test]
+    fn the_transmit_queue_is_set_through_rtnetlink_as_through_the_ioctl() {
+        if !is_root() {
+            assert!(std::env::var("CI").is_err(), "root required under CI");
+            return;
+        }
+        let ns = Netns::new().unwrap();
+        let _tun = ns.add_tun("ccbt1", Ipv4Addr::new(10, 99, 1, 1), 24, 1500, 1000, true).unwrap();
+        // The length as the kernel reports it (SIOCGIFTXQLEN), read inside the namespace.
+        let txqlen = || -> u32 {
+            ns.run(|| {
+                let sock = std::net::UdpSocket::bind("127.0.0.1:0")?;
+                let mut req = sys::IfReq::new("ccbt1")?;
+                sys::ioctl_ifreq(std::os::fd::AsRawFd::as_raw_fd(&sock), 0x8942, &mut req)?;
+                // SAFETY: SIOCGIFTXQLEN filled the `int` member.
+                Ok::<_, NetnsError>(unsafe { req.data.int } as u32)
+            })
+            .unwrap()
+        };
+        assert_eq!(txqlen(), 1000, "set by the ioctl");
+        ns.run(|| iface::set_txqlen_netlink("ccbt1", 4321).map_err(NetnsError::Io)).unwrap();
+        assert_eq!(txqlen(), 4321, "set by RTM_NEWLINK with IFLA_TXQLEN");
+        let missing = ns.run(|| iface::set_txqlen_netlink("ccbt-none", 10).map_err(NetnsError::Io));
+        assert!(missing.is_err(), "an interface that is not there is an error");
+    }
 }

@@ -29,7 +29,7 @@ pub struct Limits {
 }
 
 impl Default for Limits {
-    /// Room for one default probe of a path up to 1 Gbit/s (see the README's figures).
+    /// Room for one default probe of a path up to 1 Gbit/s (see docs/performance.md, `ccbench probe`: time and bytes).
     fn default() -> Self {
         Limits { max_bytes: 1_000_000_000, max_duration: Duration::from_secs(120), max_rate_bps: 1_000_000_000 }
     }

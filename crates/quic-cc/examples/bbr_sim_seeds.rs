@@ -1,7 +1,7 @@
 //! Goodput share of the link, per seed, on the virtual-clock bottleneck the tests use:
 //! `cargo run --release -p ccbench-quic-cc --example bbr_sim_seeds -- VERSION MBITS RTT_MS
 //! BUFFER_BDP LOSS SECONDS SEEDS` (e.g. `bbr2 50 20 1 0.01 4 8`). Deterministic: the same
-//! build prints the same figures. For quick what-ifs on the controller; the README's
+//! build prints the same figures. For quick what-ifs on the controller; the manual's (docs/quic.md)
 //! figures come from real runs of `ccbench run`.
 
 #[path = "../tests/sim/mod.rs"]

@@ -8,6 +8,35 @@
 //! The flow per ACK batch is the draft's `UpdateOnACK` (§5.2.3): update the model
 //! (bandwidth, RTT, loss signals) and the state machine, then derive the three control
 //! parameters — pacing rate, send quantum and cwnd.
+//!
+//! ## Draft or kernel: what v3 follows, and where it deviates
+//!
+//! v3 follows draft-ietf-ccwg-bbr-06, the specification QUIC stacks are held to; Linux's BBRv3
+//! (google/bbr `v3`, `tcp_bbr.c`) is TCP-bound in places (SACK scoreboard, ECN, TSO). Where
+//! the two differ, or the draft cannot be followed literally over QUIC, this is what is done:
+//! * **Initial pacing** (§5.6.2): a nominal 1 ms RTT until the first RTT sample, then once
+//!   `BBRInitPacingRate` with that sample — when the kernel does it (`has_seen_rtt`), which
+//!   may lower the rate; the draft's "only raise it in Startup" rule applies from there.
+//! * **Startup's loss exit** (§5.3.1.3): the draft asks for a full round in fast recovery.
+//!   The round judged here starts at the round's first loss (`note_loss` moves the loss-round
+//!   boundary there) and ends when a packet sent after that loss is acknowledged — exactly
+//!   when the QUIC recovery period that loss began ends (RFC 9002 §7.3.2) — so the judged round
+//!   is one full round of recovery, without a separate check. "Discontiguous ranges" are
+//!   counted over the flight of ack-eliciting packets (`SentPacket::prev_sent_pn`), not over
+//!   packet numbers, which skip the ACK-only packets the controller never sees. (The kernel's
+//!   v3 counts loss-marking ACKs instead; that is v2's rule here, [`StartupLossExit`].)
+//! * **extra_acked window** (§5.5.9): 1 round in Startup, `BBRExtraAckedFilterLen` = 10
+//!   rounds after, as the draft; the kernel approximates 10 with two 5-round slots.
+//! * **Undo** (§5.5.11): the draft's pseudocode saves the undo state at every false → true
+//!   edge of `loss_in_round`, which the probe's own loss response resets, so an undo restored
+//!   the model the loss had already cut. It is saved once per loss episode here.
+//! * **Probe randomness** (§5.3.3.8.2): drawn per connection, from a seed the caller gives
+//!   ([`Bbr::with_seed`]; ccbench passes the run's recorded seed), so runs repeat.
+//! * **ECN**: ignored, as the draft leaves it to future work (the kernel's v3 reacts to CE
+//!   marks); ccbench's emulated paths do not mark.
+//! * **Rate samples** are taken per ACK frame (noq's `on_end_acks`), not per packet, and their
+//!   times are noq's receive times: see `crates/workload/src/quic/fresh_stamps.rs` and
+//!   docs/quic-fidelity.md for what that does to the bandwidth estimate.
 
 use std::time::{Duration, Instant};
 
@@ -230,21 +259,35 @@ impl MaxBwFilter {
     }
 }
 
-/// Windowed max over the last 10 packet-timed rounds (§5.5.9, BBRExtraAckedFilterLen).
+/// BBRExtraAckedFilterLen: the extra_acked max filter's window in steady state, in rounds.
+const EXTRA_ACKED_FILTER_LEN: u64 = 10;
+
+/// Windowed max over the last `window` (at most [`EXTRA_ACKED_FILTER_LEN`]) packet-timed rounds
+/// (§5.5.9).
 #[derive(Debug, Clone, Copy, Default)]
 struct RoundMaxFilter {
-    slots: [(u64, u64); 10],
+    slots: [(u64, u64); EXTRA_ACKED_FILTER_LEN as usize],
 }
 
 impl RoundMaxFilter {
-    fn update(&mut self, value: u64, round: u64) -> u64 {
-        let slot = &mut self.slots[(round % 10) as usize];
+    fn update(&mut self, value: u64, round: u64, window: u64) -> u64 {
+        let slot = &mut self.slots[(round % EXTRA_ACKED_FILTER_LEN) as usize];
         if slot.0 != round {
             *slot = (round, 0);
         }
         slot.1 = slot.1.max(value);
-        self.slots.iter().filter(|(r, _)| r + 10 > round).map(|s| s.1).max().unwrap_or(0)
+        let window = window.clamp(1, EXTRA_ACKED_FILTER_LEN);
+        self.slots.iter().filter(|(r, _)| r + window > round).map(|s| s.1).max().unwrap_or(0)
     }
+}
+
+/// A non-zero xorshift state from any seed (splitmix64's finaliser, so that nearby seeds, such
+/// as consecutive connection numbers, start far apart).
+fn rng_state_from(seed: u64) -> u64 {
+    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)).max(1)
 }
 
 /// The controller. See the crate docs for what it implements and how it is fed.
@@ -260,6 +303,8 @@ pub struct Bbr {
     now: Instant,
     start: Instant,
     rng: u64,
+    /// An RTT sample has re-initialised the pacing rate (§5.6.2; the kernel's `has_seen_rtt`).
+    has_seen_rtt: bool,
 
     state: BbrState,
     pacing_gain: f64,
@@ -341,6 +386,9 @@ pub struct Bbr {
     recovery_after_rto: bool,
 
     // Undo state (§5.5.11): the model before a loss episode, restored if it was spurious.
+    /// The undo state below holds this episode's pre-loss model: it is saved once, at the
+    /// episode's first loss, and kept until the episode ends (recovery over, or undone).
+    undo_saved: bool,
     undo_state: Option<BbrState>,
     undo_bw_shortterm: Option<f64>,
     undo_inflight_shortterm: Option<u64>,
@@ -350,7 +398,17 @@ pub struct Bbr {
 impl Bbr {
     /// A controller for a path whose datagrams are at most `mtu` bytes. `now` is the virtual
     /// or real time of creation.
+    ///
+    /// Its probe randomness starts from a fixed seed; give each connection its own with
+    /// [`Bbr::with_seed`].
     pub fn new(version: BbrVersion, mtu: u16, now: Instant, telemetry: Telemetry) -> Self {
+        Self::with_seed(version, mtu, now, telemetry, 0)
+    }
+
+    /// As [`Bbr::new`], with the probe randomness (§5.3.3.8.2's random wait and Reno-round
+    /// offset) drawn from `seed`: the draft asks for a random draw per connection "for better
+    /// mixing and fairness convergence", and a seed recorded with the run keeps it repeatable.
+    pub fn with_seed(version: BbrVersion, mtu: u16, now: Instant, telemetry: Telemetry, seed: u64) -> Self {
         let smss = u64::from(mtu.max(1200));
         // RFC 9002 §7.2 initial window, the value QUIC stacks use.
         let initial_cwnd = (10 * smss).min((2 * smss).max(14_720));
@@ -364,7 +422,8 @@ impl Bbr {
             initial_cwnd,
             now,
             start: now,
-            rng: 0x9E37_79B9_7F4A_7C15,
+            rng: rng_state_from(seed),
+            has_seen_rtt: false,
             state: BbrState::Startup,
             pacing_gain: p.startup_pacing_gain,
             cwnd_gain: p.startup_cwnd_gain,
@@ -425,6 +484,7 @@ impl Bbr {
             cwnd_limited_last_round: false,
             recovery_start: None,
             recovery_after_rto: false,
+            undo_saved: false,
             undo_state: None,
             undo_bw_shortterm: None,
             undo_inflight_shortterm: None,
@@ -457,6 +517,10 @@ impl Bbr {
     }
     pub fn send_quantum(&self) -> u64 {
         self.send_quantum
+    }
+    /// BBR.extra_acked (§5.5.9): the ACK-aggregation allowance added to cwnd, in bytes.
+    pub fn extra_acked(&self) -> u64 {
+        self.extra_acked
     }
     /// BBR.bw in bytes per second.
     pub fn bw(&self) -> f64 {
@@ -531,6 +595,7 @@ impl Bbr {
                 self.restore_cwnd();
             }
             self.recovery_after_rto = false;
+            self.undo_saved = false;
         }
     }
 
@@ -552,7 +617,9 @@ impl Bbr {
         let Some(packet) = self.sampler.on_packet_lost(pn) else {
             return;
         };
-        if self.last_lost_pn.is_none_or(|last| pn != last + 1) {
+        // A new lost range unless the previous packet of the flight was lost too (§5.3.1.3's
+        // "discontiguous sequence ranges"; packet numbers skip the ACK-only packets between).
+        if self.last_lost_pn.is_none() || packet.prev_sent_pn != self.last_lost_pn {
             self.loss_events_in_round += 1;
         }
         self.last_lost_pn = Some(pn);
@@ -573,13 +640,17 @@ impl Bbr {
         self.now = now;
         if persistent {
             // RFC 9002 §7.6.2 persistent congestion, the draft's OnEnterRTO.
+            self.save_cwnd();
             self.save_state_upon_loss();
             self.cwnd = (self.sampler.inflight() + self.smss).max(self.min_pipe_cwnd());
             self.recovery_start = Some(now);
             self.recovery_after_rto = true;
         } else if self.recovery_start.is_none() {
-            // OnEnterFastRecovery: remember cwnd and the model for the undo; cwnd itself is
-            // left alone (the response to loss is the short-term model).
+            // OnEnterFastRecovery: remember cwnd for its restore; cwnd itself is left alone
+            // (the response to loss is the short-term model). The model for the undo was saved
+            // by this episode's first lost packet, before that loss could change it (noq
+            // reports the lost packets before the congestion event).
+            self.save_cwnd();
             self.save_state_upon_loss();
             self.recovery_start = Some(now);
         }
@@ -610,12 +681,21 @@ impl Bbr {
             _ => {}
         }
         self.undo_state = None;
+        self.undo_saved = false;
         self.publish();
     }
 
-    /// §5.5.11.1 SaveStateUponLoss.
+    /// §5.5.11.1 SaveStateUponLoss, once per loss episode. Saving again later in the episode
+    /// would store what the episode's own losses made of the model — a probe's excess loss sets
+    /// inflight_longterm and the undo state UP, and StartProbeBW_DOWN clears `loss_in_round`
+    /// so that the next lost packet looks like a new episode — and an undo would then restore
+    /// that instead of the model before the loss. (The draft's pseudocode saves on every
+    /// `loss_in_round` false → true, which has exactly this problem.)
     fn save_state_upon_loss(&mut self) {
-        self.save_cwnd();
+        if self.undo_saved {
+            return;
+        }
+        self.undo_saved = true;
         self.undo_state = None;
         self.undo_bw_shortterm = self.bw_shortterm;
         self.undo_inflight_shortterm = self.inflight_shortterm;
@@ -644,6 +724,9 @@ impl Bbr {
     }
 
     fn update_control_parameters(&mut self, rs: &RateSample) {
+        if !self.has_seen_rtt && !rs.rtt.is_zero() {
+            self.init_pacing_rate_from_rtt(rs.rtt);
+        }
         self.set_pacing_rate();
         self.set_send_quantum();
         self.set_cwnd(rs);
@@ -762,7 +845,10 @@ impl Bbr {
         self.bw = self.bw_shortterm.map_or(self.max_bw, |lo| self.max_bw.min(lo));
     }
 
-    /// §5.5.9 BBRUpdateACKAggregation: bytes acked beyond what bw explains, max over 10 rounds.
+    /// §5.5.9 BBRUpdateACKAggregation: bytes acked beyond what bw explains, max over 10 rounds
+    /// in steady state (BBRExtraAckedFilterLen) but over 1 round in Startup, as the draft has it:
+    /// while bw doubles each round, an older round's excess over a bw half as large is not
+    /// aggregation, and keeping it would inflate Startup's cwnd and queue.
     fn update_ack_aggregation(&mut self, now: Instant, rs: &RateSample) {
         let start = *self.extra_acked_interval_start.get_or_insert(now);
         let interval = now.saturating_duration_since(start).as_secs_f64();
@@ -774,7 +860,8 @@ impl Bbr {
         }
         self.extra_acked_delivered += rs.newly_acked;
         let extra = (self.extra_acked_delivered - expected).min(self.cwnd);
-        self.extra_acked = self.extra_acked_filter.update(extra, self.round_count);
+        let window = if self.full_bw_reached { EXTRA_ACKED_FILTER_LEN } else { 1 };
+        self.extra_acked = self.extra_acked_filter.update(extra, self.round_count, window);
     }
 
     // ---------------------------------------------------------------- loss signals
@@ -782,8 +869,8 @@ impl Bbr {
     fn note_loss(&mut self) {
         if !self.loss_in_round {
             self.loss_round_delivered = self.sampler.delivered();
-            self.save_state_upon_loss();
         }
+        self.save_state_upon_loss();
         self.loss_in_round = true;
     }
 
@@ -1241,6 +1328,16 @@ impl Bbr {
         let longterm = self.inflight_longterm?;
         let headroom = ((self.p.headroom * longterm as f64) as u64).max(self.smss);
         Some(longterm.saturating_sub(headroom).max(self.min_pipe_cwnd()))
+    }
+
+    /// §5.6.2 BBRInitPacingRate once an RTT is known ("SRTT ? SRTT : 1ms"), as the kernel's
+    /// `bbr_init_pacing_rate_from_rtt` (called from `bbr_set_pacing_rate` until
+    /// `has_seen_rtt`) and s2n-quic's `initialize_pacing_rate` do: the initial window over the
+    /// first RTT sample at Startup gain. It may lower the rate — the nominal 1 ms RTT made it
+    /// 266 Mbit/s — and Startup's "only raise it" rule then starts from here.
+    fn init_pacing_rate_from_rtt(&mut self, rtt: Duration) {
+        self.has_seen_rtt = true;
+        self.pacing_rate = self.p.startup_pacing_gain * self.initial_cwnd as f64 / rtt.as_secs_f64();
     }
 
     /// §5.6.2 BBRSetPacingRate.

@@ -21,11 +21,18 @@ use crate::telemetry::Telemetry;
 pub struct BbrFactory {
     version: BbrVersion,
     telemetry: Telemetry,
+    seed: u64,
 }
 
 impl BbrFactory {
+    /// Controllers whose probe randomness starts from a fixed seed (see [`Bbr::new`]).
     pub fn new(version: BbrVersion, telemetry: Telemetry) -> Arc<Self> {
-        Arc::new(Self { version, telemetry })
+        Self::with_seed(version, telemetry, 0)
+    }
+    /// Controllers whose probe randomness is drawn from `seed` (see [`Bbr::with_seed`]); give
+    /// each connection its own.
+    pub fn with_seed(version: BbrVersion, telemetry: Telemetry, seed: u64) -> Arc<Self> {
+        Arc::new(Self { version, telemetry, seed })
     }
     pub fn version(&self) -> BbrVersion {
         self.version
@@ -34,7 +41,7 @@ impl BbrFactory {
 
 impl ControllerFactory for BbrFactory {
     fn build(self: Arc<Self>, now: Instant, current_mtu: u16) -> Box<dyn Controller> {
-        Box::new(Bbr::new(self.version, current_mtu, now, self.telemetry.clone()))
+        Box::new(Bbr::with_seed(self.version, current_mtu, now, self.telemetry.clone(), self.seed))
     }
 }
 

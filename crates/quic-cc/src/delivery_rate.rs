@@ -30,6 +30,10 @@ pub struct SentPacket {
     pub tx_in_flight: u64,
     /// `C.lost` when the packet was sent, so loss "since this packet was sent" is known later.
     pub lost: u64,
+    /// Number of the packet this sampler saw sent just before this one. QUIC numbers every
+    /// packet, including those that carry only ACKs and never reach the controller, so two
+    /// packets are adjacent in the flight when this links them, not when their numbers do.
+    pub prev_sent_pn: Option<u64>,
 }
 
 /// One rate sample, produced per ACK batch (the draft's `RS`).
@@ -73,6 +77,7 @@ pub struct DeliveryRateSampler {
     /// app-limited phase (`C.app_limited`).
     app_limited_until: u64,
     lost: u64,
+    last_sent_pn: Option<u64>,
     /// Newest packet acknowledged in the current batch: the sample is taken from it.
     newest: Option<SentPacket>,
     newest_rtt: Duration,
@@ -97,6 +102,7 @@ impl DeliveryRateSampler {
             first_send_time: None,
             app_limited_until: 0,
             lost: 0,
+            last_sent_pn: None,
             newest: None,
             newest_rtt: Duration::ZERO,
             newly_acked: 0,
@@ -143,6 +149,7 @@ impl DeliveryRateSampler {
             is_app_limited: self.app_limited_until != 0,
             tx_in_flight: self.inflight_bytes + bytes,
             lost: self.lost,
+            prev_sent_pn: self.last_sent_pn.replace(pn),
         };
         // QUIC numbers packets per space: a reused number (a handshake packet's, reused by
         // application data) keeps the older packet aside, still in flight.

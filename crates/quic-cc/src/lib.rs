@@ -1,4 +1,5 @@
-//! Our own sans-IO BBR congestion controller for QUIC (noq), in two variants:
+//! Our own sans-IO congestion controllers for QUIC (noq): CUBIC with HyStart++ ([`Cubic`]),
+//! and BBR in two variants:
 //!
 //! * [`BbrVersion::V3`] — BBRv3 as specified by draft-ietf-ccwg-bbr-06;
 //! * [`BbrVersion::V2`] — the same machinery with BBRv2's rules where they differ: Linux's
@@ -10,6 +11,8 @@
 //! * [`delivery_rate`] — per-packet delivery-rate sampling (draft-cheng-iccrg-delivery-rate-estimation);
 //! * `bbr` — the algorithm ([`Bbr`]), all time passed in;
 //! * `controller` — the `noq_proto::congestion::Controller` adapter and [`BbrFactory`];
+//! * `cubic` — CUBIC (RFC 9438) with HyStart++ (RFC 9406), [`Cubic`] and [`CubicFactory`]:
+//!   what `quic:cubic` runs, since noq's own CUBIC has no slow-start exit but loss;
 //! * `telemetry` — the [`Telemetry`] handle a sampler thread reads: [`BbrSnapshot`] and the
 //!   [`StateChange`] timeline.
 //!
@@ -18,11 +21,13 @@
 
 mod bbr;
 mod controller;
+mod cubic;
 pub mod delivery_rate;
 mod telemetry;
 
 pub use bbr::{Bbr, BbrParams, BbrVersion, StartupLossExit, UpExit};
 pub use controller::BbrFactory;
+pub use cubic::{Cubic, CubicFactory, SlowStartPhase, LINUX_CSS_ROUNDS, RFC_CSS_ROUNDS};
 /// The trait side, re-exported so users need not name noq-proto's module path.
 pub use noq_proto::congestion::{Controller, ControllerFactory, ControllerMetrics};
 pub use telemetry::{BbrSnapshot, BbrState, StateChange, Telemetry};

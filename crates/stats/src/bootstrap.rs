@@ -29,8 +29,25 @@ pub struct RatioCi {
     pub level: f64,
     /// Number of bootstrap iterations.
     pub iterations: usize,
-    /// Resamples whose `median(b)` was 0 (kept, as +∞ or as 1 when `median(a)` was 0 too).
+    /// Resamples whose `median(b)` was 0 (kept, as +∞ or as 1 when `median(a)` was 0 too);
+    /// for [`CiMethod::HodgesLehmannMoses`], the pairs whose denominator was 0.
     pub zero_denominators: usize,
+    /// How the interval was made. Results written before this field existed used the
+    /// bootstrap, which is what a missing field reads as.
+    #[serde(default)]
+    pub method: CiMethod,
+}
+
+/// The method behind a [`RatioCi`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CiMethod {
+    /// Percentile bootstrap of the ratio of medians (`ratio` is the ratio of medians).
+    #[default]
+    Bootstrap,
+    /// Hodges–Lehmann estimate with the Moses interval on log scores (`ratio` is the median
+    /// of the pairwise ratios; the level is the exact coverage): [`crate::hodges_lehmann_ratio_ci`].
+    HodgesLehmannMoses,
 }
 
 impl RatioCi {
@@ -104,7 +121,15 @@ pub fn bootstrap_ratio_ci(a: &[f64], b: &[f64], level: f64, iterations: usize, s
     }
     ratios.sort_unstable_by(f64::total_cmp);
     let tail = (1.0 - level) / 2.0;
-    Some(RatioCi { ratio, lo: percentile(&ratios, tail), hi: percentile(&ratios, 1.0 - tail), level, iterations, zero_denominators })
+    Some(RatioCi {
+        ratio,
+        lo: percentile(&ratios, tail),
+        hi: percentile(&ratios, 1.0 - tail),
+        level,
+        iterations,
+        zero_denominators,
+        method: CiMethod::Bootstrap,
+    })
 }
 
 /// [`quantile`] that tolerates +∞ in the sorted data: a bound that touches an infinite

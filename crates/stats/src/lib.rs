@@ -5,19 +5,23 @@
 //!
 //! * [`Summary::of`] — descriptive statistics (mean, sample standard deviation,
 //!   min/max and numpy-style linearly interpolated quantiles via [`quantile`]).
+//! * [`hodges_lehmann_ratio_ci`] — the Hodges–Lehmann ratio with the exact Moses interval on
+//!   log scores: the interval that agrees with the rank test by construction, at its exact level.
 //! * [`bootstrap_ratio_ci`] — percentile-bootstrap confidence interval for
-//!   `median(a) / median(b)`, reproducible from a seed (ChaCha8).
+//!   `median(a) / median(b)`, reproducible from a seed (ChaCha8); kept where no rank-based
+//!   interval exists.
 //! * [`mann_whitney_u`] — two-sided Mann–Whitney U test, exact (conditional on
 //!   ties) for groups of up to 50, normal approximation (tie + continuity
-//!   corrected) beyond; [`min_runs_for_significance`] tells how many runs per arm are
-//!   needed before a significant result is even possible.
+//!   corrected) beyond; [`sequential::min_runs_to_decide`] tells how many runs per arm
+//!   `k` algorithms need before a significant result is even possible.
 //! * [`jain_fairness`] — Jain's fairness index of per-flow shares.
 //! * [`compare`] / [`compare_directed`] — combine the above into a [`Comparison`]
-//!   verdict (better, no difference, inconclusive) for a metric where higher or
+//!   verdict (better, below the minimum effect, equivalent, no difference, undecided,
+//!   inconclusive) for a metric where higher or
 //!   lower is better, with a human-readable [`Comparison::sentence`];
 //!   [`best_against_rest`] does so for several arms with Holm's correction.
 //! * [`median_order_ci`] — distribution-free CI of a median labelled with its true level.
-//! * [`sequential`] — alpha spending for `--runs auto`.
+//! * [`sequential`] — the fewest runs that can decide, and the Lan–DeMets design of `--runs auto`.
 //!
 //! ## Example
 //!
@@ -28,11 +32,11 @@
 //! let cubic = [10.1, 9.8, 10.4, 11.0, 9.5];
 //! assert_eq!(Summary::of(&bbr).unwrap().median, 147.0);
 //!
-//! let c = compare("bbr", &bbr, "cubic", &cubic, 0.05, 42);
+//! let c = compare("bbr", &bbr, "cubic", &cubic, 0.05);
 //! assert!(c.significant);
 //! assert_eq!(c.better.as_deref(), Some("bbr"));
 //! println!("{}", c.sentence("goodput"));
-//! // bbr: 14.6× the goodput of cubic (95 % CI …×, p = 0.0079, 5 vs 5 runs)
+//! // bbr: 14.6× the goodput of cubic (96.8 % CI …×, p = 0.0079, 5 vs 5 runs)
 //! ```
 //!
 //! ## Conventions
@@ -44,15 +48,20 @@
 mod bootstrap;
 mod fairness;
 mod mann_whitney;
+mod rank_ci;
 pub mod sequential;
 mod summary;
 mod verdict;
 
-pub use bootstrap::{bootstrap_median_ci, bootstrap_ratio_ci, median_order_ci, MedianCi, RatioCi};
+pub use bootstrap::{bootstrap_median_ci, bootstrap_ratio_ci, median_order_ci, CiMethod, MedianCi, RatioCi};
 pub use fairness::jain_fairness;
 pub use mann_whitney::{mann_whitney_u, min_runs_for_significance, MannWhitney, MwMethod, EXACT_MAX_N};
+pub use rank_ci::{hodges_lehmann_ratio_ci, moses_depth, u_null_cdf};
 pub use summary::{median, quantile, Summary};
-pub use verdict::{best_against_rest, compare, compare_directed, fmt_p, holm, BetterIs, Comparison, Outcome, DEFAULT_BOOTSTRAP_ITERATIONS};
+pub use verdict::{
+    best_against_rest, compare, compare_directed, fmt_alpha, fmt_level, fmt_p, holm, BetterIs, Comparison, Criteria, LookContext, Outcome,
+    DEFAULT_BOOTSTRAP_ITERATIONS,
+};
 
 /// `true` when the slice is non-empty and every value is finite.
 pub(crate) fn all_finite_nonempty(xs: &[f64]) -> bool {

@@ -1,13 +1,46 @@
-//! Combine the ratio CI and the Mann–Whitney test into one verdict, for metrics where higher
-//! or lower is better, with Holm's correction when several algorithms are compared.
+//! Combine the exact rank test and the interval that agrees with it into one verdict, for
+//! metrics where higher or lower is better, with Holm's correction when several algorithms are
+//! compared and a minimum effect below which a difference is not called a win.
+//!
+//! * **Test**: the exact two-sided Mann–Whitney U test ([`mann_whitney_u`]), Holm-adjusted
+//!   over every pair of algorithms ([`holm`]; Holm 1979, *Scand. J. Statist.* 6:65).
+//! * **Interval**: the Hodges–Lehmann ratio with the Moses interval on log scores
+//!   ([`hodges_lehmann_ratio_ci`]), at the level at which this pair's Holm step tests it
+//!   (`α / (m − r)` for the pair ranked `r` of `m`), so that without ties the interval
+//!   excludes 1 exactly when the test rejects. Its level is the exact coverage, stated.
+//! * **Minimum effect** (`--min-effect`): a significant difference whose estimate lies within
+//!   the band is "significant but below" it; a non-significant one whose whole interval lies
+//!   within the band is "equivalent within" it.
 
 use serde::{Deserialize, Serialize};
 
-use crate::bootstrap::{bootstrap_ratio_ci, RatioCi};
+use crate::bootstrap::RatioCi;
 use crate::mann_whitney::{mann_whitney_u, MannWhitney};
+use crate::rank_ci::hodges_lehmann_ratio_ci;
 
-/// Bootstrap iterations used by [`compare`].
+/// Bootstrap iterations, where a bootstrap is still used (shares; see [`crate::bootstrap_ratio_ci`]).
 pub const DEFAULT_BOOTSTRAP_ITERATIONS: usize = 10_000;
+
+/// What a verdict is judged by: the level, and the smallest ratio that counts as a difference.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Criteria {
+    /// Significance level (family-wise, after Holm).
+    pub alpha: f64,
+    /// Smallest relative difference that counts as a win, e.g. `0.02` for 2 %: ratios within
+    /// `[1 / (1 + min_effect), 1 + min_effect]` are "within the minimum effect". 0 turns it off.
+    pub min_effect: f64,
+}
+
+impl Criteria {
+    pub fn at(alpha: f64) -> Self {
+        Criteria { alpha, min_effect: 0.0 }
+    }
+
+    /// `true` if the ratio `r` lies strictly inside the minimum-effect band.
+    fn within_band(&self, r: f64) -> bool {
+        self.min_effect > 0.0 && r < 1.0 + self.min_effect && r > 1.0 / (1.0 + self.min_effect)
+    }
+}
 
 /// Which way a metric improves: goodput is better higher, RTT and completion time lower.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -21,14 +54,44 @@ pub enum BetterIs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
-    /// The rank test (after Holm) and the ratio's CI agree: one arm is better (`better`).
+    /// The rank test (after Holm) rejects, the interval agrees, and the estimate is at least
+    /// the minimum effect: one arm is better (`better`).
     Better,
-    /// Neither the rank test nor the CI finds a difference.
+    /// The rank test rejects but the estimate is within the minimum effect: a real but small
+    /// difference, not called a win.
+    BelowMinEffect,
+    /// The rank test does not reject and the whole interval lies within the minimum effect.
+    Equivalent,
+    /// Neither the rank test nor the interval finds a difference (fixed number of runs).
     NoDifference,
-    /// The rank test and the CI disagree, or no ratio CI exists: more runs are needed.
+    /// `--runs auto` reached `--max-runs` without deciding.
+    Undecided,
+    /// The rank test and the interval disagree (ties, or Holm's step-down stopped at an
+    /// earlier pair), or no interval exists: more runs are needed.
     Inconclusive,
-    /// An arm has no usable values.
+    /// An arm has fewer than two usable values.
     InsufficientData,
+}
+
+impl Outcome {
+    /// An outcome that ends a sequential experiment: a winner, or a difference shown to be
+    /// smaller than the minimum effect either way.
+    pub fn decided(self) -> bool {
+        matches!(self, Outcome::Better | Outcome::BelowMinEffect | Outcome::Equivalent)
+    }
+}
+
+/// Where a comparison stands in a sequential (`--runs auto`) design.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LookContext {
+    /// This look's number, from 1.
+    pub look: usize,
+    /// Looks the design plans in all.
+    pub of: usize,
+    /// α spent by the looks up to and including this one.
+    pub spent: f64,
+    /// The experiment's overall α.
+    pub alpha_total: f64,
 }
 
 /// Outcome of comparing two arms.
@@ -39,14 +102,24 @@ pub struct Comparison {
     pub a: String,
     /// Name of arm B (e.g. `"cubic"`).
     pub b: String,
+    /// Usable values (runs with a score) of each arm.
     pub n_a: usize,
     pub n_b: usize,
-    /// Significance level this comparison was decided at; the CI level is `1 − alpha`. Below
-    /// the experiment's α when a sequential design (`--runs auto`) spent only part of it.
+    /// Runs of each arm without a usable score (failed, or not finite): left out of the test,
+    /// and said so in the sentence.
+    #[serde(default)]
+    pub missing_a: usize,
+    #[serde(default)]
+    pub missing_b: usize,
+    /// Significance level this comparison was decided at. Below the experiment's α when a
+    /// sequential design (`--runs auto`) spent only part of it at this look.
     pub alpha: f64,
+    /// The minimum effect (0 when off).
+    #[serde(default)]
+    pub min_effect: f64,
     /// Which way the metric improves.
     pub better_is: BetterIs,
-    /// Bootstrap CI of `median(a) / median(b)`; `None` on empty, non-finite or negative input.
+    /// The ratio `a / b` with its interval; `None` on empty, non-finite or negative input.
     pub ratio_ci: Option<RatioCi>,
     /// Mann–Whitney U test of `a` vs `b` (raw p); `None` on empty/non-finite input.
     pub mann_whitney: Option<MannWhitney>,
@@ -54,8 +127,11 @@ pub struct Comparison {
     /// algorithms (equal to the raw p when there are only two).
     pub p_adjusted: Option<f64>,
     pub family_size: usize,
+    /// The sequential look this was judged at, for `--runs auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub look: Option<LookContext>,
     pub outcome: Outcome,
-    /// `outcome == Better`: adjusted `p < alpha` **and** the ratio CI excludes 1.
+    /// `outcome == Better`: a winner is named.
     pub significant: bool,
     /// The arm that is better on this metric (higher or lower as `better_is` says) when
     /// `significant`, else `None`.
@@ -64,33 +140,61 @@ pub struct Comparison {
 
 /// Compare arm `a` against arm `b` on a metric where higher is better, as one comparison
 /// (no multiplicity correction). See [`compare_directed`].
-pub fn compare(name_a: &str, a: &[f64], name_b: &str, b: &[f64], alpha: f64, seed: u64) -> Comparison {
-    compare_directed(name_a, a, name_b, b, BetterIs::Higher, alpha, seed)
+pub fn compare(name_a: &str, a: &[f64], name_b: &str, b: &[f64], alpha: f64) -> Comparison {
+    compare_directed(name_a, a, name_b, b, BetterIs::Higher, Criteria::at(alpha))
 }
 
-/// Runs [`mann_whitney_u`] and [`bootstrap_ratio_ci`] at level `1 − alpha` with
-/// [`DEFAULT_BOOTSTRAP_ITERATIONS`] iterations seeded by `seed`. The result is significant
-/// only if both agree: `p < alpha` and the CI excludes 1. An `alpha` outside `(0, 1)` (or NaN)
-/// yields no CI and hence never a significant result.
-pub fn compare_directed(name_a: &str, a: &[f64], name_b: &str, b: &[f64], better_is: BetterIs, alpha: f64, seed: u64) -> Comparison {
-    let mann_whitney = mann_whitney_u(a, b);
-    let mut c = Comparison {
+/// The finite values of `xs`, and how many were not (runs without a usable score).
+fn usable(xs: &[f64]) -> (Vec<f64>, usize) {
+    let kept: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    let missing = xs.len() - kept.len();
+    (kept, missing)
+}
+
+/// Runs [`mann_whitney_u`] and [`hodges_lehmann_ratio_ci`] at level `1 − alpha` over the
+/// finite values of `a` and `b` (others are counted as missing). Significant when `p < alpha`
+/// and the interval excludes 1 (which, without ties, is the same thing). An `alpha` outside
+/// `(0, 1)` (or NaN) yields no interval and hence never a significant result.
+pub fn compare_directed(name_a: &str, a: &[f64], name_b: &str, b: &[f64], better_is: BetterIs, criteria: Criteria) -> Comparison {
+    let (a, missing_a) = usable(a);
+    let (b, missing_b) = usable(b);
+    let mut c = judge(name_a, &a, missing_a, name_b, &b, missing_b, better_is, criteria, criteria.alpha);
+    c.decide(criteria);
+    c
+}
+
+#[allow(clippy::too_many_arguments)]
+fn judge(
+    name_a: &str,
+    a: &[f64],
+    missing_a: usize,
+    name_b: &str,
+    b: &[f64],
+    missing_b: usize,
+    better_is: BetterIs,
+    criteria: Criteria,
+    ci_alpha: f64,
+) -> Comparison {
+    let mann_whitney = if a.len() >= 2 && b.len() >= 2 { mann_whitney_u(a, b) } else { None };
+    Comparison {
         a: name_a.to_string(),
         b: name_b.to_string(),
         n_a: a.len(),
         n_b: b.len(),
-        alpha,
+        missing_a,
+        missing_b,
+        alpha: criteria.alpha,
+        min_effect: criteria.min_effect,
         better_is,
-        ratio_ci: bootstrap_ratio_ci(a, b, 1.0 - alpha, DEFAULT_BOOTSTRAP_ITERATIONS, seed),
+        ratio_ci: mann_whitney.and_then(|_| hodges_lehmann_ratio_ci(a, b, ci_alpha)),
         p_adjusted: mann_whitney.map(|m| m.p_value),
         mann_whitney,
         family_size: 1,
+        look: None,
         outcome: Outcome::InsufficientData,
         significant: false,
         better: None,
-    };
-    c.decide();
-    c
+    }
 }
 
 /// Holm's step-down adjustment: the `i`-th smallest of `m` p-values is multiplied by
@@ -111,125 +215,260 @@ pub fn holm(ps: &[f64]) -> Vec<f64> {
 
 /// The best arm (by median, in the metric's direction) against each other arm.
 ///
+/// Values that are not finite are runs without a usable score: they are left out of their
+/// arm and counted (`missing_a`, `missing_b`), never silently dropped, and never drop the arm.
 /// The best arm is chosen from the data, so its comparisons are a data-selected subset of all
 /// pairs: the family Holm corrects over is therefore every pair of arms with at least
-/// `min_values` values (`k (k − 1) / 2` for `k` arms), which keeps the family-wise error at
-/// `alpha` whichever arm turns out best. Arms with fewer values are left out.
-pub fn best_against_rest(arms: &[(&str, &[f64])], better_is: BetterIs, alpha: f64, seed: u64, min_values: usize) -> Vec<Comparison> {
-    let usable: Vec<(&str, &[f64])> = arms.iter().copied().filter(|(_, xs)| xs.len() >= min_values.max(1) && mann_whitney_u(xs, xs).is_some()).collect();
+/// `min_values` usable values (`k (k − 1) / 2` for `k` arms), which keeps the family-wise error
+/// at `alpha` whichever arm turns out best. Arms with fewer values get an
+/// [`Outcome::InsufficientData`] comparison against the best.
+pub fn best_against_rest(arms: &[(&str, &[f64])], better_is: BetterIs, criteria: Criteria, min_values: usize) -> Vec<Comparison> {
+    let arms: Vec<(&str, Vec<f64>, usize)> = arms
+        .iter()
+        .map(|(name, xs)| {
+            let (kept, missing) = usable(xs);
+            (*name, kept, missing)
+        })
+        .collect();
+    let enough = |xs: &Vec<f64>| xs.len() >= min_values.max(2);
     let median = |xs: &[f64]| crate::median(xs).unwrap_or(f64::NAN);
+    let candidates = arms.iter().filter(|(_, xs, _)| enough(xs));
     let best = match better_is {
-        BetterIs::Higher => usable.iter().max_by(|x, y| median(x.1).total_cmp(&median(y.1))),
-        BetterIs::Lower => usable.iter().min_by(|x, y| median(x.1).total_cmp(&median(y.1))),
+        BetterIs::Higher => candidates.max_by(|x, y| median(&x.1).total_cmp(&median(&y.1))),
+        BetterIs::Lower => candidates.min_by(|x, y| median(&x.1).total_cmp(&median(&y.1))),
     };
-    let Some(&(best_name, best_xs)) = best else { return Vec::new() };
+    let Some((best_name, best_xs, best_missing)) = best else {
+        // No arm has enough values: say so for every pair against the first arm.
+        return arms
+            .iter()
+            .skip(1)
+            .filter_map(|(name, xs, missing)| {
+                let (first, first_xs, first_missing) = arms.first()?;
+                let mut c = judge(first, first_xs, *first_missing, name, xs, *missing, better_is, criteria, criteria.alpha);
+                c.decide(criteria);
+                Some(c)
+            })
+            .collect();
+    };
+    let usable_arms: Vec<&(&str, Vec<f64>, usize)> = arms.iter().filter(|(_, xs, _)| enough(xs)).collect();
     let mut pairs = Vec::new();
-    for i in 0..usable.len() {
-        for j in i + 1..usable.len() {
-            pairs.push((usable[i].0, usable[j].0, mann_whitney_u(usable[i].1, usable[j].1).map_or(1.0, |m| m.p_value)));
+    for i in 0..usable_arms.len() {
+        for j in i + 1..usable_arms.len() {
+            pairs.push((usable_arms[i].0, usable_arms[j].0, mann_whitney_u(&usable_arms[i].1, &usable_arms[j].1).map_or(1.0, |m| m.p_value)));
         }
     }
-    let adjusted = holm(&pairs.iter().map(|p| p.2).collect::<Vec<_>>());
-    let family_size = pairs.len();
-    usable
-        .iter()
-        .filter(|(name, _)| *name != best_name)
-        .map(|&(name, xs)| {
-            let mut c = compare_directed(best_name, best_xs, name, xs, better_is, alpha, seed);
-            let k = pairs.iter().position(|p| (p.0 == best_name && p.1 == name) || (p.1 == best_name && p.0 == name));
+    let raw: Vec<f64> = pairs.iter().map(|p| p.2).collect();
+    let adjusted = holm(&raw);
+    let family_size = pairs.len().max(1);
+    arms.iter()
+        .filter(|(name, _, _)| name != best_name)
+        .map(|(name, xs, missing)| {
+            let k = pairs.iter().position(|p| (p.0 == *best_name && p.1 == *name) || (p.1 == *best_name && p.0 == *name));
+            // The pair's Holm step: its rank among the raw p-values sets the level its
+            // interval is made at, α / (m − rank), so that the interval agrees with the step.
+            let ci_alpha = k.map_or(criteria.alpha, |k| {
+                let rank = raw.iter().filter(|p| p.total_cmp(&raw[k]).is_lt()).count();
+                criteria.alpha / (family_size - rank) as f64
+            });
+            let mut c = judge(best_name, best_xs, *best_missing, name, xs, *missing, better_is, criteria, ci_alpha);
             c.p_adjusted = k.map(|k| adjusted[k]);
             c.family_size = family_size;
-            c.decide();
+            c.decide(criteria);
             c
         })
         .collect()
 }
 
 impl Comparison {
-    /// Sets `outcome`, `significant` and `better` from the adjusted p and the ratio CI.
-    fn decide(&mut self) {
-        let p = self.p_adjusted;
-        let (outcome, better) = match (p, &self.ratio_ci) {
-            (None, _) => (Outcome::InsufficientData, None),
-            (Some(p), None) => (if p < self.alpha { Outcome::Inconclusive } else { Outcome::NoDifference }, None),
-            (Some(p), Some(ci)) => match (p < self.alpha, ci.excludes_one()) {
-                (true, true) => {
-                    let a_higher = ci.lo > 1.0;
-                    let a_better = a_higher == (self.better_is == BetterIs::Higher);
-                    (Outcome::Better, Some(if a_better { self.a.clone() } else { self.b.clone() }))
+    /// Sets `outcome`, `significant` and `better` from the adjusted p, the interval and the
+    /// minimum effect.
+    fn decide(&mut self, criteria: Criteria) {
+        let outcome = match (self.p_adjusted, &self.ratio_ci) {
+            (None, _) => Outcome::InsufficientData,
+            (Some(p), None) => {
+                if p < self.alpha {
+                    Outcome::Inconclusive
+                } else {
+                    Outcome::NoDifference
                 }
-                (false, false) => (Outcome::NoDifference, None),
-                _ => (Outcome::Inconclusive, None),
+            }
+            // With these run counts no split of the ranks reaches the level: no interval, and
+            // "no difference" would claim more than the runs can show.
+            (Some(_), Some(ci)) if ci.level >= 1.0 => Outcome::Inconclusive,
+            (Some(p), Some(ci)) => match (p < self.alpha, ci.excludes_one()) {
+                (true, true) if criteria.within_band(ci.ratio) => Outcome::BelowMinEffect,
+                (true, true) => Outcome::Better,
+                (false, false) if criteria.within_band(ci.lo) && criteria.within_band(ci.hi) => Outcome::Equivalent,
+                (false, false) => Outcome::NoDifference,
+                _ => Outcome::Inconclusive,
             },
         };
         self.outcome = outcome;
         self.significant = outcome == Outcome::Better;
-        self.better = better;
+        self.better = (outcome == Outcome::Better).then(|| {
+            let a_higher = self.ratio_ci.is_some_and(|ci| ci.lo > 1.0);
+            if a_higher == (self.better_is == BetterIs::Higher) {
+                self.a.clone()
+            } else {
+                self.b.clone()
+            }
+        });
     }
 
-    /// `p = 0.0079`, or `Holm-adjusted p = 0.024 over 6 pairs` when corrected.
-    fn p_text(&self) -> String {
-        let Some(p) = self.p_adjusted else { return "p = n/a".into() };
-        let p = fmt_p(p, self.alpha);
-        if self.family_size > 1 {
-            format!("Holm-adjusted {p} over {} pairs", self.family_size)
-        } else {
-            p
+    /// Marks the end of a sequential experiment that did not decide this comparison: its
+    /// evidence stays, its outcome says it is undecided (never "no difference").
+    pub fn mark_undecided(&mut self) {
+        if !self.outcome.decided() && self.outcome != Outcome::InsufficientData {
+            self.outcome = Outcome::Undecided;
+            self.significant = false;
+            self.better = None;
         }
     }
 
-    /// `95 % CI 1.10–1.31×`, with an infinite bound written as "unbounded".
+    /// `p = 0.0079`, `Holm-adjusted p = 0.024 over 6 pairs`, and for a sequential look the
+    /// level it had to beat: `p = 0.0012 < α = 0.0083 at look 2 of 6`.
+    fn p_text(&self) -> String {
+        let Some(p) = self.p_adjusted else { return "p = n/a".into() };
+        let mut text = fmt_p(p, self.alpha);
+        if self.family_size > 1 {
+            text = format!("Holm-adjusted {text} over {} pairs", self.family_size);
+        }
+        if let Some(l) = &self.look {
+            let op = if p < self.alpha { "<" } else { "≥" };
+            text = format!("{text} {op} α = {} at look {} of {}", fmt_alpha(self.alpha), l.look, l.of);
+        }
+        text
+    }
+
+    /// `97.1 % CI 1.10–1.31×`, with an infinite bound written as "unbounded" and each bound
+    /// printed with enough digits to show on which side of 1 it lies.
     fn ci_text(level: f64, lo: f64, hi: f64) -> String {
-        let bound = |x: f64| if x.is_finite() { fmt_ratio(x) } else { "unbounded".into() };
+        let bound = |x: f64| if x.is_finite() { fmt_bound(x) } else { "unbounded".into() };
         format!("{} CI {}–{}×", fmt_level(level), bound(lo), bound(hi))
     }
 
-    /// The ratio and CI with the better arm first (so the ratio says "how much better").
+    /// The ratio and interval with the better (or, below the minimum effect, the higher) arm
+    /// first, so the ratio says "how much".
     fn oriented(&self) -> Option<(&str, &str, f64, f64, f64, usize, usize)> {
         let ci = self.ratio_ci.as_ref()?;
         let inv = |x: f64| if x == 0.0 { f64::INFINITY } else { 1.0 / x };
-        Some(if self.better.as_deref() == Some(self.b.as_str()) {
+        let b_first = match self.outcome {
+            Outcome::Better => self.better.as_deref() == Some(self.b.as_str()),
+            _ => ci.ratio < 1.0,
+        };
+        Some(if b_first {
             (&self.b, &self.a, inv(ci.ratio), inv(ci.hi), inv(ci.lo), self.n_b, self.n_a)
         } else {
             (&self.a, &self.b, ci.ratio, ci.lo, ci.hi, self.n_a, self.n_b)
         })
     }
 
+    /// `5 vs 4 runs; 1 cubic run without a score`.
+    fn runs_text(&self, first: &str, n_first: usize, n_second: usize) -> String {
+        let (m_first, m_second, second) = if first == self.a { (self.missing_a, self.missing_b, &self.b) } else { (self.missing_b, self.missing_a, &self.a) };
+        let mut text = format!("{n_first} vs {n_second} runs");
+        for (name, m) in [(first, m_first), (second.as_str(), m_second)] {
+            if m > 0 {
+                text.push_str(&format!("; {m} {name} run{} without a score", if m == 1 { "" } else { "s" }));
+            }
+        }
+        text
+    }
+
+    /// The arm that scored 0 in every run, if one did (no ratio can describe it).
+    fn all_zero_arm(&self) -> Option<(&str, &str, usize)> {
+        let ci = self.ratio_ci.as_ref()?;
+        let a_zero = ci.ratio == 0.0 && ci.hi == 0.0;
+        let b_zero = ci.ratio.is_infinite() && ci.lo.is_infinite();
+        match (a_zero, b_zero) {
+            (true, false) => Some((&self.a, &self.b, self.n_a)),
+            (false, true) => Some((&self.b, &self.a, self.n_b)),
+            _ => None,
+        }
+    }
+
     /// One-line human summary, `metric` being the noun compared (e.g. "goodput").
     ///
-    /// * better: `bbr: 14.2× the goodput of cubic (95 % CI 12.9–15.8×, p = 0.0079, 5 vs 5 runs)`
+    /// * better: `bbr: 14.6× the goodput of cubic (96.8 % CI 12.9–15.8×, p = 0.0079, 5 vs 5 runs)`
     ///   — the better arm first; for a lower-is-better metric its ratio is below 1;
-    /// * no difference: `no significant difference in goodput between bbr and cubic (ratio 1.03×, …)`;
-    /// * inconclusive: says which evidence disagrees, and that more runs would decide;
-    /// * insufficient data: says so.
+    /// * below the minimum effect, equivalent, no difference, undecided, inconclusive and
+    ///   insufficient data each say so in words, with the evidence.
     pub fn sentence(&self, metric: &str) -> String {
-        let runs = |x: usize, y: usize| format!("{x} vs {y} runs");
+        let runs = |first: &str, x: usize, y: usize| self.runs_text(first, x, y);
+        let pct = fmt_pct(self.min_effect);
         match self.outcome {
-            Outcome::InsufficientData => format!("insufficient data to compare the {metric} of {} and {} ({})", self.a, self.b, runs(self.n_a, self.n_b)),
+            Outcome::InsufficientData => {
+                format!("insufficient data to compare the {metric} of {} and {} ({})", self.a, self.b, runs(&self.a, self.n_a, self.n_b))
+            }
             Outcome::Better => {
+                if let Some((zero, other, n_zero)) = self.all_zero_arm() {
+                    return format!(
+                        "{}: better {metric} than {zero}, which scored 0 in all {n_zero} of its runs, so no ratio can say by how much ({}, {})",
+                        self.better.as_deref().unwrap_or(other),
+                        self.p_text(),
+                        runs(other, if other == self.a { self.n_a } else { self.n_b }, n_zero)
+                    );
+                }
                 let (best, worst, r, lo, hi, nb, nw) = self.oriented().expect("Better has a CI");
                 let level = self.ratio_ci.map_or(1.0 - self.alpha, |c| c.level);
-                format!("{best}: {}× the {metric} of {worst} ({}, {}, {})", fmt_ratio(r), Self::ci_text(level, lo, hi), self.p_text(), runs(nb, nw))
+                format!("{best}: {}× the {metric} of {worst} ({}, {}, {})", fmt_ratio(r), Self::ci_text(level, lo, hi), self.p_text(), runs(best, nb, nw))
             }
-            Outcome::NoDifference | Outcome::Inconclusive => {
+            Outcome::BelowMinEffect => {
+                let (hi_arm, lo_arm, r, lo, hi, n1, n2) = self.oriented().expect("has a CI");
+                let level = self.ratio_ci.map_or(1.0 - self.alpha, |c| c.level);
+                format!(
+                    "significant but below {pct}: {hi_arm} has {}× the {metric} of {lo_arm}, less than the minimum effect ({}, {}, {})",
+                    fmt_ratio(r),
+                    Self::ci_text(level, lo, hi),
+                    self.p_text(),
+                    runs(hi_arm, n1, n2)
+                )
+            }
+            Outcome::Equivalent => {
+                let ci = self.ratio_ci.expect("has a CI");
+                format!(
+                    "{} and {} are equivalent in {metric} within {pct} (ratio {}×, {}, {}, {})",
+                    self.a,
+                    self.b,
+                    fmt_ratio(ci.ratio),
+                    Self::ci_text(ci.level, ci.lo, ci.hi),
+                    self.p_text(),
+                    runs(&self.a, self.n_a, self.n_b)
+                )
+            }
+            Outcome::NoDifference | Outcome::Inconclusive | Outcome::Undecided => {
                 let evidence = match &self.ratio_ci {
+                    Some(ci) if ci.level >= 1.0 => format!("ratio {}×, too few runs for an interval, {}", fmt_ratio_or_unbounded(ci.ratio), self.p_text()),
                     Some(ci) => format!("ratio {}×, {}, {}", fmt_ratio_or_unbounded(ci.ratio), Self::ci_text(ci.level, ci.lo, ci.hi), self.p_text()),
-                    None => format!("no ratio CI, {}", self.p_text()),
+                    None => format!("no ratio interval, {}", self.p_text()),
                 };
-                if self.outcome == Outcome::NoDifference {
-                    format!("no significant difference in {metric} between {} and {} ({evidence}, {})", self.a, self.b, runs(self.n_a, self.n_b))
-                } else {
-                    let why = match &self.ratio_ci {
-                        None => "the rank test finds a difference but the ratio has no CI".to_string(),
-                        Some(ci) if ci.excludes_one() => "the ratio's CI excludes 1 but the rank test does not reach significance".to_string(),
-                        Some(_) => "the rank test finds a difference but the ratio's CI includes 1".to_string(),
-                    };
-                    format!(
-                        "inconclusive on {metric} between {} and {}: {why}; more runs would decide ({evidence}, {})",
-                        self.a,
-                        self.b,
-                        runs(self.n_a, self.n_b)
-                    )
+                let runs = runs(&self.a, self.n_a, self.n_b);
+                match self.outcome {
+                    Outcome::NoDifference => format!("no significant difference in {metric} between {} and {} ({evidence}, {runs})", self.a, self.b),
+                    Outcome::Undecided => {
+                        format!(
+                            "undecided after {} runs (--max-runs reached) on {metric} between {} and {} ({evidence}, {runs})",
+                            self.n_a.max(self.n_b),
+                            self.a,
+                            self.b
+                        )
+                    }
+                    _ => {
+                        let why = match &self.ratio_ci {
+                            Some(ci) if ci.level >= 1.0 => {
+                                format!("with {} vs {} runs no rank test can reach p < {}", self.n_a, self.n_b, fmt_alpha(self.alpha / self.family_size as f64))
+                            }
+                            None => "the rank test finds a difference but the ratio has no interval".to_string(),
+                            Some(ci) if ci.excludes_one() && self.family_size > 1 => {
+                                "the ratio's interval excludes 1 but Holm's step-down stopped at an earlier pair".to_string()
+                            }
+                            Some(ci) if ci.excludes_one() => {
+                                "the ratio's interval excludes 1 but the rank test does not reach significance (tied values)".to_string()
+                            }
+                            Some(_) => "the rank test finds a difference but the ratio's interval includes 1 (tied values)".to_string(),
+                        };
+                        format!("inconclusive on {metric} between {} and {}: {why}; more runs would decide ({evidence}, {runs})", self.a, self.b)
+                    }
                 }
             }
         }
@@ -239,13 +478,16 @@ impl Comparison {
     /// difference (p = 0.55)`, `inconclusive (p = 0.031)`.
     pub fn short(&self) -> String {
         let p = self.p_adjusted.map_or_else(|| "p = n/a".into(), |p| fmt_p(p, self.alpha));
+        let bound = |x: f64| if x.is_finite() { fmt_bound(x) } else { "unbounded".into() };
         match self.outcome {
             Outcome::Better => {
                 let (best, worst, r, lo, hi, _, _) = self.oriented().expect("Better has a CI");
-                let bound = |x: f64| if x.is_finite() { fmt_ratio(x) } else { "unbounded".into() };
-                format!("{best} {}× {worst} (CI {}–{}, {p})", fmt_ratio(r), bound(lo), bound(hi))
+                format!("{best} {}× {worst} (CI {}–{}, {p})", fmt_ratio_or_unbounded(r), bound(lo), bound(hi))
             }
+            Outcome::BelowMinEffect => format!("significant but below {} ({p})", fmt_pct(self.min_effect)),
+            Outcome::Equivalent => format!("equivalent within {} ({p})", fmt_pct(self.min_effect)),
             Outcome::NoDifference => format!("no significant difference ({p})"),
+            Outcome::Undecided => format!("undecided at --max-runs ({p})"),
             Outcome::Inconclusive => format!("inconclusive ({p})"),
             Outcome::InsufficientData => "no verdict".into(),
         }
@@ -278,6 +520,27 @@ pub fn fmt_p(p: f64, alpha: f64) -> String {
     }
 }
 
+/// α with two significant digits: `0.05`, `0.0083`, `0.00061` (never `0.0000`).
+pub fn fmt_alpha(alpha: f64) -> String {
+    if alpha.is_nan() || alpha <= 0.0 || !alpha.is_finite() {
+        return format!("{alpha}");
+    }
+    let decimals = (1 - alpha.log10().floor() as i32).max(1) as usize;
+    let text = format!("{alpha:.decimals$}");
+    // 0.050 -> 0.05
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
+}
+
+/// A fraction as a percentage for the minimum effect: `2 %`, `0.5 %`.
+fn fmt_pct(x: f64) -> String {
+    let s = format!("{:.2}", x * 100.0);
+    format!("{} %", s.trim_end_matches('0').trim_end_matches('.'))
+}
+
 fn fmt_ratio_or_unbounded(r: f64) -> String {
     if r.is_infinite() {
         "unbounded".into()
@@ -286,16 +549,36 @@ fn fmt_ratio_or_unbounded(r: f64) -> String {
     }
 }
 
-/// "95 %" for 0.95, "99.9 %" for 0.999.
-fn fmt_level(level: f64) -> String {
+/// "95 %" for 0.95, "97.1 %" for 0.9714, "99.17 %" for 0.99167, "99.99994 %" for 0.99999939:
+/// two significant digits of what the level leaves out, so a level short of 1 never reads
+/// "100 %".
+pub fn fmt_level(level: f64) -> String {
     let pct = level * 100.0;
     if (pct - pct.round()).abs() < 1e-9 {
-        format!("{:.0} %", pct.round())
-    } else {
-        let s = format!("{pct:.2}");
-        let s = s.trim_end_matches('0').trim_end_matches('.');
-        format!("{s} %")
+        return format!("{:.0} %", pct.round());
     }
+    let left = 100.0 - pct;
+    let decimals = (1 - left.log10().floor() as i32).max(1) as usize;
+    let s = format!("{pct:.decimals$}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s} %")
+}
+
+/// A ratio as [`fmt_ratio`] prints it, with digits added until the printed value lies on the
+/// same side of 1 as the value (1.0004 never prints as "1.000").
+fn fmt_bound(x: f64) -> String {
+    let text = fmt_ratio(x);
+    if x == 1.0 || !x.is_finite() {
+        return text;
+    }
+    let side = |v: f64| v.total_cmp(&1.0);
+    let mut decimals = text.split('.').nth(1).map_or(0, str::len);
+    let mut text = text;
+    while text.parse::<f64>().is_ok_and(|shown| side(shown) != side(x)) && decimals < 12 {
+        decimals += 1;
+        text = format!("{x:.decimals$}");
+    }
+    text
 }
 
 fn fmt_ratio(r: f64) -> String {
@@ -328,19 +611,20 @@ mod tests {
 
     #[test]
     fn clear_winner_either_order() {
-        let c = compare("bbr", &BBR, "cubic", &CUBIC, 0.05, 1);
+        let c = compare("bbr", &BBR, "cubic", &CUBIC, 0.05);
         assert!(c.significant);
         assert_eq!((c.outcome, c.better.as_deref()), (Outcome::Better, Some("bbr")));
         let mw = c.mann_whitney.unwrap();
         assert!((mw.p_value - 2.0 / 252.0).abs() < 1e-12);
         let s = c.sentence("goodput");
-        assert!(s.starts_with("bbr: 14.6× the goodput of cubic (95 % CI "), "{s}");
+        // 5 vs 5 at α = 0.05: Moses depth 3, exact level 1 − 2 · 4/252 = 96.8 %.
+        assert!(s.starts_with("bbr: 14.5× the goodput of cubic (96.8 % CI "), "{s}");
         assert!(s.ends_with("×, p = 0.0079, 5 vs 5 runs)"), "{s}");
         // Swapped arguments: the winner is still named first with ratio ≥ 1.
-        let d = compare("cubic", &CUBIC, "bbr", &BBR, 0.05, 1);
+        let d = compare("cubic", &CUBIC, "bbr", &BBR, 0.05);
         assert_eq!(d.better.as_deref(), Some("bbr"));
         let dci = d.ratio_ci.unwrap();
-        let expected = format!("bbr: 14.6× the goodput of cubic (95 % CI {}–{}×, p = 0.0079, 5 vs 5 runs)", fmt_ratio(1.0 / dci.hi), fmt_ratio(1.0 / dci.lo));
+        let expected = format!("bbr: 14.5× the goodput of cubic (96.8 % CI {}–{}×, p = 0.0079, 5 vs 5 runs)", fmt_bound(1.0 / dci.hi), fmt_bound(1.0 / dci.lo));
         assert_eq!(d.sentence("goodput"), expected);
     }
 
@@ -349,9 +633,10 @@ mod tests {
         // RTTs: bbr keeps them low. `better` must name bbr, whichever side it is on.
         let bbr = [7.1, 7.3, 6.9, 7.0, 7.2];
         let cubic = [49.0, 52.0, 50.5, 48.0, 51.0];
-        for c in
-            [compare_directed("cubic", &cubic, "bbr", &bbr, BetterIs::Lower, 0.05, 2), compare_directed("bbr", &bbr, "cubic", &cubic, BetterIs::Lower, 0.05, 2)]
-        {
+        for c in [
+            compare_directed("cubic", &cubic, "bbr", &bbr, BetterIs::Lower, Criteria::at(0.05)),
+            compare_directed("bbr", &bbr, "cubic", &cubic, BetterIs::Lower, Criteria::at(0.05)),
+        ] {
             assert_eq!(c.better.as_deref(), Some("bbr"), "{c:?}");
             let s = c.sentence("sender RTT");
             assert!(s.starts_with("bbr: 0.14"), "the better arm first, with its ratio below 1: {s}");
@@ -366,10 +651,11 @@ mod tests {
     fn no_difference_sentence() {
         let a = [100.0, 103.0, 98.0, 105.0, 101.0];
         let b = [99.0, 102.0, 97.0, 104.0, 100.5];
-        let c = compare("bbr", &a, "cubic", &b, 0.05, 9);
+        let c = compare("bbr", &a, "cubic", &b, 0.05);
         assert_eq!((c.outcome, c.better.clone()), (Outcome::NoDifference, None));
         let s = c.sentence("goodput");
-        assert!(s.starts_with("no significant difference in goodput between bbr and cubic (ratio 1.005×, 95 % CI "), "{s}");
+        assert!(s.starts_with("no significant difference in goodput between bbr and cubic (ratio 1.0"), "{s}");
+        assert!(s.contains("96.8 % CI "), "{s}");
         // u_a = 15 of 25 -> exact two-sided p = 0.690 (scipy mannwhitneyu method="exact")
         assert!((c.mann_whitney.unwrap().p_value - 0.6904761904761905).abs() < 1e-12);
         assert!(s.ends_with("×, p = 0.69, 5 vs 5 runs)"), "{s}");
@@ -377,26 +663,26 @@ mod tests {
 
     #[test]
     fn too_few_runs_are_inconclusive_not_no_difference() {
-        // 3 vs 3 complete separation: p = 0.1 ≥ 0.05 although the CI excludes 1.
-        let c = compare("bbr", &[100.0, 101.0, 102.0], "cubic", &[1.0, 2.0, 3.0], 0.05, 0);
-        assert!(c.ratio_ci.unwrap().excludes_one());
+        // 3 vs 3 complete separation: p = 0.1 ≥ 0.05, and no interval exists at 95 %.
+        let c = compare("bbr", &[100.0, 101.0, 102.0], "cubic", &[1.0, 2.0, 3.0], 0.05);
         assert_eq!(c.outcome, Outcome::Inconclusive);
         let s = c.sentence("goodput");
-        assert!(s.starts_with("inconclusive on goodput between bbr and cubic"), "{s}");
+        assert!(s.starts_with("inconclusive on goodput between bbr and cubic: with 3 vs 3 runs no rank test can reach p < 0.05"), "{s}");
         assert!(s.contains("p = 0.10, 3 vs 3 runs"), "{s}");
     }
 
     #[test]
     fn tied_zeros_from_the_issue() {
-        // compare([5,6,7],[0,0,1,2]) printed "significant" with p = 0.0497; exact p = 2/35.
-        let c = compare("bbr", &[5.0, 6.0, 7.0], "cubic", &[0.0, 0.0, 1.0, 2.0], 0.05, 42);
+        // compare([5,6,7],[0,0,1,2]) printed "significant" with p = 0.0497; exact p = 2/35,
+        // the smallest 3 vs 4 runs can give: too few runs to decide.
+        let c = compare("bbr", &[5.0, 6.0, 7.0], "cubic", &[0.0, 0.0, 1.0, 2.0], 0.05);
         assert!(!c.significant);
         assert!((c.p_adjusted.unwrap() - 2.0 / 35.0).abs() < 1e-12);
         let ci = c.ratio_ci.unwrap();
         assert!(ci.hi.is_infinite() && ci.zero_denominators > 0);
         assert_eq!(c.outcome, Outcome::Inconclusive);
         let s = c.sentence("goodput");
-        assert!(s.contains("unbounded") && s.contains("p = 0.057"), "{s}");
+        assert!(s.contains("too few runs for an interval") && s.contains("p = 0.057"), "{s}");
     }
 
     #[test]
@@ -405,7 +691,7 @@ mod tests {
         // used to read "no significant difference (p < 0.001)".
         let a: Vec<f64> = (0..20).map(|i| -(i as f64) - 100.0).collect();
         let b: Vec<f64> = (0..20).map(f64::from).collect();
-        let c = compare("bbr", &a, "cubic", &b, 0.05, 0);
+        let c = compare("bbr", &a, "cubic", &b, 0.05);
         assert!(c.ratio_ci.is_none() && c.p_adjusted.unwrap() < 0.001);
         assert_eq!(c.outcome, Outcome::Inconclusive);
         assert!(!c.sentence("goodput").contains("no significant difference"), "{}", c.sentence("goodput"));
@@ -413,15 +699,142 @@ mod tests {
 
     #[test]
     fn degenerate_inputs() {
-        let c = compare("bbr", &[], "cubic", &[1.0], 0.05, 0);
+        let c = compare("bbr", &[], "cubic", &[1.0], 0.05);
         assert_eq!(c.outcome, Outcome::InsufficientData);
         assert_eq!(c.sentence("goodput"), "insufficient data to compare the goodput of bbr and cubic (0 vs 1 runs)");
-        // All of cubic's runs failed (0): bbr is better, with an unbounded ratio.
-        let c = compare("bbr", &[5.0, 6.0, 7.0, 8.0], "cubic", &[0.0; 4], 0.05, 0);
-        assert_eq!(c.better.as_deref(), Some("bbr"));
+    }
+
+    /// Issue 16 §5: an all-zero arm printed "∞× … (95 % CI unbounded–unbounded×)".
+    #[test]
+    fn an_all_zero_arm_is_said_in_words() {
+        for (x, y) in [(("bbr", &[5.0, 6.0, 7.0, 8.0][..]), ("cubic", &[0.0; 4][..])), (("cubic", &[0.0; 4][..]), ("bbr", &[5.0, 6.0, 7.0, 8.0][..]))] {
+            let c = compare(x.0, x.1, y.0, y.1, 0.05);
+            assert_eq!(c.better.as_deref(), Some("bbr"));
+            let s = c.sentence("goodput");
+            assert_eq!(s, "bbr: better goodput than cubic, which scored 0 in all 4 of its runs, so no ratio can say by how much (p = 0.029, 4 vs 4 runs)");
+            assert!(!s.contains('∞') && !s.contains("unbounded–unbounded"), "{s}");
+        }
+    }
+
+    /// Issue 16 §5: with a = [5, 6, 7, 8]e6 and b = [missing, 2, 3, 4]e6 the output said
+    /// "4 vs 3 runs", p = 0.057, with no word about the missing run.
+    #[test]
+    fn missing_scores_are_counted_and_said() {
+        let a = [5e6, 6e6, 7e6, 8e6];
+        let b = [f64::NAN, 2e6, 3e6, 4e6];
+        let c = compare("bbr", &a, "cubic", &b, 0.05);
+        assert_eq!((c.n_a, c.n_b, c.missing_a, c.missing_b), (4, 3, 0, 1));
         let s = c.sentence("goodput");
-        assert!(s.starts_with("bbr: unbounded× the goodput of cubic") || s.contains("CI unbounded–unbounded×"), "{s}");
-        assert!(s.contains("p = 0.029"), "{s}");
+        assert!(s.contains("4 vs 3 runs; 1 cubic run without a score"), "{s}");
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(v["missing_b"], 1);
+    }
+
+    /// Issue 16 §5 (verdict.rs:119): a non-finite value in one run dropped the whole arm from
+    /// the comparison.
+    #[test]
+    fn a_non_finite_value_never_drops_an_arm() {
+        let a = [5e6, 6e6, 7e6, 8e6, 9e6];
+        let b = [f64::INFINITY, 2e6, 3e6, 4e6, 1e6];
+        let c = [2.5e6, 3.5e6, 4.5e6, 1.5e6, f64::NAN];
+        let cs = best_against_rest(&[("bbr", &a), ("cubic", &b), ("reno", &c)], BetterIs::Higher, Criteria::at(0.05), 2);
+        assert_eq!(cs.len(), 2, "{cs:?}");
+        assert_eq!(cs.iter().map(|c| c.b.as_str()).collect::<Vec<_>>(), ["cubic", "reno"]);
+        assert!(cs.iter().all(|c| c.family_size == 3 && c.missing_b == 1));
+    }
+
+    /// Issue 16 §5: a "better" verdict printed "95 % CI 1.000–1.004×".
+    #[test]
+    fn bounds_show_their_side_of_one() {
+        let a = [10024.0, 10024.0, 10045.0, 10022.0, 10048.0, 10033.0];
+        let b = [9996.0, 10011.0, 9994.0, 10016.0, 10032.0, 10015.0];
+        let c = compare("x", &a, "y", &b, 0.05);
+        assert_eq!(c.outcome, Outcome::Better, "{c:?}");
+        let ci = c.ratio_ci.unwrap();
+        assert!(ci.lo > 1.0);
+        let s = c.sentence("goodput");
+        assert!(!s.contains("CI 1.000–"), "{s}");
+        assert_eq!(fmt_bound(1.0004), "1.0004");
+        assert_eq!(fmt_bound(0.99996), "0.99996");
+        assert_eq!(fmt_bound(1.034), "1.034");
+        assert_eq!(fmt_bound(1.0), "1.000");
+    }
+
+    /// Issue 16 §4: a 0.2 % difference was called a win.
+    #[test]
+    fn minimum_effect() {
+        let criteria = Criteria { alpha: 0.05, min_effect: 0.02 };
+        // Completely separated, 0.2 % apart: significant but below 2 %.
+        let a = [1002.0, 1002.1, 1002.2, 1002.3, 1002.4, 1002.5];
+        let b = [1000.0, 1000.1, 1000.2, 1000.3, 1000.4, 1000.5];
+        let c = compare_directed("bbr", &a, "cubic", &b, BetterIs::Higher, criteria);
+        assert_eq!((c.outcome, c.significant, c.better.clone()), (Outcome::BelowMinEffect, false, None));
+        let s = c.sentence("goodput");
+        assert!(s.starts_with("significant but below 2 %: bbr has 1.002× the goodput of cubic"), "{s}");
+        assert!(c.outcome.decided());
+        // Overlapping and tight: the whole interval within ±2 %: equivalent.
+        let a = [1000.0, 1003.0, 998.0, 1005.0, 1001.0, 999.0, 1002.0, 1004.0];
+        let b = [999.0, 1002.0, 997.0, 1004.0, 1000.5, 1001.5, 998.5, 1003.5];
+        let c = compare_directed("bbr", &a, "cubic", &b, BetterIs::Higher, criteria);
+        assert_eq!(c.outcome, Outcome::Equivalent, "{c:?}");
+        assert!(c.sentence("goodput").starts_with("bbr and cubic are equivalent in goodput within 2 % (ratio 1.00"), "{}", c.sentence("goodput"));
+        // Far apart: still a win, and with no minimum effect the 0.2 % one is a win too.
+        assert_eq!(compare_directed("bbr", &BBR, "cubic", &CUBIC, BetterIs::Higher, criteria).outcome, Outcome::Better);
+        let a = [1002.0, 1002.1, 1002.2, 1002.3, 1002.4, 1002.5];
+        let b = [1000.0, 1000.1, 1000.2, 1000.3, 1000.4, 1000.5];
+        assert_eq!(compare("bbr", &a, "cubic", &b, 0.05).outcome, Outcome::Better);
+        // Wide and not significant: neither equivalent nor a difference.
+        let c = compare_directed("bbr", &[90.0, 110.0, 100.0, 95.0, 105.0], "cubic", &[92.0, 108.0, 99.0, 97.0, 104.0], BetterIs::Higher, criteria);
+        assert_eq!(c.outcome, Outcome::NoDifference);
+    }
+
+    /// Issue 16 §2: an undecided sequential end said "no significant difference".
+    #[test]
+    fn undecided_at_max_runs() {
+        let a = [100.0, 103.0, 98.0, 105.0, 101.0];
+        let b = [99.0, 102.0, 97.0, 104.0, 100.5];
+        let mut c = compare("bbr", &a, "cubic", &b, 0.0083);
+        c.look = Some(LookContext { look: 6, of: 6, spent: 0.05, alpha_total: 0.05 });
+        c.mark_undecided();
+        assert_eq!(c.outcome, Outcome::Undecided);
+        let s = c.sentence("goodput");
+        assert!(s.starts_with("undecided after 5 runs (--max-runs reached) on goodput between bbr and cubic"), "{s}");
+        assert!(s.contains("p = 0.69 ≥ α = 0.0083 at look 6 of 6"), "{s}");
+        assert!(!s.contains("no significant difference"));
+        // A decided comparison stays decided.
+        let mut d = compare("bbr", &BBR, "cubic", &CUBIC, 0.05);
+        d.mark_undecided();
+        assert_eq!(d.outcome, Outcome::Better);
+    }
+
+    /// Issue 16 §5: a level like 0.99999939 printed as "100 %", α as "0.0000".
+    #[test]
+    fn levels_and_alphas_are_readable() {
+        assert_eq!(fmt_level(0.99999939), "99.999939 %");
+        assert_eq!(fmt_level(0.9714285714), "97.1 %");
+        assert_eq!(fmt_level(0.991666), "99.17 %");
+        assert_ne!(fmt_level(0.9999999999), "100 %");
+        assert_eq!(fmt_alpha(0.05), "0.05");
+        assert_eq!(fmt_alpha(0.0083333), "0.0083");
+        assert_eq!(fmt_alpha(6.1e-7), "0.00000061");
+        assert_eq!(fmt_alpha(0.0179), "0.018");
+    }
+
+    /// With three algorithms and Holm, a pair's interval is made at its Holm step's level, so
+    /// the winner's interval and test agree.
+    #[test]
+    fn holm_step_sets_the_interval_level() {
+        let a = [9.0, 9.1, 9.2, 9.3, 9.4];
+        let b = [5.0, 5.1, 5.2, 5.3, 5.4];
+        let c = [1.0, 1.1, 1.2, 1.3, 1.4];
+        let cs = best_against_rest(&[("a", &a), ("b", &b), ("c", &c)], BetterIs::Higher, Criteria::at(0.05), 2);
+        for x in &cs {
+            assert_eq!(x.outcome, Outcome::Better, "{x:?}");
+            assert!(x.ratio_ci.unwrap().level >= 1.0 - 0.05 / 3.0, "{x:?}");
+        }
+        // At 4 runs, three algorithms cannot decide (3 · 2/70 = 0.086).
+        let cs = best_against_rest(&[("a", &a[..4]), ("b", &b[..4]), ("c", &c[..4])], BetterIs::Higher, Criteria::at(0.05), 2);
+        assert!(cs.iter().all(|x| x.outcome == Outcome::Inconclusive), "{cs:?}");
     }
 
     #[test]
@@ -477,13 +890,13 @@ mod tests {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(17);
         let trials = 800;
         let (mut corrected, mut uncorrected) = (0, 0);
-        for t in 0..trials {
+        for _ in 0..trials {
             let arms: Vec<Vec<f64>> = (0..4).map(|_| (0..8).map(|_| rng.gen::<f64>()).collect()).collect();
             let named: Vec<(&str, &[f64])> = ["a", "b", "c", "d"].iter().zip(&arms).map(|(n, xs)| (*n, xs.as_slice())).collect();
-            let cs = best_against_rest(&named, BetterIs::Higher, 0.05, t, 2);
+            let cs = best_against_rest(&named, BetterIs::Higher, Criteria::at(0.05), 2);
             assert!(cs.iter().all(|c| c.family_size == 6));
             corrected += usize::from(cs.iter().any(|c| c.significant));
-            uncorrected += usize::from(cs.iter().any(|c| c.mann_whitney.unwrap().p_value < 0.05 && c.ratio_ci.unwrap().excludes_one()));
+            uncorrected += usize::from(cs.iter().any(|c| c.mann_whitney.unwrap().p_value < 0.05));
         }
         let (fwer, raw) = (corrected as f64 / trials as f64, uncorrected as f64 / trials as f64);
         assert!(fwer <= 0.05, "Holm: {fwer}");
@@ -492,7 +905,7 @@ mod tests {
 
     #[test]
     fn serializes() {
-        let c = compare("bbr", &BBR, "cubic", &CUBIC, 0.05, 1);
+        let c = compare("bbr", &BBR, "cubic", &CUBIC, 0.05);
         let v = serde_json::to_value(&c).unwrap();
         assert_eq!(v["better"], "bbr");
         assert_eq!(v["better_is"], "higher");

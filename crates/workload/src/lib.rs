@@ -1,10 +1,12 @@
-//! Traffic between the client and server ends of a path, over kernel TCP.
+//! Traffic between the client and server ends of a path, over kernel TCP or over QUIC (noq, in
+//! this process; the `quic` module).
 //!
-//! The congestion-control algorithm is set with `TCP_CONGESTION` on the socket that *sends*
-//! the data and read back from it before any data moves, so a result always says what really
-//! ran (scenario 5's BBR-server/CUBIC-client mix-up cannot happen silently). Goodput is counted
-//! where the data arrives. A sampler reads `TCP_INFO`/`TCP_CC_INFO` of every sending socket at
-//! a fixed interval.
+//! The congestion-control algorithm is set on the side that *sends* the data and read back
+//! before any data moves: with `TCP_CONGESTION` on a TCP socket, or as the controller of the
+//! sending QUIC endpoint (read back from both ends' connections). So a result always says what
+//! really ran (scenario 5's BBR-server/CUBIC-client mix-up cannot happen silently). Goodput is
+//! counted where the data arrives. A sampler reads `TCP_INFO`/`TCP_CC_INFO` of every sending
+//! TCP socket, and the controller's state of every sending QUIC connection, at a fixed interval.
 //!
 //! Every workload is a spec implementing [`Workload`], run with a [`RunContext`] (the two ends
 //! of the path, the epoch, the stop flag, the [`MeasureHook`] and the [`SeriesSink`]):
@@ -95,12 +97,19 @@ pub struct RunContext<'a> {
     pub hook: &'a dyn MeasureHook,
     /// Receives the run's time series as they are taken.
     pub series: &'a dyn SeriesSink,
+    /// The run's recorded seed: QUIC BBR draws each connection's probe randomness from it, so
+    /// connections differ and a run repeats.
+    pub seed: u64,
 }
 
 impl<'a> RunContext<'a> {
     /// A context that measures nothing beyond the workload's own figures and keeps no series.
     pub fn new(client: &'a Netns, server: &'a Netns, server_addr: Ipv4Addr, epoch: Instant, stop: &'a AtomicBool) -> Self {
-        RunContext { client, server, server_addr, epoch, stop, hook: &NoMeasureHook, series: &NoSeries }
+        RunContext { client, server, server_addr, epoch, stop, hook: &NoMeasureHook, series: &NoSeries, seed: 0 }
+    }
+
+    pub fn with_seed(self, seed: u64) -> Self {
+        RunContext { seed, ..self }
     }
 
     pub fn with_hook(self, hook: &'a dyn MeasureHook) -> Self {

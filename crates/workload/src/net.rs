@@ -139,8 +139,31 @@ pub fn confirm_congestion<F: AsFd>(sock: F, cc: &str, side: Side) -> Result<Stri
 pub fn client_socket(addr: SocketAddr, cc: Option<&str>) -> Result<TcpStream, WorkloadError> {
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     if let Some(cc) = cc {
-        ccbench_probe::set_congestion(&sock, cc).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side: Side::Client, source })?;
+        // `tcp:cubic` is kernel TCP's `cubic` (issue 20: an upload with `--cc tcp:cubic` over
+        // `--remote` handed the prefixed name to the kernel and failed).
+        ccbench_probe::set_congestion(&sock, crate::kernel_name(cc)).map_err(|source| WorkloadError::Congestion {
+            cc: cc.into(),
+            side: Side::Client,
+            source,
+        })?;
     }
     sock.connect_timeout(&addr.into(), CONNECT_TIMEOUT).map_err(|e| WorkloadError::Setup(format!("connecting to {addr}: {e}")))?;
     Ok(sock.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 20 §2: `--direction upload --cc tcp:cubic,tcp:bbr` over `--remote` failed with
+    /// "congestion control "tcp:cubic" cannot be set on the Client socket". Reno is allowed to
+    /// every user, so this needs no root.
+    #[test]
+    fn a_transport_prefixed_name_is_set_as_the_kernel_name() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let sock = client_socket(addr, Some("tcp:reno")).expect("tcp:reno is kernel TCP's reno");
+        assert_eq!(ccbench_probe::congestion(sock.as_fd()).unwrap(), "reno");
+        assert!(client_socket(addr, Some("tcp:no-such-algorithm")).is_err());
+    }
 }

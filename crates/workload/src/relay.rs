@@ -8,7 +8,7 @@
 //! The relay listens on 127.0.0.1 only, on a port of the kernel's choosing, for the one page
 //! load; Chromium's `--host-resolver-rules` send the server's address and port there (see
 //! `browser`). The loopback hop adds tens of microseconds per exchange (measured by this
-//! module's test, and end to end against the emulated path in the README).
+//! module's test, and end to end against the emulated path in docs/browser.md).
 
 use std::convert::Infallible;
 use std::io;

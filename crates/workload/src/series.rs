@@ -64,6 +64,13 @@ pub struct QuicSample {
     pub app_limited: bool,
     /// BBR's own view, when the controller exposes it.
     pub bbr: Option<QuicBbr>,
+    /// How old noq's receive timestamp of an ACK batch was when the sending controller got it,
+    /// µs, median and 99th percentile over the connection so far (50 µs resolution): a
+    /// lower bound on how far ACK times are off, which BBR's delivery rate divides by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ack_stamp_age_p50_us: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ack_stamp_age_p99_us: Option<u32>,
 }
 
 /// A BBR controller's state, from its telemetry.

@@ -646,7 +646,8 @@ fn capitalise(s: &str) -> String {
     c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
 }
 
-/// The ratio of medians with its CI, for each comparison of the score and of the RTT.
+/// The ratio of each comparison (Hodges–Lehmann, or the ratio of medians in results from before
+/// it) with its CI, for the score and for the RTT.
 fn ratio_figure(result: &ExperimentResult, palette: &Palette) -> String {
     let rows: Vec<(String, &ccbench_stats::Comparison, &str)> = result
         .comparisons
@@ -662,7 +663,7 @@ fn ratio_figure(result: &ExperimentResult, palette: &Palette) -> String {
         let ci = c.ratio_ci.expect("filtered");
         [ci.lo, ci.hi, ci.ratio].into_iter().filter(|v| v.is_finite() && *v > 0.0)
     });
-    let y = Axis::new("ratio of medians (a ÷ b)").fit(finite.chain([1.0])).log_if_wide().pad(0.05);
+    let y = Axis::new("ratio a ÷ b").fit(finite.chain([1.0])).log_if_wide().pad(0.05);
     let bound = |v: f64| if v.is_finite() { fmt_sig(v) } else { "∞".into() };
     let names = rows.iter().map(|(n, c, _)| {
         let ci = c.ratio_ci.expect("filtered");
@@ -680,12 +681,17 @@ fn ratio_figure(result: &ExperimentResult, palette: &Palette) -> String {
             p.point(i as f64, ci.ratio, 5.0, color, c.significant, Some(&tip));
         }
     }
-    let level = rows.first().and_then(|(_, c, _)| c.ratio_ci).map_or(95.0, |c| c.level * 100.0);
+    let first_ci = rows.first().and_then(|(_, c, _)| c.ratio_ci);
+    let level = first_ci.map_or_else(|| "95 %".to_string(), |c| ccbench_stats::fmt_level(c.level));
     let items = vec![("filled: significant (Holm-adjusted p < α and the CI excludes 1)".to_string(), GREY.to_string(), Key::Dot)];
+    let (title, what) = match first_ci.map(|c| c.method) {
+        Some(ccbench_stats::CiMethod::Bootstrap) => ("Ratio of medians, with its bootstrap CI", "median(a) ÷ median(b)"),
+        _ => ("Ratio of a to b, with its exact CI", "the Hodges–Lehmann ratio a ÷ b (median of the pairwise ratios; Moses interval at its exact level)"),
+    };
     figure(
         "fig-ratio",
-        "Ratio of medians, with its bootstrap CI",
-        &format!("{level:.0} % CI of median(a) ÷ median(b) over runs; a is the better-ranked algorithm. Hover for the verdict."),
+        title,
+        &format!("{level} CI of {what} over runs; a is the better-ranked algorithm. Hover for the verdict."),
         &legend(&items),
         &p.finish(),
     )

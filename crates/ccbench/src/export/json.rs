@@ -1,4 +1,4 @@
-//! `result.json`, the record of truth (schema `ccbench.result.v3`, documented in the README),
+//! `result.json`, the record of truth (schema `ccbench.result.v3`, documented in docs/reports.md),
 //! and a preset's index `preset.json`.
 
 use std::path::Path;

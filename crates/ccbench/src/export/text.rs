@@ -1,5 +1,6 @@
 //! The ten-second terminal summary, in the spirit of hyperfine.
 
+use ccbench_stats::fmt_alpha;
 use std::fmt::Write as _;
 
 use crate::describe::describe;
@@ -120,21 +121,48 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
         let _ = writeln!(
             out,
             "  (p-values Holm-adjusted over all {} pairs of algorithms, separately for the score and for RTT, so that the chance of any false \"better\" stays at {})",
-            c.family_size, result.params.alpha
+            c.family_size,
+            fmt_alpha(result.params.alpha)
         );
     }
     if let Some(seq) = &result.sequential {
         let last = seq.looks.last().map_or(0, |l| l.runs_per_cc);
+        let spent: f64 = seq.looks.iter().map(|l| l.alpha).sum();
+        let planned = if seq.planned.is_empty() { String::new() } else { format!(" of {} planned", seq.planned.len()) };
+        let look_alpha = fmt_alpha(seq.looks.last().map_or(0.0, |l| l.alpha));
         let _ = match seq.decided_after_runs {
             Some(n) => writeln!(
                 out,
-                "  (--runs auto: decided after {n} runs per algorithm, at α = {:.4} for that look; {} looks in all spend α = {})",
-                seq.looks.last().map_or(0.0, |l| l.alpha),
+                "  (--runs auto: decided after {n} runs per algorithm, at look {}{planned} with α = {look_alpha} for that look; the looks taken spent α = {} of {})",
                 seq.looks.len(),
-                result.params.alpha
+                fmt_alpha(spent),
+                fmt_alpha(result.params.alpha)
             ),
-            None => writeln!(out, "  (--runs auto: not decided by {last} runs per algorithm, the maximum; looks spent α = {} in all)", result.params.alpha),
+            None => writeln!(
+                out,
+                "  (--runs auto: undecided after {last} runs per algorithm, the maximum (--max-runs); the {} looks spent α = {} in all, the last at α = {look_alpha})",
+                seq.looks.len(),
+                fmt_alpha(spent)
+            ),
         };
+    }
+    for s in result.summary.iter().filter(|s| !s.runs_without_score.is_empty()) {
+        let runs: Vec<String> = s.runs_without_score.iter().map(|r| r.to_string()).collect();
+        let _ = writeln!(
+            out,
+            "  {}: {} run{} without a score, left out of the verdict: run {}",
+            s.cc,
+            runs.len(),
+            if runs.len() == 1 { "" } else { "s" },
+            runs.join(", ")
+        );
+    }
+    if let Some(c) = result.comparisons.first().filter(|c| c.min_effect > 0.0) {
+        let _ = writeln!(
+            out,
+            "  (a difference below --min-effect {} % is not called a win; intervals are Hodges–Lehmann/Moses at their exact level)",
+            c.min_effect * 100.0
+        );
     }
     for s in result.summary.iter().filter(|s| s.unfinished > 0) {
         let _ = writeln!(

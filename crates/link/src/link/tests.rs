@@ -2,8 +2,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::*;
-use crate::config::{Aqm, Jitter, LossModel, Policer, Rate, ScheduledChange};
+use crate::config::{Buffer, Jitter, LossModel, Policer, Rate, ScheduledChange};
 use crate::loss::LossProcess;
+use crate::Aqm;
 
 const NS: Duration = Duration::from_nanos(1);
 const US: Duration = Duration::from_micros(1);
@@ -479,7 +480,7 @@ fn dropped_displays_cause() {
     assert_eq!(d.to_string(), "packet dropped: buffer overflow");
 }
 
-mod codel;
+pub(crate) mod codel;
 mod jitter;
 mod policer;
 mod schedule;

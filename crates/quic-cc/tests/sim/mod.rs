@@ -13,9 +13,34 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use ccbench_quic_cc::{Bbr, BbrFactory, BbrSnapshot, BbrState, BbrVersion, Controller, ControllerFactory, StateChange, Telemetry};
+use ccbench_quic_cc::{Bbr, BbrFactory, BbrSnapshot, BbrState, BbrVersion, Controller, ControllerFactory, Cubic, StateChange, Telemetry};
 
 pub const MSS: u64 = 1200;
+
+/// A controller the simulator can drive: noq's trait, plus the per-packet ACK call that noq
+/// makes with an `RttEstimator` (which only noq can construct).
+pub trait SimController: Controller + Sized {
+    fn acked(&mut self, now: Instant, sent: Instant, bytes: u64, pn: u64);
+    /// BBR's state, for the state-change bookkeeping; `None` for other controllers.
+    fn bbr_state(&self) -> Option<BbrState> {
+        None
+    }
+}
+
+impl SimController for Bbr {
+    fn acked(&mut self, now: Instant, sent: Instant, _bytes: u64, pn: u64) {
+        self.on_packet_acked(now, sent, pn);
+    }
+    fn bbr_state(&self) -> Option<BbrState> {
+        Some(self.state())
+    }
+}
+
+impl SimController for Cubic {
+    fn acked(&mut self, now: Instant, sent: Instant, bytes: u64, pn: u64) {
+        self.on_packet_acked(now, sent, bytes, pn, false);
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 pub struct Link {
@@ -64,9 +89,9 @@ pub struct Sample {
     pub snap: BbrSnapshot,
 }
 
-pub struct Sim {
+pub struct Sim<C: SimController = Bbr> {
     pub link: Link,
-    pub bbr: Bbr,
+    pub bbr: C,
     pub telemetry: Telemetry,
     t0: Instant,
     pub now: Duration,
@@ -83,6 +108,22 @@ pub struct Sim {
     rng: u64,
     /// Drop the next N packets entering the bottleneck (a forced loss burst).
     pub force_drops: u32,
+    /// Packet numbers advance by this much per packet: 2 stands for an ACK-only packet (which
+    /// the controller never sees) between every two data packets.
+    pub pn_stride: u64,
+    /// ACKs are processed in batches: one batch every this often, all stamped with the time
+    /// the batch was taken (a receive loop's wake-up), not when each ACK arrived. Zero: each
+    /// ACK when it arrives.
+    pub ack_batch_interval: Duration,
+    /// How much earlier than its processing an ACK batch is stamped (a receive loop that reads
+    /// `now` once, then drains the socket): each batch's time is its processing time minus
+    /// this, and the batch includes what arrived up to the processing time.
+    pub ack_stamp_lag: Duration,
+    /// Each ACK batch's stamp is its processing time minus a random lag up to this (uniform,
+    /// stamps kept in order): the scatter of a receive loop's wake-ups on a busy machine.
+    pub ack_stamp_jitter: Duration,
+    last_stamp: Duration,
+    next_ack_batch: Duration,
     /// Stop `run_for` right after the ACK batch that changed the state, before that ACK's
     /// loss detection: a test can then act on the controller exactly at the transition.
     pub pause_on_state_change: bool,
@@ -98,13 +139,27 @@ pub struct Sim {
     pub dropped: u64,
 }
 
-impl Sim {
+impl Sim<Bbr> {
     pub fn new(version: BbrVersion, link: Link) -> Self {
+        Self::new_seeded(version, link, 0)
+    }
+
+    /// As [`Sim::new`], the controller's probe randomness drawn from `seed`.
+    pub fn new_seeded(version: BbrVersion, link: Link, seed: u64) -> Self {
         let telemetry = Telemetry::default();
         let t0 = Instant::now();
         // Built and read back as the QUIC helper does: factory, then downcast.
-        let controller = BbrFactory::new(version, telemetry.clone()).build(t0, MSS as u16);
+        let controller = BbrFactory::with_seed(version, telemetry.clone(), seed).build(t0, MSS as u16);
         let bbr = *controller.into_any().downcast::<Bbr>().expect("a Bbr");
+        Sim::with_controller(bbr, telemetry, t0, link)
+    }
+}
+
+impl<C: SimController> Sim<C> {
+    /// A simulation of `controller`, built at `t0`; `telemetry` is what it publishes to (a
+    /// fresh one for controllers that publish nothing).
+    pub fn with_controller(controller: C, telemetry: Telemetry, t0: Instant, link: Link) -> Self {
+        let bbr = controller;
         Self {
             link,
             bbr,
@@ -123,6 +178,12 @@ impl Sim {
             tokens_at: Duration::ZERO,
             rng: link.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
             force_drops: 0,
+            pn_stride: 1,
+            ack_batch_interval: Duration::ZERO,
+            ack_stamp_lag: Duration::ZERO,
+            ack_stamp_jitter: Duration::ZERO,
+            last_stamp: Duration::ZERO,
+            next_ack_batch: Duration::ZERO,
             pause_on_state_change: false,
             paused: false,
             samples: Vec::new(),
@@ -155,9 +216,23 @@ impl Sim {
         (3 * self.srtt.unwrap_or(self.link.rtt)).max(Duration::from_millis(20))
     }
 
+    /// The pacer's rate (bytes/s) and burst: the controller's own, else noq's for a window
+    /// controller (noq-proto `pacing.rs`: 5/4 of cwnd per smoothed RTT, bursts of 2 ms
+    /// clamped to 10–256 packets).
+    fn pacing(&self) -> (f64, f64) {
+        let m = self.bbr.metrics();
+        match m.pacing_rate {
+            Some(rate) => (rate as f64, m.send_quantum.unwrap_or(2 * MSS) as f64),
+            None => {
+                let srtt = self.srtt.unwrap_or(Duration::from_millis(333)).as_secs_f64();
+                let rate = 1.25 * self.bbr.window() as f64 / srtt;
+                (rate, (rate * 2e-3).clamp(10.0 * MSS as f64, 256.0 * MSS as f64))
+            }
+        }
+    }
+
     fn refill(&mut self) {
-        let rate = self.bbr.metrics().pacing_rate.unwrap() as f64;
-        let cap = self.bbr.metrics().send_quantum.unwrap() as f64;
+        let (rate, cap) = self.pacing();
         let dt = (self.now - self.tokens_at).as_secs_f64();
         self.tokens = (self.tokens + rate * dt).min(cap);
         self.tokens_at = self.now;
@@ -172,7 +247,7 @@ impl Sim {
             }
             self.refill();
             if self.tokens < MSS as f64 {
-                let rate = self.bbr.metrics().pacing_rate.unwrap() as f64;
+                let rate = self.pacing().0;
                 let wait = (MSS as f64 - self.tokens) / rate;
                 return Some(self.now + Duration::from_secs_f64(wait) + Duration::from_nanos(1));
             }
@@ -183,7 +258,7 @@ impl Sim {
 
     fn send_one(&mut self) {
         let pn = self.next_pn;
-        self.next_pn += 1;
+        self.next_pn += self.pn_stride;
         let now = self.at(self.now);
         Controller::on_packet_sent(&mut self.bbr, now, MSS as u16, pn);
         self.outstanding.insert(pn, InFlight { sent: self.now, size: MSS });
@@ -210,8 +285,20 @@ impl Sim {
     }
 
     fn process_acks(&mut self) {
-        let now = self.at(self.now);
-        let state_before = self.bbr.state();
+        if !self.ack_batch_interval.is_zero() {
+            if self.now < self.next_ack_batch {
+                return;
+            }
+            self.next_ack_batch = self.now + self.ack_batch_interval;
+        }
+        if self.acks.front().is_none_or(|a| a.arrive > self.now) {
+            return;
+        }
+        let jitter = if self.ack_stamp_jitter.is_zero() { Duration::ZERO } else { self.ack_stamp_jitter.mul_f64(self.random()) };
+        let stamp = self.now.saturating_sub(self.ack_stamp_lag + jitter).max(self.last_stamp);
+        self.last_stamp = stamp;
+        let now = self.at(stamp);
+        let state_before = self.bbr.bbr_state();
         let mut any = false;
         while self.acks.front().is_some_and(|a| a.arrive <= self.now) {
             let ack = self.acks.pop_front().unwrap();
@@ -219,13 +306,13 @@ impl Sim {
                 continue; // already declared lost (spurious loss)
             };
             any = true;
-            let rtt = self.now - p.sent;
+            let rtt = stamp.saturating_sub(p.sent);
             self.latest_rtt = rtt;
             self.srtt = Some(self.srtt.map_or(rtt, |s| (s * 7 + rtt) / 8));
             self.rtt_samples.push((self.now, rtt));
             self.delivered += p.size;
             self.largest_acked = Some(self.largest_acked.map_or(ack.pn, |l| l.max(ack.pn)));
-            self.bbr.on_packet_acked(now, self.at(p.sent), ack.pn);
+            self.bbr.acked(now, self.at(p.sent), p.size, ack.pn);
         }
         if !any {
             return;
@@ -233,7 +320,7 @@ impl Sim {
         self.last_progress = self.now;
         let inflight = self.inflight();
         Controller::on_end_acks(&mut self.bbr, now, inflight, false, self.largest_acked);
-        if self.pause_on_state_change && self.bbr.state() != state_before {
+        if self.pause_on_state_change && self.bbr.bbr_state() != state_before {
             // This ACK's losses are found at the next one.
             self.paused = true;
             return;
@@ -262,9 +349,15 @@ impl Sim {
         Controller::on_congestion_event(&mut self.bbr, now, sent, false, false, bytes, lost[lost.len() - 1]);
     }
 
-    fn record(&mut self, before: BbrState) {
-        let snap = self.telemetry.snapshot().expect("published at build");
-        if snap.state != before {
+    fn record(&mut self, before: Option<BbrState>) {
+        let Some(snap) = self.telemetry.snapshot() else {
+            // Nothing to sample (not a BBR): only keep the sampling clock going.
+            while self.next_sample <= self.now {
+                self.next_sample += Duration::from_millis(10);
+            }
+            return;
+        };
+        if Some(snap.state) != before {
             self.on_entry.push((self.now, snap.clone()));
         }
         while self.next_sample <= self.now {
@@ -277,7 +370,7 @@ impl Sim {
     pub fn run_for(&mut self, d: Duration) {
         let end = self.now + d;
         while self.now < end {
-            let before = self.bbr.state();
+            let before = self.bbr.bbr_state();
             self.process_acks();
             if std::mem::take(&mut self.paused) {
                 self.record(before);
@@ -293,7 +386,7 @@ impl Sim {
             self.record(before);
             let mut next = end.min(self.next_sample);
             if let Some(a) = self.acks.front() {
-                next = next.min(a.arrive);
+                next = next.min(a.arrive.max(self.next_ack_batch));
             }
             if let Some(s) = next_send {
                 next = next.min(s);

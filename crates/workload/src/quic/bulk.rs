@@ -268,10 +268,10 @@ async fn connect(spec: &BulkSpec, run: &RunContext<'_>, plan: &[MixFlow]) -> Res
     let server = server_endpoint(run, &tls, server_sa)?;
     let sender_side = spec.direction.sender();
     let mut conns = Vec::new();
-    for flows in groups {
+    for (index, flows) in groups.into_iter().enumerate() {
         let algorithm = quic_algorithm(&plan[flows[0] as usize].cc)?;
         let receiver_alg = spec.quic_receiver_cc.clone().unwrap_or_else(|| algorithm.clone());
-        let p = connect_pair(run, &server, &tls, server_sa, sender_side, &algorithm, &receiver_alg).await?;
+        let p = connect_pair(run, &server, &tls, server_sa, sender_side, &algorithm, &receiver_alg, index as u64).await?;
         conns.push(Conn {
             flows,
             sender: p.sender,

@@ -33,13 +33,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ccbench_netns::Netns;
-use ccbench_quic_cc::{Bbr, BbrFactory, BbrVersion, Telemetry};
-use noq::congestion::{Controller, ControllerFactory, Cubic, CubicConfig, NewReno, NewRenoConfig};
+use ccbench_quic_cc::{Bbr, BbrFactory, BbrVersion, CubicFactory, Telemetry};
+use noq::congestion::{Controller, ControllerFactory, Cubic, NewReno, NewRenoConfig};
 use noq::{ClientConfig, Endpoint, EndpointConfig, ServerConfig, TransportConfig, VarInt};
 use serde::{Deserialize, Serialize};
 
 use crate::WorkloadError;
 use observe::{Observed, ObservedFactory, Probe};
+
+/// One connection's seed from the run's: the `index`-th connection of the run (splitmix64's
+/// increment, so consecutive connections are far apart in the controllers' generators).
+pub(crate) fn connection_seed(run_seed: u64, index: u64) -> u64 {
+    run_seed ^ index.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
 
 /// The QUIC implementation behind `quic:*` names, as provenance records it.
 pub const QUIC_STACK: &str = "noq 1.4 (quinn fork), rustls 0.23 with ring";
@@ -65,15 +71,17 @@ pub(crate) trait BbrView: Send + Sync {
 /// A controller factory for QUIC algorithm `alg` and, when the controller exposes it, its BBR
 /// view; `None` for a name not in [`QUIC_ALGORITHMS`]. The one place a name becomes a
 /// controller. `bbr2`/`bbr3` are our own sans-IO BBR (`ccbench-quic-cc`, draft-ietf-ccwg-bbr),
-/// whose state the sampler can read; CUBIC and NewReno are noq's.
-pub(crate) fn controller_factory(alg: &str) -> Option<(Factory, Option<Arc<dyn BbrView>>)> {
+/// whose state the sampler can read, with probe randomness drawn from `seed` (one per
+/// connection); `cubic` is our CUBIC with HyStart++ (`ccbench-quic-cc`: noq's has no
+/// slow-start exit but loss); NewReno is noq's.
+pub(crate) fn controller_factory(alg: &str, seed: u64) -> Option<(Factory, Option<Arc<dyn BbrView>>)> {
     let bbr = |version| {
         let telemetry = Telemetry::default();
         let view: Arc<dyn BbrView> = Arc::new(telemetry.clone());
-        (BbrFactory::new(version, telemetry) as Factory, Some(view))
+        (BbrFactory::with_seed(version, telemetry, seed) as Factory, Some(view))
     };
     Some(match alg {
-        "cubic" => (Arc::new(CubicConfig::default()), None),
+        "cubic" => (CubicFactory::new() as Factory, None),
         "newreno" => (Arc::new(NewRenoConfig::default()), None),
         "bbr2" => bbr(BbrVersion::V2),
         "bbr3" => bbr(BbrVersion::V3),
@@ -106,7 +114,7 @@ fn algorithm_of(controller: Box<dyn Controller>) -> Option<&'static str> {
         Ok(observed) => observed.inner.into_any(),
         Err(other) => other,
     };
-    if inner.is::<Cubic>() {
+    if inner.is::<ccbench_quic_cc::Cubic>() || inner.is::<Cubic>() {
         Some("cubic")
     } else if inner.is::<NewReno>() {
         Some("newreno")
@@ -165,10 +173,10 @@ fn transport(factory: Arc<dyn ControllerFactory + Send + Sync>) -> Arc<Transport
 }
 
 /// A transport config whose controller is `alg` observed through `probe`, and the
-/// controller's BBR view when it has one.
-pub(crate) fn observed_transport(alg: &str, probe: &Arc<Probe>) -> Result<ObservedTransport, WorkloadError> {
+/// controller's BBR view when it has one; `seed` draws the controller's randomness.
+pub(crate) fn observed_transport(alg: &str, probe: &Arc<Probe>, seed: u64) -> Result<ObservedTransport, WorkloadError> {
     let (inner, view) =
-        controller_factory(alg).ok_or_else(|| WorkloadError::Setup(format!("no QUIC algorithm {alg:?} (known: {})", QUIC_ALGORITHMS.join(", "))))?;
+        controller_factory(alg, seed).ok_or_else(|| WorkloadError::Setup(format!("no QUIC algorithm {alg:?} (known: {})", QUIC_ALGORITHMS.join(", "))))?;
     Ok((transport(Arc::new(ObservedFactory { inner, probe: probe.clone() })), view))
 }
 

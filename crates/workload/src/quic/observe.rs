@@ -28,6 +28,46 @@ pub(crate) struct Probe {
     app_limited: AtomicBool,
     /// Set once a controller was built from the factory: the connection really used it.
     built: AtomicBool,
+    /// How old each ACK batch's timestamp was when the controller got it.
+    stamp_age: StampAges,
+}
+
+/// A histogram of ACK-stamp ages: 50 µs buckets up to 20 ms, the last one open-ended. The
+/// stamp is noq's receive time; its age when the controller runs is part of the error BBR's
+/// delivery-rate samples see (the rest, the wait before the read, is not observable here).
+#[derive(Debug)]
+struct StampAges([AtomicU64; STAMP_BUCKETS]);
+
+const STAMP_BUCKET_US: u64 = 50;
+const STAMP_BUCKETS: usize = 401;
+
+impl Default for StampAges {
+    fn default() -> Self {
+        StampAges(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+}
+
+impl StampAges {
+    fn record(&self, age: Duration) {
+        let i = ((age.as_micros() as u64) / STAMP_BUCKET_US).min(STAMP_BUCKETS as u64 - 1) as usize;
+        self.0[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The `q` quantile's bucket's upper edge, µs; `None` before any ACK.
+    fn quantile_us(&self, q: f64) -> Option<u32> {
+        let counts: Vec<u64> = self.0.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let rank = ((total as f64 * q).ceil() as u64).max(1);
+        let mut seen = 0;
+        let i = counts.iter().position(|c| {
+            seen += c;
+            seen >= rank
+        })?;
+        Some(((i as u64 + 1) * STAMP_BUCKET_US) as u32)
+    }
 }
 
 /// One reading of a [`Probe`].
@@ -40,6 +80,8 @@ pub(crate) struct ProbeReading {
     pub in_flight: u64,
     pub acked_bytes: u64,
     pub app_limited: bool,
+    pub ack_stamp_age_p50_us: Option<u32>,
+    pub ack_stamp_age_p99_us: Option<u32>,
 }
 
 impl Probe {
@@ -53,6 +95,8 @@ impl Probe {
             in_flight: self.in_flight.load(Ordering::Relaxed),
             acked_bytes: self.acked_bytes.load(Ordering::Relaxed),
             app_limited: self.app_limited.load(Ordering::Relaxed),
+            ack_stamp_age_p50_us: self.stamp_age.quantile_us(0.5),
+            ack_stamp_age_p99_us: self.stamp_age.quantile_us(0.99),
         }
     }
 
@@ -103,6 +147,7 @@ impl Controller for Observed {
         self.inner.on_ack(now, sent, bytes, pn, app_limited, rtt)
     }
     fn on_end_acks(&mut self, now: Instant, in_flight: u64, app_limited: bool, largest_packet_num_acked: Option<u64>) {
+        self.probe.stamp_age.record(Instant::now().saturating_duration_since(now));
         self.probe.in_flight.store(in_flight, Ordering::Relaxed);
         self.probe.app_limited.store(app_limited, Ordering::Relaxed);
         self.inner.on_end_acks(now, in_flight, app_limited, largest_packet_num_acked)

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use noq::{Connection, Endpoint, PathId};
 
 use super::observe::Probe;
-use super::{endpoint, observed_transport, read_back, udp_in, BbrView, ReadBack, Tls, HANDSHAKE_TIMEOUT, SNI};
+use super::{connection_seed, endpoint, observed_transport, read_back, udp_in, BbrView, ReadBack, Tls, HANDSHAKE_TIMEOUT, SNI};
 use crate::bulk::BbrEvent;
 use crate::common::micros_since;
 use crate::transport::{split_cc, Transport};
@@ -61,13 +61,15 @@ pub(crate) fn quic_algorithm(requested: &str) -> Result<String, WorkloadError> {
 /// A server endpoint on `server_sa` inside the server's namespace, for [`connect_pair`].
 pub(crate) fn server_endpoint(run: &RunContext<'_>, tls: &Tls, server_sa: SocketAddrV4) -> Result<Endpoint, WorkloadError> {
     // Each accepted connection gets its own config (see `connect_pair`); this one is never used.
-    let (placeholder, _) = observed_transport("cubic", &Arc::new(Probe::default()))?;
+    let (placeholder, _) = observed_transport("cubic", &Arc::new(Probe::default()), 0)?;
     endpoint(udp_in(run.server, server_sa)?, Some((*tls.server(placeholder)?).clone()))
 }
 
 /// Connects a fresh client endpoint in the client's namespace to `server` at `server_sa`, the
 /// `sender_side` end running `algorithm` and the other end `receiver_alg`, and returns once
-/// both ends are up. Fails when the sending controller read back is not the one asked for.
+/// both ends are up; `conn` numbers the connection within the run, for its controllers'
+/// seed. Fails when the sending controller read back is not the one asked for.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn connect_pair(
     run: &RunContext<'_>,
     server: &Endpoint,
@@ -76,8 +78,9 @@ pub(crate) async fn connect_pair(
     sender_side: Side,
     algorithm: &str,
     receiver_alg: &str,
+    conn: u64,
 ) -> Result<Pair, WorkloadError> {
-    let (dial, connected, accepting) = dial(run, server, tls, server_sa, sender_side, algorithm, receiver_alg)?;
+    let (dial, connected, accepting) = dial(run, server, tls, server_sa, sender_side, algorithm, receiver_alg, conn)?;
     let (c, s) = tokio::time::timeout(HANDSHAKE_TIMEOUT, async { tokio::try_join!(connected, accepting) })
         .await
         .map_err(|_| WorkloadError::Setup(format!("the QUIC handshake with {server_sa} timed out")))??;
@@ -98,7 +101,7 @@ pub(crate) struct Dial {
 
 /// Starts the handshake of [`connect_pair`]: the client's end (resolves when the client is
 /// up) and the server's end (when the server accepted it), each to be awaited.
-#[allow(clippy::type_complexity)]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 pub(crate) fn dial<'a>(
     run: &RunContext<'_>,
     server: &'a Endpoint,
@@ -107,6 +110,7 @@ pub(crate) fn dial<'a>(
     sender_side: Side,
     algorithm: &str,
     receiver_alg: &str,
+    conn: u64,
 ) -> Result<
     (
         Dial,
@@ -116,8 +120,9 @@ pub(crate) fn dial<'a>(
     WorkloadError,
 > {
     let (send_probe, recv_probe) = (Arc::new(Probe::default()), Arc::new(Probe::default()));
-    let (send_transport, bbr) = observed_transport(algorithm, &send_probe)?;
-    let (recv_transport, _) = observed_transport(receiver_alg, &recv_probe)?;
+    let seed = connection_seed(run.seed, conn);
+    let (send_transport, bbr) = observed_transport(algorithm, &send_probe, seed)?;
+    let (recv_transport, _) = observed_transport(receiver_alg, &recv_probe, seed)?;
     let (client_transport, server_transport) = match sender_side {
         Side::Client => (send_transport, recv_transport),
         Side::Server => (recv_transport, send_transport),
@@ -188,6 +193,8 @@ pub(crate) fn sample(sender: &Connection, probe: &Probe, bbr: Option<&Arc<dyn Bb
         packets_lost: stats.lost_packets,
         congestion_events: stats.congestion_events,
         app_limited: p.app_limited,
+        ack_stamp_age_p50_us: p.ack_stamp_age_p50_us,
+        ack_stamp_age_p99_us: p.ack_stamp_age_p99_us,
         bbr: bbr.and_then(|b| b.snapshot()),
     }
 }

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use super::bulk::{assemble_flows, groups, receive_flow, send_flow, ConnMeta, Received};
 use super::observe::Probe;
 use super::pair::{bbr_events, sample as sample_sender};
-use super::{client_trusting, endpoint, observed_transport, read_back, udp_here, BbrView, ReadBack, Tls, HANDSHAKE_TIMEOUT, SNI};
+use super::{client_trusting, connection_seed, endpoint, observed_transport, read_back, udp_here, BbrView, ReadBack, Tls, HANDSHAKE_TIMEOUT, SNI};
 use crate::bulk::{aggregate_goodput, Amount, BbrEvent, BulkResult, BulkSpec, FlowEnd, FlowWindow, GoodputPoint, MixFlow, Opens};
 use crate::common::{lock, micros_since, multi_thread_runtime};
 use crate::far::{data_hello, DATA_HELLO_LEN, TOKEN_LEN};
@@ -89,7 +89,8 @@ fn end_transport(spec: &BulkSpec, plan: &[MixFlow], flows: &[u32], side: Side) -
     let sends = spec.direction.sender() == side;
     let alg = if sends { algorithm.clone() } else { spec.quic_receiver_cc.clone().unwrap_or_else(|| algorithm.clone()) };
     let probe = Arc::new(Probe::default());
-    let (transport, bbr) = observed_transport(&alg, &probe)?;
+    // A remote end has no run seed: each connection is seeded by its first flow's number.
+    let (transport, bbr) = observed_transport(&alg, &probe, connection_seed(0, u64::from(flows[0])))?;
     Ok(EndTransport { transport, probe, bbr, sends, wanted: format!("quic:{algorithm}") })
 }
 
@@ -132,7 +133,7 @@ impl QuicFarServer {
         }
         let rt = multi_thread_runtime()?;
         let tls = Tls::new()?;
-        let (placeholder, _) = observed_transport("cubic", &Arc::new(Probe::default()))?;
+        let (placeholder, _) = observed_transport("cubic", &Arc::new(Probe::default()), 0)?;
         let endpoint = {
             let _guard = rt.enter();
             endpoint(udp_here(SocketAddr::new(ip, 0))?, Some((*tls.server(placeholder)?).clone()))?

@@ -86,10 +86,10 @@ struct Reno {
 }
 
 /// `flows` closed-loop Reno-like senders through a 10 Mbit/s link with a
-/// 2 MB buffer and 40 ms base RTT. Losses are noticed one base RTT after
+/// 2 MB buffer and 40 ms base RTT, each its own flow. Losses are noticed one base RTT after
 /// the drop. Returns the p50 queueing delay of packets served in the second
-/// half of the run, and the stats.
-fn reno_through(aqm: Aqm, flows: usize, run: Duration) -> (Duration, LinkStats) {
+/// half of the run, the stats, and each flow's bytes delivered in the second half.
+pub(crate) fn reno_through(aqm: Aqm, flows: usize, run: Duration) -> (Duration, LinkStats, Vec<f64>) {
     let c = DirectionConfig { rate: Rate::BitsPerSec(RATE), delay_ns: ONE_WAY, buffer: Buffer::Bytes(2_000_000), aqm, ..Default::default() };
     let mut l: Link<usize> = Link::new(c, 0);
     // (time, flow) of ACKs and of loss signals, both in time order.
@@ -98,10 +98,11 @@ fn reno_through(aqm: Aqm, flows: usize, run: Duration) -> (Duration, LinkStats) 
     let mut f: Vec<Reno> = (0..flows).map(|_| Reno { cwnd: 10.0, ssthresh: f64::INFINITY, inflight: 0, recover_until: T0 }).collect();
     let mut now = T0;
     let mut late = DelayHistogram::new();
+    let mut delivered = vec![0.0; flows];
     while now < at(run) {
         for (id, r) in f.iter_mut().enumerate() {
             while (r.inflight as f64) < r.cwnd.floor() {
-                if l.enqueue(now, 1500, id).is_err() {
+                if l.enqueue_in_flow(now, 1500, id as u64, id).is_err() {
                     losses.push_back((now + 2 * ONE_WAY, id));
                 }
                 r.inflight += 1;
@@ -113,6 +114,7 @@ fn reno_through(aqm: Aqm, flows: usize, run: Duration) -> (Duration, LinkStats) 
             acks.push_back((d.delivered_at + ONE_WAY, d.packet));
             if d.service_start >= at(run / 2) {
                 late.record(d.service_start - d.arrived_at);
+                delivered[d.packet] += f64::from(d.len);
             }
         }
         while let Some(d) = l.take_dropped() {
@@ -137,7 +139,7 @@ fn reno_through(aqm: Aqm, flows: usize, run: Duration) -> (Duration, LinkStats) 
             }
         }
     }
-    (late.quantile(0.5), l.stats().clone())
+    (late.quantile(0.5), l.stats().clone(), delivered)
 }
 
 #[test]
@@ -146,7 +148,7 @@ fn codel_keeps_a_standing_queue_near_target() {
     // and would then keep the buffer full; CoDel must hold the queueing
     // delay of the second 10 s near its 5 ms target.
     let target = crate::CODEL_DEFAULT_TARGET;
-    let (p50, st) = reno_through(Aqm::codel(), 4, 20 * SEC);
+    let (p50, st, _) = reno_through(Aqm::codel(), 4, 20 * SEC);
     assert!(p50 >= target / 2 && p50 <= 4 * target, "CoDel p50 {p50:?}");
     assert!(st.drops_aqm > 0);
     assert_eq!(st.drops_buffer, 0);
@@ -156,7 +158,7 @@ fn codel_keeps_a_standing_queue_near_target() {
 
     // Same flow, same buffer, drop-tail: the sawtooth lives in the buffer.
     // (The full buffer is 1.6 s; the flows back off from there.)
-    let (tail_p50, st) = reno_through(Aqm::DropTail, 4, 20 * SEC);
+    let (tail_p50, st, _) = reno_through(Aqm::DropTail, 4, 20 * SEC);
     assert!(tail_p50 > SEC, "drop-tail p50 {tail_p50:?}");
     assert!(st.drops_buffer > 0);
 }
@@ -192,7 +194,7 @@ fn aqm_drops_are_all_handed_back_exactly_once() {
         rate: Rate::mbps(2),
         delay_ns: 10 * MS,
         buffer: Buffer::Bytes(200_000),
-        aqm: Aqm::Codel { target_ns: 2 * MS, interval_ns: 50 * MS },
+        aqm: Aqm::Codel(crate::Codel { target_ns: 2 * MS, interval_ns: 50 * MS }),
         loss: LossModel::Bernoulli { p: 0.01 },
         ..Default::default()
     };

@@ -1,17 +1,132 @@
-//! CoDel state machine (RFC 8289, section 5 pseudocode).
+//! CoDel (RFC 8289): its parameters, its queue, and the state machine of the RFC's section 5
+//! pseudocode, which FQ-CoDel runs once per flow.
 //!
-//! The queue itself lives in the link and is reached through [`CodelQueue`];
-//! this holds the controller's state, the per-packet verdict and the RFC's
-//! `dequeue()` loop that interleaves verdicts and drops.
+//! The state machine reaches its queue through `CodelHead`; it holds the controller's
+//! state, the per-packet verdict and the RFC's `dequeue()` loop that interleaves verdicts and
+//! drops.
 
+use serde::{Deserialize, Serialize};
+
+use super::{Aqm, AqmConfig, Drops, Fifo, Queued};
+use crate::config::{Buffer, LinkConfigError};
+use crate::link::DropCause;
 use crate::time::{Duration, Instant};
+
+/// RFC 8289 section 4.2's default target.
+pub const CODEL_DEFAULT_TARGET: Duration = Duration::from_millis(5);
+/// RFC 8289 section 4.3's default interval.
+pub const CODEL_DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
+
+/// CoDel's parameters (`--aqm codel[:target=5ms,interval=100ms]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Codel {
+    /// Acceptable standing queue delay (section 4.2).
+    pub target_ns: Duration,
+    /// The window a queue must stay above target before the first drop (section 4.3).
+    pub interval_ns: Duration,
+}
+
+impl Default for Codel {
+    fn default() -> Self {
+        Codel { target_ns: CODEL_DEFAULT_TARGET, interval_ns: CODEL_DEFAULT_INTERVAL }
+    }
+}
+
+impl AqmConfig for Codel {
+    type Queue<P> = CodelQueue<P>;
+    const KEYS: &'static str = "target=5ms,interval=100ms";
+
+    fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        match key {
+            "target" => self.target_ns = super::duration(key, value)?,
+            "interval" => self.interval_ns = super::positive_duration(key, value)?,
+            _ => return Err(format!("unknown key {key:?}")),
+        }
+        Ok(())
+    }
+
+    fn validate(&self) -> Result<(), LinkConfigError> {
+        if self.interval_ns.is_zero() {
+            return Err(LinkConfigError::CodelZeroInterval);
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        format!("CoDel (target {}, interval {})", super::ms(self.target_ns), super::ms(self.interval_ns))
+    }
+
+    fn build<P>(&self, buffer: Buffer, _seed: u64) -> CodelQueue<P> {
+        CodelQueue { fifo: Fifo::default(), buffer, state: CodelState::new(self.target_ns, self.interval_ns) }
+    }
+}
+
+impl super::AqmKind {
+    /// CoDel with the RFC 8289 defaults (5 ms target, 100 ms interval).
+    pub fn codel() -> Self {
+        super::AqmKind::Codel(Codel::default())
+    }
+}
+
+/// A FIFO judged by CoDel when packets leave it; arrivals finding the buffer full are dropped
+/// (drop-tail), as RFC 8289 section 4.4 leaves the buffer's size to the queue.
+pub struct CodelQueue<P> {
+    fifo: Fifo<P>,
+    buffer: Buffer,
+    state: CodelState,
+}
+
+impl<P> Aqm<P> for CodelQueue<P> {
+    fn enqueue(&mut self, _now: Instant, q: Queued<P>, server_idle: bool, _drops: &mut Drops<P>) -> Result<(), (Queued<P>, DropCause)> {
+        if !server_idle && !self.fifo.admits(self.buffer, q.len) {
+            return Err((q, DropCause::BufferOverflow));
+        }
+        self.fifo.push(q);
+        Ok(())
+    }
+
+    fn dequeue(&mut self, now: Instant, drops: &mut Drops<P>) -> Option<Queued<P>> {
+        self.state.dequeue(&mut Head { fifo: &mut self.fifo, others: 0, drops }, now)
+    }
+
+    fn backlog_bytes(&self) -> u64 {
+        self.fifo.bytes()
+    }
+
+    fn backlog_packets(&self) -> usize {
+        self.fifo.len()
+    }
+}
+
+/// A FIFO's head as CoDel sees it: pop with sojourn and bytes left (`others`: bytes held
+/// elsewhere in the same buffer, which count as left behind), drops to the link.
+pub(crate) struct Head<'a, 'd, P> {
+    pub(crate) fifo: &'a mut Fifo<P>,
+    pub(crate) others: u64,
+    pub(crate) drops: &'a mut Drops<'d, P>,
+}
+
+impl<P> CodelHead for Head<'_, '_, P> {
+    type Item = Queued<P>;
+
+    fn pop(&mut self, now: Instant) -> Option<(Queued<P>, Duration, u64)> {
+        let q = self.fifo.pop()?;
+        let sojourn = now - q.arrived_at;
+        Some((q, sojourn, self.fifo.bytes() + self.others))
+    }
+
+    fn drop(&mut self, q: Queued<P>) {
+        self.drops.drop(q, DropCause::Aqm);
+    }
+}
 
 /// The RFC's MAXPACKET: a queue holding at most this much is never dropped
 /// from, since it cannot be a standing queue.
 pub(crate) const MAX_PACKET: u64 = 1500;
 
 /// The queue CoDel dequeues from.
-pub(crate) trait CodelQueue {
+pub(crate) trait CodelHead {
     type Item;
     /// Pops the head at `now`: the item, its sojourn time and the bytes left behind it.
     fn pop(&mut self, now: Instant) -> Option<(Self::Item, Duration, u64)>;
@@ -19,8 +134,9 @@ pub(crate) trait CodelQueue {
     fn drop(&mut self, item: Self::Item);
 }
 
+/// The controller's state (RFC 8289 section 5.3's variables).
 #[derive(Clone, Debug)]
-pub(crate) struct Codel {
+pub(crate) struct CodelState {
     pub(crate) target: Duration,
     pub(crate) interval: Duration,
     /// `None` is the RFC's `first_above_time == 0`; an `Option` avoids
@@ -32,9 +148,9 @@ pub(crate) struct Codel {
     pub(crate) dropping: bool,
 }
 
-impl Codel {
+impl CodelState {
     pub(crate) fn new(target: Duration, interval: Duration) -> Self {
-        Codel { target, interval, first_above_time: None, drop_next: Instant::EPOCH, count: 0, lastcount: 0, dropping: false }
+        CodelState { target, interval, first_above_time: None, drop_next: Instant::EPOCH, count: 0, lastcount: 0, dropping: false }
     }
 
     /// The RFC's `dodequeue` verdict (`ok_to_drop`) for a packet leaving
@@ -82,9 +198,9 @@ impl Codel {
     }
 }
 
-impl Codel {
+impl CodelState {
     /// The RFC 8289 `dodequeue`: pops the head and judges it.
-    fn judged<Q: CodelQueue>(&mut self, q: &mut Q, now: Instant) -> (Option<Q::Item>, bool) {
+    fn judged<Q: CodelHead>(&mut self, q: &mut Q, now: Instant) -> (Option<Q::Item>, bool) {
         match q.pop(now) {
             None => {
                 self.on_empty();
@@ -98,7 +214,7 @@ impl Codel {
     }
 
     /// The RFC 8289 `dequeue`, run when the server becomes free at `now`.
-    pub(crate) fn dequeue<Q: CodelQueue>(&mut self, q: &mut Q, now: Instant) -> Option<Q::Item> {
+    pub(crate) fn dequeue<Q: CodelHead>(&mut self, q: &mut Q, now: Instant) -> Option<Q::Item> {
         let (mut p, mut ok) = self.judged(q, now);
         if p.is_none() {
             self.dropping = false;
@@ -145,7 +261,7 @@ mod tests {
 
     #[test]
     fn verdict_needs_a_full_interval_above_target() {
-        let mut c = Codel::new(5 * MS, 100 * MS);
+        let mut c = CodelState::new(5 * MS, 100 * MS);
         assert!(!c.ok_to_drop(t(10 * MS), 5 * MS, 3000));
         assert!(!c.ok_to_drop(t(110 * MS - NS), 50 * MS, 3000));
         assert!(c.ok_to_drop(t(110 * MS), 50 * MS, 3000));
@@ -162,7 +278,7 @@ mod tests {
 
     #[test]
     fn count_memory_resumes_recent_drop_rate() {
-        let mut c = Codel::new(5 * MS, 100 * MS);
+        let mut c = CodelState::new(5 * MS, 100 * MS);
         // First episode: count starts at 1.
         c.enter_dropping(t(1000 * MS));
         assert_eq!((c.count, c.lastcount, c.drop_next), (1, 1, t(1100 * MS)));
@@ -192,7 +308,7 @@ mod tests {
 
     #[test]
     fn control_law_spacing() {
-        let mut c = Codel::new(5 * MS, 100 * MS);
+        let mut c = CodelState::new(5 * MS, 100 * MS);
         c.count = 4;
         assert_eq!(c.control_law(Instant::EPOCH), t(50 * MS));
         c.count = 2;
