@@ -351,7 +351,11 @@ fn quic_bbr_is_paced_at_the_bottleneck_entry_and_keeps_an_unlimited_queue_short(
         assert!(queue(bbr) < 10.0 && cubic > 10.0 * queue(bbr).max(1.0), "{bbr} queue {} ms vs quic:cubic {cubic} ms", queue(bbr));
         assert!(burst_p99(bbr) <= budget, "{bbr}: 99 % of packets in bursts of up to {} packets, noq paces at most {budget}", burst_p99(bbr));
     }
-    assert!(cubic > 100.0, "quic:cubic's queue should grow without a buffer limit: {cubic} ms");
+    // With HyStart++ (issue 17) quic:cubic leaves slow start on the RTT rise instead of at the
+    // first loss, so without a buffer limit its queue grows in congestion avoidance only: 38 ms
+    // median in 3 s here (noq's CUBIC, without HyStart, reached 965 ms). Still a standing queue
+    // of over a base RTT, and over ten times BBR's (above).
+    assert!(cubic > 20.0, "quic:cubic's queue should grow without a buffer limit: {cubic} ms");
     // The entry figures are there for every run, measured before loss and the queue.
     for r in v["runs"].as_array().unwrap() {
         let e = &r["metrics"]["entry"];
