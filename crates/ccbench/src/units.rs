@@ -46,12 +46,7 @@ pub fn fmt_bytes(b: u64) -> String {
 }
 
 pub fn fmt_ms(ns: u64) -> String {
-    let ms = ns as f64 / 1e6;
-    if ms == ms.round() {
-        format!("{ms:.0} ms")
-    } else {
-        format!("{ms:.3} ms")
-    }
+    ccbench_link::aqm::ms(ccbench_link::time::Duration::from_nanos(ns))
 }
 
 #[cfg(test)]

@@ -314,8 +314,9 @@ pub(crate) fn positive_duration(key: &str, v: &str) -> Result<Duration, String> 
     }
 }
 
-/// Rounds a duration to milliseconds for a description (`5 ms`, `2.500 ms`).
-pub(crate) fn ms(d: Duration) -> String {
+/// Rounds a duration to milliseconds for a description (`5 ms`, `2.500 ms`); the path's
+/// description in ccbench uses it too.
+pub fn ms(d: Duration) -> String {
     let ms = d.as_millis_f64();
     if ms == ms.round() {
         format!("{ms:.0} ms")
