@@ -12,6 +12,10 @@
 //!   with UDP GSO where the kernel offers it; the emulator's TUN devices do not advertise UDP
 //!   segmentation offload, so the kernel cuts every GSO batch into datagrams before the
 //!   emulator reads them: the emulator sees, drops and delays each QUIC packet on its own.
+//! * Every socket asks for kernel receive timestamps (`SO_TIMESTAMPNS`), and noq (patched,
+//!   `vendor/noq/PATCH.md`) gives each received datagram its kernel time, so the ACK times the
+//!   controller's delivery-rate samples divide by are when the ACK arrived, not when noq's
+//!   driver next woke up.
 
 mod bulk;
 mod objects;
@@ -241,6 +245,9 @@ pub(crate) fn udp_here(addr: SocketAddr) -> Result<UdpSocket, WorkloadError> {
             let _ = setsockopt_int(&sock, plain, UDP_BUFFER);
         }
     }
+    // The kernel's receive time on every datagram: our patched noq (vendor/noq/PATCH.md) stamps
+    // ACKs with it, where noq alone stamps a whole wake-up's batch with one later reading.
+    setsockopt_int(&sock, libc::SO_TIMESTAMPNS, 1)?;
     Ok(sock)
 }
 
