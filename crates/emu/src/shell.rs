@@ -11,7 +11,7 @@
 use ccbench_link::time::{Duration, Instant};
 use ccbench_link::{DelayHistogram, DirectionConfig, Link};
 
-use crate::gso::{self, Coalescer, Segmenter, VnetHdr, VNET_HDR_LEN};
+use crate::gso::{self, Coalescer, Superframe, VnetHdr, VNET_HDR_LEN};
 use crate::report::{DelaySummary, DirectionReport, LinkSample};
 use crate::series::{SampleSink, SeriesRecorder};
 use crate::window::{MeasureWindow, WindowAccount};
@@ -149,10 +149,12 @@ impl Shell {
             return;
         }
         let vnet = if self.hdr > 0 { VnetHdr::parse(bytes) } else { None };
-        match vnet {
-            Some(vh) if vh.gso_type & !gso::GSO_ECN == gso::GSO_TCPV4 => {
+        // A superframe's packets all enter the link at `now`, in order: the kernel sent them
+        // at once, and the link serializes them one by one from there, as it would have.
+        match vnet.and_then(|vh| Superframe::of(&vh, &bytes[self.hdr..])) {
+            Some(superframe) => {
                 self.superframes += 1;
-                match Segmenter::new(&bytes[self.hdr..], usize::from(vh.gso_size), vh.gso_type & gso::GSO_ECN != 0) {
+                match superframe {
                     Ok(seg) => {
                         self.segments += seg.count() as u64;
                         for i in 0..seg.count() {
@@ -169,8 +171,8 @@ impl Shell {
                     Err(_) => self.malformed += 1,
                 }
             }
-            Some(vh) if vh.gso_type != gso::GSO_NONE => self.malformed += 1,
-            _ => {
+            None if vnet.is_some_and(|vh| vh.gso_type != gso::GSO_NONE) => self.malformed += 1,
+            None => {
                 let mut buf = self.buffer();
                 match buf.get_mut(..bytes.len()) {
                     Some(b) => {

@@ -9,9 +9,11 @@
 //!   records the RTT and in-flight figures the sampler needs; the pacer still follows the real
 //!   controller's pacing rate.
 //! * UDP sockets are made inside the namespaces, as the TCP socket factory does. noq-udp sends
-//!   with UDP GSO where the kernel offers it; the emulator's TUN devices do not advertise UDP
-//!   segmentation offload, so the kernel cuts every GSO batch into datagrams before the
-//!   emulator reads them: the emulator sees, drops and delays each QUIC packet on its own.
+//!   with UDP GSO (`UDP_SEGMENT`) and receives with UDP GRO (`UDP_GRO`) where the kernel offers
+//!   them. The emulator's TUN devices take a GSO batch whole where the kernel has UDP
+//!   segmentation offload (6.2+), and the emulator cuts it into datagrams itself
+//!   (`ccbench_emu::gso`); older kernels cut it before the emulator reads. Either way the
+//!   emulator sees, drops and delays each QUIC packet on its own.
 //! * Every socket asks for kernel receive timestamps (`SO_TIMESTAMPNS`), and noq (patched,
 //!   `vendor/noq/PATCH.md`) gives each received datagram its kernel time, so the ACK times the
 //!   controller's delivery-rate samples divide by are when the ACK arrived, not when noq's
