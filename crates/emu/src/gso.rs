@@ -502,10 +502,18 @@ const TCP_RST: u8 = 0x04;
 const TCP_URG: u8 = 0x20;
 const MAX_IP_LEN: usize = 65_535;
 
+/// Linux's `UDP_GRO_CNT_MAX` (net/ipv4/udp_offload.c): the most datagrams GRO merges into one.
+const UDP_GRO_CNT_MAX: usize = 64;
+
 /// Merges consecutive in-order TCP/IPv4 segments of one flow that leave the link together into
 /// one superframe written with a single system call, the way a NIC's GRO hands them to the
 /// stack. Only what GRO would merge is merged: same addresses, ports, ACK, window and options,
 /// contiguous sequence numbers, full-sized segments except the last, no SYN/RST/URG.
+///
+/// With [`Coalescer::with_udp`], UDP/IPv4 datagrams of one flow too, as UDP GRO does
+/// (`udp_gro_receive_segment`): same addresses, ports, TOS and TTL, equal sizes except a
+/// shorter last one, at most [`UDP_GRO_CNT_MAX`]. The receiving socket gets them as one GRO
+/// batch (`UDP_GRO`), or the kernel splits them again for a socket that did not ask for it.
 pub struct Coalescer {
     buf: Vec<u8>,
     len: usize,
@@ -514,12 +522,30 @@ pub struct Coalescer {
     next_seq: u32,
     hdrs: usize,
     closed: bool,
+    /// What is held is UDP datagrams, not TCP segments.
+    udp: bool,
+    /// UDP may be merged: the output device takes UDP GSO frames (Linux 6.2+).
+    udp_ok: bool,
 }
 
 impl Default for Coalescer {
     fn default() -> Self {
-        Coalescer { buf: vec![0u8; VNET_HDR_LEN + MAX_IP_LEN], len: 0, count: 0, mss: 0, next_seq: 0, hdrs: 0, closed: false }
+        Coalescer { buf: vec![0u8; VNET_HDR_LEN + MAX_IP_LEN], len: 0, count: 0, mss: 0, next_seq: 0, hdrs: 0, closed: false, udp: false, udp_ok: false }
     }
+}
+
+/// The payload length of an IPv4/UDP datagram the coalescer may merge (20-byte IP header,
+/// not a fragment, lengths consistent), if it is one.
+fn udp_payload(ip: &[u8]) -> Option<usize> {
+    if ip.len() < 28 || ip[0] != 0x45 || ip[9] != IPPROTO_UDP {
+        return None;
+    }
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    let udp_len = usize::from(u16::from_be_bytes([ip[24], ip[25]]));
+    if total != ip.len() || udp_len != total - 20 || u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
+        return None;
+    }
+    Some(udp_len - UDP_HDR_LEN)
 }
 
 /// The parts of an IPv4/TCP packet the coalescer looks at, if it is one it may merge.
@@ -548,6 +574,12 @@ fn tcp_view(ip: &[u8]) -> Option<TcpView> {
 }
 
 impl Coalescer {
+    /// A coalescer that merges UDP datagrams too, when `udp` (the output device was opened
+    /// with UDP segmentation offload, so it takes UDP GSO frames).
+    pub fn with_udp(udp: bool) -> Self {
+        Coalescer { udp_ok: udp, ..Self::default() }
+    }
+
     /// Bytes waiting in the coalescer.
     pub fn is_empty(&self) -> bool {
         self.count == 0
@@ -563,6 +595,16 @@ impl Coalescer {
             self.buf[..pkt.len()].copy_from_slice(pkt);
             self.len = pkt.len();
             self.count = 1;
+            self.udp = false;
+            if self.udp_ok {
+                if let Some(payload) = udp_payload(ip) {
+                    self.udp = true;
+                    self.mss = payload;
+                    self.hdrs = 20 + UDP_HDR_LEN;
+                    self.closed = payload == 0;
+                    return true;
+                }
+            }
             match tcp_view(ip) {
                 Some(v) if v.payload > 0 && v.flags & (TCP_SYN | TCP_RST | TCP_URG | TCP_FIN | TCP_PSH) == 0 => {
                     self.mss = v.payload;
@@ -577,6 +619,9 @@ impl Coalescer {
         }
         if self.closed {
             return false;
+        }
+        if self.udp {
+            return self.push_udp(ip);
         }
         let Some(v) = tcp_view(ip) else { return false };
         let held = &self.buf[VNET_HDR_LEN..self.len];
@@ -606,6 +651,25 @@ impl Coalescer {
         true
     }
 
+    /// Adds UDP datagram `ip` to the UDP datagrams held, if GRO would.
+    fn push_udp(&mut self, ip: &[u8]) -> bool {
+        let Some(payload) = udp_payload(ip) else { return false };
+        let held = &self.buf[VNET_HDR_LEN..self.len];
+        let same_flow = ip[1] == held[1] // TOS (ECN included)
+            && ip[8] == held[8] // TTL
+            && ip[12..24] == held[12..24]; // addresses, ports
+        let fits = self.len + payload <= VNET_HDR_LEN + MAX_IP_LEN && self.count < UDP_GRO_CNT_MAX;
+        if !(same_flow && fits && payload > 0 && payload <= self.mss) {
+            return false;
+        }
+        self.buf[self.len..self.len + payload].copy_from_slice(&ip[self.hdrs..]);
+        self.len += payload;
+        self.count += 1;
+        // A shorter datagram ends the batch: only the last may be.
+        self.closed = payload < self.mss;
+        true
+    }
+
     /// Finishes what is held and returns the bytes to write (one packet or a superframe), or
     /// `None` if empty. The coalescer is empty afterwards.
     pub fn take(&mut self) -> Option<&[u8]> {
@@ -614,7 +678,20 @@ impl Coalescer {
         }
         let (count, len) = (self.count, self.len);
         self.count = 0;
-        if count > 1 {
+        if count > 1 && self.udp {
+            let (vh, ip) = self.buf[..len].split_at_mut(VNET_HDR_LEN);
+            let ip_len = ip.len();
+            ip[2..4].copy_from_slice(&(ip_len as u16).to_be_bytes());
+            ip[10..12].copy_from_slice(&[0, 0]);
+            let csum = ipv4_header_checksum(&ip[..20]);
+            ip[10..12].copy_from_slice(&csum.to_be_bytes());
+            let udp_len = (ip_len - 20) as u16;
+            ip[24..26].copy_from_slice(&udp_len.to_be_bytes());
+            let pseudo = pseudo_sum(&ip[12..16], &ip[16..20], IPPROTO_UDP, udp_len);
+            ip[26..28].copy_from_slice(&pseudo.to_be_bytes());
+            VnetHdr { flags: F_NEEDS_CSUM, gso_type: GSO_UDP_L4, hdr_len: self.hdrs as u16, gso_size: self.mss as u16, csum_start: 20, csum_offset: 6 }
+                .write(vh);
+        } else if count > 1 {
             let (vh, ip) = self.buf[..len].split_at_mut(VNET_HDR_LEN);
             let ip_len = ip.len();
             ip[2..4].copy_from_slice(&(ip_len as u16).to_be_bytes());
@@ -664,6 +741,96 @@ mod coalesce_tests {
                 b
             })
             .collect()
+    }
+
+    fn udp_datagrams(payload_len: usize, size: usize) -> Vec<Vec<u8>> {
+        let mut p = vec![0u8; 28 + payload_len];
+        p[0] = 0x45;
+        let total = p.len() as u16;
+        p[2..4].copy_from_slice(&total.to_be_bytes());
+        p[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
+        p[8] = 64;
+        p[9] = 17;
+        p[12..16].copy_from_slice(&[10, 77, 0, 2]);
+        p[16..20].copy_from_slice(&[10, 77, 0, 1]);
+        p[20..22].copy_from_slice(&4433u16.to_be_bytes());
+        p[22..24].copy_from_slice(&40000u16.to_be_bytes());
+        p[24..26].copy_from_slice(&((8 + payload_len) as u16).to_be_bytes());
+        for (i, b) in p[28..].iter_mut().enumerate() {
+            *b = (i * 11 + 1) as u8;
+        }
+        let seg = UdpSegmenter::new(&p, size).unwrap();
+        (0..seg.count())
+            .map(|i| {
+                let mut buf = vec![0u8; 2048];
+                let n = seg.write(i, &mut buf).unwrap();
+                buf.truncate(n);
+                buf
+            })
+            .collect()
+    }
+
+    /// Datagrams of one UDP GSO batch leaving together merge back into one UDP GSO frame:
+    /// the payloads in order, sizes in the vnet header, lengths and checksums consistent.
+    #[test]
+    fn datagrams_of_one_flow_merge_into_a_udp_gso_frame() {
+        let dgrams = udp_datagrams(1452 * 4 + 300, 1452);
+        let mut c = Coalescer::with_udp(true);
+        for d in &dgrams {
+            assert!(c.push(d));
+        }
+        let out = c.take().unwrap().to_vec();
+        let vh = VnetHdr::parse(&out).unwrap();
+        assert_eq!((vh.flags, vh.gso_type, vh.gso_size, vh.hdr_len, vh.csum_start, vh.csum_offset), (F_NEEDS_CSUM, GSO_UDP_L4, 1452, 28, 20, 6));
+        let ip = &out[VNET_HDR_LEN..];
+        assert_eq!(u16::from_be_bytes([ip[2], ip[3]]) as usize, ip.len());
+        assert_eq!(u16::from_be_bytes([ip[24], ip[25]]) as usize, ip.len() - 20);
+        assert_eq!(ipv4_header_checksum(&ip[..20]), u16::from_be_bytes([ip[10], ip[11]]));
+        assert_eq!(u16::from_be_bytes([ip[26], ip[27]]), pseudo_sum(&ip[12..16], &ip[16..20], 17, (ip.len() - 20) as u16));
+        let payload: Vec<u8> = dgrams.iter().flat_map(|d| d[VNET_HDR_LEN + 28..].to_vec()).collect();
+        assert_eq!(&ip[28..], &payload[..]);
+        assert!(c.is_empty());
+        // Cut again, it gives back the same datagrams (IDs aside: the frame has the first's).
+        let again = UdpSegmenter::new(ip, 1452).unwrap();
+        assert_eq!(again.count(), dgrams.len());
+        for (i, d) in dgrams.iter().enumerate() {
+            let mut buf = vec![0u8; 2048];
+            let n = again.write(i, &mut buf).unwrap();
+            assert_eq!(&buf[VNET_HDR_LEN + 20..n], &d[VNET_HDR_LEN + 20..], "datagram {i}");
+        }
+    }
+
+    #[test]
+    fn refuses_udp_that_gro_would_not_merge() {
+        let dgrams = udp_datagrams(1452 * 2, 1452);
+        // Without UDP offload on the output device, UDP goes out one by one.
+        let mut tcp_only = Coalescer::default();
+        assert!(tcp_only.push(&dgrams[0]) && !tcp_only.push(&dgrams[1]));
+        // Another flow (port), TOS or a datagram larger than the first do not join.
+        for change in [22usize, 1] {
+            let mut c = Coalescer::with_udp(true);
+            let mut other = dgrams[1].clone();
+            other[VNET_HDR_LEN + change] ^= 1;
+            assert!(c.push(&dgrams[0]) && !c.push(&other), "byte {change}");
+        }
+        let small = udp_datagrams(100, 1452);
+        let mut c = Coalescer::with_udp(true);
+        assert!(c.push(&small[0]) && !c.push(&dgrams[0]), "larger after smaller");
+        // After a shorter datagram, nothing more.
+        let mixed = udp_datagrams(1452 + 100, 1452);
+        let mut c = Coalescer::with_udp(true);
+        assert!(c.push(&mixed[0]) && c.push(&mixed[1]) && !c.push(&mixed[0]));
+        // At most UDP_GRO_CNT_MAX datagrams in one frame.
+        let many = udp_datagrams(100 * (UDP_GRO_CNT_MAX + 1), 100);
+        let mut c = Coalescer::with_udp(true);
+        let taken = many.iter().take_while(|d| c.push(d)).count();
+        assert_eq!(taken, UDP_GRO_CNT_MAX);
+        // A UDP frame held refuses TCP, and a TCP one UDP.
+        let tcp = cut(&superframe(1448 * 2, 0x10), 1448);
+        let mut c = Coalescer::with_udp(true);
+        assert!(c.push(&dgrams[0]) && !c.push(&tcp[0]));
+        let mut c = Coalescer::with_udp(true);
+        assert!(c.push(&tcp[0]) && !c.push(&dgrams[0]));
     }
 
     #[test]

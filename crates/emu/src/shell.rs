@@ -30,6 +30,9 @@ pub struct ShellConfig {
     pub mtu: u32,
     /// Packets carry a virtio-net header (the devices were opened with offloads).
     pub offload: bool,
+    /// The output device takes UDP GSO frames too (`Tun::udp_offload`): datagrams of one flow
+    /// that leave together are written as one, which the receiving socket reads as a GRO batch.
+    pub udp_offload: bool,
     pub sample_interval: Duration,
     /// After a wake-up, sleep at least this long before the next one (see `PathSpec::batch_us`).
     pub min_wake_gap: Duration,
@@ -101,7 +104,7 @@ impl Shell {
             // Grows to the most packets ever held at once, then recycles: no allocation in
             // steady state, and a short-lived shell (a test, a fuzz input) costs nothing.
             pool: Vec::new(),
-            coalescer: Coalescer::default(),
+            coalescer: Coalescer::with_udp(cfg.offload && cfg.udp_offload),
             held: None,
             lent: None,
             series: SeriesRecorder::new(cfg.sample_interval, now, sink),

@@ -19,7 +19,7 @@ fn at(d: time::Duration) -> time::Instant {
 }
 
 fn config(offload: bool, dir: DirectionConfig) -> ShellConfig {
-    ShellConfig { name: "uplink", config: dir, seed: 7, mtu: 1500, offload, sample_interval: 10 * MS, min_wake_gap: time::Duration::ZERO }
+    ShellConfig { name: "uplink", config: dir, seed: 7, mtu: 1500, offload, udp_offload: offload, sample_interval: 10 * MS, min_wake_gap: time::Duration::ZERO }
 }
 
 /// A 1000-byte IPv4/UDP-looking packet (the link does not parse non-superframes).
