@@ -460,6 +460,7 @@ mod forwarder_failure_tests {
             seed: 1,
             mtu: 1500,
             offload: false,
+            udp_offload: false,
             sample_interval: time::Duration::from_nanos(10_000_000),
             min_wake_gap: time::Duration::ZERO,
         };

@@ -37,6 +37,7 @@ pub fn run_packet_path(data: &[u8]) {
         seed: 1,
         mtu: if cfg & 0x10 != 0 { 9000 } else { 1500 },
         offload: cfg & 0x01 != 0,
+        udp_offload: cfg & 0x01 != 0,
         sample_interval: 10 * MS,
         min_wake_gap: if cfg & 0x20 != 0 { time::Duration::from_micros(25) } else { time::Duration::ZERO },
     };

@@ -162,6 +162,7 @@ impl EmulatedPath {
             seed,
             mtu: spec.mtu,
             offload: client_tun.offload(),
+            udp_offload: client_tun.udp_offload() && server_tun.udp_offload(),
             sample_interval: time::Duration::from_micros(spec.sample_interval_us.max(1)),
             min_wake_gap: spec.batch(),
         };

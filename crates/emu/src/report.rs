@@ -80,7 +80,8 @@ pub struct DirectionReport {
     pub utilization: f64,
     pub read_errors: u64,
     pub write_errors: u64,
-    /// TSO superframes read from the kernel, and the MTU-sized segments cut from them.
+    /// Superframes read from the kernel (TCP TSO and UDP GSO batches), and the MTU-sized
+    /// segments and datagrams cut from them.
     pub superframes: u64,
     pub segments_from_superframes: u64,
     /// Writes to the output device; below packets_out when departures were coalesced.

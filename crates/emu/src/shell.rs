@@ -11,7 +11,7 @@
 use ccbench_link::time::{Duration, Instant};
 use ccbench_link::{DelayHistogram, DirectionConfig, Link};
 
-use crate::gso::{self, Coalescer, Segmenter, VnetHdr, VNET_HDR_LEN};
+use crate::gso::{self, Coalescer, Superframe, VnetHdr, VNET_HDR_LEN};
 use crate::report::{DelaySummary, DirectionReport, LinkSample};
 use crate::series::{SampleSink, SeriesRecorder};
 use crate::window::{MeasureWindow, WindowAccount};
@@ -30,6 +30,9 @@ pub struct ShellConfig {
     pub mtu: u32,
     /// Packets carry a virtio-net header (the devices were opened with offloads).
     pub offload: bool,
+    /// The output device takes UDP GSO frames too (`Tun::udp_offload`): datagrams of one flow
+    /// that leave together are written as one, which the receiving socket reads as a GRO batch.
+    pub udp_offload: bool,
     pub sample_interval: Duration,
     /// After a wake-up, sleep at least this long before the next one (see `PathSpec::batch_us`).
     pub min_wake_gap: Duration,
@@ -101,7 +104,7 @@ impl Shell {
             // Grows to the most packets ever held at once, then recycles: no allocation in
             // steady state, and a short-lived shell (a test, a fuzz input) costs nothing.
             pool: Vec::new(),
-            coalescer: Coalescer::default(),
+            coalescer: Coalescer::with_udp(cfg.offload && cfg.udp_offload),
             held: None,
             lent: None,
             series: SeriesRecorder::new(cfg.sample_interval, now, sink),
@@ -149,10 +152,12 @@ impl Shell {
             return;
         }
         let vnet = if self.hdr > 0 { VnetHdr::parse(bytes) } else { None };
-        match vnet {
-            Some(vh) if vh.gso_type & !gso::GSO_ECN == gso::GSO_TCPV4 => {
+        // A superframe's packets all enter the link at `now`, in order: the kernel sent them
+        // at once, and the link serializes them one by one from there, as it would have.
+        match vnet.and_then(|vh| Superframe::of(&vh, &bytes[self.hdr..])) {
+            Some(superframe) => {
                 self.superframes += 1;
-                match Segmenter::new(&bytes[self.hdr..], usize::from(vh.gso_size), vh.gso_type & gso::GSO_ECN != 0) {
+                match superframe {
                     Ok(seg) => {
                         self.segments += seg.count() as u64;
                         for i in 0..seg.count() {
@@ -169,8 +174,8 @@ impl Shell {
                     Err(_) => self.malformed += 1,
                 }
             }
-            Some(vh) if vh.gso_type != gso::GSO_NONE => self.malformed += 1,
-            _ => {
+            None if vnet.is_some_and(|vh| vh.gso_type != gso::GSO_NONE) => self.malformed += 1,
+            None => {
                 let mut buf = self.buffer();
                 match buf.get_mut(..bytes.len()) {
                     Some(b) => {

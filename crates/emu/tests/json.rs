@@ -62,8 +62,16 @@ fn report() -> DirectionReport {
     let window = MeasureWindow::new(epoch);
     window.open(epoch + Duration::from_millis(200));
     window.close(epoch + Duration::from_millis(800));
-    let cfg =
-        ShellConfig { name: "downlink", config: down(), seed: 7, mtu: 1500, offload: false, sample_interval: 250 * MS, min_wake_gap: time::Duration::ZERO };
+    let cfg = ShellConfig {
+        name: "downlink",
+        config: down(),
+        seed: 7,
+        mtu: 1500,
+        offload: false,
+        udp_offload: false,
+        sample_interval: 250 * MS,
+        min_wake_gap: time::Duration::ZERO,
+    };
     let mut shell = Shell::new(cfg, at(time::Duration::ZERO), window);
     let mut packet = vec![0u8; 1000];
     packet[0] = 0x45;
