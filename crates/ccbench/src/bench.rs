@@ -305,7 +305,7 @@ fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyho
     let bulk = bulk?;
     let d = &report.down;
     // Buffer drops within the measured window, as `run` counts them.
-    let window_drops = ccbench::results::RunMetrics::derive(
+    let window_drops = ccbench::analysis::run_metrics(
         &ccbench::workloads::WorkloadResult::Bulk(bulk.clone()),
         Some(&report),
         &Default::default(),

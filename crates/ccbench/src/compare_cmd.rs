@@ -83,7 +83,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     std::fs::write(&file, serde_json::to_string_pretty(&c.record)?).with_context(|| format!("writing {}", file.display()))?;
     write_runs_csv(&out, &inputs, &c.record)?;
     let html = out.join("report.html");
-    std::fs::write(&html, export::html::render(&c.combined, &format!("{header}{warnings}{summary}"), &out))
+    std::fs::write(&html, ccbench_report::render(&ccbench_report::ReportData::read(&c.combined, &format!("{header}{warnings}{summary}"), &out)))
         .with_context(|| format!("writing {}", html.display()))?;
     println!("\nResults   {} (runs: {}, plots: {})", file.display(), out.join(export::csv::RUNS_FILE).display(), html.display());
     if args.json {

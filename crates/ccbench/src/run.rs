@@ -173,7 +173,7 @@ pub fn write_outputs(result: &ExperimentResult, out: &Path, header: &str) -> any
     ccbench::export::csv::write(out, &[ccbench::export::csv::Experiment { condition: None, dir: ".", result }])?;
     let summary = ccbench::export::text::summary(result, Some(out));
     let html = out.join("report.html");
-    std::fs::write(&html, ccbench::export::html::render(result, &format!("{header}{summary}"), out)).with_context(|| format!("writing {}", html.display()))?;
+    std::fs::write(&html, ccbench_report::render(&ccbench_report::ReportData::read(result, &format!("{header}{summary}"), out))).with_context(|| format!("writing {}", html.display()))?;
     Ok(summary)
 }
 
@@ -228,7 +228,7 @@ fn run_preset(spec: &str, args: &RunArgs) -> anyhow::Result<i32> {
     ccbench::export::csv::write(&out, &experiments)?;
     let page: Vec<(String, &ccbench::results::ExperimentResult)> = rows.iter().map(|(name, result)| (name.clone(), result)).collect();
     let html = out.join("report.html");
-    std::fs::write(&html, ccbench::export::html::render_conditions(&page)).with_context(|| format!("writing {}", html.display()))?;
+    std::fs::write(&html, ccbench_report::render_conditions(&page)).with_context(|| format!("writing {}", html.display()))?;
     println!("Results   {} (plots across conditions: {})", out.join(ccbench::export::json::PRESET_FILE).display(), html.display());
     Ok(code)
 }
