@@ -338,7 +338,8 @@ fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) 
         }
     };
     record.netns_inodes = Some([path.client.inode(), path.server.inode()]);
-    let outcome = crate::workloads::run(&workload, &path.client, &path.server, SERVER_ADDR, epoch, stop, path.window(), &series, path_seed).map_err(|e| e.to_string());
+    let outcome =
+        crate::workloads::run(&workload, &path.client, &path.server, SERVER_ADDR, epoch, stop, path.window(), &series, path_seed).map_err(|e| e.to_string());
     // The forwarders close the link files as they end; then the workload's files are closed.
     let report = path.finish();
     let (files, summary, series_error) = series.finish();

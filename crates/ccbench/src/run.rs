@@ -173,7 +173,8 @@ pub fn write_outputs(result: &ExperimentResult, out: &Path, header: &str) -> any
     ccbench::export::csv::write(out, &[ccbench::export::csv::Experiment { condition: None, dir: ".", result }])?;
     let summary = ccbench::export::text::summary(result, Some(out));
     let html = out.join("report.html");
-    std::fs::write(&html, ccbench_report::render(&ccbench_report::ReportData::read(result, &format!("{header}{summary}"), out))).with_context(|| format!("writing {}", html.display()))?;
+    std::fs::write(&html, ccbench_report::render(&ccbench_report::ReportData::read(result, &format!("{header}{summary}"), out)))
+        .with_context(|| format!("writing {}", html.display()))?;
     Ok(summary)
 }
 

@@ -175,7 +175,8 @@ fn run_both(real: &Plan, twin: &Plan, out: &Path, estimate: &PathEstimate, repor
     std::fs::write(&compare_file, serde_json::to_string_pretty(&all.record)?).with_context(|| format!("writing {}", compare_file.display()))?;
     let text = format!("{}{}\n{side_by_side}", compare::header(&all.record), ccbench::export::text::summary(&all.combined, None));
     let html = out.join("report.html");
-    std::fs::write(&html, ccbench_report::render(&ccbench_report::ReportData::read(&all.combined, &text, out))).with_context(|| format!("writing {}", html.display()))?;
+    std::fs::write(&html, ccbench_report::render(&ccbench_report::ReportData::read(&all.combined, &text, out)))
+        .with_context(|| format!("writing {}", html.display()))?;
     println!(
         "Results   {} (the twin's: {}; every arm side by side: {} and {})",
         file.display(),

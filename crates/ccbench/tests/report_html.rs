@@ -493,11 +493,15 @@ fn reports_render_with_data_and_load_in_a_browser_without_errors() {
 
     let bulk_dir = base.join("bulk");
     let bulk = bulk_experiment(&bulk_dir, 50e6, 1);
-    let html = ccbench_report::render(&ccbench_report::ReportData::read(&bulk, "Path      50.0 Mbit/s, 10 ms one way … a summary line long enough to need wrapping at 1000 px, which a <pre> would otherwise scroll sideways",
-        &bulk_dir,
-    ));
+    let summary =
+        "Path      50.0 Mbit/s, 10 ms one way … a summary line long enough to need wrapping at 1000 px, which a <pre> would otherwise scroll sideways";
+    let html = ccbench_report::render(&ccbench_report::ReportData::read(&bulk, summary, &bulk_dir));
     let page = bulk_dir.join("report.html");
     std::fs::write(&page, &html).unwrap();
+    // The report of the directory alone (result.json as a run writes it) is the same page.
+    std::fs::write(bulk_dir.join("result.json"), serde_json::to_string_pretty(&bulk).unwrap()).unwrap();
+    let read_back = ccbench_report::read_result(&bulk_dir).unwrap();
+    assert!(html == ccbench_report::render(&ccbench_report::ReportData::read(&read_back, summary, &bulk_dir)), "the report from the directory differs");
     assert!(html.contains("Sender's smoothed RTT"));
     assert!(html.contains("BBR state") && html.contains("PROBE_RTT"), "BBR's states are drawn");
     assert!(html.contains("which a &lt;pre&gt; would"), "summary text is escaped");

@@ -791,6 +791,8 @@ fn scale_summary(s: Summary, k: f64) -> Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::load::bbr_state;
+    use crate::svg::Timeline;
 
     /// Kernel BBR and QUIC BBR in one experiment: a band row each, QUIC's ProbeBW split into
     /// its phases, and the legend lists only the states drawn.
@@ -828,5 +830,172 @@ mod tests {
         assert!(svg.contains("PROBE_BW 0.4") && svg.contains("(tcp:bbr flow 0 of run 1)"), "kernel BBR's ProbeBW has no phase");
         assert!(svg.contains(" PROBE_BW UP</span>") && svg.contains(" DRAIN</span>"), "the legend lists the states drawn");
         assert!(!svg.contains(" PROBE_RTT</span>"), "a state never drawn is not in the legend");
+    }
+
+    /// A result of bbr against cubic, two bulk runs each, built by hand: run 2 of each the
+    /// median (scores 10 < 20 < 30 Mbit/s), run 4 failed.
+    fn hand_built() -> ExperimentResult {
+        use ccbench_record::provenance::{HostFacts, Provenance};
+        use ccbench_record::results::{Params, SCHEMA};
+        use ccbench_record::series::SeriesFiles;
+        use ccbench_record::workloads::WorkloadResult;
+        use ccbench_workload::{BulkResult, BulkSpec, Direction};
+        let metrics = |mbps: f64| RunMetrics {
+            score: Some(mbps * 1e6),
+            unfinished: false,
+            goodput_bps: mbps * 1e6,
+            completion_time_s: None,
+            latency_p50_s: None,
+            latency_p99_s: None,
+            html_ttfb_s: None,
+            all_completed: true,
+            sender_rtt_p50_ms: Some(40.0 + mbps),
+            sender_rtt_p95_ms: Some(60.0 + mbps),
+            retrans_rate: 0.01,
+            retrans_segments: 5,
+            drops_loss: Some(0),
+            drops_buffer: Some(2),
+            queue_delay_p50_ms: Some(mbps / 2.0),
+            queue_delay_p95_ms: Some(mbps),
+            utilization: Some(0.9),
+            emulator_lateness_p99_us: None,
+            entry: Default::default(),
+            path_figures_over_whole_life: false,
+            shares: Vec::new(),
+            jain_index: None,
+            jain_per_second: Vec::new(),
+        };
+        let run = |index: u32, cc: &str, mbps: Option<f64>| RunRecord {
+            index,
+            round: index / 2,
+            cc: cc.into(),
+            status: if mbps.is_some() { Status::Complete } else { Status::Failed },
+            error: mbps.is_none().then(|| "the server <went> away".to_string()),
+            started_at: "2026-01-01T00:00:00Z".into(),
+            path_seed: u64::from(index),
+            netns_inodes: None,
+            host_cpu_steal_fraction: None,
+            suspect: Vec::new(),
+            metrics: mbps.map(metrics),
+            workload: mbps
+                .map(|m| WorkloadResult::Bulk(BulkResult { start_us: 0, elapsed_s: 3.0, goodput_bps: m * 1e6, interrupted: false, flows: Vec::new() })),
+            path: None,
+            // Files that do not exist: rendering must not read them.
+            series: Some(SeriesFiles {
+                tcp: format!("/nonexistent/run-{index}/tcp.csv.gz"),
+                goodput: format!("/nonexistent/run-{index}/goodput.csv.gz"),
+                link_down: None,
+                link_up: None,
+            }),
+        };
+        let workload = WorkloadSpec::Bulk(BulkSpec {
+            flows: 1,
+            direction: Direction::Download,
+            amount: Amount::Seconds(3.0),
+            cc: "bbr".into(),
+            mix: Vec::new(),
+            port: 5201,
+            sample_interval_us: 10_000,
+            timeout_s: 30.0,
+            quic_receiver_cc: None,
+        });
+        ExperimentResult {
+            schema: SCHEMA.into(),
+            status: Status::Complete,
+            warnings: vec!["the host was <busy>".into()],
+            provenance: Provenance {
+                ccbench_version: "test".into(),
+                git_revision: "test".into(),
+                command_line: vec!["ccbench".into(), "run".into()],
+                started_at: "2026-01-01T00:00:00Z".into(),
+                finished_at: None,
+                host: HostFacts::collect(),
+                namespace_sysctls: Vec::new(),
+                emulator: None,
+                remote: None,
+                quic_stack: None,
+                controller_mismatches: Vec::new(),
+            },
+            params: Params {
+                ccs: vec!["bbr".into(), "cubic".into()],
+                runs_per_cc: 2,
+                runs_auto: false,
+                seed: 1,
+                alpha: 0.05,
+                min_effect: 0.0,
+                path: None,
+                remote: None,
+                metric: workload.metric().into(),
+                workload,
+            },
+            sequential: None,
+            summary: Vec::new(),
+            comparisons: Vec::new(),
+            rtt_comparisons: Vec::new(),
+            runs: vec![run(0, "bbr", Some(10.0)), run(1, "cubic", Some(12.0)), run(2, "bbr", Some(30.0)), run(3, "cubic", None), run(4, "bbr", Some(20.0))],
+        }
+    }
+
+    /// `render` draws what `ReportData` holds and nothing else: lines and distributions put in
+    /// by hand appear as figures, the runs as the table, and nothing is read from disk.
+    #[test]
+    fn render_draws_a_hand_built_report_without_reading_files() {
+        let result = hand_built();
+        let line = |run: usize, key: &str, median: bool, points: Vec<(f64, f64)>| Line {
+            key: key.into(),
+            label: format!("run {} · {key}", result.runs[run].index + 1),
+            median,
+            points,
+        };
+        let mut rtt = Pooled::default();
+        for v in [20_000, 21_000, 40_000] {
+            rtt.record("bbr", v);
+        }
+        let views = vec![
+            RunView {
+                run: &result.runs[4],
+                median: true,
+                rtt: vec![line(4, "bbr", true, vec![(0.0, 20.0), (1.5, 21.0), (3.0, 40.0)])],
+                cwnd: Vec::new(),
+                bbr_bw: Vec::new(),
+                goodput: vec![line(4, "bbr", true, vec![(0.05, 19.0), (2.95, 21.0)])],
+                queue: None,
+                bbr: Vec::new(),
+                flow_rtt: Vec::new(),
+            },
+            RunView {
+                run: &result.runs[1],
+                median: false,
+                rtt: Vec::new(),
+                cwnd: Vec::new(),
+                bbr_bw: Vec::new(),
+                goodput: vec![line(1, "cubic", false, vec![(0.05, 11.0), (2.95, 13.0)])],
+                queue: None,
+                bbr: Vec::new(),
+                flow_rtt: Vec::new(),
+            },
+        ];
+        let series = Gathered { runs: views, bin_us: 100_000, rtt, queue: Pooled::default(), errors: vec!["series/run-002/tcp.csv.gz: <truncated>".into()] };
+        let data = ReportData { result: &result, summary: "cubic < bbr\n".into(), series };
+        let html = render(&data);
+        assert!(html.starts_with("<!doctype html>") && html.ends_with("</body></html>\n"), "a whole page");
+        assert!(html.contains("<h1>ccbench: bbr vs cubic</h1>"));
+        assert!(html.contains("<pre class=\"summary\">cubic &lt; bbr</pre>"), "the summary, escaped and trimmed");
+        assert!(html.contains("<p class=\"warn\">warning: the host was &lt;busy&gt;</p>"));
+        // The goodput figure has both runs' lines, the median one bold and named so.
+        let goodput = &html[html.find("id=\"fig-goodput\"").expect("goodput figure")..];
+        let goodput = &goodput[..goodput.find("</figure>").unwrap()];
+        assert!(goodput.contains("run 5 · bbr (median run)") && goodput.contains("run 2 · cubic"), "{goodput}");
+        assert!(goodput.contains("Per 100 ms") || goodput.contains("per 100 ms"), "the bin width from the data");
+        // The RTT CDF is of the pooled samples: 3 of bbr, none of cubic.
+        assert!(html.contains("bbr (3 samples)") && !html.contains("cubic (0 samples)"));
+        // Figures without data are left out, not drawn empty.
+        assert!(!html.contains("id=\"fig-cwnd\"") && !html.contains("id=\"fig-queue\"") && !html.contains("id=\"fig-bbr-bw\""));
+        // Every run in the table, the failed one with its error; the series error as a warning.
+        assert_eq!(html.matches("<tr><td class=\"n\">").count(), 5);
+        assert!(html.contains("<td>failed</td>") && html.contains("the server &lt;went&gt; away"));
+        assert!(html.contains("could not read a series file: series/run-002/tcp.csv.gz: &lt;truncated&gt;"));
+        assert!(!html.contains("/nonexistent"), "nothing was read from the runs' files");
+        assert_eq!(html, render(&data), "rendering is a function of the data");
     }
 }
