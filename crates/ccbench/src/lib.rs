@@ -10,6 +10,7 @@ pub mod error;
 pub mod experiment;
 pub mod export;
 pub mod limits;
+pub mod schema;
 pub mod workloads;
 
 /// The record of an experiment (its types, result.json's schema, the series files' format) is

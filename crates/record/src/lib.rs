@@ -11,3 +11,9 @@ pub mod results;
 pub mod series;
 pub mod units;
 pub mod workloads;
+
+/// result.json's JSON Schema (draft 2020-12), derived from [`results::ExperimentResult`] and
+/// the serde attributes of every type it holds, so that it cannot drift from what is written.
+pub fn result_schema() -> schemars::Schema {
+    schemars::schema_for!(results::ExperimentResult)
+}

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 /// The git revision this build is from (`-dirty` with uncommitted changes), from `build.rs`.
 pub const GIT_REVISION: &str = env!("CCBENCH_GIT_REV");
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Provenance {
     pub ccbench_version: String,
     pub git_revision: String,
@@ -30,7 +30,7 @@ pub struct Provenance {
 
 /// What the remote `ccbench serve` said of its host after the handshake, and the path's round
 /// trip before the first run.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RemoteFacts {
     pub address: String,
     #[serde(flatten)]
@@ -41,7 +41,7 @@ pub struct RemoteFacts {
 }
 
 /// Facts about the host. Each is `null` when it could not be read: unknown, never "" or 0.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostFacts {
     pub hostname: Option<String>,
     pub kernel_release: Option<String>,
@@ -58,7 +58,7 @@ pub struct HostFacts {
     pub euid: u32,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EmulatorFacts {
     pub kind: String,
     pub client_addr: String,

@@ -6,7 +6,7 @@ use ccbench_probe::TcpInfo;
 use ccbench_workload::{Amount, BrowserResult, BrowserSpec, BulkResult, BulkSpec, Direction, ObjectMethod, ObjectsResult, ObjectsSpec, PageResult, PageSpec};
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WorkloadSpec {
     /// Bulk flows for a duration, or a fixed-size file when the amount is a byte count.
@@ -17,7 +17,7 @@ pub enum WorkloadSpec {
     Browser(BrowserSpec),
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WorkloadResult {
     Bulk(BulkResult),
