@@ -26,8 +26,9 @@ use ccbench_remote::ProbeReport;
 use ccbench_stats::Comparison;
 
 use crate::cli::{Layer, RunArgs};
+use crate::host::install_stop;
 use crate::progress::{planned_runs, Bar};
-use crate::run::{exit_code, install_stop};
+use crate::run::exit_code;
 
 /// The twin's directory inside the real experiment's.
 pub const TWIN_DIR: &str = "twin";
