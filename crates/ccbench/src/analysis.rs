@@ -18,7 +18,7 @@ pub fn analyse(ccs: &[String], records: &[RunRecord], criteria: Criteria) -> (Ve
     let summary: Vec<CcSummary> = ccs
         .iter()
         .map(|cc| {
-            let mut s = CcSummary::of(cc, &completed_metrics(records, cc));
+            let mut s = cc_summary(cc, &completed_metrics(records, cc));
             s.runs_without_score = completed(records, cc).filter(|r| usable_score(r).is_none()).map(|r| r.index + 1).collect();
             s
         })
@@ -122,128 +122,126 @@ fn sharing(bulk: &BulkResult, received_at: impl FnOnce(&[u64]) -> Option<Vec<Vec
     (shares, ccbench_stats::jain_fairness(&rates), per_second)
 }
 
-impl RunMetrics {
-    /// `series`: what the run's time series left in memory (exact RTT counts) and on disk
-    /// (the goodput file, read once more for the sharing figures).
-    pub fn derive(result: &WorkloadResult, path: Option<&PathReport>, series: &SeriesSummary, direction: Direction, timeout_s: f64) -> Self {
-        // A real path (`--remote`) has no emulator to see its queue and drops: those are absent.
-        let data_dir = path.map(|path| match direction {
-            Direction::Download => &path.down,
-            Direction::Upload => &path.up,
-        });
-        let q = |p: f64| series.rtt_us.quantile(p, 1000.0);
-        let (retrans, segs) =
-            result.final_infos().iter().fold((0u64, 0u64), |(r, s), ti| (r + u64::from(ti.total_retrans), s + u64::from(ti.segs_out.unwrap_or(0))));
-        // QUIC resends the data of each packet declared lost: its lost packets are its retransmissions.
-        let (retrans, segs) = result.final_quic().iter().fold((retrans, segs), |(r, s), q| (r + q.packets_lost, s + q.packets_sent));
-        let (shares, jain_index, jain_per_second) = match result {
-            WorkloadResult::Bulk(b) => sharing(b, |instants| {
-                let flows = b.flows.iter().map(|f| f.id as usize + 1).max().unwrap_or(0);
-                series.goodput_path.as_deref().and_then(|p| crate::series::received_at(p, flows, instants).ok())
-            }),
-            _ => (Vec::new(), None, Vec::new()),
-        };
-        let (goodput_bps, completion_time_s, all_completed, latency_p50_s, latency_p99_s, html_ttfb_s) = match result {
-            WorkloadResult::Bulk(bulk) => {
-                let done = bulk.flows.iter().map(|f| f.completion_time_s.map(|c| c + f.start_s)).try_fold(0.0f64, |acc, t| t.map(|t| acc.max(t)));
-                (bulk.goodput_bps, done.filter(|_| !bulk.flows.is_empty()), bulk.flows.iter().all(|f| f.completed), None, None, None)
-            }
-            WorkloadResult::Objects(o) => (
-                o.content_throughput_bps,
-                Some(o.wall_time_s),
-                o.requests_completed == o.requests_requested && o.errors == 0,
-                o.latency_p50_s,
-                o.latency_p99_s,
-                None,
-            ),
-            WorkloadResult::Page(p) | WorkloadResult::Browser(ccbench_workload::BrowserResult { page: p, .. }) => {
-                (p.page_goodput_bps, p.page_load_s, p.page_load_s.is_some() && p.errors == 0, None, None, p.html_ttfb_s)
-            }
-        };
-        let (score, unfinished) = result.score(timeout_s);
-        // Every path figure over one span: the emulator's window, which the workload opened and
-        // closed at the instants its own goodput is measured over. Without one (a run cut
-        // short before its span began), the path's whole life, for every figure alike.
-        let span = data_dir.map(|data_dir| match &data_dir.window {
-            Some(w) => PathSpan {
-                drops_loss: w.stats.drops_loss,
-                drops_buffer: w.stats.drops_buffer,
-                queue_delay: &w.queue_delay,
-                lateness: &w.lateness,
-                utilization: w.utilization,
-                entry: &w.stats.entry,
-                whole_life: false,
-            },
-            None => PathSpan {
-                drops_loss: data_dir.stats.drops_loss,
-                drops_buffer: data_dir.stats.drops_buffer,
-                queue_delay: &data_dir.queue_delay,
-                lateness: &data_dir.lateness,
-                utilization: data_dir.utilization,
-                entry: &data_dir.stats.entry,
-                whole_life: true,
-            },
-        });
-        RunMetrics {
-            score: Some(score),
-            unfinished,
-            goodput_bps,
-            completion_time_s,
-            latency_p50_s,
-            latency_p99_s,
-            html_ttfb_s,
-            all_completed,
-            sender_rtt_p50_ms: q(0.5),
-            sender_rtt_p95_ms: q(0.95),
-            retrans_rate: if segs > 0 { retrans as f64 / segs as f64 } else { 0.0 },
-            retrans_segments: retrans,
-            drops_loss: span.as_ref().map(|s| s.drops_loss),
-            drops_buffer: span.as_ref().map(|s| s.drops_buffer),
-            queue_delay_p50_ms: span.as_ref().map(|s| s.queue_delay.p50_us / 1000.0),
-            queue_delay_p95_ms: span.as_ref().map(|s| s.queue_delay.p95_us / 1000.0),
-            utilization: span.as_ref().map(|s| s.utilization),
-            emulator_lateness_p99_us: span.as_ref().map(|s| s.lateness.p99_us),
-            entry: crate::results::EntryFigures::of(span.as_ref().map(|s| s.entry)),
-            path_figures_over_whole_life: span.as_ref().is_some_and(|s| s.whole_life),
-            shares,
-            jain_index,
-            jain_per_second,
+/// A run's metrics (result.json's `metrics`) from its workload's result and the path's report.
+/// `series`: what the run's time series left in memory (exact RTT counts) and on disk
+/// (the goodput file, read once more for the sharing figures).
+pub fn run_metrics(result: &WorkloadResult, path: Option<&PathReport>, series: &SeriesSummary, direction: Direction, timeout_s: f64) -> RunMetrics {
+    // A real path (`--remote`) has no emulator to see its queue and drops: those are absent.
+    let data_dir = path.map(|path| match direction {
+        Direction::Download => &path.down,
+        Direction::Upload => &path.up,
+    });
+    let q = |p: f64| series.rtt_us.quantile(p, 1000.0);
+    let (retrans, segs) =
+        result.final_infos().iter().fold((0u64, 0u64), |(r, s), ti| (r + u64::from(ti.total_retrans), s + u64::from(ti.segs_out.unwrap_or(0))));
+    // QUIC resends the data of each packet declared lost: its lost packets are its retransmissions.
+    let (retrans, segs) = result.final_quic().iter().fold((retrans, segs), |(r, s), q| (r + q.packets_lost, s + q.packets_sent));
+    let (shares, jain_index, jain_per_second) = match result {
+        WorkloadResult::Bulk(b) => sharing(b, |instants| {
+            let flows = b.flows.iter().map(|f| f.id as usize + 1).max().unwrap_or(0);
+            series.goodput_path.as_deref().and_then(|p| crate::series::received_at(p, flows, instants).ok())
+        }),
+        _ => (Vec::new(), None, Vec::new()),
+    };
+    let (goodput_bps, completion_time_s, all_completed, latency_p50_s, latency_p99_s, html_ttfb_s) = match result {
+        WorkloadResult::Bulk(bulk) => {
+            let done = bulk.flows.iter().map(|f| f.completion_time_s.map(|c| c + f.start_s)).try_fold(0.0f64, |acc, t| t.map(|t| acc.max(t)));
+            (bulk.goodput_bps, done.filter(|_| !bulk.flows.is_empty()), bulk.flows.iter().all(|f| f.completed), None, None, None)
         }
+        WorkloadResult::Objects(o) => (
+            o.content_throughput_bps,
+            Some(o.wall_time_s),
+            o.requests_completed == o.requests_requested && o.errors == 0,
+            o.latency_p50_s,
+            o.latency_p99_s,
+            None,
+        ),
+        WorkloadResult::Page(p) | WorkloadResult::Browser(ccbench_workload::BrowserResult { page: p, .. }) => {
+            (p.page_goodput_bps, p.page_load_s, p.page_load_s.is_some() && p.errors == 0, None, None, p.html_ttfb_s)
+        }
+    };
+    let (score, unfinished) = result.score(timeout_s);
+    // Every path figure over one span: the emulator's window, which the workload opened and
+    // closed at the instants its own goodput is measured over. Without one (a run cut
+    // short before its span began), the path's whole life, for every figure alike.
+    let span = data_dir.map(|data_dir| match &data_dir.window {
+        Some(w) => PathSpan {
+            drops_loss: w.stats.drops_loss,
+            drops_buffer: w.stats.drops_buffer,
+            queue_delay: &w.queue_delay,
+            lateness: &w.lateness,
+            utilization: w.utilization,
+            entry: &w.stats.entry,
+            whole_life: false,
+        },
+        None => PathSpan {
+            drops_loss: data_dir.stats.drops_loss,
+            drops_buffer: data_dir.stats.drops_buffer,
+            queue_delay: &data_dir.queue_delay,
+            lateness: &data_dir.lateness,
+            utilization: data_dir.utilization,
+            entry: &data_dir.stats.entry,
+            whole_life: true,
+        },
+    });
+    RunMetrics {
+        score: Some(score),
+        unfinished,
+        goodput_bps,
+        completion_time_s,
+        latency_p50_s,
+        latency_p99_s,
+        html_ttfb_s,
+        all_completed,
+        sender_rtt_p50_ms: q(0.5),
+        sender_rtt_p95_ms: q(0.95),
+        retrans_rate: if segs > 0 { retrans as f64 / segs as f64 } else { 0.0 },
+        retrans_segments: retrans,
+        drops_loss: span.as_ref().map(|s| s.drops_loss),
+        drops_buffer: span.as_ref().map(|s| s.drops_buffer),
+        queue_delay_p50_ms: span.as_ref().map(|s| s.queue_delay.p50_us / 1000.0),
+        queue_delay_p95_ms: span.as_ref().map(|s| s.queue_delay.p95_us / 1000.0),
+        utilization: span.as_ref().map(|s| s.utilization),
+        emulator_lateness_p99_us: span.as_ref().map(|s| s.lateness.p99_us),
+        entry: crate::results::EntryFigures::of(span.as_ref().map(|s| s.entry)),
+        path_figures_over_whole_life: span.as_ref().is_some_and(|s| s.whole_life),
+        shares,
+        jain_index,
+        jain_per_second,
     }
 }
 
-impl CcSummary {
-    pub fn of(cc: &str, runs: &[&RunMetrics]) -> Self {
-        let s = |f: &dyn Fn(&RunMetrics) -> Option<f64>| -> Option<Summary> {
-            let xs: Vec<f64> = runs.iter().filter_map(|m| f(m)).collect();
-            Summary::of(&xs)
-        };
-        CcSummary {
-            cc: cc.to_string(),
-            runs: runs.len(),
-            unfinished: runs.iter().filter(|m| m.unfinished).count(),
-            score: s(&|m| m.score),
-            goodput_bps: s(&|m| Some(m.goodput_bps)),
-            latency_p99_s: s(&|m| m.latency_p99_s),
-            html_ttfb_s: s(&|m| m.html_ttfb_s),
-            completion_time_s: s(&|m| m.completion_time_s),
-            completion_time_median_s: censored_median(runs.iter().map(|m| {
-                if m.unfinished {
-                    m.completion_time_s.or(Some(f64::INFINITY))
-                } else {
-                    m.completion_time_s
-                }
-            })),
-            sender_rtt_p50_ms: s(&|m| m.sender_rtt_p50_ms),
-            sender_rtt_p95_ms: s(&|m| m.sender_rtt_p95_ms),
-            retrans_rate: s(&|m| Some(m.retrans_rate)),
-            drops_loss: s(&|m| m.drops_loss.map(|d| d as f64)),
-            drops_buffer: s(&|m| m.drops_buffer.map(|d| d as f64)),
-            queue_delay_p95_ms: s(&|m| m.queue_delay_p95_ms),
-            jain_index: s(&|m| m.jain_index),
-            shares: share_summaries(runs),
-            runs_without_score: Vec::new(),
-        }
+/// One algorithm's summary over its completed runs' metrics.
+pub fn cc_summary(cc: &str, runs: &[&RunMetrics]) -> CcSummary {
+    let s = |f: &dyn Fn(&RunMetrics) -> Option<f64>| -> Option<Summary> {
+        let xs: Vec<f64> = runs.iter().filter_map(|m| f(m)).collect();
+        Summary::of(&xs)
+    };
+    CcSummary {
+        cc: cc.to_string(),
+        runs: runs.len(),
+        unfinished: runs.iter().filter(|m| m.unfinished).count(),
+        score: s(&|m| m.score),
+        goodput_bps: s(&|m| Some(m.goodput_bps)),
+        latency_p99_s: s(&|m| m.latency_p99_s),
+        html_ttfb_s: s(&|m| m.html_ttfb_s),
+        completion_time_s: s(&|m| m.completion_time_s),
+        completion_time_median_s: censored_median(runs.iter().map(|m| {
+            if m.unfinished {
+                m.completion_time_s.or(Some(f64::INFINITY))
+            } else {
+                m.completion_time_s
+            }
+        })),
+        sender_rtt_p50_ms: s(&|m| m.sender_rtt_p50_ms),
+        sender_rtt_p95_ms: s(&|m| m.sender_rtt_p95_ms),
+        retrans_rate: s(&|m| Some(m.retrans_rate)),
+        drops_loss: s(&|m| m.drops_loss.map(|d| d as f64)),
+        drops_buffer: s(&|m| m.drops_buffer.map(|d| d as f64)),
+        queue_delay_p95_ms: s(&|m| m.queue_delay_p95_ms),
+        jain_index: s(&|m| m.jain_index),
+        shares: share_summaries(runs),
+        runs_without_score: Vec::new(),
     }
 }
 

@@ -105,7 +105,7 @@ pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
     if !(1_000_000_000..=600_000_000_000).contains(&ns) {
         return Err(UsageError::new("--duration", &args.duration, "a duration between 1s and 10min").into());
     }
-    let available = crate::run::usable_algorithms();
+    let available = crate::host::usable_algorithms();
     if !available.contains(&args.cc) {
         return Err(UsageError::new("--cc", &args.cc, format!("one algorithm available on this host: {}", available.join(", "))).into());
     }
@@ -219,7 +219,7 @@ fn process_cpu_s() -> Option<f64> {
 /// at unlimited rate and at 1 Gbit/s 10 ms, with this process's CPU per Gbit/s of goodput.
 pub fn run_transports(args: &crate::cli::BenchTransportsArgs) -> anyhow::Result<i32> {
     let ccs: crate::values::CcList = args.cc.parse().map_err(|e: crate::values::Expected| UsageError::new("--cc", &args.cc, e.0))?;
-    let available = crate::run::usable_algorithms();
+    let available = crate::host::usable_algorithms();
     for cc in ccs.names() {
         let known = match ccbench_workload::split_cc(cc) {
             Ok((ccbench_workload::Transport::Tcp, alg)) => available.iter().any(|a| a == alg),
@@ -305,7 +305,7 @@ fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyho
     let bulk = bulk?;
     let d = &report.down;
     // Buffer drops within the measured window, as `run` counts them.
-    let window_drops = ccbench::results::RunMetrics::derive(
+    let window_drops = ccbench::analysis::run_metrics(
         &ccbench::workloads::WorkloadResult::Bulk(bulk.clone()),
         Some(&report),
         &Default::default(),

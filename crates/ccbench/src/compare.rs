@@ -136,7 +136,7 @@ pub fn load(arg: &InputArg) -> Result<Input, Refusal> {
 }
 
 /// What the verdict compares.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
     /// Each run's `score`: the inputs' own metric (`params.metric`), higher is better.
@@ -157,7 +157,7 @@ pub struct Options {
 }
 
 /// One arm: the completed runs of one algorithm in one input.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Arm {
     pub label: String,
     /// Index into `inputs`.
@@ -317,7 +317,7 @@ pub fn param_differences(inputs: &[Input]) -> Vec<String> {
 }
 
 /// What `compare.json` records of each input.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct InputRecord {
     pub label: String,
     /// As named on the command line (`DIR` as `DIR/result.json`).
@@ -338,7 +338,7 @@ pub struct InputRecord {
 }
 
 /// What ran the comparison.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CompareProvenance {
     pub ccbench_version: String,
     pub git_revision: String,
@@ -347,7 +347,7 @@ pub struct CompareProvenance {
 }
 
 /// `compare.json` (schema [`SCHEMA`]).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CompareResult {
     pub schema: String,
     pub provenance: CompareProvenance,

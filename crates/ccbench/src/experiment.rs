@@ -12,8 +12,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::analysis::{analyse, compare_rtt};
-use crate::provenance::{now_rfc3339, Provenance};
-use crate::results::{ExperimentResult, LookRecord, Params, RunMetrics, RunRecord, Sequential, Status};
+use crate::provenance::{now_rfc3339, Provenance, RemoteFacts};
+use crate::results::{ExperimentResult, LookRecord, Params, RunRecord, Sequential, Status};
 use crate::series::RunSeries;
 use crate::workloads::{WorkloadResult, WorkloadSpec};
 
@@ -160,7 +160,12 @@ struct Execution<'a> {
 impl<'a> Execution<'a> {
     fn new(plan: &'a Plan, out: &'a Path) -> Self {
         let provenance = match &plan.remote {
-            Some(r) => Provenance::of_this_host().over_real_path(r),
+            Some(r) => Provenance::of_this_host().over_real_path(RemoteFacts {
+                address: r.label.clone(),
+                facts: r.facts.clone(),
+                limits: r.limits,
+                control_rtt_us_at_start: r.rtt_us_at_start,
+            }),
             None => Provenance::of_this_host(),
         };
         let looks = match plan.runs {
@@ -333,7 +338,8 @@ fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) 
         }
     };
     record.netns_inodes = Some([path.client.inode(), path.server.inode()]);
-    let outcome = workload.run(&path.client, &path.server, SERVER_ADDR, epoch, stop, path.window(), &series, path_seed).map_err(|e| e.to_string());
+    let outcome =
+        crate::workloads::run(&workload, &path.client, &path.server, SERVER_ADDR, epoch, stop, path.window(), &series, path_seed).map_err(|e| e.to_string());
     // The forwarders close the link files as they end; then the workload's files are closed.
     let report = path.finish();
     let (files, summary, series_error) = series.finish();
@@ -365,7 +371,7 @@ fn finish_record(
     match outcome {
         Ok(result) => {
             record.status = if result.interrupted() { Status::Interrupted } else { Status::Complete };
-            record.metrics = Some(RunMetrics::derive(&result, report, summary, workload.data_direction(), workload.timeout_s()));
+            record.metrics = Some(crate::analysis::run_metrics(&result, report, summary, workload.data_direction(), workload.timeout_s()));
             record.error = result.first_error();
             // The two QUIC ends ran different algorithms (scenario 5's bug, provoked or not).
             record.suspect.extend(result.warnings());

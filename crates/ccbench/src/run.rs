@@ -2,7 +2,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 use anyhow::Context;
 
@@ -11,20 +10,8 @@ use ccbench::error::{precondition, require_root, UsageError};
 use ccbench::experiment::{self, Plan};
 use ccbench::results::{ExperimentResult, Status};
 
+use crate::host::{install_stop, usable_algorithms};
 use crate::progress::{planned_runs, Bar};
-
-/// The algorithms a run may ask for: those registered with the kernel, and those it would
-/// load on first use (a `tcp_*.ko` for the running kernel). What really ran is read back from
-/// every sending socket, and a mismatch fails the run.
-pub fn usable_algorithms() -> Vec<String> {
-    let mut all = ccbench_probe::available_congestion_controls().unwrap_or_default();
-    for m in ccbench_probe::loadable_congestion_controls() {
-        if !all.contains(&m) {
-            all.push(m);
-        }
-    }
-    all
-}
 
 /// The plan of a run from its flags, layered: every flag checked against the others and the
 /// algorithms against this host's, before anything is created.
@@ -38,18 +25,21 @@ pub fn default_out(label: &str) -> PathBuf {
     PathBuf::from("results").join(format!("{stamp}-{label}"))
 }
 
-pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
+/// `--secret-file` is for `--remote`: refused without it, before anything else (a twin's
+/// arguments too).
+pub fn check_secret_file(args: &RunArgs) -> Result<(), UsageError> {
     if args.remote.is_none() && args.secret_file.is_some() {
         return Err(UsageError::new(
             "--secret-file",
             args.secret_file.as_deref().unwrap_or(Path::new("")).display(),
             "--remote with it (the secret is for a remote ccbench serve)",
-        )
-        .into());
+        ));
     }
-    if args.twin {
-        return crate::twin::run(&args);
-    }
+    Ok(())
+}
+
+/// `ccbench run` without `--twin` (which is [`crate::twin::run`], over this module's pieces).
+pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     if let Some(file) = &args.path {
         // The file's path flags sit between the command line and any preset.
         args.opts = args.opts.over(crate::presets::path_file(file)?);
@@ -123,14 +113,6 @@ pub fn remote_plan(args: &RunArgs, remote: &crate::values::RemoteAddr) -> Result
     Ok(plan)
 }
 
-pub fn install_stop() -> anyhow::Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
-    Ok(stop)
-}
-
 /// Runs one experiment, writes `out/result.json` and the rest, prints the summary; returns the
 /// exit code.
 fn run_plan(plan: &Plan, out: &Path, stop: &AtomicBool, bar: &Bar) -> anyhow::Result<(ExperimentResult, i32)> {
@@ -173,7 +155,8 @@ pub fn write_outputs(result: &ExperimentResult, out: &Path, header: &str) -> any
     ccbench::export::csv::write(out, &[ccbench::export::csv::Experiment { condition: None, dir: ".", result }])?;
     let summary = ccbench::export::text::summary(result, Some(out));
     let html = out.join("report.html");
-    std::fs::write(&html, ccbench::export::html::render(result, &format!("{header}{summary}"), out)).with_context(|| format!("writing {}", html.display()))?;
+    std::fs::write(&html, ccbench_report::render(&ccbench_report::ReportData::read(result, &format!("{header}{summary}"), out)))
+        .with_context(|| format!("writing {}", html.display()))?;
     Ok(summary)
 }
 
@@ -228,7 +211,7 @@ fn run_preset(spec: &str, args: &RunArgs) -> anyhow::Result<i32> {
     ccbench::export::csv::write(&out, &experiments)?;
     let page: Vec<(String, &ccbench::results::ExperimentResult)> = rows.iter().map(|(name, result)| (name.clone(), result)).collect();
     let html = out.join("report.html");
-    std::fs::write(&html, ccbench::export::html::render_conditions(&page)).with_context(|| format!("writing {}", html.display()))?;
+    std::fs::write(&html, ccbench_report::render_conditions(&page)).with_context(|| format!("writing {}", html.display()))?;
     println!("Results   {} (plots across conditions: {})", out.join(ccbench::export::json::PRESET_FILE).display(), html.display());
     Ok(code)
 }

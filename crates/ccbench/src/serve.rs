@@ -34,7 +34,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         ccbench_version: env!("CARGO_PKG_VERSION").to_string(),
         kernel_release: host.kernel_release,
         kernel_version: host.kernel_version,
-        congestion_controls: crate::run::usable_algorithms(),
+        congestion_controls: crate::host::usable_algorithms(),
         default_congestion_control: host.default_congestion_control,
         default_qdisc: host.default_qdisc,
         // Per session: the interface the client reached, and its root qdisc.
@@ -52,7 +52,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
             _ => return Err(UsageError::new("--max-probe-rate", "unlimited", "a rate such as 1gbit (a probe must stop somewhere)").into()),
         },
     };
-    let stop = crate::run::install_stop()?;
+    let stop = crate::host::install_stop()?;
     let listen = args.listen.0;
     ccbench_remote::serve(ServeConfig { listen, secret, limits, facts }, &stop)
         .map_err(|e| UsageError::new("--listen", listen, format!("an address this host can listen on ({e})")))?;

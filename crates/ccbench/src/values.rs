@@ -1136,3 +1136,36 @@ mod tests {
         assert_eq!(e.message(), "a whole number from 1 to 1000, or auto");
     }
 }
+
+/// One shard of a sweep: `index` of `count`, 0-based.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl FromStr for Shard {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        let bad = || Expected("a shard I/N, 0-based, such as 0/4 (the first of four) … 3/4 (the last)".into());
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count): (u32, u32) = (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl Shard {
+    /// Whether the cell at `position` (in the order of the cells by id) is this shard's.
+    pub fn takes(&self, position: usize) -> bool {
+        position % self.count as usize == self.index as usize
+    }
+}

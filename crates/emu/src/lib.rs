@@ -57,7 +57,7 @@ pub enum EmuError {
 }
 
 /// Everything that defines an emulated path.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct PathSpec {
     /// Server → client.
     pub down: DirectionConfig,
@@ -115,7 +115,7 @@ pub struct EmulatedPath {
 }
 
 /// What the emulator saw in each direction.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PathReport {
     pub down: DirectionReport,
     pub up: DirectionReport,

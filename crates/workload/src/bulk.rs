@@ -19,7 +19,7 @@ use crate::{net, Direction, MeasureHook, RunContext, SeriesSink, Side, SocketId,
 const IO_TICK: Duration = Duration::from_millis(50);
 
 /// How much each flow sends.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Amount {
     /// Send for this long; goodput counts bytes that arrived within the window.
@@ -29,13 +29,13 @@ pub enum Amount {
 }
 
 /// One flow of a mix: its algorithm and when it starts, seconds after the first.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MixFlow {
     pub cc: String,
     pub start_s: f64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BulkSpec {
     /// `flows` connections all running `cc`, all starting together…
     pub flows: u32,
@@ -69,13 +69,13 @@ impl BulkSpec {
 }
 
 /// Cumulative bytes received by one flow at time `t_us`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GoodputPoint {
     pub t_us: u64,
     pub bytes: u64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FlowResult {
     pub id: u32,
     pub sender: Side,
@@ -116,14 +116,14 @@ pub struct FlowResult {
 }
 
 /// A BBR state change: at `t_us` after the run's epoch, from one state to another.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BbrEvent {
     pub t_us: u64,
     pub from: String,
     pub to: String,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BulkResult {
     /// When data started to flow, µs after the caller's epoch.
     pub start_us: u64,
@@ -299,7 +299,7 @@ impl EndClock {
 
 /// What one end saw of one flow: the sending end fills the `send_*` fields and the final
 /// `TCP_INFO`, the receiving end the rest. Sent back by `ccbench serve` for the far end.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FlowEnd {
     pub id: u32,
     /// Seen by the sending end.

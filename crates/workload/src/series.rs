@@ -37,7 +37,7 @@ pub trait SeriesSink: Sync {
 /// One sample of a QUIC sending connection: what its controller and statistics say, in the
 /// units TCP_INFO uses where the meaning is the same (µs, bits/s), and in bytes where QUIC
 /// counts bytes (its window).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QuicSample {
     pub t_us: u64,
     /// Smoothed RTT (RFC 9002), as `TCP_INFO`'s `rtt`.
@@ -75,7 +75,7 @@ pub struct QuicSample {
 }
 
 /// A BBR controller's state, from its telemetry.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QuicBbr {
     /// The mode as kernel TCP BBR's `bbr_mode` names it: `STARTUP`, `DRAIN`, `PROBE_BW`,
     /// `PROBE_RTT`.

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The transport a flow runs over.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Transport {
     /// Kernel TCP, the algorithm set with `TCP_CONGESTION`.

@@ -20,7 +20,7 @@ pub const LOG_FILE: &str = "log";
 pub const SCHEMA: &str = "ccbench.sweep.v1";
 pub const CELL_SCHEMA: &str = "ccbench.sweep-cell.v1";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-pub const REVISION: &str = env!("CCBENCH_GIT_REV");
+pub const REVISION: &str = ccbench::provenance::GIT_REVISION;
 
 /// What `sweep.json` says about the sweep as a whole (the same in every shard, but `shard`).
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -203,7 +203,7 @@ pub fn write_index(dir: &Path, meta: &SweepMeta, mine: &[&GridCell], interrupted
     write_atomic(&dir.join(ccbench::export::csv::RUNS_FILE), runs_csv(&axes, &results)?)?;
     // The page across cells: each algorithm's headline against the cell, as a preset's.
     let page: Vec<(String, &ccbench::results::ExperimentResult)> = results.iter().map(|(g, _, r)| (g.label.clone(), r)).collect();
-    write_atomic(&dir.join("report.html"), ccbench::export::html::render_conditions(&page))?;
+    write_atomic(&dir.join("report.html"), ccbench_report::render_conditions(&page))?;
     Ok(ccbench::export::text::table("Across cells", "cell", &rows))
 }
 

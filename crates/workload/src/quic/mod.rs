@@ -144,7 +144,7 @@ pub(crate) fn read_back(conn: &noq::Connection) -> String {
 }
 
 /// What each end of a QUIC connection ran, read back from the connections themselves.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReadBack {
     /// The sending endpoint's controller (the one that matters for the data).
     pub sender: String,

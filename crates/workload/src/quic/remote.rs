@@ -40,14 +40,14 @@ const POLL: Duration = Duration::from_millis(50);
 
 /// What one end saw of a QUIC transfer: the flows it sent or received, and the last sample and
 /// BBR state changes of each connection it sent on.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QuicEnd {
     pub flows: Vec<FlowEnd>,
     pub connections: Vec<QuicConnEnd>,
 }
 
 /// A sending connection's end, named by its first flow (as its samples are).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QuicConnEnd {
     pub flow: u32,
     pub final_quic: Option<crate::QuicSample>,

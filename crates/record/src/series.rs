@@ -30,7 +30,7 @@ pub const LINK_DOWN_FILE: &str = "link-down.csv.gz";
 pub const LINK_UP_FILE: &str = "link-up.csv.gz";
 
 /// Where a run's series are, relative to the directory that holds result.json.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct SeriesFiles {
     pub tcp: String,
     pub goodput: String,
@@ -51,7 +51,7 @@ impl SeriesFiles {
 }
 
 /// One row of `tcp.csv.gz`.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct TcpRow {
     /// `flow-N` for bulk flow N, `conn-PORT` for an HTTP connection by its client port.
     pub socket: String,
@@ -173,7 +173,7 @@ impl TcpRow {
 }
 
 /// One row of `goodput.csv.gz`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct GoodputRow {
     pub flow: u32,
     pub t_us: u64,

@@ -11,7 +11,7 @@ use crate::provenance::Provenance;
 
 pub const SCHEMA: &str = "ccbench.result.v3";
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ExperimentResult {
     pub schema: String,
     pub status: Status,
@@ -35,7 +35,7 @@ pub struct ExperimentResult {
     pub runs: Vec<RunRecord>,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Complete,
@@ -45,7 +45,7 @@ pub enum Status {
 }
 
 /// The record of a sequential (`--runs auto`) experiment.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sequential {
     /// The design: `"lan_demets_pocock"` (Lan–DeMets spending with the Pocock-type function,
     /// see the statistics chapter); absent in results written before it was named, whose
@@ -61,7 +61,7 @@ pub struct Sequential {
     pub decided_after_runs: Option<u32>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LookRecord {
     pub runs_per_cc: u32,
     /// The share of α spent at this look.
@@ -69,7 +69,7 @@ pub struct LookRecord {
     pub decided: bool,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Params {
     pub ccs: Vec<String>,
     /// Runs per algorithm; with `runs_auto`, the most it could take.
@@ -92,7 +92,7 @@ pub struct Params {
     pub metric: String,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunRecord {
     pub index: u32,
     pub round: u32,
@@ -120,7 +120,7 @@ pub struct RunRecord {
 }
 
 /// The headline figures of one run, derived from its raw data.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunMetrics {
     /// The figure the verdict compares (higher is better): goodput for bulk and file
     /// transfers, content throughput for objects, 1 / page load time for pages.
@@ -178,7 +178,7 @@ pub struct RunMetrics {
 /// Arrivals at the bottleneck's entry (see `ccbench_link::entry`). A burst is a run of
 /// packets each arriving less than a quarter of its serialization time (at the link's rate)
 /// after the one before; burst figures are packet-weighted and `null` on a link without a rate.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct EntryFigures {
     /// Median gap between consecutive arrivals.
     pub gap_p50_us: Option<f64>,
@@ -206,7 +206,7 @@ impl EntryFigures {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CcShare {
     pub cc: String,
     pub flows: usize,
@@ -214,7 +214,7 @@ pub struct CcShare {
     pub share: f64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CcSummary {
     pub cc: String,
     pub runs: usize,
@@ -246,7 +246,7 @@ pub struct CcSummary {
     pub runs_without_score: Vec<u32>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShareSummary {
     pub cc: String,
     pub flows: usize,
