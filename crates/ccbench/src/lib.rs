@@ -7,6 +7,7 @@ pub mod analysis;
 pub mod compare;
 pub mod describe;
 pub mod error;
+pub mod expect;
 pub mod experiment;
 pub mod export;
 pub mod limits;

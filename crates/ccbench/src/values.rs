@@ -834,6 +834,17 @@ impl fmt::Display for MinEffect {
     }
 }
 
+/// `--expect`: `[ALG:]METRIC OP VALUE` ([`ccbench::expect`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExpectArg(pub ccbench::expect::Expectation);
+
+impl FromStr for ExpectArg {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        s.parse().map(ExpectArg).map_err(Expected)
+    }
+}
+
 /// `--runs`: a count per algorithm, or `auto` (until the verdict is decided).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunsSpec {

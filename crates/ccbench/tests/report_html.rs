@@ -219,6 +219,8 @@ fn metrics(s: &Simulated, shares: Vec<CcShare>) -> RunMetrics {
         shares,
         jain_index: jain,
         jain_per_second: Vec::new(),
+        convergence_s: None,
+        lock_on_bw_bps: None,
     }
 }
 
@@ -305,12 +307,14 @@ fn assemble(ccs: Vec<String>, workload: WorkloadSpec, runs: Vec<RunRecord>) -> E
             remote: None,
             metric: workload.metric().into(),
             workload,
+            expect: Vec::new(),
         },
         sequential: None,
         summary,
         comparisons,
         rtt_comparisons,
         runs,
+        expectations: Vec::new(),
     }
 }
 

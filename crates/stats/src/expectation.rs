@@ -134,9 +134,7 @@ mod tests {
     /// for `c` runs of 10 above the threshold.
     #[test]
     fn verdict_is_the_one_sided_sign_test() {
-        let p_greater = [
-            1.0, 0.9990234375, 0.9892578125, 0.9453125, 0.828125, 0.623046875, 0.376953125, 0.171875, 0.0546875, 0.0107421875, 0.0009765625,
-        ];
+        let p_greater = [1.0, 0.9990234375, 0.9892578125, 0.9453125, 0.828125, 0.623046875, 0.376953125, 0.171875, 0.0546875, 0.0107421875, 0.0009765625];
         let xs: Vec<f64> = (1..=10).map(f64::from).collect();
         for alpha in [0.05, 0.01, 0.002] {
             let b = median_bounds(&xs, alpha).unwrap();

@@ -3,6 +3,7 @@
 //!
 //! - [`text`]: the ten-second terminal summary, and the table across a preset's conditions;
 //! - [`json`]: `result.json` (schema `ccbench.result.v3`) and a preset's `preset.json`;
+//! - [`junit`]: the `--expect` judgements as JUnit XML (`--junit FILE`);
 //! - [`csv`]: `runs.csv`, one row per run with every parameter and metric (tidy data);
 //! - [`html`]: `report.html`, self-contained, with inline SVG plots, and the page across a
 //!   preset's conditions; [`svg`] has its plotting primitives.
@@ -12,5 +13,6 @@
 pub mod csv;
 pub mod html;
 pub mod json;
+pub mod junit;
 pub mod svg;
 pub mod text;
