@@ -13,7 +13,7 @@ use crate::values::ExpectArg;
 use ccbench::error::UsageError;
 
 /// The presets shipped with ccbench, compiled in so `--preset NAME` works from anywhere.
-pub const BUILTIN: [(&str, &str); 7] = [
+pub const BUILTIN: [(&str, &str); 8] = [
     ("far-object-store", include_str!("../../../presets/far-object-store.toml")),
     ("website-migration", include_str!("../../../presets/website-migration.toml")),
     ("loss-sweep", include_str!("../../../presets/loss-sweep.toml")),
@@ -21,6 +21,7 @@ pub const BUILTIN: [(&str, &str); 7] = [
     ("deep-buffer-rtt", include_str!("../../../presets/deep-buffer-rtt.toml")),
     ("quic-rtt", include_str!("../../../presets/quic-rtt.toml")),
     ("quic-loss", include_str!("../../../presets/quic-loss.toml")),
+    ("bbr-regression", include_str!("../../../presets/bbr-regression.toml")),
 ];
 
 #[derive(Deserialize)]
@@ -222,6 +223,23 @@ mod tests {
             for c in &p.conditions {
                 crate::spec::resolve(c.opts.clone(), &HOST.map(String::from)).unwrap_or_else(|e| panic!("{name} / {}: {e}", c.name));
             }
+        }
+    }
+
+    /// The file's `[[expect]]` tables come first in every condition, then the condition's own;
+    /// each plans with its relative thresholds resolved against that condition's path.
+    #[test]
+    fn expectations_of_the_file_and_of_a_condition_add_up() {
+        let p = load("bbr-regression").unwrap();
+        assert_eq!(p.conditions.len(), 3);
+        for c in &p.conditions {
+            let texts: Vec<String> = c.opts.expect.iter().map(|e| e.0.to_string()).collect();
+            assert_eq!(texts.len(), 7, "{texts:?}");
+            assert_eq!(texts[0], "goodput >= 90%");
+            assert!(texts[6].starts_with("retrans <= "), "{texts:?}");
+            let plan = ccbench::experiment::Plan::from(crate::spec::resolve(c.opts.clone(), &HOST.map(String::from)).unwrap());
+            assert!(matches!(plan.runs, ccbench::experiment::Runs::Auto { max: 10 }));
+            assert!(plan.path_figures().rate_bps.is_some());
         }
     }
 
