@@ -363,7 +363,8 @@ layer! {
         #[arg(long, allow_hyphen_values = true, default_value = "600s")]
         pub timeout: Option<Timeout>,
         /// Parallel TCP connections per run (each running the compared algorithm), or a mix of
-        /// algorithms sharing the bottleneck in every run, e.g. bbr:2,cubic:2.
+        /// algorithms sharing the bottleneck in every run, e.g. bbr:2,cubic:2; a group may have an
+        /// access RTT of its own behind the bottleneck, added to --rtt: bbr:1@10ms,cubic:1@60ms.
         #[arg(long, allow_hyphen_values = true, default_value = "1")]
         pub flows: Option<FlowsSpec>,
         /// In a mix, each flow starts this long after the previous one (in the order given).

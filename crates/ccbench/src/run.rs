@@ -121,6 +121,9 @@ pub fn remote_plan(args: &RunArgs, remote: &crate::values::RemoteAddr) -> Result
             ));
         }
     }
+    if !plan.path.access.is_empty() {
+        return Err(UsageError::new("--flows", &plan.ccs[0], "no @RTT with --remote (a real path's RTTs are its own)"));
+    }
     crate::serve::check_plan(&mut client, remote, &plan)?;
     plan.remote = Some(remote_facts);
     // A relative threshold has no emulated path to be relative to over a real one.

@@ -15,6 +15,9 @@ use crate::cli::RunOpts;
 use crate::values::{DirectionArg, Expected, FlowsSpec, Http, MaxRuns, Page, RunsSpec, WorkloadKind};
 
 const WORKLOAD_PORT: u16 = 5201;
+/// Client ports of flows with an access link of their own (`--flows cc:1@10ms`): the first
+/// flow's; below Linux's ephemeral range (32768–60999), so no other socket is given one.
+const ACCESS_PORT_BASE: u16 = 20000;
 
 /// A run, every flag checked: what is compared over which path, and how it is sampled.
 #[derive(Clone, Debug, PartialEq)]
@@ -199,8 +202,9 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
         _ => Amount::Seconds(o.duration.unwrap_or_default().0 as f64 / 1e9),
     };
     let transfer = matches!(kind, WorkloadKind::Bulk | WorkloadKind::File);
+    let mut access = Vec::new();
     let contest = match o.flows.clone().unwrap_or_default() {
-        FlowsSpec::Mix { groups, label } => {
+        FlowsSpec::Mix { groups, label, rtts } => {
             if let Some(cc) = &o.cc {
                 return Err(UsageError::new("--cc", cc, "no --cc with a mix in --flows (the mix names the algorithms)"));
             }
@@ -211,8 +215,21 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
                 check_available("--flows", cc, available)?;
             }
             let stagger_s = o.stagger.unwrap_or_default().0 as f64 / 1e9;
-            let ccs = groups.iter().flat_map(|(cc, n)| std::iter::repeat_n(cc, *n as usize));
-            let flows = ccs.enumerate().map(|(i, cc)| MixFlow { cc: cc.clone(), start_s: stagger_s * i as f64 }).collect();
+            let per_flow = groups.iter().zip(&rtts).flat_map(|((cc, n), rtt)| std::iter::repeat_n((cc, *rtt), *n as usize));
+            let mut flows = Vec::new();
+            for (i, (cc, rtt)) in per_flow.enumerate() {
+                // A flow with an access link of its own is told at the emulator by its client
+                // port, bound below the ephemeral range so that no other socket takes it.
+                let client_port = rtt.map(|_| ACCESS_PORT_BASE + i as u16);
+                if let (Some(rtt), Some(client_port)) = (rtt, client_port) {
+                    if ccbench_workload::transport_of(cc) == ccbench_workload::Transport::Quic {
+                        return Err(UsageError::new("--flows", &label, "@RTT on kernel TCP flows only (QUIC flows share the path's RTT)"));
+                    }
+                    // Half the access RTT each way: the group's flows see it in both directions.
+                    access.push(ccbench_emu::AccessDelay { client_port, one_way_ns: rtt / 2 });
+                }
+                flows.push(MixFlow { cc: cc.clone(), start_s: stagger_s * i as f64, client_port });
+            }
             Contest::Mix { flows, label, amount, direction, runs: single_runs(runs.unwrap_or_default(), !o.expect.is_empty(), o.max_runs.unwrap_or_default())? }
         }
         FlowsSpec::Parallel(flows) => {
@@ -275,7 +292,7 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
     };
     let seed = o.seed.unwrap_or_else(rand::random);
     let sample_interval_us = o.sample_interval.unwrap_or_default().0 / 1000;
-    let path = crate::path::build(&o.path, seed, sample_interval_us);
+    let path = PathSpec { access, ..crate::path::build(&o.path, seed, sample_interval_us) };
     let quic_receiver_cc = quic_receiver_cc(&o, &contest)?;
     let spec = RunSpec {
         contest,
