@@ -1142,7 +1142,7 @@ mod tests {
             assert!(bad.parse::<FlowsSpec>().is_err(), "{bad}");
         }
         for bad in ["0", "65", "bbr:0", "bbr:40,cubic:40", ":2", "bbr:x"] {
-            assert_eq!(refused::<FlowsSpec>(bad), "a number of flows from 1 to 64, or a mix such as bbr:2,cubic:2", "{bad}");
+            assert_eq!(refused::<FlowsSpec>(bad), "a number of flows from 1 to 64, or a mix such as bbr:2,cubic:2 (each group may have an access RTT of its own, up to 10s: bbr:1@10ms,cubic:1@60ms)", "{bad}");
         }
         assert_eq!("auto".parse(), Ok(RunsSpec::Auto));
         assert_eq!("7".parse(), Ok(RunsSpec::Fixed(7)));
