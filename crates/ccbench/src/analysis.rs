@@ -68,19 +68,26 @@ struct PathSpan<'a> {
 /// Seconds after the last flow joins that are left out of the per-second fairness figures.
 const CONVERGENCE_S: f64 = 2.0;
 
+/// The Jain index a second must reach for the flows to count as converged (`convergence_s`).
+pub const CONVERGED_JAIN: f64 = 0.9;
+
+/// What [`sharing`] finds: per-algorithm shares, Jain's index over the shared window, Jain's
+/// index per second after convergence, and when the flows first converged.
+type Sharing = (Vec<CcShare>, Option<f64>, Vec<f64>, Option<f64>);
+
 /// How flows shared the bottleneck: per-algorithm shares and Jain's index over the window in
 /// which every flow was active, and Jain's index per second after convergence.
 /// `received_at(instants)` gives, per flow id, the bytes received by each instant (ascending):
 /// [`crate::series::received_at`] over the run's goodput file.
-fn sharing(bulk: &BulkResult, received_at: impl FnOnce(&[u64]) -> Option<Vec<Vec<u64>>>) -> (Vec<CcShare>, Option<f64>, Vec<f64>) {
+fn sharing(bulk: &BulkResult, received_at: impl FnOnce(&[u64]) -> Option<Vec<Vec<u64>>>) -> Sharing {
     if bulk.flows.len() < 2 {
-        return (Vec::new(), None, Vec::new());
+        return (Vec::new(), None, Vec::new(), None);
     }
     let last_start = bulk.flows.iter().map(|f| f.start_s).fold(0.0, f64::max);
     let from = bulk.start_us + (last_start * 1e6) as u64;
     let to = bulk.start_us + (bulk.elapsed_s * 1e6) as u64;
     if to <= from {
-        return (Vec::new(), None, Vec::new());
+        return (Vec::new(), None, Vec::new(), None);
     }
     let mut seconds = Vec::new();
     let mut t = from + (CONVERGENCE_S * 1e6) as u64;
@@ -88,10 +95,18 @@ fn sharing(bulk: &BulkResult, received_at: impl FnOnce(&[u64]) -> Option<Vec<Vec
         seconds.push(t);
         t += 1_000_000;
     }
-    let mut instants: Vec<u64> = [from, to].into_iter().chain(seconds.iter().copied()).chain(seconds.iter().map(|t| t + 1_000_000)).collect();
+    // Every whole second from the last join, for the first fair one.
+    let all_seconds: Vec<u64> = (0..).map(|i| from + i * 1_000_000).take_while(|t| t + 1_000_000 <= to).collect();
+    let mut instants: Vec<u64> = [from, to]
+        .into_iter()
+        .chain(seconds.iter().copied())
+        .chain(seconds.iter().map(|t| t + 1_000_000))
+        .chain(all_seconds.iter().copied())
+        .chain(all_seconds.iter().map(|t| t + 1_000_000))
+        .collect();
     instants.sort_unstable();
     instants.dedup();
-    let Some(received) = received_at(&instants) else { return (Vec::new(), None, Vec::new()) };
+    let Some(received) = received_at(&instants) else { return (Vec::new(), None, Vec::new(), None) };
     let by = |flow: u32, t: u64| -> u64 {
         let i = instants.binary_search(&t).expect("asked for this instant");
         received.get(flow as usize).map_or(0, |r| r[i])
@@ -119,7 +134,12 @@ fn sharing(bulk: &BulkResult, received_at: impl FnOnce(&[u64]) -> Option<Vec<Vec
             ccbench_stats::jain_fairness(&second)
         })
         .collect();
-    (shares, ccbench_stats::jain_fairness(&rates), per_second)
+    let jain_of = |t: u64| {
+        let second: Vec<f64> = bulk.flows.iter().map(|f| by(f.id, t + 1_000_000).saturating_sub(by(f.id, t)) as f64).collect();
+        ccbench_stats::jain_fairness(&second)
+    };
+    let converged = all_seconds.iter().find(|&&t| jain_of(t).is_some_and(|j| j >= CONVERGED_JAIN)).map(|&t| (t - from) as f64 / 1e6);
+    (shares, ccbench_stats::jain_fairness(&rates), per_second, converged)
 }
 
 /// A run's metrics (result.json's `metrics`) from its workload's result and the path's report.
@@ -136,12 +156,12 @@ pub fn run_metrics(result: &WorkloadResult, path: Option<&PathReport>, series: &
         result.final_infos().iter().fold((0u64, 0u64), |(r, s), ti| (r + u64::from(ti.total_retrans), s + u64::from(ti.segs_out.unwrap_or(0))));
     // QUIC resends the data of each packet declared lost: its lost packets are its retransmissions.
     let (retrans, segs) = result.final_quic().iter().fold((retrans, segs), |(r, s), q| (r + q.packets_lost, s + q.packets_sent));
-    let (shares, jain_index, jain_per_second) = match result {
+    let (shares, jain_index, jain_per_second, convergence_s) = match result {
         WorkloadResult::Bulk(b) => sharing(b, |instants| {
             let flows = b.flows.iter().map(|f| f.id as usize + 1).max().unwrap_or(0);
             series.goodput_path.as_deref().and_then(|p| crate::series::received_at(p, flows, instants).ok())
         }),
-        _ => (Vec::new(), None, Vec::new()),
+        _ => (Vec::new(), None, Vec::new(), None),
     };
     let (goodput_bps, completion_time_s, all_completed, latency_p50_s, latency_p99_s, html_ttfb_s) = match result {
         WorkloadResult::Bulk(bulk) => {
@@ -208,6 +228,8 @@ pub fn run_metrics(result: &WorkloadResult, path: Option<&PathReport>, series: &
         shares,
         jain_index,
         jain_per_second,
+        convergence_s,
+        lock_on_bw_bps: series.lock_on_bps.map(|b| b as f64),
     }
 }
 
@@ -312,12 +334,21 @@ mod tests {
     /// with goodput points every 100 ms for 10 s written to a real goodput file, as a run
     /// writes them; then the sharing figures computed from that file.
     fn sharing_of(flows: &[(&str, f64, f64)]) -> (Vec<CcShare>, Option<f64>, Vec<f64>) {
-        let dir = std::env::temp_dir().join(format!("ccbench-sharing-{}-{}", std::process::id(), flows.len()));
+        let (shares, jain, per_second, _) = sharing_by(flows, |id, t| ((t - flows[id].1).max(0.0) * flows[id].2) as u64);
+        (shares, jain, per_second)
+    }
+
+    /// As [`sharing_of`], with each flow's bytes received by `t` seconds given by `bytes(flow, t)`.
+    fn sharing_by(flows: &[(&str, f64, f64)], bytes: impl Fn(usize, f64) -> u64) -> Sharing {
+        // One directory per call: tests run in parallel.
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("ccbench-sharing-{}-{call}", std::process::id()));
         let series = crate::series::RunSeries::create(&dir, "s").unwrap();
         for i in 0..=100u64 {
             let t = i as f64 * 0.1;
-            for (id, &(_, start_s, rate)) in flows.iter().enumerate() {
-                series.received(id as u32, &GoodputPoint { t_us: i * 100_000, bytes: ((t - start_s).max(0.0) * rate) as u64 });
+            for id in 0..flows.len() {
+                series.received(id as u32, &GoodputPoint { t_us: i * 100_000, bytes: bytes(id, t) });
             }
         }
         let (_, summary, error) = series.finish();
@@ -362,6 +393,19 @@ mod tests {
         assert_eq!(censored_median([Some(1.0), Some(2.0), Some(inf), Some(inf)].into_iter()), None);
         assert_eq!(censored_median([Some(1.0), Some(2.0), Some(3.0)].into_iter()), Some(2.0));
         assert_eq!(censored_median([None, None].into_iter()), None);
+    }
+
+    /// A flow that takes a tenth of the other's rate for 3 s and then as much: the first whole
+    /// second at Jain ≥ 0.9 starts 3 s after the last join; flows that never share fairly have none.
+    #[test]
+    fn convergence_is_the_first_fair_second() {
+        let (_, _, _, converged) = sharing_by(&[("bbr", 0.0, 1e6), ("cubic", 0.0, 1.0)], |id, t| match id {
+            0 => (t * 1e6) as u64,
+            _ => (t.min(3.0) * 1e5 + (t - 3.0).max(0.0) * 1e6) as u64,
+        });
+        assert_eq!(converged, Some(3.0));
+        let (_, _, _, never) = sharing_by(&[("bbr", 0.0, 1e6), ("cubic", 0.0, 2.0)], |id, t| (t * if id == 0 { 1e6 } else { 1e5 }) as u64);
+        assert_eq!(never, None);
     }
 
     #[test]

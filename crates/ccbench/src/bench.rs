@@ -292,8 +292,16 @@ fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyho
         }
     };
     let dir = DirectionConfig { rate, delay_ns: time::Duration::from_nanos(cell.rtt_ns / 2), loss: LossModel::None, buffer, ..Default::default() };
-    let spec =
-        PathSpec { down: dir.clone(), up: dir, mtu, seed: 1, sample_interval_us: 10_000, offload: cell.offload, batch_us: ccbench_emu::DEFAULT_BATCH_US };
+    let spec = PathSpec {
+        down: dir.clone(),
+        up: dir,
+        mtu,
+        seed: 1,
+        sample_interval_us: 10_000,
+        offload: cell.offload,
+        batch_us: ccbench_emu::DEFAULT_BATCH_US,
+        access: Vec::new(),
+    };
     let epoch = Instant::now();
     let path = EmulatedPath::start(&spec, epoch)?;
     let hook = ccbench::workloads::WindowHook(path.window());

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use std::path::PathBuf;
 
 use crate::values::{
-    AqmSpec, AtChange, BufferSpec, CcList, Concurrency, Delay, DirectionArg, EmulatorBatch, Expected, FlowsSpec, Http, JitterSpec, ListenAddr, LossSpec,
+    AqmSpec, AtChange, BufferSpec, CcList, Concurrency, Delay, DirectionArg, EmulatorBatch, ExpectArg, Expected, FlowsSpec, Http, JitterSpec, ListenAddr, LossSpec,
     MaxClients, MaxConnections, MaxDuration, MaxRuns, MaxTestsPerMinute, Method, MinEffect, Mtu, Page, PolicerSpec, QuicReceiverCc, Rate, RemoteAddr, Requests,
     Rtt, RunDuration, RunsSpec, SampleInterval, Shard, Size, Stagger, Timeout, TraceFile, WorkloadKind,
 };
@@ -364,7 +364,8 @@ layer! {
         #[arg(long, allow_hyphen_values = true, default_value = "600s")]
         pub timeout: Option<Timeout>,
         /// Parallel TCP connections per run (each running the compared algorithm), or a mix of
-        /// algorithms sharing the bottleneck in every run, e.g. bbr:2,cubic:2.
+        /// algorithms sharing the bottleneck in every run, e.g. bbr:2,cubic:2; a group may have an
+        /// access RTT of its own behind the bottleneck, added to --rtt: bbr:1@10ms,cubic:1@60ms.
         #[arg(long, allow_hyphen_values = true, default_value = "1")]
         pub flows: Option<FlowsSpec>,
         /// In a mix, each flow starts this long after the previous one (in the order given).
@@ -396,6 +397,13 @@ layer! {
         /// purpose; the result then carries the mismatch warning. Bulk, file and objects.
         #[arg(long, allow_hyphen_values = true, value_name = "ALG")]
         pub quic_receiver_cc: Option<QuicReceiverCc>,
+        /// An expectation judged over the runs, repeatable: '[ALG:]METRIC OP VALUE', e.g.
+        /// 'goodput >= 90%' (of the bottleneck), 'bbr:rtt_p50 <= 125%' (of the base RTT),
+        /// 'retrans <= 2%', 'jain_converged >= 0.9'. Each passes, fails or stays undecided by a
+        /// one-sided CI of its median at the run's α; exit status 1 unless all pass.
+        #[arg(long, allow_hyphen_values = true, value_name = "EXPR")]
+        #[serde(deserialize_with = "crate::values::one_or_many")]
+        pub expect: Vec<ExpectArg>,
     }
 }
 
@@ -418,6 +426,10 @@ pub struct RunArgs {
     /// Also print the full JSON result to standard output.
     #[arg(long)]
     pub json: bool,
+    /// Write the --expect judgements as JUnit XML to FILE: one testcase per expectation ×
+    /// algorithm (per condition with --preset), for a CI system's test report.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
     /// Run over a real path: the far end is the `ccbench serve` at HOST:PORT (bulk and file
     /// workloads), instead of an emulated path. Needs --secret-file.
     #[arg(long, value_name = "HOST:PORT")]

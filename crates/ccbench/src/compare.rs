@@ -518,12 +518,13 @@ pub fn compare(inputs: &[Input], opts: &Options, out: &Path) -> Result<Compared,
         status: Status::Complete,
         warnings,
         provenance: this.finished(),
-        params: Params { ccs: labels, metric, ..first.params.clone() },
+        params: Params { ccs: labels, metric, expect: Vec::new(), ..first.params.clone() },
         sequential: None,
         summary,
         comparisons,
         rtt_comparisons,
         runs,
+        expectations: Vec::new(),
     };
     Ok(Compared { record, combined })
 }
@@ -590,7 +591,7 @@ mod tests {
             buffer: Buffer::Bytes(25_000),
             ..Default::default()
         };
-        PathSpec { down: dir(5), up: dir(5), mtu: 1500, seed: 7, sample_interval_us: 10_000, offload: true, batch_us: 25 }
+        PathSpec { down: dir(5), up: dir(5), mtu: 1500, seed: 7, sample_interval_us: 10_000, offload: true, batch_us: 25, access: Vec::new() }
     }
 
     fn workload(cc: &str) -> WorkloadSpec {
@@ -691,6 +692,8 @@ mod tests {
                 shares: vec![CcShare { cc: cc.to_string(), flows: 1, goodput_bps, share: 1.0 }],
                 jain_index: None,
                 jain_per_second: vec![0.999_999_999_9, 1.0 / 7.0],
+                convergence_s: None,
+                lock_on_bw_bps: None,
             }),
             workload: Some(WorkloadResult::Bulk(BulkResult { start_us: 1_234, elapsed_s: 1.000_3, goodput_bps, interrupted: false, flows: vec![flow] })),
             path: Some(PathReport { down: direction("down"), up: direction("up") }),
@@ -726,6 +729,7 @@ mod tests {
             remote: None,
             workload: workload(&ccs[0]),
             metric: metric.to_string(),
+            expect: Vec::new(),
         };
         let (summary, comparisons) = analyse(&ccs, &runs, ccbench_stats::Criteria::at(0.05));
         let rtt_comparisons = compare_rtt(&ccs, &runs, ccbench_stats::Criteria::at(0.05));
@@ -747,6 +751,7 @@ mod tests {
             comparisons,
             rtt_comparisons,
             runs,
+            expectations: Vec::new(),
         }
     }
 

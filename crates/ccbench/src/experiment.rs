@@ -51,6 +51,9 @@ pub struct Plan {
     pub min_effect: f64,
     /// What the plan changed from the flags, said in one line each before the runs.
     pub notes: Vec<String>,
+    /// `--expect`: judged per algorithm over the runs; with `--runs auto` the runs go on until
+    /// each is decided too.
+    pub expect: Vec<crate::expect::Expectation>,
 }
 
 /// A `ccbench serve` to run against, as the pre-flight found it.
@@ -88,7 +91,23 @@ impl Plan {
             remote: self.remote.as_ref().map(|r| r.label.clone()),
             workload: self.workload.clone(),
             metric: self.workload.metric().to_string(),
+            expect: self.expect.clone(),
         }
+    }
+
+    /// Who the expectations are judged for.
+    pub fn contenders(&self) -> crate::expect::Contenders {
+        crate::expect::Contenders::of(&self.ccs, &self.workload)
+    }
+
+    /// What a relative threshold is relative to (nothing over a real path).
+    pub fn path_figures(&self) -> crate::expect::PathFigures {
+        crate::expect::PathFigures::of(self.remote.is_none().then_some(&self.path), self.workload.data_direction())
+    }
+
+    /// The expectations judged over `records` at `alpha`.
+    pub fn judge(&self, records: &[RunRecord], alpha: f64) -> Vec<crate::expect::ExpectationResult> {
+        crate::expect::judge_all(&self.expect, &self.contenders(), records, self.path_figures(), alpha)
     }
 }
 
@@ -225,7 +244,11 @@ impl<'a> Execution<'a> {
             if let Some(look) = self.looks.iter().position(|l| l.runs == rounds_done) {
                 let alpha = self.looks[look].alpha;
                 let (_, comparisons) = analyse(&plan.ccs, &self.records, plan.criteria(alpha));
-                let decided = !comparisons.is_empty() && comparisons.iter().all(|c| c.outcome.decided());
+                let expectations = plan.judge(&self.records, alpha);
+                // One contender has no comparison to decide: then only its expectations.
+                let verdicts_decided = if plan.ccs.len() > 1 { !comparisons.is_empty() && comparisons.iter().all(|c| c.outcome.decided()) } else { true };
+                let expectations_decided = expectations.iter().all(|e| e.result != ccbench_stats::expectation::Judgement::Undecided);
+                let decided = verdicts_decided && expectations_decided && (plan.ccs.len() > 1 || !plan.expect.is_empty());
                 seq.looks.push(LookRecord { runs_per_cc: rounds_done as u32, alpha, decided });
                 self.alpha = alpha;
                 self.look = Some(look);
@@ -273,6 +296,7 @@ impl<'a> Execution<'a> {
             summary,
             comparisons,
             rtt_comparisons,
+            expectations: plan.judge(&records, alpha),
             runs: records,
         }
     }

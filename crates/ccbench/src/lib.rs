@@ -15,4 +15,4 @@ pub mod workloads;
 
 /// The record of an experiment (its types, result.json's schema, the series files' format) is
 /// its own crate, so that what reads results (the report) needs nothing of what runs them.
-pub use ccbench_record::{provenance, results, series, units};
+pub use ccbench_record::{expect, provenance, results, series, units};

@@ -63,6 +63,9 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     let bar = Bar::new(planned_runs(&plan));
     let (result, code) = run_plan(&plan, &out, &stop, &bar)?;
     bar.finish();
+    if let Some(junit) = &args.junit {
+        ccbench::export::junit::write(junit, &[ccbench::export::junit::Suite { name: "run", result: &result }])?;
+    }
     if args.json {
         println!("{}", ccbench::export::json::to_string(&result)?);
     }
@@ -108,8 +111,13 @@ pub fn remote_plan(args: &RunArgs, remote: &crate::values::RemoteAddr) -> Result
             ));
         }
     }
+    if !plan.path.access.is_empty() {
+        return Err(UsageError::new("--flows", &plan.ccs[0], "no @RTT with --remote (a real path's RTTs are its own)"));
+    }
     crate::serve::check_plan(&mut client, remote, &plan)?;
     plan.remote = Some(remote_facts);
+    // A relative threshold has no emulated path to be relative to over a real one.
+    crate::spec::check_expectations(&plan)?;
     Ok(plan)
 }
 
@@ -136,13 +144,16 @@ fn run_plan(plan: &Plan, out: &Path, stop: &AtomicBool, bar: &Bar) -> anyhow::Re
     }
     let summary = write_outputs(&result, out, &header)?;
     bar.stdout(&summary);
-    let code = exit_code(result.status);
+    let code = exit_code(&result);
     Ok((result, code))
 }
 
-pub fn exit_code(status: Status) -> i32 {
-    match status {
-        Status::Complete => 0,
+/// 0 when complete and every expectation passed; 1 when a run failed or an expectation failed
+/// or stayed undecided; 130 when interrupted.
+pub fn exit_code(result: &ExperimentResult) -> i32 {
+    match result.status {
+        Status::Complete if result.expectations.iter().all(|e| e.result == ccbench_stats::expectation::Judgement::Pass) => 0,
+        Status::Complete => 1,
         Status::Interrupted => 130,
         Status::Failed => 1,
     }
@@ -209,6 +220,10 @@ fn run_preset(spec: &str, args: &RunArgs) -> anyhow::Result<i32> {
     let experiments: Vec<ccbench::export::csv::Experiment> =
         rows.iter().zip(&dirs).map(|((name, result), dir)| ccbench::export::csv::Experiment { condition: Some(name), dir, result }).collect();
     ccbench::export::csv::write(&out, &experiments)?;
+    if let Some(junit) = &args.junit {
+        let suites: Vec<ccbench::export::junit::Suite> = rows.iter().map(|(name, result)| ccbench::export::junit::Suite { name, result }).collect();
+        ccbench::export::junit::write(junit, &suites)?;
+    }
     let page: Vec<(String, &ccbench::results::ExperimentResult)> = rows.iter().map(|(name, result)| (name.clone(), result)).collect();
     let html = out.join("report.html");
     std::fs::write(&html, ccbench_report::render_conditions(&page)).with_context(|| format!("writing {}", html.display()))?;

@@ -188,7 +188,7 @@ fn run_both(real: &Plan, twin: &Plan, out: &Path, estimate: &PathEstimate, repor
     if json {
         println!("{}", serde_json::to_string(&doc)?);
     }
-    let codes = [exit_code(real_result.status), exit_code(twin_result.status)];
+    let codes = [exit_code(&real_result), exit_code(&twin_result)];
     Ok(if codes.contains(&130) { 130 } else { codes.into_iter().max().unwrap_or(0) })
 }
 

@@ -760,6 +760,8 @@ pub enum FlowsSpec {
         groups: Vec<(String, u32)>,
         /// The mix as written (without spaces): its name in the results.
         label: String,
+        /// Each group's own access RTT (`bbr:1@10ms`), added to the path's, or `None`.
+        rtts: Vec<Option<u64>>,
     },
 }
 
@@ -772,12 +774,22 @@ impl Default for FlowsSpec {
 impl FromStr for FlowsSpec {
     type Err = Expected;
     fn from_str(value: &str) -> Result<Self, Expected> {
-        const ALLOWED: &str = "a number of flows from 1 to 64, or a mix such as bbr:2,cubic:2";
+        const ALLOWED: &str =
+            "a number of flows from 1 to 64, or a mix such as bbr:2,cubic:2 (each group may have an access RTT of its own, up to 10s: bbr:1@10ms,cubic:1@60ms)";
         if let Ok(n) = value.trim().parse::<u32>() {
             return if (1..=64).contains(&n) { Ok(FlowsSpec::Parallel(n)) } else { expected(ALLOWED) };
         }
         let mut groups = Vec::new();
+        let mut rtts = Vec::new();
         for part in value.split(',').map(str::trim) {
+            let (part, rtt) = match part.split_once('@') {
+                Some((part, rtt)) => match units::parse_duration_ns(rtt.trim()) {
+                    Ok(ns) if ns > 0 && ns <= MAX_ONE_WAY_DELAY_NS => (part.trim(), Some(ns)),
+                    _ => return expected(ALLOWED),
+                },
+                None => (part, None),
+            };
+            rtts.push(rtt);
             // `cc`, `cc:N`, `transport:cc` or `transport:cc:N`.
             let (cc, count) = match part.rsplit_once(':') {
                 Some((cc, n)) if n.trim().chars().all(|c| c.is_ascii_digit()) => (cc.trim(), n.trim().parse::<u32>().map_err(|_| Expected::from(ALLOWED))?),
@@ -793,7 +805,7 @@ impl FromStr for FlowsSpec {
         if groups.iter().map(|(_, n)| u64::from(*n)).sum::<u64>() > 64 {
             return expected(ALLOWED);
         }
-        Ok(FlowsSpec::Mix { groups, label: value.replace(' ', "") })
+        Ok(FlowsSpec::Mix { groups, label: value.replace(' ', ""), rtts })
     }
 }
 
@@ -831,6 +843,17 @@ impl FromStr for MinEffect {
 impl fmt::Display for MinEffect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}%", self.0 * 100.0)
+    }
+}
+
+/// `--expect`: `[ALG:]METRIC OP VALUE` ([`ccbench::expect`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExpectArg(pub ccbench::expect::Expectation);
+
+impl FromStr for ExpectArg {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        s.parse().map(ExpectArg).map_err(Expected)
     }
 }
 
@@ -1096,15 +1119,30 @@ mod tests {
             "quic:bbr3:1,tcp:cubic:1,quic:cubic".parse(),
             Ok(FlowsSpec::Mix {
                 groups: vec![("quic:bbr3".into(), 1), ("tcp:cubic".into(), 1), ("quic:cubic".into(), 1)],
+                rtts: vec![None; 3],
                 label: "quic:bbr3:1,tcp:cubic:1,quic:cubic".into()
             })
         );
         assert_eq!(refused::<CcList>("bbr,bbr"), "each algorithm once");
         assert_eq!(refused::<CcList>(","), "a comma-separated list of algorithms such as bbr,cubic");
         assert_eq!("4".parse(), Ok(FlowsSpec::Parallel(4)));
-        assert_eq!("bbr:2, cubic".parse(), Ok(FlowsSpec::Mix { groups: vec![("bbr".into(), 2), ("cubic".into(), 1)], label: "bbr:2,cubic".into() }));
+        assert_eq!(
+            "bbr:2, cubic".parse(),
+            Ok(FlowsSpec::Mix { groups: vec![("bbr".into(), 2), ("cubic".into(), 1)], label: "bbr:2,cubic".into(), rtts: vec![None, None] })
+        );
+        assert_eq!(
+            "bbr:1@10ms,cubic:1@60ms,reno".parse(),
+            Ok(FlowsSpec::Mix {
+                groups: vec![("bbr".into(), 1), ("cubic".into(), 1), ("reno".into(), 1)],
+                label: "bbr:1@10ms,cubic:1@60ms,reno".into(),
+                rtts: vec![Some(10_000_000), Some(60_000_000), None]
+            })
+        );
+        for bad in ["bbr:1@", "bbr:1@0ms", "bbr:1@fast", "bbr:1@20s", "@10ms"] {
+            assert!(bad.parse::<FlowsSpec>().is_err(), "{bad}");
+        }
         for bad in ["0", "65", "bbr:0", "bbr:40,cubic:40", ":2", "bbr:x"] {
-            assert_eq!(refused::<FlowsSpec>(bad), "a number of flows from 1 to 64, or a mix such as bbr:2,cubic:2", "{bad}");
+            assert_eq!(refused::<FlowsSpec>(bad), "a number of flows from 1 to 64, or a mix such as bbr:2,cubic:2 (each group may have an access RTT of its own, up to 10s: bbr:1@10ms,cubic:1@60ms)", "{bad}");
         }
         assert_eq!("auto".parse(), Ok(RunsSpec::Auto));
         assert_eq!("7".parse(), Ok(RunsSpec::Fixed(7)));

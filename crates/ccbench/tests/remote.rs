@@ -689,7 +689,11 @@ fn quic_spec(mix: &[&str], seconds: f64) -> ccbench_workload::BulkSpec {
         direction: ccbench_workload::Direction::Download,
         amount: ccbench_workload::Amount::Seconds(seconds),
         cc: mix[0].into(),
-        mix: if mix.len() > 1 { mix.iter().map(|c| ccbench_workload::MixFlow { cc: c.to_string(), start_s: 0.0 }).collect() } else { Vec::new() },
+        mix: if mix.len() > 1 {
+            mix.iter().map(|c| ccbench_workload::MixFlow { cc: c.to_string(), start_s: 0.0, client_port: None }).collect()
+        } else {
+            Vec::new()
+        },
         port: 0,
         sample_interval_us: 10_000,
         timeout_s: 10.0,

@@ -219,6 +219,8 @@ fn metrics(s: &Simulated, shares: Vec<CcShare>) -> RunMetrics {
         shares,
         jain_index: jain,
         jain_per_second: Vec::new(),
+        convergence_s: None,
+        lock_on_bw_bps: None,
     }
 }
 
@@ -301,16 +303,19 @@ fn assemble(ccs: Vec<String>, workload: WorkloadSpec, runs: Vec<RunRecord>) -> E
                 sample_interval_us: SAMPLE_US,
                 offload: true,
                 batch_us: 0,
+                access: Vec::new(),
             }),
             remote: None,
             metric: workload.metric().into(),
             workload,
+            expect: Vec::new(),
         },
         sequential: None,
         summary,
         comparisons,
         rtt_comparisons,
         runs,
+        expectations: Vec::new(),
     }
 }
 
@@ -342,7 +347,7 @@ fn mix_experiment(dir: &Path) -> ExperimentResult {
             sim.flows.iter().map(|f| CcShare { cc: f.cc_requested.clone(), flows: 1, goodput_bps: f.goodput_bps, share: f.goodput_bps / total }).collect();
         runs.push(run_record(index, &label, sim, shares));
     }
-    let mix = vec![MixFlow { cc: "bbr".into(), start_s: 0.0 }, MixFlow { cc: "cubic".into(), start_s: 1.0 }];
+    let mix = vec![MixFlow { cc: "bbr".into(), start_s: 0.0, client_port: None }, MixFlow { cc: "cubic".into(), start_s: 1.0, client_port: None }];
     assemble(vec![label], bulk_spec("bbr", mix), runs)
 }
 

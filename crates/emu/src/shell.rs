@@ -67,6 +67,9 @@ pub struct Shell {
     read_errors: u64,
     write_errors: u64,
     first_error: Option<String>,
+    /// Per-flow access links behind the bottleneck ([`crate::access`]).
+    access: Vec<crate::access::AccessDelay>,
+    access_line: crate::access::AccessLine<(Box<[u8]>, usize)>,
 }
 
 /// The in-memory sink of [`Shell::new`]: shared so that `finish` can take the samples back.
@@ -121,8 +124,16 @@ impl Shell {
             read_errors: 0,
             write_errors: 0,
             first_error: None,
+            access: Vec::new(),
+            access_line: Default::default(),
             cfg,
         }
+    }
+
+    /// Gives the flows in `access` their own delay behind the bottleneck.
+    pub fn with_access(mut self, access: Vec<crate::access::AccessDelay>) -> Self {
+        self.access = access;
+        self
     }
 
     fn buffer(&mut self) -> Box<[u8]> {
@@ -231,17 +242,31 @@ impl Shell {
         None
     }
 
-    /// The next packet the link delivers at `now`, accounted (lateness, series, window).
+    /// The next packet due at `now`: one whose access delay is over, else the next the link
+    /// delivers, accounted (lateness, series, window) as it leaves the bottleneck; one with an
+    /// access delay of its own waits it out first.
     fn next_departure(&mut self, now: Instant) -> Option<(Box<[u8]>, usize)> {
-        let d = self.link.dequeue(now)?;
-        // Saturating (never negative), as all time arithmetic.
-        let late = now - d.delivered_at;
-        let queue_delay = d.service_start - d.arrived_at;
-        self.lateness.record(late);
-        self.series.on_delivery(queue_delay, late);
-        self.window.delivery(d.delivered_at, d.len, queue_delay, late);
-        let len = self.hdr + d.len as usize;
-        Some((d.packet, len))
+        if let Some(p) = self.access_line.pop_due(now) {
+            return Some(p);
+        }
+        loop {
+            let d = self.link.dequeue(now)?;
+            // Saturating (never negative), as all time arithmetic.
+            let late = now - d.delivered_at;
+            let queue_delay = d.service_start - d.arrived_at;
+            self.lateness.record(late);
+            self.series.on_delivery(queue_delay, late);
+            self.window.delivery(d.delivered_at, d.len, queue_delay, late);
+            let len = self.hdr + d.len as usize;
+            let extra = crate::access::extra_delay(&self.access, &d.packet[self.hdr..len]);
+            if extra == Duration::ZERO {
+                return Some((d.packet, len));
+            }
+            self.access_line.push(d.delivered_at + extra, (d.packet, len));
+            if let Some(p) = self.access_line.pop_due(now) {
+                return Some(p);
+            }
+        }
     }
 
     fn housekeeping(&mut self, now: Instant) {
@@ -263,7 +288,7 @@ impl Shell {
     pub fn poll_timeout(&self) -> Instant {
         let now = self.last_now;
         let mut wake = self.series.next_at.min(now + MAX_SLEEP);
-        if let Some(t) = self.link.next_event() {
+        if let Some(t) = [self.link.next_event(), self.access_line.next_time()].into_iter().flatten().min() {
             // Departures closer together than the gap leave in one batch (and one
             // superframe), a little late, instead of one wake-up each: on a VM each timer
             // wake-up costs more than a packet's serialization at a gigabit.
@@ -286,7 +311,7 @@ impl Shell {
 
     /// Packets the shell holds on their way out (link + coalescer).
     pub fn in_flight(&self) -> usize {
-        self.link.in_flight_packets() + usize::from(!self.coalescer.is_empty()) + usize::from(self.held.is_some())
+        self.link.in_flight_packets() + self.access_line.len() + usize::from(!self.coalescer.is_empty()) + usize::from(self.held.is_some())
     }
 
     /// What this direction saw, from start to `now`.

@@ -6,6 +6,7 @@
 //! results (`ccbench-report`) reads through them and needs nothing else: analysis only ever
 //! reads what experiments wrote.
 
+pub mod expect;
 pub mod provenance;
 pub mod results;
 pub mod series;

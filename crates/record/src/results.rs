@@ -33,6 +33,9 @@ pub struct ExperimentResult {
     pub rtt_comparisons: Vec<Comparison>,
     /// Every run, in the order it ran.
     pub runs: Vec<RunRecord>,
+    /// `--expect`: each expectation judged per algorithm over the runs (pass, fail, undecided).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expectations: Vec<crate::expect::ExpectationResult>,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
@@ -90,6 +93,9 @@ pub struct Params {
     pub workload: WorkloadSpec,
     /// What the verdict compares (higher is better).
     pub metric: String,
+    /// `--expect`, as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expect: Vec<crate::expect::Expectation>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
@@ -173,6 +179,14 @@ pub struct RunMetrics {
     /// Jain's index for each second from 2 s after the last flow joined (after convergence).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub jain_per_second: Vec<f64>,
+    /// Seconds from the last flow's start to the first whole second whose Jain index reached
+    /// 0.9 (`null` when none did, or with one flow).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub convergence_s: Option<f64>,
+    /// The delivery rate (bit/s) the sender measured when the first flow left Startup (BBR)
+    /// or slow start (its first window reduction), as TCP_INFO or the QUIC controller said it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_on_bw_bps: Option<f64>,
 }
 
 /// Arrivals at the bottleneck's entry (see `ccbench_link::entry`). A burst is a run of

@@ -326,7 +326,7 @@ pub fn median_order_ci(xs: &[f64], target: f64) -> Option<MedianCi> {
 }
 
 /// `P(Binomial(n, ½) ≤ j)`, summed exactly in f64 (n is a number of runs: small).
-fn binomial_half_cdf(n: usize, j: usize) -> f64 {
+pub(crate) fn binomial_half_cdf(n: usize, j: usize) -> f64 {
     let mut term = 0.5f64.powi(n as i32); // C(n, 0) / 2^n
     let mut sum = 0.0;
     for i in 0..=j.min(n) {

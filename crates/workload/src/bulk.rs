@@ -33,6 +33,10 @@ pub enum Amount {
 pub struct MixFlow {
     pub cc: String,
     pub start_s: f64,
+    /// The client-side TCP port to bind, so the emulator can give this flow an access link of
+    /// its own (`--flows cc:1@10ms`); any port when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_port: Option<u16>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -61,7 +65,7 @@ impl BulkSpec {
     /// The flows to run, with their algorithms and start offsets.
     pub fn plan(&self) -> Vec<MixFlow> {
         if self.mix.is_empty() {
-            (0..self.flows).map(|_| MixFlow { cc: self.cc.clone(), start_s: 0.0 }).collect()
+            (0..self.flows).map(|_| MixFlow { cc: self.cc.clone(), start_s: 0.0, client_port: None }).collect()
         } else {
             self.mix.clone()
         }
@@ -493,7 +497,11 @@ fn connect_flows(run: &RunContext<'_>, spec: &BulkSpec) -> Result<Vec<Flow>, Wor
     for (id, flow_plan) in plan.iter().enumerate() {
         let id = id as u32;
         let cc = flow_plan.cc.as_str();
-        let sock = net::sockets_in(run.client, 1, (sender_side == Side::Client).then_some(cc))?.remove(0);
+        let client_cc = (sender_side == Side::Client).then_some(cc);
+        let sock = match flow_plan.client_port {
+            Some(port) => net::socket_at(run.client, client_cc, port)?,
+            None => net::sockets_in(run.client, 1, client_cc)?.remove(0),
+        };
         let stream = net::connect_blocking(sock, addr)?;
         let client_port = stream.local_addr()?.port();
         let accepted = net::accept_port(&listener, client_port)?;

@@ -40,22 +40,30 @@ pub(crate) fn listen_in(server: &Netns, addr: Ipv4Addr, port: u16, cc: Option<&s
 /// it), with `cc` set when the client sends. They stay in that namespace wherever they are
 /// connected from.
 pub(crate) fn sockets_in(client: &Netns, n: usize, cc: Option<&str>) -> Result<Vec<TcpStream>, WorkloadError> {
-    client.run(|| {
-        let mut out = Vec::with_capacity(n);
-        for _ in 0..n {
-            let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
-            if let Some(cc) = cc {
-                ccbench_probe::set_congestion(&sock, crate::kernel_name(cc)).map_err(|source| WorkloadError::Congestion {
-                    cc: cc.into(),
-                    side: Side::Client,
-                    source,
-                })?;
-            }
-            sock.set_nonblocking(true)?;
-            out.push(sock.into());
-        }
-        Ok::<_, WorkloadError>(out)
-    })
+    client.run(|| (0..n).map(|_| new_client_socket(cc, None)).collect::<Result<Vec<_>, _>>())
+}
+
+/// One socket as [`sockets_in`] makes them, bound to the client-side `port`: the emulator tells
+/// a flow with an access link of its own by it (`ccbench_emu::access`).
+pub(crate) fn socket_at(client: &Netns, cc: Option<&str>, port: u16) -> Result<TcpStream, WorkloadError> {
+    client.run(|| new_client_socket(cc, Some(port)))
+}
+
+fn new_client_socket(cc: Option<&str>, port: Option<u16>) -> Result<TcpStream, WorkloadError> {
+    let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
+    if let Some(cc) = cc {
+        ccbench_probe::set_congestion(&sock, crate::kernel_name(cc)).map_err(|source| WorkloadError::Congestion {
+            cc: cc.into(),
+            side: Side::Client,
+            source,
+        })?;
+    }
+    if let Some(port) = port {
+        sock.set_reuse_address(true)?;
+        sock.bind(&SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port)).into())?;
+    }
+    sock.set_nonblocking(true)?;
+    Ok(sock.into())
 }
 
 /// `n` unconnected, non-blocking TCP sockets for `addr`'s family, made in this process's own

@@ -76,7 +76,7 @@ fn a_quic_file_upload_mix_arrives_whole_on_separate_connections() {
         return;
     }
     let _g = lock();
-    let mix = vec![MixFlow { cc: "quic:bbr3".into(), start_s: 0.0 }, MixFlow { cc: "quic:newreno".into(), start_s: 0.0 }];
+    let mix = vec![MixFlow { cc: "quic:bbr3".into(), start_s: 0.0, client_port: None }, MixFlow { cc: "quic:newreno".into(), start_s: 0.0, client_port: None }];
     let spec = BulkSpec { mix, ..spec(Direction::Upload, Amount::Bytes(2_000_000), "", 2) };
     let (r, _) = run(&spec);
     for (f, cc) in r.flows.iter().zip(["quic:bbr3", "quic:newreno"]) {

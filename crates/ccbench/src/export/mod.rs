@@ -3,6 +3,7 @@
 //!
 //! - [`text`]: the ten-second terminal summary, and the table across a preset's conditions;
 //! - [`json`]: `result.json` (schema `ccbench.result.v3`) and a preset's `preset.json`;
+//! - [`junit`]: the `--expect` judgements as JUnit XML (`--junit FILE`);
 //! - [`csv`]: `runs.csv`, one row per run with every parameter and metric (tidy data);
 //!
 //! `report.html` (and the page across a preset's conditions) is its own crate,
@@ -12,4 +13,5 @@
 
 pub mod csv;
 pub mod json;
+pub mod junit;
 pub mod text;

@@ -33,6 +33,9 @@ struct SweepFile {
     defaults: toml::Table,
     #[serde(default)]
     axes: toml::Table,
+    /// `[[expect]]`: expectations every cell is judged by.
+    #[serde(default)]
+    expect: Vec<toml::Table>,
 }
 
 /// A sweep's spec, every value checked.
@@ -111,7 +114,9 @@ impl SweepSpec {
     pub fn parse(file: &str, text: &str) -> Result<Self, UsageError> {
         let origin = Origin { arg: "sweep spec", kind: "sweep", name: file };
         let spec: SweepFile = toml::from_str(text).map_err(|e| UsageError::new("sweep spec", file, format!("a valid sweep spec: {}", e.message())))?;
-        let defaults = layer_from(&spec.defaults, &origin, "[defaults]")?;
+        let mut defaults = layer_from(&spec.defaults, &origin, "[defaults]")?;
+        let expect = crate::presets::expect_tables(&spec.expect, &origin)?;
+        defaults.expect = expect.into_iter().chain(std::mem::take(&mut defaults.expect)).collect();
         let known = flags::<RunOpts>();
         if spec.axes.is_empty() {
             return Err(UsageError::new("sweep spec", file, "at least one axis under [axes], e.g. loss = [\"0\", \"1%\"]"));

@@ -163,8 +163,15 @@ pub fn write_index(dir: &Path, meta: &SweepMeta, mine: &[&GridCell], interrupted
         };
         let result = read_json(&cell_dir.join(ccbench::export::json::RESULT_FILE)).unwrap_or(Value::Null);
         statuses.push(record.status.clone());
-        rows.push([g.label.clone(), record.median.clone(), record.verdict.clone()]);
-        if let Ok(r) = ccbench::results::ExperimentResult::deserialize(&result) {
+        let parsed = ccbench::results::ExperimentResult::deserialize(&result).ok();
+        // A cell with expectations is marked pass, fail or undecided, in the table and sweep.json.
+        let expect = parsed.as_ref().and_then(|r| ccbench::expect::overall(&r.expectations)).map(ccbench::expect::mark);
+        let verdict = match expect {
+            Some(m) => format!("[expect: {m}] {}", record.verdict),
+            None => record.verdict.clone(),
+        };
+        rows.push([g.label.clone(), record.median.clone(), verdict]);
+        if let Some(r) = parsed {
             results.push((g, rel.clone(), r));
         }
         cells.push(json!({
@@ -181,6 +188,8 @@ pub fn write_index(dir: &Path, meta: &SweepMeta, mine: &[&GridCell], interrupted
             "summary": result["summary"],
             "comparisons": result["comparisons"],
             "rtt_comparisons": result["rtt_comparisons"],
+            "expect": expect,
+            "expectations": result["expectations"],
             "median": record.median,
             "verdict": record.verdict,
             "attempts": record.attempts,
