@@ -259,6 +259,9 @@ fn secret_file_problems_exit_2_with_one_line() {
     one_line_exit_2(&ccbench(&["run", "--remote", "no-port", "--secret-file", &good]), "HOST:PORT");
     one_line_exit_2(&ccbench(&["serve", "--secret-file", &good, "--listen", "localhost"]), "--listen");
     one_line_exit_2(&ccbench(&["serve", "--secret-file", &good, "--max-clients", "0"]), "--max-clients");
+    for bad in ["0s", "500ms", "61min", "forever"] {
+        one_line_exit_2(&ccbench(&["serve", "--secret-file", &good, "--idle-timeout", bad]), "--idle-timeout");
+    }
     // Nothing listens at port 9 of loopback: the run refuses to start, naming --remote.
     one_line_exit_2(&ccbench(&["run", "--remote", "127.0.0.1:9", "--secret-file", &good]), "--remote");
     let _ = std::fs::remove_dir_all(&dir);
@@ -636,6 +639,88 @@ fn a_browser_loads_over_remote_slower_through_20ms_than_2ms_as_on_the_emulated_p
     // before the browser's time origin.
     let ttfb = run["workload"]["browser"]["response_start_s"].as_f64().unwrap();
     assert!(ttfb >= 2.0 * 0.020 * 0.98, "HTML first byte at {ttfb} s over HTTP/2 through a 20 ms path");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The parent's PID of process `pid` (host view), from `/proc/PID/status`.
+fn parent_of(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("PPid:")).and_then(|p| p.trim().parse().ok())
+}
+
+/// The relay ports named in the `--host-resolver-rules` of every Chromium below process
+/// `ancestor` (what any local user can read with `ps`).
+fn relay_ports_below(ancestor: u32) -> Vec<u16> {
+    let mut ports = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else { continue };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
+        let Some(rules) = cmdline.split(|b| *b == 0).find_map(|a| a.strip_prefix(b"--host-resolver-rules=MAP ")) else { continue };
+        let mut up = Some(pid);
+        let below = (0..8).any(|_| {
+            up = up.and_then(parent_of);
+            up == Some(ancestor)
+        });
+        let port = String::from_utf8_lossy(rules).split([' ', ',']).find_map(|w| w.strip_prefix("127.0.0.1:").and_then(|p| p.parse().ok()));
+        if let (true, Some(port)) = (below, port) {
+            ports.push(port);
+        }
+    }
+    ports
+}
+
+/// Issue 18: another local process fetched a page through the browser's relay. Now, while a
+/// remote browser run loads a page, a program in the client's own network namespace reads the
+/// relay's port off Chromium's command line (as `ps` shows it to anyone) and asks the relay
+/// for the page: it is refused and gets nothing, and the browser's load completes.
+#[test]
+fn a_local_process_cannot_use_the_browsers_relay() {
+    let _g = lock();
+    if !have_root() || !have_chromium() {
+        return;
+    }
+    let dir = tempdir("relay-outsider");
+    let secret = secret_file(&dir, "secret");
+    // 9.6 MB at 20 Mbit/s: a load of about 4 s, time enough to find the relay.
+    let page = dir.join("page.json");
+    std::fs::write(&page, format!("{{\"html_bytes\": 20000, \"objects\": [{}]}}", ["200000"; 48].join(","))).unwrap();
+    let out = dir.join("out");
+    let args: Vec<std::ffi::OsString> = ["run", "--remote", &serve_addr(), "--secret-file", secret.to_str().unwrap(), "--workload", "browser", "--page"]
+        .iter()
+        .map(Into::into)
+        .chain([page.clone().into_os_string()])
+        .chain(["--http", "1", "--cc", "cubic", "--runs", "1", "--out"].iter().map(Into::into))
+        .chain([out.clone().into_os_string()])
+        .collect();
+    let mut tries: Vec<(u16, String)> = Vec::new();
+    let (_, o, log) = common::through_serve_while(&secret, &out, &args, |client_ns, client| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while tries.is_empty() && client.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            for port in relay_ports_below(client.pid()) {
+                let got = client_ns
+                    .run(|| {
+                        let mut s = TcpStream::connect(("127.0.0.1", port))?;
+                        s.set_read_timeout(Some(Duration::from_secs(3)))?;
+                        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")?;
+                        let mut got = vec![0u8; 4096];
+                        let n = s.read(&mut got).unwrap_or(0);
+                        Ok::<_, ccbench_netns::NetnsError>(String::from_utf8_lossy(&got[..n]).into_owned())
+                    })
+                    .unwrap_or_else(|e| format!("refused: {e}"));
+                tries.push((port, got));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    assert!(o.status.success(), "{}\n{log}", text(&o));
+    eprintln!("the outsider's tries: {tries:?}");
+    assert!(!tries.is_empty(), "never found the relay's port on Chromium's command line");
+    for (port, got) in &tries {
+        assert!(got.starts_with("refused"), "a local process got {} bytes through the relay on port {port}: {got:?}", got.len());
+    }
+    let run = result(&out)["runs"][0].clone();
+    assert!(run["error"].is_null(), "{run}");
+    check_remote_browser_run(&out, &run, "1");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -1385,5 +1470,136 @@ fn silent_connections_do_not_block_a_data_port() {
     }
     drop(silent);
     c.send(&ClientMsg::Start).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A session that runs no test is closed after `--idle-timeout` (the audit: one that sent
+/// `check` every 50 s kept its slot for ever), however often it checks, and its slot is free
+/// again: with `--max-clients 1`, a second client gets in.
+#[test]
+fn an_idle_session_is_closed_even_if_it_keeps_checking() {
+    let dir = tempdir("idle");
+    let secret_path = secret_file(&dir, "secret");
+    let secret = Secret::from_file(&secret_path).unwrap();
+    let serve = LiveServe::start(&secret_path, &["--idle-timeout", "2s", "--max-clients", "1"]);
+    let c = session(serve.addr, &secret);
+    let began = Instant::now();
+    let closed = loop {
+        assert!(began.elapsed() < Duration::from_secs(6), "a session that only checks still open after 6 s, 3 times its --idle-timeout");
+        std::thread::sleep(Duration::from_millis(250));
+        if c.send(&ClientMsg::Check { test: TestRequest::Bulk(bulk_spec("cubic", 1.0)) }).is_err() {
+            panic!("the session ended without a word after {:?}", began.elapsed());
+        }
+        match c.recv::<ServerMsg>() {
+            Ok(ServerMsg::Allowed) => continue,
+            Ok(ServerMsg::Error { message }) => break (message, began.elapsed()),
+            other => panic!("{other:?}"),
+        }
+    };
+    eprintln!("closed after {:?}: {}", closed.1, closed.0);
+    assert!(closed.0.contains("no test for 2s (--idle-timeout)"), "{}", closed.0);
+    assert!(closed.1 >= Duration::from_millis(1900), "closed after {:?}, before its --idle-timeout of 2 s", closed.1);
+    assert!(serve.log().contains("closing the session: no test for 2s"), "{}", serve.log());
+    // The slot is free: the one client allowed gets in.
+    drop(session(serve.addr, &secret));
+    drop(c);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The data ports answer only the control connection's peer. An outsider on another loopback
+/// address (127.0.0.2) that even holds the test's token gets nothing from a bulk, an HTTP or a
+/// QUIC data port, while the client's own connections (from 127.0.0.1) run the test.
+#[test]
+fn data_ports_answer_only_the_control_connections_peer() {
+    // serve sets cubic on its TCP data sockets, which only root may where it is not allowed.
+    if !have_root() {
+        return;
+    }
+    let dir = tempdir("peer-only");
+    let secret_path = secret_file(&dir, "secret");
+    let secret = Secret::from_file(&secret_path).unwrap();
+    let serve = LiveServe::start(&secret_path, &["--max-tests-per-minute", "1000"]);
+    let outsider_gets = |mut s: TcpStream| {
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut got = Vec::new();
+        let _ = s.read_to_end(&mut got);
+        got.len()
+    };
+
+    // Bulk: the outsider presents the token for flow 0 first; the client's flow is the one taken.
+    let c = session(serve.addr, &secret);
+    c.send(&ClientMsg::Run { test: TestRequest::Bulk(bulk_spec("cubic", 1.0)) }).unwrap();
+    let ServerMsg::Ready { port, token, .. } = c.recv::<ServerMsg>().unwrap() else { panic!("no ready") };
+    let hello = [&unhex::<16>(&token).unwrap()[..], &0u32.to_be_bytes()].concat();
+    let data = SocketAddr::new(serve.addr.ip(), port);
+    let mut outsider = connect_from([127, 0, 0, 2], data).unwrap();
+    let _ = outsider.write_all(&hello);
+    std::thread::sleep(Duration::from_millis(200));
+    let mut flow = TcpStream::connect(data).unwrap();
+    flow.write_all(&hello).unwrap();
+    assert!(matches!(c.recv::<ServerMsg>(), Ok(ServerMsg::Connected { .. })), "the client's flow was not taken");
+    c.send(&ClientMsg::Start).unwrap();
+    flow.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert!(flow.read(&mut [0u8; 1024]).unwrap() > 0, "the client's flow got no data");
+    assert_eq!(outsider_gets(outsider), 0, "bulk: an outsider with the token got data");
+    drop((flow, c));
+
+    // HTTP (objects): the outsider sends the token and a request first.
+    let c = session(serve.addr, &secret);
+    c.send(&ClientMsg::Run { test: TestRequest::Objects(objects_spec(2, 1000, 1)) }).unwrap();
+    let ServerMsg::Ready { port, token, .. } = c.recv::<ServerMsg>().unwrap() else { panic!("no ready") };
+    c.send(&ClientMsg::Start).unwrap();
+    let hello = [&unhex::<16>(&token).unwrap()[..], &0u32.to_be_bytes()].concat();
+    let data = SocketAddr::new(serve.addr.ip(), port);
+    let mut outsider = connect_from([127, 0, 0, 2], data).unwrap();
+    let _ = outsider.write_all(&[&hello[..], b"GET /obj/0 HTTP/1.1\r\nHost: x\r\n\r\n"].concat());
+    assert_eq!(outsider_gets(outsider), 0, "HTTP: an outsider with the token got a response");
+    let mut conn = TcpStream::connect(data).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    conn.write_all(&hello).unwrap();
+    assert_eq!(http_get(&mut conn, "/obj/0"), (200, 1000));
+    assert_eq!(http_get(&mut conn, "/obj/1"), (200, 1000));
+    drop(conn);
+    c.send(&ClientMsg::Stop).unwrap();
+    let mut accepted = 0;
+    loop {
+        match c.recv::<ServerMsg>() {
+            Ok(ServerMsg::HttpDone { .. }) => break,
+            Ok(ServerMsg::Accepted { .. }) => accepted += 1,
+            Ok(ServerMsg::ConnectionSample { .. } | ServerMsg::ConnectionEnd { .. }) => continue,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(accepted, 1, "serve took in a connection besides the client's");
+    drop(c);
+
+    // QUIC: the outsider's handshake, with the token and the certificate, goes first.
+    let c = session(serve.addr, &secret);
+    let spec = quic_spec(&["quic:cubic"], 1.0);
+    c.send(&ClientMsg::Run { test: TestRequest::Bulk(spec.clone()) }).unwrap();
+    let ServerMsg::QuicReady { port, token, cert } = c.recv::<ServerMsg>().unwrap() else { panic!("no QUIC ready") };
+    let (token, cert) = (unhex::<16>(&token).unwrap(), proto::unhex_vec(&cert, 65536).unwrap());
+    let data = SocketAddr::new(serve.addr.ip(), port);
+    let outsider = {
+        let (spec, cert) = (spec.clone(), cert.clone());
+        std::thread::spawn(move || {
+            let mut q = ccbench_workload::QuicFarClient::new(data, cert, &spec).unwrap().from_ip([127, 0, 0, 2].into());
+            q.connect_next(&token).map_err(|e| e.to_string())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let mut client = ccbench_workload::QuicFarClient::new(data, cert, &spec).unwrap();
+    assert_eq!(client.connect_next(&token).unwrap(), "quic:cubic");
+    match c.recv::<ServerMsg>() {
+        Ok(ServerMsg::QuicConnected { conn: 0, read_back }) => assert_eq!(read_back, "quic:cubic"),
+        other => panic!("{other:?}"),
+    }
+    match outsider.join().unwrap() {
+        Err(e) => assert!(e.contains("timed out"), "the outsider's handshake: {e}"),
+        Ok(rb) => panic!("QUIC: an outsider with the token and certificate was let in ({rb})"),
+    }
+    client.close();
+    drop(c);
+    drop(serve);
     let _ = std::fs::remove_dir_all(&dir);
 }
