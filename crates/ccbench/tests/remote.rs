@@ -666,6 +666,9 @@ fn relay_ports_below(ancestor: u32) -> Vec<u16> {
             ports.push(port);
         }
     }
+    // Chromium's helper processes carry the same command line.
+    ports.sort_unstable();
+    ports.dedup();
     ports
 }
 
