@@ -719,7 +719,12 @@ fn a_local_process_cannot_use_the_browsers_relay() {
     assert!(!tries.is_empty(), "never found the relay's port on Chromium's command line");
     eprintln!("the outsider's tries: {tries:?}");
     for (port, got) in &tries {
-        assert!(got.starts_with("refused"), "a local process got {} bytes through the relay on port {port}: {:?}…", got.len(), &got[..got.len().min(80)]);
+        assert!(
+            got.starts_with("refused"),
+            "a local process got {} bytes through the relay on port {port}: {:?}…",
+            got.len(),
+            got.chars().take(80).collect::<String>()
+        );
     }
     let run = result(&out)["runs"][0].clone();
     assert!(run["error"].is_null(), "{run}");
