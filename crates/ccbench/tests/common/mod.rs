@@ -229,6 +229,16 @@ pub fn through_serve_while(
     (report, o, std::fs::read_to_string(&log).unwrap())
 }
 
+/// A `ccbench serve` on loopback with `flags`, for one test named `tag`: its scratch
+/// directory, its secret file and that secret, and the serve.
+pub fn loopback_serve(tag: &str, flags: &[&str]) -> (PathBuf, PathBuf, ccbench_remote::Secret, LiveServe) {
+    let dir = tempdir(tag);
+    let secret_path = secret_file(&dir, "secret");
+    let secret = ccbench_remote::Secret::from_file(&secret_path).unwrap();
+    let serve = LiveServe::start(&secret_path, flags);
+    (dir, secret_path, secret, serve)
+}
+
 /// A `ccbench serve` on loopback, its address read from its first line, its log collected;
 /// killed when dropped.
 pub struct LiveServe {
