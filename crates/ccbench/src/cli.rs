@@ -12,7 +12,7 @@ use serde::Deserialize;
 use std::path::PathBuf;
 
 use crate::values::{
-    AqmSpec, AtChange, BufferSpec, CcList, Concurrency, Delay, DirectionArg, EmulatorBatch, ExpectArg, Expected, FlowsSpec, Http, JitterSpec, ListenAddr, LossSpec,
+    AqmSpec, AtChange, BufferSpec, CcList, Concurrency, Delay, DirectionArg, EmulatorBatch, ExpectArg, Expected, FlowsSpec, Http, IdleTimeout, JitterSpec, ListenAddr, LossSpec,
     MaxClients, MaxConnections, MaxDuration, MaxRuns, MaxTestsPerMinute, Method, MinEffect, Mtu, Page, PolicerSpec, QuicReceiverCc, Rate, RemoteAddr, Requests,
     Rtt, RunDuration, RunsSpec, SampleInterval, Shard, Size, Stagger, Timeout, TraceFile, WorkloadKind,
 };
@@ -474,6 +474,10 @@ pub struct ServeArgs {
     /// are held to --max-bytes and --max-duration like a test's.
     #[arg(long, default_value = "1gbit")]
     pub max_probe_rate: Rate,
+    /// How long a connected client may go without starting a test before serve closes its
+    /// session and frees its slot (a `check` does not count).
+    #[arg(long, default_value = "60s")]
+    pub idle_timeout: IdleTimeout,
 }
 
 #[derive(Args, Debug)]

@@ -54,7 +54,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
     };
     let stop = crate::host::install_stop()?;
     let listen = args.listen.0;
-    ccbench_remote::serve(ServeConfig { listen, secret, limits, facts }, &stop)
+    let idle_timeout = std::time::Duration::from_nanos(args.idle_timeout.0);
+    ccbench_remote::serve(ServeConfig { listen, secret, limits, facts, idle_timeout }, &stop)
         .map_err(|e| UsageError::new("--listen", listen, format!("an address this host can listen on ({e})")))?;
     Ok(0)
 }

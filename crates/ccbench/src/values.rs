@@ -452,6 +452,10 @@ duration_flag!(
     MaxDuration, default 120 * NS_PER_S, NS_PER_S..=3600 * NS_PER_S, "a duration between 1s and 60min"
 );
 duration_flag!(
+    /// serve: how long a session may go without a test (`--idle-timeout`): 1 s to 60 min.
+    IdleTimeout, default 60 * NS_PER_S, NS_PER_S..=3600 * NS_PER_S, "a duration between 1s and 60min"
+);
+duration_flag!(
     /// How often the sender and the emulator are sampled (`--sample-interval`): 1 ms to 1 s.
     SampleInterval, default 10 * NS_PER_MS, NS_PER_MS..=NS_PER_S, "an interval between 1ms and 1s"
 );

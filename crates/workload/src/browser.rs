@@ -200,7 +200,8 @@ fn chromium_args(chromium: &Path, profile: &Path, rules: &str, spki: Option<&str
     args
 }
 
-/// Starts Chromium in `ns` (the client's namespace) with `rules` as its resolver rules.
+/// Starts Chromium in `ns` (the client's namespace; for a remote run, the relay's private one) with `rules`
+/// as its resolver rules.
 pub(crate) fn launch(spec: &BrowserSpec, ns: &ccbench_netns::Netns, rules: &str, spki: Option<&str>) -> Result<(Browser, OwnedFd, OwnedFd), WorkloadError> {
     let profile = Profile::create()?;
     let setup = |what: &str, e: std::io::Error| WorkloadError::Setup(format!("{what}: {e}"));
