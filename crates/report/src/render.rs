@@ -864,6 +864,8 @@ mod tests {
             shares: Vec::new(),
             jain_index: None,
             jain_per_second: Vec::new(),
+            convergence_s: None,
+            lock_on_bw_bps: None,
         };
         let run = |index: u32, cc: &str, mbps: Option<f64>| RunRecord {
             index,
@@ -927,11 +929,13 @@ mod tests {
                 remote: None,
                 metric: workload.metric().into(),
                 workload,
+                expect: Vec::new(),
             },
             sequential: None,
             summary: Vec::new(),
             comparisons: Vec::new(),
             rtt_comparisons: Vec::new(),
+            expectations: Vec::new(),
             runs: vec![run(0, "bbr", Some(10.0)), run(1, "cubic", Some(12.0)), run(2, "bbr", Some(30.0)), run(3, "cubic", None), run(4, "bbr", Some(20.0))],
         }
     }
