@@ -9,9 +9,11 @@ use ccbench_emu::MeasureWindow;
 use ccbench_netns::Netns;
 use ccbench_probe::TcpInfo;
 use ccbench_workload::{
-    Amount, BrowserResult, BrowserSpec, BulkResult, BulkSpec, Direction, MeasureHook, ObjectMethod, ObjectsResult, ObjectsSpec, PageResult, PageSpec,
-    RunContext, SeriesSink, Workload, WorkloadError,
+    Algorithm, Amount, BrowserResult, BrowserSpec, BulkResult, BulkSpec, Direction, MeasureHook, ObjectMethod, ObjectsResult, ObjectsSpec, PageResult,
+    PageSpec, RunContext, SeriesSink, Transport, Workload, WorkloadError,
 };
+
+use crate::experiment::Contender;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -51,13 +53,22 @@ impl MeasureHook for WindowHook {
 
 impl WorkloadSpec {
     /// The same workload with `cc` on its sending sockets (a mix keeps its own algorithms).
-    pub fn with_cc(&self, cc: &str) -> WorkloadSpec {
+    pub fn with_cc(&self, cc: &Algorithm) -> WorkloadSpec {
+        let cc = cc.clone();
         match self {
-            WorkloadSpec::Bulk(b) if b.mix.is_empty() => WorkloadSpec::Bulk(BulkSpec { cc: cc.to_string(), ..b.clone() }),
+            WorkloadSpec::Bulk(b) if b.mix.is_empty() => WorkloadSpec::Bulk(BulkSpec { cc, ..b.clone() }),
             WorkloadSpec::Bulk(b) => WorkloadSpec::Bulk(b.clone()),
-            WorkloadSpec::Objects(o) => WorkloadSpec::Objects(ObjectsSpec { cc: cc.to_string(), ..o.clone() }),
-            WorkloadSpec::Page(p) => WorkloadSpec::Page(PageSpec { cc: cc.to_string(), ..p.clone() }),
-            WorkloadSpec::Browser(b) => WorkloadSpec::Browser(BrowserSpec { cc: cc.to_string(), ..b.clone() }),
+            WorkloadSpec::Objects(o) => WorkloadSpec::Objects(ObjectsSpec { cc, ..o.clone() }),
+            WorkloadSpec::Page(p) => WorkloadSpec::Page(PageSpec { cc, ..p.clone() }),
+            WorkloadSpec::Browser(b) => WorkloadSpec::Browser(BrowserSpec { cc, ..b.clone() }),
+        }
+    }
+
+    /// The workload of one run of `contender` (a mix's algorithms are in the workload already).
+    pub fn for_contender(&self, contender: &Contender) -> WorkloadSpec {
+        match contender.algorithm() {
+            Some(cc) => self.with_cc(cc),
+            None => self.clone(),
         }
     }
 
@@ -131,10 +142,15 @@ impl WorkloadSpec {
 
     /// As [`WorkloadSpec::describe`], naming the transports the algorithms `ccs` run over
     /// (`bulk QUIC`, `bulk TCP and QUIC`, how objects travel over each) where the workload
-    /// alone cannot tell.
+    /// alone cannot tell. `ccs` are the names result.json keys its runs by; a mix's algorithms
+    /// are in the workload.
     pub fn describe_for(&self, ccs: &[String]) -> String {
-        let quic = ccs.iter().any(|c| c.contains("quic:"));
-        let tcp = ccs.iter().any(|c| c.split(',').any(|f| !f.starts_with("quic:")));
+        let transports: Vec<Transport> = match self {
+            WorkloadSpec::Bulk(b) if !b.mix.is_empty() => b.mix.iter().map(|f| f.cc.transport()).collect(),
+            _ => ccs.iter().filter_map(|c| c.parse::<Algorithm>().ok()).map(|a| a.transport()).collect(),
+        };
+        let quic = transports.contains(&Transport::Quic);
+        let tcp = transports.contains(&Transport::Tcp);
         let text = self.describe();
         // How the HTTP workloads travel over TCP, and over QUIC instead.
         let over = match self {
@@ -166,7 +182,7 @@ impl WorkloadSpec {
                 };
                 let flows = if !w.mix.is_empty() {
                     let stagger = w.mix.get(1).map(|f| f.start_s).unwrap_or(0.0);
-                    let names: Vec<&str> = w.mix.iter().map(|f| f.cc.as_str()).collect();
+                    let names: Vec<String> = w.mix.iter().map(|f| f.cc.to_string()).collect();
                     format!("{} flows sharing the bottleneck ({}), each starting {stagger} s after the previous", w.mix.len(), names.join(", "))
                 } else if w.flows == 1 {
                     "1 flow".to_string()
