@@ -82,6 +82,24 @@ pub struct BrowserResult {
     pub browser: BrowserTiming,
 }
 
+impl crate::Spec for BrowserSpec {
+    fn data_direction(&self) -> crate::Direction {
+        crate::Direction::Download
+    }
+    fn timeout_s(&self) -> f64 {
+        self.timeout_s
+    }
+    fn sample_interval_us(&self) -> u64 {
+        self.sample_interval_us
+    }
+    fn metric(&self) -> &'static str {
+        crate::page::PAGE_METRIC
+    }
+    fn set_algorithm(&mut self, cc: &crate::Algorithm) {
+        self.cc = cc.clone();
+    }
+}
+
 impl Workload for BrowserSpec {
     type Result = BrowserResult;
 

@@ -145,6 +145,26 @@ struct Flow {
     cc_read_back: String,
 }
 
+impl crate::Spec for BulkSpec {
+    fn data_direction(&self) -> Direction {
+        self.direction
+    }
+    fn timeout_s(&self) -> f64 {
+        self.timeout_s
+    }
+    fn sample_interval_us(&self) -> u64 {
+        self.sample_interval_us
+    }
+    fn metric(&self) -> &'static str {
+        "goodput"
+    }
+    fn set_algorithm(&mut self, cc: &crate::Algorithm) {
+        if self.mix.is_empty() {
+            self.cc = cc.clone();
+        }
+    }
+}
+
 impl Workload for BulkSpec {
     type Result = BulkResult;
 

@@ -81,6 +81,22 @@ pub trait Workload {
     fn run(&self, ctx: &RunContext<'_>) -> Result<Self::Result, WorkloadError>;
 }
 
+/// What a workload's spec says about itself, for the harness that runs it: defined with the
+/// workload, so the harness asks through this trait instead of matching on every workload
+/// (issue 20 §1).
+pub trait Spec {
+    /// Which way the bulk of the data flows (whose direction's queue and drops matter).
+    fn data_direction(&self) -> Direction;
+    /// How long a run may take before it is given up and marked unfinished.
+    fn timeout_s(&self) -> f64;
+    /// How often the sending sockets' `TCP_INFO` (or QUIC state) is sampled.
+    fn sample_interval_us(&self) -> u64;
+    /// The noun the verdict compares (higher is better).
+    fn metric(&self) -> &'static str;
+    /// Runs `cc` on its sending sockets (a mix of algorithms keeps its own).
+    fn set_algorithm(&mut self, cc: &Algorithm);
+}
+
 /// Where and how a workload runs.
 #[derive(Clone, Copy)]
 pub struct RunContext<'a> {

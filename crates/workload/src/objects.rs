@@ -315,6 +315,27 @@ struct Ctx<'a> {
     hook: &'a dyn MeasureHook,
 }
 
+impl crate::Spec for ObjectsSpec {
+    fn data_direction(&self) -> crate::Direction {
+        match self.method {
+            ObjectMethod::Put => crate::Direction::Upload,
+            ObjectMethod::Get => crate::Direction::Download,
+        }
+    }
+    fn timeout_s(&self) -> f64 {
+        self.timeout_s
+    }
+    fn sample_interval_us(&self) -> u64 {
+        self.sample_interval_us
+    }
+    fn metric(&self) -> &'static str {
+        "content throughput"
+    }
+    fn set_algorithm(&mut self, cc: &crate::Algorithm) {
+        self.cc = cc.clone();
+    }
+}
+
 impl Workload for ObjectsSpec {
     type Result = ObjectsResult;
 

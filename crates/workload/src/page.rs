@@ -382,6 +382,27 @@ impl Ctx<'_> {
     }
 }
 
+/// The page's load speed, as 1 / load time, is what the verdict compares.
+pub(crate) const PAGE_METRIC: &str = "page-load speed (1 / load time)";
+
+impl crate::Spec for PageSpec {
+    fn data_direction(&self) -> crate::Direction {
+        crate::Direction::Download
+    }
+    fn timeout_s(&self) -> f64 {
+        self.timeout_s
+    }
+    fn sample_interval_us(&self) -> u64 {
+        self.sample_interval_us
+    }
+    fn metric(&self) -> &'static str {
+        PAGE_METRIC
+    }
+    fn set_algorithm(&mut self, cc: &crate::Algorithm) {
+        self.cc = cc.clone();
+    }
+}
+
 impl Workload for PageSpec {
     type Result = PageResult;
 

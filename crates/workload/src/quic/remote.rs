@@ -292,7 +292,7 @@ impl QuicFarClient {
             .iter()
             .enumerate()
             .map(|(g, c)| {
-                let far_rb = far_read_backs.get(g).cloned().unwrap_or_else(|| "quic:unknown".into());
+                let far_rb = far_read_backs.get(g).cloned().unwrap_or_else(|| super::quic_name("unknown"));
                 let read_back = if sends_here {
                     ReadBack { sender: c.read_back.clone(), receiver: far_rb }
                 } else {
