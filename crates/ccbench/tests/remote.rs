@@ -232,6 +232,38 @@ fn an_algorithm_the_server_lacks_is_refused_before_anything_runs() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Issue 20 §2: transport-qualified kernel names (`tcp:cubic`) run over `--remote` both ways,
+/// as a new user would write them. An upload once handed `tcp:cubic` to the client's kernel;
+/// a download was refused by serve, which checked it against its kernel's plain names.
+#[test]
+fn transport_qualified_kernel_names_run_over_remote_both_ways() {
+    let _g = lock();
+    if !have_root() {
+        return;
+    }
+    let dir = tempdir("tcpnames");
+    let secret = secret_file(&dir, "secret");
+    let d = dir.display();
+    let client = format!(
+        "$R --cc tcp:cubic,tcp:reno --direction upload --duration 1s --runs 4 --out {d}/up && $R --cc tcp:cubic,tcp:reno --direction download --duration 1s --runs 4 --out {d}/down"
+    );
+    let o = exec_remote(&["--rate", "50mbit", "--rtt", "2ms"], &secret, "", &secret, &client);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for way in ["up", "down"] {
+        let v = result(&dir.join(way));
+        let runs = v["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 8, "{way}");
+        for r in runs {
+            assert_eq!(r["status"], "complete", "{way}: {r}");
+            // Named as written, and read back from the sending socket written the same way.
+            let cc = r["cc"].as_str().unwrap();
+            assert!(cc == "tcp:cubic" || cc == "tcp:reno", "{way}: {cc}");
+            assert_eq!(r["workload"]["flows"][0]["cc_read_back"], cc, "{way}: {r}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn one_line_exit_2(o: &Output, needle: &str) {
     one_line(o, 2, needle)
 }
