@@ -87,7 +87,7 @@ fn a_quic_file_upload_mix_arrives_whole_on_separate_connections() {
     }
     let _g = lock();
     let mix = vec![MixFlow { cc: "quic:bbr3".parse().unwrap(), start_s: 0.0 }, MixFlow { cc: "quic:newreno".parse().unwrap(), start_s: 0.0 }];
-    let spec = BulkSpec { mix, ..spec(Direction::Upload, Amount::Bytes(2_000_000), "", 2) };
+    let spec = BulkSpec { mix, cc: Default::default(), ..spec(Direction::Upload, Amount::Bytes(2_000_000), "quic:bbr3", 2) };
     let (r, _) = run(&spec);
     for (f, cc) in r.flows.iter().zip(["quic:bbr3", "quic:newreno"]) {
         assert_eq!(f.error, None, "flow {}", f.id);
