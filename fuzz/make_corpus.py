@@ -4,8 +4,9 @@
 Each file: one configuration byte (bit 0 offload, 1 rate limit, 2 small buffer, 3 AQM,
 4 jumbo MTU, 5 batching, 6-7 delay, and with bit 3 the AQM: 0 or 3 CoDel, 1 FQ-CoDel, 2 PIE), then records [len_lo, len_hi, dt_ms] + bytes, as
 crates/emu/src/fuzzing.rs reads them. The packets are laid out as the kernel hands them to
-a TUN device with IFF_VNET_HDR: TSO superframes (GSO_TCPV4, with and without ECN), plain
-TCP with timestamps, UDP, ICMP echo, IPv6, and truncated variants of each.
+a TUN device with IFF_VNET_HDR: TSO superframes (GSO_TCPV4, with and without ECN), UDP GSO
+batches (GSO_UDP_L4), plain TCP with timestamps, UDP, ICMP echo, IPv6, and truncated variants
+of each.
 """
 import os, struct
 
@@ -33,8 +34,8 @@ def tcp(payload, seq=1000, flags=0x10, doff=8):
     return h + payload
 
 
-def vnet(gso_type=0, gso_size=0, hdr_len=0, flags=0):
-    return struct.pack("<BBHHHH", flags, gso_type, hdr_len, gso_size, 20 if flags else 0, 16 if flags else 0)
+def vnet(gso_type=0, gso_size=0, hdr_len=0, flags=0, csum_offset=16):
+    return struct.pack("<BBHHHH", flags, gso_type, hdr_len, gso_size, 20 if flags else 0, csum_offset if flags else 0)
 
 
 def record(pkt, dt=0):
@@ -72,3 +73,12 @@ write("codel_overload", 0x0F, [(ipv4(17, udp), 0)] * 40)
 udp_b = struct.pack("!HHHH", 5002, 5001, 8 + 512, 0) + bytes(512)
 write("fq_codel_two_flows_overload", 0x4E, [(ipv4(17, udp if i % 3 else udp_b), 0) for i in range(40)])
 write("pie_overload", 0x8E, [(ipv4(17, udp), 0)] * 60)
+quic = bytes((i * 13 + 5) & 0xFF for i in range(1452 * 3 + 300))
+uso = ipv4(17, struct.pack("!HHHH", 4433, 40000, 8 + len(quic), 0) + quic)
+write("udp_gso_batch", 0x01, [(vnet(5, 1452, 28, 1, 6) + uso, 0)])
+write("udp_gso_batches_rate_limited", 0x03, [(vnet(5, 1452, 28, 1, 6) + uso, 1) for _ in range(4)])
+write("udp_gso_truncated", 0x01, [(vnet(5, 1452, 28, 1, 6) + uso[:25], 0), (vnet(5, 1452, 28, 1, 6) + uso[:40], 0)])
+write("udp_gso_zero_size", 0x01, [(vnet(5, 0, 28, 1, 6) + uso, 0)])
+write("udp_gso_too_many_segments", 0x01, [(vnet(5, 1, 28, 1, 6) + uso, 0)])
+dgrams = [vnet(0, 0, 0, 1, 6) + ipv4(17, struct.pack("!HHHH", 4433, 40000, 8 + 1452, 0) + quic[i * 1452 : (i + 1) * 1452]) for i in range(3)]
+write("udp_datagrams_coalesce", 0x01, [(d, 0) for d in dgrams])

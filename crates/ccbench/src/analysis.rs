@@ -18,7 +18,7 @@ pub fn analyse(ccs: &[String], records: &[RunRecord], criteria: Criteria) -> (Ve
     let summary: Vec<CcSummary> = ccs
         .iter()
         .map(|cc| {
-            let mut s = CcSummary::of(cc, &completed_metrics(records, cc));
+            let mut s = cc_summary(cc, &completed_metrics(records, cc));
             s.runs_without_score = completed(records, cc).filter(|r| usable_score(r).is_none()).map(|r| r.index + 1).collect();
             s
         })
@@ -68,19 +68,26 @@ struct PathSpan<'a> {
 /// Seconds after the last flow joins that are left out of the per-second fairness figures.
 const CONVERGENCE_S: f64 = 2.0;
 
+/// The Jain index a second must reach for the flows to count as converged (`convergence_s`).
+pub const CONVERGED_JAIN: f64 = 0.9;
+
+/// What [`sharing`] finds: per-algorithm shares, Jain's index over the shared window, Jain's
+/// index per second after convergence, and when the flows first converged.
+type Sharing = (Vec<CcShare>, Option<f64>, Vec<f64>, Option<f64>);
+
 /// How flows shared the bottleneck: per-algorithm shares and Jain's index over the window in
 /// which every flow was active, and Jain's index per second after convergence.
 /// `received_at(instants)` gives, per flow id, the bytes received by each instant (ascending):
 /// [`crate::series::received_at`] over the run's goodput file.
-fn sharing(bulk: &BulkResult, received_at: impl FnOnce(&[u64]) -> Option<Vec<Vec<u64>>>) -> (Vec<CcShare>, Option<f64>, Vec<f64>) {
+fn sharing(bulk: &BulkResult, received_at: impl FnOnce(&[u64]) -> Option<Vec<Vec<u64>>>) -> Sharing {
     if bulk.flows.len() < 2 {
-        return (Vec::new(), None, Vec::new());
+        return (Vec::new(), None, Vec::new(), None);
     }
     let last_start = bulk.flows.iter().map(|f| f.start_s).fold(0.0, f64::max);
     let from = bulk.start_us + (last_start * 1e6) as u64;
     let to = bulk.start_us + (bulk.elapsed_s * 1e6) as u64;
     if to <= from {
-        return (Vec::new(), None, Vec::new());
+        return (Vec::new(), None, Vec::new(), None);
     }
     let mut seconds = Vec::new();
     let mut t = from + (CONVERGENCE_S * 1e6) as u64;
@@ -88,10 +95,18 @@ fn sharing(bulk: &BulkResult, received_at: impl FnOnce(&[u64]) -> Option<Vec<Vec
         seconds.push(t);
         t += 1_000_000;
     }
-    let mut instants: Vec<u64> = [from, to].into_iter().chain(seconds.iter().copied()).chain(seconds.iter().map(|t| t + 1_000_000)).collect();
+    // Every whole second from the last join, for the first fair one.
+    let all_seconds: Vec<u64> = (0..).map(|i| from + i * 1_000_000).take_while(|t| t + 1_000_000 <= to).collect();
+    let mut instants: Vec<u64> = [from, to]
+        .into_iter()
+        .chain(seconds.iter().copied())
+        .chain(seconds.iter().map(|t| t + 1_000_000))
+        .chain(all_seconds.iter().copied())
+        .chain(all_seconds.iter().map(|t| t + 1_000_000))
+        .collect();
     instants.sort_unstable();
     instants.dedup();
-    let Some(received) = received_at(&instants) else { return (Vec::new(), None, Vec::new()) };
+    let Some(received) = received_at(&instants) else { return (Vec::new(), None, Vec::new(), None) };
     let by = |flow: u32, t: u64| -> u64 {
         let i = instants.binary_search(&t).expect("asked for this instant");
         received.get(flow as usize).map_or(0, |r| r[i])
@@ -119,131 +134,136 @@ fn sharing(bulk: &BulkResult, received_at: impl FnOnce(&[u64]) -> Option<Vec<Vec
             ccbench_stats::jain_fairness(&second)
         })
         .collect();
-    (shares, ccbench_stats::jain_fairness(&rates), per_second)
+    let jain_of = |t: u64| {
+        let second: Vec<f64> = bulk.flows.iter().map(|f| by(f.id, t + 1_000_000).saturating_sub(by(f.id, t)) as f64).collect();
+        ccbench_stats::jain_fairness(&second)
+    };
+    let converged = all_seconds.iter().find(|&&t| jain_of(t).is_some_and(|j| j >= CONVERGED_JAIN)).map(|&t| (t - from) as f64 / 1e6);
+    (shares, ccbench_stats::jain_fairness(&rates), per_second, converged)
 }
 
-impl RunMetrics {
-    /// `series`: what the run's time series left in memory (exact RTT counts) and on disk
-    /// (the goodput file, read once more for the sharing figures).
-    pub fn derive(result: &WorkloadResult, path: Option<&PathReport>, series: &SeriesSummary, direction: Direction, timeout_s: f64) -> Self {
-        // A real path (`--remote`) has no emulator to see its queue and drops: those are absent.
-        let data_dir = path.map(|path| match direction {
-            Direction::Download => &path.down,
-            Direction::Upload => &path.up,
-        });
-        let q = |p: f64| series.rtt_us.quantile(p, 1000.0);
-        let (retrans, segs) =
-            result.final_infos().iter().fold((0u64, 0u64), |(r, s), ti| (r + u64::from(ti.total_retrans), s + u64::from(ti.segs_out.unwrap_or(0))));
-        // QUIC resends the data of each packet declared lost: its lost packets are its retransmissions.
-        let (retrans, segs) = result.final_quic().iter().fold((retrans, segs), |(r, s), q| (r + q.packets_lost, s + q.packets_sent));
-        let (shares, jain_index, jain_per_second) = match result {
-            WorkloadResult::Bulk(b) => sharing(b, |instants| {
-                let flows = b.flows.iter().map(|f| f.id as usize + 1).max().unwrap_or(0);
-                series.goodput_path.as_deref().and_then(|p| crate::series::received_at(p, flows, instants).ok())
-            }),
-            _ => (Vec::new(), None, Vec::new()),
-        };
-        let (goodput_bps, completion_time_s, all_completed, latency_p50_s, latency_p99_s, html_ttfb_s) = match result {
-            WorkloadResult::Bulk(bulk) => {
-                let done = bulk.flows.iter().map(|f| f.completion_time_s.map(|c| c + f.start_s)).try_fold(0.0f64, |acc, t| t.map(|t| acc.max(t)));
-                (bulk.goodput_bps, done.filter(|_| !bulk.flows.is_empty()), bulk.flows.iter().all(|f| f.completed), None, None, None)
-            }
-            WorkloadResult::Objects(o) => (
-                o.content_throughput_bps,
-                Some(o.wall_time_s),
-                o.requests_completed == o.requests_requested && o.errors == 0,
-                o.latency_p50_s,
-                o.latency_p99_s,
-                None,
-            ),
-            WorkloadResult::Page(p) | WorkloadResult::Browser(ccbench_workload::BrowserResult { page: p, .. }) => {
-                (p.page_goodput_bps, p.page_load_s, p.page_load_s.is_some() && p.errors == 0, None, None, p.html_ttfb_s)
-            }
-        };
-        let (score, unfinished) = result.score(timeout_s);
-        // Every path figure over one span: the emulator's window, which the workload opened and
-        // closed at the instants its own goodput is measured over. Without one (a run cut
-        // short before its span began), the path's whole life, for every figure alike.
-        let span = data_dir.map(|data_dir| match &data_dir.window {
-            Some(w) => PathSpan {
-                drops_loss: w.stats.drops_loss,
-                drops_buffer: w.stats.drops_buffer,
-                queue_delay: &w.queue_delay,
-                lateness: &w.lateness,
-                utilization: w.utilization,
-                entry: &w.stats.entry,
-                whole_life: false,
-            },
-            None => PathSpan {
-                drops_loss: data_dir.stats.drops_loss,
-                drops_buffer: data_dir.stats.drops_buffer,
-                queue_delay: &data_dir.queue_delay,
-                lateness: &data_dir.lateness,
-                utilization: data_dir.utilization,
-                entry: &data_dir.stats.entry,
-                whole_life: true,
-            },
-        });
-        RunMetrics {
-            score: Some(score),
-            unfinished,
-            goodput_bps,
-            completion_time_s,
-            latency_p50_s,
-            latency_p99_s,
-            html_ttfb_s,
-            all_completed,
-            sender_rtt_p50_ms: q(0.5),
-            sender_rtt_p95_ms: q(0.95),
-            retrans_rate: if segs > 0 { retrans as f64 / segs as f64 } else { 0.0 },
-            retrans_segments: retrans,
-            drops_loss: span.as_ref().map(|s| s.drops_loss),
-            drops_buffer: span.as_ref().map(|s| s.drops_buffer),
-            queue_delay_p50_ms: span.as_ref().map(|s| s.queue_delay.p50_us / 1000.0),
-            queue_delay_p95_ms: span.as_ref().map(|s| s.queue_delay.p95_us / 1000.0),
-            utilization: span.as_ref().map(|s| s.utilization),
-            emulator_lateness_p99_us: span.as_ref().map(|s| s.lateness.p99_us),
-            entry: crate::results::EntryFigures::of(span.as_ref().map(|s| s.entry)),
-            path_figures_over_whole_life: span.as_ref().is_some_and(|s| s.whole_life),
-            shares,
-            jain_index,
-            jain_per_second,
+/// A run's metrics (result.json's `metrics`) from its workload's result and the path's report.
+/// `series`: what the run's time series left in memory (exact RTT counts) and on disk
+/// (the goodput file, read once more for the sharing figures).
+pub fn run_metrics(result: &WorkloadResult, path: Option<&PathReport>, series: &SeriesSummary, direction: Direction, timeout_s: f64) -> RunMetrics {
+    // A real path (`--remote`) has no emulator to see its queue and drops: those are absent.
+    let data_dir = path.map(|path| match direction {
+        Direction::Download => &path.down,
+        Direction::Upload => &path.up,
+    });
+    let q = |p: f64| series.rtt_us.quantile(p, 1000.0);
+    let (retrans, segs) =
+        result.final_infos().iter().fold((0u64, 0u64), |(r, s), ti| (r + u64::from(ti.total_retrans), s + u64::from(ti.segs_out.unwrap_or(0))));
+    // QUIC resends the data of each packet declared lost: its lost packets are its retransmissions.
+    let (retrans, segs) = result.final_quic().iter().fold((retrans, segs), |(r, s), q| (r + q.packets_lost, s + q.packets_sent));
+    let (shares, jain_index, jain_per_second, convergence_s) = match result {
+        WorkloadResult::Bulk(b) => sharing(b, |instants| {
+            let flows = b.flows.iter().map(|f| f.id as usize + 1).max().unwrap_or(0);
+            series.goodput_path.as_deref().and_then(|p| crate::series::received_at(p, flows, instants).ok())
+        }),
+        _ => (Vec::new(), None, Vec::new(), None),
+    };
+    let (goodput_bps, completion_time_s, all_completed, latency_p50_s, latency_p99_s, html_ttfb_s) = match result {
+        WorkloadResult::Bulk(bulk) => {
+            let done = bulk.flows.iter().map(|f| f.completion_time_s.map(|c| c + f.start_s)).try_fold(0.0f64, |acc, t| t.map(|t| acc.max(t)));
+            (bulk.goodput_bps, done.filter(|_| !bulk.flows.is_empty()), bulk.flows.iter().all(|f| f.completed), None, None, None)
         }
+        WorkloadResult::Objects(o) => (
+            o.content_throughput_bps,
+            Some(o.wall_time_s),
+            o.requests_completed == o.requests_requested && o.errors == 0,
+            o.latency_p50_s,
+            o.latency_p99_s,
+            None,
+        ),
+        WorkloadResult::Page(p) | WorkloadResult::Browser(ccbench_workload::BrowserResult { page: p, .. }) => {
+            (p.page_goodput_bps, p.page_load_s, p.page_load_s.is_some() && p.errors == 0, None, None, p.html_ttfb_s)
+        }
+    };
+    let (score, unfinished) = result.score(timeout_s);
+    // Every path figure over one span: the emulator's window, which the workload opened and
+    // closed at the instants its own goodput is measured over. Without one (a run cut
+    // short before its span began), the path's whole life, for every figure alike.
+    let span = data_dir.map(|data_dir| match &data_dir.window {
+        Some(w) => PathSpan {
+            drops_loss: w.stats.drops_loss,
+            drops_buffer: w.stats.drops_buffer,
+            queue_delay: &w.queue_delay,
+            lateness: &w.lateness,
+            utilization: w.utilization,
+            entry: &w.stats.entry,
+            whole_life: false,
+        },
+        None => PathSpan {
+            drops_loss: data_dir.stats.drops_loss,
+            drops_buffer: data_dir.stats.drops_buffer,
+            queue_delay: &data_dir.queue_delay,
+            lateness: &data_dir.lateness,
+            utilization: data_dir.utilization,
+            entry: &data_dir.stats.entry,
+            whole_life: true,
+        },
+    });
+    RunMetrics {
+        score: Some(score),
+        unfinished,
+        goodput_bps,
+        completion_time_s,
+        latency_p50_s,
+        latency_p99_s,
+        html_ttfb_s,
+        all_completed,
+        sender_rtt_p50_ms: q(0.5),
+        sender_rtt_p95_ms: q(0.95),
+        retrans_rate: if segs > 0 { retrans as f64 / segs as f64 } else { 0.0 },
+        retrans_segments: retrans,
+        drops_loss: span.as_ref().map(|s| s.drops_loss),
+        drops_buffer: span.as_ref().map(|s| s.drops_buffer),
+        queue_delay_p50_ms: span.as_ref().map(|s| s.queue_delay.p50_us / 1000.0),
+        queue_delay_p95_ms: span.as_ref().map(|s| s.queue_delay.p95_us / 1000.0),
+        utilization: span.as_ref().map(|s| s.utilization),
+        emulator_lateness_p99_us: span.as_ref().map(|s| s.lateness.p99_us),
+        entry: crate::results::EntryFigures::of(span.as_ref().map(|s| s.entry)),
+        path_figures_over_whole_life: span.as_ref().is_some_and(|s| s.whole_life),
+        shares,
+        jain_index,
+        jain_per_second,
+        convergence_s,
+        lock_on_bw_bps: series.lock_on_bps.map(|b| b as f64),
     }
 }
 
-impl CcSummary {
-    pub fn of(cc: &str, runs: &[&RunMetrics]) -> Self {
-        let s = |f: &dyn Fn(&RunMetrics) -> Option<f64>| -> Option<Summary> {
-            let xs: Vec<f64> = runs.iter().filter_map(|m| f(m)).collect();
-            Summary::of(&xs)
-        };
-        CcSummary {
-            cc: cc.to_string(),
-            runs: runs.len(),
-            unfinished: runs.iter().filter(|m| m.unfinished).count(),
-            score: s(&|m| m.score),
-            goodput_bps: s(&|m| Some(m.goodput_bps)),
-            latency_p99_s: s(&|m| m.latency_p99_s),
-            html_ttfb_s: s(&|m| m.html_ttfb_s),
-            completion_time_s: s(&|m| m.completion_time_s),
-            completion_time_median_s: censored_median(runs.iter().map(|m| {
-                if m.unfinished {
-                    m.completion_time_s.or(Some(f64::INFINITY))
-                } else {
-                    m.completion_time_s
-                }
-            })),
-            sender_rtt_p50_ms: s(&|m| m.sender_rtt_p50_ms),
-            sender_rtt_p95_ms: s(&|m| m.sender_rtt_p95_ms),
-            retrans_rate: s(&|m| Some(m.retrans_rate)),
-            drops_loss: s(&|m| m.drops_loss.map(|d| d as f64)),
-            drops_buffer: s(&|m| m.drops_buffer.map(|d| d as f64)),
-            queue_delay_p95_ms: s(&|m| m.queue_delay_p95_ms),
-            jain_index: s(&|m| m.jain_index),
-            shares: share_summaries(runs),
-            runs_without_score: Vec::new(),
-        }
+/// One algorithm's summary over its completed runs' metrics.
+pub fn cc_summary(cc: &str, runs: &[&RunMetrics]) -> CcSummary {
+    let s = |f: &dyn Fn(&RunMetrics) -> Option<f64>| -> Option<Summary> {
+        let xs: Vec<f64> = runs.iter().filter_map(|m| f(m)).collect();
+        Summary::of(&xs)
+    };
+    CcSummary {
+        cc: cc.to_string(),
+        runs: runs.len(),
+        unfinished: runs.iter().filter(|m| m.unfinished).count(),
+        score: s(&|m| m.score),
+        goodput_bps: s(&|m| Some(m.goodput_bps)),
+        latency_p99_s: s(&|m| m.latency_p99_s),
+        html_ttfb_s: s(&|m| m.html_ttfb_s),
+        completion_time_s: s(&|m| m.completion_time_s),
+        completion_time_median_s: censored_median(runs.iter().map(|m| {
+            if m.unfinished {
+                m.completion_time_s.or(Some(f64::INFINITY))
+            } else {
+                m.completion_time_s
+            }
+        })),
+        sender_rtt_p50_ms: s(&|m| m.sender_rtt_p50_ms),
+        sender_rtt_p95_ms: s(&|m| m.sender_rtt_p95_ms),
+        retrans_rate: s(&|m| Some(m.retrans_rate)),
+        drops_loss: s(&|m| m.drops_loss.map(|d| d as f64)),
+        drops_buffer: s(&|m| m.drops_buffer.map(|d| d as f64)),
+        queue_delay_p95_ms: s(&|m| m.queue_delay_p95_ms),
+        jain_index: s(&|m| m.jain_index),
+        shares: share_summaries(runs),
+        runs_without_score: Vec::new(),
     }
 }
 
@@ -314,12 +334,21 @@ mod tests {
     /// with goodput points every 100 ms for 10 s written to a real goodput file, as a run
     /// writes them; then the sharing figures computed from that file.
     fn sharing_of(flows: &[(&str, f64, f64)]) -> (Vec<CcShare>, Option<f64>, Vec<f64>) {
-        let dir = std::env::temp_dir().join(format!("ccbench-sharing-{}-{}", std::process::id(), flows.len()));
+        let (shares, jain, per_second, _) = sharing_by(flows, |id, t| ((t - flows[id].1).max(0.0) * flows[id].2) as u64);
+        (shares, jain, per_second)
+    }
+
+    /// As [`sharing_of`], with each flow's bytes received by `t` seconds given by `bytes(flow, t)`.
+    fn sharing_by(flows: &[(&str, f64, f64)], bytes: impl Fn(usize, f64) -> u64) -> Sharing {
+        // One directory per call: tests run in parallel.
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("ccbench-sharing-{}-{call}", std::process::id()));
         let series = crate::series::RunSeries::create(&dir, "s").unwrap();
         for i in 0..=100u64 {
             let t = i as f64 * 0.1;
-            for (id, &(_, start_s, rate)) in flows.iter().enumerate() {
-                series.received(id as u32, &GoodputPoint { t_us: i * 100_000, bytes: ((t - start_s).max(0.0) * rate) as u64 });
+            for id in 0..flows.len() {
+                series.received(id as u32, &GoodputPoint { t_us: i * 100_000, bytes: bytes(id, t) });
             }
         }
         let (_, summary, error) = series.finish();
@@ -364,6 +393,19 @@ mod tests {
         assert_eq!(censored_median([Some(1.0), Some(2.0), Some(inf), Some(inf)].into_iter()), None);
         assert_eq!(censored_median([Some(1.0), Some(2.0), Some(3.0)].into_iter()), Some(2.0));
         assert_eq!(censored_median([None, None].into_iter()), None);
+    }
+
+    /// A flow that takes a tenth of the other's rate for 3 s and then as much: the first whole
+    /// second at Jain ≥ 0.9 starts 3 s after the last join; flows that never share fairly have none.
+    #[test]
+    fn convergence_is_the_first_fair_second() {
+        let (_, _, _, converged) = sharing_by(&[("bbr", 0.0, 1e6), ("cubic", 0.0, 1.0)], |id, t| match id {
+            0 => (t * 1e6) as u64,
+            _ => (t.min(3.0) * 1e5 + (t - 3.0).max(0.0) * 1e6) as u64,
+        });
+        assert_eq!(converged, Some(3.0));
+        let (_, _, _, never) = sharing_by(&[("bbr", 0.0, 1e6), ("cubic", 0.0, 2.0)], |id, t| (t * if id == 0 { 1e6 } else { 1e5 }) as u64);
+        assert_eq!(never, None);
     }
 
     #[test]

@@ -105,7 +105,7 @@ pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
     if !(1_000_000_000..=600_000_000_000).contains(&ns) {
         return Err(UsageError::new("--duration", &args.duration, "a duration between 1s and 10min").into());
     }
-    let available = crate::run::usable_algorithms();
+    let available = crate::host::usable_algorithms();
     // One kernel algorithm by its kernel name: the ceiling is the kernel's.
     let cc = match args.cc.parse::<Algorithm>() {
         Ok(cc) if available.contains(&args.cc) => cc,
@@ -221,7 +221,7 @@ fn process_cpu_s() -> Option<f64> {
 /// at unlimited rate and at 1 Gbit/s 10 ms, with this process's CPU per Gbit/s of goodput.
 pub fn run_transports(args: &crate::cli::BenchTransportsArgs) -> anyhow::Result<i32> {
     let ccs: crate::values::CcList = args.cc.parse().map_err(|e: crate::values::Expected| UsageError::new("--cc", &args.cc, e.0))?;
-    let available = crate::run::usable_algorithms();
+    let available = crate::host::usable_algorithms();
     for cc in ccs.names() {
         crate::spec::check_available("--cc", cc, &available)?;
     }
@@ -285,8 +285,16 @@ fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) ->
         }
     };
     let dir = DirectionConfig { rate, delay_ns: time::Duration::from_nanos(cell.rtt_ns / 2), loss: LossModel::None, buffer, ..Default::default() };
-    let spec =
-        PathSpec { down: dir.clone(), up: dir, mtu, seed: 1, sample_interval_us: 10_000, offload: cell.offload, batch_us: ccbench_emu::DEFAULT_BATCH_US };
+    let spec = PathSpec {
+        down: dir.clone(),
+        up: dir,
+        mtu,
+        seed: 1,
+        sample_interval_us: 10_000,
+        offload: cell.offload,
+        batch_us: ccbench_emu::DEFAULT_BATCH_US,
+        access: Vec::new(),
+    };
     let epoch = Instant::now();
     let path = EmulatedPath::start(&spec, epoch)?;
     let hook = ccbench::workloads::WindowHook(path.window());
@@ -298,7 +306,7 @@ fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) ->
     let bulk = bulk?;
     let d = &report.down;
     // Buffer drops within the measured window, as `run` counts them.
-    let window_drops = ccbench::results::RunMetrics::derive(
+    let window_drops = ccbench::analysis::run_metrics(
         &ccbench::workloads::WorkloadResult::Bulk(bulk.clone()),
         Some(&report),
         &Default::default(),

@@ -6,14 +6,15 @@
 //! ([`crate::path::build`], [`crate::spec::resolve`]).
 
 use clap::parser::ValueSource;
-use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use clap_complete::Shell;
 use serde::Deserialize;
 use std::path::PathBuf;
 
 use crate::values::{
-    AqmSpec, AtChange, BufferSpec, CcList, Concurrency, Delay, DirectionArg, EmulatorBatch, Expected, FlowsSpec, Http, JitterSpec, ListenAddr, LossSpec,
-    MaxClients, MaxConnections, MaxDuration, MaxRuns, MaxTestsPerMinute, Method, MinEffect, Mtu, Page, PolicerSpec, QuicReceiverCc, Rate, RemoteAddr, Requests,
-    Rtt, RunDuration, RunsSpec, SampleInterval, Size, Stagger, Timeout, TraceFile, WorkloadKind,
+    AqmSpec, AtChange, BufferSpec, CcList, Concurrency, Delay, DirectionArg, EmulatorBatch, ExpectArg, Expected, FlowsSpec, Http, IdleTimeout, JitterSpec,
+    ListenAddr, LossSpec, MaxClients, MaxConnections, MaxDuration, MaxRuns, MaxTestsPerMinute, Method, MinEffect, Mtu, Page, PolicerSpec, QuicReceiverCc, Rate,
+    RemoteAddr, Requests, Rtt, RunDuration, RunsSpec, SampleInterval, Shard, Size, Stagger, Timeout, TraceFile, WorkloadKind,
 };
 use ccbench::error::UsageError;
 
@@ -37,26 +38,26 @@ pub enum Command {
     Run(RunArgs),
     /// Run a grid of experiments, the product of a spec's axes; resumable, and any number of tasks
     /// on any number of machines share its work queue.
-    Sweep(crate::sweep::SweepArgs),
+    Sweep(SweepArgs),
     /// Where a sweep stands: cells done, running, failed and missing (exit 0 when complete).
-    Status(crate::sweep::StatusArgs),
+    Status(StatusArgs),
     /// Put a sweep's finished cells together into one result set (again: replaces the earlier).
-    Merge(crate::sweep::MergeArgs),
+    Merge(MergeArgs),
     /// Run any command in the client namespace behind an emulated path (like Mahimahi's shells).
     Exec(ExecArgs),
     /// Be the far end of a real path for `ccbench run --remote` on another host.
     Serve(ServeArgs),
     /// Measure a path (base RTT, RTT under load, loss and rate per direction) and write it as a
     /// path file of path flags, for `ccbench run --path FILE`: the path's local twin.
-    Probe(crate::probe_cmd::ProbeArgs),
+    Probe(ProbeArgs),
     /// Compare saved results (result.json files) with the same verdicts as run: a kernel
     /// upgrade, a real path against its twin, before and after tuning.
-    Compare(crate::compare_cmd::CompareArgs),
+    Compare(CompareArgs),
     /// Show what this host can do: root, TUN, namespaces, algorithms, qdiscs.
     Doctor,
     /// Show, apply (--apply) or revert (--revert) this host's default congestion control and,
     /// where it matters and the kernel has it, the fq qdisc. A dry run unless --apply.
-    Tune(crate::tune::TuneArgs),
+    Tune(TuneArgs),
     /// Measure ccbench itself on this machine.
     #[command(subcommand)]
     Bench(BenchWhat),
@@ -66,9 +67,9 @@ pub enum Command {
     #[command(subcommand)]
     Trace(TraceKind),
     /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell).
-    Completions(crate::cli_docs::CompletionsArgs),
+    Completions(CompletionsArgs),
     /// Print the man page, ccbench(1), as roff; --dir DIR writes one page per subcommand instead.
-    Man(crate::cli_docs::ManArgs),
+    Man(ManArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -363,7 +364,8 @@ layer! {
         #[arg(long, allow_hyphen_values = true, default_value = "600s")]
         pub timeout: Option<Timeout>,
         /// Parallel TCP connections per run (each running the compared algorithm), or a mix of
-        /// algorithms sharing the bottleneck in every run, e.g. bbr:2,cubic:2.
+        /// algorithms sharing the bottleneck in every run, e.g. bbr:2,cubic:2; a group may have an
+        /// access RTT of its own behind the bottleneck, added to --rtt: bbr:1@10ms,cubic:1@60ms.
         #[arg(long, allow_hyphen_values = true, default_value = "1")]
         pub flows: Option<FlowsSpec>,
         /// In a mix, each flow starts this long after the previous one (in the order given).
@@ -395,6 +397,13 @@ layer! {
         /// purpose; the result then carries the mismatch warning. Bulk, file and objects.
         #[arg(long, allow_hyphen_values = true, value_name = "ALG")]
         pub quic_receiver_cc: Option<QuicReceiverCc>,
+        /// An expectation judged over the runs, repeatable: '[ALG:]METRIC OP VALUE', e.g.
+        /// 'goodput >= 90%' (of the bottleneck), 'bbr:rtt_p50 <= 125%' (of the base RTT),
+        /// 'retrans <= 2%', 'jain_converged >= 0.9'. Each passes, fails or stays undecided by a
+        /// one-sided CI of its median at the run's α; exit status 1 unless all pass.
+        #[arg(long, allow_hyphen_values = true, value_name = "EXPR")]
+        #[serde(deserialize_with = "crate::values::one_or_many")]
+        pub expect: Vec<ExpectArg>,
     }
 }
 
@@ -417,6 +426,10 @@ pub struct RunArgs {
     /// Also print the full JSON result to standard output.
     #[arg(long)]
     pub json: bool,
+    /// Write the --expect judgements as JUnit XML to FILE: one testcase per expectation ×
+    /// algorithm (per condition with --preset), for a CI system's test report.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
     /// Run over a real path: the far end is the `ccbench serve` at HOST:PORT (bulk and file
     /// workloads), instead of an emulated path. Needs --secret-file.
     #[arg(long, value_name = "HOST:PORT")]
@@ -461,6 +474,10 @@ pub struct ServeArgs {
     /// are held to --max-bytes and --max-duration like a test's.
     #[arg(long, default_value = "1gbit")]
     pub max_probe_rate: Rate,
+    /// How long a connected client may go without starting a test before serve closes its
+    /// session and frees its slot (a `check` does not count).
+    #[arg(long, default_value = "60s")]
+    pub idle_timeout: IdleTimeout,
 }
 
 #[derive(Args, Debug)]
@@ -520,4 +537,166 @@ pub fn usage_error(e: &clap::Error) -> Option<UsageError> {
     let Some(ContextValue::String(value)) = e.get(ContextKind::InvalidValue) else { return None };
     let flag = arg.split_whitespace().next().unwrap_or(arg);
     Some(UsageError::new(flag, value, expected.0.clone()))
+}
+
+// The other subcommands' flags: here, so that the command line is defined in one module that
+// depends on no command (each command module imports its arguments from here).
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell to complete for, e.g. `ccbench completions bash > /etc/bash_completion.d/ccbench`.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// Write ccbench.1 and one page per subcommand (ccbench-run.1, …) into DIR instead of
+    /// printing ccbench.1.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Results to compare: each a result.json or the directory holding it, as PATH or LABEL=PATH
+    /// (the label defaults to the directory's name). Each algorithm of each result is one arm,
+    /// labelled LABEL:ALGORITHM, or just LABEL when every result has one algorithm.
+    #[arg(required = true, value_name = "[LABEL=]PATH")]
+    pub inputs: Vec<String>,
+    /// Compare only this algorithm of each result (e.g. cubic before and after a kernel
+    /// upgrade); the arms are then labelled by their results alone.
+    #[arg(long)]
+    pub cc: Option<String>,
+    /// What the verdict compares: score (the results' own metric: goodput, content throughput
+    /// or page-load speed), goodput, or rtt (each run's median sender RTT, lower is better).
+    #[arg(long, value_enum, default_value = "score")]
+    pub metric: MetricArg,
+    /// Directory for compare.json, runs.csv and report.html (default: ./results/<time>-compare).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Also print compare.json to standard output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum MetricArg {
+    Score,
+    Goodput,
+    Rtt,
+}
+
+#[derive(Args, Debug)]
+pub struct ProbeArgs {
+    /// The far end: HOST:PORT of a `ccbench serve`.
+    pub target: Option<String>,
+    /// The secret shared with that `ccbench serve`.
+    #[arg(long)]
+    pub secret_file: Option<PathBuf>,
+    /// Probe an emulated path built from the path flags instead, the probe's server half in
+    /// the server namespace and its client half in the client's: does probe recover the path?
+    #[arg(long)]
+    pub emulated: bool,
+    /// With --emulated: the path to emulate.
+    #[command(flatten)]
+    pub path: PathOpts,
+    /// With --emulated: seed for the emulator's loss models.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Packets per direction for the loss count: 10 000 measure 1 % loss to ±0.2 points (95 %).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(100..=1_000_000))]
+    pub loss_packets: u32,
+    /// The rate search stops here: a faster path is reported as at least this.
+    #[arg(long, allow_hyphen_values = true, default_value = "1gbit")]
+    pub max_rate: Rate,
+    /// Write the path file here (TOML; fields are path flags).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Also print the full estimate as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct TuneArgs {
+    /// The algorithm to make this host's default for new TCP sockets. [default: bbr]
+    #[arg(long)]
+    pub cc: Option<String>,
+    /// Make the changes: at runtime (/proc/sys) and at boot (/etc/sysctl.d/90-ccbench.conf),
+    /// backing up the previous values first. Without it, tune only prints what it would do.
+    #[arg(long, conflicts_with = "revert")]
+    pub apply: bool,
+    /// Restore the values and the file as they were before the first --apply.
+    #[arg(long, conflicts_with = "cc")]
+    pub revert: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// The sweep's spec: a TOML file with [defaults] (run flags without dashes, as in a preset)
+    /// and [axes] (each key a run flag, each value a list; the grid is their product).
+    pub spec: PathBuf,
+    /// Flags given here go over every cell (an axis's flag cannot be given).
+    #[command(flatten)]
+    pub opts: RunOpts,
+    /// Directory for results (default: ./results/<time>-<spec name>), on a file system every
+    /// task's node mounts. Any number of tasks may run into the same OUT at once: each takes the
+    /// next cell nobody holds. Run again with the same OUT to resume: finished cells are skipped.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Cells run at once by this task.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub parallel: u32,
+    /// Take only shard I of N's cells (0-based: 0/4 … 3/4): the cells, sorted by id, at
+    /// positions I, I+N, I+2N, …. Without it a task takes any cell (the usual way: tasks then
+    /// balance themselves, and any of them may be resubmitted).
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<Shard>,
+    /// Accepted from manifests written for fixed shards; has no effect (every task takes cells
+    /// from the shared queue).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000), hide = true)]
+    pub shards: Option<u32>,
+    /// Attempts after the first for a cell that fails, before it is marked failed.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=20))]
+    pub retries: u32,
+    /// Run cells marked failed again (they are skipped otherwise).
+    #[arg(long)]
+    pub retry_failed: bool,
+    /// This task's name in the queue's claims, `ccbench status` and the cells' logs (default:
+    /// the Slurm job and task, or the Kubernetes index, with host and PID). Give it explicitly
+    /// where sudo clears the scheduler's variables.
+    #[arg(long, value_name = "NAME")]
+    pub worker: Option<String>,
+    /// Seconds a claim on a cell stands without renewal (renewed every fifth of it); a lapsed
+    /// claim is taken over by another task. For tests and slow file systems.
+    #[arg(long, value_name = "SECS", hide = true, value_parser = clap::value_parser!(u32).range(1..=86_400))]
+    pub lease_secs: Option<u32>,
+    /// Plan every cell and list them (this shard's, if sharded), then stop; runs nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// A sweep's OUT, or shard directories (OUT/shard-I-of-N, from older ccbench), or a
+    /// directory holding them.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Directory for the merged result set: new, empty, or an earlier merge's, which is
+    /// replaced.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Merge what has finished even if cells are missing (they are listed as pending).
+    #[arg(long)]
+    pub partial: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// The sweep's OUT.
+    pub out: PathBuf,
+    /// Print the status as JSON.
+    #[arg(long)]
+    pub json: bool,
 }

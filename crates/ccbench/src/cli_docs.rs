@@ -2,28 +2,12 @@
 //! the same clap definition the parser uses, so they cannot fall behind the flags.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::{Args, CommandFactory};
-use clap_complete::Shell;
+use clap::CommandFactory;
 
 use crate::cli::Cli;
-
-#[derive(Args, Debug)]
-pub struct CompletionsArgs {
-    /// The shell to complete for, e.g. `ccbench completions bash > /etc/bash_completion.d/ccbench`.
-    #[arg(value_enum)]
-    pub shell: Shell,
-}
-
-#[derive(Args, Debug)]
-pub struct ManArgs {
-    /// Write ccbench.1 and one page per subcommand (ccbench-run.1, …) into DIR instead of
-    /// printing ccbench.1.
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
-}
+use crate::cli::{CompletionsArgs, ManArgs};
 
 pub fn completions(args: &CompletionsArgs) -> i32 {
     clap_complete::generate(args.shell, &mut Cli::command(), "ccbench", &mut std::io::stdout());

@@ -136,7 +136,7 @@ pub fn load(arg: &InputArg) -> Result<Input, Refusal> {
 }
 
 /// What the verdict compares.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
     /// Each run's `score`: the inputs' own metric (`params.metric`), higher is better.
@@ -157,7 +157,7 @@ pub struct Options {
 }
 
 /// One arm: the completed runs of one algorithm in one input.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Arm {
     pub label: String,
     /// Index into `inputs`.
@@ -317,7 +317,7 @@ pub fn param_differences(inputs: &[Input]) -> Vec<String> {
 }
 
 /// What `compare.json` records of each input.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct InputRecord {
     pub label: String,
     /// As named on the command line (`DIR` as `DIR/result.json`).
@@ -338,7 +338,7 @@ pub struct InputRecord {
 }
 
 /// What ran the comparison.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CompareProvenance {
     pub ccbench_version: String,
     pub git_revision: String,
@@ -347,7 +347,7 @@ pub struct CompareProvenance {
 }
 
 /// `compare.json` (schema [`SCHEMA`]).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CompareResult {
     pub schema: String,
     pub provenance: CompareProvenance,
@@ -518,12 +518,13 @@ pub fn compare(inputs: &[Input], opts: &Options, out: &Path) -> Result<Compared,
         status: Status::Complete,
         warnings,
         provenance: this.finished(),
-        params: Params { ccs: labels, metric, ..first.params.clone() },
+        params: Params { ccs: labels, metric, expect: Vec::new(), ..first.params.clone() },
         sequential: None,
         summary,
         comparisons,
         rtt_comparisons,
         runs,
+        expectations: Vec::new(),
     };
     Ok(Compared { record, combined })
 }
@@ -590,7 +591,7 @@ mod tests {
             buffer: Buffer::Bytes(25_000),
             ..Default::default()
         };
-        PathSpec { down: dir(5), up: dir(5), mtu: 1500, seed: 7, sample_interval_us: 10_000, offload: true, batch_us: 25 }
+        PathSpec { down: dir(5), up: dir(5), mtu: 1500, seed: 7, sample_interval_us: 10_000, offload: true, batch_us: 25, access: Vec::new() }
     }
 
     fn workload(cc: &str) -> WorkloadSpec {
@@ -691,6 +692,8 @@ mod tests {
                 shares: vec![CcShare { cc: cc.to_string(), flows: 1, goodput_bps, share: 1.0 }],
                 jain_index: None,
                 jain_per_second: vec![0.999_999_999_9, 1.0 / 7.0],
+                convergence_s: None,
+                lock_on_bw_bps: None,
             }),
             workload: Some(WorkloadResult::Bulk(BulkResult { start_us: 1_234, elapsed_s: 1.000_3, goodput_bps, interrupted: false, flows: vec![flow] })),
             path: Some(PathReport { down: direction("down"), up: direction("up") }),
@@ -726,6 +729,7 @@ mod tests {
             remote: None,
             workload: workload(&ccs[0]),
             metric: metric.to_string(),
+            expect: Vec::new(),
         };
         let (summary, comparisons) = analyse(&ccs, &runs, ccbench_stats::Criteria::at(0.05));
         let rtt_comparisons = compare_rtt(&ccs, &runs, ccbench_stats::Criteria::at(0.05));
@@ -747,6 +751,7 @@ mod tests {
             comparisons,
             rtt_comparisons,
             runs,
+            expectations: Vec::new(),
         }
     }
 

@@ -3,42 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::cli::{CompareArgs, MetricArg};
 use anyhow::Context;
-use clap::{Args, ValueEnum};
-
 use ccbench::compare::{self, Input, InputArg, Metric, Options, Refusal};
 use ccbench::error::{precondition, UsageError};
 use ccbench::export;
-
-#[derive(Args, Debug)]
-pub struct CompareArgs {
-    /// Results to compare: each a result.json or the directory holding it, as PATH or LABEL=PATH
-    /// (the label defaults to the directory's name). Each algorithm of each result is one arm,
-    /// labelled LABEL:ALGORITHM, or just LABEL when every result has one algorithm.
-    #[arg(required = true, value_name = "[LABEL=]PATH")]
-    pub inputs: Vec<String>,
-    /// Compare only this algorithm of each result (e.g. cubic before and after a kernel
-    /// upgrade); the arms are then labelled by their results alone.
-    #[arg(long)]
-    pub cc: Option<String>,
-    /// What the verdict compares: score (the results' own metric: goodput, content throughput
-    /// or page-load speed), goodput, or rtt (each run's median sender RTT, lower is better).
-    #[arg(long, value_enum, default_value = "score")]
-    pub metric: MetricArg,
-    /// Directory for compare.json, runs.csv and report.html (default: ./results/<time>-compare).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Also print compare.json to standard output.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug)]
-pub enum MetricArg {
-    Score,
-    Goodput,
-    Rtt,
-}
 
 impl From<MetricArg> for Metric {
     fn from(m: MetricArg) -> Metric {
@@ -83,7 +52,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     std::fs::write(&file, serde_json::to_string_pretty(&c.record)?).with_context(|| format!("writing {}", file.display()))?;
     write_runs_csv(&out, &inputs, &c.record)?;
     let html = out.join("report.html");
-    std::fs::write(&html, export::html::render(&c.combined, &format!("{header}{warnings}{summary}"), &out))
+    std::fs::write(&html, ccbench_report::render(&ccbench_report::ReportData::read(&c.combined, &format!("{header}{warnings}{summary}"), &out)))
         .with_context(|| format!("writing {}", html.display()))?;
     println!("\nResults   {} (runs: {}, plots: {})", file.display(), out.join(export::csv::RUNS_FILE).display(), html.display());
     if args.json {

@@ -14,8 +14,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::analysis::{analyse, compare_rtt};
-use crate::provenance::{now_rfc3339, Provenance};
-use crate::results::{ExperimentResult, LookRecord, Params, RunMetrics, RunRecord, Sequential, Status};
+use crate::provenance::{now_rfc3339, Provenance, RemoteFacts};
+use crate::results::{ExperimentResult, LookRecord, Params, RunRecord, Sequential, Status};
 use crate::series::RunSeries;
 use crate::workloads::{WorkloadResult, WorkloadSpec};
 
@@ -57,6 +57,14 @@ impl Contender {
         }
     }
 
+    /// The workload of one of its runs (a mix's algorithms are in the workload already).
+    pub fn workload(&self, workload: &WorkloadSpec) -> WorkloadSpec {
+        match self {
+            Contender::Algorithm(cc) => workload.with_cc(cc),
+            Contender::Mix(_) => workload.clone(),
+        }
+    }
+
     /// Whether any of its flows may run over QUIC.
     pub fn may_run_quic(&self, workload: &WorkloadSpec) -> bool {
         match self {
@@ -89,6 +97,9 @@ pub struct Plan {
     pub min_effect: f64,
     /// What the plan changed from the flags, said in one line each before the runs.
     pub notes: Vec<String>,
+    /// `--expect`: judged per algorithm over the runs; with `--runs auto` the runs go on until
+    /// each is decided too.
+    pub expect: Vec<crate::expect::Expectation>,
 }
 
 /// A `ccbench serve` to run against, as the pre-flight found it.
@@ -131,7 +142,23 @@ impl Plan {
             remote: self.remote.as_ref().map(|r| r.label.clone()),
             workload: self.workload.clone(),
             metric: self.workload.metric().to_string(),
+            expect: self.expect.clone(),
         }
+    }
+
+    /// Who the expectations are judged for.
+    pub fn contenders(&self) -> crate::expect::Contenders {
+        crate::expect::Contenders::of(&self.names(), &self.workload)
+    }
+
+    /// What a relative threshold is relative to (nothing over a real path).
+    pub fn path_figures(&self) -> crate::expect::PathFigures {
+        crate::expect::PathFigures::of(self.remote.is_none().then_some(&self.path), self.workload.data_direction())
+    }
+
+    /// The expectations judged over `records` at `alpha`.
+    pub fn judge(&self, records: &[RunRecord], alpha: f64) -> Vec<crate::expect::ExpectationResult> {
+        crate::expect::judge_all(&self.expect, &self.contenders(), records, self.path_figures(), alpha)
     }
 }
 
@@ -203,7 +230,12 @@ struct Execution<'a> {
 impl<'a> Execution<'a> {
     fn new(plan: &'a Plan, out: &'a Path) -> Self {
         let provenance = match &plan.remote {
-            Some(r) => Provenance::of_this_host().over_real_path(r),
+            Some(r) => Provenance::of_this_host().over_real_path(RemoteFacts {
+                address: r.label.clone(),
+                facts: r.facts.clone(),
+                limits: r.limits,
+                control_rtt_us_at_start: r.rtt_us_at_start,
+            }),
             None => Provenance::of_this_host(),
         };
         let looks = match plan.runs {
@@ -263,7 +295,11 @@ impl<'a> Execution<'a> {
             if let Some(look) = self.looks.iter().position(|l| l.runs == rounds_done) {
                 let alpha = self.looks[look].alpha;
                 let (_, comparisons) = analyse(&plan.names(), &self.records, plan.criteria(alpha));
-                let decided = !comparisons.is_empty() && comparisons.iter().all(|c| c.outcome.decided());
+                let expectations = plan.judge(&self.records, alpha);
+                // One contender has no comparison to decide: then only its expectations.
+                let verdicts_decided = if plan.ccs.len() > 1 { !comparisons.is_empty() && comparisons.iter().all(|c| c.outcome.decided()) } else { true };
+                let expectations_decided = expectations.iter().all(|e| e.result != ccbench_stats::expectation::Judgement::Undecided);
+                let decided = verdicts_decided && expectations_decided && (plan.ccs.len() > 1 || !plan.expect.is_empty());
                 seq.looks.push(LookRecord { runs_per_cc: rounds_done as u32, alpha, decided });
                 self.alpha = alpha;
                 self.look = Some(look);
@@ -311,6 +347,7 @@ impl<'a> Execution<'a> {
             summary,
             comparisons,
             rtt_comparisons,
+            expectations: plan.judge(&records, alpha),
             runs: records,
         }
     }
@@ -339,7 +376,7 @@ fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) 
     };
     let spec = PathSpec { seed: path_seed, ..plan.path.clone() };
     // In a mix every flow names its own algorithm; otherwise the slot's algorithm runs.
-    let workload = plan.workload.for_contender(&slot.cc);
+    let workload = slot.cc.workload(&plan.workload);
     let epoch = Instant::now();
     let steal_before = crate::provenance::cpu_steal_ms();
     let series = match RunSeries::create(out, &format!("series/run-{index:03}")) {
@@ -376,7 +413,8 @@ fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) 
         }
     };
     record.netns_inodes = Some([path.client.inode(), path.server.inode()]);
-    let outcome = workload.run(&path.client, &path.server, SERVER_ADDR, epoch, stop, path.window(), &series, path_seed).map_err(|e| e.to_string());
+    let outcome =
+        crate::workloads::run(&workload, &path.client, &path.server, SERVER_ADDR, epoch, stop, path.window(), &series, path_seed).map_err(|e| e.to_string());
     // The forwarders close the link files as they end; then the workload's files are closed.
     let report = path.finish();
     let (files, summary, series_error) = series.finish();
@@ -408,7 +446,7 @@ fn finish_record(
     match outcome {
         Ok(result) => {
             record.status = if result.interrupted() { Status::Interrupted } else { Status::Complete };
-            record.metrics = Some(RunMetrics::derive(&result, report, summary, workload.data_direction(), workload.timeout_s()));
+            record.metrics = Some(crate::analysis::run_metrics(&result, report, summary, workload.data_direction(), workload.timeout_s()));
             record.error = result.first_error();
             // The two QUIC ends ran different algorithms (scenario 5's bug, provoked or not).
             record.suspect.extend(result.warnings());
@@ -503,6 +541,7 @@ mod forwarder_failure_tests {
             seed: 1,
             mtu: 1500,
             offload: false,
+            udp_offload: false,
             sample_interval: time::Duration::from_nanos(10_000_000),
             min_wake_gap: time::Duration::ZERO,
         };

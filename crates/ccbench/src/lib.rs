@@ -10,8 +10,9 @@ pub mod error;
 pub mod experiment;
 pub mod export;
 pub mod limits;
-pub mod provenance;
-pub mod results;
-pub mod series;
-pub mod units;
+pub mod schema;
 pub mod workloads;
+
+/// The record of an experiment (its types, result.json's schema, the series files' format) is
+/// its own crate, so that what reads results (the report) needs nothing of what runs them.
+pub use ccbench_record::{expect, provenance, results, series, units};

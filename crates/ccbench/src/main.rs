@@ -7,6 +7,7 @@ mod cli_docs;
 mod compare_cmd;
 mod doctor;
 mod exec;
+mod host;
 mod path;
 mod presets;
 mod probe_cmd;
@@ -78,7 +79,15 @@ fn quiet_on_closed_stdout() {
 
 fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
     match cli.command {
-        cli::Command::Run(args) => run::run(args),
+        cli::Command::Run(args) => {
+            run::check_secret_file(&args)?;
+            // `run --remote --twin` is its own command, built from run's pieces.
+            if args.twin {
+                twin::run(&args)
+            } else {
+                run::run(args)
+            }
+        }
         cli::Command::Sweep(args) => sweep::run(args),
         cli::Command::Status(args) => sweep::status(args),
         cli::Command::Merge(args) => sweep::merge(args),

@@ -70,6 +70,8 @@ pub fn build(o: &PathOpts, seed: u64, sample_interval_us: u64) -> PathSpec {
         sample_interval_us,
         offload: !o.no_offload,
         batch_us: o.emulator_batch.unwrap_or_default().0 / 1000,
+        // Per-flow access links come from --flows, when the run is planned (spec.rs).
+        access: Vec::new(),
     }
 }
 

@@ -9,10 +9,11 @@ use clap::Args;
 use serde::Deserialize;
 
 use crate::cli::{Layer, PathOpts, RunOpts};
+use crate::values::ExpectArg;
 use ccbench::error::UsageError;
 
 /// The presets shipped with ccbench, compiled in so `--preset NAME` works from anywhere.
-pub const BUILTIN: [(&str, &str); 7] = [
+pub const BUILTIN: [(&str, &str); 8] = [
     ("far-object-store", include_str!("../../../presets/far-object-store.toml")),
     ("website-migration", include_str!("../../../presets/website-migration.toml")),
     ("loss-sweep", include_str!("../../../presets/loss-sweep.toml")),
@@ -20,6 +21,7 @@ pub const BUILTIN: [(&str, &str); 7] = [
     ("deep-buffer-rtt", include_str!("../../../presets/deep-buffer-rtt.toml")),
     ("quic-rtt", include_str!("../../../presets/quic-rtt.toml")),
     ("quic-loss", include_str!("../../../presets/quic-loss.toml")),
+    ("bbr-regression", include_str!("../../../presets/bbr-regression.toml")),
 ];
 
 #[derive(Deserialize)]
@@ -32,6 +34,9 @@ struct PresetFile {
     defaults: toml::Table,
     #[serde(default)]
     conditions: Vec<toml::Table>,
+    /// `[[expect]]`: expectations every condition is judged by.
+    #[serde(default)]
+    expect: Vec<toml::Table>,
 }
 
 #[derive(Debug)]
@@ -113,6 +118,31 @@ pub fn layer_from(table: &toml::Table, origin: &Origin, place: &str) -> Result<R
     Ok(opts)
 }
 
+/// `[[expect]]` tables (of a preset or a sweep spec): `metric`, `op`, `value` and optionally
+/// `cc`, each as `--expect '[cc:]metric op value'` would say it, and checked as it would be.
+pub fn expect_tables(tables: &[toml::Table], origin: &Origin) -> Result<Vec<ExpectArg>, UsageError> {
+    const FIELDS: [&str; 4] = ["cc", "metric", "op", "value"];
+    tables
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let place = format!("--expect ({} {}, [[expect]] {})", origin.kind, origin.name, i + 1);
+            let text = |k: &str| t.get(k).map(shown);
+            if let Some(k) = t.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+                return Err(UsageError::new(&place, k, "the fields metric, op, value and optionally cc"));
+            }
+            let (Some(metric), Some(op), Some(value)) = (text("metric"), text("op"), text("value")) else {
+                return Err(UsageError::new(&place, toml::Value::Table(t.clone()), "a table with metric, op and value (and optionally cc)"));
+            };
+            let expr = match text("cc") {
+                Some(cc) => format!("{cc}:{metric} {op} {value}"),
+                None => format!("{metric} {op} {value}"),
+            };
+            expr.parse::<ExpectArg>().map_err(|e| UsageError::new(&place, &expr, e.0))
+        })
+        .collect()
+}
+
 /// Loads a built-in preset by name, or a TOML file by path.
 pub fn load(spec: &str) -> Result<Preset, UsageError> {
     let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
@@ -125,6 +155,7 @@ pub fn load(spec: &str) -> Result<Preset, UsageError> {
     };
     let file: PresetFile = toml::from_str(&text).map_err(|e| UsageError::new("--preset", spec, format!("a valid preset file: {}", e.message())))?;
     let defaults = layer(&file.defaults, spec, "[defaults]")?;
+    let expect = expect_tables(&file.expect, &Origin { arg: "--preset", kind: "preset", name: spec })?;
     let mut conditions = Vec::new();
     for (i, table) in file.conditions.iter().enumerate() {
         let cname = match table.get("name") {
@@ -136,6 +167,10 @@ pub fn load(spec: &str) -> Result<Preset, UsageError> {
     }
     if conditions.is_empty() {
         conditions.push(Condition { name: "default".into(), opts: defaults });
+    }
+    for c in &mut conditions {
+        // The file's [[expect]] first, then any the condition or [defaults] name.
+        c.opts.expect = expect.iter().cloned().chain(std::mem::take(&mut c.opts.expect)).collect();
     }
     Ok(Preset { name, description: file.description, scenario: file.scenario, note: file.note, conditions })
 }
@@ -188,6 +223,23 @@ mod tests {
             for c in &p.conditions {
                 crate::spec::resolve(c.opts.clone(), &HOST.map(String::from)).unwrap_or_else(|e| panic!("{name} / {}: {e}", c.name));
             }
+        }
+    }
+
+    /// The file's `[[expect]]` tables come first in every condition, then the condition's own;
+    /// each plans with its relative thresholds resolved against that condition's path.
+    #[test]
+    fn expectations_of_the_file_and_of_a_condition_add_up() {
+        let p = load("bbr-regression").unwrap();
+        assert_eq!(p.conditions.len(), 3);
+        for c in &p.conditions {
+            let texts: Vec<String> = c.opts.expect.iter().map(|e| e.0.to_string()).collect();
+            assert_eq!(texts.len(), 7, "{texts:?}");
+            assert_eq!(texts[0], "goodput >= 90%");
+            assert!(texts[6].starts_with("retrans <= "), "{texts:?}");
+            let plan = ccbench::experiment::Plan::from(crate::spec::resolve(c.opts.clone(), &HOST.map(String::from)).unwrap());
+            assert!(matches!(plan.runs, ccbench::experiment::Runs::Auto { max: 10 }));
+            assert!(plan.path_figures().rate_bps.is_some());
         }
     }
 

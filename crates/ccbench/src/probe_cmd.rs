@@ -15,50 +15,18 @@
 //!   base RTT) times the rate.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
-use clap::Args;
-
 use crate::cli::PathOpts;
-use crate::values::{Rate, RemoteAddr};
+use crate::cli::ProbeArgs;
+use crate::values::RemoteAddr;
 use ccbench::error::{precondition, require_root, UsageError};
 use ccbench::units::{fmt_bytes, fmt_ms, fmt_rate};
 use ccbench_emu::{EmulatedPath, PathSpec, SERVER_ADDR};
 use ccbench_link::{Buffer, LossModel};
 use ccbench_pathprobe::{probe, DirectionEstimate, Limits, PathEstimate, ProbeOptions, ProbeServer, Token};
 use ccbench_remote::{Client, ProbeLimits, ProbeReport, ProbeRequest, RemoteError, Secret};
-
-#[derive(Args, Debug)]
-pub struct ProbeArgs {
-    /// The far end: HOST:PORT of a `ccbench serve`.
-    pub target: Option<String>,
-    /// The secret shared with that `ccbench serve`.
-    #[arg(long)]
-    pub secret_file: Option<PathBuf>,
-    /// Probe an emulated path built from the path flags instead, the probe's server half in
-    /// the server namespace and its client half in the client's: does probe recover the path?
-    #[arg(long)]
-    pub emulated: bool,
-    /// With --emulated: the path to emulate.
-    #[command(flatten)]
-    pub path: PathOpts,
-    /// With --emulated: seed for the emulator's loss models.
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Packets per direction for the loss count: 10 000 measure 1 % loss to ±0.2 points (95 %).
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(100..=1_000_000))]
-    pub loss_packets: u32,
-    /// The rate search stops here: a faster path is reported as at least this.
-    #[arg(long, allow_hyphen_values = true, default_value = "1gbit")]
-    pub max_rate: Rate,
-    /// Write the path file here (TOML; fields are path flags).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Also print the full estimate as JSON.
-    #[arg(long)]
-    pub json: bool,
-}
 
 pub fn run(args: ProbeArgs) -> anyhow::Result<i32> {
     let opts = probe_options(&args)?;

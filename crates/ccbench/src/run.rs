@@ -2,7 +2,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 use anyhow::Context;
 
@@ -11,20 +10,8 @@ use ccbench::error::{precondition, require_root, UsageError};
 use ccbench::experiment::{self, Plan};
 use ccbench::results::{ExperimentResult, Status};
 
+use crate::host::{install_stop, usable_algorithms};
 use crate::progress::{planned_runs, Bar};
-
-/// The algorithms a run may ask for: those registered with the kernel, and those it would
-/// load on first use (a `tcp_*.ko` for the running kernel). What really ran is read back from
-/// every sending socket, and a mismatch fails the run.
-pub fn usable_algorithms() -> Vec<String> {
-    let mut all = ccbench_probe::available_congestion_controls().unwrap_or_default();
-    for m in ccbench_probe::loadable_congestion_controls() {
-        if !all.contains(&m) {
-            all.push(m);
-        }
-    }
-    all
-}
 
 /// The plan of a run from its flags, layered: every flag checked against the others and the
 /// algorithms against this host's, before anything is created.
@@ -38,18 +25,21 @@ pub fn default_out(label: &str) -> PathBuf {
     PathBuf::from("results").join(format!("{stamp}-{label}"))
 }
 
-pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
+/// `--secret-file` is for `--remote`: refused without it, before anything else (a twin's
+/// arguments too).
+pub fn check_secret_file(args: &RunArgs) -> Result<(), UsageError> {
     if args.remote.is_none() && args.secret_file.is_some() {
         return Err(UsageError::new(
             "--secret-file",
             args.secret_file.as_deref().unwrap_or(Path::new("")).display(),
             "--remote with it (the secret is for a remote ccbench serve)",
-        )
-        .into());
+        ));
     }
-    if args.twin {
-        return crate::twin::run(&args);
-    }
+    Ok(())
+}
+
+/// `ccbench run` without `--twin` (which is [`crate::twin::run`], over this module's pieces).
+pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     if let Some(file) = &args.path {
         // The file's path flags sit between the command line and any preset.
         args.opts = args.opts.over(crate::presets::path_file(file)?);
@@ -73,6 +63,9 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     let bar = Bar::new(planned_runs(&plan));
     let (result, code) = run_plan(&plan, &out, &stop, &bar)?;
     bar.finish();
+    if let Some(junit) = &args.junit {
+        ccbench::export::junit::write(junit, &[ccbench::export::junit::Suite { name: "run", result: &result }])?;
+    }
     if args.json {
         println!("{}", ccbench::export::json::to_string(&result)?);
     }
@@ -118,17 +111,14 @@ pub fn remote_plan(args: &RunArgs, remote: &crate::values::RemoteAddr) -> Result
             ));
         }
     }
+    if !plan.path.access.is_empty() {
+        return Err(UsageError::new("--flows", &plan.ccs[0], "no @RTT with --remote (a real path's RTTs are its own)"));
+    }
     crate::serve::check_plan(&mut client, remote, &plan)?;
     plan.remote = Some(remote_facts);
+    // A relative threshold has no emulated path to be relative to over a real one.
+    crate::spec::check_expectations(&plan)?;
     Ok(plan)
-}
-
-pub fn install_stop() -> anyhow::Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
-    Ok(stop)
 }
 
 /// Runs one experiment, writes `out/result.json` and the rest, prints the summary; returns the
@@ -154,13 +144,16 @@ fn run_plan(plan: &Plan, out: &Path, stop: &AtomicBool, bar: &Bar) -> anyhow::Re
     }
     let summary = write_outputs(&result, out, &header)?;
     bar.stdout(&summary);
-    let code = exit_code(result.status);
+    let code = exit_code(&result);
     Ok((result, code))
 }
 
-pub fn exit_code(status: Status) -> i32 {
-    match status {
-        Status::Complete => 0,
+/// 0 when complete and every expectation passed; 1 when a run failed or an expectation failed
+/// or stayed undecided; 130 when interrupted.
+pub fn exit_code(result: &ExperimentResult) -> i32 {
+    match result.status {
+        Status::Complete if result.expectations.iter().all(|e| e.result == ccbench_stats::expectation::Judgement::Pass) => 0,
+        Status::Complete => 1,
         Status::Interrupted => 130,
         Status::Failed => 1,
     }
@@ -173,7 +166,8 @@ pub fn write_outputs(result: &ExperimentResult, out: &Path, header: &str) -> any
     ccbench::export::csv::write(out, &[ccbench::export::csv::Experiment { condition: None, dir: ".", result }])?;
     let summary = ccbench::export::text::summary(result, Some(out));
     let html = out.join("report.html");
-    std::fs::write(&html, ccbench::export::html::render(result, &format!("{header}{summary}"), out)).with_context(|| format!("writing {}", html.display()))?;
+    std::fs::write(&html, ccbench_report::render(&ccbench_report::ReportData::read(result, &format!("{header}{summary}"), out)))
+        .with_context(|| format!("writing {}", html.display()))?;
     Ok(summary)
 }
 
@@ -226,9 +220,13 @@ fn run_preset(spec: &str, args: &RunArgs) -> anyhow::Result<i32> {
     let experiments: Vec<ccbench::export::csv::Experiment> =
         rows.iter().zip(&dirs).map(|((name, result), dir)| ccbench::export::csv::Experiment { condition: Some(name), dir, result }).collect();
     ccbench::export::csv::write(&out, &experiments)?;
+    if let Some(junit) = &args.junit {
+        let suites: Vec<ccbench::export::junit::Suite> = rows.iter().map(|(name, result)| ccbench::export::junit::Suite { name, result }).collect();
+        ccbench::export::junit::write(junit, &suites)?;
+    }
     let page: Vec<(String, &ccbench::results::ExperimentResult)> = rows.iter().map(|(name, result)| (name.clone(), result)).collect();
     let html = out.join("report.html");
-    std::fs::write(&html, ccbench::export::html::render_conditions(&page)).with_context(|| format!("writing {}", html.display()))?;
+    std::fs::write(&html, ccbench_report::render_conditions(&page)).with_context(|| format!("writing {}", html.display()))?;
     println!("Results   {} (plots across conditions: {})", out.join(ccbench::export::json::PRESET_FILE).display(), html.display());
     Ok(code)
 }

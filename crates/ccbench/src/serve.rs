@@ -34,7 +34,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         ccbench_version: env!("CARGO_PKG_VERSION").to_string(),
         kernel_release: host.kernel_release,
         kernel_version: host.kernel_version,
-        congestion_controls: crate::run::usable_algorithms(),
+        congestion_controls: crate::host::usable_algorithms(),
         default_congestion_control: host.default_congestion_control,
         default_qdisc: host.default_qdisc,
         // Per session: the interface the client reached, and its root qdisc.
@@ -52,9 +52,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
             _ => return Err(UsageError::new("--max-probe-rate", "unlimited", "a rate such as 1gbit (a probe must stop somewhere)").into()),
         },
     };
-    let stop = crate::run::install_stop()?;
+    let stop = crate::host::install_stop()?;
     let listen = args.listen.0;
-    ccbench_remote::serve(ServeConfig { listen, secret, limits, facts }, &stop)
+    let idle_timeout = std::time::Duration::from_nanos(args.idle_timeout.0);
+    ccbench_remote::serve(ServeConfig { listen, secret, limits, facts, idle_timeout }, &stop)
         .map_err(|e| UsageError::new("--listen", listen, format!("an address this host can listen on ({e})")))?;
     Ok(0)
 }
@@ -81,7 +82,7 @@ pub fn check_plan(client: &mut Client, remote: &RemoteAddr, plan: &Plan) -> Resu
                 "kernel TCP algorithms with --remote and --workload objects or page (QUIC runs bulk and file over a real path)",
             ));
         }
-        let test = match plan.workload.for_contender(cc) {
+        let test = match cc.workload(&plan.workload) {
             WorkloadSpec::Bulk(spec) => TestRequest::Bulk(spec),
             WorkloadSpec::Objects(spec) => TestRequest::Objects(spec),
             WorkloadSpec::Page(spec) => TestRequest::Page(spec),

@@ -15,6 +15,9 @@ use crate::cli::RunOpts;
 use crate::values::{DirectionArg, Expected, FlowsSpec, Http, MaxRuns, Page, RunsSpec, WorkloadKind};
 
 const WORKLOAD_PORT: u16 = 5201;
+/// Client ports of flows with an access link of their own (`--flows cc:1@10ms`): the first
+/// flow's; below Linux's ephemeral range (32768–60999), so no other socket is given one.
+const ACCESS_PORT_BASE: u16 = 20000;
 
 /// A run, every flag checked: what is compared over which path, and how it is sampled.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,6 +35,8 @@ pub struct RunSpec {
     pub notes: Vec<String>,
     /// `--quic-receiver-cc`: the QUIC receiving end's algorithm, when not the sender's.
     pub quic_receiver_cc: Option<String>,
+    /// `--expect`, checked against the contenders and the path.
+    pub expect: Vec<ccbench::expect::Expectation>,
 }
 
 /// What is compared, with which traffic, in how many runs.
@@ -42,14 +47,15 @@ pub enum Contest {
     /// Algorithms sharing the bottleneck in every run, as bulk or file flows. The mix names the
     /// algorithms (so there is no `--cc`) and is one contender: nothing to rank it against, so a
     /// fixed number of runs.
-    Mix { flows: Vec<MixFlow>, label: String, amount: Amount, direction: Direction, runs: u32 },
+    Mix { flows: Vec<MixFlow>, label: String, amount: Amount, direction: Direction, runs: Runs },
 }
 
 /// The algorithms compared one at a time, and how many runs each gets.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Algorithms {
-    /// One algorithm: nothing to rank, so any fixed number of runs.
-    One { cc: Algorithm, runs: u32 },
+    /// One algorithm: nothing to rank, so any fixed number of runs (or `auto` until its
+    /// expectations are decided).
+    One { cc: Algorithm, runs: Runs },
     /// Two or more, interleaved: enough runs for the rank test to decide, or `auto` (until it
     /// has decided).
     Several { ccs: Vec<Algorithm>, runs: Runs },
@@ -124,20 +130,22 @@ fn refuse_other_workloads_flags(o: &RunOpts, kind: WorkloadKind) -> Result<(), U
     Ok(())
 }
 
-/// The runs of a single contender (one algorithm, or a mix).
-fn fixed_runs(runs: RunsSpec) -> Result<u32, UsageError> {
+/// The runs of a single contender (one algorithm, or a mix): `auto` only with expectations,
+/// which it runs until decided.
+fn single_runs(runs: RunsSpec, expect: bool, max_runs: MaxRuns) -> Result<Runs, UsageError> {
     match runs {
-        RunsSpec::Fixed(n) => Ok(n),
-        RunsSpec::Auto => Err(UsageError::new("--runs", "auto", "a number of runs: auto needs at least two algorithms to compare")),
+        RunsSpec::Fixed(n) => Ok(Runs::Fixed(n)),
+        RunsSpec::Auto if expect => Ok(Runs::Auto { max: max_runs.0 }),
+        RunsSpec::Auto => Err(UsageError::new("--runs", "auto", "a number of runs: auto needs at least two algorithms to compare, or an --expect to decide")),
     }
 }
 
 /// The algorithms and their runs. A number of runs the user pinned (`runs` is `Some`) that
 /// cannot decide is refused, naming the number needed; the default is raised to it, with a
 /// note saying so.
-fn algorithms(ccs: &[Algorithm], runs: Option<RunsSpec>, max_runs: MaxRuns, notes: &mut Vec<String>) -> Result<Algorithms, UsageError> {
+fn algorithms(ccs: &[Algorithm], runs: Option<RunsSpec>, max_runs: MaxRuns, expect: bool, notes: &mut Vec<String>) -> Result<Algorithms, UsageError> {
     if let [cc] = ccs {
-        return Ok(Algorithms::One { cc: cc.clone(), runs: fixed_runs(runs.unwrap_or_default())? });
+        return Ok(Algorithms::One { cc: cc.clone(), runs: single_runs(runs.unwrap_or_default(), expect, max_runs)? });
     }
     let k = ccs.len();
     let need = ccbench_stats::sequential::min_runs_to_decide(k, experiment::ALPHA) as u32;
@@ -193,8 +201,9 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
         _ => Amount::Seconds(o.duration.unwrap_or_default().0 as f64 / 1e9),
     };
     let transfer = matches!(kind, WorkloadKind::Bulk | WorkloadKind::File);
+    let mut access = Vec::new();
     let contest = match o.flows.clone().unwrap_or_default() {
-        FlowsSpec::Mix { groups, label } => {
+        FlowsSpec::Mix { groups, label, rtts } => {
             if let Some(cc) = &o.cc {
                 return Err(UsageError::new("--cc", cc, "no --cc with a mix in --flows (the mix names the algorithms)"));
             }
@@ -205,9 +214,22 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
                 check_available("--flows", cc, available)?;
             }
             let stagger_s = o.stagger.unwrap_or_default().0 as f64 / 1e9;
-            let ccs = groups.iter().flat_map(|(cc, n)| std::iter::repeat_n(cc, *n as usize));
-            let flows = ccs.enumerate().map(|(i, cc)| MixFlow { cc: cc.clone(), start_s: stagger_s * i as f64 }).collect();
-            Contest::Mix { flows, label, amount, direction, runs: fixed_runs(runs.unwrap_or_default())? }
+            let per_flow = groups.iter().zip(&rtts).flat_map(|((cc, n), rtt)| std::iter::repeat_n((cc, *rtt), *n as usize));
+            let mut flows = Vec::new();
+            for (i, (cc, rtt)) in per_flow.enumerate() {
+                // A flow with an access link of its own is told at the emulator by its client
+                // port, bound below the ephemeral range so that no other socket takes it.
+                let client_port = rtt.map(|_| ACCESS_PORT_BASE + i as u16);
+                if let (Some(rtt), Some(client_port)) = (rtt, client_port) {
+                    if cc.is_quic() {
+                        return Err(UsageError::new("--flows", &label, "@RTT on kernel TCP flows only (QUIC flows share the path's RTT)"));
+                    }
+                    // Half the access RTT each way: the group's flows see it in both directions.
+                    access.push(ccbench_emu::AccessDelay { client_port, one_way_ns: rtt / 2 });
+                }
+                flows.push(MixFlow { cc: cc.clone(), start_s: stagger_s * i as f64, client_port });
+            }
+            Contest::Mix { flows, label, amount, direction, runs: single_runs(runs.unwrap_or_default(), !o.expect.is_empty(), o.max_runs.unwrap_or_default())? }
         }
         FlowsSpec::Parallel(flows) => {
             if let Some(stagger) = o.stagger.filter(|s| s.0 > 0) {
@@ -263,15 +285,15 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
             for cc in ccs.names() {
                 check_available("--cc", cc, available)?;
             }
-            let algorithms = algorithms(ccs.names(), runs, o.max_runs.unwrap_or_default(), &mut notes)?;
+            let algorithms = algorithms(ccs.names(), runs, o.max_runs.unwrap_or_default(), !o.expect.is_empty(), &mut notes)?;
             Contest::Algorithms { algorithms, workload }
         }
     };
     let seed = o.seed.unwrap_or_else(rand::random);
     let sample_interval_us = o.sample_interval.unwrap_or_default().0 / 1000;
-    let path = crate::path::build(&o.path, seed, sample_interval_us);
+    let path = PathSpec { access, ..crate::path::build(&o.path, seed, sample_interval_us) };
     let quic_receiver_cc = quic_receiver_cc(&o, &contest)?;
-    Ok(RunSpec {
+    let spec = RunSpec {
         contest,
         path,
         seed,
@@ -280,7 +302,15 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
         min_effect: o.min_effect.unwrap_or_default().0,
         notes,
         quic_receiver_cc,
-    })
+        expect: o.expect.iter().map(|e| e.0.clone()).collect(),
+    };
+    check_expectations(&Plan::from(spec.clone()))?;
+    Ok(spec)
+}
+
+/// Every `--expect` against the plan's contenders and path: one line naming the expression.
+pub fn check_expectations(plan: &Plan) -> Result<(), UsageError> {
+    ccbench::expect::check(&plan.expect, &plan.contenders(), plan.path_figures()).map_err(|(text, why)| UsageError::new("--expect", text, why))
 }
 
 /// `--quic-receiver-cc`, a diagnostic: only where QUIC runs and the workload has a receiving
@@ -309,7 +339,7 @@ fn quic_receiver_cc(o: &RunOpts, contest: &Contest) -> Result<Option<String>, Us
 
 impl From<RunSpec> for Plan {
     fn from(spec: RunSpec) -> Plan {
-        let RunSpec { contest, path, seed, sample_interval_us, timeout_s, min_effect, notes, quic_receiver_cc } = spec;
+        let RunSpec { contest, path, seed, sample_interval_us, timeout_s, min_effect, notes, quic_receiver_cc, expect } = spec;
         let cc = Algorithm::default(); // the placeholder, set per run by the experiment
         let bulk = |flows: u32, amount, direction, mix| {
             WorkloadSpec::Bulk(BulkSpec {
@@ -325,12 +355,10 @@ impl From<RunSpec> for Plan {
             })
         };
         let (ccs, runs, workload) = match contest {
-            Contest::Mix { flows, label, amount, direction, runs } => {
-                (vec![Contender::Mix(label)], Runs::Fixed(runs), bulk(flows.len() as u32, amount, direction, flows))
-            }
+            Contest::Mix { flows, label, amount, direction, runs } => (vec![Contender::Mix(label)], runs, bulk(flows.len() as u32, amount, direction, flows)),
             Contest::Algorithms { algorithms, workload } => {
                 let (ccs, runs) = match algorithms {
-                    Algorithms::One { cc, runs } => (vec![Contender::Algorithm(cc)], Runs::Fixed(runs)),
+                    Algorithms::One { cc, runs } => (vec![Contender::Algorithm(cc)], runs),
                     Algorithms::Several { ccs, runs } => (ccs.into_iter().map(Contender::Algorithm).collect(), runs),
                 };
                 let workload = match workload {
@@ -356,7 +384,7 @@ impl From<RunSpec> for Plan {
                 (ccs, runs, workload)
             }
         };
-        Plan { ccs, runs, seed, path, workload, remote: None, min_effect, notes }
+        Plan { ccs, runs, seed, path, workload, remote: None, min_effect, notes, expect }
     }
 }
 
@@ -468,7 +496,7 @@ mod tests {
     fn a_mix_names_its_algorithms_and_staggers_them() {
         let spec = spec(&["--flows", "bbr:2,cubic", "--stagger", "2s", "--runs", "3", "--seed", "9"]);
         let Contest::Mix { ref flows, ref label, runs, .. } = spec.contest else { panic!("{spec:?}") };
-        assert_eq!((label.as_str(), runs), ("bbr:2,cubic", 3));
+        assert_eq!((label.as_str(), runs), ("bbr:2,cubic", Runs::Fixed(3)));
         let starts: Vec<(String, f64)> = flows.iter().map(|f| (f.cc.to_string(), f.start_s)).collect();
         assert_eq!(starts, [("bbr".into(), 0.0), ("bbr".into(), 2.0), ("cubic".into(), 4.0)]);
         let plan = Plan::from(spec);
@@ -537,7 +565,7 @@ mod tests {
     #[test]
     fn one_algorithm_or_several() {
         let Contest::Algorithms { algorithms, .. } = spec(&["--cc", "reno", "--runs", "1"]).contest else { panic!() };
-        assert_eq!(algorithms, Algorithms::One { cc: "reno".parse().unwrap(), runs: 1 });
+        assert_eq!(algorithms, Algorithms::One { cc: "reno".parse().unwrap(), runs: Runs::Fixed(1) });
         let Contest::Algorithms { algorithms, .. } = spec(&["--runs", "auto", "--max-runs", "30"]).contest else { panic!() };
         assert_eq!(algorithms, Algorithms::Several { ccs: vec!["bbr".parse().unwrap(), "cubic".parse().unwrap()], runs: Runs::Auto { max: 30 } });
     }

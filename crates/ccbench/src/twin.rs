@@ -26,8 +26,9 @@ use ccbench_remote::ProbeReport;
 use ccbench_stats::Comparison;
 
 use crate::cli::{Layer, RunArgs};
+use crate::host::install_stop;
 use crate::progress::{planned_runs, Bar};
-use crate::run::{exit_code, install_stop};
+use crate::run::exit_code;
 
 /// The twin's directory inside the real experiment's.
 pub const TWIN_DIR: &str = "twin";
@@ -175,7 +176,8 @@ fn run_both(real: &Plan, twin: &Plan, out: &Path, estimate: &PathEstimate, repor
     std::fs::write(&compare_file, serde_json::to_string_pretty(&all.record)?).with_context(|| format!("writing {}", compare_file.display()))?;
     let text = format!("{}{}\n{side_by_side}", compare::header(&all.record), ccbench::export::text::summary(&all.combined, None));
     let html = out.join("report.html");
-    std::fs::write(&html, ccbench::export::html::render(&all.combined, &text, out)).with_context(|| format!("writing {}", html.display()))?;
+    std::fs::write(&html, ccbench_report::render(&ccbench_report::ReportData::read(&all.combined, &text, out)))
+        .with_context(|| format!("writing {}", html.display()))?;
     println!(
         "Results   {} (the twin's: {}; every arm side by side: {} and {})",
         file.display(),
@@ -186,7 +188,7 @@ fn run_both(real: &Plan, twin: &Plan, out: &Path, estimate: &PathEstimate, repor
     if json {
         println!("{}", serde_json::to_string(&doc)?);
     }
-    let codes = [exit_code(real_result.status), exit_code(twin_result.status)];
+    let codes = [exit_code(&real_result), exit_code(&twin_result)];
     Ok(if codes.contains(&130) { 130 } else { codes.into_iter().max().unwrap_or(0) })
 }
 

@@ -452,6 +452,10 @@ duration_flag!(
     MaxDuration, default 120 * NS_PER_S, NS_PER_S..=3600 * NS_PER_S, "a duration between 1s and 60min"
 );
 duration_flag!(
+    /// serve: how long a session may go without a test (`--idle-timeout`): 1 s to 60 min.
+    IdleTimeout, default 60 * NS_PER_S, NS_PER_S..=3600 * NS_PER_S, "a duration between 1s and 60min"
+);
+duration_flag!(
     /// How often the sender and the emulator are sampled (`--sample-interval`): 1 ms to 1 s.
     SampleInterval, default 10 * NS_PER_MS, NS_PER_MS..=NS_PER_S, "an interval between 1ms and 1s"
 );
@@ -759,6 +763,8 @@ pub enum FlowsSpec {
         groups: Vec<(Algorithm, u32)>,
         /// The mix as written (without spaces): its name in the results.
         label: String,
+        /// Each group's own access RTT (`bbr:1@10ms`), added to the path's, or `None`.
+        rtts: Vec<Option<u64>>,
     },
 }
 
@@ -771,12 +777,22 @@ impl Default for FlowsSpec {
 impl FromStr for FlowsSpec {
     type Err = Expected;
     fn from_str(value: &str) -> Result<Self, Expected> {
-        const ALLOWED: &str = "a number of flows from 1 to 64, or a mix such as bbr:2,cubic:2";
+        const ALLOWED: &str =
+            "a number of flows from 1 to 64, or a mix such as bbr:2,cubic:2 (each group may have an access RTT of its own, up to 10s: bbr:1@10ms,cubic:1@60ms)";
         if let Ok(n) = value.trim().parse::<u32>() {
             return if (1..=64).contains(&n) { Ok(FlowsSpec::Parallel(n)) } else { expected(ALLOWED) };
         }
         let mut groups = Vec::new();
+        let mut rtts = Vec::new();
         for part in value.split(',').map(str::trim) {
+            let (part, rtt) = match part.split_once('@') {
+                Some((part, rtt)) => match units::parse_duration_ns(rtt.trim()) {
+                    Ok(ns) if ns > 0 && ns <= MAX_ONE_WAY_DELAY_NS => (part.trim(), Some(ns)),
+                    _ => return expected(ALLOWED),
+                },
+                None => (part, None),
+            };
+            rtts.push(rtt);
             // `cc`, `cc:N`, `transport:cc` or `transport:cc:N`.
             let (cc, count) = match part.rsplit_once(':') {
                 Some((cc, n)) if n.trim().chars().all(|c| c.is_ascii_digit()) => (cc.trim(), n.trim().parse::<u32>().map_err(|_| Expected::from(ALLOWED))?),
@@ -790,7 +806,7 @@ impl FromStr for FlowsSpec {
         if groups.iter().map(|(_, n)| u64::from(*n)).sum::<u64>() > 64 {
             return expected(ALLOWED);
         }
-        Ok(FlowsSpec::Mix { groups, label: value.replace(' ', "") })
+        Ok(FlowsSpec::Mix { groups, label: value.replace(' ', ""), rtts })
     }
 }
 
@@ -828,6 +844,17 @@ impl FromStr for MinEffect {
 impl fmt::Display for MinEffect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}%", self.0 * 100.0)
+    }
+}
+
+/// `--expect`: `[ALG:]METRIC OP VALUE` ([`ccbench::expect`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExpectArg(pub ccbench::expect::Expectation);
+
+impl FromStr for ExpectArg {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        s.parse().map(ExpectArg).map_err(Expected)
     }
 }
 
@@ -1097,6 +1124,7 @@ mod tests {
             "quic:bbr3:1,tcp:cubic:1,quic:cubic".parse(),
             Ok(FlowsSpec::Mix {
                 groups: vec![(alg("quic:bbr3"), 1), (alg("tcp:cubic"), 1), (alg("quic:cubic"), 1)],
+                rtts: vec![None; 3],
                 label: "quic:bbr3:1,tcp:cubic:1,quic:cubic".into()
             })
         );
@@ -1106,9 +1134,23 @@ mod tests {
         assert!(refused::<FlowsSpec>("udp:cubic:1,bbr").starts_with("a number of flows"));
         assert_eq!(refused::<CcList>(","), "a comma-separated list of algorithms such as bbr,cubic");
         assert_eq!("4".parse(), Ok(FlowsSpec::Parallel(4)));
-        assert_eq!("bbr:2, cubic".parse(), Ok(FlowsSpec::Mix { groups: vec![(alg("bbr"), 2), (alg("cubic"), 1)], label: "bbr:2,cubic".into() }));
+        assert_eq!(
+            "bbr:2, cubic".parse(),
+            Ok(FlowsSpec::Mix { groups: vec![(alg("bbr"), 2), (alg("cubic"), 1)], label: "bbr:2,cubic".into(), rtts: vec![None, None] })
+        );
+        assert_eq!(
+            "bbr:1@10ms,cubic:1@60ms,reno".parse(),
+            Ok(FlowsSpec::Mix {
+                groups: vec![(alg("bbr"), 1), (alg("cubic"), 1), (alg("reno"), 1)],
+                label: "bbr:1@10ms,cubic:1@60ms,reno".into(),
+                rtts: vec![Some(10_000_000), Some(60_000_000), None]
+            })
+        );
+        for bad in ["bbr:1@", "bbr:1@0ms", "bbr:1@fast", "bbr:1@20s", "@10ms"] {
+            assert!(bad.parse::<FlowsSpec>().is_err(), "{bad}");
+        }
         for bad in ["0", "65", "bbr:0", "bbr:40,cubic:40", ":2", "bbr:x"] {
-            assert_eq!(refused::<FlowsSpec>(bad), "a number of flows from 1 to 64, or a mix such as bbr:2,cubic:2", "{bad}");
+            assert_eq!(refused::<FlowsSpec>(bad), "a number of flows from 1 to 64, or a mix such as bbr:2,cubic:2 (each group may have an access RTT of its own, up to 10s: bbr:1@10ms,cubic:1@60ms)", "{bad}");
         }
         assert_eq!("auto".parse(), Ok(RunsSpec::Auto));
         assert_eq!("7".parse(), Ok(RunsSpec::Fixed(7)));
@@ -1138,5 +1180,38 @@ mod tests {
         assert_eq!(e.message(), "each algorithm once");
         let e = toml::from_str::<T>("runs = true").unwrap_err();
         assert_eq!(e.message(), "a whole number from 1 to 1000, or auto");
+    }
+}
+
+/// One shard of a sweep: `index` of `count`, 0-based.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl FromStr for Shard {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        let bad = || Expected("a shard I/N, 0-based, such as 0/4 (the first of four) … 3/4 (the last)".into());
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count): (u32, u32) = (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl Shard {
+    /// Whether the cell at `position` (in the order of the cells by id) is this shard's.
+    pub fn takes(&self, position: usize) -> bool {
+        position % self.count as usize == self.index as usize
     }
 }

@@ -219,6 +219,8 @@ fn metrics(s: &Simulated, shares: Vec<CcShare>) -> RunMetrics {
         shares,
         jain_index: jain,
         jain_per_second: Vec::new(),
+        convergence_s: None,
+        lock_on_bw_bps: None,
     }
 }
 
@@ -301,16 +303,19 @@ fn assemble(ccs: Vec<String>, workload: WorkloadSpec, runs: Vec<RunRecord>) -> E
                 sample_interval_us: SAMPLE_US,
                 offload: true,
                 batch_us: 0,
+                access: Vec::new(),
             }),
             remote: None,
             metric: workload.metric().into(),
             workload,
+            expect: Vec::new(),
         },
         sequential: None,
         summary,
         comparisons,
         rtt_comparisons,
         runs,
+        expectations: Vec::new(),
     }
 }
 
@@ -342,7 +347,10 @@ fn mix_experiment(dir: &Path) -> ExperimentResult {
             sim.flows.iter().map(|f| CcShare { cc: f.cc_requested.clone(), flows: 1, goodput_bps: f.goodput_bps, share: f.goodput_bps / total }).collect();
         runs.push(run_record(index, &label, sim, shares));
     }
-    let mix = vec![MixFlow { cc: "bbr".parse().unwrap(), start_s: 0.0 }, MixFlow { cc: "cubic".parse().unwrap(), start_s: 1.0 }];
+    let mix = vec![
+        MixFlow { cc: "bbr".parse().unwrap(), start_s: 0.0, client_port: None },
+        MixFlow { cc: "cubic".parse().unwrap(), start_s: 1.0, client_port: None },
+    ];
     assemble(vec![label], bulk_spec("bbr", mix), runs)
 }
 
@@ -493,13 +501,15 @@ fn reports_render_with_data_and_load_in_a_browser_without_errors() {
 
     let bulk_dir = base.join("bulk");
     let bulk = bulk_experiment(&bulk_dir, 50e6, 1);
-    let html = ccbench::export::html::render(
-        &bulk,
-        "Path      50.0 Mbit/s, 10 ms one way … a summary line long enough to need wrapping at 1000 px, which a <pre> would otherwise scroll sideways",
-        &bulk_dir,
-    );
+    let summary =
+        "Path      50.0 Mbit/s, 10 ms one way … a summary line long enough to need wrapping at 1000 px, which a <pre> would otherwise scroll sideways";
+    let html = ccbench_report::render(&ccbench_report::ReportData::read(&bulk, summary, &bulk_dir));
     let page = bulk_dir.join("report.html");
     std::fs::write(&page, &html).unwrap();
+    // The report of the directory alone (result.json as a run writes it) is the same page.
+    std::fs::write(bulk_dir.join("result.json"), serde_json::to_string_pretty(&bulk).unwrap()).unwrap();
+    let read_back = ccbench_report::read_result(&bulk_dir).unwrap();
+    assert!(html == ccbench_report::render(&ccbench_report::ReportData::read(&read_back, summary, &bulk_dir)), "the report from the directory differs");
     assert!(html.contains("Sender's smoothed RTT"));
     assert!(html.contains("BBR state") && html.contains("PROBE_RTT"), "BBR's states are drawn");
     assert!(html.contains("which a &lt;pre&gt; would"), "summary text is escaped");
@@ -526,7 +536,7 @@ fn reports_render_with_data_and_load_in_a_browser_without_errors() {
     let mix_dir = base.join("mix");
     let mix = mix_experiment(&mix_dir);
     let page_mix = mix_dir.join("report.html");
-    std::fs::write(&page_mix, ccbench::export::html::render(&mix, "mix", &mix_dir)).unwrap();
+    std::fs::write(&page_mix, ccbench_report::render(&ccbench_report::ReportData::read(&mix, "mix", &mix_dir))).unwrap();
     check_page(
         chromium.as_deref(),
         &page_mix,
@@ -543,7 +553,7 @@ fn reports_render_with_data_and_load_in_a_browser_without_errors() {
         ci.hi = f64::INFINITY;
     }
     let page_fast = fast_dir.join("report.html");
-    let html_fast = ccbench::export::html::render(&fast, "", &fast_dir);
+    let html_fast = ccbench_report::render(&ccbench_report::ReportData::read(&fast, "", &fast_dir));
     std::fs::write(&page_fast, &html_fast).unwrap();
     assert!(html_fast.contains("–∞)"), "the unbounded side is labelled");
     check_page(chromium.as_deref(), &page_fast, &["fig-score", "fig-ratio"]);
@@ -553,7 +563,7 @@ fn reports_render_with_data_and_load_in_a_browser_without_errors() {
         ("500 Mbit/s, 20 ms".into(), &fast),
         ("bbr and cubic sharing".into(), &mix),
     ];
-    let conditions = ccbench::export::html::render_conditions(&rows);
+    let conditions = ccbench_report::render_conditions(&rows);
     let cond_dir = base.join("conditions");
     std::fs::create_dir_all(&cond_dir).unwrap();
     let page_cond = cond_dir.join("report.html");

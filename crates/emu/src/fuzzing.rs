@@ -4,7 +4,9 @@
 //! Input format: one configuration byte, then records of `[len_lo, len_hi, dt_ms]` followed
 //! by `len` bytes, each one read handed to the shell `dt_ms` milliseconds after the previous.
 //! With the AQM bit (0x08) set, the delay bits (6-7) also choose the AQM: 0 or 3 CoDel,
-//! 1 FQ-CoDel (which hashes every packet's 5-tuple), 2 PIE.
+//! 1 FQ-CoDel (which hashes every packet's 5-tuple), 2 PIE. With both delay bits set (0xC0),
+//! TCP ports 1–64 also get access links of their own ([`crate::access`]), so every packet is
+//! classified by its ports too.
 
 use std::time::Instant;
 
@@ -37,11 +39,17 @@ pub fn run_packet_path(data: &[u8]) {
         seed: 1,
         mtu: if cfg & 0x10 != 0 { 9000 } else { 1500 },
         offload: cfg & 0x01 != 0,
+        udp_offload: cfg & 0x01 != 0,
         sample_interval: 10 * MS,
         min_wake_gap: if cfg & 0x20 != 0 { time::Duration::from_micros(25) } else { time::Duration::ZERO },
     };
     let window = MeasureWindow::new(Instant::now());
-    let mut shell = Shell::new(config, time::Instant::EPOCH, window);
+    let access = if cfg >> 6 == 3 {
+        (1..=64u16).map(|p| crate::access::AccessDelay { client_port: p, one_way_ns: u64::from(p) * 1_000_000 }).collect()
+    } else {
+        Vec::new()
+    };
+    let mut shell = Shell::new(config, time::Instant::EPOCH, window).with_access(access);
     let (mut now, mut reads, mut out_bytes) = (time::Instant::EPOCH, 0u64, 0u64);
     while rest.len() >= 3 {
         let len = usize::from(u16::from_le_bytes([rest[0], rest[1]]));

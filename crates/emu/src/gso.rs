@@ -1,6 +1,6 @@
-//! Cutting the kernel's TCP superframes (TSO/GSO, up to 64 KB) into the MTU-sized segments a
-//! real link would carry, so that loss, queue occupancy and serialization are decided per
-//! segment. Reading superframes is what lets a userspace forwarder keep up at gigabit rates;
+//! Cutting the kernel's TCP superframes (TSO/GSO, up to 64 KB) and UDP GSO batches
+//! (`UDP_SEGMENT`, what QUIC stacks send with) into the MTU-sized packets a real link would
+//! carry, so that loss, queue occupancy and serialization are decided per segment or datagram. Reading superframes is what lets a userspace forwarder keep up at gigabit rates;
 //! splitting them again is what keeps the emulation honest.
 //!
 //! Packets cross the TUN device with a `struct virtio_net_hdr` in front (IFF_VNET_HDR). We
@@ -12,10 +12,22 @@ pub const VNET_HDR_LEN: usize = 10;
 pub const F_NEEDS_CSUM: u8 = 1;
 pub const GSO_NONE: u8 = 0;
 pub const GSO_TCPV4: u8 = 1;
+/// `VIRTIO_NET_HDR_GSO_UDP_L4`: a UDP GSO batch (the TUN device offers it with
+/// `TUN_F_USO4 | TUN_F_USO6`, Linux 6.2 and later).
+pub const GSO_UDP_L4: u8 = 5;
 pub const GSO_ECN: u8 = 0x80;
 
 /// Linux's `TCP_MIN_SND_MSS`: the smallest MSS the kernel sends with.
 pub const MIN_MSS: usize = 48;
+
+/// Linux's `UDP_MAX_SEGMENTS` (include/linux/udp.h, 6.x): the most datagrams one UDP GSO batch
+/// may carry. More would be a malformed batch, and a tiny `gso_size` must not make one read
+/// into thousands of packets.
+pub const UDP_MAX_SEGMENTS: usize = 128;
+
+const IPPROTO_TCP: u8 = 6;
+const IPPROTO_UDP: u8 = 17;
+const UDP_HDR_LEN: usize = 8;
 
 const TCP_FIN: u8 = 0x01;
 const TCP_PSH: u8 = 0x08;
@@ -54,6 +66,9 @@ impl VnetHdr {
 #[derive(Debug, PartialEq, Eq)]
 pub enum SegmentError {
     NotIpv4Tcp,
+    NotIpv4Udp,
+    /// A UDP batch of more than [`UDP_MAX_SEGMENTS`] datagrams.
+    TooManySegments,
     Truncated,
     ZeroMss,
     /// An MSS below Linux's floor (`TCP_MIN_SND_MSS`): no kernel sends it, and a 64 KB
@@ -94,10 +109,16 @@ pub fn ipv4_header_checksum(hdr: &[u8]) -> u16 {
 /// The folded TCP pseudo-header sum (not complemented): what the checksum field holds for a
 /// packet whose checksum is left to the receiver's "hardware" (`CHECKSUM_PARTIAL`).
 pub fn tcp_pseudo_sum(src: &[u8], dst: &[u8], tcp_len: u16) -> u16 {
+    pseudo_sum(src, dst, IPPROTO_TCP, tcp_len)
+}
+
+/// The folded IPv4 pseudo-header sum (RFC 768, RFC 9293 §3.1) for protocol `proto` and a
+/// transport length `len`, not complemented.
+fn pseudo_sum(src: &[u8], dst: &[u8], proto: u8, len: u16) -> u16 {
     let mut acc = sum16(src, 0);
     acc = sum16(dst, acc);
-    acc += 6; // protocol TCP
-    acc += u32::from(tcp_len);
+    acc += u32::from(proto);
+    acc += u32::from(len);
     fold(acc)
 }
 
@@ -115,7 +136,7 @@ pub struct Segmenter<'a> {
 
 impl<'a> Segmenter<'a> {
     pub fn new(pkt: &'a [u8], mss: usize, ecn: bool) -> Result<Self, SegmentError> {
-        if pkt.len() < 20 || pkt[0] >> 4 != 4 || pkt[9] != 6 {
+        if pkt.len() < 20 || pkt[0] >> 4 != 4 || pkt[9] != IPPROTO_TCP {
             return Err(SegmentError::NotIpv4Tcp);
         }
         if mss == 0 {
@@ -181,6 +202,111 @@ impl<'a> Segmenter<'a> {
         let pseudo = tcp_pseudo_sum(&ip[12..16], &ip[16..20], (seg_len - ihl) as u16);
         ip[ihl + 16..ihl + 18].copy_from_slice(&pseudo.to_be_bytes());
         VnetHdr { flags: F_NEEDS_CSUM, gso_type: GSO_NONE, hdr_len: 0, gso_size: 0, csum_start: ihl as u16, csum_offset: 16 }.write(vh);
+        Ok(need)
+    }
+}
+
+/// A superframe the kernel handed over: TCP (TSO) or UDP (USO), to be cut the same way.
+pub enum Superframe<'a> {
+    Tcp(Segmenter<'a>),
+    Udp(UdpSegmenter<'a>),
+}
+
+impl<'a> Superframe<'a> {
+    /// The superframe `pkt` is by its vnet header, `None` when the header says it is a single
+    /// packet (`GSO_NONE`) or names a kind we do not offer the kernel.
+    pub fn of(vh: &VnetHdr, pkt: &'a [u8]) -> Option<Result<Self, SegmentError>> {
+        let size = usize::from(vh.gso_size);
+        match vh.gso_type & !GSO_ECN {
+            GSO_TCPV4 => Some(Segmenter::new(pkt, size, vh.gso_type & GSO_ECN != 0).map(Superframe::Tcp)),
+            GSO_UDP_L4 => Some(UdpSegmenter::new(pkt, size).map(Superframe::Udp)),
+            _ => None,
+        }
+    }
+
+    pub fn count(&self) -> usize {
+        match self {
+            Superframe::Tcp(s) => s.count(),
+            Superframe::Udp(s) => s.count(),
+        }
+    }
+
+    /// Writes packet `i` (vnet header + IP packet) into `buf`; returns the bytes written.
+    pub fn write(&self, i: usize, buf: &mut [u8]) -> Result<usize, SegmentError> {
+        match self {
+            Superframe::Tcp(s) => s.write(i, buf),
+            Superframe::Udp(s) => s.write(i, buf),
+        }
+    }
+}
+
+/// A UDP/IPv4 GSO batch (without the vnet header): one UDP header over up to
+/// [`UDP_MAX_SEGMENTS`] datagrams of `gso_size` payload bytes each, the last possibly shorter.
+/// Each is cut out as the datagram the kernel would have sent without offload: its own IP
+/// length, ID and header checksum, UDP length, and the UDP checksum left partial.
+pub struct UdpSegmenter<'a> {
+    pkt: &'a [u8],
+    size: usize,
+    ihl: usize,
+    payload_len: usize,
+    count: usize,
+}
+
+impl<'a> UdpSegmenter<'a> {
+    pub fn new(pkt: &'a [u8], gso_size: usize) -> Result<Self, SegmentError> {
+        if pkt.len() < 20 || pkt[0] >> 4 != 4 || pkt[9] != IPPROTO_UDP {
+            return Err(SegmentError::NotIpv4Udp);
+        }
+        if gso_size == 0 {
+            return Err(SegmentError::ZeroMss);
+        }
+        let ihl = usize::from(pkt[0] & 0x0f) * 4;
+        if ihl < 20 {
+            return Err(SegmentError::BadHeaderLength);
+        }
+        let total = usize::from(u16::from_be_bytes([pkt[2], pkt[3]])).min(pkt.len());
+        if total < ihl + UDP_HDR_LEN {
+            return Err(SegmentError::Truncated);
+        }
+        let payload_len = total - ihl - UDP_HDR_LEN;
+        let count = payload_len.div_ceil(gso_size).max(1);
+        if count > UDP_MAX_SEGMENTS {
+            return Err(SegmentError::TooManySegments);
+        }
+        Ok(UdpSegmenter { pkt, size: gso_size, ihl, payload_len, count })
+    }
+
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Writes datagram `i` (vnet header + IP packet) into `buf`; returns the bytes written.
+    pub fn write(&self, i: usize, buf: &mut [u8]) -> Result<usize, SegmentError> {
+        let (pkt, ihl) = (self.pkt, self.ihl);
+        let hdrs = ihl + UDP_HDR_LEN;
+        let from = (i * self.size).min(self.payload_len);
+        let to = ((i + 1) * self.size).min(self.payload_len);
+        let seg_len = hdrs + (to - from);
+        let need = VNET_HDR_LEN + seg_len;
+        if buf.len() < need {
+            return Err(SegmentError::OutputTooSmall);
+        }
+        let (vh, ip) = buf.split_at_mut(VNET_HDR_LEN);
+        ip[..hdrs].copy_from_slice(&pkt[..hdrs]);
+        ip[hdrs..seg_len].copy_from_slice(&pkt[hdrs + from..hdrs + to]);
+        ip[2..4].copy_from_slice(&(seg_len as u16).to_be_bytes());
+        // As the kernel's software segmentation does (`__udp_gso_segment` over `inet_gso_segment`):
+        // consecutive IDs from the batch's.
+        let id0 = u16::from_be_bytes([pkt[4], pkt[5]]);
+        ip[4..6].copy_from_slice(&id0.wrapping_add(i as u16).to_be_bytes());
+        ip[10..12].copy_from_slice(&[0, 0]);
+        let csum = ipv4_header_checksum(&ip[..ihl]);
+        ip[10..12].copy_from_slice(&csum.to_be_bytes());
+        let udp_len = (seg_len - ihl) as u16;
+        ip[ihl + 4..ihl + 6].copy_from_slice(&udp_len.to_be_bytes());
+        let pseudo = pseudo_sum(&ip[12..16], &ip[16..20], IPPROTO_UDP, udp_len);
+        ip[ihl + 6..ihl + 8].copy_from_slice(&pseudo.to_be_bytes());
+        VnetHdr { flags: F_NEEDS_CSUM, gso_type: GSO_NONE, hdr_len: 0, gso_size: 0, csum_start: ihl as u16, csum_offset: 6 }.write(vh);
         Ok(need)
     }
 }
@@ -283,6 +409,81 @@ mod tests {
         assert_eq!(segments(&superframe(480, 0x10), MIN_MSS, false).len(), 10);
     }
 
+    fn udp_batch(payload_len: usize) -> Vec<u8> {
+        let mut p = vec![0u8; 20 + 8 + payload_len];
+        p[0] = 0x45;
+        let total = p.len() as u16;
+        p[2..4].copy_from_slice(&total.to_be_bytes());
+        p[4..6].copy_from_slice(&0xfffeu16.to_be_bytes()); // IP id near wrap
+        p[8] = 64;
+        p[9] = 17;
+        p[12..16].copy_from_slice(&[10, 77, 0, 2]);
+        p[16..20].copy_from_slice(&[10, 77, 0, 1]);
+        p[20..22].copy_from_slice(&4433u16.to_be_bytes());
+        p[22..24].copy_from_slice(&40000u16.to_be_bytes());
+        p[24..26].copy_from_slice(&((8 + payload_len) as u16).to_be_bytes());
+        for (i, b) in p[28..].iter_mut().enumerate() {
+            *b = (i * 13 + 5) as u8;
+        }
+        p
+    }
+
+    /// The full UDP checksum of a datagram, as the receiving "hardware" would complete it.
+    fn complete_udp_checksum(ip: &[u8]) -> u16 {
+        let mut udp = ip[20..].to_vec();
+        udp[6] = 0;
+        udp[7] = 0;
+        let mut acc = sum16(&ip[12..20], 0);
+        acc += 17 + udp.len() as u32;
+        acc = sum16(&udp, acc);
+        !fold(acc)
+    }
+
+    #[test]
+    fn a_udp_gso_batch_becomes_the_datagrams_the_kernel_would_have_sent() {
+        let pkt = udp_batch(1452 * 3 + 500);
+        let seg = UdpSegmenter::new(&pkt, 1452).unwrap();
+        assert_eq!(seg.count(), 4);
+        let mut payload = Vec::new();
+        for i in 0..seg.count() {
+            let mut buf = vec![0u8; 2048];
+            let n = seg.write(i, &mut buf).unwrap();
+            let vh = VnetHdr::parse(&buf).unwrap();
+            assert_eq!((vh.flags, vh.gso_type, vh.csum_start, vh.csum_offset), (F_NEEDS_CSUM, GSO_NONE, 20, 6));
+            let ip = &buf[VNET_HDR_LEN..n];
+            let want = if i < 3 { 1452 } else { 500 };
+            assert_eq!(ip.len(), 28 + want);
+            assert_eq!(u16::from_be_bytes([ip[2], ip[3]]) as usize, 28 + want, "IP total length");
+            assert_eq!(u16::from_be_bytes([ip[24], ip[25]]) as usize, 8 + want, "UDP length");
+            assert_eq!(u16::from_be_bytes([ip[4], ip[5]]), 0xfffeu16.wrapping_add(i as u16), "IP id");
+            assert_eq!(ipv4_header_checksum(&ip[..20]), u16::from_be_bytes([ip[10], ip[11]]), "IP header checksum");
+            assert_eq!(&ip[20..24], &pkt[20..24], "ports kept");
+            // The receiver completes the checksum from the pseudo-header sum left in the field.
+            let mut acc = u32::from(u16::from_be_bytes([ip[26], ip[27]]));
+            acc = sum16(&ip[20..26], acc);
+            acc = sum16(&ip[28..], acc);
+            assert_eq!(!fold(acc), complete_udp_checksum(ip), "partial checksum completes to the right value");
+            payload.extend_from_slice(&ip[28..]);
+        }
+        assert_eq!(payload, pkt[28..].to_vec(), "payload preserved in order");
+    }
+
+    #[test]
+    fn udp_batches_the_kernel_would_not_send_are_refused() {
+        assert_eq!(UdpSegmenter::new(&udp_batch(100), 1452).unwrap().count(), 1);
+        assert_eq!(UdpSegmenter::new(&udp_batch(0), 1452).unwrap().count(), 1, "an empty datagram is one");
+        assert_eq!(UdpSegmenter::new(&superframe(100, 0), 1452).err(), Some(SegmentError::NotIpv4Udp), "TCP is not UDP");
+        assert_eq!(UdpSegmenter::new(&udp_batch(100), 0).err(), Some(SegmentError::ZeroMss));
+        assert_eq!(UdpSegmenter::new(&udp_batch(100)[..25], 1452).err(), Some(SegmentError::Truncated));
+        assert_eq!(UdpSegmenter::new(&udp_batch(UDP_MAX_SEGMENTS * 10), 10).unwrap().count(), UDP_MAX_SEGMENTS);
+        assert_eq!(UdpSegmenter::new(&udp_batch(60_000), 1).err(), Some(SegmentError::TooManySegments), "no 60000-fold amplification");
+        let mut short_ihl = udp_batch(100);
+        short_ihl[0] = 0x44;
+        assert_eq!(UdpSegmenter::new(&short_ihl, 1452).err(), Some(SegmentError::BadHeaderLength));
+        let mut buf = [0u8; 100];
+        assert_eq!(UdpSegmenter::new(&udp_batch(1452), 1452).unwrap().write(0, &mut buf), Err(SegmentError::OutputTooSmall));
+    }
+
     #[test]
     fn header_lengths_below_five_words_are_rejected() {
         let mut short_ihl = superframe(1448, 0x10);
@@ -301,10 +502,18 @@ const TCP_RST: u8 = 0x04;
 const TCP_URG: u8 = 0x20;
 const MAX_IP_LEN: usize = 65_535;
 
+/// Linux's `UDP_GRO_CNT_MAX` (net/ipv4/udp_offload.c): the most datagrams GRO merges into one.
+const UDP_GRO_CNT_MAX: usize = 64;
+
 /// Merges consecutive in-order TCP/IPv4 segments of one flow that leave the link together into
 /// one superframe written with a single system call, the way a NIC's GRO hands them to the
 /// stack. Only what GRO would merge is merged: same addresses, ports, ACK, window and options,
 /// contiguous sequence numbers, full-sized segments except the last, no SYN/RST/URG.
+///
+/// With [`Coalescer::with_udp`], UDP/IPv4 datagrams of one flow too, as UDP GRO does
+/// (`udp_gro_receive_segment`): same addresses, ports, TOS and TTL, equal sizes except a
+/// shorter last one, at most [`UDP_GRO_CNT_MAX`]. The receiving socket gets them as one GRO
+/// batch (`UDP_GRO`), or the kernel splits them again for a socket that did not ask for it.
 pub struct Coalescer {
     buf: Vec<u8>,
     len: usize,
@@ -313,12 +522,30 @@ pub struct Coalescer {
     next_seq: u32,
     hdrs: usize,
     closed: bool,
+    /// What is held is UDP datagrams, not TCP segments.
+    udp: bool,
+    /// UDP may be merged: the output device takes UDP GSO frames (Linux 6.2+).
+    udp_ok: bool,
 }
 
 impl Default for Coalescer {
     fn default() -> Self {
-        Coalescer { buf: vec![0u8; VNET_HDR_LEN + MAX_IP_LEN], len: 0, count: 0, mss: 0, next_seq: 0, hdrs: 0, closed: false }
+        Coalescer { buf: vec![0u8; VNET_HDR_LEN + MAX_IP_LEN], len: 0, count: 0, mss: 0, next_seq: 0, hdrs: 0, closed: false, udp: false, udp_ok: false }
     }
+}
+
+/// The payload length of an IPv4/UDP datagram the coalescer may merge (20-byte IP header,
+/// not a fragment, lengths consistent), if it is one.
+fn udp_payload(ip: &[u8]) -> Option<usize> {
+    if ip.len() < 28 || ip[0] != 0x45 || ip[9] != IPPROTO_UDP {
+        return None;
+    }
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    let udp_len = usize::from(u16::from_be_bytes([ip[24], ip[25]]));
+    if total != ip.len() || udp_len != total - 20 || u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
+        return None;
+    }
+    Some(udp_len - UDP_HDR_LEN)
 }
 
 /// The parts of an IPv4/TCP packet the coalescer looks at, if it is one it may merge.
@@ -347,6 +574,12 @@ fn tcp_view(ip: &[u8]) -> Option<TcpView> {
 }
 
 impl Coalescer {
+    /// A coalescer that merges UDP datagrams too, when `udp` (the output device was opened
+    /// with UDP segmentation offload, so it takes UDP GSO frames).
+    pub fn with_udp(udp: bool) -> Self {
+        Coalescer { udp_ok: udp, ..Self::default() }
+    }
+
     /// Bytes waiting in the coalescer.
     pub fn is_empty(&self) -> bool {
         self.count == 0
@@ -362,6 +595,16 @@ impl Coalescer {
             self.buf[..pkt.len()].copy_from_slice(pkt);
             self.len = pkt.len();
             self.count = 1;
+            self.udp = false;
+            if self.udp_ok {
+                if let Some(payload) = udp_payload(ip) {
+                    self.udp = true;
+                    self.mss = payload;
+                    self.hdrs = 20 + UDP_HDR_LEN;
+                    self.closed = payload == 0;
+                    return true;
+                }
+            }
             match tcp_view(ip) {
                 Some(v) if v.payload > 0 && v.flags & (TCP_SYN | TCP_RST | TCP_URG | TCP_FIN | TCP_PSH) == 0 => {
                     self.mss = v.payload;
@@ -376,6 +619,9 @@ impl Coalescer {
         }
         if self.closed {
             return false;
+        }
+        if self.udp {
+            return self.push_udp(ip);
         }
         let Some(v) = tcp_view(ip) else { return false };
         let held = &self.buf[VNET_HDR_LEN..self.len];
@@ -405,6 +651,25 @@ impl Coalescer {
         true
     }
 
+    /// Adds UDP datagram `ip` to the UDP datagrams held, if GRO would.
+    fn push_udp(&mut self, ip: &[u8]) -> bool {
+        let Some(payload) = udp_payload(ip) else { return false };
+        let held = &self.buf[VNET_HDR_LEN..self.len];
+        let same_flow = ip[1] == held[1] // TOS (ECN included)
+            && ip[8] == held[8] // TTL
+            && ip[12..24] == held[12..24]; // addresses, ports
+        let fits = self.len + payload <= VNET_HDR_LEN + MAX_IP_LEN && self.count < UDP_GRO_CNT_MAX;
+        if !(same_flow && fits && payload > 0 && payload <= self.mss) {
+            return false;
+        }
+        self.buf[self.len..self.len + payload].copy_from_slice(&ip[self.hdrs..]);
+        self.len += payload;
+        self.count += 1;
+        // A shorter datagram ends the batch: only the last may be.
+        self.closed = payload < self.mss;
+        true
+    }
+
     /// Finishes what is held and returns the bytes to write (one packet or a superframe), or
     /// `None` if empty. The coalescer is empty afterwards.
     pub fn take(&mut self) -> Option<&[u8]> {
@@ -413,7 +678,20 @@ impl Coalescer {
         }
         let (count, len) = (self.count, self.len);
         self.count = 0;
-        if count > 1 {
+        if count > 1 && self.udp {
+            let (vh, ip) = self.buf[..len].split_at_mut(VNET_HDR_LEN);
+            let ip_len = ip.len();
+            ip[2..4].copy_from_slice(&(ip_len as u16).to_be_bytes());
+            ip[10..12].copy_from_slice(&[0, 0]);
+            let csum = ipv4_header_checksum(&ip[..20]);
+            ip[10..12].copy_from_slice(&csum.to_be_bytes());
+            let udp_len = (ip_len - 20) as u16;
+            ip[24..26].copy_from_slice(&udp_len.to_be_bytes());
+            let pseudo = pseudo_sum(&ip[12..16], &ip[16..20], IPPROTO_UDP, udp_len);
+            ip[26..28].copy_from_slice(&pseudo.to_be_bytes());
+            VnetHdr { flags: F_NEEDS_CSUM, gso_type: GSO_UDP_L4, hdr_len: self.hdrs as u16, gso_size: self.mss as u16, csum_start: 20, csum_offset: 6 }
+                .write(vh);
+        } else if count > 1 {
             let (vh, ip) = self.buf[..len].split_at_mut(VNET_HDR_LEN);
             let ip_len = ip.len();
             ip[2..4].copy_from_slice(&(ip_len as u16).to_be_bytes());
@@ -463,6 +741,96 @@ mod coalesce_tests {
                 b
             })
             .collect()
+    }
+
+    fn udp_datagrams(payload_len: usize, size: usize) -> Vec<Vec<u8>> {
+        let mut p = vec![0u8; 28 + payload_len];
+        p[0] = 0x45;
+        let total = p.len() as u16;
+        p[2..4].copy_from_slice(&total.to_be_bytes());
+        p[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
+        p[8] = 64;
+        p[9] = 17;
+        p[12..16].copy_from_slice(&[10, 77, 0, 2]);
+        p[16..20].copy_from_slice(&[10, 77, 0, 1]);
+        p[20..22].copy_from_slice(&4433u16.to_be_bytes());
+        p[22..24].copy_from_slice(&40000u16.to_be_bytes());
+        p[24..26].copy_from_slice(&((8 + payload_len) as u16).to_be_bytes());
+        for (i, b) in p[28..].iter_mut().enumerate() {
+            *b = (i * 11 + 1) as u8;
+        }
+        let seg = UdpSegmenter::new(&p, size).unwrap();
+        (0..seg.count())
+            .map(|i| {
+                let mut buf = vec![0u8; 2048];
+                let n = seg.write(i, &mut buf).unwrap();
+                buf.truncate(n);
+                buf
+            })
+            .collect()
+    }
+
+    /// Datagrams of one UDP GSO batch leaving together merge back into one UDP GSO frame:
+    /// the payloads in order, sizes in the vnet header, lengths and checksums consistent.
+    #[test]
+    fn datagrams_of_one_flow_merge_into_a_udp_gso_frame() {
+        let dgrams = udp_datagrams(1452 * 4 + 300, 1452);
+        let mut c = Coalescer::with_udp(true);
+        for d in &dgrams {
+            assert!(c.push(d));
+        }
+        let out = c.take().unwrap().to_vec();
+        let vh = VnetHdr::parse(&out).unwrap();
+        assert_eq!((vh.flags, vh.gso_type, vh.gso_size, vh.hdr_len, vh.csum_start, vh.csum_offset), (F_NEEDS_CSUM, GSO_UDP_L4, 1452, 28, 20, 6));
+        let ip = &out[VNET_HDR_LEN..];
+        assert_eq!(u16::from_be_bytes([ip[2], ip[3]]) as usize, ip.len());
+        assert_eq!(u16::from_be_bytes([ip[24], ip[25]]) as usize, ip.len() - 20);
+        assert_eq!(ipv4_header_checksum(&ip[..20]), u16::from_be_bytes([ip[10], ip[11]]));
+        assert_eq!(u16::from_be_bytes([ip[26], ip[27]]), pseudo_sum(&ip[12..16], &ip[16..20], 17, (ip.len() - 20) as u16));
+        let payload: Vec<u8> = dgrams.iter().flat_map(|d| d[VNET_HDR_LEN + 28..].to_vec()).collect();
+        assert_eq!(&ip[28..], &payload[..]);
+        assert!(c.is_empty());
+        // Cut again, it gives back the same datagrams (IDs aside: the frame has the first's).
+        let again = UdpSegmenter::new(ip, 1452).unwrap();
+        assert_eq!(again.count(), dgrams.len());
+        for (i, d) in dgrams.iter().enumerate() {
+            let mut buf = vec![0u8; 2048];
+            let n = again.write(i, &mut buf).unwrap();
+            assert_eq!(&buf[VNET_HDR_LEN + 20..n], &d[VNET_HDR_LEN + 20..], "datagram {i}");
+        }
+    }
+
+    #[test]
+    fn refuses_udp_that_gro_would_not_merge() {
+        let dgrams = udp_datagrams(1452 * 2, 1452);
+        // Without UDP offload on the output device, UDP goes out one by one.
+        let mut tcp_only = Coalescer::default();
+        assert!(tcp_only.push(&dgrams[0]) && !tcp_only.push(&dgrams[1]));
+        // Another flow (port), TOS or a datagram larger than the first do not join.
+        for change in [22usize, 1] {
+            let mut c = Coalescer::with_udp(true);
+            let mut other = dgrams[1].clone();
+            other[VNET_HDR_LEN + change] ^= 1;
+            assert!(c.push(&dgrams[0]) && !c.push(&other), "byte {change}");
+        }
+        let small = udp_datagrams(100, 1452);
+        let mut c = Coalescer::with_udp(true);
+        assert!(c.push(&small[0]) && !c.push(&dgrams[0]), "larger after smaller");
+        // After a shorter datagram, nothing more.
+        let mixed = udp_datagrams(1452 + 100, 1452);
+        let mut c = Coalescer::with_udp(true);
+        assert!(c.push(&mixed[0]) && c.push(&mixed[1]) && !c.push(&mixed[0]));
+        // At most UDP_GRO_CNT_MAX datagrams in one frame.
+        let many = udp_datagrams(100 * (UDP_GRO_CNT_MAX + 1), 100);
+        let mut c = Coalescer::with_udp(true);
+        let taken = many.iter().take_while(|d| c.push(d)).count();
+        assert_eq!(taken, UDP_GRO_CNT_MAX);
+        // A UDP frame held refuses TCP, and a TCP one UDP.
+        let tcp = cut(&superframe(1448 * 2, 0x10), 1448);
+        let mut c = Coalescer::with_udp(true);
+        assert!(c.push(&dgrams[0]) && !c.push(&tcp[0]));
+        let mut c = Coalescer::with_udp(true);
+        assert!(c.push(&tcp[0]) && !c.push(&dgrams[0]));
     }
 
     #[test]

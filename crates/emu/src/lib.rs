@@ -10,6 +10,7 @@
 //! ```
 //! All timing lives in the link model; this crate only moves bytes and keeps the clock.
 
+pub mod access;
 mod forward;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -30,6 +31,7 @@ use ccbench_link::{time, DirectionConfig};
 use ccbench_netns::{Netns, NetnsError};
 use serde::{Deserialize, Serialize};
 
+pub use access::AccessDelay;
 pub use report::{DelaySummary, DirectionReport, LinkSample, WindowReport};
 pub use series::SampleSink;
 pub use shell::{Shell, ShellConfig};
@@ -57,7 +59,7 @@ pub enum EmuError {
 }
 
 /// Everything that defines an emulated path.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct PathSpec {
     /// Server → client.
     pub down: DirectionConfig,
@@ -75,6 +77,10 @@ pub struct PathSpec {
     /// departure gets its own wake-up.
     #[serde(default = "default_batch_us")]
     pub batch_us: u64,
+    /// Flows with access links of their own behind the bottleneck (`--flows cc:1@10ms`), by
+    /// client port; empty for the one shared path.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub access: Vec<AccessDelay>,
 }
 
 impl PathSpec {
@@ -115,7 +121,7 @@ pub struct EmulatedPath {
 }
 
 /// What the emulator saw in each direction.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PathReport {
     pub down: DirectionReport,
     pub up: DirectionReport,
@@ -162,6 +168,7 @@ impl EmulatedPath {
             seed,
             mtu: spec.mtu,
             offload: client_tun.offload(),
+            udp_offload: client_tun.udp_offload() && server_tun.udp_offload(),
             sample_interval: time::Duration::from_micros(spec.sample_interval_us.max(1)),
             min_wake_gap: spec.batch(),
         };
@@ -170,6 +177,7 @@ impl EmulatedPath {
             None => (Shell::new(down_cfg, now, window.clone()), Shell::new(up_cfg, now, window.clone())),
             Some((d, u)) => (Shell::streaming(down_cfg, now, window.clone(), d), Shell::streaming(up_cfg, now, window.clone(), u)),
         };
+        let (down_shell, up_shell) = (down_shell.with_access(spec.access.clone()), up_shell.with_access(spec.access.clone()));
         // Downlink reads the server's device and writes the client's; uplink the reverse.
         let tuns = [client_tun.clone(), server_tun.clone()];
         let down = forward::Forwarder { from: server_tun.clone(), to: client_tun.clone(), epoch, stop: stop.clone(), shell: down_shell };

@@ -6,7 +6,7 @@ use ccbench_link::{DelayHistogram, DirectionConfig, LinkStats};
 use serde::{Deserialize, Serialize};
 
 /// One point of a direction's time series, covering the interval that ends at `t_us`.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct LinkSample {
     pub t_us: u64,
     /// Bytes and packets waiting in the buffer at the sample instant.
@@ -26,7 +26,7 @@ pub struct LinkSample {
 }
 
 /// Percentiles of a delay distribution, in microseconds.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct DelaySummary {
     pub count: u64,
     pub mean_us: f64,
@@ -53,7 +53,7 @@ impl DelaySummary {
 /// What one direction saw inside the measurement window `[from_us, to_us)` (microseconds
 /// since the path's epoch): drops and arrivals counted at their arrival time, deliveries,
 /// queue delay, lateness and busy time at their departure.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct WindowReport {
     pub from_us: u64,
     pub to_us: u64,
@@ -66,7 +66,7 @@ pub struct WindowReport {
 }
 
 /// What one direction of the emulator saw over its lifetime.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DirectionReport {
     pub direction: String,
     pub config: Option<DirectionConfig>,
@@ -80,7 +80,8 @@ pub struct DirectionReport {
     pub utilization: f64,
     pub read_errors: u64,
     pub write_errors: u64,
-    /// TSO superframes read from the kernel, and the MTU-sized segments cut from them.
+    /// Superframes read from the kernel (TCP TSO and UDP GSO batches), and the MTU-sized
+    /// segments and datagrams cut from them.
     pub superframes: u64,
     pub segments_from_superframes: u64,
     /// Writes to the output device; below packets_out when departures were coalesced.

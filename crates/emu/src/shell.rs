@@ -11,7 +11,7 @@
 use ccbench_link::time::{Duration, Instant};
 use ccbench_link::{DelayHistogram, DirectionConfig, Link};
 
-use crate::gso::{self, Coalescer, Segmenter, VnetHdr, VNET_HDR_LEN};
+use crate::gso::{self, Coalescer, Superframe, VnetHdr, VNET_HDR_LEN};
 use crate::report::{DelaySummary, DirectionReport, LinkSample};
 use crate::series::{SampleSink, SeriesRecorder};
 use crate::window::{MeasureWindow, WindowAccount};
@@ -30,6 +30,9 @@ pub struct ShellConfig {
     pub mtu: u32,
     /// Packets carry a virtio-net header (the devices were opened with offloads).
     pub offload: bool,
+    /// The output device takes UDP GSO frames too (`Tun::udp_offload`): datagrams of one flow
+    /// that leave together are written as one, which the receiving socket reads as a GRO batch.
+    pub udp_offload: bool,
     pub sample_interval: Duration,
     /// After a wake-up, sleep at least this long before the next one (see `PathSpec::batch_us`).
     pub min_wake_gap: Duration,
@@ -64,6 +67,9 @@ pub struct Shell {
     read_errors: u64,
     write_errors: u64,
     first_error: Option<String>,
+    /// Per-flow access links behind the bottleneck ([`crate::access`]).
+    access: Vec<crate::access::AccessDelay>,
+    access_line: crate::access::AccessLine<(Box<[u8]>, usize)>,
 }
 
 /// The in-memory sink of [`Shell::new`]: shared so that `finish` can take the samples back.
@@ -101,7 +107,7 @@ impl Shell {
             // Grows to the most packets ever held at once, then recycles: no allocation in
             // steady state, and a short-lived shell (a test, a fuzz input) costs nothing.
             pool: Vec::new(),
-            coalescer: Coalescer::default(),
+            coalescer: Coalescer::with_udp(cfg.offload && cfg.udp_offload),
             held: None,
             lent: None,
             series: SeriesRecorder::new(cfg.sample_interval, now, sink),
@@ -118,8 +124,16 @@ impl Shell {
             read_errors: 0,
             write_errors: 0,
             first_error: None,
+            access: Vec::new(),
+            access_line: Default::default(),
             cfg,
         }
+    }
+
+    /// Gives the flows in `access` their own delay behind the bottleneck.
+    pub fn with_access(mut self, access: Vec<crate::access::AccessDelay>) -> Self {
+        self.access = access;
+        self
     }
 
     fn buffer(&mut self) -> Box<[u8]> {
@@ -149,10 +163,12 @@ impl Shell {
             return;
         }
         let vnet = if self.hdr > 0 { VnetHdr::parse(bytes) } else { None };
-        match vnet {
-            Some(vh) if vh.gso_type & !gso::GSO_ECN == gso::GSO_TCPV4 => {
+        // A superframe's packets all enter the link at `now`, in order: the kernel sent them
+        // at once, and the link serializes them one by one from there, as it would have.
+        match vnet.and_then(|vh| Superframe::of(&vh, &bytes[self.hdr..])) {
+            Some(superframe) => {
                 self.superframes += 1;
-                match Segmenter::new(&bytes[self.hdr..], usize::from(vh.gso_size), vh.gso_type & gso::GSO_ECN != 0) {
+                match superframe {
                     Ok(seg) => {
                         self.segments += seg.count() as u64;
                         for i in 0..seg.count() {
@@ -169,8 +185,8 @@ impl Shell {
                     Err(_) => self.malformed += 1,
                 }
             }
-            Some(vh) if vh.gso_type != gso::GSO_NONE => self.malformed += 1,
-            _ => {
+            None if vnet.is_some_and(|vh| vh.gso_type != gso::GSO_NONE) => self.malformed += 1,
+            None => {
                 let mut buf = self.buffer();
                 match buf.get_mut(..bytes.len()) {
                     Some(b) => {
@@ -226,17 +242,31 @@ impl Shell {
         None
     }
 
-    /// The next packet the link delivers at `now`, accounted (lateness, series, window).
+    /// The next packet due at `now`: one whose access delay is over, else the next the link
+    /// delivers, accounted (lateness, series, window) as it leaves the bottleneck; one with an
+    /// access delay of its own waits it out first.
     fn next_departure(&mut self, now: Instant) -> Option<(Box<[u8]>, usize)> {
-        let d = self.link.dequeue(now)?;
-        // Saturating (never negative), as all time arithmetic.
-        let late = now - d.delivered_at;
-        let queue_delay = d.service_start - d.arrived_at;
-        self.lateness.record(late);
-        self.series.on_delivery(queue_delay, late);
-        self.window.delivery(d.delivered_at, d.len, queue_delay, late);
-        let len = self.hdr + d.len as usize;
-        Some((d.packet, len))
+        if let Some(p) = self.access_line.pop_due(now) {
+            return Some(p);
+        }
+        loop {
+            let d = self.link.dequeue(now)?;
+            // Saturating (never negative), as all time arithmetic.
+            let late = now - d.delivered_at;
+            let queue_delay = d.service_start - d.arrived_at;
+            self.lateness.record(late);
+            self.series.on_delivery(queue_delay, late);
+            self.window.delivery(d.delivered_at, d.len, queue_delay, late);
+            let len = self.hdr + d.len as usize;
+            let extra = crate::access::extra_delay(&self.access, &d.packet[self.hdr..len]);
+            if extra == Duration::ZERO {
+                return Some((d.packet, len));
+            }
+            self.access_line.push(d.delivered_at + extra, (d.packet, len));
+            if let Some(p) = self.access_line.pop_due(now) {
+                return Some(p);
+            }
+        }
     }
 
     fn housekeeping(&mut self, now: Instant) {
@@ -258,7 +288,7 @@ impl Shell {
     pub fn poll_timeout(&self) -> Instant {
         let now = self.last_now;
         let mut wake = self.series.next_at.min(now + MAX_SLEEP);
-        if let Some(t) = self.link.next_event() {
+        if let Some(t) = [self.link.next_event(), self.access_line.next_time()].into_iter().flatten().min() {
             // Departures closer together than the gap leave in one batch (and one
             // superframe), a little late, instead of one wake-up each: on a VM each timer
             // wake-up costs more than a packet's serialization at a gigabit.
@@ -281,7 +311,7 @@ impl Shell {
 
     /// Packets the shell holds on their way out (link + coalescer).
     pub fn in_flight(&self) -> usize {
-        self.link.in_flight_packets() + usize::from(!self.coalescer.is_empty()) + usize::from(self.held.is_some())
+        self.link.in_flight_packets() + self.access_line.len() + usize::from(!self.coalescer.is_empty()) + usize::from(self.held.is_some())
     }
 
     /// What this direction saw, from start to `now`.

@@ -48,7 +48,7 @@ const SPEC_JSON: &str = r#"{"down":{"rate":{"bits_per_sec":8000000},"delay_ns":1
 
 #[test]
 fn a_path_spec_serializes_as_it_always_has() {
-    let spec = PathSpec { down: down(), up: up(), mtu: 1500, seed: 42, sample_interval_us: 250_000, offload: false, batch_us: 25 };
+    let spec = PathSpec { down: down(), up: up(), mtu: 1500, seed: 42, sample_interval_us: 250_000, offload: false, batch_us: 25, access: Vec::new() };
     let json = serde_json::to_string(&spec).expect("serializes");
     assert_eq!(json, SPEC_JSON);
     let back: PathSpec = serde_json::from_str(&json).expect("deserializes");
@@ -62,8 +62,16 @@ fn report() -> DirectionReport {
     let window = MeasureWindow::new(epoch);
     window.open(epoch + Duration::from_millis(200));
     window.close(epoch + Duration::from_millis(800));
-    let cfg =
-        ShellConfig { name: "downlink", config: down(), seed: 7, mtu: 1500, offload: false, sample_interval: 250 * MS, min_wake_gap: time::Duration::ZERO };
+    let cfg = ShellConfig {
+        name: "downlink",
+        config: down(),
+        seed: 7,
+        mtu: 1500,
+        offload: false,
+        udp_offload: false,
+        sample_interval: 250 * MS,
+        min_wake_gap: time::Duration::ZERO,
+    };
     let mut shell = Shell::new(cfg, at(time::Duration::ZERO), window);
     let mut packet = vec![0u8; 1000];
     packet[0] = 0x45;

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ccbench_emu::gso::{VnetHdr, GSO_TCPV4, VNET_HDR_LEN};
+use ccbench_emu::gso::{VnetHdr, GSO_TCPV4, GSO_UDP_L4, VNET_HDR_LEN};
 use ccbench_emu::{LinkSample, MeasureWindow, SampleSink, Shell, ShellConfig};
 use ccbench_link::time;
 use ccbench_link::{Buffer, DirectionConfig, Rate};
@@ -19,7 +19,7 @@ fn at(d: time::Duration) -> time::Instant {
 }
 
 fn config(offload: bool, dir: DirectionConfig) -> ShellConfig {
-    ShellConfig { name: "uplink", config: dir, seed: 7, mtu: 1500, offload, sample_interval: 10 * MS, min_wake_gap: time::Duration::ZERO }
+    ShellConfig { name: "uplink", config: dir, seed: 7, mtu: 1500, offload, udp_offload: offload, sample_interval: 10 * MS, min_wake_gap: time::Duration::ZERO }
 }
 
 /// A 1000-byte IPv4/UDP-looking packet (the link does not parse non-superframes).
@@ -246,6 +246,67 @@ fn superframe_segments_arrive_as_one_burst_and_paced_reads_alone() {
     assert_eq!(e.gaps.count(), 149);
     let w = r.window.expect("opened and closed");
     assert_eq!(w.stats.entry, r.stats.entry);
+}
+
+/// A UDP/IPv4 GSO batch of `n` datagrams of 1452 payload bytes behind its vnet header, as a
+/// QUIC sender's `UDP_SEGMENT` send reaches a TUN device with USO.
+fn udp_gso_batch(n: usize) -> Vec<u8> {
+    let payload = 1452 * n;
+    let mut p = vec![0u8; VNET_HDR_LEN + 28 + payload];
+    VnetHdr { flags: 1, gso_type: GSO_UDP_L4, hdr_len: 28, gso_size: 1452, csum_start: 20, csum_offset: 6 }.write(&mut p);
+    let ip = &mut p[VNET_HDR_LEN..];
+    ip[0] = 0x45;
+    let total = ip.len() as u16;
+    ip[2..4].copy_from_slice(&total.to_be_bytes());
+    ip[8] = 64;
+    ip[9] = 17;
+    ip[12..16].copy_from_slice(&[10, 77, 0, 2]);
+    ip[16..20].copy_from_slice(&[10, 77, 0, 1]);
+    ip[24..26].copy_from_slice(&((8 + payload) as u16).to_be_bytes());
+    for (i, b) in ip[28..].iter_mut().enumerate() {
+        *b = (i / 1452) as u8;
+    }
+    p
+}
+
+/// Issue 17 §2: a UDP GSO batch read at once enters the link as its datagrams, and each
+/// leaves after its own serialization (1480 wire bytes at 100 Mbit/s: 118.4 µs apart), as if
+/// the kernel had cut the batch; datagrams due together leave as one UDP GSO frame, in order.
+#[test]
+fn a_udp_gso_batch_leaves_one_datagram_per_serialization_time() {
+    let dir = DirectionConfig { rate: Rate::BitsPerSec(100_000_000), ..Default::default() };
+    let us = time::Duration::from_micros(1);
+    let serialization = 118_400 * NS;
+    let mut shell = Shell::new(config(true, dir.clone()), T0, MeasureWindow::new(Instant::now()));
+    shell.handle_read(T0, &udp_gso_batch(10));
+    let mut departures = Vec::new();
+    for step in 0..300u64 {
+        let now = at(step * 10 * us);
+        for frame in drain(&mut shell, now) {
+            assert_eq!(frame.len(), VNET_HDR_LEN + 1480, "one datagram per write when they leave apart");
+            departures.push((step * 10 * us, frame[VNET_HDR_LEN + 28]));
+        }
+    }
+    assert_eq!(departures.len(), 10);
+    for (k, (t, tag)) in departures.iter().enumerate() {
+        let due = (k as u64 + 1) * serialization;
+        assert!(*t >= due && *t < due + 10 * us, "datagram {k} left at {t:?}, due at {due:?}");
+        assert_eq!(usize::from(*tag), k, "in order");
+    }
+    // Polled only once all are due: one UDP GSO frame of the ten, as GRO would hand them up.
+    let mut shell = Shell::new(config(true, dir), T0, MeasureWindow::new(Instant::now()));
+    shell.handle_read(T0, &udp_gso_batch(10));
+    let out = drain(&mut shell, at(2 * MS));
+    assert_eq!(out.len(), 1);
+    let vh = VnetHdr::parse(&out[0]).unwrap();
+    assert_eq!((vh.gso_type, vh.gso_size), (GSO_UDP_L4, 1452));
+    let batch = udp_gso_batch(10);
+    assert_eq!(out[0].len(), batch.len());
+    assert_eq!(&out[0][VNET_HDR_LEN + 2..VNET_HDR_LEN + 4], &batch[VNET_HDR_LEN + 2..VNET_HDR_LEN + 4], "IP length");
+    assert_eq!(&out[0][VNET_HDR_LEN + 12..VNET_HDR_LEN + 26], &batch[VNET_HDR_LEN + 12..VNET_HDR_LEN + 26], "addresses, ports, UDP length");
+    assert_eq!(&out[0][VNET_HDR_LEN + 28..], &batch[VNET_HDR_LEN + 28..], "payload in order");
+    let r = shell.finish(at(2 * MS), 0.0);
+    assert_eq!((r.superframes, r.segments_from_superframes, r.stats.packets_out, r.writes), (1, 10, 10, 1));
 }
 
 /// Under FQ-CoDel the shell hashes each packet's 5-tuple, so a thin flow beside a flood gets

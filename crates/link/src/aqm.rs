@@ -158,7 +158,7 @@ macro_rules! registry {
     ($($(#[$doc:meta])* $variant:ident($name:literal, $config:ty),)*) => {
         /// Queue management of the buffer. The [`Buffer`] limit applies whatever the AQM
         /// (drop-tail at arrival, except FQ-CoDel, which drops from its fattest queue).
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
         #[serde(tag = "kind", rename_all = "snake_case")]
         pub enum AqmKind {
             /// A FIFO that drops arrivals finding the buffer full.

@@ -7,7 +7,7 @@ use crate::time::{Duration, Instant};
 use crate::trace::TraceRate;
 
 /// Bottleneck rate of the server.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Rate {
     /// Zero serialization time: packets only see the propagation delay.
@@ -38,7 +38,7 @@ impl Rate {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LossModel {
     #[default]
@@ -59,7 +59,7 @@ pub enum LossModel {
 
 /// Capacity of the drop-tail queue in front of the rate server. The packet
 /// currently being serialized does not count against it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", content = "value", rename_all = "snake_case")]
 pub enum Buffer {
     #[default]
@@ -89,7 +89,7 @@ impl Buffer {
 /// Samples come from an RNG stream of their own (same seed, different
 /// stream), so adding jitter does not change which packets the loss model
 /// drops.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Jitter {
     #[default]
@@ -113,7 +113,7 @@ impl Jitter {
 }
 
 /// Token-bucket policer in front of the buffer. The bucket starts full.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Policer {
     pub rate_bps: u64,
     pub burst_bytes: u64,
@@ -135,7 +135,7 @@ pub struct Policer {
 ///
 /// Changes at equal times are applied in list order, before any packet
 /// event at that instant.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScheduledChange {
     pub at_ns: Instant,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -149,7 +149,7 @@ pub struct ScheduledChange {
 /// Configuration of one direction of a link. The default is a transparent
 /// link: unlimited rate, no delay, no loss, unlimited buffer, and none of
 /// the optional stages.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DirectionConfig {
     /// Constant rate of the server; ignored while `trace` is in force.
     pub rate: Rate,

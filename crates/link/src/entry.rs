@@ -107,7 +107,7 @@ impl BurstHistogram {
     }
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
 struct BurstRepr {
     bursts: u64,
     packets: u64,
@@ -121,6 +121,16 @@ impl Serialize for BurstHistogram {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let lengths = self.counts.iter().enumerate().filter(|(_, &c)| c > 0).map(|(l, &c)| (l as u64, c)).collect();
         BurstRepr { bursts: self.bursts, packets: self.packets, max: self.max, lengths }.serialize(s)
+    }
+}
+
+/// Written as [`BurstRepr`], so its schema is that one's.
+impl schemars::JsonSchema for BurstHistogram {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "BurstHistogram".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        BurstRepr::json_schema(g)
     }
 }
 
@@ -145,7 +155,7 @@ impl<'de> Deserialize<'de> for BurstHistogram {
 }
 
 /// Arrival gaps and bursts at the bottleneck's entry.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EntryStats {
     /// Time from each arrival to the next (lost packets included: they arrived).
     pub gaps: DelayHistogram,

@@ -157,7 +157,7 @@ impl DelayHistogram {
     }
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
 struct HistogramRepr {
     count: u64,
     sum_ns: u64,
@@ -207,6 +207,16 @@ impl TryFrom<HistogramRepr> for DelayHistogram {
 impl Serialize for DelayHistogram {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         HistogramRepr::from(self).serialize(s)
+    }
+}
+
+/// Written as [`HistogramRepr`], so its schema is that one's.
+impl schemars::JsonSchema for DelayHistogram {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "DelayHistogram".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        HistogramRepr::json_schema(g)
     }
 }
 

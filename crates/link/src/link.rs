@@ -14,7 +14,7 @@ use crate::pacer::Pacer;
 use crate::policer::TokenBucket;
 use crate::time::{Duration, Instant};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DropCause {
     Loss,
@@ -69,7 +69,7 @@ pub struct Delivery<P> {
     pub delivered_at: Instant,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct LinkStats {
     /// Every packet offered to `enqueue`, including those dropped.
     pub packets_in: u64,

@@ -53,7 +53,7 @@ const NS_PER_SEC: u64 = 1_000_000_000;
 ///
 /// Not a [`std::time::Instant`]: see the [module documentation](self) for why the name is
 /// shared and how the two are told apart.
-#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(transparent)]
 #[repr(transparent)]
 pub struct Instant(u64);
@@ -63,7 +63,7 @@ pub struct Instant(u64);
 ///
 /// Not a [`std::time::Duration`] (use [`Duration::from_std`] / [`Duration::to_std`]): it is a
 /// single `u64` of nanoseconds, so it spans at most about 584 years.
-#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(transparent)]
 #[repr(transparent)]
 pub struct Duration(u64);

@@ -25,7 +25,7 @@ const NS_PER_MS: u64 = 1_000_000;
 /// *unloaded* trace ([`TraceRate::is_loaded`] is false) that stalls the link
 /// and is rejected by [`crate::DirectionConfig::validate`]; re-parse the
 /// source named by [`TraceRate::name`] to use it again.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceRate {
     name: String,
     period_ms: u64,

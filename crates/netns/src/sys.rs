@@ -17,6 +17,9 @@ pub const IFF_VNET_HDR: libc::c_short = 0x4000;
 pub const TUN_F_CSUM: libc::c_uint = 0x01;
 pub const TUN_F_TSO4: libc::c_uint = 0x02;
 pub const TUN_F_TSO_ECN: libc::c_uint = 0x08;
+/// UDP segmentation offload (Linux 6.2+); the kernel takes it only with both set.
+pub const TUN_F_USO4: libc::c_uint = 0x20;
+pub const TUN_F_USO6: libc::c_uint = 0x40;
 
 pub const IFNAMSIZ: usize = 16;
 

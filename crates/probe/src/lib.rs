@@ -330,7 +330,7 @@ pub fn kernel_tcp_info_size<F: AsFd>(fd: F) -> io::Result<usize> {
 /// Plain fields exist on every kernel. `Option` fields are `None` when the
 /// running kernel's `struct tcp_info` is too short to contain them (see the
 /// crate docs). Rates are converted from the kernel's bytes/s to **bits/s**.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TcpInfo {
     /// Bytes of `struct tcp_info` the kernel filled.
     pub kernel_len: usize,
@@ -526,7 +526,7 @@ pub mod bbr_gain {
 
 /// BBRv1 state machine mode, inferred from the gains the kernel reports (the
 /// mode itself is not exported by `struct tcp_bbr_info`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum BbrMode {
     Startup,
@@ -564,7 +564,7 @@ impl BbrMode {
 }
 
 /// Decoded `struct tcp_bbr_info`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BbrInfo {
     /// Max-filtered bandwidth estimate, converted from bytes/s to bits/s.
     pub bw_bps: u64,
@@ -593,7 +593,7 @@ impl BbrInfo {
 }
 
 /// Decoded `struct tcpvegas_info` (TCP Vegas).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VegasInfo {
     pub enabled: bool,
     pub rtt_count: u32,
@@ -602,7 +602,7 @@ pub struct VegasInfo {
 }
 
 /// Decoded `struct tcp_dctcp_info` (DCTCP).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DctcpInfo {
     pub enabled: bool,
     pub ce_state: u16,
@@ -613,7 +613,7 @@ pub struct DctcpInfo {
 }
 
 /// Algorithm-specific state from `TCP_CC_INFO`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum CcInfo {
     Bbr(BbrInfo),
@@ -764,7 +764,7 @@ mod module_tests {
 /// Fields that the running kernel does not report are `0` here (only possible
 /// on kernels older than the bench targets); `min_rtt_us` is also `0` before
 /// the first RTT sample.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sample {
     /// Microseconds since the caller's start instant.
     pub t_us: u64,

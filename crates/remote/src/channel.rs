@@ -52,7 +52,7 @@ const CLIENT_CONFIRM: &[u8] = b"ccbench serve v4 client confirm";
 const SERVER_CONFIRM: &[u8] = b"ccbench serve v4 server confirm";
 
 /// The handshake's messages, before anything is sealed.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum PreAuth {
     /// Unknown fields are ignored here (an older client's hello must reach the version check).

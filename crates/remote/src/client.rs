@@ -100,7 +100,13 @@ impl Client {
     pub fn connect(addr: SocketAddr, secret: &Secret) -> Result<Client, RemoteError> {
         let stream = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT).map_err(|source| RemoteError::Connect { addr, source })?;
         stream.set_nodelay(true)?;
-        let control = Channel::connect(stream, secret, Instant::now() + HANDSHAKE_TIMEOUT).map_err(|e| match e {
+        let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+        let control = Channel::connect(stream, secret, deadline).map_err(|e| match e {
+            // A read cut at the deadline reports only "would block".
+            HandshakeError::Protocol(_) if Instant::now() >= deadline => RemoteError::server_said(&format!(
+                "ccbench serve at {addr} did not finish the handshake within {} s (a stalled or trickling server)",
+                HANDSHAKE_TIMEOUT.as_secs()
+            )),
             HandshakeError::WrongSecret => {
                 RemoteError::Auth(format!("authentication with ccbench serve at {addr} failed: the two ends' secrets differ (check --secret-file)"))
             }

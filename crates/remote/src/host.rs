@@ -65,7 +65,7 @@ pub fn root_qdisc(iface: &str) -> Option<String> {
     parse_root_qdisc(&out.stdout)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 struct Qdisc {
     kind: String,
     #[serde(default)]

@@ -39,7 +39,7 @@ pub const VERSION: u32 = 4;
 pub const MAX_FRAME: usize = 64 * 1024;
 
 /// From the client.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ClientMsg {
     /// Open a path-probe session: serve starts a UDP probe server for this client.
@@ -61,7 +61,7 @@ pub enum ClientMsg {
 }
 
 /// From the server.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ServerMsg {
     Welcome {
@@ -181,7 +181,7 @@ pub const MAX_EVENTS_PER_MESSAGE: usize = 200;
 
 /// A test the client asks for. Tagged by `kind`; new kinds (QUIC, path probing) are new
 /// variants, and an older server refuses a kind it does not know.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TestRequest {
     /// Bulk flows for a duration, or a file (a byte count) per flow; kernel TCP, or QUIC when
@@ -198,7 +198,7 @@ pub enum TestRequest {
 
 /// What the server tells an authenticated client about itself: what its results need as
 /// provenance, and what a plan is checked against.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ServerFacts {
     pub ccbench_version: String,
     pub kernel_release: Option<String>,
@@ -216,7 +216,7 @@ pub struct ServerFacts {
 }
 
 /// The server's limits (`ccbench serve --max-…`).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Limits {
     pub max_duration_s: f64,
     pub max_bytes: u64,
@@ -234,7 +234,7 @@ fn default_max_probe_rate() -> u64 {
 }
 
 /// What a client asks of a probe session.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProbeRequest {
     /// The fastest train the client will ask for (its rate search stops there), IP bits/s.
@@ -243,7 +243,7 @@ pub struct ProbeRequest {
 
 /// The limits of one probe session: the server's `--max-bytes`, `--max-duration` and
 /// `--max-probe-rate`, the rate also capped at the client's request.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProbeLimits {
     pub max_bytes: u64,
@@ -252,7 +252,7 @@ pub struct ProbeLimits {
 }
 
 /// What one probe session cost the server (`ccbench_pathprobe::ServerReport`, on the wire).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProbeReport {
     /// IP bytes the server sent and received.

@@ -35,8 +35,9 @@ pub const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(5);
 /// a new connection is closed at once (it never took a client slot).
 pub const MAX_PRE_AUTH: usize = 64;
 pub const MAX_PRE_AUTH_PER_SOURCE: usize = 8;
-/// How long an authenticated client may go without running a test (a `check` does not count:
-/// a session that only checks would otherwise keep its slot for ever).
+/// How long an authenticated client may go without running a test, unless serve is told
+/// otherwise (`--idle-timeout`; a `check` does not count: a session that only checks would
+/// otherwise keep its slot for ever).
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a test's data connections (and then its `Start`) may take to arrive.
 pub(crate) const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -56,6 +57,9 @@ pub struct ServeConfig {
     pub secret: Secret,
     pub limits: Limits,
     pub facts: ServerFacts,
+    /// How long a session may go without a test before it is closed ([`IDLE_TIMEOUT`] unless
+    /// `--idle-timeout` says otherwise).
+    pub idle_timeout: Duration,
 }
 
 /// What every session shares.
@@ -239,13 +243,14 @@ fn session(stream: TcpStream, peer: SocketAddr, ticket: PreAuthTicket<'_>, share
         return;
     }
     let holder = shared.config.secret.holder_id();
-    let mut idle_until = Instant::now() + IDLE_TIMEOUT;
+    let idle = shared.config.idle_timeout;
+    let mut idle_until = Instant::now() + idle;
     loop {
         let msg = match channel.recv_by::<ClientMsg>(idle_until) {
             Ok(m) => m,
             Err(FrameError::Io(e)) if e.kind() == ErrorKind::UnexpectedEof => return,
             Err(FrameError::Io(e)) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) => {
-                let message = format!("closing the session: no test for {} s", IDLE_TIMEOUT.as_secs());
+                let message = format!("closing the session: no test for {idle:?} (--idle-timeout)");
                 log(&format!("{peer}: {message}"));
                 let _ = channel.send(&ServerMsg::Error { message });
                 return;
@@ -271,7 +276,7 @@ fn session(stream: TcpStream, peer: SocketAddr, ticket: PreAuthTicket<'_>, share
                         TestRequest::Objects(_) | TestRequest::Page(_) | TestRequest::Browser(_) => crate::http::run_http(&channel, &test, shared),
                     };
                     log(&format!("{peer} {}: {}", describe(&test), outcome.log_line(began.elapsed())));
-                    idle_until = Instant::now() + IDLE_TIMEOUT;
+                    idle_until = Instant::now() + idle;
                     match outcome.fatal {
                         Some(message) => ServerMsg::Error { message },
                         None => continue,
@@ -287,7 +292,7 @@ fn session(stream: TcpStream, peer: SocketAddr, ticket: PreAuthTicket<'_>, share
                     let began = Instant::now();
                     let outcome = crate::probe::serve_session(&channel, limits, &shared.stop);
                     log(&format!("{peer} {}", outcome.log_line(began.elapsed())));
-                    idle_until = Instant::now() + IDLE_TIMEOUT;
+                    idle_until = Instant::now() + idle;
                     match outcome.fatal {
                         Some(message) => ServerMsg::Error { message },
                         None => continue,
@@ -438,7 +443,7 @@ fn fuzz_config() -> Option<ServeConfig> {
     let limits =
         Limits { max_duration_s: 120.0, max_bytes: 10_000_000_000, max_clients: 4, max_tests_per_minute: 60, max_flows: 64, max_probe_rate_bps: 1_000_000_000 };
     let secret = Secret::from_bytes(b"0123456789abcdef0123456789abcdef").ok()?;
-    Some(ServeConfig { listen: SocketAddr::from(([127, 0, 0, 1], 0)), secret, limits, facts })
+    Some(ServeConfig { listen: SocketAddr::from(([127, 0, 0, 1], 0)), secret, limits, facts, idle_timeout: IDLE_TIMEOUT })
 }
 
 fn describe(test: &TestRequest) -> String {

@@ -12,18 +12,21 @@ use crate::{all_finite_nonempty, sorted_copy};
 /// A resample whose `median(b)` is 0 gives a ratio of +∞ (or 1 when `median(a)` is 0 too:
 /// equal medians). Such resamples are kept, not dropped, so a bound can be infinite:
 /// [`RatioCi::unbounded`] says so, and JSON shows the infinite bound as `null`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub struct RatioCi {
     /// `median(a) / median(b)` on the original (not resampled) data; +∞ when only `median(b)` is 0.
     #[serde(with = "finite_or_null")]
+    #[schemars(with = "Option<f64>")]
     pub ratio: f64,
     /// Lower bound: the `(1 - level) / 2` percentile of the bootstrap ratios.
     #[serde(with = "finite_or_null")]
+    #[schemars(with = "Option<f64>")]
     pub lo: f64,
     /// Upper bound: the `(1 + level) / 2` percentile of the bootstrap ratios; +∞ (`null` in
     /// JSON) when more than `(1 - level) / 2` of the resamples had `median(b) = 0`.
     #[serde(with = "finite_or_null")]
+    #[schemars(with = "Option<f64>")]
     pub hi: f64,
     /// Confidence level, e.g. `0.95`.
     pub level: f64,
@@ -39,7 +42,7 @@ pub struct RatioCi {
 }
 
 /// The method behind a [`RatioCi`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CiMethod {
     /// Percentile bootstrap of the ratio of medians (`ratio` is the ratio of medians).
@@ -252,7 +255,7 @@ mod tests {
 }
 
 /// Bootstrap confidence interval of one sample's median.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MedianCi {
     pub median: f64,
     pub lo: f64,
@@ -323,7 +326,7 @@ pub fn median_order_ci(xs: &[f64], target: f64) -> Option<MedianCi> {
 }
 
 /// `P(Binomial(n, ½) ≤ j)`, summed exactly in f64 (n is a number of runs: small).
-fn binomial_half_cdf(n: usize, j: usize) -> f64 {
+pub(crate) fn binomial_half_cdf(n: usize, j: usize) -> f64 {
     let mut term = 0.5f64.powi(n as i32); // C(n, 0) / 2^n
     let mut sum = 0.0;
     for i in 0..=j.min(n) {

@@ -21,6 +21,8 @@
 //!   lower is better, with a human-readable [`Comparison::sentence`];
 //!   [`best_against_rest`] does so for several arms with Holm's correction.
 //! * [`median_order_ci`] — distribution-free CI of a median labelled with its true level.
+//! * [`expectation`] — one-sided order-statistic bounds of a median and pass / fail /
+//!   undecided against a threshold (`--expect`).
 //! * [`sequential`] — the fewest runs that can decide, and the Lan–DeMets design of `--runs auto`.
 //!
 //! ## Example
@@ -46,6 +48,7 @@
 //! return `None`.
 
 mod bootstrap;
+pub mod expectation;
 mod fairness;
 mod mann_whitney;
 mod rank_ci;

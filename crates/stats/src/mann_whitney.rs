@@ -11,7 +11,7 @@ use crate::all_finite_nonempty;
 pub const EXACT_MAX_N: usize = 50;
 
 /// How the p-value of a [`MannWhitney`] result was obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MwMethod {
     /// Exact permutation distribution of the rank sum, conditional on the observed ties
@@ -22,7 +22,7 @@ pub enum MwMethod {
 }
 
 /// Result of [`mann_whitney_u`].
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub struct MannWhitney {
     /// U statistic of `a`: number of pairs `(a_i, b_j)` with `a_i > b_j`,

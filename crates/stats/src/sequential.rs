@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 pub const LOOK_EVERY: usize = 3;
 
 /// One interim analysis: after `runs` runs per arm, decide at level `alpha`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Look {
     pub runs: usize,
     /// The α this look spends (the increment of the spending function since the last look).

@@ -8,7 +8,7 @@ use crate::{all_finite_nonempty, sorted_copy};
 ///
 /// Quantiles use linear interpolation between order statistics (numpy's
 /// default, "type 7"), see [`quantile`]. Serialized with snake_case field names.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub struct Summary {
     /// Number of observations (≥ 1).

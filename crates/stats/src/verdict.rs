@@ -22,7 +22,7 @@ use crate::rank_ci::hodges_lehmann_ratio_ci;
 pub const DEFAULT_BOOTSTRAP_ITERATIONS: usize = 10_000;
 
 /// What a verdict is judged by: the level, and the smallest ratio that counts as a difference.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Criteria {
     /// Significance level (family-wise, after Holm).
     pub alpha: f64,
@@ -43,7 +43,7 @@ impl Criteria {
 }
 
 /// Which way a metric improves: goodput is better higher, RTT and completion time lower.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BetterIs {
     Higher,
@@ -51,7 +51,7 @@ pub enum BetterIs {
 }
 
 /// What a comparison concluded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// The rank test (after Holm) rejects, the interval agrees, and the estimate is at least
@@ -82,7 +82,7 @@ impl Outcome {
 }
 
 /// Where a comparison stands in a sequential (`--runs auto`) design.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LookContext {
     /// This look's number, from 1.
     pub look: usize,
@@ -95,7 +95,7 @@ pub struct LookContext {
 }
 
 /// Outcome of comparing two arms.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub struct Comparison {
     /// Name of arm A (e.g. `"bbr"`).

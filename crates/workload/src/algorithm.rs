@@ -14,7 +14,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The transport a flow runs over.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Transport {
     /// Kernel TCP, the algorithm set with `TCP_CONGESTION`.
@@ -154,6 +154,16 @@ impl PartialEq<&str> for Algorithm {
 impl Serialize for Algorithm {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
+    }
+}
+
+/// Written as its name (`quic:bbr3`), so its schema is a string.
+impl schemars::JsonSchema for Algorithm {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Algorithm".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        String::json_schema(g)
     }
 }
 

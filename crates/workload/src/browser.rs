@@ -37,7 +37,7 @@ use crate::harness::{Accepted, Finish, Harness, ServerLog, ServerProto};
 use crate::site::Site;
 use crate::{MeasureHook, PageConnection, PageModel, PageProtocol, PageResult, ResourceTiming, RunContext, SocketId, Workload, WorkloadError};
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BrowserSpec {
     pub page: PageModel,
     /// HTTP/1.1 (`max_connections` must be Chromium's own 6) or HTTP/2 (over TLS).
@@ -53,7 +53,7 @@ pub struct BrowserSpec {
 }
 
 /// What the browser itself measured, in seconds from its navigation start.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BrowserTiming {
     /// `Browser.getVersion`'s product, e.g. "HeadlessChrome/156.0.8078.79".
     pub browser_version: Option<String>,
@@ -73,7 +73,7 @@ pub struct BrowserTiming {
     pub html_bytes_served: u64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BrowserResult {
     /// The load in the `page` workload's terms: resources, load time, connections. Per
     /// connection, requests and bytes are counted by the server (the browser does not say
@@ -218,7 +218,8 @@ fn chromium_args(chromium: &Path, profile: &Path, rules: &str, spki: Option<&str
     args
 }
 
-/// Starts Chromium in `ns` (the client's namespace) with `rules` as its resolver rules.
+/// Starts Chromium in `ns` (the client's namespace; for a remote run, the relay's private one) with `rules`
+/// as its resolver rules.
 pub(crate) fn launch(spec: &BrowserSpec, ns: &ccbench_netns::Netns, rules: &str, spki: Option<&str>) -> Result<(Browser, OwnedFd, OwnedFd), WorkloadError> {
     let profile = Profile::create()?;
     let setup = |what: &str, e: std::io::Error| WorkloadError::Setup(format!("{what}: {e}"));
@@ -265,7 +266,7 @@ const TIMINGS_JS: &str = r#"new Promise(resolve => {
 })"#;
 
 /// One Resource Timing (or Navigation Timing) entry, in milliseconds from the time origin.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub(crate) struct Entry {
     pub name: String,
@@ -280,7 +281,7 @@ pub(crate) struct Entry {
 }
 
 /// What [`TIMINGS_JS`] returns.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub(crate) struct Timings {
     /// Navigation start, ms since the Unix epoch.

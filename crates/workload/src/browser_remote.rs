@@ -2,7 +2,8 @@
 //! server as the emulated run: HTTP/1.1, or HTTP/2 over TLS with a certificate it makes for
 //! the test) behind its token gate (`http_end`), with the algorithm set on its sending sockets,
 //! read back and sampled; this process runs Chromium and the loopback relay (`relay`) that
-//! puts the token in front of each of Chromium's connections.
+//! puts the token in front of each of Chromium's connections, the two alone in a network
+//! namespace made for the load, so that no other local process can use the relay.
 //!
 //! Chromium is given the URL it would be given on an emulated path, the far end's own address
 //! and data port, and `--host-resolver-rules` send that address and port to the relay: the
@@ -101,14 +102,15 @@ fn load(
     spki: Option<&str>,
     relay_errors: Arc<Mutex<Errors>>,
 ) -> Result<Outcome, WorkloadError> {
-    let listener = crate::relay::bind()?;
+    // The relay and Chromium share a namespace of their own: no other local process can
+    // reach the relay (`relay`).
+    let (private, listener) = crate::relay::bind_private().map_err(WorkloadError::Setup)?;
     let relay_port = listener.local_addr()?.port();
     let far_addr = far.dialer().addr;
     // `SocketAddr`'s form is a URL's authority: `[v6]:port` for IPv6.
     let url = format!("{scheme}://{far_addr}/");
     let rules = format!("{}, MAP * ~NOTFOUND", crate::relay::resolver_rule(far_addr, relay_port));
-    let here = ccbench_netns::Netns::current().map_err(|e| WorkloadError::Setup(format!("this process's network namespace: {e}")))?;
-    let (browser, to_browser, from_browser) = launch(spec, &here, &rules, spki)?;
+    let (browser, to_browser, from_browser) = launch(spec, &private, &rules, spki)?;
     let dialer = far.dialer().clone();
     let client = async {
         let drive = async {

@@ -19,7 +19,7 @@ use crate::{net, Direction, MeasureHook, RunContext, SeriesSink, Side, SocketId,
 const IO_TICK: Duration = Duration::from_millis(50);
 
 /// How much each flow sends.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Amount {
     /// Send for this long; goodput counts bytes that arrived within the window.
@@ -29,13 +29,17 @@ pub enum Amount {
 }
 
 /// One flow of a mix: its algorithm and when it starts, seconds after the first.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MixFlow {
     pub cc: crate::Algorithm,
     pub start_s: f64,
+    /// The client-side TCP port to bind, so the emulator can give this flow an access link of
+    /// its own (`--flows cc:1@10ms`); any port when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_port: Option<u16>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BulkSpec {
     /// `flows` connections all running `cc`, all starting together…
     pub flows: u32,
@@ -61,7 +65,7 @@ impl BulkSpec {
     /// The flows to run, with their algorithms and start offsets.
     pub fn plan(&self) -> Vec<MixFlow> {
         if self.mix.is_empty() {
-            (0..self.flows).map(|_| MixFlow { cc: self.cc.clone(), start_s: 0.0 }).collect()
+            (0..self.flows).map(|_| MixFlow { cc: self.cc.clone(), start_s: 0.0, client_port: None }).collect()
         } else {
             self.mix.clone()
         }
@@ -69,13 +73,13 @@ impl BulkSpec {
 }
 
 /// Cumulative bytes received by one flow at time `t_us`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GoodputPoint {
     pub t_us: u64,
     pub bytes: u64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FlowResult {
     pub id: u32,
     pub sender: Side,
@@ -116,14 +120,14 @@ pub struct FlowResult {
 }
 
 /// A BBR state change: at `t_us` after the run's epoch, from one state to another.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BbrEvent {
     pub t_us: u64,
     pub from: String,
     pub to: String,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BulkResult {
     /// When data started to flow, µs after the caller's epoch.
     pub start_us: u64,
@@ -319,7 +323,7 @@ impl EndClock {
 
 /// What one end saw of one flow: the sending end fills the `send_*` fields and the final
 /// `TCP_INFO`, the receiving end the rest. Sent back by `ccbench serve` for the far end.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FlowEnd {
     pub id: u32,
     /// Seen by the sending end.
@@ -513,7 +517,11 @@ fn connect_flows(run: &RunContext<'_>, spec: &BulkSpec) -> Result<Vec<Flow>, Wor
     for (id, flow_plan) in plan.iter().enumerate() {
         let id = id as u32;
         let cc = &flow_plan.cc;
-        let sock = net::sockets(Some(run.client), addr.into(), 1, (sender_side == Side::Client).then_some(cc))?.remove(0);
+        let client_cc = (sender_side == Side::Client).then_some(cc);
+        let sock = match flow_plan.client_port {
+            Some(port) => net::socket_at(run.client, addr.into(), client_cc, port)?,
+            None => net::sockets(Some(run.client), addr.into(), 1, client_cc)?.remove(0),
+        };
         let stream = net::connect_blocking(sock, addr)?;
         let client_port = stream.local_addr()?.port();
         let accepted = net::accept_port(&listener, client_port)?;

@@ -80,7 +80,7 @@ impl FarDialer {
 }
 
 /// One connection as the far end saw it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FarConnection {
     /// The number the client gave it in its hello.
     pub conn: u32,
@@ -96,7 +96,7 @@ pub struct FarConnection {
 }
 
 /// What the far end reports when a test is over.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FarReport {
     pub connections: Vec<FarConnection>,
     /// Errors the far end saw (serving failures, its byte limit), counted exactly.

@@ -157,7 +157,7 @@ impl MeasureHook for NoMeasureHook {
 }
 
 /// Which way the data flows, seen from the client.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// Server sends, client receives (the common case: fetching a file).
@@ -167,7 +167,7 @@ pub enum Direction {
 }
 
 /// The end of the path a socket lives on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Side {
     Client,

@@ -47,22 +47,31 @@ pub(crate) fn listen_in(server: &Netns, addr: Ipv4Addr, port: u16, cc: Option<&A
 /// it wherever they are connected from; else in this process's own namespace: the client end
 /// of a test against a remote `ccbench serve`, which needs no namespace and no root.
 pub(crate) fn sockets(namespace: Option<&Netns>, addr: SocketAddr, n: usize, cc: Option<&Algorithm>) -> Result<Vec<TcpStream>, WorkloadError> {
-    let make = || {
-        (0..n)
-            .map(|_| {
-                let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-                if let Some(cc) = cc {
-                    set_algorithm(&sock, cc, Side::Client)?;
-                }
-                sock.set_nonblocking(true)?;
-                Ok(sock.into())
-            })
-            .collect::<Result<Vec<TcpStream>, WorkloadError>>()
-    };
+    let make = || (0..n).map(|_| new_client_socket(addr, cc, None)).collect::<Result<Vec<TcpStream>, WorkloadError>>();
     match namespace {
         Some(ns) => ns.run(make),
         None => make(),
     }
+}
+
+/// One socket as [`sockets`] makes them in `client`'s namespace, bound to the client-side
+/// `port`: the emulator tells a flow with an access link of its own by it (`ccbench_emu::access`).
+pub(crate) fn socket_at(client: &Netns, addr: SocketAddr, cc: Option<&Algorithm>, port: u16) -> Result<TcpStream, WorkloadError> {
+    client.run(|| new_client_socket(addr, cc, Some(port)))
+}
+
+fn new_client_socket(addr: SocketAddr, cc: Option<&Algorithm>, port: Option<u16>) -> Result<TcpStream, WorkloadError> {
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if let Some(cc) = cc {
+        set_algorithm(&sock, cc, Side::Client)?;
+    }
+    if let Some(port) = port {
+        let any: std::net::IpAddr = if addr.is_ipv4() { Ipv4Addr::UNSPECIFIED.into() } else { std::net::Ipv6Addr::UNSPECIFIED.into() };
+        sock.set_reuse_address(true)?;
+        sock.bind(&SocketAddr::new(any, port).into())?;
+    }
+    sock.set_nonblocking(true)?;
+    Ok(sock.into())
 }
 
 /// Connects a socket from [`sockets`] to `addr` on the current tokio

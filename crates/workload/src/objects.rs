@@ -44,7 +44,7 @@ use crate::sampler::Sampler;
 use crate::Transport;
 use crate::{net, ByteBudget, MeasureHook, NoMeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ObjectMethod {
     /// Upload: the client sends the object.
@@ -63,7 +63,7 @@ impl ObjectMethod {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ObjectsSpec {
     pub requests: u32,
     pub object_bytes: u64,
@@ -82,7 +82,7 @@ pub struct ObjectsSpec {
 }
 
 /// One request, finished or failed.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RequestRecord {
     /// The object number (`/obj/N`).
     pub index: u32,
@@ -97,7 +97,7 @@ pub struct RequestRecord {
 }
 
 /// One client connection.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ObjectsConnection {
     pub id: u32,
     pub client_port: u16,
@@ -130,7 +130,7 @@ pub struct ObjectsConnection {
     pub bbr_events: Vec<crate::BbrEvent>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ObjectsResult {
     pub method: ObjectMethod,
     pub object_bytes: u64,

@@ -46,7 +46,7 @@ use crate::{ByteBudget, NoMeasureHook, RunContext, SeriesSink, SocketId, Workloa
 
 /// What a page consists of: the HTML document's size and the size of every object (image,
 /// script, stylesheet, font) it references, in request order.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PageModel {
     pub html_bytes: u64,
@@ -189,7 +189,7 @@ fn generate(b: &Builtin) -> PageModel {
 }
 
 /// How the browser talks to the server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PageProtocol {
     /// HTTP/1.1, at most `max_connections` parallel persistent connections.
@@ -209,7 +209,7 @@ impl Default for PageProtocol {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PageSpec {
     pub page: PageModel,
     pub protocol: PageProtocol,
@@ -222,7 +222,7 @@ pub struct PageSpec {
 }
 
 /// One fetched resource. All times are seconds after navigation start.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ResourceTiming {
     /// `/` for the HTML, `/o/N` for object N.
     pub path: String,
@@ -238,7 +238,7 @@ pub struct ResourceTiming {
 }
 
 /// One client connection.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PageConnection {
     pub id: u32,
     pub client_port: u16,
@@ -269,7 +269,7 @@ pub struct PageConnection {
     pub bbr_events: Vec<crate::BbrEvent>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PageResult {
     pub protocol: PageProtocol,
     pub cc_requested: String,

@@ -5,9 +5,16 @@
 //! until either closes. Bytes pass unchanged: over HTTP/2 the TLS session runs end to end,
 //! between Chromium and serve, and this relay never sees plaintext.
 //!
-//! The relay listens on 127.0.0.1 only, on a port of the kernel's choosing, for the one page
-//! load; Chromium's `--host-resolver-rules` send the server's address and port there (see
-//! `browser`). The loopback hop adds tens of microseconds per exchange (measured by this
+//! The relay relays for Chromium and nobody else (issue 18: another local process fetched a
+//! page through it). Its listener is on 127.0.0.1 of a network namespace made for the one page
+//! load ([`bind_private`]), and Chromium runs in that namespace: no other process has a socket
+//! there, and entering it takes CAP_SYS_ADMIN. A process-tree check of each connection's
+//! owner cannot work here: a remote run's client often runs in `ccbench exec`'s PID
+//! namespace, whose pids are not the host's. The relay's own connections to serve are made
+//! from this process's namespace, the one the run was started in.
+//!
+//! Chromium's `--host-resolver-rules` send the server's address and port to the relay's port
+//! (see `browser`). The loopback hop adds tens of microseconds per exchange (measured by this
 //! module's test, and end to end against the emulated path in docs/browser.md).
 
 use std::convert::Infallible;
@@ -20,10 +27,19 @@ use crate::common::{lock, Errors, CHUNK};
 use crate::far::FarDialer;
 
 /// A loopback listener for the relay, non-blocking, bound before the browser starts.
-pub(crate) fn bind() -> io::Result<std::net::TcpListener> {
+fn bind() -> io::Result<std::net::TcpListener> {
     let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
     listener.set_nonblocking(true)?;
     Ok(listener)
+}
+
+/// A fresh network namespace (its loopback up, nothing else in it) and the relay's listener
+/// on its 127.0.0.1: start the browser in it, and only the browser can reach the relay.
+/// Needs CAP_SYS_ADMIN, as starting the browser under its reaper does.
+pub(crate) fn bind_private() -> Result<(ccbench_netns::Netns, std::net::TcpListener), String> {
+    let private = ccbench_netns::Netns::new().map_err(|e| format!("the browser's private network namespace: {e}"))?;
+    let listener = private.run(|| bind().map_err(ccbench_netns::NetnsError::Io)).map_err(|e| format!("the relay's listener: {e}"))?;
+    Ok((private, listener))
 }
 
 /// Relays every connection accepted on `listener` to the far end, until dropped (the caller
@@ -156,6 +172,51 @@ mod tests {
         direct.write_all(&crate::far::data_hello(&token, 99)).unwrap();
         let (d, r) = (round_trips(&mut direct, 2000), round_trips(&mut b, 2000));
         eprintln!("one-byte round trip on loopback, median of 2000: direct {d:.1} µs, through the relay {r:.1} µs (+{:.1} µs)", r - d);
+    }
+
+    /// Issue 18: another local process fetched a page through the relay. Now the relay's port
+    /// answers only inside the browser's namespace: a connection from this process's own
+    /// namespace (where every other local process is) is refused and reaches nothing, while
+    /// one from inside the namespace is relayed as before. (Chromium itself through the relay:
+    /// `a_local_process_cannot_use_the_browsers_relay` in ccbench's tests/remote.rs.)
+    #[test]
+    fn only_the_browsers_namespace_reaches_the_relay() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            assert!(std::env::var("CI").is_err(), "root required under CI");
+            return;
+        }
+        let token = [0x3a; TOKEN_LEN];
+        let (far_addr, hellos) = echo_far_end(token);
+        let far = FarHttp::new(far_addr, token);
+        let (private, listener) = bind_private().unwrap();
+        let relay_port = listener.local_addr().unwrap().port();
+        let errors = Arc::new(Mutex::new(Errors::default()));
+        let rt = crate::common::multi_thread_runtime().unwrap();
+        let _guard = rt.enter();
+        rt.spawn(relay(listener, far.dialer().clone(), errors.clone()));
+
+        match std::net::TcpStream::connect((Ipv4Addr::LOCALHOST, relay_port)) {
+            Err(e) => assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused, "{e}"),
+            // Some other program of this namespace may hold the same port number: then it is
+            // not the relay, and serve must see no connection from it.
+            Ok(_) => eprintln!("port {relay_port} is taken in this namespace too; checking serve saw nothing"),
+        }
+        assert!(hellos.recv_timeout(Duration::from_millis(300)).is_err(), "a process outside the browser's namespace reached serve through the relay");
+
+        let echoed = private
+            .run(|| {
+                let mut s = std::net::TcpStream::connect((Ipv4Addr::LOCALHOST, relay_port))?;
+                s.set_read_timeout(Some(Duration::from_secs(5)))?;
+                s.write_all(b"inside")?;
+                let mut back = [0u8; 6];
+                s.read_exact(&mut back)?;
+                Ok::<_, ccbench_netns::NetnsError>(back)
+            })
+            .unwrap();
+        assert_eq!(&echoed, b"inside");
+        assert_eq!(hellos.recv_timeout(Duration::from_secs(5)).unwrap(), 0, "the browser's connection reached serve with its hello");
+        assert_eq!(lock(&errors).count, 0, "{:?}", lock(&errors).messages);
     }
 
     #[test]

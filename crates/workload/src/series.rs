@@ -37,7 +37,7 @@ pub trait SeriesSink: Sync {
 /// One sample of a QUIC sending connection: what its controller and statistics say, in the
 /// units TCP_INFO uses where the meaning is the same (µs, bits/s), and in bytes where QUIC
 /// counts bytes (its window).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QuicSample {
     pub t_us: u64,
     /// Smoothed RTT (RFC 9002), as `TCP_INFO`'s `rtt`.
@@ -64,9 +64,10 @@ pub struct QuicSample {
     pub app_limited: bool,
     /// BBR's own view, when the controller exposes it.
     pub bbr: Option<QuicBbr>,
-    /// How old noq's receive timestamp of an ACK batch was when the sending controller got it,
-    /// µs, median and 99th percentile over the connection so far (50 µs resolution): a
-    /// lower bound on how far ACK times are off, which BBR's delivery rate divides by.
+    /// How old the receive timestamp of an ACK batch was when the sending controller got it,
+    /// µs, median and 99th percentile over the connection so far (50 µs resolution). The
+    /// stamp is the kernel's receive time (SO_TIMESTAMPNS), so this is how late an ACK is
+    /// processed: the error noq's own stamping (one clock reading per driver wake-up) had.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ack_stamp_age_p50_us: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -74,7 +75,7 @@ pub struct QuicSample {
 }
 
 /// A BBR controller's state, from its telemetry.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QuicBbr {
     /// The mode as kernel TCP BBR's `bbr_mode` names it: `STARTUP`, `DRAIN`, `PROBE_BW`,
     /// `PROBE_RTT`.

@@ -157,7 +157,10 @@ fn a_mix_starts_each_flow_at_its_offset() {
         return;
     }
     let _g = lock();
-    let mix = vec![MixFlow { cc: "cubic".parse().unwrap(), start_s: 0.0 }, MixFlow { cc: "bbr".parse().unwrap(), start_s: 0.5 }];
+    let mix = vec![
+        MixFlow { cc: "cubic".parse().unwrap(), start_s: 0.0, client_port: None },
+        MixFlow { cc: "bbr".parse().unwrap(), start_s: 0.5, client_port: None },
+    ];
     let spec = BulkSpec { mix, ..spec(Direction::Download, Amount::Seconds(1.5), "cubic", 0) };
     let (r, _, series) = run(&spec, 5);
     check_flows(&r, &series, &spec, 1.5);

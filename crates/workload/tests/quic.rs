@@ -86,7 +86,10 @@ fn a_quic_file_upload_mix_arrives_whole_on_separate_connections() {
         return;
     }
     let _g = lock();
-    let mix = vec![MixFlow { cc: "quic:bbr3".parse().unwrap(), start_s: 0.0 }, MixFlow { cc: "quic:newreno".parse().unwrap(), start_s: 0.0 }];
+    let mix = vec![
+        MixFlow { cc: "quic:bbr3".parse().unwrap(), start_s: 0.0, client_port: None },
+        MixFlow { cc: "quic:newreno".parse().unwrap(), start_s: 0.0, client_port: None },
+    ];
     let spec = BulkSpec { mix, cc: Default::default(), ..spec(Direction::Upload, Amount::Bytes(2_000_000), "quic:bbr3", 2) };
     let (r, _) = run(&spec);
     for (f, cc) in r.flows.iter().zip(["quic:bbr3", "quic:newreno"]) {

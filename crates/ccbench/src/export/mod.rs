@@ -3,14 +3,15 @@
 //!
 //! - [`text`]: the ten-second terminal summary, and the table across a preset's conditions;
 //! - [`json`]: `result.json` (schema `ccbench.result.v3`) and a preset's `preset.json`;
+//! - [`junit`]: the `--expect` judgements as JUnit XML (`--junit FILE`);
 //! - [`csv`]: `runs.csv`, one row per run with every parameter and metric (tidy data);
-//! - [`html`]: `report.html`, self-contained, with inline SVG plots, and the page across a
-//!   preset's conditions; [`svg`] has its plotting primitives.
+//!
+//! `report.html` (and the page across a preset's conditions) is its own crate,
+//! `ccbench-report`, which reads only what these write.
 //!
 //! [`ExperimentResult`]: crate::results::ExperimentResult
 
 pub mod csv;
-pub mod html;
 pub mod json;
-pub mod svg;
+pub mod junit;
 pub mod text;

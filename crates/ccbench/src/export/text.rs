@@ -102,6 +102,23 @@ fn sharing_lines(s: &CcSummary) -> String {
     out
 }
 
+/// One line per expectation × algorithm, then which did not pass.
+pub fn expectations(result: &ExperimentResult) -> String {
+    use ccbench_stats::expectation::Judgement;
+    let mut out = String::new();
+    let alpha = result.expectations.first().map_or(result.params.alpha, |e| e.alpha);
+    let _ = writeln!(out, "\n  Expectations (median over runs; one-sided order-statistic bounds at their exact level, judged at α = {}):", fmt_alpha(alpha));
+    for e in &result.expectations {
+        let _ = writeln!(out, "    {}", e.line());
+    }
+    let not: Vec<String> = result.expectations.iter().filter(|e| e.result != Judgement::Pass).map(|e| format!("{}: {}", e.cc, e.expect)).collect();
+    let _ = match not.len() {
+        0 => writeln!(out, "  all {} expectations pass", result.expectations.len()),
+        n => writeln!(out, "  {n} of {} expectations did not pass: {}", result.expectations.len(), not.join("; ")),
+    };
+    out
+}
+
 pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) -> String {
     let mut out = String::new();
     let width = result.summary.iter().map(|s| s.cc.len()).max().unwrap_or(4);
@@ -124,6 +141,9 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
             c.family_size,
             fmt_alpha(result.params.alpha)
         );
+    }
+    if !result.expectations.is_empty() {
+        out.push_str(&expectations(result));
     }
     if let Some(seq) = &result.sequential {
         let last = seq.looks.last().map_or(0, |l| l.runs_per_cc);
@@ -263,6 +283,10 @@ pub fn across_conditions(rows: &[(String, ExperimentResult)]) -> String {
         .iter()
         .map(|(name, r)| {
             let (median, verdict) = condition_row(r);
+            let verdict = match crate::expect::overall(&r.expectations) {
+                Some(j) => format!("[expect: {}] {verdict}", crate::expect::mark(j)),
+                None => verdict,
+            };
             [name.clone(), median, verdict]
         })
         .collect();

@@ -13,48 +13,15 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::cli::{Layer, RunOpts};
 use crate::presets::{flags, layer_from, shown, Origin};
-use crate::values::Expected;
 use ccbench::error::{precondition, UsageError};
 use ccbench::experiment::Plan;
 
-/// One shard of a sweep: `index` of `count`, 0-based.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Shard {
-    pub index: u32,
-    pub count: u32,
-}
-
-impl FromStr for Shard {
-    type Err = Expected;
-    fn from_str(s: &str) -> Result<Self, Expected> {
-        let bad = || Expected("a shard I/N, 0-based, such as 0/4 (the first of four) … 3/4 (the last)".into());
-        let (i, n) = s.split_once('/').ok_or_else(bad)?;
-        let (index, count): (u32, u32) = (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
-        if count == 0 || index >= count {
-            return Err(bad());
-        }
-        Ok(Shard { index, count })
-    }
-}
-
-impl std::fmt::Display for Shard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.index, self.count)
-    }
-}
-
-impl Shard {
-    /// Whether the cell at `position` (in the order of the cells by id) is this shard's.
-    pub fn takes(&self, position: usize) -> bool {
-        position % self.count as usize == self.index as usize
-    }
-}
+pub use crate::values::Shard;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -66,6 +33,9 @@ struct SweepFile {
     defaults: toml::Table,
     #[serde(default)]
     axes: toml::Table,
+    /// `[[expect]]`: expectations every cell is judged by.
+    #[serde(default)]
+    expect: Vec<toml::Table>,
 }
 
 /// A sweep's spec, every value checked.
@@ -144,7 +114,9 @@ impl SweepSpec {
     pub fn parse(file: &str, text: &str) -> Result<Self, UsageError> {
         let origin = Origin { arg: "sweep spec", kind: "sweep", name: file };
         let spec: SweepFile = toml::from_str(text).map_err(|e| UsageError::new("sweep spec", file, format!("a valid sweep spec: {}", e.message())))?;
-        let defaults = layer_from(&spec.defaults, &origin, "[defaults]")?;
+        let mut defaults = layer_from(&spec.defaults, &origin, "[defaults]")?;
+        let expect = crate::presets::expect_tables(&spec.expect, &origin)?;
+        defaults.expect = expect.into_iter().chain(std::mem::take(&mut defaults.expect)).collect();
         let known = flags::<RunOpts>();
         if spec.axes.is_empty() {
             return Err(UsageError::new("sweep spec", file, "at least one axis under [axes], e.g. loss = [\"0\", \"1%\"]"));

@@ -45,7 +45,7 @@ fn worker_name(given: Option<&str>) -> String {
 
 pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
     let spec = SweepSpec::load(&args.spec)?;
-    let available = crate::run::usable_algorithms();
+    let available = crate::host::usable_algorithms();
     let planned = plan_cells(&spec, &args.opts, &available)?;
     let hash = spec_hash(&planned);
     let shard: Option<Shard> = args.shard;
@@ -117,7 +117,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
         out.display()
     );
 
-    let stop = crate::run::install_stop()?;
+    let stop = crate::host::install_stop()?;
     let keeper = Keeper::start(queue.clone(), stop.clone());
     let todo: Vec<usize> = mine.iter().copied().filter(|&i| !matches!(queue.state(&planned[i].cell.id), super::queue::CellState::Done)).collect();
     let bar = Bar::new(todo.iter().map(|&i| planned_runs(&planned[i].plan)).sum());

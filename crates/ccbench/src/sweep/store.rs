@@ -20,7 +20,7 @@ pub const LOG_FILE: &str = "log";
 pub const SCHEMA: &str = "ccbench.sweep.v1";
 pub const CELL_SCHEMA: &str = "ccbench.sweep-cell.v1";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-pub const REVISION: &str = env!("CCBENCH_GIT_REV");
+pub const REVISION: &str = ccbench::provenance::GIT_REVISION;
 
 /// What `sweep.json` says about the sweep as a whole (the same in every shard, but `shard`).
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -163,8 +163,15 @@ pub fn write_index(dir: &Path, meta: &SweepMeta, mine: &[&GridCell], interrupted
         };
         let result = read_json(&cell_dir.join(ccbench::export::json::RESULT_FILE)).unwrap_or(Value::Null);
         statuses.push(record.status.clone());
-        rows.push([g.label.clone(), record.median.clone(), record.verdict.clone()]);
-        if let Ok(r) = ccbench::results::ExperimentResult::deserialize(&result) {
+        let parsed = ccbench::results::ExperimentResult::deserialize(&result).ok();
+        // A cell with expectations is marked pass, fail or undecided, in the table and sweep.json.
+        let expect = parsed.as_ref().and_then(|r| ccbench::expect::overall(&r.expectations)).map(ccbench::expect::mark);
+        let verdict = match expect {
+            Some(m) => format!("[expect: {m}] {}", record.verdict),
+            None => record.verdict.clone(),
+        };
+        rows.push([g.label.clone(), record.median.clone(), verdict]);
+        if let Some(r) = parsed {
             results.push((g, rel.clone(), r));
         }
         cells.push(json!({
@@ -181,6 +188,8 @@ pub fn write_index(dir: &Path, meta: &SweepMeta, mine: &[&GridCell], interrupted
             "summary": result["summary"],
             "comparisons": result["comparisons"],
             "rtt_comparisons": result["rtt_comparisons"],
+            "expect": expect,
+            "expectations": result["expectations"],
             "median": record.median,
             "verdict": record.verdict,
             "attempts": record.attempts,
@@ -203,7 +212,7 @@ pub fn write_index(dir: &Path, meta: &SweepMeta, mine: &[&GridCell], interrupted
     write_atomic(&dir.join(ccbench::export::csv::RUNS_FILE), runs_csv(&axes, &results)?)?;
     // The page across cells: each algorithm's headline against the cell, as a preset's.
     let page: Vec<(String, &ccbench::results::ExperimentResult)> = results.iter().map(|(g, _, r)| (g.label.clone(), r)).collect();
-    write_atomic(&dir.join("report.html"), ccbench::export::html::render_conditions(&page))?;
+    write_atomic(&dir.join("report.html"), ccbench_report::render_conditions(&page))?;
     Ok(ccbench::export::text::table("Across cells", "cell", &rows))
 }
 

@@ -16,8 +16,8 @@ mod sysctl_d;
 use std::path::Path;
 
 use anyhow::Context;
-use clap::Args;
 
+use crate::cli::TuneArgs;
 use backup::Backup;
 use ccbench::error::{precondition, UsageError};
 use plan::{Fq, Plan};
@@ -27,20 +27,6 @@ use plan::{Fq, Plan};
 pub const SYSCTL_FILE: &str = "/etc/sysctl.d/90-ccbench.conf";
 /// Where the backup lives (state kept across reboots belongs in /var/lib).
 pub const STATE_DIR: &str = "/var/lib/ccbench/tune";
-
-#[derive(Args, Debug)]
-pub struct TuneArgs {
-    /// The algorithm to make this host's default for new TCP sockets. [default: bbr]
-    #[arg(long)]
-    pub cc: Option<String>,
-    /// Make the changes: at runtime (/proc/sys) and at boot (/etc/sysctl.d/90-ccbench.conf),
-    /// backing up the previous values first. Without it, tune only prints what it would do.
-    #[arg(long, conflicts_with = "revert")]
-    pub apply: bool,
-    /// Restore the values and the file as they were before the first --apply.
-    #[arg(long, conflicts_with = "cc")]
-    pub revert: bool,
-}
 
 pub fn run(args: TuneArgs) -> anyhow::Result<i32> {
     if args.revert {

@@ -183,12 +183,24 @@ pub fn exec_with_serve(path: &[&str], secret: &Path, serve_flags: &str, client: 
 /// way: what the emulator counted, the client's output, and serve's log. Their files are kept
 /// beside `out`.
 pub fn counted_through_serve(server_secret: &Path, out: &Path, client_args: &[OsString]) -> (PathReport, Output, String) {
+    through_serve_while(server_secret, out, client_args, |_, _| ())
+}
+
+/// [`counted_through_serve`], with `during` called once the client has started, given the
+/// client's namespace and process (for a test that plays another program beside it); the
+/// client is then waited for.
+pub fn through_serve_while(
+    server_secret: &Path,
+    out: &Path,
+    client_args: &[OsString],
+    during: impl FnOnce(&ccbench_netns::Netns, &mut ccbench_netns::process::NsChild),
+) -> (PathReport, Output, String) {
     let link = ccbench_link::DirectionConfig {
         rate: ccbench_link::Rate::BitsPerSec(20_000_000),
         delay_ns: ccbench_link::time::Duration::from_nanos(5_000_000),
         ..Default::default()
     };
-    let spec = PathSpec { down: link.clone(), up: link, mtu: 1500, seed: 1, sample_interval_us: 10_000, offload: true, batch_us: 25 };
+    let spec = PathSpec { down: link.clone(), up: link, mtu: 1500, seed: 1, sample_interval_us: 10_000, offload: true, batch_us: 25, access: Vec::new() };
     let path = EmulatedPath::start(&spec, Instant::now()).expect("emulated path");
     let exe = Path::new(BIN);
     let serve: Vec<OsString> = vec![BIN.into(), "serve".into(), "--listen".into(), serve_addr().into(), "--secret-file".into(), server_secret.into()];
@@ -209,11 +221,22 @@ pub fn counted_through_serve(server_secret: &Path, out: &Path, client_args: &[Os
         Stdio::from(File::create(&stderr).unwrap()),
     )
     .unwrap();
+    during(&path.client, &mut c);
     let status = c.wait().unwrap();
     let _ = server.terminate(Duration::from_secs(2));
     let report = path.finish();
     let o = Output { status, stdout: std::fs::read(&stdout).unwrap(), stderr: std::fs::read(&stderr).unwrap() };
     (report, o, std::fs::read_to_string(&log).unwrap())
+}
+
+/// A `ccbench serve` on loopback with `flags`, for one test named `tag`: its scratch
+/// directory, its secret file and that secret, and the serve.
+pub fn loopback_serve(tag: &str, flags: &[&str]) -> (PathBuf, PathBuf, ccbench_remote::Secret, LiveServe) {
+    let dir = tempdir(tag);
+    let secret_path = secret_file(&dir, "secret");
+    let secret = ccbench_remote::Secret::from_file(&secret_path).unwrap();
+    let serve = LiveServe::start(&secret_path, flags);
+    (dir, secret_path, secret, serve)
 }
 
 /// A `ccbench serve` on loopback, its address read from its first line, its log collected;

@@ -18,7 +18,7 @@ pub const CODEL_DEFAULT_TARGET: Duration = Duration::from_millis(5);
 pub const CODEL_DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
 
 /// CoDel's parameters (`--aqm codel[:target=5ms,interval=100ms]`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct Codel {
     /// Acceptable standing queue delay (section 4.2).

@@ -26,7 +26,7 @@ const MAX_FLOWS: u32 = 65_536;
 const MIN_QUANTUM: u32 = 64;
 
 /// FQ-CoDel's parameters (`--aqm fq_codel[:target=5ms,interval=100ms,flows=1024,quantum=MTU]`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct FqCodel {
     /// Each queue's CoDel target (RFC 8290 section 5.2.1, 5 ms as in RFC 8289).

@@ -28,7 +28,7 @@ const MIN_TUPDATE: Duration = Duration::from_millis(1);
 
 /// PIE's parameters (`--aqm pie[:target=15ms,tupdate=15ms,alpha=0.125,beta=1.25,max_burst=150ms]`),
 /// defaults from RFC 8033 Appendix A.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct Pie {
     /// QDELAY_REF, the latency target (section 4.2).

@@ -9,9 +9,15 @@
 //!   records the RTT and in-flight figures the sampler needs; the pacer still follows the real
 //!   controller's pacing rate.
 //! * UDP sockets are made inside the namespaces, as the TCP socket factory does. noq-udp sends
-//!   with UDP GSO where the kernel offers it; the emulator's TUN devices do not advertise UDP
-//!   segmentation offload, so the kernel cuts every GSO batch into datagrams before the
-//!   emulator reads them: the emulator sees, drops and delays each QUIC packet on its own.
+//!   with UDP GSO (`UDP_SEGMENT`) and receives with UDP GRO (`UDP_GRO`) where the kernel offers
+//!   them. The emulator's TUN devices take a GSO batch whole where the kernel has UDP
+//!   segmentation offload (6.2+), and the emulator cuts it into datagrams itself
+//!   (`ccbench_emu::gso`); older kernels cut it before the emulator reads. Either way the
+//!   emulator sees, drops and delays each QUIC packet on its own.
+//! * Every socket asks for kernel receive timestamps (`SO_TIMESTAMPNS`), and noq (patched,
+//!   `vendor/noq/PATCH.md`) gives each received datagram its kernel time, so the ACK times the
+//!   controller's delivery-rate samples divide by are when the ACK arrived, not when noq's
+//!   driver next woke up.
 
 mod bulk;
 mod objects;
@@ -164,7 +170,7 @@ pub(crate) fn read_back(conn: &noq::Connection) -> String {
 }
 
 /// What each end of a QUIC connection ran, read back from the connections themselves.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReadBack {
     /// The sending endpoint's controller (the one that matters for the data).
     pub sender: String,
@@ -267,6 +273,9 @@ pub(crate) fn udp_here(addr: SocketAddr) -> Result<UdpSocket, WorkloadError> {
             let _ = setsockopt_int(&sock, plain, UDP_BUFFER);
         }
     }
+    // The kernel's receive time on every datagram: our patched noq (vendor/noq/PATCH.md) stamps
+    // ACKs with it, where noq alone stamps a whole wake-up's batch with one later reading.
+    setsockopt_int(&sock, libc::SO_TIMESTAMPNS, 1)?;
     Ok(sock)
 }
 
@@ -311,5 +320,71 @@ mod registry_tests {
         }
         assert_eq!(quic_algorithms(), ["cubic", "newreno", "bbr2", "bbr3"]);
         assert!(controller_factory("bbr1", 1).is_none() && !has_quic_algorithm("bbr1"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+    use std::time::Instant;
+
+    /// How long the client's only runtime thread is kept from running, while the server's
+    /// acknowledgements of its data wait in the socket.
+    const STALL: Duration = Duration::from_millis(400);
+
+    /// The client's smoothed RTT on loopback after its runtime thread stalled for [`STALL`]
+    /// just after sending, with kernel receive timestamps on its socket or not.
+    fn smoothed_rtt_after_a_stall(kernel_stamps: bool) -> Duration {
+        let tls = Tls::new().unwrap();
+        let (factory, _) = controller_factory("cubic", 1).unwrap();
+        let server_config = tls.server(transport(factory.clone())).unwrap();
+        let server_rt = crate::common::multi_thread_runtime().unwrap();
+        let server = server_rt.block_on(async { endpoint(udp_here((Ipv4Addr::LOCALHOST, 0).into()).unwrap(), Some((*server_config).clone())).unwrap() });
+        let server_addr = server.local_addr().unwrap();
+        // The server drains whatever comes, on its own threads, acknowledging promptly.
+        server_rt.spawn(async move {
+            let conn = server.accept().await.unwrap().await.unwrap();
+            while let Ok(mut s) = conn.accept_uni().await {
+                let _ = s.read_to_end(usize::MAX).await;
+            }
+        });
+
+        let client_rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        client_rt.block_on(async {
+            let sock = udp_here((Ipv4Addr::LOCALHOST, 0).into()).unwrap();
+            if !kernel_stamps {
+                setsockopt_int(&sock, libc::SO_TIMESTAMPNS, 0).unwrap();
+            }
+            let client = endpoint(sock, None).unwrap();
+            let conn = client.connect_with(tls.client(transport(factory)).unwrap(), server_addr, SNI).unwrap().await.unwrap();
+            // Settle on loopback's RTT first.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let mut s = conn.open_uni().await.unwrap();
+            // Enough datagrams that the server acknowledges at once (every second packet).
+            s.write_all(&[0u8; 32 << 10]).await.unwrap();
+            let sent = conn.stats().udp_tx.datagrams;
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while conn.stats().udp_tx.datagrams < sent + 10 && Instant::now() < deadline {
+                tokio::task::yield_now().await;
+            }
+            // The data is out; hold the only thread, so its acknowledgements wait in the socket.
+            std::thread::sleep(STALL);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            conn.rtt(noq::PathId::ZERO).unwrap()
+        })
+    }
+
+    /// Regression test for issue 17 §1: an ACK is timed by when it reached the host, not by
+    /// when noq's driver next ran. With kernel stamps the client's RTT stays loopback's,
+    /// though every ACK was read 400 ms late; without them, the same stall shows as RTT — the
+    /// error that inflated BBR's bandwidth samples on a busy machine.
+    #[test]
+    fn an_ack_that_waited_in_the_socket_is_timed_by_its_arrival() {
+        let stamped = smoothed_rtt_after_a_stall(true);
+        let unstamped = smoothed_rtt_after_a_stall(false);
+        eprintln!("smoothed RTT after a {STALL:?} stall: {stamped:?} with kernel stamps, {unstamped:?} without");
+        assert!(stamped < STALL / 20, "with kernel stamps: smoothed RTT {stamped:?} after a {STALL:?} stall");
+        assert!(unstamped > STALL / 8, "without: smoothed RTT {unstamped:?} — the stall must show, or this test tests nothing");
     }
 }

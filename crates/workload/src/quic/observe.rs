@@ -33,8 +33,8 @@ pub(crate) struct Probe {
 }
 
 /// A histogram of ACK-stamp ages: 50 µs buckets up to 20 ms, the last one open-ended. The
-/// stamp is noq's receive time; its age when the controller runs is part of the error BBR's
-/// delivery-rate samples see (the rest, the wait before the read, is not observable here).
+/// stamp is the kernel's receive time (patched noq, `vendor/noq/PATCH.md`); its age when the
+/// controller runs is how late the ACK is processed, the error a wake-up's clock reading had.
 #[derive(Debug)]
 struct StampAges([AtomicU64; STAMP_BUCKETS]);
 

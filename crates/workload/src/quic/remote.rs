@@ -39,14 +39,14 @@ const POLL: Duration = Duration::from_millis(50);
 
 /// What one end saw of a QUIC transfer: the flows it sent or received, and the last sample and
 /// BBR state changes of each connection it sent on.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QuicEnd {
     pub flows: Vec<FlowEnd>,
     pub connections: Vec<QuicConnEnd>,
 }
 
 /// A sending connection's end, named by its first flow (as its samples are).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QuicConnEnd {
     pub flow: u32,
     pub final_quic: Option<crate::QuicSample>,
@@ -233,6 +233,8 @@ pub struct QuicFarClient {
     plan: Vec<MixFlow>,
     groups: Vec<Vec<u32>>,
     conns: Vec<EndConn>,
+    /// The address connections are opened from (`None`: the kernel's choice).
+    source: Option<IpAddr>,
 }
 
 impl QuicFarClient {
@@ -240,7 +242,14 @@ impl QuicFarClient {
     pub fn new(server: SocketAddr, cert_der: Vec<u8>, spec: &BulkSpec) -> Result<Self, WorkloadError> {
         let plan = spec.plan();
         let groups = groups(spec, &plan);
-        Ok(QuicFarClient { rt: multi_thread_runtime()?, server, cert: cert_der.into(), spec: spec.clone(), plan, groups, conns: Vec::new() })
+        Ok(QuicFarClient { rt: multi_thread_runtime()?, server, cert: cert_der.into(), spec: spec.clone(), plan, groups, conns: Vec::new(), source: None })
+    }
+
+    /// Opens the connections from `ip`, one of this host's addresses, instead of the address
+    /// the kernel would choose.
+    pub fn from_ip(mut self, ip: IpAddr) -> Self {
+        self.source = Some(ip);
+        self
     }
 
     pub fn connections(&self) -> usize {
@@ -254,6 +263,7 @@ impl QuicFarClient {
         let flows = self.groups.get(group as usize).cloned().ok_or_else(|| WorkloadError::Setup("every connection of the test is open".into()))?;
         let t = end_transport(&self.spec, &self.plan, &flows, Side::Client)?;
         let any: IpAddr = if self.server.is_ipv4() { Ipv4Addr::UNSPECIFIED.into() } else { Ipv6Addr::UNSPECIFIED.into() };
+        let any = self.source.unwrap_or(any);
         let config = client_trusting(self.cert.clone(), t.transport.clone())?;
         let server = self.server;
         let (ep, conn) = self.rt.block_on(async {

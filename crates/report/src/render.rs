@@ -1,62 +1,23 @@
-//! `report.html` beside `result.json`, and the page across a preset's conditions: what to
-//! show, drawn with the primitives of [`super::svg`]. One self-contained file each, inline
-//! SVG and CSS, no script and no fetches, so it opens anywhere, offline.
-//!
-//! The experiment's report shows
-//! - every run over time (goodput, sender RTT, cwnd, queueing delay): each run a faint line,
-//!   the run with the median score of each algorithm bold, and BBR's state (from `tcp.csv.gz`)
-//!   as coloured bands under the RTT and cwnd plots, one row per BBR algorithm;
-//! - distributions across runs: each algorithm's score per run with the ratio's CI from
-//!   `comparisons` (or, for flows sharing the bottleneck, each algorithm's share per run), and
-//!   CDFs of the sender's RTT samples and of the queueing delay;
-//! - throughput against delay, one point per run and a 1-σ ellipse per algorithm, the delay
-//!   axis reversed (Pantheon's figure).
-//!
-//! Series files are read one row at a time; each line keeps a bounded number of points
-//! ([`Decimated`]) and each distribution a bounded number of distinct values, so memory does
-//! not grow with the length of a run.
+//! Drawing the report from [`ReportData`], with the primitives of [`crate::svg`]: pure, no
+//! file is read here.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
-use ccbench_emu::LinkSample;
+use ccbench_record::results::{CcSummary, ExperimentResult, RunMetrics, RunRecord, Status};
+use ccbench_record::workloads::WorkloadSpec;
 use ccbench_stats::Summary;
-use ccbench_workload::{Amount, BulkResult, Direction};
+use ccbench_workload::Amount;
 
-use super::svg::{cdf_steps, escape, fmt_sig, legend, nice_floor, round_sig3, Axis, Decimated, Ellipse, Key, Plot, Stroke, Timeline, COLORS};
-use crate::results::{ExperimentResult, RunRecord, Status};
-use crate::series::{ExactCounts, GoodputRow, TcpRow};
-use crate::workloads::{WorkloadResult, WorkloadSpec};
+use crate::data::{bulk, scored_runs, Gathered, Line, Palette, Pooled, ReportData, RunView, BBR_STATES, GREY, MAX_BBR_ROWS};
+use crate::svg::{cdf_steps, escape, fmt_sig, legend, Axis, Ellipse, Key, Plot, Stroke};
 
 /// Width of a full-width plot and of a half-width one, in SVG units (≈ px at 1000 px).
 const WIDE: f64 = 920.0;
 const HALF: f64 = 450.0;
-/// Points kept of a faint line (a run other than the median one): plenty at this width.
-const FAINT_POINTS: usize = 400;
-/// Sending sockets of one run drawn as lines (bulk flows; other workloads draw their first).
-const MAX_SOCKETS: usize = 8;
-/// Goodput is plotted in about this many bins over the longest run (each a round width).
-const RATE_BINS: f64 = 40.0;
 /// Steps kept of a CDF.
 const CDF_STEPS: usize = 400;
-const GREY: &str = "#888";
 /// Left margin of the plots over time, so that their time axes line up.
 const TIME_LEFT: f64 = 72.0;
-
-/// BBR's states as `bbr_mode` names them, with their band colours. ProbeBW is split into the
-/// phases that QUIC's BBR reports in `bbr_phase` (kernel BBRv1 reports none: plain PROBE_BW).
-const BBR_STATES: [(&str, &str); 8] = [
-    ("STARTUP", "#f28e2b"),
-    ("DRAIN", "#edc948"),
-    ("PROBE_BW", "#76b7b2"),
-    ("PROBE_BW DOWN", "#b9ddd9"),
-    ("PROBE_BW CRUISE", "#93c9c4"),
-    ("PROBE_BW REFILL", "#4f9a95"),
-    ("PROBE_BW UP", "#1f5f5b"),
-    ("PROBE_RTT", "#b07aa1"),
-];
-/// Rows of BBR state bands under a plot, at most (one per BBR algorithm).
-const MAX_BBR_ROWS: usize = 4;
 
 const STYLE: &str =
     "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;max-width:960px;margin:1.5em auto;padding:0 16px;color:#222;line-height:1.4}\
@@ -75,420 +36,6 @@ fn head(title: &str) -> String {
 fn figure(id: &str, title: &str, note: &str, legend_html: &str, svg: &str) -> String {
     let note = if note.is_empty() { String::new() } else { format!("<p class=\"note\">{}</p>", escape(note)) };
     format!("<figure id=\"{id}\"><figcaption>{}</figcaption>{note}{legend_html}{svg}</figure>\n", escape(title))
-}
-
-/// Colours by name: the algorithms (of a mix: its flows' algorithms, then the mix itself).
-struct Palette(Vec<String>);
-
-impl Palette {
-    fn of(result: &ExperimentResult) -> Palette {
-        let mut keys: Vec<String> = Vec::new();
-        if let WorkloadSpec::Bulk(b) = &result.params.workload {
-            for cc in b.mix.iter().map(|f| f.cc.to_string()) {
-                if !keys.contains(&cc) {
-                    keys.push(cc);
-                }
-            }
-        }
-        for cc in &result.params.ccs {
-            if !keys.contains(cc) {
-                keys.push(cc.clone());
-            }
-        }
-        Palette(keys)
-    }
-
-    fn color(&self, key: &str) -> &'static str {
-        self.0.iter().position(|k| k == key).map_or(GREY, |i| COLORS[i % COLORS.len()])
-    }
-
-    fn index(&self, key: &str) -> usize {
-        self.0.iter().position(|k| k == key).unwrap_or(usize::MAX)
-    }
-}
-
-/// The completed runs of `cc` that have a score, sorted by score.
-fn scored_runs<'a>(result: &'a ExperimentResult, cc: &str) -> Vec<&'a RunRecord> {
-    let mut runs: Vec<&RunRecord> =
-        result.runs.iter().filter(|r| r.cc == cc && r.status == Status::Complete && r.metrics.as_ref().and_then(|m| m.score).is_some()).collect();
-    runs.sort_by(|a, b| {
-        let s = |r: &RunRecord| r.metrics.as_ref().and_then(|m| m.score).unwrap_or(0.0);
-        s(a).total_cmp(&s(b))
-    });
-    runs
-}
-
-/// The completed run of `cc` whose score is the median of its runs.
-fn representative<'a>(result: &'a ExperimentResult, cc: &str) -> Option<&'a RunRecord> {
-    let runs = scored_runs(result, cc);
-    runs.get(runs.len() / 2).copied()
-}
-
-fn run_start(r: &RunRecord) -> u64 {
-    match &r.workload {
-        Some(WorkloadResult::Bulk(b)) => b.start_us,
-        Some(WorkloadResult::Objects(o)) => o.start_us.unwrap_or(0),
-        Some(WorkloadResult::Page(p) | WorkloadResult::Browser(ccbench_workload::BrowserResult { page: p, .. })) => p.start_us.unwrap_or(0),
-        None => 0,
-    }
-}
-
-fn bulk(r: &RunRecord) -> Option<&BulkResult> {
-    match &r.workload {
-        Some(WorkloadResult::Bulk(b)) => Some(b),
-        _ => None,
-    }
-}
-
-/// One plotted line of one run.
-struct Line {
-    /// Colour key: the algorithm.
-    key: String,
-    /// What the line is, for its tooltip: `run 3 · bbr flow 0`.
-    label: String,
-    median: bool,
-    points: Vec<(f64, f64)>,
-}
-
-/// Rates over time from samples that each count the bytes since the one before: samples are
-/// grouped in fixed time bins, and a bin's rate is its bytes over the time from the previous
-/// bin's last sample to its own last (so a bin that happens to hold one sample more than the
-/// next does not look faster). One point (Mbit/s) per bin, at the middle of that span.
-struct RateBins {
-    bin_us: u64,
-    bin: Option<u64>,
-    from_us: u64,
-    last_us: u64,
-    bytes: u64,
-    out: Decimated,
-}
-
-impl RateBins {
-    fn new(bin_us: u64, cap: usize) -> Self {
-        RateBins { bin_us: bin_us.max(1), bin: None, from_us: 0, last_us: 0, bytes: 0, out: Decimated::with_cap(cap) }
-    }
-
-    /// A sample at `t_rel_us` counting `bytes` since the previous one.
-    fn add(&mut self, t_rel_us: u64, bytes: u64) {
-        let bin = t_rel_us / self.bin_us;
-        match self.bin {
-            // The first sample starts the first span (what it counts came before it).
-            None => {
-                self.bin = Some(bin);
-                (self.from_us, self.last_us) = (t_rel_us, t_rel_us);
-                return;
-            }
-            Some(cur) if bin > cur => {
-                self.flush();
-                self.bin = Some(bin);
-            }
-            Some(_) => {}
-        }
-        self.last_us = self.last_us.max(t_rel_us);
-        self.bytes += bytes;
-    }
-
-    fn flush(&mut self) {
-        if self.last_us > self.from_us {
-            let span = (self.last_us - self.from_us) as f64;
-            self.out.push(((self.from_us + self.last_us) as f64 / 2e6, self.bytes as f64 * 8.0 / span));
-        }
-        self.from_us = self.last_us;
-        self.bytes = 0;
-    }
-
-    fn finish(mut self) -> Vec<(f64, f64)> {
-        self.flush();
-        self.out.into_points()
-    }
-}
-
-/// Index of a `bbr_mode` name, with its ProbeBW `bbr_phase` if any, in [`BBR_STATES`]; `None`
-/// for UNKNOWN or none.
-fn bbr_state(mode: Option<&str>, phase: Option<&str>) -> Option<usize> {
-    let mode = mode?;
-    match phase.filter(|p| !p.is_empty() && mode == "PROBE_BW") {
-        Some(p) => BBR_STATES.iter().position(|(name, _)| name.strip_prefix("PROBE_BW ") == Some(p)),
-        None => BBR_STATES.iter().position(|(name, _)| *name == mode),
-    }
-}
-
-/// One socket's BBR states over a run: the socket, its algorithm (the band row's label),
-/// what it is (`quic:bbr3 flow 0`), and its states over time.
-struct BbrTimeline {
-    socket: String,
-    key: String,
-    what: String,
-    states: Timeline<{ BBR_STATES.len() }>,
-}
-
-/// Everything read from one run's series files.
-struct RunView<'a> {
-    run: &'a RunRecord,
-    median: bool,
-    rtt: Vec<Line>,
-    cwnd: Vec<Line>,
-    bbr_bw: Vec<Line>,
-    goodput: Vec<Line>,
-    queue: Option<Line>,
-    /// Per algorithm, the states of its first socket that reported BBR's (median runs only).
-    bbr: Vec<BbrTimeline>,
-    /// Per bulk flow: its id, algorithm and RTT samples (for the flow's own RTT median).
-    flow_rtt: Vec<(u32, String, ExactCounts)>,
-}
-
-/// Distributions pooled over all runs of each key.
-#[derive(Default)]
-struct Pooled(Vec<(String, ExactCounts)>);
-
-impl Pooled {
-    fn record(&mut self, key: &str, v: u32) {
-        match self.0.iter_mut().find(|(k, _)| k == key) {
-            Some((_, c)) => c.record(v),
-            None => {
-                let mut c = ExactCounts::default();
-                c.record(v);
-                self.0.push((key.to_string(), c));
-            }
-        }
-    }
-}
-
-struct Gathered<'a> {
-    runs: Vec<RunView<'a>>,
-    /// Width of the goodput bins.
-    bin_us: u64,
-    rtt: Pooled,
-    queue: Pooled,
-    /// Files that could not be read.
-    errors: Vec<String>,
-}
-
-/// Reads every completed run's series files, one row at a time.
-fn gather<'a>(result: &'a ExperimentResult, dir: &Path, palette: &Palette) -> Gathered<'a> {
-    let mix = result.params.workload.is_mix();
-    let direction = result.params.workload.data_direction();
-    let medians: Vec<u32> = result.params.ccs.iter().filter_map(|cc| representative(result, cc)).map(|r| r.index).collect();
-    // Bins of a round width, about RATE_BINS of them over the longest run, no finer than the
-    // samples and no coarser than a second.
-    let longest = result.runs.iter().filter(|r| r.status == Status::Complete).filter_map(duration_s).fold(0.0, f64::max);
-    let sample_s = result.params.workload.sample_interval_us().max(1) as f64 / 1e6;
-    let bin_us = (nice_floor(longest / RATE_BINS).clamp(sample_s, 1.0) * 1e6).round() as u64;
-    let mut g = Gathered { runs: Vec::new(), bin_us, rtt: Pooled::default(), queue: Pooled::default(), errors: Vec::new() };
-    for r in result.runs.iter().filter(|r| r.status == Status::Complete && r.series.is_some()) {
-        let median = medians.contains(&r.index);
-        let mut view = RunView {
-            run: r,
-            median,
-            rtt: Vec::new(),
-            cwnd: Vec::new(),
-            bbr_bw: Vec::new(),
-            goodput: Vec::new(),
-            queue: None,
-            bbr: Vec::new(),
-            flow_rtt: Vec::new(),
-        };
-        if let Err(e) = read_tcp(dir, &mut view, mix, &mut g.rtt) {
-            g.errors.push(e);
-        }
-        if let Err(e) = read_link(dir, &mut view, direction, &mut g.queue, bin_us) {
-            g.errors.push(e);
-        }
-        if let Err(e) = read_goodput(dir, &mut view, mix, bin_us) {
-            g.errors.push(e);
-        }
-        g.runs.push(view);
-    }
-    g.rtt.0.sort_by_key(|(k, _)| palette.index(k));
-    g.queue.0.sort_by_key(|(k, _)| palette.index(k));
-    g
-}
-
-/// How long the run's data flowed.
-fn duration_s(r: &RunRecord) -> Option<f64> {
-    match r.workload.as_ref()? {
-        WorkloadResult::Bulk(b) => Some(b.elapsed_s),
-        WorkloadResult::Objects(o) => Some(o.wall_time_s),
-        WorkloadResult::Page(p) | WorkloadResult::Browser(ccbench_workload::BrowserResult { page: p, .. }) => p.page_load_s,
-    }
-}
-
-fn cap(median: bool) -> usize {
-    if median {
-        super::svg::MAX_POINTS
-    } else {
-        FAINT_POINTS
-    }
-}
-
-/// What is plotted of one sending socket while reading.
-struct SocketLines {
-    socket: String,
-    key: String,
-    label: String,
-    rtt: Decimated,
-    cwnd: Decimated,
-    bbr_bw: Decimated,
-}
-
-fn read_tcp(dir: &Path, view: &mut RunView, mix: bool, pooled: &mut Pooled) -> Result<(), String> {
-    let r = view.run;
-    let Some(files) = &r.series else { return Ok(()) };
-    let t0 = run_start(r);
-    let b = bulk(r);
-    let multi = b.is_some_and(|b| b.flows.len() > 1);
-    // A bulk flow's id, algorithm, and when it began to send.
-    let flow_of = |socket: &str| -> Option<(u32, String, u64)> {
-        let id: u32 = socket.strip_prefix("flow-")?.parse().ok()?;
-        let b = b?;
-        let f = b.flows.iter().find(|f| f.id == id)?;
-        Some((id, f.cc_requested.clone(), b.start_us + (f.start_s * 1e6) as u64))
-    };
-    let n = cap(view.median);
-    let median = view.median;
-    let mut lines: Vec<SocketLines> = Vec::new();
-    let mut flow_rtt: Vec<(u32, String, ExactCounts)> = Vec::new();
-    let mut bbr: Vec<BbrTimeline> = Vec::new();
-    let read = crate::series::for_each_row(&dir.join(&files.tcp), |row: TcpRow| {
-        let flow = flow_of(&row.socket);
-        let key = match (&flow, mix) {
-            (Some((_, cc, _)), true) => cc.clone(),
-            _ => r.cc.clone(),
-        };
-        // The distributions count samples from when the socket's data began to flow (a flow
-        // of a mix that starts later sits at its handshake's RTT until then).
-        let sending = row.t_us >= flow.as_ref().map_or(t0, |f| f.2);
-        if row.rtt_us > 0 && sending {
-            let v = round_sig3(f64::from(row.rtt_us));
-            pooled.record(&key, v);
-            if let Some((id, cc, _)) = &flow {
-                match flow_rtt.iter().position(|(i, _, _)| i == id) {
-                    Some(i) => flow_rtt[i].2.record(v),
-                    None if flow_rtt.len() < MAX_SOCKETS => {
-                        let mut c = ExactCounts::default();
-                        c.record(v);
-                        flow_rtt.push((*id, cc.clone(), c));
-                    }
-                    None => {}
-                }
-            }
-        }
-        if row.t_us < t0 {
-            return;
-        }
-        let t_rel = row.t_us - t0;
-        let t = t_rel as f64 / 1e6;
-        if median {
-            let has_state = row.bbr_mode.as_deref().is_some_and(|m| !m.is_empty());
-            if has_state && bbr.len() < MAX_BBR_ROWS && !bbr.iter().any(|b| b.key == key) {
-                let what = format!("{key} {}", row.socket.replace('-', " "));
-                bbr.push(BbrTimeline { socket: row.socket.clone(), key: key.clone(), what, states: Timeline::default() });
-            }
-            if let Some(b) = bbr.iter_mut().find(|b| b.socket == row.socket) {
-                b.states.push(t_rel, bbr_state(row.bbr_mode.as_deref(), row.bbr_phase.as_deref()));
-            }
-        }
-        let i = match lines.iter().position(|l| l.socket == row.socket) {
-            Some(i) => i,
-            None if (b.is_some() && lines.len() < MAX_SOCKETS) || lines.is_empty() => {
-                let what = match (&flow, multi || mix) {
-                    (Some((id, cc, _)), true) => format!("{cc} flow {id}"),
-                    (Some(_), false) => r.cc.clone(),
-                    (None, _) => format!("{} {}", r.cc, row.socket.replace('-', " ")),
-                };
-                lines.push(SocketLines {
-                    socket: row.socket.clone(),
-                    key: key.clone(),
-                    label: format!("run {} · {what}", r.index + 1),
-                    rtt: Decimated::with_cap(n),
-                    cwnd: Decimated::with_cap(n),
-                    bbr_bw: Decimated::with_cap(n),
-                });
-                lines.len() - 1
-            }
-            None => return,
-        };
-        let l = &mut lines[i];
-        if row.rtt_us > 0 {
-            l.rtt.push((t, f64::from(row.rtt_us) / 1000.0));
-        }
-        l.cwnd.push((t, f64::from(row.cwnd)));
-        if let Some(bw) = row.bbr_bw_bps.filter(|_| median) {
-            l.bbr_bw.push((t, bw as f64 / 1e6));
-        }
-    });
-    for l in lines {
-        let line = |points: Decimated| Line { key: l.key.clone(), label: l.label.clone(), median, points: points.into_points() };
-        view.rtt.push(line(l.rtt));
-        view.cwnd.push(line(l.cwnd));
-        if !l.bbr_bw.points().is_empty() {
-            view.bbr_bw.push(line(l.bbr_bw));
-        }
-    }
-    view.flow_rtt = flow_rtt;
-    view.bbr = bbr;
-    read.map_err(|e| e.to_string())
-}
-
-fn read_link(dir: &Path, view: &mut RunView, direction: Direction, pooled: &mut Pooled, bin_us: u64) -> Result<(), String> {
-    let r = view.run;
-    let Some(files) = &r.series else { return Ok(()) };
-    // A run over a real path has no emulator, so no link file.
-    let file = match direction {
-        Direction::Download => &files.link_down,
-        Direction::Upload => &files.link_up,
-    };
-    let Some(file) = file else { return Ok(()) };
-    let t0 = run_start(r);
-    let mut queue = Decimated::with_cap(cap(view.median));
-    // Without a goodput file (objects, pages), what the bottleneck delivered stands in for it.
-    let mut delivered = bulk(r).is_none().then(|| RateBins::new(bin_us, cap(view.median)));
-    let read = crate::series::for_each_row(&dir.join(file), |p: LinkSample| {
-        if p.t_us < t0 {
-            return;
-        }
-        let t_rel = p.t_us - t0;
-        queue.push((t_rel as f64 / 1e6, p.queue_delay_max_us / 1000.0));
-        if p.delivered_bytes > 0 {
-            pooled.record(&r.cc, round_sig3(p.queue_delay_max_us));
-        }
-        if let Some(d) = delivered.as_mut() {
-            d.add(t_rel, p.delivered_bytes);
-        }
-    });
-    let label = format!("run {} · {}", r.index + 1, r.cc);
-    view.queue = Some(Line { key: r.cc.clone(), label: label.clone(), median: view.median, points: queue.into_points() });
-    if let Some(d) = delivered {
-        view.goodput.push(Line { key: r.cc.clone(), label, median: view.median, points: d.finish() });
-    }
-    read.map_err(|e| e.to_string())
-}
-
-/// Goodput at the receiver per 100 ms: per flow in a mix, summed over flows otherwise.
-fn read_goodput(dir: &Path, view: &mut RunView, mix: bool, bin_us: u64) -> Result<(), String> {
-    let r = view.run;
-    let (Some(b), Some(files)) = (bulk(r), &r.series) else { return Ok(()) };
-    let n = cap(view.median);
-    let per_flow = mix;
-    let mut last: Vec<u64> = vec![0; b.flows.len()];
-    let mut bins: Vec<RateBins> = (0..if per_flow { b.flows.len() } else { 1 }).map(|_| RateBins::new(bin_us, n)).collect();
-    let read = crate::series::for_each_row(&dir.join(&files.goodput), |p: GoodputRow| {
-        let Some(i) = b.flows.iter().position(|f| f.id == p.flow) else { return };
-        let delta = p.bytes.saturating_sub(last[i]);
-        last[i] = last[i].max(p.bytes);
-        if p.t_us >= b.start_us {
-            bins[if per_flow { i } else { 0 }].add(p.t_us - b.start_us, delta);
-        }
-    });
-    for (i, rb) in bins.into_iter().enumerate() {
-        let (key, what) = if per_flow {
-            (b.flows[i].cc_requested.clone(), format!("{} flow {}", b.flows[i].cc_requested, b.flows[i].id))
-        } else {
-            (r.cc.clone(), r.cc.clone())
-        };
-        view.goodput.push(Line { key, label: format!("run {} · {what}", r.index + 1), median: view.median, points: rb.finish() });
-    }
-    read.map_err(|e| e.to_string())
 }
 
 /// One algorithm's BBR states over one run, as a row of bands under the plots over time.
@@ -890,7 +437,7 @@ fn runs_table(result: &ExperimentResult) -> String {
         let (score, goodput, rtt, queue, retrans) = match &r.metrics {
             Some(m) => (
                 m.score.map(|s| fmt_sig(s / div)).unwrap_or_default() + if m.unfinished { " (unfinished)" } else { "" },
-                crate::units::fmt_rate(m.goodput_bps),
+                ccbench_record::units::fmt_rate(m.goodput_bps),
                 m.sender_rtt_p50_ms.map(fmt_sig).unwrap_or_default(),
                 m.queue_delay_p50_ms.map(fmt_sig).unwrap_or_else(|| "–".into()),
                 format!("{:.2} %", m.retrans_rate * 100.0),
@@ -915,9 +462,10 @@ fn runs_table(result: &ExperimentResult) -> String {
     out
 }
 
-/// The report of `result`, whose series files are under `dir` (the directory of result.json).
-/// Reads every completed run's files once, one row at a time.
-pub fn render(result: &ExperimentResult, summary_text: &str, dir: &Path) -> String {
+/// `report.html` of one experiment: the summary, the runs over time, the distributions across
+/// runs, throughput against delay, and every run in a table.
+pub fn render(data: &ReportData) -> String {
+    let (result, summary_text, g) = (data.result, data.summary.as_str(), &data.series);
     let title = format!("ccbench: {}", result.params.ccs.join(" vs "));
     let mut out = head(&title);
     let _ = writeln!(out, "<h1>{}</h1>", escape(&title));
@@ -927,8 +475,7 @@ pub fn render(result: &ExperimentResult, summary_text: &str, dir: &Path) -> Stri
     }
     let _ = writeln!(out, "<pre class=\"summary\">{}</pre>", escape(summary_text.trim_matches('\n')));
     let palette = Palette::of(result);
-    let g = gather(result, dir, &palette);
-    let bands = bbr_bands(&g, &palette);
+    let bands = bbr_bands(g, &palette);
     let interval_ms = result.params.workload.sample_interval_us() as f64 / 1000.0;
     let bin_ms = g.bin_us as f64 / 1000.0;
     let n_runs = g.runs.len();
@@ -1012,7 +559,7 @@ pub fn render(result: &ExperimentResult, summary_text: &str, dir: &Path) -> Stri
     let _ = writeln!(out, "<h2>Throughput against delay</h2>");
     let per = if result.params.workload.is_mix() { "flow" } else { "run" };
     let _ = writeln!(out, "<p class=\"note\">One point per {per}; the ellipse of each algorithm is one standard deviation of its points (their covariance), from 3 points up.</p>");
-    let (rtt_pts, queue_pts) = tput_points(result, &g);
+    let (rtt_pts, queue_pts) = tput_points(result, g);
     out.push_str("<div class=\"row\">");
     out.push_str(&tput_delay_figure("tput-rtt", "Goodput against the sender's RTT", &format!("sender RTT p50 of the {per} (ms)"), &rtt_pts, &palette));
     out.push_str(&tput_delay_figure("tput-queue", "Goodput against the queueing delay", "queueing delay p50 of the run (ms)", &queue_pts, &palette));
@@ -1035,7 +582,7 @@ pub fn render(result: &ExperimentResult, summary_text: &str, dir: &Path) -> Stri
 
 /// The headline of a workload across conditions: its label, and the summary it is read from
 /// with the divisor to the label's unit.
-type Pick = fn(&crate::results::CcSummary) -> Option<Summary>;
+type Pick = fn(&CcSummary) -> Option<Summary>;
 
 fn headline_runs(w: &WorkloadSpec) -> RunPick {
     match w {
@@ -1065,7 +612,7 @@ struct Spread {
 }
 
 /// The same figure as `pick` reads from the summary, per completed run of `cc`.
-type RunPick = fn(&crate::results::RunMetrics) -> Option<f64>;
+type RunPick = fn(&RunMetrics) -> Option<f64>;
 
 fn run_values(r: &ExperimentResult, cc: &str, f: RunPick) -> Vec<f64> {
     r.runs.iter().filter(|x| x.cc == cc && x.status == Status::Complete).filter_map(|x| x.metrics.as_ref()).filter_map(f).collect()
@@ -1079,7 +626,7 @@ fn conditions_figure(
     title: &str,
     y_label: &str,
     rows: &[(String, &ExperimentResult)],
-    pick: &dyn Fn(&ExperimentResult, &crate::results::CcSummary) -> Option<Summary>,
+    pick: &dyn Fn(&ExperimentResult, &CcSummary) -> Option<Summary>,
     per_run: &dyn Fn(&ExperimentResult) -> Option<RunPick>,
     div: f64,
 ) -> String {
@@ -1182,7 +729,7 @@ pub fn render_conditions(rows: &[(String, &ExperimentResult)]) -> String {
         }
     }
     for (k, label) in kinds.iter().enumerate() {
-        let pick = |r: &ExperimentResult, s: &crate::results::CcSummary| {
+        let pick = |r: &ExperimentResult, s: &CcSummary| {
             let (l, f, _) = headline(&r.params.workload);
             if l == *label {
                 f(s)
@@ -1244,29 +791,8 @@ fn scale_summary(s: Summary, k: f64) -> Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rate_bins_turn_bytes_into_mbit_per_s_over_the_time_they_span() {
-        let mut b = RateBins::new(100_000, 100);
-        // 12 500 bytes every 10 ms = 10 Mbit/s for 190 ms, then nothing.
-        for i in 0..20u64 {
-            b.add(i * 10_000, 12_500);
-        }
-        b.add(300_000, 0);
-        b.add(400_000, 0);
-        let pts = b.finish();
-        assert_eq!(pts.len(), 4, "{pts:?}");
-        // The first bin spans 0–90 ms (the first sample only starts it), the second 90–190 ms.
-        assert!((pts[0].0 - 0.045).abs() < 1e-9 && (pts[0].1 - 10.0).abs() < 1e-9, "{pts:?}");
-        assert!((pts[1].0 - 0.14).abs() < 1e-9 && (pts[1].1 - 10.0).abs() < 1e-9, "{pts:?}");
-        assert!(pts[2].1 == 0.0 && pts[3].1 == 0.0, "{pts:?}");
-        // Bins holding 4 and 6 samples of a steady rate show the same rate.
-        let mut uneven = RateBins::new(50_000, 100);
-        for t in [0u64, 12_000, 24_000, 36_000, 48_000, 60_000, 72_000, 84_000, 96_000, 108_000] {
-            uneven.add(t, 15_000);
-        }
-        assert!(uneven.finish().iter().all(|p| (p.1 - 10.0).abs() < 1e-9));
-    }
+    use crate::load::bbr_state;
+    use crate::svg::Timeline;
 
     /// Kernel BBR and QUIC BBR in one experiment: a band row each, QUIC's ProbeBW split into
     /// its phases, and the legend lists only the states drawn.
@@ -1306,16 +832,174 @@ mod tests {
         assert!(!svg.contains(" PROBE_RTT</span>"), "a state never drawn is not in the legend");
     }
 
+    /// A result of bbr against cubic, two bulk runs each, built by hand: run 2 of each the
+    /// median (scores 10 < 20 < 30 Mbit/s), run 4 failed.
+    fn hand_built() -> ExperimentResult {
+        use ccbench_record::provenance::{HostFacts, Provenance};
+        use ccbench_record::results::{Params, SCHEMA};
+        use ccbench_record::series::SeriesFiles;
+        use ccbench_record::workloads::WorkloadResult;
+        use ccbench_workload::{BulkResult, BulkSpec, Direction};
+        let metrics = |mbps: f64| RunMetrics {
+            score: Some(mbps * 1e6),
+            unfinished: false,
+            goodput_bps: mbps * 1e6,
+            completion_time_s: None,
+            latency_p50_s: None,
+            latency_p99_s: None,
+            html_ttfb_s: None,
+            all_completed: true,
+            sender_rtt_p50_ms: Some(40.0 + mbps),
+            sender_rtt_p95_ms: Some(60.0 + mbps),
+            retrans_rate: 0.01,
+            retrans_segments: 5,
+            drops_loss: Some(0),
+            drops_buffer: Some(2),
+            queue_delay_p50_ms: Some(mbps / 2.0),
+            queue_delay_p95_ms: Some(mbps),
+            utilization: Some(0.9),
+            emulator_lateness_p99_us: None,
+            entry: Default::default(),
+            path_figures_over_whole_life: false,
+            shares: Vec::new(),
+            jain_index: None,
+            jain_per_second: Vec::new(),
+            convergence_s: None,
+            lock_on_bw_bps: None,
+        };
+        let run = |index: u32, cc: &str, mbps: Option<f64>| RunRecord {
+            index,
+            round: index / 2,
+            cc: cc.into(),
+            status: if mbps.is_some() { Status::Complete } else { Status::Failed },
+            error: mbps.is_none().then(|| "the server <went> away".to_string()),
+            started_at: "2026-01-01T00:00:00Z".into(),
+            path_seed: u64::from(index),
+            netns_inodes: None,
+            host_cpu_steal_fraction: None,
+            suspect: Vec::new(),
+            metrics: mbps.map(metrics),
+            workload: mbps
+                .map(|m| WorkloadResult::Bulk(BulkResult { start_us: 0, elapsed_s: 3.0, goodput_bps: m * 1e6, interrupted: false, flows: Vec::new() })),
+            path: None,
+            // Files that do not exist: rendering must not read them.
+            series: Some(SeriesFiles {
+                tcp: format!("/nonexistent/run-{index}/tcp.csv.gz"),
+                goodput: format!("/nonexistent/run-{index}/goodput.csv.gz"),
+                link_down: None,
+                link_up: None,
+            }),
+        };
+        let workload = WorkloadSpec::Bulk(BulkSpec {
+            flows: 1,
+            direction: Direction::Download,
+            amount: Amount::Seconds(3.0),
+            cc: "bbr".parse().unwrap(),
+            mix: Vec::new(),
+            port: 5201,
+            sample_interval_us: 10_000,
+            timeout_s: 30.0,
+            quic_receiver_cc: None,
+        });
+        ExperimentResult {
+            schema: SCHEMA.into(),
+            status: Status::Complete,
+            warnings: vec!["the host was <busy>".into()],
+            provenance: Provenance {
+                ccbench_version: "test".into(),
+                git_revision: "test".into(),
+                command_line: vec!["ccbench".into(), "run".into()],
+                started_at: "2026-01-01T00:00:00Z".into(),
+                finished_at: None,
+                host: HostFacts::collect(),
+                namespace_sysctls: Vec::new(),
+                emulator: None,
+                remote: None,
+                quic_stack: None,
+                controller_mismatches: Vec::new(),
+            },
+            params: Params {
+                ccs: vec!["bbr".into(), "cubic".into()],
+                runs_per_cc: 2,
+                runs_auto: false,
+                seed: 1,
+                alpha: 0.05,
+                min_effect: 0.0,
+                path: None,
+                remote: None,
+                metric: workload.metric().into(),
+                workload,
+                expect: Vec::new(),
+            },
+            sequential: None,
+            summary: Vec::new(),
+            comparisons: Vec::new(),
+            rtt_comparisons: Vec::new(),
+            expectations: Vec::new(),
+            runs: vec![run(0, "bbr", Some(10.0)), run(1, "cubic", Some(12.0)), run(2, "bbr", Some(30.0)), run(3, "cubic", None), run(4, "bbr", Some(20.0))],
+        }
+    }
+
+    /// `render` draws what `ReportData` holds and nothing else: lines and distributions put in
+    /// by hand appear as figures, the runs as the table, and nothing is read from disk.
     #[test]
-    fn bbr_modes_map_to_states() {
-        assert_eq!(bbr_state(Some("STARTUP"), None), Some(0));
-        assert_eq!(bbr_state(Some("PROBE_RTT"), Some("")), Some(7));
-        assert_eq!(bbr_state(Some("UNKNOWN"), None), None);
-        assert_eq!(bbr_state(None, Some("UP")), None);
-        // Kernel BBRv1 has no phase; QUIC's BBR reports one inside PROBE_BW only.
-        assert_eq!(BBR_STATES[bbr_state(Some("PROBE_BW"), None).unwrap()].0, "PROBE_BW");
-        assert_eq!(BBR_STATES[bbr_state(Some("PROBE_BW"), Some("UP")).unwrap()].0, "PROBE_BW UP");
-        assert_eq!(BBR_STATES[bbr_state(Some("PROBE_BW"), Some("CRUISE")).unwrap()].0, "PROBE_BW CRUISE");
-        assert_eq!(bbr_state(Some("PROBE_BW"), Some("SIDEWAYS")), None);
+    fn render_draws_a_hand_built_report_without_reading_files() {
+        let result = hand_built();
+        let line = |run: usize, key: &str, median: bool, points: Vec<(f64, f64)>| Line {
+            key: key.into(),
+            label: format!("run {} · {key}", result.runs[run].index + 1),
+            median,
+            points,
+        };
+        let mut rtt = Pooled::default();
+        for v in [20_000, 21_000, 40_000] {
+            rtt.record("bbr", v);
+        }
+        let views = vec![
+            RunView {
+                run: &result.runs[4],
+                median: true,
+                rtt: vec![line(4, "bbr", true, vec![(0.0, 20.0), (1.5, 21.0), (3.0, 40.0)])],
+                cwnd: Vec::new(),
+                bbr_bw: Vec::new(),
+                goodput: vec![line(4, "bbr", true, vec![(0.05, 19.0), (2.95, 21.0)])],
+                queue: None,
+                bbr: Vec::new(),
+                flow_rtt: Vec::new(),
+            },
+            RunView {
+                run: &result.runs[1],
+                median: false,
+                rtt: Vec::new(),
+                cwnd: Vec::new(),
+                bbr_bw: Vec::new(),
+                goodput: vec![line(1, "cubic", false, vec![(0.05, 11.0), (2.95, 13.0)])],
+                queue: None,
+                bbr: Vec::new(),
+                flow_rtt: Vec::new(),
+            },
+        ];
+        let series = Gathered { runs: views, bin_us: 100_000, rtt, queue: Pooled::default(), errors: vec!["series/run-002/tcp.csv.gz: <truncated>".into()] };
+        let data = ReportData { result: &result, summary: "cubic < bbr\n".into(), series };
+        let html = render(&data);
+        assert!(html.starts_with("<!doctype html>") && html.ends_with("</body></html>\n"), "a whole page");
+        assert!(html.contains("<h1>ccbench: bbr vs cubic</h1>"));
+        assert!(html.contains("<pre class=\"summary\">cubic &lt; bbr</pre>"), "the summary, escaped and trimmed");
+        assert!(html.contains("<p class=\"warn\">warning: the host was &lt;busy&gt;</p>"));
+        // The goodput figure has both runs' lines, the median one bold and named so.
+        let goodput = &html[html.find("id=\"fig-goodput\"").expect("goodput figure")..];
+        let goodput = &goodput[..goodput.find("</figure>").unwrap()];
+        assert!(goodput.contains("run 5 · bbr (median run)") && goodput.contains("run 2 · cubic"), "{goodput}");
+        assert!(goodput.contains("Per 100 ms") || goodput.contains("per 100 ms"), "the bin width from the data");
+        // The RTT CDF is of the pooled samples: 3 of bbr, none of cubic.
+        assert!(html.contains("bbr (3 samples)") && !html.contains("cubic (0 samples)"));
+        // Figures without data are left out, not drawn empty.
+        assert!(!html.contains("id=\"fig-cwnd\"") && !html.contains("id=\"fig-queue\"") && !html.contains("id=\"fig-bbr-bw\""));
+        // Every run in the table, the failed one with its error; the series error as a warning.
+        assert_eq!(html.matches("<tr><td class=\"n\">").count(), 5);
+        assert!(html.contains("<td>failed</td>") && html.contains("the server &lt;went&gt; away"));
+        assert!(html.contains("could not read a series file: series/run-002/tcp.csv.gz: &lt;truncated&gt;"));
+        assert!(!html.contains("/nonexistent"), "nothing was read from the runs' files");
+        assert_eq!(html, render(&data), "rendering is a function of the data");
     }
 }

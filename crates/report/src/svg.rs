@@ -1,7 +1,7 @@
 //! Plotting primitives for the HTML reports: scales, 1-2-5 ticks, and a [`Plot`] that draws
 //! lines, points, bands, strips, error bars and ellipses as inline SVG. Also the bounded
 //! summaries the plots are drawn from ([`Decimated`] lines, [`Timeline`] states, CDFs from
-//! counts, covariance [`Ellipse`]s). Nothing here knows what a run is: see `html.rs`.
+//! counts, covariance [`Ellipse`]s). Nothing here knows what a run is: see `render.rs`.
 
 use std::fmt::Write as _;
 

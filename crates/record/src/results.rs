@@ -11,7 +11,7 @@ use crate::provenance::Provenance;
 
 pub const SCHEMA: &str = "ccbench.result.v3";
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ExperimentResult {
     pub schema: String,
     pub status: Status,
@@ -33,9 +33,12 @@ pub struct ExperimentResult {
     pub rtt_comparisons: Vec<Comparison>,
     /// Every run, in the order it ran.
     pub runs: Vec<RunRecord>,
+    /// `--expect`: each expectation judged per algorithm over the runs (pass, fail, undecided).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expectations: Vec<crate::expect::ExpectationResult>,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Complete,
@@ -45,7 +48,7 @@ pub enum Status {
 }
 
 /// The record of a sequential (`--runs auto`) experiment.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sequential {
     /// The design: `"lan_demets_pocock"` (Lan–DeMets spending with the Pocock-type function,
     /// see the statistics chapter); absent in results written before it was named, whose
@@ -61,7 +64,7 @@ pub struct Sequential {
     pub decided_after_runs: Option<u32>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LookRecord {
     pub runs_per_cc: u32,
     /// The share of α spent at this look.
@@ -69,7 +72,7 @@ pub struct LookRecord {
     pub decided: bool,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Params {
     pub ccs: Vec<String>,
     /// Runs per algorithm; with `runs_auto`, the most it could take.
@@ -90,9 +93,12 @@ pub struct Params {
     pub workload: WorkloadSpec,
     /// What the verdict compares (higher is better).
     pub metric: String,
+    /// `--expect`, as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expect: Vec<crate::expect::Expectation>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunRecord {
     pub index: u32,
     pub round: u32,
@@ -120,7 +126,7 @@ pub struct RunRecord {
 }
 
 /// The headline figures of one run, derived from its raw data.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunMetrics {
     /// The figure the verdict compares (higher is better): goodput for bulk and file
     /// transfers, content throughput for objects, 1 / page load time for pages.
@@ -173,12 +179,20 @@ pub struct RunMetrics {
     /// Jain's index for each second from 2 s after the last flow joined (after convergence).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub jain_per_second: Vec<f64>,
+    /// Seconds from the last flow's start to the first whole second whose Jain index reached
+    /// 0.9 (`null` when none did, or with one flow).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub convergence_s: Option<f64>,
+    /// The delivery rate (bit/s) the sender measured when the first flow left Startup (BBR)
+    /// or slow start (its first window reduction), as TCP_INFO or the QUIC controller said it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_on_bw_bps: Option<f64>,
 }
 
 /// Arrivals at the bottleneck's entry (see `ccbench_link::entry`). A burst is a run of
 /// packets each arriving less than a quarter of its serialization time (at the link's rate)
 /// after the one before; burst figures are packet-weighted and `null` on a link without a rate.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct EntryFigures {
     /// Median gap between consecutive arrivals.
     pub gap_p50_us: Option<f64>,
@@ -206,7 +220,7 @@ impl EntryFigures {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CcShare {
     pub cc: String,
     pub flows: usize,
@@ -214,7 +228,7 @@ pub struct CcShare {
     pub share: f64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CcSummary {
     pub cc: String,
     pub runs: usize,
@@ -246,7 +260,7 @@ pub struct CcSummary {
     pub runs_without_score: Vec<u32>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShareSummary {
     pub cc: String,
     pub flows: usize,

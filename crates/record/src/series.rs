@@ -30,7 +30,7 @@ pub const LINK_DOWN_FILE: &str = "link-down.csv.gz";
 pub const LINK_UP_FILE: &str = "link-up.csv.gz";
 
 /// Where a run's series are, relative to the directory that holds result.json.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct SeriesFiles {
     pub tcp: String,
     pub goodput: String,
@@ -51,7 +51,7 @@ impl SeriesFiles {
 }
 
 /// One row of `tcp.csv.gz`.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct TcpRow {
     /// `flow-N` for bulk flow N, `conn-PORT` for an HTTP connection by its client port.
     pub socket: String,
@@ -173,7 +173,7 @@ impl TcpRow {
 }
 
 /// One row of `goodput.csv.gz`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct GoodputRow {
     pub flow: u32,
     pub t_us: u64,
@@ -283,6 +283,8 @@ pub struct SeriesSummary {
     pub rtt_us: ExactCounts,
     /// The run's goodput file, to be read again (one streaming pass) for the sharing figures.
     pub goodput_path: Option<PathBuf>,
+    /// The delivery rate (bit/s) of the first sending socket to leave Startup or slow start.
+    pub lock_on_bps: Option<u64>,
 }
 
 /// The sink of one run: a [`SeriesSink`] for the workload, and [`link_sink`](Self::link_sink)
@@ -293,6 +295,7 @@ pub struct RunSeries {
     tcp: Mutex<Option<CsvGz>>,
     goodput: Mutex<Option<CsvGz>>,
     rtt_us: Mutex<ExactCounts>,
+    lock_on_bps: Mutex<Option<u64>>,
     error: ErrorSlot,
 }
 
@@ -307,6 +310,7 @@ impl RunSeries {
             dir,
             files: SeriesFiles::under(rel_dir),
             rtt_us: Mutex::new(ExactCounts::default()),
+            lock_on_bps: Mutex::new(None),
             error: Arc::new(Mutex::new(None)),
         })
     }
@@ -336,7 +340,11 @@ impl RunSeries {
             }
         }
         let error = lock(&self.error).clone();
-        let summary = SeriesSummary { rtt_us: std::mem::take(&mut *lock(&self.rtt_us)), goodput_path: Some(self.dir.join(GOODPUT_FILE)) };
+        let summary = SeriesSummary {
+            rtt_us: std::mem::take(&mut *lock(&self.rtt_us)),
+            goodput_path: Some(self.dir.join(GOODPUT_FILE)),
+            lock_on_bps: *lock(&self.lock_on_bps),
+        };
         (self.files, summary, error)
     }
 }
@@ -345,6 +353,15 @@ impl SeriesSink for RunSeries {
     fn tcp_sample(&self, socket: SocketId, sample: &Sample) {
         if sample.rtt_us > 0 {
             lock(&self.rtt_us).record(sample.rtt_us);
+        }
+        // Kernel BBR says its mode; every other algorithm leaves slow start at its first
+        // reduction, when ssthresh stops being TCP_INFINITE_SSTHRESH (include/net/tcp.h).
+        let left_startup = match &sample.bbr {
+            Some(b) => b.mode != ccbench_probe::BbrMode::Startup,
+            None => sample.ssthresh != 0 && sample.ssthresh != 0x7fff_ffff,
+        };
+        if left_startup {
+            lock(&self.lock_on_bps).get_or_insert(sample.delivery_rate_bps);
         }
         if let Some(w) = lock(&self.tcp).as_mut() {
             if let Err(e) = w.row(&TcpRow::of(socket, sample)) {
@@ -356,6 +373,13 @@ impl SeriesSink for RunSeries {
     fn quic_sample(&self, socket: SocketId, sample: &QuicSample) {
         if sample.rtt_us > 0 {
             lock(&self.rtt_us).record(sample.rtt_us);
+        }
+        let left_startup = match &sample.bbr {
+            Some(b) => b.state != "STARTUP",
+            None => sample.ssthresh_bytes.is_some(),
+        };
+        if left_startup {
+            lock(&self.lock_on_bps).get_or_insert(sample.delivery_rate_bps);
         }
         if let Some(w) = lock(&self.tcp).as_mut() {
             if let Err(e) = w.row(&TcpRow::of_quic(socket, sample)) {

@@ -2,7 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// The git revision this build is from (`-dirty` with uncommitted changes), from `build.rs`.
+pub const GIT_REVISION: &str = env!("CCBENCH_GIT_REV");
+
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Provenance {
     pub ccbench_version: String,
     pub git_revision: String,
@@ -27,7 +30,7 @@ pub struct Provenance {
 
 /// What the remote `ccbench serve` said of its host after the handshake, and the path's round
 /// trip before the first run.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RemoteFacts {
     pub address: String,
     #[serde(flatten)]
@@ -38,7 +41,7 @@ pub struct RemoteFacts {
 }
 
 /// Facts about the host. Each is `null` when it could not be read: unknown, never "" or 0.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostFacts {
     pub hostname: Option<String>,
     pub kernel_release: Option<String>,
@@ -55,7 +58,7 @@ pub struct HostFacts {
     pub euid: u32,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EmulatorFacts {
     pub kind: String,
     pub client_addr: String,
@@ -114,7 +117,7 @@ impl Provenance {
     pub fn of_this_host() -> Self {
         Provenance {
             ccbench_version: env!("CARGO_PKG_VERSION").to_string(),
-            git_revision: env!("CCBENCH_GIT_REV").to_string(),
+            git_revision: GIT_REVISION.to_string(),
             command_line: std::env::args().collect(),
             started_at: now_rfc3339(),
             finished_at: None,
@@ -133,18 +136,8 @@ impl Provenance {
     }
 
     /// For a run over a real path: no emulator or namespaces here, and the far host's facts.
-    pub fn over_real_path(self, remote: &crate::experiment::Remote) -> Self {
-        Provenance {
-            namespace_sysctls: Vec::new(),
-            emulator: None,
-            remote: Some(RemoteFacts {
-                address: remote.label.clone(),
-                facts: remote.facts.clone(),
-                limits: remote.limits,
-                control_rtt_us_at_start: remote.rtt_us_at_start,
-            }),
-            ..self
-        }
+    pub fn over_real_path(self, remote: RemoteFacts) -> Self {
+        Provenance { namespace_sysctls: Vec::new(), emulator: None, remote: Some(remote), ..self }
     }
 }
 

@@ -1,0 +1,183 @@
+//! `--expect` end to end (issue 21 §2): expectations that must pass, one that must fail (exit 1),
+//! the undecided case, `--runs auto` going on until decided, the JUnit report read back by a
+//! JUnit consumer's parser, and bad expressions refused in one line with exit 2.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// A short path that every run fills: 20 Mbit/s, 10 ms.
+const PATH: [&str; 6] = ["--rate", "20mbit", "--rtt", "10ms", "--duration", "1s"];
+
+fn run(args: &[&str], out: &Path) -> (std::process::Output, Value) {
+    let mut all = vec!["run", "--cc", "cubic", "--seed", "21"];
+    all.extend_from_slice(&PATH);
+    all.extend_from_slice(args);
+    let out_s = out.to_string_lossy().to_string();
+    all.extend_from_slice(&["--out", &out_s]);
+    let o = ccbench(&all);
+    let v = result(out);
+    (o, v)
+}
+
+fn judged(v: &Value) -> Vec<(String, String)> {
+    v["expectations"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no expectations in result.json: {v}"))
+        .iter()
+        .map(|e| (e["expect"].as_str().unwrap().to_string(), e["result"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+/// The JUnit file as Debian's python3-junitparser reads it: (tests, failures) per suite, and
+/// each case's name, result kind ("pass" or the failure's type) and message.
+fn junit_read_back(file: &Path) -> Value {
+    let script = r#"
+import json, sys
+from junitparser import JUnitXml, Failure
+xml = JUnitXml.fromfile(sys.argv[1])
+suites = []
+for suite in xml:
+    cases = []
+    for case in suite:
+        kinds = [(r.type, r.message) for r in case.result if isinstance(r, Failure)]
+        cases.append({"name": case.name, "classname": case.classname,
+                      "kind": kinds[0][0] if kinds else "pass", "message": kinds[0][1] if kinds else None})
+    suites.append({"name": suite.name, "tests": suite.tests, "failures": suite.failures, "cases": cases})
+print(json.dumps(suites))
+"#;
+    let o = Command::new("/usr/bin/python3").args(["-c", script, &file.to_string_lossy()]).output().expect("/usr/bin/python3 (python3-junitparser)");
+    assert!(o.status.success(), "junitparser could not read {}: {}", file.display(), String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn one_expectation_fails_two_pass_exit_1_and_junit_reads_back() {
+    let _g = lock();
+    if !have_root_and_tun() {
+        return;
+    }
+    let out = out_path("expect-fail");
+    let junit = out.with_extension("junit.xml");
+    let junit_s = junit.to_string_lossy().to_string();
+    // CUBIC alone on a 20 Mbit/s link: well over half of it, an RTT well under 4× the base,
+    // and never 1.5× the link (it cannot deliver more than the link carries).
+    let (o, v) = run(&["--runs", "5", "--expect", "goodput >= 50%", "--expect", "rtt_p50 <= 400%", "--expect", "goodput >= 150%", "--junit", &junit_s], &out);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "a failed expectation exits 1: {}", text(&o));
+    assert_eq!(
+        judged(&v),
+        [
+            ("goodput >= 50%".to_string(), "pass".to_string()),
+            ("rtt_p50 <= 400%".to_string(), "pass".to_string()),
+            ("goodput >= 150%".to_string(), "fail".to_string())
+        ]
+    );
+    let e = &v["expectations"][0];
+    assert_eq!((e["cc"].as_str(), e["threshold"].as_f64(), e["unit"].as_str()), (Some("cubic"), Some(10e6), Some("bit/s")));
+    assert!(f(&e["lo"]) >= 10e6 && f(&e["lo"]) <= f(&e["median"]) && f(&e["median"]) <= f(&e["hi"]), "{e}");
+    assert!((f(&e["level"]) - (1.0 - 1.0 / 32.0)).abs() < 1e-12, "5 runs: one-sided level 1 − ½⁵: {e}");
+    assert_eq!(f(&v["expectations"][1]["threshold"]), 40.0, "400% of the 10 ms base RTT");
+    // One line each in the terminal, with the figure and its bounds, and which did not pass.
+    for line in [
+        "PASS      cubic: goodput >= 50%",
+        "PASS      cubic: rtt_p50 <= 400%",
+        "FAIL      cubic: goodput >= 150%",
+        "1 of 3 expectations did not pass: cubic: goodput >= 150%",
+    ] {
+        assert!(stdout.contains(line), "no {line:?} in:\n{stdout}");
+    }
+    assert!(stdout.contains("one-sided 96.9 % bounds"), "{stdout}");
+    let suites = junit_read_back(&junit);
+    assert_eq!(suites.as_array().unwrap().len(), 1);
+    let s = &suites[0];
+    assert_eq!((s["tests"].as_u64(), s["failures"].as_u64()), (Some(3), Some(1)), "{s}");
+    let kinds: Vec<(&str, &str)> = s["cases"].as_array().unwrap().iter().map(|c| (c["name"].as_str().unwrap(), c["kind"].as_str().unwrap())).collect();
+    assert_eq!(kinds, [("cubic: goodput >= 50%", "pass"), ("cubic: rtt_p50 <= 400%", "pass"), ("cubic: goodput >= 150%", "fail")]);
+    let message = s["cases"][2]["message"].as_str().unwrap();
+    assert!(message.contains("threshold 30.0 Mbit/s") && message.contains("median"), "the figures are in the message: {message}");
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_file(&junit);
+}
+
+#[test]
+fn runs_auto_goes_on_until_every_expectation_is_decided_then_exits_0() {
+    let _g = lock();
+    if !have_root_and_tun() {
+        return;
+    }
+    let out = out_path("expect-auto");
+    let (o, v) = run(&["--runs", "auto", "--max-runs", "8", "--expect", "goodput >= 50%"], &out);
+    assert_eq!(o.status.code(), Some(0), "every expectation passed: {}", text(&o));
+    assert_eq!(judged(&v), [("goodput >= 50%".to_string(), "pass".to_string())]);
+    // The first look (4 runs) cannot bound a median at its share of α; the next (7) can.
+    let seq = &v["sequential"];
+    assert_eq!(seq["looks"].as_array().unwrap().len(), 2, "{seq}");
+    assert_eq!(seq["decided_after_runs"].as_u64(), Some(7), "{seq}");
+    assert_eq!(v["runs"].as_array().unwrap().len(), 7);
+    let alpha = f(&v["expectations"][0]["alpha"]);
+    assert!(alpha < 0.05 && (alpha - f(&seq["looks"][1]["alpha"])).abs() < 1e-15, "judged at the last look's α: {alpha}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn too_few_runs_leave_an_expectation_undecided_and_exit_1() {
+    let _g = lock();
+    if !have_root_and_tun() {
+        return;
+    }
+    let out = out_path("expect-undecided");
+    // 4 runs cannot bound a median at 95 % one-sided (½⁴ = 0.0625 > 0.05), however clear.
+    let (o, v) = run(&["--runs", "4", "--expect", "goodput >= 10%"], &out);
+    assert_eq!(o.status.code(), Some(1), "undecided does not pass: {}", text(&o));
+    assert_eq!(judged(&v), [("goodput >= 10%".to_string(), "undecided".to_string())]);
+    assert!(v["expectations"][0]["lo"].is_null());
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("UNDECIDED cubic: goodput >= 10%") && stdout.contains("too few for a bound at α = 0.05 (needs 5)"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Refused before anything is created, in one line naming --expect, the expression and what
+/// is allowed; also in a preset's `[[expect]]`. Needs no root: checked before it is asked for.
+#[test]
+fn bad_expressions_are_refused_in_one_line_with_exit_2() {
+    let out = out_path("expect-bad");
+    let out_s = out.to_string_lossy().to_string();
+    let cases: [(&[&str], &str); 9] = [
+        (&["--expect", "goodput"], "goodput"),
+        (&["--expect", "speed >= 1mbit"], "speed >= 1mbit"),
+        (&["--expect", "goodput >= fast"], "goodput >= fast"),
+        (&["--expect", "rtt_p50 <= 0.5"], "rtt_p50 <= 0.5"),
+        (&["--expect", "completion_time <= 50%"], "completion_time <= 50%"),
+        (&["--expect", "jain >= 0.9"], "jain >= 0.9"),
+        (&["--expect", "reno:goodput >= 1mbit"], "reno:goodput >= 1mbit"),
+        (&["--expect", "goodput >= 90%", "--trace", concat!(env!("CARGO_MANIFEST_DIR"), "/../../traces/constant-12mbit.trace")], "goodput >= 90%"),
+        (&["--cc", "bbr", "--runs", "auto"], "auto"),
+    ];
+    for (args, named) in cases {
+        let mut all = vec!["run", "--cc", "cubic"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--out", &out_s]);
+        let o = ccbench(&all);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{all:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{all:?}: one line: {err}");
+        assert!(err.contains(named), "{all:?}: names {named:?}: {err}");
+        if args[0] == "--expect" {
+            assert!(err.contains("--expect"), "{all:?}: names the flag: {err}");
+        }
+        assert!(o.stdout.is_empty());
+    }
+    let dir = tempdir("expect-bad-preset");
+    let preset = dir.join("p.toml");
+    std::fs::write(&preset, "description = \"x\"\n[defaults]\ncc = \"cubic\"\n[[expect]]\nmetric = \"goodput\"\nop = \"=>\"\nvalue = \"90%\"\n").unwrap();
+    let o = ccbench(&["run", "--preset", &preset.to_string_lossy(), "--out", &out_s]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.trim().lines().count() == 1 && err.contains("[[expect]] 1") && err.contains("goodput => 90%"), "{err}");
+    assert!(!out.exists(), "bad input creates nothing");
+    let _ = std::fs::remove_dir_all(&dir);
+}

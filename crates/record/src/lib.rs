@@ -1,0 +1,20 @@
+//! The record of a ccbench experiment: the types `result.json` is made of ([`results`],
+//! [`provenance`], [`workloads`]), the per-run time series files and how to read them back
+//! ([`series`]), and the units results print in ([`units`]).
+//!
+//! What runs experiments (the `ccbench` library) writes through these types, and what reads
+//! results (`ccbench-report`) reads through them and needs nothing else: analysis only ever
+//! reads what experiments wrote.
+
+pub mod expect;
+pub mod provenance;
+pub mod results;
+pub mod series;
+pub mod units;
+pub mod workloads;
+
+/// result.json's JSON Schema (draft 2020-12), derived from [`results::ExperimentResult`] and
+/// the serde attributes of every type it holds, so that it cannot drift from what is written.
+pub fn result_schema() -> schemars::Schema {
+    schemars::schema_for!(results::ExperimentResult)
+}
