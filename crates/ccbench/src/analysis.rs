@@ -362,7 +362,7 @@ mod tests {
                 cc_requested: cc.into(),
                 start_s,
                 cc_read_back: cc.into(),
-                transport: ccbench_workload::transport_of(cc),
+                transport: cc.parse::<ccbench_workload::Algorithm>().unwrap().transport(),
                 cc_receiver: None,
                 warning: None,
                 client_port: 0,

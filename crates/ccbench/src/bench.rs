@@ -7,7 +7,7 @@ use std::time::Instant;
 use ccbench_emu::{EmulatedPath, PathReport, PathSpec, CLIENT_ADDR, SERVER_ADDR};
 use ccbench_link::{time, Buffer, DirectionConfig, LossModel, Rate};
 use ccbench_netns::Netns;
-use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction, RunContext, Workload};
+use ccbench_workload::{Algorithm, Amount, BulkResult, BulkSpec, Direction, RunContext, Workload};
 use serde::Serialize;
 
 use crate::cli::BenchEmulatorArgs;
@@ -73,12 +73,12 @@ fn parse_list<T>(flag: &str, value: &str, parse: impl Fn(&str) -> Result<T, Stri
     value.split(',').map(|v| parse(v.trim()).map_err(|a| UsageError::new(flag, v, a))).collect()
 }
 
-fn workload(cc: &str, seconds: f64) -> BulkSpec {
+fn workload(cc: &Algorithm, seconds: f64) -> BulkSpec {
     BulkSpec {
         flows: 1,
         direction: Direction::Download,
         amount: Amount::Seconds(seconds),
-        cc: cc.to_string(),
+        cc: cc.clone(),
         mix: Vec::new(),
         port: 5201,
         sample_interval_us: 10_000,
@@ -106,9 +106,11 @@ pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
         return Err(UsageError::new("--duration", &args.duration, "a duration between 1s and 10min").into());
     }
     let available = crate::host::usable_algorithms();
-    if !available.contains(&args.cc) {
-        return Err(UsageError::new("--cc", &args.cc, format!("one algorithm available on this host: {}", available.join(", "))).into());
-    }
+    // One kernel algorithm by its kernel name: the ceiling is the kernel's.
+    let cc = match args.cc.parse::<Algorithm>() {
+        Ok(cc) if available.contains(&args.cc) => cc,
+        _ => return Err(UsageError::new("--cc", &args.cc, format!("one algorithm available on this host: {}", available.join(", "))).into()),
+    };
     ccbench::error::require_root("bench")?;
     let seconds = ns as f64 / 1e9;
     let stop = AtomicBool::new(false);
@@ -116,7 +118,7 @@ pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
     let provenance = ccbench::provenance::Provenance::of_this_host();
 
     eprintln!("measuring the veth ceiling…");
-    rows.push(veth_row(&args.cc, seconds, &stop)?);
+    rows.push(veth_row(&cc, seconds, &stop)?);
     let mut cells: Vec<Cell> = Vec::new();
     for &rtt_ns in &rtts {
         for &rate in &rates {
@@ -136,7 +138,7 @@ pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
             cell.rtt_ns as f64 / 1e6,
             if cell.offload { "" } else { ", no offload" }
         );
-        rows.push(emulator_row(cell, &args.cc, seconds, &stop)?);
+        rows.push(emulator_row(cell, &cc, seconds, &stop)?);
     }
     let result = BenchResult::new(provenance, seconds, &args.cc, rows);
     println!("{}", table(&result));
@@ -168,7 +170,7 @@ fn steal<T>(f: impl FnOnce() -> T) -> (T, Option<f64>) {
     (out, a.zip(b).map(|(a, b)| (b - a) / (t0.elapsed().as_secs_f64() * 1000.0 * cpus)))
 }
 
-fn veth_row(cc: &str, seconds: f64, stop: &AtomicBool) -> anyhow::Result<BenchRow> {
+fn veth_row(cc: &Algorithm, seconds: f64, stop: &AtomicBool) -> anyhow::Result<BenchRow> {
     let client = Netns::new()?;
     let server = Netns::new()?;
     ccbench_netns::add_veth_pair(&client, "ccbv0", CLIENT_ADDR, &server, "ccbv1", SERVER_ADDR, 24)?;
@@ -221,16 +223,7 @@ pub fn run_transports(args: &crate::cli::BenchTransportsArgs) -> anyhow::Result<
     let ccs: crate::values::CcList = args.cc.parse().map_err(|e: crate::values::Expected| UsageError::new("--cc", &args.cc, e.0))?;
     let available = crate::host::usable_algorithms();
     for cc in ccs.names() {
-        let known = match ccbench_workload::split_cc(cc) {
-            Ok((ccbench_workload::Transport::Tcp, alg)) => available.iter().any(|a| a == alg),
-            Ok((ccbench_workload::Transport::Quic, alg)) => ccbench_workload::QUIC_ALGORITHMS.contains(&alg),
-            Err(_) => false,
-        };
-        if !known {
-            let names: Vec<String> =
-                available.iter().map(|a| format!("tcp:{a}")).chain(ccbench_workload::QUIC_ALGORITHMS.iter().map(|a| format!("quic:{a}"))).collect();
-            return Err(UsageError::new("--cc", cc, format!("algorithms available on this host: {}", names.join(", "))).into());
-        }
+        crate::spec::check_available("--cc", cc, &available)?;
     }
     let ns = units::parse_duration_ns(&args.duration).map_err(|a| UsageError::new("--duration", &args.duration, a))?;
     if !(1_000_000_000..=600_000_000_000).contains(&ns) {
@@ -282,7 +275,7 @@ pub fn transports_table(r: &BenchResult) -> String {
     out
 }
 
-fn emulator_row(cell: &Cell, cc: &str, seconds: f64, stop: &AtomicBool) -> anyhow::Result<BenchRow> {
+fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) -> anyhow::Result<BenchRow> {
     let mtu = 1500;
     let (rate, buffer) = match cell.rate {
         None => (Rate::Unlimited, Buffer::Unlimited),

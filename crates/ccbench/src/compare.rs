@@ -599,7 +599,7 @@ mod tests {
             flows: 1,
             direction: Direction::Download,
             amount: Amount::Seconds(1.0),
-            cc: cc.to_string(),
+            cc: cc.parse().unwrap(),
             mix: Vec::new(),
             port: 5201,
             sample_interval_us: 10_000,

@@ -1,12 +1,14 @@
 //! An experiment: every algorithm × `runs` repetitions, interleaved round by round in an order
 //! shuffled per round, so slow drift of the machine hits every arm alike.
 
+use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use ccbench_emu::{EmulatedPath, PathSpec, SERVER_ADDR};
 use ccbench_stats::{Criteria, LookContext};
+use ccbench_workload::Algorithm;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -38,8 +40,52 @@ impl Runs {
     }
 }
 
+/// What the runs compare: an algorithm, or a mix of them sharing the bottleneck (whose
+/// algorithms are in the workload), named by the mix as written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Contender {
+    Algorithm(Algorithm),
+    Mix(String),
+}
+
+impl Contender {
+    /// The algorithm of every run of this contender; `None` for a mix.
+    pub fn algorithm(&self) -> Option<&Algorithm> {
+        match self {
+            Contender::Algorithm(a) => Some(a),
+            Contender::Mix(_) => None,
+        }
+    }
+
+    /// The workload of one of its runs (a mix's algorithms are in the workload already).
+    pub fn workload(&self, workload: &WorkloadSpec) -> WorkloadSpec {
+        match self {
+            Contender::Algorithm(cc) => workload.with_cc(cc),
+            Contender::Mix(_) => workload.clone(),
+        }
+    }
+
+    /// Whether any of its flows may run over QUIC.
+    pub fn may_run_quic(&self, workload: &WorkloadSpec) -> bool {
+        match self {
+            Contender::Algorithm(a) => a.is_quic(),
+            Contender::Mix(_) => matches!(workload, WorkloadSpec::Bulk(b) if b.mix.iter().any(|f| f.cc.is_quic())),
+        }
+    }
+}
+
+/// Its name in the results: the algorithm or the mix as written.
+impl fmt::Display for Contender {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Contender::Algorithm(a) => a.fmt(f),
+            Contender::Mix(label) => f.write_str(label),
+        }
+    }
+}
+
 pub struct Plan {
-    pub ccs: Vec<String>,
+    pub ccs: Vec<Contender>,
     pub runs: Runs,
     pub seed: u64,
     /// The emulated path each run starts, unless `remote` is given.
@@ -78,10 +124,15 @@ impl Plan {
         Criteria { alpha, min_effect: self.min_effect }
     }
 
+    /// The contenders' names, as the results key them.
+    pub fn names(&self) -> Vec<String> {
+        self.ccs.iter().map(Contender::to_string).collect()
+    }
+
     /// The parameters as result.json records them.
     pub fn params(&self) -> Params {
         Params {
-            ccs: self.ccs.clone(),
+            ccs: self.names(),
             runs_per_cc: self.runs.max(),
             runs_auto: matches!(self.runs, Runs::Auto { .. }),
             seed: self.seed,
@@ -97,7 +148,7 @@ impl Plan {
 
     /// Who the expectations are judged for.
     pub fn contenders(&self) -> crate::expect::Contenders {
-        crate::expect::Contenders::of(&self.ccs, &self.workload)
+        crate::expect::Contenders::of(&self.names(), &self.workload)
     }
 
     /// What a relative threshold is relative to (nothing over a real path).
@@ -115,15 +166,15 @@ impl Plan {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Slot {
     pub round: u32,
-    pub cc: String,
+    pub cc: Contender,
 }
 
 /// A B A B …, each round in its own seeded random order.
-pub fn schedule(ccs: &[String], runs: u32, seed: u64) -> Vec<Slot> {
+pub fn schedule(ccs: &[Contender], runs: u32, seed: u64) -> Vec<Slot> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut slots = Vec::new();
     for round in 0..runs {
-        let mut order: Vec<&String> = ccs.iter().collect();
+        let mut order: Vec<&Contender> = ccs.iter().collect();
         order.shuffle(&mut rng);
         slots.extend(order.into_iter().map(|cc| Slot { round, cc: cc.clone() }));
     }
@@ -243,7 +294,7 @@ impl<'a> Execution<'a> {
         if let (Some(seq), true) = (self.sequential.as_mut(), (index + 1).is_multiple_of(plan.ccs.len())) {
             if let Some(look) = self.looks.iter().position(|l| l.runs == rounds_done) {
                 let alpha = self.looks[look].alpha;
-                let (_, comparisons) = analyse(&plan.ccs, &self.records, plan.criteria(alpha));
+                let (_, comparisons) = analyse(&plan.names(), &self.records, plan.criteria(alpha));
                 let expectations = plan.judge(&self.records, alpha);
                 // One contender has no comparison to decide: then only its expectations.
                 let verdicts_decided = if plan.ccs.len() > 1 { !comparisons.is_empty() && comparisons.iter().all(|c| c.outcome.decided()) } else { true };
@@ -264,13 +315,13 @@ impl<'a> Execution<'a> {
     fn finish(self) -> ExperimentResult {
         let (plan, records, alpha) = (self.plan, self.records, self.alpha);
         let mut provenance = self.provenance.finished();
-        if plan.ccs.iter().any(|cc| cc.contains("quic:")) {
+        if plan.ccs.iter().any(|cc| cc.may_run_quic(&plan.workload)) {
             provenance.quic_stack = Some(ccbench_workload::QUIC_STACK.to_string());
         }
         provenance.controller_mismatches =
             records.iter().flat_map(|r| r.workload.iter().flat_map(|w| w.warnings()).map(move |w| format!("run {}: {w}", r.index + 1))).collect();
-        let (summary, mut comparisons) = analyse(&plan.ccs, &records, plan.criteria(alpha));
-        let mut rtt_comparisons = compare_rtt(&plan.ccs, &records, plan.criteria(alpha));
+        let (summary, mut comparisons) = analyse(&plan.names(), &records, plan.criteria(alpha));
+        let mut rtt_comparisons = compare_rtt(&plan.names(), &records, plan.criteria(alpha));
         // A sequential verdict names the look it was judged at; one that ran out of looks
         // without deciding says "undecided", never "no difference".
         if let Some(look) = self.look {
@@ -310,7 +361,7 @@ fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) 
     let mut record = RunRecord {
         index,
         round: slot.round,
-        cc: slot.cc.clone(),
+        cc: slot.cc.to_string(),
         status: Status::Failed,
         error: None,
         started_at,
@@ -325,7 +376,7 @@ fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) 
     };
     let spec = PathSpec { seed: path_seed, ..plan.path.clone() };
     // In a mix every flow names its own algorithm; otherwise the slot's algorithm runs.
-    let workload = plan.workload.with_cc(&slot.cc);
+    let workload = slot.cc.workload(&plan.workload);
     let epoch = Instant::now();
     let steal_before = crate::provenance::cpu_steal_ms();
     let series = match RunSeries::create(out, &format!("series/run-{index:03}")) {
@@ -437,17 +488,17 @@ mod tests {
 
     #[test]
     fn schedule_interleaves_every_round() {
-        let ccs = vec!["bbr".to_string(), "cubic".to_string(), "reno".to_string()];
+        let ccs: Vec<Contender> = ["bbr", "cubic", "reno"].iter().map(|n| Contender::Algorithm(n.parse().unwrap())).collect();
         let slots = schedule(&ccs, 20, 7);
         assert_eq!(slots.len(), 60);
         for round in slots.chunks(3) {
-            let mut names: Vec<&str> = round.iter().map(|s| s.cc.as_str()).collect();
+            let mut names: Vec<String> = round.iter().map(|s| s.cc.to_string()).collect();
             names.sort();
             assert_eq!(names, ["bbr", "cubic", "reno"], "each round runs every algorithm once");
         }
         // The order is shuffled, not fixed: over 20 rounds some round must differ from the first.
-        let first: Vec<&str> = slots[..3].iter().map(|s| s.cc.as_str()).collect();
-        assert!(slots.chunks(3).any(|r| r.iter().map(|s| s.cc.as_str()).collect::<Vec<_>>() != first));
+        let first: Vec<&Contender> = slots[..3].iter().map(|s| &s.cc).collect();
+        assert!(slots.chunks(3).any(|r| r.iter().map(|s| &s.cc).collect::<Vec<_>>() != first));
         assert_eq!(schedule(&ccs, 20, 7), slots, "same seed, same schedule");
     }
 }

@@ -58,7 +58,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
             plan
         }
     };
-    let out = args.out.clone().unwrap_or_else(|| default_out(&plan.ccs.join("-")));
+    let out = args.out.clone().unwrap_or_else(|| default_out(&plan.names().join("-")));
     let stop = install_stop()?;
     let bar = Bar::new(planned_runs(&plan));
     let (result, code) = run_plan(&plan, &out, &stop, &bar)?;
@@ -101,9 +101,9 @@ pub fn remote_plan(args: &RunArgs, remote: &crate::values::RemoteAddr) -> Result
     })?;
     // serve runs kernel TCP and QUIC tests, but not one test mixing the two.
     if let ccbench::workloads::WorkloadSpec::Bulk(b) = &plan.workload {
-        let quic = b.mix.iter().filter(|f| ccbench_workload::transport_of(&f.cc) == ccbench_workload::Transport::Quic).count();
+        let quic = b.mix.iter().filter(|f| f.cc.is_quic()).count();
         if quic > 0 && quic < b.mix.len() {
-            let flows: Vec<&str> = b.mix.iter().map(|f| f.cc.as_str()).collect();
+            let flows: Vec<String> = b.mix.iter().map(|f| f.cc.to_string()).collect();
             return Err(UsageError::new(
                 "--flows",
                 flows.join(","),

@@ -75,14 +75,14 @@ pub fn check_plan(client: &mut Client, remote: &RemoteAddr, plan: &Plan) -> Resu
     for cc in &plan.ccs {
         // Objects and pages over QUIC run on the emulated path; serve's HTTP ends are TCP.
         let http = matches!(plan.workload, WorkloadSpec::Objects(_) | WorkloadSpec::Page(_));
-        if http && cc.split(',').any(|c| c.starts_with("quic:")) {
+        if http && cc.may_run_quic(&plan.workload) {
             return Err(UsageError::new(
                 "--cc",
                 cc,
                 "kernel TCP algorithms with --remote and --workload objects or page (QUIC runs bulk and file over a real path)",
             ));
         }
-        let test = match plan.workload.with_cc(cc) {
+        let test = match cc.workload(&plan.workload) {
             WorkloadSpec::Bulk(spec) => TestRequest::Bulk(spec),
             WorkloadSpec::Objects(spec) => TestRequest::Objects(spec),
             WorkloadSpec::Page(spec) => TestRequest::Page(spec),

@@ -5,10 +5,10 @@
 //! algorithms — and then handed to the experiment as its [`Plan`].
 
 use ccbench::error::UsageError;
-use ccbench::experiment::{self, Plan, Runs};
+use ccbench::experiment::{self, Contender, Plan, Runs};
 use ccbench::workloads::WorkloadSpec;
 use ccbench_emu::PathSpec;
-use ccbench_workload::{Amount, BrowserSpec, BulkSpec, Direction, MixFlow, ObjectMethod, ObjectsSpec, PageModel, PageProtocol, PageSpec};
+use ccbench_workload::{Algorithm, Amount, BrowserSpec, BulkSpec, Direction, MixFlow, ObjectMethod, ObjectsSpec, PageModel, PageProtocol, PageSpec, Transport};
 use std::path::{Path, PathBuf};
 
 use crate::cli::RunOpts;
@@ -55,10 +55,10 @@ pub enum Contest {
 pub enum Algorithms {
     /// One algorithm: nothing to rank, so any fixed number of runs (or `auto` until its
     /// expectations are decided).
-    One { cc: String, runs: Runs },
+    One { cc: Algorithm, runs: Runs },
     /// Two or more, interleaved: enough runs for the rank test to decide, or `auto` (until it
     /// has decided).
-    Several { ccs: Vec<String>, runs: Runs },
+    Several { ccs: Vec<Algorithm>, runs: Runs },
 }
 
 /// The traffic of each run, each kind with only its own options.
@@ -91,17 +91,16 @@ fn find_chromium() -> Result<PathBuf, UsageError> {
 
 /// Checks a `[transport:]algorithm` name against kernel TCP's `available` algorithms and the
 /// QUIC ones this build has; the refusal lists every name that would work.
-fn check_available(flag: &str, cc: &str, available: &[String]) -> Result<(), UsageError> {
-    use ccbench_workload::{split_cc, Transport, QUIC_ALGORITHMS};
-    let known = match split_cc(cc) {
-        Ok((Transport::Tcp, alg)) => available.iter().any(|a| a == alg),
-        Ok((Transport::Quic, alg)) => QUIC_ALGORITHMS.contains(&alg),
-        Err(_) => false,
+pub(crate) fn check_available(flag: &str, cc: &Algorithm, available: &[String]) -> Result<(), UsageError> {
+    let known = match cc.kernel_name() {
+        Some(kernel) => available.iter().any(|a| a == kernel),
+        None => ccbench_workload::has_quic_algorithm(cc.name()),
     };
     if known {
         return Ok(());
     }
-    let names: Vec<String> = available.iter().map(|a| format!("tcp:{a}")).chain(QUIC_ALGORITHMS.iter().map(|a| format!("quic:{a}"))).collect();
+    let tcp = available.iter().filter_map(|a| Algorithm::new(Transport::Tcp, a).ok()).map(|a| a.to_string());
+    let names: Vec<String> = tcp.chain(ccbench_workload::quic_algorithm_names()).collect();
     Err(UsageError::new(
         flag,
         cc,
@@ -144,7 +143,7 @@ fn single_runs(runs: RunsSpec, expect: bool, max_runs: MaxRuns) -> Result<Runs, 
 /// The algorithms and their runs. A number of runs the user pinned (`runs` is `Some`) that
 /// cannot decide is refused, naming the number needed; the default is raised to it, with a
 /// note saying so.
-fn algorithms(ccs: &[String], runs: Option<RunsSpec>, max_runs: MaxRuns, expect: bool, notes: &mut Vec<String>) -> Result<Algorithms, UsageError> {
+fn algorithms(ccs: &[Algorithm], runs: Option<RunsSpec>, max_runs: MaxRuns, expect: bool, notes: &mut Vec<String>) -> Result<Algorithms, UsageError> {
     if let [cc] = ccs {
         return Ok(Algorithms::One { cc: cc.clone(), runs: single_runs(runs.unwrap_or_default(), expect, max_runs)? });
     }
@@ -222,7 +221,7 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
                 // port, bound below the ephemeral range so that no other socket takes it.
                 let client_port = rtt.map(|_| ACCESS_PORT_BASE + i as u16);
                 if let (Some(rtt), Some(client_port)) = (rtt, client_port) {
-                    if ccbench_workload::transport_of(cc) == ccbench_workload::Transport::Quic {
+                    if cc.is_quic() {
                         return Err(UsageError::new("--flows", &label, "@RTT on kernel TCP flows only (QUIC flows share the path's RTT)"));
                     }
                     // Half the access RTT each way: the group's flows see it in both directions.
@@ -243,7 +242,7 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
             // of its own. Refused before looking for Chromium, so the answer is the same on
             // every host.
             if kind == WorkloadKind::Browser {
-                if let Some(cc) = o.cc.iter().flat_map(|c| c.names()).find(|cc| ccbench_workload::transport_of(cc) == ccbench_workload::Transport::Quic) {
+                if let Some(cc) = o.cc.iter().flat_map(|c| c.names()).find(|cc| cc.is_quic()) {
                     return Err(UsageError::new("--cc", cc, "QUIC algorithms with every workload but browser (Chromium runs over kernel TCP)"));
                 }
             }
@@ -319,7 +318,7 @@ pub fn check_expectations(plan: &Plan) -> Result<(), UsageError> {
 fn quic_receiver_cc(o: &RunOpts, contest: &Contest) -> Result<Option<String>, UsageError> {
     let Some(alg) = &o.quic_receiver_cc else { return Ok(None) };
     const FLAG: &str = "--quic-receiver-cc";
-    let (ccs, workload_ok): (Vec<&String>, bool) = match contest {
+    let (ccs, workload_ok): (Vec<&Algorithm>, bool) = match contest {
         Contest::Mix { flows, .. } => (flows.iter().map(|f| &f.cc).collect(), true),
         Contest::Algorithms { algorithms, workload } => {
             let ccs = match algorithms {
@@ -332,7 +331,7 @@ fn quic_receiver_cc(o: &RunOpts, contest: &Contest) -> Result<Option<String>, Us
     if !workload_ok {
         return Err(UsageError::new(FLAG, alg, "--quic-receiver-cc only with --workload bulk, file or objects"));
     }
-    if !ccs.iter().any(|cc| ccbench_workload::transport_of(cc) == ccbench_workload::Transport::Quic) {
+    if !ccs.iter().any(|cc| cc.is_quic()) {
         return Err(UsageError::new(FLAG, alg, "--quic-receiver-cc only when a QUIC algorithm (quic:…) runs"));
     }
     Ok(Some(alg.0.clone()))
@@ -341,7 +340,7 @@ fn quic_receiver_cc(o: &RunOpts, contest: &Contest) -> Result<Option<String>, Us
 impl From<RunSpec> for Plan {
     fn from(spec: RunSpec) -> Plan {
         let RunSpec { contest, path, seed, sample_interval_us, timeout_s, min_effect, notes, quic_receiver_cc, expect } = spec;
-        let cc = String::new(); // set per run by the experiment
+        let cc = Algorithm::default(); // the placeholder, set per run by the experiment
         let bulk = |flows: u32, amount, direction, mix| {
             WorkloadSpec::Bulk(BulkSpec {
                 flows,
@@ -356,11 +355,11 @@ impl From<RunSpec> for Plan {
             })
         };
         let (ccs, runs, workload) = match contest {
-            Contest::Mix { flows, label, amount, direction, runs } => (vec![label], runs, bulk(flows.len() as u32, amount, direction, flows)),
+            Contest::Mix { flows, label, amount, direction, runs } => (vec![Contender::Mix(label)], runs, bulk(flows.len() as u32, amount, direction, flows)),
             Contest::Algorithms { algorithms, workload } => {
                 let (ccs, runs) = match algorithms {
-                    Algorithms::One { cc, runs } => (vec![cc], runs),
-                    Algorithms::Several { ccs, runs } => (ccs, runs),
+                    Algorithms::One { cc, runs } => (vec![Contender::Algorithm(cc)], runs),
+                    Algorithms::Several { ccs, runs } => (ccs.into_iter().map(Contender::Algorithm).collect(), runs),
                 };
                 let workload = match workload {
                     Workload::Transfer { flows, amount, direction } => bulk(flows, amount, direction, Vec::new()),
@@ -481,7 +480,7 @@ mod tests {
         assert_eq!(
             (ccs, workload),
             (
-                vec!["tcp:cubic".to_string(), "quic:cubic".into(), "quic:bbr3".into()],
+                ["tcp:cubic", "quic:cubic", "quic:bbr3"].map(|c| c.parse().unwrap()).to_vec(),
                 Workload::Objects { requests: 200, object_bytes: 1 << 20, concurrency: 16, method: ObjectMethod::Put }
             )
         );
@@ -498,10 +497,10 @@ mod tests {
         let spec = spec(&["--flows", "bbr:2,cubic", "--stagger", "2s", "--runs", "3", "--seed", "9"]);
         let Contest::Mix { ref flows, ref label, runs, .. } = spec.contest else { panic!("{spec:?}") };
         assert_eq!((label.as_str(), runs), ("bbr:2,cubic", Runs::Fixed(3)));
-        let starts: Vec<(&str, f64)> = flows.iter().map(|f| (f.cc.as_str(), f.start_s)).collect();
-        assert_eq!(starts, [("bbr", 0.0), ("bbr", 2.0), ("cubic", 4.0)]);
+        let starts: Vec<(String, f64)> = flows.iter().map(|f| (f.cc.to_string(), f.start_s)).collect();
+        assert_eq!(starts, [("bbr".into(), 0.0), ("bbr".into(), 2.0), ("cubic".into(), 4.0)]);
         let plan = Plan::from(spec);
-        assert_eq!(plan.ccs, ["bbr:2,cubic"]);
+        assert_eq!(plan.names(), ["bbr:2,cubic"]);
         assert!(matches!(plan.workload, WorkloadSpec::Bulk(BulkSpec { flows: 3, .. })));
     }
 
@@ -529,7 +528,6 @@ mod tests {
             (&["--cc", "bbr,vegas2"], "--cc", "available or loadable on this host"),
             (&["--flows", "bbr:1,vegas2:1"], "--flows", "available or loadable on this host"),
             (&["--cc", "quic:bbr1,quic:cubic"], "--cc", "quic:cubic, quic:newreno, quic:bbr2, quic:bbr3"),
-            (&["--cc", "udp:cubic,bbr"], "--cc", "tcp:bbr"),
             (&["--flows", "quic:vegas:1,tcp:cubic:1"], "--flows", "quic:bbr3"),
             (&["--cc", "tcp:cubic,quic:cubic", "--workload", "browser"], "--cc", "every workload but browser"),
         ] {
@@ -567,8 +565,8 @@ mod tests {
     #[test]
     fn one_algorithm_or_several() {
         let Contest::Algorithms { algorithms, .. } = spec(&["--cc", "reno", "--runs", "1"]).contest else { panic!() };
-        assert_eq!(algorithms, Algorithms::One { cc: "reno".into(), runs: Runs::Fixed(1) });
+        assert_eq!(algorithms, Algorithms::One { cc: "reno".parse().unwrap(), runs: Runs::Fixed(1) });
         let Contest::Algorithms { algorithms, .. } = spec(&["--runs", "auto", "--max-runs", "30"]).contest else { panic!() };
-        assert_eq!(algorithms, Algorithms::Several { ccs: vec!["bbr".into(), "cubic".into()], runs: Runs::Auto { max: 30 } });
+        assert_eq!(algorithms, Algorithms::Several { ccs: vec!["bbr".parse().unwrap(), "cubic".parse().unwrap()], runs: Runs::Auto { max: 30 } });
     }
 }

@@ -104,7 +104,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     require_root("run --twin")?;
     let real = crate::run::remote_plan(args, remote)?;
     let secret = real.remote.as_ref().map(|r| r.secret.clone()).expect("a remote plan has its remote");
-    let out = args.out.clone().unwrap_or_else(|| crate::run::default_out(&format!("{}-twin", real.ccs.join("-"))));
+    let out = args.out.clone().unwrap_or_else(|| crate::run::default_out(&format!("{}-twin", real.names().join("-"))));
 
     println!("Probing {} through its ccbench serve, for the twin", remote.label);
     let (estimate, report) = crate::probe_cmd::probe_through_serve(remote, &secret, &ProbeOptions::default())?;

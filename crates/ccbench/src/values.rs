@@ -12,7 +12,7 @@ use std::str::FromStr;
 
 use ccbench::units;
 use ccbench_link::{self as link, Aqm, Jitter, LossModel, Policer, ScheduledChange, TraceRate};
-use ccbench_workload::{ObjectMethod, PageModel};
+use ccbench_workload::{Algorithm, AlgorithmError, ObjectMethod, PageModel, Transport};
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
@@ -616,18 +616,18 @@ pub struct QuicReceiverCc(pub String);
 impl FromStr for QuicReceiverCc {
     type Err = Expected;
     fn from_str(s: &str) -> Result<Self, Expected> {
-        let name = s.strip_prefix("quic:").unwrap_or(s);
-        if ccbench_workload::QUIC_ALGORITHMS.contains(&name) {
-            Ok(QuicReceiverCc(name.to_string()))
-        } else {
-            expected(format!("a QUIC algorithm: {}", ccbench_workload::QUIC_ALGORITHMS.join(", ")))
+        // `cubic` here is QUIC's, not kernel TCP's: the flag names nothing else.
+        let alg = if s.contains(':') { s.parse::<Algorithm>() } else { Algorithm::new(Transport::Quic, s) };
+        match alg {
+            Ok(alg) if alg.is_quic() && ccbench_workload::has_quic_algorithm(alg.name()) => Ok(QuicReceiverCc(alg.name().to_string())),
+            _ => expected(format!("a QUIC algorithm: {}", ccbench_workload::quic_algorithms().join(", "))),
         }
     }
 }
 
 impl fmt::Display for QuicReceiverCc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "quic:{}", self.0)
+        write!(f, "{}:{}", Transport::Quic.as_str(), self.0)
     }
 }
 
@@ -686,39 +686,37 @@ impl fmt::Display for Http {
 
 /// The algorithms to compare (`--cc`): a comma-separated list (in a preset, a list of names
 /// too), never empty, each once. A name is `[transport:]algorithm`: `bbr` and `tcp:bbr` are
-/// kernel TCP, `quic:bbr3` is QUIC (see `ccbench_workload::split_cc`). Whether this host has
-/// them is checked when the run is planned.
+/// kernel TCP, `quic:bbr3` is QUIC (see [`Algorithm`]). Whether this host has them is checked
+/// when the run is planned.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CcList(Vec<String>);
+pub struct CcList(Vec<Algorithm>);
 
 impl CcList {
-    pub fn names(&self) -> &[String] {
+    pub fn names(&self) -> &[Algorithm] {
         &self.0
     }
 }
 
 impl Default for CcList {
     fn default() -> Self {
-        CcList(vec!["bbr".into(), "cubic".into()])
+        CcList(vec![Algorithm::from_str("bbr").expect("a name"), Algorithm::from_str("cubic").expect("a name")])
     }
 }
 
 impl FromStr for CcList {
     type Err = Expected;
     fn from_str(list: &str) -> Result<Self, Expected> {
-        let mut ccs: Vec<String> = Vec::new();
+        let mut ccs: Vec<Algorithm> = Vec::new();
         for cc in list.split(',').map(str::trim) {
             if cc.is_empty() {
                 return expected("a comma-separated list of algorithms such as bbr,cubic");
             }
+            let cc: Algorithm = cc.parse().map_err(|e: AlgorithmError| Expected(e.to_string()))?;
             // `bbr` and `tcp:bbr` are the same algorithm.
-            let same = |c: &String| {
-                c == cc || ccbench_workload::kernel_name(c) == ccbench_workload::kernel_name(cc) && !cc.starts_with("quic:") && !c.starts_with("quic:")
-            };
-            if ccs.iter().any(same) {
+            if ccs.iter().any(|c| c.same_as(&cc)) {
                 return expected("each algorithm once");
             }
-            ccs.push(cc.to_string());
+            ccs.push(cc);
         }
         Ok(CcList(ccs))
     }
@@ -726,7 +724,8 @@ impl FromStr for CcList {
 
 impl fmt::Display for CcList {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0.join(","))
+        let names: Vec<String> = self.0.iter().map(Algorithm::to_string).collect();
+        f.write_str(&names.join(","))
     }
 }
 
@@ -761,7 +760,7 @@ pub enum FlowsSpec {
     Parallel(u32),
     Mix {
         /// Each algorithm and how many flows of it, in the order given.
-        groups: Vec<(String, u32)>,
+        groups: Vec<(Algorithm, u32)>,
         /// The mix as written (without spaces): its name in the results.
         label: String,
         /// Each group's own access RTT (`bbr:1@10ms`), added to the path's, or `None`.
@@ -797,14 +796,12 @@ impl FromStr for FlowsSpec {
             // `cc`, `cc:N`, `transport:cc` or `transport:cc:N`.
             let (cc, count) = match part.rsplit_once(':') {
                 Some((cc, n)) if n.trim().chars().all(|c| c.is_ascii_digit()) => (cc.trim(), n.trim().parse::<u32>().map_err(|_| Expected::from(ALLOWED))?),
-                Some((transport, _)) if ccbench_workload::TRANSPORTS.contains(&transport.trim()) => (part, 1),
-                Some(_) => return expected(ALLOWED),
-                None => (part, 1),
+                _ => (part, 1),
             };
-            if cc.is_empty() || count == 0 {
+            if count == 0 {
                 return expected(ALLOWED);
             }
-            groups.push((cc.to_string(), count));
+            groups.push((cc.parse::<Algorithm>().map_err(|_| Expected::from(ALLOWED))?, count));
         }
         if groups.iter().map(|(_, n)| u64::from(*n)).sum::<u64>() > 64 {
             return expected(ALLOWED);
@@ -952,6 +949,10 @@ mod tests {
     use super::*;
     use ccbench_link::time::Duration as D;
     use ccbench_link::Rate as LinkRate;
+
+    fn alg(s: &str) -> Algorithm {
+        s.parse().unwrap()
+    }
 
     fn refused<T: FromStr<Err = Expected> + fmt::Debug>(s: &str) -> String {
         match s.parse::<T>() {
@@ -1122,22 +1123,25 @@ mod tests {
         assert_eq!(
             "quic:bbr3:1,tcp:cubic:1,quic:cubic".parse(),
             Ok(FlowsSpec::Mix {
-                groups: vec![("quic:bbr3".into(), 1), ("tcp:cubic".into(), 1), ("quic:cubic".into(), 1)],
+                groups: vec![(alg("quic:bbr3"), 1), (alg("tcp:cubic"), 1), (alg("quic:cubic"), 1)],
                 rtts: vec![None; 3],
                 label: "quic:bbr3:1,tcp:cubic:1,quic:cubic".into()
             })
         );
         assert_eq!(refused::<CcList>("bbr,bbr"), "each algorithm once");
+        // An unknown transport is refused as the flag is read, before the host is asked.
+        assert!(refused::<CcList>("udp:cubic,bbr").starts_with("a transport tcp: or quic: before the algorithm, not udp:"));
+        assert!(refused::<FlowsSpec>("udp:cubic:1,bbr").starts_with("a number of flows"));
         assert_eq!(refused::<CcList>(","), "a comma-separated list of algorithms such as bbr,cubic");
         assert_eq!("4".parse(), Ok(FlowsSpec::Parallel(4)));
         assert_eq!(
             "bbr:2, cubic".parse(),
-            Ok(FlowsSpec::Mix { groups: vec![("bbr".into(), 2), ("cubic".into(), 1)], label: "bbr:2,cubic".into(), rtts: vec![None, None] })
+            Ok(FlowsSpec::Mix { groups: vec![(alg("bbr"), 2), (alg("cubic"), 1)], label: "bbr:2,cubic".into(), rtts: vec![None, None] })
         );
         assert_eq!(
             "bbr:1@10ms,cubic:1@60ms,reno".parse(),
             Ok(FlowsSpec::Mix {
-                groups: vec![("bbr".into(), 1), ("cubic".into(), 1), ("reno".into(), 1)],
+                groups: vec![(alg("bbr"), 1), (alg("cubic"), 1), (alg("reno"), 1)],
                 label: "bbr:1@10ms,cubic:1@60ms,reno".into(),
                 rtts: vec![Some(10_000_000), Some(60_000_000), None]
             })

@@ -232,6 +232,38 @@ fn an_algorithm_the_server_lacks_is_refused_before_anything_runs() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Issue 20 §2: transport-qualified kernel names (`tcp:cubic`) run over `--remote` both ways,
+/// as a new user would write them. An upload once handed `tcp:cubic` to the client's kernel;
+/// a download was refused by serve, which checked it against its kernel's plain names.
+#[test]
+fn transport_qualified_kernel_names_run_over_remote_both_ways() {
+    let _g = lock();
+    if !have_root() {
+        return;
+    }
+    let dir = tempdir("tcpnames");
+    let secret = secret_file(&dir, "secret");
+    let d = dir.display();
+    let client = format!(
+        "$R --cc tcp:cubic,tcp:reno --direction upload --duration 1s --runs 4 --out {d}/up && $R --cc tcp:cubic,tcp:reno --direction download --duration 1s --runs 4 --out {d}/down"
+    );
+    let o = exec_remote(&["--rate", "50mbit", "--rtt", "2ms"], &secret, "", &secret, &client);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for way in ["up", "down"] {
+        let v = result(&dir.join(way));
+        let runs = v["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 8, "{way}");
+        for r in runs {
+            assert_eq!(r["status"], "complete", "{way}: {r}");
+            // Named as written, and read back from the sending socket written the same way.
+            let cc = r["cc"].as_str().unwrap();
+            assert!(cc == "tcp:cubic" || cc == "tcp:reno", "{way}: {cc}");
+            assert_eq!(r["workload"]["flows"][0]["cc_read_back"], cc, "{way}: {r}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn one_line_exit_2(o: &Output, needle: &str) {
     one_line(o, 2, needle)
 }
@@ -345,7 +377,7 @@ fn a_live_serve_survives_fuzzed_control_input() {
         flows: 1,
         direction: ccbench_workload::Direction::Download,
         amount: ccbench_workload::Amount::Seconds(1.0),
-        cc: cc.into(),
+        cc: cc.parse().unwrap(),
         mix: Vec::new(),
         port: 0,
         sample_interval_us: 10_000,
@@ -765,7 +797,7 @@ fn objects_spec(requests: u32, object_bytes: u64, concurrency: u32) -> ccbench_w
         object_bytes,
         concurrency,
         method: ccbench_workload::ObjectMethod::Get,
-        cc: "cubic".into(),
+        cc: "cubic".parse().unwrap(),
         port: 0,
         sample_interval_us: 10_000,
         timeout_s: 20.0,
@@ -778,9 +810,9 @@ fn quic_spec(mix: &[&str], seconds: f64) -> ccbench_workload::BulkSpec {
         flows: 1,
         direction: ccbench_workload::Direction::Download,
         amount: ccbench_workload::Amount::Seconds(seconds),
-        cc: mix[0].into(),
+        cc: mix[0].parse().unwrap(),
         mix: if mix.len() > 1 {
-            mix.iter().map(|c| ccbench_workload::MixFlow { cc: c.to_string(), start_s: 0.0, client_port: None }).collect()
+            mix.iter().map(|c| ccbench_workload::MixFlow { cc: c.parse().unwrap(), start_s: 0.0, client_port: None }).collect()
         } else {
             Vec::new()
         },
@@ -805,7 +837,7 @@ fn http_and_quic_tests_are_gated_and_limited() {
     let page = |name: &str| ccbench_workload::PageSpec {
         page: ccbench_workload::PageModel::builtin(name).unwrap(),
         protocol: ccbench_workload::PageProtocol::default(),
-        cc: "cubic".into(),
+        cc: "cubic".parse().unwrap(),
         port: 0,
         sample_interval_us: 10_000,
         timeout_s: 20.0,
@@ -813,7 +845,7 @@ fn http_and_quic_tests_are_gated_and_limited() {
     for (test, needle) in [
         (TestRequest::Objects(objects_spec(200, 1 << 20, 4)), "limit of 1000000 bytes per test (--max-bytes)"),
         (TestRequest::Objects(objects_spec(4, 1000, 100)), "100 connections is over this server's limit of 64"),
-        (TestRequest::Objects(ccbench_workload::ObjectsSpec { cc: "vegas9".into(), ..objects_spec(4, 1000, 1) }), "no congestion control \"vegas9\""),
+        (TestRequest::Objects(ccbench_workload::ObjectsSpec { cc: "vegas9".parse().unwrap(), ..objects_spec(4, 1000, 1) }), "no congestion control \"vegas9\""),
         (TestRequest::Page(page("heavy")), "3700000 bytes in all is over this server's limit of 1000000"),
         (TestRequest::Bulk(quic_spec(&["quic:bbr9"], 1.0)), "no QUIC algorithm \"bbr9\""),
         (TestRequest::Bulk(quic_spec(&["quic:cubic", "cubic"], 1.0)), "mixing kernel TCP and QUIC"),
@@ -959,7 +991,7 @@ fn bulk_spec(cc: &str, seconds: f64) -> ccbench_workload::BulkSpec {
         flows: 1,
         direction: ccbench_workload::Direction::Download,
         amount: ccbench_workload::Amount::Seconds(seconds),
-        cc: cc.into(),
+        cc: cc.parse().unwrap(),
         mix: Vec::new(),
         port: 0,
         sample_interval_us: 10_000,

@@ -271,7 +271,7 @@ fn bulk_spec(cc: &str, mix: Vec<MixFlow>) -> WorkloadSpec {
         flows: mix.len().max(1) as u32,
         direction: Direction::Download,
         amount: Amount::Seconds(3.0),
-        cc: cc.into(),
+        cc: cc.parse().unwrap(),
         mix,
         port: 5201,
         sample_interval_us: SAMPLE_US,
@@ -347,7 +347,10 @@ fn mix_experiment(dir: &Path) -> ExperimentResult {
             sim.flows.iter().map(|f| CcShare { cc: f.cc_requested.clone(), flows: 1, goodput_bps: f.goodput_bps, share: f.goodput_bps / total }).collect();
         runs.push(run_record(index, &label, sim, shares));
     }
-    let mix = vec![MixFlow { cc: "bbr".into(), start_s: 0.0, client_port: None }, MixFlow { cc: "cubic".into(), start_s: 1.0, client_port: None }];
+    let mix = vec![
+        MixFlow { cc: "bbr".parse().unwrap(), start_s: 0.0, client_port: None },
+        MixFlow { cc: "cubic".parse().unwrap(), start_s: 1.0, client_port: None },
+    ];
     assemble(vec![label], bulk_spec("bbr", mix), runs)
 }
 

@@ -9,7 +9,7 @@ use std::str::FromStr;
 use ccbench_emu::PathSpec;
 use ccbench_link::Rate;
 use ccbench_stats::expectation::{judge, median_bounds, Judgement, Side};
-use ccbench_workload::Direction;
+use ccbench_workload::{Algorithm, Direction};
 use serde::{Deserialize, Serialize};
 
 use crate::results::{RunMetrics, RunRecord, Status};
@@ -315,7 +315,8 @@ impl Expectation {
         if self.metric.needs_flows() && !c.several_flows {
             return Err(format!("{} needs flows sharing the bottleneck: --flows 2 or more, or a mix such as bbr:1,cubic:1", self.metric.name()));
         }
-        let same = |a: &str, b: &str| a == b || a.strip_prefix("tcp:") == Some(b) || b.strip_prefix("tcp:") == Some(a);
+        // `bbr` and `tcp:bbr` are one algorithm; a mix's label is only ever itself.
+        let same = |a: &str, b: &str| a == b || matches!((a.parse::<Algorithm>(), b.parse::<Algorithm>()), (Ok(x), Ok(y)) if x.same_as(&y));
         if mix && self.metric.per_group() {
             let groups: Vec<&String> = c.groups.iter().filter(|g| self.cc.as_deref().is_none_or(|cc| same(cc, g))).collect();
             if groups.is_empty() {
@@ -355,8 +356,9 @@ impl Contenders {
         let mut several_flows = false;
         if let crate::workloads::WorkloadSpec::Bulk(b) = workload {
             for f in &b.mix {
-                if !groups.contains(&f.cc) {
-                    groups.push(f.cc.clone());
+                let cc = f.cc.to_string();
+                if !groups.contains(&cc) {
+                    groups.push(cc);
                 }
             }
             several_flows = b.flows >= 2 || b.mix.len() >= 2;

@@ -3,7 +3,10 @@
 //! workload is the experiment's (`ccbench::workloads::run`).
 
 use ccbench_probe::TcpInfo;
-use ccbench_workload::{Amount, BrowserResult, BrowserSpec, BulkResult, BulkSpec, Direction, ObjectMethod, ObjectsResult, ObjectsSpec, PageResult, PageSpec};
+use ccbench_workload::{
+    Algorithm, Amount, BrowserResult, BrowserSpec, BulkResult, BulkSpec, Direction, ObjectMethod, ObjectsResult, ObjectsSpec, PageResult, PageSpec, Spec,
+    Transport,
+};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
@@ -27,44 +30,46 @@ pub enum WorkloadResult {
 }
 
 impl WorkloadSpec {
-    /// The same workload with `cc` on its sending sockets (a mix keeps its own algorithms).
-    pub fn with_cc(&self, cc: &str) -> WorkloadSpec {
+    /// The workload's own definition of itself: the one `match` the spec-level questions
+    /// below go through.
+    fn spec(&self) -> &dyn Spec {
         match self {
-            WorkloadSpec::Bulk(b) if b.mix.is_empty() => WorkloadSpec::Bulk(BulkSpec { cc: cc.to_string(), ..b.clone() }),
-            WorkloadSpec::Bulk(b) => WorkloadSpec::Bulk(b.clone()),
-            WorkloadSpec::Objects(o) => WorkloadSpec::Objects(ObjectsSpec { cc: cc.to_string(), ..o.clone() }),
-            WorkloadSpec::Page(p) => WorkloadSpec::Page(PageSpec { cc: cc.to_string(), ..p.clone() }),
-            WorkloadSpec::Browser(b) => WorkloadSpec::Browser(BrowserSpec { cc: cc.to_string(), ..b.clone() }),
+            WorkloadSpec::Bulk(s) => s,
+            WorkloadSpec::Objects(s) => s,
+            WorkloadSpec::Page(s) => s,
+            WorkloadSpec::Browser(s) => s,
         }
+    }
+
+    fn spec_mut(&mut self) -> &mut dyn Spec {
+        match self {
+            WorkloadSpec::Bulk(s) => s,
+            WorkloadSpec::Objects(s) => s,
+            WorkloadSpec::Page(s) => s,
+            WorkloadSpec::Browser(s) => s,
+        }
+    }
+
+    /// The same workload with `cc` on its sending sockets (a mix keeps its own algorithms).
+    pub fn with_cc(&self, cc: &Algorithm) -> WorkloadSpec {
+        let mut w = self.clone();
+        w.spec_mut().set_algorithm(cc);
+        w
     }
 
     /// Which way the bulk of the data flows (whose direction's queue and drops matter).
     pub fn data_direction(&self) -> Direction {
-        match self {
-            WorkloadSpec::Bulk(b) => b.direction,
-            WorkloadSpec::Objects(o) if o.method == ObjectMethod::Put => Direction::Upload,
-            WorkloadSpec::Objects(_) | WorkloadSpec::Page(_) | WorkloadSpec::Browser(_) => Direction::Download,
-        }
+        self.spec().data_direction()
     }
 
     /// How long a run may take before it is given up and marked unfinished.
     pub fn timeout_s(&self) -> f64 {
-        match self {
-            WorkloadSpec::Bulk(b) => b.timeout_s,
-            WorkloadSpec::Objects(o) => o.timeout_s,
-            WorkloadSpec::Page(p) => p.timeout_s,
-            WorkloadSpec::Browser(b) => b.timeout_s,
-        }
+        self.spec().timeout_s()
     }
 
     /// How often the sending sockets' `TCP_INFO` is sampled.
     pub fn sample_interval_us(&self) -> u64 {
-        match self {
-            WorkloadSpec::Bulk(b) => b.sample_interval_us,
-            WorkloadSpec::Objects(o) => o.sample_interval_us,
-            WorkloadSpec::Page(p) => p.sample_interval_us,
-            WorkloadSpec::Browser(b) => b.sample_interval_us,
-        }
+        self.spec().sample_interval_us()
     }
 
     pub fn is_mix(&self) -> bool {
@@ -73,19 +78,20 @@ impl WorkloadSpec {
 
     /// The noun the verdict compares (higher is better).
     pub fn metric(&self) -> &'static str {
-        match self {
-            WorkloadSpec::Bulk(_) => "goodput",
-            WorkloadSpec::Objects(_) => "content throughput",
-            WorkloadSpec::Page(_) | WorkloadSpec::Browser(_) => "page-load speed (1 / load time)",
-        }
+        self.spec().metric()
     }
 
     /// As [`WorkloadSpec::describe`], naming the transports the algorithms `ccs` run over
     /// (`bulk QUIC`, `bulk TCP and QUIC`, how objects travel over each) where the workload
-    /// alone cannot tell.
+    /// alone cannot tell. `ccs` are the names result.json keys its runs by; a mix's algorithms
+    /// are in the workload.
     pub fn describe_for(&self, ccs: &[String]) -> String {
-        let quic = ccs.iter().any(|c| c.contains("quic:"));
-        let tcp = ccs.iter().any(|c| c.split(',').any(|f| !f.starts_with("quic:")));
+        let transports: Vec<Transport> = match self {
+            WorkloadSpec::Bulk(b) if !b.mix.is_empty() => b.mix.iter().map(|f| f.cc.transport()).collect(),
+            _ => ccs.iter().filter_map(|c| c.parse::<Algorithm>().ok()).map(|a| a.transport()).collect(),
+        };
+        let quic = transports.contains(&Transport::Quic);
+        let tcp = transports.contains(&Transport::Tcp);
         let text = self.describe();
         // How the HTTP workloads travel over TCP, and over QUIC instead.
         let over = match self {
@@ -117,7 +123,7 @@ impl WorkloadSpec {
                 };
                 let flows = if !w.mix.is_empty() {
                     let stagger = w.mix.get(1).map(|f| f.start_s).unwrap_or(0.0);
-                    let names: Vec<&str> = w.mix.iter().map(|f| f.cc.as_str()).collect();
+                    let names: Vec<String> = w.mix.iter().map(|f| f.cc.to_string()).collect();
                     format!("{} flows sharing the bottleneck ({}), each starting {stagger} s after the previous", w.mix.len(), names.join(", "))
                 } else if w.flows == 1 {
                     "1 flow".to_string()
@@ -258,6 +264,48 @@ impl WorkloadResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the harness asks a spec is answered by the workload's own definition: the
+    /// algorithm is set per run (a mix keeps its own), an upload of objects loads the uplink.
+    #[test]
+    fn a_spec_answers_for_itself() {
+        let alg = |s: &str| s.parse::<Algorithm>().unwrap();
+        let objects = |method| {
+            WorkloadSpec::Objects(ObjectsSpec {
+                requests: 1,
+                object_bytes: 1,
+                concurrency: 1,
+                method,
+                cc: Algorithm::default(),
+                port: 0,
+                sample_interval_us: 7,
+                timeout_s: 3.0,
+                quic_receiver_cc: None,
+            })
+        };
+        let put = objects(ObjectMethod::Put).with_cc(&alg("tcp:bbr"));
+        assert!(matches!(&put, WorkloadSpec::Objects(o) if o.cc == "tcp:bbr"));
+        assert_eq!((put.data_direction(), put.timeout_s(), put.sample_interval_us(), put.metric()), (Direction::Upload, 3.0, 7, "content throughput"));
+        assert_eq!(objects(ObjectMethod::Get).data_direction(), Direction::Download);
+        let mix = vec![
+            ccbench_workload::MixFlow { cc: alg("bbr"), start_s: 0.0, client_port: None },
+            ccbench_workload::MixFlow { cc: alg("quic:bbr3"), start_s: 1.0, client_port: None },
+        ];
+        let bulk = BulkSpec {
+            flows: 2,
+            direction: Direction::Download,
+            amount: Amount::Seconds(1.0),
+            cc: Algorithm::default(),
+            mix: mix.clone(),
+            port: 0,
+            sample_interval_us: 7,
+            timeout_s: 3.0,
+            quic_receiver_cc: None,
+        };
+        let run = WorkloadSpec::Bulk(bulk).with_cc(&alg("cubic"));
+        assert!(matches!(&run, WorkloadSpec::Bulk(b) if b.mix == mix && b.cc.is_unset()));
+        assert_eq!(run.metric(), "goodput");
+    }
 
     /// An objects run of `requests` × 1 MB with `completed` done, the last success at `wall_s`.
     fn objects(requests: u32, completed: u32, wall_s: f64) -> WorkloadResult {

@@ -163,7 +163,7 @@ impl Client {
         let mut streams = Vec::new();
         let mut meta = Vec::new();
         for (id, flow) in plan.iter().enumerate() {
-            let stream = client_socket(data_addr, upload.then_some(flow.cc.as_str()))?;
+            let stream = client_socket(data_addr, upload.then_some(&flow.cc))?;
             let mut hello = token.to_vec();
             hello.extend_from_slice(&(id as u32).to_be_bytes());
             (&stream).write_all(&hello)?;
@@ -175,8 +175,8 @@ impl Client {
         match self.reply()? {
             ServerMsg::Connected { cc_read_back } if !upload => {
                 for (m, cc) in meta.iter_mut().zip(cc_read_back) {
-                    if cc != m.plan.cc {
-                        return Err(WorkloadError::CongestionMismatch { requested: m.plan.cc.clone(), actual: term_safe(&cc) }.into());
+                    if cc != m.plan.cc.to_string() {
+                        return Err(WorkloadError::CongestionMismatch { requested: m.plan.cc.to_string(), actual: term_safe(&cc) }.into());
                     }
                     m.cc_read_back = cc;
                 }

@@ -16,7 +16,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ccbench_workload::{
-    kernel_name, serve_browser_end, serve_objects_end, serve_page_end, ByteBudget, HttpEnd, ObjectMethod, ObjectsSpec, PageProtocol, PageSpec, TOKEN_LEN,
+    serve_browser_end, serve_objects_end, serve_page_end, set_algorithm, Algorithm, ByteBudget, HttpEnd, ObjectMethod, ObjectsSpec, PageProtocol, PageSpec,
+    Side, TOKEN_LEN,
 };
 use rand::RngCore;
 
@@ -48,8 +49,9 @@ fn connection_cap(config: &ServeConfig) -> u32 {
     config.limits.max_flows.saturating_mul(2)
 }
 
-fn has_cc(cc: &str, config: &ServeConfig) -> Result<(), String> {
-    if config.facts.congestion_controls.iter().any(|c| c == cc) {
+/// Whether this host's kernel has `cc` (as `tcp:cubic` or `cubic`).
+pub(crate) fn has_cc(cc: &Algorithm, config: &ServeConfig) -> Result<(), String> {
+    if cc.kernel_name().is_some_and(|k| config.facts.congestion_controls.iter().any(|c| c == k)) {
         Ok(())
     } else {
         Err(format!("this server has no congestion control {cc:?}; it has: {}", config.facts.congestion_controls.join(", ")))
@@ -129,10 +131,10 @@ pub(crate) fn describe_browser(p: &PageSpec) -> String {
 /// on the listener, so accepted sockets run it from their first segment, as in an emulated run
 /// (it is set again and read back on each). Set only afterwards, a socket would keep the pacing
 /// a default BBR switched on (the kernel does not switch it off when the algorithm changes).
-pub(crate) fn data_port(control: &TcpStream, cc: Option<&str>) -> Result<(TcpListener, [u8; TOKEN_LEN]), String> {
+pub(crate) fn data_port(control: &TcpStream, cc: Option<&Algorithm>) -> Result<(TcpListener, [u8; TOKEN_LEN]), String> {
     let listener = control.local_addr().and_then(|a| TcpListener::bind((a.ip(), 0))).map_err(|e| format!("opening a data port: {e}"))?;
     if let Some(cc) = cc {
-        ccbench_probe::set_congestion(&listener, kernel_name(cc)).map_err(|e| format!("setting {cc} on the data port: {e}"))?;
+        set_algorithm(&listener, cc, Side::Server).map_err(|e| format!("setting {cc} on the data port: {e}"))?;
     }
     let mut token = [0u8; TOKEN_LEN];
     rand::rngs::OsRng.fill_bytes(&mut token);
@@ -148,8 +150,8 @@ pub(crate) fn run_http(channel: &Channel, test: &TestRequest, shared: &Shared) -
         Err(e) => return Outcome::fatal(e.to_string()),
     };
     let server_cc = match test {
-        TestRequest::Objects(o) if o.method == ObjectMethod::Get => Some(o.cc.as_str()),
-        TestRequest::Page(p) | TestRequest::Browser(p) => Some(p.cc.as_str()),
+        TestRequest::Objects(o) if o.method == ObjectMethod::Get => Some(&o.cc),
+        TestRequest::Page(p) | TestRequest::Browser(p) => Some(&p.cc),
         _ => None,
     };
     let (listener, token) = match data_port(control, server_cc) {

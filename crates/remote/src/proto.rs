@@ -468,7 +468,7 @@ mod tests {
             object_bytes: 1000,
             concurrency: 2,
             method: ccbench_workload::ObjectMethod::Get,
-            cc: "cubic".into(),
+            cc: "cubic".parse().unwrap(),
             port: 0,
             sample_interval_us: 10_000,
             timeout_s: 20.0,
@@ -477,7 +477,7 @@ mod tests {
         let page = PageSpec {
             page: ccbench_workload::PageModel { html_bytes: 1000, objects: vec![10, 20] },
             protocol: ccbench_workload::PageProtocol::Http2,
-            cc: "bbr".into(),
+            cc: "bbr".parse().unwrap(),
             port: 0,
             sample_interval_us: 10_000,
             timeout_s: 5.0,

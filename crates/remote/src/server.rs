@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use ccbench_probe::Sample;
 use ccbench_workload::{
-    prepare_stream, run_end, Amount, BulkSpec, ByteBudget, Direction, EndClock, EndStream, GoodputPoint, HttpEndEvents, NoMeasureHook, QuicSample, SeriesSink,
-    Side, SocketId,
+    prepare_stream, run_end, Algorithm, Amount, BulkSpec, ByteBudget, Direction, EndClock, EndStream, GoodputPoint, HttpEndEvents, NoMeasureHook, QuicSample,
+    SeriesSink, Side, SocketId,
 };
 
 use crate::auth::Secret;
@@ -49,9 +49,8 @@ const MAX_PENDING_DATA: usize = 64;
 /// How long accept() waits after the process or system ran out of descriptors, at first and
 /// at most (doubling in between): a full table must not turn the accept loop into a spin.
 const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(1));
-pub const TOKEN_LEN: usize = 16;
-/// A data connection's first bytes: the token and the flow id.
-pub const DATA_HELLO_LEN: usize = TOKEN_LEN + 4;
+/// One definition of the data connections' hello, shared with the near end (issue 20 §2).
+pub use ccbench_workload::{DATA_HELLO_LEN, TOKEN_LEN};
 
 pub struct ServeConfig {
     pub listen: SocketAddr,
@@ -381,9 +380,7 @@ fn check_bulk(spec: &BulkSpec, config: &ServeConfig) -> Result<(), String> {
     let quic = crate::quic::check_quic(spec).transpose()?.is_some();
     if spec.direction == Direction::Download && !quic {
         for f in &plan {
-            if !config.facts.congestion_controls.contains(&f.cc) {
-                return Err(format!("this server has no congestion control {:?}; it has: {}", f.cc, config.facts.congestion_controls.join(", ")));
-            }
+            crate::http::has_cc(&f.cc, config)?;
         }
     }
     let last_start = plan.iter().map(|f| f.start_s).fold(0.0, f64::max);
@@ -461,7 +458,7 @@ fn describe(test: &TestRequest) -> String {
         Direction::Upload => "upload",
     };
     // Also for refused requests: nothing here may grow with the flow count asked for.
-    let mut ccs: Vec<&str> = if b.mix.is_empty() { vec![b.cc.as_str()] } else { b.mix.iter().map(|f| f.cc.as_str()).collect() };
+    let mut ccs: Vec<String> = if b.mix.is_empty() { vec![b.cc.to_string()] } else { b.mix.iter().map(|f| f.cc.to_string()).collect() };
     ccs.dedup();
     let what = match b.amount {
         Amount::Seconds(s) => format!("bulk {dir} {s} s"),
@@ -500,7 +497,7 @@ fn run_bulk(channel: &Channel, spec: &BulkSpec, shared: &Shared) -> Outcome {
     let sending = spec.direction.sender() == Side::Server;
     // The data listener is on the address the client reached us at, on a port of its own; when
     // every flow the server sends runs one algorithm, it is set there already.
-    let mut ccs: Vec<&str> = plan.iter().map(|f| f.cc.as_str()).collect();
+    let mut ccs: Vec<&Algorithm> = plan.iter().map(|f| &f.cc).collect();
     ccs.dedup();
     let listener_cc = (sending && ccs.len() == 1).then(|| ccs[0]);
     let (listener, token) = match crate::http::data_port(control, listener_cc) {
@@ -655,7 +652,7 @@ fn accept_flows(listener: &TcpListener, peer: IpAddr, token: &[u8; TOKEN_LEN], n
             if !same(&p.hello[..TOKEN_LEN], token) {
                 continue;
             }
-            let id = u32::from_be_bytes([p.hello[16], p.hello[17], p.hello[18], p.hello[19]]) as usize;
+            let id = ccbench_workload::hello_id(&p.hello) as usize;
             if let Some(slot @ None) = slots.get_mut(id) {
                 if p.stream.set_nonblocking(false).is_ok() {
                     *slot = Some(p.stream);
@@ -723,7 +720,7 @@ mod tests {
             flows: u32::MAX,
             direction: Direction::Download,
             amount: Amount::Seconds(1.0),
-            cc: "cubic".into(),
+            cc: "cubic".parse().unwrap(),
             mix: Vec::new(),
             port: 0,
             sample_interval_us: 10_000,
@@ -735,6 +732,30 @@ mod tests {
         assert_eq!(describe(&test), "bulk download 1 s, 4294967295 flow(s) cubic");
     }
 
+    /// Issue 20 §2: serve checked a download's `tcp:cubic` against its kernel's names as
+    /// written, and refused it; the kernel name is what it has. A QUIC name is no kernel's.
+    #[test]
+    fn a_download_is_checked_by_the_kernel_name() {
+        let config = fuzz_config().unwrap();
+        let bulk = |cc: &str| {
+            TestRequest::Bulk(BulkSpec {
+                flows: 1,
+                direction: Direction::Download,
+                amount: Amount::Seconds(1.0),
+                cc: cc.parse().unwrap(),
+                mix: Vec::new(),
+                port: 0,
+                sample_interval_us: 10_000,
+                timeout_s: 5.0,
+                quic_receiver_cc: None,
+            })
+        };
+        assert_eq!(check(&bulk("tcp:cubic"), &config), Ok(()));
+        assert_eq!(check(&bulk("cubic"), &config), Ok(()));
+        assert!(check(&bulk("tcp:vegas"), &config).unwrap_err().contains("no congestion control \"tcp:vegas\""));
+        assert_eq!(describe(&bulk("tcp:cubic")), "bulk download 1 s, 1 flow(s) tcp:cubic");
+    }
+
     /// A browser test: the site's own limits (Chromium's 6 HTTP/1.1 connections, the HTML's
     /// size) and serve's (algorithm, bytes).
     #[test]
@@ -744,7 +765,7 @@ mod tests {
             TestRequest::Browser(PageSpec {
                 page: PageModel { html_bytes, objects: vec![2000; 4] },
                 protocol,
-                cc: cc.into(),
+                cc: cc.parse().unwrap(),
                 port: 0,
                 sample_interval_us: 10_000,
                 timeout_s: 30.0,

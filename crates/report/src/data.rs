@@ -42,9 +42,9 @@ impl Palette {
     pub(crate) fn of(result: &ExperimentResult) -> Palette {
         let mut keys: Vec<String> = Vec::new();
         if let WorkloadSpec::Bulk(b) = &result.params.workload {
-            for f in &b.mix {
-                if !keys.contains(&f.cc) {
-                    keys.push(f.cc.clone());
+            for cc in b.mix.iter().map(|f| f.cc.to_string()) {
+                if !keys.contains(&cc) {
+                    keys.push(cc);
                 }
             }
         }

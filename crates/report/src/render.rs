@@ -894,7 +894,7 @@ mod tests {
             flows: 1,
             direction: Direction::Download,
             amount: Amount::Seconds(3.0),
-            cc: "bbr".into(),
+            cc: "bbr".parse().unwrap(),
             mix: Vec::new(),
             port: 5201,
             sample_interval_us: 10_000,

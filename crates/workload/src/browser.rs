@@ -43,7 +43,7 @@ pub struct BrowserSpec {
     /// HTTP/1.1 (`max_connections` must be Chromium's own 6) or HTTP/2 (over TLS).
     pub protocol: PageProtocol,
     /// Set on the server's sockets (the server sends the page).
-    pub cc: String,
+    pub cc: crate::Algorithm,
     pub port: u16,
     pub sample_interval_us: u64,
     /// Bound on the whole load, the browser's start included.
@@ -80,6 +80,24 @@ pub struct BrowserResult {
     /// which connection carried what).
     pub page: PageResult,
     pub browser: BrowserTiming,
+}
+
+impl crate::Spec for BrowserSpec {
+    fn data_direction(&self) -> crate::Direction {
+        crate::Direction::Download
+    }
+    fn timeout_s(&self) -> f64 {
+        self.timeout_s
+    }
+    fn sample_interval_us(&self) -> u64 {
+        self.sample_interval_us
+    }
+    fn metric(&self) -> &'static str {
+        crate::page::PAGE_METRIC
+    }
+    fn set_algorithm(&mut self, cc: &crate::Algorithm) {
+        self.cc = cc.clone();
+    }
 }
 
 impl Workload for BrowserSpec {
@@ -425,7 +443,7 @@ fn load_in_browser(spec: &BrowserSpec, run: &RunContext<'_>) -> Result<BrowserRe
     drop(browser);
     harness.shutdown();
     if let Some(actual) = harness.server_mismatch() {
-        return Err(WorkloadError::CongestionMismatch { requested: spec.cc.clone(), actual });
+        return Err(WorkloadError::CongestionMismatch { requested: spec.cc.to_string(), actual });
     }
     let timing = BrowserTiming { browser_version: loaded.as_ref().ok().and_then(|l| l.version.clone()), ..timing };
     let sampled = sampled(&harness);
@@ -520,7 +538,7 @@ pub(crate) fn finish(
             PageConnection {
                 id: id as u32,
                 client_port: a.client_port,
-                cc_requested: spec.cc.clone(),
+                cc_requested: spec.cc.to_string(),
                 cc_read_back: a.cc_read_back.clone(),
                 transport: crate::Transport::Tcp,
                 cc_receiver: None,
@@ -547,7 +565,7 @@ pub(crate) fn finish(
     let html = &resources[0];
     let page = PageResult {
         protocol: spec.protocol,
-        cc_requested: spec.cc.clone(),
+        cc_requested: spec.cc.to_string(),
         start_us: nav_start.map(|t| t.saturating_duration_since(epoch).as_micros() as u64),
         html_ttfb_s: html.ttfb_s,
         html_complete_s: if html.ok { html.complete_s } else { None },

@@ -78,7 +78,7 @@ pub fn run_browser_remote(
     let report = end_far().map_err(WorkloadError::Setup)?;
     let (how, loaded, nav_start) = outcome?;
     if let Some(actual) = lock(&far.log.mismatch).clone() {
-        return Err(WorkloadError::CongestionMismatch { requested: spec.cc.clone(), actual });
+        return Err(WorkloadError::CongestionMismatch { requested: spec.cc.to_string(), actual });
     }
     let mut sampled = harness.sampler.finish(epoch);
     far.absorb(&report, &mut sampled);

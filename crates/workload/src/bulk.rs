@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::CHUNK;
 use crate::sampler::Sampler;
-use crate::transport::{transport_of, Transport};
+use crate::Transport;
 use crate::{net, Direction, MeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
 
 /// How often blocked socket calls come back to look at the clock and the stop flag.
@@ -31,7 +31,7 @@ pub enum Amount {
 /// One flow of a mix: its algorithm and when it starts, seconds after the first.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MixFlow {
-    pub cc: String,
+    pub cc: crate::Algorithm,
     pub start_s: f64,
     /// The client-side TCP port to bind, so the emulator can give this flow an access link of
     /// its own (`--flows cc:1@10ms`); any port when `None`.
@@ -45,7 +45,7 @@ pub struct BulkSpec {
     pub flows: u32,
     pub direction: Direction,
     pub amount: Amount,
-    pub cc: String,
+    pub cc: crate::Algorithm,
     /// …unless `mix` is given: then one connection per entry, each with its own algorithm and
     /// start time (flows sharing a bottleneck). A timed mix ends for all flows at once.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -149,6 +149,26 @@ struct Flow {
     cc_read_back: String,
 }
 
+impl crate::Spec for BulkSpec {
+    fn data_direction(&self) -> Direction {
+        self.direction
+    }
+    fn timeout_s(&self) -> f64 {
+        self.timeout_s
+    }
+    fn sample_interval_us(&self) -> u64 {
+        self.sample_interval_us
+    }
+    fn metric(&self) -> &'static str {
+        "goodput"
+    }
+    fn set_algorithm(&mut self, cc: &crate::Algorithm) {
+        if self.mix.is_empty() {
+            self.cc = cc.clone();
+        }
+    }
+}
+
 impl Workload for BulkSpec {
     type Result = BulkResult;
 
@@ -162,7 +182,7 @@ impl Workload for BulkSpec {
 /// timeout). Both ends run here, each with [`run_end`]: the same code `ccbench serve` runs for
 /// the far end of a real path.
 fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, WorkloadError> {
-    let transports: Vec<Transport> = spec.plan().iter().map(|f| transport_of(&f.cc)).collect();
+    let transports: Vec<Transport> = spec.plan().iter().map(|f| f.cc.transport()).collect();
     if transports.iter().all(|t| *t == Transport::Quic) {
         crate::quic::run_quic_bulk(spec, run, None)
     } else if transports.contains(&Transport::Quic) {
@@ -463,7 +483,7 @@ pub fn assemble(
         results.push(FlowResult {
             id: flow.id,
             sender: spec.direction.sender(),
-            cc_requested: flow.plan.cc.clone(),
+            cc_requested: flow.plan.cc.to_string(),
             start_s: flow.plan.start_s,
             cc_read_back: flow.cc_read_back.clone(),
             transport: Transport::Tcp,
@@ -491,16 +511,16 @@ fn connect_flows(run: &RunContext<'_>, spec: &BulkSpec) -> Result<Vec<Flow>, Wor
     let sender_side = spec.direction.sender();
     let addr = SocketAddrV4::new(run.server_addr, spec.port);
     // Accepted sockets inherit the listener's algorithm.
-    let listener = net::listen_in(run.server, run.server_addr, spec.port, (sender_side == Side::Server).then_some(first.cc.as_str()))?;
+    let listener = net::listen_in(run.server, run.server_addr, spec.port, (sender_side == Side::Server).then_some(&first.cc))?;
 
     let mut flows = Vec::new();
     for (id, flow_plan) in plan.iter().enumerate() {
         let id = id as u32;
-        let cc = flow_plan.cc.as_str();
+        let cc = &flow_plan.cc;
         let client_cc = (sender_side == Side::Client).then_some(cc);
         let sock = match flow_plan.client_port {
-            Some(port) => net::socket_at(run.client, client_cc, port)?,
-            None => net::sockets_in(run.client, 1, client_cc)?.remove(0),
+            Some(port) => net::socket_at(run.client, addr.into(), client_cc, port)?,
+            None => net::sockets(Some(run.client), addr.into(), 1, client_cc)?.remove(0),
         };
         let stream = net::connect_blocking(sock, addr)?;
         let client_port = stream.local_addr()?.port();

@@ -39,6 +39,13 @@ pub fn data_hello(token: &[u8; TOKEN_LEN], id: u32) -> [u8; DATA_HELLO_LEN] {
     h
 }
 
+/// The connection's number in a [`data_hello`] (its token is checked by whoever holds it).
+pub fn hello_id(hello: &[u8; DATA_HELLO_LEN]) -> u32 {
+    let mut id = [0u8; 4];
+    id.copy_from_slice(&hello[TOKEN_LEN..]);
+    u32::from_be_bytes(id)
+}
+
 /// The far end's HTTP server as the client half sees it: where to connect, the token, and what
 /// the far end has said so far.
 pub struct FarHttp {
@@ -156,10 +163,10 @@ pub(crate) enum Dial<'a> {
 
 impl Dial<'_> {
     /// `n` fresh sockets, with `cc` set when the client sends.
-    pub(crate) fn sockets(&self, n: usize, cc: Option<&str>) -> Result<Vec<TcpStream>, WorkloadError> {
+    pub(crate) fn sockets(&self, n: usize, cc: Option<&crate::Algorithm>) -> Result<Vec<TcpStream>, WorkloadError> {
         match self {
-            Dial::Local { client, .. } => net::sockets_in(client, n, cc),
-            Dial::Remote(far) => net::sockets_here(far.dialer.addr, n, cc),
+            Dial::Local { client, addr } => net::sockets(Some(client), (*addr).into(), n, cc),
+            Dial::Remote(far) => net::sockets(None, far.dialer.addr, n, cc),
         }
     }
 
@@ -177,5 +184,16 @@ impl Dial<'_> {
             Dial::Local { addr, .. } => addr.to_string(),
             Dial::Remote(far) => far.host(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hello_carries_its_connection_number() {
+        let hello = data_hello(&[7; TOKEN_LEN], 0x0102_0304);
+        assert_eq!((&hello[..TOKEN_LEN], hello_id(&hello)), (&[7; TOKEN_LEN][..], 0x0102_0304));
     }
 }

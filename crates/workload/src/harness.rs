@@ -116,7 +116,7 @@ impl<'r> Harness<'r> {
     }
 
     /// The server's listener on `port`, with `cc` set when the server sends.
-    pub(crate) fn listen(&self, port: u16, cc: Option<&str>) -> Result<TcpListener, WorkloadError> {
+    pub(crate) fn listen(&self, port: u16, cc: Option<&crate::Algorithm>) -> Result<TcpListener, WorkloadError> {
         let (ns, addr) = self.server.ok_or_else(|| WorkloadError::Setup("this load has no local server".into()))?;
         crate::net::listen_in(ns, addr, port, cc)
     }
@@ -152,7 +152,7 @@ impl<'r> Harness<'r> {
         &self,
         listener: TcpListener,
         proto: ServerProto,
-        server_cc: Option<&str>,
+        server_cc: Option<&crate::Algorithm>,
         make_service: M,
         client: impl Future<Output = T>,
     ) -> Result<Finish<T>, WorkloadError>
@@ -213,7 +213,7 @@ async fn accept_loop<S, M, B>(
     listener: tokio::net::TcpListener,
     proto: ServerProto,
     tls: Option<tokio_rustls::TlsAcceptor>,
-    cc: Option<&str>,
+    cc: Option<&crate::Algorithm>,
     sampler: &Sampler<'_>,
     epoch: Instant,
     log: Arc<ServerLog>,
@@ -266,7 +266,7 @@ where
 pub(crate) fn admit(
     stream: &tokio::net::TcpStream,
     id: u16,
-    cc: Option<&str>,
+    cc: Option<&crate::Algorithm>,
     sampler: &Sampler<'_>,
     epoch: Instant,
     log: &ServerLog,

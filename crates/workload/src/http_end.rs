@@ -64,7 +64,7 @@ pub(crate) fn serve_end<S, M, B>(
     listener: std::net::TcpListener,
     proto: ServerProto,
     tls: Option<Arc<rustls::ServerConfig>>,
-    server_cc: Option<&str>,
+    server_cc: Option<&crate::Algorithm>,
     sample_interval_us: u64,
     make_service: M,
     end: &HttpEnd<'_>,
@@ -135,7 +135,7 @@ async fn gated_accept_loop<S, M, B>(
     listener: tokio::net::TcpListener,
     proto: ServerProto,
     tls: Option<tokio_rustls::TlsAcceptor>,
-    cc: Option<&str>,
+    cc: Option<&crate::Algorithm>,
     sampler: &Sampler<'_>,
     end: &HttpEnd<'_>,
     log: Arc<ServerLog>,
@@ -221,7 +221,7 @@ pub(crate) fn serving_prefix(id: u32) -> String {
 async fn read_hello(stream: &mut tokio::net::TcpStream, token: &[u8; TOKEN_LEN]) -> Option<u32> {
     let mut hello = [0u8; DATA_HELLO_LEN];
     tokio::time::timeout(HELLO_TIMEOUT, stream.read_exact(&mut hello)).await.ok()?.ok()?;
-    same(&hello[..TOKEN_LEN], token).then(|| u32::from_be_bytes([hello[16], hello[17], hello[18], hello[19]]))
+    same(&hello[..TOKEN_LEN], token).then(|| crate::far::hello_id(&hello))
 }
 
 /// Compares without an early exit, so the time taken says nothing of where they differ.

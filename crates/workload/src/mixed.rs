@@ -12,13 +12,13 @@ use ccbench_probe::Sample;
 
 use crate::bulk::{aggregate_goodput, run_tcp_bulk, BulkResult, BulkSpec, GoodputPoint};
 use crate::common::lock;
-use crate::transport::{transport_of, Transport};
+use crate::Transport;
 use crate::{MeasureHook, QuicSample, RunContext, SeriesSink, SocketId, WorkloadError};
 
 /// Runs a mix whose flows use both transports.
 pub(crate) fn run_mixed_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, WorkloadError> {
     let plan = spec.plan();
-    let ids_of = |t: Transport| -> Vec<u32> { (0..plan.len() as u32).filter(|&i| transport_of(&plan[i as usize].cc) == t).collect() };
+    let ids_of = |t: Transport| -> Vec<u32> { (0..plan.len() as u32).filter(|&i| plan[i as usize].cc.transport() == t).collect() };
     let (tcp_ids, quic_ids) = (ids_of(Transport::Tcp), ids_of(Transport::Quic));
     let sub = |ids: &[u32]| BulkSpec { flows: ids.len() as u32, mix: ids.iter().map(|&i| plan[i as usize].clone()).collect(), ..spec.clone() };
     let (tcp_spec, quic_spec) = (sub(&tcp_ids), sub(&quic_ids));

@@ -10,24 +10,30 @@ use std::time::{Duration, Instant};
 use ccbench_netns::Netns;
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::{Side, WorkloadError};
+use crate::{Algorithm, Side, WorkloadError};
 
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Sets `cc` on a TCP socket as its kernel name: the one place an [`Algorithm`] becomes a
+/// `TCP_CONGESTION` name (issue 20: a remote upload with `--cc tcp:cubic` once handed the
+/// prefixed name to the kernel and failed). A QUIC algorithm is refused: it has no socket.
+pub fn set_algorithm<F: AsFd>(sock: F, cc: &Algorithm, side: Side) -> Result<(), WorkloadError> {
+    let Some(kernel) = cc.kernel_name() else {
+        return Err(WorkloadError::Setup(format!("{cc} is a QUIC algorithm, not kernel TCP's")));
+    };
+    ccbench_probe::set_congestion(sock, kernel).map_err(|source| WorkloadError::Congestion { cc: cc.to_string(), side, source })
+}
 
 /// A non-blocking listening socket made inside `server`'s namespace. With `cc` (the server
 /// sends), the algorithm is set on the listener, so accepted sockets inherit it (it is set
 /// again on each accepted socket with [`confirm_congestion`]).
-pub(crate) fn listen_in(server: &Netns, addr: Ipv4Addr, port: u16, cc: Option<&str>) -> Result<TcpListener, WorkloadError> {
+pub(crate) fn listen_in(server: &Netns, addr: Ipv4Addr, port: u16, cc: Option<&Algorithm>) -> Result<TcpListener, WorkloadError> {
     let sa = SocketAddr::V4(SocketAddrV4::new(addr, port));
     server.run(|| {
         let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
         sock.set_reuse_address(true)?;
         if let Some(cc) = cc {
-            ccbench_probe::set_congestion(&sock, crate::kernel_name(cc)).map_err(|source| WorkloadError::Congestion {
-                cc: cc.into(),
-                side: Side::Server,
-                source,
-            })?;
+            set_algorithm(&sock, cc, Side::Server)?;
         }
         sock.bind(&sa.into())?;
         sock.listen(1024)?;
@@ -36,57 +42,39 @@ pub(crate) fn listen_in(server: &Netns, addr: Ipv4Addr, port: u16, cc: Option<&s
     })
 }
 
-/// `n` unconnected, non-blocking TCP sockets made inside `client`'s namespace (one trip into
-/// it), with `cc` set when the client sends. They stay in that namespace wherever they are
-/// connected from.
-pub(crate) fn sockets_in(client: &Netns, n: usize, cc: Option<&str>) -> Result<Vec<TcpStream>, WorkloadError> {
-    client.run(|| (0..n).map(|_| new_client_socket(cc, None)).collect::<Result<Vec<_>, _>>())
+/// `n` unconnected, non-blocking client TCP sockets for `addr`'s family, with `cc` set when
+/// the client sends. Made inside `namespace` (one trip into it) when given, and they stay in
+/// it wherever they are connected from; else in this process's own namespace: the client end
+/// of a test against a remote `ccbench serve`, which needs no namespace and no root.
+pub(crate) fn sockets(namespace: Option<&Netns>, addr: SocketAddr, n: usize, cc: Option<&Algorithm>) -> Result<Vec<TcpStream>, WorkloadError> {
+    let make = || (0..n).map(|_| new_client_socket(addr, cc, None)).collect::<Result<Vec<TcpStream>, WorkloadError>>();
+    match namespace {
+        Some(ns) => ns.run(make),
+        None => make(),
+    }
 }
 
-/// One socket as [`sockets_in`] makes them, bound to the client-side `port`: the emulator tells
-/// a flow with an access link of its own by it (`ccbench_emu::access`).
-pub(crate) fn socket_at(client: &Netns, cc: Option<&str>, port: u16) -> Result<TcpStream, WorkloadError> {
-    client.run(|| new_client_socket(cc, Some(port)))
+/// One socket as [`sockets`] makes them in `client`'s namespace, bound to the client-side
+/// `port`: the emulator tells a flow with an access link of its own by it (`ccbench_emu::access`).
+pub(crate) fn socket_at(client: &Netns, addr: SocketAddr, cc: Option<&Algorithm>, port: u16) -> Result<TcpStream, WorkloadError> {
+    client.run(|| new_client_socket(addr, cc, Some(port)))
 }
 
-fn new_client_socket(cc: Option<&str>, port: Option<u16>) -> Result<TcpStream, WorkloadError> {
-    let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
+fn new_client_socket(addr: SocketAddr, cc: Option<&Algorithm>, port: Option<u16>) -> Result<TcpStream, WorkloadError> {
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     if let Some(cc) = cc {
-        ccbench_probe::set_congestion(&sock, crate::kernel_name(cc)).map_err(|source| WorkloadError::Congestion {
-            cc: cc.into(),
-            side: Side::Client,
-            source,
-        })?;
+        set_algorithm(&sock, cc, Side::Client)?;
     }
     if let Some(port) = port {
+        let any: std::net::IpAddr = if addr.is_ipv4() { Ipv4Addr::UNSPECIFIED.into() } else { std::net::Ipv6Addr::UNSPECIFIED.into() };
         sock.set_reuse_address(true)?;
-        sock.bind(&SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port)).into())?;
+        sock.bind(&SocketAddr::new(any, port).into())?;
     }
     sock.set_nonblocking(true)?;
     Ok(sock.into())
 }
 
-/// `n` unconnected, non-blocking TCP sockets for `addr`'s family, made in this process's own
-/// namespace, with `cc` set when the client sends: the client end of a test against a remote
-/// `ccbench serve`, which needs no namespace and no root.
-pub(crate) fn sockets_here(addr: SocketAddr, n: usize, cc: Option<&str>) -> Result<Vec<TcpStream>, WorkloadError> {
-    (0..n)
-        .map(|_| {
-            let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-            if let Some(cc) = cc {
-                ccbench_probe::set_congestion(&sock, crate::kernel_name(cc)).map_err(|source| WorkloadError::Congestion {
-                    cc: cc.into(),
-                    side: Side::Client,
-                    source,
-                })?;
-            }
-            sock.set_nonblocking(true)?;
-            Ok(sock.into())
-        })
-        .collect()
-}
-
-/// Connects a socket from [`sockets_in`] or [`sockets_here`] to `addr` on the current tokio
+/// Connects a socket from [`sockets`] to `addr` on the current tokio
 /// runtime.
 pub(crate) async fn connect(sock: TcpStream, addr: impl Into<SocketAddr>) -> io::Result<tokio::net::TcpStream> {
     let addr = addr.into();
@@ -98,7 +86,7 @@ pub(crate) async fn connect(sock: TcpStream, addr: impl Into<SocketAddr>) -> io:
     Ok(stream)
 }
 
-/// Connects a socket from [`sockets_in`] to `addr`, blocking the calling thread; the stream
+/// Connects a socket from [`sockets`] to `addr`, blocking the calling thread; the stream
 /// it returns is blocking.
 pub(crate) fn connect_blocking(sock: TcpStream, addr: SocketAddrV4) -> Result<TcpStream, WorkloadError> {
     let sock = Socket::from(sock);
@@ -129,31 +117,24 @@ pub(crate) fn accept_port(listener: &TcpListener, client_port: u16) -> Result<Tc
     }
 }
 
-/// Sets `cc` again on a connected sending socket and reads back what the kernel runs.
-pub fn confirm_congestion<F: AsFd>(sock: F, cc: &str, side: Side) -> Result<String, WorkloadError> {
+/// Sets `cc` again on a connected sending socket and reads back what the kernel runs, named
+/// as requested (`tcp:bbr` stays `tcp:bbr`), so results compare like with like.
+pub fn confirm_congestion<F: AsFd>(sock: F, cc: &Algorithm, side: Side) -> Result<String, WorkloadError> {
     let fd = sock.as_fd();
-    let kernel = crate::kernel_name(cc);
-    ccbench_probe::set_congestion(fd, kernel).map_err(|source| WorkloadError::Congestion { cc: cc.into(), side, source })?;
+    set_algorithm(fd, cc, side)?;
     let actual = ccbench_probe::congestion(fd)?;
-    if actual != kernel {
-        return Err(WorkloadError::CongestionMismatch { requested: cc.into(), actual });
+    if Some(actual.as_str()) != cc.kernel_name() {
+        return Err(WorkloadError::CongestionMismatch { requested: cc.to_string(), actual });
     }
-    // Named as requested (`tcp:bbr` stays `tcp:bbr`), so results compare like with like.
-    Ok(if kernel == cc { actual } else { format!("tcp:{actual}") })
+    Ok(cc.written_like(&actual))
 }
 
 /// A blocking TCP connection from the current namespace to `addr`, with `cc` set before it
 /// connects when this end sends: the client end of a test against a remote `ccbench serve`.
-pub fn client_socket(addr: SocketAddr, cc: Option<&str>) -> Result<TcpStream, WorkloadError> {
+pub fn client_socket(addr: SocketAddr, cc: Option<&Algorithm>) -> Result<TcpStream, WorkloadError> {
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     if let Some(cc) = cc {
-        // `tcp:cubic` is kernel TCP's `cubic` (issue 20: an upload with `--cc tcp:cubic` over
-        // `--remote` handed the prefixed name to the kernel and failed).
-        ccbench_probe::set_congestion(&sock, crate::kernel_name(cc)).map_err(|source| WorkloadError::Congestion {
-            cc: cc.into(),
-            side: Side::Client,
-            source,
-        })?;
+        set_algorithm(&sock, cc, Side::Client)?;
     }
     sock.connect_timeout(&addr.into(), CONNECT_TIMEOUT).map_err(|e| WorkloadError::Setup(format!("connecting to {addr}: {e}")))?;
     Ok(sock.into())
@@ -170,8 +151,18 @@ mod tests {
     fn a_transport_prefixed_name_is_set_as_the_kernel_name() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let sock = client_socket(addr, Some("tcp:reno")).expect("tcp:reno is kernel TCP's reno");
+        let sock = client_socket(addr, Some(&"tcp:reno".parse().unwrap())).expect("tcp:reno is kernel TCP's reno");
         assert_eq!(ccbench_probe::congestion(sock.as_fd()).unwrap(), "reno");
-        assert!(client_socket(addr, Some("tcp:no-such-algorithm")).is_err());
+        assert!(client_socket(addr, Some(&"tcp:no-such-algorithm".parse().unwrap())).is_err());
+    }
+
+    /// The read-back is named the way the request was written; a QUIC name never reaches a socket.
+    #[test]
+    fn the_read_back_is_written_like_the_request() {
+        let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)).unwrap();
+        assert_eq!(confirm_congestion(&sock, &"tcp:reno".parse().unwrap(), Side::Client).unwrap(), "tcp:reno");
+        assert_eq!(confirm_congestion(&sock, &"reno".parse().unwrap(), Side::Client).unwrap(), "reno");
+        let e = set_algorithm(&sock, &"quic:cubic".parse().unwrap(), Side::Client).unwrap_err();
+        assert_eq!(e.to_string(), "connection setup failed: quic:cubic is a QUIC algorithm, not kernel TCP's");
     }
 }

@@ -41,7 +41,7 @@ use crate::far::{Dial, FarHttp, FarReport};
 use crate::harness::{Finish, Harness, ServerLog, ServerProto};
 use crate::http_end::HttpEnd;
 use crate::sampler::Sampler;
-use crate::transport::{transport_of, Transport};
+use crate::Transport;
 use crate::{net, ByteBudget, MeasureHook, NoMeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -69,7 +69,7 @@ pub struct ObjectsSpec {
     pub object_bytes: u64,
     pub concurrency: u32,
     pub method: ObjectMethod,
-    pub cc: String,
+    pub cc: crate::Algorithm,
     pub port: u16,
     pub sample_interval_us: u64,
     /// Bound on the whole run, connection setup included.
@@ -315,6 +315,27 @@ struct Ctx<'a> {
     hook: &'a dyn MeasureHook,
 }
 
+impl crate::Spec for ObjectsSpec {
+    fn data_direction(&self) -> crate::Direction {
+        match self.method {
+            ObjectMethod::Put => crate::Direction::Upload,
+            ObjectMethod::Get => crate::Direction::Download,
+        }
+    }
+    fn timeout_s(&self) -> f64 {
+        self.timeout_s
+    }
+    fn sample_interval_us(&self) -> u64 {
+        self.sample_interval_us
+    }
+    fn metric(&self) -> &'static str {
+        "content throughput"
+    }
+    fn set_algorithm(&mut self, cc: &crate::Algorithm) {
+        self.cc = cc.clone();
+    }
+}
+
 impl Workload for ObjectsSpec {
     type Result = ObjectsResult;
 
@@ -330,7 +351,7 @@ fn run_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Result<ObjectsResult
     if spec.concurrency == 0 {
         return Err(WorkloadError::Setup("concurrency must be at least 1".into()));
     }
-    if transport_of(&spec.cc) == Transport::Quic {
+    if spec.cc.is_quic() {
         return crate::quic::run_quic_objects(spec, run);
     }
     let harness = Harness::new(run, spec.timeout_s, spec.sample_interval_us)?;
@@ -340,11 +361,11 @@ fn run_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Result<ObjectsResult
     }
 
     let sender = spec.method.sender();
-    let cc = spec.cc.as_str();
+    let cc = &spec.cc;
     let listener = harness.listen(spec.port, (sender == Side::Server).then_some(cc))?;
-    let sockets = net::sockets_in(run.client, spec.concurrency as usize, (sender == Side::Client).then_some(cc))?;
-    let make_service = service_maker(spec, harness.server_log.clone(), None);
     let dial = Dial::Local { client: run.client, addr: SocketAddrV4::new(run.server_addr, spec.port) };
+    let sockets = dial.sockets(spec.concurrency as usize, (sender == Side::Client).then_some(cc))?;
+    let make_service = service_maker(spec, harness.server_log.clone(), None);
     let ctx = Ctx {
         host: dial.host(),
         dial: &dial,
@@ -366,7 +387,7 @@ fn run_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Result<ObjectsResult
         Finish::TimedOut => Finish::TimedOut,
     };
     if let Some(actual) = lock(&log).mismatch.clone().or_else(|| harness.server_mismatch()) {
-        return Err(WorkloadError::CongestionMismatch { requested: spec.cc.clone(), actual });
+        return Err(WorkloadError::CongestionMismatch { requested: spec.cc.to_string(), actual });
     }
     let issued = ctx.next_request.load(Ordering::SeqCst).min(spec.requests);
     Ok(finish(spec, &log, &harness.server_log, harness.sampler.finish(run.epoch), run.epoch, issued, how))
@@ -413,7 +434,7 @@ pub fn run_objects_remote(
     let log = Mutex::new(ClientLog::default());
     let dial = Dial::Remote(far);
     let sender = spec.method.sender();
-    let outcome = match dial.sockets(spec.concurrency as usize, (sender == Side::Client).then_some(spec.cc.as_str())) {
+    let outcome = match dial.sockets(spec.concurrency as usize, (sender == Side::Client).then_some(&spec.cc)) {
         Ok(sockets) => {
             let ctx = Ctx {
                 host: dial.host(),
@@ -442,7 +463,7 @@ pub fn run_objects_remote(
         Finish::TimedOut => Finish::TimedOut,
     };
     if let Some(actual) = lock(&log).mismatch.clone().or_else(|| lock(&far.log.mismatch).clone()) {
-        return Err(WorkloadError::CongestionMismatch { requested: spec.cc.clone(), actual });
+        return Err(WorkloadError::CongestionMismatch { requested: spec.cc.to_string(), actual });
     }
     let mut sampled = harness.sampler.finish(epoch);
     far.absorb(&report, &mut sampled);
@@ -454,7 +475,7 @@ pub fn run_objects_remote(
 pub fn serve_objects_end(spec: &ObjectsSpec, listener: std::net::TcpListener, end: &HttpEnd<'_>) -> FarReport {
     let log = Arc::new(ServerLog::default());
     let make_service = service_maker(spec, log.clone(), Some(end.budget.clone()));
-    let cc = (spec.method.sender() == Side::Server).then_some(spec.cc.as_str());
+    let cc = (spec.method.sender() == Side::Server).then_some(&spec.cc);
     let mut report = crate::http_end::serve_end(listener, ServerProto::Http1, None, cc, spec.sample_interval_us, make_service, end);
     let errors = lock(&log.errors);
     report.errors += errors.count;
@@ -483,7 +504,7 @@ async fn client_main(ctx: &Ctx<'_>, sockets: Vec<std::net::TcpStream>) -> Result
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     if let Some(actual) = lock(&ctx.server_log.mismatch).clone() {
-        return Err(WorkloadError::CongestionMismatch { requested: ctx.spec.cc.clone(), actual });
+        return Err(WorkloadError::CongestionMismatch { requested: ctx.spec.cc.to_string(), actual });
     }
 
     // Phase 2: the requests, each worker one at a time on its own connection.
@@ -526,7 +547,7 @@ async fn worker(ctx: &Ctx<'_>, mut conn: Conn, first: Instant) {
     while let Some(index) = next_index(&ctx.next_request, spec.requests) {
         if conn.sender.is_closed() {
             // The server (or the path) closed this connection: open another, as a client would.
-            let reopened = match ctx.dial.sockets(1, (spec.method.sender() == Side::Client).then_some(spec.cc.as_str())) {
+            let reopened = match ctx.dial.sockets(1, (spec.method.sender() == Side::Client).then_some(&spec.cc)) {
                 Ok(mut v) => open_connection(ctx, v.remove(0)).await,
                 Err(e) => Err(e),
             };
@@ -610,7 +631,7 @@ fn finish(
                 id: c.id,
                 client_port: c.client_port,
                 sender,
-                cc_requested: spec.cc.clone(),
+                cc_requested: spec.cc.to_string(),
                 cc_read_back,
                 transport: Transport::Tcp,
                 cc_receiver: None,
@@ -670,7 +691,7 @@ pub(crate) fn summarize(spec: &ObjectsSpec, epoch: Instant, o: Outcome<'_>, how:
         method: spec.method,
         object_bytes: spec.object_bytes,
         concurrency: spec.concurrency,
-        cc_requested: spec.cc.clone(),
+        cc_requested: spec.cc.to_string(),
         start_us: o.first_request.map(|t| t.saturating_duration_since(epoch).as_micros() as u64),
         wall_time_s,
         requests_requested: spec.requests,

@@ -41,7 +41,7 @@ use crate::common::{self, lock, Errors, PatternBody};
 use crate::far::{Dial, FarHttp, FarReport};
 use crate::harness::{Finish, Harness, ServerLog, ServerProto};
 use crate::http_end::HttpEnd;
-use crate::transport::{transport_of, Transport};
+use crate::Transport;
 use crate::{ByteBudget, NoMeasureHook, RunContext, SeriesSink, SocketId, Workload, WorkloadError};
 
 /// What a page consists of: the HTML document's size and the size of every object (image,
@@ -214,7 +214,7 @@ pub struct PageSpec {
     pub page: PageModel,
     pub protocol: PageProtocol,
     /// Set on the server's sockets (the server sends the page).
-    pub cc: String,
+    pub cc: crate::Algorithm,
     pub port: u16,
     pub sample_interval_us: u64,
     /// Bound on the whole load, connection setup included.
@@ -382,6 +382,27 @@ impl Ctx<'_> {
     }
 }
 
+/// The page's load speed, as 1 / load time, is what the verdict compares.
+pub(crate) const PAGE_METRIC: &str = "page-load speed (1 / load time)";
+
+impl crate::Spec for PageSpec {
+    fn data_direction(&self) -> crate::Direction {
+        crate::Direction::Download
+    }
+    fn timeout_s(&self) -> f64 {
+        self.timeout_s
+    }
+    fn sample_interval_us(&self) -> u64 {
+        self.sample_interval_us
+    }
+    fn metric(&self) -> &'static str {
+        PAGE_METRIC
+    }
+    fn set_algorithm(&mut self, cc: &crate::Algorithm) {
+        self.cc = cc.clone();
+    }
+}
+
 impl Workload for PageSpec {
     type Result = PageResult;
 
@@ -395,7 +416,7 @@ impl Workload for PageSpec {
 /// Returns early, with what finished and `interrupted: true`, when the stop flag is set.
 fn load_page(spec: &PageSpec, run: &RunContext<'_>) -> Result<PageResult, WorkloadError> {
     check(spec)?;
-    if transport_of(&spec.cc) == Transport::Quic {
+    if spec.cc.is_quic() {
         return crate::quic::load_quic_page(spec, run);
     }
     let harness = Harness::new(run, spec.timeout_s, spec.sample_interval_us)?;
@@ -431,7 +452,7 @@ fn load_page(spec: &PageSpec, run: &RunContext<'_>) -> Result<PageResult, Worklo
     });
     harness.shutdown();
     if let Some(actual) = harness.server_mismatch() {
-        return Err(WorkloadError::CongestionMismatch { requested: spec.cc.clone(), actual });
+        return Err(WorkloadError::CongestionMismatch { requested: spec.cc.to_string(), actual });
     }
     Ok(finish(spec, &log, &harness.server_log, harness.sampler.finish(run.epoch), run.epoch, Some(nav_start), how))
 }
@@ -485,7 +506,7 @@ pub fn run_page_remote(
     let report = end_far().map_err(WorkloadError::Setup)?;
     let how = outcome?;
     if let Some(actual) = lock(&far.log.mismatch).clone() {
-        return Err(WorkloadError::CongestionMismatch { requested: spec.cc.clone(), actual });
+        return Err(WorkloadError::CongestionMismatch { requested: spec.cc.to_string(), actual });
     }
     let mut sampled = harness.sampler.finish(epoch);
     far.absorb(&report, &mut sampled);
@@ -744,7 +765,7 @@ fn finish(
         .map(|c| PageConnection {
             id: c.id,
             client_port: c.client_port,
-            cc_requested: spec.cc.clone(),
+            cc_requested: spec.cc.to_string(),
             cc_read_back: accepted.iter().find(|a| a.client_port == c.client_port).and_then(|a| a.cc_read_back.clone()),
             transport: Transport::Tcp,
             cc_receiver: None,
@@ -790,7 +811,7 @@ pub(crate) fn summarize(spec: &PageSpec, epoch: Instant, o: Outcome<'_>, how: Fi
     error_messages.extend(o.server_errors.messages.iter().map(|m| format!("server: {m}")));
     PageResult {
         protocol: spec.protocol,
-        cc_requested: spec.cc.clone(),
+        cc_requested: spec.cc.to_string(),
         start_us: o.nav_start.map(|t| t.saturating_duration_since(epoch).as_micros() as u64),
         html_ttfb_s: html.ttfb_s,
         html_complete_s: if html.ok { html.complete_s } else { None },

@@ -66,7 +66,7 @@ pub(crate) async fn relay(listener: std::net::TcpListener, dialer: FarDialer, er
         tokio::spawn(async move {
             // Each write goes at once, as it would from Chromium's own socket.
             let _ = near.set_nodelay(true);
-            let far = crate::net::sockets_here(dialer.addr, 1, None).map_err(|e| io::Error::other(e.to_string()));
+            let far = crate::net::sockets(None, dialer.addr, 1, None).map_err(|e| io::Error::other(e.to_string()));
             let far = match far {
                 Ok(mut socks) => dialer.connect(socks.remove(0)).await,
                 Err(e) => Err(e),

@@ -14,7 +14,17 @@ use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction, MeasureHook, Mem
 use common::{have_root, lock, start_path, LINK_MBIT, PAYLOAD_FRACTION};
 
 fn spec(direction: Direction, amount: Amount, cc: &str, flows: u32) -> BulkSpec {
-    BulkSpec { flows, direction, amount, cc: cc.into(), mix: Vec::new(), port: 5201, sample_interval_us: 10_000, timeout_s: 20.0, quic_receiver_cc: None }
+    BulkSpec {
+        flows,
+        direction,
+        amount,
+        cc: cc.parse().unwrap(),
+        mix: Vec::new(),
+        port: 5201,
+        sample_interval_us: 10_000,
+        timeout_s: 20.0,
+        quic_receiver_cc: None,
+    }
 }
 
 /// Every call the workload makes to its hook, in order.
@@ -57,8 +67,8 @@ fn check_flows(r: &BulkResult, series: &MemorySeries, spec: &BulkSpec, seconds: 
         assert_eq!(f.error, None, "flow {}", f.id);
         assert!(f.completed, "flow {} incomplete", f.id);
         assert_eq!(f.sender, spec.direction.sender());
-        assert_eq!(f.cc_requested, plan.cc);
-        assert_eq!(f.cc_read_back, plan.cc, "flow {}", f.id);
+        assert_eq!(f.cc_requested, plan.cc.to_string());
+        assert_eq!(f.cc_read_back, plan.cc.to_string(), "flow {}", f.id);
         assert!(f.final_tcp_info.is_some(), "flow {}: no final TCP_INFO", f.id);
         // One sample per round from the start to the end, none before the transfer started.
         let samples = series.samples(SocketId::Flow(f.id));
@@ -147,7 +157,10 @@ fn a_mix_starts_each_flow_at_its_offset() {
         return;
     }
     let _g = lock();
-    let mix = vec![MixFlow { cc: "cubic".into(), start_s: 0.0, client_port: None }, MixFlow { cc: "bbr".into(), start_s: 0.5, client_port: None }];
+    let mix = vec![
+        MixFlow { cc: "cubic".parse().unwrap(), start_s: 0.0, client_port: None },
+        MixFlow { cc: "bbr".parse().unwrap(), start_s: 0.5, client_port: None },
+    ];
     let spec = BulkSpec { mix, ..spec(Direction::Download, Amount::Seconds(1.5), "cubic", 0) };
     let (r, _, series) = run(&spec, 5);
     check_flows(&r, &series, &spec, 1.5);

@@ -12,7 +12,7 @@ use ccbench_workload::{MemorySeries, PageModel, PageProtocol, PageResult, PageSp
 use common::{have_root, lock, start_path, LINK_MBIT, PAYLOAD_FRACTION};
 
 fn spec(page: &str, protocol: PageProtocol, cc: &str) -> PageSpec {
-    PageSpec { page: PageModel::builtin(page).unwrap(), protocol, cc: cc.into(), port: 8080, sample_interval_us: 10_000, timeout_s: 30.0 }
+    PageSpec { page: PageModel::builtin(page).unwrap(), protocol, cc: cc.parse().unwrap(), port: 8080, sample_interval_us: 10_000, timeout_s: 30.0 }
 }
 
 /// The result and the series the load handed over.
@@ -42,7 +42,7 @@ fn check_complete(r: &PageResult, series: &MemorySeries, spec: &PageSpec, rtt_s:
     assert_eq!(r.connections_used, r.server_connections);
     assert_eq!(r.connections.len() as u32, r.connections_used);
     for c in &r.connections {
-        assert_eq!(c.cc_read_back.as_deref(), Some(spec.cc.as_str()), "connection {}", c.id);
+        assert_eq!(c.cc_read_back.as_deref(), Some(spec.cc.to_string().as_str()), "connection {}", c.id);
         assert!(!series.samples(SocketId::Connection(c.client_port)).is_empty(), "no TCP_INFO samples for connection {}", c.id);
     }
     // Series of the server's sockets of these connections, and of nothing else.

@@ -12,7 +12,17 @@ use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction, MemorySeries, Mi
 use common::{have_root, lock, start_path, LINK_MBIT};
 
 fn spec(direction: Direction, amount: Amount, cc: &str, flows: u32) -> BulkSpec {
-    BulkSpec { flows, direction, amount, cc: cc.into(), mix: Vec::new(), port: 5301, sample_interval_us: 10_000, timeout_s: 20.0, quic_receiver_cc: None }
+    BulkSpec {
+        flows,
+        direction,
+        amount,
+        cc: cc.parse().unwrap(),
+        mix: Vec::new(),
+        port: 5301,
+        sample_interval_us: 10_000,
+        timeout_s: 20.0,
+        quic_receiver_cc: None,
+    }
 }
 
 fn run(spec: &BulkSpec) -> (BulkResult, MemorySeries) {
@@ -76,8 +86,11 @@ fn a_quic_file_upload_mix_arrives_whole_on_separate_connections() {
         return;
     }
     let _g = lock();
-    let mix = vec![MixFlow { cc: "quic:bbr3".into(), start_s: 0.0, client_port: None }, MixFlow { cc: "quic:newreno".into(), start_s: 0.0, client_port: None }];
-    let spec = BulkSpec { mix, ..spec(Direction::Upload, Amount::Bytes(2_000_000), "", 2) };
+    let mix = vec![
+        MixFlow { cc: "quic:bbr3".parse().unwrap(), start_s: 0.0, client_port: None },
+        MixFlow { cc: "quic:newreno".parse().unwrap(), start_s: 0.0, client_port: None },
+    ];
+    let spec = BulkSpec { mix, cc: Default::default(), ..spec(Direction::Upload, Amount::Bytes(2_000_000), "quic:bbr3", 2) };
     let (r, _) = run(&spec);
     for (f, cc) in r.flows.iter().zip(["quic:bbr3", "quic:newreno"]) {
         assert_eq!(f.error, None, "flow {}", f.id);

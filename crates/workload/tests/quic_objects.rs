@@ -15,7 +15,17 @@ use ccbench_workload::{MeasureHook, MemorySeries, ObjectMethod, ObjectsResult, O
 use common::{have_root, lock, start_path, Garbage, LINK_MBIT};
 
 fn spec(method: ObjectMethod, cc: &str, requests: u32, object_bytes: u64, concurrency: u32) -> ObjectsSpec {
-    ObjectsSpec { requests, object_bytes, concurrency, method, cc: cc.into(), port: 9300, sample_interval_us: 10_000, timeout_s: 30.0, quic_receiver_cc: None }
+    ObjectsSpec {
+        requests,
+        object_bytes,
+        concurrency,
+        method,
+        cc: cc.parse().unwrap(),
+        port: 9300,
+        sample_interval_us: 10_000,
+        timeout_s: 30.0,
+        quic_receiver_cc: None,
+    }
 }
 
 /// The instants the workload opened and closed its measured span at.
@@ -62,7 +72,7 @@ fn check_complete(r: &ObjectsResult, series: &MemorySeries, spec: &ObjectsSpec) 
     assert_eq!((r.client_connections, r.server_connections, r.connections.len()), (1, 1, 1));
     let c = &r.connections[0];
     assert_eq!((c.transport, c.sender, c.requests_completed), (Transport::Quic, spec.method.sender(), spec.requests));
-    assert_eq!(c.cc_read_back.as_deref(), Some(spec.cc.as_str()));
+    assert_eq!(c.cc_read_back.as_deref(), Some(spec.cc.to_string().as_str()));
     assert!(c.final_tcp_info.is_none());
     let last = c.final_quic.as_ref().expect("the sender's last sample");
     assert!(last.packets_sent > 0 && last.bytes_acked >= r.content_bytes, "{last:?}");

@@ -44,7 +44,7 @@ fn a_page_over_quic_loads_whole_on_one_connection() {
     let spec = PageSpec {
         page: PageModel::builtin("news").unwrap(),
         protocol: PageProtocol::default(),
-        cc: "quic:bbr3".into(),
+        cc: "quic:bbr3".parse().unwrap(),
         port: 8380,
         sample_interval_us: 10_000,
         timeout_s: 30.0,
@@ -104,7 +104,7 @@ fn a_quic_page_that_cannot_load_in_time_ends_at_its_timeout() {
     let stop = AtomicBool::new(false);
     // 20 MB: seconds at 50 Mbit/s, against half a second allowed.
     let page = PageModel { html_bytes: 100_000, objects: vec![500_000; 40] };
-    let spec = PageSpec { page, protocol: PageProtocol::Http2, cc: "quic:cubic".into(), port: 8381, sample_interval_us: 10_000, timeout_s: 0.5 };
+    let spec = PageSpec { page, protocol: PageProtocol::Http2, cc: "quic:cubic".parse().unwrap(), port: 8381, sample_interval_us: 10_000, timeout_s: 0.5 };
     let t = Instant::now();
     let r = spec.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).expect("page load");
     assert!(t.elapsed().as_secs_f64() < 1.5, "took {:?}", t.elapsed());

@@ -15,8 +15,8 @@ use super::pair::{self, connect_pair, quic_algorithm, server_endpoint};
 use super::{BbrView, ReadBack, Tls};
 use crate::bulk::{aggregate_goodput, Amount, BbrEvent, BulkResult, BulkSpec, EndClock, FlowResult, FlowWindow, GoodputPoint, MixFlow};
 use crate::common::{lock, micros_since, multi_thread_runtime, CHUNK};
-use crate::transport::Transport;
 use crate::ByteBudget;
+use crate::Transport;
 use crate::{QuicSample, RunContext, SocketId, WorkloadError};
 
 /// How often blocked stream calls come back to look at the clock and the stop flag.
@@ -229,7 +229,7 @@ pub(super) fn assemble_flows(
         results.push(FlowResult {
             id: id as u32,
             sender: spec.direction.sender(),
-            cc_requested: flow.cc.clone(),
+            cc_requested: flow.cc.to_string(),
             start_s: flow.start_s,
             cc_read_back: conn.read_back.sender.clone(),
             transport: Transport::Quic,

@@ -56,9 +56,6 @@ pub(crate) fn connection_seed(run_seed: u64, index: u64) -> u64 {
 /// The QUIC implementation behind `quic:*` names, as provenance records it.
 pub const QUIC_STACK: &str = "noq 1.4 (quinn fork), rustls 0.23 with ring";
 
-/// The QUIC algorithms this build offers, as written after `quic:`.
-pub const QUIC_ALGORITHMS: &[&str] = &["cubic", "newreno", "bbr2", "bbr3"];
-
 /// How noq builds a connection's controller.
 pub(crate) type Factory = Arc<dyn ControllerFactory + Send + Sync>;
 
@@ -74,25 +71,60 @@ pub(crate) trait BbrView: Send + Sync {
     fn take_events(&self) -> Vec<(std::time::Instant, String, String)>;
 }
 
-/// A controller factory for QUIC algorithm `alg` and, when the controller exposes it, its BBR
-/// view; `None` for a name not in [`QUIC_ALGORITHMS`]. The one place a name becomes a
-/// controller. `bbr2`/`bbr3` are our own sans-IO BBR (`ccbench-quic-cc`, draft-ietf-ccwg-bbr),
-/// whose state the sampler can read, with probe randomness drawn from `seed` (one per
-/// connection); `cubic` is our CUBIC with HyStart++ (`ccbench-quic-cc`: noq's has no
-/// slow-start exit but loss); NewReno is noq's.
-pub(crate) fn controller_factory(alg: &str, seed: u64) -> Option<(Factory, Option<Arc<dyn BbrView>>)> {
-    let bbr = |version| {
-        let telemetry = Telemetry::default();
-        let view: Arc<dyn BbrView> = Arc::new(telemetry.clone());
-        (BbrFactory::with_seed(version, telemetry, seed) as Factory, Some(view))
-    };
-    Some(match alg {
-        "cubic" => (CubicFactory::new() as Factory, None),
-        "newreno" => (Arc::new(NewRenoConfig::default()), None),
-        "bbr2" => bbr(BbrVersion::V2),
-        "bbr3" => bbr(BbrVersion::V3),
-        _ => return None,
-    })
+/// A QUIC controller this build offers: its name (as written after `quic:`), how a connection's
+/// controller is built, and how one is recognised when read back. The one table of them (add a
+/// controller here and nowhere else); `bbr2`/`bbr3` are our own sans-IO BBR (`ccbench-quic-cc`,
+/// draft-ietf-ccwg-bbr), whose state the sampler can read, with probe randomness drawn from the
+/// seed (one per connection); `cubic` is our CUBIC with HyStart++ (`ccbench-quic-cc`: noq's has
+/// no slow-start exit but loss); NewReno is noq's.
+/// A controller factory and, when its controllers expose it, their BBR view.
+pub(crate) type Built = (Factory, Option<Arc<dyn BbrView>>);
+
+struct QuicController {
+    name: &'static str,
+    factory: fn(seed: u64) -> Built,
+    /// Whether a controller, unwrapped from its observer, is this one.
+    is: fn(&dyn std::any::Any) -> bool,
+}
+
+const QUIC_CONTROLLERS: &[QuicController] = &[
+    QuicController {
+        name: "cubic",
+        factory: |_| (CubicFactory::new() as Factory, None),
+        // noq's own CUBIC too, should a peer's config ever carry it.
+        is: |c| c.is::<ccbench_quic_cc::Cubic>() || c.is::<Cubic>(),
+    },
+    QuicController { name: "newreno", factory: |_| (Arc::new(NewRenoConfig::default()), None), is: |c| c.is::<NewReno>() },
+    QuicController { name: "bbr2", factory: |seed| bbr(BbrVersion::V2, seed), is: |c| c.downcast_ref::<Bbr>().is_some_and(|b| b.version() == BbrVersion::V2) },
+    QuicController { name: "bbr3", factory: |seed| bbr(BbrVersion::V3, seed), is: |c| c.downcast_ref::<Bbr>().is_some_and(|b| b.version() == BbrVersion::V3) },
+];
+
+fn bbr(version: BbrVersion, seed: u64) -> Built {
+    let telemetry = Telemetry::default();
+    let view: Arc<dyn BbrView> = Arc::new(telemetry.clone());
+    (BbrFactory::with_seed(version, telemetry, seed) as Factory, Some(view))
+}
+
+/// The QUIC algorithms this build offers, as written after `quic:`.
+pub fn quic_algorithms() -> Vec<&'static str> {
+    QUIC_CONTROLLERS.iter().map(|c| c.name).collect()
+}
+
+/// The same, as algorithm names (`quic:cubic`), for messages that list what would work.
+pub fn quic_algorithm_names() -> Vec<String> {
+    QUIC_CONTROLLERS.iter().map(|c| quic_name(c.name)).collect()
+}
+
+/// Whether this build has QUIC algorithm `name` (as written after `quic:`).
+pub fn has_quic_algorithm(name: &str) -> bool {
+    QUIC_CONTROLLERS.iter().any(|c| c.name == name)
+}
+
+/// A controller factory for QUIC algorithm `alg` (as written after `quic:`) and, when the
+/// controller exposes it, its BBR view; `None` for a name not in [`QUIC_CONTROLLERS`]. The one
+/// place a name becomes a controller.
+pub(crate) fn controller_factory(alg: &str, seed: u64) -> Option<Built> {
+    QUIC_CONTROLLERS.iter().find(|c| c.name == alg).map(|c| (c.factory)(seed))
 }
 
 impl BbrView for Telemetry {
@@ -120,27 +152,21 @@ fn algorithm_of(controller: Box<dyn Controller>) -> Option<&'static str> {
         Ok(observed) => observed.inner.into_any(),
         Err(other) => other,
     };
-    if inner.is::<ccbench_quic_cc::Cubic>() || inner.is::<Cubic>() {
-        Some("cubic")
-    } else if inner.is::<NewReno>() {
-        Some("newreno")
-    } else if let Ok(bbr) = inner.downcast::<Bbr>() {
-        Some(match bbr.version() {
-            BbrVersion::V2 => "bbr2",
-            BbrVersion::V3 => "bbr3",
-        })
-    } else {
-        None
-    }
+    QUIC_CONTROLLERS.iter().find(|c| (c.is)(inner.as_ref())).map(|c| c.name)
+}
+
+/// A QUIC controller's name (`bbr3`) as an algorithm name (`quic:bbr3`).
+pub(crate) fn quic_name(controller: &str) -> String {
+    format!("{}:{controller}", crate::Transport::Quic.as_str())
 }
 
 /// The algorithm in effect on a connection, read back from its controller, as `quic:NAME`.
 pub(crate) fn read_back(conn: &noq::Connection) -> String {
-    match conn.congestion_state(noq::PathId::ZERO).map(algorithm_of) {
-        Some(Some(alg)) => format!("quic:{alg}"),
-        Some(None) => "quic:unknown".into(),
-        None => "quic:none".into(),
-    }
+    quic_name(match conn.congestion_state(noq::PathId::ZERO).map(algorithm_of) {
+        Some(Some(alg)) => alg,
+        Some(None) => "unknown",
+        None => "none",
+    })
 }
 
 /// What each end of a QUIC connection ran, read back from the connections themselves.
@@ -182,7 +208,7 @@ fn transport(factory: Arc<dyn ControllerFactory + Send + Sync>) -> Arc<Transport
 /// controller's BBR view when it has one; `seed` draws the controller's randomness.
 pub(crate) fn observed_transport(alg: &str, probe: &Arc<Probe>, seed: u64) -> Result<ObservedTransport, WorkloadError> {
     let (inner, view) =
-        controller_factory(alg, seed).ok_or_else(|| WorkloadError::Setup(format!("no QUIC algorithm {alg:?} (known: {})", QUIC_ALGORITHMS.join(", "))))?;
+        controller_factory(alg, seed).ok_or_else(|| WorkloadError::Setup(format!("no QUIC algorithm {alg:?} (known: {})", quic_algorithms().join(", "))))?;
     Ok((transport(Arc::new(ObservedFactory { inner, probe: probe.clone() })), view))
 }
 
@@ -275,6 +301,27 @@ pub(crate) fn endpoint(sock: UdpSocket, server: Option<ServerConfig>) -> Result<
 pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub(crate) const SNI: &str = SERVER_NAME;
+
+#[cfg(test)]
+mod registry_tests {
+    use super::*;
+
+    /// The table's two directions agree: each controller built from a name, bare or observed,
+    /// reads back as that name.
+    #[test]
+    fn every_controller_reads_back_as_its_name() {
+        let now = std::time::Instant::now();
+        for name in quic_algorithms() {
+            let (factory, _) = controller_factory(name, 1).unwrap();
+            assert_eq!(algorithm_of(factory.clone().build(now, 1200)), Some(name));
+            let observed = Arc::new(ObservedFactory { inner: factory, probe: Arc::new(Probe::default()) });
+            assert_eq!(algorithm_of(observed.build(now, 1200)), Some(name));
+            assert!(has_quic_algorithm(name));
+        }
+        assert_eq!(quic_algorithms(), ["cubic", "newreno", "bbr2", "bbr3"]);
+        assert!(controller_factory("bbr1", 1).is_none() && !has_quic_algorithm("bbr1"));
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -30,7 +30,7 @@ use super::{Tls, MAX_STREAMS};
 use crate::common::{join_all, lock, multi_thread_runtime, stopped, Errors};
 use crate::harness::Finish;
 use crate::objects::{next_index, summarize, Ended, ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, Outcome, RequestLog, Tally};
-use crate::transport::Transport;
+use crate::Transport;
 use crate::{MeasureHook, QuicSample, RunContext, WorkloadError};
 
 /// What the client's workers record.
@@ -124,7 +124,7 @@ fn finish(
             id: 0,
             client_port: pair.client_port,
             sender: pair.sender_side,
-            cc_requested: spec.cc.clone(),
+            cc_requested: spec.cc.to_string(),
             cc_read_back: Some(pair.read_back.sender.clone()),
             transport: Transport::Quic,
             cc_receiver: Some(pair.read_back.receiver.clone()),

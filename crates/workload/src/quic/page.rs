@@ -26,7 +26,7 @@ use super::{Tls, HANDSHAKE_TIMEOUT};
 use crate::common::{join_all, lock, multi_thread_runtime, stopped, Errors};
 use crate::harness::Finish;
 use crate::page::{resource_list, summarize, Outcome, PageConnection, PageResult, PageSpec, ResourceTiming};
-use crate::transport::Transport;
+use crate::Transport;
 use crate::{MeasureHook, QuicSample, RunContext, Side, WorkloadError};
 
 /// What the client records.
@@ -250,7 +250,7 @@ fn finish(
         .map(|(pair, last)| PageConnection {
             id: 0,
             client_port: pair.client_port,
-            cc_requested: spec.cc.clone(),
+            cc_requested: spec.cc.to_string(),
             cc_read_back: Some(pair.read_back.sender.clone()),
             transport: Transport::Quic,
             cc_receiver: Some(pair.read_back.receiver.clone()),

@@ -14,7 +14,7 @@ use super::observe::Probe;
 use super::{connection_seed, endpoint, observed_transport, read_back, udp_in, BbrView, ReadBack, Tls, HANDSHAKE_TIMEOUT, SNI};
 use crate::bulk::BbrEvent;
 use crate::common::micros_since;
-use crate::transport::{split_cc, Transport};
+use crate::Algorithm;
 use crate::{QuicSample, RunContext, Side, SocketId, WorkloadError};
 
 /// A connected pair: the client's and the server's view of one connection.
@@ -51,10 +51,11 @@ impl Pair {
 }
 
 /// The algorithm after `quic:` in `requested`, or why it is not a QUIC name.
-pub(crate) fn quic_algorithm(requested: &str) -> Result<String, WorkloadError> {
-    match split_cc(requested) {
-        Ok((Transport::Quic, alg)) => Ok(alg.to_string()),
-        _ => Err(WorkloadError::Setup(format!("{requested:?} is not a QUIC algorithm"))),
+pub(crate) fn quic_algorithm(requested: &Algorithm) -> Result<String, WorkloadError> {
+    if requested.is_quic() {
+        Ok(requested.name().to_string())
+    } else {
+        Err(WorkloadError::Setup(format!("{:?} is not a QUIC algorithm", requested.to_string())))
     }
 }
 
@@ -154,7 +155,7 @@ impl Dial {
             Side::Server => (s, c),
         };
         let read_back = ReadBack { sender: read_back(&sender), receiver: read_back(&receiver) };
-        let wanted = format!("quic:{}", self.algorithm);
+        let wanted = super::quic_name(&self.algorithm);
         if read_back.sender != wanted || !self.send_probe.was_built() {
             return Err(WorkloadError::CongestionMismatch { requested: wanted, actual: read_back.sender });
         }

@@ -32,7 +32,6 @@ use crate::bulk::{aggregate_goodput, Amount, BbrEvent, BulkResult, BulkSpec, Flo
 use crate::common::{lock, micros_since, multi_thread_runtime};
 use crate::far::{data_hello, DATA_HELLO_LEN, TOKEN_LEN};
 use crate::http_end::{same, HELLO_TIMEOUT};
-use crate::transport::{split_cc, Transport};
 use crate::{ByteBudget, EndClock, SeriesSink, Side, SocketId, WorkloadError};
 
 /// How often blocked calls come back to look at the clock.
@@ -82,16 +81,13 @@ struct EndTransport {
 
 fn end_transport(spec: &BulkSpec, plan: &[MixFlow], flows: &[u32], side: Side) -> Result<EndTransport, WorkloadError> {
     let requested = &plan[flows[0] as usize].cc;
-    let algorithm = match split_cc(requested) {
-        Ok((Transport::Quic, alg)) => alg.to_string(),
-        _ => return Err(WorkloadError::Setup(format!("{requested:?} is not a QUIC algorithm"))),
-    };
+    let algorithm = super::pair::quic_algorithm(requested)?;
     let sends = spec.direction.sender() == side;
     let alg = if sends { algorithm.clone() } else { spec.quic_receiver_cc.clone().unwrap_or_else(|| algorithm.clone()) };
     let probe = Arc::new(Probe::default());
     // A remote end has no run seed: each connection is seeded by its first flow's number.
     let (transport, bbr) = observed_transport(&alg, &probe, connection_seed(0, u64::from(flows[0])))?;
-    Ok(EndTransport { transport, probe, bbr, sends, wanted: format!("quic:{algorithm}") })
+    Ok(EndTransport { transport, probe, bbr, sends, wanted: super::quic_name(&algorithm) })
 }
 
 /// Checks a connection's controller where this end sends: it must be the one asked for.
@@ -306,7 +302,7 @@ impl QuicFarClient {
             .iter()
             .enumerate()
             .map(|(g, c)| {
-                let far_rb = far_read_backs.get(g).cloned().unwrap_or_else(|| "quic:unknown".into());
+                let far_rb = far_read_backs.get(g).cloned().unwrap_or_else(|| super::quic_name("unknown"));
                 let read_back = if sends_here {
                     ReadBack { sender: c.read_back.clone(), receiver: far_rb }
                 } else {
@@ -482,7 +478,7 @@ mod tests {
             flows: 1,
             direction,
             amount: Amount::Seconds(0.5),
-            cc: "quic:cubic".into(),
+            cc: "quic:cubic".parse().unwrap(),
             mix: Vec::new(),
             port: 0,
             sample_interval_us: 10_000,
