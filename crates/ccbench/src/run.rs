@@ -59,6 +59,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
         }
     };
     let out = args.out.clone().unwrap_or_else(|| default_out(&plan.names().join("-")));
+    check_outputs(&out, args.junit.as_deref())?;
     let stop = install_stop()?;
     let bar = Bar::new(planned_runs(&plan));
     let (result, code) = run_plan(&plan, &out, &stop, &bar)?;
@@ -70,6 +71,20 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
         println!("{}", ccbench::export::json::to_string(&result)?);
     }
     Ok(code)
+}
+
+/// `--out` and `--junit` checked before the first run, so a typo costs a line, not an
+/// experiment's worth of waiting: the results directory is created now (it must be, for the
+/// run to write into), and the JUnit file's directory must exist. Both are the last checks, so
+/// a directory made here is never left behind by a refused flag.
+pub fn check_outputs(out: &Path, junit: Option<&Path>) -> Result<(), UsageError> {
+    if let Some(junit) = junit {
+        let dir = junit.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if junit.is_dir() || !dir.is_dir() {
+            return Err(UsageError::new("--junit", junit.display(), "a file path in an existing directory (the JUnit XML is written there when the run ends)"));
+        }
+    }
+    std::fs::create_dir_all(out).map_err(|e| UsageError::new("--out", out.display(), format!("a directory ccbench can create and write into ({e})")))
 }
 
 /// The plan of a run over a real path: the flags checked as for an emulated run (the
@@ -192,6 +207,7 @@ fn run_preset(spec: &str, args: &RunArgs) -> anyhow::Result<i32> {
     }
     require_root("run")?;
     let out = args.out.clone().unwrap_or_else(|| default_out(&slug(&preset.name)));
+    check_outputs(&out, args.junit.as_deref())?;
     let stop = install_stop()?;
     let bar = Bar::new(plans.iter().map(|(_, p)| planned_runs(p)).sum());
     println!("Preset    {}: {}", preset.name, preset.description);

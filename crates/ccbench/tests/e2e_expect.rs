@@ -140,6 +140,25 @@ fn too_few_runs_leave_an_expectation_undecided_and_exit_1() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// `--junit` into a directory that does not exist, and `--out` where no directory can be made,
+/// are refused before the first run (not after the whole experiment), in one line, exit 2,
+/// with no results directory made for the refused `--junit`.
+#[test]
+fn unwritable_outputs_are_refused_before_the_first_run() {
+    if !have_root_and_tun() {
+        return;
+    }
+    let out = out_path("expect-junit-dir");
+    let o = ccbench(&["run", "--cc", "cubic", "--duration", "1s", "--runs", "1", "--junit", "/nonexistent-ccbench-dir/j.xml", "--out", &out.to_string_lossy()]);
+    one_line(&o, 2, "--junit");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent-ccbench-dir/j.xml"), "{}", text(&o));
+    assert!(o.stdout.is_empty(), "nothing ran: {}", text(&o));
+    assert!(!out.exists(), "no results directory for a refused --junit");
+    let o = ccbench(&["run", "--cc", "cubic", "--duration", "1s", "--runs", "1", "--out", "/proc/ccbench-no-such-dir"]);
+    one_line(&o, 2, "--out");
+    assert!(o.stdout.is_empty(), "nothing ran: {}", text(&o));
+}
+
 /// Refused before anything is created, in one line naming --expect, the expression and what
 /// is allowed; also in a preset's `[[expect]]`. Needs no root: checked before it is asked for.
 #[test]
