@@ -312,7 +312,83 @@ impl<'a> UdpSegmenter<'a> {
 }
 
 #[cfg(test)]
+mod fixtures {
+    //! The packets both test modules cut and merge, and the one loop that cuts them.
+    use super::*;
+
+    /// The first sequence number of [`superframe`]: near the wrap, so every test crosses it.
+    pub(super) const FIRST_SEQ: u32 = 0xffff_fff0;
+
+    /// A TCP/IPv4 superframe as the kernel hands it over with TSO (without the vnet header):
+    /// a 32-byte TCP header (timestamps), DF set, IP ID and sequence number near their wraps.
+    pub(super) fn superframe(payload_len: usize, flags: u8) -> Vec<u8> {
+        let mut p = vec![0u8; 20 + 32 + payload_len];
+        p[0] = 0x45;
+        let total = p.len() as u16;
+        p[2..4].copy_from_slice(&total.to_be_bytes());
+        p[4..6].copy_from_slice(&0xfff0u16.to_be_bytes()); // IP id near wrap
+        p[6] = 0x40; // DF
+        p[8] = 64;
+        p[9] = 6;
+        p[12..16].copy_from_slice(&[10, 77, 0, 2]);
+        p[16..20].copy_from_slice(&[10, 77, 0, 1]);
+        p[20..22].copy_from_slice(&5201u16.to_be_bytes());
+        p[22..24].copy_from_slice(&40000u16.to_be_bytes());
+        p[24..28].copy_from_slice(&FIRST_SEQ.to_be_bytes());
+        p[32] = 8 << 4; // 32-byte TCP header (timestamps)
+        p[33] = flags;
+        for (i, b) in p[52..].iter_mut().enumerate() {
+            *b = (i * 7 + 3) as u8;
+        }
+        p
+    }
+
+    /// A UDP/IPv4 GSO batch (without the vnet header) of `payload_len` bytes, IP ID near its wrap.
+    pub(super) fn udp_batch(payload_len: usize) -> Vec<u8> {
+        let mut p = vec![0u8; 20 + 8 + payload_len];
+        p[0] = 0x45;
+        let total = p.len() as u16;
+        p[2..4].copy_from_slice(&total.to_be_bytes());
+        p[4..6].copy_from_slice(&0xfffeu16.to_be_bytes()); // IP id near wrap
+        p[8] = 64;
+        p[9] = 17;
+        p[12..16].copy_from_slice(&[10, 77, 0, 2]);
+        p[16..20].copy_from_slice(&[10, 77, 0, 1]);
+        p[20..22].copy_from_slice(&4433u16.to_be_bytes());
+        p[22..24].copy_from_slice(&40000u16.to_be_bytes());
+        p[24..26].copy_from_slice(&((8 + payload_len) as u16).to_be_bytes());
+        for (i, b) in p[28..].iter_mut().enumerate() {
+            *b = (i * 13 + 5) as u8;
+        }
+        p
+    }
+
+    /// Every packet a segmenter cuts, each as written (vnet header + IP packet).
+    pub(super) fn cut_all(frame: &Superframe) -> Vec<Vec<u8>> {
+        (0..frame.count())
+            .map(|i| {
+                let mut buf = vec![0u8; 2048];
+                let n = frame.write(i, &mut buf).unwrap();
+                buf.truncate(n);
+                buf
+            })
+            .collect()
+    }
+
+    /// A TCP superframe cut into segments of `mss`.
+    pub(super) fn segments(pkt: &[u8], mss: usize, ecn: bool) -> Vec<Vec<u8>> {
+        cut_all(&Superframe::Tcp(Segmenter::new(pkt, mss, ecn).unwrap()))
+    }
+
+    /// A UDP GSO batch cut into datagrams of `size`.
+    pub(super) fn datagrams(pkt: &[u8], size: usize) -> Vec<Vec<u8>> {
+        cut_all(&Superframe::Udp(UdpSegmenter::new(pkt, size).unwrap()))
+    }
+}
+
+#[cfg(test)]
 mod tests {
+    use super::fixtures::*;
     use super::*;
 
     /// A full TCP checksum over the segment, as the receiving "hardware" would complete it.
@@ -325,39 +401,6 @@ mod tests {
         acc += 6 + tcp.len() as u32;
         acc = sum16(&tcp, acc);
         !fold(acc)
-    }
-
-    fn superframe(payload_len: usize, flags: u8) -> Vec<u8> {
-        let mut p = vec![0u8; 20 + 32 + payload_len];
-        p[0] = 0x45;
-        let total = p.len() as u16;
-        p[2..4].copy_from_slice(&total.to_be_bytes());
-        p[4..6].copy_from_slice(&0xfff0u16.to_be_bytes()); // IP id near wrap
-        p[8] = 64;
-        p[9] = 6;
-        p[12..16].copy_from_slice(&[10, 77, 0, 2]);
-        p[16..20].copy_from_slice(&[10, 77, 0, 1]);
-        p[20..22].copy_from_slice(&5201u16.to_be_bytes());
-        p[22..24].copy_from_slice(&40000u16.to_be_bytes());
-        p[24..28].copy_from_slice(&0xffff_fff0u32.to_be_bytes()); // seq near wrap
-        p[32] = 8 << 4; // 32-byte TCP header (timestamps)
-        p[33] = flags;
-        for (i, b) in p[52..].iter_mut().enumerate() {
-            *b = (i * 7 + 3) as u8;
-        }
-        p
-    }
-
-    fn segments(pkt: &[u8], mss: usize, ecn: bool) -> Vec<Vec<u8>> {
-        let seg = Segmenter::new(pkt, mss, ecn).unwrap();
-        (0..seg.count())
-            .map(|i| {
-                let mut buf = vec![0u8; 2048];
-                let n = seg.write(i, &mut buf).unwrap();
-                buf.truncate(n);
-                buf
-            })
-            .collect()
     }
 
     #[test]
@@ -377,7 +420,7 @@ mod tests {
             assert_eq!(u16::from_be_bytes([ip[4], ip[5]]), 0xfff0u16.wrapping_add(i as u16));
             assert_eq!(ipv4_header_checksum(&ip[..20]), u16::from_be_bytes([ip[10], ip[11]]), "IP header checksum");
             let seq = u32::from_be_bytes([ip[24], ip[25], ip[26], ip[27]]);
-            assert_eq!(seq, 0xffff_fff0u32.wrapping_add(1448 * i as u32));
+            assert_eq!(seq, FIRST_SEQ.wrapping_add(1448 * i as u32));
             let flags = ip[33];
             assert_eq!(flags & TCP_FIN != 0, i == 3, "FIN only on the last segment");
             assert_eq!(flags & TCP_PSH != 0, i == 3, "PSH only on the last segment");
@@ -409,25 +452,6 @@ mod tests {
         assert_eq!(segments(&superframe(480, 0x10), MIN_MSS, false).len(), 10);
     }
 
-    fn udp_batch(payload_len: usize) -> Vec<u8> {
-        let mut p = vec![0u8; 20 + 8 + payload_len];
-        p[0] = 0x45;
-        let total = p.len() as u16;
-        p[2..4].copy_from_slice(&total.to_be_bytes());
-        p[4..6].copy_from_slice(&0xfffeu16.to_be_bytes()); // IP id near wrap
-        p[8] = 64;
-        p[9] = 17;
-        p[12..16].copy_from_slice(&[10, 77, 0, 2]);
-        p[16..20].copy_from_slice(&[10, 77, 0, 1]);
-        p[20..22].copy_from_slice(&4433u16.to_be_bytes());
-        p[22..24].copy_from_slice(&40000u16.to_be_bytes());
-        p[24..26].copy_from_slice(&((8 + payload_len) as u16).to_be_bytes());
-        for (i, b) in p[28..].iter_mut().enumerate() {
-            *b = (i * 13 + 5) as u8;
-        }
-        p
-    }
-
     /// The full UDP checksum of a datagram, as the receiving "hardware" would complete it.
     fn complete_udp_checksum(ip: &[u8]) -> u16 {
         let mut udp = ip[20..].to_vec();
@@ -442,15 +466,13 @@ mod tests {
     #[test]
     fn a_udp_gso_batch_becomes_the_datagrams_the_kernel_would_have_sent() {
         let pkt = udp_batch(1452 * 3 + 500);
-        let seg = UdpSegmenter::new(&pkt, 1452).unwrap();
-        assert_eq!(seg.count(), 4);
+        let dgrams = datagrams(&pkt, 1452);
+        assert_eq!(dgrams.len(), 4);
         let mut payload = Vec::new();
-        for i in 0..seg.count() {
-            let mut buf = vec![0u8; 2048];
-            let n = seg.write(i, &mut buf).unwrap();
-            let vh = VnetHdr::parse(&buf).unwrap();
+        for (i, buf) in dgrams.iter().enumerate() {
+            let vh = VnetHdr::parse(buf).unwrap();
             assert_eq!((vh.flags, vh.gso_type, vh.csum_start, vh.csum_offset), (F_NEEDS_CSUM, GSO_NONE, 20, 6));
-            let ip = &buf[VNET_HDR_LEN..n];
+            let ip = &buf[VNET_HDR_LEN..];
             let want = if i < 3 { 1452 } else { 500 };
             assert_eq!(ip.len(), 28 + want);
             assert_eq!(u16::from_be_bytes([ip[2], ip[3]]) as usize, 28 + want, "IP total length");
@@ -710,71 +732,14 @@ impl Coalescer {
 
 #[cfg(test)]
 mod coalesce_tests {
+    use super::fixtures::*;
     use super::*;
-
-    fn superframe(payload_len: usize, flags: u8) -> Vec<u8> {
-        let mut p = vec![0u8; 20 + 32 + payload_len];
-        p[0] = 0x45;
-        let total = p.len() as u16;
-        p[2..4].copy_from_slice(&total.to_be_bytes());
-        p[6] = 0x40; // DF
-        p[8] = 64;
-        p[9] = 6;
-        p[12..16].copy_from_slice(&[10, 77, 0, 2]);
-        p[16..20].copy_from_slice(&[10, 77, 0, 1]);
-        p[24..28].copy_from_slice(&1000u32.to_be_bytes());
-        p[32] = 8 << 4;
-        p[33] = flags;
-        for (i, b) in p[52..].iter_mut().enumerate() {
-            *b = (i % 251) as u8;
-        }
-        p
-    }
-
-    fn cut(pkt: &[u8], mss: usize) -> Vec<Vec<u8>> {
-        let seg = Segmenter::new(pkt, mss, false).unwrap();
-        (0..seg.count())
-            .map(|i| {
-                let mut b = vec![0u8; 2048];
-                let n = seg.write(i, &mut b).unwrap();
-                b.truncate(n);
-                b
-            })
-            .collect()
-    }
-
-    fn udp_datagrams(payload_len: usize, size: usize) -> Vec<Vec<u8>> {
-        let mut p = vec![0u8; 28 + payload_len];
-        p[0] = 0x45;
-        let total = p.len() as u16;
-        p[2..4].copy_from_slice(&total.to_be_bytes());
-        p[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
-        p[8] = 64;
-        p[9] = 17;
-        p[12..16].copy_from_slice(&[10, 77, 0, 2]);
-        p[16..20].copy_from_slice(&[10, 77, 0, 1]);
-        p[20..22].copy_from_slice(&4433u16.to_be_bytes());
-        p[22..24].copy_from_slice(&40000u16.to_be_bytes());
-        p[24..26].copy_from_slice(&((8 + payload_len) as u16).to_be_bytes());
-        for (i, b) in p[28..].iter_mut().enumerate() {
-            *b = (i * 11 + 1) as u8;
-        }
-        let seg = UdpSegmenter::new(&p, size).unwrap();
-        (0..seg.count())
-            .map(|i| {
-                let mut buf = vec![0u8; 2048];
-                let n = seg.write(i, &mut buf).unwrap();
-                buf.truncate(n);
-                buf
-            })
-            .collect()
-    }
 
     /// Datagrams of one UDP GSO batch leaving together merge back into one UDP GSO frame:
     /// the payloads in order, sizes in the vnet header, lengths and checksums consistent.
     #[test]
     fn datagrams_of_one_flow_merge_into_a_udp_gso_frame() {
-        let dgrams = udp_datagrams(1452 * 4 + 300, 1452);
+        let dgrams = datagrams(&udp_batch(1452 * 4 + 300), 1452);
         let mut c = Coalescer::with_udp(true);
         for d in &dgrams {
             assert!(c.push(d));
@@ -791,18 +756,16 @@ mod coalesce_tests {
         assert_eq!(&ip[28..], &payload[..]);
         assert!(c.is_empty());
         // Cut again, it gives back the same datagrams (IDs aside: the frame has the first's).
-        let again = UdpSegmenter::new(ip, 1452).unwrap();
-        assert_eq!(again.count(), dgrams.len());
-        for (i, d) in dgrams.iter().enumerate() {
-            let mut buf = vec![0u8; 2048];
-            let n = again.write(i, &mut buf).unwrap();
-            assert_eq!(&buf[VNET_HDR_LEN + 20..n], &d[VNET_HDR_LEN + 20..], "datagram {i}");
+        let again = datagrams(ip, 1452);
+        assert_eq!(again.len(), dgrams.len());
+        for (i, (a, d)) in again.iter().zip(&dgrams).enumerate() {
+            assert_eq!(&a[VNET_HDR_LEN + 20..], &d[VNET_HDR_LEN + 20..], "datagram {i}");
         }
     }
 
     #[test]
     fn refuses_udp_that_gro_would_not_merge() {
-        let dgrams = udp_datagrams(1452 * 2, 1452);
+        let dgrams = datagrams(&udp_batch(1452 * 2), 1452);
         // Without UDP offload on the output device, UDP goes out one by one.
         let mut tcp_only = Coalescer::default();
         assert!(tcp_only.push(&dgrams[0]) && !tcp_only.push(&dgrams[1]));
@@ -813,20 +776,20 @@ mod coalesce_tests {
             other[VNET_HDR_LEN + change] ^= 1;
             assert!(c.push(&dgrams[0]) && !c.push(&other), "byte {change}");
         }
-        let small = udp_datagrams(100, 1452);
+        let small = datagrams(&udp_batch(100), 1452);
         let mut c = Coalescer::with_udp(true);
         assert!(c.push(&small[0]) && !c.push(&dgrams[0]), "larger after smaller");
         // After a shorter datagram, nothing more.
-        let mixed = udp_datagrams(1452 + 100, 1452);
+        let mixed = datagrams(&udp_batch(1452 + 100), 1452);
         let mut c = Coalescer::with_udp(true);
         assert!(c.push(&mixed[0]) && c.push(&mixed[1]) && !c.push(&mixed[0]));
         // At most UDP_GRO_CNT_MAX datagrams in one frame.
-        let many = udp_datagrams(100 * (UDP_GRO_CNT_MAX + 1), 100);
+        let many = datagrams(&udp_batch(100 * (UDP_GRO_CNT_MAX + 1)), 100);
         let mut c = Coalescer::with_udp(true);
         let taken = many.iter().take_while(|d| c.push(d)).count();
         assert_eq!(taken, UDP_GRO_CNT_MAX);
         // A UDP frame held refuses TCP, and a TCP one UDP.
-        let tcp = cut(&superframe(1448 * 2, 0x10), 1448);
+        let tcp = segments(&superframe(1448 * 2, 0x10), 1448, false);
         let mut c = Coalescer::with_udp(true);
         assert!(c.push(&dgrams[0]) && !c.push(&tcp[0]));
         let mut c = Coalescer::with_udp(true);
@@ -837,7 +800,7 @@ mod coalesce_tests {
     fn segments_of_one_superframe_merge_back_into_it() {
         let original = superframe(1448 * 10 + 500, 0x18);
         let mut c = Coalescer::default();
-        for s in cut(&original, 1448) {
+        for s in segments(&original, 1448, false) {
             assert!(c.push(&s));
         }
         let out = c.take().unwrap().to_vec();
@@ -853,7 +816,7 @@ mod coalesce_tests {
 
     #[test]
     fn refuses_what_gro_would_not_merge() {
-        let segs = cut(&superframe(1448 * 3, 0x10), 1448);
+        let segs = segments(&superframe(1448 * 3, 0x10), 1448, false);
         // A gap in sequence numbers.
         let mut c = Coalescer::default();
         assert!(c.push(&segs[0]));
@@ -872,14 +835,14 @@ mod coalesce_tests {
         assert!(!c.push(&ts));
         c.take();
         // A short segment ends the train.
-        let short = cut(&superframe(1448 + 100, 0x10), 1448);
+        let short = segments(&superframe(1448 + 100, 0x10), 1448, false);
         assert!(c.push(&short[0]));
         assert!(c.push(&short[1]));
         let mut next = segs[0].clone();
-        next[VNET_HDR_LEN + 24..VNET_HDR_LEN + 28].copy_from_slice(&(1000u32 + 1548).to_be_bytes());
+        next[VNET_HDR_LEN + 24..VNET_HDR_LEN + 28].copy_from_slice(&FIRST_SEQ.wrapping_add(1548).to_be_bytes());
         assert!(!c.push(&next), "nothing may follow a short segment");
         // A pure ACK is sent alone.
-        let ack = cut(&superframe(0, 0x10), 1448);
+        let ack = segments(&superframe(0, 0x10), 1448, false);
         let mut c = Coalescer::default();
         assert!(c.push(&ack[0]));
         assert!(!c.push(&segs[0]));
