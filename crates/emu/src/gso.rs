@@ -363,6 +363,21 @@ mod fixtures {
         p
     }
 
+    /// A cut packet's transport checksum two ways: as the receiver completes the partial one
+    /// left at `offset` in the transport header (the pseudo-header sum, `CHECKSUM_PARTIAL`), and
+    /// as computed from scratch over the pseudo-header and the segment, as the receiving
+    /// "hardware" would. TCP's field is at 16, UDP's at 6.
+    pub(super) fn partial_and_full_checksum(ip: &[u8], offset: usize) -> (u16, u16) {
+        let ihl = usize::from(ip[0] & 0x0f) * 4;
+        let at = ihl + offset;
+        let partial = u32::from(u16::from_be_bytes([ip[at], ip[at + 1]]));
+        let completed = !fold(sum16(&ip[at + 2..], sum16(&ip[ihl..at], partial)));
+        let mut l4 = ip[ihl..].to_vec();
+        l4[offset..offset + 2].fill(0);
+        let full = !fold(sum16(&l4, sum16(&ip[12..20], u32::from(ip[9]) + l4.len() as u32)));
+        (completed, full)
+    }
+
     /// Every packet a segmenter cuts, each as written (vnet header + IP packet).
     pub(super) fn cut_all(frame: &Superframe) -> Vec<Vec<u8>> {
         (0..frame.count())
@@ -391,18 +406,6 @@ mod tests {
     use super::fixtures::*;
     use super::*;
 
-    /// A full TCP checksum over the segment, as the receiving "hardware" would complete it.
-    fn complete_tcp_checksum(ip: &[u8]) -> u16 {
-        let ihl = usize::from(ip[0] & 0x0f) * 4;
-        let mut tcp = ip[ihl..].to_vec();
-        tcp[16] = 0;
-        tcp[17] = 0;
-        let mut acc = sum16(&ip[12..20], 0);
-        acc += 6 + tcp.len() as u32;
-        acc = sum16(&tcp, acc);
-        !fold(acc)
-    }
-
     #[test]
     fn splits_payload_into_mss_segments_with_consistent_headers() {
         let pkt = superframe(1448 * 3 + 100, TCP_PSH | TCP_FIN | TCP_CWR | 0x10);
@@ -426,12 +429,8 @@ mod tests {
             assert_eq!(flags & TCP_PSH != 0, i == 3, "PSH only on the last segment");
             assert_eq!(flags & TCP_CWR != 0, i == 0, "CWR only on the first segment");
             assert_eq!(flags & 0x10, 0x10, "ACK kept everywhere");
-            // The receiver completes the checksum from the pseudo-header sum we left.
-            let partial = u16::from_be_bytes([ip[36], ip[37]]);
-            let mut acc = u32::from(partial);
-            acc = sum16(&ip[20..36], acc);
-            acc = sum16(&ip[38..], acc);
-            assert_eq!(!fold(acc), complete_tcp_checksum(ip), "partial checksum completes to the right value");
+            let (completed, full) = partial_and_full_checksum(ip, 16);
+            assert_eq!(completed, full, "partial checksum completes to the right value");
             payload.extend_from_slice(&ip[52..]);
         }
         assert_eq!(payload, pkt[52..].to_vec(), "payload preserved in order");
@@ -452,17 +451,6 @@ mod tests {
         assert_eq!(segments(&superframe(480, 0x10), MIN_MSS, false).len(), 10);
     }
 
-    /// The full UDP checksum of a datagram, as the receiving "hardware" would complete it.
-    fn complete_udp_checksum(ip: &[u8]) -> u16 {
-        let mut udp = ip[20..].to_vec();
-        udp[6] = 0;
-        udp[7] = 0;
-        let mut acc = sum16(&ip[12..20], 0);
-        acc += 17 + udp.len() as u32;
-        acc = sum16(&udp, acc);
-        !fold(acc)
-    }
-
     #[test]
     fn a_udp_gso_batch_becomes_the_datagrams_the_kernel_would_have_sent() {
         let pkt = udp_batch(1452 * 3 + 500);
@@ -480,11 +468,8 @@ mod tests {
             assert_eq!(u16::from_be_bytes([ip[4], ip[5]]), 0xfffeu16.wrapping_add(i as u16), "IP id");
             assert_eq!(ipv4_header_checksum(&ip[..20]), u16::from_be_bytes([ip[10], ip[11]]), "IP header checksum");
             assert_eq!(&ip[20..24], &pkt[20..24], "ports kept");
-            // The receiver completes the checksum from the pseudo-header sum left in the field.
-            let mut acc = u32::from(u16::from_be_bytes([ip[26], ip[27]]));
-            acc = sum16(&ip[20..26], acc);
-            acc = sum16(&ip[28..], acc);
-            assert_eq!(!fold(acc), complete_udp_checksum(ip), "partial checksum completes to the right value");
+            let (completed, full) = partial_and_full_checksum(ip, 6);
+            assert_eq!(completed, full, "partial checksum completes to the right value");
             payload.extend_from_slice(&ip[28..]);
         }
         assert_eq!(payload, pkt[28..].to_vec(), "payload preserved in order");
