@@ -69,7 +69,7 @@ struct PathSpan<'a> {
 const CONVERGENCE_S: f64 = 2.0;
 
 /// The Jain index a second must reach for the flows to count as converged (`convergence_s`).
-pub const CONVERGED_JAIN: f64 = 0.9;
+pub(crate) const CONVERGED_JAIN: f64 = 0.9;
 
 /// What [`sharing`] finds: per-algorithm shares, Jain's index over the shared window, Jain's
 /// index per second after convergence, and when the flows first converged.
@@ -234,7 +234,7 @@ pub fn run_metrics(result: &WorkloadResult, path: Option<&PathReport>, series: &
 }
 
 /// One algorithm's summary over its completed runs' metrics.
-pub fn cc_summary(cc: &str, runs: &[&RunMetrics]) -> CcSummary {
+pub(crate) fn cc_summary(cc: &str, runs: &[&RunMetrics]) -> CcSummary {
     let s = |f: &dyn Fn(&RunMetrics) -> Option<f64>| -> Option<Summary> {
         let xs: Vec<f64> = runs.iter().filter_map(|m| f(m)).collect();
         Summary::of(&xs)

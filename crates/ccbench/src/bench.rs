@@ -11,7 +11,7 @@ use ccbench_workload::{Algorithm, Amount, BulkResult, BulkSpec, Direction, RunCo
 use serde::Serialize;
 
 use crate::cli::BenchEmulatorArgs;
-use ccbench::error::UsageError;
+use crate::error::UsageError;
 use ccbench::units;
 
 /// Buffers below this would make short-RTT rows measure CUBIC's losses, not the emulator.
@@ -111,7 +111,7 @@ pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
         Ok(cc) if available.contains(&args.cc) => cc,
         _ => return Err(UsageError::new("--cc", &args.cc, format!("one algorithm available on this host: {}", available.join(", "))).into()),
     };
-    ccbench::error::require_root("bench")?;
+    crate::error::require_root("bench")?;
     let seconds = ns as f64 / 1e9;
     let stop = AtomicBool::new(false);
     let mut rows = Vec::new();
@@ -229,7 +229,7 @@ pub fn run_transports(args: &crate::cli::BenchTransportsArgs) -> anyhow::Result<
     if !(1_000_000_000..=600_000_000_000).contains(&ns) {
         return Err(UsageError::new("--duration", &args.duration, "a duration between 1s and 10min").into());
     }
-    ccbench::error::require_root("bench")?;
+    crate::error::require_root("bench")?;
     let seconds = ns as f64 / 1e9;
     let stop = AtomicBool::new(false);
     let provenance = ccbench::provenance::Provenance::of_this_host();

@@ -11,12 +11,12 @@ use clap_complete::Shell;
 use serde::Deserialize;
 use std::path::PathBuf;
 
+use crate::error::UsageError;
 use crate::values::{
     AqmSpec, AtChange, BufferSpec, CcList, Concurrency, Delay, DirectionArg, EmulatorBatch, ExpectArg, Expected, FlowsSpec, Http, IdleTimeout, JitterSpec,
     ListenAddr, LossSpec, MaxClients, MaxConnections, MaxDuration, MaxRuns, MaxTestsPerMinute, Method, MinEffect, Mtu, Page, PolicerSpec, QuicReceiverCc, Rate,
     RemoteAddr, Requests, Rtt, RunDuration, RunsSpec, SampleInterval, Shard, Size, Stagger, Timeout, TraceFile, WorkloadKind,
 };
-use ccbench::error::UsageError;
 
 #[derive(Parser, Debug)]
 #[command(

@@ -27,13 +27,16 @@ use crate::results::{CcSummary, ExperimentResult, Params, RunRecord, Status};
 
 /// Schema of `compare.json`.
 pub const SCHEMA: &str = "ccbench.compare.v1";
+/// The file `ccbench compare` writes into its output directory.
 pub const COMPARE_FILE: &str = "compare.json";
 /// The result schemas this build reads. v3 only made fields nullable (path figures and
 /// parameters over a real path) and added fields with defaults, so a v2 file reads as v3.
-pub const SUPPORTED_SCHEMAS: &[&str] = &[crate::results::SCHEMA, "ccbench.result.v2"];
+pub(crate) const SUPPORTED_SCHEMAS: &[&str] = &[crate::results::SCHEMA, "ccbench.result.v2"];
 
 /// Why inputs cannot be compared: each says which file and what is wrong, on one line.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+// Each variant's `#[error]` message is its documentation: it names every field.
+#[allow(missing_docs)]
 pub enum Refusal {
     #[error("cannot read {path}: {reason}")]
     Unreadable { path: String, reason: String },
@@ -59,7 +62,9 @@ pub enum Refusal {
 /// the directory holding its `result.json`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InputArg {
+    /// The input's name in the verdicts; when not given, the name of the directory holding its result file.
     pub label: Option<String>,
+    /// A result file, or the directory holding its `result.json`.
     pub path: PathBuf,
 }
 
@@ -88,9 +93,11 @@ impl fmt::Display for InputArg {
 /// A loaded input: its label, where it was read from, and the result.
 #[derive(Clone, Debug)]
 pub struct Input {
+    /// The input's name in the verdicts.
     pub label: String,
     /// The file as named on the command line (`DIR` becomes `DIR/result.json`).
     pub path: PathBuf,
+    /// The result as read, already checked against the schemas this build reads.
     pub result: ExperimentResult,
 }
 
@@ -153,15 +160,18 @@ pub enum Metric {
 pub struct Options {
     /// Only this algorithm from each input.
     pub cc: Option<String>,
+    /// Which figure of each run is compared.
     pub metric: Metric,
 }
 
 /// One arm: the completed runs of one algorithm in one input.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Arm {
+    /// The arm's name in the verdicts: the input's label, as `LABEL:CC` unless every input gives one algorithm.
     pub label: String,
     /// Index into `inputs`.
     pub input: usize,
+    /// The algorithm, as the input names it.
     pub cc: String,
     /// Runs of this algorithm in the input (of any status; the summary counts completed ones).
     pub runs: usize,
@@ -271,7 +281,7 @@ const MAX_SHOWN: usize = 60;
 /// The path and workload parameters that are not the same in every input, one line each:
 /// `path.down.loss.p: clean –, lossy 0.02`. Seeds (which differ by design) and the workload's
 /// algorithm (set per run) are left out.
-pub fn param_differences(inputs: &[Input]) -> Vec<String> {
+pub(crate) fn param_differences(inputs: &[Input]) -> Vec<String> {
     let per_input: Vec<Vec<(String, String)>> = inputs
         .iter()
         .map(|i| {
@@ -319,47 +329,69 @@ pub fn param_differences(inputs: &[Input]) -> Vec<String> {
 /// What `compare.json` records of each input.
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct InputRecord {
+    /// The arm's name in the verdicts.
     pub label: String,
     /// As named on the command line (`DIR` as `DIR/result.json`).
     pub path: String,
     /// Absolute, with links resolved.
     pub absolute_path: String,
+    /// The input's `schema`.
     pub schema: String,
+    /// The input's `status`: a stopped or failed experiment can still be compared.
     pub status: Status,
+    /// The ccbench that wrote the input.
     pub ccbench_version: String,
+    /// The git revision of the ccbench that wrote the input.
     pub git_revision: String,
+    /// The host the input ran on.
     pub hostname: Option<String>,
+    /// That host's kernel (`uname -r`).
     pub kernel_release: Option<String>,
+    /// When the input's experiment started (RFC 3339).
     pub started_at: String,
+    /// When it finished (RFC 3339), if it did.
     pub finished_at: Option<String>,
+    /// The input's algorithms, in its order.
     pub ccs: Vec<String>,
+    /// How many runs the input has, of any status.
     pub runs: usize,
+    /// The input's parameters, for telling where the inputs differ.
     pub params: Params,
 }
 
 /// What ran the comparison.
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CompareProvenance {
+    /// The ccbench that compared.
     pub ccbench_version: String,
+    /// Its git revision.
     pub git_revision: String,
+    /// The command line, as given.
     pub command_line: Vec<String>,
+    /// When the comparison was made (RFC 3339).
     pub created_at: String,
 }
 
 /// `compare.json` (schema [`SCHEMA`]).
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CompareResult {
+    /// The schema's name and version, `ccbench.compare.v1`.
     pub schema: String,
+    /// What ran the comparison, and when.
     pub provenance: CompareProvenance,
+    /// The inputs, in the order given.
     pub inputs: Vec<InputRecord>,
     /// Which figure of each run is compared, and its noun in the verdicts.
     pub compared: Metric,
+    /// The compared figure's name (`params.metric` when the scores are compared).
     pub metric: String,
     /// Seed of the bootstrap: the first input's `params.seed`.
     pub seed: u64,
     /// Level of the comparisons: the first input's `params.alpha`.
     pub alpha: f64,
+    /// Where the inputs differ beyond what is compared, one line each.
     pub warnings: Vec<String>,
+    /// The arms, in the order the inputs give them.
     pub arms: Vec<Arm>,
     /// One entry per arm (`cc` is the arm's label), over its completed runs.
     pub summary: Vec<CcSummary>,
@@ -423,7 +455,9 @@ fn judged_alpha(inputs: &[Input]) -> Result<f64, Refusal> {
 /// experiment (each run's `cc` its arm's label, its series paths relative to `out`), which the
 /// exporters of `run` render as they render a run's.
 pub struct Compared {
+    /// What `compare.json` records.
     pub record: CompareResult,
+    /// The arms' runs as one experiment, for the exporters.
     pub combined: ExperimentResult,
 }
 

@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::cli::{CompareArgs, MetricArg};
+use crate::error::{precondition, UsageError};
 use anyhow::Context;
 use ccbench::compare::{self, Input, InputArg, Metric, Options, Refusal};
-use ccbench::error::{precondition, UsageError};
 use ccbench::export;
 
 impl From<MetricArg> for Metric {

@@ -5,7 +5,7 @@ use ccbench_link::{Buffer, DirectionConfig, Jitter, LossModel, Rate};
 use crate::units;
 
 /// One line describing a direction, for the terminal summary.
-pub fn describe(d: &DirectionConfig) -> String {
+pub(crate) fn describe(d: &DirectionConfig) -> String {
     let rate = match d.rate {
         Rate::Unlimited => "unlimited".to_string(),
         Rate::BitsPerSec(b) => units::fmt_rate(b as f64),
@@ -68,7 +68,7 @@ pub fn describe(d: &DirectionConfig) -> String {
     out
 }
 
-pub fn trim_float(x: f64) -> String {
+pub(crate) fn trim_float(x: f64) -> String {
     let s = format!("{x:.4}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }

@@ -19,6 +19,7 @@ use crate::results::{ExperimentResult, LookRecord, Params, RunRecord, Sequential
 use crate::series::RunSeries;
 use crate::workloads::{WorkloadResult, WorkloadSpec};
 
+/// The level every verdict is judged at (result.json's `params.alpha`).
 pub const ALPHA: f64 = 0.05;
 
 /// How many runs each algorithm gets.
@@ -28,7 +29,10 @@ pub enum Runs {
     Fixed(u32),
     /// Until the verdict is decided (a sequential design that spends α over the looks), at
     /// most `max`.
-    Auto { max: u32 },
+    Auto {
+        /// The runs per algorithm at which it stops, decided or not.
+        max: u32,
+    },
 }
 
 impl Runs {
@@ -44,7 +48,9 @@ impl Runs {
 /// algorithms are in the workload), named by the mix as written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Contender {
+    /// One algorithm, every flow of the workload under it.
     Algorithm(Algorithm),
+    /// A mix (`--workload mix`), named as written.
     Mix(String),
 }
 
@@ -84,12 +90,19 @@ impl fmt::Display for Contender {
     }
 }
 
+/// Everything one experiment needs: what the command line (or a preset, or a sweep's grid
+/// point) resolved to.
 pub struct Plan {
+    /// What is compared, each run once per round.
     pub ccs: Vec<Contender>,
+    /// How many runs each contender gets.
     pub runs: Runs,
+    /// Seeds the schedule's order and every run's path randomness (loss, jitter), so a plan
+    /// replays.
     pub seed: u64,
     /// The emulated path each run starts, unless `remote` is given.
     pub path: PathSpec,
+    /// What each run carries.
     pub workload: WorkloadSpec,
     /// A real path instead: the `ccbench serve` that runs the far end (`--remote`).
     pub remote: Option<Remote>,
@@ -105,22 +118,26 @@ pub struct Plan {
 /// A `ccbench serve` to run against, as the pre-flight found it.
 #[derive(Clone, Debug)]
 pub struct Remote {
+    /// Its control address, resolved.
     pub addr: std::net::SocketAddr,
     /// As the user wrote it (`HOST:PORT`).
     pub label: String,
+    /// The shared secret both ends authenticate with.
     pub secret: ccbench_remote::Secret,
+    /// What the server said of its host (kernel, algorithms), recorded in the provenance.
     pub facts: ccbench_remote::ServerFacts,
+    /// What the server accepts; the plan was checked against them.
     pub limits: ccbench_remote::Limits,
     /// The control connection's smoothed RTT at the pre-flight, as the kernel saw it.
     pub rtt_us_at_start: Option<u32>,
 }
 
 /// What `result.json` calls the `--runs auto` design.
-pub const SEQUENTIAL_DESIGN: &str = "lan_demets_pocock";
+pub(crate) const SEQUENTIAL_DESIGN: &str = "lan_demets_pocock";
 
 impl Plan {
     /// What this plan's verdicts are judged by, at level `alpha`.
-    pub fn criteria(&self, alpha: f64) -> Criteria {
+    pub(crate) fn criteria(&self, alpha: f64) -> Criteria {
         Criteria { alpha, min_effect: self.min_effect }
     }
 
@@ -157,7 +174,7 @@ impl Plan {
     }
 
     /// The expectations judged over `records` at `alpha`.
-    pub fn judge(&self, records: &[RunRecord], alpha: f64) -> Vec<crate::expect::ExpectationResult> {
+    pub(crate) fn judge(&self, records: &[RunRecord], alpha: f64) -> Vec<crate::expect::ExpectationResult> {
         crate::expect::judge_all(&self.expect, &self.contenders(), records, self.path_figures(), alpha)
     }
 }
@@ -165,7 +182,9 @@ impl Plan {
 /// One scheduled run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Slot {
+    /// Which round (0-based): every contender runs once per round.
     pub round: u32,
+    /// Who runs.
     pub cc: Contender,
 }
 
@@ -183,7 +202,9 @@ pub fn schedule(ccs: &[Contender], runs: u32, seed: u64) -> Vec<Slot> {
 
 /// Progress callbacks, so the terminal layer decides what to print.
 pub trait Observer {
+    /// Run `index` of `total` (0-based) is about to start.
     fn run_started(&mut self, index: usize, total: usize, slot: &Slot);
+    /// Run `index` of `total` ended, as `record` says (completed or not).
     fn run_finished(&mut self, index: usize, total: usize, record: &RunRecord);
 }
 

@@ -6,13 +6,14 @@ use ccbench_link::Rate;
 
 /// Used until `ccbench bench emulator` has measured this machine: roughly what the emulator
 /// carried at 10–50 ms RTT on the 2-vCPU VMs it was developed on (see docs/performance.md).
-pub const DEFAULT_CAPACITY_BPS: f64 = 2.0e9;
+pub(crate) const DEFAULT_CAPACITY_BPS: f64 = 2.0e9;
 
 /// Above this the emulator's timing error is no longer small against the path's own delays.
 const SUSPECT_LATENESS_P99_US: f64 = 1000.0;
 const SUSPECT_CPU_SHARE: f64 = 0.9;
 const SUSPECT_STEAL: f64 = 0.05;
 
+/// Where `ccbench bench emulator` records the rate the emulator carried on this host.
 pub fn capacity_file() -> Option<std::path::PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(std::path::PathBuf::from)
@@ -57,7 +58,7 @@ pub fn check_path(spec: &PathSpec) -> Vec<String> {
 
 /// Why a finished run's figures may reflect the emulator or the machine rather than the path.
 /// `path` is `None` over a real path, where only the machine can be suspect.
-pub fn suspect_reasons(path: Option<&PathReport>, steal: Option<f64>) -> Vec<String> {
+pub(crate) fn suspect_reasons(path: Option<&PathReport>, steal: Option<f64>) -> Vec<String> {
     let mut reasons = Vec::new();
     for d in path.into_iter().flat_map(|p| [&p.down, &p.up]) {
         if d.lateness.p99_us > SUSPECT_LATENESS_P99_US {

@@ -6,6 +6,7 @@ mod cli;
 mod cli_docs;
 mod compare_cmd;
 mod doctor;
+mod error;
 mod exec;
 mod host;
 mod path;
@@ -20,8 +21,8 @@ mod tune;
 mod twin;
 mod values;
 
-use ccbench::error::UsageError;
-use ccbench::{error, units};
+use crate::error::UsageError;
+use ccbench::units;
 
 fn main() {
     quiet_on_closed_stdout();

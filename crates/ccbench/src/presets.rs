@@ -9,8 +9,8 @@ use clap::Args;
 use serde::Deserialize;
 
 use crate::cli::{Layer, PathOpts, RunOpts};
+use crate::error::UsageError;
 use crate::values::ExpectArg;
-use ccbench::error::UsageError;
 
 /// The presets shipped with ccbench, compiled in so `--preset NAME` works from anywhere.
 pub const BUILTIN: [(&str, &str); 8] = [

@@ -20,8 +20,8 @@ use std::time::Instant;
 
 use crate::cli::PathOpts;
 use crate::cli::ProbeArgs;
+use crate::error::{precondition, require_root, UsageError};
 use crate::values::RemoteAddr;
-use ccbench::error::{precondition, require_root, UsageError};
 use ccbench::units::{fmt_bytes, fmt_ms, fmt_rate};
 use ccbench_emu::{EmulatedPath, PathSpec, SERVER_ADDR};
 use ccbench_link::{Buffer, LossModel};

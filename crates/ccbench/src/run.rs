@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Context;
 
 use crate::cli::{Layer, RunArgs, RunOpts};
-use ccbench::error::{precondition, require_root, UsageError};
+use crate::error::{precondition, require_root, UsageError};
 use ccbench::experiment::{self, Plan};
 use ccbench::results::{ExperimentResult, Status};
 

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use ccbench::error::{precondition, UsageError};
+use crate::error::{precondition, UsageError};
 use ccbench::experiment::{Plan, Remote};
 use ccbench::workloads::WorkloadSpec;
 use ccbench_remote::{Client, Limits, RemoteError, Secret, ServeConfig, ServerFacts, TestRequest};

@@ -4,7 +4,7 @@
 //! workload holds only its own options, a mix has no `--cc` and no `auto` runs, `auto` needs two
 //! algorithms — and then handed to the experiment as its [`Plan`].
 
-use ccbench::error::UsageError;
+use crate::error::UsageError;
 use ccbench::experiment::{self, Contender, Plan, Runs};
 use ccbench::workloads::WorkloadSpec;
 use ccbench_emu::PathSpec;
@@ -78,7 +78,7 @@ pub enum Workload {
 /// on the `PATH`.
 fn find_chromium() -> Result<PathBuf, UsageError> {
     let missing = |looked: String| {
-        ccbench::error::precondition(format!("--workload browser needs Chromium, which is not installed ({looked}); install it with: apt-get install chromium"))
+        crate::error::precondition(format!("--workload browser needs Chromium, which is not installed ({looked}); install it with: apt-get install chromium"))
     };
     let runnable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0);
     if let Some(p) = std::env::var_os("CCBENCH_CHROMIUM") {

@@ -16,8 +16,8 @@ use std::path::Path;
 use anyhow::Context;
 use serde::Serialize;
 
+use crate::error::{require_root, UsageError};
 use ccbench::compare::{self, Input, Metric, Options};
-use ccbench::error::{require_root, UsageError};
 use ccbench::experiment::{self, Plan};
 use ccbench::results::{ExperimentResult, Status};
 use ccbench::units::fmt_rate;

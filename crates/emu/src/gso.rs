@@ -312,34 +312,29 @@ impl<'a> UdpSegmenter<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+mod fixtures {
+    //! The packets both test modules cut and merge, and the one loop that cuts them.
     use super::*;
 
-    /// A full TCP checksum over the segment, as the receiving "hardware" would complete it.
-    fn complete_tcp_checksum(ip: &[u8]) -> u16 {
-        let ihl = usize::from(ip[0] & 0x0f) * 4;
-        let mut tcp = ip[ihl..].to_vec();
-        tcp[16] = 0;
-        tcp[17] = 0;
-        let mut acc = sum16(&ip[12..20], 0);
-        acc += 6 + tcp.len() as u32;
-        acc = sum16(&tcp, acc);
-        !fold(acc)
-    }
+    /// The first sequence number of [`superframe`]: near the wrap, so every test crosses it.
+    pub(super) const FIRST_SEQ: u32 = 0xffff_fff0;
 
-    fn superframe(payload_len: usize, flags: u8) -> Vec<u8> {
+    /// A TCP/IPv4 superframe as the kernel hands it over with TSO (without the vnet header):
+    /// a 32-byte TCP header (timestamps), DF set, IP ID and sequence number near their wraps.
+    pub(super) fn superframe(payload_len: usize, flags: u8) -> Vec<u8> {
         let mut p = vec![0u8; 20 + 32 + payload_len];
         p[0] = 0x45;
         let total = p.len() as u16;
         p[2..4].copy_from_slice(&total.to_be_bytes());
         p[4..6].copy_from_slice(&0xfff0u16.to_be_bytes()); // IP id near wrap
+        p[6] = 0x40; // DF
         p[8] = 64;
         p[9] = 6;
         p[12..16].copy_from_slice(&[10, 77, 0, 2]);
         p[16..20].copy_from_slice(&[10, 77, 0, 1]);
         p[20..22].copy_from_slice(&5201u16.to_be_bytes());
         p[22..24].copy_from_slice(&40000u16.to_be_bytes());
-        p[24..28].copy_from_slice(&0xffff_fff0u32.to_be_bytes()); // seq near wrap
+        p[24..28].copy_from_slice(&FIRST_SEQ.to_be_bytes());
         p[32] = 8 << 4; // 32-byte TCP header (timestamps)
         p[33] = flags;
         for (i, b) in p[52..].iter_mut().enumerate() {
@@ -348,17 +343,68 @@ mod tests {
         p
     }
 
-    fn segments(pkt: &[u8], mss: usize, ecn: bool) -> Vec<Vec<u8>> {
-        let seg = Segmenter::new(pkt, mss, ecn).unwrap();
-        (0..seg.count())
+    /// A UDP/IPv4 GSO batch (without the vnet header) of `payload_len` bytes, IP ID near its wrap.
+    pub(super) fn udp_batch(payload_len: usize) -> Vec<u8> {
+        let mut p = vec![0u8; 20 + 8 + payload_len];
+        p[0] = 0x45;
+        let total = p.len() as u16;
+        p[2..4].copy_from_slice(&total.to_be_bytes());
+        p[4..6].copy_from_slice(&0xfffeu16.to_be_bytes()); // IP id near wrap
+        p[8] = 64;
+        p[9] = 17;
+        p[12..16].copy_from_slice(&[10, 77, 0, 2]);
+        p[16..20].copy_from_slice(&[10, 77, 0, 1]);
+        p[20..22].copy_from_slice(&4433u16.to_be_bytes());
+        p[22..24].copy_from_slice(&40000u16.to_be_bytes());
+        p[24..26].copy_from_slice(&((8 + payload_len) as u16).to_be_bytes());
+        for (i, b) in p[28..].iter_mut().enumerate() {
+            *b = (i * 13 + 5) as u8;
+        }
+        p
+    }
+
+    /// A cut packet's transport checksum two ways: as the receiver completes the partial one
+    /// left at `offset` in the transport header (the pseudo-header sum, `CHECKSUM_PARTIAL`), and
+    /// as computed from scratch over the pseudo-header and the segment, as the receiving
+    /// "hardware" would. TCP's field is at 16, UDP's at 6.
+    pub(super) fn partial_and_full_checksum(ip: &[u8], offset: usize) -> (u16, u16) {
+        let ihl = usize::from(ip[0] & 0x0f) * 4;
+        let at = ihl + offset;
+        let partial = u32::from(u16::from_be_bytes([ip[at], ip[at + 1]]));
+        let completed = !fold(sum16(&ip[at + 2..], sum16(&ip[ihl..at], partial)));
+        let mut l4 = ip[ihl..].to_vec();
+        l4[offset..offset + 2].fill(0);
+        let full = !fold(sum16(&l4, sum16(&ip[12..20], u32::from(ip[9]) + l4.len() as u32)));
+        (completed, full)
+    }
+
+    /// Every packet a segmenter cuts, each as written (vnet header + IP packet).
+    pub(super) fn cut_all(frame: &Superframe) -> Vec<Vec<u8>> {
+        (0..frame.count())
             .map(|i| {
                 let mut buf = vec![0u8; 2048];
-                let n = seg.write(i, &mut buf).unwrap();
+                let n = frame.write(i, &mut buf).unwrap();
                 buf.truncate(n);
                 buf
             })
             .collect()
     }
+
+    /// A TCP superframe cut into segments of `mss`.
+    pub(super) fn segments(pkt: &[u8], mss: usize, ecn: bool) -> Vec<Vec<u8>> {
+        cut_all(&Superframe::Tcp(Segmenter::new(pkt, mss, ecn).unwrap()))
+    }
+
+    /// A UDP GSO batch cut into datagrams of `size`.
+    pub(super) fn datagrams(pkt: &[u8], size: usize) -> Vec<Vec<u8>> {
+        cut_all(&Superframe::Udp(UdpSegmenter::new(pkt, size).unwrap()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::*;
+    use super::*;
 
     #[test]
     fn splits_payload_into_mss_segments_with_consistent_headers() {
@@ -377,18 +423,14 @@ mod tests {
             assert_eq!(u16::from_be_bytes([ip[4], ip[5]]), 0xfff0u16.wrapping_add(i as u16));
             assert_eq!(ipv4_header_checksum(&ip[..20]), u16::from_be_bytes([ip[10], ip[11]]), "IP header checksum");
             let seq = u32::from_be_bytes([ip[24], ip[25], ip[26], ip[27]]);
-            assert_eq!(seq, 0xffff_fff0u32.wrapping_add(1448 * i as u32));
+            assert_eq!(seq, FIRST_SEQ.wrapping_add(1448 * i as u32));
             let flags = ip[33];
             assert_eq!(flags & TCP_FIN != 0, i == 3, "FIN only on the last segment");
             assert_eq!(flags & TCP_PSH != 0, i == 3, "PSH only on the last segment");
             assert_eq!(flags & TCP_CWR != 0, i == 0, "CWR only on the first segment");
             assert_eq!(flags & 0x10, 0x10, "ACK kept everywhere");
-            // The receiver completes the checksum from the pseudo-header sum we left.
-            let partial = u16::from_be_bytes([ip[36], ip[37]]);
-            let mut acc = u32::from(partial);
-            acc = sum16(&ip[20..36], acc);
-            acc = sum16(&ip[38..], acc);
-            assert_eq!(!fold(acc), complete_tcp_checksum(ip), "partial checksum completes to the right value");
+            let (completed, full) = partial_and_full_checksum(ip, 16);
+            assert_eq!(completed, full, "partial checksum completes to the right value");
             payload.extend_from_slice(&ip[52..]);
         }
         assert_eq!(payload, pkt[52..].to_vec(), "payload preserved in order");
@@ -409,48 +451,16 @@ mod tests {
         assert_eq!(segments(&superframe(480, 0x10), MIN_MSS, false).len(), 10);
     }
 
-    fn udp_batch(payload_len: usize) -> Vec<u8> {
-        let mut p = vec![0u8; 20 + 8 + payload_len];
-        p[0] = 0x45;
-        let total = p.len() as u16;
-        p[2..4].copy_from_slice(&total.to_be_bytes());
-        p[4..6].copy_from_slice(&0xfffeu16.to_be_bytes()); // IP id near wrap
-        p[8] = 64;
-        p[9] = 17;
-        p[12..16].copy_from_slice(&[10, 77, 0, 2]);
-        p[16..20].copy_from_slice(&[10, 77, 0, 1]);
-        p[20..22].copy_from_slice(&4433u16.to_be_bytes());
-        p[22..24].copy_from_slice(&40000u16.to_be_bytes());
-        p[24..26].copy_from_slice(&((8 + payload_len) as u16).to_be_bytes());
-        for (i, b) in p[28..].iter_mut().enumerate() {
-            *b = (i * 13 + 5) as u8;
-        }
-        p
-    }
-
-    /// The full UDP checksum of a datagram, as the receiving "hardware" would complete it.
-    fn complete_udp_checksum(ip: &[u8]) -> u16 {
-        let mut udp = ip[20..].to_vec();
-        udp[6] = 0;
-        udp[7] = 0;
-        let mut acc = sum16(&ip[12..20], 0);
-        acc += 17 + udp.len() as u32;
-        acc = sum16(&udp, acc);
-        !fold(acc)
-    }
-
     #[test]
     fn a_udp_gso_batch_becomes_the_datagrams_the_kernel_would_have_sent() {
         let pkt = udp_batch(1452 * 3 + 500);
-        let seg = UdpSegmenter::new(&pkt, 1452).unwrap();
-        assert_eq!(seg.count(), 4);
+        let dgrams = datagrams(&pkt, 1452);
+        assert_eq!(dgrams.len(), 4);
         let mut payload = Vec::new();
-        for i in 0..seg.count() {
-            let mut buf = vec![0u8; 2048];
-            let n = seg.write(i, &mut buf).unwrap();
-            let vh = VnetHdr::parse(&buf).unwrap();
+        for (i, buf) in dgrams.iter().enumerate() {
+            let vh = VnetHdr::parse(buf).unwrap();
             assert_eq!((vh.flags, vh.gso_type, vh.csum_start, vh.csum_offset), (F_NEEDS_CSUM, GSO_NONE, 20, 6));
-            let ip = &buf[VNET_HDR_LEN..n];
+            let ip = &buf[VNET_HDR_LEN..];
             let want = if i < 3 { 1452 } else { 500 };
             assert_eq!(ip.len(), 28 + want);
             assert_eq!(u16::from_be_bytes([ip[2], ip[3]]) as usize, 28 + want, "IP total length");
@@ -458,11 +468,8 @@ mod tests {
             assert_eq!(u16::from_be_bytes([ip[4], ip[5]]), 0xfffeu16.wrapping_add(i as u16), "IP id");
             assert_eq!(ipv4_header_checksum(&ip[..20]), u16::from_be_bytes([ip[10], ip[11]]), "IP header checksum");
             assert_eq!(&ip[20..24], &pkt[20..24], "ports kept");
-            // The receiver completes the checksum from the pseudo-header sum left in the field.
-            let mut acc = u32::from(u16::from_be_bytes([ip[26], ip[27]]));
-            acc = sum16(&ip[20..26], acc);
-            acc = sum16(&ip[28..], acc);
-            assert_eq!(!fold(acc), complete_udp_checksum(ip), "partial checksum completes to the right value");
+            let (completed, full) = partial_and_full_checksum(ip, 6);
+            assert_eq!(completed, full, "partial checksum completes to the right value");
             payload.extend_from_slice(&ip[28..]);
         }
         assert_eq!(payload, pkt[28..].to_vec(), "payload preserved in order");
@@ -710,71 +717,14 @@ impl Coalescer {
 
 #[cfg(test)]
 mod coalesce_tests {
+    use super::fixtures::*;
     use super::*;
-
-    fn superframe(payload_len: usize, flags: u8) -> Vec<u8> {
-        let mut p = vec![0u8; 20 + 32 + payload_len];
-        p[0] = 0x45;
-        let total = p.len() as u16;
-        p[2..4].copy_from_slice(&total.to_be_bytes());
-        p[6] = 0x40; // DF
-        p[8] = 64;
-        p[9] = 6;
-        p[12..16].copy_from_slice(&[10, 77, 0, 2]);
-        p[16..20].copy_from_slice(&[10, 77, 0, 1]);
-        p[24..28].copy_from_slice(&1000u32.to_be_bytes());
-        p[32] = 8 << 4;
-        p[33] = flags;
-        for (i, b) in p[52..].iter_mut().enumerate() {
-            *b = (i % 251) as u8;
-        }
-        p
-    }
-
-    fn cut(pkt: &[u8], mss: usize) -> Vec<Vec<u8>> {
-        let seg = Segmenter::new(pkt, mss, false).unwrap();
-        (0..seg.count())
-            .map(|i| {
-                let mut b = vec![0u8; 2048];
-                let n = seg.write(i, &mut b).unwrap();
-                b.truncate(n);
-                b
-            })
-            .collect()
-    }
-
-    fn udp_datagrams(payload_len: usize, size: usize) -> Vec<Vec<u8>> {
-        let mut p = vec![0u8; 28 + payload_len];
-        p[0] = 0x45;
-        let total = p.len() as u16;
-        p[2..4].copy_from_slice(&total.to_be_bytes());
-        p[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
-        p[8] = 64;
-        p[9] = 17;
-        p[12..16].copy_from_slice(&[10, 77, 0, 2]);
-        p[16..20].copy_from_slice(&[10, 77, 0, 1]);
-        p[20..22].copy_from_slice(&4433u16.to_be_bytes());
-        p[22..24].copy_from_slice(&40000u16.to_be_bytes());
-        p[24..26].copy_from_slice(&((8 + payload_len) as u16).to_be_bytes());
-        for (i, b) in p[28..].iter_mut().enumerate() {
-            *b = (i * 11 + 1) as u8;
-        }
-        let seg = UdpSegmenter::new(&p, size).unwrap();
-        (0..seg.count())
-            .map(|i| {
-                let mut buf = vec![0u8; 2048];
-                let n = seg.write(i, &mut buf).unwrap();
-                buf.truncate(n);
-                buf
-            })
-            .collect()
-    }
 
     /// Datagrams of one UDP GSO batch leaving together merge back into one UDP GSO frame:
     /// the payloads in order, sizes in the vnet header, lengths and checksums consistent.
     #[test]
     fn datagrams_of_one_flow_merge_into_a_udp_gso_frame() {
-        let dgrams = udp_datagrams(1452 * 4 + 300, 1452);
+        let dgrams = datagrams(&udp_batch(1452 * 4 + 300), 1452);
         let mut c = Coalescer::with_udp(true);
         for d in &dgrams {
             assert!(c.push(d));
@@ -791,18 +741,16 @@ mod coalesce_tests {
         assert_eq!(&ip[28..], &payload[..]);
         assert!(c.is_empty());
         // Cut again, it gives back the same datagrams (IDs aside: the frame has the first's).
-        let again = UdpSegmenter::new(ip, 1452).unwrap();
-        assert_eq!(again.count(), dgrams.len());
-        for (i, d) in dgrams.iter().enumerate() {
-            let mut buf = vec![0u8; 2048];
-            let n = again.write(i, &mut buf).unwrap();
-            assert_eq!(&buf[VNET_HDR_LEN + 20..n], &d[VNET_HDR_LEN + 20..], "datagram {i}");
+        let again = datagrams(ip, 1452);
+        assert_eq!(again.len(), dgrams.len());
+        for (i, (a, d)) in again.iter().zip(&dgrams).enumerate() {
+            assert_eq!(&a[VNET_HDR_LEN + 20..], &d[VNET_HDR_LEN + 20..], "datagram {i}");
         }
     }
 
     #[test]
     fn refuses_udp_that_gro_would_not_merge() {
-        let dgrams = udp_datagrams(1452 * 2, 1452);
+        let dgrams = datagrams(&udp_batch(1452 * 2), 1452);
         // Without UDP offload on the output device, UDP goes out one by one.
         let mut tcp_only = Coalescer::default();
         assert!(tcp_only.push(&dgrams[0]) && !tcp_only.push(&dgrams[1]));
@@ -813,20 +761,20 @@ mod coalesce_tests {
             other[VNET_HDR_LEN + change] ^= 1;
             assert!(c.push(&dgrams[0]) && !c.push(&other), "byte {change}");
         }
-        let small = udp_datagrams(100, 1452);
+        let small = datagrams(&udp_batch(100), 1452);
         let mut c = Coalescer::with_udp(true);
         assert!(c.push(&small[0]) && !c.push(&dgrams[0]), "larger after smaller");
         // After a shorter datagram, nothing more.
-        let mixed = udp_datagrams(1452 + 100, 1452);
+        let mixed = datagrams(&udp_batch(1452 + 100), 1452);
         let mut c = Coalescer::with_udp(true);
         assert!(c.push(&mixed[0]) && c.push(&mixed[1]) && !c.push(&mixed[0]));
         // At most UDP_GRO_CNT_MAX datagrams in one frame.
-        let many = udp_datagrams(100 * (UDP_GRO_CNT_MAX + 1), 100);
+        let many = datagrams(&udp_batch(100 * (UDP_GRO_CNT_MAX + 1)), 100);
         let mut c = Coalescer::with_udp(true);
         let taken = many.iter().take_while(|d| c.push(d)).count();
         assert_eq!(taken, UDP_GRO_CNT_MAX);
         // A UDP frame held refuses TCP, and a TCP one UDP.
-        let tcp = cut(&superframe(1448 * 2, 0x10), 1448);
+        let tcp = segments(&superframe(1448 * 2, 0x10), 1448, false);
         let mut c = Coalescer::with_udp(true);
         assert!(c.push(&dgrams[0]) && !c.push(&tcp[0]));
         let mut c = Coalescer::with_udp(true);
@@ -837,7 +785,7 @@ mod coalesce_tests {
     fn segments_of_one_superframe_merge_back_into_it() {
         let original = superframe(1448 * 10 + 500, 0x18);
         let mut c = Coalescer::default();
-        for s in cut(&original, 1448) {
+        for s in segments(&original, 1448, false) {
             assert!(c.push(&s));
         }
         let out = c.take().unwrap().to_vec();
@@ -853,7 +801,7 @@ mod coalesce_tests {
 
     #[test]
     fn refuses_what_gro_would_not_merge() {
-        let segs = cut(&superframe(1448 * 3, 0x10), 1448);
+        let segs = segments(&superframe(1448 * 3, 0x10), 1448, false);
         // A gap in sequence numbers.
         let mut c = Coalescer::default();
         assert!(c.push(&segs[0]));
@@ -872,14 +820,14 @@ mod coalesce_tests {
         assert!(!c.push(&ts));
         c.take();
         // A short segment ends the train.
-        let short = cut(&superframe(1448 + 100, 0x10), 1448);
+        let short = segments(&superframe(1448 + 100, 0x10), 1448, false);
         assert!(c.push(&short[0]));
         assert!(c.push(&short[1]));
         let mut next = segs[0].clone();
-        next[VNET_HDR_LEN + 24..VNET_HDR_LEN + 28].copy_from_slice(&(1000u32 + 1548).to_be_bytes());
+        next[VNET_HDR_LEN + 24..VNET_HDR_LEN + 28].copy_from_slice(&FIRST_SEQ.wrapping_add(1548).to_be_bytes());
         assert!(!c.push(&next), "nothing may follow a short segment");
         // A pure ACK is sent alone.
-        let ack = cut(&superframe(0, 0x10), 1448);
+        let ack = segments(&superframe(0, 0x10), 1448, false);
         let mut c = Coalescer::default();
         assert!(c.push(&ack[0]));
         assert!(!c.push(&segs[0]));

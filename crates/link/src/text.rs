@@ -1,5 +1,5 @@
-//! Human units as people write the link's parameters: "100mbit", "1%", "64kib" (durations:
-//! [`crate::time::Duration`]'s `FromStr`). The one grammar for them: the link's own types parse
+//! Human units as people write the link's parameters: "100mbit", "1%", "64kib", "40ms" (a
+//! [`Duration`]'s `FromStr` is here too). The one grammar for them: the link's own types parse
 //! through it here, and the CLI's flags through the same functions. Every parser says what it
 //! would have accepted, for a one-line error that the caller completes with the flag's name.
 
@@ -100,6 +100,38 @@ pub fn parse_bytes(s: &str) -> Result<u64, Allowed> {
     Ok((v * mult).round() as u64)
 }
 
+/// Why a duration's text was refused: what is accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DurationParseError;
+
+impl fmt::Display for DurationParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a duration such as 40ms, 1.5s, 250us or 2min (units: ns, us, ms, s, min)")
+    }
+}
+
+impl std::error::Error for DurationParseError {}
+
+/// A duration as people write it: `40ms`, `1.5s`, `250us`, `2min`, or a bare `0`; rounded to
+/// the nanosecond. The one grammar for durations: the CLI's flags read theirs through it.
+impl FromStr for Duration {
+    type Err = DurationParseError;
+    fn from_str(s: &str) -> Result<Self, DurationParseError> {
+        let (value, unit) = split_number(s).ok_or(DurationParseError)?;
+        let ns_per_unit = match unit.as_str() {
+            "ns" => 1.0,
+            "us" | "µs" => 1e3,
+            "ms" => 1e6,
+            "s" | "sec" => 1e9,
+            "min" | "m" => 60e9,
+            "" if value == 0.0 => 0.0,
+            _ => return Err(DurationParseError),
+        };
+        // `as` saturates: an absurd duration becomes Duration::MAX, never wraps.
+        Ok(Duration::from_nanos((value * ns_per_unit).round() as u64))
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The link's types as they are written (`--loss`, `--jitter`, `--policer` take these; `--aqm`
 // takes [`crate::Aqm`]'s, in `aqm.rs`).
@@ -191,6 +223,25 @@ impl FromStr for Policer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_durations_as_people_write_them() {
+        for (text, ns) in [
+            ("40ms", 40_000_000),
+            ("1.5s", 1_500_000_000),
+            ("250us", 250_000),
+            ("250µs", 250_000),
+            ("2min", 120_000_000_000),
+            ("0", 0),
+            (" 7 ns ", 7),
+            ("3Sec", 3_000_000_000),
+        ] {
+            assert_eq!(text.parse::<Duration>(), Ok(Duration::from_nanos(ns)), "{text}");
+        }
+        for bad in ["", "5", "ms", "-1ms", "1.2.3s", "5 parsecs", "infs"] {
+            assert_eq!(bad.parse::<Duration>(), Err(DurationParseError), "{bad}");
+        }
+    }
 
     #[test]
     fn the_link_types_read_as_written() {

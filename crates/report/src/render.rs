@@ -78,7 +78,10 @@ fn time_figure(id: &str, title: &str, note: &str, y_label: &str, lines: &[&Line]
         return String::new();
     }
     let palette = axis.palette;
-    let x = Axis::new("time since the start of data (s)").fit([0.0, axis.t_max_s]);
+    // The axis ends where the data end (10 s of data, not a rounded-up 12 s); its ticks are
+    // still 1-2-5 steps within it. No data past zero: a unit span, as a degenerate fit gives.
+    let t_end = if axis.t_max_s > 0.0 { axis.t_max_s } else { 1.0 };
+    let x = Axis::new("time since the start of data (s)").range(0.0, t_end);
     let y = Axis::new(y_label).zero().fit(lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)));
     let rows: Vec<&str> = bands.iter().map(|b| b.key.as_str()).collect();
     let mut p = Plot::with_strip_rows(id, WIDE, 270.0 + 17.0 * rows.len() as f64 + if rows.is_empty() { 0.0 } else { 3.0 }, x, y, &rows, TIME_LEFT);
@@ -793,6 +796,21 @@ mod tests {
     use super::*;
     use crate::load::bbr_state;
     use crate::svg::Timeline;
+
+    /// 10 s of data make an axis that ends at 10 s, with 1-2-5 ticks inside it, not one
+    /// rounded up to 12 s that leaves a sixth of every plot over time empty.
+    #[test]
+    fn the_time_axis_ends_where_the_data_end() {
+        let palette = Palette(vec!["cubic".into()]);
+        let axis = TimeAxis { palette: &palette, t_max_s: 10.02 };
+        // y values well below 1, so that no y tick reads like a time tick.
+        let line = Line { key: "cubic".into(), label: "run 1 · cubic".into(), median: true, points: vec![(0.0, 0.2), (10.02, 0.3)] };
+        let svg = time_figure("goodput", "Goodput", "", "goodput", &[&line], &axis, &[]);
+        for tick in ["0", "2", "4", "6", "8", "10"] {
+            assert!(svg.contains(&format!(">{tick}</text>")), "tick {tick}: {svg}");
+        }
+        assert!(!svg.contains(">12</text>"), "the axis goes past the data: {svg}");
+    }
 
     /// Kernel BBR and QUIC BBR in one experiment: a band row each, QUIC's ProbeBW split into
     /// its phases, and the legend lists only the states drawn.

@@ -29,16 +29,20 @@ use serde_json::{Map, Value};
 
 use crate::results::{ExperimentResult, RunRecord};
 
+/// The file `run`, `compare`, a preset and a sweep write: one row per run.
 pub const RUNS_FILE: &str = "runs.csv";
 
 /// Longest list written out in full; longer ones are written as their length.
-pub const MAX_LIST: usize = 32;
+pub(crate) const MAX_LIST: usize = 32;
 
 /// One experiment's runs, under an optional condition name, with the directory of its
 /// result.json relative to the CSV's (for the series file paths).
 pub struct Experiment<'a> {
+    /// The condition's (or cell's) name, written in a first column; none for one experiment.
     pub condition: Option<&'a str>,
+    /// The directory of its result.json, relative to the CSV's.
     pub dir: &'a str,
+    /// The experiment.
     pub result: &'a ExperimentResult,
 }
 

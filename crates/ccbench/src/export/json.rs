@@ -7,7 +7,9 @@ use anyhow::Context;
 
 use crate::results::ExperimentResult;
 
+/// The file every experiment writes into its directory.
 pub const RESULT_FILE: &str = "result.json";
+/// A preset's index, in the preset's directory above its conditions'.
 pub const PRESET_FILE: &str = "preset.json";
 
 /// The whole result as one line of JSON (also what `run --json` prints).
@@ -23,9 +25,11 @@ pub fn write(result: &ExperimentResult, dir: &Path) -> anyhow::Result<()> {
 
 /// One condition of a preset, as its index lists it.
 pub struct PresetCondition<'a> {
+    /// The condition's name in the preset.
     pub name: &'a str,
     /// The condition's directory, relative to the preset's.
     pub dir: &'a str,
+    /// Its result.
     pub result: &'a ExperimentResult,
 }
 

@@ -20,7 +20,9 @@ use crate::results::ExperimentResult;
 
 /// One experiment's expectations, under a name (`ccbench run`, a condition's, a cell's).
 pub struct Suite<'a> {
+    /// The test suite's name.
     pub name: &'a str,
+    /// The experiment whose expectations are the suite's test cases.
     pub result: &'a ExperimentResult,
 }
 

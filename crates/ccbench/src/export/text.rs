@@ -8,6 +8,7 @@ use crate::results::{CcSummary, ExperimentResult, Status};
 use crate::units::fmt_rate;
 use crate::workloads::WorkloadSpec;
 
+/// The lines before the runs: the path (or the remote), the workload, the runs and the seed.
 pub fn header(result_params: &crate::results::Params) -> String {
     let p = result_params;
     let mut out = String::new();
@@ -119,6 +120,8 @@ pub fn expectations(result: &ExperimentResult) -> String {
     out
 }
 
+/// The summary after the runs: one line per algorithm, the verdicts, the expectations, and
+/// where the files are (`location`, the output directory).
 pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) -> String {
     let mut out = String::new();
     let width = result.summary.iter().map(|s| s.cc.len()).max().unwrap_or(4);

@@ -17,8 +17,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::cli::{Layer, RunOpts};
+use crate::error::{precondition, UsageError};
 use crate::presets::{flags, layer_from, shown, Origin};
-use ccbench::error::{precondition, UsageError};
 use ccbench::experiment::Plan;
 
 pub use crate::values::Shard;

@@ -10,7 +10,7 @@ use anyhow::Context;
 use super::queue::{read_plan, PLAN_FILE};
 use super::store::{copy_tree, finished, grid_order, read_index, write_index, GridCell, SweepMeta, CELLS_DIR, SWEEP_FILE};
 use super::MergeArgs;
-use ccbench::error::{precondition, UsageError};
+use crate::error::{precondition, UsageError};
 
 fn is_sweep(d: &Path) -> bool {
     d.join(PLAN_FILE).exists() || d.join(SWEEP_FILE).exists()

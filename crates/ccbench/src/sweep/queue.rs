@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use super::owner;
 use super::store::{read_json, CellRecord, SweepMeta, CELLS_DIR, CELL_FILE, REVISION, VERSION};
-use ccbench::error::UsageError;
+use crate::error::UsageError;
 
 pub const PLAN_FILE: &str = "plan.json";
 pub const QUEUE_DIR: &str = "queue";

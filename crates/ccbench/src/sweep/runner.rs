@@ -18,8 +18,8 @@ use super::store::{
     grid_cell, status_name, write_index, AxisRecord, CellRecord, GridCell, SpecRecord, SweepMeta, CELL_SCHEMA, LOG_FILE, REVISION, SCHEMA, SWEEP_FILE, VERSION,
 };
 use super::SweepArgs;
+use crate::error::{precondition, require_root};
 use crate::progress::{planned_runs, Bar, RunObserver};
-use ccbench::error::{precondition, require_root};
 use ccbench::experiment::{self, Observer, Slot};
 use ccbench::results::{RunRecord, Status};
 
@@ -51,7 +51,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
     let shard: Option<Shard> = args.shard;
     if let (Some(s), Some(n)) = (shard, args.shards) {
         if n != s.count {
-            return Err(ccbench::error::UsageError::new("--shards", n, format!("the N of --shard {s}, or no --shards")).into());
+            return Err(crate::error::UsageError::new("--shards", n, format!("the N of --shard {s}, or no --shards")).into());
         }
     }
     let ids: Vec<&str> = planned.iter().map(|p| p.cell.id.as_str()).collect();

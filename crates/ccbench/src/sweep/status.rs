@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use super::queue::{CellState, Queue};
 use super::store::{CELLS_DIR, LOG_FILE};
 use super::StatusArgs;
-use ccbench::error::UsageError;
+use crate::error::UsageError;
 
 pub fn status(args: StatusArgs) -> anyhow::Result<i32> {
     let (queue, plan) = Queue::read(&args.out).map_err(|e| UsageError::new("status directory", args.out.display(), format!("a sweep's OUT: {e}")))?;

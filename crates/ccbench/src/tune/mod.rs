@@ -18,8 +18,8 @@ use std::path::Path;
 use anyhow::Context;
 
 use crate::cli::TuneArgs;
+use crate::error::{precondition, UsageError};
 use backup::Backup;
-use ccbench::error::{precondition, UsageError};
 use plan::{Fq, Plan};
 
 /// Our persistent file. 90 runs after distribution defaults (usually 10–50) and before the

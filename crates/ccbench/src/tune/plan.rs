@@ -21,7 +21,7 @@
 
 use std::fmt::Write as _;
 
-use ccbench::error::UsageError;
+use crate::error::UsageError;
 
 pub const CC_KEY: &str = "net.ipv4.tcp_congestion_control";
 pub const ALLOWED_KEY: &str = "net.ipv4.tcp_allowed_congestion_control";

@@ -200,9 +200,10 @@ fn delivery_times_do_not_depend_on_polling() {
     assert!(never.1.iter().any(|d| d.1 == DropCause::Loss));
 }
 
-#[test]
-fn next_event_driven_loop_dequeues_exactly_on_time() {
-    let c = cfg(Rate::mbps(5), 30 * MS, Buffer::Packets(50));
+/// Drives a link purely from `next_event` and 5000 random arrivals, and checks that every
+/// packet comes out exactly when `next_event` said it would (and, unless `allow_spurious`,
+/// that it never wakes for nothing).
+fn next_event_loop(c: DirectionConfig, allow_spurious: bool) -> LinkStats {
     let mut l = Link::new(c, 1);
     let mut rng = ChaCha8Rng::seed_from_u64(8);
     let mut arrivals: VecDeque<(Instant, u32)> = VecDeque::new();
@@ -212,11 +213,13 @@ fn next_event_driven_loop_dequeues_exactly_on_time() {
         arrivals.push_back((t, rng.gen_range(64..=1500)));
     }
     let mut now = T0;
-    let mut delivered = 0;
     let mut id = 0u32;
+    let mut spurious = 0;
+    let mut delivered = 0;
     loop {
         let next_arrival = arrivals.front().map(|a| a.0);
-        let wake = match (next_arrival, l.next_event()) {
+        let event = l.next_event();
+        let wake = match (next_arrival, event) {
             (Some(a), Some(e)) => a.min(e),
             (Some(a), None) => a,
             (None, Some(e)) => e,
@@ -230,13 +233,28 @@ fn next_event_driven_loop_dequeues_exactly_on_time() {
                 id += 1;
             }
         }
+        let mut got = 0;
         while let Some(d) = l.dequeue(now) {
             assert_eq!(d.delivered_at, now, "woke late or early");
-            delivered += 1;
+            got += 1;
+        }
+        while l.take_dropped().is_some() {}
+        delivered += got;
+        if event == Some(now) && got == 0 {
+            spurious += 1;
         }
     }
-    let st = l.stats();
-    assert_eq!(delivered, st.packets_out);
+    if !allow_spurious {
+        assert_eq!(spurious, 0);
+    }
+    assert_eq!(l.in_flight_packets(), 0);
+    assert_eq!(delivered, l.stats().packets_out);
+    l.stats().clone()
+}
+
+#[test]
+fn next_event_driven_loop_dequeues_exactly_on_time() {
+    let st = next_event_loop(cfg(Rate::mbps(5), 30 * MS, Buffer::Packets(50)), false);
     assert_eq!(st.packets_in, st.packets_out + st.drops_buffer);
     assert!(st.drops_buffer > 0);
 }

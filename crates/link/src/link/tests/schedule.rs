@@ -130,54 +130,6 @@ fn zero_rate_outage_stalls_and_restarts_at_the_next_change() {
     assert_eq!(rest, (51..=55).map(|i| at(i * MS)).collect::<Vec<_>>());
 }
 
-/// Drives a link purely from `next_event` and arrival times, and checks
-/// that every packet comes out exactly when `next_event` said it would.
-fn next_event_loop(c: DirectionConfig, allow_spurious: bool) -> LinkStats {
-    let mut l = Link::new(c, 1);
-    let mut rng = ChaCha8Rng::seed_from_u64(8);
-    let mut arrivals: VecDeque<(Instant, u32)> = VecDeque::new();
-    let mut t = T0;
-    for _ in 0..5_000 {
-        t += uniform(&mut rng, Duration::ZERO, 2 * MS);
-        arrivals.push_back((t, rng.gen_range(64..=1500)));
-    }
-    let mut now = T0;
-    let mut id = 0u32;
-    let mut spurious = 0;
-    loop {
-        let next_arrival = arrivals.front().map(|a| a.0);
-        let event = l.next_event();
-        let wake = match (next_arrival, event) {
-            (Some(a), Some(e)) => a.min(e),
-            (Some(a), None) => a,
-            (None, Some(e)) => e,
-            (None, None) => break,
-        };
-        assert!(wake >= now, "next_event went backwards");
-        now = wake;
-        while arrivals.front().is_some_and(|a| a.0 == now) {
-            if let Some((at, len)) = arrivals.pop_front() {
-                let _ = l.enqueue(at, len, id);
-                id += 1;
-            }
-        }
-        let mut got = 0;
-        while let Some(d) = l.dequeue(now) {
-            assert_eq!(d.delivered_at, now, "woke late");
-            got += 1;
-        }
-        while l.take_dropped().is_some() {}
-        if event == Some(now) && got == 0 {
-            spurious += 1;
-        }
-    }
-    if !allow_spurious {
-        assert_eq!(spurious, 0);
-    }
-    assert_eq!(l.in_flight_packets(), 0);
-    l.stats().clone()
-}
-
 #[test]
 fn next_event_is_exact_across_scheduled_changes() {
     let c = DirectionConfig {
