@@ -335,6 +335,13 @@ pub(crate) fn watch_client(control: &TcpStream, shared_stop: &AtomicBool, test_s
         // SAFETY: one valid pollfd, for a descriptor `control` keeps open.
         let n = unsafe { libc::poll(&mut fd, 1, POLL_HANGUP.as_millis() as i32) };
         let hung_up = n > 0 && fd.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0;
+        // A client closes its control connection once it has the test's `Done`, which is sent
+        // only after `ended` is set: a hang-up seen with `ended` set is the test's normal end,
+        // not a client gone during it (serve logged "the client went away" after 7 of 8
+        // finished tests of a `--twin` run, whose client reconnects per test).
+        if ended.load(Ordering::SeqCst) {
+            return;
+        }
         if hung_up || shared_stop.load(Ordering::SeqCst) {
             test_stop.store(true, Ordering::SeqCst);
             if hung_up {
@@ -710,6 +717,33 @@ impl HttpEndEvents for Forward {
 mod tests {
     use super::*;
     use ccbench_workload::{PageModel, PageProtocol, PageSpec};
+
+    /// The client hanging up after the test ended (once it has `Done`) is not "the client went
+    /// away during the test"; hanging up before the end is. The close comes while the watcher
+    /// is inside its 100 ms poll, as it does when a client closes right after `Done`.
+    #[test]
+    fn a_hang_up_after_the_end_does_not_stop_the_test_but_one_before_it_does() {
+        for close_after_end in [true, false] {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            let (control, _) = listener.accept().unwrap();
+            let (shared_stop, test_stop, ended) = (AtomicBool::new(false), AtomicBool::new(false), AtomicBool::new(false));
+            std::thread::scope(|s| {
+                let watcher = s.spawn(|| watch_client(&control, &shared_stop, &test_stop, &ended));
+                std::thread::sleep(Duration::from_millis(30));
+                if close_after_end {
+                    ended.store(true, Ordering::SeqCst);
+                }
+                drop(client);
+                if !close_after_end {
+                    std::thread::sleep(Duration::from_millis(300));
+                    ended.store(true, Ordering::SeqCst);
+                }
+                watcher.join().unwrap();
+            });
+            assert_eq!(test_stop.load(Ordering::SeqCst), !close_after_end, "closed after the end: {close_after_end}");
+        }
+    }
 
     /// An authenticated client asking for four billion flows is refused, and its log line
     /// written, without serve building (allocating) the plan of those flows.
