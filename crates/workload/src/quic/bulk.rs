@@ -307,7 +307,7 @@ pub(super) async fn send_flow(
     budget: Option<&ByteBudget>,
 ) -> Result<(), String> {
     let mut stream = conn.open_uni().await.map_err(|e| format!("open stream: {e}"))?;
-    stream.write_all(&id.to_be_bytes()).await.map_err(|e| format!("send: {e}"))?;
+    stream.write_all(&id.to_be_bytes()).await.map_err(|e| format!("send: {}", with_cause(&e)))?;
     let chunk = vec![0x5au8; CHUNK];
     let mut remaining = match amount {
         Amount::Bytes(n) => n,
@@ -330,7 +330,7 @@ pub(super) async fn send_flow(
                 }
             }
             Ok(Err(_)) if Instant::now() >= deadline => break,
-            Ok(Err(e)) => return Err(format!("send: {e}")),
+            Ok(Err(e)) => return Err(format!("send: {}", with_cause(&e))),
             Err(_) => {
                 if let Some(b) = budget {
                     b.give_back(len as u64);
@@ -379,7 +379,7 @@ pub(super) async fn receive_flow(
             }
             Ok(Ok(None)) => break,
             Ok(Err(e)) => {
-                got.error = Some(format!("receive: {e}"));
+                got.error = Some(format!("receive: {}", with_cause(&e)));
                 break;
             }
             Err(_) => {}
@@ -387,4 +387,17 @@ pub(super) async fn receive_flow(
     }
     got.completion_s = window.completion_s(got.bytes, last_byte);
     got
+}
+
+/// An error with its causes (`connection lost: timed out`): noq's stream errors say only
+/// "connection lost" and keep why (the peer's close, a timeout, a transport error) as source.
+pub(super) fn with_cause(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cause = c.source();
+    }
+    out
 }
