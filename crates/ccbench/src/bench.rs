@@ -45,6 +45,10 @@ pub struct BenchRow {
     /// core): the emulator, the workload's threads and the system calls they made.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub process_cpu: Option<f64>,
+    /// Why a flow ended before its time (its goodput then covers only what it ran): a QUIC
+    /// connection closed under it showed as a slow row before this was said (issue 17 §2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -196,12 +200,18 @@ fn veth_row(cc: &Algorithm, seconds: f64, stop: &AtomicBool) -> anyhow::Result<B
         cpu_steal: steal,
         cc: None,
         process_cpu: None,
+        error: flow_error(&bulk),
     })
 }
 
 fn retransmits(bulk: &BulkResult) -> u64 {
     let tcp: u64 = bulk.flows.iter().filter_map(|f| f.final_tcp_info.as_ref()).map(|t| u64::from(t.total_retrans)).sum();
     tcp + bulk.flows.iter().filter_map(|f| f.final_quic.as_ref()).map(|q| q.packets_lost).sum::<u64>()
+}
+
+/// The first flow's error, if any flow ended with one.
+fn flow_error(bulk: &BulkResult) -> Option<String> {
+    bulk.flows.iter().find_map(|f| f.error.clone())
 }
 
 /// User + system CPU seconds of this process so far (every thread).
@@ -272,6 +282,15 @@ pub fn transports_table(r: &BenchResult) -> String {
             opt(row.cpu_steal, &|x| format!("{:.1} %", x * 100.0)),
         ));
     }
+    for row in r.rows.iter().filter(|r| r.error.is_some()) {
+        let rate = row.rate_bps.map(|b| units::fmt_rate(b as f64)).unwrap_or_else(|| "unlimited".into());
+        out.push_str(&format!(
+            "\n{} at {rate}, {} ms: the flow failed ({}); its goodput covers only the time it ran.\n",
+            row.cc.as_deref().unwrap_or("–"),
+            row.rtt_ms,
+            row.error.as_deref().unwrap_or_default()
+        ));
+    }
     out
 }
 
@@ -331,6 +350,7 @@ fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) ->
         cpu_steal: steal,
         cc: Some(cc.to_string()),
         process_cpu,
+        error: flow_error(&bulk),
     })
 }
 
@@ -364,6 +384,42 @@ pub fn table(r: &BenchResult) -> String {
 #[cfg(test)]
 mod finished_tests {
     use super::*;
+
+    fn row(cc: &str, goodput_bps: f64, error: Option<&str>) -> BenchRow {
+        BenchRow {
+            path: "emulator".into(),
+            rate_bps: Some(1_000_000_000),
+            rtt_ms: 10.0,
+            goodput_bps,
+            of_rate: None,
+            emulator_cpu: Some(0.5),
+            unconfigured_drops: Some(0),
+            buffer_drops: 0,
+            retransmits: 0,
+            delay_error_p50_us: None,
+            delay_error_p99_us: None,
+            cpu_steal: None,
+            cc: Some(cc.into()),
+            process_cpu: Some(1.0),
+            error: error.map(str::to_string),
+        }
+    }
+
+    /// A flow that died early is said under the table, not passed off as a slow row.
+    #[test]
+    fn a_failed_flow_is_named_under_the_transports_table() {
+        let died = "send: connection lost: aborted by peer: too many gaps in stream buffer";
+        let r = BenchResult::new(
+            ccbench::provenance::Provenance::of_this_host(),
+            4.0,
+            "quic:cubic,quic:bbr3",
+            vec![row("quic:cubic", 3e8, Some(died)), row("quic:bbr3", 9e8, None)],
+        );
+        let table = transports_table(&r);
+        assert!(table.contains(&format!("quic:cubic at 1.00 Gbit/s, 10 ms: the flow failed ({died})")), "{table}");
+        assert!(!table.contains("quic:bbr3 at"), "{table}");
+        assert!(serde_json::to_value(&r).unwrap()["rows"][1].get("error").is_none());
+    }
 
     #[test]
     fn a_finished_bench_records_when_it_finished() {

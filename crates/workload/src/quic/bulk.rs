@@ -14,7 +14,7 @@ use super::observe::Probe;
 use super::pair::{self, connect_pair, quic_algorithm, server_endpoint};
 use super::{BbrView, ReadBack, Tls};
 use crate::bulk::{aggregate_goodput, Amount, BbrEvent, BulkResult, BulkSpec, EndClock, FlowResult, FlowWindow, GoodputPoint, MixFlow};
-use crate::common::{lock, micros_since, multi_thread_runtime, CHUNK};
+use crate::common::{lock, micros_since, multi_thread_runtime};
 use crate::ByteBudget;
 use crate::Transport;
 use crate::{QuicSample, RunContext, SocketId, WorkloadError};
@@ -296,6 +296,12 @@ fn events_of(conn: &Conn, epoch: Instant) -> Vec<BbrEvent> {
     pair::bbr_events(conn.bbr.as_ref(), epoch)
 }
 
+/// How much one stream write hands noq. The writes share one refcounted buffer, which noq's
+/// send buffer keeps as it is (`write(&[u8])` copies every byte into it first), and are large
+/// so that a write's own cost — a lock, a wake-up, a timer — is paid rarely at gigabits
+/// (issue 17 §2).
+const QUIC_WRITE: usize = 256 * 1024;
+
 /// Sends flow `id` on a stream of its own; with `budget`, each chunk is taken from it first
 /// (`ccbench serve --max-bytes`), and the flow stops with its reason when it is spent.
 pub(super) async fn send_flow(
@@ -307,21 +313,24 @@ pub(super) async fn send_flow(
     budget: Option<&ByteBudget>,
 ) -> Result<(), String> {
     let mut stream = conn.open_uni().await.map_err(|e| format!("open stream: {e}"))?;
-    stream.write_all(&id.to_be_bytes()).await.map_err(|e| format!("send: {e}"))?;
-    let chunk = vec![0x5au8; CHUNK];
+    stream.write_all(&id.to_be_bytes()).await.map_err(|e| format!("send: {}", with_cause(&e)))?;
+    let payload = bytes::Bytes::from(vec![0x5au8; QUIC_WRITE]);
     let mut remaining = match amount {
         Amount::Bytes(n) => n,
         Amount::Seconds(_) => u64::MAX,
     };
     while remaining > 0 && Instant::now() < deadline && !stopping.load(Ordering::Relaxed) {
-        let len = remaining.min(CHUNK as u64) as usize;
+        // A budget's last write is what is left of it, so the flow stops at the budget, not
+        // a write's length short of it.
+        let len = remaining.min(QUIC_WRITE as u64).min(budget.map_or(u64::MAX, |b| b.remaining().max(1))) as usize;
         if let Some(b) = budget {
             if !b.take(len as u64) {
                 let _ = stream.finish();
                 return Err(b.reason.clone());
             }
         }
-        match tokio::time::timeout(IO_TICK, stream.write(&chunk[..len])).await {
+        let mut chunk = [payload.slice(..len)];
+        match tokio::time::timeout(IO_TICK, stream.write_many_chunks(&mut &mut chunk[..])).await {
             Ok(Ok(n)) => {
                 remaining -= n as u64;
                 if let Some(b) = budget {
@@ -330,7 +339,7 @@ pub(super) async fn send_flow(
                 }
             }
             Ok(Err(_)) if Instant::now() >= deadline => break,
-            Ok(Err(e)) => return Err(format!("send: {e}")),
+            Ok(Err(e)) => return Err(format!("send: {}", with_cause(&e))),
             Err(_) => {
                 if let Some(b) = budget {
                     b.give_back(len as u64);
@@ -379,7 +388,7 @@ pub(super) async fn receive_flow(
             }
             Ok(Ok(None)) => break,
             Ok(Err(e)) => {
-                got.error = Some(format!("receive: {e}"));
+                got.error = Some(format!("receive: {}", with_cause(&e)));
                 break;
             }
             Err(_) => {}
@@ -387,4 +396,17 @@ pub(super) async fn receive_flow(
     }
     got.completion_s = window.completion_s(got.bytes, last_byte);
     got
+}
+
+/// An error with its causes (`connection lost: timed out`): noq's stream errors say only
+/// "connection lost" and keep why (the peer's close, a timeout, a transport error) as source.
+pub(super) fn with_cause(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cause = c.source();
+    }
+    out
 }

@@ -375,6 +375,36 @@ mod tests {
         })
     }
 
+    /// Regression test for issue 17 §2 (the 1 Gbit/s runs that ended early): a stream's
+    /// receiver holds many megabytes its reader has not read yet — as behind a loss in Startup
+    /// at 1 Gbit/s, 10 ms, or a reader that lags — within its receive window. Unpatched
+    /// noq-proto kept one chunk per packet and closed the connection ("too many gaps in stream
+    /// buffer") past about 2,048 of them, 2.4 MB; `vendor/noq-proto/PATCH.md`.
+    #[test]
+    fn a_stream_holds_megabytes_its_reader_has_not_read() {
+        const UNREAD: usize = 8 << 20;
+        let tls = Tls::new().unwrap();
+        let (factory, _) = controller_factory("cubic", 1).unwrap();
+        let rt = crate::common::multi_thread_runtime().unwrap();
+        rt.block_on(async {
+            let server =
+                endpoint(udp_here((Ipv4Addr::LOCALHOST, 0).into()).unwrap(), Some((*tls.server(transport(factory.clone())).unwrap()).clone())).unwrap();
+            let client = endpoint(udp_here((Ipv4Addr::LOCALHOST, 0).into()).unwrap(), None).unwrap();
+            let connecting = client.connect_with(tls.client(transport(factory)).unwrap(), server.local_addr().unwrap(), SNI).unwrap();
+            let (c, s) = tokio::join!(connecting, async { server.accept().await.unwrap().await });
+            let (c, s) = (c.unwrap(), s.unwrap());
+            let mut out = c.open_uni().await.unwrap();
+            out.write_all(&vec![0x5a; UNREAD]).await.unwrap();
+            out.finish().unwrap();
+            // Everything is acknowledged while nothing is read at the other end.
+            let acked = tokio::time::timeout(Duration::from_secs(30), out.stopped()).await;
+            assert!(matches!(acked, Ok(Ok(None))), "the unread {UNREAD} bytes were not all acknowledged: {acked:?}");
+            let mut inp = s.accept_uni().await.unwrap();
+            let got = inp.read_to_end(usize::MAX).await.map(|v| v.len()).map_err(|e| bulk::with_cause(&e));
+            assert_eq!(got, Ok(UNREAD));
+        });
+    }
+
     /// Regression test for issue 17 §1: an ACK is timed by when it reached the host, not by
     /// when noq's driver next ran. With kernel stamps the client's RTT stays loopback's,
     /// though every ACK was read 400 ms late; without them, the same stall shows as RTT — the
