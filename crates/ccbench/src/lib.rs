@@ -9,6 +9,7 @@ pub mod describe;
 pub mod error;
 pub mod experiment;
 pub mod export;
+pub mod judge;
 pub mod limits;
 pub mod schema;
 pub mod workloads;

@@ -172,7 +172,7 @@ pub fn write_index(dir: &Path, meta: &SweepMeta, mine: &[&GridCell], interrupted
         statuses.push(record.status.clone());
         let parsed = ccbench::results::ExperimentResult::deserialize(&result).ok();
         // A cell with expectations is marked pass, fail or undecided, in the table and sweep.json.
-        let expect = parsed.as_ref().and_then(|r| ccbench::expect::overall(&r.expectations)).map(ccbench::expect::mark);
+        let expect = parsed.as_ref().and_then(|r| ccbench_stats::expectation::overall(r.expectations.iter().map(|e| e.result))).map(|j| j.word());
         let verdict = match expect {
             Some(m) => format!("[expect: {m}] {}", record.verdict),
             None => record.verdict.clone(),
