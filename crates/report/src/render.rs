@@ -484,7 +484,8 @@ fn expectations_table(result: &ExperimentResult) -> String {
 pass when the bound on the threshold's side clears it, fail when the other bound misses it, undecided otherwise (more runs would decide). \
 The bound that decided is in bold.</p>\n",
         exps.len(),
-        fmt_sig(alpha)
+        // As the terminal says it (0.05, or a look's 0.0354), not padded to 3 digits.
+        format!("{alpha:.4}").trim_end_matches('0')
     );
     out.push_str("<table class=\"expectations\"><tr><th>algorithm</th><th>expectation</th><th>threshold</th><th>median</th><th>lower bound</th><th>upper bound</th><th>level</th><th>runs</th><th>result</th></tr>");
     for e in exps {
