@@ -675,6 +675,10 @@ pub struct SweepArgs {
     /// Plan every cell and list them (this shard's, if sharded), then stop; runs nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Write the cells' --expect judgements as JUnit XML to FILE: one testsuite per cell (named
+    /// by its label), one testcase per expectation × algorithm, for a CI system's test report.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

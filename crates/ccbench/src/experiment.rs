@@ -164,18 +164,18 @@ impl Plan {
     }
 
     /// Who the expectations are judged for.
-    pub fn contenders(&self) -> crate::expect::Contenders {
-        crate::expect::Contenders::of(&self.names(), &self.workload)
+    pub fn contenders(&self) -> crate::judge::Contenders {
+        crate::judge::contenders(&self.names(), &self.workload)
     }
 
     /// What a relative threshold is relative to (nothing over a real path).
     pub fn path_figures(&self) -> crate::expect::PathFigures {
-        crate::expect::PathFigures::of(self.remote.is_none().then_some(&self.path), self.workload.data_direction())
+        crate::judge::path_figures(self.remote.is_none().then_some(&self.path), self.workload.data_direction())
     }
 
     /// The expectations judged over `records` at `alpha`.
     pub(crate) fn judge(&self, records: &[RunRecord], alpha: f64) -> Vec<crate::expect::ExpectationResult> {
-        crate::expect::judge_all(&self.expect, &self.contenders(), records, self.path_figures(), alpha)
+        crate::judge::judge_all(&self.expect, &self.contenders(), records, self.path_figures(), alpha)
     }
 }
 
@@ -260,6 +260,8 @@ impl<'a> Execution<'a> {
             None => Provenance::of_this_host(),
         };
         let looks = match plan.runs {
+            // One contender has only its expectations to decide: looks where a median's bound can.
+            Runs::Auto { max } if plan.ccs.len() == 1 => ccbench_stats::sequential::expectation_looks(ALPHA, max as usize),
             Runs::Auto { max } => ccbench_stats::sequential::looks(ALPHA, max as usize, plan.ccs.len()),
             Runs::Fixed(_) => Vec::new(),
         };

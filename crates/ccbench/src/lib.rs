@@ -14,6 +14,9 @@
 //!   experiment (result.json's types, the `series/` files and their reader, `--expect`),
 //!   re-exported from `ccbench-record` at the paths they had before it was its own crate, so
 //!   that whoever reads a result needs only this crate.
+//! - [`judge`]: `--expect` judged over the runs (contenders, path-relative thresholds, per-run
+//!   figures, pass / fail / undecided); public because the binary checks expectations against
+//!   the plan as it reads the flags, before anything runs.
 //! - [`analysis`]: the per-run metrics, per-algorithm summaries and verdicts, for whoever builds
 //!   records by hand (the report's tests) or re-analyses them.
 //! - [`compare`]: `ccbench compare`'s logic (load result files, check they are comparable, pool
@@ -40,6 +43,7 @@ pub mod compare;
 mod describe;
 pub mod experiment;
 pub mod export;
+pub mod judge;
 pub mod limits;
 pub mod schema;
 pub mod workloads;

@@ -218,12 +218,10 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
             let mut flows = Vec::new();
             for (i, (cc, rtt)) in per_flow.enumerate() {
                 // A flow with an access link of its own is told at the emulator by its client
-                // port, bound below the ephemeral range so that no other socket takes it.
+                // port (TCP, or UDP for a QUIC flow's connection), bound below the ephemeral
+                // range so that no other socket takes it.
                 let client_port = rtt.map(|_| ACCESS_PORT_BASE + i as u16);
                 if let (Some(rtt), Some(client_port)) = (rtt, client_port) {
-                    if cc.is_quic() {
-                        return Err(UsageError::new("--flows", &label, "@RTT on kernel TCP flows only (QUIC flows share the path's RTT)"));
-                    }
                     // Half the access RTT each way: the group's flows see it in both directions.
                     access.push(ccbench_emu::AccessDelay { client_port, one_way_ns: rtt / 2 });
                 }
@@ -310,7 +308,7 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
 
 /// Every `--expect` against the plan's contenders and path: one line naming the expression.
 pub fn check_expectations(plan: &Plan) -> Result<(), UsageError> {
-    ccbench::expect::check(&plan.expect, &plan.contenders(), plan.path_figures()).map_err(|(text, why)| UsageError::new("--expect", text, why))
+    ccbench::judge::check(&plan.expect, &plan.contenders(), plan.path_figures()).map_err(|(text, why)| UsageError::new("--expect", text, why))
 }
 
 /// `--quic-receiver-cc`, a diagnostic: only where QUIC runs and the workload has a receiving

@@ -408,6 +408,54 @@ fn a_failing_cell_is_tried_again_then_marked_failed_with_its_error_and_log() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// A 1 × 2 grid judged by one expectation that the 20 Mbit/s cell passes and the 2 Mbit/s cell
+/// fails (it cannot deliver 5 Mbit/s); 5 runs, the fewest that decide at α = 0.05.
+const EXPECTING: &str = "[defaults]\ncc = \"cubic\"\nruns = 5\nduration = \"1s\"\nrtt = \"10ms\"\nseed = 21\n[[expect]]\nmetric = \"goodput\"\nop = \">=\"\nvalue = \"5mbit\"\n[axes]\nrate = [\"2mbit\", \"20mbit\"]\n";
+
+#[test]
+fn a_sweep_exits_1_naming_the_cell_whose_expectation_failed_and_writes_junit_per_cell() {
+    let _g = lock();
+    if !have_root_and_tun() {
+        return;
+    }
+    let dir = tempdir("sweep-expect");
+    let spec = write_spec(&dir, "expecting.toml", EXPECTING);
+    let out = dir.join("out");
+    let junit = dir.join("junit.xml");
+    let o = run(&["sweep", &spec, "--out", out.to_str().unwrap(), "--junit", junit.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "a cell's failed expectation fails the sweep: {stdout}{}", String::from_utf8_lossy(&o.stderr));
+    // Both cells ran to completion: it is the expectation, not a run, that failed.
+    assert!(cells(&out).values().all(|(_, status)| status == "complete"), "{:?}", cells(&out));
+    // One line per expectation that did not pass, led by its cell; the passing cell is not named.
+    let not_passed: Vec<&str> = stdout.lines().skip_while(|l| !l.starts_with("Expectations not passed")).skip(1).collect();
+    assert_eq!(not_passed.len(), 1, "{stdout}");
+    assert!(not_passed[0].trim_start().starts_with("rate=2mbit: FAIL      cubic: goodput >= 5mbit"), "{stdout}");
+    assert!(stdout.contains("[expect: fail]") && stdout.contains("[expect: pass]"), "the table marks each cell: {stdout}");
+    let index = json(&out.join("sweep.json"));
+    let marks: BTreeMap<&str, &str> = index["cells"].as_array().unwrap().iter().map(|c| (c["id"].as_str().unwrap(), c["expect"].as_str().unwrap())).collect();
+    assert_eq!(marks, BTreeMap::from([("rate=20mbit", "pass"), ("rate=2mbit", "fail")]));
+    // JUnit: a suite per cell, named by its label, one case per expectation × algorithm.
+    let suites = common::junit_read_back(&junit);
+    let got: Vec<(&str, u64, u64, &str, &str)> = suites
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap(),
+                s["tests"].as_u64().unwrap(),
+                s["failures"].as_u64().unwrap(),
+                s["cases"][0]["classname"].as_str().unwrap(),
+                s["cases"][0]["kind"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    // In the grid's order: by cell id.
+    assert_eq!(got, [("rate=20mbit", 1, 0, "ccbench.rate=20mbit", "pass"), ("rate=2mbit", 1, 1, "ccbench.rate=2mbit", "fail")], "{suites}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// Writes a claim on `id` as a task on another node would, renewed now.
 fn foreign_claim(out: &Path, id: &str, lease_secs: u64) -> std::path::PathBuf {
     let queue = out.join("queue");

@@ -1,8 +1,9 @@
 //! Per-flow access links behind the shared bottleneck (`--flows bbr:1@10ms,cubic:1@60ms`): the
 //! dumbbell of the RTT-fairness literature, in which each sender reaches the one bottleneck
 //! queue over its own link. Packets leave the bottleneck (queue, rate, its own delay) and then
-//! wait out their flow's extra one-way delay here; a flow is told by its client-side TCP port,
-//! which the workload binds on purpose. Packets of flows without an entry pass straight on.
+//! wait out their flow's extra one-way delay here; a flow is told by its client-side port, TCP
+//! or UDP (a QUIC connection's), which the workload binds on purpose. Packets of flows without
+//! an entry pass straight on.
 //!
 //! Reads untrusted bytes (the TUN device's), so the classifier never panics and never reads
 //! past the slice: what it cannot parse gets no extra delay.
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 /// One flow's access link: the client-side TCP port its packets carry (as source port on the
 /// uplink, destination port on the downlink) and the one-way delay it adds in each direction.
+// A QUIC flow's port is its UDP socket's: `extra_delay` reads TCP and UDP alike.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AccessDelay {
     pub client_port: u16,
@@ -22,13 +24,14 @@ pub struct AccessDelay {
 }
 
 const TCP: u8 = 6;
+const UDP: u8 = 17;
 
-/// The extra delay of an IPv4 TCP packet (`ip` starts at the IP header): its table entry's
-/// for either port, else none.
+/// The extra delay of an IPv4 TCP or UDP packet (`ip` starts at the IP header): its table
+/// entry's for either port, else none. Both headers start with the two ports.
 pub fn extra_delay(table: &[AccessDelay], ip: &[u8]) -> Duration {
     let lookup = || -> Option<Duration> {
         let first = *ip.first()?;
-        if first >> 4 != 4 || *ip.get(9)? != TCP {
+        if first >> 4 != 4 || !matches!(*ip.get(9)?, TCP | UDP) {
             return None;
         }
         let ihl = usize::from(first & 0x0f) * 4;
@@ -125,10 +128,14 @@ mod tests {
         assert_eq!(extra_delay(&table, &tcp(40001, 5201)), Duration::from_millis(5));
         assert_eq!(extra_delay(&table, &tcp(5201, 40002)), Duration::from_millis(30));
         assert_eq!(extra_delay(&table, &tcp(40003, 5201)), Duration::ZERO);
-        // Not TCP, not IPv4, cut short, empty: no extra delay and no panic.
-        let mut udp = tcp(40001, 5201);
-        udp[9] = 17;
-        assert_eq!(extra_delay(&table, &udp), Duration::ZERO);
+        // A QUIC flow's UDP datagrams are told by their client port just the same.
+        let mut udp = tcp(5201, 40002);
+        udp[9] = UDP;
+        assert_eq!(extra_delay(&table, &udp), Duration::from_millis(30));
+        // Neither TCP nor UDP, not IPv4, cut short, empty: no extra delay and no panic.
+        let mut icmp = tcp(40001, 5201);
+        icmp[9] = 1;
+        assert_eq!(extra_delay(&table, &icmp), Duration::ZERO);
         assert_eq!(extra_delay(&table, &tcp(40001, 5201)[..22]), Duration::ZERO);
         assert_eq!(extra_delay(&table, &[0x60; 60]), Duration::ZERO);
         assert_eq!(extra_delay(&table, &[]), Duration::ZERO);

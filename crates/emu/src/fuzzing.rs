@@ -5,7 +5,7 @@
 //! by `len` bytes, each one read handed to the shell `dt_ms` milliseconds after the previous.
 //! With the AQM bit (0x08) set, the delay bits (6-7) also choose the AQM: 0 or 3 CoDel,
 //! 1 FQ-CoDel (which hashes every packet's 5-tuple), 2 PIE. With both delay bits set (0xC0),
-//! TCP ports 1–64 also get access links of their own ([`crate::access`]), so every packet is
+//! TCP and UDP ports 1–64 also get access links of their own ([`crate::access`]), so every packet is
 //! classified by its ports too.
 
 use std::time::Instant;

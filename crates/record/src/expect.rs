@@ -1,18 +1,13 @@
-//! Expectations judged over runs (`--expect 'METRIC OP VALUE'`, `[[expect]]` in presets and
-//! sweep specs): a CC developer's regression test. Each expectation is judged per algorithm on
-//! the median over its runs with one-sided distribution-free bounds at the run's α
-//! ([`ccbench_stats::expectation`]): pass, fail or undecided.
+//! Expectations (`--expect 'METRIC OP VALUE'`, `[[expect]]` in presets and sweep specs) as
+//! written and as result.json records them once judged: the grammar and the types. The judging
+//! over runs is the ccbench library's (`judge.rs`), its statistics `ccbench_stats::expectation`.
 
 use std::fmt;
 use std::str::FromStr;
 
-use ccbench_emu::PathSpec;
-use ccbench_link::Rate;
-use ccbench_stats::expectation::{judge, median_bounds, Judgement, Side};
-use ccbench_workload::{Algorithm, Direction};
+use ccbench_stats::expectation::Judgement;
 use serde::{Deserialize, Serialize};
 
-use crate::results::{RunMetrics, RunRecord, Status};
 use crate::units::{fmt_rate, parse_duration_ns, parse_rate, split_number};
 
 /// What the grammar allows, said whole in every refusal.
@@ -36,7 +31,7 @@ pub enum Metric {
 
 /// How a metric's values are written and what a percentage of it means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+pub enum Kind {
     /// bit/s; `%` of the bottleneck rate.
     Rate,
     /// ms; `%` of the base RTT.
@@ -66,7 +61,7 @@ impl Metric {
         Self::ALL.iter().find(|(m, _)| *m == self).map_or("?", |(_, n)| n)
     }
 
-    fn kind(self) -> Kind {
+    pub fn kind(self) -> Kind {
         match self {
             Metric::Goodput | Metric::LockOnBw => Kind::Rate,
             Metric::RttP50 | Metric::RttP95 => Kind::Rtt,
@@ -75,40 +70,8 @@ impl Metric {
         }
     }
 
-    /// Metrics judged per algorithm group inside a mix (`bbr:share` in `--flows bbr:1,cubic:1`);
-    /// every other metric in a mix is the whole mix's.
-    fn per_group(self) -> bool {
-        matches!(self, Metric::Share | Metric::Goodput)
-    }
-
-    /// Metrics that only mean something with several flows sharing the bottleneck.
-    fn needs_flows(self) -> bool {
-        matches!(self, Metric::Share | Metric::Jain | Metric::JainConverged | Metric::ConvergenceS)
-    }
-
-    /// One run's figure, in the metric's unit (bit/s, ms, fraction, s). A run that never
-    /// converged counts as converging after `+∞` seconds (it ranks last), not as missing.
-    fn of_run(self, m: &RunMetrics, group: Option<&str>) -> Option<f64> {
-        let share = |g: &str| m.shares.iter().find(|s| s.cc == g);
-        match (self, group) {
-            (Metric::Goodput, Some(g)) => share(g).map(|s| s.goodput_bps),
-            (Metric::Goodput, None) => Some(m.goodput_bps),
-            (Metric::Share, Some(g)) => share(g).map(|s| s.share),
-            (Metric::Share, None) => None,
-            (Metric::RttP50, _) => m.sender_rtt_p50_ms,
-            (Metric::RttP95, _) => m.sender_rtt_p95_ms,
-            (Metric::Retrans, _) => Some(m.retrans_rate),
-            (Metric::Jain, _) => m.jain_index,
-            // Every second after convergence must be fair: the run's worst such second.
-            (Metric::JainConverged, _) => m.jain_per_second.iter().copied().reduce(f64::min),
-            (Metric::ConvergenceS, _) => m.jain_index.map(|_| m.convergence_s.unwrap_or(f64::INFINITY)),
-            (Metric::LockOnBw, _) => m.lock_on_bw_bps,
-            (Metric::CompletionTime, _) => m.completion_time_s,
-            (Metric::PageLoad, _) => m.completion_time_s.filter(|_| m.html_ttfb_s.is_some()),
-        }
-    }
-
-    fn unit(self) -> &'static str {
+    /// The unit result.json gives its figures in: `bit/s`, `ms`, `s`, or empty for a fraction.
+    pub fn unit(self) -> &'static str {
         match self.kind() {
             Kind::Rate => "bit/s",
             Kind::Rtt => "ms",
@@ -118,7 +81,7 @@ impl Metric {
     }
 
     /// A figure in this metric's unit as people read it.
-    fn show(self, v: f64) -> String {
+    pub fn show(self, v: f64) -> String {
         if v.is_infinite() {
             return "never".into();
         }
@@ -142,21 +105,12 @@ pub enum Op {
 }
 
 impl Op {
-    fn text(self) -> &'static str {
+    pub fn text(self) -> &'static str {
         match self {
             Op::Ge => ">=",
             Op::Gt => ">",
             Op::Le => "<=",
             Op::Lt => "<",
-        }
-    }
-
-    fn side(self) -> Side {
-        match self {
-            Op::Ge => Side::AtLeast { strict: false },
-            Op::Gt => Side::AtLeast { strict: true },
-            Op::Le => Side::AtMost { strict: false },
-            Op::Lt => Side::AtMost { strict: true },
         }
     }
 }
@@ -281,111 +235,6 @@ pub struct PathFigures {
     pub base_rtt_ms: Option<f64>,
 }
 
-impl PathFigures {
-    pub fn of(path: Option<&PathSpec>, direction: Direction) -> Self {
-        let Some(p) = path else { return PathFigures { rate_bps: None, base_rtt_ms: None } };
-        let data = match direction {
-            Direction::Download => &p.down,
-            Direction::Upload => &p.up,
-        };
-        let rate_bps = match (data.rate, &data.trace) {
-            (Rate::BitsPerSec(b), None) => Some(b as f64),
-            _ => None,
-        };
-        let base_rtt_ms = Some((p.down.delay_ns.as_nanos() + p.up.delay_ns.as_nanos()) as f64 / 1e6);
-        PathFigures { rate_bps, base_rtt_ms }
-    }
-}
-
-impl Expectation {
-    /// The threshold in the metric's unit, or why it has none on this path.
-    pub fn threshold(&self, path: PathFigures) -> Result<f64, String> {
-        match (self.value, self.metric.kind()) {
-            (Value::Absolute(x), _) => Ok(x),
-            (Value::OfPath(f), Kind::Rate) => {
-                path.rate_bps.map(|r| f * r).ok_or_else(|| "an absolute rate: a % of the bottleneck needs an emulated path with a constant rate".into())
-            }
-            (Value::OfPath(f), _) => path.base_rtt_ms.map(|r| f * r).ok_or_else(|| "an absolute duration: a % of the base RTT needs an emulated path".into()),
-        }
-    }
-
-    /// The arms this expectation is judged for among `c`'s contenders, or why it cannot be.
-    pub fn arms(&self, c: &Contenders) -> Result<Vec<Arm>, String> {
-        let mix = !c.groups.is_empty();
-        if self.metric.needs_flows() && !c.several_flows {
-            return Err(format!("{} needs flows sharing the bottleneck: --flows 2 or more, or a mix such as bbr:1,cubic:1", self.metric.name()));
-        }
-        // `bbr` and `tcp:bbr` are one algorithm; a mix's label is only ever itself.
-        let same = |a: &str, b: &str| a == b || matches!((a.parse::<Algorithm>(), b.parse::<Algorithm>()), (Ok(x), Ok(y)) if x.same_as(&y));
-        if mix && self.metric.per_group() {
-            let groups: Vec<&String> = c.groups.iter().filter(|g| self.cc.as_deref().is_none_or(|cc| same(cc, g))).collect();
-            if groups.is_empty() {
-                return Err(format!("an algorithm of the mix before ':' ({})", c.groups.join(", ")));
-            }
-            return Ok(groups.into_iter().map(|g| Arm { cc: g.clone(), group: Some(g.clone()) }).collect());
-        }
-        if mix && self.cc.is_some() {
-            return Err(format!("no ALG: on {} in a mix (it is the whole mix's; ALG: goes with share and goodput)", self.metric.name()));
-        }
-        if self.metric == Metric::Share && !mix {
-            return Err("share with a mix in --flows (such as bbr:1,cubic:1): it is each algorithm's part of the bottleneck".into());
-        }
-        let arms: Vec<Arm> =
-            c.ccs.iter().filter(|cc| self.cc.as_deref().is_none_or(|want| same(want, cc))).map(|cc| Arm { cc: cc.clone(), group: None }).collect();
-        if arms.is_empty() {
-            return Err(format!("an algorithm the run compares before ':' ({})", c.ccs.join(", ")));
-        }
-        Ok(arms)
-    }
-}
-
-/// Who an experiment's expectations are judged for.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Contenders {
-    /// The contenders as result.json's `summary` names them (a mix is one, by its label).
-    pub ccs: Vec<String>,
-    /// The algorithm groups of a mix, in order; empty without one.
-    pub groups: Vec<String>,
-    /// More than one flow per run, so that sharing figures exist.
-    pub several_flows: bool,
-}
-
-impl Contenders {
-    pub fn of(ccs: &[String], workload: &crate::workloads::WorkloadSpec) -> Self {
-        let mut groups: Vec<String> = Vec::new();
-        let mut several_flows = false;
-        if let crate::workloads::WorkloadSpec::Bulk(b) = workload {
-            for f in &b.mix {
-                let cc = f.cc.to_string();
-                if !groups.contains(&cc) {
-                    groups.push(cc);
-                }
-            }
-            several_flows = b.flows >= 2 || b.mix.len() >= 2;
-        }
-        Contenders { ccs: ccs.to_vec(), groups, several_flows }
-    }
-}
-
-/// One line of the judgement: an expectation for one algorithm (or one group of a mix).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Arm {
-    /// The contender's name as result.json's `summary` has it, or the group's in a mix.
-    pub cc: String,
-    /// In a mix, the group whose share or goodput is judged.
-    pub group: Option<String>,
-}
-
-/// Every expectation checked against the plan before anything runs: an error names the
-/// expression and says what is allowed.
-pub fn check(exps: &[Expectation], c: &Contenders, path: PathFigures) -> Result<(), (String, String)> {
-    for e in exps {
-        e.arms(c).map_err(|why| (e.text.clone(), why))?;
-        e.threshold(path).map_err(|why| (e.text.clone(), why))?;
-    }
-    Ok(())
-}
-
 /// One expectation judged for one algorithm, as result.json records it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ExpectationResult {
@@ -415,7 +264,7 @@ pub struct ExpectationResult {
 impl ExpectationResult {
     /// One line for the terminal: `PASS  bbr: goodput >= 90% — median 93.1 Mbit/s, 95.3 % bounds 92.0 Mbit/s–94.0 Mbit/s (5 runs)`.
     pub fn line(&self) -> String {
-        let metric = Metric::ALL.iter().find(|(_, n)| *n == self.metric).map(|(m, _)| *m).unwrap_or(Metric::Jain);
+        let metric = self.metric_kind();
         let word = match self.result {
             Judgement::Pass => "PASS",
             Judgement::Fail => "FAIL",
@@ -443,61 +292,16 @@ impl ExpectationResult {
         };
         format!("{word:<9} {}: {} (threshold {}) — {figure}", self.cc, self.expect, metric.show(self.threshold))
     }
-}
 
-/// One mark for an experiment's expectations: fail if any failed, else undecided if any is,
-/// else pass; `None` without expectations.
-pub fn overall(results: &[ExpectationResult]) -> Option<Judgement> {
-    if results.is_empty() {
-        None
-    } else if results.iter().any(|e| e.result == Judgement::Fail) {
-        Some(Judgement::Fail)
-    } else if results.iter().any(|e| e.result == Judgement::Undecided) {
-        Some(Judgement::Undecided)
-    } else {
-        Some(Judgement::Pass)
+    /// The metric judged (a name result.json does not know reads as a fraction).
+    fn metric_kind(&self) -> Metric {
+        Metric::ALL.iter().find(|(_, n)| *n == self.metric).map(|(m, _)| *m).unwrap_or(Metric::Jain)
     }
-}
 
-/// The word a report marks an experiment with: `pass`, `fail` or `undecided`.
-pub fn mark(j: Judgement) -> &'static str {
-    match j {
-        Judgement::Pass => "pass",
-        Judgement::Fail => "fail",
-        Judgement::Undecided => "undecided",
+    /// A figure of this expectation (its median, a bound, its threshold) as people read it.
+    pub fn show(&self, v: f64) -> String {
+        self.metric_kind().show(v)
     }
-}
-
-/// Every expectation judged for each of its arms over the completed runs, at `alpha`.
-pub fn judge_all(exps: &[Expectation], c: &Contenders, records: &[RunRecord], path: PathFigures, alpha: f64) -> Vec<ExpectationResult> {
-    let mut out = Vec::new();
-    for e in exps {
-        let (Ok(arms), Ok(threshold)) = (e.arms(c), e.threshold(path)) else { continue };
-        for arm in arms {
-            // In a mix every run is the mix's; otherwise the arm's own runs.
-            let runs = records.iter().filter(|r| r.status == Status::Complete && (arm.group.is_some() || r.cc == arm.cc));
-            let xs: Vec<f64> = runs.filter_map(|r| r.metrics.as_ref().and_then(|m| e.metric.of_run(m, arm.group.as_deref()))).collect();
-            let bounds = median_bounds(&xs, alpha);
-            let result = bounds.as_ref().map_or(Judgement::Undecided, |b| judge(b, e.op.side(), threshold));
-            let has_bounds = bounds.as_ref().is_some_and(|b| b.lo.is_some());
-            out.push(ExpectationResult {
-                expect: e.text.clone(),
-                cc: arm.cc,
-                metric: e.metric.name().to_string(),
-                op: e.op.text().to_string(),
-                threshold,
-                unit: e.metric.unit().to_string(),
-                runs: xs.len(),
-                median: bounds.as_ref().map(|b| b.median),
-                lo: bounds.as_ref().and_then(|b| b.lo),
-                hi: bounds.as_ref().and_then(|b| b.hi),
-                level: bounds.as_ref().filter(|_| has_bounds).map(|b| b.level),
-                alpha,
-                result,
-            });
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -532,28 +336,5 @@ mod tests {
             assert!(err.ends_with(ALLOWED), "{bad}: {err}");
             assert!(!err.contains('\n'));
         }
-    }
-
-    #[test]
-    fn relative_values_resolve_against_the_path_and_need_one() {
-        let path = PathFigures { rate_bps: Some(100e6), base_rtt_ms: Some(40.0) };
-        assert_eq!(e("goodput >= 90%").threshold(path), Ok(90e6));
-        assert_eq!(e("rtt_p50 <= 125%").threshold(path), Ok(50.0));
-        assert_eq!(e("retrans <= 2%").threshold(PathFigures { rate_bps: None, base_rtt_ms: None }), Ok(0.02));
-        assert!(e("goodput >= 90%").threshold(PathFigures { rate_bps: None, base_rtt_ms: Some(40.0) }).is_err());
-    }
-
-    #[test]
-    fn arms_follow_the_scope_and_the_mix() {
-        let one_each = Contenders { ccs: vec!["bbr".into(), "cubic".into()], groups: vec![], several_flows: false };
-        assert_eq!(e("goodput >= 1mbit").arms(&one_each).unwrap().len(), 2);
-        assert_eq!(e("tcp:bbr:goodput >= 1mbit").arms(&one_each).unwrap(), vec![Arm { cc: "bbr".into(), group: None }]);
-        assert!(e("reno:goodput >= 1mbit").arms(&one_each).is_err());
-        assert!(e("jain >= 0.9").arms(&one_each).is_err(), "jain needs several flows");
-        let mix = Contenders { ccs: vec!["bbr:1,cubic:1".into()], groups: vec!["bbr".into(), "cubic".into()], several_flows: true };
-        assert_eq!(e("share >= 0.1").arms(&mix).unwrap().len(), 2);
-        assert_eq!(e("cubic:share >= 0.1").arms(&mix).unwrap(), vec![Arm { cc: "cubic".into(), group: Some("cubic".into()) }]);
-        assert_eq!(e("jain >= 0.9").arms(&mix).unwrap(), vec![Arm { cc: "bbr:1,cubic:1".into(), group: None }]);
-        assert!(e("bbr:jain >= 0.9").arms(&mix).is_err());
     }
 }

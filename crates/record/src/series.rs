@@ -356,8 +356,10 @@ impl SeriesSink for RunSeries {
         }
         // Kernel BBR says its mode; every other algorithm leaves slow start at its first
         // reduction, when ssthresh stops being TCP_INFINITE_SSTHRESH (include/net/tcp.h).
+        // Before BBR's first ACK its gains read 0 (mode Unknown): that is not leaving Startup,
+        // and counting it made every run's lock-on rate 0.
         let left_startup = match &sample.bbr {
-            Some(b) => b.mode != ccbench_probe::BbrMode::Startup,
+            Some(b) => matches!(b.mode, ccbench_probe::BbrMode::Drain | ccbench_probe::BbrMode::ProbeBw | ccbench_probe::BbrMode::ProbeRtt),
             None => sample.ssthresh != 0 && sample.ssthresh != 0x7fff_ffff,
         };
         if left_startup {
@@ -562,6 +564,40 @@ mod tests {
         assert_eq!((r.lost, r.total_retrans, r.segs_out), (3, 3, 1000));
         assert_eq!((r.latest_rtt_us, r.cwnd_bytes, r.bytes_in_flight), (Some(9_000), Some(145_200), Some(14_520)));
         assert_eq!(r.bbr_mode, None);
+    }
+
+    /// Kernel BBR's gains read 0 (mode unknown) until its first ACK: that is not leaving
+    /// Startup; the lock-on rate is the one when it first shows Drain or ProbeBW.
+    #[test]
+    fn lock_on_is_the_rate_when_kernel_bbr_leaves_startup() {
+        let base = temp_dir("lock-on");
+        let series = RunSeries::create(&base, "s").unwrap();
+        let at = |mode: ccbench_probe::BbrMode, delivery_rate_bps: u64| Sample {
+            t_us: 0,
+            rtt_us: 40_000,
+            min_rtt_us: 40_000,
+            rttvar_us: 0,
+            cwnd: 10,
+            ssthresh: 0x7fff_ffff,
+            pacing_rate_bps: 0,
+            delivery_rate_bps,
+            bytes_acked: 0,
+            bytes_sent: 0,
+            bytes_retrans: 0,
+            total_retrans: 0,
+            segs_out: 0,
+            lost: 0,
+            unacked: 0,
+            app_limited: false,
+            bbr: Some(ccbench_probe::BbrInfo { bw_bps: 0, min_rtt_us: 40_000, pacing_gain: 0.0, cwnd_gain: 0.0, mode }),
+        };
+        use ccbench_probe::BbrMode::*;
+        for (mode, rate) in [(Unknown, 0), (Startup, 30_000_000), (Drain, 45_000_000), (ProbeBw, 50_000_000)] {
+            series.tcp_sample(SocketId::Flow(0), &at(mode, rate));
+        }
+        let (_, summary, _) = series.finish();
+        assert_eq!(summary.lock_on_bps, Some(45_000_000));
+        let _ = std::fs::remove_dir_all(base);
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use ccbench_record::results::{CcSummary, ExperimentResult, RunMetrics, RunRecord, Status};
 use ccbench_record::workloads::WorkloadSpec;
+use ccbench_stats::expectation::{overall, Judgement};
 use ccbench_stats::Summary;
 use ccbench_workload::Amount;
 
@@ -27,7 +28,9 @@ figure{margin:1.2em 0}figcaption{font-weight:600}.note{color:#555;font-size:13px
 svg.plot{display:block;width:100%;height:auto}.row{display:flex;flex-wrap:wrap;gap:0 20px}.row>figure{flex:1 1 430px;min-width:0}\
 .legend{display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px;margin:.2em 0}.legend span{display:inline-flex;align-items:center;gap:4px;white-space:nowrap}\
 table{border-collapse:collapse;font-size:12px;margin:.5em 0}th,td{padding:2px 8px;border-bottom:1px solid #e6e6e6;text-align:left;vertical-align:top}\
-td.n{text-align:right;font-variant-numeric:tabular-nums}.warn{color:#a04000}";
+td.n{text-align:right;font-variant-numeric:tabular-nums}.warn{color:#a04000}\
+td.pass,td.fail,td.undecided{font-weight:700;text-align:center}td.pass{background:#dcf1dc;color:#1b5e20}td.fail{background:#fadcdc;color:#b71c1c}\
+td.undecided{background:#fdf1c7;color:#7a5b00}td b{font-weight:700}";
 
 fn head(title: &str) -> String {
     format!("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{STYLE}</style></head><body>\n", escape(title))
@@ -465,8 +468,62 @@ fn runs_table(result: &ExperimentResult) -> String {
     out
 }
 
-/// `report.html` of one experiment: the summary, the runs over time, the distributions across
-/// runs, throughput against delay, and every run in a table.
+/// The class and word of a judgement's cell: coloured pass, fail or undecided.
+fn judgement_cell(j: Judgement) -> String {
+    format!("<td class=\"{0}\">{0}</td>", j.word())
+}
+
+/// The expectations, one row per expectation × algorithm: the median against its threshold, the
+/// one-sided bounds of the median (the one that decided in bold), and the judgement, coloured.
+fn expectations_table(result: &ExperimentResult) -> String {
+    let exps = &result.expectations;
+    if exps.is_empty() {
+        return String::new();
+    }
+    let alpha = exps.first().map_or(result.params.alpha, |e| e.alpha);
+    let passed = exps.iter().filter(|e| e.result == Judgement::Pass).count();
+    let mut out = format!(
+        "<h2 id=\"expectations\">Expectations: {passed} of {} pass</h2>\n<p class=\"note\">Each the median over the runs, with one-sided order-statistic bounds at their exact level, judged at α = {}: \
+pass when the bound on the threshold's side clears it, fail when the other bound misses it, undecided otherwise (more runs would decide). \
+The bound that decided is in bold.</p>\n",
+        exps.len(),
+        // As the terminal says it (0.05, or a look's 0.0354), not padded to 3 digits.
+        format!("{alpha:.4}").trim_end_matches('0')
+    );
+    out.push_str("<table class=\"expectations\"><tr><th>algorithm</th><th>expectation</th><th>threshold</th><th>median</th><th>lower bound</th><th>upper bound</th><th>level</th><th>runs</th><th>result</th></tr>");
+    for e in exps {
+        let at_least = e.op.starts_with('>');
+        // Which bound decided: for `>=`, the lower one passes and the upper one fails.
+        let (lo_decided, hi_decided) = match e.result {
+            Judgement::Pass => (at_least, !at_least),
+            Judgement::Fail => (!at_least, at_least),
+            Judgement::Undecided => (false, false),
+        };
+        let bound = |v: Option<f64>, decided: bool| match v {
+            Some(v) if decided => format!("<b>{}</b>", escape(&e.show(v))),
+            Some(v) => escape(&e.show(v)),
+            None => "–".into(),
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>{}</tr>",
+            escape(&e.cc),
+            escape(&e.expect),
+            escape(&e.show(e.threshold)),
+            e.median.map_or("–".into(), |m| escape(&e.show(m))),
+            bound(e.lo, lo_decided),
+            bound(e.hi, hi_decided),
+            e.level.map_or("–".into(), |l| format!("{:.1} %", l * 100.0)),
+            e.runs,
+            judgement_cell(e.result)
+        );
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+/// `report.html` of one experiment: the expectations, the summary, the runs over time, the
+/// distributions across runs, throughput against delay, and every run in a table.
 pub fn render(data: &ReportData) -> String {
     let (result, summary_text, g) = (data.result, data.summary.as_str(), &data.series);
     let title = format!("ccbench: {}", result.params.ccs.join(" vs "));
@@ -476,6 +533,7 @@ pub fn render(data: &ReportData) -> String {
     for w in &result.warnings {
         let _ = writeln!(out, "<p class=\"warn\">warning: {}</p>", escape(w));
     }
+    out.push_str(&expectations_table(result));
     let _ = writeln!(out, "<pre class=\"summary\">{}</pre>", escape(summary_text.trim_matches('\n')));
     let palette = Palette::of(result);
     let bands = bbr_bands(g, &palette);
@@ -706,8 +764,22 @@ pub fn render_conditions(rows: &[(String, &ExperimentResult)]) -> String {
     let mut out = head(title);
     let _ = writeln!(out, "<h1>{title}</h1>");
     let _ = writeln!(out, "<p>{} conditions, each its own experiment (its report is in its own directory).</p>", rows.len());
-    out.push_str("<table><tr><th>condition</th><th>workload</th><th>median per algorithm</th><th>verdict</th></tr>");
+    // A preset's conditions or a sweep's cells with expectations are each marked by them.
+    let expect = rows.iter().any(|(_, r)| !r.expectations.is_empty());
+    let _ = write!(
+        out,
+        "<table><tr><th>condition</th><th>workload</th><th>median per algorithm</th><th>verdict</th>{}</tr>",
+        if expect { "<th>expectations</th><th>not passed</th>" } else { "" }
+    );
     for (name, r) in rows {
+        let marks = if expect {
+            let not: Vec<String> =
+                r.expectations.iter().filter(|e| e.result != Judgement::Pass).map(|e| format!("{}: {} ({})", e.cc, e.expect, e.result.word())).collect();
+            let mark = overall(r.expectations.iter().map(|e| e.result)).map_or("<td>–</td>".to_string(), judgement_cell);
+            format!("{mark}<td>{}</td>", escape(&not.join("; ")))
+        } else {
+            String::new()
+        };
         let (label, pick, div) = headline(&r.params.workload);
         let unit = label.split(['(', ')']).nth(1).unwrap_or("");
         let medians: Vec<String> =
@@ -715,7 +787,7 @@ pub fn render_conditions(rows: &[(String, &ExperimentResult)]) -> String {
         let verdict: Vec<String> = r.comparisons.iter().map(|c| c.short()).collect();
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{marks}</tr>",
             escape(name),
             escape(&r.params.workload.describe_for(&r.params.ccs)),
             escape(&medians.join(", ")),
@@ -1019,5 +1091,60 @@ mod tests {
         assert!(html.contains("could not read a series file: series/run-002/tcp.csv.gz: &lt;truncated&gt;"));
         assert!(!html.contains("/nonexistent"), "nothing was read from the runs' files");
         assert_eq!(html, render(&data), "rendering is a function of the data");
+        assert!(!html.contains("id=\"expectations\""), "no expectations, no table");
+    }
+
+    fn judged(cc: &str, expect: &str, op: &str, median: f64, lo: f64, hi: f64, result: Judgement) -> ccbench_record::expect::ExpectationResult {
+        ccbench_record::expect::ExpectationResult {
+            expect: expect.into(),
+            cc: cc.into(),
+            metric: "goodput".into(),
+            op: op.into(),
+            threshold: 10e6,
+            unit: "bit/s".into(),
+            runs: 5,
+            median: Some(median),
+            lo: Some(lo),
+            hi: Some(hi),
+            level: Some(1.0 - 1.0 / 32.0),
+            alpha: 0.05,
+            result,
+        }
+    }
+
+    /// The expectations' table: one row per expectation × algorithm near the top, with the
+    /// figures, the deciding bound in bold and the judgement coloured; the page across
+    /// conditions (and a sweep's cells) marks each condition.
+    #[test]
+    fn expectations_are_a_coloured_table_near_the_top_and_mark_each_condition() {
+        let mut result = hand_built();
+        result.expectations = vec![
+            judged("bbr", "goodput >= 10mbit", ">=", 20e6, 19e6, 21e6, Judgement::Pass),
+            judged("cubic", "goodput >= 10mbit", ">=", 5e6, 4e6, 6e6, Judgement::Fail),
+            judged("bbr", "goodput <= 10mbit", "<=", 11e6, 9e6, 12e6, Judgement::Undecided),
+        ];
+        let data = ReportData {
+            result: &result,
+            summary: String::new(),
+            series: Gathered { runs: Vec::new(), bin_us: 100_000, rtt: Pooled::default(), queue: Pooled::default(), errors: Vec::new() },
+        };
+        let html = render(&data);
+        let table = &html[html.find("id=\"expectations\"").expect("the table")..];
+        assert!(html.find("id=\"expectations\"") < html.find("<pre class=\"summary\">"), "before the summary");
+        assert!(table.starts_with("id=\"expectations\">Expectations: 1 of 3 pass</h2>"), "{table}");
+        let table = &table[..table.find("</table>").unwrap()];
+        assert_eq!(table.matches("<tr><td>").count(), 3);
+        assert!(table.contains("<tr><td>bbr</td><td><code>goodput &gt;= 10mbit</code></td><td class=\"n\">10.0 Mbit/s</td><td class=\"n\">20.0 Mbit/s</td><td class=\"n\"><b>19.0 Mbit/s</b></td><td class=\"n\">21.0 Mbit/s</td><td class=\"n\">96.9 %</td><td class=\"n\">5</td><td class=\"pass\">pass</td></tr>"), "{table}");
+        assert!(
+            table.contains("<td class=\"n\">4.00 Mbit/s</td><td class=\"n\"><b>6.00 Mbit/s</b></td>") && table.contains("<td class=\"fail\">fail</td>"),
+            "a failed >= is decided by its upper bound: {table}"
+        );
+        assert!(table.contains("<td class=\"undecided\">undecided</td>") && !table.contains("<b>12.0"), "{table}");
+        let clean = hand_built();
+        let page = render_conditions(&[("fast".into(), &result), ("slow".into(), &clean)]);
+        assert!(page.contains("<th>expectations</th>"), "{page}");
+        assert!(page.contains("<td class=\"fail\">fail</td><td>cubic: goodput &gt;= 10mbit (fail); bbr: goodput &lt;= 10mbit (undecided)</td></tr>"), "{page}");
+        assert!(page.contains("<td>–</td><td></td></tr>"), "a condition without expectations has no mark: {page}");
+        assert!(!render_conditions(&[("slow".into(), &clean)]).contains("<th>expectations</th>"));
     }
 }

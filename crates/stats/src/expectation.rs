@@ -38,6 +38,27 @@ pub enum Judgement {
     Undecided,
 }
 
+impl Judgement {
+    /// The word a report marks it with: `pass`, `fail` or `undecided` (as serialised).
+    pub fn word(self) -> &'static str {
+        match self {
+            Judgement::Pass => "pass",
+            Judgement::Fail => "fail",
+            Judgement::Undecided => "undecided",
+        }
+    }
+}
+
+/// One mark for several judgements (an experiment's expectations): fail if any failed, else
+/// undecided if any is, else pass; `None` for none.
+pub fn overall(judgements: impl IntoIterator<Item = Judgement>) -> Option<Judgement> {
+    judgements.into_iter().reduce(|a, b| match (a, b) {
+        (Judgement::Fail, _) | (_, Judgement::Fail) => Judgement::Fail,
+        (Judgement::Undecided, _) | (_, Judgement::Undecided) => Judgement::Undecided,
+        _ => Judgement::Pass,
+    })
+}
+
 /// The median of some runs with its one-sided bounds, each at level `level`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MedianBounds {

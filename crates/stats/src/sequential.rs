@@ -71,15 +71,33 @@ pub fn spent(alpha: f64, t: f64) -> f64 {
 /// `max_runs` can decide.
 pub fn looks(alpha: f64, max_runs: usize, k: usize) -> Vec<Look> {
     let m = family_size(k) as f64;
+    looks_where(alpha, max_runs, |n, level| m * min_p(n) < level)
+}
+
+/// The looks for one contender judged only by its expectations (`--runs auto --expect` with one
+/// algorithm or a mix): the same spending function, but a look can decide when the one-sided
+/// sign test's smallest p, `½ⁿ` (every run beyond the threshold), is within its share of α
+/// (the order-statistic bound of `expectation::median_bounds` exists exactly then). The
+/// two-sample schedule's first look (4 runs for 2 arms) can never decide an expectation.
+/// Each look judges every expectation at its own increment, so by the union bound the chance
+/// of a wrong pass or fail over all looks stays at `alpha` per expectation.
+pub fn expectation_looks(alpha: f64, max_runs: usize) -> Vec<Look> {
+    looks_where(alpha, max_runs, |n, level| 0.5f64.powi(n.min(1 << 20) as i32) <= level)
+}
+
+/// The looks of the spending function over `max_runs`, the first at the fewest runs that
+/// `can_decide` at what has been spent by then, later ones every [`LOOK_EVERY`] runs (a look
+/// that cannot decide at its increment is skipped, its α carried on) and the last at `max_runs`.
+fn looks_where(alpha: f64, max_runs: usize, can_decide: impl Fn(usize, f64) -> bool) -> Vec<Look> {
     let at = |n: usize| spent(alpha, n as f64 / max_runs as f64);
-    let Some(first) = (1..=max_runs).find(|&n| m * min_p(n) < at(n)) else { return Vec::new() };
+    let Some(first) = (1..=max_runs).find(|&n| can_decide(n, at(n))) else { return Vec::new() };
     let mut candidates: Vec<usize> = (first..max_runs).step_by(LOOK_EVERY).collect();
     candidates.push(max_runs);
     let mut out = Vec::with_capacity(candidates.len());
     let mut spent_so_far = 0.0;
     for n in candidates {
         let increment = at(n) - spent_so_far;
-        if m * min_p(n) >= increment && n != max_runs {
+        if !can_decide(n, increment) && n != max_runs {
             continue; // cannot decide here: carry its α to the next look
         }
         out.push(Look { runs: n, alpha: increment });
@@ -103,6 +121,31 @@ mod tests {
         assert_eq!(min_runs_to_decide(2, 0.01), 5);
         assert_eq!(min_runs_to_decide(2, 0.0), usize::MAX);
         assert!((min_p(4) - 2.0 / 70.0).abs() < 1e-15 && (min_p(5) - 2.0 / 252.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn expectation_looks_can_decide_from_the_first_and_spend_alpha() {
+        for max in [5usize, 6, 8, 10, 20, 50] {
+            let ls = expectation_looks(0.05, max);
+            assert!(!ls.is_empty(), "max {max}");
+            // Every look but the last (always at max_runs, however little α is left for it)
+            // can decide: the sign test's smallest p is within its share of α.
+            for l in &ls[..ls.len() - 1] {
+                assert!(0.5f64.powi(l.runs as i32) <= l.alpha, "max {max}: {l:?}");
+            }
+            let total: f64 = ls.iter().map(|l| l.alpha).sum();
+            assert!((total - 0.05).abs() < 1e-12, "max {max}: spends α in all: {total}");
+            assert_eq!(ls.last().unwrap().runs, max);
+            assert!(0.5f64.powi(ls[0].runs as i32) <= ls[0].alpha, "max {max}: the first look can decide");
+        }
+        // With 10 at most: 5 runs have spent 0.0310 < ½⁵, so the first look is at 6 (0.0354).
+        let ls = expectation_looks(0.05, 10);
+        assert_eq!(ls.iter().map(|l| l.runs).collect::<Vec<_>>(), [6, 9, 10]);
+        // Where the two-sample schedule's first look (4 runs) could not bound a median at all.
+        assert_eq!(looks(0.05, 8, 2)[0].runs, 4);
+        assert_eq!(expectation_looks(0.05, 8)[0].runs, 5);
+        // Fewer runs than any bound needs: no look.
+        assert!(expectation_looks(0.05, 4).is_empty());
     }
 
     #[test]

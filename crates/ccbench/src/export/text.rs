@@ -286,8 +286,8 @@ pub fn across_conditions(rows: &[(String, ExperimentResult)]) -> String {
         .iter()
         .map(|(name, r)| {
             let (median, verdict) = condition_row(r);
-            let verdict = match crate::expect::overall(&r.expectations) {
-                Some(j) => format!("[expect: {}] {verdict}", crate::expect::mark(j)),
+            let verdict = match ccbench_stats::expectation::overall(r.expectations.iter().map(|e| e.result)) {
+                Some(j) => format!("[expect: {}] {verdict}", j.word()),
                 None => verdict,
             };
             [name.clone(), median, verdict]

@@ -189,5 +189,5 @@ fn build(to: &Path, dirs: &[PathBuf], first: &SweepMeta, source: &BTreeMap<Strin
     let meta = SweepMeta { shard: None, merged_from: dirs.iter().map(|d| d.display().to_string()).collect(), ..first.clone() };
     let order = grid_order(&meta);
     let cells: Vec<&GridCell> = order.iter().map(|&i| &meta.grid[i]).collect();
-    write_index(to, &meta, &cells, false)
+    Ok(write_index(to, &meta, &cells, false)?.table)
 }

@@ -147,9 +147,23 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
         return Err(e);
     }
     let interrupted = stop.load(Ordering::SeqCst);
-    let table = write_index(&out, &meta, &meta.grid.iter().collect::<Vec<_>>(), interrupted)?;
-    println!("\n{table}");
+    let index = write_index(&out, &meta, &meta.grid.iter().collect::<Vec<_>>(), interrupted)?;
+    println!("\n{}", index.table);
     println!("Results   {} (every run: {})", out.join(SWEEP_FILE).display(), out.join(ccbench::export::csv::RUNS_FILE).display());
+    // This task's cells that have a result (run now or before): a shard answers for its own.
+    let judged: Vec<(String, &ccbench::results::ExperimentResult)> =
+        index.results.iter().filter(|(g, _)| mine.iter().any(|&i| planned[i].cell.id == g.id)).map(|(g, r)| (g.label.clone(), r)).collect();
+    if let Some(junit) = &args.junit {
+        let suites: Vec<ccbench::export::junit::Suite> = judged.iter().map(|(name, result)| ccbench::export::junit::Suite { name, result }).collect();
+        ccbench::export::junit::write(junit, &suites)?;
+    }
+    let not_passed = expectations_not_passed(&judged);
+    if !not_passed.is_empty() {
+        println!("\nExpectations not passed ({}):", not_passed.len());
+        for line in &not_passed {
+            println!("  {line}");
+        }
+    }
     let statuses = ctx.statuses.into_inner().unwrap_or_default();
     if ctx.gave_up.load(Ordering::SeqCst) {
         eprintln!(
@@ -159,11 +173,18 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
     }
     Ok(if interrupted || statuses.contains(&Status::Interrupted) {
         130
-    } else if statuses.contains(&Status::Failed) || ctx.gave_up.load(Ordering::SeqCst) {
+    } else if statuses.contains(&Status::Failed) || ctx.gave_up.load(Ordering::SeqCst) || !not_passed.is_empty() {
         1
     } else {
         0
     })
+}
+
+/// One line per expectation × algorithm that failed or stayed undecided, led by its cell's
+/// label: what makes the sweep exit 1, as `run` does for one experiment.
+fn expectations_not_passed(cells: &[(String, &ccbench::results::ExperimentResult)]) -> Vec<String> {
+    use ccbench_stats::expectation::Judgement;
+    cells.iter().flat_map(|(label, r)| r.expectations.iter().filter(|e| e.result != Judgement::Pass).map(move |e| format!("{label}: {}", e.line()))).collect()
 }
 
 /// The cells this task may still take: a pass goes through `left`; those another task held are

@@ -143,9 +143,16 @@ pub fn axis_column(axis: &str) -> String {
     }
 }
 
+/// What [`write_index`] found: the table across cells, and each cell's result that could be read
+/// (in `mine`'s order), for the exit status and `--junit`.
+pub struct Index {
+    pub table: String,
+    pub results: Vec<(GridCell, ccbench::results::ExperimentResult)>,
+}
+
 /// Writes `dir/sweep.json` and `dir/runs.csv` from what is on disk under `dir/cells/` for the
-/// cells `mine` (ids), and returns the table across them.
-pub fn write_index(dir: &Path, meta: &SweepMeta, mine: &[&GridCell], interrupted: bool) -> anyhow::Result<String> {
+/// cells `mine` (ids), and returns the table across them with the cells' results.
+pub fn write_index(dir: &Path, meta: &SweepMeta, mine: &[&GridCell], interrupted: bool) -> anyhow::Result<Index> {
     let mut cells = Vec::new();
     let mut rows = Vec::new();
     let mut statuses = Vec::new();
@@ -165,7 +172,7 @@ pub fn write_index(dir: &Path, meta: &SweepMeta, mine: &[&GridCell], interrupted
         statuses.push(record.status.clone());
         let parsed = ccbench::results::ExperimentResult::deserialize(&result).ok();
         // A cell with expectations is marked pass, fail or undecided, in the table and sweep.json.
-        let expect = parsed.as_ref().and_then(|r| ccbench::expect::overall(&r.expectations)).map(ccbench::expect::mark);
+        let expect = parsed.as_ref().and_then(|r| ccbench_stats::expectation::overall(r.expectations.iter().map(|e| e.result))).map(|j| j.word());
         let verdict = match expect {
             Some(m) => format!("[expect: {m}] {}", record.verdict),
             None => record.verdict.clone(),
@@ -213,7 +220,8 @@ pub fn write_index(dir: &Path, meta: &SweepMeta, mine: &[&GridCell], interrupted
     // The page across cells: each algorithm's headline against the cell, as a preset's.
     let page: Vec<(String, &ccbench::results::ExperimentResult)> = results.iter().map(|(g, _, r)| (g.label.clone(), r)).collect();
     write_atomic(&dir.join("report.html"), ccbench_report::render_conditions(&page))?;
-    Ok(ccbench::export::text::table("Across cells", "cell", &rows))
+    let table = ccbench::export::text::table("Across cells", "cell", &rows);
+    Ok(Index { table, results: results.into_iter().map(|(g, _, r)| (g.clone(), r)).collect() })
 }
 
 /// The sweep's `runs.csv`: every cell's runs, each row led by the cell's id and its value on

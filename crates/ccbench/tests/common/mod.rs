@@ -284,3 +284,25 @@ impl Drop for LiveServe {
         let _ = self.child.wait();
     }
 }
+
+/// The JUnit file as Debian's python3-junitparser reads it: (tests, failures) per suite, and
+/// each case's name, result kind ("pass" or the failure's type) and message.
+pub fn junit_read_back(file: &Path) -> Value {
+    let script = r#"
+import json, sys
+from junitparser import JUnitXml, Failure
+xml = JUnitXml.fromfile(sys.argv[1])
+suites = []
+for suite in xml:
+    cases = []
+    for case in suite:
+        kinds = [(r.type, r.message) for r in case.result if isinstance(r, Failure)]
+        cases.append({"name": case.name, "classname": case.classname,
+                      "kind": kinds[0][0] if kinds else "pass", "message": kinds[0][1] if kinds else None})
+    suites.append({"name": suite.name, "tests": suite.tests, "failures": suite.failures, "cases": cases})
+print(json.dumps(suites))
+"#;
+    let o = Command::new("/usr/bin/python3").args(["-c", script, &file.to_string_lossy()]).output().expect("/usr/bin/python3 (python3-junitparser)");
+    assert!(o.status.success(), "junitparser could not read {}: {}", file.display(), String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}

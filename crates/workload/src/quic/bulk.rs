@@ -271,7 +271,9 @@ async fn connect(spec: &BulkSpec, run: &RunContext<'_>, plan: &[MixFlow]) -> Res
     for (index, flows) in groups.into_iter().enumerate() {
         let algorithm = quic_algorithm(&plan[flows[0] as usize].cc)?;
         let receiver_alg = spec.quic_receiver_cc.clone().unwrap_or_else(|| algorithm.clone());
-        let p = connect_pair(run, &server, &tls, server_sa, sender_side, &algorithm, &receiver_alg, index as u64).await?;
+        // A mix's flows each have a connection of their own, so its first flow's port is its.
+        let client_port = plan[flows[0] as usize].client_port;
+        let p = connect_pair(run, &server, &tls, server_sa, sender_side, &algorithm, &receiver_alg, index as u64, client_port).await?;
         conns.push(Conn {
             flows,
             sender: p.sender,

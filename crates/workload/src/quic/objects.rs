@@ -73,7 +73,7 @@ pub(crate) fn run_quic_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Resu
     let server_sa = SocketAddrV4::new(run.server_addr, spec.port);
     let (server, pair) = rt.block_on(async {
         let server = server_endpoint(run, &tls, server_sa)?;
-        let pair = connect_pair(run, &server, &tls, server_sa, spec.method.sender(), &algorithm, &receiver_alg, 0).await?;
+        let pair = connect_pair(run, &server, &tls, server_sa, spec.method.sender(), &algorithm, &receiver_alg, 0, None).await?;
         Ok::<_, WorkloadError>((server, pair))
     })?;
     rt.spawn(serve(pair.server().clone(), Store::Objects { object_bytes: spec.object_bytes }, server_errors.clone()));

@@ -136,7 +136,7 @@ pub(crate) fn load_quic_page(spec: &PageSpec, run: &RunContext<'_>) -> Result<Pa
 /// any other failure is recorded and ends it.
 async fn load(ctx: &Ctx<'_>) -> Result<(), WorkloadError> {
     let timed = |what| move |_| WorkloadError::Setup(format!("the QUIC handshake ({what}) with {} timed out", ctx.server_sa));
-    let (dial, connected, accepting) = dial(ctx.run, ctx.server, ctx.tls, ctx.server_sa, Side::Server, ctx.algorithm, ctx.algorithm, 0)?;
+    let (dial, connected, accepting) = dial(ctx.run, ctx.server, ctx.tls, ctx.server_sa, Side::Server, ctx.algorithm, ctx.algorithm, 0, None)?;
     // Both ends take part in the handshake; the client's is up first, the server's half a
     // round trip later.
     tokio::pin!(connected, accepting);

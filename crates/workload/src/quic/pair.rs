@@ -80,8 +80,9 @@ pub(crate) async fn connect_pair(
     algorithm: &str,
     receiver_alg: &str,
     conn: u64,
+    client_port: Option<u16>,
 ) -> Result<Pair, WorkloadError> {
-    let (dial, connected, accepting) = dial(run, server, tls, server_sa, sender_side, algorithm, receiver_alg, conn)?;
+    let (dial, connected, accepting) = dial(run, server, tls, server_sa, sender_side, algorithm, receiver_alg, conn, client_port)?;
     let (c, s) = tokio::time::timeout(HANDSHAKE_TIMEOUT, async { tokio::try_join!(connected, accepting) })
         .await
         .map_err(|_| WorkloadError::Setup(format!("the QUIC handshake with {server_sa} timed out")))??;
@@ -112,6 +113,7 @@ pub(crate) fn dial<'a>(
     algorithm: &str,
     receiver_alg: &str,
     conn: u64,
+    client_port: Option<u16>,
 ) -> Result<
     (
         Dial,
@@ -128,7 +130,9 @@ pub(crate) fn dial<'a>(
         Side::Client => (send_transport, recv_transport),
         Side::Server => (recv_transport, send_transport),
     };
-    let client = endpoint(udp_in(run.client, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))?, None)?;
+    // A flow with an access link of its own (`--flows quic:bbr3:1@10ms`) is told at the
+    // emulator by this port, as a TCP flow is by its own.
+    let client = endpoint(udp_in(run.client, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, client_port.unwrap_or(0)))?, None)?;
     let client_port = client.local_addr()?.port();
     let connecting =
         client.connect_with(tls.client(client_transport)?, SocketAddr::V4(server_sa), SNI).map_err(|e| WorkloadError::Setup(format!("QUIC connect: {e}")))?;
