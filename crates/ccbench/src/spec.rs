@@ -135,7 +135,19 @@ fn refuse_other_workloads_flags(o: &RunOpts, kind: WorkloadKind) -> Result<(), U
 fn single_runs(runs: RunsSpec, expect: bool, max_runs: MaxRuns) -> Result<Runs, UsageError> {
     match runs {
         RunsSpec::Fixed(n) => Ok(Runs::Fixed(n)),
-        RunsSpec::Auto if expect => Ok(Runs::Auto { max: max_runs.0 }),
+        RunsSpec::Auto if expect => {
+            // As with several algorithms: a --max-runs too small for any look to bound a median
+            // would run every run and end undecided, so it is refused up front.
+            if ccbench_stats::sequential::expectation_looks(experiment::ALPHA, max_runs.0 as usize).is_empty() {
+                let least = (1..=1000).find(|&m| !ccbench_stats::sequential::expectation_looks(experiment::ALPHA, m).is_empty()).unwrap_or(1000);
+                return Err(UsageError::new(
+                    "--max-runs",
+                    max_runs,
+                    format!("at least {least} with --runs auto, one algorithm and --expect (the fewest runs whose first look can bound a median)"),
+                ));
+            }
+            Ok(Runs::Auto { max: max_runs.0 })
+        }
         RunsSpec::Auto => Err(UsageError::new("--runs", "auto", "a number of runs: auto needs at least two algorithms to compare, or an --expect to decide")),
     }
 }
@@ -523,6 +535,11 @@ mod tests {
             ),
             (&["--cc", "bbr,cubic,reno", "--runs", "auto", "--max-runs", "4"], "--max-runs", "at least 5 with --runs auto and 3 algorithms"),
             (&["--runs", "auto", "--max-runs", "3"], "--max-runs", "with --runs auto"),
+            (
+                &["--cc", "bbr", "--runs", "auto", "--max-runs", "4", "--expect", "goodput >= 1mbit"],
+                "--max-runs",
+                "at least 5 with --runs auto, one algorithm and --expect",
+            ),
             (&["--cc", "bbr,vegas2"], "--cc", "available or loadable on this host"),
             (&["--flows", "bbr:1,vegas2:1"], "--flows", "available or loadable on this host"),
             (&["--cc", "quic:bbr1,quic:cubic"], "--cc", "quic:cubic, quic:newreno, quic:bbr2, quic:bbr3"),

@@ -147,7 +147,8 @@ impl FromStr for Expectation {
     /// Refused with [`ALLOWED`], so the caller can name the flag and the expression.
     fn from_str(s: &str) -> Result<Self, String> {
         let text = s.split_whitespace().collect::<Vec<_>>().join(" ");
-        let refuse = |why: &str| format!("{why}: {ALLOWED}");
+        // Read after "expected": the grammar first, then what was wrong with this text.
+        let refuse = |why: &str| format!("{ALLOWED} ({why})");
         let at = text.find(['<', '>']).ok_or_else(|| refuse("no comparison"))?;
         let (lhs, rest) = text.split_at(at);
         let (op, value) = if let Some(v) = rest.strip_prefix(">=") {
