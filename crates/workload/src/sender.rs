@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::{BbrEvent, QuicSample, Transport};
 
-/// `R` is how the read-back is kept: a bulk flow always has one (`String`, set before any data
-/// moves); an HTTP connection the server never accepted has none (`Option<String>`).
+// `R` is how the read-back is kept: a bulk flow always has one (`String`, set before any data
+// moves); an HTTP connection the server never accepted has none (`Option<String>`). (Not a doc
+// comment: the JSON Schema would give it to the struct this one is flattened into.)
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SenderRecord<R = Option<String>> {
     pub cc_requested: String,
@@ -27,12 +28,12 @@ pub struct SenderRecord<R = Option<String>> {
     /// The sending socket's `TCP_INFO` at the end. (Its samples went to the run's `SeriesSink`
     /// as they were taken.)
     pub final_tcp_info: Option<TcpInfo>,
-    /// QUIC: the sending connection's last sample (on the first flow of each connection only,
-    /// so that sums over flows count each connection once).
+    /// QUIC: the sending connection's last sample (of a bulk connection's flows, only the first
+    /// carries it, so that sums over flows count each connection once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_quic: Option<QuicSample>,
-    /// QUIC BBR's state changes (from a controller that exposes them), on the first flow of
-    /// each connection.
+    /// QUIC BBR's state changes (from a controller that exposes them); on a bulk connection's
+    /// first flow only.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bbr_events: Vec<BbrEvent>,
 }
