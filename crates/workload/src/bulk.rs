@@ -713,66 +713,6 @@ pub fn prepare_stream(s: &TcpStream) -> std::io::Result<()> {
     s.set_read_timeout(Some(IO_TICK))
 }
 
-#[cfg(test)]
-mod window_tests {
-    use super::*;
-
-    const S: Duration = Duration::from_secs(1);
-
-    #[test]
-    fn a_shared_clock_counts_from_start_to_the_duration() {
-        let t0 = Instant::now();
-        let clock = EndClock::shared(t0, t0);
-        let mut w = FlowWindow::new(&clock, Amount::Seconds(8.0), 0.0, 30.0, t0 + 8 * S);
-        assert_eq!(w.until(), t0 + 8 * S);
-        assert!(w.counts(t0 + 2 * S), "a late first byte still counts from start");
-        assert_eq!(w.until(), t0 + 8 * S, "and the window still ends 8 s after start");
-        assert!(!w.counts(t0 + 9 * S));
-    }
-
-    #[test]
-    fn a_real_paths_receiver_opens_at_its_first_byte_less_one_way() {
-        let t0 = Instant::now();
-        let one_way = Duration::from_millis(5);
-        let clock = EndClock::at_first_byte(t0, t0, one_way);
-        assert_eq!(clock.opened(), None);
-        let mut w = FlowWindow::new(&clock, Amount::Seconds(8.0), 0.0, 30.0, t0 + 8 * S);
-        assert_eq!(w.until(), t0 + 8 * S, "before a byte: wait as long as the window would run");
-        // The far sender started 1.6 s late (a lost `Start`): none of that is charged.
-        let first = t0 + Duration::from_millis(1605);
-        assert!(w.counts(first));
-        assert_eq!(clock.opened(), Some(t0 + Duration::from_millis(1600)));
-        assert_eq!(w.until(), t0 + Duration::from_millis(9600));
-        assert!(w.counts(t0 + Duration::from_millis(9500)));
-        assert!(!w.counts(t0 + Duration::from_millis(9700)));
-    }
-
-    #[test]
-    fn the_first_byte_of_any_flow_opens_the_window_for_all() {
-        let t0 = Instant::now();
-        let clock = EndClock::at_first_byte(t0, t0, Duration::from_millis(10));
-        // A file per flow; flow 1 starts 2 s in and happens to deliver first.
-        let mut late = FlowWindow::new(&clock, Amount::Bytes(1000), 2.0, 30.0, t0 + 32 * S);
-        let mut early = FlowWindow::new(&clock, Amount::Bytes(1000), 0.0, 30.0, t0 + 30 * S);
-        assert!(late.counts(t0 + Duration::from_millis(2510)));
-        assert_eq!(clock.opened(), Some(t0 + Duration::from_millis(500)), "less one way and the flow's offset");
-        assert!(early.counts(t0 + Duration::from_millis(520)));
-        let done = t0 + Duration::from_millis(1500);
-        assert_eq!(early.completion_s(1000, Some(done)), Some(1.0), "from the flow's start, the opening");
-        assert_eq!(early.completion_s(999, Some(done)), None, "not all bytes: not complete");
-        assert_eq!(late.completion_s(1000, Some(t0 + Duration::from_millis(3000))), Some(0.5));
-    }
-
-    #[test]
-    fn the_opening_is_never_before_start() {
-        let t0 = Instant::now();
-        let clock = EndClock::at_first_byte(t0, t0 + S, Duration::from_millis(500));
-        let mut w = FlowWindow::new(&clock, Amount::Seconds(1.0), 0.0, 30.0, t0 + 2 * S);
-        assert!(w.counts(t0 + Duration::from_millis(1100)));
-        assert_eq!(clock.opened(), Some(t0 + S));
-    }
-}
-
 impl BulkSpec {
     /// The flows asked for, counted without building the plan: a request for four billion flows
     /// is refused, not allocated.
@@ -854,5 +794,65 @@ impl crate::FarSpec for BulkSpec {
 
     fn planned_connections(&self) -> u32 {
         self.plan().len() as u32
+    }
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::*;
+
+    const S: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn a_shared_clock_counts_from_start_to_the_duration() {
+        let t0 = Instant::now();
+        let clock = EndClock::shared(t0, t0);
+        let mut w = FlowWindow::new(&clock, Amount::Seconds(8.0), 0.0, 30.0, t0 + 8 * S);
+        assert_eq!(w.until(), t0 + 8 * S);
+        assert!(w.counts(t0 + 2 * S), "a late first byte still counts from start");
+        assert_eq!(w.until(), t0 + 8 * S, "and the window still ends 8 s after start");
+        assert!(!w.counts(t0 + 9 * S));
+    }
+
+    #[test]
+    fn a_real_paths_receiver_opens_at_its_first_byte_less_one_way() {
+        let t0 = Instant::now();
+        let one_way = Duration::from_millis(5);
+        let clock = EndClock::at_first_byte(t0, t0, one_way);
+        assert_eq!(clock.opened(), None);
+        let mut w = FlowWindow::new(&clock, Amount::Seconds(8.0), 0.0, 30.0, t0 + 8 * S);
+        assert_eq!(w.until(), t0 + 8 * S, "before a byte: wait as long as the window would run");
+        // The far sender started 1.6 s late (a lost `Start`): none of that is charged.
+        let first = t0 + Duration::from_millis(1605);
+        assert!(w.counts(first));
+        assert_eq!(clock.opened(), Some(t0 + Duration::from_millis(1600)));
+        assert_eq!(w.until(), t0 + Duration::from_millis(9600));
+        assert!(w.counts(t0 + Duration::from_millis(9500)));
+        assert!(!w.counts(t0 + Duration::from_millis(9700)));
+    }
+
+    #[test]
+    fn the_first_byte_of_any_flow_opens_the_window_for_all() {
+        let t0 = Instant::now();
+        let clock = EndClock::at_first_byte(t0, t0, Duration::from_millis(10));
+        // A file per flow; flow 1 starts 2 s in and happens to deliver first.
+        let mut late = FlowWindow::new(&clock, Amount::Bytes(1000), 2.0, 30.0, t0 + 32 * S);
+        let mut early = FlowWindow::new(&clock, Amount::Bytes(1000), 0.0, 30.0, t0 + 30 * S);
+        assert!(late.counts(t0 + Duration::from_millis(2510)));
+        assert_eq!(clock.opened(), Some(t0 + Duration::from_millis(500)), "less one way and the flow's offset");
+        assert!(early.counts(t0 + Duration::from_millis(520)));
+        let done = t0 + Duration::from_millis(1500);
+        assert_eq!(early.completion_s(1000, Some(done)), Some(1.0), "from the flow's start, the opening");
+        assert_eq!(early.completion_s(999, Some(done)), None, "not all bytes: not complete");
+        assert_eq!(late.completion_s(1000, Some(t0 + Duration::from_millis(3000))), Some(0.5));
+    }
+
+    #[test]
+    fn the_opening_is_never_before_start() {
+        let t0 = Instant::now();
+        let clock = EndClock::at_first_byte(t0, t0 + S, Duration::from_millis(500));
+        let mut w = FlowWindow::new(&clock, Amount::Seconds(1.0), 0.0, 30.0, t0 + 2 * S);
+        assert!(w.counts(t0 + Duration::from_millis(1100)));
+        assert_eq!(clock.opened(), Some(t0 + S));
     }
 }

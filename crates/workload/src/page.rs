@@ -880,6 +880,33 @@ pub(crate) fn summarize(spec: &PageSpec, epoch: Instant, o: Outcome<'_>, how: Fi
     }
 }
 
+/// The server sends, so a far end sets the algorithm.
+impl crate::FarSpec for PageSpec {
+    fn check(&self, l: &crate::ServeLimits<'_>) -> Result<(), String> {
+        self.page.validate()?;
+        if let PageProtocol::Http1 { max_connections: 0 } = self.protocol {
+            return Err("a page test needs at least one connection".into());
+        }
+        l.has_cc(&self.cc)?;
+        l.check_http(self.planned_connections(), self.timeout_s, self.page.total_bytes())
+    }
+
+    fn describe_far(&self) -> String {
+        let proto = match self.protocol {
+            PageProtocol::Http1 { max_connections } => format!("HTTP/1.1 ({max_connections} connections)"),
+            PageProtocol::Http2 => "h2c".to_string(),
+        };
+        format!("page of {} objects, {} bytes, {proto} {}", self.page.objects.len(), self.page.total_bytes(), self.cc)
+    }
+
+    fn planned_connections(&self) -> u32 {
+        match self.protocol {
+            PageProtocol::Http1 { max_connections } => max_connections.min(self.page.objects.len() as u32).max(1),
+            PageProtocol::Http2 => 1,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -951,32 +978,5 @@ mod tests {
         let j = serde_json::to_string(&PageProtocol::default()).unwrap();
         assert_eq!(j, r#"{"kind":"http1","max_connections":6}"#);
         assert_eq!(serde_json::to_string(&PageProtocol::Http2).unwrap(), r#"{"kind":"http2"}"#);
-    }
-}
-
-/// The server sends, so a far end sets the algorithm.
-impl crate::FarSpec for PageSpec {
-    fn check(&self, l: &crate::ServeLimits<'_>) -> Result<(), String> {
-        self.page.validate()?;
-        if let PageProtocol::Http1 { max_connections: 0 } = self.protocol {
-            return Err("a page test needs at least one connection".into());
-        }
-        l.has_cc(&self.cc)?;
-        l.check_http(self.planned_connections(), self.timeout_s, self.page.total_bytes())
-    }
-
-    fn describe_far(&self) -> String {
-        let proto = match self.protocol {
-            PageProtocol::Http1 { max_connections } => format!("HTTP/1.1 ({max_connections} connections)"),
-            PageProtocol::Http2 => "h2c".to_string(),
-        };
-        format!("page of {} objects, {} bytes, {proto} {}", self.page.objects.len(), self.page.total_bytes(), self.cc)
-    }
-
-    fn planned_connections(&self) -> u32 {
-        match self.protocol {
-            PageProtocol::Http1 { max_connections } => max_connections.min(self.page.objects.len() as u32).max(1),
-            PageProtocol::Http2 => 1,
-        }
     }
 }
