@@ -116,12 +116,12 @@ fn sharing(bulk: &BulkResult, received_at: impl FnOnce(&[u64]) -> Option<Vec<Vec
     let total: f64 = rates.iter().sum();
     let mut shares: Vec<CcShare> = Vec::new();
     for (flow, rate) in bulk.flows.iter().zip(&rates) {
-        match shares.iter_mut().find(|s| s.cc == flow.cc_requested) {
+        match shares.iter_mut().find(|s| s.cc == flow.sending.cc_requested) {
             Some(s) => {
                 s.flows += 1;
                 s.goodput_bps += rate;
             }
-            None => shares.push(CcShare { cc: flow.cc_requested.clone(), flows: 1, goodput_bps: *rate, share: 0.0 }),
+            None => shares.push(CcShare { cc: flow.sending.cc_requested.clone(), flows: 1, goodput_bps: *rate, share: 0.0 }),
         }
     }
     for s in &mut shares {
@@ -163,23 +163,7 @@ pub fn run_metrics(result: &WorkloadResult, path: Option<&PathReport>, series: &
         }),
         _ => (Vec::new(), None, Vec::new(), None),
     };
-    let (goodput_bps, completion_time_s, all_completed, latency_p50_s, latency_p99_s, html_ttfb_s) = match result {
-        WorkloadResult::Bulk(bulk) => {
-            let done = bulk.flows.iter().map(|f| f.completion_time_s.map(|c| c + f.start_s)).try_fold(0.0f64, |acc, t| t.map(|t| acc.max(t)));
-            (bulk.goodput_bps, done.filter(|_| !bulk.flows.is_empty()), bulk.flows.iter().all(|f| f.completed), None, None, None)
-        }
-        WorkloadResult::Objects(o) => (
-            o.content_throughput_bps,
-            Some(o.wall_time_s),
-            o.requests_completed == o.requests_requested && o.errors == 0,
-            o.latency_p50_s,
-            o.latency_p99_s,
-            None,
-        ),
-        WorkloadResult::Page(p) | WorkloadResult::Browser(ccbench_workload::BrowserResult { page: p, .. }) => {
-            (p.page_goodput_bps, p.page_load_s, p.page_load_s.is_some() && p.errors == 0, None, None, p.html_ttfb_s)
-        }
-    };
+    let ccbench_workload::RunFigures { goodput_bps, completion_time_s, all_completed, latency_p50_s, latency_p99_s, html_ttfb_s } = result.figures();
     let (score, unfinished) = result.score(timeout_s);
     // Every path figure over one span: the emulator's window, which the workload opened and
     // closed at the instants its own goodput is measured over. Without one (a run cut
@@ -359,20 +343,16 @@ mod tests {
             .map(|(id, &(cc, start_s, _))| FlowResult {
                 id: id as u32,
                 sender: Side::Server,
-                cc_requested: cc.into(),
+                sending: ccbench_workload::SenderRecord {
+                    transport: cc.parse::<ccbench_workload::Algorithm>().unwrap().transport(),
+                    ..ccbench_workload::SenderRecord::tcp(cc.into(), cc.into(), None)
+                },
                 start_s,
-                cc_read_back: cc.into(),
-                transport: cc.parse::<ccbench_workload::Algorithm>().unwrap().transport(),
-                cc_receiver: None,
-                warning: None,
                 client_port: 0,
                 bytes_received: 0,
                 goodput_bps: 0.0,
                 completed: true,
                 completion_time_s: None,
-                final_tcp_info: None,
-                final_quic: None,
-                bbr_events: Vec::new(),
                 error: None,
             })
             .collect();

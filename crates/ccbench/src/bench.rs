@@ -205,8 +205,8 @@ fn veth_row(cc: &Algorithm, seconds: f64, stop: &AtomicBool) -> anyhow::Result<B
 }
 
 fn retransmits(bulk: &BulkResult) -> u64 {
-    let tcp: u64 = bulk.flows.iter().filter_map(|f| f.final_tcp_info.as_ref()).map(|t| u64::from(t.total_retrans)).sum();
-    tcp + bulk.flows.iter().filter_map(|f| f.final_quic.as_ref()).map(|q| q.packets_lost).sum::<u64>()
+    let tcp: u64 = bulk.flows.iter().filter_map(|f| f.sending.final_tcp_info.as_ref()).map(|t| u64::from(t.total_retrans)).sum();
+    tcp + bulk.flows.iter().filter_map(|f| f.sending.final_quic.as_ref()).map(|q| q.packets_lost).sum::<u64>()
 }
 
 /// The first flow's error, if any flow ended with one.

@@ -675,20 +675,13 @@ mod tests {
         let flow = FlowResult {
             id: 0,
             sender: Side::Server,
-            cc_requested: cc.to_string(),
+            sending: ccbench_workload::SenderRecord::tcp(cc.to_string(), cc.to_string(), Some(info)),
             start_s: 0.0,
-            cc_read_back: cc.to_string(),
-            transport: Default::default(),
-            cc_receiver: None,
-            warning: None,
             client_port: 40_000 + index as u16,
             bytes_received: (goodput_bps / 8.0) as u64,
             goodput_bps,
             completed: true,
             completion_time_s: None,
-            final_tcp_info: Some(info),
-            final_quic: None,
-            bbr_events: Vec::new(),
             error: None,
         };
         RunRecord {

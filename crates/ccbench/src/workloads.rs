@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use ccbench_emu::MeasureWindow;
 use ccbench_netns::Netns;
-use ccbench_workload::{MeasureHook, RunContext, SeriesSink, Workload, WorkloadError};
+use ccbench_workload::{MeasureHook, RunContext, SeriesSink, WorkloadError};
 
 pub use ccbench_record::workloads::{WorkloadResult, WorkloadSpec};
 
@@ -44,10 +44,5 @@ pub fn run(
 ) -> Result<WorkloadResult, WorkloadError> {
     let hook = WindowHook(window);
     let ctx = RunContext::new(client, server, addr, epoch, stop).with_hook(&hook).with_series(series).with_seed(seed);
-    Ok(match spec {
-        WorkloadSpec::Bulk(s) => WorkloadResult::Bulk(s.run(&ctx)?),
-        WorkloadSpec::Objects(s) => WorkloadResult::Objects(s.run(&ctx)?),
-        WorkloadSpec::Page(s) => WorkloadResult::Page(s.run(&ctx)?),
-        WorkloadSpec::Browser(s) => WorkloadResult::Browser(s.run(&ctx)?),
-    })
+    spec.run(&ctx)
 }

@@ -434,7 +434,7 @@ fn a_live_serve_survives_fuzzed_control_input() {
     let series = ccbench_workload::MemorySeries::default();
     let stop = AtomicBool::new(false);
     let r = client.run_bulk(&spec("cubic"), Instant::now(), &stop, &series).unwrap();
-    assert!(r.flows[0].bytes_received > 1_000_000 && r.flows[0].cc_read_back == "cubic", "{r:?}");
+    assert!(r.flows[0].bytes_received > 1_000_000 && r.flows[0].sending.cc_read_back == "cubic", "{r:?}");
     assert!(series.samples(ccbench_workload::SocketId::Flow(0)).len() > 20, "the server's samples came back");
 
     // A data connection with a wrong token gets nothing, not one byte.
@@ -893,7 +893,7 @@ fn http_and_quic_tests_are_gated_and_limited() {
     let stop = AtomicBool::new(false);
     let o = client.run_objects(&objects_spec(4, 100_000, 2), Instant::now(), &stop, &series).unwrap();
     assert_eq!((o.requests_completed, o.server_connections, o.errors), (4, 2, 0), "{o:?}");
-    assert!(o.connections.iter().all(|c| c.cc_read_back.as_deref() == Some("cubic") && c.final_tcp_info.is_some()), "{o:?}");
+    assert!(o.connections.iter().all(|c| c.sending.cc_read_back.as_deref() == Some("cubic") && c.sending.final_tcp_info.is_some()), "{o:?}");
     assert!(o.connections.iter().all(|c| !series.samples(ccbench_workload::SocketId::Connection(c.client_port)).is_empty()));
 
     // QUIC, stopped by the byte limit while it runs.
@@ -901,7 +901,7 @@ fn http_and_quic_tests_are_gated_and_limited() {
     let f = &q.flows[0];
     assert!(f.bytes_received <= 1_000_000 && f.bytes_received > 0, "{f:?}");
     assert!(f.error.as_deref().unwrap_or_default().contains("--max-bytes"), "{f:?}");
-    assert_eq!((f.cc_read_back.as_str(), f.cc_receiver.as_deref()), ("quic:cubic", Some("quic:cubic")));
+    assert_eq!((f.sending.cc_read_back.as_str(), f.sending.cc_receiver.as_deref()), ("quic:cubic", Some("quic:cubic")));
 
     // A data connection without the token, a request behind it: not one byte back.
     let c = session(serve.addr, &secret);
@@ -1113,7 +1113,7 @@ fn an_on_path_rewriter_cannot_change_the_algorithm() {
     assert_eq!(ran.len(), 1, "{log}");
     assert!(ran[0].contains("flow(s) cubic"), "serve ran: {}", ran[0]);
     assert_eq!(edited.load(std::sync::atomic::Ordering::SeqCst), 0, "the rewriter found an algorithm name in the clear");
-    assert_eq!(r.unwrap().flows[0].cc_read_back, "cubic");
+    assert_eq!(r.unwrap().flows[0].sending.cc_read_back, "cubic");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -167,20 +167,13 @@ fn simulate(dir: &Path, index: u32, flows: &[FlowModel], rate_bps: f64, duration
             .map(|(id, f)| FlowResult {
                 id: id as u32,
                 sender: Side::Server,
-                cc_requested: f.cc.into(),
+                sending: ccbench_workload::SenderRecord::tcp(f.cc.into(), f.cc.into(), None),
                 start_s: f.start_s,
-                cc_read_back: f.cc.into(),
-                transport: Default::default(),
-                cc_receiver: None,
-                warning: None,
                 client_port: 40_000 + id as u16,
                 bytes_received: bytes[id],
                 goodput_bps: bytes[id] as f64 * 8.0 / (duration_s - f.start_s),
                 completed: true,
                 completion_time_s: None,
-                final_tcp_info: None,
-                final_quic: None,
-                bbr_events: Vec::new(),
                 error: None,
             })
             .collect(),
@@ -343,8 +336,11 @@ fn mix_experiment(dir: &Path) -> ExperimentResult {
         let flows = [FlowModel { cc: "bbr", start_s: 0.0, share: bbr_share }, FlowModel { cc: "cubic", start_s: 1.0, share: 1.0 - bbr_share }];
         let sim = simulate(dir, index, &flows, 50e6, 3.0, &mut rng);
         let total: f64 = sim.flows.iter().map(|f| f.goodput_bps).sum();
-        let shares =
-            sim.flows.iter().map(|f| CcShare { cc: f.cc_requested.clone(), flows: 1, goodput_bps: f.goodput_bps, share: f.goodput_bps / total }).collect();
+        let shares = sim
+            .flows
+            .iter()
+            .map(|f| CcShare { cc: f.sending.cc_requested.clone(), flows: 1, goodput_bps: f.goodput_bps, share: f.goodput_bps / total })
+            .collect();
         runs.push(run_record(index, &label, sim, shares));
     }
     let mix = vec![

@@ -1,55 +1,80 @@
 //! The kinds of traffic a run can carry, as the record keeps them: what ran with which
-//! algorithm, which way the data flowed, and the one figure the verdict compares. Running a
-//! workload is the experiment's (`ccbench::workloads::run`).
+//! algorithm, which way the data flowed, and the one figure the verdict compares. Each workload defines
+//! itself in `ccbench-workload`; this is its registry line.
 
 use ccbench_probe::TcpInfo;
 use ccbench_workload::{
-    Algorithm, Amount, BrowserResult, BrowserSpec, BulkResult, BulkSpec, Direction, ObjectMethod, ObjectsResult, ObjectsSpec, PageResult, PageSpec, Spec,
-    Transport,
+    Algorithm, BrowserResult, BrowserSpec, BulkResult, BulkSpec, Direction, Headline, ObjectsResult, ObjectsSpec, PageResult, PageSpec, RunContext, RunFigures,
+    RunOutcome, SenderView, Spec, Workload, WorkloadError,
 };
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum WorkloadSpec {
-    /// Bulk flows for a duration, or a fixed-size file when the amount is a byte count.
-    Bulk(BulkSpec),
-    Objects(ObjectsSpec),
-    Page(PageSpec),
-    /// The page loaded by headless Chromium.
-    Browser(BrowserSpec),
+/// The registry of workloads: one line each, `Variant(its spec, its result)`, the variant's
+/// name (snake case) being the `kind` result.json tags it with. Everything else about a workload
+/// is asked of its own module through [`Spec`] and [`RunOutcome`].
+macro_rules! registry {
+    ($($(#[$doc:meta])* $variant:ident($spec:ty, $result:ty),)*) => {
+        #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+        #[serde(tag = "kind", rename_all = "snake_case")]
+        pub enum WorkloadSpec {
+            $($(#[$doc])* $variant($spec),)*
+        }
+
+        #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+        #[serde(tag = "kind", rename_all = "snake_case")]
+        pub enum WorkloadResult {
+            $($variant($result),)*
+        }
+
+        impl WorkloadSpec {
+            /// The workload's own definition of itself.
+            pub fn spec(&self) -> &dyn Spec {
+                match self {
+                    $(WorkloadSpec::$variant(s) => s,)*
+                }
+            }
+
+            fn spec_mut(&mut self) -> &mut dyn Spec {
+                match self {
+                    $(WorkloadSpec::$variant(s) => s,)*
+                }
+            }
+
+            /// Runs the workload in `ctx` (the spec's own `Workload::run`, its result tagged).
+            pub fn run(&self, ctx: &RunContext<'_>) -> Result<WorkloadResult, WorkloadError> {
+                match self {
+                    $(WorkloadSpec::$variant(s) => s.run(ctx).map(WorkloadResult::$variant),)*
+                }
+            }
+        }
+
+        impl WorkloadResult {
+            /// The result's own account of itself.
+            pub fn outcome(&self) -> &dyn RunOutcome {
+                match self {
+                    $(WorkloadResult::$variant(r) => r,)*
+                }
+            }
+        }
+
+        $(impl From<$result> for WorkloadResult {
+            fn from(r: $result) -> Self {
+                WorkloadResult::$variant(r)
+            }
+        })*
+    };
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum WorkloadResult {
-    Bulk(BulkResult),
-    Objects(ObjectsResult),
-    Page(PageResult),
-    Browser(BrowserResult),
+registry! {
+    /// Bulk flows for a duration, or a fixed-size file when the amount is a byte count.
+    Bulk(BulkSpec, BulkResult),
+    Objects(ObjectsSpec, ObjectsResult),
+    Page(PageSpec, PageResult),
+    /// The page loaded by headless Chromium.
+    Browser(BrowserSpec, BrowserResult),
 }
 
 impl WorkloadSpec {
-    /// The workload's own definition of itself: the one `match` the spec-level questions
-    /// below go through.
-    fn spec(&self) -> &dyn Spec {
-        match self {
-            WorkloadSpec::Bulk(s) => s,
-            WorkloadSpec::Objects(s) => s,
-            WorkloadSpec::Page(s) => s,
-            WorkloadSpec::Browser(s) => s,
-        }
-    }
-
-    fn spec_mut(&mut self) -> &mut dyn Spec {
-        match self {
-            WorkloadSpec::Bulk(s) => s,
-            WorkloadSpec::Objects(s) => s,
-            WorkloadSpec::Page(s) => s,
-            WorkloadSpec::Browser(s) => s,
-        }
-    }
-
     /// The same workload with `cc` on its sending sockets (a mix keeps its own algorithms).
     pub fn with_cc(&self, cc: &Algorithm) -> WorkloadSpec {
         let mut w = self.clone();
@@ -72,8 +97,9 @@ impl WorkloadSpec {
         self.spec().sample_interval_us()
     }
 
+    /// Flows that bring their own algorithms (a mix), rather than the run's.
     pub fn is_mix(&self) -> bool {
-        matches!(self, WorkloadSpec::Bulk(b) if !b.mix.is_empty())
+        !self.spec().own_algorithms().is_empty()
     }
 
     /// The noun the verdict compares (higher is better).
@@ -81,189 +107,77 @@ impl WorkloadSpec {
         self.spec().metric()
     }
 
+    /// The figure its runs are read by.
+    pub fn headline(&self) -> Headline {
+        self.spec().headline()
+    }
+
     /// As [`WorkloadSpec::describe`], naming the transports the algorithms `ccs` run over
-    /// (`bulk QUIC`, `bulk TCP and QUIC`, how objects travel over each) where the workload
-    /// alone cannot tell. `ccs` are the names result.json keys its runs by; a mix's algorithms
-    /// are in the workload.
+    /// (`Spec::describe_for`).
     pub fn describe_for(&self, ccs: &[String]) -> String {
-        let transports: Vec<Transport> = match self {
-            WorkloadSpec::Bulk(b) if !b.mix.is_empty() => b.mix.iter().map(|f| f.cc.transport()).collect(),
-            _ => ccs.iter().filter_map(|c| c.parse::<Algorithm>().ok()).map(|a| a.transport()).collect(),
-        };
-        let quic = transports.contains(&Transport::Quic);
-        let tcp = transports.contains(&Transport::Tcp);
-        let text = self.describe();
-        // How the HTTP workloads travel over TCP, and over QUIC instead.
-        let over = match self {
-            WorkloadSpec::Objects(o) => Some((objects_over_tcp(o), format!("{} concurrent streams on one QUIC connection", o.concurrency))),
-            WorkloadSpec::Page(p) => Some((page_over_tcp(p.protocol), "one QUIC connection, a stream per object".to_string())),
-            _ => None,
-        };
-        if let Some((over_tcp, over_quic)) = over {
-            return match (tcp, quic) {
-                (false, true) => text.replacen(&over_tcp, &over_quic, 1),
-                (true, true) => text.replacen(&over_tcp, &format!("{over_tcp} (TCP) or {over_quic} (QUIC)"), 1),
-                _ => text,
-            };
-        }
-        match (tcp, quic) {
-            (false, true) => text.replacen("bulk TCP", "bulk QUIC", 1),
-            (true, true) => text.replacen("bulk TCP", "bulk TCP and QUIC", 1),
-            _ => text,
-        }
+        self.spec().describe_for(ccs)
     }
 
     pub fn describe(&self) -> String {
-        use crate::units::fmt_bytes;
-        match self {
-            WorkloadSpec::Bulk(w) => {
-                let dir = match w.direction {
-                    Direction::Download => "download (server sends)",
-                    Direction::Upload => "upload (client sends)",
-                };
-                let flows = if !w.mix.is_empty() {
-                    let stagger = w.mix.get(1).map(|f| f.start_s).unwrap_or(0.0);
-                    let names: Vec<String> = w.mix.iter().map(|f| f.cc.to_string()).collect();
-                    format!("{} flows sharing the bottleneck ({}), each starting {stagger} s after the previous", w.mix.len(), names.join(", "))
-                } else if w.flows == 1 {
-                    "1 flow".to_string()
-                } else {
-                    format!("{} flows", w.flows)
-                };
-                match w.amount {
-                    Amount::Seconds(s) => format!("bulk TCP {dir}, {flows}, {s} s"),
-                    Amount::Bytes(b) => format!("file transfer of {} per flow, {dir}, {flows}", fmt_bytes(b)),
-                }
-            }
-            WorkloadSpec::Objects(o) => format!(
-                "object store: {} {} requests of {} over {}",
-                o.requests,
-                match o.method {
-                    ObjectMethod::Put => "PUT",
-                    ObjectMethod::Get => "GET",
-                },
-                fmt_bytes(o.object_bytes),
-                objects_over_tcp(o)
-            ),
-            WorkloadSpec::Page(p) => format!(
-                "web page: HTML of {} then {} objects ({} in all) over {}",
-                fmt_bytes(p.page.html_bytes),
-                p.page.objects.len(),
-                fmt_bytes(p.page.total_bytes()),
-                page_over_tcp(p.protocol)
-            ),
-            WorkloadSpec::Browser(b) => format!(
-                "web page in headless Chromium: HTML of {} then {} images ({} in all) over {}",
-                fmt_bytes(b.page.html_bytes),
-                b.page.objects.len(),
-                fmt_bytes(b.page.total_bytes()),
-                match b.protocol {
-                    ccbench_workload::PageProtocol::Http1 { .. } => "HTTP/1.1 (Chromium's 6 connections)",
-                    ccbench_workload::PageProtocol::Http2 => "HTTP/2 over TLS",
-                }
-            ),
-        }
+        self.spec().describe()
     }
-}
-
-/// How a page travels over kernel TCP.
-fn page_over_tcp(protocol: ccbench_workload::PageProtocol) -> String {
-    match protocol {
-        ccbench_workload::PageProtocol::Http1 { max_connections } => format!("HTTP/1.1 with up to {max_connections} connections"),
-        ccbench_workload::PageProtocol::Http2 => "HTTP/2 on one connection".to_string(),
-    }
-}
-
-/// How an objects load travels over kernel TCP.
-fn objects_over_tcp(o: &ObjectsSpec) -> String {
-    format!("{} persistent HTTP/1.1 connections", o.concurrency)
 }
 
 impl WorkloadResult {
     pub fn interrupted(&self) -> bool {
-        match self {
-            WorkloadResult::Bulk(b) => b.interrupted,
-            WorkloadResult::Objects(o) => o.interrupted,
-            WorkloadResult::Page(p) => p.interrupted,
-            WorkloadResult::Browser(b) => b.page.interrupted,
-        }
+        self.outcome().interrupted()
     }
 
     /// The figure compared between algorithms (higher is better), and whether the run did not
-    /// finish, which makes the figure a censored bound rather than a measurement. An
-    /// unfinished run still counts, ranked at or below every finished one, and is never
-    /// dropped from the verdict:
-    /// * bulk and file: the goodput of what arrived (a file that did not arrive in time got
-    ///   less than `size / timeout`, below any file that did);
-    /// * objects: the content throughput; for a run that did not finish every request, the
-    ///   bytes that completed over the whole timeout. A finished run took at most the timeout
-    ///   for all `R × S` bytes, so it scores at least `R·S / timeout`, and an unfinished one
-    ///   moved less than that in the same time: it can never rank above a finished one. (The
-    ///   throughput of the completed requests alone, whose window closes at the last success,
-    ///   scored a run with one hung request above runs that finished.)
-    /// * page (and browser): `1 / timeout` for a page that did not load in time (a page that
-    ///   loaded has at least that).
+    /// finish (`RunOutcome::score`; each workload says how an unfinished run is ranked).
     pub fn score(&self, timeout_s: f64) -> (f64, bool) {
-        match self {
-            WorkloadResult::Bulk(b) => (b.goodput_bps, !b.flows.iter().all(|f| f.completed)),
-            WorkloadResult::Objects(o) => {
-                let unfinished = o.requests_completed < o.requests_requested || o.errors > 0;
-                if unfinished {
-                    (o.content_bytes as f64 * 8.0 / timeout_s, true)
-                } else {
-                    (o.content_throughput_bps, false)
-                }
-            }
-            WorkloadResult::Page(p) | WorkloadResult::Browser(BrowserResult { page: p, .. }) => match p.page_load_s.filter(|t| *t > 0.0) {
-                Some(t) => (1.0 / t, false),
-                None => (1.0 / timeout_s, true),
-            },
-        }
+        self.outcome().score(timeout_s)
+    }
+
+    /// The run's figures in the workload's terms.
+    pub fn figures(&self) -> RunFigures {
+        self.outcome().figures()
+    }
+
+    /// Every sending flow or connection.
+    pub fn senders(&self) -> Vec<SenderView<'_>> {
+        self.outcome().senders()
     }
 
     /// The sending sockets' TCP_INFO at the end.
     pub fn final_infos(&self) -> Vec<&TcpInfo> {
-        match self {
-            WorkloadResult::Bulk(b) => b.flows.iter().filter_map(|f| f.final_tcp_info.as_ref()).collect(),
-            WorkloadResult::Objects(o) => o.connections.iter().filter_map(|c| c.final_tcp_info.as_ref()).collect(),
-            WorkloadResult::Page(p) | WorkloadResult::Browser(BrowserResult { page: p, .. }) => {
-                p.connections.iter().filter_map(|c| c.final_tcp_info.as_ref()).collect()
-            }
-        }
+        self.senders().into_iter().filter_map(|s| s.final_tcp_info).collect()
     }
 
     /// What the reader must know about the flows (two QUIC ends on different algorithms).
     pub fn warnings(&self) -> Vec<String> {
-        match self {
-            WorkloadResult::Bulk(b) => b.flows.iter().filter_map(|f| f.warning.as_ref().map(|w| format!("flow {}: {w}", f.id))).collect(),
-            WorkloadResult::Objects(o) => o.connections.iter().filter_map(|c| c.warning.as_ref().map(|w| format!("connection {}: {w}", c.id))).collect(),
-            WorkloadResult::Page(p) => p.connections.iter().filter_map(|c| c.warning.as_ref().map(|w| format!("connection {}: {w}", c.id))).collect(),
-            WorkloadResult::Browser(_) => Vec::new(),
-        }
+        self.senders().into_iter().filter_map(|s| s.warning.map(|w| format!("{}: {w}", s.name))).collect()
     }
 
     /// The QUIC sending connections' last samples (one per connection).
     pub fn final_quic(&self) -> Vec<&ccbench_workload::QuicSample> {
-        match self {
-            WorkloadResult::Bulk(b) => b.flows.iter().filter_map(|f| f.final_quic.as_ref()).collect(),
-            WorkloadResult::Objects(o) => o.connections.iter().filter_map(|c| c.final_quic.as_ref()).collect(),
-            WorkloadResult::Page(p) => p.connections.iter().filter_map(|c| c.final_quic.as_ref()).collect(),
-            WorkloadResult::Browser(_) => Vec::new(),
-        }
+        self.senders().into_iter().filter_map(|s| s.final_quic).collect()
     }
 
     pub fn first_error(&self) -> Option<String> {
-        match self {
-            WorkloadResult::Bulk(b) => b.flows.iter().find_map(|f| f.error.clone()),
-            WorkloadResult::Objects(o) => o.error_messages.first().cloned(),
-            WorkloadResult::Page(p) | WorkloadResult::Browser(BrowserResult { page: p, .. }) => p.error_messages.first().cloned(),
-        }
+        self.outcome().first_error()
+    }
+
+    /// When its measured span began, µs after the run's epoch.
+    pub fn start_us(&self) -> u64 {
+        self.outcome().start_us()
+    }
+
+    /// How long its data flowed, seconds.
+    pub fn measured_s(&self) -> Option<f64> {
+        self.outcome().measured_s()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ccbench_workload::{Amount, ObjectMethod};
 
     /// What the harness asks a spec is answered by the workload's own definition: the
     /// algorithm is set per run (a mix keeps its own), an upload of objects loads the uplink.

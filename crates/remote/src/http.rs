@@ -16,8 +16,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ccbench_workload::{
-    serve_browser_end, serve_objects_end, serve_page_end, set_algorithm, Algorithm, ByteBudget, HttpEnd, ObjectMethod, ObjectsSpec, PageProtocol, PageSpec,
-    Side, TOKEN_LEN,
+    serve_browser_end, serve_objects_end, serve_page_end, set_algorithm, Algorithm, ByteBudget, HttpEnd, ObjectMethod, PageProtocol, Side, TOKEN_LEN,
 };
 use rand::RngCore;
 
@@ -27,103 +26,9 @@ use crate::server::{kind_of, watch_client, Forward, Outcome, ServeConfig, Shared
 /// How long after this server's deadline the client's `Stop` may take.
 const STOP_GRACE: Duration = Duration::from_secs(30);
 
-/// The connections a test plans to open.
-fn planned_connections(test: &TestRequest) -> u32 {
-    match test {
-        TestRequest::Objects(o) => o.concurrency,
-        TestRequest::Page(p) => match p.protocol {
-            PageProtocol::Http1 { max_connections } => max_connections.min(p.page.objects.len() as u32).max(1),
-            PageProtocol::Http2 => 1,
-        },
-        // Chromium's own: up to 6 per host, or one for HTTP/2 and a spare it may open beside.
-        TestRequest::Browser(p) => match p.protocol {
-            PageProtocol::Http1 { max_connections } => max_connections,
-            PageProtocol::Http2 => 2,
-        },
-        TestRequest::Bulk(b) => b.plan().len() as u32,
-    }
-}
-
 /// Connections a test may open in all, reconnections included: twice the flow limit.
 fn connection_cap(config: &ServeConfig) -> u32 {
     config.limits.max_flows.saturating_mul(2)
-}
-
-/// Whether this host's kernel has `cc` (as `tcp:cubic` or `cubic`).
-pub(crate) fn has_cc(cc: &Algorithm, config: &ServeConfig) -> Result<(), String> {
-    if cc.kernel_name().is_some_and(|k| config.facts.congestion_controls.iter().any(|c| c == k)) {
-        Ok(())
-    } else {
-        Err(format!("this server has no congestion control {cc:?}; it has: {}", config.facts.congestion_controls.join(", ")))
-    }
-}
-
-fn check_common(test: &TestRequest, timeout_s: f64, bytes: u64, config: &ServeConfig) -> Result<(), String> {
-    let l = &config.limits;
-    let n = planned_connections(test);
-    if n > l.max_flows {
-        return Err(format!("{n} connections is over this server's limit of {} connections per test", l.max_flows));
-    }
-    if !(timeout_s.is_finite() && timeout_s > 0.0) {
-        return Err(format!("a timeout of {timeout_s} s"));
-    }
-    if bytes > l.max_bytes {
-        return Err(format!("{bytes} bytes in all is over this server's limit of {} bytes per test (--max-bytes)", l.max_bytes));
-    }
-    Ok(())
-}
-
-/// Whether this server may run an objects test. It runs at most `--max-duration` (then the
-/// client sees a timed-out load).
-pub(crate) fn check_objects(o: &ObjectsSpec, config: &ServeConfig) -> Result<(), String> {
-    if o.concurrency == 0 || o.requests == 0 {
-        return Err("an objects test needs at least one connection and one request".into());
-    }
-    if o.method == ObjectMethod::Get {
-        has_cc(&o.cc, config)?;
-    }
-    check_common(&TestRequest::Objects(o.clone()), o.timeout_s, (o.requests as u64).saturating_mul(o.object_bytes), config)
-}
-
-/// Whether this server may run a page test (the server sends, so it sets the algorithm).
-pub(crate) fn check_page(p: &PageSpec, config: &ServeConfig) -> Result<(), String> {
-    p.page.validate()?;
-    if let PageProtocol::Http1 { max_connections: 0 } = p.protocol {
-        return Err("a page test needs at least one connection".into());
-    }
-    has_cc(&p.cc, config)?;
-    check_common(&TestRequest::Page(p.clone()), p.timeout_s, p.page.total_bytes(), config)
-}
-
-/// Whether this server may serve a page to a browser on the client (the server sends).
-pub(crate) fn check_browser(p: &PageSpec, config: &ServeConfig) -> Result<(), String> {
-    ccbench_workload::check_site_request(p)?;
-    has_cc(&p.cc, config)?;
-    check_common(&TestRequest::Browser(p.clone()), p.timeout_s, p.page.total_bytes(), config)
-}
-
-pub(crate) fn describe_objects(o: &ObjectsSpec) -> String {
-    let method = match o.method {
-        ObjectMethod::Get => "GET",
-        ObjectMethod::Put => "PUT",
-    };
-    format!("objects {} {method} of {} bytes, {} connection(s) {}", o.requests, o.object_bytes, o.concurrency, o.cc)
-}
-
-pub(crate) fn describe_page(p: &PageSpec) -> String {
-    let proto = match p.protocol {
-        PageProtocol::Http1 { max_connections } => format!("HTTP/1.1 ({max_connections} connections)"),
-        PageProtocol::Http2 => "h2c".to_string(),
-    };
-    format!("page of {} objects, {} bytes, {proto} {}", p.page.objects.len(), p.page.total_bytes(), p.cc)
-}
-
-pub(crate) fn describe_browser(p: &PageSpec) -> String {
-    let proto = match p.protocol {
-        PageProtocol::Http1 { .. } => "HTTP/1.1",
-        PageProtocol::Http2 => "HTTP/2 over TLS",
-    };
-    format!("browser page of {} objects, {} bytes, {proto} {}", p.page.objects.len(), p.page.total_bytes(), p.cc)
 }
 
 /// A listener for a test's data, on the address the client reached this server at, on a port

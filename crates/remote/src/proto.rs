@@ -22,7 +22,7 @@
 use std::io::{self, Read, Write};
 
 use ccbench_probe::{Sample, TcpInfo};
-use ccbench_workload::{BbrEvent, BulkSpec, FlowEnd, GoodputPoint, ObjectsSpec, PageSpec, QuicSample};
+use ccbench_workload::{BbrEvent, BulkSpec, FarSpec, FlowEnd, GoodputPoint, ObjectsSpec, PageSpec, QuicSample, SiteRequest};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 /// The protocol version this build speaks; a hello with another is refused by name.
@@ -194,6 +194,18 @@ pub enum TestRequest {
     /// A page load in a real browser on the client: the server runs the browser workload's
     /// site (HTTP/1.1, or HTTP/2 over TLS with a certificate made for the test).
     Browser(PageSpec),
+}
+
+impl TestRequest {
+    /// The test as its workload defines it for a far end: its check, log line and plan.
+    pub fn far(&self) -> Box<dyn FarSpec + '_> {
+        match self {
+            TestRequest::Bulk(b) => Box::new(b),
+            TestRequest::Objects(o) => Box::new(o),
+            TestRequest::Page(p) => Box::new(p),
+            TestRequest::Browser(p) => Box::new(SiteRequest(p)),
+        }
+    }
 }
 
 /// What the server tells an authenticated client about itself: what its results need as

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 
-use ccbench_workload::{has_quic_algorithm, quic_algorithm_names, BulkSpec, ByteBudget, EndClock, QuicFarServer, Side, TOKEN_LEN};
+use ccbench_workload::{BulkSpec, ByteBudget, EndClock, QuicFarServer, Side, TOKEN_LEN};
 use rand::RngCore;
 
 use crate::channel::Channel;
@@ -23,26 +23,6 @@ use crate::server::{read_start, watch_client, Forward, Outcome, Shared, SETUP_TI
 /// True when every flow of `spec` runs over QUIC.
 pub fn is_quic(spec: &BulkSpec) -> bool {
     spec.plan().iter().all(|f| f.cc.is_quic())
-}
-
-/// Whether this server runs the QUIC flows of `spec`: all of them QUIC (a mix with kernel TCP
-/// is not served), each with an algorithm this build has. `None` when no flow is QUIC.
-pub(crate) fn check_quic(spec: &BulkSpec) -> Option<Result<(), String>> {
-    let plan = spec.plan();
-    let quic = plan.iter().filter(|f| f.cc.is_quic()).count();
-    if quic == 0 {
-        return None;
-    }
-    if quic < plan.len() {
-        return Some(Err("a test mixing kernel TCP and QUIC flows is not served; run the TCP and the QUIC flows as tests of their own".into()));
-    }
-    let names = plan.iter().map(|f| f.cc.name().to_string()).chain(spec.quic_receiver_cc.clone());
-    for alg in names {
-        if !has_quic_algorithm(&alg) {
-            return Some(Err(format!("this server has no QUIC algorithm {alg:?}; it has: {}", quic_algorithm_names().join(", "))));
-        }
-    }
-    Some(Ok(()))
 }
 
 /// The server's end of a QUIC test, from `QuicReady` to `QuicDone`.

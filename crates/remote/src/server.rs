@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use ccbench_probe::Sample;
 use ccbench_workload::{
-    prepare_stream, run_end, Algorithm, Amount, BulkSpec, ByteBudget, Direction, EndClock, EndStream, GoodputPoint, HttpEndEvents, NoMeasureHook, QuicSample,
-    SeriesSink, Side, SocketId,
+    prepare_stream, run_end, Algorithm, BulkSpec, ByteBudget, EndClock, EndStream, GoodputPoint, HttpEndEvents, NoMeasureHook, QuicSample, SeriesSink,
+    ServeLimits, Side, SocketId,
 };
 
 use crate::auth::Secret;
@@ -354,56 +354,17 @@ pub(crate) fn watch_client(control: &TcpStream, shared_stop: &AtomicBool, test_s
 /// How often a test looks at whether its client is still there.
 pub(crate) const POLL_HANGUP: Duration = Duration::from_millis(100);
 
-/// Whether this server may run `test`: the algorithms it must set, and its limits.
+/// Whether this server may run `test`: the algorithms it must set, and its limits (each
+/// workload's own `FarSpec::check`).
 pub fn check(test: &TestRequest, config: &ServeConfig) -> Result<(), String> {
-    match test {
-        TestRequest::Bulk(spec) => check_bulk(spec, config),
-        TestRequest::Objects(o) => crate::http::check_objects(o, config),
-        TestRequest::Page(p) => crate::http::check_page(p, config),
-        TestRequest::Browser(p) => crate::http::check_browser(p, config),
-    }
-}
-
-/// The flows a bulk test asks for, counted without building its plan: a request for four
-/// billion flows is refused, not allocated.
-fn flow_count(spec: &BulkSpec) -> usize {
-    if spec.mix.is_empty() {
-        spec.flows as usize
-    } else {
-        spec.mix.len()
-    }
-}
-
-fn check_bulk(spec: &BulkSpec, config: &ServeConfig) -> Result<(), String> {
     let l = &config.limits;
-    let n = flow_count(spec);
-    if n == 0 {
-        return Err("a bulk test needs at least one flow".into());
-    }
-    if n > l.max_flows as usize {
-        return Err(format!("{n} flows is over this server's limit of {} flows per test", l.max_flows));
-    }
-    let plan = spec.plan();
-    let quic = crate::quic::check_quic(spec).transpose()?.is_some();
-    if spec.direction == Direction::Download && !quic {
-        for f in &plan {
-            crate::http::has_cc(&f.cc, config)?;
-        }
-    }
-    let last_start = plan.iter().map(|f| f.start_s).fold(0.0, f64::max);
-    if plan.iter().any(|f| !(f.start_s.is_finite() && f.start_s >= 0.0)) || !(spec.timeout_s.is_finite() && spec.timeout_s > 0.0) {
-        return Err("a flow's start or the timeout is not a finite, non-negative number of seconds".into());
-    }
-    match spec.amount {
-        Amount::Seconds(s) if !(s.is_finite() && s > 0.0) => Err(format!("a duration of {s} s")),
-        Amount::Seconds(s) if s + last_start > l.max_duration_s => {
-            Err(format!("a test of {} s is over this server's limit of {} s per test (--max-duration)", s + last_start, l.max_duration_s))
-        }
-        Amount::Bytes(n) if n.saturating_mul(plan.len() as u64) > l.max_bytes => {
-            Err(format!("{} bytes in all is over this server's limit of {} bytes per test (--max-bytes)", n.saturating_mul(plan.len() as u64), l.max_bytes))
-        }
-        _ => Ok(()),
-    }
+    let limits = ServeLimits {
+        max_duration_s: l.max_duration_s,
+        max_bytes: l.max_bytes,
+        max_flows: l.max_flows,
+        congestion_controls: &config.facts.congestion_controls,
+    };
+    test.far().check(&limits)
 }
 
 /// Counts a test against its client's per-minute limit: the holder of the secret it proved,
@@ -454,24 +415,7 @@ fn fuzz_config() -> Option<ServeConfig> {
 }
 
 fn describe(test: &TestRequest) -> String {
-    let b = match test {
-        TestRequest::Bulk(b) => b,
-        TestRequest::Objects(o) => return crate::http::describe_objects(o),
-        TestRequest::Page(p) => return crate::http::describe_page(p),
-        TestRequest::Browser(p) => return crate::http::describe_browser(p),
-    };
-    let dir = match b.direction {
-        Direction::Download => "download",
-        Direction::Upload => "upload",
-    };
-    // Also for refused requests: nothing here may grow with the flow count asked for.
-    let mut ccs: Vec<String> = if b.mix.is_empty() { vec![b.cc.to_string()] } else { b.mix.iter().map(|f| f.cc.to_string()).collect() };
-    ccs.dedup();
-    let what = match b.amount {
-        Amount::Seconds(s) => format!("bulk {dir} {s} s"),
-        Amount::Bytes(n) => format!("file {dir} {n} bytes"),
-    };
-    format!("{what}, {} flow(s) {}", flow_count(b), ccs.join("+"))
+    test.far().describe_far()
 }
 
 /// How a test went, for the log line and the session.
@@ -716,7 +660,7 @@ impl HttpEndEvents for Forward {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ccbench_workload::{PageModel, PageProtocol, PageSpec};
+    use ccbench_workload::{Amount, Direction, PageModel, PageProtocol, PageSpec};
 
     /// The client hanging up after the test ended (once it has `Done`) is not "the client went
     /// away during the test"; hanging up before the end is. The close comes while the watcher

@@ -83,12 +83,7 @@ pub(crate) fn representative<'a>(result: &'a ExperimentResult, cc: &str) -> Opti
 }
 
 pub(crate) fn run_start(r: &RunRecord) -> u64 {
-    match &r.workload {
-        Some(WorkloadResult::Bulk(b)) => b.start_us,
-        Some(WorkloadResult::Objects(o)) => o.start_us.unwrap_or(0),
-        Some(WorkloadResult::Page(p) | WorkloadResult::Browser(ccbench_workload::BrowserResult { page: p, .. })) => p.start_us.unwrap_or(0),
-        None => 0,
-    }
+    r.workload.as_ref().map_or(0, |w| w.start_us())
 }
 
 pub(crate) fn bulk(r: &RunRecord) -> Option<&BulkResult> {

@@ -8,7 +8,6 @@ use std::path::Path;
 use ccbench_emu::LinkSample;
 use ccbench_record::results::{ExperimentResult, RunRecord, Status};
 use ccbench_record::series::{ExactCounts, GoodputRow, TcpRow};
-use ccbench_record::workloads::WorkloadResult;
 use ccbench_workload::Direction;
 
 use crate::data::{bulk, representative, run_start, BbrTimeline, Gathered, Line, Palette, Pooled, ReportData, RunView, BBR_STATES, MAX_BBR_ROWS};
@@ -143,11 +142,7 @@ pub(crate) fn gather<'a>(result: &'a ExperimentResult, dir: &Path, palette: &Pal
 
 /// How long the run's data flowed.
 pub(crate) fn duration_s(r: &RunRecord) -> Option<f64> {
-    match r.workload.as_ref()? {
-        WorkloadResult::Bulk(b) => Some(b.elapsed_s),
-        WorkloadResult::Objects(o) => Some(o.wall_time_s),
-        WorkloadResult::Page(p) | WorkloadResult::Browser(ccbench_workload::BrowserResult { page: p, .. }) => p.page_load_s,
-    }
+    r.workload.as_ref()?.measured_s()
 }
 
 pub(crate) fn cap(median: bool) -> usize {
@@ -179,7 +174,7 @@ pub(crate) fn read_tcp(dir: &Path, view: &mut RunView, mix: bool, pooled: &mut P
         let id: u32 = socket.strip_prefix("flow-")?.parse().ok()?;
         let b = b?;
         let f = b.flows.iter().find(|f| f.id == id)?;
-        Some((id, f.cc_requested.clone(), b.start_us + (f.start_s * 1e6) as u64))
+        Some((id, f.sending.cc_requested.clone(), b.start_us + (f.start_s * 1e6) as u64))
     };
     let n = cap(view.median);
     let median = view.median;
@@ -319,7 +314,7 @@ pub(crate) fn read_goodput(dir: &Path, view: &mut RunView, mix: bool, bin_us: u6
     });
     for (i, rb) in bins.into_iter().enumerate() {
         let (key, what) = if per_flow {
-            (b.flows[i].cc_requested.clone(), format!("{} flow {}", b.flows[i].cc_requested, b.flows[i].id))
+            (b.flows[i].sending.cc_requested.clone(), format!("{} flow {}", b.flows[i].sending.cc_requested, b.flows[i].id))
         } else {
             (r.cc.clone(), r.cc.clone())
         };

@@ -7,7 +7,6 @@ use ccbench_record::results::{CcSummary, ExperimentResult, RunMetrics, RunRecord
 use ccbench_record::workloads::WorkloadSpec;
 use ccbench_stats::expectation::{overall, Judgement};
 use ccbench_stats::Summary;
-use ccbench_workload::Amount;
 
 use crate::data::{bulk, scored_runs, Gathered, Line, Palette, Pooled, ReportData, RunView, BBR_STATES, GREY, MAX_BBR_ROWS};
 use crate::svg::{cdf_steps, escape, fmt_sig, legend, Axis, Ellipse, Key, Plot, Stroke};
@@ -131,11 +130,7 @@ fn time_figure(id: &str, title: &str, note: &str, y_label: &str, lines: &[&Line]
 
 /// The verdict's score in display units: its axis label and the divisor from the JSON's units.
 fn score_unit(w: &WorkloadSpec) -> (&'static str, f64) {
-    match w {
-        WorkloadSpec::Bulk(_) => ("goodput (Mbit/s)", 1e6),
-        WorkloadSpec::Objects(_) => ("content throughput (Mbit/s)", 1e6),
-        WorkloadSpec::Page(_) | WorkloadSpec::Browser(_) => ("page loads per second (1 / load time, 1/s)", 1.0),
-    }
+    w.headline().score_unit()
 }
 
 /// A fixed, even scatter of the k-th of a column's points across the column.
@@ -401,14 +396,14 @@ fn tput_points(result: &ExperimentResult, g: &Gathered) -> (Vec<Point>, Vec<Poin
             (true, Some(b)) => {
                 let view = g.runs.iter().find(|v| v.run.index == r.index);
                 for f in &b.flows {
-                    let label = format!("run {} · {} flow {}", r.index + 1, f.cc_requested, f.id);
+                    let label = format!("run {} · {} flow {}", r.index + 1, f.sending.cc_requested, f.id);
                     let flow_rtt = view.and_then(|v| v.flow_rtt.iter().find(|(id, _, _)| *id == f.id)).and_then(|(_, _, c)| c.quantile(0.5, 1000.0));
                     let mbps = f.goodput_bps / 1e6;
                     if let Some(x) = flow_rtt {
-                        rtt.push(Point { key: f.cc_requested.clone(), label: label.clone(), delay_ms: x, mbps });
+                        rtt.push(Point { key: f.sending.cc_requested.clone(), label: label.clone(), delay_ms: x, mbps });
                     }
                     if let Some(q) = m.queue_delay_p50_ms {
-                        queue.push(Point { key: f.cc_requested.clone(), label, delay_ms: q, mbps });
+                        queue.push(Point { key: f.sending.cc_requested.clone(), label, delay_ms: q, mbps });
                     }
                 }
             }
@@ -646,20 +641,17 @@ pub fn render(data: &ReportData) -> String {
 type Pick = fn(&CcSummary) -> Option<Summary>;
 
 fn headline_runs(w: &WorkloadSpec) -> RunPick {
-    match w {
-        WorkloadSpec::Bulk(b) if matches!(b.amount, Amount::Bytes(_)) => |m| m.completion_time_s,
-        WorkloadSpec::Bulk(_) | WorkloadSpec::Objects(_) => |m| Some(m.goodput_bps),
-        WorkloadSpec::Page(_) | WorkloadSpec::Browser(_) => |m| m.completion_time_s,
+    if w.headline().is_completion_time() {
+        |m| m.completion_time_s
+    } else {
+        |m| Some(m.goodput_bps)
     }
 }
 
 fn headline(w: &WorkloadSpec) -> (&'static str, Pick, f64) {
-    match w {
-        WorkloadSpec::Bulk(b) if matches!(b.amount, Amount::Bytes(_)) => ("completion time (s), lower is better", |s| s.completion_time_s, 1.0),
-        WorkloadSpec::Bulk(_) => ("goodput (Mbit/s)", |s| s.goodput_bps, 1e6),
-        WorkloadSpec::Objects(_) => ("content throughput (Mbit/s)", |s| s.goodput_bps, 1e6),
-        WorkloadSpec::Page(_) | WorkloadSpec::Browser(_) => ("page load time (s), lower is better", |s| s.completion_time_s, 1.0),
-    }
+    let (label, scale) = w.headline().across_conditions();
+    let pick: Pick = if w.headline().is_completion_time() { |s| s.completion_time_s } else { |s| s.goodput_bps };
+    (label, pick, scale)
 }
 
 /// One algorithm's metric at one condition: the median over runs and a distribution-free CI of
@@ -929,7 +921,7 @@ mod tests {
         use ccbench_record::results::{Params, SCHEMA};
         use ccbench_record::series::SeriesFiles;
         use ccbench_record::workloads::WorkloadResult;
-        use ccbench_workload::{BulkResult, BulkSpec, Direction};
+        use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction};
         let metrics = |mbps: f64| RunMetrics {
             score: Some(mbps * 1e6),
             unfinished: false,

@@ -83,20 +83,43 @@ pub struct BrowserResult {
 }
 
 impl crate::Spec for BrowserSpec {
-    fn data_direction(&self) -> crate::Direction {
-        crate::Direction::Download
+    crate::page::page_load_spec!();
+    fn describe(&self) -> String {
+        format!(
+            "web page in headless Chromium: HTML of {} then {} images ({} in all) over {}",
+            crate::fmt_bytes(self.page.html_bytes),
+            self.page.objects.len(),
+            crate::fmt_bytes(self.page.total_bytes()),
+            match self.protocol {
+                PageProtocol::Http1 { .. } => "HTTP/1.1 (Chromium's 6 connections)",
+                PageProtocol::Http2 => "HTTP/2 over TLS",
+            }
+        )
     }
-    fn timeout_s(&self) -> f64 {
-        self.timeout_s
+}
+
+/// The load in the page's terms: the browser's own timings are extra figures.
+impl crate::RunOutcome for BrowserResult {
+    fn interrupted(&self) -> bool {
+        self.page.interrupted
     }
-    fn sample_interval_us(&self) -> u64 {
-        self.sample_interval_us
+    fn score(&self, timeout_s: f64) -> (f64, bool) {
+        self.page.score(timeout_s)
     }
-    fn metric(&self) -> &'static str {
-        crate::page::PAGE_METRIC
+    fn figures(&self) -> crate::RunFigures {
+        self.page.figures()
     }
-    fn set_algorithm(&mut self, cc: &crate::Algorithm) {
-        self.cc = cc.clone();
+    fn senders(&self) -> Vec<crate::SenderView<'_>> {
+        self.page.senders()
+    }
+    fn first_error(&self) -> Option<String> {
+        self.page.first_error()
+    }
+    fn start_us(&self) -> u64 {
+        self.page.start_us()
+    }
+    fn measured_s(&self) -> Option<f64> {
+        self.page.measured_s()
     }
 }
 
@@ -538,17 +561,10 @@ pub(crate) fn finish(
             PageConnection {
                 id: id as u32,
                 client_port: a.client_port,
-                cc_requested: spec.cc.to_string(),
-                cc_read_back: a.cc_read_back.clone(),
-                transport: crate::Transport::Tcp,
-                cc_receiver: None,
-                warning: None,
+                sending: crate::SenderRecord::tcp(spec.cc.to_string(), a.cc_read_back.clone(), sampled.remove(&SocketId::Connection(a.client_port)).flatten()),
                 opened_s: nav_start.map_or(0.0, |t0| a.at.saturating_duration_since(t0).as_secs_f64()),
                 requests_completed: requests,
                 bytes_received: bytes,
-                final_tcp_info: sampled.remove(&SocketId::Connection(a.client_port)).flatten(),
-                final_quic: None,
-                bbr_events: Vec::new(),
             }
         })
         .collect();

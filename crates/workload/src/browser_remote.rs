@@ -48,6 +48,34 @@ pub fn check_site_request(site: &PageSpec) -> Result<(), String> {
     check_site(&site.page, site.protocol)
 }
 
+/// A browser test as a far end is asked for it: the site to serve (`BrowserSpec::site`), which
+/// the browser on the client loads. The server sends, so it sets the algorithm.
+pub struct SiteRequest<'a>(pub &'a PageSpec);
+
+impl crate::FarSpec for SiteRequest<'_> {
+    fn check(&self, l: &crate::ServeLimits<'_>) -> Result<(), String> {
+        check_site_request(self.0)?;
+        l.has_cc(&self.0.cc)?;
+        l.check_http(self.planned_connections(), self.0.timeout_s, self.0.page.total_bytes())
+    }
+
+    fn describe_far(&self) -> String {
+        let proto = match self.0.protocol {
+            PageProtocol::Http1 { .. } => "HTTP/1.1",
+            PageProtocol::Http2 => "HTTP/2 over TLS",
+        };
+        format!("browser page of {} objects, {} bytes, {proto} {}", self.0.page.objects.len(), self.0.page.total_bytes(), self.0.cc)
+    }
+
+    /// Chromium's own: up to 6 per host, or one for HTTP/2 and a spare it may open beside.
+    fn planned_connections(&self) -> u32 {
+        match self.0.protocol {
+            PageProtocol::Http1 { max_connections } => max_connections,
+            PageProtocol::Http2 => 2,
+        }
+    }
+}
+
 /// Loads the page in Chromium from the far end's site. `end_far` ends the far end's side and
 /// returns its report; it is called once the browser is stopped.
 pub fn run_browser_remote(

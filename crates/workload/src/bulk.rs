@@ -83,21 +83,12 @@ pub struct GoodputPoint {
 pub struct FlowResult {
     pub id: u32,
     pub sender: Side,
-    pub cc_requested: String,
+    /// The algorithm asked for, read back before any data was sent, and the sender's last state.
+    #[serde(flatten)]
+    pub sending: crate::SenderRecord<String>,
     /// When this flow started sending, seconds after the first flow.
     #[serde(default)]
     pub start_s: f64,
-    /// `TCP_CONGESTION` read back from the sending socket before any data was sent (for QUIC,
-    /// the sending connection's controller, as `quic:NAME`).
-    pub cc_read_back: String,
-    #[serde(default)]
-    pub transport: Transport,
-    /// QUIC: the receiving connection's controller, read back the same way.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cc_receiver: Option<String>,
-    /// Something the reader must know about this flow (the two QUIC ends ran different algorithms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub warning: Option<String>,
     pub client_port: u16,
     /// Bytes counted at the receiver (within the window for timed transfers).
     pub bytes_received: u64,
@@ -105,17 +96,6 @@ pub struct FlowResult {
     pub completed: bool,
     /// Time from the start of data until the last byte arrived (byte-count transfers).
     pub completion_time_s: Option<f64>,
-    /// The sender's `TCP_INFO` at the end of the transfer. (Its samples, and the receiver's
-    /// goodput points, went to the run's `SeriesSink` under this flow's `id`.)
-    pub final_tcp_info: Option<TcpInfo>,
-    /// QUIC: the sending connection's last sample (on the first flow of each connection only,
-    /// so that sums over flows count each connection once).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub final_quic: Option<crate::QuicSample>,
-    /// QUIC BBR's state changes (from a controller that exposes them), on the first flow of
-    /// each connection.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub bbr_events: Vec<BbrEvent>,
     pub error: Option<String>,
 }
 
@@ -166,6 +146,66 @@ impl crate::Spec for BulkSpec {
         if self.mix.is_empty() {
             self.cc = cc.clone();
         }
+    }
+    fn headline(&self) -> crate::Headline {
+        match self.amount {
+            Amount::Seconds(_) => crate::Headline::Goodput,
+            Amount::Bytes(_) => crate::Headline::FileCompletion,
+        }
+    }
+    fn describe(&self) -> String {
+        let dir = match self.direction {
+            Direction::Download => "download (server sends)",
+            Direction::Upload => "upload (client sends)",
+        };
+        let flows = if !self.mix.is_empty() {
+            let stagger = self.mix.get(1).map(|f| f.start_s).unwrap_or(0.0);
+            let names: Vec<String> = self.mix.iter().map(|f| f.cc.to_string()).collect();
+            format!("{} flows sharing the bottleneck ({}), each starting {stagger} s after the previous", self.mix.len(), names.join(", "))
+        } else if self.flows == 1 {
+            "1 flow".to_string()
+        } else {
+            format!("{} flows", self.flows)
+        };
+        match self.amount {
+            Amount::Seconds(s) => format!("bulk TCP {dir}, {flows}, {s} s"),
+            Amount::Bytes(b) => format!("file transfer of {} per flow, {dir}, {flows}", crate::fmt_bytes(b)),
+        }
+    }
+    fn own_algorithms(&self) -> Vec<crate::Algorithm> {
+        self.mix.iter().map(|f| f.cc.clone()).collect()
+    }
+}
+
+impl crate::RunOutcome for BulkResult {
+    fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+    /// The goodput of what arrived (a file that did not arrive in time got less than
+    /// `size / timeout`, below any file that did).
+    fn score(&self, _timeout_s: f64) -> (f64, bool) {
+        (self.goodput_bps, !self.flows.iter().all(|f| f.completed))
+    }
+    fn figures(&self) -> crate::RunFigures {
+        let done = self.flows.iter().map(|f| f.completion_time_s.map(|c| c + f.start_s)).try_fold(0.0f64, |acc, t| t.map(|t| acc.max(t)));
+        crate::RunFigures {
+            goodput_bps: self.goodput_bps,
+            completion_time_s: done.filter(|_| !self.flows.is_empty()),
+            all_completed: self.flows.iter().all(|f| f.completed),
+            ..Default::default()
+        }
+    }
+    fn senders(&self) -> Vec<crate::SenderView<'_>> {
+        self.flows.iter().map(|f| f.sending.view(format!("flow {}", f.id))).collect()
+    }
+    fn first_error(&self) -> Option<String> {
+        self.flows.iter().find_map(|f| f.error.clone())
+    }
+    fn start_us(&self) -> u64 {
+        self.start_us
+    }
+    fn measured_s(&self) -> Option<f64> {
+        Some(self.elapsed_s)
     }
 }
 
@@ -483,20 +523,13 @@ pub fn assemble(
         results.push(FlowResult {
             id: flow.id,
             sender: spec.direction.sender(),
-            cc_requested: flow.plan.cc.to_string(),
+            sending: crate::SenderRecord::tcp(flow.plan.cc.to_string(), flow.cc_read_back.clone(), sent.final_tcp_info),
             start_s: flow.plan.start_s,
-            cc_read_back: flow.cc_read_back.clone(),
-            transport: Transport::Tcp,
-            cc_receiver: None,
-            warning: None,
             client_port: flow.client_port,
             bytes_received: got.bytes_received,
             goodput_bps,
             completed,
             completion_time_s: got.completion_s,
-            final_tcp_info: sent.final_tcp_info,
-            final_quic: None,
-            bbr_events: Vec::new(),
             error,
         });
     }
@@ -678,6 +711,90 @@ pub fn prepare_stream(s: &TcpStream) -> std::io::Result<()> {
     s.set_nodelay(true)?;
     s.set_write_timeout(Some(IO_TICK))?;
     s.set_read_timeout(Some(IO_TICK))
+}
+
+impl BulkSpec {
+    /// The flows asked for, counted without building the plan: a request for four billion flows
+    /// is refused, not allocated.
+    fn flow_count(&self) -> usize {
+        if self.mix.is_empty() {
+            self.flows as usize
+        } else {
+            self.mix.len()
+        }
+    }
+
+    /// Whether a far end runs the QUIC flows of this test: all of them QUIC (a mix with kernel
+    /// TCP is not served), each with an algorithm this build has. `None` when no flow is QUIC.
+    fn check_quic(&self) -> Option<Result<(), String>> {
+        let plan = self.plan();
+        let quic = plan.iter().filter(|f| f.cc.is_quic()).count();
+        if quic == 0 {
+            return None;
+        }
+        if quic < plan.len() {
+            return Some(Err("a test mixing kernel TCP and QUIC flows is not served; run the TCP and the QUIC flows as tests of their own".into()));
+        }
+        let names = plan.iter().map(|f| f.cc.name().to_string()).chain(self.quic_receiver_cc.clone());
+        for alg in names {
+            if !crate::has_quic_algorithm(&alg) {
+                return Some(Err(format!("this server has no QUIC algorithm {alg:?}; it has: {}", crate::quic_algorithm_names().join(", "))));
+            }
+        }
+        Some(Ok(()))
+    }
+}
+
+impl crate::FarSpec for BulkSpec {
+    fn check(&self, l: &crate::ServeLimits<'_>) -> Result<(), String> {
+        let n = self.flow_count();
+        if n == 0 {
+            return Err("a bulk test needs at least one flow".into());
+        }
+        if n > l.max_flows as usize {
+            return Err(format!("{n} flows is over this server's limit of {} flows per test", l.max_flows));
+        }
+        let plan = self.plan();
+        let quic = self.check_quic().transpose()?.is_some();
+        if self.direction == Direction::Download && !quic {
+            for f in &plan {
+                l.has_cc(&f.cc)?;
+            }
+        }
+        let last_start = plan.iter().map(|f| f.start_s).fold(0.0, f64::max);
+        if plan.iter().any(|f| !(f.start_s.is_finite() && f.start_s >= 0.0)) || !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
+            return Err("a flow's start or the timeout is not a finite, non-negative number of seconds".into());
+        }
+        match self.amount {
+            Amount::Seconds(s) if !(s.is_finite() && s > 0.0) => Err(format!("a duration of {s} s")),
+            Amount::Seconds(s) if s + last_start > l.max_duration_s => {
+                Err(format!("a test of {} s is over this server's limit of {} s per test (--max-duration)", s + last_start, l.max_duration_s))
+            }
+            Amount::Bytes(n) if n.saturating_mul(plan.len() as u64) > l.max_bytes => {
+                Err(format!("{} bytes in all is over this server's limit of {} bytes per test (--max-bytes)", n.saturating_mul(plan.len() as u64), l.max_bytes))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn describe_far(&self) -> String {
+        let dir = match self.direction {
+            Direction::Download => "download",
+            Direction::Upload => "upload",
+        };
+        // Also for refused requests: nothing here may grow with the flow count asked for.
+        let mut ccs: Vec<String> = if self.mix.is_empty() { vec![self.cc.to_string()] } else { self.mix.iter().map(|f| f.cc.to_string()).collect() };
+        ccs.dedup();
+        let what = match self.amount {
+            Amount::Seconds(s) => format!("bulk {dir} {s} s"),
+            Amount::Bytes(n) => format!("file {dir} {n} bytes"),
+        };
+        format!("{what}, {} flow(s) {}", self.flow_count(), ccs.join("+"))
+    }
+
+    fn planned_connections(&self) -> u32 {
+        self.plan().len() as u32
+    }
 }
 
 #[cfg(test)]

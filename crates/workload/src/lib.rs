@@ -40,6 +40,7 @@ mod far;
 pub mod fuzzing;
 mod harness;
 pub mod http_end;
+mod kind;
 mod mixed;
 mod net;
 mod objects;
@@ -47,25 +48,30 @@ mod page;
 mod quic;
 mod relay;
 mod sampler;
+mod sender;
 mod series;
 mod site;
 mod tls;
+mod units;
 
 pub use algorithm::{Algorithm, AlgorithmError, Transport};
 pub use browser::{BrowserResult, BrowserSpec, BrowserTiming};
-pub use browser_remote::{check_site_request, run_browser_remote, serve_browser_end};
+pub use browser_remote::{check_site_request, run_browser_remote, serve_browser_end, SiteRequest};
 pub use bulk::{
     assemble, elapsed_since, prepare_stream, run_end, Amount, BbrEvent, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta, FlowResult,
     GoodputPoint, MixFlow, Opens,
 };
 pub use far::{data_hello, hello_id, FarConnection, FarHttp, FarReport, DATA_HELLO_LEN, TOKEN_LEN};
 pub use http_end::{HttpEnd, HttpEndEvents};
+pub use kind::{FarSpec, Headline, KeptReadBack, RunFigures, RunOutcome, SenderView, ServeLimits, Spec};
 pub use net::{client_socket, confirm_congestion, set_algorithm};
 pub use objects::{run_objects_remote, serve_objects_end, ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
 pub use page::{run_page_remote, serve_page_end, PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
 pub use quic::{has_quic_algorithm, quic_algorithm_names, quic_algorithms, QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer, ReadBack, QUIC_STACK};
+pub use sender::SenderRecord;
 pub use series::{MemorySeries, NoSeries, QuicBbr, QuicSample, SeriesSink, SocketId};
 pub use tls::{certificate_for, RunCertificate};
+pub use units::fmt_bytes;
 
 use ccbench_netns::Netns;
 use serde::{Deserialize, Serialize};
@@ -79,22 +85,6 @@ pub trait Workload {
     /// Runs the workload in `ctx`. Returns early, with what finished and marked interrupted,
     /// when `ctx.stop` becomes true.
     fn run(&self, ctx: &RunContext<'_>) -> Result<Self::Result, WorkloadError>;
-}
-
-/// What a workload's spec says about itself, for the harness that runs it: defined with the
-/// workload, so the harness asks through this trait instead of matching on every workload
-/// (issue 20 §1).
-pub trait Spec {
-    /// Which way the bulk of the data flows (whose direction's queue and drops matter).
-    fn data_direction(&self) -> Direction;
-    /// How long a run may take before it is given up and marked unfinished.
-    fn timeout_s(&self) -> f64;
-    /// How often the sending sockets' `TCP_INFO` (or QUIC state) is sampled.
-    fn sample_interval_us(&self) -> u64;
-    /// The noun the verdict compares (higher is better).
-    fn metric(&self) -> &'static str;
-    /// Runs `cc` on its sending sockets (a mix of algorithms keeps its own).
-    fn set_algorithm(&mut self, cc: &Algorithm);
 }
 
 /// Where and how a workload runs.

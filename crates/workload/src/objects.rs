@@ -41,7 +41,6 @@ use crate::far::{Dial, FarHttp, FarReport};
 use crate::harness::{Finish, Harness, ServerLog, ServerProto};
 use crate::http_end::HttpEnd;
 use crate::sampler::Sampler;
-use crate::Transport;
 use crate::{net, ByteBudget, MeasureHook, NoMeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -102,32 +101,14 @@ pub struct ObjectsConnection {
     pub id: u32,
     pub client_port: u16,
     pub sender: Side,
-    pub cc_requested: String,
-    /// `TCP_CONGESTION` read back from the sending socket of this connection (the client's for
-    /// PUT, the server's accepted socket for GET); `None` if the server never saw it. For QUIC,
-    /// the sending endpoint's controller, as `quic:NAME`.
-    pub cc_read_back: Option<String>,
-    #[serde(default)]
-    pub transport: Transport,
-    /// QUIC: the receiving endpoint's controller, read back the same way.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cc_receiver: Option<String>,
-    /// Something the reader must know (the two QUIC ends ran different algorithms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub warning: Option<String>,
+    /// The algorithm of this connection's sending socket (the client's for PUT, the server's
+    /// accepted socket for GET; no read-back if the server never saw it), and its last state
+    /// (its samples went to the run's `SeriesSink` as `SocketId::Connection(client_port)`).
+    #[serde(flatten)]
+    pub sending: crate::SenderRecord,
     pub requests_completed: u32,
     pub errors: u32,
     pub content_bytes: u64,
-    /// The sending socket's `TCP_INFO` when the run ended. (Its samples went to the run's
-    /// `SeriesSink` as `SocketId::Connection(client_port)`.)
-    pub final_tcp_info: Option<TcpInfo>,
-    /// QUIC: the sending connection's last sample (its samples went to the `SeriesSink` as
-    /// `SocketId::Connection(client_port)` too).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub final_quic: Option<crate::QuicSample>,
-    /// QUIC BBR's state changes (from a controller that exposes them).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub bbr_events: Vec<crate::BbrEvent>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
@@ -333,6 +314,66 @@ impl crate::Spec for ObjectsSpec {
     }
     fn set_algorithm(&mut self, cc: &crate::Algorithm) {
         self.cc = cc.clone();
+    }
+    fn headline(&self) -> crate::Headline {
+        crate::Headline::ContentThroughput
+    }
+    fn describe(&self) -> String {
+        let method = match self.method {
+            ObjectMethod::Put => "PUT",
+            ObjectMethod::Get => "GET",
+        };
+        format!("object store: {} {method} requests of {} over {}", self.requests, crate::fmt_bytes(self.object_bytes), self.over_tcp())
+    }
+    fn over(&self) -> Option<(String, String)> {
+        Some((self.over_tcp(), format!("{} concurrent streams on one QUIC connection", self.concurrency)))
+    }
+}
+
+impl ObjectsSpec {
+    fn over_tcp(&self) -> String {
+        format!("{} persistent HTTP/1.1 connections", self.concurrency)
+    }
+}
+
+impl crate::RunOutcome for ObjectsResult {
+    fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+    /// The content throughput; for a run that did not finish every request, the bytes that
+    /// completed over the whole timeout. A finished run took at most the timeout for all `R × S`
+    /// bytes, so it scores at least `R·S / timeout`, and an unfinished one moved less than that
+    /// in the same time: it can never rank above a finished one. (The throughput of the
+    /// completed requests alone, whose window closes at the last success, scored a run with one
+    /// hung request above runs that finished.)
+    fn score(&self, timeout_s: f64) -> (f64, bool) {
+        if self.requests_completed < self.requests_requested || self.errors > 0 {
+            (self.content_bytes as f64 * 8.0 / timeout_s, true)
+        } else {
+            (self.content_throughput_bps, false)
+        }
+    }
+    fn figures(&self) -> crate::RunFigures {
+        crate::RunFigures {
+            goodput_bps: self.content_throughput_bps,
+            completion_time_s: Some(self.wall_time_s),
+            all_completed: self.requests_completed == self.requests_requested && self.errors == 0,
+            latency_p50_s: self.latency_p50_s,
+            latency_p99_s: self.latency_p99_s,
+            html_ttfb_s: None,
+        }
+    }
+    fn senders(&self) -> Vec<crate::SenderView<'_>> {
+        self.connections.iter().map(|c| c.sending.view(format!("connection {}", c.id))).collect()
+    }
+    fn first_error(&self) -> Option<String> {
+        self.error_messages.first().cloned()
+    }
+    fn start_us(&self) -> u64 {
+        self.start_us.unwrap_or(0)
+    }
+    fn measured_s(&self) -> Option<f64> {
+        Some(self.wall_time_s)
     }
 }
 
@@ -631,17 +672,10 @@ fn finish(
                 id: c.id,
                 client_port: c.client_port,
                 sender,
-                cc_requested: spec.cc.to_string(),
-                cc_read_back,
-                transport: Transport::Tcp,
-                cc_receiver: None,
-                warning: None,
+                sending: crate::SenderRecord::tcp(spec.cc.to_string(), cc_read_back, sampled.remove(&SocketId::Connection(c.client_port)).flatten()),
                 requests_completed: c.tally.completed,
                 errors: c.tally.errors,
                 content_bytes: c.tally.bytes,
-                final_tcp_info: sampled.remove(&SocketId::Connection(c.client_port)).flatten(),
-                final_quic: None,
-                bbr_events: Vec::new(),
             }
         })
         .collect();
@@ -714,5 +748,30 @@ pub(crate) fn summarize(spec: &ObjectsSpec, epoch: Instant, o: Outcome<'_>, how:
         connections: o.connections,
         requests,
         error_messages,
+    }
+}
+
+impl crate::FarSpec for ObjectsSpec {
+    /// A far end runs it for at most `--max-duration` (then the client sees a timed-out load).
+    fn check(&self, l: &crate::ServeLimits<'_>) -> Result<(), String> {
+        if self.concurrency == 0 || self.requests == 0 {
+            return Err("an objects test needs at least one connection and one request".into());
+        }
+        if self.method == ObjectMethod::Get {
+            l.has_cc(&self.cc)?;
+        }
+        l.check_http(self.planned_connections(), self.timeout_s, (self.requests as u64).saturating_mul(self.object_bytes))
+    }
+
+    fn describe_far(&self) -> String {
+        let method = match self.method {
+            ObjectMethod::Get => "GET",
+            ObjectMethod::Put => "PUT",
+        };
+        format!("objects {} {method} of {} bytes, {} connection(s) {}", self.requests, self.object_bytes, self.concurrency, self.cc)
+    }
+
+    fn planned_connections(&self) -> u32 {
+        self.concurrency
     }
 }

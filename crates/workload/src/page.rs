@@ -41,7 +41,6 @@ use crate::common::{self, lock, Errors, PatternBody};
 use crate::far::{Dial, FarHttp, FarReport};
 use crate::harness::{Finish, Harness, ServerLog, ServerProto};
 use crate::http_end::HttpEnd;
-use crate::Transport;
 use crate::{ByteBudget, NoMeasureHook, RunContext, SeriesSink, SocketId, Workload, WorkloadError};
 
 /// What a page consists of: the HTML document's size and the size of every object (image,
@@ -242,31 +241,14 @@ pub struct ResourceTiming {
 pub struct PageConnection {
     pub id: u32,
     pub client_port: u16,
-    pub cc_requested: String,
-    /// `TCP_CONGESTION` read back from the server's accepted (sending) socket; for QUIC, the
-    /// server's controller, as `quic:NAME`.
-    pub cc_read_back: Option<String>,
-    #[serde(default)]
-    pub transport: Transport,
-    /// QUIC: the client's (receiving) controller, read back the same way.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cc_receiver: Option<String>,
-    /// Something the reader must know (the two QUIC ends ran different algorithms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub warning: Option<String>,
+    /// The algorithm of the server's accepted (sending) socket, and its last state (its samples
+    /// went to the run's `SeriesSink` as `SocketId::Connection(client_port)`).
+    #[serde(flatten)]
+    pub sending: crate::SenderRecord,
     /// When it was opened, seconds after navigation start.
     pub opened_s: f64,
     pub requests_completed: u32,
     pub bytes_received: u64,
-    /// The server (sending) socket's `TCP_INFO` when the load ended. (Its samples went to the
-    /// run's `SeriesSink` as `SocketId::Connection(client_port)`.)
-    pub final_tcp_info: Option<TcpInfo>,
-    /// QUIC: the server's (sending) connection's last sample.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub final_quic: Option<crate::QuicSample>,
-    /// QUIC BBR's state changes (from a controller that exposes them).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub bbr_events: Vec<crate::BbrEvent>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
@@ -382,24 +364,92 @@ impl Ctx<'_> {
     }
 }
 
-/// The page's load speed, as 1 / load time, is what the verdict compares.
-pub(crate) const PAGE_METRIC: &str = "page-load speed (1 / load time)";
+/// What a page load is, however it is loaded (`PageSpec` by our client, `BrowserSpec` by
+/// Chromium): the server sends, the run is read by its load time. Expands inside `impl Spec`
+/// of a spec with `cc`, `timeout_s` and `sample_interval_us` fields.
+macro_rules! page_load_spec {
+    () => {
+        fn data_direction(&self) -> crate::Direction {
+            crate::Direction::Download
+        }
+        fn timeout_s(&self) -> f64 {
+            self.timeout_s
+        }
+        fn sample_interval_us(&self) -> u64 {
+            self.sample_interval_us
+        }
+        // The page's load speed, as 1 / load time, is what the verdict compares.
+        fn metric(&self) -> &'static str {
+            "page-load speed (1 / load time)"
+        }
+        fn set_algorithm(&mut self, cc: &crate::Algorithm) {
+            self.cc = cc.clone();
+        }
+        fn headline(&self) -> crate::Headline {
+            crate::Headline::PageLoad
+        }
+    };
+}
+pub(crate) use page_load_spec;
 
 impl crate::Spec for PageSpec {
-    fn data_direction(&self) -> crate::Direction {
-        crate::Direction::Download
+    page_load_spec!();
+    fn describe(&self) -> String {
+        format!(
+            "web page: HTML of {} then {} objects ({} in all) over {}",
+            crate::fmt_bytes(self.page.html_bytes),
+            self.page.objects.len(),
+            crate::fmt_bytes(self.page.total_bytes()),
+            self.protocol.over_tcp()
+        )
     }
-    fn timeout_s(&self) -> f64 {
-        self.timeout_s
+    fn over(&self) -> Option<(String, String)> {
+        Some((self.protocol.over_tcp(), "one QUIC connection, a stream per object".to_string()))
     }
-    fn sample_interval_us(&self) -> u64 {
-        self.sample_interval_us
+}
+
+impl PageProtocol {
+    /// How a page travels over kernel TCP.
+    fn over_tcp(self) -> String {
+        match self {
+            PageProtocol::Http1 { max_connections } => format!("HTTP/1.1 with up to {max_connections} connections"),
+            PageProtocol::Http2 => "HTTP/2 on one connection".to_string(),
+        }
     }
-    fn metric(&self) -> &'static str {
-        PAGE_METRIC
+}
+
+impl crate::RunOutcome for PageResult {
+    fn interrupted(&self) -> bool {
+        self.interrupted
     }
-    fn set_algorithm(&mut self, cc: &crate::Algorithm) {
-        self.cc = cc.clone();
+    /// The page-load speed, `1 / load time`; `1 / timeout` for a page that did not load in time
+    /// (a page that loaded has at least that).
+    fn score(&self, timeout_s: f64) -> (f64, bool) {
+        match self.page_load_s.filter(|t| *t > 0.0) {
+            Some(t) => (1.0 / t, false),
+            None => (1.0 / timeout_s, true),
+        }
+    }
+    fn figures(&self) -> crate::RunFigures {
+        crate::RunFigures {
+            goodput_bps: self.page_goodput_bps,
+            completion_time_s: self.page_load_s,
+            all_completed: self.page_load_s.is_some() && self.errors == 0,
+            html_ttfb_s: self.html_ttfb_s,
+            ..Default::default()
+        }
+    }
+    fn senders(&self) -> Vec<crate::SenderView<'_>> {
+        self.connections.iter().map(|c| c.sending.view(format!("connection {}", c.id))).collect()
+    }
+    fn first_error(&self) -> Option<String> {
+        self.error_messages.first().cloned()
+    }
+    fn start_us(&self) -> u64 {
+        self.start_us.unwrap_or(0)
+    }
+    fn measured_s(&self) -> Option<f64> {
+        self.page_load_s
     }
 }
 
@@ -765,17 +815,14 @@ fn finish(
         .map(|c| PageConnection {
             id: c.id,
             client_port: c.client_port,
-            cc_requested: spec.cc.to_string(),
-            cc_read_back: accepted.iter().find(|a| a.client_port == c.client_port).and_then(|a| a.cc_read_back.clone()),
-            transport: Transport::Tcp,
-            cc_receiver: None,
-            warning: None,
+            sending: crate::SenderRecord::tcp(
+                spec.cc.to_string(),
+                accepted.iter().find(|a| a.client_port == c.client_port).and_then(|a| a.cc_read_back.clone()),
+                sampled.remove(&SocketId::Connection(c.client_port)).flatten(),
+            ),
             opened_s: c.opened_s,
             requests_completed: c.completed,
             bytes_received: c.bytes,
-            final_tcp_info: sampled.remove(&SocketId::Connection(c.client_port)).flatten(),
-            final_quic: None,
-            bbr_events: Vec::new(),
         })
         .collect();
     let outcome = Outcome {
@@ -830,6 +877,33 @@ pub(crate) fn summarize(spec: &PageSpec, epoch: Instant, o: Outcome<'_>, how: Fi
         connections: o.connections,
         resources: o.resources.to_vec(),
         error_messages,
+    }
+}
+
+/// The server sends, so a far end sets the algorithm.
+impl crate::FarSpec for PageSpec {
+    fn check(&self, l: &crate::ServeLimits<'_>) -> Result<(), String> {
+        self.page.validate()?;
+        if let PageProtocol::Http1 { max_connections: 0 } = self.protocol {
+            return Err("a page test needs at least one connection".into());
+        }
+        l.has_cc(&self.cc)?;
+        l.check_http(self.planned_connections(), self.timeout_s, self.page.total_bytes())
+    }
+
+    fn describe_far(&self) -> String {
+        let proto = match self.protocol {
+            PageProtocol::Http1 { max_connections } => format!("HTTP/1.1 ({max_connections} connections)"),
+            PageProtocol::Http2 => "h2c".to_string(),
+        };
+        format!("page of {} objects, {} bytes, {proto} {}", self.page.objects.len(), self.page.total_bytes(), self.cc)
+    }
+
+    fn planned_connections(&self) -> u32 {
+        match self.protocol {
+            PageProtocol::Http1 { max_connections } => max_connections.min(self.page.objects.len() as u32).max(1),
+            PageProtocol::Http2 => 1,
+        }
     }
 }
 

@@ -14,17 +14,7 @@ use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction, MeasureHook, Mem
 use common::{have_root, lock, start_path, LINK_MBIT, PAYLOAD_FRACTION};
 
 fn spec(direction: Direction, amount: Amount, cc: &str, flows: u32) -> BulkSpec {
-    BulkSpec {
-        flows,
-        direction,
-        amount,
-        cc: cc.parse().unwrap(),
-        mix: Vec::new(),
-        port: 5201,
-        sample_interval_us: 10_000,
-        timeout_s: 20.0,
-        quic_receiver_cc: None,
-    }
+    common::bulk_spec(direction, amount, cc, flows, 5201)
 }
 
 /// Every call the workload makes to its hook, in order.
@@ -67,9 +57,9 @@ fn check_flows(r: &BulkResult, series: &MemorySeries, spec: &BulkSpec, seconds: 
         assert_eq!(f.error, None, "flow {}", f.id);
         assert!(f.completed, "flow {} incomplete", f.id);
         assert_eq!(f.sender, spec.direction.sender());
-        assert_eq!(f.cc_requested, plan.cc.to_string());
-        assert_eq!(f.cc_read_back, plan.cc.to_string(), "flow {}", f.id);
-        assert!(f.final_tcp_info.is_some(), "flow {}: no final TCP_INFO", f.id);
+        assert_eq!(f.sending.cc_requested, plan.cc.to_string());
+        assert_eq!(f.sending.cc_read_back, plan.cc.to_string(), "flow {}", f.id);
+        assert!(f.sending.final_tcp_info.is_some(), "flow {}: no final TCP_INFO", f.id);
         // One sample per round from the start to the end, none before the transfer started.
         let samples = series.samples(SocketId::Flow(f.id));
         let rounds = seconds / interval_s;

@@ -13,17 +13,7 @@ use ccbench_workload::{MemorySeries, ObjectMethod, ObjectsResult, ObjectsSpec, R
 use common::{have_root, lock, start_path, LINK_MBIT, PAYLOAD_FRACTION};
 
 fn spec(method: ObjectMethod, cc: &str, requests: u32, object_bytes: u64, concurrency: u32) -> ObjectsSpec {
-    ObjectsSpec {
-        requests,
-        object_bytes,
-        concurrency,
-        method,
-        cc: cc.parse().unwrap(),
-        port: 9000,
-        sample_interval_us: 10_000,
-        timeout_s: 30.0,
-        quic_receiver_cc: None,
-    }
+    common::objects_spec(method, cc, requests, object_bytes, concurrency, 9000)
 }
 
 /// The result and the series the run handed over.
@@ -49,7 +39,7 @@ fn check_complete(r: &ObjectsResult, series: &MemorySeries, spec: &ObjectsSpec) 
     // Every connection carried requests (the requests are spread over them).
     for c in &r.connections {
         assert!(c.requests_completed > 0, "connection {} idle", c.id);
-        assert_eq!(c.cc_read_back.as_deref(), Some(spec.cc.to_string().as_str()), "connection {}", c.id);
+        assert_eq!(c.sending.cc_read_back.as_deref(), Some(spec.cc.to_string().as_str()), "connection {}", c.id);
         assert!(!series.samples(SocketId::Connection(c.client_port)).is_empty(), "no TCP_INFO samples for connection {}", c.id);
     }
     // Series of the sending sockets of these connections, and of nothing else.

@@ -42,7 +42,7 @@ fn check_complete(r: &PageResult, series: &MemorySeries, spec: &PageSpec, rtt_s:
     assert_eq!(r.connections_used, r.server_connections);
     assert_eq!(r.connections.len() as u32, r.connections_used);
     for c in &r.connections {
-        assert_eq!(c.cc_read_back.as_deref(), Some(spec.cc.to_string().as_str()), "connection {}", c.id);
+        assert_eq!(c.sending.cc_read_back.as_deref(), Some(spec.cc.to_string().as_str()), "connection {}", c.id);
         assert!(!series.samples(SocketId::Connection(c.client_port)).is_empty(), "no TCP_INFO samples for connection {}", c.id);
     }
     // Series of the server's sockets of these connections, and of nothing else.

@@ -12,17 +12,7 @@ use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction, MemorySeries, Mi
 use common::{have_root, lock, start_path, LINK_MBIT};
 
 fn spec(direction: Direction, amount: Amount, cc: &str, flows: u32) -> BulkSpec {
-    BulkSpec {
-        flows,
-        direction,
-        amount,
-        cc: cc.parse().unwrap(),
-        mix: Vec::new(),
-        port: 5301,
-        sample_interval_us: 10_000,
-        timeout_s: 20.0,
-        quic_receiver_cc: None,
-    }
+    common::bulk_spec(direction, amount, cc, flows, 5301)
 }
 
 fn run(spec: &BulkSpec) -> (BulkResult, MemorySeries) {
@@ -46,8 +36,11 @@ fn quic_cubic_download_fills_the_link_and_is_sampled() {
     for f in &r.flows {
         assert_eq!(f.error, None, "flow {}", f.id);
         assert!(f.completed);
-        assert_eq!((f.transport, f.cc_read_back.as_str(), f.cc_receiver.as_deref()), (Transport::Quic, "quic:cubic", Some("quic:cubic")));
-        assert_eq!(f.warning, None);
+        assert_eq!(
+            (f.sending.transport, f.sending.cc_read_back.as_str(), f.sending.cc_receiver.as_deref()),
+            (Transport::Quic, "quic:cubic", Some("quic:cubic"))
+        );
+        assert_eq!(f.sending.warning, None);
     }
     assert_eq!(r.flows[0].client_port, r.flows[1].client_port, "N streams share one connection");
     // QUIC payload per 1500-byte packet is below TCP's (UDP + QUIC headers, ~1452 of 1500 at
@@ -75,8 +68,8 @@ fn a_receiver_on_another_algorithm_is_read_back_and_warned_about() {
     let spec = BulkSpec { quic_receiver_cc: Some("cubic".into()), ..spec(Direction::Download, Amount::Seconds(0.5), "quic:bbr3", 1) };
     let (r, _) = run(&spec);
     let f = &r.flows[0];
-    assert_eq!((f.cc_read_back.as_str(), f.cc_receiver.as_deref()), ("quic:bbr3", Some("quic:cubic")));
-    let warning = f.warning.as_deref().expect("a warning for the mismatch");
+    assert_eq!((f.sending.cc_read_back.as_str(), f.sending.cc_receiver.as_deref()), ("quic:bbr3", Some("quic:cubic")));
+    let warning = f.sending.warning.as_deref().expect("a warning for the mismatch");
     assert!(warning.contains("quic:bbr3") && warning.contains("quic:cubic"), "{warning}");
 }
 
@@ -95,7 +88,7 @@ fn a_quic_file_upload_mix_arrives_whole_on_separate_connections() {
     for (f, cc) in r.flows.iter().zip(["quic:bbr3", "quic:newreno"]) {
         assert_eq!(f.error, None, "flow {}", f.id);
         assert!(f.completed && f.bytes_received == 2_000_000, "flow {}: {} bytes", f.id, f.bytes_received);
-        assert_eq!(f.cc_read_back, cc);
+        assert_eq!(f.sending.cc_read_back, cc);
         assert!(f.completion_time_s.unwrap() > 0.02, "at least one RTT");
     }
     assert_ne!(r.flows[0].client_port, r.flows[1].client_port, "one connection per flow of a mix");

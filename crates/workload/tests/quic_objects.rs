@@ -15,17 +15,7 @@ use ccbench_workload::{MeasureHook, MemorySeries, ObjectMethod, ObjectsResult, O
 use common::{have_root, lock, start_path, Garbage, LINK_MBIT};
 
 fn spec(method: ObjectMethod, cc: &str, requests: u32, object_bytes: u64, concurrency: u32) -> ObjectsSpec {
-    ObjectsSpec {
-        requests,
-        object_bytes,
-        concurrency,
-        method,
-        cc: cc.parse().unwrap(),
-        port: 9300,
-        sample_interval_us: 10_000,
-        timeout_s: 30.0,
-        quic_receiver_cc: None,
-    }
+    common::objects_spec(method, cc, requests, object_bytes, concurrency, 9300)
 }
 
 /// The instants the workload opened and closed its measured span at.
@@ -71,10 +61,10 @@ fn check_complete(r: &ObjectsResult, series: &MemorySeries, spec: &ObjectsSpec) 
     // One connection carries every request, as an HTTP/3 client's would.
     assert_eq!((r.client_connections, r.server_connections, r.connections.len()), (1, 1, 1));
     let c = &r.connections[0];
-    assert_eq!((c.transport, c.sender, c.requests_completed), (Transport::Quic, spec.method.sender(), spec.requests));
-    assert_eq!(c.cc_read_back.as_deref(), Some(spec.cc.to_string().as_str()));
-    assert!(c.final_tcp_info.is_none());
-    let last = c.final_quic.as_ref().expect("the sender's last sample");
+    assert_eq!((c.sending.transport, c.sender, c.requests_completed), (Transport::Quic, spec.method.sender(), spec.requests));
+    assert_eq!(c.sending.cc_read_back.as_deref(), Some(spec.cc.to_string().as_str()));
+    assert!(c.sending.final_tcp_info.is_none());
+    let last = c.sending.final_quic.as_ref().expect("the sender's last sample");
     assert!(last.packets_sent > 0 && last.bytes_acked >= r.content_bytes, "{last:?}");
     // Samples of that one sending connection under its client port, QUIC ones only.
     let samples = series.quic_samples(SocketId::Connection(c.client_port));
@@ -114,8 +104,11 @@ fn quic_get_completes_every_request_on_concurrent_streams_and_spans_the_requests
     let (r, series, span, epoch) = run(&spec);
     check_complete(&r, &series, &spec);
     let c = &r.connections[0];
-    assert_eq!((c.cc_receiver.as_deref(), c.warning.as_deref()), (Some("quic:cubic"), None));
-    assert!(c.bbr_events.is_empty() && series.quic_samples(SocketId::Connection(c.client_port)).iter().all(|s| s.bbr.is_none()), "CUBIC has no BBR state");
+    assert_eq!((c.sending.cc_receiver.as_deref(), c.sending.warning.as_deref()), (Some("quic:cubic"), None));
+    assert!(
+        c.sending.bbr_events.is_empty() && series.quic_samples(SocketId::Connection(c.client_port)).iter().all(|s| s.bbr.is_none()),
+        "CUBIC has no BBR state"
+    );
     // The measured span opens at the first request and closes at the last response, the
     // instants the result's wall time runs between.
     let (open, close) = (span.open.lock().unwrap().expect("opened"), span.close.lock().unwrap().expect("closed"));
@@ -138,14 +131,14 @@ fn quic_bbr3_put_shows_its_states_and_a_receiver_on_another_algorithm_is_warned_
     let (r, series, _, _) = run(&spec);
     check_complete(&r, &series, &spec);
     let c = &r.connections[0];
-    assert_eq!((c.sender, c.cc_read_back.as_deref(), c.cc_receiver.as_deref()), (Side::Client, Some("quic:bbr3"), Some("quic:cubic")));
-    let warning = c.warning.as_deref().expect("a warning for the mismatch");
+    assert_eq!((c.sender, c.sending.cc_read_back.as_deref(), c.sending.cc_receiver.as_deref()), (Side::Client, Some("quic:bbr3"), Some("quic:cubic")));
+    let warning = c.sending.warning.as_deref().expect("a warning for the mismatch");
     assert!(warning.contains("quic:bbr3") && warning.contains("quic:cubic"), "{warning}");
     let samples = series.quic_samples(SocketId::Connection(c.client_port));
     assert!(samples.iter().all(|s| s.bbr.as_ref().is_some_and(|b| !b.state.is_empty())), "every sample carries BBR's state");
     assert!(samples.iter().any(|s| s.pacing_rate_bps.is_some_and(|p| p > 0)));
     // 16 MiB at 50 Mbit/s is seconds: BBR leaves STARTUP, and says so.
-    assert!(c.bbr_events.iter().any(|e| e.from == "STARTUP"), "{:?}", c.bbr_events);
+    assert!(c.sending.bbr_events.iter().any(|e| e.from == "STARTUP"), "{:?}", c.sending.bbr_events);
 }
 
 #[test]
@@ -177,7 +170,7 @@ fn a_quic_load_ends_at_its_timeout_or_when_stopped() {
     assert!(took < Duration::from_millis(1700), "took {took:?}");
     assert!(r.interrupted && !r.timed_out && r.requests_completed < spec.requests);
     assert_eq!(r.requests_issued, 16, "16 in flight when stopped");
-    assert_eq!(r.connections[0].cc_read_back.as_deref(), Some("quic:bbr3"));
+    assert_eq!(r.connections[0].sending.cc_read_back.as_deref(), Some("quic:bbr3"));
     // Stopped before it began: nothing is set up.
     let t = Instant::now();
     let r = spec.run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, &stop)).unwrap();

@@ -63,11 +63,11 @@ fn a_page_over_quic_loads_whole_on_one_connection() {
     assert_eq!((r.connections_used, r.server_connections), (1, 1));
     let c = &r.connections[0];
     assert_eq!(
-        (c.transport, c.cc_read_back.as_deref(), c.cc_receiver.as_deref(), c.warning.as_deref()),
+        (c.sending.transport, c.sending.cc_read_back.as_deref(), c.sending.cc_receiver.as_deref(), c.sending.warning.as_deref()),
         (Transport::Quic, Some("quic:bbr3"), Some("quic:bbr3"), None)
     );
     assert_eq!((c.requests_completed, c.bytes_received), (r.requests_total, r.bytes_received));
-    let last = c.final_quic.as_ref().expect("the sender's last sample");
+    let last = c.sending.final_quic.as_ref().expect("the sender's last sample");
     // The last acknowledgements may still be on their way when the last byte arrives.
     assert!(last.bytes_sent >= r.bytes_received && last.bbr.is_some(), "{last:?}");
     let samples = series.quic_samples(SocketId::Connection(c.client_port));

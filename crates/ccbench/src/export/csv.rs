@@ -85,18 +85,8 @@ fn run_columns(e: &Experiment, run: &RunRecord, params: &[(String, String)]) -> 
     cols.push(("host_cpu_steal_fraction".into(), run.host_cpu_steal_fraction.map(|f| f.to_string()).unwrap_or_default()));
     cols.push(("suspect".into(), run.suspect.join("; ")));
     // The transports the run's flows used and what each end really ran (issue 8).
-    let ends: Vec<(&str, &str, &str)> = match &run.workload {
-        Some(crate::workloads::WorkloadResult::Bulk(b)) => {
-            b.flows.iter().map(|f| (f.transport.as_str(), f.cc_read_back.as_str(), f.cc_receiver.as_deref().unwrap_or("-"))).collect()
-        }
-        Some(crate::workloads::WorkloadResult::Objects(o)) => {
-            o.connections.iter().map(|c| (c.transport.as_str(), c.cc_read_back.as_deref().unwrap_or("-"), c.cc_receiver.as_deref().unwrap_or("-"))).collect()
-        }
-        Some(crate::workloads::WorkloadResult::Page(p)) => {
-            p.connections.iter().map(|c| (c.transport.as_str(), c.cc_read_back.as_deref().unwrap_or("-"), c.cc_receiver.as_deref().unwrap_or("-"))).collect()
-        }
-        _ => Vec::new(),
-    };
+    let senders = run.workload.as_ref().map(|w| w.senders()).unwrap_or_default();
+    let ends: Vec<(&str, &str, &str)> = senders.iter().map(|s| (s.transport.as_str(), s.cc_read_back.unwrap_or("-"), s.cc_receiver.unwrap_or("-"))).collect();
     if !ends.is_empty() {
         let mut transports: Vec<&str> = ends.iter().map(|e| e.0).collect();
         transports.dedup();

@@ -7,6 +7,7 @@ use crate::describe::describe;
 use crate::results::{CcSummary, ExperimentResult, Status};
 use crate::units::fmt_rate;
 use crate::workloads::WorkloadSpec;
+use ccbench_workload::Headline;
 
 /// The lines before the runs: the path (or the remote), the workload, the runs and the seed.
 pub fn header(result_params: &crate::results::Params) -> String {
@@ -234,18 +235,18 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
 /// The human headline of one algorithm's runs, in the workload's own terms.
 fn headline(s: &CcSummary, workload: &WorkloadSpec) -> String {
     let med = |x: &Option<ccbench_stats::Summary>| x.as_ref().map(|v| v.median);
-    match workload {
+    match workload.headline() {
         // The median over every run: an unfinished run counts as longer than any finished one.
-        WorkloadSpec::Bulk(b) if matches!(b.amount, ccbench_workload::Amount::Bytes(_)) => match s.completion_time_median_s {
+        Headline::FileCompletion => match s.completion_time_median_s {
             Some(t) if s.unfinished == 0 => format!("{t:.2} s"),
             Some(t) => format!("{t:.2} s ({} of {} unfinished)", s.unfinished, s.runs),
             None => med(&s.goodput_bps).map(|g| format!("unfinished ({})", fmt_rate(g))).unwrap_or("–".into()),
         },
-        WorkloadSpec::Bulk(_) => {
+        Headline::Goodput => {
             med(&s.goodput_bps).map(|g| format!("{} (RTT p95 {:.0} ms)", fmt_rate(g), med(&s.sender_rtt_p95_ms).unwrap_or(0.0))).unwrap_or("–".into())
         }
-        WorkloadSpec::Objects(_) => med(&s.goodput_bps).map(|g| format!("{:.1} MB/s", g / 8e6)).unwrap_or("–".into()),
-        WorkloadSpec::Page(_) | WorkloadSpec::Browser(_) => match s.completion_time_median_s {
+        Headline::ContentThroughput => med(&s.goodput_bps).map(|g| format!("{:.1} MB/s", g / 8e6)).unwrap_or("–".into()),
+        Headline::PageLoad => match s.completion_time_median_s {
             Some(t) if s.unfinished == 0 => format!("{:.0} ms", t * 1000.0),
             Some(t) => format!("{:.0} ms ({} of {} unfinished)", t * 1000.0, s.unfinished, s.runs),
             None if s.runs > 0 => format!("unfinished ({} of {})", s.unfinished, s.runs),

@@ -17,7 +17,7 @@ use crate::bulk::{aggregate_goodput, Amount, BbrEvent, BulkResult, BulkSpec, End
 use crate::common::{lock, micros_since, multi_thread_runtime};
 use crate::ByteBudget;
 use crate::Transport;
-use crate::{QuicSample, RunContext, SocketId, WorkloadError};
+use crate::{QuicSample, RunContext, SenderRecord, SocketId, WorkloadError};
 
 /// How often blocked stream calls come back to look at the clock and the stop flag.
 const IO_TICK: Duration = Duration::from_millis(50);
@@ -229,20 +229,22 @@ pub(super) fn assemble_flows(
         results.push(FlowResult {
             id: id as u32,
             sender: spec.direction.sender(),
-            cc_requested: flow.cc.to_string(),
+            sending: SenderRecord {
+                cc_requested: flow.cc.to_string(),
+                cc_read_back: conn.read_back.sender.clone(),
+                transport: Transport::Quic,
+                cc_receiver: Some(conn.read_back.receiver.clone()),
+                warning: conn.read_back.mismatch(),
+                final_tcp_info: None,
+                final_quic: if first { conn.final_quic.clone() } else { None },
+                bbr_events: if first { conn.bbr_events.clone() } else { Vec::new() },
+            },
             start_s: flow.start_s,
-            cc_read_back: conn.read_back.sender.clone(),
-            transport: Transport::Quic,
-            cc_receiver: Some(conn.read_back.receiver.clone()),
-            warning: conn.read_back.mismatch(),
             client_port: conn.client_port,
             bytes_received: got.bytes,
             goodput_bps,
             completed,
             completion_time_s: got.completion_s,
-            final_tcp_info: None,
-            final_quic: if first { conn.final_quic.clone() } else { None },
-            bbr_events: if first { conn.bbr_events.clone() } else { Vec::new() },
             error: send_errors.get(id).cloned().flatten().or(got.error),
         });
     }

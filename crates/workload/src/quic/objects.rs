@@ -30,7 +30,6 @@ use super::{Tls, MAX_STREAMS};
 use crate::common::{join_all, lock, multi_thread_runtime, stopped, Errors};
 use crate::harness::Finish;
 use crate::objects::{next_index, summarize, Ended, ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, Outcome, RequestLog, Tally};
-use crate::Transport;
 use crate::{MeasureHook, QuicSample, RunContext, WorkloadError};
 
 /// What the client's workers record.
@@ -124,17 +123,10 @@ fn finish(
             id: 0,
             client_port: pair.client_port,
             sender: pair.sender_side,
-            cc_requested: spec.cc.to_string(),
-            cc_read_back: Some(pair.read_back.sender.clone()),
-            transport: Transport::Quic,
-            cc_receiver: Some(pair.read_back.receiver.clone()),
-            warning: pair.read_back.mismatch(),
+            sending: pair::sender_record(pair, spec.cc.to_string(), last, epoch),
             requests_completed: log.tally.completed,
             errors: log.tally.errors,
             content_bytes: log.tally.bytes,
-            final_tcp_info: None,
-            final_quic: Some(last),
-            bbr_events: pair::bbr_events(pair.bbr.as_ref(), epoch),
         })
         .collect();
     let server_connections = connections.len() as u32;

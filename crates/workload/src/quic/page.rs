@@ -26,7 +26,6 @@ use super::{Tls, HANDSHAKE_TIMEOUT};
 use crate::common::{join_all, lock, multi_thread_runtime, stopped, Errors};
 use crate::harness::Finish;
 use crate::page::{resource_list, summarize, Outcome, PageConnection, PageResult, PageSpec, ResourceTiming};
-use crate::Transport;
 use crate::{MeasureHook, QuicSample, RunContext, Side, WorkloadError};
 
 /// What the client records.
@@ -250,18 +249,11 @@ fn finish(
         .map(|(pair, last)| PageConnection {
             id: 0,
             client_port: pair.client_port,
-            cc_requested: spec.cc.to_string(),
-            cc_read_back: Some(pair.read_back.sender.clone()),
-            transport: Transport::Quic,
-            cc_receiver: Some(pair.read_back.receiver.clone()),
-            warning: pair.read_back.mismatch(),
+            sending: pair::sender_record(pair, spec.cc.to_string(), last, epoch),
             // The handshake began at navigation start.
             opened_s: 0.0,
             requests_completed: log.completed,
             bytes_received: log.bytes,
-            final_tcp_info: None,
-            final_quic: Some(last),
-            bbr_events: pair::bbr_events(pair.bbr.as_ref(), epoch),
         })
         .collect();
     let server_connections = connections.len() as u32;

@@ -210,6 +210,21 @@ pub(crate) fn bbr_events(bbr: Option<&Arc<dyn BbrView>>, epoch: Instant) -> Vec<
     view.take_events().into_iter().map(|(at, from, to)| BbrEvent { t_us: at.saturating_duration_since(epoch).as_micros() as u64, from, to }).collect()
 }
 
+/// The record of the one QUIC connection of an HTTP load: both ends' controllers read back,
+/// and the sender's last sample and BBR events.
+pub(crate) fn sender_record(pair: &Pair, cc_requested: String, last: crate::QuicSample, epoch: Instant) -> crate::SenderRecord {
+    crate::SenderRecord {
+        cc_requested,
+        cc_read_back: Some(pair.read_back.sender.clone()),
+        transport: crate::Transport::Quic,
+        cc_receiver: Some(pair.read_back.receiver.clone()),
+        warning: pair.read_back.mismatch(),
+        final_tcp_info: None,
+        final_quic: Some(last),
+        bbr_events: bbr_events(pair.bbr.as_ref(), epoch),
+    }
+}
+
 /// The rate noq's pacer derives from the window when the controller reports none (CUBIC,
 /// NewReno): 5/4 of a window per smoothed RTT (noq-proto `connection/pacing.rs`).
 fn window_pacing_bps(cwnd: u64, srtt: Duration) -> Option<u64> {

@@ -530,8 +530,8 @@ mod tests {
         });
         let r = client.result(&near, &far, &["quic:cubic".to_string()], 0, 0.5, false);
         assert!(r.flows[0].bytes_received > 100_000, "{r:?}");
-        assert_eq!((r.flows[0].cc_read_back.as_str(), r.flows[0].cc_receiver.as_deref()), ("quic:cubic", Some("quic:cubic")));
-        assert!(r.flows[0].final_quic.is_some());
+        assert_eq!((r.flows[0].sending.cc_read_back.as_str(), r.flows[0].sending.cc_receiver.as_deref()), ("quic:cubic", Some("quic:cubic")));
+        assert!(r.flows[0].sending.final_quic.is_some());
         assert!(series.quic_samples(SocketId::Flow(0)).len() > 10);
         // No one else gets in once the test's connections are.
         let mut late = QuicFarClient::new(addr, cert, &spec).unwrap();

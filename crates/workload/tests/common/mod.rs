@@ -1,5 +1,6 @@
-//! Shared by the workload tests: the root check, a global lock, the emulated path, and generated
-//! garbage for the parsers.
+//! Shared by the workload tests: the root check, a global lock, the emulated path, the specs the
+//! TCP and QUIC tests of one workload share (each on a port of its own), and generated garbage
+//! for the parsers.
 #![allow(dead_code)]
 
 use std::sync::{Mutex, MutexGuard};
@@ -7,10 +8,31 @@ use std::time::Instant;
 
 use ccbench_emu::{EmulatedPath, PathSpec};
 use ccbench_link::{Buffer, DirectionConfig, LossModel, Rate};
+use ccbench_workload::{Amount, BulkSpec, Direction, ObjectMethod, ObjectsSpec};
 
 pub const LINK_MBIT: u64 = 50;
 /// TCP payload per 1500-byte IP packet with timestamps (1500 - 20 IP - 32 TCP).
 pub const PAYLOAD_FRACTION: f64 = 1448.0 / 1500.0;
+
+/// `flows` bulk flows of `cc` (`quic:` for QUIC) on `port`.
+pub fn bulk_spec(direction: Direction, amount: Amount, cc: &str, flows: u32, port: u16) -> BulkSpec {
+    BulkSpec { flows, direction, amount, cc: cc.parse().unwrap(), mix: Vec::new(), port, sample_interval_us: 10_000, timeout_s: 20.0, quic_receiver_cc: None }
+}
+
+/// An objects load of `cc` (`quic:` for QUIC) on `port`.
+pub fn objects_spec(method: ObjectMethod, cc: &str, requests: u32, object_bytes: u64, concurrency: u32, port: u16) -> ObjectsSpec {
+    ObjectsSpec {
+        requests,
+        object_bytes,
+        concurrency,
+        method,
+        cc: cc.parse().unwrap(),
+        port,
+        sample_interval_us: 10_000,
+        timeout_s: 30.0,
+        quic_receiver_cc: None,
+    }
+}
 
 static SERIAL: Mutex<()> = Mutex::new(());
 

@@ -1,0 +1,102 @@
+//! The record every sending connection keeps about its algorithm, whatever the workload: what
+//! was asked for, what the sending end (and, over QUIC, the receiving end) really ran, and the
+//! sender's last state. One definition, embedded (`#[serde(flatten)]`) in a bulk flow, an
+//! objects connection and a page connection, so result.json keeps the same fields.
+
+use ccbench_probe::TcpInfo;
+use serde::{Deserialize, Serialize};
+
+use crate::{BbrEvent, QuicSample, Transport};
+
+// `R` is how the read-back is kept: a bulk flow always has one (`String`, set before any data
+// moves); an HTTP connection the server never accepted has none (`Option<String>`). (Not a doc
+// comment: the JSON Schema would give it to the struct this one is flattened into.)
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SenderRecord<R = Option<String>> {
+    pub cc_requested: String,
+    /// `TCP_CONGESTION` read back from the sending socket before any data was sent (for QUIC,
+    /// the sending connection's controller, as `quic:NAME`).
+    pub cc_read_back: R,
+    #[serde(default)]
+    pub transport: Transport,
+    /// QUIC: the receiving connection's controller, read back the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc_receiver: Option<String>,
+    /// Something the reader must know (the two QUIC ends ran different algorithms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+    /// The sending socket's `TCP_INFO` at the end. (Its samples went to the run's `SeriesSink`
+    /// as they were taken.)
+    pub final_tcp_info: Option<TcpInfo>,
+    /// QUIC: the sending connection's last sample (of a bulk connection's flows, only the first
+    /// carries it, so that sums over flows count each connection once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_quic: Option<QuicSample>,
+    /// QUIC BBR's state changes (from a controller that exposes them); on a bulk connection's
+    /// first flow only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bbr_events: Vec<BbrEvent>,
+}
+
+impl<R> SenderRecord<R> {
+    /// A kernel TCP sender: its read-back and its last `TCP_INFO`.
+    pub fn tcp(cc_requested: String, cc_read_back: R, final_tcp_info: Option<TcpInfo>) -> Self {
+        SenderRecord {
+            cc_requested,
+            cc_read_back,
+            transport: Transport::Tcp,
+            cc_receiver: None,
+            warning: None,
+            final_tcp_info,
+            final_quic: None,
+            bbr_events: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{FlowResult, ObjectsConnection, PageConnection};
+    use serde_json::{json, Value};
+
+    /// Reads `v` as a `T` and writes it back: the same JSON object, key for key.
+    fn round_trip<T: serde::Serialize + serde::de::DeserializeOwned>(v: Value) {
+        let t: T = serde_json::from_value(v.clone()).expect("reads the record as written before the shared record");
+        assert_eq!(serde_json::to_value(&t).unwrap(), v);
+    }
+
+    /// The sender record is embedded flat: a flow and both kinds of connection, written with
+    /// every field the record holds (QUIC) and with the fewest (kernel TCP), read and write the
+    /// same fields as when each struct had its own copy of them.
+    #[test]
+    fn the_embedded_record_keeps_the_json_fields() {
+        let quic = serde_json::to_value(crate::QuicSample { t_us: 1, rtt_us: 2, cwnd_bytes: 3, ..Default::default() }).unwrap();
+        round_trip::<FlowResult>(json!({
+            "id": 0, "sender": "server", "cc_requested": "quic:bbr3", "start_s": 0.0, "cc_read_back": "quic:bbr3", "transport": "quic",
+            "cc_receiver": "quic:cubic", "warning": "ends differ", "client_port": 4000, "bytes_received": 10, "goodput_bps": 80.0,
+            "completed": true, "completion_time_s": null, "final_tcp_info": null, "final_quic": quic,
+            "bbr_events": [{"t_us": 5, "from": "STARTUP", "to": "DRAIN"}], "error": null
+        }));
+        round_trip::<FlowResult>(json!({
+            "id": 1, "sender": "client", "cc_requested": "cubic", "start_s": 1.5, "cc_read_back": "cubic", "transport": "tcp",
+            "client_port": 4001, "bytes_received": 0, "goodput_bps": 0.0, "completed": false, "completion_time_s": 2.0,
+            "final_tcp_info": null, "error": "reset"
+        }));
+        round_trip::<ObjectsConnection>(json!({
+            "id": 2, "client_port": 4002, "sender": "client", "cc_requested": "bbr", "cc_read_back": null, "transport": "tcp",
+            "requests_completed": 3, "errors": 1, "content_bytes": 30, "final_tcp_info": null
+        }));
+        round_trip::<PageConnection>(json!({
+            "id": 3, "client_port": 4003, "cc_requested": "quic:cubic", "cc_read_back": "quic:cubic", "transport": "quic",
+            "cc_receiver": "quic:cubic", "opened_s": 0.0, "requests_completed": 7, "bytes_received": 70, "final_tcp_info": null,
+            "final_quic": quic
+        }));
+        // A record from before `transport` was written reads as kernel TCP.
+        let old: FlowResult = serde_json::from_value(json!({
+            "id": 0, "sender": "server", "cc_requested": "cubic", "cc_read_back": "cubic", "client_port": 1, "bytes_received": 0,
+            "goodput_bps": 0.0, "completed": true, "completion_time_s": null, "final_tcp_info": null, "error": null
+        }))
+        .unwrap();
+        assert_eq!(old.sending.transport, crate::Transport::Tcp);
+    }
+}
