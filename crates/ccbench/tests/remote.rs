@@ -530,7 +530,20 @@ fn objects_over_remote_give_the_same_verdict_and_throughput_as_emulated() {
     for run in r["runs"].as_array().unwrap() {
         let w = &run["workload"];
         assert_eq!((w["requests_completed"].as_u64(), w["errors"].as_u64(), w["server_connections"].as_u64()), (Some(16), Some(0), Some(2)), "{w}");
-        for c in w["connections"].as_array().unwrap() {
+        // A connection that broke before its first request is replaced by the client (counted
+        // in client_connections) and carried nothing: no socket of the server's sent on it, so
+        // there is nothing to read back. Seen once in CI in 8 runs × 2 connections; every
+        // connection that carried data must show the server's sending socket.
+        let conns = w["connections"].as_array().unwrap();
+        let (used, unused): (Vec<&Value>, Vec<&Value>) = conns.iter().partition(|c| c["requests_completed"].as_u64() > Some(0));
+        for c in &unused {
+            eprintln!("a connection replaced before its first request: {c}");
+            assert_eq!(c["content_bytes"].as_u64(), Some(0), "{c}");
+        }
+        assert_eq!(w["client_connections"].as_u64(), Some(conns.len() as u64), "{w}");
+        assert_eq!(used.len(), 2, "two connections carried the requests: {w}");
+        assert_eq!(used.iter().map(|c| c["requests_completed"].as_u64().unwrap()).sum::<u64>(), 16, "{w}");
+        for c in used {
             assert_eq!(c["cc_read_back"], run["cc"], "the server's socket read back: {c}");
             assert!(c["final_tcp_info"]["rtt_us"].as_u64().unwrap() >= 10_000, "{c}");
         }
