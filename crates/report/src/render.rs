@@ -478,7 +478,7 @@ fn expectations_table(result: &ExperimentResult) -> String {
     let alpha = exps.first().map_or(result.params.alpha, |e| e.alpha);
     let passed = exps.iter().filter(|e| e.result == Judgement::Pass).count();
     let mut out = format!(
-        "<h2 id=\"expectations\">Expectations: {passed} of {} pass</h2>\n<p class=\"note\">Each the median over the runs, with one-sided order-statistic bounds at their exact level, judged at α = {}: \
+        "<h2 id=\"expectations\">Expectations: {passed} of {} pass</h2>\n<p class=\"note\">Each figure is the median over the runs, with one-sided order-statistic bounds at their exact level, judged at α = {}: \
 pass when the bound on the threshold's side clears it, fail when the other bound misses it, undecided otherwise (more runs would decide). \
 The bound that decided is in bold.</p>\n",
         exps.len(),
