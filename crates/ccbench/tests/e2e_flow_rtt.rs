@@ -29,14 +29,7 @@ fn each_group_sees_its_own_rtt_and_the_short_rtt_cubic_flow_takes_more() {
         assert_eq!(run["status"], "complete", "{run}");
         // Each flow's smallest min_rtt over the run, from its sender's samples.
         let file = out.join(run["series"]["tcp"].as_str().unwrap());
-        let mut min_rtt = std::collections::BTreeMap::<String, u32>::new();
-        ccbench::series::for_each_row(&file, |r: ccbench::series::TcpRow| {
-            if r.min_rtt_us > 0 {
-                let m = min_rtt.entry(r.socket.clone()).or_insert(u32::MAX);
-                *m = (*m).min(r.min_rtt_us);
-            }
-        })
-        .unwrap();
+        let min_rtt = min_rtt_per_socket(&file);
         let (short, long) = (min_rtt["flow-0"], min_rtt["flow-1"]);
         // At least the configured RTT, and above it by no more than one packet's serialization
         // at 20 Mbit/s (0.6 ms) and the emulator's usual lateness (well under 1 ms here).
@@ -91,14 +84,7 @@ fn each_quic_group_sees_its_own_rtt() {
     let run = &v["runs"][0];
     assert_eq!(run["status"], "complete", "{run}");
     let file = out.join(run["series"]["tcp"].as_str().unwrap());
-    let mut min_rtt = std::collections::BTreeMap::<String, u32>::new();
-    ccbench::series::for_each_row(&file, |r: ccbench::series::TcpRow| {
-        if r.min_rtt_us > 0 {
-            let m = min_rtt.entry(r.socket.clone()).or_insert(u32::MAX);
-            *m = (*m).min(r.min_rtt_us);
-        }
-    })
-    .unwrap();
+    let min_rtt = min_rtt_per_socket(&file);
     let (short, long) = (min_rtt["flow-0"], min_rtt["flow-1"]);
     // As for TCP: at least the configured RTT, and above it by no more than a packet's
     // serialization and the emulator's usual lateness; QUIC's RTT is taken in user space on
@@ -106,4 +92,18 @@ fn each_quic_group_sees_its_own_rtt() {
     assert!((10_000..12_000).contains(&short), "QUIC flow 0 (10 ms): min RTT {short} µs");
     assert!((60_000..62_000).contains(&long), "QUIC flow 1 (60 ms): min RTT {long} µs");
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Each socket's smallest `min_rtt` over a run's `tcp.csv.gz` (TCP flows and QUIC connections
+/// alike: both write their sender's samples there).
+fn min_rtt_per_socket(file: &std::path::Path) -> std::collections::BTreeMap<String, u32> {
+    let mut min_rtt = std::collections::BTreeMap::<String, u32>::new();
+    ccbench::series::for_each_row(file, |r: ccbench::series::TcpRow| {
+        if r.min_rtt_us > 0 {
+            let m = min_rtt.entry(r.socket.clone()).or_insert(u32::MAX);
+            *m = (*m).min(r.min_rtt_us);
+        }
+    })
+    .unwrap();
+    min_rtt
 }
