@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use ccbench_remote::channel::{self, Channel, PreAuth};
 use ccbench_remote::proto::{self, hex, unhex, ClientMsg, ServerMsg};
 use ccbench_remote::{Client, RemoteError, Secret, TestRequest};
+use ccbench_stats::Summary;
 use common::{
     ccbench, counted_through_serve, exec_with_serve, have_root_and_tun as have_root, lock, loopback_serve, one_line, result, run_ok, secret_file, serve_addr,
     tempdir, text, LiveServe, BIN,
@@ -57,13 +58,10 @@ fn mean(xs: &[f64]) -> f64 {
 /// spreads more (CI once failed at +10.1 % against a 10 % bound on 4 runs each), so the bound
 /// follows what was measured. 3 σ: a false failure in ~1 of 400 comparisons.
 fn assert_means_agree(what: &str, emulated: &[f64], remote: &[f64], floor: f64, cap: f64) {
-    let var = |xs: &[f64]| {
-        let m = mean(xs);
-        xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() as f64 - 1.0).max(1.0)
-    };
     let runs = |xs: &[f64]| xs.iter().map(|x| format!("{x:.4e}")).collect::<Vec<_>>().join(" ");
-    let (me, mr) = (mean(emulated), mean(remote));
-    let se = (var(emulated) / emulated.len() as f64 + var(remote) / remote.len() as f64).sqrt();
+    let (e, r) = (Summary::of(emulated).expect("emulated runs"), Summary::of(remote).expect("remote runs"));
+    let (me, mr) = (e.mean, r.mean);
+    let se = (e.stddev.powi(2) / e.n as f64 + r.stddev.powi(2) / r.n as f64).sqrt();
     let tolerance = (3.0 * se / me).clamp(floor, cap);
     let diff = mr / me - 1.0;
     eprintln!(
