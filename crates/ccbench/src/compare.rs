@@ -771,7 +771,7 @@ mod tests {
             sequential: Some(Sequential {
                 design: None,
                 planned: Vec::new(),
-                looks: vec![LookRecord { runs_per_cc: 3, alpha: 0.0123, decided: false }],
+                looks: vec![LookRecord { runs_per_cc: 3, alpha: 0.0123, decided: false, spent: None }],
                 decided_after_runs: None,
             }),
             summary,
@@ -842,7 +842,7 @@ mod tests {
     fn the_sequential_summary_says_what_was_spent() {
         let mut r = result(&[("bbr", FAST), ("cubic", SLOW)], 0.0, "goodput");
         let planned = ccbench_stats::sequential::looks(0.05, 20, 2);
-        let record = |l: &ccbench_stats::sequential::Look, decided| LookRecord { runs_per_cc: l.runs as u32, alpha: l.alpha, decided };
+        let record = |l: &ccbench_stats::sequential::Look, decided| LookRecord { runs_per_cc: l.runs as u32, alpha: l.alpha, decided, spent: Some(l.spent) };
         r.sequential = Some(Sequential {
             design: Some("lan_demets_pocock".into()),
             planned: planned.clone(),

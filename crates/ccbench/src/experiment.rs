@@ -134,6 +134,9 @@ pub struct Remote {
 
 /// What `result.json` calls the `--runs auto` design.
 pub(crate) const SEQUENTIAL_DESIGN: &str = "lan_demets_pocock";
+/// The same spending for one contender judged by its expectations alone, with exact sign-test
+/// boundaries (`ccbench_stats::sequential::expectation_looks`).
+const EXPECTATION_DESIGN: &str = "lan_demets_pocock_exact_sign";
 
 impl Plan {
     /// What this plan's verdicts are judged by, at level `alpha`.
@@ -271,7 +274,7 @@ impl<'a> Execution<'a> {
             provenance,
             slots: schedule(&plan.ccs, plan.runs.max(), plan.seed),
             sequential: matches!(plan.runs, Runs::Auto { .. }).then(|| Sequential {
-                design: Some(SEQUENTIAL_DESIGN.to_string()),
+                design: Some(if plan.ccs.len() == 1 { EXPECTATION_DESIGN } else { SEQUENTIAL_DESIGN }.to_string()),
                 planned: looks.clone(),
                 looks: Vec::new(),
                 decided_after_runs: None,
@@ -323,7 +326,7 @@ impl<'a> Execution<'a> {
                 let verdicts_decided = if plan.ccs.len() > 1 { !comparisons.is_empty() && comparisons.iter().all(|c| c.outcome.decided()) } else { true };
                 let expectations_decided = expectations.iter().all(|e| e.result != ccbench_stats::expectation::Judgement::Undecided);
                 let decided = verdicts_decided && expectations_decided && (plan.ccs.len() > 1 || !plan.expect.is_empty());
-                seq.looks.push(LookRecord { runs_per_cc: rounds_done as u32, alpha, decided });
+                seq.looks.push(LookRecord { runs_per_cc: rounds_done as u32, alpha, decided, spent: Some(self.looks[look].spent) });
                 self.alpha = alpha;
                 self.look = Some(look);
                 if decided {
@@ -348,7 +351,7 @@ impl<'a> Execution<'a> {
         // A sequential verdict names the look it was judged at; one that ran out of looks
         // without deciding says "undecided", never "no difference".
         if let Some(look) = self.look {
-            let context = LookContext { look: look + 1, of: self.looks.len(), spent: self.looks[..=look].iter().map(|l| l.alpha).sum(), alpha_total: ALPHA };
+            let context = LookContext { look: look + 1, of: self.looks.len(), spent: self.looks[look].spent, alpha_total: ALPHA };
             let ended_undecided = self.status == Status::Complete && look + 1 == self.looks.len();
             for c in comparisons.iter_mut().chain(rtt_comparisons.iter_mut()) {
                 c.look = Some(context);

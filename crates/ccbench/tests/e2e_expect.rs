@@ -91,8 +91,11 @@ fn runs_auto_goes_on_until_every_expectation_is_decided_then_exits_0() {
     assert_eq!(o.status.code(), Some(0), "every expectation passed: {}", text(&o));
     assert_eq!(judged(&v), [("goodput >= 50%".to_string(), "pass".to_string())]);
     // One algorithm with expectations looks where a median can be bounded: the first look (5
-    // runs, having spent 0.0365 ≥ ½⁵ of α) decides a clear expectation.
+    // runs, the spending function at 0.0365 ≥ ½⁵) decides a clear expectation, at the exact
+    // level of its bound, x_(1) of 5: ½⁵, which is also the chance of a wrong pass it spent.
     let seq = &v["sequential"];
+    assert_eq!(seq["design"], "lan_demets_pocock_exact_sign", "{seq}");
+    assert!((f(&seq["looks"][0]["alpha"]) - 0.03125).abs() < 1e-15 && (f(&seq["looks"][0]["spent"]) - 0.03125).abs() < 1e-15, "{seq}");
     let planned: Vec<u64> = seq["planned"].as_array().unwrap().iter().map(|l| l["runs"].as_u64().unwrap()).collect();
     assert_eq!(planned, [5, 8], "{seq}");
     assert_eq!(seq["looks"].as_array().unwrap().len(), 1, "{seq}");

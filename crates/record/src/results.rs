@@ -51,7 +51,8 @@ pub enum Status {
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sequential {
     /// The design: `"lan_demets_pocock"` (Lan–DeMets spending with the Pocock-type function,
-    /// see the statistics chapter); absent in results written before it was named, whose
+    /// see the statistics chapter), or `"lan_demets_pocock_exact_sign"` for one contender judged
+    /// by its expectations alone (the same spending, exact sign-test boundaries); absent in results written before it was named, whose
     /// looks followed the earlier 60 %-then-halving split.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub design: Option<String>,
@@ -67,9 +68,14 @@ pub struct Sequential {
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LookRecord {
     pub runs_per_cc: u32,
-    /// The share of α spent at this look.
+    /// The level this look judged at (for comparisons, the share of α spent at this look).
     pub alpha: f64,
     pub decided: bool,
+    /// The chance of a wrong verdict spent by this look and the earlier ones (see
+    /// `Look::spent`); absent in results written before it was recorded, where it was the
+    /// sum of the looks' `alpha`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spent: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]

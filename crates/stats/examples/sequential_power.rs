@@ -52,7 +52,7 @@ fn previous_design(alpha: f64, max_runs: usize) -> Vec<Look> {
                 left / 2.0
             };
             left -= share;
-            Look { runs: first + j, alpha: share }
+            Look { runs: first + j, alpha: share, spent: alpha - left }
         })
         .collect()
 }
@@ -106,7 +106,7 @@ fn main() {
         let mut designs: Vec<(String, Vec<Look>, f64)> = vec![
             ("Lan–DeMets Pocock (now)".into(), looks(ALPHA, MAX_RUNS, k), 0.0),
             ("  same, --min-effect 2 %".into(), looks(ALPHA, MAX_RUNS, k), 0.02),
-            ("fixed 20 runs".into(), vec![Look { runs: MAX_RUNS, alpha: ALPHA }], 0.0),
+            ("fixed 20 runs".into(), vec![Look { runs: MAX_RUNS, alpha: ALPHA, spent: ALPHA }], 0.0),
         ];
         if k == 2 {
             designs.insert(2, ("60 %-then-halving (before)".into(), previous_design(ALPHA, MAX_RUNS), 0.0));

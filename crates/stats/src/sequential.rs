@@ -34,8 +34,16 @@ pub const LOOK_EVERY: usize = 3;
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Look {
     pub runs: usize,
-    /// The α this look spends (the increment of the spending function since the last look).
+    /// The level this look judges at. For comparisons ([`looks`]) the increment of the spending
+    /// function since the last look; for expectations ([`expectation_looks`]) the sign test's
+    /// exact one-sided level `P(Binomial(runs, ½) ≤ k − 1)` of the bound depth `k` the design
+    /// allows at this look.
     pub alpha: f64,
+    /// The chance of a wrong verdict spent by this look and every earlier one: the spending
+    /// function at this look for comparisons (a union bound), the exact probability for
+    /// expectations. 0 in results written before it was recorded.
+    #[serde(default)]
+    pub spent: f64,
 }
 
 /// Pairs Holm's correction runs over for `k` algorithms: every pair (at least 1).
@@ -75,14 +83,84 @@ pub fn looks(alpha: f64, max_runs: usize, k: usize) -> Vec<Look> {
 }
 
 /// The looks for one contender judged only by its expectations (`--runs auto --expect` with one
-/// algorithm or a mix): the same spending function, but a look can decide when the one-sided
-/// sign test's smallest p, `½ⁿ` (every run beyond the threshold), is within its share of α
-/// (the order-statistic bound of `expectation::median_bounds` exists exactly then). The
-/// two-sample schedule's first look (4 runs for 2 arms) can never decide an expectation.
-/// Each look judges every expectation at its own increment, so by the union bound the chance
-/// of a wrong pass or fail over all looks stays at `alpha` per expectation.
+/// algorithm or a mix): the same spending function and the same look times as [`looks`] (the
+/// first at the fewest runs whose sign test can decide, `½ⁿ` within what has been spent, then
+/// every [`LOOK_EVERY`] runs and the last at `max_runs`), but with **exact** boundaries instead
+/// of a union bound.
+///
+/// With the true median exactly on the threshold each run falls on either side with chance ½,
+/// so the number of runs at or beyond it is a binomial random walk, and the chance that a look
+/// passes (at least `n − k + 1` of `n` runs beyond the threshold: the order-statistic bound
+/// `x_(k)` clears it) given that no earlier look decided is computed exactly by following the
+/// walk's distribution from look to look (the exact group-sequential binomial test: Jennison &
+/// Turnbull, *Group Sequential Methods*, 2000, §12.1; the spending function of Lan & DeMets
+/// 1983). Each look takes the deepest `k` whose exact chance of a first entry into the pass
+/// region keeps the total within the spending function by then; a wrong fail is the mirror
+/// image and has the same chance. So the chance that any look judges a wrong pass (or a wrong
+/// fail) is at most `alpha` per expectation, whether the run stops at the first decision or
+/// goes on for other expectations, and for a median away from the threshold it is smaller (the walk's drift takes
+/// it away from the wrong boundary). A look where no `k ≥ 1` fits is skipped (its α carried),
+/// except the last, which then cannot decide.
+///
+/// The look's `alpha` is the exact level `P(Binomial(n, ½) ≤ k − 1)`, so that
+/// [`crate::expectation::median_bounds`] at that level gives exactly depth `k`. Against the
+/// union bound this design replaced (each look at its increment), at most 20 runs and a median
+/// 10 % above the threshold with 8 % run-to-run variation, the chance to pass rises from 85 %
+/// to 95 % and the mean runs fall from 11.6 to 9.5 (`scripts/expectation_sequential_exact.py`,
+/// exact; `cargo run --release -p ccbench-stats --example expectation_power`, simulated).
 pub fn expectation_looks(alpha: f64, max_runs: usize) -> Vec<Look> {
-    looks_where(alpha, max_runs, |n, level| 0.5f64.powi(n.min(1 << 20) as i32) <= level)
+    let at = |n: usize| spent(alpha, n as f64 / max_runs as f64);
+    // still[c]: the chance, with every run beyond the threshold with chance ½, that after `done`
+    // runs `c` are beyond it and no look has passed yet.
+    let mut still = vec![1.0];
+    let mut done = 0;
+    let mut spent_so_far = 0.0;
+    let mut out = Vec::new();
+    for n in look_times(alpha, max_runs, |n, level| half_pow(n) <= level) {
+        still = binomial_steps(&still, n - done);
+        done = n;
+        // A pass at depth k: at least n − k + 1 runs beyond the threshold.
+        let crossing = |k: usize| -> f64 { still[n + 1 - k..].iter().sum() };
+        // A small tolerance so that rounding in the sums never refuses a depth the exact
+        // arithmetic allows (the sums are of at most a few thousand terms).
+        let k = (1..=n.div_ceil(2)).take_while(|&k| spent_so_far + crossing(k) <= at(n) * (1.0 + 1e-12)).last().unwrap_or(0);
+        if k == 0 {
+            if n == max_runs {
+                // Cannot decide: the increment is below ½ⁿ here, so no bound exists at it.
+                out.push(Look { runs: n, alpha: at(n) - spent_so_far, spent: spent_so_far });
+            }
+            continue;
+        }
+        spent_so_far += crossing(k);
+        // The walks that passed leave. One that failed stays: with several expectations the
+        // run goes on until all are decided and every look judges each again, so a wrong pass
+        // is counted wherever a walk first enters the pass region (conservative by the tiny
+        // chance of a fail followed by a pass).
+        for p in &mut still[n + 1 - k..] {
+            *p = 0.0;
+        }
+        out.push(Look { runs: n, alpha: crate::bootstrap::binomial_half_cdf(n, k - 1), spent: spent_so_far });
+    }
+    out
+}
+
+/// `½ⁿ`, saturating to 0 for counts beyond an `i32`.
+fn half_pow(n: usize) -> f64 {
+    0.5f64.powi(n.min(1 << 20) as i32)
+}
+
+/// The distribution of a count after `steps` more fair coin flips, each adding 1 on heads.
+fn binomial_steps(dist: &[f64], steps: usize) -> Vec<f64> {
+    let mut d = dist.to_vec();
+    for _ in 0..steps {
+        let mut next = vec![0.0; d.len() + 1];
+        for (c, p) in d.iter().enumerate() {
+            next[c] += p / 2.0;
+            next[c + 1] += p / 2.0;
+        }
+        d = next;
+    }
+    d
 }
 
 /// The looks of the spending function over `max_runs`, the first at the fewest runs that
@@ -90,20 +168,27 @@ pub fn expectation_looks(alpha: f64, max_runs: usize) -> Vec<Look> {
 /// that cannot decide at its increment is skipped, its α carried on) and the last at `max_runs`.
 fn looks_where(alpha: f64, max_runs: usize, can_decide: impl Fn(usize, f64) -> bool) -> Vec<Look> {
     let at = |n: usize| spent(alpha, n as f64 / max_runs as f64);
-    let Some(first) = (1..=max_runs).find(|&n| can_decide(n, at(n))) else { return Vec::new() };
-    let mut candidates: Vec<usize> = (first..max_runs).step_by(LOOK_EVERY).collect();
-    candidates.push(max_runs);
-    let mut out = Vec::with_capacity(candidates.len());
+    let mut out = Vec::new();
     let mut spent_so_far = 0.0;
-    for n in candidates {
+    for n in look_times(alpha, max_runs, &can_decide) {
         let increment = at(n) - spent_so_far;
         if !can_decide(n, increment) && n != max_runs {
             continue; // cannot decide here: carry its α to the next look
         }
-        out.push(Look { runs: n, alpha: increment });
         spent_so_far = at(n);
+        out.push(Look { runs: n, alpha: increment, spent: spent_so_far });
     }
     out
+}
+
+/// The runs at which a design may look: the first at the fewest that `can_decide` at what the
+/// spending function has spent by then, then every [`LOOK_EVERY`] runs, and `max_runs`. None
+/// when no count up to `max_runs` can decide.
+fn look_times(alpha: f64, max_runs: usize, can_decide: impl Fn(usize, f64) -> bool) -> Vec<usize> {
+    let Some(first) = (1..=max_runs).find(|&n| can_decide(n, spent(alpha, n as f64 / max_runs as f64))) else { return Vec::new() };
+    let mut times: Vec<usize> = (first..max_runs).step_by(LOOK_EVERY).collect();
+    times.push(max_runs);
+    times
 }
 
 #[cfg(test)]
@@ -123,29 +208,84 @@ mod tests {
         assert!((min_p(4) - 2.0 / 70.0).abs() < 1e-15 && (min_p(5) - 2.0 / 252.0).abs() < 1e-15);
     }
 
+    /// The depth `k` of the median's bound that `median_bounds` takes at a look's level.
+    fn depth(l: &Look) -> usize {
+        (1..=l.runs.div_ceil(2)).take_while(|&k| crate::bootstrap::binomial_half_cdf(l.runs, k - 1) <= l.alpha).last().unwrap_or(0)
+    }
+
+    /// The design recomputed independently from its definition by
+    /// `scripts/expectation_sequential_exact.py` (scipy 1.17.1): look times, depths and levels.
     #[test]
-    fn expectation_looks_can_decide_from_the_first_and_spend_alpha() {
-        for max in [5usize, 6, 8, 10, 20, 50] {
-            let ls = expectation_looks(0.05, max);
-            assert!(!ls.is_empty(), "max {max}");
-            // Every look but the last (always at max_runs, however little α is left for it)
-            // can decide: the sign test's smallest p is within its share of α.
-            for l in &ls[..ls.len() - 1] {
-                assert!(0.5f64.powi(l.runs as i32) <= l.alpha, "max {max}: {l:?}");
-            }
-            let total: f64 = ls.iter().map(|l| l.alpha).sum();
-            assert!((total - 0.05).abs() < 1e-12, "max {max}: spends α in all: {total}");
-            assert_eq!(ls.last().unwrap().runs, max);
-            assert!(0.5f64.powi(ls[0].runs as i32) <= ls[0].alpha, "max {max}: the first look can decide");
+    fn expectation_looks_match_the_scipy_reference() {
+        // (at most, [(runs, depth, level)])
+        type Case = (usize, &'static [(usize, usize, f64)]);
+        let cases: [Case; 4] = [
+            (6, &[(5, 1, 0.031250), (6, 1, 0.015625)]),
+            (10, &[(6, 1, 0.015625), (9, 2, 0.019531), (10, 2, 0.010742)]),
+            (16, &[(6, 1, 0.015625), (9, 2, 0.019531), (12, 3, 0.019287), (15, 4, 0.017578), (16, 4, 0.010635)]),
+            (20, &[(6, 1, 0.015625), (9, 2, 0.019531), (12, 3, 0.019287), (15, 4, 0.017578), (18, 5, 0.015442), (20, 5, 0.005909)]),
+        ];
+        for (max, want) in cases {
+            let got: Vec<(usize, usize, f64)> = expectation_looks(0.05, max).iter().map(|l| (l.runs, depth(l), (l.alpha * 1e6).round() / 1e6)).collect();
+            assert_eq!(got, want, "at most {max} runs");
         }
-        // With 10 at most: 5 runs have spent 0.0310 < ½⁵, so the first look is at 6 (0.0354).
-        let ls = expectation_looks(0.05, 10);
-        assert_eq!(ls.iter().map(|l| l.runs).collect::<Vec<_>>(), [6, 9, 10]);
-        // Where the two-sample schedule's first look (4 runs) could not bound a median at all.
-        assert_eq!(looks(0.05, 8, 2)[0].runs, 4);
-        assert_eq!(expectation_looks(0.05, 8)[0].runs, 5);
-        // Fewer runs than any bound needs: no look.
+        // Fewer runs than any bound needs: no look; the first look is the earliest that can decide.
         assert!(expectation_looks(0.05, 4).is_empty());
+        assert_eq!(expectation_looks(0.05, 8)[0].runs, 5);
+        assert_eq!(looks(0.05, 8, 2)[0].runs, 4, "where a median could not yet be bounded at all");
+    }
+
+    /// The chance of a wrong verdict over all looks, by enumerating every pattern of runs above
+    /// (+1) and below (−1) a threshold of 0 through the crate's own `median_bounds` and `judge`
+    /// as `ccbench run` takes the looks, weighted by `P(run ≥ T) = p`. At `p = ½` (the median on
+    /// the threshold) pass and fail are each a wrong verdict: at most α, and equal to the exact
+    /// binomial walk of `scripts/expectation_sequential_exact.py` (scipy), as is the chance to
+    /// pass at `p = ¾`.
+    #[test]
+    fn expectation_looks_wrong_verdicts_by_enumeration_match_the_exact_walk() {
+        use crate::expectation::{judge, median_bounds, Judgement, Side};
+        // (max runs, p, scipy's P(pass), P(fail), mean runs)
+        let cases = [
+            (10, 0.5f64, 0.02734375, 0.02734375, 9.8515625),
+            (10, 0.75, 0.32814788818359375, 0.0003128051757812501, 9.136871337890623),
+            (16, 0.5, 0.04095458984375, 0.04095458984375, 15.447875976562509),
+            (16, 0.75, 0.534374138340354, 0.0003350842744112016, 12.611365668475624),
+        ];
+        for (max, p, want_pass, want_fail, want_runs) in cases {
+            let design = expectation_looks(0.05, max);
+            let (mut pass, mut fail, mut runs, mut pass_anywhere) = (0.0, 0.0, 0.0, 0.0);
+            for mask in 0u32..(1 << max) {
+                let xs: Vec<f64> = (0..max).map(|i| if mask >> i & 1 == 1 { 1.0 } else { -1.0 }).collect();
+                let above = mask.count_ones() as i32;
+                let weight = p.powi(above) * (1.0 - p).powi(max as i32 - above);
+                let mut stopped = max;
+                // Judged "pass" at any look, as one expectation among several is (the run goes
+                // on until all are decided): what the design records as spent.
+                if design.iter().any(|l| judge(&median_bounds(&xs[..l.runs], l.alpha).unwrap(), Side::AtLeast { strict: false }, 0.0) == Judgement::Pass) {
+                    pass_anywhere += weight;
+                }
+                for l in &design {
+                    let b = median_bounds(&xs[..l.runs], l.alpha).unwrap();
+                    match judge(&b, Side::AtLeast { strict: false }, 0.0) {
+                        Judgement::Pass => pass += weight,
+                        Judgement::Fail => fail += weight,
+                        Judgement::Undecided => continue,
+                    }
+                    stopped = l.runs;
+                    break;
+                }
+                runs += weight * stopped as f64;
+            }
+            let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+            assert!(close(pass, want_pass) && close(fail, want_fail) && close(runs, want_runs), "max {max}, p {p}: pass {pass} fail {fail} runs {runs}");
+            if p == 0.5 {
+                assert!(pass <= 0.05 && fail <= 0.05);
+                // The design records what it spent: the exact chance of a pass at any look, the
+                // same as enumerated (and here the same as the first decision's, as no walk can
+                // fail and then pass between these looks).
+                assert!(close(design.last().unwrap().spent, pass_anywhere) && close(pass_anywhere, pass), "{:?} {pass_anywhere}", design.last());
+            }
+        }
     }
 
     #[test]
@@ -181,7 +321,7 @@ mod tests {
         assert_eq!(ls.iter().map(|l| l.runs).collect::<Vec<_>>(), vec![5, 8, 11, 14, 17, 20]);
         assert_eq!(looks(0.05, 20, 3)[0].runs, 6);
         // At most 4 runs: one look at the full α, the fixed design.
-        assert_eq!(looks(0.05, 4, 2), vec![Look { runs: 4, alpha: spent(0.05, 1.0) }]);
+        assert_eq!(looks(0.05, 4, 2), vec![Look { runs: 4, alpha: spent(0.05, 1.0), spent: spent(0.05, 1.0) }]);
         assert!(looks(0.05, 3, 2).is_empty());
         assert!(looks(0.05, 4, 3).is_empty(), "three algorithms need 5 runs");
     }

@@ -151,7 +151,8 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
     }
     if let Some(seq) = &result.sequential {
         let last = seq.looks.last().map_or(0, |l| l.runs_per_cc);
-        let spent: f64 = seq.looks.iter().map(|l| l.alpha).sum();
+        // Recorded per look since the exact expectation design (whose levels do not add up).
+        let spent: f64 = seq.looks.last().and_then(|l| l.spent).unwrap_or_else(|| seq.looks.iter().map(|l| l.alpha).sum());
         let planned = if seq.planned.is_empty() { String::new() } else { format!(" of {} planned", seq.planned.len()) };
         let look_alpha = fmt_alpha(seq.looks.last().map_or(0.0, |l| l.alpha));
         let _ = match seq.decided_after_runs {
