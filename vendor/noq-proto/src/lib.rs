@@ -153,6 +153,8 @@ pub mod bench_exports {
 
 #[cfg(fuzzing)]
 pub mod fuzzing {
+    // ccbench patch: stream reassembly driven by arbitrary bytes (vendor/noq-proto/PATCH.md).
+    pub use crate::connection::fuzz_reassembly;
     pub use crate::connection::{Retransmits, State as ConnectionState, StreamsState};
     pub use crate::frame::ResetStream;
     pub use crate::packet::PartialDecode;

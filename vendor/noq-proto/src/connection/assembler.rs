@@ -46,7 +46,7 @@ impl Assembler {
             // Enter unordered mode
             if !self.data.is_empty() {
                 // Get rid of possible duplicates
-                self.defragment();
+                self.defragment(false);
             }
             let mut recvd = ArrayRangeSet::new();
             recvd.insert(0..self.bytes_read);
@@ -125,8 +125,10 @@ impl Assembler {
     /// full-size STREAM frame per packet stays one chunk each, and `MAX_CHUNKS` caps what a
     /// stream may hold beyond the reader (behind a loss, or a reader that lags) at about
     /// 1024–2048 packets — 1.2–2.4 MB, far below a large receive window — and the connection is
-    /// closed with "too many gaps in stream buffer" though there are few gaps or none.
-    fn defragment(&mut self) {
+    /// closed with "too many gaps in stream buffer" though there are few gaps or none. With
+    /// `merge_all`, every contiguous run becomes one chunk whatever its chunks' sizes, so what
+    /// is left is one chunk per run of received data: the count of gaps, plus one.
+    fn defragment(&mut self, merge_all: bool) {
         let mut buffers = mem::take(&mut self.data);
         self.buffered = 0;
         let mut fragmented_buffered = 0;
@@ -145,7 +147,7 @@ impl Assembler {
         // most MAX_CHUNKS chunks can be at or above it, and a stream of equal-sized frames keeps
         // one chunk per contiguous run, so the MAX_CHUNKS check below counts gaps, as meant.
         let small = self.buffered / MAX_CHUNKS;
-        let copied = |chunk: &Buffer| !chunk.defragmented || chunk.bytes.len() < small;
+        let copied = |chunk: &Buffer| merge_all || !chunk.defragmented || chunk.bytes.len() < small;
         fragmented_buffered += buffers
             .iter()
             .filter(|c| c.defragmented && copied(c))
@@ -252,10 +254,18 @@ impl Assembler {
         let threshold = 32768.max(buffered * 3 / 2);
         // Small gapped frames hold over-allocation below the threshold, so bound the count too.
         if over_allocation > threshold || self.data.len() > COMPACT_THRESHOLD {
-            self.defragment();
+            self.defragment(false);
             // ngtcp2 uses a threshold of 4000 -- try to be a little more conservative?
             if self.data.len() > MAX_CHUNKS {
-                return Err(TooManyChunks);
+                // ccbench patch: well-used chunks between small ones (full frames beside
+                // one-byte ones, each in its own packet) can leave more than MAX_CHUNKS chunks
+                // with no gap at all. Merge every run before refusing, so only a stream with
+                // more than MAX_CHUNKS gaps is refused. Costs one copy of what is buffered, and
+                // only when the light pass was not enough.
+                self.defragment(true);
+                if self.data.len() > MAX_CHUNKS {
+                    return Err(TooManyChunks);
+                }
             }
         }
 
@@ -420,6 +430,110 @@ const MAX_CHUNKS: usize = 1024;
 /// per frame.
 const COMPACT_THRESHOLD: usize = 2 * MAX_CHUNKS;
 
+/// ccbench patch (vendor/noq-proto/PATCH.md): reassembly driven by arbitrary bytes, for
+/// ccbench's `quic_reassembly` fuzz target (`fuzzing::fuzz_reassembly`) and the tests below.
+///
+/// Each 6-byte record inserts a frame (at an offset up to 16 MB beyond what was read, or a
+/// little before it; 1 to 1500 bytes; allocation up to about 3 KB more) or reads in order.
+/// Every byte of the stream is a function of its offset, so whatever is read is checked
+/// against what was sent, and a model of the received ranges, kept apart from the assembler,
+/// says what must be readable. A refusal (`TooManyChunks`, which closes the connection) must
+/// come only from more than `MAX_CHUNKS` gaps in what is held: a peer that makes few gaps is
+/// never refused, however it sizes its frames.
+#[cfg(any(test, fuzzing))]
+#[allow(unreachable_pub)] // fuzzing only
+pub fn fuzz_reassembly(input: &[u8]) {
+    use alloc::vec::Vec;
+    fn byte_at(offset: u64) -> u8 {
+        (offset ^ (offset >> 8) ^ (offset >> 16)) as u8
+    }
+    // Received ranges, sorted and disjoint: [start, end).
+    fn add(ranges: &mut Vec<(u64, u64)>, start: u64, end: u64) {
+        let (mut start, mut end) = (start, end);
+        ranges.retain(|&(s, e)| {
+            if e < start || s > end {
+                return true;
+            }
+            start = start.min(s);
+            end = end.max(e);
+            false
+        });
+        let at = ranges.partition_point(|&(s, _)| s < start);
+        ranges.insert(at, (start, end));
+    }
+    // Maximal runs of received data at or beyond `from`.
+    fn runs_beyond(ranges: &[(u64, u64)], from: u64) -> usize {
+        ranges.iter().filter(|&&(_, e)| e > from).count()
+    }
+    let mut x = Assembler::new();
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    let mut next = 0u64;
+    for op in input.chunks_exact(6) {
+        if op[0] % 4 != 3 {
+            let relative = u64::from(u32::from_le_bytes([op[1], op[2], op[3], 0]));
+            let offset = next.saturating_sub(2048) + relative;
+            let len = 1 + usize::from(u16::from_le_bytes([op[4], op[5] & 0x07])) % 1500;
+            let allocation = len + usize::from(op[5] >> 3) * 97;
+            let bytes: Vec<u8> = (offset..offset + len as u64).map(byte_at).collect();
+            add(&mut ranges, offset, offset + len as u64);
+            if x.insert(offset, Bytes::from(bytes), allocation).is_err() {
+                let runs = runs_beyond(&ranges, next);
+                assert!(
+                    runs > MAX_CHUNKS,
+                    "refused with {runs} runs of received data, at most {} gaps",
+                    runs
+                );
+                return;
+            }
+        } else {
+            let max = 1 + usize::from(op[1]) * 64;
+            while let Some(chunk) = x.read(max, true) {
+                assert_eq!(
+                    chunk.offset, next,
+                    "an ordered read continues where the last one ended"
+                );
+                assert!(!chunk.bytes.is_empty() && chunk.bytes.len() <= max);
+                for (i, b) in chunk.bytes.iter().enumerate() {
+                    assert_eq!(
+                        *b,
+                        byte_at(chunk.offset + i as u64),
+                        "the byte at {}",
+                        chunk.offset + i as u64
+                    );
+                }
+                next += chunk.bytes.len() as u64;
+                if op[2] & 1 == 0 {
+                    break;
+                }
+            }
+            // All that was received without a gap from `next` on must have been readable.
+            if op[2] & 1 == 1 {
+                assert!(
+                    !ranges.iter().any(|&(s, e)| s <= next && next < e),
+                    "byte {next} was received but not read"
+                );
+            }
+        }
+        assert_eq!(x.bytes_read(), next);
+        assert_eq!(
+            x.buffered,
+            x.data.iter().map(|c| c.bytes.len()).sum::<usize>()
+        );
+        assert!(
+            x.data
+                .iter()
+                .zip(x.data.iter().skip(1))
+                .all(|(a, b)| a <= b),
+            "chunks in order"
+        );
+        assert!(
+            x.data.len() <= COMPACT_THRESHOLD + 1,
+            "{} chunks",
+            x.data.len()
+        );
+    }
+}
+
 #[cfg(test)]
 mod test {
     use alloc::{vec, vec::Vec};
@@ -472,7 +586,7 @@ mod test {
         let mut x = Assembler::new();
         x.insert(0, Bytes::from_static(b"123"), 3).unwrap();
         x.insert(0, Bytes::from_static(b"123"), 3).unwrap();
-        x.defragment();
+        x.defragment(false);
         assert_matches!(next(&mut x, 32), Some(ref y) if &y[..] == b"123");
         assert_matches!(next(&mut x, 32), None);
     }
@@ -491,7 +605,7 @@ mod test {
         let mut x = Assembler::new();
         x.insert(0, Bytes::from_static(b"12345"), 5).unwrap();
         x.insert(1, Bytes::from_static(b"234"), 3).unwrap();
-        x.defragment();
+        x.defragment(false);
         assert_matches!(next(&mut x, 32), Some(ref y) if &y[..] == b"12345");
         assert_matches!(next(&mut x, 32), None);
     }
@@ -510,7 +624,7 @@ mod test {
         let mut x = Assembler::new();
         x.insert(1, Bytes::from_static(b"234"), 3).unwrap();
         x.insert(0, Bytes::from_static(b"12345"), 5).unwrap();
-        x.defragment();
+        x.defragment(false);
         assert_matches!(next(&mut x, 32), Some(ref y) if &y[..] == b"12345");
         assert_matches!(next(&mut x, 32), None);
     }
@@ -530,7 +644,7 @@ mod test {
         let mut x = Assembler::new();
         x.insert(0, Bytes::from_static(b"123"), 4).unwrap();
         x.insert(1, Bytes::from_static(b"234"), 4).unwrap();
-        x.defragment();
+        x.defragment(false);
         assert_matches!(next(&mut x, 32), Some(ref y) if &y[..] == b"1234");
         assert_matches!(next(&mut x, 32), None);
     }
@@ -553,7 +667,7 @@ mod test {
         x.insert(2, Bytes::from_static(b"3"), 1).unwrap();
         x.insert(4, Bytes::from_static(b"5"), 1).unwrap();
         x.insert(0, Bytes::from_static(b"123456"), 6).unwrap();
-        x.defragment();
+        x.defragment(false);
         assert_matches!(next(&mut x, 32), Some(ref y) if &y[..] == b"123456");
         assert_matches!(next(&mut x, 32), None);
     }
@@ -574,7 +688,7 @@ mod test {
         x.insert(3, Bytes::from_static(b"def"), 4).unwrap();
         x.insert(9, Bytes::from_static(b"jkl"), 4).unwrap();
         x.insert(12, Bytes::from_static(b"mno"), 4).unwrap();
-        x.defragment();
+        x.defragment(false);
         assert_eq!(
             next_unordered(&mut x),
             Chunk::new(0, Bytes::from_static(b"abcdef"))
@@ -589,7 +703,7 @@ mod test {
     fn defrag_with_missing_prefix() {
         let mut x = Assembler::new();
         x.insert(3, Bytes::from_static(b"def"), 3).unwrap();
-        x.defragment();
+        x.defragment(false);
         assert_eq!(
             next_unordered(&mut x),
             Chunk::new(3, Bytes::from_static(b"def"))
@@ -603,7 +717,7 @@ mod test {
         x.insert(0, Bytes::from_static(b"abc"), 4).unwrap();
         x.insert(7, Bytes::from_static(b"hij"), 4).unwrap();
         x.insert(11, Bytes::from_static(b"lmn"), 4).unwrap();
-        x.defragment();
+        x.defragment(false);
         assert_matches!(x.read(usize::MAX, true), Some(ref y) if &y.bytes[..] == b"abcdef");
         x.insert(5, Bytes::from_static(b"fghijklmn"), 9).unwrap();
         assert_matches!(x.read(usize::MAX, true), Some(ref y) if &y.bytes[..] == b"ghijklmn");
@@ -776,6 +890,60 @@ mod test {
         );
     }
 
+    /// ccbench patch: 200-byte frames, each well used, beside one-byte frames that each came in
+    /// a packet of its own (over-allocated chunks), all contiguous behind one missing byte.
+    /// The light compaction leaves each chunk apart, more than MAX_CHUNKS of them, though there
+    /// is one gap; the stream must not be refused.
+    #[test]
+    fn contiguous_frames_of_mixed_sizes_are_not_taken_for_gaps() {
+        let mut x = Assembler::new();
+        let mut offset = 1u64; // byte 0 withheld: nothing can be read
+        for _ in 0..2 * MAX_CHUNKS {
+            let full = vec![0u8; 200];
+            x.insert(offset, Bytes::from(full), 200).unwrap();
+            offset += 200;
+            x.insert(offset, Bytes::from_static(b"x"), 1500).unwrap();
+            offset += 1;
+        }
+        // Every insert above was accepted (between compactions the count may reach
+        // COMPACT_THRESHOLD); the next compaction leaves the one run.
+        x.defragment(true);
+        assert_eq!(x.data.len(), 1);
+    }
+
+    /// The fuzz harness over random inputs, and over inputs built to reach its refusal check
+    /// (many small gapped frames) and the case above (mixed sizes, contiguous).
+    #[test]
+    fn fuzz_reassembly_random_and_built_inputs() {
+        let mut rng = Pcg32::seed_from_u64(17);
+        for _ in 0..300 {
+            let len = rng.random_range(0..6 * 400);
+            let input: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+            fuzz_reassembly(&input);
+        }
+        let record = |kind: u8, rel: u32, len: u16, extra: u8| {
+            let r = rel.to_le_bytes();
+            let l = len.to_le_bytes();
+            [kind, r[0], r[1], r[2], l[0], (l[1] & 7) | (extra << 3)]
+        };
+        // Gapped one-byte frames: refused, with more than MAX_CHUNKS gaps.
+        let gapped: Vec<u8> = (0..3 * MAX_CHUNKS as u32)
+            .flat_map(|i| record(0, 2048 + 1 + 2 * i, 0, 0))
+            .collect();
+        fuzz_reassembly(&gapped);
+        // Contiguous, mixed sizes, over-allocated small ones: never refused.
+        let mut rel = 2048 + 1;
+        let mixed: Vec<u8> = (0..2 * MAX_CHUNKS)
+            .flat_map(|_| {
+                let a = record(0, rel, 199, 0);
+                let b = record(1, rel + 200, 0, 15);
+                rel += 201;
+                a.into_iter().chain(b)
+            })
+            .collect();
+        fuzz_reassembly(&mixed);
+    }
+
     #[test]
     fn bounded_chunks_unordered_overlap_flood() {
         // Overlapping frames whose tail is already received: the dedup loop pushes
@@ -938,7 +1106,7 @@ mod test {
         // Too badly utilized to be marked defragmented, unlike the chunk after it
         x.insert(0, Bytes::from_static(b"a"), 4096).unwrap();
         x.insert(1, Bytes::from_static(b"bcdefghij"), 9).unwrap();
-        x.defragment();
+        x.defragment(false);
         assert_sorted(&x);
         let mut got = Vec::new();
         while let Some(chunk) = x.read(usize::MAX, true) {
@@ -1115,7 +1283,7 @@ mod proptests {
                 }
                 Op::Defragment => {
                     if asm.state.is_ordered() {
-                        asm.defragment();
+                        asm.defragment(false);
                     }
                 }
             }

@@ -61,6 +61,9 @@ use ack_frequency::AckFrequencyState;
 
 mod assembler;
 pub use assembler::Chunk;
+// ccbench patch: the reassembly harness, for ccbench's `quic_reassembly` fuzz target.
+#[cfg(fuzzing)]
+pub use assembler::fuzz_reassembly;
 
 mod cid_state;
 use cid_state::CidState;
