@@ -211,7 +211,7 @@ fn cubic_with_hystart_leaves_slow_start_before_the_buffer_overflows() {
     let mut linux = cubic_sim(link, true, LINUX_CSS_ROUNDS);
     linux.run_for(secs(3.0));
     println!(
-        "slow-start drops on 50 Mbit/s, 20 ms, 8 BDP: plain {}, HyStart++ (5 CSS rounds) {}, exit at the RTT rise (quic:cubic) {}",
+        "slow-start drops on 50 Mbit/s, 20 ms, 8 BDP: plain {}, HyStart++ (5 CSS rounds) {}, exit at the RTT rise (Linux, no CSS) {}",
         plain.dropped, hy.dropped, linux.dropped
     );
     assert!(plain.dropped > 100, "plain slow start dropped only {}", plain.dropped);
@@ -255,7 +255,7 @@ fn cubic_in_slow_start(base: Duration) -> (Cubic, u64, Instant) {
 /// RFC 9406 §4.2–4.3: one round whose ACKs come back late (a receiver scheduled 5 ms late
 /// under load) enters Conservative Slow Start; the next round's minimum RTT is below CSS's
 /// baseline again, so the exit was spurious and slow start resumes, doubling as before. With
-/// no CSS (`LINUX_CSS_ROUNDS`, quic:cubic's default) the same spike ends slow start for good.
+/// no CSS (`LINUX_CSS_ROUNDS`, as Linux's CUBIC) the same spike ends slow start for good.
 #[test]
 fn css_resumes_slow_start_after_a_one_round_delay_spike() {
     let base = Duration::from_millis(10);
