@@ -41,8 +41,9 @@ const CSS_GROWTH_DIVISOR: u64 = 4;
 /// (seen at 1 Gbit/s, 10 ms: exits at 16–26 packets, 115–169 Mbit/s over 3 s). With CSS the
 /// next round's minimum RTT falls below the baseline and slow start resumes (§4.2), so
 /// `quic:cubic` leaves slow start where tcp:cubic, whose kernel receiver is never late,
-/// would. The price, measured on 50 Mbit/s, 20 ms, 8 BDP: 0–16 buffer drops per run in CSS's
-/// rounds, against 0 without CSS and tcp:cubic's 38–44 (docs/quic.md, "Conservative Slow
+/// would. The price, in buffer drops per run on an 8-BDP buffer: 0–45 at 50 Mbit/s, 20 ms
+/// (without CSS 0, tcp:cubic 38–44), and 84 at 70 Mbit/s, 6 ms, where the 4 ms threshold is
+/// two thirds of the RTT (without CSS 2, tcp:cubic 17) (docs/quic.md, "Conservative Slow
 /// Start"). An earlier measurement (165 drops per run) predates the kernel receive times of
 /// `vendor/noq/PATCH.md`.
 pub const RFC_CSS_ROUNDS: u32 = 5;
