@@ -1,6 +1,6 @@
 //! CUBIC (RFC 9438) with HyStart++ slow start (RFC 9406), sans-IO, for noq. `quic:cubic`
-//! runs it without HyStart++'s Conservative Slow Start, leaving slow start at the RTT rise
-//! as Linux's CUBIC does (see [`LINUX_CSS_ROUNDS`] for why).
+//! runs HyStart++ as RFC 9406 has it, Conservative Slow Start included (see
+//! [`RFC_CSS_ROUNDS`] for why, and what it costs against Linux's CUBIC, which has no CSS).
 //!
 //! noq's own `Cubic` has no slow-start exit other than loss: its slow start doubles cwnd
 //! until a whole round overflows the bottleneck buffer, which on a deep buffer costs
@@ -32,13 +32,24 @@ const MAX_RTT_THRESH: Duration = Duration::from_millis(16);
 const MIN_RTT_DIVISOR: u32 = 8;
 const N_RTT_SAMPLE: u32 = 8;
 const CSS_GROWTH_DIVISOR: u64 = 4;
-/// RFC 9406's CSS_ROUNDS; [`CubicFactory`] uses [`LINUX_CSS_ROUNDS`] instead (see there).
+/// RFC 9406 §4.3 CSS_ROUNDS: rounds of Conservative Slow Start (§4.2) before congestion
+/// avoidance; what [`CubicFactory`] (`quic:cubic`) uses.
+///
+/// Why CSS, though Linux's CUBIC has none: our receiver is a userspace task, and under CPU
+/// load one round's ACKs can come back ~5 ms late (the task was not scheduled), above the
+/// 4 ms threshold at a 10 ms RTT. Without CSS that one late round ends slow start for good
+/// (seen at 1 Gbit/s, 10 ms: exits at 16–26 packets, 115–169 Mbit/s over 3 s). With CSS the
+/// next round's minimum RTT falls below the baseline and slow start resumes (§4.2), so
+/// `quic:cubic` leaves slow start where tcp:cubic, whose kernel receiver is never late,
+/// would. The price, in buffer drops per run on an 8-BDP buffer: 0–45 at 50 Mbit/s, 20 ms
+/// (without CSS 0, tcp:cubic 38–44), and 84 at 70 Mbit/s, 6 ms, where the 4 ms threshold is
+/// two thirds of the RTT (without CSS 2, tcp:cubic 17) (docs/quic.md, "Conservative Slow
+/// Start"). An earlier measurement (165 drops per run) predates the kernel receive times of
+/// `vendor/noq/PATCH.md`.
 pub const RFC_CSS_ROUNDS: u32 = 5;
 /// No Conservative Slow Start: leave slow start as soon as the RTT rise is seen, with
 /// ssthresh = cwnd — what Linux's CUBIC does (tcp_cubic.c `hystart_update`: on a delay
-/// increase, `tp->snd_ssthresh = tcp_snd_cwnd(tp)`). Measured on 50 Mbit/s, 20 ms, 8 BDP, CSS's
-/// five rounds of 25 % growth overflowed the buffer in 3 of 4 runs where tcp:cubic never drops
-/// in slow start (docs/quic-fidelity.md), so `quic:cubic` exits like tcp:cubic.
+/// increase, `tp->snd_ssthresh = tcp_snd_cwnd(tp)`). For comparisons; not `quic:cubic`'s.
 pub const LINUX_CSS_ROUNDS: u32 = 0;
 // L, the per-ACK growth cap, is infinite: noq paces every controller's sending (RFC 9406 §4.3
 // "L = infinity if paced").
@@ -211,6 +222,8 @@ impl Cubic {
         let enough = r.rtt_sample_count >= N_RTT_SAMPLE;
         match self.state.phase {
             SlowStartPhase::SlowStart => {
+                // §4.2: standard slow start; after N_RTT_SAMPLE samples of the round, an RTT
+                // rise of clamp(last round's min / 8, 4 ms, 16 ms) enters CSS.
                 self.state.window += bytes;
                 if let (true, Some(current), Some(last)) = (enough, r.current_round_min_rtt, r.last_round_min_rtt) {
                     let thresh = (last / MIN_RTT_DIVISOR).clamp(MIN_RTT_THRESH, MAX_RTT_THRESH);
@@ -224,11 +237,14 @@ impl Cubic {
                 }
             }
             SlowStartPhase::Conservative { baseline_min_rtt, rounds } => {
+                // §4.2 CSS: a quarter of slow start's growth (CSS_GROWTH_DIVISOR).
                 self.state.window += bytes / CSS_GROWTH_DIVISOR;
                 if enough && r.current_round_min_rtt.is_some_and(|m| m < baseline_min_rtt) {
-                    // The RTT rise was spurious: back to slow start.
+                    // §4.2: the round's minimum RTT fell below the one that entered CSS, so the
+                    // rise was spurious (a late round of ACKs): back to slow start.
                     self.state.phase = SlowStartPhase::SlowStart;
                 } else if rounds >= self.css_rounds {
+                    // §4.2: CSS_ROUNDS rounds of CSS: congestion avoidance.
                     self.enter_congestion_avoidance(now);
                 }
             }
@@ -365,8 +381,8 @@ impl Controller for Cubic {
     }
 }
 
-/// Builds one [`Cubic`] per path, leaving slow start as Linux's CUBIC does
-/// ([`LINUX_CSS_ROUNDS`]).
+/// Builds one [`Cubic`] per path, with RFC 9406's Conservative Slow Start
+/// ([`RFC_CSS_ROUNDS`]).
 #[derive(Debug, Default)]
 pub struct CubicFactory;
 
@@ -378,6 +394,6 @@ impl CubicFactory {
 
 impl ControllerFactory for CubicFactory {
     fn build(self: Arc<Self>, _now: Instant, current_mtu: u16) -> Box<dyn Controller> {
-        Box::new(Cubic::with_css_rounds(current_mtu, LINUX_CSS_ROUNDS))
+        Box::new(Cubic::with_css_rounds(current_mtu, RFC_CSS_ROUNDS))
     }
 }

@@ -211,7 +211,7 @@ fn cubic_with_hystart_leaves_slow_start_before_the_buffer_overflows() {
     let mut linux = cubic_sim(link, true, LINUX_CSS_ROUNDS);
     linux.run_for(secs(3.0));
     println!(
-        "slow-start drops on 50 Mbit/s, 20 ms, 8 BDP: plain {}, HyStart++ (5 CSS rounds) {}, exit at the RTT rise (quic:cubic) {}",
+        "slow-start drops on 50 Mbit/s, 20 ms, 8 BDP: plain {}, HyStart++ (5 CSS rounds) {}, exit at the RTT rise (Linux, no CSS) {}",
         plain.dropped, hy.dropped, linux.dropped
     );
     assert!(plain.dropped > 100, "plain slow start dropped only {}", plain.dropped);
@@ -225,6 +225,84 @@ fn cubic_with_hystart_leaves_slow_start_before_the_buffer_overflows() {
     // Left slow start with cwnd between 1 BDP and the BDP plus the buffer (9 BDP).
     let ssthresh = hy.bbr.ssthresh() as f64;
     assert!(ssthresh > bdp && ssthresh < 9.0 * bdp, "ssthresh {ssthresh} vs BDP {bdp}");
+}
+
+/// Drives `c` one round trip: sends a window of packets at `t`, all acknowledged `rtt` later.
+/// A round of HyStart++ (RFC 9406 §4.3) is exactly one such flight. Returns the next free
+/// packet number and the time the round's ACKs arrived.
+fn cubic_round(c: &mut Cubic, t: Instant, rtt: Duration, pn: u64) -> (u64, Instant) {
+    let n = c.window() / MSS;
+    for p in pn..pn + n {
+        c.on_packet_sent(p);
+    }
+    for p in pn..pn + n {
+        c.on_packet_acked(t + rtt, t, MSS, p, false);
+    }
+    (pn + n, t + rtt)
+}
+
+/// Three rounds at `base`, enough for HyStart++ to have a last round's minimum RTT.
+fn cubic_in_slow_start(base: Duration) -> (Cubic, u64, Instant) {
+    let mut c = Cubic::with_css_rounds(MSS as u16, RFC_CSS_ROUNDS);
+    let (mut pn, mut t) = (0, Instant::now());
+    for _ in 0..3 {
+        (pn, t) = cubic_round(&mut c, t, base, pn);
+    }
+    assert_eq!(c.phase(), SlowStartPhase::SlowStart);
+    (c, pn, t)
+}
+
+/// RFC 9406 §4.2–4.3: one round whose ACKs come back late (a receiver scheduled 5 ms late
+/// under load) enters Conservative Slow Start; the next round's minimum RTT is below CSS's
+/// baseline again, so the exit was spurious and slow start resumes, doubling as before. With
+/// no CSS (`LINUX_CSS_ROUNDS`, as Linux's CUBIC) the same spike ends slow start for good.
+#[test]
+fn css_resumes_slow_start_after_a_one_round_delay_spike() {
+    let base = Duration::from_millis(10);
+    let spike = base + Duration::from_millis(5); // above clamp(10 ms / 8, 4 ms, 16 ms) = 4 ms
+    let (mut c, pn, t) = cubic_in_slow_start(base);
+    let (pn, t) = cubic_round(&mut c, t, spike, pn);
+    assert!(matches!(c.phase(), SlowStartPhase::Conservative { baseline_min_rtt, .. } if baseline_min_rtt == spike), "{:?}", c.phase());
+    assert_eq!(c.ca_entered_at(), None);
+    let (pn, t) = cubic_round(&mut c, t, base, pn);
+    assert_eq!(c.phase(), SlowStartPhase::SlowStart, "a one-round spike must not end slow start");
+    assert_eq!(c.ssthresh(), u64::MAX);
+    let before = c.window();
+    cubic_round(&mut c, t, base, pn);
+    assert_eq!(c.window(), 2 * before, "slow start doubles again");
+
+    // The same spike without CSS: congestion avoidance at the spike, ssthresh = cwnd.
+    let mut linux = Cubic::with_css_rounds(MSS as u16, LINUX_CSS_ROUNDS);
+    let (mut pn, mut t) = (0, Instant::now());
+    for rtt in [base, base, base, spike, base, base] {
+        (pn, t) = cubic_round(&mut linux, t, rtt, pn);
+    }
+    assert_eq!(linux.phase(), SlowStartPhase::Done);
+    assert!(linux.ssthresh() < u64::MAX && linux.window() < 2 * linux.ssthresh());
+}
+
+/// RFC 9406 §4.3: a rise that lasts (a queue building) keeps CSS at a quarter of slow start's
+/// growth (CSS_GROWTH_DIVISOR = 4) for CSS_ROUNDS = 5 rounds, then congestion avoidance with
+/// ssthresh = cwnd, with no loss.
+#[test]
+fn css_enters_congestion_avoidance_after_five_rounds_of_a_sustained_rise() {
+    let base = Duration::from_millis(10);
+    let risen = base + Duration::from_millis(6);
+    let (mut c, mut pn, mut t) = cubic_in_slow_start(base);
+    (pn, t) = cubic_round(&mut c, t, risen, pn);
+    let entered = c.css_entered_at().expect("the rise entered CSS");
+    for round in 1..RFC_CSS_ROUNDS {
+        let before = c.window();
+        (pn, t) = cubic_round(&mut c, t, risen, pn);
+        assert!(matches!(c.phase(), SlowStartPhase::Conservative { .. }), "left CSS in its round {round}: {:?}", c.phase());
+        assert_eq!(c.window(), before + before / MSS * MSS / 4, "CSS grows by a quarter of what is acked");
+    }
+    assert_eq!(c.ca_entered_at(), None);
+    let (_, t_end) = cubic_round(&mut c, t, risen, pn);
+    assert_eq!(c.phase(), SlowStartPhase::Done, "CSS lasts CSS_ROUNDS rounds");
+    let ca = c.ca_entered_at().expect("entered congestion avoidance");
+    assert!(ca > entered && ca <= t_end);
+    assert!(c.ssthresh() <= c.window() && c.ssthresh() < u64::MAX, "ssthresh = cwnd when CSS ends");
 }
 
 /// HyStart++ leaves the loss response alone: a loss in slow start is CUBIC's β = 0.7 cut
