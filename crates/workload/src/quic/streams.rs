@@ -125,3 +125,34 @@ pub(crate) async fn write_pattern(send: &mut SendStream, len: u64) -> Result<(),
     }
     Ok(())
 }
+
+/// The QUIC [`Lane`](crate::lane::Lane): each request on a bidirectional stream of its own on
+/// `conn` (the framing is [`super::wire`]'s), so requests on lanes of one connection travel
+/// side by side as an HTTP/3 client's do.
+pub(crate) struct StreamLane<'a>(pub &'a Connection);
+
+impl crate::lane::Lane for StreamLane<'_> {
+    async fn exchange(&mut self, ask: crate::lane::Ask<'_>, on_first: &mut dyn FnMut()) -> Result<u64, String> {
+        use crate::lane::Ask;
+        let (mut send, mut recv) = self.0.open_bi().await.map_err(|e| format!("opening a stream: {e}"))?;
+        let request = match ask {
+            Ask::Get(path) => Request::Get { path: path.to_string() },
+            Ask::Put(path, len) => Request::Put { path: path.to_string(), len },
+        };
+        send.write_all(request.line().as_bytes()).await.map_err(|e| format!("sending the request: {e}"))?;
+        if let Ask::Put(_, len) = ask {
+            write_pattern(&mut send, len).await.map_err(|e| format!("sending the body: {e}"))?;
+        }
+        send.finish().map_err(|e| format!("finishing the request: {e}"))?;
+        match ask {
+            Ask::Get(_) => count_to_end(&mut recv, on_first).await.map_err(|e| format!("reading the response: {e}")),
+            Ask::Put(..) => {
+                let (line, _) = read_line(&mut recv).await?;
+                match Status::parse(&line)? {
+                    Status::Ok => Ok(0),
+                    Status::Error(reason) => Err(format!("the server refused the body: {reason}")),
+                }
+            }
+        }
+    }
+}
