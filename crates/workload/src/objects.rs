@@ -42,6 +42,7 @@ use crate::http_end::HttpEnd;
 use crate::lane::{Ask, Http1Lane, Lane};
 use crate::quic::load::OneConnection;
 use crate::quic::streams::{Store, StreamLane};
+use crate::quic::wire::index_in;
 use crate::quic::MAX_STREAMS;
 use crate::sampler::Sampler;
 use crate::{net, ByteBudget, MeasureHook, NoMeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
@@ -306,17 +307,9 @@ impl crate::Spec for ObjectsSpec {
             ObjectMethod::Get => crate::Direction::Download,
         }
     }
-    fn timeout_s(&self) -> f64 {
-        self.timeout_s
-    }
-    fn sample_interval_us(&self) -> u64 {
-        self.sample_interval_us
-    }
+    common::spec_common!(cc);
     fn metric(&self) -> &'static str {
         "content throughput"
-    }
-    fn set_algorithm(&mut self, cc: &crate::Algorithm) {
-        self.cc = cc.clone();
     }
     fn headline(&self) -> crate::Headline {
         crate::Headline::ContentThroughput
@@ -640,6 +633,20 @@ impl<'c> Worker for QuicWorker<'c> {
     }
 }
 
+/// What the QUIC server has: `/obj/N`, each `object_bytes` long, for GET and PUT alike.
+struct ObjectStore {
+    object_bytes: u64,
+}
+
+impl Store for ObjectStore {
+    fn get(&self, path: &str) -> Option<u64> {
+        index_in(path, "/obj/").map(|_| self.object_bytes)
+    }
+    fn put(&self, path: &str) -> Option<u64> {
+        self.get(path)
+    }
+}
+
 /// Why a worker issues no more requests.
 enum Stop {
     /// Its transport's one connection is gone (QUIC): the request is counted as failed on it.
@@ -744,7 +751,7 @@ fn run_quic_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Result<ObjectsR
         port: spec.port,
         timeout_s: spec.timeout_s,
         sample_interval_us: spec.sample_interval_us,
-        store: Store::Objects { object_bytes: spec.object_bytes },
+        store: Arc::new(ObjectStore { object_bytes: spec.object_bytes }),
     }
     .run(async |conn| load(&w, (0..spec.concurrency).map(|_| QuicWorker(StreamLane(conn))).collect()).await)?;
     let log = lock(&log);

@@ -31,7 +31,8 @@ pub(crate) struct OneConnection<'a> {
     pub port: u16,
     pub timeout_s: f64,
     pub sample_interval_us: u64,
-    pub store: Store,
+    /// What its server answers.
+    pub store: Arc<dyn Store>,
 }
 
 /// How a load over one connection ended.
