@@ -911,3 +911,115 @@ impl crate::FarSpec for ObjectsSpec {
         self.concurrency
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+
+    /// A lane that answers from a script: what each request gets back, in order.
+    struct Scripted(VecDeque<Result<u64, String>>);
+
+    impl Lane for Scripted {
+        async fn exchange(&mut self, _: Ask<'_>, _: &mut dyn FnMut()) -> Result<u64, String> {
+            self.0.pop_front().unwrap_or_else(|| Err("the script ran out".into()))
+        }
+    }
+
+    /// A worker whose transport gives out before its `fails_at`-th request, as `stop` says.
+    struct Failing {
+        lane: Scripted,
+        asked: u32,
+        fails_at: u32,
+        stop: fn() -> Stop,
+    }
+
+    impl Worker for Failing {
+        type Lane = Scripted;
+        fn lane(&mut self) -> &mut Scripted {
+            &mut self.lane
+        }
+        fn connection(&self) -> (u32, usize) {
+            (7, 0)
+        }
+        fn name(&self, index: u32) -> String {
+            format!("request {index}")
+        }
+        async fn ready(&mut self) -> Result<(), Stop> {
+            self.asked += 1;
+            if self.asked == self.fails_at {
+                return Err((self.stop)());
+            }
+            Ok(())
+        }
+    }
+
+    fn spec(method: ObjectMethod) -> ObjectsSpec {
+        ObjectsSpec {
+            requests: 5,
+            object_bytes: 20,
+            concurrency: 1,
+            method,
+            cc: "cubic".parse().unwrap(),
+            port: 1,
+            sample_interval_us: 10_000,
+            timeout_s: 1.0,
+            quic_receiver_cc: None,
+        }
+    }
+
+    /// Runs one worker over `answers` until it stops; the log and the requests issued.
+    fn run_one(method: ObjectMethod, answers: Vec<Result<u64, String>>, fails_at: u32, stop: fn() -> Stop) -> (ClientLog, u32) {
+        let spec = spec(method);
+        let log = Mutex::new(ClientLog::default());
+        lock(&log).conns.push(ConnStats { id: 7, client_port: 0, cc_read_back: None, tally: Tally::default() });
+        let w = Workers { spec: &spec, log: &log, next_request: AtomicU32::new(0), hook: &NoMeasureHook };
+        let worker = Failing { lane: Scripted(answers.into()), asked: 0, fails_at, stop };
+        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(load(&w, vec![worker]));
+        let issued = w.next_request.load(Ordering::SeqCst);
+        (log.into_inner().unwrap(), issued)
+    }
+
+    /// QUIC's one connection lost: the next request is counted as failed on it and the worker
+    /// stops; what never went leaves the run short.
+    #[test]
+    fn a_lost_connection_fails_the_next_request_and_stops_the_worker() {
+        let (log, issued) = run_one(ObjectMethod::Get, vec![Ok(20), Ok(20)], 3, || Stop::Gone("reset by peer".into()));
+        assert_eq!(issued, 3);
+        let oks: Vec<bool> = log.requests.rows.iter().map(|r| r.ok).collect();
+        assert_eq!(oks, [true, true, false]);
+        let t = &log.conns[0].tally;
+        assert_eq!((t.completed, t.errors, t.bytes), (2, 1, 40));
+        assert_eq!(log.requests.errors.messages, ["request 2: the connection is gone: reset by peer"]);
+        assert!(log.requests.rows.iter().all(|r| r.connection == 7));
+    }
+
+    /// TCP's replacement connection that cannot be opened: the request is a failed row on the
+    /// old connection, counted on no connection's tally; a mismatch is kept for the run.
+    #[test]
+    fn a_failed_reconnect_records_the_request_on_no_tally_and_keeps_a_mismatch() {
+        let mismatch = || Stop::Reconnecting(WorkloadError::CongestionMismatch { requested: "bbr".into(), actual: "cubic".into() });
+        let (log, issued) = run_one(ObjectMethod::Put, vec![Ok(0)], 2, mismatch);
+        assert_eq!(issued, 2);
+        let rows: Vec<(bool, f64, u64)> = log.requests.rows.iter().map(|r| (r.ok, r.latency_s, r.content_bytes)).collect();
+        assert_eq!(rows, [(true, rows[0].1, 20), (false, 0.0, 0)]);
+        let t = &log.conns[0].tally;
+        assert_eq!((t.completed, t.errors, t.bytes), (1, 0, 20));
+        assert_eq!(log.mismatch.as_deref(), Some("cubic"));
+        assert_eq!(log.requests.errors.count, 1);
+        assert!(log.requests.errors.messages[0].starts_with("request 1: reconnecting: "), "{:?}", log.requests.errors.messages);
+    }
+
+    /// A GET that brought back less than the object, and a refusal, fail their requests; the
+    /// worker goes on to the next.
+    #[test]
+    fn a_short_or_refused_answer_fails_only_its_request() {
+        let answers = vec![Ok(20), Ok(10), Err("status 503, expected 200 OK".into()), Ok(20), Ok(20)];
+        let (log, issued) = run_one(ObjectMethod::Get, answers, u32::MAX, || unreachable!());
+        assert_eq!(issued, 5);
+        let oks: Vec<bool> = log.requests.rows.iter().map(|r| r.ok).collect();
+        assert_eq!(oks, [true, false, false, true, true]);
+        assert_eq!(log.requests.errors.messages, ["request 1: got 10 of 20 bytes", "request 2: status 503, expected 200 OK"]);
+    }
+}
