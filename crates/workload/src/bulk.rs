@@ -133,12 +133,7 @@ impl crate::Spec for BulkSpec {
     fn data_direction(&self) -> Direction {
         self.direction
     }
-    fn timeout_s(&self) -> f64 {
-        self.timeout_s
-    }
-    fn sample_interval_us(&self) -> u64 {
-        self.sample_interval_us
-    }
+    crate::common::spec_common!();
     fn metric(&self) -> &'static str {
         "goodput"
     }

@@ -41,6 +41,7 @@ pub mod fuzzing;
 mod harness;
 pub mod http_end;
 mod kind;
+mod lane;
 mod mixed;
 mod net;
 mod objects;

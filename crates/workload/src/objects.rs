@@ -31,7 +31,6 @@ use std::time::{Duration, Instant};
 
 use ccbench_probe::TcpInfo;
 use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
@@ -40,6 +39,11 @@ use crate::common::{self, lock, Errors, PatternBody};
 use crate::far::{Dial, FarHttp, FarReport};
 use crate::harness::{Finish, Harness, ServerLog, ServerProto};
 use crate::http_end::HttpEnd;
+use crate::lane::{Ask, Http1Lane, Lane};
+use crate::quic::load::OneConnection;
+use crate::quic::streams::{Store, StreamLane};
+use crate::quic::wire::index_in;
+use crate::quic::MAX_STREAMS;
 use crate::sampler::Sampler;
 use crate::{net, ByteBudget, MeasureHook, NoMeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
 
@@ -283,6 +287,7 @@ struct ConnStats {
     tally: Tally,
 }
 
+/// The TCP load's client: how it connects, and what its connections report to.
 struct Ctx<'a> {
     dial: &'a Dial<'a>,
     spec: &'a ObjectsSpec,
@@ -290,10 +295,9 @@ struct Ctx<'a> {
     sampler: &'a Sampler<'a>,
     server_log: &'a ServerLog,
     log: &'a Mutex<ClientLog>,
-    next_request: AtomicU32,
     next_conn_id: AtomicU32,
     host: String,
-    hook: &'a dyn MeasureHook,
+    workers: Workers<'a>,
 }
 
 impl crate::Spec for ObjectsSpec {
@@ -303,17 +307,9 @@ impl crate::Spec for ObjectsSpec {
             ObjectMethod::Get => crate::Direction::Download,
         }
     }
-    fn timeout_s(&self) -> f64 {
-        self.timeout_s
-    }
-    fn sample_interval_us(&self) -> u64 {
-        self.sample_interval_us
-    }
+    common::spec_common!(cc);
     fn metric(&self) -> &'static str {
         "content throughput"
-    }
-    fn set_algorithm(&mut self, cc: &crate::Algorithm) {
-        self.cc = cc.clone();
     }
     fn headline(&self) -> crate::Headline {
         crate::Headline::ContentThroughput
@@ -393,7 +389,7 @@ fn run_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Result<ObjectsResult
         return Err(WorkloadError::Setup("concurrency must be at least 1".into()));
     }
     if spec.cc.is_quic() {
-        return crate::quic::run_quic_objects(spec, run);
+        return run_quic_objects(spec, run);
     }
     let harness = Harness::new(run, spec.timeout_s, spec.sample_interval_us)?;
     let log = Mutex::new(ClientLog::default());
@@ -415,9 +411,8 @@ fn run_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Result<ObjectsResult
         sampler: &harness.sampler,
         server_log: &harness.server_log,
         log: &log,
-        next_request: AtomicU32::new(0),
         next_conn_id: AtomicU32::new(0),
-        hook: run.hook,
+        workers: Workers { spec, log: &log, next_request: AtomicU32::new(0), hook: run.hook },
     };
     let outcome = harness.drive(listener, ServerProto::Http1, (sender == Side::Server).then_some(cc), make_service, client_main(&ctx, sockets));
     lock(&log).requests.close(run.hook);
@@ -430,7 +425,7 @@ fn run_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Result<ObjectsResult
     if let Some(actual) = lock(&log).mismatch.clone().or_else(|| harness.server_mismatch()) {
         return Err(WorkloadError::CongestionMismatch { requested: spec.cc.to_string(), actual });
     }
-    let issued = ctx.next_request.load(Ordering::SeqCst).min(spec.requests);
+    let issued = ctx.workers.next_request.load(Ordering::SeqCst).min(spec.requests);
     Ok(finish(spec, &log, &harness.server_log, harness.sampler.finish(run.epoch), run.epoch, issued, how))
 }
 
@@ -485,13 +480,12 @@ pub fn run_objects_remote(
                 sampler: &harness.sampler,
                 server_log: &far.log,
                 log: &log,
-                next_request: AtomicU32::new(0),
                 next_conn_id: AtomicU32::new(0),
-                hook: &NoMeasureHook,
+                workers: Workers { spec, log: &log, next_request: AtomicU32::new(0), hook: &NoMeasureHook },
             };
             let how = if harness.stopped_already() { Ok(Finish::Stopped) } else { harness.drive_client(client_main(&ctx, sockets)) };
             harness.shutdown();
-            how.map(|h| (h, ctx.next_request.load(Ordering::SeqCst).min(spec.requests)))
+            how.map(|h| (h, ctx.workers.next_request.load(Ordering::SeqCst).min(spec.requests)))
         }
         Err(e) => Err(e),
     };
@@ -530,7 +524,7 @@ async fn client_main(ctx: &Ctx<'_>, sockets: Vec<std::net::TcpStream>) -> Result
     let mut ready = Vec::new();
     for c in conns {
         match c {
-            Ok(c) => ready.push(c),
+            Ok(c) => ready.push(TcpWorker { ctx, conn: c }),
             Err(WorkloadError::CongestionMismatch { requested, actual }) => return Err(WorkloadError::CongestionMismatch { requested, actual }),
             Err(e) => lock(ctx.log).requests.errors.push(format!("opening a connection: {e}")),
         }
@@ -549,16 +543,16 @@ async fn client_main(ctx: &Ctx<'_>, sockets: Vec<std::net::TcpStream>) -> Result
     }
 
     // Phase 2: the requests, each worker one at a time on its own connection.
-    let first = lock(ctx.log).requests.start(ctx.hook);
-    common::join_all(ready.into_iter().map(|c| worker(ctx, c, first)).collect()).await;
+    load(&ctx.workers, ready).await;
     Ok(())
 }
 
+/// A TCP connection of the client's: its number, its slot in `ClientLog::conns`, and the
+/// HTTP/1.1 lane its requests travel on.
 struct Conn {
     id: u32,
-    /// Index into `ClientLog::conns`.
     slot: usize,
-    sender: SendRequest<PatternBody>,
+    lane: Http1Lane,
 }
 
 async fn open_connection(ctx: &Ctx<'_>, sock: std::net::TcpStream) -> Result<Conn, WorkloadError> {
@@ -580,71 +574,213 @@ async fn open_connection(ctx: &Ctx<'_>, sock: std::net::TcpStream) -> Result<Con
     let id = ctx.next_conn_id.fetch_add(1, Ordering::SeqCst);
     let mut log = lock(ctx.log);
     log.conns.push(ConnStats { id, client_port, cc_read_back, tally: Tally::default() });
-    Ok(Conn { id, slot: log.conns.len() - 1, sender })
+    Ok(Conn { id, slot: log.conns.len() - 1, lane: Http1Lane { sender, host: ctx.host.clone() } })
 }
 
-async fn worker(ctx: &Ctx<'_>, mut conn: Conn, first: Instant) {
-    let spec = ctx.spec;
-    while let Some(index) = next_index(&ctx.next_request, spec.requests) {
-        if conn.sender.is_closed() {
-            // The server (or the path) closed this connection: open another, as a client would.
-            let reopened = match ctx.dial.sockets(1, (spec.method.sender() == Side::Client).then_some(&spec.cc)) {
-                Ok(mut v) => open_connection(ctx, v.remove(0)).await,
-                Err(e) => Err(e),
-            };
-            match reopened {
-                Ok(c) => conn = c,
-                Err(e) => {
-                    if let WorkloadError::CongestionMismatch { actual, .. } = &e {
-                        lock(ctx.log).mismatch = Some(actual.clone());
-                    }
-                    let log = &mut lock(ctx.log).requests;
-                    log.errors.push(format!("request {index}: reconnecting: {e}"));
-                    log.rows.push(RequestRecord {
-                        index,
-                        connection: conn.id,
-                        start_s: first.elapsed().as_secs_f64(),
-                        latency_s: 0.0,
-                        content_bytes: 0,
-                        ok: false,
-                    });
-                    return;
+/// A worker over TCP: a keep-alive connection of its own, replaced by a new one when the
+/// server (or the path) closed it, as a client would.
+struct TcpWorker<'c> {
+    ctx: &'c Ctx<'c>,
+    conn: Conn,
+}
+
+impl Worker for TcpWorker<'_> {
+    type Lane = Http1Lane;
+
+    fn lane(&mut self) -> &mut Http1Lane {
+        &mut self.conn.lane
+    }
+    fn connection(&self) -> (u32, usize) {
+        (self.conn.id, self.conn.slot)
+    }
+    fn name(&self, index: u32) -> String {
+        format!("request {index} on connection {}", self.conn.id)
+    }
+    async fn ready(&mut self) -> Result<(), Stop> {
+        if !self.conn.lane.sender.is_closed() {
+            return Ok(());
+        }
+        let (ctx, spec) = (self.ctx, self.ctx.spec);
+        let reopened = match ctx.dial.sockets(1, (spec.method.sender() == Side::Client).then_some(&spec.cc)) {
+            Ok(mut v) => open_connection(ctx, v.remove(0)).await,
+            Err(e) => Err(e),
+        };
+        self.conn = reopened.map_err(Stop::Reconnecting)?;
+        Ok(())
+    }
+}
+
+/// A worker over QUIC: the one connection, a stream per request.
+struct QuicWorker<'c>(StreamLane<'c>);
+
+impl<'c> Worker for QuicWorker<'c> {
+    type Lane = StreamLane<'c>;
+
+    fn lane(&mut self) -> &mut StreamLane<'c> {
+        &mut self.0
+    }
+    fn connection(&self) -> (u32, usize) {
+        (0, 0)
+    }
+    fn name(&self, index: u32) -> String {
+        format!("request {index}")
+    }
+    async fn ready(&mut self) -> Result<(), Stop> {
+        match self.0 .0.close_reason() {
+            None => Ok(()),
+            Some(reason) => Err(Stop::Gone(reason.to_string())),
+        }
+    }
+}
+
+/// What the QUIC server has: `/obj/N`, each `object_bytes` long, for GET and PUT alike.
+struct ObjectStore {
+    object_bytes: u64,
+}
+
+impl Store for ObjectStore {
+    fn get(&self, path: &str) -> Option<u64> {
+        index_in(path, "/obj/").map(|_| self.object_bytes)
+    }
+    fn put(&self, path: &str) -> Option<u64> {
+        self.get(path)
+    }
+}
+
+/// Why a worker issues no more requests.
+enum Stop {
+    /// Its transport's one connection is gone (QUIC): the request is counted as failed on it.
+    Gone(String),
+    /// A new connection to replace its closed one could not be opened (TCP): the request is
+    /// recorded as failed, on no connection's count.
+    Reconnecting(WorkloadError),
+}
+
+/// What the load asks of a worker's transport, beside its [`Lane`].
+trait Worker {
+    type Lane: Lane;
+    fn lane(&mut self) -> &mut Self::Lane;
+    /// The number of the connection its requests go on, and its slot in `ClientLog::conns`.
+    fn connection(&self) -> (u32, usize);
+    /// Request `index` as its error messages name it.
+    fn name(&self, index: u32) -> String;
+    /// Ready for the next request, or why the worker stops.
+    async fn ready(&mut self) -> Result<(), Stop>;
+}
+
+/// What the workers share, whatever the transport.
+struct Workers<'a> {
+    spec: &'a ObjectsSpec,
+    log: &'a Mutex<ClientLog>,
+    next_request: AtomicU32,
+    hook: &'a dyn MeasureHook,
+}
+
+/// The load: the first request goes now, then every worker issues one request at a time until
+/// all `requests` are issued.
+async fn load<W: Worker>(w: &Workers<'_>, workers: Vec<W>) {
+    let first = lock(w.log).requests.start(w.hook);
+    common::join_all(workers.into_iter().map(|x| worker(w, x, first)).collect()).await;
+}
+
+async fn worker<W: Worker>(w: &Workers<'_>, mut x: W, first: Instant) {
+    let spec = w.spec;
+    while let Some(index) = next_index(&w.next_request, spec.requests) {
+        let ready = x.ready().await;
+        let issued = Instant::now();
+        let outcome = match &ready {
+            Ok(()) => one_request(x.lane(), spec, index).await,
+            Err(Stop::Gone(reason)) => Err(format!("the connection is gone: {reason}")),
+            Err(Stop::Reconnecting(e)) => {
+                let log = &mut *lock(w.log);
+                if let WorkloadError::CongestionMismatch { actual, .. } = e {
+                    log.mismatch = Some(actual.clone());
                 }
+                log.requests.errors.push(format!("request {index}: reconnecting: {e}"));
+                let row =
+                    RequestRecord { index, connection: x.connection().0, start_s: first.elapsed().as_secs_f64(), latency_s: 0.0, content_bytes: 0, ok: false };
+                log.requests.rows.push(row);
+                return;
+            }
+        };
+        let (connection, slot) = x.connection();
+        let ended = Ended { index, connection, first, issued, ended: Instant::now() };
+        let log = &mut *lock(w.log);
+        log.requests.record_outcome(&mut log.conns[slot].tally, w.hook, ended, outcome, || x.name(index));
+        if ready.is_err() {
+            return;
+        }
+    }
+}
+
+/// One request on `lane`; the object bytes that moved, or why it failed.
+async fn one_request(lane: &mut impl Lane, spec: &ObjectsSpec, index: u32) -> Result<u64, String> {
+    let path = format!("/obj/{index}");
+    match spec.method {
+        ObjectMethod::Put => lane.exchange(Ask::Put(&path, spec.object_bytes), &mut || {}).await.map(|_| spec.object_bytes),
+        ObjectMethod::Get => {
+            let got = lane.exchange(Ask::Get(&path), &mut || {}).await?;
+            if got == spec.object_bytes {
+                Ok(got)
+            } else {
+                Err(format!("got {got} of {} bytes", spec.object_bytes))
             }
         }
-        let issued = Instant::now();
-        let outcome = one_request(ctx, &mut conn.sender, index).await;
-        let ended = Ended { index, connection: conn.id, first, issued, ended: Instant::now() };
-        let log = &mut *lock(ctx.log);
-        log.requests.record_outcome(&mut log.conns[conn.slot].tally, ctx.hook, ended, outcome, || format!("request {index} on connection {}", conn.id));
     }
 }
 
-/// One request on a keep-alive connection; the object bytes that moved, or why it failed.
-async fn one_request(ctx: &Ctx<'_>, sender: &mut SendRequest<PatternBody>, index: u32) -> Result<u64, String> {
-    let spec = ctx.spec;
-    let (method, body_bytes, expect) = match spec.method {
-        ObjectMethod::Put => (Method::PUT, spec.object_bytes, StatusCode::NO_CONTENT),
-        ObjectMethod::Get => (Method::GET, 0, StatusCode::OK),
+/// Runs `spec`, whose algorithm is a QUIC one: `concurrency` workers issue their requests as
+/// concurrent streams on **one** connection, a stream per request, the way an HTTP/3 client
+/// multiplexes them (the framing, and why it is not HTTP/3 itself, is in `quic::wire`). The
+/// connection is set up, and both ends' controllers read back, before the first request, as
+/// over TCP. There is no second connection: once it is lost, each worker records its next
+/// request as failed and stops (the requests never issued leave the run unfinished).
+fn run_quic_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Result<ObjectsResult, WorkloadError> {
+    if spec.concurrency > MAX_STREAMS {
+        return Err(WorkloadError::Setup(format!("concurrency over QUIC must be from 1 to {MAX_STREAMS}, got {}", spec.concurrency)));
+    }
+    let log = Mutex::new(ClientLog::default());
+    // The one connection's count; its port comes with its record.
+    lock(&log).conns.push(ConnStats { id: 0, client_port: 0, cc_read_back: None, tally: Tally::default() });
+    let w = Workers { spec, log: &log, next_request: AtomicU32::new(0), hook: run.hook };
+    let end = OneConnection {
+        run,
+        cc: &spec.cc,
+        receiver_cc: spec.quic_receiver_cc.as_deref(),
+        sender: spec.method.sender(),
+        port: spec.port,
+        timeout_s: spec.timeout_s,
+        sample_interval_us: spec.sample_interval_us,
+        store: Arc::new(ObjectStore { object_bytes: spec.object_bytes }),
+    }
+    .run(async |conn| load(&w, (0..spec.concurrency).map(|_| QuicWorker(StreamLane(conn))).collect()).await)?;
+    let log = lock(&log);
+    log.requests.close(run.hook);
+    let tally = &log.conns[0].tally;
+    let connections: Vec<ObjectsConnection> = end
+        .connection
+        .into_iter()
+        .map(|(client_port, sending)| ObjectsConnection {
+            id: 0,
+            client_port,
+            sender: spec.method.sender(),
+            sending,
+            requests_completed: tally.completed,
+            errors: tally.errors,
+            content_bytes: tally.bytes,
+        })
+        .collect();
+    let outcome = Outcome {
+        first_request: log.requests.first_request,
+        last_response: log.requests.last_response,
+        requests: &log.requests.rows,
+        client_errors: &log.requests.errors,
+        server_errors: &end.server_errors,
+        server_connections: connections.len() as u32,
+        connections,
+        issued: w.next_request.load(Ordering::SeqCst).min(spec.requests),
     };
-    let req = Request::builder()
-        .method(method)
-        .uri(format!("/obj/{index}"))
-        .header(hyper::header::HOST, ctx.host.as_str())
-        .body(PatternBody::new(body_bytes))
-        .map_err(|e| format!("building the request: {e}"))?;
-    sender.ready().await.map_err(|e| format!("connection not ready: {e}"))?;
-    let resp = sender.send_request(req).await.map_err(|e| format!("sending: {e}"))?;
-    let status = resp.status();
-    let got = common::drain_body(resp.into_body(), || {}).await.map_err(|e| format!("reading the response: {e}"))?;
-    if status != expect {
-        return Err(format!("status {status}, expected {expect}"));
-    }
-    match spec.method {
-        ObjectMethod::Put => Ok(spec.object_bytes),
-        ObjectMethod::Get if got == spec.object_bytes => Ok(got),
-        ObjectMethod::Get => Err(format!("got {got} of {} bytes", spec.object_bytes)),
-    }
+    Ok(summarize(spec, run.epoch, outcome, end.how))
 }
 
 fn finish(
@@ -773,5 +909,117 @@ impl crate::FarSpec for ObjectsSpec {
 
     fn planned_connections(&self) -> u32 {
         self.concurrency
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+
+    /// A lane that answers from a script: what each request gets back, in order.
+    struct Scripted(VecDeque<Result<u64, String>>);
+
+    impl Lane for Scripted {
+        async fn exchange(&mut self, _: Ask<'_>, _: &mut dyn FnMut()) -> Result<u64, String> {
+            self.0.pop_front().unwrap_or_else(|| Err("the script ran out".into()))
+        }
+    }
+
+    /// A worker whose transport gives out before its `fails_at`-th request, as `stop` says.
+    struct Failing {
+        lane: Scripted,
+        asked: u32,
+        fails_at: u32,
+        stop: fn() -> Stop,
+    }
+
+    impl Worker for Failing {
+        type Lane = Scripted;
+        fn lane(&mut self) -> &mut Scripted {
+            &mut self.lane
+        }
+        fn connection(&self) -> (u32, usize) {
+            (7, 0)
+        }
+        fn name(&self, index: u32) -> String {
+            format!("request {index}")
+        }
+        async fn ready(&mut self) -> Result<(), Stop> {
+            self.asked += 1;
+            if self.asked == self.fails_at {
+                return Err((self.stop)());
+            }
+            Ok(())
+        }
+    }
+
+    fn spec(method: ObjectMethod) -> ObjectsSpec {
+        ObjectsSpec {
+            requests: 5,
+            object_bytes: 20,
+            concurrency: 1,
+            method,
+            cc: "cubic".parse().unwrap(),
+            port: 1,
+            sample_interval_us: 10_000,
+            timeout_s: 1.0,
+            quic_receiver_cc: None,
+        }
+    }
+
+    /// Runs one worker over `answers` until it stops; the log and the requests issued.
+    fn run_one(method: ObjectMethod, answers: Vec<Result<u64, String>>, fails_at: u32, stop: fn() -> Stop) -> (ClientLog, u32) {
+        let spec = spec(method);
+        let log = Mutex::new(ClientLog::default());
+        lock(&log).conns.push(ConnStats { id: 7, client_port: 0, cc_read_back: None, tally: Tally::default() });
+        let w = Workers { spec: &spec, log: &log, next_request: AtomicU32::new(0), hook: &NoMeasureHook };
+        let worker = Failing { lane: Scripted(answers.into()), asked: 0, fails_at, stop };
+        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(load(&w, vec![worker]));
+        let issued = w.next_request.load(Ordering::SeqCst);
+        (log.into_inner().unwrap(), issued)
+    }
+
+    /// QUIC's one connection lost: the next request is counted as failed on it and the worker
+    /// stops; what never went leaves the run short.
+    #[test]
+    fn a_lost_connection_fails_the_next_request_and_stops_the_worker() {
+        let (log, issued) = run_one(ObjectMethod::Get, vec![Ok(20), Ok(20)], 3, || Stop::Gone("reset by peer".into()));
+        assert_eq!(issued, 3);
+        let oks: Vec<bool> = log.requests.rows.iter().map(|r| r.ok).collect();
+        assert_eq!(oks, [true, true, false]);
+        let t = &log.conns[0].tally;
+        assert_eq!((t.completed, t.errors, t.bytes), (2, 1, 40));
+        assert_eq!(log.requests.errors.messages, ["request 2: the connection is gone: reset by peer"]);
+        assert!(log.requests.rows.iter().all(|r| r.connection == 7));
+    }
+
+    /// TCP's replacement connection that cannot be opened: the request is a failed row on the
+    /// old connection, counted on no connection's tally; a mismatch is kept for the run.
+    #[test]
+    fn a_failed_reconnect_records_the_request_on_no_tally_and_keeps_a_mismatch() {
+        let mismatch = || Stop::Reconnecting(WorkloadError::CongestionMismatch { requested: "bbr".into(), actual: "cubic".into() });
+        let (log, issued) = run_one(ObjectMethod::Put, vec![Ok(0)], 2, mismatch);
+        assert_eq!(issued, 2);
+        let rows: Vec<(bool, f64, u64)> = log.requests.rows.iter().map(|r| (r.ok, r.latency_s, r.content_bytes)).collect();
+        assert_eq!(rows, [(true, rows[0].1, 20), (false, 0.0, 0)]);
+        let t = &log.conns[0].tally;
+        assert_eq!((t.completed, t.errors, t.bytes), (1, 0, 20));
+        assert_eq!(log.mismatch.as_deref(), Some("cubic"));
+        assert_eq!(log.requests.errors.count, 1);
+        assert!(log.requests.errors.messages[0].starts_with("request 1: reconnecting: "), "{:?}", log.requests.errors.messages);
+    }
+
+    /// A GET that brought back less than the object, and a refusal, fail their requests; the
+    /// worker goes on to the next.
+    #[test]
+    fn a_short_or_refused_answer_fails_only_its_request() {
+        let answers = vec![Ok(20), Ok(10), Err("status 503, expected 200 OK".into()), Ok(20), Ok(20)];
+        let (log, issued) = run_one(ObjectMethod::Get, answers, u32::MAX, || unreachable!());
+        assert_eq!(issued, 5);
+        let oks: Vec<bool> = log.requests.rows.iter().map(|r| r.ok).collect();
+        assert_eq!(oks, [true, false, false, true, true]);
+        assert_eq!(log.requests.errors.messages, ["request 1: got 10 of 20 bytes", "request 2: status 503, expected 200 OK"]);
     }
 }

@@ -364,6 +364,16 @@ impl Ctx<'_> {
     }
 }
 
+/// What the QUIC server has of a page: `/` (its HTML) and `/o/N` (its objects), GET only.
+impl crate::quic::streams::Store for PageModel {
+    fn get(&self, path: &str) -> Option<u64> {
+        if path == "/" {
+            return Some(self.html_bytes);
+        }
+        crate::quic::wire::index_in(path, "/o/").and_then(|i| self.objects.get(i as usize).copied())
+    }
+}
+
 /// What a page load is, however it is loaded (`PageSpec` by our client, `BrowserSpec` by
 /// Chromium): the server sends, the run is read by its load time. Expands inside `impl Spec`
 /// of a spec with `cc`, `timeout_s` and `sample_interval_us` fields.
@@ -372,18 +382,10 @@ macro_rules! page_load_spec {
         fn data_direction(&self) -> crate::Direction {
             crate::Direction::Download
         }
-        fn timeout_s(&self) -> f64 {
-            self.timeout_s
-        }
-        fn sample_interval_us(&self) -> u64 {
-            self.sample_interval_us
-        }
+        $crate::common::spec_common!(cc);
         // The page's load speed, as 1 / load time, is what the verdict compares.
         fn metric(&self) -> &'static str {
             "page-load speed (1 / load time)"
-        }
-        fn set_algorithm(&mut self, cc: &crate::Algorithm) {
-            self.cc = cc.clone();
         }
         fn headline(&self) -> crate::Headline {
             crate::Headline::PageLoad

@@ -20,16 +20,15 @@
 //!   driver next woke up.
 
 mod bulk;
-mod objects;
+pub(crate) mod load;
 mod observe;
 mod page;
 mod pair;
 mod remote;
-mod streams;
+pub(crate) mod streams;
 pub(crate) mod wire;
 
 pub(crate) use bulk::run_quic_bulk;
-pub(crate) use objects::run_quic_objects;
 pub(crate) use page::load_quic_page;
 pub use remote::{QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer};
 

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use noq::{Connection, VarInt};
 
 use super::pair::{self, dial, quic_algorithm, server_endpoint, Pair};
-use super::streams::{count_to_end, serve, Store};
+use super::streams::{count_to_end, serve};
 use super::wire::Request;
 use super::{Tls, HANDSHAKE_TIMEOUT};
 use crate::common::{join_all, lock, multi_thread_runtime, stopped, Errors};
@@ -162,7 +162,7 @@ async fn load(ctx: &Ctx<'_>) -> Result<(), WorkloadError> {
                 None => tokio::time::timeout(HANDSHAKE_TIMEOUT, accepting).await.map_err(timed("server"))??,
             };
             let pair = dial.pair(client.clone(), s)?;
-            tokio::spawn(serve(pair.server().clone(), Store::Page(Arc::new(ctx.spec.page.clone())), ctx.server_errors.clone()));
+            tokio::spawn(serve(pair.server().clone(), Arc::new(ctx.spec.page.clone()), ctx.server_errors.clone()));
             let _ = ctx.pair.set(pair);
             Ok::<_, WorkloadError>(())
         }

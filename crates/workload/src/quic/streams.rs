@@ -6,44 +6,28 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use noq::{Connection, RecvStream, SendStream, VarInt};
 
-use super::wire::{index_in, Fed, LineReader, Request, Status, BAD_REQUEST, MAX_LINE};
+use super::wire::{Fed, LineReader, Request, Status, BAD_REQUEST, MAX_LINE};
 use crate::common::{lock, Errors, CHUNK, PATTERN};
-use crate::PageModel;
 
 /// What a server has: how long what a GET path names is, and what a PUT to a path must carry.
-#[derive(Clone, Debug)]
-pub(crate) enum Store {
-    /// `/obj/N`, each `object_bytes` long, for GET and PUT alike.
-    Objects { object_bytes: u64 },
-    /// A page: `/` (its HTML) and `/o/N` (its objects), GET only.
-    Page(Arc<PageModel>),
-}
-
-impl Store {
-    fn get(&self, path: &str) -> Option<u64> {
-        match self {
-            Store::Objects { object_bytes } => index_in(path, "/obj/").map(|_| *object_bytes),
-            Store::Page(page) if path == "/" => Some(page.html_bytes),
-            Store::Page(page) => index_in(path, "/o/").and_then(|i| page.objects.get(i as usize).copied()),
-        }
-    }
-
-    fn put(&self, path: &str) -> Option<u64> {
-        match self {
-            Store::Objects { object_bytes } => index_in(path, "/obj/").map(|_| *object_bytes),
-            Store::Page(_) => None,
-        }
+/// Each request workload answers for its own paths (its module implements this), so serving
+/// it over QUIC needs nothing here.
+pub(crate) trait Store: Send + Sync {
+    /// The length of what `path` names; `None`: no such path.
+    fn get(&self, path: &str) -> Option<u64>;
+    /// The length a PUT to `path` must carry; `None`: it takes no PUT.
+    fn put(&self, _path: &str) -> Option<u64> {
+        None
     }
 }
 
 /// Serves every stream the client opens on `conn`, each in a task of its own, until the
 /// connection ends; what goes wrong is counted in `errors`.
-pub(crate) async fn serve(conn: Connection, store: Store, errors: Arc<Mutex<Errors>>) {
-    let store = Arc::new(store);
+pub(crate) async fn serve(conn: Connection, store: Arc<dyn Store>, errors: Arc<Mutex<Errors>>) {
     while let Ok((send, recv)) = conn.accept_bi().await {
         let (store, errors) = (store.clone(), errors.clone());
         tokio::spawn(async move {
-            if let Err(e) = serve_stream(send, recv, &store).await {
+            if let Err(e) = serve_stream(send, recv, &*store).await {
                 lock(&errors).push(e);
             }
         });
@@ -52,7 +36,7 @@ pub(crate) async fn serve(conn: Connection, store: Store, errors: Arc<Mutex<Erro
 
 /// Answers one request: a GET with what its path names, a PUT with its status once the body
 /// is in. A request that does not parse or names nothing is refused with a reset.
-async fn serve_stream(mut send: SendStream, mut recv: RecvStream, store: &Store) -> Result<(), String> {
+async fn serve_stream(mut send: SendStream, mut recv: RecvStream, store: &dyn Store) -> Result<(), String> {
     let (line, early) = read_line(&mut recv).await?;
     let refuse = |send: &mut SendStream, recv: &mut RecvStream, why: String| {
         let _ = send.reset(VarInt::from_u32(BAD_REQUEST));
@@ -124,4 +108,35 @@ pub(crate) async fn write_pattern(send: &mut SendStream, len: u64) -> Result<(),
         left -= n as u64;
     }
     Ok(())
+}
+
+/// The QUIC [`Lane`](crate::lane::Lane): each request on a bidirectional stream of its own on
+/// `conn` (the framing is [`super::wire`]'s), so requests on lanes of one connection travel
+/// side by side as an HTTP/3 client's do.
+pub(crate) struct StreamLane<'a>(pub &'a Connection);
+
+impl crate::lane::Lane for StreamLane<'_> {
+    async fn exchange(&mut self, ask: crate::lane::Ask<'_>, on_first: &mut dyn FnMut()) -> Result<u64, String> {
+        use crate::lane::Ask;
+        let (mut send, mut recv) = self.0.open_bi().await.map_err(|e| format!("opening a stream: {e}"))?;
+        let request = match ask {
+            Ask::Get(path) => Request::Get { path: path.to_string() },
+            Ask::Put(path, len) => Request::Put { path: path.to_string(), len },
+        };
+        send.write_all(request.line().as_bytes()).await.map_err(|e| format!("sending the request: {e}"))?;
+        if let Ask::Put(_, len) = ask {
+            write_pattern(&mut send, len).await.map_err(|e| format!("sending the body: {e}"))?;
+        }
+        send.finish().map_err(|e| format!("finishing the request: {e}"))?;
+        match ask {
+            Ask::Get(_) => count_to_end(&mut recv, on_first).await.map_err(|e| format!("reading the response: {e}")),
+            Ask::Put(..) => {
+                let (line, _) = read_line(&mut recv).await?;
+                match Status::parse(&line)? {
+                    Status::Ok => Ok(0),
+                    Status::Error(reason) => Err(format!("the server refused the body: {reason}")),
+                }
+            }
+        }
+    }
 }
