@@ -112,7 +112,13 @@ pub fn layer_from(table: &toml::Table, origin: &Origin, place: &str) -> Result<R
         }
         let field = toml::Value::Table(toml::Table::from_iter([(key.clone(), value.clone())]));
         let bad = |e: toml::de::Error| UsageError::new(&format!("--{key} ({} {}, {place})", origin.kind, origin.name), shown(value), expected(&e));
-        let given = if path.contains(key) { RunOpts { path: field.try_into().map_err(bad)?, ..RunOpts::default() } } else { field.try_into().map_err(bad)? };
+        let given = if path.contains(key) {
+            RunOpts { path: field.try_into().map_err(bad)?, ..RunOpts::default() }
+        } else if let Some(flags) = ccbench_record::workloads::WorkloadFlags::deserialize_field(key, field.clone()) {
+            RunOpts { workload_flags: flags.map_err(bad)?, ..RunOpts::default() }
+        } else {
+            field.try_into().map_err(bad)?
+        };
         opts = given.over(opts);
     }
     Ok(opts)
@@ -204,7 +210,7 @@ pub fn list() -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{Algorithms, Contest, Workload};
+    use crate::spec::{Algorithms, Contest};
     use crate::values::{RunsSpec, Size};
 
     const HOST: [&str; 3] = ["bbr", "cubic", "reno"];
@@ -252,13 +258,16 @@ mod tests {
         assert_eq!(c.name, "1 % loss");
         assert_eq!(c.opts.path.loss_down, Some("1%".parse().unwrap()));
         assert_eq!(c.opts.path.loss_up, Some("0".parse().unwrap()), "from [defaults]");
-        assert_eq!((c.opts.size, c.opts.runs), (Some(Size(2_000_000)), Some(RunsSpec::Fixed(4))));
+        assert_eq!((c.opts.workload_flags.Bulk.size, c.opts.runs), (Some(Size(2_000_000)), Some(RunsSpec::Fixed(4))));
         let argv = ["ccbench", "run", "--preset", "loss-sweep", "--runs", "6", "--size", "1mb", "--loss-down", "3%"];
         let crate::cli::Command::Run(args) = crate::cli::parse_from(argv).unwrap().command else { panic!() };
         let spec = crate::spec::resolve(args.opts.over(c.opts.clone()), &HOST.map(String::from)).unwrap();
         let Contest::Algorithms { algorithms: Algorithms::Several { runs, .. }, workload } = spec.contest else { panic!() };
         assert_eq!(runs, ccbench::experiment::Runs::Fixed(6));
-        assert!(matches!(workload, Workload::Transfer { amount: ccbench_workload::Amount::Bytes(1_000_000), .. }));
+        assert!(matches!(
+            workload,
+            ccbench::workloads::WorkloadSpec::Bulk(ccbench_workload::BulkSpec { amount: ccbench_workload::Amount::Bytes(1_000_000), .. })
+        ));
         assert_eq!(spec.path.down.loss, ccbench_link::LossModel::Bernoulli { p: 0.03 });
         assert_eq!(spec.path.up.loss, ccbench_link::LossModel::None);
         assert_eq!(spec.path.down.rate, ccbench_link::Rate::BitsPerSec(30_000_000), "the preset's rate, not --rate's default");
