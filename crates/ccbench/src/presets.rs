@@ -112,16 +112,23 @@ pub fn layer_from(table: &toml::Table, origin: &Origin, place: &str) -> Result<R
         }
         let field = toml::Value::Table(toml::Table::from_iter([(key.clone(), value.clone())]));
         let bad = |e: toml::de::Error| UsageError::new(&format!("--{key} ({} {}, {place})", origin.kind, origin.name), shown(value), expected(&e));
-        let given = if path.contains(key) {
-            RunOpts { path: field.try_into().map_err(bad)?, ..RunOpts::default() }
-        } else if let Some(flags) = ccbench_record::workloads::WorkloadFlags::deserialize_field(key, field.clone()) {
-            RunOpts { workload_flags: flags.map_err(bad)?, ..RunOpts::default() }
-        } else {
-            field.try_into().map_err(bad)?
-        };
+        let given = field_layer(key, field, &path).map_err(bad)?;
         opts = given.over(opts);
     }
     Ok(opts)
+}
+
+/// The one-field table `{key = value}` as a layer: a path flag into [`PathOpts`], a workload's
+/// own flag into its workload's flags, any other into [`RunOpts`] itself. `path` is
+/// `flags::<PathOpts>()`.
+fn field_layer(key: &str, field: toml::Value, path: &[String]) -> Result<RunOpts, toml::de::Error> {
+    if path.iter().any(|p| p == key) {
+        return Ok(RunOpts { path: field.try_into()?, ..RunOpts::default() });
+    }
+    match ccbench_record::workloads::WorkloadFlags::deserialize_field(key, field.clone()) {
+        Some(flags) => Ok(RunOpts { workload_flags: flags?, ..RunOpts::default() }),
+        None => field.try_into(),
+    }
 }
 
 /// `[[expect]]` tables (of a preset or a sweep spec): `metric`, `op`, `value` and optionally
@@ -348,7 +355,7 @@ mod tests {
         let path = flags::<PathOpts>();
         for key in &run {
             let field = toml::Value::Table(toml::Table::from_iter([(key.clone(), toml::Value::Array(vec![toml::Value::Integer(-1); 2]))]));
-            let err = if path.contains(key) { field.try_into::<PathOpts>().err() } else { field.try_into::<RunOpts>().err() };
+            let err = field_layer(key, field, &path).err();
             let err = err.unwrap_or_else(|| panic!("{key} accepted [-1, -1]"));
             assert!(!err.message().contains("unknown field"), "{key}: {err}");
         }

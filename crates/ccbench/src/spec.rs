@@ -388,7 +388,7 @@ mod tests {
     }
 
     /// The workload's spec, every common field as resolved with the defaults.
-    fn workload(flags: &[&str]) -> WorkloadSpec {
+    fn workload_of(flags: &[&str]) -> WorkloadSpec {
         let Contest::Algorithms { workload, .. } = spec(flags).contest else { panic!("{flags:?}") };
         workload
     }
@@ -409,8 +409,8 @@ mod tests {
                 quic_receiver_cc: None,
             })
         };
-        assert_eq!(workload(&["--workload", "objects", "--size", "4mib", "--method", "get"]), objects(200, 4 << 20, 16, ObjectMethod::Get));
-        assert_eq!(workload(&["--workload", "objects", "--requests", "7", "--concurrency", "3"]), objects(7, 1 << 20, 3, ObjectMethod::Put));
+        assert_eq!(workload_of(&["--workload", "objects", "--size", "4mib", "--method", "get"]), objects(200, 4 << 20, 16, ObjectMethod::Get));
+        assert_eq!(workload_of(&["--workload", "objects", "--requests", "7", "--concurrency", "3"]), objects(7, 1 << 20, 3, ObjectMethod::Put));
         // Objects run over QUIC too, interleaved with kernel TCP.
         let Contest::Algorithms { algorithms: Algorithms::Several { ccs, .. }, workload } =
             spec(&["--workload", "objects", "--cc", "tcp:cubic,quic:cubic,quic:bbr3", "--runs", "5"]).contest
@@ -434,9 +434,9 @@ mod tests {
                 quic_receiver_cc: None,
             })
         };
-        assert_eq!(workload(&["--workload", "file", "--flows", "2", "--direction", "upload"]), bulk(2, Amount::Bytes(10_000_000), Direction::Upload));
-        assert_eq!(workload(&["--workload", "file", "--size", "1mb"]), bulk(1, Amount::Bytes(1_000_000), Direction::Download));
-        assert_eq!(workload(&["--duration", "3s", "--flows", "4"]), bulk(4, Amount::Seconds(3.0), Direction::Download));
+        assert_eq!(workload_of(&["--workload", "file", "--flows", "2", "--direction", "upload"]), bulk(2, Amount::Bytes(10_000_000), Direction::Upload));
+        assert_eq!(workload_of(&["--workload", "file", "--size", "1mb"]), bulk(1, Amount::Bytes(1_000_000), Direction::Download));
+        assert_eq!(workload_of(&["--duration", "3s", "--flows", "4"]), bulk(4, Amount::Seconds(3.0), Direction::Download));
         let page = |page: &str, protocol| {
             WorkloadSpec::Page(PageSpec {
                 page: PageModel::builtin(page).unwrap(),
@@ -447,9 +447,9 @@ mod tests {
                 timeout_s: 600.0,
             })
         };
-        assert_eq!(workload(&["--workload", "page"]), page("news", PageProtocol::Http1 { max_connections: 6 }));
-        assert_eq!(workload(&["--workload", "page", "--http", "2", "--page", "small"]), page("small", PageProtocol::Http2));
-        assert_eq!(workload(&["--workload", "page", "--max-connections", "3"]), page("news", PageProtocol::Http1 { max_connections: 3 }));
+        assert_eq!(workload_of(&["--workload", "page"]), page("news", PageProtocol::Http1 { max_connections: 6 }));
+        assert_eq!(workload_of(&["--workload", "page", "--http", "2", "--page", "small"]), page("small", PageProtocol::Http2));
+        assert_eq!(workload_of(&["--workload", "page", "--max-connections", "3"]), page("news", PageProtocol::Http1 { max_connections: 3 }));
     }
 
     /// `--workload`'s values, their order and its refusal come from the registry.
