@@ -396,6 +396,33 @@ mod tests {
         assert_eq!(run.metric(), "goodput");
     }
 
+    /// What each `--workload` value says it takes is a flag that exists (a workload's own, or
+    /// the run's `--flows` and `--quic-receiver-cc`), every workload's flag is taken by some
+    /// value (or it could never be given), and no two values share a name.
+    #[test]
+    fn the_workloads_command_lines_agree() {
+        use clap::Args;
+        let own: Vec<String> =
+            WorkloadFlags::augment_args(clap::Command::new("t")).get_arguments().filter_map(|a| a.get_long().map(|l| format!("--{l}"))).collect();
+        let kinds = WorkloadKind::all();
+        for k in kinds {
+            for flag in k.0.takes {
+                assert!(own.iter().any(|f| f == flag) || ["--flows", "--quic-receiver-cc"].contains(flag), "{} takes {flag}, which is no flag", k.name());
+            }
+        }
+        for flag in &own {
+            assert!(kinds.iter().any(|k| k.takes(flag)), "{flag} is taken by no --workload");
+        }
+        let mut names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), kinds.len());
+        // A preset's field reaches the workload that defines it.
+        let page = WorkloadFlags::deserialize_field("max-connections", serde_json::json!({"max-connections": 3})).expect("page's flag").unwrap();
+        assert_eq!(page.Page.max_connections.map(|m| m.to_string()), Some("3".into()));
+        assert!(WorkloadFlags::deserialize_field("rtt", serde_json::json!({"rtt": "1ms"})).is_none());
+    }
+
     /// An objects run of `requests` × 1 MB with `completed` done, the last success at `wall_s`.
     fn objects(requests: u32, completed: u32, wall_s: f64) -> WorkloadResult {
         let bytes = u64::from(completed) * 1_000_000;
