@@ -5,18 +5,20 @@
 //! each fill in part, put one over another field by field ([`Layer::over`]) and resolved once
 //! ([`crate::path::build`], [`crate::spec::resolve`]).
 
-use clap::parser::ValueSource;
-use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use clap_complete::Shell;
 use serde::Deserialize;
 use std::path::PathBuf;
 
 use crate::error::UsageError;
 use crate::values::{
-    AqmSpec, AtChange, BufferSpec, CcList, Concurrency, Delay, DirectionArg, EmulatorBatch, ExpectArg, Expected, FlowsSpec, Http, IdleTimeout, JitterSpec,
-    ListenAddr, LossSpec, MaxClients, MaxConnections, MaxDuration, MaxRuns, MaxTestsPerMinute, Method, MinEffect, Mtu, Page, PolicerSpec, QuicReceiverCc, Rate,
-    RemoteAddr, Requests, Rtt, RunDuration, RunsSpec, SampleInterval, Shard, Size, Stagger, Timeout, TraceFile, WorkloadKind,
+    AqmSpec, AtChange, BufferSpec, CcList, Delay, DirectionArg, EmulatorBatch, ExpectArg, Expected, FlowsSpec, IdleTimeout, JitterSpec, ListenAddr, LossSpec,
+    MaxClients, MaxDuration, MaxRuns, MaxTestsPerMinute, MinEffect, Mtu, PolicerSpec, QuicReceiverCc, Rate, RemoteAddr, Rtt, RunDuration, RunsSpec,
+    SampleInterval, Shard, Size, Stagger, Timeout, TraceFile,
 };
+use ccbench_record::workloads::{WorkloadFlags, WorkloadKind};
+pub use ccbench_workload::flags::Layer;
+use ccbench_workload::layer;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -142,78 +144,6 @@ pub struct BenchEmulatorArgs {
     pub out: Option<PathBuf>,
 }
 
-/// One layer of settings: says only what it sets, and goes over a lower layer field by field.
-pub trait Layer: Sized {
-    /// This layer's values where it has them, `lower`'s elsewhere.
-    fn over(self, lower: Self) -> Self;
-    /// Drops the values clap filled in from `default_value` (shown by --help) rather than from
-    /// the command line, which would otherwise hide a preset's.
-    fn forget_default(&mut self, id: &str, matches: &ArgMatches);
-}
-
-fn defaulted(id: &str, matches: &ArgMatches) -> bool {
-    matches.value_source(id) == Some(ValueSource::DefaultValue)
-}
-
-impl<T> Layer for Option<T> {
-    fn over(self, lower: Self) -> Self {
-        self.or(lower)
-    }
-    fn forget_default(&mut self, id: &str, matches: &ArgMatches) {
-        if defaulted(id, matches) {
-            *self = None;
-        }
-    }
-}
-
-/// A repeatable flag: a layer that gives it replaces the list below.
-impl<T> Layer for Vec<T> {
-    fn over(self, lower: Self) -> Self {
-        if self.is_empty() {
-            lower
-        } else {
-            self
-        }
-    }
-    fn forget_default(&mut self, id: &str, matches: &ArgMatches) {
-        if defaulted(id, matches) {
-            self.clear();
-        }
-    }
-}
-
-/// A switch: on if any layer turns it on.
-impl Layer for bool {
-    fn over(self, lower: Self) -> Self {
-        self || lower
-    }
-    fn forget_default(&mut self, id: &str, matches: &ArgMatches) {
-        if defaulted(id, matches) {
-            *self = false;
-        }
-    }
-}
-
-/// Declares a layer: the struct as written, and its [`Layer`] impl field by field (a field that
-/// is itself a layer, flattened, is merged as one).
-macro_rules! layer {
-    ($(#[$outer:meta])* pub struct $name:ident { $($(#[$m:meta])* pub $f:ident: $t:ty,)* }) => {
-        $(#[$outer])*
-        pub struct $name {
-            $($(#[$m])* pub $f: $t,)*
-        }
-
-        impl Layer for $name {
-            fn over(self, lower: Self) -> Self {
-                $name { $($f: Layer::over(self.$f, lower.$f),)* }
-            }
-            fn forget_default(&mut self, _id: &str, matches: &ArgMatches) {
-                $(Layer::forget_default(&mut self.$f, stringify!($f), matches);)*
-            }
-        }
-    };
-}
-
 layer! {
     /// The emulated path. Rates, delays, losses and buffers apply to both directions unless the
     /// -down (server → client) or -up (client → server) variant is given.
@@ -332,34 +262,17 @@ layer! {
         #[command(flatten)]
         #[serde(skip)]
         pub path: PathOpts,
-        /// The traffic: bulk (flows for --duration), file (one --size transfer per flow), objects
-        /// (HTTP PUT/GET load), page (a web page of many objects).
-        #[arg(long, value_enum, default_value = "bulk")]
+        // The help and the values are the registry's (`WorkloadKind::help`, its `ValueEnum`).
+        #[arg(long, value_enum, default_value = "bulk", help = WorkloadKind::help())]
         pub workload: Option<WorkloadKind>,
         /// How long each bulk run sends, e.g. 10s.
         #[arg(long, allow_hyphen_values = true, default_value = "10s")]
         pub duration: Option<RunDuration>,
-        /// file: bytes per flow [default: 10mb]; objects: bytes per object [default: 1mib].
-        #[arg(long, allow_hyphen_values = true)]
-        pub size: Option<Size>,
-        /// objects: number of requests per run [default: 200].
-        #[arg(long, allow_hyphen_values = true)]
-        pub requests: Option<Requests>,
-        /// objects: concurrent persistent connections [default: 16].
-        #[arg(long, allow_hyphen_values = true)]
-        pub concurrency: Option<Concurrency>,
-        /// objects: put (upload; the client sends) or get (download) [default: put].
-        #[arg(long, allow_hyphen_values = true)]
-        pub method: Option<Method>,
-        /// page: a built-in page (small, news, heavy) or a JSON file {"html_bytes": N, "objects": [sizes…]} [default: news].
-        #[arg(long, allow_hyphen_values = true)]
-        pub page: Option<Page>,
-        /// page: HTTP version, 1 (browser-like parallel connections) or 2 (one multiplexed connection) [default: 1].
-        #[arg(long, allow_hyphen_values = true)]
-        pub http: Option<Http>,
-        /// page: most parallel HTTP/1.1 connections [default: 6, like browsers].
-        #[arg(long, allow_hyphen_values = true)]
-        pub max_connections: Option<MaxConnections>,
+        /// Every workload's own flags (`--size`, `--requests`, `--page`, …), defined in its
+        /// module; a preset names them at the same level as the others.
+        #[command(flatten)]
+        #[serde(skip)]
+        pub workload_flags: WorkloadFlags,
         /// Give up on a file, objects or page run after this long and mark it incomplete.
         #[arg(long, allow_hyphen_values = true, default_value = "600s")]
         pub timeout: Option<Timeout>,

@@ -112,10 +112,23 @@ pub fn layer_from(table: &toml::Table, origin: &Origin, place: &str) -> Result<R
         }
         let field = toml::Value::Table(toml::Table::from_iter([(key.clone(), value.clone())]));
         let bad = |e: toml::de::Error| UsageError::new(&format!("--{key} ({} {}, {place})", origin.kind, origin.name), shown(value), expected(&e));
-        let given = if path.contains(key) { RunOpts { path: field.try_into().map_err(bad)?, ..RunOpts::default() } } else { field.try_into().map_err(bad)? };
+        let given = field_layer(key, field, &path).map_err(bad)?;
         opts = given.over(opts);
     }
     Ok(opts)
+}
+
+/// The one-field table `{key = value}` as a layer: a path flag into [`PathOpts`], a workload's
+/// own flag into its workload's flags, any other into [`RunOpts`] itself. `path` is
+/// `flags::<PathOpts>()`.
+fn field_layer(key: &str, field: toml::Value, path: &[String]) -> Result<RunOpts, toml::de::Error> {
+    if path.iter().any(|p| p == key) {
+        return Ok(RunOpts { path: field.try_into()?, ..RunOpts::default() });
+    }
+    match ccbench_record::workloads::WorkloadFlags::deserialize_field(key, field.clone()) {
+        Some(flags) => Ok(RunOpts { workload_flags: flags?, ..RunOpts::default() }),
+        None => field.try_into(),
+    }
 }
 
 /// `[[expect]]` tables (of a preset or a sweep spec): `metric`, `op`, `value` and optionally
@@ -204,7 +217,7 @@ pub fn list() -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{Algorithms, Contest, Workload};
+    use crate::spec::{Algorithms, Contest};
     use crate::values::{RunsSpec, Size};
 
     const HOST: [&str; 3] = ["bbr", "cubic", "reno"];
@@ -252,13 +265,16 @@ mod tests {
         assert_eq!(c.name, "1 % loss");
         assert_eq!(c.opts.path.loss_down, Some("1%".parse().unwrap()));
         assert_eq!(c.opts.path.loss_up, Some("0".parse().unwrap()), "from [defaults]");
-        assert_eq!((c.opts.size, c.opts.runs), (Some(Size(2_000_000)), Some(RunsSpec::Fixed(4))));
+        assert_eq!((c.opts.workload_flags.Bulk.size, c.opts.runs), (Some(Size(2_000_000)), Some(RunsSpec::Fixed(4))));
         let argv = ["ccbench", "run", "--preset", "loss-sweep", "--runs", "6", "--size", "1mb", "--loss-down", "3%"];
         let crate::cli::Command::Run(args) = crate::cli::parse_from(argv).unwrap().command else { panic!() };
         let spec = crate::spec::resolve(args.opts.over(c.opts.clone()), &HOST.map(String::from)).unwrap();
         let Contest::Algorithms { algorithms: Algorithms::Several { runs, .. }, workload } = spec.contest else { panic!() };
         assert_eq!(runs, ccbench::experiment::Runs::Fixed(6));
-        assert!(matches!(workload, Workload::Transfer { amount: ccbench_workload::Amount::Bytes(1_000_000), .. }));
+        assert!(matches!(
+            workload,
+            ccbench::workloads::WorkloadSpec::Bulk(ccbench_workload::BulkSpec { amount: ccbench_workload::Amount::Bytes(1_000_000), .. })
+        ));
         assert_eq!(spec.path.down.loss, ccbench_link::LossModel::Bernoulli { p: 0.03 });
         assert_eq!(spec.path.up.loss, ccbench_link::LossModel::None);
         assert_eq!(spec.path.down.rate, ccbench_link::Rate::BitsPerSec(30_000_000), "the preset's rate, not --rate's default");
@@ -339,7 +355,7 @@ mod tests {
         let path = flags::<PathOpts>();
         for key in &run {
             let field = toml::Value::Table(toml::Table::from_iter([(key.clone(), toml::Value::Array(vec![toml::Value::Integer(-1); 2]))]));
-            let err = if path.contains(key) { field.try_into::<PathOpts>().err() } else { field.try_into::<RunOpts>().err() };
+            let err = field_layer(key, field, &path).err();
             let err = err.unwrap_or_else(|| panic!("{key} accepted [-1, -1]"));
             assert!(!err.message().contains("unknown field"), "{key}: {err}");
         }

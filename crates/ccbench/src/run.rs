@@ -97,7 +97,7 @@ pub fn remote_plan(args: &RunArgs, remote: &crate::values::RemoteAddr) -> Result
     // Chromium runs under ccbench's reaper, in a PID namespace of its own, so nothing it starts
     // outlives the run: that takes root here too.
     // SAFETY: geteuid has no preconditions.
-    if args.opts.workload == Some(crate::values::WorkloadKind::Browser) && unsafe { libc::geteuid() } != 0 {
+    if args.opts.workload.is_some_and(|k| k.name() == "browser") && unsafe { libc::geteuid() } != 0 {
         return Err(precondition(
             "ccbench run --workload browser needs root, over --remote too (Chromium runs under ccbench's reaper in a PID namespace of its own); run it with sudo",
         ));

@@ -8,11 +8,12 @@ use crate::error::UsageError;
 use ccbench::experiment::{self, Contender, Plan, Runs};
 use ccbench::workloads::WorkloadSpec;
 use ccbench_emu::PathSpec;
-use ccbench_workload::{Algorithm, Amount, BrowserSpec, BulkSpec, Direction, MixFlow, ObjectMethod, ObjectsSpec, PageModel, PageProtocol, PageSpec, Transport};
-use std::path::{Path, PathBuf};
+use ccbench_record::workloads::WorkloadKind;
+use ccbench_workload::flags::{FlagError, FlagSet, RunFlags};
+use ccbench_workload::{Algorithm, Amount, BulkSpec, Direction, MixFlow, Transport};
 
 use crate::cli::RunOpts;
-use crate::values::{DirectionArg, Expected, FlowsSpec, Http, MaxRuns, Page, RunsSpec, WorkloadKind};
+use crate::values::{DirectionArg, FlowsSpec, MaxRuns, RunsSpec};
 
 const WORKLOAD_PORT: u16 = 5201;
 /// Client ports of flows with an access link of their own (`--flows cc:1@10ms`): the first
@@ -42,8 +43,9 @@ pub struct RunSpec {
 /// What is compared, with which traffic, in how many runs.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Contest {
-    /// Algorithms one at a time, each with the path to itself.
-    Algorithms { algorithms: Algorithms, workload: Workload },
+    /// Algorithms one at a time, each with the path to itself, on the workload's spec (its
+    /// algorithm the placeholder, set per run).
+    Algorithms { algorithms: Algorithms, workload: WorkloadSpec },
     /// Algorithms sharing the bottleneck in every run, as bulk or file flows. The mix names the
     /// algorithms (so there is no `--cc`) and is one contender: nothing to rank it against, so a
     /// fixed number of runs.
@@ -61,32 +63,10 @@ pub enum Algorithms {
     Several { ccs: Vec<Algorithm>, runs: Runs },
 }
 
-/// The traffic of each run, each kind with only its own options.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Workload {
-    /// Parallel flows of the compared algorithm, for a duration (bulk) or of a size (file).
-    Transfer { flows: u32, amount: Amount, direction: Direction },
-    /// HTTP PUTs or GETs of objects over persistent connections.
-    Objects { requests: u32, object_bytes: u64, concurrency: u32, method: ObjectMethod },
-    /// A web page of many objects.
-    Page { page: PageModel, protocol: PageProtocol },
-    /// The same page, loaded by headless Chromium (the executable found).
-    Browser { page: PageModel, protocol: PageProtocol, chromium: PathBuf },
-}
-
-/// Where `--workload browser` finds Chromium: `$CCBENCH_CHROMIUM` when set, else `chromium`
-/// on the `PATH`.
-fn find_chromium() -> Result<PathBuf, UsageError> {
-    let missing = |looked: String| {
-        crate::error::precondition(format!("--workload browser needs Chromium, which is not installed ({looked}); install it with: apt-get install chromium"))
-    };
-    let runnable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0);
-    if let Some(p) = std::env::var_os("CCBENCH_CHROMIUM") {
-        let p = PathBuf::from(p);
-        return if runnable(&p) { Ok(p) } else { Err(missing(format!("CCBENCH_CHROMIUM={} is not an executable file", p.display()))) };
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path).map(|d| d.join("chromium")).find(|p| runnable(p)).ok_or_else(|| missing("no chromium on the PATH".into()))
+/// A workload's refusal of its flags as the one-line usage error (or, with no flag, what this
+/// host lacks).
+fn usage(e: FlagError) -> UsageError {
+    UsageError { flag: e.flag, value: e.value, allowed: e.allowed }
 }
 
 /// Checks a `[transport:]algorithm` name against kernel TCP's `available` algorithms and the
@@ -106,28 +86,6 @@ pub(crate) fn check_available(flag: &str, cc: &Algorithm, available: &[String]) 
         cc,
         format!("an algorithm available or loadable on this host: {} (a plain name is kernel TCP; see ccbench doctor)", names.join(", ")),
     ))
-}
-
-/// Refuses the flags that belong to another workload than the one run, naming those they
-/// belong to.
-fn refuse_other_workloads_flags(o: &RunOpts, kind: WorkloadKind) -> Result<(), UsageError> {
-    use WorkloadKind::{Browser, File, Objects};
-    let given: [(&str, Option<String>, &[WorkloadKind]); 7] = [
-        ("--size", o.size.map(|v| v.to_string()), &[File, Objects]),
-        ("--requests", o.requests.map(|v| v.to_string()), &[Objects]),
-        ("--concurrency", o.concurrency.map(|v| v.to_string()), &[Objects]),
-        ("--method", o.method.map(|v| v.to_string()), &[Objects]),
-        ("--page", o.page.as_ref().map(|v| v.to_string()), &[WorkloadKind::Page, Browser]),
-        ("--http", o.http.map(|v| v.to_string()), &[WorkloadKind::Page, Browser]),
-        ("--max-connections", o.max_connections.map(|v| v.to_string()), &[WorkloadKind::Page]),
-    ];
-    for (flag, value, belongs) in given {
-        if let Some(value) = value.filter(|_| !belongs.contains(&kind)) {
-            let kinds: Vec<String> = belongs.iter().map(|k| k.to_string()).collect();
-            return Err(UsageError::new(flag, value, format!("{flag} only with --workload {}", kinds.join(" or "))));
-        }
-    }
-    Ok(())
 }
 
 /// The runs of a single contender (one algorithm, or a mix): `auto` only with expectations,
@@ -199,20 +157,21 @@ fn algorithms(ccs: &[Algorithm], runs: Option<RunsSpec>, max_runs: MaxRuns, expe
 /// Checks the layered flags against each other, and the algorithms against those `available`
 /// on this host. A flag not given in any layer takes its default.
 pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> {
-    const FLOWS_ONLY: &str = "--flows only with --workload bulk or file (objects use --concurrency)";
     let kind = o.workload.unwrap_or_default();
-    refuse_other_workloads_flags(&o, kind)?;
+    let flows_only = format!("--flows only with --workload {} (objects use --concurrency)", WorkloadKind::taking("--flows"));
+    o.workload_flags.refuse_others(kind).map_err(usage)?;
     let runs = o.runs;
     let mut notes = Vec::new();
     let direction = match o.direction.unwrap_or_default() {
         DirectionArg::Download => Direction::Download,
         DirectionArg::Upload => Direction::Upload,
     };
-    let amount = match kind {
-        WorkloadKind::File => Amount::Bytes(o.size.map_or(10_000_000, |s| s.0)),
-        _ => Amount::Seconds(o.duration.unwrap_or_default().0 as f64 / 1e9),
-    };
-    let transfer = matches!(kind, WorkloadKind::Bulk | WorkloadKind::File);
+    let duration_s = o.duration.unwrap_or_default().0 as f64 / 1e9;
+    let sample_interval_us = o.sample_interval.unwrap_or_default().0 / 1000;
+    let timeout_s = o.timeout.unwrap_or_default().0 as f64 / 1e9;
+    // A mix is bulk's or file's flows, each with its own algorithm.
+    let amount = (&o.workload_flags as &dyn FlagSet).of::<BulkSpec>().amount(kind.name(), duration_s);
+    let transfer = kind.takes("--flows");
     let mut access = Vec::new();
     let contest = match o.flows.clone().unwrap_or_default() {
         FlowsSpec::Mix { groups, label, rtts } => {
@@ -220,7 +179,7 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
                 return Err(UsageError::new("--cc", cc, "no --cc with a mix in --flows (the mix names the algorithms)"));
             }
             if !transfer {
-                return Err(UsageError::new("--flows", &label, FLOWS_ONLY));
+                return Err(UsageError::new("--flows", &label, flows_only));
             }
             for (cc, _) in &groups {
                 check_available("--flows", cc, available)?;
@@ -246,50 +205,22 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
                 return Err(UsageError::new("--stagger", stagger, "--stagger only with a mix in --flows, such as bbr:1,cubic:1"));
             }
             if flows > 1 && !transfer {
-                return Err(UsageError::new("--flows", flows, FLOWS_ONLY));
+                return Err(UsageError::new("--flows", flows, flows_only));
             }
-            // Chromium speaks HTTP/3 only to servers it learnt it from; ours speaks QUIC framing
-            // of its own. Refused before looking for Chromium, so the answer is the same on
-            // every host.
-            if kind == WorkloadKind::Browser {
-                if let Some(cc) = o.cc.iter().flat_map(|c| c.names()).find(|cc| cc.is_quic()) {
-                    return Err(UsageError::new("--cc", cc, "QUIC algorithms with every workload but browser (Chromium runs over kernel TCP)"));
-                }
+            // What the workload cannot run is refused before it looks at this host.
+            if let Some((cc, why)) = o.cc.iter().flat_map(|c| c.names()).find_map(|cc| kind.refuse_algorithm(cc).map(|why| (cc, why))) {
+                return Err(UsageError::new("--cc", cc, why));
             }
-            let workload = match kind {
-                WorkloadKind::Bulk | WorkloadKind::File => Workload::Transfer { flows, amount, direction },
-                WorkloadKind::Objects => Workload::Objects {
-                    requests: o.requests.map_or(200, |r| r.0),
-                    object_bytes: o.size.map_or(1 << 20, |s| s.0),
-                    concurrency: o.concurrency.map_or(16, |c| c.0),
-                    method: o.method.map_or(ObjectMethod::Put, |m| m.0),
-                },
-                WorkloadKind::Browser => {
-                    let page = match o.page.clone() {
-                        Some(page) => page,
-                        None => "news".parse::<Page>().map_err(|e: Expected| UsageError::new("--page", "news", e.0))?,
-                    };
-                    let protocol = match o.http.unwrap_or(Http::V1) {
-                        Http::V1 => PageProtocol::Http1 { max_connections: PageProtocol::BROWSER_MAX_CONNECTIONS },
-                        Http::V2 => PageProtocol::Http2,
-                    };
-                    Workload::Browser { page: page.model, protocol, chromium: find_chromium()? }
-                }
-                WorkloadKind::Page => {
-                    let page = match o.page.clone() {
-                        Some(page) => page,
-                        None => "news".parse::<Page>().map_err(|e: Expected| UsageError::new("--page", "news", e.0))?,
-                    };
-                    let protocol = match (o.http.unwrap_or(Http::V1), o.max_connections) {
-                        (Http::V1, m) => PageProtocol::Http1 { max_connections: m.map_or(6, |m| m.0) },
-                        (Http::V2, None) => PageProtocol::Http2,
-                        (Http::V2, Some(m)) => {
-                            return Err(UsageError::new("--max-connections", m, "--max-connections only with --http 1 (HTTP/2 uses one connection)"))
-                        }
-                    };
-                    Workload::Page { page: page.model, protocol }
-                }
+            let run = RunFlags {
+                duration_s,
+                direction,
+                flows,
+                port: WORKLOAD_PORT,
+                sample_interval_us,
+                timeout_s,
+                quic_receiver_cc: o.quic_receiver_cc.as_ref().map(|q| q.0.clone()),
             };
+            let workload = WorkloadSpec::from_flags(kind, &o.workload_flags, &run).map_err(usage)?;
             // The flags against each other first, then against this host.
             let ccs = o.cc.clone().unwrap_or_default();
             for cc in ccs.names() {
@@ -300,15 +231,14 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
         }
     };
     let seed = o.seed.unwrap_or_else(rand::random);
-    let sample_interval_us = o.sample_interval.unwrap_or_default().0 / 1000;
     let path = PathSpec { access, ..crate::path::build(&o.path, seed, sample_interval_us) };
-    let quic_receiver_cc = quic_receiver_cc(&o, &contest)?;
+    let quic_receiver_cc = quic_receiver_cc(&o, kind, &contest)?;
     let spec = RunSpec {
         contest,
         path,
         seed,
         sample_interval_us,
-        timeout_s: o.timeout.unwrap_or_default().0 as f64 / 1e9,
+        timeout_s,
         min_effect: o.min_effect.unwrap_or_default().0,
         notes,
         quic_receiver_cc,
@@ -324,22 +254,22 @@ pub fn check_expectations(plan: &Plan) -> Result<(), UsageError> {
 }
 
 /// `--quic-receiver-cc`, a diagnostic: only where QUIC runs and the workload has a receiving
-/// end of its own choosing (bulk, file, objects).
-fn quic_receiver_cc(o: &RunOpts, contest: &Contest) -> Result<Option<String>, UsageError> {
+/// end of its own choosing (those that take it: bulk, file, objects).
+fn quic_receiver_cc(o: &RunOpts, kind: WorkloadKind, contest: &Contest) -> Result<Option<String>, UsageError> {
     let Some(alg) = &o.quic_receiver_cc else { return Ok(None) };
     const FLAG: &str = "--quic-receiver-cc";
     let (ccs, workload_ok): (Vec<&Algorithm>, bool) = match contest {
         Contest::Mix { flows, .. } => (flows.iter().map(|f| &f.cc).collect(), true),
-        Contest::Algorithms { algorithms, workload } => {
+        Contest::Algorithms { algorithms, .. } => {
             let ccs = match algorithms {
                 Algorithms::One { cc, .. } => vec![cc],
                 Algorithms::Several { ccs, .. } => ccs.iter().collect(),
             };
-            (ccs, matches!(workload, Workload::Transfer { .. } | Workload::Objects { .. }))
+            (ccs, kind.takes(FLAG))
         }
     };
     if !workload_ok {
-        return Err(UsageError::new(FLAG, alg, "--quic-receiver-cc only with --workload bulk, file or objects"));
+        return Err(UsageError::new(FLAG, alg, format!("{FLAG} only with --workload {}", WorkloadKind::taking(FLAG))));
     }
     if !ccs.iter().any(|cc| cc.is_quic()) {
         return Err(UsageError::new(FLAG, alg, "--quic-receiver-cc only when a QUIC algorithm (quic:…) runs"));
@@ -370,26 +300,6 @@ impl From<RunSpec> for Plan {
                 let (ccs, runs) = match algorithms {
                     Algorithms::One { cc, runs } => (vec![Contender::Algorithm(cc)], runs),
                     Algorithms::Several { ccs, runs } => (ccs.into_iter().map(Contender::Algorithm).collect(), runs),
-                };
-                let workload = match workload {
-                    Workload::Transfer { flows, amount, direction } => bulk(flows, amount, direction, Vec::new()),
-                    Workload::Objects { requests, object_bytes, concurrency, method } => WorkloadSpec::Objects(ObjectsSpec {
-                        requests,
-                        object_bytes,
-                        concurrency,
-                        method,
-                        cc: cc.clone(),
-                        port: WORKLOAD_PORT,
-                        sample_interval_us,
-                        timeout_s,
-                        quic_receiver_cc: quic_receiver_cc.clone(),
-                    }),
-                    Workload::Page { page, protocol } => {
-                        WorkloadSpec::Page(PageSpec { page, protocol, cc: cc.clone(), port: WORKLOAD_PORT, sample_interval_us, timeout_s })
-                    }
-                    Workload::Browser { page, protocol, chromium } => {
-                        WorkloadSpec::Browser(BrowserSpec { page, protocol, cc: cc.clone(), port: WORKLOAD_PORT, sample_interval_us, timeout_s, chromium })
-                    }
                 };
                 (ccs, runs, workload)
             }
@@ -477,10 +387,30 @@ mod tests {
         assert_eq!(RunOpts::default().over(lower.clone()), lower);
     }
 
+    /// The workload's spec, every common field as resolved with the defaults.
+    fn workload_of(flags: &[&str]) -> WorkloadSpec {
+        let Contest::Algorithms { workload, .. } = spec(flags).contest else { panic!("{flags:?}") };
+        workload
+    }
+
     #[test]
     fn each_workload_gets_its_own_options() {
-        let Contest::Algorithms { workload, .. } = spec(&["--workload", "objects", "--size", "4mib", "--method", "get"]).contest else { panic!() };
-        assert_eq!(workload, Workload::Objects { requests: 200, object_bytes: 4 << 20, concurrency: 16, method: ObjectMethod::Get });
+        use ccbench_workload::{ObjectMethod, ObjectsSpec, PageModel, PageProtocol, PageSpec};
+        let objects = |requests, object_bytes, concurrency, method| {
+            WorkloadSpec::Objects(ObjectsSpec {
+                requests,
+                object_bytes,
+                concurrency,
+                method,
+                cc: Algorithm::default(),
+                port: WORKLOAD_PORT,
+                sample_interval_us: 10_000,
+                timeout_s: 600.0,
+                quic_receiver_cc: None,
+            })
+        };
+        assert_eq!(workload_of(&["--workload", "objects", "--size", "4mib", "--method", "get"]), objects(200, 4 << 20, 16, ObjectMethod::Get));
+        assert_eq!(workload_of(&["--workload", "objects", "--requests", "7", "--concurrency", "3"]), objects(7, 1 << 20, 3, ObjectMethod::Put));
         // Objects run over QUIC too, interleaved with kernel TCP.
         let Contest::Algorithms { algorithms: Algorithms::Several { ccs, .. }, workload } =
             spec(&["--workload", "objects", "--cc", "tcp:cubic,quic:cubic,quic:bbr3", "--runs", "5"]).contest
@@ -489,17 +419,49 @@ mod tests {
         };
         assert_eq!(
             (ccs, workload),
-            (
-                ["tcp:cubic", "quic:cubic", "quic:bbr3"].map(|c| c.parse().unwrap()).to_vec(),
-                Workload::Objects { requests: 200, object_bytes: 1 << 20, concurrency: 16, method: ObjectMethod::Put }
-            )
+            (["tcp:cubic", "quic:cubic", "quic:bbr3"].map(|c| c.parse().unwrap()).to_vec(), objects(200, 1 << 20, 16, ObjectMethod::Put))
         );
-        let Contest::Algorithms { workload, .. } = spec(&["--workload", "file", "--flows", "2", "--direction", "upload"]).contest else { panic!() };
-        assert_eq!(workload, Workload::Transfer { flows: 2, amount: Amount::Bytes(10_000_000), direction: Direction::Upload });
-        let Contest::Algorithms { workload, .. } = spec(&["--workload", "page", "--http", "2"]).contest else { panic!() };
-        assert!(matches!(workload, Workload::Page { protocol: PageProtocol::Http2, .. }));
-        let Contest::Algorithms { workload, .. } = spec(&["--workload", "page", "--max-connections", "3"]).contest else { panic!() };
-        assert!(matches!(workload, Workload::Page { protocol: PageProtocol::Http1 { max_connections: 3 }, .. }));
+        let bulk = |flows, amount, direction| {
+            WorkloadSpec::Bulk(BulkSpec {
+                flows,
+                direction,
+                amount,
+                cc: Algorithm::default(),
+                mix: Vec::new(),
+                port: WORKLOAD_PORT,
+                sample_interval_us: 10_000,
+                timeout_s: 600.0,
+                quic_receiver_cc: None,
+            })
+        };
+        assert_eq!(workload_of(&["--workload", "file", "--flows", "2", "--direction", "upload"]), bulk(2, Amount::Bytes(10_000_000), Direction::Upload));
+        assert_eq!(workload_of(&["--workload", "file", "--size", "1mb"]), bulk(1, Amount::Bytes(1_000_000), Direction::Download));
+        assert_eq!(workload_of(&["--duration", "3s", "--flows", "4"]), bulk(4, Amount::Seconds(3.0), Direction::Download));
+        let page = |page: &str, protocol| {
+            WorkloadSpec::Page(PageSpec {
+                page: PageModel::builtin(page).unwrap(),
+                protocol,
+                cc: Algorithm::default(),
+                port: WORKLOAD_PORT,
+                sample_interval_us: 10_000,
+                timeout_s: 600.0,
+            })
+        };
+        assert_eq!(workload_of(&["--workload", "page"]), page("news", PageProtocol::Http1 { max_connections: 6 }));
+        assert_eq!(workload_of(&["--workload", "page", "--http", "2", "--page", "small"]), page("small", PageProtocol::Http2));
+        assert_eq!(workload_of(&["--workload", "page", "--max-connections", "3"]), page("news", PageProtocol::Http1 { max_connections: 3 }));
+    }
+
+    /// `--workload`'s values, their order and its refusal come from the registry.
+    #[test]
+    fn the_workloads_are_the_registrys() {
+        let names: Vec<&str> = WorkloadKind::all().iter().map(|k| k.name()).collect();
+        assert_eq!(names, ["bulk", "file", "objects", "page", "browser"]);
+        assert_eq!(WorkloadKind::default().name(), "bulk");
+        assert_eq!("objects".parse::<WorkloadKind>().map(|k| k.name()), Ok("objects"));
+        assert_eq!("sideways".parse::<WorkloadKind>().unwrap_err().0, "one of bulk, file, objects, page, browser");
+        assert_eq!(WorkloadKind::taking("--size"), "file or objects");
+        assert_eq!(WorkloadKind::taking("--quic-receiver-cc"), "bulk, file or objects");
     }
 
     #[test]
@@ -519,7 +481,9 @@ mod tests {
         for (flags, flag, message) in [
             (&["--size", "1mb"][..], "--size", "--size only with --workload file or objects"),
             (&["--workload", "file", "--concurrency", "4"], "--concurrency", "--concurrency only with --workload objects"),
-            (&["--workload", "objects", "--http", "2"], "--http", "--http only with --workload page"),
+            (&["--workload", "objects", "--http", "2"], "--http", "--http only with --workload page or browser"),
+            (&["--workload", "browser", "--max-connections", "3"], "--max-connections", "--max-connections only with --workload page"),
+            (&["--workload", "bulk", "--method", "get", "--requests", "3"], "--requests", "--requests only with --workload objects"),
             (&["--workload", "page", "--http", "2", "--max-connections", "3"], "--max-connections", "--max-connections only with --http 1"),
             (&["--stagger", "1s"], "--stagger", "--stagger only with a mix"),
             (&["--flows", "bbr:1,cubic:1", "--cc", "bbr"], "--cc", "no --cc with a mix"),
@@ -551,6 +515,10 @@ mod tests {
             assert!(e.allowed.contains(message), "{flags:?}: {e}");
         }
         assert_eq!(refused(&["--size", "1mb"]).to_string(), "invalid --size \"1mb\": expected --size only with --workload file or objects");
+        assert_eq!(
+            refused(&["--workload", "page", "--quic-receiver-cc", "cubic"]).to_string(),
+            "invalid --quic-receiver-cc \"quic:cubic\": expected --quic-receiver-cc only with --workload bulk, file or objects"
+        );
     }
 
     /// Issue 16 §1: three algorithms at 4 runs could never decide. Pinned, that is refused

@@ -6,13 +6,12 @@
 
 use ccbench_link::time::{Duration, Instant};
 use std::fmt;
-use std::marker::PhantomData;
 use std::path::PathBuf;
 use std::str::FromStr;
 
 use ccbench::units;
 use ccbench_link::{self as link, Aqm, Jitter, LossModel, Policer, ScheduledChange, TraceRate};
-use ccbench_workload::{Algorithm, AlgorithmError, ObjectMethod, PageModel, Transport};
+use ccbench_workload::{Algorithm, AlgorithmError, Transport};
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
@@ -23,118 +22,14 @@ const MAX_ONE_WAY_DELAY_NS: u64 = 10_000_000_000;
 const NS_PER_MS: u64 = 1_000_000;
 const NS_PER_S: u64 = 1_000_000_000;
 
-/// Why a value was refused: what would have been accepted ("a rate such as 10mbit, …"). The
-/// flag and the value are added by whoever knows them: [`crate::cli::usage_error`] for clap's
-/// errors, the preset loader for a preset's fields.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Expected(pub String);
-
-impl fmt::Display for Expected {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Expected {}
-
-impl From<String> for Expected {
-    fn from(s: String) -> Self {
-        Expected(s)
-    }
-}
-
-impl From<&str> for Expected {
-    fn from(s: &str) -> Self {
-        Expected(s.to_string())
-    }
-}
-
-fn expected<T>(allowed: impl Into<String>) -> Result<T, Expected> {
-    Err(Expected(allowed.into()))
-}
+use ccbench_workload::flags::expected;
+pub use ccbench_workload::flags::{one_or_many, Expected, Size};
+use ccbench_workload::{count_flag, deserialize_from_text};
 
 /// A value the link's own grammar refused ([`link::Refused`]): its text is already what is
 /// allowed; the flag's name is added by whoever reports it.
 fn refused(r: link::Refused) -> Expected {
     Expected(r.0)
-}
-
-/// Reads a value from a preset the way its flag reads it: a string, number or boolean is taken
-/// as the text the flag would have been given (`runs = 4` is `--runs 4`).
-pub fn from_text<'de, D: Deserializer<'de>, T: FromStr<Err = Expected>>(d: D) -> Result<T, D::Error> {
-    d.deserialize_any(Text(PhantomData))
-}
-
-struct Text<T>(PhantomData<T>);
-
-impl<T: FromStr<Err = Expected>> Visitor<'_> for Text<T> {
-    type Value = T;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a single value (text or a number)")
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
-        v.parse().map_err(|e: Expected| E::custom(e.0))
-    }
-
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<T, E> {
-        self.visit_str(&v.to_string())
-    }
-
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
-        self.visit_str(&v.to_string())
-    }
-
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
-        self.visit_str(&v.to_string())
-    }
-
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
-        self.visit_str(&v.to_string())
-    }
-}
-
-/// A repeatable flag in a preset: one value, or a list of them (`at = ["5s:rate=10mbit", …]`).
-pub fn one_or_many<'de, D: Deserializer<'de>, T: FromStr<Err = Expected>>(d: D) -> Result<Vec<T>, D::Error> {
-    struct OneOrMany<T>(PhantomData<T>);
-    impl<'de, T: FromStr<Err = Expected>> Visitor<'de> for OneOrMany<T> {
-        type Value = Vec<T>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a value or a list of values")
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<Vec<T>, E> {
-            Text(PhantomData).visit_str(v).map(|one| vec![one])
-        }
-        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
-            let mut all = Vec::new();
-            while let Some(Parsed(one)) = seq.next_element::<Parsed<T>>()? {
-                all.push(one);
-            }
-            Ok(all)
-        }
-    }
-    d.deserialize_any(OneOrMany(PhantomData))
-}
-
-/// Any [`FromStr`] value, deserialized through [`from_text`].
-struct Parsed<T>(T);
-
-impl<'de, T: FromStr<Err = Expected>> Deserialize<'de> for Parsed<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        from_text(d).map(Parsed)
-    }
-}
-
-/// `Deserialize` through `FromStr`, so a preset's field is read exactly as its flag.
-macro_rules! deserialize_from_text {
-    ($($t:ty),* $(,)?) => {$(
-        impl<'de> Deserialize<'de> for $t {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                from_text(d)
-            }
-        }
-    )*};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -467,46 +362,6 @@ duration_flag!(
 // ---------------------------------------------------------------------------------------------
 // The workload and the runs
 
-/// A whole-number flag with its range.
-macro_rules! count_flag {
-    ($(#[$m:meta])* $name:ident, $range:expr) => {
-        $(#[$m])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub struct $name(pub u32);
-
-        impl FromStr for $name {
-            type Err = Expected;
-            fn from_str(s: &str) -> Result<Self, Expected> {
-                let range = $range;
-                match s.trim().parse::<u32>() {
-                    Ok(n) if range.contains(&n) => Ok($name(n)),
-                    _ => expected(format!("a whole number from {} to {}", range.start(), range.end())),
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, "{}", self.0)
-            }
-        }
-
-        deserialize_from_text!($name);
-    };
-}
-
-count_flag!(
-    /// objects: requests per run (`--requests`).
-    Requests, 1..=100_000
-);
-count_flag!(
-    /// objects: concurrent persistent connections (`--concurrency`).
-    Concurrency, 1..=256
-);
-count_flag!(
-    /// page over HTTP/1.1: most parallel connections (`--max-connections`).
-    MaxConnections, 1..=64
-);
 count_flag!(
     /// serve: control connections at once (`--max-clients`).
     MaxClients, 1..=1024
@@ -523,31 +378,6 @@ count_flag!(
 impl Default for MaxRuns {
     fn default() -> Self {
         MaxRuns(20)
-    }
-}
-
-/// A transfer or object size (`--size`): 1 byte to 1 TB.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Size(pub u64);
-
-impl FromStr for Size {
-    type Err = Expected;
-    fn from_str(s: &str) -> Result<Self, Expected> {
-        match units::parse_bytes(s)? {
-            n @ 1..=1_000_000_000_000 => Ok(Size(n)),
-            _ => expected("a size between 1 byte and 1 TB"),
-        }
-    }
-}
-
-impl fmt::Display for Size {
-    /// In the largest unit that keeps it whole: `10mb`, `4mib`, `1500`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const UNITS: [(u64, &str); 6] = [(1 << 30, "gib"), (1_000_000_000, "gb"), (1 << 20, "mib"), (1_000_000, "mb"), (1 << 10, "kib"), (1000, "kb")];
-        match UNITS.iter().find(|(n, _)| self.0.is_multiple_of(*n)) {
-            Some((n, unit)) => write!(f, "{}{unit}", self.0 / n),
-            None => write!(f, "{}", self.0),
-        }
     }
 }
 
@@ -584,30 +414,6 @@ impl FromStr for RemoteAddr {
     }
 }
 
-/// objects: which way the objects go (`--method`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Method(pub ObjectMethod);
-
-impl FromStr for Method {
-    type Err = Expected;
-    fn from_str(s: &str) -> Result<Self, Expected> {
-        match s {
-            "put" | "PUT" => Ok(Method(ObjectMethod::Put)),
-            "get" | "GET" => Ok(Method(ObjectMethod::Get)),
-            _ => expected("put or get"),
-        }
-    }
-}
-
-impl fmt::Display for Method {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self.0 {
-            ObjectMethod::Put => "put",
-            ObjectMethod::Get => "get",
-        })
-    }
-}
-
 /// `--quic-receiver-cc`: the QUIC algorithm of the receiving end, written as after `quic:`
 /// (`cubic`) or in full (`quic:cubic`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -628,59 +434,6 @@ impl FromStr for QuicReceiverCc {
 impl fmt::Display for QuicReceiverCc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", Transport::Quic.as_str(), self.0)
-    }
-}
-
-/// page: the page loaded (`--page`), a built-in one by name or a JSON file, read when the flag
-/// is parsed.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Page {
-    pub name: String,
-    pub model: PageModel,
-}
-
-impl FromStr for Page {
-    type Err = Expected;
-    fn from_str(name: &str) -> Result<Self, Expected> {
-        let builtin = PageModel::builtin_names().contains(&name);
-        let model = if builtin { PageModel::builtin(name) } else { PageModel::from_file(name) }
-            .map_err(|e| Expected(format!("one of {} or a page JSON file ({e})", PageModel::builtin_names().join(", "))))?;
-        Ok(Page { name: name.to_string(), model })
-    }
-}
-
-impl fmt::Display for Page {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name)
-    }
-}
-
-/// page: the HTTP version (`--http`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Http {
-    /// HTTP/1.1: browser-like parallel connections.
-    V1,
-    /// HTTP/2: one multiplexed connection.
-    V2,
-}
-
-impl FromStr for Http {
-    type Err = Expected;
-    fn from_str(s: &str) -> Result<Self, Expected> {
-        match s {
-            "1" | "1.1" => Ok(Http::V1),
-            "2" => Ok(Http::V2),
-            _ => expected("1 or 2"),
-        }
-    }
-}
-
-impl fmt::Display for Http {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Http::V1 => "1",
-            Http::V2 => "2",
-        })
     }
 }
 
@@ -893,18 +646,6 @@ impl fmt::Display for RunsSpec {
     }
 }
 
-/// `--workload`: the kind of traffic.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum WorkloadKind {
-    #[default]
-    Bulk,
-    File,
-    Objects,
-    Page,
-    /// The page loaded by headless Chromium.
-    Browser,
-}
-
 /// `--direction`: which way the data flows.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DirectionArg {
@@ -940,9 +681,9 @@ macro_rules! from_str_by_value_enum {
     )*};
 }
 
-from_str_by_value_enum!(WorkloadKind, DirectionArg);
+from_str_by_value_enum!(DirectionArg);
 
-deserialize_from_text!(Size, Method, QuicReceiverCc, Page, Http, FlowsSpec, RunsSpec, MinEffect, WorkloadKind, DirectionArg);
+deserialize_from_text!(QuicReceiverCc, FlowsSpec, RunsSpec, MinEffect, DirectionArg);
 
 #[cfg(test)]
 mod tests {
@@ -1090,26 +831,8 @@ mod tests {
     }
 
     #[test]
-    fn workload_values() {
-        assert_eq!("1mb".parse(), Ok(Size(1_000_000)));
-        assert_eq!(refused::<Size>("0"), "a size between 1 byte and 1 TB");
-        assert!(refused::<Size>("big").starts_with("a size such as"));
-        for (s, shown) in [("1mb", "1mb"), ("4mib", "4mib"), ("10MB", "10mb"), ("1500", "1500"), ("1.5mb", "1500kb")] {
-            assert_eq!(s.parse::<Size>().unwrap().to_string(), shown);
-        }
-        assert_eq!("16".parse(), Ok(Concurrency(16)));
-        assert_eq!(refused::<Concurrency>("0"), "a whole number from 1 to 256");
-        assert_eq!(refused::<Requests>("many"), "a whole number from 1 to 100000");
-        assert_eq!(refused::<MaxConnections>("65"), "a whole number from 1 to 64");
+    fn run_values() {
         assert_eq!(refused::<MaxRuns>("0"), "a whole number from 1 to 1000");
-        assert_eq!("GET".parse(), Ok(Method(ObjectMethod::Get)));
-        assert_eq!(refused::<Method>("post"), "put or get");
-        assert_eq!("1.1".parse(), Ok(Http::V1));
-        assert_eq!(refused::<Http>("3"), "1 or 2");
-        assert_eq!("news".parse::<Page>().unwrap().model, PageModel::builtin("news").unwrap());
-        assert!(refused::<Page>("nope").starts_with("one of small, news, heavy or a page JSON file"));
-        assert_eq!("objects".parse(), Ok(WorkloadKind::Objects));
-        assert_eq!(refused::<WorkloadKind>("sideways"), "one of bulk, file, objects, page, browser");
         assert_eq!(refused::<DirectionArg>("sideways"), "one of download, upload");
     }
 

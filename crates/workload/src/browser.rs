@@ -685,3 +685,66 @@ mod tests {
         assert!(args.contains(&"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 10.0.0.2".to_string()));
     }
 }
+
+/// `ccbench run --workload browser`: page's `--page` and `--http`, loaded by Chromium.
+mod args {
+    use std::path::{Path, PathBuf};
+
+    use crate::flags::{FlagError, FlagSet, FromFlags, Kind, RunFlags};
+    use crate::{Algorithm, BrowserSpec, Http, PageProtocol, PageSpec};
+
+    crate::workload_flags! {
+        /// Browser has no flags of its own: it takes page's `--page` and `--http`.
+        #[derive(clap::Args, serde::Deserialize, Debug, Clone, Default, PartialEq)]
+        #[group(skip)]
+        #[serde(deny_unknown_fields, default, rename_all = "kebab-case")]
+        pub struct BrowserFlags {}
+    }
+
+    /// Where `--workload browser` finds Chromium: `$CCBENCH_CHROMIUM` when set, else `chromium`
+    /// on the `PATH`.
+    fn find_chromium() -> Result<PathBuf, FlagError> {
+        let missing = |looked: String| {
+            FlagError::precondition(format!("--workload browser needs Chromium, which is not installed ({looked}); install it with: apt-get install chromium"))
+        };
+        let runnable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0);
+        if let Some(p) = std::env::var_os("CCBENCH_CHROMIUM") {
+            let p = PathBuf::from(p);
+            return if runnable(&p) { Ok(p) } else { Err(missing(format!("CCBENCH_CHROMIUM={} is not an executable file", p.display()))) };
+        }
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path).map(|d| d.join("chromium")).find(|p| runnable(p)).ok_or_else(|| missing("no chromium on the PATH".into()))
+    }
+
+    impl FromFlags for BrowserSpec {
+        type Flags = BrowserFlags;
+        const KINDS: &'static [Kind] =
+            &[Kind { name: "browser", help: Some("The page loaded by headless Chromium"), about: None, takes: &["--page", "--http"] }];
+
+        /// Chromium speaks HTTP/3 only to servers it learnt it from; ours speaks QUIC framing of
+        /// its own. Refused before looking for Chromium, so the answer is the same on every host.
+        fn refuse_algorithm(_kind: &str, cc: &Algorithm) -> Option<String> {
+            cc.is_quic().then(|| "QUIC algorithms with every workload but browser (Chromium runs over kernel TCP)".to_string())
+        }
+
+        fn from_flags(_kind: &str, flags: &dyn FlagSet, run: &RunFlags) -> Result<Self, FlagError> {
+            let page_flags = flags.of::<PageSpec>();
+            let page = page_flags.page_model()?;
+            let protocol = match page_flags.http() {
+                Http::V1 => PageProtocol::Http1 { max_connections: PageProtocol::BROWSER_MAX_CONNECTIONS },
+                Http::V2 => PageProtocol::Http2,
+            };
+            Ok(BrowserSpec {
+                page,
+                protocol,
+                cc: Algorithm::default(),
+                port: run.port,
+                sample_interval_us: run.sample_interval_us,
+                timeout_s: run.timeout_s,
+                chromium: find_chromium()?,
+            })
+        }
+    }
+}
+
+pub use args::BrowserFlags;

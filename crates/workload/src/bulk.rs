@@ -851,3 +851,55 @@ mod window_tests {
         assert_eq!(clock.opened(), Some(t0 + S));
     }
 }
+
+/// `ccbench run --workload bulk` and `file`: their flags and their spec from them.
+mod args {
+    use crate::flags::{FlagError, FlagSet, FromFlags, Kind, RunFlags, Size};
+    use crate::{Algorithm, Amount, BulkSpec};
+
+    crate::workload_flags! {
+        /// The flags of bulk and file. `--size` is objects' too (each object's size).
+        #[derive(clap::Args, serde::Deserialize, Debug, Clone, Default, PartialEq)]
+        #[group(skip)]
+        #[serde(deny_unknown_fields, default, rename_all = "kebab-case")]
+        pub struct BulkFlags {
+            /// file: bytes per flow [default: 10mb]; objects: bytes per object [default: 1mib].
+            #[arg(long, allow_hyphen_values = true)]
+            pub size: Option<Size>,
+        }
+    }
+
+    impl BulkFlags {
+        /// What each flow of `--workload kind` moves: file's `--size`, or bulk's `duration_s`.
+        pub fn amount(&self, kind: &str, duration_s: f64) -> Amount {
+            match kind {
+                "file" => Amount::Bytes(self.size.map_or(10_000_000, |s| s.0)),
+                _ => Amount::Seconds(duration_s),
+            }
+        }
+    }
+
+    impl FromFlags for BulkSpec {
+        type Flags = BulkFlags;
+        const KINDS: &'static [Kind] = &[
+            Kind { name: "bulk", help: None, about: Some("flows for --duration"), takes: &["--flows", "--quic-receiver-cc"] },
+            Kind { name: "file", help: None, about: Some("one --size transfer per flow"), takes: &["--size", "--flows", "--quic-receiver-cc"] },
+        ];
+
+        fn from_flags(kind: &str, flags: &dyn FlagSet, run: &RunFlags) -> Result<Self, FlagError> {
+            Ok(BulkSpec {
+                flows: run.flows,
+                direction: run.direction,
+                amount: flags.of::<BulkSpec>().amount(kind, run.duration_s),
+                cc: Algorithm::default(),
+                mix: Vec::new(),
+                port: run.port,
+                sample_interval_us: run.sample_interval_us,
+                timeout_s: run.timeout_s,
+                quic_receiver_cc: run.quic_receiver_cc.clone(),
+            })
+        }
+    }
+}
+
+pub use args::BulkFlags;

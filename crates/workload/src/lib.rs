@@ -37,6 +37,7 @@ mod bulk;
 mod cdp;
 mod common;
 mod far;
+pub mod flags;
 pub mod fuzzing;
 mod harness;
 pub mod http_end;
@@ -56,18 +57,20 @@ mod tls;
 mod units;
 
 pub use algorithm::{Algorithm, AlgorithmError, Transport};
-pub use browser::{BrowserResult, BrowserSpec, BrowserTiming};
+pub use browser::{BrowserFlags, BrowserResult, BrowserSpec, BrowserTiming};
 pub use browser_remote::{check_site_request, run_browser_remote, serve_browser_end, SiteRequest};
 pub use bulk::{
-    assemble, elapsed_since, prepare_stream, run_end, Amount, BbrEvent, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta, FlowResult,
-    GoodputPoint, MixFlow, Opens,
+    assemble, elapsed_since, prepare_stream, run_end, Amount, BbrEvent, BulkFlags, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta,
+    FlowResult, GoodputPoint, MixFlow, Opens,
 };
 pub use far::{data_hello, hello_id, FarConnection, FarHttp, FarReport, DATA_HELLO_LEN, TOKEN_LEN};
 pub use http_end::{HttpEnd, HttpEndEvents};
 pub use kind::{FarSpec, Headline, KeptReadBack, RunFigures, RunOutcome, SenderView, ServeLimits, Spec};
 pub use net::{client_socket, confirm_congestion, set_algorithm};
-pub use objects::{run_objects_remote, serve_objects_end, ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
-pub use page::{run_page_remote, serve_page_end, PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
+pub use objects::{run_objects_remote, serve_objects_end, ObjectMethod, ObjectsConnection, ObjectsFlags, ObjectsResult, ObjectsSpec, RequestRecord};
+pub use page::{
+    run_page_remote, serve_page_end, Http, PageConnection, PageFlags, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming,
+};
 pub use quic::{has_quic_algorithm, quic_algorithm_names, quic_algorithms, QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer, ReadBack, QUIC_STACK};
 pub use sender::SenderRecord;
 pub use series::{MemorySeries, NoSeries, QuicBbr, QuicSample, SeriesSink, SocketId};
