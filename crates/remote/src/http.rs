@@ -12,7 +12,7 @@
 use crate::channel::Channel;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use ccbench_workload::{
@@ -94,7 +94,7 @@ pub(crate) fn run_http(channel: &Channel, test: &TestRequest, shared: &Shared) -
     let budget = Arc::new(ByteBudget::new(limits.max_bytes, format!("stopped at this server's limit of {} bytes per test (--max-bytes)", limits.max_bytes)));
     let stop_by = until + STOP_GRACE;
     let (tx, rx) = mpsc::channel::<ServerMsg>();
-    let sink = Forward { tx: Mutex::new(tx) };
+    let sink = Forward::new(tx);
     let done = AtomicBool::new(false);
     let ended = AtomicBool::new(false);
     let (report, written, stopped) = std::thread::scope(|s| {

@@ -62,7 +62,7 @@ pub use bulk::{
     GoodputPoint, MixFlow, Opens,
 };
 pub use far::{data_hello, hello_id, FarConnection, FarHttp, FarReport, DATA_HELLO_LEN, TOKEN_LEN};
-pub use http_end::{HttpEnd, HttpEndEvents};
+pub use http_end::{HttpEnd, HttpEndEvents, HELLO_TIMEOUT};
 pub use kind::{FarSpec, Headline, KeptReadBack, RunFigures, RunOutcome, SenderView, ServeLimits, Spec};
 pub use net::{client_socket, confirm_congestion, set_algorithm};
 pub use objects::{run_objects_remote, serve_objects_end, ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
