@@ -431,7 +431,7 @@ fn a_live_serve_survives_fuzzed_control_input() {
     // A test over loopback runs, with the server's samples merged in.
     let series = ccbench_workload::MemorySeries::default();
     let stop = AtomicBool::new(false);
-    let r = client.run_bulk(&spec("cubic"), Instant::now(), &stop, &series).unwrap();
+    let r = client.run(&spec("cubic"), Instant::now(), &stop, &series).unwrap();
     assert!(r.flows[0].bytes_received > 1_000_000 && r.flows[0].sending.cc_read_back == "cubic", "{r:?}");
     assert!(series.samples(ccbench_workload::SocketId::Flow(0)).len() > 20, "the server's samples came back");
 
@@ -538,7 +538,8 @@ fn objects_over_remote_give_the_same_verdict_and_throughput_as_emulated() {
     }
     let dir = tempdir("objects");
     let path = ["--rate", "50mbit", "--rtt", "10ms", "--loss", "2%"];
-    let (e, r, serve_log) = emulated_and_remote(&dir, &path, "--workload objects --method get --requests 16 --size 1mb --concurrency 2 --cc bbr,cubic --runs 4");
+    let (e, r, serve_log) =
+        emulated_and_remote(&dir, &path, "--workload objects --method get --requests 16 --size 1mb --concurrency 2 --cc bbr,cubic --runs 4");
     same_verdict(&e, &r, "bbr");
     for cc in ["bbr", "cubic"] {
         let tput = |v: &Value| per_run(v, cc, |run| run["workload"]["content_throughput_bps"].as_f64());
@@ -924,13 +925,13 @@ fn http_and_quic_tests_are_gated_and_limited() {
     // Within the limits: objects over loopback, the server's sockets read back and sampled.
     let series = ccbench_workload::MemorySeries::default();
     let stop = AtomicBool::new(false);
-    let o = client.run_objects(&objects_spec(4, 100_000, 2), Instant::now(), &stop, &series).unwrap();
+    let o = client.run(&objects_spec(4, 100_000, 2), Instant::now(), &stop, &series).unwrap();
     assert_eq!((o.requests_completed, o.server_connections, o.errors), (4, 2, 0), "{o:?}");
     assert!(o.connections.iter().all(|c| c.sending.cc_read_back.as_deref() == Some("cubic") && c.sending.final_tcp_info.is_some()), "{o:?}");
     assert!(o.connections.iter().all(|c| !series.samples(ccbench_workload::SocketId::Connection(c.client_port)).is_empty()));
 
     // QUIC, stopped by the byte limit while it runs.
-    let q = client.run_bulk(&quic_spec(&["quic:cubic"], 3.0), Instant::now(), &stop, &series).unwrap();
+    let q = client.run(&quic_spec(&["quic:cubic"], 3.0), Instant::now(), &stop, &series).unwrap();
     let f = &q.flows[0];
     assert!(f.bytes_received <= 1_000_000 && f.bytes_received > 0, "{f:?}");
     assert!(f.error.as_deref().unwrap_or_default().contains("--max-bytes"), "{f:?}");
@@ -1135,7 +1136,7 @@ fn an_on_path_rewriter_cannot_change_the_algorithm() {
         );
     let mut client = Client::connect(proxy, &secret).unwrap();
     let series = ccbench_workload::MemorySeries::default();
-    let r = client.run_bulk(&bulk_spec("cubic", 1.0), Instant::now(), &AtomicBool::new(false), &series);
+    let r = client.run(&bulk_spec("cubic", 1.0), Instant::now(), &AtomicBool::new(false), &series);
     // serve logs a test as its session goes on: wait for the line.
     let since = Instant::now();
     let mut log = serve.log();
@@ -1430,10 +1431,8 @@ fn a_hostile_servers_results_are_bounded_and_checked() {
         let addr = hostile_serve(secret.clone(), results);
         let mut client = Client::connect(addr, &secret).unwrap();
         let t = Instant::now();
-        let err = client
-            .run_bulk(&bulk_spec("reno", 1.0), Instant::now(), &AtomicBool::new(false), &ccbench_workload::MemorySeries::default())
-            .unwrap_err()
-            .to_string();
+        let err =
+            client.run(&bulk_spec("reno", 1.0), Instant::now(), &AtomicBool::new(false), &ccbench_workload::MemorySeries::default()).unwrap_err().to_string();
         eprintln!("{want}: failed after {:?}", t.elapsed());
         assert!(err.contains(want), "{want}: {err}");
         assert!(!err.chars().any(char::is_control), "{err:?}");

@@ -15,14 +15,15 @@
 //! (what it cost the server). A probe that reaches the server's time limit first is ended by
 //! the server: its `ProbeDone` comes unasked, and the client's later `ProbeEnd` is ignored.
 //!
-//! Extending it: a new kind of test is a new [`TestRequest`] variant (QUIC) or, when it is
-//! not a TCP test at all (the probe), a new message; a client that asks an older server for it
-//! gets a clear refusal.
+//! Extending it: a new workload is a line in `requests!` (its [`TestRequest`] variant) and runs
+//! on one of the far ends serve has ([`ccbench_workload::FarEnd`]: flows, or an HTTP server);
+//! a test that is neither (the probe) is a new message. A client that asks an older server for
+//! it gets a clear refusal.
 
 use std::io::{self, Read, Write};
 
 use ccbench_probe::{Sample, TcpInfo};
-use ccbench_workload::{BbrEvent, BulkSpec, FarSpec, FlowEnd, GoodputPoint, ObjectsSpec, PageSpec, QuicSample, SiteRequest};
+use ccbench_workload::{BbrEvent, BulkSpec, FarRequest, FlowEnd, GoodputPoint, ObjectsSpec, PageSpec, QuicSample, SiteRequest};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 /// The protocol version this build speaks; a hello with another is refused by name.
@@ -179,11 +180,40 @@ pub enum ServerMsg {
 /// BBR state changes per `BbrEvents` message: well inside [`MAX_FRAME`].
 pub const MAX_EVENTS_PER_MESSAGE: usize = 200;
 
-/// A test the client asks for. Tagged by `kind`; new kinds (QUIC, path probing) are new
-/// variants, and an older server refuses a kind it does not know.
-#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum TestRequest {
+/// The requests serve takes, one line each: `Variant(the request type)`, the variant's name
+/// (snake case) being the `kind` it is tagged with on the wire. The request type is what its
+/// workload's [`ccbench_workload::Remote::Far`] says; serve checks, logs and runs it through
+/// [`FarRequest`] alone, so a new workload over `--remote` is a line here and its
+/// `Remote` implementation, and nothing else in this crate.
+macro_rules! requests {
+    ($($(#[$doc:meta])* $variant:ident($far:ty),)*) => {
+        /// A test the client asks for. Tagged by `kind`; an older server refuses a kind it does
+        /// not know.
+        #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+        #[serde(tag = "kind", rename_all = "snake_case")]
+        pub enum TestRequest {
+            $($(#[$doc])* $variant($far),)*
+        }
+
+        impl TestRequest {
+            /// The test as its workload defines it for a far end: its check, log line, plan
+            /// and which far end runs it.
+            pub fn far(&self) -> &dyn FarRequest {
+                match self {
+                    $(TestRequest::$variant(r) => r,)*
+                }
+            }
+        }
+
+        $(impl From<$far> for TestRequest {
+            fn from(r: $far) -> Self {
+                TestRequest::$variant(r)
+            }
+        })*
+    };
+}
+
+requests! {
     /// Bulk flows for a duration, or a file (a byte count) per flow; kernel TCP, or QUIC when
     /// every flow's algorithm is `quic:…`.
     Bulk(BulkSpec),
@@ -193,19 +223,7 @@ pub enum TestRequest {
     Page(PageSpec),
     /// A page load in a real browser on the client: the server runs the browser workload's
     /// site (HTTP/1.1, or HTTP/2 over TLS with a certificate made for the test).
-    Browser(PageSpec),
-}
-
-impl TestRequest {
-    /// The test as its workload defines it for a far end: its check, log line and plan.
-    pub fn far(&self) -> Box<dyn FarSpec + '_> {
-        match self {
-            TestRequest::Bulk(b) => Box::new(b),
-            TestRequest::Objects(o) => Box::new(o),
-            TestRequest::Page(p) => Box::new(p),
-            TestRequest::Browser(p) => Box::new(SiteRequest(p)),
-        }
-    }
+    Browser(SiteRequest),
 }
 
 /// What the server tells an authenticated client about itself: what its results need as
@@ -497,7 +515,7 @@ mod tests {
         vec![
             ClientMsg::Run { test: TestRequest::Objects(objects) },
             ClientMsg::Check { test: TestRequest::Page(page.clone()) },
-            ClientMsg::Run { test: TestRequest::Browser(page) },
+            ClientMsg::Run { test: TestRequest::Browser(SiteRequest(page)) },
             ClientMsg::Start,
             ClientMsg::Stop,
         ]

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use ccbench_probe::Sample;
 use ccbench_workload::{
-    prepare_stream, run_end, Algorithm, BulkSpec, ByteBudget, EndClock, EndStream, GoodputPoint, HttpEndEvents, NoMeasureHook, QuicSample, SeriesSink,
+    prepare_stream, run_end, Algorithm, BulkSpec, ByteBudget, EndClock, EndStream, FarEnd, GoodputPoint, HttpEndEvents, NoMeasureHook, QuicSample, SeriesSink,
     ServeLimits, Side, SocketId,
 };
 
@@ -272,10 +272,11 @@ fn session(stream: TcpStream, peer: SocketAddr, ticket: PreAuthTicket<'_>, share
             ClientMsg::Run { test } => match check(&test, &shared.config).and_then(|_| admit(holder, shared)) {
                 Ok(()) => {
                     let began = Instant::now();
-                    let outcome = match &test {
-                        TestRequest::Bulk(spec) if crate::quic::is_quic(spec) => crate::quic::run_quic(&channel, spec, shared),
-                        TestRequest::Bulk(spec) => run_bulk(&channel, spec, shared),
-                        TestRequest::Objects(_) | TestRequest::Page(_) | TestRequest::Browser(_) => crate::http::run_http(&channel, &test, shared),
+                    // Which far end runs it is the workload's word; serve knows the far ends.
+                    let outcome = match test.far().far_end() {
+                        FarEnd::Flows(spec) if crate::quic::is_quic(spec) => crate::quic::run_quic(&channel, spec, shared),
+                        FarEnd::Flows(spec) => run_bulk(&channel, spec, shared),
+                        FarEnd::Http(http) => crate::http::run_http(&channel, http, shared),
                     };
                     log(&format!("{peer} {}: {}", describe(&test), outcome.log_line(began.elapsed())));
                     idle_until = Instant::now() + idle;
@@ -698,7 +699,7 @@ impl HttpEndEvents for Forward {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ccbench_workload::{Amount, Direction, PageModel, PageProtocol, PageSpec};
+    use ccbench_workload::{Amount, Direction, PageModel, PageProtocol, PageSpec, SiteRequest};
 
     /// The client hanging up after the test ended (once it has `Done`) is not "the client went
     /// away during the test"; hanging up before the end is. The close comes while the watcher
@@ -778,14 +779,14 @@ mod tests {
     fn browser_tests_are_checked_against_the_site_and_the_limits() {
         let config = fuzz_config().unwrap();
         let site = |protocol, html_bytes, cc: &str| {
-            TestRequest::Browser(PageSpec {
+            TestRequest::Browser(SiteRequest(PageSpec {
                 page: PageModel { html_bytes, objects: vec![2000; 4] },
                 protocol,
                 cc: cc.parse().unwrap(),
                 port: 0,
                 sample_interval_us: 10_000,
                 timeout_s: 30.0,
-            })
+            }))
         };
         let h1 = PageProtocol::Http1 { max_connections: 6 };
         assert_eq!(check(&site(h1, 20_000, "cubic"), &config), Ok(()));

@@ -63,7 +63,9 @@ pub use bulk::{
 };
 pub use far::{data_hello, hello_id, FarConnection, FarHttp, FarReport, DATA_HELLO_LEN, TOKEN_LEN};
 pub use http_end::{HttpEnd, HttpEndEvents, HELLO_TIMEOUT};
-pub use kind::{FarSpec, Headline, KeptReadBack, RunFigures, RunOutcome, SenderView, ServeLimits, Spec};
+pub use kind::{
+    FarEnd, FarRequest, FarSpec, Headline, HttpFar, HttpLoad, KeptReadBack, NearEnd, Remote, RunFigures, RunOutcome, SenderView, ServeLimits, Spec,
+};
 pub use net::{client_socket, confirm_congestion, set_algorithm};
 pub use objects::{run_objects_remote, serve_objects_end, ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
 pub use page::{run_page_remote, serve_page_end, PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
