@@ -538,6 +538,48 @@ mod tests {
         ]
     }
 
+    /// The requests generated from `requests!` travel as the hand-written enum did (the same
+    /// `kind` tags, the browser's site as the bare `PageSpec`), and each names its far end:
+    /// flows for bulk, an HTTP server (TLS only for the browser's HTTP/2) for the others.
+    #[test]
+    fn requests_keep_their_wire_form_and_name_their_far_end() {
+        let [ClientMsg::Run { test: objects }, ClientMsg::Check { test: page }, ClientMsg::Run { test: browser }, ..] = &new_client_messages()[..] else {
+            panic!("the sample messages changed")
+        };
+        let json = serde_json::to_value(browser).unwrap();
+        assert_eq!(
+            (json["kind"].as_str(), json["protocol"]["kind"].as_str(), json["page"]["html_bytes"].as_u64()),
+            (Some("browser"), Some("http2"), Some(1000)),
+            "{json}"
+        );
+        let back: TestRequest = serde_json::from_value(json).unwrap();
+        assert!(matches!(back, TestRequest::Browser(SiteRequest(ref p)) if p.page.objects == [10, 20]));
+        assert_eq!(serde_json::to_value(objects).unwrap()["kind"], "objects");
+        assert_eq!(serde_json::to_value(page).unwrap()["kind"], "page");
+        let http = |t: &TestRequest| match t.far().far_end() {
+            ccbench_workload::FarEnd::Http(h) => Some((h.tls(), h.server_cc().map(|c| c.to_string()))),
+            ccbench_workload::FarEnd::Flows(_) => None,
+        };
+        assert_eq!(http(objects), Some((false, Some("cubic".into()))), "a GET's server sends");
+        assert_eq!(http(page), Some((false, Some("bbr".into()))));
+        assert_eq!(http(browser), Some((true, Some("bbr".into()))), "the browser's HTTP/2 is over TLS");
+        let bulk = TestRequest::from(BulkSpec {
+            flows: 3,
+            direction: ccbench_workload::Direction::Download,
+            amount: ccbench_workload::Amount::Seconds(1.0),
+            cc: "cubic".parse().unwrap(),
+            mix: Vec::new(),
+            port: 0,
+            sample_interval_us: 10_000,
+            timeout_s: 5.0,
+            quic_receiver_cc: None,
+        });
+        let json = serde_json::to_value(&bulk).unwrap();
+        assert_eq!((json["kind"].as_str(), json["flows"].as_u64()), (Some("bulk"), Some(3)), "{json}");
+        let bulk: TestRequest = serde_json::from_value(json).unwrap();
+        assert!(matches!(bulk.far().far_end(), ccbench_workload::FarEnd::Flows(b) if b.flows == 3));
+    }
+
     /// Version 2's messages parse as they did: the fields version 3 added may be absent, and
     /// are not written when empty.
     #[test]
