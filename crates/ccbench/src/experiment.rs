@@ -490,12 +490,7 @@ fn finish_record(
 /// One run over a real path: a fresh session with the remote `ccbench serve` per run.
 fn run_remote(remote: &Remote, workload: &WorkloadSpec, epoch: Instant, stop: &AtomicBool, series: &RunSeries) -> Result<WorkloadResult, String> {
     let mut client = ccbench_remote::Client::connect(remote.addr, &remote.secret).map_err(|e| e.to_string())?;
-    match workload {
-        WorkloadSpec::Bulk(b) => client.run_bulk(b, epoch, stop, series).map(WorkloadResult::Bulk).map_err(|e| e.to_string()),
-        WorkloadSpec::Objects(o) => client.run_objects(o, epoch, stop, series).map(WorkloadResult::Objects).map_err(|e| e.to_string()),
-        WorkloadSpec::Page(p) => client.run_page(p, epoch, stop, series).map(WorkloadResult::Page).map_err(|e| e.to_string()),
-        WorkloadSpec::Browser(b) => client.run_browser(b, epoch, stop, series).map(WorkloadResult::Browser).map_err(|e| e.to_string()),
-    }
+    workload.run_remote(&mut client, epoch, stop, series).map_err(|e| e.to_string())
 }
 
 /// A run whose emulator failed (a forwarder panicked or a TUN read/write erred) did not

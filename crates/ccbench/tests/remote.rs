@@ -431,7 +431,7 @@ fn a_live_serve_survives_fuzzed_control_input() {
     // A test over loopback runs, with the server's samples merged in.
     let series = ccbench_workload::MemorySeries::default();
     let stop = AtomicBool::new(false);
-    let r = client.run_bulk(&spec("cubic"), Instant::now(), &stop, &series).unwrap();
+    let r = client.run(&spec("cubic"), Instant::now(), &stop, &series).unwrap();
     assert!(r.flows[0].bytes_received > 1_000_000 && r.flows[0].sending.cc_read_back == "cubic", "{r:?}");
     assert!(series.samples(ccbench_workload::SocketId::Flow(0)).len() > 20, "the server's samples came back");
 
@@ -479,14 +479,33 @@ fn session(addr: SocketAddr, secret: &Secret) -> Channel {
 
 /// `ccbench run PATH ARGS --out OUT` on the emulated path, then the same through serve behind
 /// that path; both results.
-fn emulated_and_remote(dir: &Path, path: &[&str], args: &str) -> (Value, Value) {
+fn emulated_and_remote(dir: &Path, path: &[&str], args: &str) -> (Value, Value, ServeLog) {
     let secret = secret_file(dir, "secret");
     let emulated_out = dir.join("emulated");
     run_ok(&[path, &args.split(' ').collect::<Vec<_>>()].concat(), &emulated_out);
     let remote_out = dir.join("remote");
     let o = exec_remote(path, &secret, "", &secret, &format!("$R {args} --out {}", remote_out.display()));
     assert!(o.status.success(), "{}", text(&o));
-    (result(&emulated_out), result(&remote_out))
+    (result(&emulated_out), result(&remote_out), ServeLog(String::from_utf8_lossy(&o.stderr).into_owned()))
+}
+
+/// What `ccbench exec` wrote to stderr: serve's log (one line per test, and every data
+/// connection its gate closed before admission) and the client's. Printed when the test fails,
+/// so a failure over `--remote` comes with the far end's side of it.
+struct ServeLog(String);
+
+impl ServeLog {
+    fn print(&self, why: &str) {
+        eprintln!("--- serve's log and the client's stderr ({why}) ---\n{}--- end ---", self.0);
+    }
+}
+
+impl Drop for ServeLog {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.print("the test failed");
+        }
+    }
 }
 
 fn same_verdict(e: &Value, r: &Value, winner: &str) {
@@ -519,7 +538,8 @@ fn objects_over_remote_give_the_same_verdict_and_throughput_as_emulated() {
     }
     let dir = tempdir("objects");
     let path = ["--rate", "50mbit", "--rtt", "10ms", "--loss", "2%"];
-    let (e, r) = emulated_and_remote(&dir, &path, "--workload objects --method get --requests 16 --size 1mb --concurrency 2 --cc bbr,cubic --runs 4");
+    let (e, r, serve_log) =
+        emulated_and_remote(&dir, &path, "--workload objects --method get --requests 16 --size 1mb --concurrency 2 --cc bbr,cubic --runs 4");
     same_verdict(&e, &r, "bbr");
     for cc in ["bbr", "cubic"] {
         let tput = |v: &Value| per_run(v, cc, |run| run["workload"]["content_throughput_bps"].as_f64());
@@ -537,6 +557,9 @@ fn objects_over_remote_give_the_same_verdict_and_throughput_as_emulated() {
         for c in &unused {
             eprintln!("a connection replaced before its first request: {c}");
             assert_eq!(c["content_bytes"].as_u64(), Some(0), "{c}");
+        }
+        if !unused.is_empty() {
+            serve_log.print("a connection was replaced");
         }
         assert_eq!(w["client_connections"].as_u64(), Some(conns.len() as u64), "{w}");
         assert_eq!(used.len(), 2, "two connections carried the requests: {w}");
@@ -564,7 +587,7 @@ fn a_page_loads_over_remote_as_over_the_emulated_path() {
     }
     let dir = tempdir("page");
     let path = ["--rate", "20mbit", "--rtt", "20ms"];
-    let (e, r) = emulated_and_remote(&dir, &path, "--workload page --page news --cc cubic --runs 3");
+    let (e, r, _serve_log) = emulated_and_remote(&dir, &path, "--workload page --page news --cc cubic --runs 3");
     let load = |v: &Value| mean(&per_run(v, "cubic", |run| run["workload"]["page_load_s"].as_f64()));
     let (le, lr) = (load(&e), load(&r));
     eprintln!("page news: emulated {le:.3} s, remote {lr:.3} s ({:+.1} %)", (lr / le - 1.0) * 100.0);
@@ -820,7 +843,7 @@ fn quic_over_remote_matches_emulated_quic() {
     }
     let dir = tempdir("quic");
     let path = ["--rate", "20mbit", "--rtt", "10ms", "--loss", "2%"];
-    let (e, r) = emulated_and_remote(&dir, &path, "--cc quic:cubic,quic:bbr3 --runs 4 --duration 5s");
+    let (e, r, _serve_log) = emulated_and_remote(&dir, &path, "--cc quic:cubic,quic:bbr3 --runs 4 --duration 5s");
     same_verdict(&e, &r, "quic:bbr3");
     for cc in ["quic:cubic", "quic:bbr3"] {
         assert_means_agree(&format!("{cc} goodput"), &goodputs(&e, cc), &goodputs(&r, cc), 0.10, 0.20);
@@ -902,13 +925,13 @@ fn http_and_quic_tests_are_gated_and_limited() {
     // Within the limits: objects over loopback, the server's sockets read back and sampled.
     let series = ccbench_workload::MemorySeries::default();
     let stop = AtomicBool::new(false);
-    let o = client.run_objects(&objects_spec(4, 100_000, 2), Instant::now(), &stop, &series).unwrap();
+    let o = client.run(&objects_spec(4, 100_000, 2), Instant::now(), &stop, &series).unwrap();
     assert_eq!((o.requests_completed, o.server_connections, o.errors), (4, 2, 0), "{o:?}");
     assert!(o.connections.iter().all(|c| c.sending.cc_read_back.as_deref() == Some("cubic") && c.sending.final_tcp_info.is_some()), "{o:?}");
     assert!(o.connections.iter().all(|c| !series.samples(ccbench_workload::SocketId::Connection(c.client_port)).is_empty()));
 
     // QUIC, stopped by the byte limit while it runs.
-    let q = client.run_bulk(&quic_spec(&["quic:cubic"], 3.0), Instant::now(), &stop, &series).unwrap();
+    let q = client.run(&quic_spec(&["quic:cubic"], 3.0), Instant::now(), &stop, &series).unwrap();
     let f = &q.flows[0];
     assert!(f.bytes_received <= 1_000_000 && f.bytes_received > 0, "{f:?}");
     assert!(f.error.as_deref().unwrap_or_default().contains("--max-bytes"), "{f:?}");
@@ -1113,7 +1136,7 @@ fn an_on_path_rewriter_cannot_change_the_algorithm() {
         );
     let mut client = Client::connect(proxy, &secret).unwrap();
     let series = ccbench_workload::MemorySeries::default();
-    let r = client.run_bulk(&bulk_spec("cubic", 1.0), Instant::now(), &AtomicBool::new(false), &series);
+    let r = client.run(&bulk_spec("cubic", 1.0), Instant::now(), &AtomicBool::new(false), &series);
     // serve logs a test as its session goes on: wait for the line.
     let since = Instant::now();
     let mut log = serve.log();
@@ -1408,10 +1431,8 @@ fn a_hostile_servers_results_are_bounded_and_checked() {
         let addr = hostile_serve(secret.clone(), results);
         let mut client = Client::connect(addr, &secret).unwrap();
         let t = Instant::now();
-        let err = client
-            .run_bulk(&bulk_spec("reno", 1.0), Instant::now(), &AtomicBool::new(false), &ccbench_workload::MemorySeries::default())
-            .unwrap_err()
-            .to_string();
+        let err =
+            client.run(&bulk_spec("reno", 1.0), Instant::now(), &AtomicBool::new(false), &ccbench_workload::MemorySeries::default()).unwrap_err().to_string();
         eprintln!("{want}: failed after {:?}", t.elapsed());
         assert!(err.contains(want), "{want}: {err}");
         assert!(!err.chars().any(char::is_control), "{err:?}");

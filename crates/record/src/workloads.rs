@@ -3,16 +3,20 @@
 //! itself in `ccbench-workload`; this is its registry line.
 
 use ccbench_probe::TcpInfo;
+use ccbench_remote::{Client, RemoteError, TestRequest};
 use ccbench_workload::flags::{FlagError, FlagSet, FromFlags, Given, Kind, RunFlags};
 use ccbench_workload::{
-    Algorithm, BrowserResult, BrowserSpec, BulkResult, BulkSpec, Direction, Headline, ObjectsResult, ObjectsSpec, PageResult, PageSpec, RunContext, RunFigures,
-    RunOutcome, SenderView, Spec, Workload, WorkloadError,
+    Algorithm, BrowserResult, BrowserSpec, BulkResult, BulkSpec, Direction, Headline, ObjectsResult, ObjectsSpec, PageResult, PageSpec, Remote, RunContext,
+    RunFigures, RunOutcome, SenderView, SeriesSink, Spec, Workload, WorkloadError,
 };
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
 
 /// The registry of workloads: one line each, `Variant(its spec, its result)`, the variant's
 /// name (snake case) being the `kind` result.json tags it with. Everything else about a workload
-/// is asked of its own module through [`Spec`] and [`RunOutcome`], and its command line through
+/// is asked of its own module through [`Spec`], [`RunOutcome`] and, over `--remote`, [`Remote`]
+/// (whose request is a line of `ccbench_remote`'s `requests!`), and its command line through
 /// [`FromFlags`]: `--workload`'s values ([`WorkloadKind`]) and every workload's flags
 /// ([`WorkloadFlags`]) are generated here.
 macro_rules! registry {
@@ -47,6 +51,21 @@ macro_rules! registry {
             pub fn run(&self, ctx: &RunContext<'_>) -> Result<WorkloadResult, WorkloadError> {
                 match self {
                     $(WorkloadSpec::$variant(s) => s.run(ctx).map(WorkloadResult::$variant),)*
+                }
+            }
+
+            /// The request a remote `ccbench serve` is asked to run (`Remote::far_request`).
+            pub fn far_request(&self) -> TestRequest {
+                match self {
+                    $(WorkloadSpec::$variant(s) => TestRequest::from(s.far_request()),)*
+                }
+            }
+
+            /// Runs the workload against a remote `ccbench serve` (`Client::run`, its result
+            /// tagged).
+            pub fn run_remote(&self, client: &mut Client, epoch: Instant, stop: &AtomicBool, series: &dyn SeriesSink) -> Result<WorkloadResult, RemoteError> {
+                match self {
+                    $(WorkloadSpec::$variant(s) => client.run(s, epoch, stop, series).map(WorkloadResult::$variant),)*
                 }
             }
         }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use ccbench_workload::{
     assemble, client_socket, confirm_congestion, prepare_stream, run_end, Amount, BulkResult, BulkSpec, Direction, EndClock, EndStream, FlowEnd, FlowMeta,
-    NoMeasureHook, Opens, SeriesSink, Side, SocketId, WorkloadError,
+    NearEnd, NoMeasureHook, Opens, Remote, SeriesSink, Side, SocketId, WorkloadError,
 };
 
 use crate::auth::Secret;
@@ -143,13 +143,27 @@ impl Client {
         }
     }
 
-    /// Runs a bulk or file test: the server runs the far end, this process the near one.
+    /// Runs a test of any workload: the server runs the far end (which one is the workload's
+    /// word, [`Remote::far_request`]), this process the near one ([`Remote::near_end`]).
     /// Times in the result and in `series` (the far end's samples included) are from `epoch`.
-    pub fn run_bulk(&mut self, spec: &BulkSpec, epoch: Instant, stop: &AtomicBool, series: &dyn SeriesSink) -> Result<BulkResult, RemoteError> {
-        if crate::quic::is_quic(spec) {
-            return self.run_quic(spec, epoch, stop, series);
+    pub fn run<W>(&mut self, workload: &W, epoch: Instant, stop: &AtomicBool, series: &dyn SeriesSink) -> Result<W::Result, RemoteError>
+    where
+        W: Remote,
+        TestRequest: From<W::Far>,
+    {
+        let test = TestRequest::from(workload.far_request());
+        match workload.near_end() {
+            NearEnd::Flows { spec, result } if crate::quic::is_quic(spec) => self.run_quic(test, spec, epoch, stop, series).map(result),
+            NearEnd::Flows { spec, result } => self.run_flows(test, spec, epoch, stop, series).map(result),
+            NearEnd::Http { timeout_s, sample_interval_us, load } => {
+                self.run_http(test, timeout_s, sample_interval_us, epoch, series, |far, end| load(far, epoch, stop, series, end))
+            }
         }
-        self.send(&ClientMsg::Run { test: TestRequest::Bulk(spec.clone()) })?;
+    }
+
+    /// A bulk or file test over kernel TCP.
+    fn run_flows(&mut self, test: TestRequest, spec: &BulkSpec, epoch: Instant, stop: &AtomicBool, series: &dyn SeriesSink) -> Result<BulkResult, RemoteError> {
+        self.send(&ClientMsg::Run { test })?;
         let (port, token) = match self.reply()? {
             ServerMsg::Ready { port, token, .. } => (port, token),
             ServerMsg::Refused { reason } => return Err(RemoteError::refused(&reason)),

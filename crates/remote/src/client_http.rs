@@ -5,14 +5,10 @@
 //! clock.
 
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use ccbench_workload::{
-    run_browser_remote, run_objects_remote, run_page_remote, BrowserResult, BrowserSpec, FarConnection, FarHttp, FarReport, ObjectsResult, ObjectsSpec,
-    PageResult, PageSpec, SeriesSink, SocketId, WorkloadError, TOKEN_LEN,
-};
+use ccbench_workload::{FarConnection, FarHttp, FarReport, SeriesSink, SocketId, WorkloadError, TOKEN_LEN};
 
 use crate::channel::Channel;
 use crate::client::{term_safe, unexpected, Bounds, Client, RemoteError};
@@ -22,37 +18,18 @@ use crate::proto::{unhex, ClientMsg, ServerMsg, TestRequest};
 const MAX_ERROR_MESSAGES: usize = 100;
 
 impl Client {
-    /// Runs an object-store load against the server's object server.
-    pub fn run_objects(&mut self, spec: &ObjectsSpec, epoch: Instant, stop: &AtomicBool, series: &dyn SeriesSink) -> Result<ObjectsResult, RemoteError> {
-        self.run_http(TestRequest::Objects(spec.clone()), spec.timeout_s, epoch, series, |far, end| run_objects_remote(spec, far, epoch, stop, series, end))
-    }
-
-    /// Loads a page from the server's page server.
-    pub fn run_page(&mut self, spec: &PageSpec, epoch: Instant, stop: &AtomicBool, series: &dyn SeriesSink) -> Result<PageResult, RemoteError> {
-        self.run_http(TestRequest::Page(spec.clone()), spec.timeout_s, epoch, series, |far, end| run_page_remote(spec, far, epoch, stop, series, end))
-    }
-
-    /// Loads a page in Chromium on this host from the server's site.
-    pub fn run_browser(&mut self, spec: &BrowserSpec, epoch: Instant, stop: &AtomicBool, series: &dyn SeriesSink) -> Result<BrowserResult, RemoteError> {
-        self.run_http(TestRequest::Browser(spec.site()), spec.timeout_s, epoch, series, |far, end| run_browser_remote(spec, far, epoch, stop, series, end))
-    }
-
     /// `Run` → `Ready` → `Start`, then `load` with the far end's view, whose `end` sends
     /// `Stop` and waits for the server's report (called once the load is over; called here if
     /// `load` returned without).
-    fn run_http<R>(
+    pub(crate) fn run_http<R>(
         &mut self,
         test: TestRequest,
         timeout_s: f64,
+        interval_us: u64,
         epoch: Instant,
         series: &dyn SeriesSink,
         load: impl FnOnce(&FarHttp, &dyn Fn() -> Result<FarReport, String>) -> Result<R, WorkloadError>,
     ) -> Result<R, RemoteError> {
-        let interval_us = match &test {
-            TestRequest::Objects(o) => o.sample_interval_us,
-            TestRequest::Page(p) | TestRequest::Browser(p) => p.sample_interval_us,
-            TestRequest::Bulk(b) => b.sample_interval_us,
-        };
         self.send(&ClientMsg::Run { test })?;
         let (port, token, spki_sha256) = match self.reply()? {
             ServerMsg::Ready { port, token, spki_sha256 } => (port, token, spki_sha256),

@@ -20,8 +20,15 @@ const MAX_CERT: usize = 16 * 1024;
 
 impl Client {
     /// Runs a bulk or file test whose flows are all QUIC: the server runs the far end.
-    pub(crate) fn run_quic(&mut self, spec: &BulkSpec, epoch: Instant, stop: &AtomicBool, series: &dyn SeriesSink) -> Result<BulkResult, RemoteError> {
-        self.send(&ClientMsg::Run { test: TestRequest::Bulk(spec.clone()) })?;
+    pub(crate) fn run_quic(
+        &mut self,
+        test: TestRequest,
+        spec: &BulkSpec,
+        epoch: Instant,
+        stop: &AtomicBool,
+        series: &dyn SeriesSink,
+    ) -> Result<BulkResult, RemoteError> {
+        self.send(&ClientMsg::Run { test })?;
         let (port, token, cert) = match self.reply()? {
             ServerMsg::QuicReady { port, token, cert } => (port, token, cert),
             ServerMsg::Refused { reason } => return Err(RemoteError::refused(&reason)),

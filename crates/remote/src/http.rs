@@ -12,15 +12,13 @@
 use crate::channel::Channel;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use ccbench_workload::{
-    serve_browser_end, serve_objects_end, serve_page_end, set_algorithm, Algorithm, ByteBudget, HttpEnd, ObjectMethod, PageProtocol, Side, TOKEN_LEN,
-};
+use ccbench_workload::{set_algorithm, Algorithm, ByteBudget, HttpEnd, HttpFar, Side, TOKEN_LEN};
 use rand::RngCore;
 
-use crate::proto::{hex, ClientMsg, ServerMsg, TestRequest};
+use crate::proto::{hex, ClientMsg, ServerMsg};
 use crate::server::{kind_of, watch_client, Forward, Outcome, ServeConfig, Shared, SETUP_TIMEOUT};
 
 /// How long after this server's deadline the client's `Stop` may take.
@@ -46,33 +44,26 @@ pub(crate) fn data_port(control: &TcpStream, cc: Option<&Algorithm>) -> Result<(
     Ok((listener, token))
 }
 
-/// The server's end of an objects or page test, from `Ready` to `HttpDone`.
-pub(crate) fn run_http(channel: &Channel, test: &TestRequest, shared: &Shared) -> Outcome {
+/// The server's end of an HTTP test (objects, page, browser), from `Ready` to `HttpDone`.
+pub(crate) fn run_http(channel: &Channel, test: &dyn HttpFar, shared: &Shared) -> Outcome {
     let limits = shared.config.limits;
     let control = channel.stream();
     let peer = match control.peer_addr() {
         Ok(a) => a.ip(),
         Err(e) => return Outcome::fatal(e.to_string()),
     };
-    let server_cc = match test {
-        TestRequest::Objects(o) if o.method == ObjectMethod::Get => Some(&o.cc),
-        TestRequest::Page(p) | TestRequest::Browser(p) => Some(&p.cc),
-        _ => None,
-    };
-    let (listener, token) = match data_port(control, server_cc) {
+    let (listener, token) = match data_port(control, test.server_cc()) {
         Ok(x) => x,
         Err(e) => return Outcome::fatal(e),
     };
-    // A browser's HTTP/2: a certificate for the address the client reached.
-    let cert = match test {
-        TestRequest::Browser(p) if p.protocol == PageProtocol::Http2 => {
-            match listener.local_addr().map_err(|e| e.to_string()).and_then(|a| ccbench_workload::certificate_for(a.ip(), &[b"h2"]).map_err(|e| e.to_string()))
-            {
-                Ok(cert) => Some(cert),
-                Err(e) => return Outcome::fatal(format!("making the test's certificate: {e}")),
-            }
+    // HTTP/2 over TLS (the browser's): a certificate for the address the client reached.
+    let cert = if test.tls() {
+        match listener.local_addr().map_err(|e| e.to_string()).and_then(|a| ccbench_workload::certificate_for(a.ip(), &[b"h2"]).map_err(|e| e.to_string())) {
+            Ok(cert) => Some(cert),
+            Err(e) => return Outcome::fatal(format!("making the test's certificate: {e}")),
         }
-        _ => None,
+    } else {
+        None
     };
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
     let spki_sha256 = cert.as_ref().map(|c| hex(&c.spki_sha256));
@@ -85,16 +76,12 @@ pub(crate) fn run_http(channel: &Channel, test: &TestRequest, shared: &Shared) -
         Err(e) => return Outcome::fatal(format!("waiting for start: {e}")),
     }
     let start = Instant::now();
-    let timeout_s = match test {
-        TestRequest::Objects(o) => o.timeout_s,
-        TestRequest::Page(p) | TestRequest::Browser(p) => p.timeout_s,
-        TestRequest::Bulk(_) => return Outcome::fatal("not an HTTP test".into()),
-    };
+    let timeout_s = test.timeout_s();
     let until = start + Duration::from_secs_f64(timeout_s.min(limits.max_duration_s).clamp(0.001, 86_400.0));
     let budget = Arc::new(ByteBudget::new(limits.max_bytes, format!("stopped at this server's limit of {} bytes per test (--max-bytes)", limits.max_bytes)));
     let stop_by = until + STOP_GRACE;
     let (tx, rx) = mpsc::channel::<ServerMsg>();
-    let sink = Forward { tx: Mutex::new(tx) };
+    let sink = Forward::new(tx);
     let done = AtomicBool::new(false);
     let ended = AtomicBool::new(false);
     let (report, written, stopped) = std::thread::scope(|s| {
@@ -128,12 +115,7 @@ pub(crate) fn run_http(channel: &Channel, test: &TestRequest, shared: &Shared) -
             series: &sink,
             events: &sink,
         };
-        let report = match test {
-            TestRequest::Objects(o) => serve_objects_end(o, listener, &end),
-            TestRequest::Page(p) => serve_page_end(p, listener, &end),
-            TestRequest::Browser(p) => serve_browser_end(p, listener, &end, cert.as_ref()),
-            TestRequest::Bulk(_) => unreachable!("checked above"),
-        };
+        let report = test.serve(listener, &end, cert.as_ref());
         ended.store(true, Ordering::SeqCst);
         for conn in &report.connections {
             sink.send(ServerMsg::ConnectionEnd {

@@ -15,14 +15,15 @@
 //! (what it cost the server). A probe that reaches the server's time limit first is ended by
 //! the server: its `ProbeDone` comes unasked, and the client's later `ProbeEnd` is ignored.
 //!
-//! Extending it: a new kind of test is a new [`TestRequest`] variant (QUIC) or, when it is
-//! not a TCP test at all (the probe), a new message; a client that asks an older server for it
-//! gets a clear refusal.
+//! Extending it: a new workload is a line in `requests!` (its [`TestRequest`] variant) and runs
+//! on one of the far ends serve has ([`ccbench_workload::FarEnd`]: flows, or an HTTP server);
+//! a test that is neither (the probe) is a new message. A client that asks an older server for
+//! it gets a clear refusal.
 
 use std::io::{self, Read, Write};
 
 use ccbench_probe::{Sample, TcpInfo};
-use ccbench_workload::{BbrEvent, BulkSpec, FarSpec, FlowEnd, GoodputPoint, ObjectsSpec, PageSpec, QuicSample, SiteRequest};
+use ccbench_workload::{BbrEvent, BulkSpec, FarRequest, FlowEnd, GoodputPoint, ObjectsSpec, PageSpec, QuicSample, SiteRequest};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 /// The protocol version this build speaks; a hello with another is refused by name.
@@ -179,11 +180,40 @@ pub enum ServerMsg {
 /// BBR state changes per `BbrEvents` message: well inside [`MAX_FRAME`].
 pub const MAX_EVENTS_PER_MESSAGE: usize = 200;
 
-/// A test the client asks for. Tagged by `kind`; new kinds (QUIC, path probing) are new
-/// variants, and an older server refuses a kind it does not know.
-#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum TestRequest {
+/// The requests serve takes, one line each: `Variant(the request type)`, the variant's name
+/// (snake case) being the `kind` it is tagged with on the wire. The request type is what its
+/// workload's [`ccbench_workload::Remote::Far`] says; serve checks, logs and runs it through
+/// [`FarRequest`] alone, so a new workload over `--remote` is a line here and its
+/// `Remote` implementation, and nothing else in this crate.
+macro_rules! requests {
+    ($($(#[$doc:meta])* $variant:ident($far:ty),)*) => {
+        /// A test the client asks for. Tagged by `kind`; an older server refuses a kind it does
+        /// not know.
+        #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+        #[serde(tag = "kind", rename_all = "snake_case")]
+        pub enum TestRequest {
+            $($(#[$doc])* $variant($far),)*
+        }
+
+        impl TestRequest {
+            /// The test as its workload defines it for a far end: its check, log line, plan
+            /// and which far end runs it.
+            pub fn far(&self) -> &dyn FarRequest {
+                match self {
+                    $(TestRequest::$variant(r) => r,)*
+                }
+            }
+        }
+
+        $(impl From<$far> for TestRequest {
+            fn from(r: $far) -> Self {
+                TestRequest::$variant(r)
+            }
+        })*
+    };
+}
+
+requests! {
     /// Bulk flows for a duration, or a file (a byte count) per flow; kernel TCP, or QUIC when
     /// every flow's algorithm is `quic:…`.
     Bulk(BulkSpec),
@@ -193,19 +223,7 @@ pub enum TestRequest {
     Page(PageSpec),
     /// A page load in a real browser on the client: the server runs the browser workload's
     /// site (HTTP/1.1, or HTTP/2 over TLS with a certificate made for the test).
-    Browser(PageSpec),
-}
-
-impl TestRequest {
-    /// The test as its workload defines it for a far end: its check, log line and plan.
-    pub fn far(&self) -> Box<dyn FarSpec + '_> {
-        match self {
-            TestRequest::Bulk(b) => Box::new(b),
-            TestRequest::Objects(o) => Box::new(o),
-            TestRequest::Page(p) => Box::new(p),
-            TestRequest::Browser(p) => Box::new(SiteRequest(p)),
-        }
-    }
+    Browser(SiteRequest),
 }
 
 /// What the server tells an authenticated client about itself: what its results need as
@@ -497,7 +515,7 @@ mod tests {
         vec![
             ClientMsg::Run { test: TestRequest::Objects(objects) },
             ClientMsg::Check { test: TestRequest::Page(page.clone()) },
-            ClientMsg::Run { test: TestRequest::Browser(page) },
+            ClientMsg::Run { test: TestRequest::Browser(SiteRequest(page)) },
             ClientMsg::Start,
             ClientMsg::Stop,
         ]
@@ -518,6 +536,48 @@ mod tests {
             ServerMsg::QuicConnectionEnd { flow: 0, final_quic: Some(Box::new(sample)) },
             ServerMsg::QuicDone { ends: vec![FlowEnd { id: 0, sent: true, ..FlowEnd::default() }] },
         ]
+    }
+
+    /// The requests generated from `requests!` travel as the hand-written enum did (the same
+    /// `kind` tags, the browser's site as the bare `PageSpec`), and each names its far end:
+    /// flows for bulk, an HTTP server (TLS only for the browser's HTTP/2) for the others.
+    #[test]
+    fn requests_keep_their_wire_form_and_name_their_far_end() {
+        let [ClientMsg::Run { test: objects }, ClientMsg::Check { test: page }, ClientMsg::Run { test: browser }, ..] = &new_client_messages()[..] else {
+            panic!("the sample messages changed")
+        };
+        let json = serde_json::to_value(browser).unwrap();
+        assert_eq!(
+            (json["kind"].as_str(), json["protocol"]["kind"].as_str(), json["page"]["html_bytes"].as_u64()),
+            (Some("browser"), Some("http2"), Some(1000)),
+            "{json}"
+        );
+        let back: TestRequest = serde_json::from_value(json).unwrap();
+        assert!(matches!(back, TestRequest::Browser(SiteRequest(ref p)) if p.page.objects == [10, 20]));
+        assert_eq!(serde_json::to_value(objects).unwrap()["kind"], "objects");
+        assert_eq!(serde_json::to_value(page).unwrap()["kind"], "page");
+        let http = |t: &TestRequest| match t.far().far_end() {
+            ccbench_workload::FarEnd::Http(h) => Some((h.tls(), h.server_cc().map(|c| c.to_string()))),
+            ccbench_workload::FarEnd::Flows(_) => None,
+        };
+        assert_eq!(http(objects), Some((false, Some("cubic".into()))), "a GET's server sends");
+        assert_eq!(http(page), Some((false, Some("bbr".into()))));
+        assert_eq!(http(browser), Some((true, Some("bbr".into()))), "the browser's HTTP/2 is over TLS");
+        let bulk = TestRequest::from(BulkSpec {
+            flows: 3,
+            direction: ccbench_workload::Direction::Download,
+            amount: ccbench_workload::Amount::Seconds(1.0),
+            cc: "cubic".parse().unwrap(),
+            mix: Vec::new(),
+            port: 0,
+            sample_interval_us: 10_000,
+            timeout_s: 5.0,
+            quic_receiver_cc: None,
+        });
+        let json = serde_json::to_value(&bulk).unwrap();
+        assert_eq!((json["kind"].as_str(), json["flows"].as_u64()), (Some("bulk"), Some(3)), "{json}");
+        let bulk: TestRequest = serde_json::from_value(json).unwrap();
+        assert!(matches!(bulk.far().far_end(), ccbench_workload::FarEnd::Flows(b) if b.flows == 3));
     }
 
     /// Version 2's messages parse as they did: the fields version 3 added may be absent, and

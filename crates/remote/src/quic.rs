@@ -10,7 +10,7 @@
 //! `BbrEvents` and `QuicConnectionEnd` → `QuicDone`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
 use ccbench_workload::{BulkSpec, ByteBudget, EndClock, QuicFarServer, Side, TOKEN_LEN};
@@ -74,7 +74,7 @@ pub(crate) fn run_quic(channel: &Channel, spec: &BulkSpec, shared: &Shared) -> O
     };
     let budget = Arc::new(ByteBudget::new(limits.max_bytes, format!("stopped at this server's limit of {} bytes per test (--max-bytes)", limits.max_bytes)));
     let (tx, rx) = mpsc::channel::<ServerMsg>();
-    let sink = Forward { tx: Mutex::new(tx) };
+    let sink = Forward::new(tx);
     let (test_stop, ended) = (AtomicBool::new(false), AtomicBool::new(false));
     let (written, end, start_error) = std::thread::scope(|s| {
         let start_reader = (!sending).then(|| s.spawn(|| read_start(channel)));

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use ccbench_probe::Sample;
 use ccbench_workload::{
-    prepare_stream, run_end, Algorithm, BulkSpec, ByteBudget, EndClock, EndStream, GoodputPoint, HttpEndEvents, NoMeasureHook, QuicSample, SeriesSink,
+    prepare_stream, run_end, Algorithm, BulkSpec, ByteBudget, EndClock, EndStream, FarEnd, GoodputPoint, HttpEndEvents, NoMeasureHook, QuicSample, SeriesSink,
     ServeLimits, Side, SocketId,
 };
 
@@ -42,15 +42,13 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a test's data connections (and then its `Start`) may take to arrive.
 pub(crate) const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long one data connection may take to present its token.
-const TOKEN_TIMEOUT: Duration = Duration::from_secs(2);
 /// Data connections waiting to present their token at once; more are closed unread.
 const MAX_PENDING_DATA: usize = 64;
 /// How long accept() waits after the process or system ran out of descriptors, at first and
 /// at most (doubling in between): a full table must not turn the accept loop into a spin.
 const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(1));
 /// One definition of the data connections' hello, shared with the near end (issue 20 §2).
-pub use ccbench_workload::{DATA_HELLO_LEN, TOKEN_LEN};
+pub use ccbench_workload::{DATA_HELLO_LEN, HELLO_TIMEOUT, TOKEN_LEN};
 
 pub struct ServeConfig {
     pub listen: SocketAddr,
@@ -94,6 +92,10 @@ struct Quiet {
 }
 
 impl Quiet {
+    fn new() -> Quiet {
+        Quiet { last: None, unlogged: 0 }
+    }
+
     fn log(&mut self, line: &str) {
         let now = Instant::now();
         if self.last.is_some_and(|t| now.duration_since(t) < Duration::from_secs(1)) {
@@ -171,7 +173,7 @@ pub fn serve(config: ServeConfig, stop: &AtomicBool) -> std::io::Result<()> {
     );
     let shared =
         Shared { config, active: AtomicUsize::new(0), pre_auth: Mutex::new(HashMap::new()), recent: Mutex::new(HashMap::new()), stop: AtomicBool::new(false) };
-    let (mut refusals, mut accept_errors) = (Quiet { last: None, unlogged: 0 }, Quiet { last: None, unlogged: 0 });
+    let (mut refusals, mut accept_errors) = (Quiet::new(), Quiet::new());
     let mut backoff = ACCEPT_BACKOFF.0;
     std::thread::scope(|s| {
         while !stop.load(Ordering::SeqCst) {
@@ -270,10 +272,11 @@ fn session(stream: TcpStream, peer: SocketAddr, ticket: PreAuthTicket<'_>, share
             ClientMsg::Run { test } => match check(&test, &shared.config).and_then(|_| admit(holder, shared)) {
                 Ok(()) => {
                     let began = Instant::now();
-                    let outcome = match &test {
-                        TestRequest::Bulk(spec) if crate::quic::is_quic(spec) => crate::quic::run_quic(&channel, spec, shared),
-                        TestRequest::Bulk(spec) => run_bulk(&channel, spec, shared),
-                        TestRequest::Objects(_) | TestRequest::Page(_) | TestRequest::Browser(_) => crate::http::run_http(&channel, &test, shared),
+                    // Which far end runs it is the workload's word; serve knows the far ends.
+                    let outcome = match test.far().far_end() {
+                        FarEnd::Flows(spec) if crate::quic::is_quic(spec) => crate::quic::run_quic(&channel, spec, shared),
+                        FarEnd::Flows(spec) => run_bulk(&channel, spec, shared),
+                        FarEnd::Http(http) => crate::http::run_http(&channel, http, shared),
                     };
                     log(&format!("{peer} {}: {}", describe(&test), outcome.log_line(began.elapsed())));
                     idle_until = Instant::now() + idle;
@@ -504,7 +507,7 @@ fn run_bulk(channel: &Channel, spec: &BulkSpec, shared: &Shared) -> Outcome {
         streams.into_iter().zip(&plan).enumerate().map(|(id, (stream, f))| EndStream { id: id as u32, start_s: f.start_s, stream, sends: sending }).collect();
     let budget = ByteBudget::new(limits.max_bytes, format!("stopped at this server's limit of {} bytes per test (--max-bytes)", limits.max_bytes));
     let (tx, rx) = mpsc::channel::<ServerMsg>();
-    let sink = Forward { tx: Mutex::new(tx.clone()) };
+    let sink = Forward::new(tx.clone());
     let (test_stop, ended) = (AtomicBool::new(false), AtomicBool::new(false));
     let (written, results, start_error) = std::thread::scope(|s| {
         let start_reader = (!sending).then(|| s.spawn(|| read_start(channel)));
@@ -548,6 +551,7 @@ pub(crate) fn read_start(channel: &Channel) -> Result<(), String> {
 /// A data connection that has yet to present its token.
 struct Pending {
     stream: TcpStream,
+    from: SocketAddr,
     hello: [u8; DATA_HELLO_LEN],
     got: usize,
     until: Instant,
@@ -555,7 +559,7 @@ struct Pending {
 
 /// Accepts the test's `n` data connections: each must come from `peer` (the control
 /// connection's address), present the token and a flow id not yet seen within
-/// [`TOKEN_TIMEOUT`]; any other is closed without a byte sent to it. Connections present their
+/// [`HELLO_TIMEOUT`]; any other is closed without a byte sent to it. Connections present their
 /// tokens concurrently: an outsider's silent connections cost only their own time, not the
 /// test's.
 fn accept_flows(listener: &TcpListener, peer: IpAddr, token: &[u8; TOKEN_LEN], n: usize) -> Result<Vec<TcpStream>, String> {
@@ -563,6 +567,9 @@ fn accept_flows(listener: &TcpListener, peer: IpAddr, token: &[u8; TOKEN_LEN], n
     let deadline = Instant::now() + SETUP_TIMEOUT;
     let mut slots: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
     let mut pending: Vec<Pending> = Vec::new();
+    // Every close is on serve's log with its reason, at most a line a second.
+    let mut closes = Quiet::new();
+    let mut closed = |from: SocketAddr, why: String| closes.log(&format!("data port: closed before admission: a connection from {from}: {why}"));
     while slots.iter().any(Option::is_none) {
         let now = Instant::now();
         if now > deadline {
@@ -570,11 +577,21 @@ fn accept_flows(listener: &TcpListener, peer: IpAddr, token: &[u8; TOKEN_LEN], n
         }
         let mut busy = false;
         match listener.accept() {
-            Ok((stream, from)) if from.ip() == peer && pending.len() < MAX_PENDING_DATA && stream.set_nonblocking(true).is_ok() => {
-                pending.push(Pending { stream, hello: [0; DATA_HELLO_LEN], got: 0, until: now + TOKEN_TIMEOUT });
+            Ok((_, from)) if from.ip() != peer => {
+                closed(from, format!("not the control connection's address {peer}"));
                 busy = true;
             }
-            Ok(_) => busy = true,
+            Ok((_, from)) if pending.len() >= MAX_PENDING_DATA => {
+                closed(from, format!("{MAX_PENDING_DATA} connections already wait for their hello"));
+                busy = true;
+            }
+            Ok((stream, from)) => {
+                match stream.set_nonblocking(true) {
+                    Ok(()) => pending.push(Pending { stream, from, hello: [0; DATA_HELLO_LEN], got: 0, until: now + HELLO_TIMEOUT }),
+                    Err(e) => closed(from, e.to_string()),
+                }
+                busy = true;
+            }
             Err(e) if e.kind() == ErrorKind::WouldBlock => {}
             Err(e) if out_of_resources(&e) => std::thread::sleep(ACCEPT_BACKOFF.0),
             Err(e) => return Err(format!("accepting a data connection: {e}")),
@@ -584,15 +601,25 @@ fn accept_flows(listener: &TcpListener, peer: IpAddr, token: &[u8; TOKEN_LEN], n
                 return true;
             }
             match (&p.stream).read(&mut p.hello[p.got..]) {
-                Ok(0) => return false,
+                Ok(0) => {
+                    closed(p.from, format!("it closed after {} of its hello's {DATA_HELLO_LEN} bytes", p.got));
+                    return false;
+                }
                 Ok(k) => {
                     p.got += k;
                     busy = true;
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                Err(_) => return false,
+                Err(e) => {
+                    closed(p.from, format!("reading its hello: {e}"));
+                    return false;
+                }
             }
-            p.got == DATA_HELLO_LEN || now < p.until
+            let keep = p.got == DATA_HELLO_LEN || now < p.until;
+            if !keep {
+                closed(p.from, format!("no hello within {} s ({} of its {DATA_HELLO_LEN} bytes)", HELLO_TIMEOUT.as_secs_f64(), p.got));
+            }
+            keep
         });
         // `retain_mut` kept those still reading; the complete ones are picked out here.
         for p in std::mem::take(&mut pending) {
@@ -601,13 +628,16 @@ fn accept_flows(listener: &TcpListener, peer: IpAddr, token: &[u8; TOKEN_LEN], n
                 continue;
             }
             if !same(&p.hello[..TOKEN_LEN], token) {
+                closed(p.from, "a wrong token".into());
                 continue;
             }
-            let id = ccbench_workload::hello_id(&p.hello) as usize;
-            if let Some(slot @ None) = slots.get_mut(id) {
-                if p.stream.set_nonblocking(false).is_ok() {
-                    *slot = Some(p.stream);
-                }
+            let id = ccbench_workload::hello_id(&p.hello);
+            match slots.get_mut(id as usize) {
+                Some(slot @ None) => match p.stream.set_nonblocking(false) {
+                    Ok(()) => *slot = Some(p.stream),
+                    Err(e) => closed(p.from, e.to_string()),
+                },
+                _ => closed(p.from, format!("flow {id}: a number used twice, or not one of the test's {n} flows")),
             }
         }
         if !busy {
@@ -625,9 +655,15 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 /// The far end's series, sent to the client as they are taken.
 pub(crate) struct Forward {
     pub(crate) tx: Mutex<mpsc::Sender<ServerMsg>>,
+    /// The gate's closes on serve's log: at most a line a second, however many an outsider makes.
+    closes: Mutex<Quiet>,
 }
 
 impl Forward {
+    pub(crate) fn new(tx: mpsc::Sender<ServerMsg>) -> Forward {
+        Forward { tx: Mutex::new(tx), closes: Mutex::new(Quiet::new()) }
+    }
+
     pub(crate) fn send(&self, msg: ServerMsg) {
         let _ = self.tx.lock().unwrap_or_else(|p| p.into_inner()).send(msg);
     }
@@ -655,12 +691,15 @@ impl HttpEndEvents for Forward {
     fn accepted(&self, conn: u32, cc_read_back: Option<&str>, mismatch: Option<&str>) {
         self.send(ServerMsg::Accepted { conn, cc_read_back: cc_read_back.map(str::to_string), mismatch: mismatch.map(str::to_string) });
     }
+    fn closed(&self, reason: &str) {
+        self.closes.lock().unwrap_or_else(|p| p.into_inner()).log(&format!("data port: closed before admission: {reason}"));
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ccbench_workload::{Amount, Direction, PageModel, PageProtocol, PageSpec};
+    use ccbench_workload::{Amount, Direction, PageModel, PageProtocol, PageSpec, SiteRequest};
 
     /// The client hanging up after the test ended (once it has `Done`) is not "the client went
     /// away during the test"; hanging up before the end is. The close comes while the watcher
@@ -740,14 +779,14 @@ mod tests {
     fn browser_tests_are_checked_against_the_site_and_the_limits() {
         let config = fuzz_config().unwrap();
         let site = |protocol, html_bytes, cc: &str| {
-            TestRequest::Browser(PageSpec {
+            TestRequest::Browser(SiteRequest(PageSpec {
                 page: PageModel { html_bytes, objects: vec![2000; 4] },
                 protocol,
                 cc: cc.parse().unwrap(),
                 port: 0,
                 sample_interval_us: 10_000,
                 timeout_s: 30.0,
-            })
+            }))
         };
         let h1 = PageProtocol::Http1 { max_connections: 6 };
         assert_eq!(check(&site(h1, 20_000, "cubic"), &config), Ok(()));

@@ -49,12 +49,15 @@ pub fn check_site_request(site: &PageSpec) -> Result<(), String> {
 }
 
 /// A browser test as a far end is asked for it: the site to serve (`BrowserSpec::site`), which
-/// the browser on the client loads. The server sends, so it sets the algorithm.
-pub struct SiteRequest<'a>(pub &'a PageSpec);
+/// the browser on the client loads. The server sends, so it sets the algorithm. On the wire it
+/// is the `PageSpec` it holds.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(transparent)]
+pub struct SiteRequest(pub PageSpec);
 
-impl crate::FarSpec for SiteRequest<'_> {
+impl crate::FarSpec for SiteRequest {
     fn check(&self, l: &crate::ServeLimits<'_>) -> Result<(), String> {
-        check_site_request(self.0)?;
+        check_site_request(&self.0)?;
         l.has_cc(&self.0.cc)?;
         l.check_http(self.planned_connections(), self.0.timeout_s, self.0.page.total_bytes())
     }

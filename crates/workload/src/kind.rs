@@ -233,3 +233,67 @@ impl<T: FarSpec + ?Sized> FarSpec for &T {
         (**self).planned_connections()
     }
 }
+
+/// What `ccbench serve` runs for a request: [`FarSpec`] (its check, log line and plan) and
+/// which far end serves it. serve matches on the far end's protocol, never on the workload.
+pub trait FarRequest: FarSpec {
+    fn far_end(&self) -> FarEnd<'_>;
+}
+
+/// The far ends serve knows how to run, each with its own exchange on the control connection.
+pub enum FarEnd<'a> {
+    /// Flows of bulk data (or a file per flow), over kernel TCP or, when every flow's algorithm
+    /// is QUIC, over QUIC: `Ready`/`QuicReady` → `Connected` → `Start` → samples → `Done`.
+    Flows(&'a crate::BulkSpec),
+    /// An HTTP server behind the token gate ([`crate::http_end`]): `Ready` → `Start` →
+    /// `Accepted` and samples → `Stop` → `ConnectionEnd`s → `HttpDone`.
+    Http(&'a dyn HttpFar),
+}
+
+/// A workload's HTTP server as serve runs it for a remote client.
+pub trait HttpFar {
+    /// The algorithm its sockets run when they send (set on the data port's listener, so each
+    /// accepted socket runs it from its first segment); `None` when the server receives.
+    fn server_cc(&self) -> Option<&Algorithm>;
+    /// Served over TLS with a certificate made for the test, for an ALPN of `h2` (the
+    /// browser's HTTP/2).
+    fn tls(&self) -> bool {
+        false
+    }
+    /// How long the load may take (serve holds it to `--max-duration` too).
+    fn timeout_s(&self) -> f64;
+    /// Serves `listener` behind `end`'s gate until the test ends.
+    fn serve(&self, listener: std::net::TcpListener, end: &crate::HttpEnd<'_>, cert: Option<&crate::RunCertificate>) -> crate::FarReport;
+}
+
+/// A workload run against `ccbench serve` (`run --remote`): the request serve receives, and
+/// this end's half. `ccbench_remote::Client::run` runs any workload through this alone.
+pub trait Remote {
+    /// The request on the wire (a `TestRequest` variant).
+    type Far: FarRequest;
+    type Result;
+    fn far_request(&self) -> Self::Far;
+    fn near_end(&self) -> NearEnd<'_, Self::Result>;
+}
+
+/// This end's half of a remote test, matching its [`FarEnd`].
+pub enum NearEnd<'a, R> {
+    /// Bulk flows: the remote client's own near end; `result` makes the workload's result.
+    Flows { spec: &'a crate::BulkSpec, result: fn(crate::BulkResult) -> R },
+    /// An HTTP load against the far end's server.
+    Http { timeout_s: f64, sample_interval_us: u64, load: HttpLoad<'a, R> },
+}
+
+/// An HTTP workload's client half against a far end: given the far end's view, the run's epoch,
+/// its stop flag and series, and `end`, which ends the far end and returns its report (called
+/// once the load is over).
+pub type HttpLoad<'a, R> = Box<
+    dyn FnOnce(
+            &crate::FarHttp,
+            std::time::Instant,
+            &std::sync::atomic::AtomicBool,
+            &dyn crate::SeriesSink,
+            &dyn Fn() -> Result<crate::FarReport, String>,
+        ) -> Result<R, crate::WorkloadError>
+        + 'a,
+>;

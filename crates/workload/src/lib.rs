@@ -64,8 +64,10 @@ pub use bulk::{
     FlowResult, GoodputPoint, MixFlow, Opens,
 };
 pub use far::{data_hello, hello_id, FarConnection, FarHttp, FarReport, DATA_HELLO_LEN, TOKEN_LEN};
-pub use http_end::{HttpEnd, HttpEndEvents};
-pub use kind::{FarSpec, Headline, KeptReadBack, RunFigures, RunOutcome, SenderView, ServeLimits, Spec};
+pub use http_end::{HttpEnd, HttpEndEvents, HELLO_TIMEOUT};
+pub use kind::{
+    FarEnd, FarRequest, FarSpec, Headline, HttpFar, HttpLoad, KeptReadBack, NearEnd, Remote, RunFigures, RunOutcome, SenderView, ServeLimits, Spec,
+};
 pub use net::{client_socket, confirm_congestion, set_algorithm};
 pub use objects::{run_objects_remote, serve_objects_end, ObjectMethod, ObjectsConnection, ObjectsFlags, ObjectsResult, ObjectsSpec, RequestRecord};
 pub use page::{
