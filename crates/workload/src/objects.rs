@@ -771,10 +771,7 @@ fn run_quic_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Result<ObjectsR
         })
         .collect();
     let outcome = Outcome {
-        first_request: log.requests.first_request,
-        last_response: log.requests.last_response,
-        requests: &log.requests.rows,
-        client_errors: &log.requests.errors,
+        requests: &log.requests,
         server_errors: &end.server_errors,
         server_connections: connections.len() as u32,
         connections,
@@ -815,25 +812,14 @@ fn finish(
             }
         })
         .collect();
-    let outcome = Outcome {
-        first_request: log.requests.first_request,
-        last_response: log.requests.last_response,
-        requests: &log.requests.rows,
-        client_errors: &log.requests.errors,
-        server_errors: &server_errors,
-        connections,
-        server_connections: accepted.len() as u32,
-        issued,
-    };
+    let outcome = Outcome { requests: &log.requests, server_errors: &server_errors, connections, server_connections: accepted.len() as u32, issued };
     summarize(spec, epoch, outcome, how)
 }
 
 /// What a load left, however its requests travelled (TCP connections or QUIC streams).
 pub(crate) struct Outcome<'a> {
-    pub first_request: Option<Instant>,
-    pub last_response: Option<Instant>,
-    pub requests: &'a [RequestRecord],
-    pub client_errors: &'a Errors,
+    /// The client's log of every request: their times, records and errors.
+    pub requests: &'a RequestLog,
     pub server_errors: &'a Errors,
     pub connections: Vec<ObjectsConnection>,
     pub server_connections: u32,
@@ -844,30 +830,30 @@ pub(crate) struct Outcome<'a> {
 /// The result of an objects run: the one place its figures (throughput, latency percentiles,
 /// errors) are computed, for both transports alike.
 pub(crate) fn summarize(spec: &ObjectsSpec, epoch: Instant, o: Outcome<'_>, how: Finish<()>) -> ObjectsResult {
-    let wall_time_s = match (o.first_request, o.last_response) {
+    let wall_time_s = match (o.requests.first_request, o.requests.last_response) {
         (Some(a), Some(b)) => b.saturating_duration_since(a).as_secs_f64(),
         _ => 0.0,
     };
     let content_bytes: u64 = o.connections.iter().map(|c| c.content_bytes).sum();
     let content_throughput_bps = if wall_time_s > 0.0 { content_bytes as f64 * 8.0 / wall_time_s } else { 0.0 };
-    let mut lat: Vec<f64> = o.requests.iter().filter(|r| r.ok).map(|r| r.latency_s).collect();
+    let mut lat: Vec<f64> = o.requests.rows.iter().filter(|r| r.ok).map(|r| r.latency_s).collect();
     lat.sort_by(f64::total_cmp);
     let latency_mean_s = (!lat.is_empty()).then(|| lat.iter().sum::<f64>() / lat.len() as f64);
-    let mut error_messages = o.client_errors.messages.clone();
+    let mut error_messages = o.requests.errors.messages.clone();
     error_messages.extend(o.server_errors.messages.iter().map(|m| format!("server: {m}")));
-    let mut requests = o.requests.to_vec();
+    let mut requests = o.requests.rows.clone();
     requests.sort_by_key(|r| r.index);
     ObjectsResult {
         method: spec.method,
         object_bytes: spec.object_bytes,
         concurrency: spec.concurrency,
         cc_requested: spec.cc.to_string(),
-        start_us: o.first_request.map(|t| t.saturating_duration_since(epoch).as_micros() as u64),
+        start_us: o.requests.first_request.map(|t| t.saturating_duration_since(epoch).as_micros() as u64),
         wall_time_s,
         requests_requested: spec.requests,
         requests_issued: o.issued,
-        requests_completed: o.requests.iter().filter(|r| r.ok).count() as u32,
-        errors: o.client_errors.count,
+        requests_completed: o.requests.rows.iter().filter(|r| r.ok).count() as u32,
+        errors: o.requests.errors.count,
         content_bytes,
         content_throughput_bps,
         content_throughput_mbytes_per_s: content_throughput_bps / 8e6,
