@@ -1,24 +1,23 @@
 //! The kinds of traffic a run can carry, as the record keeps them: what ran with which
 //! algorithm, which way the data flowed, and the one figure the verdict compares. Each workload defines
-//! itself in `ccbench-workload`; this is its registry line.
+//! itself in `ccbench-workload`, and is a line of its registry (`ccbench_workload::workloads!`);
+//! this crate expands that list into the types a record keeps.
 
 use ccbench_probe::TcpInfo;
 use ccbench_remote::{Client, RemoteError, TestRequest};
 use ccbench_workload::flags::{FlagError, FlagSet, FromFlags, Given, Kind, RunFlags};
-use ccbench_workload::{
-    Algorithm, BrowserResult, BrowserSpec, BulkResult, BulkSpec, Direction, Headline, ObjectsResult, ObjectsSpec, PageResult, PageSpec, Remote, RunContext,
-    RunFigures, RunOutcome, SenderView, SeriesSink, Spec, Workload, WorkloadError,
-};
+use ccbench_workload::{Algorithm, Direction, Headline, RunContext, RunFigures, RunOutcome, SenderView, SeriesSink, Spec, Workload, WorkloadError};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-/// The registry of workloads: one line each, `Variant(its spec, its result)`, the variant's
-/// name (snake case) being the `kind` result.json tags it with. Everything else about a workload
-/// is asked of its own module through [`Spec`], [`RunOutcome`] and, over `--remote`, [`Remote`]
-/// (whose request is a line of `ccbench_remote`'s `requests!`), and its command line through
-/// [`FromFlags`]: `--workload`'s values ([`WorkloadKind`]) and every workload's flags
-/// ([`WorkloadFlags`]) are generated here.
+/// Expands the workload registry (`ccbench_workload::workloads!`, one line each: `Variant(its
+/// spec, its result)`, the variant's name in snake case being the `kind` result.json tags it
+/// with). Everything else about a workload is asked of its own module through [`Spec`],
+/// [`RunOutcome`], over `--remote` `ccbench_workload::Remote` (its request generated in
+/// `ccbench_remote` from the same list), and its command line through [`FromFlags`]:
+/// `--workload`'s values ([`WorkloadKind`]) and every workload's flags ([`WorkloadFlags`]) are
+/// generated here.
 macro_rules! registry {
     ($($(#[$doc:meta])* $variant:ident($spec:ty, $result:ty),)*) => {
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -57,7 +56,7 @@ macro_rules! registry {
             /// The request a remote `ccbench serve` is asked to run (`Remote::far_request`).
             pub fn far_request(&self) -> TestRequest {
                 match self {
-                    $(WorkloadSpec::$variant(s) => TestRequest::from(s.far_request()),)*
+                    $(WorkloadSpec::$variant(s) => ccbench_remote::Requested::test_request(s),)*
                 }
             }
 
@@ -259,14 +258,7 @@ impl WorkloadFlags {
     }
 }
 
-registry! {
-    /// Bulk flows for a duration, or a fixed-size file when the amount is a byte count.
-    Bulk(BulkSpec, BulkResult),
-    Objects(ObjectsSpec, ObjectsResult),
-    Page(PageSpec, PageResult),
-    /// The page loaded by headless Chromium.
-    Browser(BrowserSpec, BrowserResult),
-}
+ccbench_workload::workloads!(registry);
 
 impl WorkloadSpec {
     /// The same workload with `cc` on its sending sockets (a mix keeps its own algorithms).
@@ -371,7 +363,7 @@ impl WorkloadResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ccbench_workload::{Amount, ObjectMethod};
+    use ccbench_workload::{Amount, BulkSpec, ObjectMethod, ObjectsSpec};
 
     /// What the harness asks a spec is answered by the workload's own definition: the
     /// algorithm is set per run (a mix keeps its own), an upload of objects loads the uplink.

@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 
 use ccbench_workload::{
     assemble, client_socket, confirm_congestion, prepare_stream, run_end, Amount, BulkResult, BulkSpec, Direction, EndClock, EndStream, FlowEnd, FlowMeta,
-    NearEnd, NoMeasureHook, Opens, Remote, SeriesSink, Side, SocketId, WorkloadError,
+    NearEnd, NoMeasureHook, Opens, SeriesSink, Side, SocketId, WorkloadError,
 };
 
 use crate::auth::Secret;
 use crate::channel::{Channel, HandshakeError};
-use crate::proto::{unhex, ClientMsg, FrameError, Limits, ServerFacts, ServerMsg, TestRequest};
+use crate::proto::{unhex, ClientMsg, FrameError, Limits, Requested, ServerFacts, ServerMsg, TestRequest};
 use crate::server::TOKEN_LEN;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -148,10 +148,9 @@ impl Client {
     /// Times in the result and in `series` (the far end's samples included) are from `epoch`.
     pub fn run<W>(&mut self, workload: &W, epoch: Instant, stop: &AtomicBool, series: &dyn SeriesSink) -> Result<W::Result, RemoteError>
     where
-        W: Remote,
-        TestRequest: From<W::Far>,
+        W: Requested,
     {
-        let test = TestRequest::from(workload.far_request());
+        let test = workload.test_request();
         match workload.near_end() {
             NearEnd::Flows { spec, result } if crate::quic::is_quic(spec) => self.run_quic(test, spec, epoch, stop, series).map(result),
             NearEnd::Flows { spec, result } => self.run_flows(test, spec, epoch, stop, series).map(result),

@@ -33,5 +33,5 @@ pub mod probe;
 pub use auth::{Secret, SecretError};
 pub use client::{Client, RemoteError};
 pub use probe::ProbeSession;
-pub use proto::{Limits, ProbeLimits, ProbeReport, ProbeRequest, ServerFacts, TestRequest};
+pub use proto::{Limits, ProbeLimits, ProbeReport, ProbeRequest, Requested, ServerFacts, TestRequest};
 pub use server::{serve, ServeConfig};

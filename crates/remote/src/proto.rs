@@ -15,15 +15,16 @@
 //! (what it cost the server). A probe that reaches the server's time limit first is ended by
 //! the server: its `ProbeDone` comes unasked, and the client's later `ProbeEnd` is ignored.
 //!
-//! Extending it: a new workload is a line in `requests!` (its [`TestRequest`] variant) and runs
-//! on one of the far ends serve has ([`ccbench_workload::FarEnd`]: flows, or an HTTP server);
+//! Extending it: a new workload's request is generated from its line in the workload registry
+//! ([`ccbench_workload::workloads!`], a [`TestRequest`] variant) and runs on one of the far ends
+//! serve has ([`ccbench_workload::FarEnd`]: flows, or an HTTP server);
 //! a test that is neither (the probe) is a new message. A client that asks an older server for
 //! it gets a clear refusal.
 
 use std::io::{self, Read, Write};
 
 use ccbench_probe::{Sample, TcpInfo};
-use ccbench_workload::{BbrEvent, BulkSpec, FarRequest, FlowEnd, GoodputPoint, ObjectsSpec, PageSpec, QuicSample, SiteRequest};
+use ccbench_workload::{BbrEvent, FarRequest, FlowEnd, GoodputPoint, QuicSample, Remote};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 /// The protocol version this build speaks; a hello with another is refused by name.
@@ -180,19 +181,22 @@ pub enum ServerMsg {
 /// BBR state changes per `BbrEvents` message: well inside [`MAX_FRAME`].
 pub const MAX_EVENTS_PER_MESSAGE: usize = 200;
 
-/// The requests serve takes, one line each: `Variant(the request type)`, the variant's name
-/// (snake case) being the `kind` it is tagged with on the wire. The request type is what its
-/// workload's [`ccbench_workload::Remote::Far`] says; serve checks, logs and runs it through
-/// [`FarRequest`] alone, so a new workload over `--remote` is a line here and its
-/// `Remote` implementation, and nothing else in this crate.
+/// The requests serve takes: one per line of the workload registry
+/// ([`ccbench_workload::workloads!`]), the request being what that workload's
+/// [`ccbench_workload::Remote::Far`] says and the variant's name (snake case) the `kind` it is
+/// tagged with on the wire. serve checks, logs and runs it through [`FarRequest`] alone, so a
+/// new workload over `--remote` needs nothing in this crate.
 macro_rules! requests {
-    ($($(#[$doc:meta])* $variant:ident($far:ty),)*) => {
-        /// A test the client asks for. Tagged by `kind`; an older server refuses a kind it does
-        /// not know.
+    ($($(#[$doc:meta])* $variant:ident($spec:ty, $result:ty),)*) => {
+        /// A test the client asks for: a workload's far end. Tagged by `kind`; an older server
+        /// refuses a kind it does not know.
         #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
         #[serde(tag = "kind", rename_all = "snake_case")]
         pub enum TestRequest {
-            $($(#[$doc])* $variant($far),)*
+            $(
+                #[doc = concat!("The far end of the `", stringify!($variant), "` workload.")]
+                $variant(<$spec as Remote>::Far),
+            )*
         }
 
         impl TestRequest {
@@ -205,25 +209,20 @@ macro_rules! requests {
             }
         }
 
-        $(impl From<$far> for TestRequest {
-            fn from(r: $far) -> Self {
-                TestRequest::$variant(r)
+        $(impl Requested for $spec {
+            fn test_request(&self) -> TestRequest {
+                TestRequest::$variant(self.far_request())
             }
         })*
     };
 }
 
-requests! {
-    /// Bulk flows for a duration, or a file (a byte count) per flow; kernel TCP, or QUIC when
-    /// every flow's algorithm is `quic:…`.
-    Bulk(BulkSpec),
-    /// An object-store load: the server runs the HTTP/1.1 object server.
-    Objects(ObjectsSpec),
-    /// A page load: the server runs the page server (HTTP/1.1 or h2c).
-    Page(PageSpec),
-    /// A page load in a real browser on the client: the server runs the browser workload's
-    /// site (HTTP/1.1, or HTTP/2 over TLS with a certificate made for the test).
-    Browser(SiteRequest),
+ccbench_workload::workloads!(requests);
+
+/// A registered workload, as the test it asks serve for (its [`Remote::far_request`] tagged
+/// with its `kind`).
+pub trait Requested: Remote {
+    fn test_request(&self) -> TestRequest;
 }
 
 /// What the server tells an authenticated client about itself: what its results need as
@@ -420,6 +419,7 @@ pub fn unhex<const N: usize>(s: &str) -> Option<[u8; N]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ccbench_workload::{BulkSpec, ObjectsSpec, PageSpec, SiteRequest};
     use rand::{Rng, SeedableRng};
 
     #[test]
@@ -563,7 +563,7 @@ mod tests {
         assert_eq!(http(objects), Some((false, Some("cubic".into()))), "a GET's server sends");
         assert_eq!(http(page), Some((false, Some("bbr".into()))));
         assert_eq!(http(browser), Some((true, Some("bbr".into()))), "the browser's HTTP/2 is over TLS");
-        let bulk = TestRequest::from(BulkSpec {
+        let bulk = TestRequest::Bulk(BulkSpec {
             flows: 3,
             direction: ccbench_workload::Direction::Download,
             amount: ccbench_workload::Amount::Seconds(1.0),

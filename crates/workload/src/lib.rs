@@ -79,6 +79,28 @@ pub use series::{MemorySeries, NoSeries, QuicBbr, QuicSample, SeriesSink, Socket
 pub use tls::{certificate_for, RunCertificate};
 pub use units::fmt_bytes;
 
+/// The registry of workloads, one line each: `Variant(its spec, its result)`, the variant's
+/// name (snake case) being the `kind` that result.json and the remote protocol tag it with.
+/// Everything else about a workload is asked of its own module ([`Spec`], [`RunOutcome`],
+/// [`Remote`], [`flags::FromFlags`]). The crates that need a type or a dispatch per workload
+/// expand this list with a macro of their own, `ccbench_workload::workloads!(their_macro)`:
+/// `ccbench-record` generates `WorkloadSpec`, `WorkloadResult`, `WorkloadKind` and
+/// `WorkloadFlags`, `ccbench-remote` the `TestRequest` serve takes (each spec's `Remote::Far`).
+/// So a new workload is its module and a line here.
+#[macro_export]
+macro_rules! workloads {
+    ($callback:ident) => {
+        $callback! {
+            /// Bulk flows for a duration, or a fixed-size file when the amount is a byte count.
+            Bulk($crate::BulkSpec, $crate::BulkResult),
+            Objects($crate::ObjectsSpec, $crate::ObjectsResult),
+            Page($crate::PageSpec, $crate::PageResult),
+            /// The page loaded by headless Chromium.
+            Browser($crate::BrowserSpec, $crate::BrowserResult),
+        }
+    };
+}
+
 use ccbench_netns::Netns;
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
