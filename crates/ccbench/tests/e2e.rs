@@ -83,8 +83,28 @@ fn host_has_no_leftovers() {
     assert!(String::from_utf8_lossy(&tuns.stdout).trim().is_empty(), "TUN devices in the host namespace: {}", String::from_utf8_lossy(&tuns.stdout));
     let named = Command::new("ip").args(["netns", "list"]).output().expect("ip");
     assert!(String::from_utf8_lossy(&named.stdout).trim().is_empty(), "named namespaces exist");
-    let reapers = Command::new("pgrep").args(["-f", "__ccbench-reaper"]).output().expect("pgrep");
-    assert!(String::from_utf8_lossy(&reapers.stdout).trim().is_empty(), "reaper processes left running");
+    let reapers = own_reapers();
+    assert!(reapers.is_empty(), "reaper processes left running: {reapers:?}");
+}
+
+/// The reapers this checkout's binary started that still run (by pid). Only this binary's: the
+/// tests of another checkout, running at the same time, have reapers of their own.
+fn own_reapers() -> Vec<u32> {
+    let ours = std::fs::canonicalize(env!("CARGO_BIN_EXE_ccbench")).expect("the binary under test");
+    let mut pids = Vec::new();
+    for proc_dir in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = proc_dir.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(cmdline) = std::fs::read(proc_dir.path().join("cmdline")) else { continue };
+        if !cmdline.split(|b| *b == 0).any(|arg| arg == b"__ccbench-reaper") {
+            continue;
+        }
+        // A binary rebuilt while its process runs reads as `PATH (deleted)`.
+        let exe = std::fs::read_link(proc_dir.path().join("exe")).map(|e| e.to_string_lossy().trim_end_matches(" (deleted)").to_string());
+        if exe.is_ok_and(|e| Path::new(&e) == ours) {
+            pids.push(pid);
+        }
+    }
+    pids
 }
 
 fn assert_no_leak(result: &Value) {
