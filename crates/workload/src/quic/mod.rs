@@ -410,10 +410,23 @@ mod tests {
     /// error that inflated BBR's bandwidth samples on a busy machine.
     #[test]
     fn an_ack_that_waited_in_the_socket_is_timed_by_its_arrival() {
-        let stamped = smoothed_rtt_after_a_stall(true);
-        let unstamped = smoothed_rtt_after_a_stall(false);
-        eprintln!("smoothed RTT after a {STALL:?} stall: {stamped:?} with kernel stamps, {unstamped:?} without");
-        assert!(stamped < STALL / 20, "with kernel stamps: smoothed RTT {stamped:?} after a {STALL:?} stall");
-        assert!(unstamped > STALL / 8, "without: smoothed RTT {unstamped:?} — the stall must show, or this test tests nothing");
+        // On a loaded machine the server's acknowledgements can themselves be late (its threads
+        // not scheduled), which neither end controls; three tries, each judged whole. Without
+        // kernel stamps every try reads the stall as RTT, so a regression still fails all three.
+        let mut tries = Vec::new();
+        for _ in 0..3 {
+            let stamped = smoothed_rtt_after_a_stall(true);
+            let unstamped = smoothed_rtt_after_a_stall(false);
+            eprintln!("smoothed RTT after a {STALL:?} stall: {stamped:?} with kernel stamps, {unstamped:?} without");
+            if stamped < STALL / 20 && unstamped > STALL / 8 {
+                return;
+            }
+            tries.push((stamped, unstamped));
+        }
+        panic!(
+            "with kernel stamps the smoothed RTT must stay under {:?} after a {STALL:?} stall, and without them exceed {:?} (or this test tests nothing); (with, without) in three tries: {tries:?}",
+            STALL / 20,
+            STALL / 8
+        );
     }
 }
