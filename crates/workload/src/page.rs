@@ -1106,6 +1106,187 @@ mod tests {
         assert_eq!(j, r#"{"kind":"http1","max_connections":6}"#);
         assert_eq!(serde_json::to_string(&PageProtocol::Http2).unwrap(), r#"{"kind":"http2"}"#);
     }
+
+    use std::cell::{Cell, RefCell};
+
+    /// A transport that answers from a script, counting the requests in flight at once.
+    struct Script {
+        /// Answers by path; a path not listed gets its whole resource.
+        answers: HashMap<String, Result<u64, String>>,
+        /// Lanes multiplex (HTTP/2, QUIC) or carry one request at a time (HTTP/1.1).
+        multiplex: bool,
+        connections: usize,
+        /// A connection closes after this many requests (HTTP/1.1's server closing it).
+        closes_after: Option<u32>,
+        /// Opening a connection fails from the `n`th on.
+        open_fails_from: Option<u32>,
+        in_flight: Cell<usize>,
+        most_in_flight: Cell<usize>,
+        opened: Cell<u32>,
+        asked: RefCell<Vec<(String, u32)>>,
+    }
+
+    struct ScriptLane<'s> {
+        script: &'s Script,
+        conn: u32,
+        served: u32,
+    }
+
+    impl Lane for ScriptLane<'_> {
+        async fn exchange(&mut self, ask: Ask<'_>, on_begin: &mut dyn FnMut()) -> Result<u64, String> {
+            let Ask::Get(path) = ask else { panic!("a page only GETs") };
+            let s = self.script;
+            s.asked.borrow_mut().push((path.to_string(), self.conn));
+            s.in_flight.set(s.in_flight.get() + 1);
+            s.most_in_flight.set(s.most_in_flight.get().max(s.in_flight.get()));
+            tokio::task::yield_now().await;
+            on_begin();
+            tokio::task::yield_now().await;
+            s.in_flight.set(s.in_flight.get() - 1);
+            self.served += 1;
+            s.answers.get(path).cloned().unwrap_or_else(|| Ok(crate::quic::streams::Store::get(&page(), path).expect("a path of the page")))
+        }
+    }
+
+    struct ScriptEnds<'s> {
+        script: &'s Script,
+        log: &'s Mutex<ClientLog>,
+    }
+
+    impl<'s> Ends for ScriptEnds<'s> {
+        type Lane = ScriptLane<'s>;
+        fn beside(&self, lane: &ScriptLane<'s>) -> Option<ScriptLane<'s>> {
+            self.script.multiplex.then_some(ScriptLane { script: self.script, conn: lane.conn, served: 0 })
+        }
+        fn connections(&self) -> usize {
+            self.script.connections
+        }
+        async fn open(&self) -> Result<PageConn<ScriptLane<'s>>, String> {
+            let id = self.script.opened.get();
+            if self.script.open_fails_from.is_some_and(|n| id >= n) {
+                return Err("refused".into());
+            }
+            self.script.opened.set(id + 1);
+            let mut log = lock(self.log);
+            log.conns.push(ConnStats { id, client_port: 0, opened_s: 0.0, completed: 0, bytes: 0 });
+            Ok(PageConn { id, slot: log.conns.len() - 1, lane: ScriptLane { script: self.script, conn: id, served: 0 } })
+        }
+        fn closed(&self, lane: &ScriptLane<'s>) -> bool {
+            self.script.closes_after.is_some_and(|n| lane.served >= n)
+        }
+        fn name(&self, path: &str, conn: u32) -> String {
+            format!("{path} on {conn}")
+        }
+    }
+
+    fn page() -> PageModel {
+        PageModel { html_bytes: 1000, objects: vec![10, 20, 30, 40, 50, 60, 70] }
+    }
+
+    fn script(multiplex: bool, connections: usize) -> Script {
+        Script {
+            answers: HashMap::new(),
+            multiplex,
+            connections,
+            closes_after: None,
+            open_fails_from: None,
+            in_flight: Cell::new(0),
+            most_in_flight: Cell::new(0),
+            opened: Cell::new(0),
+            asked: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Loads `page()` over `script` from a first connection; the log.
+    fn load_page_over(script: &Script) -> ClientLog {
+        let spec =
+            PageSpec { page: page(), protocol: PageProtocol::default(), cc: "cubic".parse().unwrap(), port: 1, sample_interval_us: 10_000, timeout_s: 1.0 };
+        let log = Mutex::new(ClientLog { resources: resource_list(&spec.page), conns: Vec::new(), errors: Errors::default() });
+        let ctx = Ctx { spec: &spec, nav_start: Instant::now(), log: &log, hook: &NoMeasureHook };
+        let ends = ScriptEnds { script, log: &log };
+        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+            let first = ends.open().await.unwrap();
+            load(&ctx, &ends, first).await;
+        });
+        log.into_inner().unwrap()
+    }
+
+    /// Over a multiplexing transport the HTML comes alone, then every object at once beside it
+    /// on the one connection; each resource's TTFB lies between its request and its end.
+    #[test]
+    fn a_multiplexed_page_asks_every_object_at_once_after_the_html() {
+        let s = script(true, 1);
+        let log = load_page_over(&s);
+        assert_eq!(s.asked.borrow()[0], ("/".to_string(), 0));
+        assert_eq!(s.asked.borrow().len(), 8);
+        assert_eq!((s.most_in_flight.get(), s.opened.get()), (7, 1));
+        for r in &log.resources {
+            let (ttfb, done) = (r.ttfb_s.unwrap(), r.complete_s.unwrap());
+            assert!(r.ok && r.connection == Some(0) && r.bytes_received == r.bytes_expected, "{r:?}");
+            assert!(r.request_s <= ttfb && ttfb <= done, "{r:?}");
+        }
+        assert_eq!((log.conns[0].completed, log.conns[0].bytes), (8, page().total_bytes()));
+        assert_eq!(log.errors.count, 0);
+    }
+
+    /// One request at a time per connection: at most `connections` in flight, the first
+    /// connection reused, each object asked once.
+    #[test]
+    fn one_at_a_time_the_objects_spread_over_the_connections() {
+        let s = script(false, 3);
+        let log = load_page_over(&s);
+        assert_eq!((s.most_in_flight.get(), s.opened.get()), (3, 3));
+        let mut paths: Vec<String> = s.asked.borrow().iter().map(|(p, _)| p.clone()).collect();
+        paths.sort();
+        assert_eq!(paths, ["/", "/o/0", "/o/1", "/o/2", "/o/3", "/o/4", "/o/5", "/o/6"]);
+        assert!(log.resources.iter().all(|r| r.ok));
+        assert_eq!(log.conns.iter().map(|c| c.completed).sum::<u32>(), 8);
+        assert!(log.conns.iter().all(|c| c.completed >= 1), "every connection took objects");
+    }
+
+    /// The HTML failing ends the page: no object is asked for.
+    #[test]
+    fn a_failed_html_asks_for_nothing_more() {
+        let mut s = script(true, 1);
+        s.answers.insert("/".into(), Err("status 404 Not Found, expected 200 OK".into()));
+        let log = load_page_over(&s);
+        assert_eq!(s.asked.borrow().len(), 1);
+        assert_eq!(log.errors.messages, ["/ on 0: status 404 Not Found, expected 200 OK"]);
+        let html = &log.resources[0];
+        assert!(!html.ok && html.complete_s.is_none() && html.ttfb_s.is_some());
+        assert!(log.resources[1..].iter().all(|r| r.connection.is_none() && !r.ok));
+    }
+
+    /// A short answer fails its resource (ended, but not whole); the rest load.
+    #[test]
+    fn a_short_answer_fails_only_its_resource() {
+        let mut s = script(true, 1);
+        s.answers.insert("/o/2".into(), Ok(3));
+        let log = load_page_over(&s);
+        assert_eq!(log.errors.messages, ["/o/2 on 0: got 3 of 30 bytes"]);
+        let short = &log.resources[3];
+        assert!(!short.ok && short.bytes_received == 3 && short.complete_s.is_some());
+        assert_eq!(log.resources.iter().filter(|r| r.ok).count(), 7);
+        assert_eq!(log.conns[0].bytes, page().total_bytes() - 30);
+    }
+
+    /// A connection the server closed is replaced before its next object; one that cannot be
+    /// replaced ends its worker, the object it took recorded as not asked.
+    #[test]
+    fn a_closed_connection_is_replaced_until_that_fails() {
+        let mut s = script(false, 1);
+        s.closes_after = Some(2);
+        let log = load_page_over(&s);
+        assert_eq!(s.opened.get(), 4, "8 resources, 2 per connection");
+        assert!(log.resources.iter().all(|r| r.ok) && log.errors.count == 0);
+
+        let mut s = script(false, 1);
+        (s.closes_after, s.open_fails_from) = (Some(2), Some(2));
+        let log = load_page_over(&s);
+        assert_eq!(s.asked.borrow().len(), 4);
+        assert_eq!(log.errors.messages, ["/o/3: reopening a connection: refused"]);
+        assert_eq!(log.resources.iter().filter(|r| r.ok).count(), 4);
+    }
 }
 
 /// `ccbench run --workload page`: its flags and its spec from them. Browser takes `--page` and
