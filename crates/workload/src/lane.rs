@@ -44,8 +44,8 @@ pub(crate) trait Lane {
     /// Sends `ask` and reads its answer to the end: the body bytes that came back (none for a
     /// PUT), or why it failed (including the server's refusal). `on_begin` is called when the
     /// answer begins, the instant a page's resource timing calls its TTFB: over HTTP when the
-    /// response head has arrived (as a browser's `responseStart`), over a QUIC stream, which
-    /// has no head, when its first byte has.
+    /// response head has arrived, over a QUIC stream, which has no head, when its first byte
+    /// has.
     async fn exchange(&mut self, ask: Ask<'_>, on_begin: &mut dyn FnMut()) -> Result<u64, String>;
 }
 
