@@ -2,8 +2,10 @@
 //! every object it references (`GET /o/N`), over HTTP/1.1 with up to `max_connections` parallel
 //! persistent connections (browsers use 6 per host) or over HTTP/2 multiplexed on one
 //! connection (h2c with prior knowledge: no TLS, so no ALPN). A `quic:` algorithm loads the
-//! same page over QUIC instead (`crate::quic`: one connection, a stream per resource), with the
-//! same result, computed by the same [`summarize`].
+//! same page over QUIC instead (one connection, a stream per resource). The load is written
+//! once against [`Lane`] (`load`, `fetch`), with the transport's ends as its parameter
+//! (`TcpEnds` locally and over `--remote`, `QuicEnds` under `OneConnection`), and its result
+//! is computed by the one [`summarize`].
 //!
 //! # Library choice
 //! Both protocols come from [hyper] 1.x (`client::conn::{http1, http2}` and the matching
@@ -23,6 +25,8 @@
 //! requested at once; the server allows 128 concurrent streams. There is no DNS, TLS, parsing,
 //! rendering or dependency chain between objects. The server sends, so the algorithm is set on
 //! the server's listener and on every accepted socket, read back from each, and sampled there.
+//! A resource's TTFB is when its answer begins: the response head over HTTP, the first byte of
+//! its stream over QUIC (see [`Lane::exchange`]).
 
 use std::collections::HashMap;
 use std::net::SocketAddrV4;
@@ -41,7 +45,10 @@ use crate::common::{self, lock, Errors, PatternBody};
 use crate::far::{Dial, FarHttp, FarReport};
 use crate::harness::{Finish, Harness, ServerLog, ServerProto};
 use crate::http_end::HttpEnd;
-use crate::{ByteBudget, NoMeasureHook, RunContext, SeriesSink, SocketId, Workload, WorkloadError};
+use crate::lane::{Ask, Http1Lane, Http2Lane, Lane};
+use crate::quic::load::OneConnection;
+use crate::quic::streams::StreamLane;
+use crate::{ByteBudget, NoMeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
 
 /// What a page consists of: the HTML document's size and the size of every object (image,
 /// script, stylesheet, font) it references, in request order.
@@ -334,6 +341,7 @@ impl hyper::service::Service<Request<Incoming>> for PageService {
     }
 }
 
+/// One connection's count of what it brought.
 struct ConnStats {
     id: u32,
     client_port: u16,
@@ -348,13 +356,11 @@ struct ClientLog {
     errors: Errors,
 }
 
+/// What the page load records to, whatever the transport.
 struct Ctx<'a> {
-    dial: &'a Dial<'a>,
     spec: &'a PageSpec,
     nav_start: Instant,
     log: &'a Mutex<ClientLog>,
-    next_conn_id: AtomicU32,
-    host: String,
     hook: &'a dyn crate::MeasureHook,
 }
 
@@ -469,7 +475,7 @@ impl Workload for PageSpec {
 fn load_page(spec: &PageSpec, run: &RunContext<'_>) -> Result<PageResult, WorkloadError> {
     check(spec)?;
     if spec.cc.is_quic() {
-        return crate::quic::load_quic_page(spec, run);
+        return load_over_quic(spec, run);
     }
     let harness = Harness::new(run, spec.timeout_s, spec.sample_interval_us)?;
     let log = Mutex::new(ClientLog { resources: resource_list(&spec.page), conns: Vec::new(), errors: Errors::default() });
@@ -488,20 +494,11 @@ fn load_page(spec: &PageSpec, run: &RunContext<'_>) -> Result<PageResult, Worklo
 
     let nav_start = Instant::now();
     run.hook.open(nav_start);
-    let ctx = Ctx { host: dial.host(), dial: &dial, spec, nav_start, log: &log, next_conn_id: AtomicU32::new(0), hook: run.hook };
-    let load = async {
-        match spec.protocol {
-            PageProtocol::Http1 { .. } => load_http1(&ctx, sockets).await,
-            PageProtocol::Http2 => load_http2(&ctx, sockets).await,
-        }
-    };
-    let how = harness.drive(listener, proto, Some(&spec.cc), make_service, load)?;
+    let ctx = Ctx { spec, nav_start, log: &log, hook: run.hook };
+    let ends = TcpEnds::new(&ctx, &dial, sockets);
+    let how = harness.drive(listener, proto, Some(&spec.cc), make_service, ends.load())?;
     // The page's span ends with its last resource; one that never loaded ends now.
-    let last = lock(&log).resources.iter().filter_map(|r| r.complete_s).reduce(f64::max);
-    run.hook.close(match (&how, last) {
-        (Finish::Completed(()), Some(t)) => nav_start + Duration::from_secs_f64(t),
-        _ => Instant::now(),
-    });
+    close_span(run.hook, &log, nav_start, matches!(how, Finish::Completed(())), Instant::now());
     harness.shutdown();
     if let Some(actual) = harness.server_mismatch() {
         return Err(WorkloadError::CongestionMismatch { requested: spec.cc.to_string(), actual });
@@ -544,14 +541,9 @@ pub fn run_page_remote(
     let dial = Dial::Remote(far);
     let nav_start = Instant::now();
     let outcome = sockets_for(spec, &dial).and_then(|sockets| {
-        let ctx = Ctx { host: dial.host(), dial: &dial, spec, nav_start, log: &log, next_conn_id: AtomicU32::new(0), hook: &NoMeasureHook };
-        let load = async {
-            match spec.protocol {
-                PageProtocol::Http1 { .. } => load_http1(&ctx, sockets).await,
-                PageProtocol::Http2 => load_http2(&ctx, sockets).await,
-            }
-        };
-        let how = if harness.stopped_already() { Ok(Finish::Stopped) } else { harness.drive_client(load) };
+        let ctx = Ctx { spec, nav_start, log: &log, hook: &NoMeasureHook };
+        let ends = TcpEnds::new(&ctx, &dial, sockets);
+        let how = if harness.stopped_already() { Ok(Finish::Stopped) } else { harness.drive_client(ends.load()) };
         harness.shutdown();
         how
     });
@@ -598,187 +590,74 @@ pub(crate) fn resource_list(page: &PageModel) -> Vec<ResourceTiming> {
     std::iter::once(entry("/".into(), page.html_bytes)).chain(page.objects.iter().enumerate().map(|(i, &b)| entry(format!("/o/{i}"), b))).collect()
 }
 
-/// A request sender of either protocol.
-enum Sender {
-    H1(hyper::client::conn::http1::SendRequest<PatternBody>),
-    H2(hyper::client::conn::http2::SendRequest<PatternBody>),
-}
-
-impl Sender {
-    fn is_closed(&self) -> bool {
-        match self {
-            Sender::H1(s) => s.is_closed(),
-            Sender::H2(s) => s.is_closed(),
-        }
-    }
-}
-
-struct Conn {
+/// A connection of the page's: its number, its slot in `ClientLog::conns`, and the lane its
+/// requests go on.
+struct PageConn<L> {
     id: u32,
     slot: usize,
-    sender: Sender,
+    lane: L,
 }
 
-async fn open_connection(ctx: &Ctx<'_>, sock: std::net::TcpStream) -> Result<Conn, String> {
-    let opened = Instant::now();
-    let stream = ctx.dial.connect(sock).await.map_err(|e| format!("connecting: {e}"))?;
-    let client_port = stream.local_addr().map_err(|e| e.to_string())?.port();
-    let io = TokioIo::new(stream);
-    let sender = match ctx.spec.protocol {
-        PageProtocol::Http1 { .. } => {
-            let (s, conn) = hyper::client::conn::http1::Builder::new().handshake(io).await.map_err(|e| format!("HTTP/1.1 handshake: {e}"))?;
-            tokio::spawn(conn);
-            Sender::H1(s)
-        }
-        PageProtocol::Http2 => {
-            let (s, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
-                .timer(TokioTimer::new())
-                .initial_stream_window_size(6 * 1024 * 1024)
-                .initial_connection_window_size(15 * 1024 * 1024)
-                .handshake(io)
-                .await
-                .map_err(|e| format!("HTTP/2 handshake: {e}"))?;
-            tokio::spawn(conn);
-            Sender::H2(s)
-        }
-    };
-    let id = ctx.next_conn_id.fetch_add(1, Ordering::SeqCst);
-    let mut log = lock(ctx.log);
-    log.conns.push(ConnStats { id, client_port, opened_s: ctx.since_start(opened), completed: 0, bytes: 0 });
-    Ok(Conn { id, slot: log.conns.len() - 1, sender })
+/// What the page load asks of its transport, beside its [`Lane`]s.
+trait Ends {
+    type Lane: Lane;
+    /// A lane for one more request at once on `lane`'s connection, when the protocol
+    /// multiplexes (HTTP/2, QUIC); `None` when it carries one request at a time (HTTP/1.1),
+    /// so that requests at once need connections of their own.
+    fn beside(&self, lane: &Self::Lane) -> Option<Self::Lane>;
+    /// The most connections the page uses at once when requests need their own.
+    fn connections(&self) -> usize;
+    /// Opens another connection (one for a parallel worker, or the replacement of one that
+    /// closed).
+    async fn open(&self) -> Result<PageConn<Self::Lane>, String>;
+    /// True when `lane`'s connection has closed: the next request needs another.
+    fn closed(&self, lane: &Self::Lane) -> bool;
+    /// Resource `path` on connection `conn`, as error messages name it.
+    fn name(&self, path: &str, conn: u32) -> String;
 }
 
-/// Opens a connection on a fresh socket (after one broke, as a browser would).
-async fn reopen(ctx: &Ctx<'_>) -> Result<Conn, String> {
-    let mut socks = ctx.dial.sockets(1, None).map_err(|e| e.to_string())?;
-    open_connection(ctx, socks.remove(0)).await
-}
-
-/// What a request goes out on: an HTTP/1.1 connection is used by one request at a time; an
-/// HTTP/2 connection by many at once, each with its own handle.
-enum SenderRef<'a> {
-    H1(&'a mut hyper::client::conn::http1::SendRequest<PatternBody>),
-    H2(hyper::client::conn::http2::SendRequest<PatternBody>),
-}
-
-impl Conn {
-    fn sender_ref(&mut self) -> SenderRef<'_> {
-        match &mut self.sender {
-            Sender::H1(s) => SenderRef::H1(s),
-            Sender::H2(s) => SenderRef::H2(s.clone()),
-        }
+/// The page, from its first connection on: the HTML, then every object, all at once beside
+/// it when the protocol multiplexes, else on up to [`Ends::connections`] connections (the
+/// first one reused), each taking the next pending object whenever it is free (late binding,
+/// like Chrome).
+async fn load<E: Ends>(ctx: &Ctx<'_>, ends: &E, mut first: PageConn<E::Lane>) {
+    if !fetch(ctx, ends, &mut first, 0).await {
+        return;
     }
-}
-
-/// Fetches resource `r` (0 = HTML) on connection `conn_id` (stats slot `slot`), recording its
-/// timing. True if it succeeded.
-async fn fetch(ctx: &Ctx<'_>, conn_id: u32, slot: usize, sender: SenderRef<'_>, r: usize) -> bool {
-    let (path, expected) = {
-        let mut log = lock(ctx.log);
-        let res = &mut log.resources[r];
-        res.request_s = ctx.since_start(Instant::now());
-        res.connection = Some(conn_id);
-        (res.path.clone(), res.bytes_expected)
-    };
-    let outcome = async {
-        let req = Request::builder().method(Method::GET);
-        let req = match sender {
-            SenderRef::H1(_) => req.uri(path.as_str()).header(hyper::header::HOST, ctx.host.as_str()),
-            // HTTP/2 takes an absolute URI (it becomes :scheme and :authority).
-            SenderRef::H2(_) => req.uri(format!("http://{}{}", ctx.host, path)),
-        };
-        let req = req.body(PatternBody::new(0)).map_err(|e| format!("building the request: {e}"))?;
-        let resp = match sender {
-            SenderRef::H1(s) => {
-                s.ready().await.map_err(|e| format!("connection not ready: {e}"))?;
-                s.send_request(req).await
-            }
-            SenderRef::H2(mut s) => {
-                s.ready().await.map_err(|e| format!("connection not ready: {e}"))?;
-                s.send_request(req).await
-            }
-        }
-        .map_err(|e| format!("sending: {e}"))?;
-        lock(ctx.log).resources[r].ttfb_s = Some(ctx.since_start(Instant::now()));
-        let status = resp.status();
-        let got = common::drain_body(resp.into_body(), || {}).await.map_err(|e| format!("reading the response: {e}"))?;
-        let mut log = lock(ctx.log);
-        log.resources[r].bytes_received = got;
-        let now = Instant::now();
-        log.resources[r].complete_s = Some(ctx.since_start(now));
-        ctx.hook.extend(now);
-        if status != StatusCode::OK {
-            return Err(format!("status {status}"));
-        }
-        if got != expected {
-            return Err(format!("got {got} of {expected} bytes"));
-        }
-        Ok(got)
+    let n = ctx.spec.page.objects.len();
+    if let Some(lanes) = (0..n).map(|_| ends.beside(&first.lane)).collect::<Option<Vec<_>>>() {
+        let (id, slot) = (first.id, first.slot);
+        let futs = lanes.into_iter().zip(1..).map(|(lane, r)| async move { fetch(ctx, ends, &mut PageConn { id, slot, lane }, r).await }).collect();
+        common::join_all(futs).await;
+        return;
     }
-    .await;
-    let mut log = lock(ctx.log);
-    match outcome {
-        Ok(got) => {
-            log.resources[r].ok = true;
-            let c = &mut log.conns[slot];
-            c.completed += 1;
-            c.bytes += got;
-            true
-        }
-        Err(msg) => {
-            log.errors.push(format!("{path} on connection {conn_id}: {msg}"));
-            false
-        }
-    }
-}
-
-/// The HTML on the first connection; false if the page cannot go on.
-async fn fetch_html(ctx: &Ctx<'_>, sock: std::net::TcpStream) -> Option<Conn> {
-    let mut conn = match open_connection(ctx, sock).await {
-        Ok(c) => c,
-        Err(e) => {
-            lock(ctx.log).errors.push(format!("opening the first connection: {e}"));
-            return None;
-        }
-    };
-    let (id, slot) = (conn.id, conn.slot);
-    fetch(ctx, id, slot, conn.sender_ref(), 0).await.then_some(conn)
-}
-
-async fn load_http1(ctx: &Ctx<'_>, sockets: Vec<std::net::TcpStream>) {
-    let mut sockets = sockets.into_iter();
-    let Some(first) = sockets.next() else { return };
-    let Some(conn0) = fetch_html(ctx, first).await else { return };
     let next = AtomicUsize::new(0);
-    let mut workers = vec![http1_worker(ctx, Some(conn0), None, &next)];
-    for sock in sockets {
-        workers.push(http1_worker(ctx, None, Some(sock), &next));
-    }
+    let mut workers = vec![worker(ctx, ends, Some(first), &next)];
+    workers.extend((1..ends.connections()).map(|_| worker(ctx, ends, None, &next)));
     common::join_all(workers).await;
 }
 
-/// One browser connection slot: (opens its connection, then) takes the next pending object
-/// whenever it is free.
-async fn http1_worker(ctx: &Ctx<'_>, conn: Option<Conn>, sock: Option<std::net::TcpStream>, next: &AtomicUsize) {
+/// One connection of a page whose requests go one at a time (HTTP/1.1): opens its connection
+/// when it has none, then takes the next pending object whenever it is free.
+async fn worker<E: Ends>(ctx: &Ctx<'_>, ends: &E, conn: Option<PageConn<E::Lane>>, next: &AtomicUsize) {
     let n_objects = ctx.spec.page.objects.len();
-    let mut conn = match (conn, sock) {
-        (Some(c), _) => c,
-        (None, Some(sock)) => match open_connection(ctx, sock).await {
+    let mut conn = match conn {
+        Some(c) => c,
+        None => match ends.open().await {
             Ok(c) => c,
             Err(e) => {
                 lock(ctx.log).errors.push(format!("opening a connection: {e}"));
                 return;
             }
         },
-        (None, None) => return,
     };
     loop {
         let i = next.fetch_add(1, Ordering::SeqCst);
         if i >= n_objects {
             return;
         }
-        if conn.sender.is_closed() {
-            match reopen(ctx).await {
+        if ends.closed(&conn.lane) {
+            match ends.open().await {
                 Ok(c) => conn = c,
                 Err(e) => {
                     lock(ctx.log).errors.push(format!("/o/{i}: reopening a connection: {e}"));
@@ -786,17 +665,263 @@ async fn http1_worker(ctx: &Ctx<'_>, conn: Option<Conn>, sock: Option<std::net::
                 }
             }
         }
-        let (id, slot) = (conn.id, conn.slot);
-        fetch(ctx, id, slot, conn.sender_ref(), i + 1).await;
+        fetch(ctx, ends, &mut conn, i + 1).await;
     }
 }
 
-async fn load_http2(ctx: &Ctx<'_>, sockets: Vec<std::net::TcpStream>) {
-    let Some(sock) = sockets.into_iter().next() else { return };
-    let Some(conn) = fetch_html(ctx, sock).await else { return };
-    let Sender::H2(sender) = &conn.sender else { return };
-    let futs = (1..=ctx.spec.page.objects.len()).map(|r| fetch(ctx, conn.id, conn.slot, SenderRef::H2(sender.clone()), r)).collect();
-    common::join_all(futs).await;
+/// Fetches resource `r` (0 = the HTML) on `conn`, recording its timing: its TTFB when its
+/// answer begins (see [`Lane::exchange`]), its completion with its last byte. True if it
+/// arrived whole.
+async fn fetch<E: Ends>(ctx: &Ctx<'_>, ends: &E, conn: &mut PageConn<E::Lane>, r: usize) -> bool {
+    let (path, expected) = {
+        let mut log = lock(ctx.log);
+        let res = &mut log.resources[r];
+        res.request_s = ctx.since_start(Instant::now());
+        res.connection = Some(conn.id);
+        (res.path.clone(), res.bytes_expected)
+    };
+    let outcome = conn.lane.exchange(Ask::Get(&path), &mut || lock(ctx.log).resources[r].ttfb_s = Some(ctx.since_start(Instant::now()))).await;
+    let now = Instant::now();
+    let mut log = lock(ctx.log);
+    let outcome = outcome.and_then(|got| {
+        log.resources[r].bytes_received = got;
+        log.resources[r].complete_s = Some(ctx.since_start(now));
+        ctx.hook.extend(now);
+        if got == expected {
+            Ok(got)
+        } else {
+            Err(format!("got {got} of {expected} bytes"))
+        }
+    });
+    match outcome {
+        Ok(got) => {
+            log.resources[r].ok = true;
+            let c = &mut log.conns[conn.slot];
+            c.completed += 1;
+            c.bytes += got;
+            true
+        }
+        Err(msg) => {
+            log.errors.push(format!("{}: {msg}", ends.name(&path, conn.id)));
+            false
+        }
+    }
+}
+
+/// Closes the measured span: at the last resource's end when the load ran to its end, else now
+/// (`ended`, when it was stopped or timed out).
+fn close_span(hook: &dyn crate::MeasureHook, log: &Mutex<ClientLog>, nav_start: Instant, completed: bool, ended: Instant) {
+    let last = lock(log).resources.iter().filter_map(|r| r.complete_s).reduce(f64::max);
+    hook.close(match (completed, last) {
+        (true, Some(t)) => nav_start + Duration::from_secs_f64(t),
+        _ => ended,
+    });
+}
+
+/// A page's lane over kernel TCP, as `--http` says.
+enum TcpLane {
+    H1(Http1Lane),
+    H2(Http2Lane),
+}
+
+impl Lane for TcpLane {
+    async fn exchange(&mut self, ask: Ask<'_>, on_begin: &mut dyn FnMut()) -> Result<u64, String> {
+        match self {
+            TcpLane::H1(l) => l.exchange(ask, on_begin).await,
+            TcpLane::H2(l) => l.exchange(ask, on_begin).await,
+        }
+    }
+}
+
+/// The page's ends over kernel TCP: connections dialled from sockets made before navigation
+/// start (a new one for a replacement), HTTP/1.1 or HTTP/2 on each.
+struct TcpEnds<'a> {
+    ctx: &'a Ctx<'a>,
+    dial: &'a Dial<'a>,
+    host: String,
+    /// Made up front (making one is no network traffic), taken in turn.
+    sockets: Mutex<Vec<std::net::TcpStream>>,
+    connections: usize,
+    next_conn_id: AtomicU32,
+}
+
+impl<'a> TcpEnds<'a> {
+    fn new(ctx: &'a Ctx<'a>, dial: &'a Dial<'a>, sockets: Vec<std::net::TcpStream>) -> Self {
+        let connections = sockets.len();
+        let mut sockets = sockets;
+        // Taken from the back: the first socket first.
+        sockets.reverse();
+        TcpEnds { ctx, dial, host: dial.host(), sockets: Mutex::new(sockets), connections, next_conn_id: AtomicU32::new(0) }
+    }
+
+    /// The page on a first connection, its failure to open recorded.
+    async fn load(&self) {
+        match self.open().await {
+            Ok(first) => load(self.ctx, self, first).await,
+            Err(e) => lock(self.ctx.log).errors.push(format!("opening the first connection: {e}")),
+        }
+    }
+}
+
+impl Ends for TcpEnds<'_> {
+    type Lane = TcpLane;
+
+    fn beside(&self, lane: &TcpLane) -> Option<TcpLane> {
+        match lane {
+            TcpLane::H1(_) => None,
+            TcpLane::H2(l) => Some(TcpLane::H2(l.clone())),
+        }
+    }
+
+    fn connections(&self) -> usize {
+        self.connections
+    }
+
+    async fn open(&self) -> Result<PageConn<TcpLane>, String> {
+        let ctx = self.ctx;
+        let made = lock(&self.sockets).pop();
+        let sock = match made {
+            Some(sock) => sock,
+            // The client sends only requests: its sockets keep the default algorithm.
+            None => self.dial.sockets(1, None).map_err(|e| e.to_string())?.remove(0),
+        };
+        let opened = Instant::now();
+        let stream = self.dial.connect(sock).await.map_err(|e| format!("connecting: {e}"))?;
+        let client_port = stream.local_addr().map_err(|e| e.to_string())?.port();
+        let io = TokioIo::new(stream);
+        let host = self.host.clone();
+        let lane = match ctx.spec.protocol {
+            PageProtocol::Http1 { .. } => {
+                let (sender, conn) = hyper::client::conn::http1::Builder::new().handshake(io).await.map_err(|e| format!("HTTP/1.1 handshake: {e}"))?;
+                tokio::spawn(conn);
+                TcpLane::H1(Http1Lane { sender, host })
+            }
+            PageProtocol::Http2 => {
+                let (sender, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+                    .timer(TokioTimer::new())
+                    .initial_stream_window_size(6 * 1024 * 1024)
+                    .initial_connection_window_size(15 * 1024 * 1024)
+                    .handshake(io)
+                    .await
+                    .map_err(|e| format!("HTTP/2 handshake: {e}"))?;
+                tokio::spawn(conn);
+                TcpLane::H2(Http2Lane { sender, host })
+            }
+        };
+        let id = self.next_conn_id.fetch_add(1, Ordering::SeqCst);
+        let mut log = lock(ctx.log);
+        log.conns.push(ConnStats { id, client_port, opened_s: ctx.since_start(opened), completed: 0, bytes: 0 });
+        Ok(PageConn { id, slot: log.conns.len() - 1, lane })
+    }
+
+    fn closed(&self, lane: &TcpLane) -> bool {
+        match lane {
+            TcpLane::H1(l) => l.sender.is_closed(),
+            TcpLane::H2(l) => l.sender.is_closed(),
+        }
+    }
+
+    fn name(&self, path: &str, conn: u32) -> String {
+        format!("{path} on connection {conn}")
+    }
+}
+
+/// The page's ends over QUIC: the one connection, a stream per resource, all at once (at most
+/// [`crate::quic::MAX_STREAMS`] in flight: noq holds a stream back until the server grants it). There is no
+/// second connection: if it is lost, what was not loaded fails.
+struct QuicEnds<'c>(&'c noq::Connection);
+
+impl<'c> Ends for QuicEnds<'c> {
+    type Lane = StreamLane<'c>;
+
+    fn beside(&self, _: &StreamLane<'c>) -> Option<StreamLane<'c>> {
+        Some(StreamLane(self.0))
+    }
+
+    fn connections(&self) -> usize {
+        1
+    }
+
+    async fn open(&self) -> Result<PageConn<StreamLane<'c>>, String> {
+        Err("a page over QUIC has one connection".into())
+    }
+
+    fn closed(&self, _: &StreamLane<'c>) -> bool {
+        false
+    }
+
+    fn name(&self, path: &str, _: u32) -> String {
+        path.to_string()
+    }
+}
+
+/// Loads `spec`'s page, whose algorithm is a QUIC one, as a browser loads it over HTTP/3: one
+/// connection, the HTML on a stream (`GET /`), then every object on a stream of its own
+/// (`GET /o/N`), the framing `quic::wire`'s. `--http` and `--max-connections` shape the TCP
+/// runs only.
+///
+/// * The clock starts at navigation start, before the handshake, as it starts before the TCP
+///   connect: QUIC's one round trip (TLS 1.3 inside) stands where TCP's connect does (the TCP
+///   page is cleartext), so both reach their first request after one round trip. The HTML
+///   request leaves as soon as the client's end is up; the server's end joins, is read back
+///   and starts serving meanwhile (`OneConnection::run_from_handshake`).
+/// * A resource's first byte (its TTFB) is the first byte of its stream: hq-interop has no
+///   response head. The server sends, so the algorithm is set on the server's end, read back
+///   from both ends, and the server's end is sampled, from the handshake on.
+fn load_over_quic(spec: &PageSpec, run: &RunContext<'_>) -> Result<PageResult, WorkloadError> {
+    let log = Mutex::new(ClientLog { resources: resource_list(&spec.page), conns: Vec::new(), errors: Errors::default() });
+    // The one connection's count; its port comes with its record. The handshake began at
+    // navigation start.
+    lock(&log).conns.push(ConnStats { id: 0, client_port: 0, opened_s: 0.0, completed: 0, bytes: 0 });
+    let end = OneConnection {
+        run,
+        cc: &spec.cc,
+        receiver_cc: None,
+        sender: Side::Server,
+        port: spec.port,
+        timeout_s: spec.timeout_s,
+        sample_interval_us: spec.sample_interval_us,
+        store: Arc::new(spec.page.clone()),
+    }
+    .run_from_handshake(async |conn, nav_start| {
+        let ctx = Ctx { spec, nav_start, log: &log, hook: run.hook };
+        load(&ctx, &QuicEnds(conn), PageConn { id: 0, slot: 0, lane: StreamLane(conn) }).await;
+    })?;
+    if let Some(nav_start) = end.started {
+        close_span(run.hook, &log, nav_start, matches!(end.how, Finish::Completed(_)), end.ended);
+    }
+    let mut log = lock(&log);
+    if let Some(e) = end.setup_error {
+        log.errors.push(e);
+    }
+    let c = &log.conns[0];
+    let connections: Vec<PageConnection> = end
+        .connection
+        .into_iter()
+        .map(|(client_port, sending)| PageConnection {
+            id: 0,
+            client_port,
+            sending,
+            opened_s: c.opened_s,
+            requests_completed: c.completed,
+            bytes_received: c.bytes,
+        })
+        .collect();
+    let how = match end.how {
+        Finish::Completed(_) => Finish::Completed(()),
+        Finish::Stopped => Finish::Stopped,
+        Finish::TimedOut => Finish::TimedOut,
+    };
+    let server_connections = connections.len() as u32;
+    let outcome = Outcome {
+        nav_start: end.started,
+        resources: &log.resources,
+        client_errors: &log.errors,
+        server_errors: &end.server_errors,
+        connections,
+        server_connections,
+    };
+    Ok(summarize(spec, run.epoch, outcome, how))
 }
 
 fn finish(
@@ -980,6 +1105,187 @@ mod tests {
         let j = serde_json::to_string(&PageProtocol::default()).unwrap();
         assert_eq!(j, r#"{"kind":"http1","max_connections":6}"#);
         assert_eq!(serde_json::to_string(&PageProtocol::Http2).unwrap(), r#"{"kind":"http2"}"#);
+    }
+
+    use std::cell::{Cell, RefCell};
+
+    /// A transport that answers from a script, counting the requests in flight at once.
+    struct Script {
+        /// Answers by path; a path not listed gets its whole resource.
+        answers: HashMap<String, Result<u64, String>>,
+        /// Lanes multiplex (HTTP/2, QUIC) or carry one request at a time (HTTP/1.1).
+        multiplex: bool,
+        connections: usize,
+        /// A connection closes after this many requests (HTTP/1.1's server closing it).
+        closes_after: Option<u32>,
+        /// Opening a connection fails from the `n`th on.
+        open_fails_from: Option<u32>,
+        in_flight: Cell<usize>,
+        most_in_flight: Cell<usize>,
+        opened: Cell<u32>,
+        asked: RefCell<Vec<(String, u32)>>,
+    }
+
+    struct ScriptLane<'s> {
+        script: &'s Script,
+        conn: u32,
+        served: u32,
+    }
+
+    impl Lane for ScriptLane<'_> {
+        async fn exchange(&mut self, ask: Ask<'_>, on_begin: &mut dyn FnMut()) -> Result<u64, String> {
+            let Ask::Get(path) = ask else { panic!("a page only GETs") };
+            let s = self.script;
+            s.asked.borrow_mut().push((path.to_string(), self.conn));
+            s.in_flight.set(s.in_flight.get() + 1);
+            s.most_in_flight.set(s.most_in_flight.get().max(s.in_flight.get()));
+            tokio::task::yield_now().await;
+            on_begin();
+            tokio::task::yield_now().await;
+            s.in_flight.set(s.in_flight.get() - 1);
+            self.served += 1;
+            s.answers.get(path).cloned().unwrap_or_else(|| Ok(crate::quic::streams::Store::get(&page(), path).expect("a path of the page")))
+        }
+    }
+
+    struct ScriptEnds<'s> {
+        script: &'s Script,
+        log: &'s Mutex<ClientLog>,
+    }
+
+    impl<'s> Ends for ScriptEnds<'s> {
+        type Lane = ScriptLane<'s>;
+        fn beside(&self, lane: &ScriptLane<'s>) -> Option<ScriptLane<'s>> {
+            self.script.multiplex.then_some(ScriptLane { script: self.script, conn: lane.conn, served: 0 })
+        }
+        fn connections(&self) -> usize {
+            self.script.connections
+        }
+        async fn open(&self) -> Result<PageConn<ScriptLane<'s>>, String> {
+            let id = self.script.opened.get();
+            if self.script.open_fails_from.is_some_and(|n| id >= n) {
+                return Err("refused".into());
+            }
+            self.script.opened.set(id + 1);
+            let mut log = lock(self.log);
+            log.conns.push(ConnStats { id, client_port: 0, opened_s: 0.0, completed: 0, bytes: 0 });
+            Ok(PageConn { id, slot: log.conns.len() - 1, lane: ScriptLane { script: self.script, conn: id, served: 0 } })
+        }
+        fn closed(&self, lane: &ScriptLane<'s>) -> bool {
+            self.script.closes_after.is_some_and(|n| lane.served >= n)
+        }
+        fn name(&self, path: &str, conn: u32) -> String {
+            format!("{path} on {conn}")
+        }
+    }
+
+    fn page() -> PageModel {
+        PageModel { html_bytes: 1000, objects: vec![10, 20, 30, 40, 50, 60, 70] }
+    }
+
+    fn script(multiplex: bool, connections: usize) -> Script {
+        Script {
+            answers: HashMap::new(),
+            multiplex,
+            connections,
+            closes_after: None,
+            open_fails_from: None,
+            in_flight: Cell::new(0),
+            most_in_flight: Cell::new(0),
+            opened: Cell::new(0),
+            asked: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Loads `page()` over `script` from a first connection; the log.
+    fn load_page_over(script: &Script) -> ClientLog {
+        let spec =
+            PageSpec { page: page(), protocol: PageProtocol::default(), cc: "cubic".parse().unwrap(), port: 1, sample_interval_us: 10_000, timeout_s: 1.0 };
+        let log = Mutex::new(ClientLog { resources: resource_list(&spec.page), conns: Vec::new(), errors: Errors::default() });
+        let ctx = Ctx { spec: &spec, nav_start: Instant::now(), log: &log, hook: &NoMeasureHook };
+        let ends = ScriptEnds { script, log: &log };
+        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+            let first = ends.open().await.unwrap();
+            load(&ctx, &ends, first).await;
+        });
+        log.into_inner().unwrap()
+    }
+
+    /// Over a multiplexing transport the HTML comes alone, then every object at once beside it
+    /// on the one connection; each resource's TTFB lies between its request and its end.
+    #[test]
+    fn a_multiplexed_page_asks_every_object_at_once_after_the_html() {
+        let s = script(true, 1);
+        let log = load_page_over(&s);
+        assert_eq!(s.asked.borrow()[0], ("/".to_string(), 0));
+        assert_eq!(s.asked.borrow().len(), 8);
+        assert_eq!((s.most_in_flight.get(), s.opened.get()), (7, 1));
+        for r in &log.resources {
+            let (ttfb, done) = (r.ttfb_s.unwrap(), r.complete_s.unwrap());
+            assert!(r.ok && r.connection == Some(0) && r.bytes_received == r.bytes_expected, "{r:?}");
+            assert!(r.request_s <= ttfb && ttfb <= done, "{r:?}");
+        }
+        assert_eq!((log.conns[0].completed, log.conns[0].bytes), (8, page().total_bytes()));
+        assert_eq!(log.errors.count, 0);
+    }
+
+    /// One request at a time per connection: at most `connections` in flight, the first
+    /// connection reused, each object asked once.
+    #[test]
+    fn one_at_a_time_the_objects_spread_over_the_connections() {
+        let s = script(false, 3);
+        let log = load_page_over(&s);
+        assert_eq!((s.most_in_flight.get(), s.opened.get()), (3, 3));
+        let mut paths: Vec<String> = s.asked.borrow().iter().map(|(p, _)| p.clone()).collect();
+        paths.sort();
+        assert_eq!(paths, ["/", "/o/0", "/o/1", "/o/2", "/o/3", "/o/4", "/o/5", "/o/6"]);
+        assert!(log.resources.iter().all(|r| r.ok));
+        assert_eq!(log.conns.iter().map(|c| c.completed).sum::<u32>(), 8);
+        assert!(log.conns.iter().all(|c| c.completed >= 1), "every connection took objects");
+    }
+
+    /// The HTML failing ends the page: no object is asked for.
+    #[test]
+    fn a_failed_html_asks_for_nothing_more() {
+        let mut s = script(true, 1);
+        s.answers.insert("/".into(), Err("status 404 Not Found, expected 200 OK".into()));
+        let log = load_page_over(&s);
+        assert_eq!(s.asked.borrow().len(), 1);
+        assert_eq!(log.errors.messages, ["/ on 0: status 404 Not Found, expected 200 OK"]);
+        let html = &log.resources[0];
+        assert!(!html.ok && html.complete_s.is_none() && html.ttfb_s.is_some());
+        assert!(log.resources[1..].iter().all(|r| r.connection.is_none() && !r.ok));
+    }
+
+    /// A short answer fails its resource (ended, but not whole); the rest load.
+    #[test]
+    fn a_short_answer_fails_only_its_resource() {
+        let mut s = script(true, 1);
+        s.answers.insert("/o/2".into(), Ok(3));
+        let log = load_page_over(&s);
+        assert_eq!(log.errors.messages, ["/o/2 on 0: got 3 of 30 bytes"]);
+        let short = &log.resources[3];
+        assert!(!short.ok && short.bytes_received == 3 && short.complete_s.is_some());
+        assert_eq!(log.resources.iter().filter(|r| r.ok).count(), 7);
+        assert_eq!(log.conns[0].bytes, page().total_bytes() - 30);
+    }
+
+    /// A connection the server closed is replaced before its next object; one that cannot be
+    /// replaced ends its worker, the object it took recorded as not asked.
+    #[test]
+    fn a_closed_connection_is_replaced_until_that_fails() {
+        let mut s = script(false, 1);
+        s.closes_after = Some(2);
+        let log = load_page_over(&s);
+        assert_eq!(s.opened.get(), 4, "8 resources, 2 per connection");
+        assert!(log.resources.iter().all(|r| r.ok) && log.errors.count == 0);
+
+        let mut s = script(false, 1);
+        (s.closes_after, s.open_fails_from) = (Some(2), Some(2));
+        let log = load_page_over(&s);
+        assert_eq!(s.asked.borrow().len(), 4);
+        assert_eq!(log.errors.messages, ["/o/3: reopening a connection: refused"]);
+        assert_eq!(log.resources.iter().filter(|r| r.ok).count(), 4);
     }
 }
 

@@ -22,14 +22,12 @@
 mod bulk;
 pub(crate) mod load;
 mod observe;
-mod page;
 mod pair;
 mod remote;
 pub(crate) mod streams;
 pub(crate) mod wire;
 
 pub(crate) use bulk::run_quic_bulk;
-pub(crate) use page::load_quic_page;
 pub use remote::{QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer};
 
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};

@@ -116,7 +116,7 @@ pub(crate) async fn write_pattern(send: &mut SendStream, len: u64) -> Result<(),
 pub(crate) struct StreamLane<'a>(pub &'a Connection);
 
 impl crate::lane::Lane for StreamLane<'_> {
-    async fn exchange(&mut self, ask: crate::lane::Ask<'_>, on_first: &mut dyn FnMut()) -> Result<u64, String> {
+    async fn exchange(&mut self, ask: crate::lane::Ask<'_>, on_begin: &mut dyn FnMut()) -> Result<u64, String> {
         use crate::lane::Ask;
         let (mut send, mut recv) = self.0.open_bi().await.map_err(|e| format!("opening a stream: {e}"))?;
         let request = match ask {
@@ -129,7 +129,8 @@ impl crate::lane::Lane for StreamLane<'_> {
         }
         send.finish().map_err(|e| format!("finishing the request: {e}"))?;
         match ask {
-            Ask::Get(_) => count_to_end(&mut recv, on_first).await.map_err(|e| format!("reading the response: {e}")),
+            // hq-interop has no response head: the answer begins with its first byte.
+            Ask::Get(_) => count_to_end(&mut recv, on_begin).await.map_err(|e| format!("reading the response: {e}")),
             Ask::Put(..) => {
                 let (line, _) = read_line(&mut recv).await?;
                 match Status::parse(&line)? {
