@@ -44,7 +44,7 @@ impl BrowserSpec {
 }
 
 /// Whether `ccbench serve` can serve `site` to a browser (see [`BrowserSpec::site`]).
-pub fn check_site_request(site: &PageSpec) -> Result<(), String> {
+pub(crate) fn check_site_request(site: &PageSpec) -> Result<(), String> {
     check_site(&site.page, site.protocol)
 }
 
@@ -81,13 +81,13 @@ impl crate::FarSpec for SiteRequest {
 
 /// Loads the page in Chromium from the far end's site. `end_far` ends the far end's side and
 /// returns its report; it is called once the browser is stopped.
-pub fn run_browser_remote(
+pub(crate) fn run_browser_remote(
     spec: &BrowserSpec,
     far: &FarHttp,
     epoch: Instant,
     stop: &AtomicBool,
     series: &dyn SeriesSink,
-    end_far: impl FnOnce() -> Result<FarReport, String>,
+    end_far: &dyn Fn() -> Result<FarReport, String>,
 ) -> Result<BrowserResult, WorkloadError> {
     check_site(&spec.page, spec.protocol).map_err(WorkloadError::Setup)?;
     let harness = Harness::client_only(epoch, stop, series, spec.timeout_s, spec.sample_interval_us)?;
@@ -164,7 +164,7 @@ fn load(
 /// gate of `end`, over TLS with `cert` for HTTP/2. Each connection's report says what it
 /// served; serving errors of connections that carried no request are dropped, as on the
 /// emulated path (Chromium opens spare connections and closes them unused).
-pub fn serve_browser_end(site: &PageSpec, listener: std::net::TcpListener, end: &HttpEnd<'_>, cert: Option<&RunCertificate>) -> FarReport {
+pub(crate) fn serve_browser_end(site: &PageSpec, listener: std::net::TcpListener, end: &HttpEnd<'_>, cert: Option<&RunCertificate>) -> FarReport {
     let refuse = |e: String| FarReport { errors: 1, error_messages: vec![e], ..FarReport::default() };
     if let Err(e) = check_site(&site.page, site.protocol) {
         return refuse(e);
@@ -190,4 +190,38 @@ pub fn serve_browser_end(site: &PageSpec, listener: std::net::TcpListener, end: 
     report.errors += errors.count;
     report.error_messages.extend(errors.messages.iter().cloned());
     report
+}
+
+/// Over `--remote` the browser runs here and serve runs only its site.
+impl crate::Remote for BrowserSpec {
+    type Far = SiteRequest;
+    type Result = BrowserResult;
+    fn far_request(&self) -> SiteRequest {
+        SiteRequest(self.site())
+    }
+    fn near_end(&self) -> crate::NearEnd<'_, BrowserResult> {
+        crate::NearEnd::http(self, run_browser_remote)
+    }
+}
+
+impl crate::FarRequest for SiteRequest {
+    fn far_end(&self) -> crate::FarEnd<'_> {
+        crate::FarEnd::Http(self)
+    }
+}
+
+impl crate::HttpFar for SiteRequest {
+    fn server_cc(&self) -> Option<&crate::Algorithm> {
+        Some(&self.0.cc)
+    }
+    /// The browser's HTTP/2 is over TLS, with a certificate made for the test.
+    fn tls(&self) -> bool {
+        self.0.protocol == PageProtocol::Http2
+    }
+    fn timeout_s(&self) -> f64 {
+        self.0.timeout_s
+    }
+    fn serve(&self, listener: std::net::TcpListener, end: &HttpEnd<'_>, cert: Option<&RunCertificate>) -> FarReport {
+        serve_browser_end(&self.0, listener, end, cert)
+    }
 }

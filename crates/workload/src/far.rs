@@ -187,17 +187,10 @@ impl Dial<'_> {
     }
 }
 
-/// Each workload over `--remote`: the request serve receives, the far end it runs and this
-/// end's half. A workload not listed here does not run against serve.
-mod remote_ends {
-    use std::sync::atomic::AtomicBool;
-    use std::time::Instant;
-
-    use super::{FarHttp, FarReport};
-    use crate::{
-        Algorithm, BrowserResult, BrowserSpec, BulkResult, BulkSpec, FarEnd, FarRequest, HttpEnd, HttpFar, NearEnd, ObjectsResult, ObjectsSpec, PageProtocol,
-        PageResult, PageSpec, Remote, RunCertificate, SeriesSink, Side, SiteRequest,
-    };
+/// Bulk over `--remote`: serve runs its flows (`FarEnd::Flows`, the one far end that is not an
+/// HTTP server), this end the other half of each.
+mod bulk_ends {
+    use crate::{BulkResult, BulkSpec, FarEnd, FarRequest, NearEnd, Remote};
 
     impl Remote for BulkSpec {
         type Far = BulkSpec;
@@ -213,107 +206,6 @@ mod remote_ends {
     impl FarRequest for BulkSpec {
         fn far_end(&self) -> FarEnd<'_> {
             FarEnd::Flows(self)
-        }
-    }
-
-    impl Remote for ObjectsSpec {
-        type Far = ObjectsSpec;
-        type Result = ObjectsResult;
-        fn far_request(&self) -> ObjectsSpec {
-            self.clone()
-        }
-        fn near_end(&self) -> NearEnd<'_, ObjectsResult> {
-            let load = move |far: &FarHttp, epoch: Instant, stop: &AtomicBool, series: &dyn SeriesSink, end: &dyn Fn() -> Result<FarReport, String>| {
-                crate::run_objects_remote(self, far, epoch, stop, series, end)
-            };
-            NearEnd::Http { timeout_s: self.timeout_s, sample_interval_us: self.sample_interval_us, load: Box::new(load) }
-        }
-    }
-
-    impl FarRequest for ObjectsSpec {
-        fn far_end(&self) -> FarEnd<'_> {
-            FarEnd::Http(self)
-        }
-    }
-
-    impl HttpFar for ObjectsSpec {
-        fn server_cc(&self) -> Option<&Algorithm> {
-            (self.method.sender() == Side::Server).then_some(&self.cc)
-        }
-        fn timeout_s(&self) -> f64 {
-            self.timeout_s
-        }
-        fn serve(&self, listener: std::net::TcpListener, end: &HttpEnd<'_>, _: Option<&RunCertificate>) -> FarReport {
-            crate::serve_objects_end(self, listener, end)
-        }
-    }
-
-    impl Remote for PageSpec {
-        type Far = PageSpec;
-        type Result = PageResult;
-        fn far_request(&self) -> PageSpec {
-            self.clone()
-        }
-        fn near_end(&self) -> NearEnd<'_, PageResult> {
-            let load = move |far: &FarHttp, epoch: Instant, stop: &AtomicBool, series: &dyn SeriesSink, end: &dyn Fn() -> Result<FarReport, String>| {
-                crate::run_page_remote(self, far, epoch, stop, series, end)
-            };
-            NearEnd::Http { timeout_s: self.timeout_s, sample_interval_us: self.sample_interval_us, load: Box::new(load) }
-        }
-    }
-
-    impl FarRequest for PageSpec {
-        fn far_end(&self) -> FarEnd<'_> {
-            FarEnd::Http(self)
-        }
-    }
-
-    /// The server sends the page.
-    impl HttpFar for PageSpec {
-        fn server_cc(&self) -> Option<&Algorithm> {
-            Some(&self.cc)
-        }
-        fn timeout_s(&self) -> f64 {
-            self.timeout_s
-        }
-        fn serve(&self, listener: std::net::TcpListener, end: &HttpEnd<'_>, _: Option<&RunCertificate>) -> FarReport {
-            crate::serve_page_end(self, listener, end)
-        }
-    }
-
-    /// The browser runs here; serve runs only its site.
-    impl Remote for BrowserSpec {
-        type Far = SiteRequest;
-        type Result = BrowserResult;
-        fn far_request(&self) -> SiteRequest {
-            SiteRequest(self.site())
-        }
-        fn near_end(&self) -> NearEnd<'_, BrowserResult> {
-            let load = move |far: &FarHttp, epoch: Instant, stop: &AtomicBool, series: &dyn SeriesSink, end: &dyn Fn() -> Result<FarReport, String>| {
-                crate::run_browser_remote(self, far, epoch, stop, series, end)
-            };
-            NearEnd::Http { timeout_s: self.timeout_s, sample_interval_us: self.sample_interval_us, load: Box::new(load) }
-        }
-    }
-
-    impl FarRequest for SiteRequest {
-        fn far_end(&self) -> FarEnd<'_> {
-            FarEnd::Http(self)
-        }
-    }
-
-    impl HttpFar for SiteRequest {
-        fn server_cc(&self) -> Option<&Algorithm> {
-            Some(&self.0.cc)
-        }
-        fn tls(&self) -> bool {
-            self.0.protocol == PageProtocol::Http2
-        }
-        fn timeout_s(&self) -> f64 {
-            self.0.timeout_s
-        }
-        fn serve(&self, listener: std::net::TcpListener, end: &HttpEnd<'_>, cert: Option<&RunCertificate>) -> FarReport {
-            crate::serve_browser_end(&self.0, listener, end, cert)
         }
     }
 }

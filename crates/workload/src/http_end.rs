@@ -326,7 +326,7 @@ mod tests {
             events: &told,
         };
         let report = std::thread::scope(|s| {
-            let server = s.spawn(|| crate::serve_objects_end(&spec, listener, &end));
+            let server = s.spawn(|| crate::objects::serve_objects_end(&spec, listener, &end));
             let hangs_up = TcpStream::connect(addr).unwrap();
             let mut wrong = TcpStream::connect(addr).unwrap();
             wrong.write_all(&crate::far::data_hello(&[6; TOKEN_LEN], 1)).unwrap();

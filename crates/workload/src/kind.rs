@@ -284,6 +284,29 @@ pub enum NearEnd<'a, R> {
     Http { timeout_s: f64, sample_interval_us: u64, load: HttpLoad<'a, R> },
 }
 
+impl<'a, R: 'a> NearEnd<'a, R> {
+    /// An HTTP load: `load` run for `spec`, with the spec's own timeout and sampling interval.
+    pub fn http<S: Spec>(spec: &'a S, load: NearHttp<S, R>) -> Self {
+        let run = move |far: &crate::FarHttp,
+                        epoch: std::time::Instant,
+                        stop: &std::sync::atomic::AtomicBool,
+                        series: &dyn crate::SeriesSink,
+                        end: &dyn Fn() -> Result<crate::FarReport, String>| { load(spec, far, epoch, stop, series, end) };
+        NearEnd::Http { timeout_s: spec.timeout_s(), sample_interval_us: spec.sample_interval_us(), load: Box::new(run) }
+    }
+}
+
+/// A workload's own function that runs its HTTP load against a far end (`run_objects_remote`,
+/// …): [`HttpLoad`]'s arguments after the spec.
+pub type NearHttp<S, R> = fn(
+    &S,
+    &crate::FarHttp,
+    std::time::Instant,
+    &std::sync::atomic::AtomicBool,
+    &dyn crate::SeriesSink,
+    &dyn Fn() -> Result<crate::FarReport, String>,
+) -> Result<R, crate::WorkloadError>;
+
 /// An HTTP workload's client half against a far end: given the far end's view, the run's epoch,
 /// its stop flag and series, and `end`, which ends the far end and returns its report (called
 /// once the load is over).

@@ -58,7 +58,7 @@ mod units;
 
 pub use algorithm::{Algorithm, AlgorithmError, Transport};
 pub use browser::{BrowserFlags, BrowserResult, BrowserSpec, BrowserTiming};
-pub use browser_remote::{check_site_request, run_browser_remote, serve_browser_end, SiteRequest};
+pub use browser_remote::SiteRequest;
 pub use bulk::{
     assemble, elapsed_since, prepare_stream, run_end, Amount, BbrEvent, BulkFlags, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta,
     FlowResult, GoodputPoint, MixFlow, Opens,
@@ -66,13 +66,11 @@ pub use bulk::{
 pub use far::{data_hello, hello_id, FarConnection, FarHttp, FarReport, DATA_HELLO_LEN, TOKEN_LEN};
 pub use http_end::{HttpEnd, HttpEndEvents, HELLO_TIMEOUT};
 pub use kind::{
-    FarEnd, FarRequest, FarSpec, Headline, HttpFar, HttpLoad, KeptReadBack, NearEnd, Remote, RunFigures, RunOutcome, SenderView, ServeLimits, Spec,
+    FarEnd, FarRequest, FarSpec, Headline, HttpFar, HttpLoad, KeptReadBack, NearEnd, NearHttp, Remote, RunFigures, RunOutcome, SenderView, ServeLimits, Spec,
 };
 pub use net::{client_socket, confirm_congestion, set_algorithm};
-pub use objects::{run_objects_remote, serve_objects_end, ObjectMethod, ObjectsConnection, ObjectsFlags, ObjectsResult, ObjectsSpec, RequestRecord};
-pub use page::{
-    run_page_remote, serve_page_end, Http, PageConnection, PageFlags, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming,
-};
+pub use objects::{ObjectMethod, ObjectsConnection, ObjectsFlags, ObjectsResult, ObjectsSpec, RequestRecord};
+pub use page::{Http, PageConnection, PageFlags, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
 pub use quic::{has_quic_algorithm, quic_algorithm_names, quic_algorithms, QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer, ReadBack, QUIC_STACK};
 pub use sender::SenderRecord;
 pub use series::{MemorySeries, NoSeries, QuicBbr, QuicSample, SeriesSink, SocketId};

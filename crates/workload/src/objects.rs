@@ -455,13 +455,13 @@ impl hyper::service::Service<Request<Incoming>> for ObjectService {
 /// The client half of the load against a remote `ccbench serve` (`far`), in this process's
 /// namespace: the same load and result as [`Workload::run`]. `end_far` is called once the
 /// load is over: it ends the far end and returns its report.
-pub fn run_objects_remote(
+pub(crate) fn run_objects_remote(
     spec: &ObjectsSpec,
     far: &FarHttp,
     epoch: Instant,
     stop: &AtomicBool,
     series: &dyn SeriesSink,
-    end_far: impl FnOnce() -> Result<FarReport, String>,
+    end_far: &dyn Fn() -> Result<FarReport, String>,
 ) -> Result<ObjectsResult, WorkloadError> {
     if spec.concurrency == 0 {
         return Err(WorkloadError::Setup("concurrency must be at least 1".into()));
@@ -507,7 +507,7 @@ pub fn run_objects_remote(
 
 /// The server half of the load for a remote client (`ccbench serve`), on `listener`, behind
 /// the gate of `end`; see [`crate::http_end`].
-pub fn serve_objects_end(spec: &ObjectsSpec, listener: std::net::TcpListener, end: &HttpEnd<'_>) -> FarReport {
+pub(crate) fn serve_objects_end(spec: &ObjectsSpec, listener: std::net::TcpListener, end: &HttpEnd<'_>) -> FarReport {
     let log = Arc::new(ServerLog::default());
     let make_service = service_maker(spec, log.clone(), Some(end.budget.clone()));
     let cc = (spec.method.sender() == Side::Server).then_some(&spec.cc);
@@ -895,6 +895,37 @@ impl crate::FarSpec for ObjectsSpec {
 
     fn planned_connections(&self) -> u32 {
         self.concurrency
+    }
+}
+
+/// Over `--remote`: serve runs the object server behind its gate, this end the load.
+impl crate::Remote for ObjectsSpec {
+    type Far = ObjectsSpec;
+    type Result = ObjectsResult;
+    fn far_request(&self) -> ObjectsSpec {
+        self.clone()
+    }
+    fn near_end(&self) -> crate::NearEnd<'_, ObjectsResult> {
+        crate::NearEnd::http(self, run_objects_remote)
+    }
+}
+
+impl crate::FarRequest for ObjectsSpec {
+    fn far_end(&self) -> crate::FarEnd<'_> {
+        crate::FarEnd::Http(self)
+    }
+}
+
+impl crate::HttpFar for ObjectsSpec {
+    /// A GET's server sends; a PUT's receives.
+    fn server_cc(&self) -> Option<&crate::Algorithm> {
+        (self.method.sender() == Side::Server).then_some(&self.cc)
+    }
+    fn timeout_s(&self) -> f64 {
+        self.timeout_s
+    }
+    fn serve(&self, listener: std::net::TcpListener, end: &HttpEnd<'_>, _: Option<&crate::RunCertificate>) -> FarReport {
+        serve_objects_end(self, listener, end)
     }
 }
 

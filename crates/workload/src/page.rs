@@ -527,13 +527,13 @@ fn check(spec: &PageSpec) -> Result<(), WorkloadError> {
 /// The load against a remote `ccbench serve` (`far`), from this process's namespace: the same
 /// load and result as [`Workload::run`]. `end_far` is called once the load is over: it ends
 /// the far end and returns its report.
-pub fn run_page_remote(
+pub(crate) fn run_page_remote(
     spec: &PageSpec,
     far: &FarHttp,
     epoch: Instant,
     stop: &AtomicBool,
     series: &dyn SeriesSink,
-    end_far: impl FnOnce() -> Result<FarReport, String>,
+    end_far: &dyn Fn() -> Result<FarReport, String>,
 ) -> Result<PageResult, WorkloadError> {
     check(spec)?;
     let harness = Harness::client_only(epoch, stop, series, spec.timeout_s, spec.sample_interval_us)?;
@@ -559,7 +559,7 @@ pub fn run_page_remote(
 
 /// The server half of the load for a remote client (`ccbench serve`), on `listener`, behind
 /// the gate of `end`; see [`crate::http_end`].
-pub fn serve_page_end(spec: &PageSpec, listener: std::net::TcpListener, end: &HttpEnd<'_>) -> FarReport {
+pub(crate) fn serve_page_end(spec: &PageSpec, listener: std::net::TcpListener, end: &HttpEnd<'_>) -> FarReport {
     if let Err(e) = check(spec) {
         return FarReport { errors: 1, error_messages: vec![e.to_string()], ..FarReport::default() };
     }
@@ -1031,6 +1031,37 @@ impl crate::FarSpec for PageSpec {
             PageProtocol::Http1 { max_connections } => max_connections.min(self.page.objects.len() as u32).max(1),
             PageProtocol::Http2 => 1,
         }
+    }
+}
+
+/// Over `--remote`: serve runs the page server behind its gate, this end the load.
+impl crate::Remote for PageSpec {
+    type Far = PageSpec;
+    type Result = PageResult;
+    fn far_request(&self) -> PageSpec {
+        self.clone()
+    }
+    fn near_end(&self) -> crate::NearEnd<'_, PageResult> {
+        crate::NearEnd::http(self, run_page_remote)
+    }
+}
+
+impl crate::FarRequest for PageSpec {
+    fn far_end(&self) -> crate::FarEnd<'_> {
+        crate::FarEnd::Http(self)
+    }
+}
+
+/// The server sends the page.
+impl crate::HttpFar for PageSpec {
+    fn server_cc(&self) -> Option<&crate::Algorithm> {
+        Some(&self.cc)
+    }
+    fn timeout_s(&self) -> f64 {
+        self.timeout_s
+    }
+    fn serve(&self, listener: std::net::TcpListener, end: &HttpEnd<'_>, _: Option<&crate::RunCertificate>) -> FarReport {
+        serve_page_end(self, listener, end)
     }
 }
 
