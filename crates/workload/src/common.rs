@@ -156,25 +156,7 @@ pub(crate) fn multi_thread_runtime() -> Result<tokio::runtime::Runtime, Workload
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name("ccbench-http").enable_all().build().map_err(WorkloadError::Io)
 }
 
-/// Counts the bytes of a request or response body to its end.
-pub(crate) async fn drain_body(body: hyper::body::Incoming, mut on_first: impl FnMut()) -> Result<u64, hyper::Error> {
-    use http_body_util::BodyExt;
-    let mut body = body;
-    let mut n = 0u64;
-    let mut first = true;
-    while let Some(frame) = body.frame().await {
-        if let Some(data) = frame?.data_ref() {
-            if first && !data.is_empty() {
-                first = false;
-                on_first();
-            }
-            n += data.len() as u64;
-        }
-    }
-    Ok(n)
-}
-
-/// Counts a request body to its end, taking every frame from `budget` when there is one; an
+/// Counts a body to its end, taking every frame from `budget` when there is one; an
 /// error (and the rest unread) when the body breaks or outgrows the budget.
 pub(crate) async fn drain_body_within(body: hyper::body::Incoming, budget: Option<&crate::ByteBudget>) -> Result<u64, String> {
     use http_body_util::BodyExt;

@@ -67,7 +67,7 @@ fn request(ask: Ask<'_>, uri: String, host: Option<&str>) -> Result<(Request<Pat
 async fn answer(resp: hyper::Response<hyper::body::Incoming>, expect: StatusCode, on_begin: &mut dyn FnMut()) -> Result<u64, String> {
     on_begin();
     let status = resp.status();
-    let got = common::drain_body(resp.into_body(), || {}).await.map_err(|e| format!("reading the response: {e}"))?;
+    let got = common::drain_body_within(resp.into_body(), None).await.map_err(|e| format!("reading the response: {e}"))?;
     if status != expect {
         return Err(format!("status {status}, expected {expect}"));
     }
