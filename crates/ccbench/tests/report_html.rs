@@ -565,7 +565,16 @@ fn reports_render_with_data_and_load_in_a_browser_without_errors() {
     let page_cond = cond_dir.join("report.html");
     std::fs::write(&page_cond, &conditions).unwrap();
     assert!(conditions.contains("Log scale"), "goodput spans 250×");
-    check_page(chromium.as_deref(), &page_cond, &["fig-cond-headline-0", "fig-cond-rtt", "fig-cond-queue"]);
+    // A mix's verdict is its shares, as the terminal's table across conditions says it.
+    let mix_row = conditions.split("<tr>").find(|r| r.contains("bbr and cubic sharing")).expect("the mix's row");
+    assert!(mix_row.contains("; Jain ") && !mix_row.contains("no verdict"), "the mix's row shows its shares: {mix_row}");
+    let shares = &mix.summary[0].shares;
+    assert!(shares.len() == 2, "the mix fixture has two algorithms: {shares:?}");
+    for sh in shares {
+        let tip = format!("{} at bbr and cubic sharing: median ", sh.cc);
+        assert!(conditions.contains(&tip), "the shares figure plots {}'s share", sh.cc);
+    }
+    check_page(chromium.as_deref(), &page_cond, &["fig-cond-headline-0", "fig-cond-shares", "fig-cond-rtt", "fig-cond-queue"]);
     keep(&[&page, &page_mix, &page_fast, &page_cond]);
     let _ = std::fs::remove_dir_all(base);
 }

@@ -38,6 +38,31 @@ pub struct ExperimentResult {
     pub expectations: Vec<crate::expect::ExpectationResult>,
 }
 
+impl ExperimentResult {
+    /// The verdict in one line, as the tables across conditions show it: for a mix, each
+    /// algorithm's share of the bottleneck and Jain's index; otherwise every comparison's
+    /// short form; `no verdict` when there is none.
+    pub fn verdict_short(&self) -> String {
+        if self.params.workload.is_mix() {
+            return self
+                .summary
+                .iter()
+                .map(|s| {
+                    let shares: Vec<String> = s.shares.iter().map(|sh| format!("{} {:.0} %", sh.cc, sh.share.median * 100.0)).collect();
+                    format!("{}; Jain {:.2}", shares.join(" / "), s.jain_index.as_ref().map(|j| j.median).unwrap_or(f64::NAN))
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+        }
+        let parts: Vec<String> = self.comparisons.iter().map(|c| c.short()).collect();
+        if parts.is_empty() {
+            "no verdict".into()
+        } else {
+            parts.join("; ")
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {

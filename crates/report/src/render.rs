@@ -683,27 +683,85 @@ fn conditions_figure(
     per_run: &dyn Fn(&ExperimentResult) -> Option<RunPick>,
     div: f64,
 ) -> String {
+    let series = |r: &ExperimentResult| -> Vec<ConditionPoint> {
+        r.summary
+            .iter()
+            .filter_map(|s| {
+                let v = pick(r, s)?;
+                let runs = per_run(r).map(|f| run_values(r, &s.cc, f)).unwrap_or_default();
+                Some(ConditionPoint { key: s.cc.clone(), summary: v, runs })
+            })
+            .collect()
+    };
+    conditions_plot(id, title, y_label, rows, &series, div, "Median over runs.")
+}
+
+/// One value of a figure across conditions: whose it is (the legend's key), its summary over
+/// runs, and each completed run's value (for the median's CI).
+struct ConditionPoint {
+    key: String,
+    summary: Summary,
+    runs: Vec<f64>,
+}
+
+/// Each algorithm's share of the bottleneck in every condition that ran a mix, in percent.
+fn conditions_shares_figure(rows: &[(String, &ExperimentResult)]) -> String {
+    let series = |r: &ExperimentResult| -> Vec<ConditionPoint> {
+        r.summary
+            .iter()
+            .flat_map(|s| &s.shares)
+            .map(|sh| {
+                let runs = r
+                    .runs
+                    .iter()
+                    .filter(|x| x.status == Status::Complete)
+                    .filter_map(|x| x.metrics.as_ref())
+                    .filter_map(|m| m.shares.iter().find(|c| c.cc == sh.cc))
+                    .map(|c| c.share)
+                    .collect();
+                ConditionPoint { key: sh.cc.clone(), summary: sh.share, runs }
+            })
+            .collect()
+    };
+    conditions_plot(
+        "cond-shares",
+        "Share of the bottleneck (conditions with several flows)",
+        "share of goodput while all flows were active (%)",
+        rows,
+        &series,
+        0.01,
+        "Median over runs, each algorithm's flows together; a fair share is the flows' count over all flows.",
+    )
+}
+
+fn conditions_plot(
+    id: &str,
+    title: &str,
+    y_label: &str,
+    rows: &[(String, &ExperimentResult)],
+    series: &dyn Fn(&ExperimentResult) -> Vec<ConditionPoint>,
+    div: f64,
+    note: &str,
+) -> String {
+    let per_row: Vec<Vec<ConditionPoint>> = rows.iter().map(|(_, r)| series(r)).collect();
     let mut keys: Vec<String> = Vec::new();
-    for (_, r) in rows {
-        for s in &r.summary {
-            if pick(r, s).is_some() && !keys.contains(&s.cc) {
-                keys.push(s.cc.clone());
-            }
+    for p in per_row.iter().flatten() {
+        if !keys.contains(&p.key) {
+            keys.push(p.key.clone());
         }
     }
     if keys.is_empty() {
         return String::new();
     }
     let palette = Palette(keys.clone());
-    let values: Vec<Vec<Option<Spread>>> = rows
+    let values: Vec<Vec<Option<Spread>>> = per_row
         .iter()
-        .map(|(_, r)| {
+        .map(|points| {
             keys.iter()
                 .map(|k| {
-                    r.summary.iter().find(|s| &s.cc == k).and_then(|s| pick(r, s)).map(|v| {
-                        let xs = per_run(r).map(|f| run_values(r, k, f)).unwrap_or_default();
-                        let ci = ccbench_stats::median_order_ci(&xs, 0.95).map(|c| (c.lo / div, c.hi / div, c.level));
-                        Spread { median: v.median / div, ci, n: v.n }
+                    points.iter().find(|p| &p.key == k).map(|p| {
+                        let ci = ccbench_stats::median_order_ci(&p.runs, 0.95).map(|c| (c.lo / div, c.hi / div, c.level));
+                        Spread { median: p.summary.median / div, ci, n: p.summary.n }
                     })
                 })
                 .collect()
@@ -745,8 +803,8 @@ fn conditions_figure(
         _ => format!("bar: CI of the median (order statistics) at its true level, {:.1}–{:.1} %", lo * 100.0, hi * 100.0),
     };
     items.push((bar, GREY.into(), Key::Line));
-    let note = if log { "Median over runs. Log scale: the values span more than 10×." } else { "Median over runs." };
-    figure(&format!("fig-{id}"), title, note, &legend(&items), &p.finish())
+    let note = if log { format!("{note} Log scale: the values span more than 10×.") } else { note.to_string() };
+    figure(&format!("fig-{id}"), title, &note, &legend(&items), &p.finish())
 }
 
 /// The page across a preset's conditions (`OUT/report.html` beside `preset.json`): each
@@ -776,14 +834,13 @@ pub fn render_conditions(rows: &[(String, &ExperimentResult)]) -> String {
         let unit = label.split(['(', ')']).nth(1).unwrap_or("");
         let medians: Vec<String> =
             r.summary.iter().map(|s| format!("{} {}", s.cc, pick(s).map(|v| format!("{} {unit}", fmt_sig(v.median / div))).unwrap_or("–".into()))).collect();
-        let verdict: Vec<String> = r.comparisons.iter().map(|c| c.short()).collect();
         let _ = write!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{marks}</tr>",
             escape(name),
             escape(&r.params.workload.describe_for(&r.params.ccs)),
             escape(&medians.join(", ")),
-            if verdict.is_empty() { "no verdict".to_string() } else { escape(&verdict.join("; ")) }
+            escape(&r.verdict_short())
         );
     }
     out.push_str("</table>\n");
@@ -809,6 +866,7 @@ pub fn render_conditions(rows: &[(String, &ExperimentResult)]) -> String {
         let per_run = |r: &ExperimentResult| (headline(&r.params.workload).0 == *label).then(|| headline_runs(&r.params.workload));
         out.push_str(&conditions_figure(&format!("cond-headline-{k}"), &capitalise(name), label, rows, &pick, &per_run, div));
     }
+    out.push_str(&conditions_shares_figure(rows));
     out.push_str(&conditions_figure(
         "cond-rtt",
         "Sender's RTT (median of each run's p50)",

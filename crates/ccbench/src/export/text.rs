@@ -256,30 +256,10 @@ fn headline(s: &CcSummary, workload: &WorkloadSpec) -> String {
     }
 }
 
-fn verdict_short(r: &ExperimentResult) -> String {
-    if r.params.workload.is_mix() {
-        return r
-            .summary
-            .iter()
-            .map(|s| {
-                let shares: Vec<String> = s.shares.iter().map(|sh| format!("{} {:.0} %", sh.cc, sh.share.median * 100.0)).collect();
-                format!("{}; Jain {:.2}", shares.join(" / "), s.jain_index.as_ref().map(|j| j.median).unwrap_or(f64::NAN))
-            })
-            .collect::<Vec<_>>()
-            .join("; ");
-    }
-    let parts: Vec<String> = r.comparisons.iter().map(|c| c.short()).collect();
-    if parts.is_empty() {
-        "no verdict".into()
-    } else {
-        parts.join("; ")
-    }
-}
-
 /// One row of the table across conditions: each algorithm's median headline, and the verdict.
 pub fn condition_row(r: &ExperimentResult) -> (String, String) {
     let per_cc: Vec<String> = r.summary.iter().map(|s| format!("{} {}", s.cc, headline(s, &r.params.workload))).collect();
-    (per_cc.join(", "), verdict_short(r))
+    (per_cc.join(", "), r.verdict_short())
 }
 
 /// The compact table a preset prints after its conditions.
