@@ -313,7 +313,7 @@ impl QuicFarClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Direction, MemorySeries};
+    use crate::{Amount, Direction, MemorySeries, SocketId};
 
     fn spec(direction: Direction) -> BulkSpec {
         BulkSpec {
