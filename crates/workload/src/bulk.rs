@@ -4,7 +4,7 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddrV4, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use ccbench_probe::TcpInfo;
@@ -214,49 +214,72 @@ impl Workload for BulkSpec {
 
 /// Runs the transfer, stopping early if the stop flag is set. The measured span runs from the
 /// start of the transfer to the end of the duration, or until the last file arrived (or the
-/// timeout). Both ends run here, each with [`run_end`]: the same code `ccbench serve` runs for
-/// the far end of a real path.
+/// timeout). Both ends run here, in one end ([`ends::run_halves`]): the same code
+/// `ccbench serve` runs for the far end of a real path. The flows' transports are theirs to
+/// choose: kernel TCP flows and QUIC flows of one mix (`--flows quic:bbr3:1,tcp:cubic:1`) are
+/// set up each their own way, then run together, on one clock.
 fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, WorkloadError> {
-    let transports: Vec<Transport> = spec.plan().iter().map(|f| f.cc.transport()).collect();
-    if transports.iter().all(|t| *t == Transport::Quic) {
-        crate::quic::run_quic_bulk(spec, run, None)
-    } else if transports.contains(&Transport::Quic) {
-        crate::mixed::run_mixed_bulk(spec, run)
-    } else {
-        run_tcp_bulk(spec, run, None)
-    }
-}
-
-/// The kernel TCP flows of `spec`. With `sync`, waits there once the connections are set up
-/// (or failed), so that another runner's flows start at the same instant.
-pub(crate) fn run_tcp_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<&Barrier>) -> Result<BulkResult, WorkloadError> {
     let (epoch, stop, hook) = (run.epoch, run.stop, run.hook);
-    let flows = connect_flows(run, spec);
-    if let Some(b) = sync {
-        b.wait();
+    let plan = spec.plan();
+    if plan.is_empty() {
+        return Err(WorkloadError::Setup("no flows".into()));
     }
-    let flows = flows?;
-    // Both ends' streams in one call, so the senders' samples and the receivers' goodput
+    let ids_of = |t: Transport| -> Vec<u32> { (0..plan.len() as u32).filter(|&i| plan[i as usize].cc.transport() == t).collect() };
+    let tcp = connect_flows(run, spec, &plan, &ids_of(Transport::Tcp))?;
+    let quic = crate::quic::LocalQuic::connect(spec, run, &plan, &ids_of(Transport::Quic))?;
+    // Both ends' streams in one end, so the senders' samples and the receivers' goodput
     // points are taken in the same rounds, at the same instants.
     let mut streams = Vec::new();
     let mut meta = Vec::new();
-    for flow in flows {
+    for flow in tcp {
         streams.push(EndStream { id: flow.id, start_s: flow.plan.start_s, stream: flow.sender, sends: true });
         streams.push(EndStream { id: flow.id, start_s: flow.plan.start_s, stream: flow.receiver, sends: false });
         meta.push(FlowMeta { id: flow.id, plan: flow.plan, client_port: flow.client_port, cc_read_back: flow.cc_read_back });
     }
+    let sampler = Sampler::new(run.series);
+    for s in streams.iter().filter(|s| s.sends) {
+        sampler.register(SocketId::Flow(s.id), &s.stream);
+    }
+    let mut halves = tcp_halves(&streams);
+    if let Some(q) = &quic {
+        halves.extend(q.halves(&plan));
+        meta.extend(q.meta(&plan));
+    }
+    meta.sort_by_key(|m| m.id);
+
     let start = Instant::now();
     hook.open(start);
     if let Amount::Seconds(s) = spec.amount {
         hook.close(start + Duration::from_secs_f64(s));
     }
-    let ends = run_end(spec, &streams, &EndClock::shared(epoch, start), stop, run.series, hook, None);
+    let mut rounds = quic.as_ref().map(|q| q.rounds(start));
+    let ends = ends::run_halves(spec, halves, &EndClock::shared(epoch, start), stop, run.series, hook, None, &sampler, |t_us| {
+        if let Some(r) = rounds.as_mut() {
+            r.round(run.series, t_us);
+        }
+    });
     let elapsed_s = elapsed_since(spec.amount, start);
     if let Amount::Bytes(_) = spec.amount {
         hook.close(start + Duration::from_secs_f64(elapsed_s));
     }
-    let (senders, receivers): (Vec<FlowEnd>, Vec<FlowEnd>) = ends.into_iter().partition(|e| e.sent);
-    Ok(assemble(spec, &meta, &senders, &receivers, start.duration_since(epoch).as_micros() as u64, elapsed_s, stop.load(Ordering::SeqCst)))
+    let mut sampled = sampler.finish(epoch);
+    let quic_ends = rounds.map(|r| r.finish(epoch)).unwrap_or_default();
+    let (mut senders, receivers): (Vec<FlowEnd>, Vec<FlowEnd>) = ends.into_iter().partition(|e| e.sent);
+    for end in &mut senders {
+        end.final_tcp_info = sampled.remove(&SocketId::Flow(end.id)).flatten();
+    }
+    let interrupted = stop.load(Ordering::SeqCst);
+    let result = assemble_with(spec, &meta, &senders, &receivers, start.duration_since(epoch).as_micros() as u64, elapsed_s, interrupted, |flow, sent| {
+        match (&quic, flow.plan.cc.transport()) {
+            (Some(q), Transport::Quic) => q.record(flow, &quic_ends),
+            _ => crate::SenderRecord::tcp(flow.plan.cc.to_string(), flow.cc_read_back.clone(), sent.final_tcp_info),
+        }
+    });
+    drop(streams);
+    if let Some(q) = quic {
+        q.close();
+    }
+    Ok(result)
 }
 
 /// Seconds the goodput of a transfer that started at `start` and just ended is averaged over.
@@ -545,17 +568,16 @@ pub(crate) fn assemble_with(
 
 /// Opens every connection before any data flows, so all flows start together and the
 /// algorithm of each sending socket is verified up front.
-fn connect_flows(run: &RunContext<'_>, spec: &BulkSpec) -> Result<Vec<Flow>, WorkloadError> {
-    let plan = spec.plan();
-    let Some(first) = plan.first() else { return Err(WorkloadError::Setup("no flows".into())) };
+fn connect_flows(run: &RunContext<'_>, spec: &BulkSpec, plan: &[MixFlow], ids: &[u32]) -> Result<Vec<Flow>, WorkloadError> {
+    let Some(first) = ids.first().map(|&i| &plan[i as usize]) else { return Ok(Vec::new()) };
     let sender_side = spec.direction.sender();
     let addr = SocketAddrV4::new(run.server_addr, spec.port);
     // Accepted sockets inherit the listener's algorithm.
     let listener = net::listen_in(run.server, run.server_addr, spec.port, (sender_side == Side::Server).then_some(&first.cc))?;
 
     let mut flows = Vec::new();
-    for (id, flow_plan) in plan.iter().enumerate() {
-        let id = id as u32;
+    for &id in ids {
+        let flow_plan = &plan[id as usize];
         let cc = &flow_plan.cc;
         let client_cc = (sender_side == Side::Client).then_some(cc);
         let sock = match flow_plan.client_port {

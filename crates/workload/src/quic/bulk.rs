@@ -11,12 +11,12 @@
 
 use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use noq::{Connection, Endpoint, VarInt};
-use tokio::runtime::Handle;
+use tokio::runtime::{Handle, Runtime};
 use tokio::sync::oneshot;
 
 use super::observe::Probe;
@@ -24,7 +24,7 @@ use super::pair::{self, connect_pair, quic_algorithm, server_endpoint};
 use super::{BbrView, ReadBack, Tls};
 use super::{QuicConnEnd, QuicEnd};
 use crate::bulk::{
-    assemble_with, run_halves, Amount, BulkResult, BulkSpec, EndClock, FlowEnd, FlowMeta, Half, Io, MixFlow, Moved, ReceiveHalf, SendHalf, IO_TICK,
+    assemble_with, run_halves, BulkResult, BulkSpec, EndClock, FlowEnd, FlowMeta, Half, Io, MixFlow, Moved, ReceiveHalf, SendHalf, IO_TICK,
 };
 use crate::common::{micros_since, multi_thread_runtime};
 use crate::sampler::Sampler;
@@ -48,91 +48,84 @@ pub(super) struct EndConn {
     pub(super) _endpoint: Option<Endpoint>,
 }
 
-/// Runs `spec`, whose flows are all QUIC, between the two ends of `run`.
-/// With `sync`, waits there once the connections are set up (or failed), so that another
-/// runner's flows start at the same instant.
-pub(crate) fn run_quic_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<&Barrier>) -> Result<BulkResult, WorkloadError> {
-    let plan = spec.plan();
-    let rt = multi_thread_runtime();
-    let connected = match &rt {
-        Ok(rt) => rt.block_on(connect(spec, run, &plan)),
-        Err(e) => Err(WorkloadError::Setup(e.to_string())),
-    };
-    if let Some(b) = sync {
-        b.wait();
-    }
-    let (rt, (server, pairs)) = (rt?, connected?);
-    let (epoch, stop, hook) = (run.epoch, run.stop, run.hook);
-
-    let start = Instant::now();
-    hook.open(start);
-    if let Amount::Seconds(s) = spec.amount {
-        hook.close(start + Duration::from_secs_f64(s));
-    }
-    // Both ends' halves in one end, so the senders' samples and the receivers' goodput points
-    // are taken in the same rounds, at the same instants.
-    let mut conns = Vec::new();
-    let mut read_backs = Vec::new();
-    for p in pairs {
-        let flows = p.flows;
-        let p = p.pair;
-        conns.push(EndConn {
-            flows: flows.clone(),
-            conn: p.sender,
-            sends: true,
-            probe: p.probe,
-            bbr: p.bbr,
-            read_back: p.read_back.sender.clone(),
-            port: p.client_port,
-            _endpoint: Some(p.client_endpoint),
-        });
-        conns.push(EndConn {
-            flows,
-            conn: p.receiver,
-            sends: false,
-            probe: Arc::default(),
-            bbr: None,
-            read_back: p.read_back.receiver.clone(),
-            port: p.client_port,
-            _endpoint: None,
-        });
-        read_backs.push(p.read_back);
-    }
-    let end = run_quic_end(rt.handle(), spec, &plan, &conns, &EndClock::shared(epoch, start), stop, run.series, hook, None);
-    let elapsed_s = crate::bulk::elapsed_since(spec.amount, start);
-    if let Amount::Bytes(_) = spec.amount {
-        hook.close(start + Duration::from_secs_f64(elapsed_s));
-    }
-    for c in conns.iter().filter(|c| c.sends) {
-        c.conn.close(VarInt::from_u32(0), b"done");
-    }
-    drop(server);
-    let senders: Vec<&EndConn> = conns.iter().filter(|c| c.sends).collect();
-    let result =
-        quic_result(spec, &plan, &senders, &read_backs, &end, &end, start.duration_since(epoch).as_micros() as u64, elapsed_s, stop.load(Ordering::SeqCst));
-    drop(conns);
-    rt.shutdown_timeout(Duration::from_millis(500));
-    Ok(result)
+/// The QUIC flows of a local run: their connections, both ends of each, and the runtime that
+/// drives them. Their halves run in bulk's one end, beside any kernel TCP flows of a mix.
+pub(crate) struct LocalQuic {
+    rt: Runtime,
+    /// Each connection's sending end, then its receiving end.
+    conns: Vec<EndConn>,
+    /// Both ends' controllers of each connection, in order.
+    read_backs: Vec<ReadBack>,
+    _server: Endpoint,
 }
 
-/// One end of a QUIC transfer (or, locally, both) on its connections: the flows it sends on a
-/// stream each, the flows it receives as their streams arrive, each sending connection sampled
-/// into `series`. Returns when this end is done (its duration, its bytes, the timeout or
-/// `stop`), with each sending connection's last sample and BBR state changes; the connections
-/// stay open for the caller to close once the other end is done too.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn run_quic_end(
-    rt: &Handle,
-    spec: &BulkSpec,
-    plan: &[MixFlow],
-    conns: &[EndConn],
-    clock: &EndClock,
-    stop: &AtomicBool,
-    series: &dyn SeriesSink,
-    hook: &dyn MeasureHook,
-    budget: Option<&ByteBudget>,
-) -> QuicEnd {
-    let epoch = clock.epoch;
+impl LocalQuic {
+    /// Sets up the connections of the QUIC flows `ids` of `plan` (one for all flows of a plain
+    /// run, one per flow of a mix), both ends' controllers read back before any data flows.
+    /// `None` when no flow is QUIC.
+    pub(crate) fn connect(spec: &BulkSpec, run: &RunContext<'_>, plan: &[MixFlow], ids: &[u32]) -> Result<Option<Self>, WorkloadError> {
+        if ids.is_empty() {
+            return Ok(None);
+        }
+        let rt = multi_thread_runtime()?;
+        let (server, pairs) = rt.block_on(connect(spec, run, plan, ids))?;
+        let mut conns = Vec::new();
+        let mut read_backs = Vec::new();
+        for Connected { flows, pair: p } in pairs {
+            conns.push(EndConn {
+                flows: flows.clone(),
+                conn: p.sender,
+                sends: true,
+                probe: p.probe,
+                bbr: p.bbr,
+                read_back: p.read_back.sender.clone(),
+                port: p.client_port,
+                _endpoint: Some(p.client_endpoint),
+            });
+            conns.push(EndConn { flows, conn: p.receiver, sends: false, probe: Arc::default(), bbr: None, read_back: p.read_back.receiver.clone(), port: p.client_port, _endpoint: None });
+            read_backs.push(p.read_back);
+        }
+        Ok(Some(LocalQuic { rt, conns, read_backs, _server: server }))
+    }
+
+    /// Both ends' halves of every QUIC flow.
+    pub(crate) fn halves(&self, plan: &[MixFlow]) -> Vec<Half<'static>> {
+        quic_halves(self.rt.handle(), plan, &self.conns)
+    }
+
+    /// The sampling of the sending connections, from `start`.
+    pub(crate) fn rounds(&self, start: Instant) -> Rounds<'_> {
+        Rounds::new(&self.conns, start)
+    }
+
+    /// What is known of each QUIC flow before data moves.
+    pub(crate) fn meta(&self, plan: &[MixFlow]) -> Vec<FlowMeta> {
+        flow_meta(plan, &self.senders(), &self.read_backs)
+    }
+
+    /// A QUIC flow's sender record, with `ends` the sending connections' last samples.
+    pub(crate) fn record(&self, flow: &FlowMeta, ends: &[QuicConnEnd]) -> SenderRecord<String> {
+        sender_record(&self.senders(), &self.read_backs, ends, flow)
+    }
+
+    fn senders(&self) -> Vec<&EndConn> {
+        self.conns.iter().filter(|c| c.sends).collect()
+    }
+
+    /// Closes the connections, once both ends are done.
+    pub(crate) fn close(self) {
+        for c in self.conns.iter().filter(|c| c.sends) {
+            c.conn.close(VarInt::from_u32(0), b"done");
+        }
+        let LocalQuic { rt, conns, _server, .. } = self;
+        drop((conns, _server));
+        rt.shutdown_timeout(Duration::from_millis(500));
+    }
+}
+
+/// The halves of the flows of `conns` at this end: a stream of its own for each flow a
+/// connection sends, and for each it receives, the stream routed to it once it arrives.
+fn quic_halves(rt: &Handle, plan: &[MixFlow], conns: &[EndConn]) -> Vec<Half<'static>> {
     let start_of = |id: u32| plan.get(id as usize).map_or(0.0, |f| f.start_s);
     let mut halves = Vec::new();
     for conn in conns {
@@ -147,30 +140,63 @@ pub(super) fn run_quic_end(
             }
         }
     }
-    // No sockets to register: QUIC's samples come from each sending connection's observer.
-    let sampler = Sampler::new(series);
-    let mut last: Vec<(Instant, u64)> = conns.iter().map(|_| (clock.start, 0)).collect();
-    let flows = run_halves(spec, halves, clock, stop, series, hook, budget, &sampler, |t_us| {
-        for (conn, last) in conns.iter().zip(last.iter_mut()).filter(|(c, _)| c.sends) {
-            series.quic_sample(SocketId::Flow(conn.flows[0]), &sample(conn, t_us, last));
-        }
-    });
-    let connections = conns
-        .iter()
-        .zip(last.iter_mut())
-        .filter(|(c, _)| c.sends)
-        .map(|(conn, last)| QuicConnEnd {
-            flow: conn.flows[0],
-            final_quic: Some(sample(conn, micros_since(epoch), last)),
-            bbr_events: pair::bbr_events(conn.bbr.as_ref(), epoch),
-        })
-        .collect();
-    QuicEnd { flows, connections }
+    halves
 }
 
-/// The transfer's result from the test's connections as one end holds them (`conns`; locally the sending ones),
-/// both ends' controllers of each (`read_backs`, in their order), and what the
-/// sending and the receiving end saw.
+/// The sampling of an end's sending QUIC connections, one round at a time: each connection's
+/// controller observer, its samples named by the connection's first flow.
+pub(crate) struct Rounds<'c> {
+    senders: Vec<(&'c EndConn, (Instant, u64))>,
+}
+
+impl<'c> Rounds<'c> {
+    fn new(conns: &'c [EndConn], start: Instant) -> Self {
+        Rounds { senders: conns.iter().filter(|c| c.sends).map(|c| (c, (start, 0))).collect() }
+    }
+
+    pub(crate) fn round(&mut self, series: &dyn SeriesSink, t_us: u64) {
+        for (conn, last) in &mut self.senders {
+            series.quic_sample(SocketId::Flow(conn.flows[0]), &sample(conn, t_us, last));
+        }
+    }
+
+    /// Each sending connection's last sample and BBR state changes.
+    pub(crate) fn finish(mut self, epoch: Instant) -> Vec<QuicConnEnd> {
+        let t_us = micros_since(epoch);
+        self.senders
+            .iter_mut()
+            .map(|(conn, last)| QuicConnEnd { flow: conn.flows[0], final_quic: Some(sample(conn, t_us, last)), bbr_events: pair::bbr_events(conn.bbr.as_ref(), epoch) })
+            .collect()
+    }
+}
+
+/// One end of a QUIC transfer on its connections (the far end of `--remote`, or its near
+/// end): the flows it sends on a stream each, the flows it receives as their streams arrive,
+/// each sending connection sampled into `series`. Returns when this end is done (its duration,
+/// its bytes, the timeout or `stop`), with each sending connection's last sample and BBR state
+/// changes; the connections stay open for the caller to close once the other end is done too.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_quic_end(
+    rt: &Handle,
+    spec: &BulkSpec,
+    plan: &[MixFlow],
+    conns: &[EndConn],
+    clock: &EndClock,
+    stop: &AtomicBool,
+    series: &dyn SeriesSink,
+    hook: &dyn MeasureHook,
+    budget: Option<&ByteBudget>,
+) -> QuicEnd {
+    // No sockets to register: QUIC's samples come from each sending connection's observer.
+    let sampler = Sampler::new(series);
+    let mut rounds = Rounds::new(conns, clock.start);
+    let flows = run_halves(spec, quic_halves(rt, plan, conns), clock, stop, series, hook, budget, &sampler, |t_us| rounds.round(series, t_us));
+    QuicEnd { flows, connections: rounds.finish(clock.epoch) }
+}
+
+/// The transfer's result from the test's connections as one end holds them (`conns`), both
+/// ends' controllers of each (`read_backs`, in their order), and what the sending and the
+/// receiving end saw.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn quic_result(
     spec: &BulkSpec,
@@ -183,46 +209,58 @@ pub(super) fn quic_result(
     elapsed_s: f64,
     interrupted: bool,
 ) -> BulkResult {
-    let conn_of = |id: u32| conns.iter().zip(read_backs).find(|(c, _)| c.flows.contains(&id));
-    let meta: Vec<FlowMeta> = (0..plan.len() as u32)
-        .filter_map(|id| {
-            let (conn, rb) = conn_of(id)?;
-            Some(FlowMeta { id, plan: plan[id as usize].clone(), client_port: conn.port, cc_read_back: rb.sender.clone() })
-        })
-        .collect();
+    let meta = flow_meta(plan, conns, read_backs);
     let sent: Vec<FlowEnd> = sender_end.flows.iter().filter(|f| f.sent).cloned().collect();
     let received: Vec<FlowEnd> = receiver_end.flows.iter().filter(|f| !f.sent).cloned().collect();
-    assemble_with(spec, &meta, &sent, &received, start_us, elapsed_s, interrupted, |flow, _| {
-        let (conn, rb) = conn_of(flow.id).expect("a flow of the result has its connection");
-        // A connection's samples and events are its first flow's.
-        let first = sender_end.connections.iter().find(|e| e.flow == flow.id && conn.flows[0] == flow.id);
-        SenderRecord {
-            cc_requested: flow.plan.cc.to_string(),
-            cc_read_back: rb.sender.clone(),
-            transport: Transport::Quic,
-            cc_receiver: Some(rb.receiver.clone()),
-            warning: rb.mismatch(),
-            final_tcp_info: None,
-            final_quic: first.and_then(|e| e.final_quic.clone()),
-            bbr_events: first.map(|e| e.bbr_events.clone()).unwrap_or_default(),
-        }
-    })
+    assemble_with(spec, &meta, &sent, &received, start_us, elapsed_s, interrupted, |flow, _| sender_record(conns, read_backs, &sender_end.connections, flow))
+}
+
+/// What is known of each flow of `conns` before data moves: its plan, its client port and the
+/// sender's controller.
+fn flow_meta(plan: &[MixFlow], conns: &[&EndConn], read_backs: &[ReadBack]) -> Vec<FlowMeta> {
+    let mut meta: Vec<FlowMeta> = conns
+        .iter()
+        .zip(read_backs)
+        .flat_map(|(c, rb)| {
+            c.flows.iter().filter_map(|&id| Some(FlowMeta { id, plan: plan.get(id as usize)?.clone(), client_port: c.port, cc_read_back: rb.sender.clone() }))
+        })
+        .collect();
+    meta.sort_by_key(|m| m.id);
+    meta
+}
+
+/// A QUIC flow's sender record: both ends' controllers, and, for a connection's first flow,
+/// the connection's last sample and BBR state changes (`ends`, the sending end's).
+fn sender_record(conns: &[&EndConn], read_backs: &[ReadBack], ends: &[QuicConnEnd], flow: &FlowMeta) -> SenderRecord<String> {
+    let conn = conns.iter().zip(read_backs).find(|(c, _)| c.flows.contains(&flow.id));
+    let first = conn.filter(|(c, _)| c.flows[0] == flow.id).and_then(|_| ends.iter().find(|e| e.flow == flow.id));
+    let rb = conn.map(|(_, rb)| rb);
+    SenderRecord {
+        cc_requested: flow.plan.cc.to_string(),
+        cc_read_back: flow.cc_read_back.clone(),
+        transport: Transport::Quic,
+        cc_receiver: rb.map(|rb| rb.receiver.clone()),
+        warning: rb.and_then(ReadBack::mismatch),
+        final_tcp_info: None,
+        final_quic: first.and_then(|e| e.final_quic.clone()),
+        bbr_events: first.map(|e| e.bbr_events.clone()).unwrap_or_default(),
+    }
 }
 
 /// The flows of each connection: one connection for all flows of a plain run (N streams), one
 /// per flow of a mix.
-pub(super) fn groups(spec: &BulkSpec, plan: &[MixFlow]) -> Vec<Vec<u32>> {
+pub(super) fn groups(spec: &BulkSpec, ids: &[u32]) -> Vec<Vec<u32>> {
     if spec.mix.is_empty() {
-        vec![(0..plan.len() as u32).collect()]
+        vec![ids.to_vec()]
     } else {
-        (0..plan.len() as u32).map(|i| vec![i]).collect()
+        ids.iter().map(|&i| vec![i]).collect()
     }
 }
 
 /// The connections of the plan: one for all flows of a plain run (N streams), one per flow of a
 /// mix. Each is set up, and both ends' controllers read back, before any data flows.
-async fn connect(spec: &BulkSpec, run: &RunContext<'_>, plan: &[MixFlow]) -> Result<(Endpoint, Vec<Connected>), WorkloadError> {
-    let groups = groups(spec, plan);
+async fn connect(spec: &BulkSpec, run: &RunContext<'_>, plan: &[MixFlow], ids: &[u32]) -> Result<(Endpoint, Vec<Connected>), WorkloadError> {
+    let groups = groups(spec, ids);
     let tls = Tls::new()?;
     let server_sa = SocketAddrV4::new(run.server_addr, spec.port);
     let server = server_endpoint(run, &tls, server_sa)?;

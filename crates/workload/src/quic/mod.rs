@@ -28,7 +28,7 @@ mod remote;
 pub(crate) mod streams;
 pub(crate) mod wire;
 
-pub(crate) use bulk::run_quic_bulk;
+pub(crate) use bulk::LocalQuic;
 pub(crate) use page::load_quic_page;
 pub use remote::{QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer};
 

@@ -104,7 +104,7 @@ impl QuicFarServer {
     /// An endpoint on a fresh UDP port of `ip`, with a fresh certificate, for `spec` only.
     pub fn bind(ip: IpAddr, spec: &BulkSpec) -> Result<Self, WorkloadError> {
         let plan = spec.plan();
-        let groups = groups(spec, &plan);
+        let groups = groups(spec, &(0..plan.len() as u32).collect::<Vec<_>>());
         for g in &groups {
             end_transport(spec, &plan, g, Side::Server)?;
         }
@@ -222,7 +222,7 @@ impl QuicFarClient {
     /// For the test `spec` against the endpoint at `server`, trusting only `cert_der`.
     pub fn new(server: SocketAddr, cert_der: Vec<u8>, spec: &BulkSpec) -> Result<Self, WorkloadError> {
         let plan = spec.plan();
-        let groups = groups(spec, &plan);
+        let groups = groups(spec, &(0..plan.len() as u32).collect::<Vec<_>>());
         Ok(QuicFarClient { rt: multi_thread_runtime()?, server, cert: cert_der.into(), spec: spec.clone(), plan, groups, conns: Vec::new(), source: None })
     }
 
