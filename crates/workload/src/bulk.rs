@@ -1,5 +1,9 @@
-//! Bulk transfer: N parallel TCP connections, each pushing data one way for a duration or a
-//! byte count.
+//! Bulk and file transfers: N flows, each pushing data one way for a duration or a byte count,
+//! over kernel TCP (a connection per flow), QUIC (`quic::bulk`: streams on connections) or both
+//! at once (a mix). The ends are written once, with the transport as a parameter of each flow's
+//! halves ([`ends`], whose documentation says what the transports share and where they
+//! differ); this module has the spec and result, TCP's byte stream and setup, the one
+//! assembly of flow results, and [`run_end`], the TCP end `ccbench serve` and `--remote` run.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddrV4, TcpStream};
@@ -16,7 +20,7 @@ use crate::common::{CHUNK, PATTERN};
 use crate::sampler::Sampler;
 use crate::Transport;
 use crate::{net, Direction, MeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
-pub(crate) use ends::{run_halves, Half, Io, Moved, ReceiveHalf, SendHalf, IO_TICK};
+pub(crate) use ends::{run_halves, Half, Io, Moved, Pending, ReceiveHalf, SendHalf, Tasks, IO_TICK};
 
 /// How much each flow sends.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -240,9 +244,8 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
     for s in streams.iter().filter(|s| s.sends) {
         sampler.register(SocketId::Flow(s.id), &s.stream);
     }
-    let mut halves = tcp_halves(&streams);
+    let tasks = quic.as_ref().map(|q| q.tasks(&plan));
     if let Some(q) = &quic {
-        halves.extend(q.halves(&plan));
         meta.extend(q.meta(&plan));
     }
     meta.sort_by_key(|m| m.id);
@@ -253,7 +256,7 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
         hook.close(start + Duration::from_secs_f64(s));
     }
     let mut rounds = quic.as_ref().map(|q| q.rounds(start));
-    let ends = ends::run_halves(spec, halves, &EndClock::shared(epoch, start), stop, run.series, hook, None, &sampler, |t_us| {
+    let ends = ends::run_halves(spec, tcp_halves(&streams), tasks, &EndClock::shared(epoch, start), stop, run.series, hook, None, &sampler, |t_us| {
         if let Some(r) = rounds.as_mut() {
             r.round(run.series, t_us);
         }
@@ -269,12 +272,13 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
         end.final_tcp_info = sampled.remove(&SocketId::Flow(end.id)).flatten();
     }
     let interrupted = stop.load(Ordering::SeqCst);
-    let result = assemble_with(spec, &meta, &senders, &receivers, start.duration_since(epoch).as_micros() as u64, elapsed_s, interrupted, |flow, sent| {
-        match (&quic, flow.plan.cc.transport()) {
-            (Some(q), Transport::Quic) => q.record(flow, &quic_ends),
-            _ => crate::SenderRecord::tcp(flow.plan.cc.to_string(), flow.cc_read_back.clone(), sent.final_tcp_info),
-        }
-    });
+    let result =
+        assemble_with(spec, &meta, &senders, &receivers, start.duration_since(epoch).as_micros() as u64, elapsed_s, interrupted, |flow, sent| {
+            match (&quic, flow.plan.cc.transport()) {
+                (Some(q), Transport::Quic) => q.record(flow, &quic_ends),
+                _ => crate::SenderRecord::tcp(flow.plan.cc.to_string(), flow.cc_read_back.clone(), sent.final_tcp_info),
+            }
+        });
     drop(streams);
     if let Some(q) = quic {
         q.close();
@@ -444,7 +448,7 @@ pub fn run_end(
     for s in streams.iter().filter(|s| s.sends) {
         sampler.register(SocketId::Flow(s.id), &s.stream);
     }
-    let mut ends = ends::run_halves(spec, tcp_halves(streams), clock, stop, series, hook, budget, &sampler, |_| {});
+    let mut ends = ends::run_halves(spec, tcp_halves(streams), None, clock, stop, series, hook, budget, &sampler, |_| {});
     let mut sampled = sampler.finish(clock.epoch);
     for end in ends.iter_mut().filter(|e| e.sent) {
         end.final_tcp_info = sampled.remove(&SocketId::Flow(end.id)).flatten();
@@ -471,15 +475,17 @@ impl SendHalf for TcpSend<'_> {
     fn max_write(&self) -> usize {
         CHUNK
     }
-    fn write(&mut self, len: usize) -> Moved {
-        match (&mut &*self.0).write(&PATTERN[..len]) {
+    fn write(&mut self, len: usize) -> Pending<'_, Moved> {
+        let moved = match (&mut &*self.0).write(&PATTERN[..len]) {
             Ok(n) => Moved::Bytes(n),
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => Moved::Idle,
             Err(e) => Moved::Failed(format!("send: {e}")),
-        }
+        };
+        Box::pin(std::future::ready(moved))
     }
-    fn finish(&mut self, _until: Instant, _stop: &AtomicBool) {
+    fn finish<'a>(&'a mut self, _until: Instant, _stop: &'a AtomicBool) -> Pending<'a, ()> {
         let _ = self.0.shutdown(Shutdown::Write);
+        Box::pin(std::future::ready(()))
     }
     fn abort(&mut self) {
         let _ = self.0.shutdown(Shutdown::Write);
@@ -492,13 +498,14 @@ struct TcpReceive<'s> {
 }
 
 impl ReceiveHalf for TcpReceive<'_> {
-    fn read(&mut self) -> Moved {
-        match (&mut &*self.sock).read(&mut self.buf) {
+    fn read(&mut self) -> Pending<'_, Moved> {
+        let moved = match (&mut &*self.sock).read(&mut self.buf) {
             Ok(0) => Moved::End,
             Ok(n) => Moved::Bytes(n),
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => Moved::Idle,
             Err(e) => Moved::Failed(format!("receive: {e}")),
-        }
+        };
+        Box::pin(std::future::ready(moved))
     }
     fn abort(&mut self) {
         let _ = self.sock.shutdown(Shutdown::Both);

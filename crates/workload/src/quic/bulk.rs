@@ -24,7 +24,7 @@ use super::pair::{self, connect_pair, quic_algorithm, server_endpoint};
 use super::{BbrView, ReadBack, Tls};
 use super::{QuicConnEnd, QuicEnd};
 use crate::bulk::{
-    assemble_with, run_halves, BulkResult, BulkSpec, EndClock, FlowEnd, FlowMeta, Half, Io, MixFlow, Moved, ReceiveHalf, SendHalf, IO_TICK,
+    assemble_with, run_halves, BulkResult, BulkSpec, EndClock, FlowEnd, FlowMeta, Half, Io, MixFlow, Moved, Pending, ReceiveHalf, SendHalf, Tasks, IO_TICK,
 };
 use crate::common::{micros_since, multi_thread_runtime};
 use crate::sampler::Sampler;
@@ -82,15 +82,24 @@ impl LocalQuic {
                 port: p.client_port,
                 _endpoint: Some(p.client_endpoint),
             });
-            conns.push(EndConn { flows, conn: p.receiver, sends: false, probe: Arc::default(), bbr: None, read_back: p.read_back.receiver.clone(), port: p.client_port, _endpoint: None });
+            conns.push(EndConn {
+                flows,
+                conn: p.receiver,
+                sends: false,
+                probe: Arc::default(),
+                bbr: None,
+                read_back: p.read_back.receiver.clone(),
+                port: p.client_port,
+                _endpoint: None,
+            });
             read_backs.push(p.read_back);
         }
         Ok(Some(LocalQuic { rt, conns, read_backs, _server: server }))
     }
 
-    /// Both ends' halves of every QUIC flow.
-    pub(crate) fn halves(&self, plan: &[MixFlow]) -> Vec<Half<'static>> {
-        quic_halves(self.rt.handle(), plan, &self.conns)
+    /// Both ends' halves of every QUIC flow, as tasks on the connections' runtime.
+    pub(crate) fn tasks(&self, plan: &[MixFlow]) -> Tasks {
+        Tasks { rt: self.rt.handle().clone(), halves: quic_halves(self.rt.handle(), plan, &self.conns), budget: None }
     }
 
     /// The sampling of the sending connections, from `start`.
@@ -131,7 +140,7 @@ fn quic_halves(rt: &Handle, plan: &[MixFlow], conns: &[EndConn]) -> Vec<Half<'st
     for conn in conns {
         if conn.sends {
             for &id in &conn.flows {
-                let io = QuicSend { rt: rt.clone(), conn: conn.conn.clone(), id, stream: None, payload: Bytes::from(vec![0x5au8; QUIC_WRITE]) };
+                let io = QuicSend::new(&conn.conn, id);
                 halves.push(Half { id, start_s: start_of(id), io: Io::Sends(Box::new(io)) });
             }
         } else {
@@ -165,7 +174,11 @@ impl<'c> Rounds<'c> {
         let t_us = micros_since(epoch);
         self.senders
             .iter_mut()
-            .map(|(conn, last)| QuicConnEnd { flow: conn.flows[0], final_quic: Some(sample(conn, t_us, last)), bbr_events: pair::bbr_events(conn.bbr.as_ref(), epoch) })
+            .map(|(conn, last)| QuicConnEnd {
+                flow: conn.flows[0],
+                final_quic: Some(sample(conn, t_us, last)),
+                bbr_events: pair::bbr_events(conn.bbr.as_ref(), epoch),
+            })
             .collect()
     }
 }
@@ -185,12 +198,13 @@ pub(super) fn run_quic_end(
     stop: &AtomicBool,
     series: &dyn SeriesSink,
     hook: &dyn MeasureHook,
-    budget: Option<&ByteBudget>,
+    budget: Option<Arc<ByteBudget>>,
 ) -> QuicEnd {
     // No sockets to register: QUIC's samples come from each sending connection's observer.
     let sampler = Sampler::new(series);
     let mut rounds = Rounds::new(conns, clock.start);
-    let flows = run_halves(spec, quic_halves(rt, plan, conns), clock, stop, series, hook, budget, &sampler, |t_us| rounds.round(series, t_us));
+    let tasks = Tasks { rt: rt.clone(), halves: quic_halves(rt, plan, conns), budget };
+    let flows = run_halves(spec, Vec::new(), Some(tasks), clock, stop, series, hook, None, &sampler, |t_us| rounds.round(series, t_us));
     QuicEnd { flows, connections: rounds.finish(clock.epoch) }
 }
 
@@ -289,36 +303,21 @@ struct Connected {
 /// (issue 17 §2).
 const QUIC_WRITE: usize = 256 * 1024;
 
-/// How many of noq's received chunks one read takes (each is about a packet's payload), so
-/// that a read's hop into the runtime is paid per ~40 KB, not per packet.
-const READ_CHUNKS: usize = 32;
-
-/// A flow's stream on a sending connection: opened at its first write, which is its flow id.
+/// A flow's stream on a sending connection: opened at its first write, its flow id first.
+/// Every step is bounded by [`IO_TICK`]: a peer that grants no stream or no stream credit
+/// holds the flow only until its deadline.
 struct QuicSend {
-    rt: Handle,
     conn: Connection,
-    id: u32,
     stream: Option<noq::SendStream>,
+    /// What is left to write of the flow id.
+    head: Bytes,
     payload: Bytes,
 }
 
 impl QuicSend {
-    /// The flow's stream, opened (and its id written) on first use; `Err` is what to report.
-    fn stream(&mut self) -> Result<Option<&mut noq::SendStream>, Moved> {
-        if self.stream.is_none() {
-            let (conn, id) = (&self.conn, self.id);
-            let opened = self.rt.block_on(async {
-                let Ok(open) = tokio::time::timeout(IO_TICK, conn.open_uni()).await else { return Ok(None) };
-                let mut s = open.map_err(|e| format!("open stream: {e}"))?;
-                s.write_all(&id.to_be_bytes()).await.map_err(|e| format!("send: {}", with_cause(&e)))?;
-                Ok(Some(s))
-            });
-            match opened {
-                Ok(s) => self.stream = s,
-                Err(e) => return Err(Moved::Failed(e)),
-            }
-        }
-        Ok(self.stream.as_mut())
+    fn new(conn: &Connection, id: u32) -> Self {
+        let head = Bytes::copy_from_slice(&id.to_be_bytes());
+        QuicSend { conn: conn.clone(), stream: None, head, payload: Bytes::from(vec![0x5au8; QUIC_WRITE]) }
     }
 }
 
@@ -326,33 +325,48 @@ impl SendHalf for QuicSend {
     fn max_write(&self) -> usize {
         QUIC_WRITE
     }
-    fn write(&mut self, len: usize) -> Moved {
-        let mut chunk = [self.payload.slice(..len)];
-        let rt = self.rt.clone();
-        let stream = match self.stream() {
-            Ok(Some(s)) => s,
-            Ok(None) => return Moved::Idle,
-            Err(m) => return m,
-        };
-        match rt.block_on(async { tokio::time::timeout(IO_TICK, stream.write_many_chunks(&mut &mut chunk[..])).await }) {
-            Ok(Ok(n)) => Moved::Bytes(n),
-            Ok(Err(e)) => Moved::Failed(format!("send: {}", with_cause(&e))),
-            Err(_) => Moved::Idle,
-        }
+    fn write(&mut self, len: usize) -> Pending<'_, Moved> {
+        Box::pin(async move {
+            let QuicSend { conn, stream, head, payload } = self;
+            if stream.is_none() {
+                match tokio::time::timeout(IO_TICK, conn.open_uni()).await {
+                    Ok(Ok(s)) => *stream = Some(s),
+                    Ok(Err(e)) => return Moved::Failed(format!("open stream: {e}")),
+                    Err(_) => return Moved::Idle,
+                }
+            }
+            let Some(stream) = stream.as_mut() else { return Moved::Idle };
+            if !head.is_empty() {
+                return match tokio::time::timeout(IO_TICK, stream.write(head)).await {
+                    Ok(Ok(n)) => {
+                        *head = head.slice(n..);
+                        Moved::Idle
+                    }
+                    Ok(Err(e)) => Moved::Failed(format!("send: {}", with_cause(&e))),
+                    Err(_) => Moved::Idle,
+                };
+            }
+            let mut chunk = [payload.slice(..len)];
+            match tokio::time::timeout(IO_TICK, stream.write_many_chunks(&mut &mut chunk[..])).await {
+                Ok(Ok(n)) => Moved::Bytes(n),
+                Ok(Err(e)) => Moved::Failed(format!("send: {}", with_cause(&e))),
+                Err(_) => Moved::Idle,
+            }
+        })
     }
-    fn finish(&mut self, until: Instant, stop: &AtomicBool) {
-        let Some(s) = self.stream.as_mut() else { return };
-        let _ = s.finish();
-        // Keep the stream until the receiver has it all (or the run ends).
-        let stopped = s.stopped();
-        self.rt.block_on(async {
+    fn finish<'a>(&'a mut self, until: Instant, stop: &'a AtomicBool) -> Pending<'a, ()> {
+        Box::pin(async move {
+            let Some(s) = self.stream.as_mut() else { return };
+            let _ = s.finish();
+            // Keep the stream until the receiver has it all (or the run ends).
+            let stopped = s.stopped();
             tokio::pin!(stopped);
             while Instant::now() < until && !stop.load(Ordering::Relaxed) {
                 if tokio::time::timeout(IO_TICK, &mut stopped).await.is_ok() {
                     break;
                 }
             }
-        });
+        })
     }
     fn abort(&mut self) {
         if let Some(s) = self.stream.as_mut() {
@@ -364,31 +378,29 @@ impl SendHalf for QuicSend {
 /// A flow's stream on a receiving connection, handed over by [`route_streams`] once it
 /// arrives.
 struct QuicReceive {
-    rt: Handle,
     arrival: oneshot::Receiver<noq::RecvStream>,
     stream: Option<noq::RecvStream>,
-    chunks: Vec<Bytes>,
 }
 
 impl ReceiveHalf for QuicReceive {
-    fn read(&mut self) -> Moved {
-        let rt = self.rt.clone();
-        if self.stream.is_none() {
-            match rt.block_on(async { tokio::time::timeout(IO_TICK, &mut self.arrival).await }) {
-                Ok(Ok(s)) => self.stream = Some(s),
-                // The connection's streams are all in, and this flow's was not among them.
-                Ok(Err(_)) => return Moved::Failed(NEVER_ARRIVED.into()),
-                Err(_) => return Moved::Idle,
+    fn read(&mut self) -> Pending<'_, Moved> {
+        Box::pin(async move {
+            if self.stream.is_none() {
+                match tokio::time::timeout(IO_TICK, &mut self.arrival).await {
+                    Ok(Ok(s)) => self.stream = Some(s),
+                    // The connection's streams are all in, and this flow's was not among them.
+                    Ok(Err(_)) => return Moved::Failed(NEVER_ARRIVED.into()),
+                    Err(_) => return Moved::Idle,
+                }
             }
-        }
-        let Some(stream) = self.stream.as_mut() else { return Moved::Idle };
-        let chunks = &mut self.chunks;
-        match rt.block_on(async { tokio::time::timeout(IO_TICK, stream.read_many_chunks(chunks)).await }) {
-            Ok(Ok(Some(n))) => Moved::Bytes(chunks[..n].iter().map(Bytes::len).sum()),
-            Ok(Ok(None)) => Moved::End,
-            Ok(Err(e)) => Moved::Failed(format!("receive: {}", with_cause(&e))),
-            Err(_) => Moved::Idle,
-        }
+            let Some(stream) = self.stream.as_mut() else { return Moved::Idle };
+            match tokio::time::timeout(IO_TICK, stream.read_chunk(usize::MAX)).await {
+                Ok(Ok(Some(chunk))) => Moved::Bytes(chunk.len()),
+                Ok(Ok(None)) => Moved::End,
+                Ok(Err(e)) => Moved::Failed(format!("receive: {}", with_cause(&e))),
+                Err(_) => Moved::Idle,
+            }
+        })
     }
     fn abort(&mut self) {}
     fn missing(&self) -> Option<String> {
@@ -407,7 +419,7 @@ fn route_streams(rt: &Handle, conn: &Connection, flows: &[u32]) -> Vec<(u32, Qui
     for &id in flows {
         let (tx, rx) = oneshot::channel();
         waiting.push((id, tx));
-        halves.push((id, QuicReceive { rt: rt.clone(), arrival: rx, stream: None, chunks: vec![Bytes::new(); READ_CHUNKS] }));
+        halves.push((id, QuicReceive { arrival: rx, stream: None }));
     }
     let (conn, n) = (conn.clone(), flows.len());
     rt.spawn(async move {

@@ -13,8 +13,10 @@
 //!   last, the endpoint lets no one else in.
 //! * The controller is set on each end's transport config (the sender's algorithm on the
 //!   sending end) and read back from both ends' connections before any data moves.
-//! * Each end runs its half: the sender's connection is sampled (`QuicSample`), the receiver
-//!   counts what arrives; neither closes its connections until the other end is done too.
+//! * Each end runs its half with bulk's one end (`bulk::ends`, through `quic::bulk`'s
+//!   `run_quic_end`): the sender's connection is sampled (`QuicSample`), the receiver counts
+//!   what arrives; neither closes its connections until the other end is done too. What is
+//!   this module's own is the test's endpoint, the connections' setup and the gate.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::AtomicBool;
@@ -192,7 +194,7 @@ impl QuicFarServer {
 
     /// Runs this end of the transfer (see [`QuicFarClient::run`]).
     pub fn run(&self, clock: &EndClock, stop: &AtomicBool, series: &dyn SeriesSink, budget: Option<Arc<ByteBudget>>) -> QuicEnd {
-        run_quic_end(self.rt.handle(), &self.spec, &self.plan, &self.conns, clock, stop, series, &NoMeasureHook, budget.as_deref())
+        run_quic_end(self.rt.handle(), &self.spec, &self.plan, &self.conns, clock, stop, series, &NoMeasureHook, budget)
     }
 
     /// Closes the connections and the endpoint.
