@@ -1,22 +1,26 @@
-//! Bulk transfer: N parallel TCP connections, each pushing data one way for a duration or a
-//! byte count.
+//! Bulk and file transfers: N flows, each pushing data one way for a duration or a byte count,
+//! over kernel TCP (a connection per flow), QUIC (`quic::bulk`: streams on connections) or both
+//! at once (a mix). The ends are written once, with the transport as a parameter of each flow's
+//! halves ([`ends`], whose documentation says what the transports share and where they
+//! differ); this module has the spec and result, TCP's byte stream and setup, the one
+//! assembly of flow results, and [`run_end`], the TCP end `ccbench serve` and `--remote` run.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddrV4, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use ccbench_probe::TcpInfo;
 use serde::{Deserialize, Serialize};
 
-use crate::common::CHUNK;
+mod ends;
+
+use crate::common::{CHUNK, PATTERN};
 use crate::sampler::Sampler;
 use crate::Transport;
 use crate::{net, Direction, MeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
-
-/// How often blocked socket calls come back to look at the clock and the stop flag.
-const IO_TICK: Duration = Duration::from_millis(50);
+pub(crate) use ends::{run_halves, Half, Io, Moved, Pending, ReceiveHalf, SendHalf, Tasks, IO_TICK};
 
 /// How much each flow sends.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -214,49 +218,72 @@ impl Workload for BulkSpec {
 
 /// Runs the transfer, stopping early if the stop flag is set. The measured span runs from the
 /// start of the transfer to the end of the duration, or until the last file arrived (or the
-/// timeout). Both ends run here, each with [`run_end`]: the same code `ccbench serve` runs for
-/// the far end of a real path.
+/// timeout). Both ends run here, in one end ([`ends::run_halves`]): the same code
+/// `ccbench serve` runs for the far end of a real path. The flows' transports are theirs to
+/// choose: kernel TCP flows and QUIC flows of one mix (`--flows quic:bbr3:1,tcp:cubic:1`) are
+/// set up each their own way, then run together, on one clock.
 fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, WorkloadError> {
-    let transports: Vec<Transport> = spec.plan().iter().map(|f| f.cc.transport()).collect();
-    if transports.iter().all(|t| *t == Transport::Quic) {
-        crate::quic::run_quic_bulk(spec, run, None)
-    } else if transports.contains(&Transport::Quic) {
-        crate::mixed::run_mixed_bulk(spec, run)
-    } else {
-        run_tcp_bulk(spec, run, None)
-    }
-}
-
-/// The kernel TCP flows of `spec`. With `sync`, waits there once the connections are set up
-/// (or failed), so that another runner's flows start at the same instant.
-pub(crate) fn run_tcp_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<&Barrier>) -> Result<BulkResult, WorkloadError> {
     let (epoch, stop, hook) = (run.epoch, run.stop, run.hook);
-    let flows = connect_flows(run, spec);
-    if let Some(b) = sync {
-        b.wait();
+    let plan = spec.plan();
+    if plan.is_empty() {
+        return Err(WorkloadError::Setup("no flows".into()));
     }
-    let flows = flows?;
-    // Both ends' streams in one call, so the senders' samples and the receivers' goodput
+    let ids_of = |t: Transport| -> Vec<u32> { (0..plan.len() as u32).filter(|&i| plan[i as usize].cc.transport() == t).collect() };
+    let tcp = connect_flows(run, spec, &plan, &ids_of(Transport::Tcp))?;
+    let quic = crate::quic::LocalQuic::connect(spec, run, &plan, &ids_of(Transport::Quic))?;
+    // Both ends' streams in one end, so the senders' samples and the receivers' goodput
     // points are taken in the same rounds, at the same instants.
     let mut streams = Vec::new();
     let mut meta = Vec::new();
-    for flow in flows {
+    for flow in tcp {
         streams.push(EndStream { id: flow.id, start_s: flow.plan.start_s, stream: flow.sender, sends: true });
         streams.push(EndStream { id: flow.id, start_s: flow.plan.start_s, stream: flow.receiver, sends: false });
         meta.push(FlowMeta { id: flow.id, plan: flow.plan, client_port: flow.client_port, cc_read_back: flow.cc_read_back });
     }
+    let sampler = Sampler::new(run.series);
+    for s in streams.iter().filter(|s| s.sends) {
+        sampler.register(SocketId::Flow(s.id), &s.stream);
+    }
+    let tasks = quic.as_ref().map(|q| q.tasks(&plan));
+    if let Some(q) = &quic {
+        meta.extend(q.meta(&plan));
+    }
+    meta.sort_by_key(|m| m.id);
+
     let start = Instant::now();
     hook.open(start);
     if let Amount::Seconds(s) = spec.amount {
         hook.close(start + Duration::from_secs_f64(s));
     }
-    let ends = run_end(spec, &streams, &EndClock::shared(epoch, start), stop, run.series, hook, None);
+    let mut rounds = quic.as_ref().map(|q| q.rounds(start));
+    let ends = ends::run_halves(spec, tcp_halves(&streams), tasks, &EndClock::shared(epoch, start), stop, run.series, hook, None, &sampler, |t_us| {
+        if let Some(r) = rounds.as_mut() {
+            r.round(run.series, t_us);
+        }
+    });
     let elapsed_s = elapsed_since(spec.amount, start);
     if let Amount::Bytes(_) = spec.amount {
         hook.close(start + Duration::from_secs_f64(elapsed_s));
     }
-    let (senders, receivers): (Vec<FlowEnd>, Vec<FlowEnd>) = ends.into_iter().partition(|e| e.sent);
-    Ok(assemble(spec, &meta, &senders, &receivers, start.duration_since(epoch).as_micros() as u64, elapsed_s, stop.load(Ordering::SeqCst)))
+    let mut sampled = sampler.finish(epoch);
+    let quic_ends = rounds.map(|r| r.finish(epoch)).unwrap_or_default();
+    let (mut senders, receivers): (Vec<FlowEnd>, Vec<FlowEnd>) = ends.into_iter().partition(|e| e.sent);
+    for end in &mut senders {
+        end.final_tcp_info = sampled.remove(&SocketId::Flow(end.id)).flatten();
+    }
+    let interrupted = stop.load(Ordering::SeqCst);
+    let result =
+        assemble_with(spec, &meta, &senders, &receivers, start.duration_since(epoch).as_micros() as u64, elapsed_s, interrupted, |flow, sent| {
+            match (&quic, flow.plan.cc.transport()) {
+                (Some(q), Transport::Quic) => q.record(flow, &quic_ends),
+                _ => crate::SenderRecord::tcp(flow.plan.cc.to_string(), flow.cc_read_back.clone(), sent.final_tcp_info),
+            }
+        });
+    drop(streams);
+    if let Some(q) = quic {
+        q.close();
+    }
+    Ok(result)
 }
 
 /// Seconds the goodput of a transfer that started at `start` and just ended is averaged over.
@@ -400,11 +427,11 @@ impl ByteBudget {
     }
 }
 
-/// Runs one end of a bulk transfer (or, locally, both) on its connected streams: a sending
-/// stream sends (from its start offset) and its `TCP_INFO` is sampled into `series`; a
-/// receiving stream is read and its goodput points go to `series`, in the same rounds.
-/// Returns when every stream is done (the duration is over, the bytes are sent or received,
-/// the timeout or `stop`).
+/// Runs one end of a bulk transfer over kernel TCP (or, locally, both) on its connected
+/// streams: a sending stream sends (from its start offset) and its `TCP_INFO` is sampled into
+/// `series`; a receiving stream is read and its goodput points go to `series`, in the same
+/// rounds ([`ends::run_halves`]). Returns when every stream is done (the duration is over, the
+/// bytes are sent or received, the timeout or `stop`).
 /// The caller closes the streams, once the other end is done too: a receiver that closed
 /// first would reset a sender still within its own window.
 #[allow(clippy::too_many_arguments)]
@@ -417,80 +444,76 @@ pub fn run_end(
     hook: &dyn MeasureHook,
     budget: Option<&ByteBudget>,
 ) -> Vec<FlowEnd> {
-    let (epoch, start) = (clock.epoch, clock.start);
     let sampler = Sampler::new(series);
-    let last_start = streams.iter().map(|f| f.start_s).fold(0.0, f64::max);
-    let deadline = match spec.amount {
-        Amount::Seconds(s) => start + Duration::from_secs_f64(s),
-        Amount::Bytes(_) => start + Duration::from_secs_f64(spec.timeout_s + last_start),
-    };
-    let streams: Vec<(&EndStream, Arc<AtomicU64>)> = streams.iter().map(|s| (s, Arc::new(AtomicU64::new(0)))).collect();
-    for (s, _) in streams.iter().filter(|(s, _)| s.sends) {
+    for s in streams.iter().filter(|s| s.sends) {
         sampler.register(SocketId::Flow(s.id), &s.stream);
     }
-    let active = AtomicUsize::new(streams.len());
-    let interval = Duration::from_micros(spec.sample_interval_us.max(1000));
-    let mut ends: Vec<FlowEnd> = std::thread::scope(|s| {
-        let mut handles = Vec::new();
-        for (flow, counter) in &streams {
-            let active = &active;
-            let flow_start = start + Duration::from_secs_f64(flow.start_s);
-            let deadline = match spec.amount {
-                Amount::Seconds(_) => deadline,
-                Amount::Bytes(_) => flow_start + Duration::from_secs_f64(spec.timeout_s),
-            };
-            let handle = s.spawn(move || {
-                let mut end = FlowEnd { id: flow.id, sent: flow.sends, ..FlowEnd::default() };
-                if flow.sends {
-                    sleep_until(flow_start, stop);
-                    end.send_error = send_loop(&flow.stream, spec.amount, deadline, stop, budget).err();
-                } else {
-                    let window = FlowWindow::new(clock, spec.amount, flow.start_s, spec.timeout_s, deadline);
-                    let got = receive_loop(&flow.stream, window, counter, stop, budget);
-                    (end.bytes_received, end.completion_s, end.receive_error) = (got.bytes, got.completion_s, got.error);
-                }
-                active.fetch_sub(1, Ordering::SeqCst);
-                end
-            });
-            handles.push((flow.id, handle));
-        }
-        // Sample on this thread until every stream is done; each round also takes the
-        // receivers' byte counts.
-        sampler.run(
-            epoch,
-            start,
-            interval,
-            || active.load(Ordering::SeqCst) > 0,
-            |t_us| {
-                // Flows still at work: the span reaches at least this far.
-                hook.extend(Instant::now());
-                for (flow, counter) in streams.iter().filter(|(s, _)| !s.sends) {
-                    {
-                        series.received(flow.id, &GoodputPoint { t_us, bytes: counter.load(Ordering::Relaxed) });
-                    }
-                }
-            },
-        );
-        handles
-            .into_iter()
-            .map(|(id, h)| {
-                h.join().unwrap_or_else(|_| FlowEnd {
-                    id,
-                    send_error: Some("thread panicked".into()),
-                    receive_error: Some("thread panicked".into()),
-                    ..FlowEnd::default()
-                })
-            })
-            .collect()
-    });
-    let mut sampled = sampler.finish(epoch);
+    let mut ends = ends::run_halves(spec, tcp_halves(streams), None, clock, stop, series, hook, budget, &sampler, |_| {});
+    let mut sampled = sampler.finish(clock.epoch);
     for end in ends.iter_mut().filter(|e| e.sent) {
         end.final_tcp_info = sampled.remove(&SocketId::Flow(end.id)).flatten();
     }
     ends
 }
 
-/// The flows' results from what the sending and the receiving end saw of them.
+/// The halves of TCP streams: a flow's byte stream is its own connection.
+fn tcp_halves(streams: &[EndStream]) -> Vec<Half<'_>> {
+    streams
+        .iter()
+        .map(|s| Half {
+            id: s.id,
+            start_s: s.start_s,
+            io: if s.sends { Io::Sends(Box::new(TcpSend(&s.stream))) } else { Io::Receives(Box::new(TcpReceive { sock: &s.stream, buf: vec![0; 64 * 1024] })) },
+        })
+        .collect()
+}
+
+/// Writes from one static pattern, [`CHUNK`] at a time.
+struct TcpSend<'s>(&'s TcpStream);
+
+impl SendHalf for TcpSend<'_> {
+    fn max_write(&self) -> usize {
+        CHUNK
+    }
+    fn write(&mut self, len: usize) -> Pending<'_, Moved> {
+        let moved = match (&mut &*self.0).write(&PATTERN[..len]) {
+            Ok(n) => Moved::Bytes(n),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => Moved::Idle,
+            Err(e) => Moved::Failed(format!("send: {e}")),
+        };
+        Box::pin(std::future::ready(moved))
+    }
+    fn finish<'a>(&'a mut self, _until: Instant, _stop: &'a AtomicBool) -> Pending<'a, ()> {
+        let _ = self.0.shutdown(Shutdown::Write);
+        Box::pin(std::future::ready(()))
+    }
+    fn abort(&mut self) {
+        let _ = self.0.shutdown(Shutdown::Write);
+    }
+}
+
+struct TcpReceive<'s> {
+    sock: &'s TcpStream,
+    buf: Vec<u8>,
+}
+
+impl ReceiveHalf for TcpReceive<'_> {
+    fn read(&mut self) -> Pending<'_, Moved> {
+        let moved = match (&mut &*self.sock).read(&mut self.buf) {
+            Ok(0) => Moved::End,
+            Ok(n) => Moved::Bytes(n),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => Moved::Idle,
+            Err(e) => Moved::Failed(format!("receive: {e}")),
+        };
+        Box::pin(std::future::ready(moved))
+    }
+    fn abort(&mut self) {
+        let _ = self.sock.shutdown(Shutdown::Both);
+    }
+}
+
+/// The flows' results from what the sending and the receiving end saw of them, over kernel
+/// TCP.
 pub fn assemble(
     spec: &BulkSpec,
     meta: &[FlowMeta],
@@ -500,17 +523,36 @@ pub fn assemble(
     elapsed_s: f64,
     interrupted: bool,
 ) -> BulkResult {
+    assemble_with(spec, meta, senders, receivers, start_us, elapsed_s, interrupted, |flow, sent| {
+        crate::SenderRecord::tcp(flow.plan.cc.to_string(), flow.cc_read_back.clone(), sent.final_tcp_info)
+    })
+}
+
+/// The flows' results, whatever the transport: `sending(flow, sent)` gives a flow's sender
+/// record from its facts and what its sending end saw (a flow no end reported is taken as
+/// having moved nothing, without an error).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn assemble_with(
+    spec: &BulkSpec,
+    meta: &[FlowMeta],
+    senders: &[FlowEnd],
+    receivers: &[FlowEnd],
+    start_us: u64,
+    elapsed_s: f64,
+    interrupted: bool,
+    sending: impl Fn(&FlowMeta, FlowEnd) -> crate::SenderRecord<String>,
+) -> BulkResult {
     let find = |ends: &[FlowEnd], id: u32| ends.iter().find(|e| e.id == id).cloned().unwrap_or_else(|| FlowEnd { id, ..FlowEnd::default() });
     let mut results = Vec::new();
     for flow in meta {
-        let (sent, got) = (find(senders, flow.id), find(receivers, flow.id));
+        let (mut sent, got) = (find(senders, flow.id), find(receivers, flow.id));
         // Each flow's goodput is over its own active time.
         let active_s = (elapsed_s - flow.plan.start_s).max(1e-9);
         let goodput_bps = match (spec.amount, got.completion_s) {
             (Amount::Bytes(_), Some(t)) if t > 0.0 => got.bytes_received as f64 * 8.0 / t,
             _ => got.bytes_received as f64 * 8.0 / active_s,
         };
-        let error = sent.send_error.or(got.receive_error);
+        let error = sent.send_error.take().or(got.receive_error);
         let completed = match spec.amount {
             Amount::Bytes(n) => got.bytes_received >= n,
             Amount::Seconds(_) => !interrupted && error.is_none(),
@@ -518,7 +560,7 @@ pub fn assemble(
         results.push(FlowResult {
             id: flow.id,
             sender: spec.direction.sender(),
-            sending: crate::SenderRecord::tcp(flow.plan.cc.to_string(), flow.cc_read_back.clone(), sent.final_tcp_info),
+            sending: sending(flow, sent),
             start_s: flow.plan.start_s,
             client_port: flow.client_port,
             bytes_received: got.bytes_received,
@@ -533,17 +575,16 @@ pub fn assemble(
 
 /// Opens every connection before any data flows, so all flows start together and the
 /// algorithm of each sending socket is verified up front.
-fn connect_flows(run: &RunContext<'_>, spec: &BulkSpec) -> Result<Vec<Flow>, WorkloadError> {
-    let plan = spec.plan();
-    let Some(first) = plan.first() else { return Err(WorkloadError::Setup("no flows".into())) };
+fn connect_flows(run: &RunContext<'_>, spec: &BulkSpec, plan: &[MixFlow], ids: &[u32]) -> Result<Vec<Flow>, WorkloadError> {
+    let Some(first) = ids.first().map(|&i| &plan[i as usize]) else { return Ok(Vec::new()) };
     let sender_side = spec.direction.sender();
     let addr = SocketAddrV4::new(run.server_addr, spec.port);
     // Accepted sockets inherit the listener's algorithm.
     let listener = net::listen_in(run.server, run.server_addr, spec.port, (sender_side == Side::Server).then_some(&first.cc))?;
 
     let mut flows = Vec::new();
-    for (id, flow_plan) in plan.iter().enumerate() {
-        let id = id as u32;
+    for &id in ids {
+        let flow_plan = &plan[id as usize];
         let cc = &flow_plan.cc;
         let client_cc = (sender_side == Side::Client).then_some(cc);
         let sock = match flow_plan.client_port {
@@ -575,45 +616,6 @@ pub(crate) fn aggregate_goodput(flows: &[FlowResult], amount: Amount, elapsed_s:
         Amount::Bytes(_) => flows.iter().map(|f| f.completion_time_s.map(|c| c + f.start_s).unwrap_or(elapsed_s)).fold(0.0, f64::max),
     };
     bytes as f64 * 8.0 / span.max(1e-9)
-}
-
-fn sleep_until(t: Instant, stop: &AtomicBool) {
-    while Instant::now() < t && !stop.load(Ordering::Relaxed) {
-        std::thread::sleep((t - Instant::now()).min(IO_TICK));
-    }
-}
-
-fn send_loop(sock: &TcpStream, amount: Amount, deadline: Instant, stop: &AtomicBool, budget: Option<&ByteBudget>) -> Result<(), String> {
-    let chunk = vec![0x5au8; CHUNK];
-    let mut remaining = match amount {
-        Amount::Bytes(n) => n,
-        Amount::Seconds(_) => u64::MAX,
-    };
-    let mut w = sock;
-    while remaining > 0 && Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
-        let len = remaining.min(CHUNK as u64) as usize;
-        if let Some(b) = budget.filter(|b| !b.take(len as u64)) {
-            let _ = sock.shutdown(Shutdown::Write);
-            return Err(b.reason.clone());
-        }
-        match w.write(&chunk[..len]) {
-            Ok(n) => remaining -= n as u64,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
-            // The receiver closes at the deadline; a reset after that is the normal end.
-            Err(_) if Instant::now() >= deadline => break,
-            Err(e) => return Err(format!("send: {e}")),
-        }
-    }
-    if matches!(amount, Amount::Bytes(_)) {
-        let _ = sock.shutdown(Shutdown::Write);
-    }
-    Ok(())
-}
-
-struct ReceiveOutcome {
-    bytes: u64,
-    completion_s: Option<f64>,
-    error: Option<String>,
 }
 
 /// A receiving flow's window: its start and end, known from the outset on one clock, or once
@@ -662,42 +664,6 @@ impl FlowWindow {
             _ => None,
         }
     }
-}
-
-fn receive_loop(sock: &TcpStream, mut window: FlowWindow, counter: &AtomicU64, stop: &AtomicBool, budget: Option<&ByteBudget>) -> ReceiveOutcome {
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut r = sock;
-    let mut bytes = 0u64;
-    let mut last_byte = None;
-    let target = match window.amount() {
-        Amount::Bytes(n) => n,
-        Amount::Seconds(_) => u64::MAX,
-    };
-    let mut error = None;
-    while Instant::now() < window.until() && !stop.load(Ordering::Relaxed) && bytes < target {
-        match r.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) if budget.is_some_and(|b| !b.take(n as u64)) => {
-                error = budget.map(|b| b.reason.clone());
-                let _ = sock.shutdown(Shutdown::Both);
-                break;
-            }
-            Ok(n) => {
-                let now = Instant::now();
-                if window.counts(now) {
-                    bytes += n as u64;
-                    counter.store(bytes, Ordering::Relaxed);
-                    last_byte = Some(now);
-                }
-            }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
-            Err(e) => {
-                error = Some(format!("receive: {e}"));
-                break;
-            }
-        }
-    }
-    ReceiveOutcome { bytes, completion_s: window.completion_s(bytes, last_byte), error }
 }
 
 /// Makes a connected stream ready for [`run_end`]: no Nagle delay, and blocked calls that come

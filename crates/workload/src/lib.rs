@@ -43,7 +43,6 @@ mod harness;
 pub mod http_end;
 mod kind;
 mod lane;
-mod mixed;
 mod net;
 mod objects;
 mod page;

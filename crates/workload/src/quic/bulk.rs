@@ -2,269 +2,279 @@
 //! application does), a mix (`--flows quic:bbr3:1,quic:cubic:1`) is one connection per flow,
 //! each with its own algorithm, sharing the bottleneck. Each stream starts with its flow id
 //! (4 bytes), then data; goodput is counted where it arrives, as for TCP.
+//!
+//! The ends are bulk's own (`bulk::ends`: one send loop, one receive loop, one end and one
+//! assembly for TCP and QUIC alike); what is QUIC's is here: the connections and their
+//! controllers ([`connect`], and `remote` over `--remote`), a flow's byte stream on a
+//! connection ([`QuicSend`], [`QuicReceive`], streams routed to flows by their id as they
+//! arrive), and the sampling of each sending connection's controller observer.
 
 use std::net::SocketAddrV4;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use noq::{Connection, Endpoint, VarInt};
+use tokio::runtime::{Handle, Runtime};
+use tokio::sync::oneshot;
 
 use super::observe::Probe;
 use super::pair::{self, connect_pair, quic_algorithm, server_endpoint};
 use super::{BbrView, ReadBack, Tls};
-use crate::bulk::{aggregate_goodput, Amount, BbrEvent, BulkResult, BulkSpec, EndClock, FlowResult, FlowWindow, GoodputPoint, MixFlow};
-use crate::common::{lock, micros_since, multi_thread_runtime};
-use crate::ByteBudget;
-use crate::Transport;
-use crate::{QuicSample, RunContext, SenderRecord, SocketId, WorkloadError};
+use super::{QuicConnEnd, QuicEnd};
+use crate::bulk::{
+    assemble_with, run_halves, BulkResult, BulkSpec, EndClock, FlowEnd, FlowMeta, Half, Io, MixFlow, Moved, Pending, ReceiveHalf, SendHalf, Tasks, IO_TICK,
+};
+use crate::common::{micros_since, multi_thread_runtime};
+use crate::sampler::Sampler;
+use crate::{ByteBudget, MeasureHook, RunContext, SenderRecord, SeriesSink, SocketId, Transport, WorkloadError};
 
-/// How often blocked stream calls come back to look at the clock and the stop flag.
-const IO_TICK: Duration = Duration::from_millis(50);
-
-/// One QUIC connection and the flows (streams) it carries.
-struct Conn {
+/// One QUIC connection of one end, and the flows (streams) it carries.
+pub(super) struct EndConn {
     /// The flows on it, by id; the first names its samples (`flow-N`).
-    flows: Vec<u32>,
-    sender: Connection,
-    receiver: Connection,
-    probe: Arc<Probe>,
-    /// The sending controller's BBR view, when it has one.
-    bbr: Option<Arc<dyn BbrView>>,
-    client_port: u16,
-    read_back: ReadBack,
-    /// The client's endpoint lives as long as its connection.
-    _client: Endpoint,
-}
-
-/// What arrived of one flow.
-#[derive(Clone, Default)]
-pub(super) struct Received {
-    pub(super) bytes: u64,
-    pub(super) completion_s: Option<f64>,
-    pub(super) error: Option<String>,
-}
-
-/// Runs `spec`, whose flows are all QUIC, between the two ends of `run`.
-/// With `sync`, waits there once the connections are set up (or failed), so that another
-/// runner's flows start at the same instant.
-pub(crate) fn run_quic_bulk(spec: &BulkSpec, run: &RunContext<'_>, sync: Option<&Barrier>) -> Result<BulkResult, WorkloadError> {
-    let plan = spec.plan();
-    let rt = multi_thread_runtime();
-    let connected = match &rt {
-        Ok(rt) => rt.block_on(connect(spec, run, &plan)),
-        Err(e) => Err(WorkloadError::Setup(e.to_string())),
-    };
-    if let Some(b) = sync {
-        b.wait();
-    }
-    let (rt, (server, conns)) = (rt?, connected?);
-    let (epoch, stop, hook) = (run.epoch, run.stop, run.hook);
-
-    let start = Instant::now();
-    hook.open(start);
-    if let Amount::Seconds(s) = spec.amount {
-        hook.close(start + Duration::from_secs_f64(s));
-    }
-    let start_us = start.duration_since(epoch).as_micros() as u64;
-    let last_start = plan.iter().map(|f| f.start_s).fold(0.0, f64::max);
-    let hard_end = match spec.amount {
-        Amount::Seconds(s) => start + Duration::from_secs_f64(s) + Duration::from_secs(2),
-        Amount::Bytes(_) => start + Duration::from_secs_f64(spec.timeout_s + last_start),
-    };
-    let counters: Arc<Vec<AtomicU64>> = Arc::new(plan.iter().map(|_| AtomicU64::new(0)).collect());
-    let outcomes: Arc<Vec<Mutex<Received>>> =
-        Arc::new(plan.iter().map(|_| Mutex::new(Received { error: Some("its stream never arrived".into()), ..Default::default() })).collect());
-    let send_errors: Arc<Vec<Mutex<Option<String>>>> = Arc::new(plan.iter().map(|_| Mutex::new(None)).collect());
-    let active = Arc::new(AtomicUsize::new(plan.len() * 2));
-    // The tasks see the stop flag through their own copy, set from this thread.
-    let stopping = Arc::new(AtomicBool::new(false));
-
-    for conn in &conns {
-        for &id in &conn.flows {
-            let flow = &plan[id as usize];
-            let flow_start = start + Duration::from_secs_f64(flow.start_s);
-            let deadline = match spec.amount {
-                Amount::Seconds(s) => start + Duration::from_secs_f64(s),
-                Amount::Bytes(_) => flow_start + Duration::from_secs_f64(spec.timeout_s),
-            };
-            let (sender, active, stopping, errors) = (conn.sender.clone(), active.clone(), stopping.clone(), send_errors.clone());
-            let amount = spec.amount;
-            rt.spawn(async move {
-                tokio::time::sleep_until(flow_start.into()).await;
-                if let Err(e) = send_flow(&sender, id, amount, deadline, &stopping, None).await {
-                    *lock(&errors[id as usize]) = Some(e);
-                }
-                active.fetch_sub(1, Ordering::SeqCst);
-            });
-        }
-        let receiver = conn.receiver.clone();
-        let (counters, outcomes, active, stopping) = (counters.clone(), outcomes.clone(), active.clone(), stopping.clone());
-        let n = conn.flows.len();
-        let amount = spec.amount;
-        let clock = EndClock::shared(start, start);
-        let windows: Vec<FlowWindow> = plan
-            .iter()
-            .map(|f| {
-                let deadline = match amount {
-                    Amount::Seconds(s) => start + Duration::from_secs_f64(s),
-                    Amount::Bytes(_) => start + Duration::from_secs_f64(f.start_s + spec.timeout_s),
-                };
-                FlowWindow::new(&clock, amount, f.start_s, spec.timeout_s, deadline)
-            })
-            .collect();
-        rt.spawn(async move {
-            for _ in 0..n {
-                let Ok(mut stream) = receiver.accept_uni().await else { break };
-                let mut id = [0u8; 4];
-                if stream.read_exact(&mut id).await.is_err() {
-                    continue;
-                }
-                let id = u32::from_be_bytes(id) as usize;
-                let Some(window) = windows.get(id).cloned() else { continue };
-                let (counters, outcomes, active, stopping) = (counters.clone(), outcomes.clone(), active.clone(), stopping.clone());
-                tokio::spawn(async move {
-                    let got = receive_flow(&mut stream, window, &counters[id], &stopping, None).await;
-                    *lock(&outcomes[id]) = got;
-                    active.fetch_sub(1, Ordering::SeqCst);
-                });
-            }
-        });
-    }
-
-    // Sample on this thread until every flow is done (or the run overran: then the
-    // connections are closed under the tasks).
-    let interval = Duration::from_micros(spec.sample_interval_us.max(1000));
-    let mut last: Vec<(Instant, u64)> = conns.iter().map(|_| (start, 0)).collect();
-    let mut next = start;
-    while active.load(Ordering::SeqCst) > 0 && Instant::now() < hard_end {
-        if stop.load(Ordering::Relaxed) {
-            stopping.store(true, Ordering::Relaxed);
-        }
-        let t_us = micros_since(epoch);
-        hook.extend(Instant::now());
-        for (i, _) in plan.iter().enumerate() {
-            run.series.received(i as u32, &GoodputPoint { t_us, bytes: counters[i].load(Ordering::Relaxed) });
-        }
-        for (conn, last) in conns.iter().zip(last.iter_mut()) {
-            let s = sample(conn, t_us, last);
-            run.series.quic_sample(SocketId::Flow(conn.flows[0]), &s);
-        }
-        next += interval;
-        let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
-        } else {
-            next = now;
-        }
-    }
-    stopping.store(true, Ordering::Relaxed);
-    let interrupted = stop.load(Ordering::SeqCst);
-    let elapsed_s = match spec.amount {
-        Amount::Seconds(s) => s.min(start.elapsed().as_secs_f64()),
-        Amount::Bytes(_) => start.elapsed().as_secs_f64(),
-    };
-    if let Amount::Bytes(_) = spec.amount {
-        hook.close(start + Duration::from_secs_f64(elapsed_s));
-    }
-    let finals: Vec<QuicSample> = conns.iter().zip(last.iter_mut()).map(|(conn, last)| sample(conn, micros_since(epoch), last)).collect();
-    for conn in &conns {
-        conn.sender.close(VarInt::from_u32(0), b"done");
-    }
-    drop(server);
-    rt.shutdown_timeout(Duration::from_millis(500));
-
-    let metas: Vec<ConnMeta> = conns
-        .iter()
-        .zip(finals)
-        .map(|(c, f)| ConnMeta {
-            flows: c.flows.clone(),
-            client_port: c.client_port,
-            read_back: c.read_back.clone(),
-            final_quic: Some(f),
-            bbr_events: events_of(c, epoch),
-        })
-        .collect();
-    let received: Vec<Received> = outcomes.iter().map(|o| lock(o).clone()).collect();
-    let send_errors: Vec<Option<String>> = send_errors.iter().map(|e| lock(e).clone()).collect();
-    let results = assemble_flows(spec, &plan, &metas, &received, &send_errors, elapsed_s, interrupted);
-    Ok(BulkResult { start_us, elapsed_s, goodput_bps: aggregate_goodput(&results, spec.amount, elapsed_s), interrupted, flows: results })
-}
-
-/// What a result says of one connection: its flows, the client's port, both ends' algorithms,
-/// the sender's last sample and BBR state changes.
-pub(super) struct ConnMeta {
     pub(super) flows: Vec<u32>,
-    pub(super) client_port: u16,
-    pub(super) read_back: ReadBack,
-    pub(super) final_quic: Option<QuicSample>,
-    pub(super) bbr_events: Vec<BbrEvent>,
+    pub(super) conn: Connection,
+    pub(super) sends: bool,
+    /// What this end's controller saw (sampled where this end sends).
+    pub(super) probe: Arc<Probe>,
+    /// The sending controller's BBR view, when it has one.
+    pub(super) bbr: Option<Arc<dyn BbrView>>,
+    /// This end's controller, read back.
+    pub(super) read_back: String,
+    /// The client's UDP port (0 on a remote server's end).
+    pub(super) port: u16,
+    /// A client's endpoint lives as long as its connection.
+    pub(super) _endpoint: Option<Endpoint>,
 }
 
-/// Every flow's result from what arrived (`received`, by flow id), what failed to send, and
-/// its connection's facts.
-pub(super) fn assemble_flows(
+/// The QUIC flows of a local run: their connections, both ends of each, and the runtime that
+/// drives them. Their halves run in bulk's one end, beside any kernel TCP flows of a mix.
+pub(crate) struct LocalQuic {
+    rt: Runtime,
+    /// Each connection's sending end, then its receiving end.
+    conns: Vec<EndConn>,
+    /// Both ends' controllers of each connection, in order.
+    read_backs: Vec<ReadBack>,
+    _server: Endpoint,
+}
+
+impl LocalQuic {
+    /// Sets up the connections of the QUIC flows `ids` of `plan` (one for all flows of a plain
+    /// run, one per flow of a mix), both ends' controllers read back before any data flows.
+    /// `None` when no flow is QUIC.
+    pub(crate) fn connect(spec: &BulkSpec, run: &RunContext<'_>, plan: &[MixFlow], ids: &[u32]) -> Result<Option<Self>, WorkloadError> {
+        if ids.is_empty() {
+            return Ok(None);
+        }
+        let rt = multi_thread_runtime()?;
+        let (server, pairs) = rt.block_on(connect(spec, run, plan, ids))?;
+        let mut conns = Vec::new();
+        let mut read_backs = Vec::new();
+        for Connected { flows, pair: p } in pairs {
+            conns.push(EndConn {
+                flows: flows.clone(),
+                conn: p.sender,
+                sends: true,
+                probe: p.probe,
+                bbr: p.bbr,
+                read_back: p.read_back.sender.clone(),
+                port: p.client_port,
+                _endpoint: Some(p.client_endpoint),
+            });
+            conns.push(EndConn {
+                flows,
+                conn: p.receiver,
+                sends: false,
+                probe: Arc::default(),
+                bbr: None,
+                read_back: p.read_back.receiver.clone(),
+                port: p.client_port,
+                _endpoint: None,
+            });
+            read_backs.push(p.read_back);
+        }
+        Ok(Some(LocalQuic { rt, conns, read_backs, _server: server }))
+    }
+
+    /// Both ends' halves of every QUIC flow, as tasks on the connections' runtime.
+    pub(crate) fn tasks(&self, plan: &[MixFlow]) -> Tasks {
+        Tasks { rt: self.rt.handle().clone(), halves: quic_halves(self.rt.handle(), plan, &self.conns), budget: None }
+    }
+
+    /// The sampling of the sending connections, from `start`.
+    pub(crate) fn rounds(&self, start: Instant) -> Rounds<'_> {
+        Rounds::new(&self.conns, start)
+    }
+
+    /// What is known of each QUIC flow before data moves.
+    pub(crate) fn meta(&self, plan: &[MixFlow]) -> Vec<FlowMeta> {
+        flow_meta(plan, &self.senders(), &self.read_backs)
+    }
+
+    /// A QUIC flow's sender record, with `ends` the sending connections' last samples.
+    pub(crate) fn record(&self, flow: &FlowMeta, ends: &[QuicConnEnd]) -> SenderRecord<String> {
+        sender_record(&self.senders(), &self.read_backs, ends, flow)
+    }
+
+    fn senders(&self) -> Vec<&EndConn> {
+        self.conns.iter().filter(|c| c.sends).collect()
+    }
+
+    /// Closes the connections, once both ends are done.
+    pub(crate) fn close(self) {
+        for c in self.conns.iter().filter(|c| c.sends) {
+            c.conn.close(VarInt::from_u32(0), b"done");
+        }
+        let LocalQuic { rt, conns, _server, .. } = self;
+        drop((conns, _server));
+        rt.shutdown_timeout(Duration::from_millis(500));
+    }
+}
+
+/// The halves of the flows of `conns` at this end: a stream of its own for each flow a
+/// connection sends, and for each it receives, the stream routed to it once it arrives.
+fn quic_halves(rt: &Handle, plan: &[MixFlow], conns: &[EndConn]) -> Vec<Half<'static>> {
+    let start_of = |id: u32| plan.get(id as usize).map_or(0.0, |f| f.start_s);
+    let mut halves = Vec::new();
+    for conn in conns {
+        if conn.sends {
+            for &id in &conn.flows {
+                let io = QuicSend::new(&conn.conn, id);
+                halves.push(Half { id, start_s: start_of(id), io: Io::Sends(Box::new(io)) });
+            }
+        } else {
+            for (id, io) in route_streams(rt, &conn.conn, &conn.flows) {
+                halves.push(Half { id, start_s: start_of(id), io: Io::Receives(Box::new(io)) });
+            }
+        }
+    }
+    halves
+}
+
+/// The sampling of an end's sending QUIC connections, one round at a time: each connection's
+/// controller observer, its samples named by the connection's first flow.
+pub(crate) struct Rounds<'c> {
+    senders: Vec<(&'c EndConn, (Instant, u64))>,
+}
+
+impl<'c> Rounds<'c> {
+    fn new(conns: &'c [EndConn], start: Instant) -> Self {
+        Rounds { senders: conns.iter().filter(|c| c.sends).map(|c| (c, (start, 0))).collect() }
+    }
+
+    pub(crate) fn round(&mut self, series: &dyn SeriesSink, t_us: u64) {
+        for (conn, last) in &mut self.senders {
+            series.quic_sample(SocketId::Flow(conn.flows[0]), &sample(conn, t_us, last));
+        }
+    }
+
+    /// Each sending connection's last sample and BBR state changes.
+    pub(crate) fn finish(mut self, epoch: Instant) -> Vec<QuicConnEnd> {
+        let t_us = micros_since(epoch);
+        self.senders
+            .iter_mut()
+            .map(|(conn, last)| QuicConnEnd {
+                flow: conn.flows[0],
+                final_quic: Some(sample(conn, t_us, last)),
+                bbr_events: pair::bbr_events(conn.bbr.as_ref(), epoch),
+            })
+            .collect()
+    }
+}
+
+/// One end of a QUIC transfer on its connections (the far end of `--remote`, or its near
+/// end): the flows it sends on a stream each, the flows it receives as their streams arrive,
+/// each sending connection sampled into `series`. Returns when this end is done (its duration,
+/// its bytes, the timeout or `stop`), with each sending connection's last sample and BBR state
+/// changes; the connections stay open for the caller to close once the other end is done too.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_quic_end(
+    rt: &Handle,
     spec: &BulkSpec,
     plan: &[MixFlow],
-    conns: &[ConnMeta],
-    received: &[Received],
-    send_errors: &[Option<String>],
+    conns: &[EndConn],
+    clock: &EndClock,
+    stop: &AtomicBool,
+    series: &dyn SeriesSink,
+    hook: &dyn MeasureHook,
+    budget: Option<Arc<ByteBudget>>,
+) -> QuicEnd {
+    // No sockets to register: QUIC's samples come from each sending connection's observer.
+    let sampler = Sampler::new(series);
+    let mut rounds = Rounds::new(conns, clock.start);
+    let tasks = Tasks { rt: rt.clone(), halves: quic_halves(rt, plan, conns), budget };
+    let flows = run_halves(spec, Vec::new(), Some(tasks), clock, stop, series, hook, None, &sampler, |t_us| rounds.round(series, t_us));
+    QuicEnd { flows, connections: rounds.finish(clock.epoch) }
+}
+
+/// The transfer's result from the test's connections as one end holds them (`conns`), both
+/// ends' controllers of each (`read_backs`, in their order), and what the sending and the
+/// receiving end saw.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn quic_result(
+    spec: &BulkSpec,
+    plan: &[MixFlow],
+    conns: &[&EndConn],
+    read_backs: &[ReadBack],
+    sender_end: &QuicEnd,
+    receiver_end: &QuicEnd,
+    start_us: u64,
     elapsed_s: f64,
     interrupted: bool,
-) -> Vec<FlowResult> {
-    let mut results = Vec::new();
-    for (id, flow) in plan.iter().enumerate() {
-        let Some(conn) = conns.iter().find(|c| c.flows.contains(&(id as u32))) else { continue };
-        let got = received.get(id).cloned().unwrap_or_default();
-        let active_s = (elapsed_s - flow.start_s).max(1e-9);
-        let goodput_bps = match (spec.amount, got.completion_s) {
-            (Amount::Bytes(_), Some(t)) if t > 0.0 => got.bytes as f64 * 8.0 / t,
-            _ => got.bytes as f64 * 8.0 / active_s,
-        };
-        let completed = match spec.amount {
-            Amount::Bytes(n) => got.bytes >= n,
-            Amount::Seconds(_) => !interrupted && got.error.is_none(),
-        };
-        let first = conn.flows[0] == id as u32;
-        results.push(FlowResult {
-            id: id as u32,
-            sender: spec.direction.sender(),
-            sending: SenderRecord {
-                cc_requested: flow.cc.to_string(),
-                cc_read_back: conn.read_back.sender.clone(),
-                transport: Transport::Quic,
-                cc_receiver: Some(conn.read_back.receiver.clone()),
-                warning: conn.read_back.mismatch(),
-                final_tcp_info: None,
-                final_quic: if first { conn.final_quic.clone() } else { None },
-                bbr_events: if first { conn.bbr_events.clone() } else { Vec::new() },
-            },
-            start_s: flow.start_s,
-            client_port: conn.client_port,
-            bytes_received: got.bytes,
-            goodput_bps,
-            completed,
-            completion_time_s: got.completion_s,
-            error: send_errors.get(id).cloned().flatten().or(got.error),
-        });
+) -> BulkResult {
+    let meta = flow_meta(plan, conns, read_backs);
+    let sent: Vec<FlowEnd> = sender_end.flows.iter().filter(|f| f.sent).cloned().collect();
+    let received: Vec<FlowEnd> = receiver_end.flows.iter().filter(|f| !f.sent).cloned().collect();
+    assemble_with(spec, &meta, &sent, &received, start_us, elapsed_s, interrupted, |flow, _| sender_record(conns, read_backs, &sender_end.connections, flow))
+}
+
+/// What is known of each flow of `conns` before data moves: its plan, its client port and the
+/// sender's controller.
+fn flow_meta(plan: &[MixFlow], conns: &[&EndConn], read_backs: &[ReadBack]) -> Vec<FlowMeta> {
+    let mut meta: Vec<FlowMeta> = conns
+        .iter()
+        .zip(read_backs)
+        .flat_map(|(c, rb)| {
+            c.flows.iter().filter_map(|&id| Some(FlowMeta { id, plan: plan.get(id as usize)?.clone(), client_port: c.port, cc_read_back: rb.sender.clone() }))
+        })
+        .collect();
+    meta.sort_by_key(|m| m.id);
+    meta
+}
+
+/// A QUIC flow's sender record: both ends' controllers, and, for a connection's first flow,
+/// the connection's last sample and BBR state changes (`ends`, the sending end's).
+fn sender_record(conns: &[&EndConn], read_backs: &[ReadBack], ends: &[QuicConnEnd], flow: &FlowMeta) -> SenderRecord<String> {
+    let conn = conns.iter().zip(read_backs).find(|(c, _)| c.flows.contains(&flow.id));
+    let first = conn.filter(|(c, _)| c.flows[0] == flow.id).and_then(|_| ends.iter().find(|e| e.flow == flow.id));
+    let rb = conn.map(|(_, rb)| rb);
+    SenderRecord {
+        cc_requested: flow.plan.cc.to_string(),
+        cc_read_back: flow.cc_read_back.clone(),
+        transport: Transport::Quic,
+        cc_receiver: rb.map(|rb| rb.receiver.clone()),
+        warning: rb.and_then(ReadBack::mismatch),
+        final_tcp_info: None,
+        final_quic: first.and_then(|e| e.final_quic.clone()),
+        bbr_events: first.map(|e| e.bbr_events.clone()).unwrap_or_default(),
     }
-    results
 }
 
 /// The flows of each connection: one connection for all flows of a plain run (N streams), one
 /// per flow of a mix.
-pub(super) fn groups(spec: &BulkSpec, plan: &[MixFlow]) -> Vec<Vec<u32>> {
+pub(super) fn groups(spec: &BulkSpec, ids: &[u32]) -> Vec<Vec<u32>> {
     if spec.mix.is_empty() {
-        vec![(0..plan.len() as u32).collect()]
+        vec![ids.to_vec()]
     } else {
-        (0..plan.len() as u32).map(|i| vec![i]).collect()
+        ids.iter().map(|&i| vec![i]).collect()
     }
 }
 
 /// The connections of the plan: one for all flows of a plain run (N streams), one per flow of a
 /// mix. Each is set up, and both ends' controllers read back, before any data flows.
-async fn connect(spec: &BulkSpec, run: &RunContext<'_>, plan: &[MixFlow]) -> Result<(Endpoint, Vec<Conn>), WorkloadError> {
-    let groups = groups(spec, plan);
+async fn connect(spec: &BulkSpec, run: &RunContext<'_>, plan: &[MixFlow], ids: &[u32]) -> Result<(Endpoint, Vec<Connected>), WorkloadError> {
+    let groups = groups(spec, ids);
     let tls = Tls::new()?;
     let server_sa = SocketAddrV4::new(run.server_addr, spec.port);
     let server = server_endpoint(run, &tls, server_sa)?;
@@ -275,29 +285,16 @@ async fn connect(spec: &BulkSpec, run: &RunContext<'_>, plan: &[MixFlow]) -> Res
         let receiver_alg = spec.quic_receiver_cc.clone().unwrap_or_else(|| algorithm.clone());
         // A mix's flows each have a connection of their own, so its first flow's port is its.
         let client_port = plan[flows[0] as usize].client_port;
-        let p = connect_pair(run, &server, &tls, server_sa, sender_side, &algorithm, &receiver_alg, index as u64, client_port).await?;
-        conns.push(Conn {
-            flows,
-            sender: p.sender,
-            receiver: p.receiver,
-            probe: p.probe,
-            bbr: p.bbr,
-            client_port: p.client_port,
-            read_back: p.read_back,
-            _client: p.client_endpoint,
-        });
+        let pair = connect_pair(run, &server, &tls, server_sa, sender_side, &algorithm, &receiver_alg, index as u64, client_port).await?;
+        conns.push(Connected { flows, pair });
     }
     Ok((server, conns))
 }
 
-/// One sample of a connection's sender.
-fn sample(conn: &Conn, t_us: u64, last: &mut (Instant, u64)) -> QuicSample {
-    pair::sample(&conn.sender, &conn.probe, conn.bbr.as_ref(), t_us, last)
-}
-
-/// The sending controller's BBR state changes, µs after `epoch`.
-fn events_of(conn: &Conn, epoch: Instant) -> Vec<BbrEvent> {
-    pair::bbr_events(conn.bbr.as_ref(), epoch)
+/// One connection of a local run and the flows it carries.
+struct Connected {
+    flows: Vec<u32>,
+    pair: pair::Pair,
 }
 
 /// How much one stream write hands noq. The writes share one refcounted buffer, which noq's
@@ -306,100 +303,144 @@ fn events_of(conn: &Conn, epoch: Instant) -> Vec<BbrEvent> {
 /// (issue 17 §2).
 const QUIC_WRITE: usize = 256 * 1024;
 
-/// Sends flow `id` on a stream of its own; with `budget`, each chunk is taken from it first
-/// (`ccbench serve --max-bytes`), and the flow stops with its reason when it is spent.
-pub(super) async fn send_flow(
-    conn: &Connection,
-    id: u32,
-    amount: Amount,
-    deadline: Instant,
-    stopping: &AtomicBool,
-    budget: Option<&ByteBudget>,
-) -> Result<(), String> {
-    let mut stream = conn.open_uni().await.map_err(|e| format!("open stream: {e}"))?;
-    stream.write_all(&id.to_be_bytes()).await.map_err(|e| format!("send: {}", with_cause(&e)))?;
-    let payload = bytes::Bytes::from(vec![0x5au8; QUIC_WRITE]);
-    let mut remaining = match amount {
-        Amount::Bytes(n) => n,
-        Amount::Seconds(_) => u64::MAX,
-    };
-    while remaining > 0 && Instant::now() < deadline && !stopping.load(Ordering::Relaxed) {
-        // A budget's last write is what is left of it, so the flow stops at the budget, not
-        // a write's length short of it.
-        let len = remaining.min(QUIC_WRITE as u64).min(budget.map_or(u64::MAX, |b| b.remaining().max(1))) as usize;
-        if let Some(b) = budget {
-            if !b.take(len as u64) {
-                let _ = stream.finish();
-                return Err(b.reason.clone());
-            }
-        }
-        let mut chunk = [payload.slice(..len)];
-        match tokio::time::timeout(IO_TICK, stream.write_many_chunks(&mut &mut chunk[..])).await {
-            Ok(Ok(n)) => {
-                remaining -= n as u64;
-                if let Some(b) = budget {
-                    // What the write did not take goes back.
-                    b.give_back((len - n) as u64);
-                }
-            }
-            Ok(Err(_)) if Instant::now() >= deadline => break,
-            Ok(Err(e)) => return Err(format!("send: {}", with_cause(&e))),
-            Err(_) => {
-                if let Some(b) = budget {
-                    b.give_back(len as u64);
-                }
-            }
-        }
-    }
-    if let Amount::Bytes(_) = amount {
-        let _ = stream.finish();
-        // Keep the stream until the receiver has it all (or the run ends).
-        let _ = stream.stopped().await;
-    }
-    Ok(())
+/// A flow's stream on a sending connection: opened at its first write, its flow id first.
+/// Every step is bounded by [`IO_TICK`]: a peer that grants no stream or no stream credit
+/// holds the flow only until its deadline.
+struct QuicSend {
+    conn: Connection,
+    stream: Option<noq::SendStream>,
+    /// What is left to write of the flow id.
+    head: Bytes,
+    payload: Bytes,
 }
 
-/// Receives one flow's stream; with `budget`, each chunk is taken from it, and the flow stops
-/// with its reason when it is spent.
-pub(super) async fn receive_flow(
-    stream: &mut noq::RecvStream,
-    mut window: FlowWindow,
-    counter: &AtomicU64,
-    stopping: &AtomicBool,
-    budget: Option<&ByteBudget>,
-) -> Received {
-    let mut got = Received::default();
-    let target = match window.amount() {
-        Amount::Bytes(n) => n,
-        Amount::Seconds(_) => u64::MAX,
-    };
-    let mut last_byte = None;
-    while Instant::now() < window.until() && !stopping.load(Ordering::Relaxed) && got.bytes < target {
-        match tokio::time::timeout(IO_TICK, stream.read_chunk(usize::MAX)).await {
-            Ok(Ok(Some(chunk))) => {
-                if let Some(b) = budget {
-                    if !b.take(chunk.len() as u64) {
-                        got.error = Some(b.reason.clone());
-                        break;
+impl QuicSend {
+    fn new(conn: &Connection, id: u32) -> Self {
+        let head = Bytes::copy_from_slice(&id.to_be_bytes());
+        QuicSend { conn: conn.clone(), stream: None, head, payload: Bytes::from(vec![0x5au8; QUIC_WRITE]) }
+    }
+}
+
+impl SendHalf for QuicSend {
+    fn max_write(&self) -> usize {
+        QUIC_WRITE
+    }
+    fn write(&mut self, len: usize) -> Pending<'_, Moved> {
+        Box::pin(async move {
+            let QuicSend { conn, stream, head, payload } = self;
+            if stream.is_none() {
+                match tokio::time::timeout(IO_TICK, conn.open_uni()).await {
+                    Ok(Ok(s)) => *stream = Some(s),
+                    Ok(Err(e)) => return Moved::Failed(format!("open stream: {e}")),
+                    Err(_) => return Moved::Idle,
+                }
+            }
+            let Some(stream) = stream.as_mut() else { return Moved::Idle };
+            if !head.is_empty() {
+                return match tokio::time::timeout(IO_TICK, stream.write(head)).await {
+                    Ok(Ok(n)) => {
+                        *head = head.slice(n..);
+                        Moved::Idle
                     }
-                }
-                let now = Instant::now();
-                if window.counts(now) {
-                    got.bytes += chunk.len() as u64;
-                    counter.store(got.bytes, Ordering::Relaxed);
-                    last_byte = Some(now);
+                    Ok(Err(e)) => Moved::Failed(format!("send: {}", with_cause(&e))),
+                    Err(_) => Moved::Idle,
+                };
+            }
+            let mut chunk = [payload.slice(..len)];
+            match tokio::time::timeout(IO_TICK, stream.write_many_chunks(&mut &mut chunk[..])).await {
+                Ok(Ok(n)) => Moved::Bytes(n),
+                Ok(Err(e)) => Moved::Failed(format!("send: {}", with_cause(&e))),
+                Err(_) => Moved::Idle,
+            }
+        })
+    }
+    fn finish<'a>(&'a mut self, until: Instant, stop: &'a AtomicBool) -> Pending<'a, ()> {
+        Box::pin(async move {
+            let Some(s) = self.stream.as_mut() else { return };
+            let _ = s.finish();
+            // Keep the stream until the receiver has it all (or the run ends).
+            let stopped = s.stopped();
+            tokio::pin!(stopped);
+            while Instant::now() < until && !stop.load(Ordering::Relaxed) {
+                if tokio::time::timeout(IO_TICK, &mut stopped).await.is_ok() {
+                    break;
                 }
             }
-            Ok(Ok(None)) => break,
-            Ok(Err(e)) => {
-                got.error = Some(format!("receive: {}", with_cause(&e)));
-                break;
-            }
-            Err(_) => {}
+        })
+    }
+    fn abort(&mut self) {
+        if let Some(s) = self.stream.as_mut() {
+            let _ = s.finish();
         }
     }
-    got.completion_s = window.completion_s(got.bytes, last_byte);
-    got
+}
+
+/// A flow's stream on a receiving connection, handed over by [`route_streams`] once it
+/// arrives.
+struct QuicReceive {
+    arrival: oneshot::Receiver<noq::RecvStream>,
+    stream: Option<noq::RecvStream>,
+}
+
+impl ReceiveHalf for QuicReceive {
+    fn read(&mut self) -> Pending<'_, Moved> {
+        Box::pin(async move {
+            if self.stream.is_none() {
+                match tokio::time::timeout(IO_TICK, &mut self.arrival).await {
+                    Ok(Ok(s)) => self.stream = Some(s),
+                    // The connection's streams are all in, and this flow's was not among them.
+                    Ok(Err(_)) => return Moved::Failed(NEVER_ARRIVED.into()),
+                    Err(_) => return Moved::Idle,
+                }
+            }
+            let Some(stream) = self.stream.as_mut() else { return Moved::Idle };
+            match tokio::time::timeout(IO_TICK, stream.read_chunk(usize::MAX)).await {
+                Ok(Ok(Some(chunk))) => Moved::Bytes(chunk.len()),
+                Ok(Ok(None)) => Moved::End,
+                Ok(Err(e)) => Moved::Failed(format!("receive: {}", with_cause(&e))),
+                Err(_) => Moved::Idle,
+            }
+        })
+    }
+    fn abort(&mut self) {}
+    fn missing(&self) -> Option<String> {
+        self.stream.is_none().then(|| NEVER_ARRIVED.into())
+    }
+}
+
+const NEVER_ARRIVED: &str = "its stream never arrived";
+
+/// The receiving halves of `flows` on `conn`: a task takes the connection's streams as the
+/// sender opens them and hands each to its flow by the id it starts with. A stream naming no
+/// flow of this connection, or one already in, is dropped: the peer may be hostile.
+fn route_streams(rt: &Handle, conn: &Connection, flows: &[u32]) -> Vec<(u32, QuicReceive)> {
+    let mut waiting = Vec::new();
+    let mut halves = Vec::new();
+    for &id in flows {
+        let (tx, rx) = oneshot::channel();
+        waiting.push((id, tx));
+        halves.push((id, QuicReceive { arrival: rx, stream: None }));
+    }
+    let (conn, n) = (conn.clone(), flows.len());
+    rt.spawn(async move {
+        for _ in 0..n {
+            let Ok(mut stream) = conn.accept_uni().await else { break };
+            let mut id = [0u8; 4];
+            if stream.read_exact(&mut id).await.is_err() {
+                continue;
+            }
+            let id = u32::from_be_bytes(id);
+            if let Some(i) = waiting.iter().position(|(w, _)| *w == id) {
+                let _ = waiting.swap_remove(i).1.send(stream);
+            }
+        }
+    });
+    halves
+}
+
+/// One sample of a sending connection.
+fn sample(conn: &EndConn, t_us: u64, last: &mut (Instant, u64)) -> crate::QuicSample {
+    pair::sample(&conn.conn, &conn.probe, conn.bbr.as_ref(), t_us, last)
 }
 
 /// An error with its causes (`connection lost: timed out`): noq's stream errors say only

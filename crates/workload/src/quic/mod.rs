@@ -27,7 +27,7 @@ mod remote;
 pub(crate) mod streams;
 pub(crate) mod wire;
 
-pub(crate) use bulk::run_quic_bulk;
+pub(crate) use bulk::LocalQuic;
 pub use remote::{QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer};
 
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};

@@ -13,29 +13,27 @@
 //!   last, the endpoint lets no one else in.
 //! * The controller is set on each end's transport config (the sender's algorithm on the
 //!   sending end) and read back from both ends' connections before any data moves.
-//! * Each end runs its half: the sender's connection is sampled (`QuicSample`), the receiver
-//!   counts what arrives; neither closes its connections until the other end is done too.
+//! * Each end runs its half with bulk's one end (`bulk::ends`, through `quic::bulk`'s
+//!   `run_quic_end`): the sender's connection is sampled (`QuicSample`), the receiver counts
+//!   what arrives; neither closes its connections until the other end is done too. What is
+//!   this module's own is the test's endpoint, the connections' setup and the gate.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use noq::{Connection, Endpoint, TransportConfig, VarInt};
 use serde::{Deserialize, Serialize};
 
-use super::bulk::{assemble_flows, groups, receive_flow, send_flow, ConnMeta, Received};
+use super::bulk::{groups, quic_result, run_quic_end, EndConn};
 use super::observe::Probe;
-use super::pair::{bbr_events, sample as sample_sender};
 use super::{client_trusting, connection_seed, endpoint, observed_transport, read_back, udp_here, BbrView, ReadBack, Tls, HANDSHAKE_TIMEOUT, SNI};
-use crate::bulk::{aggregate_goodput, Amount, BbrEvent, BulkResult, BulkSpec, FlowEnd, FlowWindow, GoodputPoint, MixFlow, Opens};
-use crate::common::{lock, micros_since, multi_thread_runtime};
+use crate::bulk::{BbrEvent, BulkResult, BulkSpec, FlowEnd, MixFlow};
+use crate::common::multi_thread_runtime;
 use crate::far::{data_hello, DATA_HELLO_LEN, TOKEN_LEN};
 use crate::http_end::{same, HELLO_TIMEOUT};
-use crate::{ByteBudget, EndClock, SeriesSink, Side, SocketId, WorkloadError};
-
-/// How often blocked calls come back to look at the clock.
-const POLL: Duration = Duration::from_millis(50);
+use crate::{ByteBudget, EndClock, NoMeasureHook, SeriesSink, Side, WorkloadError};
 
 /// What one end saw of a QUIC transfer: the flows it sent or received, and the last sample and
 /// BBR state changes of each connection it sent on.
@@ -51,21 +49,6 @@ pub struct QuicConnEnd {
     pub flow: u32,
     pub final_quic: Option<crate::QuicSample>,
     pub bbr_events: Vec<BbrEvent>,
-}
-
-/// One connection of one end.
-struct EndConn {
-    flows: Vec<u32>,
-    conn: Connection,
-    sends: bool,
-    probe: Arc<Probe>,
-    bbr: Option<Arc<dyn BbrView>>,
-    /// This end's controller, read back.
-    read_back: String,
-    /// The client's UDP port (the client end's own; 0 on the server).
-    port: u16,
-    /// A client's endpoint lives as long as its connection.
-    _endpoint: Option<Endpoint>,
 }
 
 /// This end's side of a connection: its transport (the sender's algorithm when it sends, the
@@ -123,7 +106,7 @@ impl QuicFarServer {
     /// An endpoint on a fresh UDP port of `ip`, with a fresh certificate, for `spec` only.
     pub fn bind(ip: IpAddr, spec: &BulkSpec) -> Result<Self, WorkloadError> {
         let plan = spec.plan();
-        let groups = groups(spec, &plan);
+        let groups = groups(spec, &(0..plan.len() as u32).collect::<Vec<_>>());
         for g in &groups {
             end_transport(spec, &plan, g, Side::Server)?;
         }
@@ -211,7 +194,7 @@ impl QuicFarServer {
 
     /// Runs this end of the transfer (see [`QuicFarClient::run`]).
     pub fn run(&self, clock: &EndClock, stop: &AtomicBool, series: &dyn SeriesSink, budget: Option<Arc<ByteBudget>>) -> QuicEnd {
-        run_end(&self.rt, &self.spec, &self.plan, &self.conns, clock, stop, series, budget)
+        run_quic_end(self.rt.handle(), &self.spec, &self.plan, &self.conns, clock, stop, series, &NoMeasureHook, budget)
     }
 
     /// Closes the connections and the endpoint.
@@ -241,7 +224,7 @@ impl QuicFarClient {
     /// For the test `spec` against the endpoint at `server`, trusting only `cert_der`.
     pub fn new(server: SocketAddr, cert_der: Vec<u8>, spec: &BulkSpec) -> Result<Self, WorkloadError> {
         let plan = spec.plan();
-        let groups = groups(spec, &plan);
+        let groups = groups(spec, &(0..plan.len() as u32).collect::<Vec<_>>());
         Ok(QuicFarClient { rt: multi_thread_runtime()?, server, cert: cert_der.into(), spec: spec.clone(), plan, groups, conns: Vec::new(), source: None })
     }
 
@@ -289,7 +272,7 @@ impl QuicFarClient {
     /// points into `series`). Returns when this end is done (its duration, its bytes, the
     /// timeout or `stop`); the connections stay open until [`QuicFarClient::close`].
     pub fn run(&self, clock: &EndClock, stop: &AtomicBool, series: &dyn SeriesSink) -> QuicEnd {
-        run_end(&self.rt, &self.spec, &self.plan, &self.conns, clock, stop, series, None)
+        run_quic_end(self.rt.handle(), &self.spec, &self.plan, &self.conns, clock, stop, series, &NoMeasureHook, None)
     }
 
     /// The transfer's result from both ends: `near` (this one), `far` (the server's), and
@@ -297,37 +280,28 @@ impl QuicFarClient {
     pub fn result(&self, near: &QuicEnd, far: &QuicEnd, far_read_backs: &[String], start_us: u64, elapsed_s: f64, interrupted: bool) -> BulkResult {
         let sends_here = self.spec.direction.sender() == Side::Client;
         let (sender_end, receiver_end) = if sends_here { (near, far) } else { (far, near) };
-        let metas: Vec<ConnMeta> = self
+        let read_backs: Vec<ReadBack> = self
             .conns
             .iter()
             .enumerate()
             .map(|(g, c)| {
                 let far_rb = far_read_backs.get(g).cloned().unwrap_or_else(|| super::quic_name("unknown"));
-                let read_back = if sends_here {
+                if sends_here {
                     ReadBack { sender: c.read_back.clone(), receiver: far_rb }
                 } else {
                     ReadBack { sender: far_rb, receiver: c.read_back.clone() }
-                };
-                let end = sender_end.connections.iter().find(|e| e.flow == c.flows[0]);
-                ConnMeta {
-                    flows: c.flows.clone(),
-                    client_port: c.port,
-                    read_back,
-                    final_quic: end.and_then(|e| e.final_quic.clone()),
-                    bbr_events: end.map(|e| e.bbr_events.clone()).unwrap_or_default(),
                 }
             })
             .collect();
-        let find = |end: &QuicEnd, id: usize| end.flows.iter().find(|f| f.id == id as u32).cloned();
-        let received: Vec<Received> = (0..self.plan.len())
-            .map(|id| match find(receiver_end, id) {
-                Some(f) => Received { bytes: f.bytes_received, completion_s: f.completion_s, error: f.receive_error },
-                None => Received { error: Some("the receiving end did not report this flow".into()), ..Received::default() },
-            })
-            .collect();
-        let send_errors: Vec<Option<String>> = (0..self.plan.len()).map(|id| find(sender_end, id).and_then(|f| f.send_error)).collect();
-        let flows = assemble_flows(&self.spec, &self.plan, &metas, &received, &send_errors, elapsed_s, interrupted);
-        BulkResult { start_us, elapsed_s, goodput_bps: aggregate_goodput(&flows, self.spec.amount, elapsed_s), interrupted, flows }
+        // A flow the receiving end did not report (a hostile or broken far end) says so.
+        let mut receiver_end = receiver_end.clone();
+        for id in 0..self.plan.len() as u32 {
+            if !receiver_end.flows.iter().any(|f| f.id == id && !f.sent) {
+                receiver_end.flows.push(FlowEnd { id, receive_error: Some("the receiving end did not report this flow".into()), ..FlowEnd::default() });
+            }
+        }
+        let conns: Vec<&EndConn> = self.conns.iter().collect();
+        quic_result(&self.spec, &self.plan, &conns, &read_backs, sender_end, &receiver_end, start_us, elapsed_s, interrupted)
     }
 
     /// Closes the connections (once the far end is done too, or to stop it early).
@@ -338,140 +312,10 @@ impl QuicFarClient {
     }
 }
 
-/// One end of the transfer on its connections; see [`QuicFarClient::run`].
-#[allow(clippy::too_many_arguments)]
-fn run_end(
-    rt: &tokio::runtime::Runtime,
-    spec: &BulkSpec,
-    plan: &[MixFlow],
-    conns: &[EndConn],
-    clock: &EndClock,
-    stop: &AtomicBool,
-    series: &dyn SeriesSink,
-    budget: Option<Arc<ByteBudget>>,
-) -> QuicEnd {
-    let (epoch, start) = (clock.epoch, clock.start);
-    let last_start = plan.iter().map(|f| f.start_s).fold(0.0, f64::max);
-    let span = match spec.amount {
-        Amount::Seconds(s) => Duration::from_secs_f64(s) + Duration::from_secs(2),
-        Amount::Bytes(_) => Duration::from_secs_f64(spec.timeout_s + last_start),
-    };
-    // A window that opens at its first byte may open as late as the span, and then runs its own.
-    let hard_end = start + if matches!(clock.opens, Opens::AtFirstByte { .. }) { span * 2 } else { span };
-    let window = |id: usize| {
-        let flow_start = start + Duration::from_secs_f64(plan[id].start_s);
-        let deadline = match spec.amount {
-            Amount::Seconds(s) => start + Duration::from_secs_f64(s),
-            Amount::Bytes(_) => flow_start + Duration::from_secs_f64(spec.timeout_s),
-        };
-        (flow_start, deadline)
-    };
-    let counters: Arc<Vec<AtomicU64>> = Arc::new(plan.iter().map(|_| AtomicU64::new(0)).collect());
-    let outcomes: Arc<Vec<Mutex<Received>>> =
-        Arc::new(plan.iter().map(|_| Mutex::new(Received { error: Some("its stream never arrived".into()), ..Default::default() })).collect());
-    let send_errors: Arc<Vec<Mutex<Option<String>>>> = Arc::new(plan.iter().map(|_| Mutex::new(None)).collect());
-    let active = Arc::new(AtomicUsize::new(conns.iter().map(|c| c.flows.len()).sum()));
-    let stopping = Arc::new(AtomicBool::new(false));
-    for conn in conns {
-        if conn.sends {
-            for &id in &conn.flows {
-                let (flow_start, deadline) = window(id as usize);
-                let (sender, active, stopping, errors, budget) = (conn.conn.clone(), active.clone(), stopping.clone(), send_errors.clone(), budget.clone());
-                let amount = spec.amount;
-                rt.spawn(async move {
-                    tokio::time::sleep_until(flow_start.into()).await;
-                    if let Err(e) = send_flow(&sender, id, amount, deadline, &stopping, budget.as_deref()).await {
-                        *lock(&errors[id as usize]) = Some(e);
-                    }
-                    active.fetch_sub(1, Ordering::SeqCst);
-                });
-            }
-        } else {
-            let receiver = conn.conn.clone();
-            let (counters, outcomes, active, stopping, budget) = (counters.clone(), outcomes.clone(), active.clone(), stopping.clone(), budget.clone());
-            let windows: Vec<FlowWindow> =
-                (0..plan.len()).map(|id| FlowWindow::new(clock, spec.amount, plan[id].start_s, spec.timeout_s, window(id).1)).collect();
-            let n = conn.flows.len();
-            let mine = conn.flows.clone();
-            rt.spawn(async move {
-                for _ in 0..n {
-                    let Ok(mut stream) = receiver.accept_uni().await else { break };
-                    let mut id = [0u8; 4];
-                    if stream.read_exact(&mut id).await.is_err() {
-                        continue;
-                    }
-                    let id = u32::from_be_bytes(id);
-                    if !mine.contains(&id) {
-                        continue;
-                    }
-                    let window = windows[id as usize].clone();
-                    let (counters, outcomes, active, stopping, budget) = (counters.clone(), outcomes.clone(), active.clone(), stopping.clone(), budget.clone());
-                    tokio::spawn(async move {
-                        let id = id as usize;
-                        let got = receive_flow(&mut stream, window, &counters[id], &stopping, budget.as_deref()).await;
-                        *lock(&outcomes[id]) = got;
-                        active.fetch_sub(1, Ordering::SeqCst);
-                    });
-                }
-            });
-        }
-    }
-
-    let interval = Duration::from_micros(spec.sample_interval_us.max(1000));
-    let mut last: Vec<(Instant, u64)> = conns.iter().map(|_| (start, 0)).collect();
-    let mut next = start;
-    while active.load(Ordering::SeqCst) > 0 && Instant::now() < hard_end {
-        if stop.load(Ordering::Relaxed) {
-            stopping.store(true, Ordering::Relaxed);
-        }
-        let t_us = micros_since(epoch);
-        for (conn, last) in conns.iter().zip(last.iter_mut()) {
-            if conn.sends {
-                let s = sample_sender(&conn.conn, &conn.probe, conn.bbr.as_ref(), t_us, last);
-                series.quic_sample(SocketId::Flow(conn.flows[0]), &s);
-            } else {
-                for &id in &conn.flows {
-                    series.received(id, &GoodputPoint { t_us, bytes: counters[id as usize].load(Ordering::Relaxed) });
-                }
-            }
-        }
-        next += interval;
-        let now = Instant::now();
-        if next > now {
-            std::thread::sleep((next - now).min(POLL));
-            while Instant::now() < next && active.load(Ordering::SeqCst) > 0 {
-                std::thread::sleep((next - Instant::now()).min(POLL));
-            }
-        } else {
-            next = now;
-        }
-    }
-    stopping.store(true, Ordering::Relaxed);
-    let mut flows = Vec::new();
-    let mut connections = Vec::new();
-    for (conn, last) in conns.iter().zip(last.iter_mut()) {
-        if conn.sends {
-            let final_quic = sample_sender(&conn.conn, &conn.probe, conn.bbr.as_ref(), micros_since(epoch), last);
-            connections.push(QuicConnEnd { flow: conn.flows[0], final_quic: Some(final_quic), bbr_events: bbr_events(conn.bbr.as_ref(), epoch) });
-        }
-        for &id in &conn.flows {
-            let mut end = FlowEnd { id, sent: conn.sends, ..FlowEnd::default() };
-            if conn.sends {
-                end.send_error = lock(&send_errors[id as usize]).clone();
-            } else {
-                let got = lock(&outcomes[id as usize]).clone();
-                (end.bytes_received, end.completion_s, end.receive_error) = (got.bytes, got.completion_s, got.error);
-            }
-            flows.push(end);
-        }
-    }
-    QuicEnd { flows, connections }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Direction, MemorySeries};
+    use crate::{Amount, Direction, MemorySeries, SocketId};
 
     fn spec(direction: Direction) -> BulkSpec {
         BulkSpec {

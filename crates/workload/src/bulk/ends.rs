@@ -1,0 +1,466 @@
+//! One end of a bulk transfer, whatever carries its flows: the send loop, the receive loop and
+//! the end that runs them, written once for kernel TCP and QUIC.
+//!
+//! What the transports share, and so lives here: each flow's start offset and deadline, the
+//! receiving window ([`FlowWindow`]), the byte budget of `ccbench serve --max-bytes`, the
+//! goodput points, the completion of a byte count, the sampling rounds and the measured span,
+//! and (in `bulk`) the flow results and their assembly.
+//!
+//! Where they truly differ, and so is the transport's, behind [`SendHalf`]/[`ReceiveHalf`]
+//! and the round hook of [`run_halves`]:
+//! * connection setup and the algorithm's read-back (a socket option on each TCP socket; a
+//!   controller on each QUIC endpoint's transport config, read back from the connection);
+//! * a flow's byte stream: a TCP connection of its own, or a QUIC stream on a connection that
+//!   may carry other flows (`--flows N`), named by a 4-byte flow id at its start, so the
+//!   receiver routes streams to flows as they arrive;
+//! * how the sender is sampled: `TCP_INFO` per socket ([`Sampler`]) or our controller
+//!   observer per QUIC connection;
+//! * over `--remote`, how a data connection proves it belongs to the test (the far end's
+//!   accept of a TCP port, or the data hello on a QUIC connection's first stream).
+//!
+//! The loops are written once, as futures over a half's writes and reads, each of which comes
+//! back within a short tick ([`IO_TICK`]) so that the loop sees the clock and the stop flag. A
+//! kernel TCP half runs on a thread of its own: its calls block (with that tick as the socket
+//! timeout) and its futures are always ready. A QUIC half runs as a task on its connection's
+//! runtime, beside noq's drivers. Measured with `ccbench bench transports --cc quic:cubic`
+//! (unlimited rate, old and new binaries alternated): a thread per QUIC half driving its
+//! stream through `Handle::block_on` made 2.26–2.39 Gbit/s where the earlier QUIC-only tasks
+//! made 2.57–2.88 (load 2.8–3.3), every wake-up from noq's driver crossing threads; as tasks,
+//! 2.95–3.09 against 3.00–3.20 (load 2.5–2.9), and the same CPU per Gbit/s.
+
+use std::future::Future;
+use std::pin::{pin, Pin};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Handle;
+
+use super::{Amount, BulkSpec, ByteBudget, EndClock, FlowEnd, FlowWindow, GoodputPoint};
+use crate::sampler::Sampler;
+use crate::{MeasureHook, SeriesSink};
+
+/// How often a blocked write or read comes back to look at the clock and the stop flag.
+pub(crate) const IO_TICK: Duration = Duration::from_millis(50);
+
+/// A half's write or read in progress.
+pub(crate) type Pending<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What one write or read on a flow's stream did.
+pub(crate) enum Moved {
+    /// This many bytes went out or came in.
+    Bytes(usize),
+    /// Nothing within [`IO_TICK`]: look at the clock and try again.
+    Idle,
+    /// The peer finished the stream (receiving only).
+    End,
+    /// The stream failed; the message names the direction (`send: …`, `receive: …`).
+    Failed(String),
+}
+
+/// The sending half of one flow's byte stream.
+pub(crate) trait SendHalf: Send {
+    /// The most one write hands the transport.
+    fn max_write(&self) -> usize;
+    /// Writes `len` bytes of payload, or fewer.
+    fn write(&mut self, len: usize) -> Pending<'_, Moved>;
+    /// A byte count is all written: ends the stream, keeping it until the receiver has it all,
+    /// `until` passes or `stop` is set.
+    fn finish<'a>(&'a mut self, until: Instant, stop: &'a AtomicBool) -> Pending<'a, ()>;
+    /// The budget is spent: ends the stream now.
+    fn abort(&mut self);
+}
+
+/// The receiving half of one flow's byte stream.
+pub(crate) trait ReceiveHalf: Send {
+    fn read(&mut self) -> Pending<'_, Moved>;
+    /// The budget is spent: stops taking data.
+    fn abort(&mut self);
+    /// Why nothing was read, when the flow's stream never came (a QUIC stream is routed to
+    /// its flow only once the sender opens it).
+    fn missing(&self) -> Option<String> {
+        None
+    }
+}
+
+/// A flow's half at this end.
+pub(crate) enum Io<'a> {
+    Sends(Box<dyn SendHalf + 'a>),
+    Receives(Box<dyn ReceiveHalf + 'a>),
+}
+
+/// One flow's half, with its start offset into the transfer.
+pub(crate) struct Half<'a> {
+    pub(crate) id: u32,
+    pub(crate) start_s: f64,
+    pub(crate) io: Io<'a>,
+}
+
+/// Halves that run as tasks on a runtime (QUIC's, on their connections' runtime), and the
+/// budget they take from.
+pub(crate) struct Tasks {
+    pub(crate) rt: Handle,
+    pub(crate) halves: Vec<Half<'static>>,
+    pub(crate) budget: Option<Arc<ByteBudget>>,
+}
+
+/// What arrived of one flow.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Received {
+    pub(crate) bytes: u64,
+    pub(crate) completion_s: Option<f64>,
+    pub(crate) error: Option<String>,
+}
+
+/// Sends until the amount is sent, `deadline` or `stop`; with `budget`, each write is taken
+/// from it first (`ccbench serve --max-bytes`), what a write did not take goes back, and the
+/// flow stops with the budget's reason once it is spent.
+pub(crate) async fn send_loop(io: &mut dyn SendHalf, amount: Amount, deadline: Instant, stop: &AtomicBool, budget: Option<&ByteBudget>) -> Result<(), String> {
+    let mut remaining = match amount {
+        Amount::Bytes(n) => n,
+        Amount::Seconds(_) => u64::MAX,
+    };
+    while remaining > 0 && Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+        // A budget's last write is what is left of it, so the flow stops at the budget, not a
+        // write's length short of it.
+        let len = remaining.min(io.max_write() as u64).min(budget.map_or(u64::MAX, |b| b.remaining().max(1))) as usize;
+        if let Some(b) = budget.filter(|b| !b.take(len as u64)) {
+            io.abort();
+            return Err(b.reason.clone());
+        }
+        let moved = match io.write(len).await {
+            Moved::Bytes(n) => n,
+            Moved::Idle | Moved::End => 0,
+            // The receiver closes at the deadline; a reset after that is the normal end.
+            Moved::Failed(_) if Instant::now() >= deadline => break,
+            Moved::Failed(e) => return Err(e),
+        };
+        remaining -= moved as u64;
+        if let Some(b) = budget {
+            b.give_back((len - moved) as u64);
+        }
+    }
+    if matches!(amount, Amount::Bytes(_)) {
+        io.finish(deadline, stop).await;
+    }
+    Ok(())
+}
+
+/// Reads until the window closes, the byte count is in, the stream ends or `stop`, keeping
+/// `counter` at the bytes counted so far (the goodput points are taken from it).
+pub(crate) async fn receive_loop(
+    io: &mut dyn ReceiveHalf,
+    mut window: FlowWindow,
+    counter: &AtomicU64,
+    stop: &AtomicBool,
+    budget: Option<&ByteBudget>,
+) -> Received {
+    let mut got = Received::default();
+    let mut last_byte = None;
+    let target = match window.amount() {
+        Amount::Bytes(n) => n,
+        Amount::Seconds(_) => u64::MAX,
+    };
+    while Instant::now() < window.until() && !stop.load(Ordering::Relaxed) && got.bytes < target {
+        match io.read().await {
+            Moved::Bytes(n) if budget.is_some_and(|b| !b.take(n as u64)) => {
+                got.error = budget.map(|b| b.reason.clone());
+                io.abort();
+                break;
+            }
+            Moved::Bytes(n) => {
+                let now = Instant::now();
+                if window.counts(now) {
+                    got.bytes += n as u64;
+                    counter.store(got.bytes, Ordering::Relaxed);
+                    last_byte = Some(now);
+                }
+            }
+            Moved::Idle => {}
+            Moved::End => break,
+            Moved::Failed(e) => {
+                got.error = Some(e);
+                break;
+            }
+        }
+    }
+    got.error = got.error.or_else(|| io.missing());
+    got.completion_s = window.completion_s(got.bytes, last_byte);
+    got
+}
+
+/// What a half needs of its end besides its stream.
+struct HalfEnv<'e> {
+    spec: &'e BulkSpec,
+    clock: &'e EndClock,
+    /// The end's deadline when every flow started at the transfer's start.
+    deadline: Instant,
+    stop: &'e AtomicBool,
+    budget: Option<&'e ByteBudget>,
+    counter: &'e AtomicU64,
+    /// The half is a task on a runtime (it waits on the runtime's timer, not by sleeping).
+    on_runtime: bool,
+}
+
+/// Runs one half: a sender from its start offset, a receiver in its window.
+async fn run_half(half: Half<'_>, env: HalfEnv<'_>) -> FlowEnd {
+    let flow_start = env.clock.start + Duration::from_secs_f64(half.start_s);
+    let deadline = match env.spec.amount {
+        Amount::Seconds(_) => env.deadline,
+        Amount::Bytes(_) => flow_start + Duration::from_secs_f64(env.spec.timeout_s),
+    };
+    let mut end = FlowEnd { id: half.id, ..FlowEnd::default() };
+    match half.io {
+        Io::Sends(mut io) => {
+            end.sent = true;
+            while Instant::now() < flow_start && !env.stop.load(Ordering::Relaxed) {
+                let nap = (flow_start - Instant::now()).min(IO_TICK);
+                if env.on_runtime {
+                    tokio::time::sleep(nap).await;
+                } else {
+                    std::thread::sleep(nap);
+                }
+            }
+            end.send_error = send_loop(io.as_mut(), env.spec.amount, deadline, env.stop, env.budget).await.err();
+        }
+        Io::Receives(mut io) => {
+            let window = FlowWindow::new(env.clock, env.spec.amount, half.start_s, env.spec.timeout_s, deadline);
+            let got = receive_loop(io.as_mut(), window, env.counter, env.stop, env.budget).await;
+            (end.bytes_received, end.completion_s, end.receive_error) = (got.bytes, got.completion_s, got.error);
+        }
+    }
+    end
+}
+
+/// Drives a thread half's future: its calls block, so it is ready at every poll.
+fn drive<F: Future>(f: F) -> F::Output {
+    let mut f = pin!(f);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// Counts a half out when it ends, even by a panic, so the sampling rounds never outlive it.
+struct Done(Arc<AtomicUsize>);
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn panicked(id: u32, sent: bool) -> FlowEnd {
+    let why = Some("thread panicked".to_string());
+    FlowEnd { id, sent, send_error: why.clone(), receive_error: why, ..FlowEnd::default() }
+}
+
+/// Runs one end of a bulk transfer (or, locally, both) on its flows' halves: `threads` each
+/// on a thread of its own, `tasks` on their runtime; each sending half sends from its start
+/// offset, each receiving half is read, and every round of `sampler` takes the receivers'
+/// goodput points, then `on_round(t_us)` (the transport's own sampling, e.g. QUIC's
+/// observer), then the sockets registered with `sampler`. Returns when every half is done
+/// (the duration is over, the bytes are sent or received, the timeout or `stop`), each flow's
+/// end: the threads' in their order, then the tasks'.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_halves(
+    spec: &BulkSpec,
+    threads: Vec<Half<'_>>,
+    tasks: Option<Tasks>,
+    clock: &EndClock,
+    stop: &AtomicBool,
+    series: &dyn SeriesSink,
+    hook: &dyn MeasureHook,
+    budget: Option<&ByteBudget>,
+    sampler: &Sampler<'_>,
+    mut on_round: impl FnMut(u64),
+) -> Vec<FlowEnd> {
+    let (epoch, start) = (clock.epoch, clock.start);
+    let task_halves = tasks.as_ref().map_or(&[][..], |t| &t.halves[..]);
+    let last_start = threads.iter().chain(task_halves).map(|h| h.start_s).fold(0.0, f64::max);
+    let deadline = match spec.amount {
+        Amount::Seconds(s) => start + Duration::from_secs_f64(s),
+        Amount::Bytes(_) => start + Duration::from_secs_f64(spec.timeout_s + last_start),
+    };
+    let counter_of = |h: &Half<'_>| matches!(h.io, Io::Receives(_)).then(|| (h.id, Arc::new(AtomicU64::new(0))));
+    let thread_counters: Vec<Option<(u32, Arc<AtomicU64>)>> = threads.iter().map(counter_of).collect();
+    let task_counters: Vec<Option<(u32, Arc<AtomicU64>)>> = task_halves.iter().map(counter_of).collect();
+    let counters: Vec<(u32, Arc<AtomicU64>)> = thread_counters.iter().chain(&task_counters).flatten().cloned().collect();
+    let active = Arc::new(AtomicUsize::new(threads.len() + task_halves.len()));
+    // Tasks must own what they see: the stop flag reaches them through a copy set from here.
+    let stopping = Arc::new(AtomicBool::new(false));
+    let interval = Duration::from_micros(spec.sample_interval_us.max(1000));
+    let unused = AtomicU64::new(0);
+
+    let mut spawned = Vec::new();
+    if let Some(Tasks { rt, halves, budget: task_budget }) = tasks {
+        for (half, counter) in halves.into_iter().zip(task_counters) {
+            let (id, sent) = (half.id, matches!(half.io, Io::Sends(_)));
+            let (spec, clock, stopping, budget, done) = (spec.clone(), clock.clone(), stopping.clone(), task_budget.clone(), Done(active.clone()));
+            let counter = counter.map(|c| c.1);
+            let task = rt.spawn(async move {
+                let _done = done;
+                let unused = AtomicU64::new(0);
+                let counter = counter.as_deref().unwrap_or(&unused);
+                let env = HalfEnv { spec: &spec, clock: &clock, deadline, stop: &stopping, budget: budget.as_deref(), counter, on_runtime: true };
+                run_half(half, env).await
+            });
+            spawned.push((id, sent, task, rt.clone()));
+        }
+    }
+    let mut ends: Vec<FlowEnd> = std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        for (half, counter) in threads.into_iter().zip(&thread_counters) {
+            let (id, sent) = (half.id, matches!(half.io, Io::Sends(_)));
+            let done = Done(active.clone());
+            let counter = counter.as_ref().map_or(&unused, |c| &*c.1);
+            let env = HalfEnv { spec, clock, deadline, stop, budget, counter, on_runtime: false };
+            let handle = s.spawn(move || {
+                let _done = done;
+                drive(run_half(half, env))
+            });
+            handles.push((id, sent, handle));
+        }
+        // Sample on this thread until every half is done.
+        sampler.run(
+            epoch,
+            start,
+            interval,
+            || {
+                if stop.load(Ordering::Relaxed) {
+                    stopping.store(true, Ordering::Relaxed);
+                }
+                active.load(Ordering::SeqCst) > 0
+            },
+            |t_us| {
+                // Flows still at work: the span reaches at least this far.
+                hook.extend(Instant::now());
+                for (id, counter) in &counters {
+                    series.received(*id, &GoodputPoint { t_us, bytes: counter.load(Ordering::Relaxed) });
+                }
+                on_round(t_us);
+            },
+        );
+        handles.into_iter().map(|(id, sent, h)| h.join().unwrap_or_else(|_| panicked(id, sent))).collect()
+    });
+    stopping.store(true, Ordering::Relaxed);
+    for (id, sent, task, rt) in spawned {
+        ends.push(rt.block_on(task).unwrap_or_else(|_| panicked(id, sent)));
+    }
+    ends
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sending half that takes at most `per_write` bytes a call and counts them.
+    struct Sink {
+        per_write: usize,
+        taken: u64,
+        finished: bool,
+        aborted: bool,
+    }
+
+    impl SendHalf for Sink {
+        fn max_write(&self) -> usize {
+            16 * 1024
+        }
+        fn write(&mut self, len: usize) -> Pending<'_, Moved> {
+            let n = len.min(self.per_write);
+            self.taken += n as u64;
+            Box::pin(std::future::ready(Moved::Bytes(n)))
+        }
+        fn finish<'a>(&'a mut self, _: Instant, _: &'a AtomicBool) -> Pending<'a, ()> {
+            self.finished = true;
+            Box::pin(std::future::ready(()))
+        }
+        fn abort(&mut self) {
+            self.aborted = true;
+        }
+    }
+
+    fn sink(per_write: usize) -> Sink {
+        Sink { per_write, taken: 0, finished: false, aborted: false }
+    }
+
+    #[test]
+    fn a_budget_stops_the_sender_at_its_last_byte_and_partial_writes_give_the_rest_back() {
+        let stop = AtomicBool::new(false);
+        let far = Instant::now() + Duration::from_secs(30);
+        // Writes of 5000 bytes out of each 16 KiB asked: what a write did not take goes back.
+        let budget = ByteBudget::new(100_001, "the budget".into());
+        let mut s = sink(5000);
+        assert_eq!(drive(send_loop(&mut s, Amount::Seconds(30.0), far, &stop, Some(&budget))), Err("the budget".into()));
+        assert_eq!(s.taken, 100_001, "the flow stops at the budget, not a write short of it");
+        assert!(s.aborted && !s.finished);
+        assert_eq!(budget.remaining(), 0);
+    }
+
+    #[test]
+    fn a_byte_count_is_sent_exactly_and_then_finished() {
+        let stop = AtomicBool::new(false);
+        let mut s = sink(usize::MAX);
+        assert_eq!(drive(send_loop(&mut s, Amount::Bytes(1_000_000), Instant::now() + Duration::from_secs(30), &stop, None)), Ok(()));
+        assert_eq!(s.taken, 1_000_000);
+        assert!(s.finished && !s.aborted);
+    }
+
+    /// A receiving half that hands over `chunks` once each, then idles; its stream "never
+    /// came" when it has no chunks at all.
+    struct Source {
+        chunks: Vec<usize>,
+        came: bool,
+    }
+
+    impl ReceiveHalf for Source {
+        fn read(&mut self) -> Pending<'_, Moved> {
+            let moved = match self.chunks.pop() {
+                Some(n) => Moved::Bytes(n),
+                None => {
+                    std::thread::sleep(Duration::from_millis(5));
+                    Moved::Idle
+                }
+            };
+            Box::pin(std::future::ready(moved))
+        }
+        fn abort(&mut self) {}
+        fn missing(&self) -> Option<String> {
+            (!self.came).then(|| "its stream never arrived".into())
+        }
+    }
+
+    #[test]
+    fn a_byte_count_completes_when_its_last_byte_arrives() {
+        let t0 = Instant::now();
+        let clock = EndClock::shared(t0, t0);
+        let window = FlowWindow::new(&clock, Amount::Bytes(3000), 0.0, 30.0, t0 + Duration::from_secs(30));
+        let counter = AtomicU64::new(0);
+        let got = drive(receive_loop(&mut Source { chunks: vec![1000; 3], came: true }, window, &counter, &AtomicBool::new(false), None));
+        assert_eq!((got.bytes, counter.load(Ordering::Relaxed), got.error), (3000, 3000, None));
+        assert!(got.completion_s.is_some());
+    }
+
+    #[test]
+    fn a_stream_that_never_came_says_so_when_the_window_closes() {
+        let t0 = Instant::now();
+        let clock = EndClock::shared(t0, t0);
+        let window = FlowWindow::new(&clock, Amount::Seconds(0.05), 0.0, 30.0, t0 + Duration::from_millis(50));
+        let got = drive(receive_loop(&mut Source { chunks: Vec::new(), came: false }, window, &AtomicU64::new(0), &AtomicBool::new(false), None));
+        assert_eq!((got.bytes, got.error.as_deref()), (0, Some("its stream never arrived")));
+    }
+
+    #[test]
+    fn a_receiver_over_the_budget_stops_with_its_reason() {
+        let t0 = Instant::now();
+        let clock = EndClock::shared(t0, t0);
+        let window = FlowWindow::new(&clock, Amount::Seconds(30.0), 0.0, 30.0, t0 + Duration::from_secs(30));
+        let budget = ByteBudget::new(2500, "the budget".into());
+        let got = drive(receive_loop(&mut Source { chunks: vec![1000; 3], came: true }, window, &AtomicU64::new(0), &AtomicBool::new(false), Some(&budget)));
+        assert_eq!((got.bytes, got.error.as_deref()), (2000, Some("the budget")));
+    }
+}
