@@ -706,6 +706,25 @@ impl BulkSpec {
     }
 }
 
+/// Over `--remote` serve runs the flows' far halves (`FarEnd::Flows`, the one far end that is
+/// not an HTTP server), this end the near half of each.
+impl crate::Remote for BulkSpec {
+    type Far = BulkSpec;
+    type Result = BulkResult;
+    fn far_request(&self) -> BulkSpec {
+        self.clone()
+    }
+    fn near_end(&self) -> crate::NearEnd<'_, BulkResult> {
+        crate::NearEnd::Flows { spec: self, result: std::convert::identity }
+    }
+}
+
+impl crate::FarRequest for BulkSpec {
+    fn far_end(&self) -> crate::FarEnd<'_> {
+        crate::FarEnd::Flows(self)
+    }
+}
+
 impl crate::FarSpec for BulkSpec {
     fn check(&self, l: &crate::ServeLimits<'_>) -> Result<(), String> {
         let n = self.flow_count();

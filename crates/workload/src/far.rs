@@ -187,29 +187,6 @@ impl Dial<'_> {
     }
 }
 
-/// Bulk over `--remote`: serve runs its flows (`FarEnd::Flows`, the one far end that is not an
-/// HTTP server), this end the other half of each.
-mod bulk_ends {
-    use crate::{BulkResult, BulkSpec, FarEnd, FarRequest, NearEnd, Remote};
-
-    impl Remote for BulkSpec {
-        type Far = BulkSpec;
-        type Result = BulkResult;
-        fn far_request(&self) -> BulkSpec {
-            self.clone()
-        }
-        fn near_end(&self) -> NearEnd<'_, BulkResult> {
-            NearEnd::Flows { spec: self, result: std::convert::identity }
-        }
-    }
-
-    impl FarRequest for BulkSpec {
-        fn far_end(&self) -> FarEnd<'_> {
-            FarEnd::Flows(self)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
