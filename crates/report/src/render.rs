@@ -693,7 +693,7 @@ fn conditions_figure(
             })
             .collect()
     };
-    conditions_plot(id, title, y_label, rows, &series, div, "Median over runs.")
+    conditions_plot(id, title, y_label, rows, &series, YScale { div, may_log: true }, "Median over runs.")
 }
 
 /// One value of a figure across conditions: whose it is (the legend's key), its summary over
@@ -726,12 +726,19 @@ fn conditions_shares_figure(rows: &[(String, &ExperimentResult)]) -> String {
     conditions_plot(
         "cond-shares",
         "Share of the bottleneck (conditions with several flows)",
-        "share of goodput while all flows were active (%)",
+        "share of goodput (%)",
         rows,
         &series,
-        0.01,
+        YScale { div: 0.01, may_log: false },
         "Median over runs, each algorithm's flows together; a fair share is the flows' count over all flows.",
     )
+}
+
+/// How a figure across conditions shows its values: divided by `div`, and on a log axis when
+/// they span more than 10× and `may_log` (not for shares, whose 0–100 % reads best linear).
+struct YScale {
+    div: f64,
+    may_log: bool,
 }
 
 fn conditions_plot(
@@ -740,9 +747,10 @@ fn conditions_plot(
     y_label: &str,
     rows: &[(String, &ExperimentResult)],
     series: &dyn Fn(&ExperimentResult) -> Vec<ConditionPoint>,
-    div: f64,
+    scale: YScale,
     note: &str,
 ) -> String {
+    let YScale { div, may_log } = scale;
     let per_row: Vec<Vec<ConditionPoint>> = rows.iter().map(|(_, r)| series(r)).collect();
     let mut keys: Vec<String> = Vec::new();
     for p in per_row.iter().flatten() {
@@ -768,7 +776,8 @@ fn conditions_plot(
         })
         .collect();
     let all = values.iter().flatten().flatten().flat_map(|v| [v.ci.map_or(v.median, |c| c.0), v.median, v.ci.map_or(v.median, |c| c.1)]);
-    let y = Axis::new(y_label).fit(all).log_if_wide();
+    let y = Axis::new(y_label).fit(all);
+    let y = if may_log { y.log_if_wide() } else { y };
     let log = y.is_log();
     let y = if log { y } else { y.zero() };
     let x = Axis::new("condition").categories(rows.iter().map(|(n, _)| n.clone()).collect());

@@ -327,19 +327,48 @@ pub fn text_width(s: &str, size: f64) -> f64 {
     s.chars().count() as f64 * size * 0.56
 }
 
-/// `s` broken at spaces into lines of at most `width` characters (longer words are kept whole).
+/// `s` broken at spaces into lines of at most `width` characters (a longer word after its
+/// punctuation, or anywhere).
 pub fn wrap_words(s: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
     let mut lines: Vec<String> = Vec::new();
     for word in s.split_whitespace() {
-        match lines.last_mut() {
-            Some(l) if l.chars().count() + 1 + word.chars().count() <= width => {
+        if let Some(l) = lines.last_mut() {
+            if l.chars().count() + 1 + word.chars().count() <= width {
                 l.push(' ');
                 l.push_str(word);
+                continue;
             }
-            _ => lines.push(word.to_string()),
         }
+        // A word wider than a line (a mix, `tcp:bbr:1,tcp:cubic:1`) breaks after its
+        // punctuation, and where a piece is still too wide, anywhere: labels must not overlap
+        // their neighbours.
+        let mut line = String::new();
+        for piece in word_pieces(word, width) {
+            if !line.is_empty() && line.chars().count() + piece.chars().count() > width {
+                lines.push(std::mem::take(&mut line));
+            }
+            line.push_str(&piece);
+        }
+        lines.push(line);
     }
     lines
+}
+
+/// `word` cut after each `,`, `:`, `/` or `;`, and pieces wider than `width` cut at `width`.
+fn word_pieces(word: &str, width: usize) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut piece = String::new();
+    for c in word.chars() {
+        piece.push(c);
+        if matches!(c, ',' | ':' | '/' | ';') || piece.chars().count() == width {
+            pieces.push(std::mem::take(&mut piece));
+        }
+    }
+    if !piece.is_empty() {
+        pieces.push(piece);
+    }
+    pieces
 }
 
 const FONT: f64 = 12.0;
@@ -1207,6 +1236,10 @@ mod tests {
     #[test]
     fn wrapping_breaks_at_spaces() {
         assert_eq!(wrap_words("bbr and cubic sharing", 10), vec!["bbr and", "cubic", "sharing"]);
-        assert_eq!(wrap_words("averyveryverylongword x", 5), vec!["averyveryverylongword", "x"]);
+        assert_eq!(wrap_words("averyveryverylongword x", 5), vec!["avery", "veryv", "erylo", "ngwor", "d x"]);
+        // A mix breaks after its punctuation, and no line is wider than asked.
+        let mix = wrap_words("0.5bdp: quic:bbr3:1,quic:cubic:1", 10);
+        assert_eq!(mix, vec!["0.5bdp:", "quic:bbr3:", "1,quic:", "cubic:1"]);
+        assert!(mix.iter().all(|l| l.chars().count() <= 10));
     }
 }
