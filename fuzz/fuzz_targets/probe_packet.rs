@@ -4,4 +4,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| ccbench_pathprobe::wire::fuzz_datagram(data));
+fuzz_target!(|data: &[u8]| ccbench_pathprobe::fuzzing::fuzz_datagram(data));

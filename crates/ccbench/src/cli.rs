@@ -19,6 +19,7 @@ use crate::values::{
 use ccbench_record::workloads::{WorkloadFlags, WorkloadKind};
 pub use ccbench_workload::flags::Layer;
 use ccbench_workload::layer;
+use ccbench_workload::Algorithm;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -116,7 +117,7 @@ pub enum BenchWhat {
 pub struct BenchTransportsArgs {
     /// Algorithms to measure, comma-separated, `tcp:` and `quic:` names alike.
     #[arg(long, default_value = "tcp:cubic,quic:cubic,quic:bbr3")]
-    pub cc: String,
+    pub cc: CcList,
     /// How long each cell sends.
     #[arg(long, default_value = "4s")]
     pub duration: String,
@@ -136,9 +137,9 @@ pub struct BenchEmulatorArgs {
     /// How long each cell sends.
     #[arg(long, default_value = "4s")]
     pub duration: String,
-    /// The algorithm of the bulk flow.
+    /// The algorithm of the bulk flow, a `tcp:` or `quic:` name as for `run --cc`.
     #[arg(long, default_value = "cubic")]
-    pub cc: String,
+    pub cc: Algorithm,
     /// Also write bench.json into this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -533,9 +534,10 @@ pub struct ProbeArgs {
 
 #[derive(Args, Debug)]
 pub struct TuneArgs {
-    /// The algorithm to make this host's default for new TCP sockets. [default: bbr]
+    /// The kernel TCP algorithm to make this host's default for new TCP sockets, as for
+    /// `run --cc` (`bbr` or `tcp:bbr`). [default: bbr]
     #[arg(long)]
-    pub cc: Option<String>,
+    pub cc: Option<Algorithm>,
     /// Make the changes: at runtime (/proc/sys) and at boot (/etc/sysctl.d/90-ccbench.conf),
     /// backing up the previous values first. Without it, tune only prints what it would do.
     #[arg(long, conflicts_with = "revert")]

@@ -426,6 +426,12 @@ fn bad_input_is_one_line_exit_2_and_leaves_nothing() {
         (vec!["exec", "--rate", "fast", "--", "true"], "--rate"),
         (vec!["run", "--rate", "--rtt", "40ms"], "--rate"),
         (vec!["exec", "--loss", "--rtt", "10ms", "--", "true"], "--loss"),
+        // The algorithm is the same typed name everywhere `--cc` is taken (issue 29 §4).
+        (vec!["bench", "emulator", "--cc", "vegas2"], "--cc"),
+        (vec!["bench", "emulator", "--cc", "quic:nope"], "--cc"),
+        (vec!["bench", "transports", "--cc", "tcp:cubic,tcp:cubic"], "--cc"),
+        (vec!["tune", "--cc", "quic:bbr3"], "--cc"),
+        (vec!["tune", "--cc", "udp:bbr"], "--cc"),
     ];
     for (mut args, flag) in cases {
         if args[0] == "run" {
@@ -822,4 +828,19 @@ fn sigint_ends_exec_from_a_terminal_and_from_kill() {
     let sleeps = Command::new("pgrep").args(["-f", "sleep 44"]).output().unwrap();
     assert!(sleeps.stdout.is_empty(), "the command outlived ccbench: {}", String::from_utf8_lossy(&sleeps.stdout));
     host_has_no_leftovers();
+}
+
+/// `bench emulator` takes the same typed algorithm as `run --cc` (issue 29 §4): `tcp:cubic` was
+/// refused while `run --cc tcp:cubic` worked. A short cell at 0 ms, so no capacity figure is saved.
+#[test]
+fn bench_emulator_takes_a_transport_prefixed_algorithm() {
+    let _g = lock();
+    let out = out_path("bench-typed-cc");
+    let o = ccbench(&["bench", "emulator", "--cc", "tcp:cubic", "--rates", "10mbit", "--rtts", "0", "--duration", "1s", "--out", &out.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&o.stderr));
+    let bench: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("bench.json")).unwrap()).unwrap();
+    assert_eq!(bench["cc"], "tcp:cubic");
+    let emulated: Vec<f64> = bench["rows"].as_array().unwrap().iter().filter(|r| r["path"] == "emulator").map(|r| r["goodput_bps"].as_f64().unwrap()).collect();
+    assert!(!emulated.is_empty() && emulated.iter().all(|&g| g > 5e6), "the 10 Mbit/s cells carried {emulated:?}");
+    let _ = std::fs::remove_dir_all(&out);
 }

@@ -19,6 +19,8 @@
 
 pub mod client;
 pub mod estimate;
+#[doc(hidden)]
+pub mod fuzzing;
 mod pace;
 pub mod server;
 mod stamp;

@@ -198,31 +198,6 @@ pub fn parse_for(bytes: &[u8], token: &Token) -> Option<Message> {
     parse(bytes).filter(|(t, _)| same_token(t, token)).map(|(_, m)| m)
 }
 
-/// The fuzz harness, shared by the cargo-fuzz target (`fuzz/fuzz_targets/probe_packet.rs`) and
-/// the stable tests: parses `data` as either half would, and checks that whatever parses
-/// encodes back to the same message and feeds the estimators without a panic.
-#[doc(hidden)]
-pub fn fuzz_datagram(data: &[u8]) {
-    let Some((token, message)) = parse(data) else { return };
-    assert_eq!(parse(&message.encode(&token)), Some((token, message)), "re-encoding changed the message");
-    assert!(parse_for(data, &token).is_some());
-    match message {
-        Message::Train { seq, count, sent_ns, .. } => {
-            let mut stats = crate::estimate::TrainStats::new(count);
-            stats.record(seq, u64::from(seq), sent_ns, data.len() as u32);
-            stats.record(seq.wrapping_add(1), u64::MAX, 0, u32::MAX);
-            let _ = crate::estimate::stretched(&stats.to_wire());
-            let _ = crate::estimate::dispersion_rate_bps(&stats.to_wire());
-            let _ = crate::estimate::LossEstimate::new(count, stats.received());
-        }
-        Message::Report { stats, .. } => {
-            let _ = crate::estimate::dispersion_rate_bps(&stats);
-            let _ = crate::estimate::LossEstimate::new(stats.received / 2, stats.received);
-        }
-        _ => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

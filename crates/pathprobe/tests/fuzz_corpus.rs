@@ -11,7 +11,7 @@ fn the_fuzz_corpus_runs_through_the_parser_without_a_panic() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let data = std::fs::read(&path).unwrap();
-        ccbench_pathprobe::wire::fuzz_datagram(&data);
+        ccbench_pathprobe::fuzzing::fuzz_datagram(&data);
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let well_formed = !["truncated", "wrong", "unknown", "empty"].iter().any(|bad| name.starts_with(bad));
         assert_eq!(ccbench_pathprobe::wire::parse(&data).is_some(), well_formed, "{name}");

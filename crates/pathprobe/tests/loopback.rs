@@ -123,7 +123,7 @@ fn garbage_is_ignored_and_never_panics() {
             }
         }
         bytes.truncate(rng.gen_range(0..=bytes.len()));
-        wire::fuzz_datagram(&bytes);
+        ccbench_pathprobe::fuzzing::fuzz_datagram(&bytes);
     }
     // Garbage from the client's own address, then a probe from it: the server's state survives.
     let (addr, handle) = server(Limits::default());

@@ -22,7 +22,7 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::net::Ipv4Addr;
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,7 +31,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::cdp::Cdp;
+use crate::cdp::{cloexec_pipe, Cdp};
 use crate::common::{lock, Errors};
 use crate::harness::{Accepted, Finish, Harness, ServerLog, ServerProto};
 use crate::site::Site;
@@ -129,17 +129,6 @@ impl Workload for BrowserSpec {
     fn run(&self, run: &RunContext<'_>) -> Result<BrowserResult, WorkloadError> {
         load_in_browser(self, run)
     }
-}
-
-/// A pipe, both ends close-on-exec: `(read, write)`.
-pub(crate) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills two descriptors that are then owned here alone.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: as above.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// A fresh profile directory, removed on drop.
@@ -249,8 +238,8 @@ pub(crate) fn launch(spec: &BrowserSpec, ns: &ccbench_netns::Netns, rules: &str,
     let exe = std::env::current_exe().map_err(|e| setup("finding ccbench's own binary (the reaper)", e))?;
     let log = std::fs::File::create(profile.0.join("chromium.log")).map_err(|e| setup("creating the browser log", e))?;
     let log2 = log.try_clone().map_err(|e| setup("creating the browser log", e))?;
-    let (browser_reads, to_browser) = pipe().map_err(|e| setup("making the DevTools pipe", e))?;
-    let (from_browser, browser_writes) = pipe().map_err(|e| setup("making the DevTools pipe", e))?;
+    let (browser_reads, to_browser) = cloexec_pipe().map_err(|e| setup("making the DevTools pipe", e))?;
+    let (from_browser, browser_writes) = cloexec_pipe().map_err(|e| setup("making the DevTools pipe", e))?;
     let home = profile.0.to_string_lossy().into_owned();
     // Chromium keeps its certificate database under $HOME and caches under XDG_CACHE_HOME:
     // both inside the profile, so nothing outlives the run.

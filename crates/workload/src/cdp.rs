@@ -9,7 +9,7 @@
 //! minutes of compile time, and they expect to launch the browser or reach it over a WebSocket.
 
 use std::collections::VecDeque;
-use std::os::fd::OwnedFd;
+use std::os::fd::{FromRawFd, OwnedFd};
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -142,6 +142,17 @@ impl Cdp {
     }
 }
 
+/// A pipe, both ends close-on-exec: `(read, write)`; the DevTools protocol runs over two of them.
+pub(crate) fn cloexec_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two descriptors that are then owned here alone.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,7 +204,7 @@ mod tests {
     }
 
     fn pipe_pair() -> (OwnedFd, OwnedFd) {
-        let (r, w) = crate::browser::pipe().unwrap();
+        let (r, w) = super::cloexec_pipe().unwrap();
         (w, r)
     }
 }

@@ -32,10 +32,21 @@ pub fn run(args: TuneArgs) -> anyhow::Result<i32> {
     if args.revert {
         return revert();
     }
-    let cc = args.cc.as_deref().unwrap_or("bbr");
-    if cc.is_empty() || cc.len() >= 16 || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
-        return Err(UsageError::new("--cc", cc, "an algorithm name such as bbr or cubic").into());
-    }
+    // The host's default is a kernel TCP algorithm: `bbr` and `tcp:bbr` name it, a QUIC one cannot be.
+    let cc = match &args.cc {
+        None => "bbr",
+        Some(a) => match a.kernel_name() {
+            Some(name) if name.len() < 16 => name,
+            _ => {
+                return Err(UsageError::new(
+                    "--cc",
+                    a,
+                    "a kernel TCP algorithm such as bbr, cubic or tcp:bbr (tune sets the default of new TCP sockets; a quic: algorithm is chosen per run)",
+                )
+                .into())
+            }
+        },
+    };
     // Held from reading the facts to the last write.
     let _lock = match args.apply {
         true => {
