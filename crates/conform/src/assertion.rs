@@ -137,9 +137,8 @@ pub enum Assertion {
     LowestProbeBwGain { gain: f64, tolerance: f64 },
     /// §5.3.3: ProbeBW goes round its cycle (… → UP → DOWN) at least `cycles` times.
     ProbeBwCycles { cycles: f64 },
-    /// §5.3.4: PROBE_RTT comes at least every `interval` (+ its 200 ms and 2 rounds) while the
-    /// sender's RTT stayed above the path's base RTT (so min_rtt could not have been refreshed
-    /// without it). Spans in which an RTT near the base was seen are excused.
+    /// §5.3.4: PROBE_RTT comes at least every `interval` (+ its 200 ms and 2 rounds) unless a
+    /// lower RTT refreshed min_rtt meanwhile (§5.3.4.3): spans in which min_rtt fell are excused.
     ProbeRttEvery { interval: Duration },
     /// §5.3.4.4: PROBE_RTT lasts at least `min` and at most `min` + `rounds` round trips.
     ProbeRttLasts { min: Duration, rounds: f64 },
@@ -188,7 +187,7 @@ impl Assertion {
             ),
             Assertion::LowestProbeBwGain { gain, .. } => format!("lowest pacing gain in PROBE_BW is {gain}"),
             Assertion::ProbeBwCycles { cycles } => format!("PROBE_BW completes ≥ {cycles} DOWN…UP cycles"),
-            Assertion::ProbeRttEvery { interval } => format!("PROBE_RTT at least every {} s on a standing queue", interval.as_secs_f64()),
+            Assertion::ProbeRttEvery { interval } => format!("PROBE_RTT at least every {} s unless min_rtt fell", interval.as_secs_f64()),
             Assertion::ProbeRttLasts { min, rounds } => format!("PROBE_RTT lasts {} ms to {} ms + {rounds} rounds", min.as_millis(), min.as_millis()),
             Assertion::BwFollowsStep { within, by } => format!("bandwidth estimate within {:.0} % of the new rate {} s after the step", within * 100.0, by.as_secs_f64()),
             Assertion::LossAtMost { share } => format!("loss after STARTUP ≤ {:.1} %", share * 100.0),
@@ -381,7 +380,16 @@ fn probe_rtt_every(trace: &Trace, rule: Rule) -> RunCheck {
         return RunCheck::unseen("the stack shows no RTT");
     }
     let end = trace.points.last().map_or(Duration::ZERO, |p| p.t);
-    let near_base = trace.path.rtt.mul_f64(1.05) + Duration::from_millis(1);
+    // §5.3.4.3: only an RTT sample below the current minimum refreshes it and puts PROBE_RTT
+    // off. Seen as the controller's min_rtt falling, or (where it is not shown) as a sampled RTT
+    // below every one sampled before.
+    let shows_min = trace.has(|p| p.min_rtt.is_some());
+    let refreshed_in = |s: Duration, e: Duration| -> bool {
+        let (before, within): (Vec<&Point>, Vec<&Point>) = trace.points.iter().filter(|p| p.t <= e).partition(|p| p.t <= s);
+        let field = |p: &Point| if shows_min { p.min_rtt } else { p.rtt };
+        let floor = before.iter().filter_map(|p| field(p)).min();
+        floor.is_some_and(|f| within.iter().filter_map(|p| field(p)).any(|r| r < f))
+    };
     // Spans from leaving STARTUP (or PROBE_RTT) to the next PROBE_RTT or the end of the run.
     let mut starts = vec![left.at];
     let mut ends = Vec::new();
@@ -398,8 +406,7 @@ fn probe_rtt_every(trace: &Trace, rule: Rule) -> RunCheck {
     for s in starts {
         let e = ends.iter().copied().find(|e| *e > s);
         let stop = e.unwrap_or(end);
-        let refreshed = trace.points.iter().any(|p| p.t > s && p.t <= stop && p.rtt.is_some_and(|r| r <= near_base));
-        if refreshed {
+        if refreshed_in(s, stop) {
             excused += 1;
             continue;
         }
@@ -409,13 +416,13 @@ fn probe_rtt_every(trace: &Trace, rule: Rule) -> RunCheck {
     }
     let span = (longest.1 - longest.0).as_secs_f64();
     if span == 0.0 {
-        return RunCheck::unseen(format!("the RTT came back near the base {} in every span ({excused}): min_rtt may have been refreshed without PROBE_RTT", ms(trace.path.rtt)));
+        return RunCheck::unseen(format!("a lower RTT refreshed min_rtt in every span ({excused}): no PROBE_RTT was due"));
     }
     let how = if longest.2 { "next PROBE_RTT" } else { "end of run, no PROBE_RTT" };
     let sample = trace.sample_interval.as_secs_f64();
     // A span cut by the end of the run only bounds the gap from below.
     let hi = if longest.2 { span + sample } else { f64::INFINITY };
-    RunCheck::judged(rule, (span - sample).max(0.0), hi, span, format!("{span:.2} s from {} to {how} with the RTT above {} throughout", ms(longest.0), ms(near_base)))
+    RunCheck::judged(rule, (span - sample).max(0.0), hi, span, format!("{span:.2} s from {} to {how}, min_rtt not refreshed by a lower RTT", ms(longest.0)))
 }
 
 fn probe_rtt_lasts(trace: &Trace, rule: Rule) -> RunCheck {

@@ -81,6 +81,8 @@ pub struct Point {
     pub inflight_bytes: Option<u64>,
     /// The sender's RTT (smoothed for TCP, the latest sample for QUIC).
     pub rtt: Option<Duration>,
+    /// The controller's own min_rtt estimate (BBR.min_rtt).
+    pub min_rtt: Option<Duration>,
     /// The latest delivery-rate sample (bits/s).
     pub delivery_rate_bps: Option<f64>,
     /// Bytes declared lost so far (cumulative).
