@@ -189,7 +189,9 @@ impl Assertion {
             Assertion::ProbeBwCycles { cycles } => format!("PROBE_BW completes ≥ {cycles} DOWN…UP cycles"),
             Assertion::ProbeRttEvery { interval } => format!("PROBE_RTT at least every {} s unless min_rtt fell", interval.as_secs_f64()),
             Assertion::ProbeRttLasts { min, rounds } => format!("PROBE_RTT lasts {} ms to {} ms + {rounds} rounds", min.as_millis(), min.as_millis()),
-            Assertion::BwFollowsStep { within, by } => format!("bandwidth estimate within {:.0} % of the new rate {} s after the step", within * 100.0, by.as_secs_f64()),
+            Assertion::BwFollowsStep { within, by } => {
+                format!("bandwidth estimate within {:.0} % of the new rate {} s after the step", within * 100.0, by.as_secs_f64())
+            }
             Assertion::LossAtMost { share } => format!("loss after STARTUP ≤ {:.1} %", share * 100.0),
         }
     }
@@ -289,7 +291,13 @@ fn drain(trace: &Trace, rule: Rule) -> RunCheck {
     };
     let lo = out.before.saturating_sub(leave.at).as_secs_f64() / round;
     let hi = out.at.saturating_sub(leave.before).as_secs_f64() / round;
-    RunCheck::judged(rule, lo, hi, (lo + hi) / 2.0, format!("DRAIN from {} to {} ({}): {lo:.1}–{hi:.1} rounds of {}", ms(leave.at), ms(out.at), out.to.name(), ms(Duration::from_secs_f64(round))))
+    RunCheck::judged(
+        rule,
+        lo,
+        hi,
+        (lo + hi) / 2.0,
+        format!("DRAIN from {} to {} ({}): {lo:.1}–{hi:.1} rounds of {}", ms(leave.at), ms(out.at), out.to.name(), ms(Duration::from_secs_f64(round))),
+    )
 }
 
 fn next_state(trace: &Trace, rule: Rule, from: Mode, to: Mode, phase: Option<Phase>) -> RunCheck {
@@ -319,7 +327,13 @@ fn bw_near_link(trace: &Trace, rule: Rule) -> RunCheck {
     let Some(m) = median(ratios) else {
         return RunCheck::unseen("no bandwidth estimate sampled in PROBE_BW");
     };
-    RunCheck::judged(rule, m, m, m, format!("median estimate {} over {n} PROBE_BW samples = {:.1} % of the link's {}", mbit(m * trace.path.rate_bps), m * 100.0, mbit(trace.path.rate_bps)))
+    RunCheck::judged(
+        rule,
+        m,
+        m,
+        m,
+        format!("median estimate {} over {n} PROBE_BW samples = {:.1} % of the link's {}", mbit(m * trace.path.rate_bps), m * 100.0, mbit(trace.path.rate_bps)),
+    )
 }
 
 fn cwnd_floor(trace: &Trace, rule: Rule) -> RunCheck {
@@ -451,12 +465,24 @@ fn bw_follows_step(trace: &Trace, rule: Rule, within: f64) -> RunCheck {
         Some(p) => {
             let s = p.t.saturating_sub(at).as_secs_f64();
             let lo = (s - trace.sample_interval.as_secs_f64()).max(0.0);
-            RunCheck::judged(rule, lo, s, s, format!("estimate {} within {:.0} % of the new {} {s:.2} s after the step", mbit(p.bw_bps.unwrap_or(0.0)), within * 100.0, mbit(rate)))
+            RunCheck::judged(
+                rule,
+                lo,
+                s,
+                s,
+                format!("estimate {} within {:.0} % of the new {} {s:.2} s after the step", mbit(p.bw_bps.unwrap_or(0.0)), within * 100.0, mbit(rate)),
+            )
         }
         None => {
             let last = trace.points.iter().rev().find_map(|p| p.bw_bps).unwrap_or(0.0);
             let waited = end.saturating_sub(at).as_secs_f64();
-            RunCheck::judged(rule, waited, f64::INFINITY, f64::INFINITY, format!("estimate still {} {waited:.1} s after the step to {}", mbit(last), mbit(rate)))
+            RunCheck::judged(
+                rule,
+                waited,
+                f64::INFINITY,
+                f64::INFINITY,
+                format!("estimate still {} {waited:.1} s after the step to {}", mbit(last), mbit(rate)),
+            )
         }
     }
 }

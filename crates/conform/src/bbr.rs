@@ -77,21 +77,32 @@ impl Scenario {
         match self {
             Scenario::Bulk => vec!["--rate".into(), kbit(rate_bps), "--rtt".into(), rtt_s, "--buffer".into(), "4bdp".into()],
             Scenario::StepDown => {
-                vec!["--rate".into(), kbit(rate_bps), "--rtt".into(), rtt_s, "--buffer".into(), "1bdp".into(), "--at".into(), format!("4s:rate={}", kbit(rate_bps / 10.0))]
+                vec![
+                    "--rate".into(),
+                    kbit(rate_bps),
+                    "--rtt".into(),
+                    rtt_s,
+                    "--buffer".into(),
+                    "1bdp".into(),
+                    "--at".into(),
+                    format!("4s:rate={}", kbit(rate_bps / 10.0)),
+                ]
             }
             Scenario::StepUp => {
-                vec!["--rate".into(), kbit(rate_bps / 10.0), "--rtt".into(), rtt_s, "--buffer".into(), "4bdp".into(), "--at".into(), format!("4s:rate={}", kbit(rate_bps))]
+                vec![
+                    "--rate".into(),
+                    kbit(rate_bps / 10.0),
+                    "--rtt".into(),
+                    rtt_s,
+                    "--buffer".into(),
+                    "4bdp".into(),
+                    "--at".into(),
+                    format!("4s:rate={}", kbit(rate_bps)),
+                ]
             }
-            Scenario::Policer => vec![
-                "--rate".into(),
-                kbit(rate_bps),
-                "--rtt".into(),
-                rtt_s,
-                "--buffer".into(),
-                "4bdp".into(),
-                "--policer-down".into(),
-                kbit(rate_bps / 2.0),
-            ],
+            Scenario::Policer => {
+                vec!["--rate".into(), kbit(rate_bps), "--rtt".into(), rtt_s, "--buffer".into(), "4bdp".into(), "--policer-down".into(), kbit(rate_bps / 2.0)]
+            }
             Scenario::SubPacketBdp => vec!["--rate".into(), "64kbit".into(), "--rtt".into(), "1ms".into(), "--buffer".into(), "20pkt".into()],
         }
     }
@@ -216,7 +227,15 @@ pub const SUITE: &[Case] = &[
         assertions: A1,
         runnable: Runnable::Yes,
     },
-    Case { id: "A.2", title: "Application-limited STARTUP", sections: "§5.3.1.2, §4.5 (app-limited samples)", what: "a sender below the path's rate must not leave STARTUP on an app-limited plateau", scenario: Scenario::Bulk, assertions: NONE, runnable: APP_LIMITED },
+    Case {
+        id: "A.2",
+        title: "Application-limited STARTUP",
+        sections: "§5.3.1.2, §4.5 (app-limited samples)",
+        what: "a sender below the path's rate must not leave STARTUP on an app-limited plateau",
+        scenario: Scenario::Bulk,
+        assertions: NONE,
+        runnable: APP_LIMITED,
+    },
     Case { id: "A.3", title: TITLE_UNKNOWN, sections: "-", what: "-", scenario: Scenario::Bulk, assertions: NONE, runnable: NEEDS_TEXT },
     Case {
         id: "A.4",
@@ -228,7 +247,15 @@ pub const SUITE: &[Case] = &[
         runnable: Runnable::Needs("cross traffic that holds the queue, judged on one flow of a mix"),
     },
     Case { id: "A.5", title: TITLE_UNKNOWN, sections: "-", what: "-", scenario: Scenario::Bulk, assertions: NONE, runnable: NEEDS_TEXT },
-    Case { id: "A.6", title: "Application-limited in PROBE_BW", sections: "§5.3.3, §4.5", what: "app-limited samples must not lower max_bw", scenario: Scenario::Bulk, assertions: NONE, runnable: APP_LIMITED },
+    Case {
+        id: "A.6",
+        title: "Application-limited in PROBE_BW",
+        sections: "§5.3.3, §4.5",
+        what: "app-limited samples must not lower max_bw",
+        scenario: Scenario::Bulk,
+        assertions: NONE,
+        runnable: APP_LIMITED,
+    },
     Case { id: "A.7", title: TITLE_UNKNOWN, sections: "-", what: "-", scenario: Scenario::Bulk, assertions: NONE, runnable: NEEDS_TEXT },
     Case {
         id: "A.8",
@@ -240,9 +267,33 @@ pub const SUITE: &[Case] = &[
         runnable: Runnable::Needs("cross traffic that holds the queue, judged on one flow of a mix"),
     },
     Case { id: "A.9", title: TITLE_UNKNOWN, sections: "-", what: "-", scenario: Scenario::Bulk, assertions: NONE, runnable: NEEDS_TEXT },
-    Case { id: "A.10", title: "Paused sender", sections: "§5.4.1 BBRHandleRestartFromIdle", what: "after an idle pause the sender must restart at its estimated rate", scenario: Scenario::Bulk, assertions: NONE, runnable: Runnable::Needs("a bulk sender that pauses at given times") },
-    Case { id: "A.11", title: "ACK aggregation on the reverse path", sections: "§5.5.9 extra_acked", what: "ACKs released in bursts must raise cwnd by extra_acked, not max_bw", scenario: Scenario::Bulk, assertions: NONE, runnable: Runnable::Needs("ACKs held and released in bursts on the reverse path (every N ms)") },
-    Case { id: "A.12", title: "Batching on the forward path", sections: "§5.5.9 extra_acked", what: "forward-path batching must not inflate max_bw", scenario: Scenario::Bulk, assertions: NONE, runnable: Runnable::Needs("batched delivery on the forward path") },
+    Case {
+        id: "A.10",
+        title: "Paused sender",
+        sections: "§5.4.1 BBRHandleRestartFromIdle",
+        what: "after an idle pause the sender must restart at its estimated rate",
+        scenario: Scenario::Bulk,
+        assertions: NONE,
+        runnable: Runnable::Needs("a bulk sender that pauses at given times"),
+    },
+    Case {
+        id: "A.11",
+        title: "ACK aggregation on the reverse path",
+        sections: "§5.5.9 extra_acked",
+        what: "ACKs released in bursts must raise cwnd by extra_acked, not max_bw",
+        scenario: Scenario::Bulk,
+        assertions: NONE,
+        runnable: Runnable::Needs("ACKs held and released in bursts on the reverse path (every N ms)"),
+    },
+    Case {
+        id: "A.12",
+        title: "Batching on the forward path",
+        sections: "§5.5.9 extra_acked",
+        what: "forward-path batching must not inflate max_bw",
+        scenario: Scenario::Bulk,
+        assertions: NONE,
+        runnable: Runnable::Needs("batched delivery on the forward path"),
+    },
     Case {
         id: "A.13",
         title: "Sub-packet BDP",
@@ -290,7 +341,15 @@ pub const SUITE: &[Case] = &[
     },
     Case { id: "A.18", title: TITLE_UNKNOWN, sections: "-", what: "-", scenario: Scenario::Bulk, assertions: NONE, runnable: NEEDS_TEXT },
     Case { id: "A.19", title: TITLE_UNKNOWN, sections: "-", what: "-", scenario: Scenario::Bulk, assertions: NONE, runnable: NEEDS_TEXT },
-    Case { id: "A.20", title: "Application-limited during PROBE_REFILL", sections: "§5.3.3.7 ProbeBW_REFILL, §4.5", what: "an app-limited REFILL must not start a probe on stale inflight", scenario: Scenario::Bulk, assertions: NONE, runnable: APP_LIMITED },
+    Case {
+        id: "A.20",
+        title: "Application-limited during PROBE_REFILL",
+        sections: "§5.3.3.7 ProbeBW_REFILL, §4.5",
+        what: "an app-limited REFILL must not start a probe on stale inflight",
+        scenario: Scenario::Bulk,
+        assertions: NONE,
+        runnable: APP_LIMITED,
+    },
     Case {
         id: "§5.3.2",
         title: "DRAIN",

@@ -130,7 +130,8 @@ mod tests {
 
     #[test]
     fn unobservable_runs_do_not_count_and_none_is_not_a_pass() {
-        let none: Vec<RunCheck> = (0..5).map(|_| RunCheck { outcome: Outcome::NotObservable, lo: f64::NAN, hi: f64::NAN, estimate: f64::NAN, evidence: "no phase".into() }).collect();
+        let none: Vec<RunCheck> =
+            (0..5).map(|_| RunCheck { outcome: Outcome::NotObservable, lo: f64::NAN, hi: f64::NAN, estimate: f64::NAN, evidence: "no phase".into() }).collect();
         let cell = over_runs(Rule::AtLeast(1.0), &none, 0.05);
         assert_eq!(cell.verdict, CellVerdict::NotObservable);
         assert_eq!(cell.tally(), "0/5 pass, 5 not observable");

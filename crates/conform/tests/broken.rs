@@ -58,7 +58,11 @@ fn run(params: BbrParams, scenario: Scenario) -> Trace {
             }
         })
         .collect();
-    Trace { path: PathFacts { rate_bps: start_rate, rtt: Duration::from_millis(RTT_MS), mss: MSS, rate_step: step }, sample_interval: Duration::from_millis(10), points }
+    Trace {
+        path: PathFacts { rate_bps: start_rate, rtt: Duration::from_millis(RTT_MS), mss: MSS, rate_step: step },
+        sample_interval: Duration::from_millis(10),
+        points,
+    }
 }
 
 fn case(id: &str) -> &'static Case {
