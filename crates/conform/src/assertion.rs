@@ -301,9 +301,11 @@ fn drain(trace: &Trace, rule: Rule) -> RunCheck {
 }
 
 fn next_state(trace: &Trace, rule: Rule, from: Mode, to: Mode, phase: Option<Phase>) -> RunCheck {
-    let exits: Vec<_> = trace.transitions().into_iter().filter(|t| t.from == from).collect();
+    // §5.3.4.3: PROBE_RTT may interrupt any state, so an exit into it says nothing of the
+    // state that comes after `from` (unless PROBE_RTT is what is asserted).
+    let exits: Vec<_> = trace.transitions().into_iter().filter(|t| t.from == from && (t.to != Mode::ProbeRtt || to == Mode::ProbeRtt)).collect();
     if exits.is_empty() {
-        return RunCheck::unseen(format!("never left {}", from.name()));
+        return RunCheck::unseen(format!("never left {} but into PROBE_RTT", from.name()));
     }
     let shows_phases = trace.has(|p| p.phase.is_some());
     if phase.is_some() && !shows_phases {
@@ -397,12 +399,16 @@ fn probe_rtt_every(trace: &Trace, rule: Rule) -> RunCheck {
     // §5.3.4.3: only an RTT sample below the current minimum refreshes it and puts PROBE_RTT
     // off. Seen as the controller's min_rtt falling, or (where it is not shown) as a sampled RTT
     // below every one sampled before.
-    let shows_min = trace.has(|p| p.min_rtt.is_some());
+    // The timer's own filter (BBR.probe_rtt_min_delay) is not in the series: either the
+    // controller's min_rtt falling or a sampled RTT below every one sampled before is taken as
+    // a refresh.
     let refreshed_in = |s: Duration, e: Duration| -> bool {
         let (before, within): (Vec<&Point>, Vec<&Point>) = trace.points.iter().filter(|p| p.t <= e).partition(|p| p.t <= s);
-        let field = |p: &Point| if shows_min { p.min_rtt } else { p.rtt };
-        let floor = before.iter().filter_map(|p| field(p)).min();
-        floor.is_some_and(|f| within.iter().filter_map(|p| field(p)).any(|r| r < f))
+        let fell = |field: fn(&Point) -> Option<Duration>| {
+            let floor = before.iter().filter_map(|p| field(p)).min();
+            floor.is_some_and(|f| within.iter().filter_map(|p| field(p)).any(|r| r < f))
+        };
+        fell(|p| p.min_rtt) || fell(|p| p.rtt)
     };
     // Spans from leaving STARTUP (or PROBE_RTT) to the next PROBE_RTT or the end of the run.
     let mut starts = vec![left.at];
@@ -436,7 +442,13 @@ fn probe_rtt_every(trace: &Trace, rule: Rule) -> RunCheck {
     let sample = trace.sample_interval.as_secs_f64();
     // A span cut by the end of the run only bounds the gap from below.
     let hi = if longest.2 { span + sample } else { f64::INFINITY };
-    RunCheck::judged(rule, (span - sample).max(0.0), hi, span, format!("{span:.2} s from {} to {how}, min_rtt not refreshed by a lower RTT", ms(longest.0)))
+    RunCheck::judged(
+        rule,
+        (span - sample).max(0.0),
+        hi,
+        span,
+        format!("{span:.2} s from {} to {how}; neither min_rtt nor a sampled RTT fell below its floor", ms(longest.0)),
+    )
 }
 
 fn probe_rtt_lasts(trace: &Trace, rule: Rule) -> RunCheck {
@@ -502,4 +514,59 @@ fn loss(trace: &Trace, rule: Rule) -> RunCheck {
     }
     let share = lost / (lost + delivered);
     RunCheck::judged(rule, share, share, share, format!("{:.2} % of {:.1} MB lost after {}", share * 100.0, (lost + delivered) / 1e6, ms(left.at)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::PathFacts;
+
+    fn trace(modes: &[(u64, Mode, Option<Phase>)]) -> Trace {
+        let points = modes
+            .iter()
+            .map(|&(t, m, ph)| Point { t: Duration::from_millis(t), mode: Some(m), phase: ph, pacing_gain: Some(1.0), ..Point::default() })
+            .collect();
+        Trace {
+            path: PathFacts { rate_bps: 10e6, rtt: Duration::from_millis(40), mss: 1448, rate_step: None },
+            sample_interval: Duration::from_millis(10),
+            points,
+        }
+    }
+
+    /// Kernel BBR shows no phase: what needs one is not observable, never a pass.
+    #[test]
+    fn what_a_stack_cannot_show_is_not_observable() {
+        let t = trace(&[(0, Mode::Startup, None), (10, Mode::Drain, None), (20, Mode::ProbeBw, None), (30, Mode::ProbeRtt, None), (40, Mode::ProbeBw, None)]);
+        for a in [
+            Assertion::ProbeBwCycles { cycles: 1.0 },
+            Assertion::NextState { from: Mode::ProbeRtt, to: Mode::ProbeBw, phase: Some(Phase::Cruise) },
+            Assertion::GainIs { which: Gain::Pacing, mode: Mode::ProbeBw, phase: Some(Phase::Up), gain: 1.25, tolerance: 0.01 },
+            Assertion::BwNearLink { lo: 0.8, hi: 1.05 },
+        ] {
+            assert_eq!(a.check(&t).outcome, Outcome::NotObservable, "{}", a.describe());
+        }
+        assert_eq!(Assertion::NextState { from: Mode::ProbeRtt, to: Mode::ProbeBw, phase: None }.check(&t).outcome, Outcome::Pass);
+    }
+
+    /// §5.3.4.3: PROBE_RTT may interrupt any state; the state after STARTUP is the one it
+    /// leaves to otherwise.
+    #[test]
+    fn an_exit_into_probe_rtt_does_not_count_as_the_next_state() {
+        let t = trace(&[(0, Mode::Startup, None), (10, Mode::ProbeRtt, None), (20, Mode::Startup, None), (30, Mode::Drain, None)]);
+        let a = Assertion::NextState { from: Mode::Startup, to: Mode::Drain, phase: None };
+        assert_eq!(a.check(&t).outcome, Outcome::Pass, "{}", a.check(&t).evidence);
+        let t = trace(&[(0, Mode::Startup, None), (10, Mode::ProbeBw, None)]);
+        assert_eq!(a.check(&t).outcome, Outcome::Fail);
+    }
+
+    /// A DRAIN seen in 2 samples 10 ms apart at a 40 ms RTT: 0.25–0.75 rounds, a pass for ≤ 4;
+    /// against ≤ 0.5 the samples cannot tell.
+    #[test]
+    fn a_figure_is_the_interval_the_samples_allow() {
+        let t = trace(&[(0, Mode::Startup, None), (10, Mode::Drain, None), (20, Mode::Drain, None), (30, Mode::ProbeBw, None)]);
+        let c = Assertion::DrainAtMost { rounds: 4.0 }.check(&t);
+        assert_eq!((c.outcome, c.lo, c.hi), (Outcome::Pass, 0.25, 0.75));
+        assert_eq!(Assertion::DrainAtMost { rounds: 0.5 }.check(&t).outcome, Outcome::NotObservable);
+        assert_eq!(Assertion::DrainAtMost { rounds: 0.2 }.check(&t).outcome, Outcome::Fail);
+    }
 }
