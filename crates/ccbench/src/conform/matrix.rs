@@ -158,7 +158,7 @@ pub(crate) fn junit(judged: &[Judged], broken: &[Broken]) -> String {
                 let _ = writeln!(
                     s,
                     "    <testcase name=\"{}\" classname=\"conform.bbr.{}\">\n      <skipped message=\"not runnable here yet: needs {}\"/>\n    </testcase>",
-                    escape(&c.name()),
+                    escape(c.name()),
                     escape(cc),
                     escape(what)
                 );
