@@ -64,6 +64,10 @@ pub enum Command {
     /// Measure ccbench itself on this machine.
     #[command(subcommand)]
     Bench(BenchWhat),
+    /// Check a controller against its specification: a suite's cases (draft-ietf-ccwg-bbr's
+    /// Appendix A for `bbr`) run over a grid of paths and judged on the controller's own state.
+    #[command(subcommand)]
+    Conform(ConformSuite),
     /// List the scenario presets that `ccbench run --preset NAME` runs.
     Presets,
     /// Print a Mahimahi trace (for --trace) made by ccbench's generators.
@@ -101,6 +105,44 @@ pub enum TraceKind {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ConformSuite {
+    /// draft-ietf-ccwg-bbr's test cases (Appendix A, and the §5.3 state machine) on each BBR
+    /// controller × path: pass / fail / undecided / not observable, with evidence (docs/conform.md).
+    Bbr(ConformArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ConformArgs {
+    /// The BBR controllers to check, comma-separated: quic:bbr3, quic:bbr2, tcp:bbr (the
+    /// kernel's, its mode inferred from TCP_CC_INFO's gains).
+    #[arg(long, allow_hyphen_values = true, default_value = "quic:bbr3,tcp:bbr")]
+    pub cc: CcList,
+    /// Round-trip times of the grid, comma-separated. [default: 10ms,40ms,200ms; --quick: 20ms,80ms]
+    #[arg(long, allow_hyphen_values = true, value_delimiter = ',')]
+    pub rtts: Vec<Rtt>,
+    /// Bottleneck rates of the grid, comma-separated. [default: 5mbit,20mbit,100mbit; --quick: 20mbit]
+    #[arg(long, allow_hyphen_values = true, value_delimiter = ',')]
+    pub rates: Vec<Rate>,
+    /// Runs per case, controller and path; a cell is decided over them with --expect's
+    /// order-statistic rules (5 or more at α = 0.05, else undecided). [default: 5; --quick: 1]
+    #[arg(long)]
+    pub runs: Option<u32>,
+    /// The short grid: 2 RTTs × 1 rate, 1 run each (every cell stays undecided over runs; the
+    /// per-run outcomes are shown).
+    #[arg(long)]
+    pub quick: bool,
+    /// Directory for the runs, their series and the matrix (default: ./results/<time>-conform-bbr).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Write the matrix as JUnit XML to FILE: one testcase per case × assertion × controller × path.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Seed of every run (default: random, and printed).
+    #[arg(long)]
+    pub seed: Option<u64>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -344,6 +386,10 @@ pub struct RunArgs {
     /// algorithm (per condition with --preset), for a CI system's test report.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Write a qlog (JSON-SEQ, `.sqlog`: congestion state updates, metrics updated, packets
+    /// lost) per QUIC connection of each run into the run's series folder, for qvis.
+    #[arg(long)]
+    pub qlog: bool,
     /// Run over a real path: the far end is the `ccbench serve` at HOST:PORT (bulk and file
     /// workloads), instead of an emulated path. Needs --secret-file.
     #[arg(long, value_name = "HOST:PORT")]

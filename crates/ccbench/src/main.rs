@@ -5,6 +5,7 @@ mod bench;
 mod cli;
 mod cli_docs;
 mod compare_cmd;
+mod conform;
 mod doctor;
 mod error;
 mod exec;
@@ -90,6 +91,7 @@ fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
             }
         }
         cli::Command::Sweep(args) => sweep::run(args),
+        cli::Command::Conform(cli::ConformSuite::Bbr(args)) => conform::run(args),
         cli::Command::Status(args) => sweep::status(args),
         cli::Command::Merge(args) => sweep::merge(args),
         cli::Command::Exec(args) => {

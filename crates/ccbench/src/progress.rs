@@ -57,6 +57,16 @@ impl Bar {
         self.bar.set_length(left.max(self.bar.position()));
     }
 
+    /// `n` more runs done (a command that counts its own runs, as `conform`).
+    pub fn advance(&self, n: u64) {
+        self.bar.inc(n);
+    }
+
+    /// What is running now, beside the bar.
+    pub fn message(&self, msg: String) {
+        self.bar.set_message(msg);
+    }
+
     pub fn finish(&self) {
         self.bar.finish_and_clear();
     }

@@ -64,6 +64,11 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     let bar = Bar::new(planned_runs(&plan));
     let (result, code) = run_plan(&plan, &out, &stop, &bar)?;
     bar.finish();
+    if args.qlog {
+        for file in crate::conform::write_qlogs(&result, &out)? {
+            eprintln!("qlog: {}", file.display());
+        }
+    }
     if let Some(junit) = &args.junit {
         ccbench::export::junit::write(junit, &[ccbench::export::junit::Suite { name: "run", result: &result }])?;
     }

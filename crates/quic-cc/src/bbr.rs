@@ -162,6 +162,10 @@ pub struct BbrParams {
     /// the credit toward raising inflight_hi while cwnd is not at inflight_hi
     /// (`bbr2_probe_inflight_hi_upward`).
     pub tcp_bbr2_bookkeeping: bool,
+    /// A deliberate defect, false in every version: max_bw keeps its highest sample forever
+    /// instead of forgetting it after MaxBwFilterLen = 2 ProbeBW cycles (§5.5.3). Only for
+    /// showing that the conformance suite (`ccbench conform bbr`) catches a broken filter.
+    pub max_bw_never_forgets: bool,
 }
 
 impl BbrParams {
@@ -194,6 +198,7 @@ impl BbrParams {
             ack_path_loss_check: false,
             undo_reverts_state: true,
             tcp_bbr2_bookkeeping: false,
+            max_bw_never_forgets: false,
         };
         // Linux's BBR high gain, 2/ln 2: the smallest gain whose smoothly rising pacing rate
         // doubles each round and sends as many packets per round as an unpaced slow start
@@ -246,9 +251,15 @@ struct MaxBwFilter {
 }
 
 impl MaxBwFilter {
-    fn update(&mut self, sample: f64, cycle: u64) {
+    fn update(&mut self, sample: f64, cycle: u64, never_forget: bool) {
         if cycle != self.cycle {
-            self.previous = if cycle == self.cycle + 1 { self.current } else { 0.0 };
+            self.previous = if never_forget {
+                self.previous.max(self.current)
+            } else if cycle == self.cycle + 1 {
+                self.current
+            } else {
+                0.0
+            };
             self.current = 0.0;
             self.cycle = cycle;
         }
@@ -409,10 +420,15 @@ impl Bbr {
     /// offset) drawn from `seed`: the draft asks for a random draw per connection "for better
     /// mixing and fairness convergence", and a seed recorded with the run keeps it repeatable.
     pub fn with_seed(version: BbrVersion, mtu: u16, now: Instant, telemetry: Telemetry, seed: u64) -> Self {
+        Self::with_params(version, BbrParams::for_version(version), mtu, now, telemetry, seed)
+    }
+
+    /// As [`Bbr::with_seed`], with every constant given: for tests that vary one (or break one
+    /// on purpose, as the conformance suite's own test does).
+    pub fn with_params(version: BbrVersion, p: BbrParams, mtu: u16, now: Instant, telemetry: Telemetry, seed: u64) -> Self {
         let smss = u64::from(mtu.max(1200));
         // RFC 9002 §7.2 initial window, the value QUIC stacks use.
         let initial_cwnd = (10 * smss).min((2 * smss).max(14_720));
-        let p = BbrParams::for_version(version);
         let mut bbr = Self {
             version,
             p,
@@ -796,7 +812,7 @@ impl Bbr {
         // §5.5.5 BBRUpdateMaxBw.
         self.update_round(rs);
         if rs.delivery_rate > 0.0 && (rs.delivery_rate >= self.max_bw || !rs.is_app_limited) {
-            self.max_bw_filter.update(rs.delivery_rate, self.cycle_count);
+            self.max_bw_filter.update(rs.delivery_rate, self.cycle_count, self.p.max_bw_never_forgets);
             self.max_bw = self.max_bw_filter.get();
         }
         if !self.loss_round_start {

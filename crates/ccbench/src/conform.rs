@@ -1,0 +1,288 @@
+//! `ccbench conform bbr`: draft-ietf-ccwg-bbr's cases (`ccbench_conform::bbr::SUITE`) on each
+//! BBR controller over a grid of paths, judged on the controller's own state series.
+//!
+//! Each (controller, path, scenario) is one `ccbench run` of this same binary, with the flags a
+//! user would type to reproduce it (printed beside every cell's evidence), so a conformance run
+//! is nothing but ordinary runs and their series; the cases sharing a scenario share its runs.
+//! Its QUIC runs write qlog files (`run --qlog`).
+
+mod matrix;
+mod series;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use ccbench::results::{ExperimentResult, Status};
+use ccbench_conform::assertion::RunCheck;
+use ccbench_conform::bbr::{Runnable, Scenario, SUITE};
+use ccbench_conform::trace::PathFacts;
+use ccbench_conform::{over_runs, Cell, CellVerdict};
+use ccbench_link::Rate as LinkRate;
+
+use crate::cli::ConformArgs;
+use crate::error::{require_root, UsageError};
+use crate::progress::Bar;
+use crate::values::Rtt;
+
+/// α of the over-runs judgement, as `--expect`'s default.
+const ALPHA: f64 = 0.05;
+const SAMPLE: Duration = Duration::from_millis(10);
+
+/// A path of the grid (or a scenario's own).
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub(crate) struct GridPath {
+    pub(crate) rate_bps: f64,
+    pub(crate) rtt: Duration,
+}
+
+impl GridPath {
+    pub(crate) fn label(&self) -> String {
+        let rate = if self.rate_bps >= 1e6 { format!("{}mbit", self.rate_bps / 1e6) } else { format!("{}kbit", self.rate_bps / 1e3) };
+        format!("{rate}/{}ms", self.rtt.as_secs_f64() * 1e3)
+    }
+}
+
+/// One cell: an assertion of a case on one controller and path.
+pub(crate) struct Judged {
+    pub(crate) case: usize,
+    pub(crate) assertion: usize,
+    pub(crate) cc: String,
+    pub(crate) path: GridPath,
+    pub(crate) cell: Cell,
+    /// The `ccbench run` flags that reproduce it.
+    pub(crate) command: String,
+}
+
+/// A scenario's runs that could not be judged (the run failed, or wrote no series).
+pub(crate) struct Broken {
+    pub(crate) cc: String,
+    pub(crate) path: GridPath,
+    pub(crate) scenario: Scenario,
+    pub(crate) why: String,
+}
+
+fn grid(args: &ConformArgs) -> Result<(Vec<GridPath>, u32), UsageError> {
+    let rtts: Vec<Duration> = if args.rtts.is_empty() {
+        if args.quick {
+            vec![ms(20), ms(80)]
+        } else {
+            vec![ms(10), ms(40), ms(200)]
+        }
+    } else {
+        args.rtts.iter().map(rtt_of).collect()
+    };
+    let mut rates = Vec::new();
+    for r in &args.rates {
+        match r.0 {
+            LinkRate::BitsPerSec(b) if b >= 64_000 => rates.push(b as f64),
+            _ => return Err(UsageError::new("--rates", format!("{:?}", r.0), "rates of 64kbit or more (a case needs a bottleneck)")),
+        }
+    }
+    if rates.is_empty() {
+        rates = if args.quick { vec![20e6] } else { vec![5e6, 20e6, 100e6] };
+    }
+    if let Some(d) = rtts.iter().find(|d| d.is_zero()) {
+        return Err(UsageError::new("--rtts", format!("{d:?}"), "round-trip times above 0 (rounds are counted in them)"));
+    }
+    let runs = args.runs.unwrap_or(if args.quick { 1 } else { 5 });
+    if !(1..=1000).contains(&runs) {
+        return Err(UsageError::new("--runs", runs, "a whole number from 1 to 1000"));
+    }
+    let mut paths = Vec::new();
+    for &rate_bps in &rates {
+        for &rtt in &rtts {
+            paths.push(GridPath { rate_bps, rtt });
+        }
+    }
+    Ok((paths, runs))
+}
+
+fn ms(m: u64) -> Duration {
+    Duration::from_millis(m)
+}
+
+fn rtt_of(r: &Rtt) -> Duration {
+    Duration::from_nanos(r.one_way().0 * 2)
+}
+
+pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
+    for cc in args.cc.names() {
+        if !cc.name().starts_with("bbr") {
+            return Err(UsageError::new("--cc", cc, "BBR controllers: quic:bbr3, quic:bbr2 or tcp:bbr").into());
+        }
+    }
+    let (paths, runs) = grid(&args)?;
+    require_root("conform")?;
+    let out = args.out.clone().unwrap_or_else(|| {
+        let now = time::OffsetDateTime::now_utc();
+        PathBuf::from("results").join(format!(
+            "{:04}{:02}{:02}-{:02}{:02}{:02}-conform-bbr",
+            now.year(),
+            now.month() as u8,
+            now.day(),
+            now.hour(),
+            now.minute(),
+            now.second()
+        ))
+    });
+    if let Some(j) = &args.junit {
+        if let Some(dir) = j.parent().filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
+            return Err(UsageError::new("--junit", j.display(), format!("a file in an existing directory ({} is not one)", dir.display())).into());
+        }
+    }
+    std::fs::create_dir_all(&out)?;
+    let seed = args.seed.unwrap_or_else(rand_seed);
+    let exe = std::env::current_exe()?;
+    let scenarios: Vec<Scenario> = Scenario::ALL.into_iter().filter(|s| SUITE.iter().any(|c| c.scenario == *s && c.runnable == Runnable::Yes)).collect();
+    // Every job: a controller, a path and a scenario.
+    let mut jobs = Vec::new();
+    for cc in args.cc.names() {
+        for s in &scenarios {
+            if s.on_grid() {
+                for p in &paths {
+                    jobs.push((cc.to_string(), *p, *s));
+                }
+            } else {
+                jobs.push((cc.to_string(), GridPath { rate_bps: 64e3, rtt: ms(1) }, *s));
+            }
+        }
+    }
+    let planned: Duration = jobs.iter().map(|j| j.2.duration() * runs).sum();
+    println!(
+        "conform bbr: {} cases ({} runnable here), {} controllers × {} paths, {} runs each: {} runs, at least {:.0} min of sending; seed {seed}",
+        SUITE.len(),
+        SUITE.iter().filter(|c| c.runnable == Runnable::Yes).count(),
+        args.cc.names().len(),
+        paths.len(),
+        runs,
+        jobs.len() as u32 * runs,
+        planned.as_secs_f64() / 60.0
+    );
+    let stop = crate::host::install_stop()?;
+    let bar = Bar::new(jobs.len() as u64 * u64::from(runs));
+    let started = Instant::now();
+    let mut judged = Vec::new();
+    let mut broken = Vec::new();
+    for (cc, path, scenario) in &jobs {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        bar.message(format!("{cc} {} {}", path.label(), scenario.name()));
+        let dir = out.join(crate::conform::slug(cc)).join(slug(&path.label())).join(scenario.name());
+        let flags = run_flags(cc, *path, *scenario, runs, seed);
+        let shown = format!("ccbench run {}", flags.join(" "));
+        match run_one(&exe, &flags, &dir) {
+            Ok(result) => match judge(&result, &dir, cc, *path, *scenario, &shown) {
+                Ok(cells) => judged.extend(cells),
+                Err(why) => broken.push(Broken { cc: cc.clone(), path: *path, scenario: *scenario, why }),
+            },
+            Err(e) => broken.push(Broken { cc: cc.clone(), path: *path, scenario: *scenario, why: format!("{e:#}") }),
+        }
+        bar.advance(u64::from(runs));
+    }
+    bar.finish();
+    let interrupted = stop.load(Ordering::Relaxed);
+    let text = matrix::text(&args.cc.names().iter().map(|c| c.to_string()).collect::<Vec<_>>(), &paths, &judged, &broken, runs, started.elapsed());
+    print!("{text}");
+    std::fs::write(out.join("conform.txt"), &text)?;
+    if let Some(j) = &args.junit {
+        std::fs::write(j, matrix::junit(&judged, &broken))?;
+    }
+    println!("results: {}", out.display());
+    if interrupted {
+        return Ok(130);
+    }
+    let worst = judged.iter().fold(CellVerdict::Pass, |w, j| w.worst(j.cell.verdict));
+    Ok(match worst {
+        _ if !broken.is_empty() => 1,
+        CellVerdict::Fail => 1,
+        CellVerdict::Undecided => 2,
+        CellVerdict::Pass | CellVerdict::NotObservable => 0,
+    })
+}
+
+fn rand_seed() -> u64 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    t ^ u64::from(std::process::id()).rotate_left(32)
+}
+
+pub(crate) fn slug(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '-' }).collect()
+}
+
+fn run_flags(cc: &str, path: GridPath, scenario: Scenario, runs: u32, seed: u64) -> Vec<String> {
+    let mut f: Vec<String> =
+        vec!["--cc".into(), cc.into(), "--runs".into(), runs.to_string(), "--duration".into(), format!("{}s", scenario.duration().as_secs())];
+    f.extend(["--sample-interval".into(), "10ms".into(), "--seed".into(), seed.to_string()]);
+    f.extend(scenario.path_flags(path.rate_bps, path.rtt));
+    if cc.starts_with("quic:") {
+        f.push("--qlog".into());
+    }
+    f
+}
+
+/// One `ccbench run` into `dir`; its result.json read back.
+fn run_one(exe: &Path, flags: &[String], dir: &Path) -> anyhow::Result<ExperimentResult> {
+    let out = Command::new(exe).arg("run").args(flags).arg("--out").arg(dir).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).output()?;
+    let file = dir.join("result.json");
+    if !file.exists() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        anyhow::bail!("ccbench run exited with {}: {}", out.status, err.lines().last().unwrap_or(""));
+    }
+    Ok(serde_json::from_slice(&std::fs::read(&file)?)?)
+}
+
+/// Every runnable case of `scenario`, each assertion over the runs.
+fn judge(result: &ExperimentResult, dir: &Path, cc: &str, path: GridPath, scenario: Scenario, shown: &str) -> Result<Vec<Judged>, String> {
+    let (rate_bps, rate_step) = scenario.bottleneck(path.rate_bps);
+    let facts = PathFacts { rate_bps, rtt: path.rtt, mss: series::PACKET, rate_step };
+    let mut traces = Vec::new();
+    for r in &result.runs {
+        let Some(files) = r.series.as_ref().filter(|_| r.status == Status::Complete) else { continue };
+        let rows = series::rows(&dir.join(&files.tcp)).map_err(|e| format!("run {}: {e:#}", r.index))?;
+        // One flow per run: its sending socket.
+        if let Some(rows) = rows.into_values().next() {
+            traces.push(series::trace(&rows, facts, SAMPLE));
+        }
+    }
+    if traces.is_empty() {
+        let why = result.runs.iter().find_map(|r| r.error.clone()).unwrap_or_else(|| "no completed run".into());
+        return Err(why);
+    }
+    let mut out = Vec::new();
+    for (ci, case) in SUITE.iter().enumerate().filter(|(_, c)| c.scenario == scenario && c.runnable == Runnable::Yes) {
+        for (ai, a) in case.assertions.iter().enumerate() {
+            let checks: Vec<RunCheck> = traces.iter().map(|t| a.check(t)).collect();
+            let cell = over_runs(a.rule(&traces[0]), &checks, ALPHA);
+            out.push(Judged { case: ci, assertion: ai, cc: cc.to_string(), path, cell, command: shown.to_string() });
+        }
+    }
+    Ok(out)
+}
+
+/// `run --qlog`: a `.sqlog` per QUIC connection of each run, beside its series; returns the
+/// files written.
+pub(crate) fn write_qlogs(result: &ExperimentResult, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    for r in result.runs.iter().filter(|r| r.cc.starts_with("quic:")) {
+        let Some(files) = &r.series else { continue };
+        let tcp = out.join(&files.tcp);
+        if !tcp.exists() {
+            continue;
+        }
+        let dir = tcp.parent().unwrap_or(out).to_path_buf();
+        for (socket, rows) in series::rows(&tcp)? {
+            let title = format!("ccbench run {} {} {}", r.index, r.cc, socket);
+            let file = dir.join(format!("{}.sqlog", slug(&socket)));
+            std::fs::write(&file, ccbench_conform::qlog::write(&title, "server", &series::qlog_samples(&rows)))?;
+            written.push(file);
+        }
+    }
+    Ok(written)
+}
+
+/// Cells by case, for the matrix: `(case, assertion) → (cc, path) → cell`.
+pub(crate) type ByCase<'a> = BTreeMap<(usize, usize), Vec<&'a Judged>>;

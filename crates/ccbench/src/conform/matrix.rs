@@ -1,0 +1,171 @@
+//! The conformance matrix: case × assertion down, controller × path across, in the terminal (and
+//! conform.txt) with each cell's evidence below, and as JUnit XML. Each case is named by its
+//! appendix number and title (`A.1 Exiting STARTUP on Bandwidth Plateau`) everywhere.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use ccbench_conform::bbr::{Runnable, SUITE};
+use ccbench_conform::CellVerdict;
+use quick_xml::escape::escape;
+
+use super::{Broken, ByCase, GridPath, Judged};
+
+fn short(v: CellVerdict) -> &'static str {
+    match v {
+        CellVerdict::Pass => "pass",
+        CellVerdict::Fail => "FAIL",
+        CellVerdict::Undecided => "undec",
+        CellVerdict::NotObservable => "n/o",
+    }
+}
+
+fn passes(j: &Judged) -> String {
+    let n = j.cell.runs.len();
+    let p = j.cell.runs.iter().filter(|o| **o == ccbench_conform::Outcome::Pass).count();
+    format!("{p}/{n}")
+}
+
+/// The matrix as text.
+pub(crate) fn text(ccs: &[String], grid: &[GridPath], judged: &[Judged], broken: &[Broken], runs: u32, took: Duration) -> String {
+    let mut by = ByCase::new();
+    for j in judged {
+        by.entry((j.case, j.assertion)).or_default().push(j);
+    }
+    let mut paths: Vec<GridPath> = grid.to_vec();
+    for j in judged {
+        if !paths.contains(&j.path) {
+            paths.push(j.path);
+        }
+    }
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nconform bbr: draft-ietf-ccwg-bbr (sections of -06), {} controllers × {} paths, {runs} run(s) per cell, {:.1} min",
+        ccs.len(),
+        grid.len(),
+        took.as_secs_f64() / 60.0
+    );
+    let _ = writeln!(
+        s,
+        "cells: pass / FAIL / undec(ided) / n/o (not observable) over the runs (--expect's rules: 5 runs or more at α = 0.05), then how many runs passed"
+    );
+    const W: usize = 62;
+    for cc in ccs {
+        let _ = write!(s, "\n{:W$}", cc);
+        for p in &paths {
+            let _ = write!(s, " {:>13}", p.label());
+        }
+        s.push('\n');
+        for (ci, case) in SUITE.iter().enumerate().filter(|(_, c)| c.runnable == Runnable::Yes) {
+            let _ = writeln!(s, "{}  [{}]", case.name(), case.sections);
+            for (ai, a) in case.assertions.iter().enumerate() {
+                let mut line = format!("  {}", a.describe());
+                if line.chars().count() > W {
+                    line = line.chars().take(W - 1).collect::<String>() + "…";
+                }
+                let _ = write!(s, "{line:W$}");
+                for p in &paths {
+                    let cell = by.get(&(ci, ai)).and_then(|v| v.iter().find(|j| &j.cc == cc && j.path == *p));
+                    let word = match cell {
+                        Some(j) => format!("{} {}", short(j.cell.verdict), passes(j)),
+                        None if broken.iter().any(|b| &b.cc == cc && b.path == *p && b.scenario == case.scenario) => "error".into(),
+                        None => "—".into(),
+                    };
+                    let _ = write!(s, " {word:>13}");
+                }
+                s.push('\n');
+            }
+        }
+    }
+    let _ = writeln!(s, "\nnot runnable here yet:");
+    for c in SUITE {
+        if let Runnable::Needs(what) = c.runnable {
+            let _ = writeln!(s, "  {}: needs {what}", c.name());
+        }
+    }
+    if !broken.is_empty() {
+        let _ = writeln!(s, "\ncould not be judged:");
+        for b in broken {
+            let _ = writeln!(s, "  {} {} {}: {}", b.cc, b.path.label(), b.scenario.name(), b.why);
+        }
+    }
+    let _ = writeln!(s, "\nevidence (one run's; a failing one where any failed):");
+    for ((ci, ai), cells) in &by {
+        let case = &SUITE[*ci];
+        let _ = writeln!(s, "  {} — {}", case.name(), case.assertions[*ai].describe());
+        for j in cells {
+            let _ = writeln!(s, "    {} {}: {} ({}) — {}", j.cc, j.path.label(), j.cell.verdict.word(), j.cell.tally(), j.cell.evidence);
+        }
+    }
+    let mut commands: Vec<&str> = judged.iter().map(|j| j.command.as_str()).collect();
+    commands.sort();
+    commands.dedup();
+    let _ = writeln!(s, "\nreproduce a cell's runs with:");
+    for c in commands {
+        let _ = writeln!(s, "  {c}");
+    }
+    s
+}
+
+/// JUnit XML: a testsuite per controller, a testcase per case × assertion × path, named by the
+/// case; fail and undecided are failures (as `run --junit`), not observable and not runnable are
+/// skipped with the reason.
+pub(crate) fn junit(judged: &[Judged], broken: &[Broken]) -> String {
+    let mut ccs: Vec<&str> = judged.iter().map(|j| j.cc.as_str()).chain(broken.iter().map(|b| b.cc.as_str())).collect();
+    ccs.sort();
+    ccs.dedup();
+    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"ccbench conform bbr\">\n");
+    for cc in ccs {
+        let mine: Vec<&Judged> = judged.iter().filter(|j| j.cc == cc).collect();
+        let failures = mine.iter().filter(|j| matches!(j.cell.verdict, CellVerdict::Fail | CellVerdict::Undecided)).count();
+        let errors = broken.iter().filter(|b| b.cc == cc).count();
+        let skipped =
+            mine.iter().filter(|j| j.cell.verdict == CellVerdict::NotObservable).count() + SUITE.iter().filter(|c| c.runnable != Runnable::Yes).count();
+        let _ = writeln!(
+            s,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">",
+            escape(cc),
+            mine.len() + errors + SUITE.iter().filter(|c| c.runnable != Runnable::Yes).count()
+        );
+        for j in &mine {
+            let case = &SUITE[j.case];
+            let name = format!("{}: {} [{}]", case.name(), case.assertions[j.assertion].describe(), j.path.label());
+            let _ = write!(s, "    <testcase name=\"{}\" classname=\"conform.bbr.{}\"", escape(&name), escape(cc));
+            let msg = format!("{} ({}): {}", j.cell.verdict.word(), j.cell.tally(), j.cell.evidence);
+            match j.cell.verdict {
+                CellVerdict::Pass => s.push_str("/>\n"),
+                CellVerdict::Fail | CellVerdict::Undecided => {
+                    let _ = writeln!(s, ">\n      <failure type=\"{}\" message=\"{}\"/>\n    </testcase>", j.cell.verdict.word(), escape(&msg));
+                }
+                CellVerdict::NotObservable => {
+                    let _ = writeln!(s, ">\n      <skipped message=\"{}\"/>\n    </testcase>", escape(&msg));
+                }
+            }
+        }
+        for b in broken.iter().filter(|b| b.cc == cc) {
+            let name = format!("{} {} {}", b.scenario.name(), b.path.label(), cc);
+            let _ = writeln!(
+                s,
+                "    <testcase name=\"{}\" classname=\"conform.bbr.{}\">\n      <error message=\"{}\"/>\n    </testcase>",
+                escape(&name),
+                escape(cc),
+                escape(&b.why)
+            );
+        }
+        for c in SUITE {
+            if let Runnable::Needs(what) = c.runnable {
+                let _ = writeln!(
+                    s,
+                    "    <testcase name=\"{}\" classname=\"conform.bbr.{}\">\n      <skipped message=\"not runnable here yet: needs {}\"/>\n    </testcase>",
+                    escape(c.name()),
+                    escape(cc),
+                    escape(what)
+                );
+            }
+        }
+        s.push_str("  </testsuite>\n");
+    }
+    s.push_str("</testsuites>\n");
+    s
+}

@@ -1,0 +1,572 @@
+//! The vocabulary: typed assertions over one run's [`Trace`], each giving a figure, the
+//! [`Rule`] the figure must meet, and pass / fail / not observable with its evidence.
+//!
+//! Every state change in a trace is only known to lie between two samples, so each figure is an
+//! interval (`lo`..`hi`, the fewest and the most the samples allow). A run passes when the whole
+//! interval meets the rule, fails when none of it does, and is *not observable* when the samples
+//! are too coarse to tell (or the stack does not show what the assertion needs).
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::trace::{Mode, Phase, Point, Trace};
+
+/// What a figure must satisfy; also what [`crate::over_runs`] judges the runs' figures against.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rule {
+    AtLeast(f64),
+    AtMost(f64),
+    /// Both bounds inclusive.
+    Between(f64, f64),
+}
+
+impl Rule {
+    pub fn holds(self, x: f64) -> bool {
+        match self {
+            Rule::AtLeast(t) => x >= t,
+            Rule::AtMost(t) => x <= t,
+            Rule::Between(a, b) => x >= a && x <= b,
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rule::AtLeast(t) => write!(f, "≥ {}", num(*t)),
+            Rule::AtMost(t) => write!(f, "≤ {}", num(*t)),
+            Rule::Between(a, b) => write!(f, "in [{}, {}]", num(*a), num(*b)),
+        }
+    }
+}
+
+fn num(x: f64) -> String {
+    if x.is_infinite() {
+        "∞".into()
+    } else if x == x.round() && x.abs() < 1e6 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// One run's result for one assertion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Pass,
+    Fail,
+    NotObservable,
+}
+
+impl Outcome {
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::NotObservable => "not observable",
+        }
+    }
+}
+
+/// An assertion judged on one run: the figure as an interval, its estimate (the midpoint, what
+/// is judged over runs), the outcome and the evidence in words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunCheck {
+    pub outcome: Outcome,
+    pub lo: f64,
+    pub hi: f64,
+    pub estimate: f64,
+    pub evidence: String,
+}
+
+impl RunCheck {
+    fn judged(rule: Rule, lo: f64, hi: f64, estimate: f64, evidence: String) -> Self {
+        let outcome = if rule.holds(lo) && rule.holds(hi) {
+            Outcome::Pass
+        } else if interval_misses(rule, lo, hi) {
+            Outcome::Fail
+        } else {
+            Outcome::NotObservable
+        };
+        let evidence = if outcome == Outcome::NotObservable { format!("{evidence}; the samples are too coarse to tell") } else { evidence };
+        RunCheck { outcome, lo, hi, estimate, evidence }
+    }
+
+    fn unseen(why: impl Into<String>) -> Self {
+        RunCheck { outcome: Outcome::NotObservable, lo: f64::NAN, hi: f64::NAN, estimate: f64::NAN, evidence: why.into() }
+    }
+}
+
+/// No value in `[lo, hi]` meets the rule.
+fn interval_misses(rule: Rule, lo: f64, hi: f64) -> bool {
+    match rule {
+        Rule::AtLeast(t) => hi < t,
+        Rule::AtMost(t) => lo > t,
+        Rule::Between(a, b) => hi < a || lo > b,
+    }
+}
+
+/// Which gain an assertion reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gain {
+    Pacing,
+    Cwnd,
+}
+
+/// One assertion over a state trace. Section numbers are draft-ietf-ccwg-bbr-06's, as in
+/// `crates/quic-cc/src/bbr.rs`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Assertion {
+    /// §5.3.1.2: STARTUP is left within `rounds` round trips after the bandwidth estimate stops
+    /// growing by 25 % (counted from the first sample within 1/1.25 of the estimate at exit).
+    StartupExitAfterPlateau { rounds: f64 },
+    /// §5.3.2: DRAIN lasts at most `rounds` round trips.
+    DrainAtMost { rounds: f64 },
+    /// Every exit from `from` goes to `to` (and, where the stack shows phases, to `phase`).
+    NextState { from: Mode, to: Mode, phase: Option<Phase> },
+    /// The bandwidth estimate's median over ProbeBW (before any rate step) is within
+    /// `[lo, hi]` × the link rate.
+    BwNearLink { lo: f64, hi: f64 },
+    /// The congestion window never falls below `packets` full-sized packets (§5.6.4.?
+    /// BBRMinPipeCwnd: 4 packets), from the first ACK on.
+    CwndAtLeast { packets: f64 },
+    /// The median gain while in `mode` (and `phase`, if given) is `gain` ± `tolerance`.
+    GainIs { which: Gain, mode: Mode, phase: Option<Phase>, gain: f64, tolerance: f64 },
+    /// The lowest pacing gain seen in ProbeBW (its "drain" phase: v3's DOWN, 0.9) is
+    /// `gain` ± `tolerance`; phases need not be shown.
+    LowestProbeBwGain { gain: f64, tolerance: f64 },
+    /// §5.3.3: ProbeBW goes round its cycle (… → UP → DOWN) at least `cycles` times.
+    ProbeBwCycles { cycles: f64 },
+    /// §5.3.4: PROBE_RTT comes at least every `interval` (+ its 200 ms and 2 rounds) unless a
+    /// lower RTT refreshed min_rtt meanwhile (§5.3.4.3): spans in which min_rtt fell are excused.
+    ProbeRttEvery { interval: Duration },
+    /// §5.3.4.4: PROBE_RTT lasts at least `min` and at most `min` + `rounds` round trips.
+    ProbeRttLasts { min: Duration, rounds: f64 },
+    /// After the path's rate step, the bandwidth estimate comes within `within` (a share) of the
+    /// new rate within `by`.
+    BwFollowsStep { within: f64, by: Duration },
+    /// Bytes lost over bytes delivered, after STARTUP and DRAIN, is at most `share`.
+    LossAtMost { share: f64 },
+}
+
+impl Assertion {
+    /// The rule its figure must meet on this path.
+    pub fn rule(&self, trace: &Trace) -> Rule {
+        match *self {
+            Assertion::StartupExitAfterPlateau { rounds } | Assertion::DrainAtMost { rounds } => Rule::AtMost(rounds),
+            Assertion::NextState { .. } => Rule::AtLeast(1.0),
+            Assertion::BwNearLink { lo, hi } => Rule::Between(lo, hi),
+            Assertion::CwndAtLeast { packets } => Rule::AtLeast(packets),
+            Assertion::GainIs { gain, tolerance, .. } | Assertion::LowestProbeBwGain { gain, tolerance } => Rule::Between(gain - tolerance, gain + tolerance),
+            Assertion::ProbeBwCycles { cycles } => Rule::AtLeast(cycles),
+            Assertion::ProbeRttEvery { interval } => Rule::AtMost((interval + Duration::from_millis(200) + trace.path.rtt * 2).as_secs_f64()),
+            Assertion::ProbeRttLasts { min, rounds } => Rule::Between(min.as_secs_f64(), min.as_secs_f64() + rounds * trace.path.rtt.as_secs_f64()),
+            Assertion::BwFollowsStep { by, .. } => Rule::AtMost(by.as_secs_f64()),
+            Assertion::LossAtMost { share } => Rule::AtMost(share),
+        }
+    }
+
+    /// What it asserts, in words (the figure's unit included).
+    pub fn describe(&self) -> String {
+        match self {
+            Assertion::StartupExitAfterPlateau { rounds } => format!("leaves STARTUP within {rounds} rounds after the bandwidth estimate stops growing 25 %"),
+            Assertion::DrainAtMost { rounds } => format!("DRAIN lasts at most {rounds} rounds"),
+            Assertion::NextState { from, to, phase } => {
+                format!("after {} comes {}{}", from.name(), to.name(), phase.map(|p| format!(" ({})", p.name())).unwrap_or_default())
+            }
+            Assertion::BwNearLink { lo, hi } => format!("bandwidth estimate in ProbeBW within {:.0}–{:.0} % of the link", lo * 100.0, hi * 100.0),
+            Assertion::CwndAtLeast { packets } => format!("cwnd ≥ {packets} packets throughout"),
+            Assertion::GainIs { which, mode, phase, gain, .. } => format!(
+                "{} gain in {}{} is {gain}",
+                match which {
+                    Gain::Pacing => "pacing",
+                    Gain::Cwnd => "cwnd",
+                },
+                mode.name(),
+                phase.map(|p| format!("_{}", p.name())).unwrap_or_default()
+            ),
+            Assertion::LowestProbeBwGain { gain, .. } => format!("lowest pacing gain in PROBE_BW is {gain}"),
+            Assertion::ProbeBwCycles { cycles } => format!("PROBE_BW completes ≥ {cycles} DOWN…UP cycles"),
+            Assertion::ProbeRttEvery { interval } => format!("PROBE_RTT at least every {} s unless min_rtt fell", interval.as_secs_f64()),
+            Assertion::ProbeRttLasts { min, rounds } => format!("PROBE_RTT lasts {} ms to {} ms + {rounds} rounds", min.as_millis(), min.as_millis()),
+            Assertion::BwFollowsStep { within, by } => {
+                format!("bandwidth estimate within {:.0} % of the new rate {} s after the step", within * 100.0, by.as_secs_f64())
+            }
+            Assertion::LossAtMost { share } => format!("loss after STARTUP ≤ {:.1} %", share * 100.0),
+        }
+    }
+
+    /// Judges one run.
+    pub fn check(&self, trace: &Trace) -> RunCheck {
+        let rule = self.rule(trace);
+        if !trace.has(|p| p.mode.is_some()) {
+            return RunCheck::unseen("the stack shows no BBR state");
+        }
+        match *self {
+            Assertion::StartupExitAfterPlateau { .. } => startup_exit(trace, rule),
+            Assertion::DrainAtMost { .. } => drain(trace, rule),
+            Assertion::NextState { from, to, phase } => next_state(trace, rule, from, to, phase),
+            Assertion::BwNearLink { .. } => bw_near_link(trace, rule),
+            Assertion::CwndAtLeast { .. } => cwnd_floor(trace, rule),
+            Assertion::GainIs { which, mode, phase, .. } => gain_is(trace, rule, which, mode, phase),
+            Assertion::LowestProbeBwGain { .. } => lowest_probe_bw_gain(trace, rule),
+            Assertion::ProbeBwCycles { .. } => probe_bw_cycles(trace, rule),
+            Assertion::ProbeRttEvery { .. } => probe_rtt_every(trace, rule),
+            Assertion::ProbeRttLasts { .. } => probe_rtt_lasts(trace, rule),
+            Assertion::BwFollowsStep { within, .. } => bw_follows_step(trace, rule, within),
+            Assertion::LossAtMost { .. } => loss(trace, rule),
+        }
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.0} ms", d.as_secs_f64() * 1e3)
+}
+
+fn mbit(bps: f64) -> String {
+    format!("{:.2} Mbit/s", bps / 1e6)
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
+fn startup_exit(trace: &Trace, rule: Rule) -> RunCheck {
+    if !trace.has(|p| p.bw_bps.is_some()) {
+        return RunCheck::unseen("the stack shows no bandwidth estimate");
+    }
+    let in_startup: Vec<&Point> =
+        trace.points.iter().skip_while(|p| p.mode != Some(Mode::Startup)).take_while(|p| p.mode.is_none_or(|m| m == Mode::Startup)).collect();
+    let Some(exit) = trace.transitions().into_iter().find(|t| t.from == Mode::Startup) else {
+        let end = trace.points.last().map_or(Duration::ZERO, |p| p.t);
+        let rounds = end.as_secs_f64() / trace.round_at(end).as_secs_f64();
+        return RunCheck::judged(rule, rounds, f64::INFINITY, f64::INFINITY, format!("never left STARTUP in {:.1} s ({rounds:.0} rounds)", end.as_secs_f64()));
+    };
+    let bw_exit = in_startup.iter().filter_map(|p| p.bw_bps).fold(0.0, f64::max);
+    let Some(cross) = in_startup.iter().position(|p| p.bw_bps.is_some_and(|b| b >= bw_exit / 1.25)) else {
+        return RunCheck::unseen("no bandwidth estimate sampled in STARTUP");
+    };
+    let t1 = in_startup[cross].t;
+    let t0 = if cross > 0 { in_startup[cross - 1].t } else { t1.saturating_sub(trace.sample_interval) };
+    let round = trace.round_at(exit.before).as_secs_f64();
+    let lo = exit.before.saturating_sub(t1).as_secs_f64() / round;
+    let hi = exit.at.saturating_sub(t0).as_secs_f64() / round;
+    RunCheck::judged(
+        rule,
+        lo,
+        hi,
+        (lo + hi) / 2.0,
+        format!(
+            "estimate reached {} (1/1.25 of {} at exit) at {}; STARTUP → {} at {}: {lo:.1}–{hi:.1} rounds of {}",
+            mbit(bw_exit / 1.25),
+            mbit(bw_exit),
+            ms(t1),
+            exit.to.name(),
+            ms(exit.at),
+            ms(Duration::from_secs_f64(round))
+        ),
+    )
+}
+
+fn drain(trace: &Trace, rule: Rule) -> RunCheck {
+    let ts = trace.transitions();
+    let Some(leave) = ts.iter().find(|t| t.from == Mode::Startup) else {
+        return RunCheck::unseen("never left STARTUP");
+    };
+    let round = trace.round_at(leave.at).as_secs_f64();
+    if leave.to != Mode::Drain {
+        // DRAIN, if any, was shorter than a sample.
+        let hi = (leave.at - leave.before).as_secs_f64() / round;
+        return RunCheck::judged(rule, 0.0, hi, hi / 2.0, format!("STARTUP → {} at {}: DRAIN shorter than a sample", leave.to.name(), ms(leave.at)));
+    }
+    let Some(out) = ts.iter().find(|t| t.from == Mode::Drain && t.before >= leave.before) else {
+        let end = trace.points.last().map_or(Duration::ZERO, |p| p.t);
+        let lo = end.saturating_sub(leave.at).as_secs_f64() / round;
+        return RunCheck::judged(rule, lo, f64::INFINITY, f64::INFINITY, format!("entered DRAIN at {} and never left it", ms(leave.at)));
+    };
+    let lo = out.before.saturating_sub(leave.at).as_secs_f64() / round;
+    let hi = out.at.saturating_sub(leave.before).as_secs_f64() / round;
+    RunCheck::judged(
+        rule,
+        lo,
+        hi,
+        (lo + hi) / 2.0,
+        format!("DRAIN from {} to {} ({}): {lo:.1}–{hi:.1} rounds of {}", ms(leave.at), ms(out.at), out.to.name(), ms(Duration::from_secs_f64(round))),
+    )
+}
+
+fn next_state(trace: &Trace, rule: Rule, from: Mode, to: Mode, phase: Option<Phase>) -> RunCheck {
+    // §5.3.4.3: PROBE_RTT may interrupt any state, so an exit into it says nothing of the
+    // state that comes after `from` (unless PROBE_RTT is what is asserted).
+    let exits: Vec<_> = trace.transitions().into_iter().filter(|t| t.from == from && (t.to != Mode::ProbeRtt || to == Mode::ProbeRtt)).collect();
+    if exits.is_empty() {
+        return RunCheck::unseen(format!("never left {} but into PROBE_RTT", from.name()));
+    }
+    let shows_phases = trace.has(|p| p.phase.is_some());
+    if phase.is_some() && !shows_phases {
+        return RunCheck::unseen(format!("{} → {} seen; the stack shows no ProbeBW phase", from.name(), exits[0].to.name()));
+    }
+    let good = exits.iter().filter(|t| t.to == to && phase.is_none_or(|p| t.to_phase == Some(p))).count();
+    let share = good as f64 / exits.len() as f64;
+    let seen: Vec<String> =
+        exits.iter().take(4).map(|t| format!("{}{} at {}", t.to.name(), t.to_phase.map(|p| format!("_{}", p.name())).unwrap_or_default(), ms(t.at))).collect();
+    RunCheck::judged(rule, share, share, share, format!("{good} of {} exits from {} as asserted: {}", exits.len(), from.name(), seen.join(", ")))
+}
+
+fn before_step(trace: &Trace) -> impl Iterator<Item = &Point> {
+    let step = trace.path.rate_step.map(|(t, _)| t);
+    trace.points.iter().filter(move |p| step.is_none_or(|s| p.t < s))
+}
+
+fn bw_near_link(trace: &Trace, rule: Rule) -> RunCheck {
+    let ratios: Vec<f64> = before_step(trace).filter(|p| p.mode == Some(Mode::ProbeBw)).filter_map(|p| p.bw_bps).map(|b| b / trace.path.rate_bps).collect();
+    let n = ratios.len();
+    let Some(m) = median(ratios) else {
+        return RunCheck::unseen("no bandwidth estimate sampled in PROBE_BW");
+    };
+    RunCheck::judged(
+        rule,
+        m,
+        m,
+        m,
+        format!("median estimate {} over {n} PROBE_BW samples = {:.1} % of the link's {}", mbit(m * trace.path.rate_bps), m * 100.0, mbit(trace.path.rate_bps)),
+    )
+}
+
+fn cwnd_floor(trace: &Trace, rule: Rule) -> RunCheck {
+    let lowest = trace.points.iter().filter(|p| p.mode.is_some()).filter_map(|p| p.cwnd_bytes.map(|c| (p.t, c))).min_by_key(|(_, c)| *c);
+    let Some((t, c)) = lowest else {
+        return RunCheck::unseen("the stack shows no cwnd");
+    };
+    let packets = c as f64 / trace.path.mss as f64;
+    RunCheck::judged(rule, packets, packets, packets, format!("lowest cwnd {c} B = {packets:.1} packets at {}", ms(t)))
+}
+
+fn gain_is(trace: &Trace, rule: Rule, which: Gain, mode: Mode, phase: Option<Phase>) -> RunCheck {
+    if phase.is_some() && !trace.has(|p| p.phase.is_some()) {
+        return RunCheck::unseen("the stack shows no ProbeBW phase");
+    }
+    let gains: Vec<f64> = trace
+        .points
+        .iter()
+        .filter(|p| p.mode == Some(mode) && phase.is_none_or(|ph| p.phase == Some(ph)))
+        .filter_map(|p| match which {
+            Gain::Pacing => p.pacing_gain,
+            Gain::Cwnd => p.cwnd_gain,
+        })
+        .collect();
+    let n = gains.len();
+    let state = format!("{}{}", mode.name(), phase.map(|p| format!("_{}", p.name())).unwrap_or_default());
+    let Some(m) = median(gains) else {
+        return RunCheck::unseen(format!("no gain sampled in {state}"));
+    };
+    RunCheck::judged(rule, m, m, m, format!("median gain {m:.3} over {n} samples in {state}"))
+}
+
+fn lowest_probe_bw_gain(trace: &Trace, rule: Rule) -> RunCheck {
+    let low = trace.points.iter().filter(|p| p.mode == Some(Mode::ProbeBw)).filter_map(|p| p.pacing_gain.map(|g| (p.t, g))).min_by(|a, b| a.1.total_cmp(&b.1));
+    match low {
+        Some((t, g)) if g < 1.0 => RunCheck::judged(rule, g, g, g, format!("lowest PROBE_BW pacing gain {g:.3} at {}", ms(t))),
+        Some(_) => RunCheck::unseen("no PROBE_BW sample caught a gain below 1"),
+        None => RunCheck::unseen("no PROBE_BW gain sampled"),
+    }
+}
+
+fn probe_bw_cycles(trace: &Trace, rule: Rule) -> RunCheck {
+    if !trace.has(|p| p.phase.is_some()) {
+        return RunCheck::unseen("the stack shows no ProbeBW phase");
+    }
+    let phases = trace.phases();
+    let cycles = phases.windows(2).filter(|w| w[0].1 == Phase::Up && w[1].1 == Phase::Down).count() as f64;
+    let order: Vec<&str> = phases.iter().take(8).map(|(_, p)| p.name()).collect();
+    RunCheck::judged(rule, cycles, cycles, cycles, format!("{cycles} UP → DOWN cycles; phases {}", order.join(" → ")))
+}
+
+fn probe_rtt_every(trace: &Trace, rule: Rule) -> RunCheck {
+    let ts = trace.transitions();
+    let Some(left) = ts.iter().find(|t| t.from == Mode::Startup) else {
+        return RunCheck::unseen("never left STARTUP");
+    };
+    if !trace.has(|p| p.rtt.is_some()) {
+        return RunCheck::unseen("the stack shows no RTT");
+    }
+    let end = trace.points.last().map_or(Duration::ZERO, |p| p.t);
+    // §5.3.4.3: only an RTT sample below the current minimum refreshes it and puts PROBE_RTT
+    // off. Seen as the controller's min_rtt falling, or (where it is not shown) as a sampled RTT
+    // below every one sampled before.
+    // The timer's own filter (BBR.probe_rtt_min_delay) is not in the series: either the
+    // controller's min_rtt falling or a sampled RTT below every one sampled before is taken as
+    // a refresh.
+    let refreshed_in = |s: Duration, e: Duration| -> bool {
+        let (before, within): (Vec<&Point>, Vec<&Point>) = trace.points.iter().filter(|p| p.t <= e).partition(|p| p.t <= s);
+        let fell = |field: fn(&Point) -> Option<Duration>| {
+            let floor = before.iter().filter_map(|p| field(p)).min();
+            floor.is_some_and(|f| within.iter().filter_map(|p| field(p)).any(|r| r < f))
+        };
+        fell(|p| p.min_rtt) || fell(|p| p.rtt)
+    };
+    // Spans from leaving STARTUP (or PROBE_RTT) to the next PROBE_RTT or the end of the run.
+    let mut starts = vec![left.at];
+    let mut ends = Vec::new();
+    for t in &ts {
+        if t.to == Mode::ProbeRtt {
+            ends.push(t.at);
+        }
+        if t.from == Mode::ProbeRtt {
+            starts.push(t.at);
+        }
+    }
+    let mut longest = (Duration::ZERO, Duration::ZERO, false);
+    let mut excused = 0;
+    for s in starts {
+        let e = ends.iter().copied().find(|e| *e > s);
+        let stop = e.unwrap_or(end);
+        if refreshed_in(s, stop) {
+            excused += 1;
+            continue;
+        }
+        if stop - s > longest.1 - longest.0 {
+            longest = (s, stop, e.is_some());
+        }
+    }
+    let span = (longest.1 - longest.0).as_secs_f64();
+    if span == 0.0 {
+        return RunCheck::unseen(format!("a lower RTT refreshed min_rtt in every span ({excused}): no PROBE_RTT was due"));
+    }
+    let how = if longest.2 { "next PROBE_RTT" } else { "end of run, no PROBE_RTT" };
+    let sample = trace.sample_interval.as_secs_f64();
+    // A span cut by the end of the run only bounds the gap from below.
+    let hi = if longest.2 { span + sample } else { f64::INFINITY };
+    RunCheck::judged(
+        rule,
+        (span - sample).max(0.0),
+        hi,
+        span,
+        format!("{span:.2} s from {} to {how}; neither min_rtt nor a sampled RTT fell below its floor", ms(longest.0)),
+    )
+}
+
+fn probe_rtt_lasts(trace: &Trace, rule: Rule) -> RunCheck {
+    let ts = trace.transitions();
+    let Some(enter) = ts.iter().find(|t| t.to == Mode::ProbeRtt) else {
+        return RunCheck::unseen("no PROBE_RTT in the run");
+    };
+    let Some(exit) = ts.iter().find(|t| t.from == Mode::ProbeRtt && t.before >= enter.before) else {
+        return RunCheck::unseen("PROBE_RTT not left before the end of the run");
+    };
+    let lo = exit.before.saturating_sub(enter.at).as_secs_f64();
+    let hi = exit.at.saturating_sub(enter.before).as_secs_f64();
+    RunCheck::judged(rule, lo, hi, (lo + hi) / 2.0, format!("PROBE_RTT from {} to {} ({:.0}–{:.0} ms)", ms(enter.at), ms(exit.at), lo * 1e3, hi * 1e3))
+}
+
+fn bw_follows_step(trace: &Trace, rule: Rule, within: f64) -> RunCheck {
+    let Some((at, rate)) = trace.path.rate_step else {
+        return RunCheck::unseen("the path has no rate step");
+    };
+    if !trace.has(|p| p.bw_bps.is_some()) {
+        return RunCheck::unseen("the stack shows no bandwidth estimate");
+    }
+    let end = trace.points.last().map_or(Duration::ZERO, |p| p.t);
+    let hit = trace.points.iter().filter(|p| p.t >= at).find(|p| p.bw_bps.is_some_and(|b| (b / rate - 1.0).abs() <= within));
+    match hit {
+        Some(p) => {
+            let s = p.t.saturating_sub(at).as_secs_f64();
+            let lo = (s - trace.sample_interval.as_secs_f64()).max(0.0);
+            RunCheck::judged(
+                rule,
+                lo,
+                s,
+                s,
+                format!("estimate {} within {:.0} % of the new {} {s:.2} s after the step", mbit(p.bw_bps.unwrap_or(0.0)), within * 100.0, mbit(rate)),
+            )
+        }
+        None => {
+            let last = trace.points.iter().rev().find_map(|p| p.bw_bps).unwrap_or(0.0);
+            let waited = end.saturating_sub(at).as_secs_f64();
+            RunCheck::judged(
+                rule,
+                waited,
+                f64::INFINITY,
+                f64::INFINITY,
+                format!("estimate still {} {waited:.1} s after the step to {}", mbit(last), mbit(rate)),
+            )
+        }
+    }
+}
+
+fn loss(trace: &Trace, rule: Rule) -> RunCheck {
+    let Some(left) = trace.transitions().into_iter().find(|t| t.from == Mode::Drain || (t.from == Mode::Startup && t.to != Mode::Drain)) else {
+        return RunCheck::unseen("never reached PROBE_BW");
+    };
+    let counted: Vec<&Point> = trace.points.iter().filter(|p| p.t >= left.at && p.lost_bytes.is_some() && p.delivered_bytes.is_some()).collect();
+    let (Some(a), Some(b)) = (counted.first(), counted.last()) else {
+        return RunCheck::unseen("the stack shows no loss and delivery counters");
+    };
+    let lost = b.lost_bytes.unwrap_or(0).saturating_sub(a.lost_bytes.unwrap_or(0)) as f64;
+    let delivered = b.delivered_bytes.unwrap_or(0).saturating_sub(a.delivered_bytes.unwrap_or(0)) as f64;
+    if delivered == 0.0 {
+        return RunCheck::unseen("nothing delivered after STARTUP");
+    }
+    let share = lost / (lost + delivered);
+    RunCheck::judged(rule, share, share, share, format!("{:.2} % of {:.1} MB lost after {}", share * 100.0, (lost + delivered) / 1e6, ms(left.at)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::PathFacts;
+
+    fn trace(modes: &[(u64, Mode, Option<Phase>)]) -> Trace {
+        let points = modes
+            .iter()
+            .map(|&(t, m, ph)| Point { t: Duration::from_millis(t), mode: Some(m), phase: ph, pacing_gain: Some(1.0), ..Point::default() })
+            .collect();
+        Trace {
+            path: PathFacts { rate_bps: 10e6, rtt: Duration::from_millis(40), mss: 1448, rate_step: None },
+            sample_interval: Duration::from_millis(10),
+            points,
+        }
+    }
+
+    /// Kernel BBR shows no phase: what needs one is not observable, never a pass.
+    #[test]
+    fn what_a_stack_cannot_show_is_not_observable() {
+        let t = trace(&[(0, Mode::Startup, None), (10, Mode::Drain, None), (20, Mode::ProbeBw, None), (30, Mode::ProbeRtt, None), (40, Mode::ProbeBw, None)]);
+        for a in [
+            Assertion::ProbeBwCycles { cycles: 1.0 },
+            Assertion::NextState { from: Mode::ProbeRtt, to: Mode::ProbeBw, phase: Some(Phase::Cruise) },
+            Assertion::GainIs { which: Gain::Pacing, mode: Mode::ProbeBw, phase: Some(Phase::Up), gain: 1.25, tolerance: 0.01 },
+            Assertion::BwNearLink { lo: 0.8, hi: 1.05 },
+        ] {
+            assert_eq!(a.check(&t).outcome, Outcome::NotObservable, "{}", a.describe());
+        }
+        assert_eq!(Assertion::NextState { from: Mode::ProbeRtt, to: Mode::ProbeBw, phase: None }.check(&t).outcome, Outcome::Pass);
+    }
+
+    /// §5.3.4.3: PROBE_RTT may interrupt any state; the state after STARTUP is the one it
+    /// leaves to otherwise.
+    #[test]
+    fn an_exit_into_probe_rtt_does_not_count_as_the_next_state() {
+        let t = trace(&[(0, Mode::Startup, None), (10, Mode::ProbeRtt, None), (20, Mode::Startup, None), (30, Mode::Drain, None)]);
+        let a = Assertion::NextState { from: Mode::Startup, to: Mode::Drain, phase: None };
+        assert_eq!(a.check(&t).outcome, Outcome::Pass, "{}", a.check(&t).evidence);
+        let t = trace(&[(0, Mode::Startup, None), (10, Mode::ProbeBw, None)]);
+        assert_eq!(a.check(&t).outcome, Outcome::Fail);
+    }
+
+    /// A DRAIN seen in 2 samples 10 ms apart at a 40 ms RTT: 0.25–0.75 rounds, a pass for ≤ 4;
+    /// against ≤ 0.5 the samples cannot tell.
+    #[test]
+    fn a_figure_is_the_interval_the_samples_allow() {
+        let t = trace(&[(0, Mode::Startup, None), (10, Mode::Drain, None), (20, Mode::Drain, None), (30, Mode::ProbeBw, None)]);
+        let c = Assertion::DrainAtMost { rounds: 4.0 }.check(&t);
+        assert_eq!((c.outcome, c.lo, c.hi), (Outcome::Pass, 0.25, 0.75));
+        assert_eq!(Assertion::DrainAtMost { rounds: 0.5 }.check(&t).outcome, Outcome::NotObservable);
+        assert_eq!(Assertion::DrainAtMost { rounds: 0.2 }.check(&t).outcome, Outcome::Fail);
+    }
+}

@@ -1,0 +1,148 @@
+//! A connection's sampled congestion state as a qlog file: the IETF qlog main schema with the
+//! QUIC event definitions, serialised as JSON-SEQ (`.sqlog`, RFC 7464: each record is RS, a
+//! JSON text, LF), which qvis and other qlog tools open.
+//!
+//! Written in the 0.3 format of draft-ietf-quic-qlog-main-schema-03/-04 and
+//! draft-ietf-quic-qlog-quic-events-02/-03 (`qlog_version` "0.3", `qlog_format` "JSON-SEQ"),
+//! the version qvis reads. Events, from ccbench's 10 ms samples of the sending connection (so
+//! their times are the sample's, not the packet's):
+//! * `recovery:metrics_updated` — cwnd, bytes in flight, RTTs, pacing rate, when any changed;
+//! * `recovery:congestion_state_updated` — each change of BBR's state (`PROBE_BW_UP`, …);
+//! * `recovery:packet_lost` — one per packet counted lost since the previous sample (no packet
+//!   number: the sample does not carry it, and every field of the event is optional).
+
+use serde_json::{json, Map, Value};
+use std::time::Duration;
+
+/// The record separator that starts every JSON-SEQ record (RFC 7464 §2.2).
+pub const RS: char = '\u{1e}';
+
+/// One sample of a QUIC connection's sender.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sample {
+    /// Since the connection's first sample.
+    pub t: Duration,
+    pub cwnd_bytes: Option<u64>,
+    pub bytes_in_flight: Option<u64>,
+    pub smoothed_rtt: Option<Duration>,
+    pub latest_rtt: Option<Duration>,
+    pub min_rtt: Option<Duration>,
+    pub pacing_rate_bps: Option<u64>,
+    /// The controller's state as the series name it (`STARTUP`, `PROBE_BW_UP`, …).
+    pub state: Option<String>,
+    /// Packets declared lost so far (cumulative).
+    pub lost_packets: u64,
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// The whole `.sqlog` file for one connection.
+pub fn write(title: &str, vantage_point: &str, samples: &[Sample]) -> String {
+    let header = json!({
+        "qlog_version": "0.3",
+        "qlog_format": "JSON-SEQ",
+        "title": title,
+        "description": "ccbench: the sending connection's congestion controller, sampled every sample interval",
+        "trace": {
+            "vantage_point": { "type": vantage_point, "name": "ccbench" },
+            "common_fields": { "protocol_type": ["QUIC"], "time_format": "relative", "reference_time": 0 },
+        },
+    });
+    let mut out = String::new();
+    push(&mut out, &header);
+    let mut last_metrics = Map::new();
+    let mut last_state: Option<&str> = None;
+    let mut lost = samples.first().map_or(0, |s| s.lost_packets);
+    for s in samples {
+        let time = ms(s.t);
+        let mut metrics = Map::new();
+        let mut put = |k: &str, v: Option<Value>| {
+            if let Some(v) = v {
+                metrics.insert(k.into(), v);
+            }
+        };
+        put("congestion_window", s.cwnd_bytes.map(Value::from));
+        put("bytes_in_flight", s.bytes_in_flight.map(Value::from));
+        put("smoothed_rtt", s.smoothed_rtt.map(|d| json!(ms(d))));
+        put("latest_rtt", s.latest_rtt.map(|d| json!(ms(d))));
+        put("min_rtt", s.min_rtt.map(|d| json!(ms(d))));
+        put("pacing_rate", s.pacing_rate_bps.map(Value::from));
+        let changed: Map<String, Value> = metrics.iter().filter(|(k, v)| last_metrics.get(*k) != Some(*v)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        if !changed.is_empty() {
+            push(&mut out, &json!({ "time": time, "name": "recovery:metrics_updated", "data": changed }));
+            last_metrics = metrics;
+        }
+        if let Some(state) = s.state.as_deref().filter(|st| !st.is_empty()) {
+            if last_state != Some(state) {
+                let mut data = json!({ "new": state });
+                if let Some(old) = last_state {
+                    data["old"] = json!(old);
+                }
+                push(&mut out, &json!({ "time": time, "name": "recovery:congestion_state_updated", "data": data }));
+                last_state = Some(state);
+            }
+        }
+        for _ in lost..s.lost_packets {
+            push(&mut out, &json!({ "time": time, "name": "recovery:packet_lost", "data": { "trigger": "reordering_threshold_or_time" } }));
+        }
+        lost = lost.max(s.lost_packets);
+    }
+    out
+}
+
+fn push(out: &mut String, v: &Value) {
+    out.push(RS);
+    out.push_str(&v.to_string());
+    out.push('\n');
+}
+
+/// Reads a `.sqlog` back: its records, each parsed as JSON. An error names the bad record.
+pub fn parse(text: &str) -> Result<Vec<Value>, String> {
+    if !text.starts_with(RS) {
+        return Err("a JSON-SEQ file starts with the record separator 0x1E".into());
+    }
+    text.split(RS).skip(1).enumerate().map(|(i, rec)| serde_json::from_str(rec.trim_end_matches('\n')).map_err(|e| format!("record {i}: {e}"))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_json_seq_with_a_header_and_quic_recovery_events() {
+        let s = |t: u64, state: &str, lost: u64, cwnd: u64| Sample {
+            t: Duration::from_millis(t),
+            cwnd_bytes: Some(cwnd),
+            bytes_in_flight: Some(cwnd / 2),
+            smoothed_rtt: Some(Duration::from_millis(41)),
+            latest_rtt: Some(Duration::from_millis(40)),
+            min_rtt: Some(Duration::from_millis(40)),
+            pacing_rate_bps: Some(10_000_000),
+            state: Some(state.into()),
+            lost_packets: lost,
+        };
+        let text = write("t", "server", &[s(0, "STARTUP", 0, 12_000), s(10, "STARTUP", 0, 12_000), s(20, "DRAIN", 2, 24_000)]);
+        assert!(text.ends_with('\n'));
+        let recs = parse(&text).unwrap();
+        assert_eq!(recs[0]["qlog_format"], "JSON-SEQ");
+        assert_eq!(recs[0]["qlog_version"], "0.3");
+        let names: Vec<&str> = recs[1..].iter().map(|r| r["name"].as_str().unwrap()).collect();
+        // The unchanged sample at 10 ms adds nothing; two packets lost at 20 ms.
+        assert_eq!(
+            names,
+            [
+                "recovery:metrics_updated",
+                "recovery:congestion_state_updated",
+                "recovery:metrics_updated",
+                "recovery:congestion_state_updated",
+                "recovery:packet_lost",
+                "recovery:packet_lost"
+            ]
+        );
+        assert_eq!(recs[4]["data"], json!({ "old": "STARTUP", "new": "DRAIN" }));
+        assert_eq!(recs[3]["data"], json!({ "congestion_window": 24_000, "bytes_in_flight": 12_000 }));
+        assert!(parse("{}").is_err());
+    }
+}

@@ -1,0 +1,173 @@
+//! One run's state series, whatever the stack: QUIC BBR's full state or kernel BBR's
+//! TCP_CC_INFO (mode inferred from its gains). A field a stack does not report is `None` in
+//! every point, and an assertion that needs it is then *not observable*.
+
+use std::time::Duration;
+
+/// BBR's coarse state (draft-ietf-ccwg-bbr §4.3's state machine), as the series name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    Startup,
+    Drain,
+    ProbeBw,
+    ProbeRtt,
+}
+
+impl Mode {
+    /// `STARTUP`, `DRAIN`, `PROBE_BW` (also `PROBE_BW_<PHASE>`) or `PROBE_RTT`; anything else
+    /// (an unknown mode, before the first ACK) is `None`.
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "STARTUP" => Some(Mode::Startup),
+            "DRAIN" => Some(Mode::Drain),
+            "PROBE_RTT" => Some(Mode::ProbeRtt),
+            s if s.starts_with("PROBE_BW") => Some(Mode::ProbeBw),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Startup => "STARTUP",
+            Mode::Drain => "DRAIN",
+            Mode::ProbeBw => "PROBE_BW",
+            Mode::ProbeRtt => "PROBE_RTT",
+        }
+    }
+}
+
+/// ProbeBW's phase (§4.3.3): only BBRv2/v3 have them, and only QUIC's series show them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Phase {
+    Down,
+    Cruise,
+    Refill,
+    Up,
+}
+
+impl Phase {
+    pub fn parse(s: &str) -> Option<Phase> {
+        match s.trim_start_matches("PROBE_BW_") {
+            "DOWN" => Some(Phase::Down),
+            "CRUISE" => Some(Phase::Cruise),
+            "REFILL" => Some(Phase::Refill),
+            "UP" => Some(Phase::Up),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Down => "DOWN",
+            Phase::Cruise => "CRUISE",
+            Phase::Refill => "REFILL",
+            Phase::Up => "UP",
+        }
+    }
+}
+
+/// One sample of the controller's state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Point {
+    /// Since the flow started.
+    pub t: Duration,
+    pub mode: Option<Mode>,
+    pub phase: Option<Phase>,
+    /// The bandwidth estimate: QUIC BBR's `max_bw`, kernel BBR's `bw` (bits/s).
+    pub bw_bps: Option<f64>,
+    pub pacing_gain: Option<f64>,
+    pub cwnd_gain: Option<f64>,
+    pub cwnd_bytes: Option<u64>,
+    pub inflight_bytes: Option<u64>,
+    /// The sender's RTT (smoothed for TCP, the latest sample for QUIC).
+    pub rtt: Option<Duration>,
+    /// The controller's own min_rtt estimate (BBR.min_rtt).
+    pub min_rtt: Option<Duration>,
+    /// The latest delivery-rate sample (bits/s).
+    pub delivery_rate_bps: Option<f64>,
+    /// Bytes declared lost so far (cumulative).
+    pub lost_bytes: Option<u64>,
+    /// Bytes acknowledged so far (cumulative).
+    pub delivered_bytes: Option<u64>,
+}
+
+/// What the run's path was: the figures assertions are judged against.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PathFacts {
+    /// The bottleneck rate at the start (bits/s).
+    pub rate_bps: f64,
+    /// The base round-trip time (propagation only).
+    pub rtt: Duration,
+    /// Bytes per full-sized packet, for "packets" in assertions.
+    pub mss: u64,
+    /// A rate change during the run: at this time, to this rate (bits/s).
+    pub rate_step: Option<(Duration, f64)>,
+}
+
+impl PathFacts {
+    pub fn bdp_bytes(&self) -> f64 {
+        self.rate_bps / 8.0 * self.rtt.as_secs_f64()
+    }
+}
+
+/// The state series of one run of one controller.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trace {
+    pub path: PathFacts,
+    /// How far apart the points are: the time resolution of everything seen in the trace.
+    pub sample_interval: Duration,
+    pub points: Vec<Point>,
+}
+
+/// A state change seen between two samples: it happened in `(before, at]`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Transition {
+    pub before: Duration,
+    pub at: Duration,
+    pub from: Mode,
+    pub to: Mode,
+    /// The phase entered, when the stack shows phases.
+    pub to_phase: Option<Phase>,
+}
+
+impl Trace {
+    /// Mode changes in time order (points without a mode are skipped).
+    pub fn transitions(&self) -> Vec<Transition> {
+        let mut out = Vec::new();
+        let mut last: Option<(Duration, Mode)> = None;
+        for p in &self.points {
+            let Some(m) = p.mode else { continue };
+            if let Some((t, from)) = last {
+                if from != m {
+                    out.push(Transition { before: t, at: p.t, from, to: m, to_phase: p.phase });
+                }
+            }
+            last = Some((p.t, m));
+        }
+        out
+    }
+
+    /// Phase changes within ProbeBW, in time order: `(time, phase)` for each new phase.
+    pub fn phases(&self) -> Vec<(Duration, Phase)> {
+        let mut out: Vec<(Duration, Phase)> = Vec::new();
+        for p in &self.points {
+            if let (Some(Mode::ProbeBw), Some(ph)) = (p.mode, p.phase) {
+                if out.last().is_none_or(|(_, last)| *last != ph) {
+                    out.push((p.t, ph));
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether any point has this field.
+    pub fn has(&self, field: impl Fn(&Point) -> bool) -> bool {
+        self.points.iter().any(field)
+    }
+
+    /// A round trip's length near `t`: the sender's own RTT there if it reports one, else the
+    /// path's base RTT. Rounds are counted in these (the series do not carry BBR's round count).
+    pub fn round_at(&self, t: Duration) -> Duration {
+        self.points.iter().take_while(|p| p.t <= t).filter_map(|p| p.rtt).last().unwrap_or(self.path.rtt).max(self.path.rtt)
+    }
+}
