@@ -11,6 +11,7 @@
 //! All timing lives in the link model; this crate only moves bytes and keeps the clock.
 
 pub mod access;
+pub mod ecn;
 mod forward;
 #[doc(hidden)]
 pub mod fuzzing;

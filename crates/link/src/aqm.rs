@@ -56,6 +56,8 @@ pub struct Queued<P> {
     pub flow: u64,
     /// Its ECN codepoint; an AQM that marks sets [`Ecn::Ce`] through [`Drops::mark`].
     pub ecn: Ecn,
+    /// This buffer marked it CE ([`Drops::mark`]).
+    pub marked: bool,
 }
 
 /// Where a discipline puts the packets it drops after accepting them (CoDel at dequeue,
@@ -82,6 +84,7 @@ impl<P> Drops<'_, P> {
         }
         if q.ecn != Ecn::Ce {
             q.ecn = Ecn::Ce;
+            q.marked = true;
             self.stats.ce_marks += 1;
             self.stats.bytes_ce_marked += u64::from(q.len);
         }

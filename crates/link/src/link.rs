@@ -71,6 +71,8 @@ pub struct Delivery<P> {
     /// Its ECN codepoint on leaving: as it arrived, or CE when the AQM marked it, or what an
     /// [`crate::EcnFault`] made of it. The caller writes it back into the packet.
     pub ecn: Ecn,
+    /// The AQM marked it CE (counted in [`LinkStats::ce_marks`]).
+    pub marked: bool,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
@@ -118,6 +120,7 @@ struct InService<P> {
     len: u32,
     arrived_at: Instant,
     ecn: Ecn,
+    marked: bool,
     start: Instant,
     /// `Instant::MAX` for a server stalled behind a zero rate: it never finishes.
     finish: Instant,
@@ -262,7 +265,7 @@ impl<P> Link<P> {
         // idle server means an empty queue: the packet passes straight
         // through the buffer (and the AQM, which sees a zero sojourn).
         let mut drops = Drops { stats: &mut self.stats, out: &mut self.dropped };
-        if let Err((q, cause)) = self.aqm.enqueue(now, Queued { packet, len, arrived_at: now, flow, ecn }, idle, &mut drops) {
+        if let Err((q, cause)) = self.aqm.enqueue(now, Queued { packet, len, arrived_at: now, flow, ecn, marked: false }, idle, &mut drops) {
             self.stats.count_drop(cause, len);
             return Err(Dropped { packet: q.packet, cause, arrived_at: now, len });
         }
@@ -466,7 +469,10 @@ impl<P> Link<P> {
         let delivered_at = self.delivery_time(s.finish, self.delay, s.jitter);
         self.last_delivered = self.last_delivered.max(delivered_at);
         self.seq += 1;
-        self.delay_line.push(self.seq, Delivery { packet: s.packet, len: s.len, arrived_at: s.arrived_at, service_start: s.start, delivered_at, ecn: s.ecn });
+        self.delay_line.push(
+            self.seq,
+            Delivery { packet: s.packet, len: s.len, arrived_at: s.arrived_at, service_start: s.start, delivered_at, ecn: s.ecn, marked: s.marked },
+        );
         self.start_next(s.finish);
     }
 
@@ -476,7 +482,8 @@ impl<P> Link<P> {
             Some(w) => {
                 let finish = self.pacer.finish_time(w.len, now);
                 let jitter = self.jitter.sample();
-                self.server = Some(InService { packet: w.packet, len: w.len, arrived_at: w.arrived_at, ecn: w.ecn, start: now, finish, jitter });
+                self.server =
+                    Some(InService { packet: w.packet, len: w.len, arrived_at: w.arrived_at, ecn: w.ecn, marked: w.marked, start: now, finish, jitter });
             }
             None => self.pacer.idle(),
         }

@@ -25,7 +25,6 @@ use serde::{Deserialize, Serialize};
 
 use super::{Aqm, AqmConfig, Drops, Fifo, Queued};
 use crate::config::{Buffer, LinkConfigError};
-use crate::ecn::Ecn;
 use crate::link::DropCause;
 use crate::time::{Duration, Instant};
 
@@ -330,6 +329,7 @@ impl<P> Aqm<P> for DualPi2Queue<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ecn::Ecn;
     use crate::link::LinkStats;
     use std::collections::VecDeque;
 
@@ -345,7 +345,7 @@ mod tests {
     }
 
     fn pkt(id: u32, ecn: Ecn, arrived: Duration) -> Queued<u32> {
-        Queued { packet: id, len: 1500, arrived_at: at(arrived), flow: 0, ecn }
+        Queued { packet: id, len: 1500, arrived_at: at(arrived), flow: 0, ecn, marked: false }
     }
 
     struct Sink {

@@ -307,12 +307,12 @@ mod tests {
         let mut out = std::collections::VecDeque::new();
         let mut drops = Drops { stats: &mut stats, out: &mut out };
         for _ in 0..3 {
-            q.fifo.push(Queued { packet: (), len: 1500, arrived_at: at(Duration::ZERO), flow: 0, ecn: crate::Ecn::NotEct });
+            q.fifo.push(Queued { packet: (), len: 1500, arrived_at: at(Duration::ZERO), flow: 0, ecn: crate::Ecn::NotEct, marked: false });
         }
         q.state = PieState { drop_prob: p, current_qdelay: 100 * MS, qdelay_old: 100 * MS, burst_allowance: Duration::ZERO };
         let mut dropped = 0;
         for _ in 0..n {
-            let pkt = Queued { packet: (), len: 1500, arrived_at: at(MS), flow: 0, ecn: codepoint };
+            let pkt = Queued { packet: (), len: 1500, arrived_at: at(MS), flow: 0, ecn: codepoint, marked: false };
             match q.enqueue(at(MS), pkt, false, &mut drops) {
                 Ok(()) => {
                     q.fifo.pop();
