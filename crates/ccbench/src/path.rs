@@ -105,7 +105,11 @@ pub fn check_ecn(o: &PathOpts) -> Result<(), crate::error::UsageError> {
         ));
     }
     if ecn == EcnArg::Accecn && !ccbench_emu::kernel_has_accecn() {
-        return Err(crate::error::UsageError::new("--ecn", ecn, "off or on: this kernel has no Accurate ECN (no net.ipv4.tcp_ecn_option; Linux 6.18 or later)"));
+        return Err(crate::error::UsageError::new(
+            "--ecn",
+            ecn,
+            "off or on: this kernel has no Accurate ECN (no net.ipv4.tcp_ecn_option; Linux 6.18 or later)",
+        ));
     }
     Ok(())
 }

@@ -49,7 +49,17 @@ const SPEC_JSON: &str = r#"{"down":{"rate":{"bits_per_sec":8000000},"delay_ns":1
 
 #[test]
 fn a_path_spec_serializes_as_it_always_has() {
-    let spec = PathSpec { down: down(), up: up(), mtu: 1500, seed: 42, sample_interval_us: 250_000, offload: false, batch_us: 25, access: Vec::new(), tcp_ecn: Default::default() };
+    let spec = PathSpec {
+        down: down(),
+        up: up(),
+        mtu: 1500,
+        seed: 42,
+        sample_interval_us: 250_000,
+        offload: false,
+        batch_us: 25,
+        access: Vec::new(),
+        tcp_ecn: Default::default(),
+    };
     let json = serde_json::to_string(&spec).expect("serializes");
     assert_eq!(json, SPEC_JSON);
     let back: PathSpec = serde_json::from_str(&json).expect("deserializes");

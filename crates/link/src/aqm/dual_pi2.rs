@@ -381,7 +381,7 @@ mod tests {
         let mut s = Sink::new();
         // A classic packet waiting 25 ms at the first update: p' = alpha·(0.025 − 0.015) +
         // beta·(0.025 − 0) = 0.0016 + 0.08.
-        d.enqueue(at(0 * MS), pkt(0, Ecn::NotEct, Duration::ZERO), false, &mut s.drops()).unwrap();
+        d.enqueue(at(Duration::ZERO), pkt(0, Ecn::NotEct, Duration::ZERO), false, &mut s.drops()).unwrap();
         d.update(at(25 * MS));
         let p1 = 0.16 * 0.010 + 3.2 * 0.025;
         assert!((d.base_prob() - p1).abs() < 1e-12, "{}", d.base_prob());

@@ -7,7 +7,10 @@ use crate::ecn::{Ecn, EcnFault};
 /// 12 Mbit/s (1 ms per 1500 B packet), two arrivals per ms from t = 0, every packet carrying
 /// `ecn(id)`: a queue growing by one packet per ms, as in the CoDel tests. Returns the link and
 /// (ms of service start, id) of each packet delivered CE, and (ms, id) of each AQM drop.
-fn two_x(aqm: Aqm, ms: u64, ecn: impl Fn(u64) -> Ecn) -> (Link<u64>, Vec<(u64, u64)>, Vec<(u64, u64)>) {
+/// (ms, packet id) pairs.
+type Events = Vec<(u64, u64)>;
+
+fn two_x(aqm: Aqm, ms: u64, ecn: impl Fn(u64) -> Ecn) -> (Link<u64>, Events, Events) {
     let mut l = Link::new(DirectionConfig { rate: Rate::mbps(12), aqm, ..Default::default() }, 0);
     let (mut marks, mut drops) = (Vec::new(), Vec::new());
     for m in 0..ms {
