@@ -311,6 +311,7 @@ fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) ->
         offload: cell.offload,
         batch_us: ccbench_emu::DEFAULT_BATCH_US,
         access: Vec::new(),
+        tcp_ecn: Default::default(),
     };
     let epoch = Instant::now();
     let path = EmulatedPath::start(&spec, epoch)?;

@@ -12,9 +12,9 @@ use std::path::PathBuf;
 
 use crate::error::UsageError;
 use crate::values::{
-    AqmSpec, AtChange, BufferSpec, CcList, Delay, DirectionArg, EmulatorBatch, ExpectArg, Expected, FlowsSpec, IdleTimeout, JitterSpec, ListenAddr, LossSpec,
-    MaxClients, MaxDuration, MaxRuns, MaxTestsPerMinute, MinEffect, Mtu, PolicerSpec, QuicReceiverCc, Rate, RemoteAddr, Rtt, RunDuration, RunsSpec,
-    SampleInterval, Shard, Size, Stagger, Timeout, TraceFile,
+    AqmSpec, AtChange, BufferSpec, CcList, Delay, DirectionArg, EcnArg, EcnFaultSpec, EmulatorBatch, ExpectArg, Expected, FlowsSpec, IdleTimeout, JitterSpec,
+    ListenAddr, LossSpec, MaxClients, MaxDuration, MaxRuns, MaxTestsPerMinute, MinEffect, Mtu, PolicerSpec, QuicReceiverCc, Rate, RemoteAddr, Rtt, RunDuration,
+    RunsSpec, SampleInterval, Shard, Size, Stagger, Timeout, TraceFile,
 };
 use ccbench_record::workloads::{WorkloadFlags, WorkloadKind};
 pub use ccbench_workload::flags::Layer;
@@ -266,9 +266,10 @@ layer! {
         /// Policer from client to server (overrides --policer).
         #[arg(long, allow_hyphen_values = true)]
         pub policer_up: Option<PolicerSpec>,
-        /// Queue management at the bottleneck: droptail, codel[:target=5ms,interval=100ms],
-        /// pie[:target=15ms,tupdate=15ms,alpha=0.125,beta=1.25,max_burst=150ms] or
-        /// fq_codel[:target=5ms,interval=100ms,flows=1024,quantum=MTU] (see docs/aqm.md).
+        /// Queue management at the bottleneck: droptail, codel[:target=5ms,interval=100ms,…],
+        /// pie[:target=15ms,tupdate=15ms,alpha=0.125,beta=1.25,max_burst=150ms,…],
+        /// fq_codel[:target=5ms,interval=100ms,flows=1024,quantum=MTU,…] or
+        /// dualpi2[:k=2,step=1ms,target=15ms,…] (see docs/aqm.md and docs/ecn.md).
         #[arg(long, allow_hyphen_values = true, default_value = "droptail")]
         pub aqm: Option<AqmSpec>,
         /// Queue management from server to client (overrides --aqm).
@@ -277,6 +278,21 @@ layer! {
         /// Queue management from client to server (overrides --aqm).
         #[arg(long, allow_hyphen_values = true)]
         pub aqm_up: Option<AqmSpec>,
+        /// ECN at the TCP endpoints (net.ipv4.tcp_ecn in the run's namespaces, never the host's):
+        /// off, on (RFC 3168) or accecn (Accurate ECN, where the kernel has it). on and accecn
+        /// also make every AQM that can mark do so (ecn=on); see docs/ecn.md.
+        #[arg(long, value_enum)]
+        pub ecn: Option<EcnArg>,
+        /// A fault of the path on the ECN field, before the buffer: bleach (ECT cleared),
+        /// ce-all (CE on every packet) or drop-ect (ECN-capable packets dropped).
+        #[arg(long, allow_hyphen_values = true)]
+        pub ecn_fault: Option<EcnFaultSpec>,
+        /// ECN fault from server to client (overrides --ecn-fault).
+        #[arg(long, allow_hyphen_values = true)]
+        pub ecn_fault_down: Option<EcnFaultSpec>,
+        /// ECN fault from client to server (overrides --ecn-fault).
+        #[arg(long, allow_hyphen_values = true)]
+        pub ecn_fault_up: Option<EcnFaultSpec>,
         /// MTU of the emulated link in bytes.
         #[arg(long, default_value = "1500")]
         pub mtu: Option<Mtu>,

@@ -625,7 +625,17 @@ mod tests {
             buffer: Buffer::Bytes(25_000),
             ..Default::default()
         };
-        PathSpec { down: dir(5), up: dir(5), mtu: 1500, seed: 7, sample_interval_us: 10_000, offload: true, batch_us: 25, access: Vec::new() }
+        PathSpec {
+            down: dir(5),
+            up: dir(5),
+            mtu: 1500,
+            seed: 7,
+            sample_interval_us: 10_000,
+            offload: true,
+            batch_us: 25,
+            access: Vec::new(),
+            tcp_ecn: Default::default(),
+        }
     }
 
     fn workload(cc: &str) -> WorkloadSpec {

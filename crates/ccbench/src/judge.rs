@@ -105,6 +105,9 @@ fn of_run(metric: Metric, m: &RunMetrics, group: Option<&str>) -> Option<f64> {
         (Metric::LockOnBw, _) => m.lock_on_bw_bps,
         (Metric::CompletionTime, _) => m.completion_time_s,
         (Metric::PageLoad, _) => m.completion_time_s.filter(|_| m.html_ttfb_s.is_some()),
+        (Metric::QueueP95, _) => m.queue_delay_p95_ms,
+        (Metric::Drops, _) => m.drops_buffer.zip(m.drops_aqm).map(|(b, a)| (b + a) as f64),
+        (Metric::CeMarks, _) => m.ce_marks.map(|c| c as f64),
     }
 }
 

@@ -46,11 +46,21 @@ pub fn build(o: &PathOpts, seed: u64, sample_interval_us: u64) -> PathSpec {
     let jitter = each(&o.jitter, &o.jitter_down, &o.jitter_up);
     let policer = each(&o.policer, &o.policer_down, &o.policer_up);
     let mtu = o.mtu.unwrap_or_default().0;
-    let aqm = each(&o.aqm, &o.aqm_down, &o.aqm_up).map(|a| match a.unwrap_or_default().0 {
-        // RFC 8290's quantum is one MTU: the link's, unless the flag named one.
-        ccbench_link::Aqm::FqCodel(f) => ccbench_link::Aqm::FqCodel(ccbench_link::FqCodel { quantum: f.quantum.or(Some(mtu)), ..f }),
-        other => other,
+    let ecn = o.ecn.unwrap_or_default();
+    let aqm = each(&o.aqm, &o.aqm_down, &o.aqm_up).map(|a| {
+        let mut aqm = match a.unwrap_or_default().0 {
+            // RFC 8290's quantum is one MTU: the link's, unless the flag named one.
+            ccbench_link::Aqm::FqCodel(f) => ccbench_link::Aqm::FqCodel(ccbench_link::FqCodel { quantum: f.quantum.or(Some(mtu)), ..f }),
+            other => other,
+        };
+        // ECN at the endpoints means marking in the queues that can (check_ecn refused the
+        // rest before we got here).
+        if ecn != crate::values::EcnArg::Off {
+            aqm.enable_ecn();
+        }
+        aqm
     });
+    let ecn_fault = each(&o.ecn_fault, &o.ecn_fault_down, &o.ecn_fault_up);
     let direction = |i: usize| DirectionConfig {
         rate: rate[i],
         delay_ns: ccbench_link::time::Duration::from_nanos(delay_ns[i]),
@@ -61,6 +71,7 @@ pub fn build(o: &PathOpts, seed: u64, sample_interval_us: u64) -> PathSpec {
         jitter: jitter[i].unwrap_or_default().0,
         policer: policer[i].map(|p| p.0),
         aqm: aqm[i],
+        ecn_fault: ecn_fault[i].map(|f| f.0),
     };
     PathSpec {
         down: direction(0),
@@ -72,7 +83,35 @@ pub fn build(o: &PathOpts, seed: u64, sample_interval_us: u64) -> PathSpec {
         batch_us: o.emulator_batch.unwrap_or_default().0 / 1000,
         // Per-flow access links come from --flows, when the run is planned (spec.rs).
         access: Vec::new(),
+        tcp_ecn: ecn.tcp_ecn(),
     }
+}
+
+/// `--ecn on|accecn` needs a queue that can mark (or a fault that rewrites the field), and
+/// `accecn` a kernel with Accurate ECN: refused in one line before anything is built.
+pub fn check_ecn(o: &PathOpts) -> Result<(), crate::error::UsageError> {
+    use crate::values::EcnArg;
+    let ecn = o.ecn.unwrap_or_default();
+    if ecn == EcnArg::Off {
+        return Ok(());
+    }
+    let aqms = each(&o.aqm, &o.aqm_down, &o.aqm_up).map(|a| a.unwrap_or_default().0);
+    let faults = each(&o.ecn_fault, &o.ecn_fault_down, &o.ecn_fault_up);
+    if aqms.iter().all(|a| !a.clone().enable_ecn()) && faults.iter().all(Option::is_none) {
+        return Err(crate::error::UsageError::new(
+            "--ecn",
+            ecn,
+            format!("off with --aqm {} (it cannot mark): an AQM that marks, codel, pie, fq_codel or dualpi2, or an --ecn-fault", aqms[0].name()),
+        ));
+    }
+    if ecn == EcnArg::Accecn && !ccbench_emu::kernel_has_accecn() {
+        return Err(crate::error::UsageError::new(
+            "--ecn",
+            ecn,
+            "off or on: this kernel has no Accurate ECN (no net.ipv4.tcp_ecn_option; Linux 6.18 or later)",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -230,6 +230,7 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
             Contest::Algorithms { algorithms, workload }
         }
     };
+    crate::path::check_ecn(&o.path)?;
     let seed = o.seed.unwrap_or_else(rand::random);
     let path = PathSpec { access, ..crate::path::build(&o.path, seed, sample_interval_us) };
     let quic_receiver_cc = quic_receiver_cc(&o, kind, &contest)?;

@@ -681,9 +681,43 @@ macro_rules! from_str_by_value_enum {
     )*};
 }
 
-from_str_by_value_enum!(DirectionArg);
+from_str_by_value_enum!(DirectionArg, EcnArg);
 
-deserialize_from_text!(QuicReceiverCc, FlowsSpec, RunsSpec, MinEffect, DirectionArg);
+deserialize_from_text!(QuicReceiverCc, FlowsSpec, RunsSpec, MinEffect, DirectionArg, EcnArg, EcnFaultSpec);
+
+/// ECN at the TCP endpoints (`--ecn`): the namespaces' `net.ipv4.tcp_ecn`, and marking in the
+/// AQMs that can mark.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EcnArg {
+    /// The namespaces' default (`tcp_ecn` 2: never ask for ECN, answer if asked); AQMs drop.
+    #[default]
+    Off,
+    /// Classic ECN (RFC 3168) on every connection, `tcp_ecn` 1; AQMs mark.
+    On,
+    /// Accurate ECN (RFC 9768) where the kernel has it, `tcp_ecn` 3; AQMs mark.
+    Accecn,
+}
+
+impl EcnArg {
+    pub fn tcp_ecn(self) -> ccbench_emu::TcpEcn {
+        match self {
+            EcnArg::Off => ccbench_emu::TcpEcn::Default,
+            EcnArg::On => ccbench_emu::TcpEcn::On,
+            EcnArg::Accecn => ccbench_emu::TcpEcn::AccEcn,
+        }
+    }
+}
+
+/// An ECN fault of the path (`--ecn-fault`, `-down`, `-up`): bleach, ce-all or drop-ect.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EcnFaultSpec(pub ccbench_link::EcnFault);
+
+impl FromStr for EcnFaultSpec {
+    type Err = Expected;
+    fn from_str(value: &str) -> Result<Self, Expected> {
+        value.parse().map(EcnFaultSpec).map_err(refused)
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -297,6 +297,7 @@ fn assemble(ccs: Vec<String>, workload: WorkloadSpec, runs: Vec<RunRecord>) -> E
                 offload: true,
                 batch_us: 0,
                 access: Vec::new(),
+                tcp_ecn: Default::default(),
             }),
             remote: None,
             metric: workload.metric().into(),

@@ -3,8 +3,9 @@
 //!
 //! Input format: one configuration byte, then records of `[len_lo, len_hi, dt_ms]` followed
 //! by `len` bytes, each one read handed to the shell `dt_ms` milliseconds after the previous.
-//! With the AQM bit (0x08) set, the delay bits (6-7) also choose the AQM: 0 or 3 CoDel,
-//! 1 FQ-CoDel (which hashes every packet's 5-tuple), 2 PIE. With both delay bits set (0xC0),
+//! With the AQM bit (0x08) set, the delay bits (6-7) also choose the AQM: 0 CoDel with ECN
+//! (marks written back into the IP header), 1 FQ-CoDel (which hashes every packet's 5-tuple),
+//! 2 PIE, 3 DualPI2; with 0x20 too, the path sets CE on every packet. With both delay bits set (0xC0),
 //! TCP and UDP ports 1–64 also get access links of their own ([`crate::access`]), so every packet is
 //! classified by its ports too.
 
@@ -29,8 +30,11 @@ pub fn run_packet_path(data: &[u8]) {
             (false, _) => Aqm::DropTail,
             (true, 1) => Aqm::FqCodel(FqCodel { flows: 8, ..FqCodel::default() }),
             (true, 2) => Aqm::Pie(Pie::default()),
-            (true, _) => Aqm::codel(),
+            (true, 3) => Aqm::DualPi2(ccbench_link::DualPi2::default()),
+            // CoDel with ECN: marks are written back into the packets it reads.
+            (true, _) => Aqm::Codel(ccbench_link::Codel { ecn: true, ce_threshold_ns: Some(MS), ..Default::default() }),
         },
+        ecn_fault: if cfg & 0x28 == 0x28 { Some(ccbench_link::EcnFault::CeAll) } else { None },
         ..Default::default()
     };
     let config = ShellConfig {

@@ -11,6 +11,7 @@
 //! All timing lives in the link model; this crate only moves bytes and keeps the clock.
 
 pub mod access;
+pub mod ecn;
 mod forward;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -81,6 +82,43 @@ pub struct PathSpec {
     /// client port; empty for the one shared path.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub access: Vec<AccessDelay>,
+    /// ECN at the TCP endpoints: `net.ipv4.tcp_ecn` in both namespaces.
+    #[serde(default, skip_serializing_if = "TcpEcn::is_default")]
+    pub tcp_ecn: TcpEcn,
+}
+
+/// `net.ipv4.tcp_ecn` in the run's namespaces (Documentation/networking/ip-sysctl.rst).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TcpEcn {
+    /// Left at the namespace's default, 2: ECN when the peer asks, never asking.
+    #[default]
+    Default,
+    /// 1: ask for classic ECN (RFC 3168) on outgoing connections and accept it on incoming ones.
+    On,
+    /// 3: ask for Accurate ECN on outgoing connections and accept it on incoming ones.
+    AccEcn,
+}
+
+impl TcpEcn {
+    fn is_default(&self) -> bool {
+        *self == TcpEcn::Default
+    }
+
+    /// The sysctl's value, `None` to leave it alone.
+    pub fn sysctl(self) -> Option<&'static str> {
+        match self {
+            TcpEcn::Default => None,
+            TcpEcn::On => Some("1"),
+            TcpEcn::AccEcn => Some("3"),
+        }
+    }
+}
+
+/// Whether the running kernel has Accurate ECN: its sysctl `net.ipv4.tcp_ecn_option` came with
+/// it (Linux 6.18). Read from the host's /proc, never written.
+pub fn kernel_has_accecn() -> bool {
+    std::path::Path::new("/proc/sys/net/ipv4/tcp_ecn_option").exists()
 }
 
 impl PathSpec {
@@ -155,6 +193,9 @@ impl EmulatedPath {
         for ns in [&client, &server] {
             for (key, value) in NAMESPACE_SYSCTLS {
                 ns.set_sysctl(key, value)?;
+            }
+            if let Some(v) = spec.tcp_ecn.sysctl() {
+                ns.set_sysctl("net.ipv4.tcp_ecn", v)?;
             }
         }
         let client_tun = Arc::new(client.add_tun(TUN_NAME, CLIENT_ADDR, 24, spec.mtu, TUN_TXQUEUELEN, spec.offload)?);

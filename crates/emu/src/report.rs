@@ -17,6 +17,9 @@ pub struct LinkSample {
     pub drops_buffer: u64,
     pub drops_policer: u64,
     pub drops_aqm: u64,
+    /// Packets the AQM marked CE in the interval (ECN, see [`ccbench_link::LinkStats::ce_marks`]).
+    #[serde(default)]
+    pub ce_marks: u64,
     pub queue_delay_mean_us: f64,
     pub queue_delay_max_us: f64,
     /// Fraction of the interval the rate server was busy serializing.

@@ -66,6 +66,7 @@ impl SeriesRecorder {
             drops_buffer: s.drops_buffer - self.last.drops_buffer,
             drops_policer: s.drops_policer - self.last.drops_policer,
             drops_aqm: s.drops_aqm - self.last.drops_aqm,
+            ce_marks: s.ce_marks - self.last.ce_marks,
             queue_delay_mean_us: if self.delay_count > 0 { self.delay_sum_ns as f64 / self.delay_count as f64 / 1000.0 } else { 0.0 },
             queue_delay_max_us: self.delay_max.as_micros_f64(),
             utilization: (busy.as_nanos() as f64 / elapsed.as_nanos() as f64).min(1.0),

@@ -144,7 +144,8 @@ impl Shell {
     fn offer(&mut self, now: Instant, buf: Box<[u8]>, len: usize) {
         let wire = (len - self.hdr) as u32;
         let flow = if self.per_flow { ccbench_link::flow::flow_of(&buf[self.hdr..len]) } else { 0 };
-        let result = self.link.enqueue_in_flow(now, wire, flow, buf);
+        let ecn = crate::ecn::read(&buf[self.hdr..len]);
+        let result = self.link.enqueue_ecn(now, wire, flow, ecn, buf);
         // The window meters the entry as the link did, with the link's rate in force.
         self.window.arrival(now, wire, self.link.back_to_back_under(wire));
         if let Err(dropped) = result {
@@ -256,8 +257,12 @@ impl Shell {
             let queue_delay = d.service_start - d.arrived_at;
             self.lateness.record(late);
             self.series.on_delivery(queue_delay, late);
-            self.window.delivery(d.delivered_at, d.len, queue_delay, late);
+            self.window.delivery(d.delivered_at, d.len, queue_delay, late, d.marked);
             let len = self.hdr + d.len as usize;
+            let mut packet = d.packet;
+            // The codepoint it leaves with (CE when the AQM marked it), into its IP header.
+            crate::ecn::write(&mut packet[self.hdr..len], d.ecn);
+            let d = ccbench_link::Delivery { packet, ..d };
             let extra = crate::access::extra_delay(&self.access, &d.packet[self.hdr..len]);
             if extra == Duration::ZERO {
                 return Some((d.packet, len));

@@ -96,6 +96,8 @@ enum Event {
         len: u32,
         queue_delay: time::Duration,
         late: time::Duration,
+        /// The AQM marked it CE.
+        marked: bool,
     },
     Busy {
         span: time::Duration,
@@ -125,8 +127,8 @@ impl WindowAccount {
         self.pending.push_back((at, Event::Drop { cause, len }));
     }
 
-    pub fn delivery(&mut self, at: time::Instant, len: u32, queue_delay: time::Duration, late: time::Duration) {
-        self.pending.push_back((at, Event::Delivery { len, queue_delay, late }));
+    pub fn delivery(&mut self, at: time::Instant, len: u32, queue_delay: time::Duration, late: time::Duration, marked: bool) {
+        self.pending.push_back((at, Event::Delivery { len, queue_delay, late, marked }));
     }
 
     pub fn busy(&mut self, at: time::Instant, span: time::Duration) {
@@ -174,7 +176,12 @@ impl WindowAccount {
                 *n += 1;
                 *b += u64::from(len);
             }
-            Event::Delivery { len, queue_delay, late } => {
+            Event::Delivery { len, queue_delay, late, marked } => {
+                // A mark counts when its packet leaves, a drop at its packet's arrival.
+                if marked {
+                    s.ce_marks += 1;
+                    s.bytes_ce_marked += u64::from(len);
+                }
                 s.packets_out += 1;
                 s.bytes_out += u64::from(len);
                 s.queue_delay.record(queue_delay);

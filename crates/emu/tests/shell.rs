@@ -336,3 +336,47 @@ fn fq_codel_tells_the_flows_apart_by_their_headers() {
     assert_eq!(thin_delivered(ccbench_link::Aqm::FqCodel(ccbench_link::FqCodel::default())), 200);
     assert!(thin_delivered(ccbench_link::Aqm::DropTail) < 150);
 }
+
+/// A 1500-byte IPv4/TCP-looking packet with TOS `tos` and a valid header checksum.
+fn ipv4_tcp(tos: u8, id: u16) -> Vec<u8> {
+    let mut p = vec![0u8; 1500];
+    p[..20].copy_from_slice(&[0x45, tos, 0x05, 0xdc, 0, 0, 0x40, 0x00, 0x40, 0x06, 0, 0, 10, 77, 0, 1, 10, 77, 0, 2]);
+    p[4..6].copy_from_slice(&id.to_be_bytes());
+    let c = ccbench_emu::gso::ipv4_header_checksum(&p[..20]);
+    p[10..12].copy_from_slice(&c.to_be_bytes());
+    p
+}
+
+#[test]
+fn the_aqm_marks_reach_the_ip_header_with_a_valid_checksum() {
+    // 12 Mbit/s (1 ms per packet), CoDel with ECN and a 1 ms target / 10 ms interval: 200
+    // ECT(0) packets at once build a standing queue that CoDel marks instead of dropping.
+    let aqm = ccbench_link::Aqm::Codel(ccbench_link::Codel { target_ns: MS, interval_ns: 10 * MS, ecn: true, ..Default::default() });
+    let dir = DirectionConfig { rate: Rate::mbps(12), aqm, ..Default::default() };
+    let mut shell = Shell::new(config(false, dir), T0, MeasureWindow::new(Instant::now()));
+    for id in 0..200 {
+        shell.handle_read(T0, &ipv4_tcp(0xb8 | 0x02, id));
+    }
+    let out = drain(&mut shell, at(1000 * MS));
+    assert_eq!(out.len(), 200, "nothing dropped");
+    let ce: Vec<_> = out.iter().filter(|p| p[1] & 3 == 3).collect();
+    assert!(ce.len() > 5, "{} marked", ce.len());
+    for p in &out {
+        assert_eq!(p[1] & !3, 0xb8, "DSCP kept");
+        assert_eq!(u16::from_be_bytes([p[10], p[11]]), ccbench_emu::gso::ipv4_header_checksum(&p[..20]), "checksum valid");
+        assert_eq!(p[20..], vec![0u8; 1480][..], "payload untouched");
+    }
+    let r = shell.finish(at(1000 * MS), 0.0);
+    assert_eq!((r.stats.ce_marks, r.stats.drops_aqm), (ce.len() as u64, 0));
+    // Not-ECT packets through the same queue are dropped instead.
+    let aqm = ccbench_link::Aqm::Codel(ccbench_link::Codel { target_ns: MS, interval_ns: 10 * MS, ecn: true, ..Default::default() });
+    let mut shell = Shell::new(config(false, DirectionConfig { rate: Rate::mbps(12), aqm, ..Default::default() }), T0, MeasureWindow::new(Instant::now()));
+    for id in 0..200 {
+        shell.handle_read(T0, &ipv4_tcp(0, id));
+    }
+    let out = drain(&mut shell, at(1000 * MS));
+    let r = shell.finish(at(1000 * MS), 0.0);
+    assert!(out.iter().all(|p| p[1] == 0));
+    assert_eq!((r.stats.ce_marks, r.stats.drops_aqm as usize), (0, 200 - out.len()));
+    assert!(r.stats.drops_aqm > 5);
+}

@@ -34,12 +34,16 @@ use crate::time::{Duration, Instant};
 
 pub mod codel;
 pub mod drop_tail;
+pub mod dual_pi2;
 pub mod fq_codel;
 pub mod pie;
 
 pub use codel::Codel;
+pub use dual_pi2::DualPi2;
 pub use fq_codel::FqCodel;
 pub use pie::Pie;
+
+use crate::ecn::Ecn;
 
 /// A packet held by the buffer.
 #[derive(Debug)]
@@ -50,6 +54,10 @@ pub struct Queued<P> {
     /// The flow it belongs to (a hash of its 5-tuple, see [`crate::flow`]); 0 when the caller
     /// does not classify.
     pub flow: u64,
+    /// Its ECN codepoint; an AQM that marks sets [`Ecn::Ce`] through [`Drops::mark`].
+    pub ecn: Ecn,
+    /// This buffer marked it CE ([`Drops::mark`]).
+    pub marked: bool,
 }
 
 /// Where a discipline puts the packets it drops after accepting them (CoDel at dequeue,
@@ -64,6 +72,23 @@ impl<P> Drops<'_, P> {
     pub fn drop(&mut self, q: Queued<P>, cause: DropCause) {
         self.stats.count_drop(cause, q.len);
         self.out.push_back(Dropped { packet: q.packet, cause, arrived_at: q.arrived_at, len: q.len });
+    }
+
+    /// Marks `q` Congestion Experienced instead of dropping it (RFC 3168 section 5), if it is
+    /// ECN-capable; counted in [`LinkStats::ce_marks`] unless it already was CE (RFC 3168
+    /// section 5: a router sets CE, it never clears it). Says whether the packet was ECN-capable,
+    /// that is whether the mark replaced a drop.
+    pub fn mark(&mut self, q: &mut Queued<P>) -> bool {
+        if !q.ecn.is_capable() {
+            return false;
+        }
+        if q.ecn != Ecn::Ce {
+            q.ecn = Ecn::Ce;
+            q.marked = true;
+            self.stats.ce_marks += 1;
+            self.stats.bytes_ce_marked += u64::from(q.len);
+        }
+        true
     }
 }
 
@@ -108,6 +133,15 @@ pub trait AqmConfig: Copy + Default + PartialEq + fmt::Debug + Serialize + Deser
     fn per_flow(&self) -> bool {
         false
     }
+    /// Turns on ECN marking (the `ecn=on` parameter, what `--ecn` sets); `false` when the
+    /// discipline cannot mark.
+    fn enable_ecn(&mut self) -> bool {
+        false
+    }
+    /// Whether it marks ECN-capable packets instead of dropping them.
+    fn marks(&self) -> bool {
+        false
+    }
 }
 
 /// A FIFO of packets with its byte count: the queue most disciplines are made of.
@@ -136,6 +170,11 @@ impl<P> Fifo<P> {
 
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// The packet at the head, next to leave.
+    pub fn front(&self) -> Option<&Queued<P>> {
+        self.queue.front()
     }
 
     pub fn len(&self) -> usize {
@@ -222,6 +261,23 @@ macro_rules! registry {
                 }
             }
 
+            /// Turns on ECN marking ([`AqmConfig::enable_ecn`]); `false` for one that cannot mark
+            /// (drop-tail).
+            pub fn enable_ecn(&mut self) -> bool {
+                match self {
+                    AqmKind::DropTail => false,
+                    $(AqmKind::$variant(c) => c.enable_ecn(),)*
+                }
+            }
+
+            /// Whether it marks ECN-capable packets instead of dropping them ([`AqmConfig::marks`]).
+            pub fn marks(&self) -> bool {
+                match self {
+                    AqmKind::DropTail => false,
+                    $(AqmKind::$variant(c) => c.marks(),)*
+                }
+            }
+
             pub(crate) fn build<P>(&self, buffer: Buffer, seed: u64) -> Discipline<P> {
                 match self {
                     AqmKind::DropTail => Discipline::DropTail(drop_tail::DropTail::new(buffer)),
@@ -278,6 +334,8 @@ registry! {
     Pie("pie", Pie),
     /// FQ-CoDel (RFC 8290): a queue per flow, served by deficit round robin, CoDel in each.
     FqCodel("fq_codel", FqCodel),
+    /// DualPI2 (RFC 9332): an L4S queue with a step marker coupled to a classic PI2 queue.
+    DualPi2("dualpi2", DualPi2),
 }
 
 fn set_all<C: AqmConfig>(mut c: C, name: &str, params: Option<&str>) -> Result<C, Refused> {
@@ -348,7 +406,8 @@ mod tests {
     #[test]
     fn refusals_say_what_is_allowed() {
         let all = AqmKind::allowed();
-        assert!(all.starts_with("droptail, codel[:target=5ms,interval=100ms], pie[:target=15ms,"), "{all}");
+        assert!(all.starts_with("droptail, codel[:target=5ms,interval=100ms,ecn=off,ce_threshold=off], pie[:target=15ms,"), "{all}");
+        assert!(all.ends_with("dualpi2[:target=15ms,tupdate=16ms,alpha=0.16,beta=3.2,k=2,step=1ms,c_protection=10,drop_overload=on]"), "{all}");
         assert!(all.contains("fq_codel[:"), "{all}");
         for bad in ["red", "droptail:x=1", "", "CODEL"] {
             assert_eq!(bad.parse::<AqmKind>(), Err(Refused(all.clone())), "{bad}");
@@ -373,7 +432,7 @@ mod tests {
     #[test]
     fn serializes_flat_beside_its_kind() {
         // result.json's shape from before the registry: the parameters beside "kind".
-        let c = AqmKind::Codel(Codel { target_ns: 3 * MS, interval_ns: 50 * MS });
+        let c = AqmKind::Codel(Codel { target_ns: 3 * MS, interval_ns: 50 * MS, ..Codel::default() });
         assert_eq!(serde_json::to_string(&c).unwrap(), r#"{"kind":"codel","target_ns":3000000,"interval_ns":50000000}"#);
         assert_eq!(serde_json::to_string(&AqmKind::DropTail).unwrap(), r#"{"kind":"drop_tail"}"#);
         assert_eq!(serde_json::from_str::<AqmKind>(r#"{"kind":"codel"}"#).unwrap(), AqmKind::Codel(Codel::default()));

@@ -3,6 +3,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::aqm::AqmKind as Aqm;
+use crate::ecn::EcnFault;
 use crate::time::{Duration, Instant};
 use crate::trace::TraceRate;
 
@@ -169,6 +170,10 @@ pub struct DirectionConfig {
     pub policer: Option<Policer>,
     #[serde(default)]
     pub aqm: Aqm,
+    /// A middlebox's fault on the ECN field in front of the buffer (bleaching, CE on every
+    /// packet, dropping ECN-capable packets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn_fault: Option<EcnFault>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -59,6 +59,7 @@
 pub mod aqm;
 mod config;
 mod delay_line;
+pub mod ecn;
 pub mod entry;
 pub mod flow;
 mod histogram;
@@ -72,8 +73,9 @@ pub mod time;
 pub mod trace;
 
 pub use aqm::codel::{CODEL_DEFAULT_INTERVAL, CODEL_DEFAULT_TARGET};
-pub use aqm::{AqmKind as Aqm, Codel, FqCodel, Pie};
+pub use aqm::{AqmKind as Aqm, Codel, DualPi2, FqCodel, Pie};
 pub use config::{Buffer, DirectionConfig, Jitter, LinkConfigError, LossModel, Policer, Rate, ScheduledChange};
+pub use ecn::{Ecn, EcnFault};
 pub use entry::{BurstHistogram, EntryMeter, EntryStats};
 pub use histogram::DelayHistogram;
 pub use link::{Delivery, DropCause, Dropped, Link, LinkStats};

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::aqm::{Aqm as _, Discipline, Drops, Queued};
 use crate::config::{DirectionConfig, LinkConfigError};
 use crate::delay_line::DelayLine;
+use crate::ecn::Ecn;
 use crate::entry::{EntryMeter, EntryStats};
 use crate::histogram::DelayHistogram;
 use crate::jitter::JitterProcess;
@@ -67,6 +68,11 @@ pub struct Delivery<P> {
     pub arrived_at: Instant,
     pub service_start: Instant,
     pub delivered_at: Instant,
+    /// Its ECN codepoint on leaving: as it arrived, or CE when the AQM marked it, or what an
+    /// [`crate::EcnFault`] made of it. The caller writes it back into the packet.
+    pub ecn: Ecn,
+    /// The AQM marked it CE (counted in [`LinkStats::ce_marks`]).
+    pub marked: bool,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
@@ -91,6 +97,12 @@ pub struct LinkStats {
     pub drops_aqm: u64,
     #[serde(default)]
     pub bytes_dropped_aqm: u64,
+    /// ECN-capable packets the AQM marked Congestion Experienced instead of dropping them
+    /// (RFC 3168 section 5), counted when it decides; packets that arrived CE are not counted.
+    #[serde(default)]
+    pub ce_marks: u64,
+    #[serde(default)]
+    pub bytes_ce_marked: u64,
     /// Total serialization time of packets that finished serialization.
     pub busy_ns: Duration,
     /// Queueing delay (`service_start - arrived_at`) of every dequeued packet.
@@ -107,6 +119,8 @@ struct InService<P> {
     packet: P,
     len: u32,
     arrived_at: Instant,
+    ecn: Ecn,
+    marked: bool,
     start: Instant,
     /// `Instant::MAX` for a server stalled behind a zero rate: it never finishes.
     finish: Instant,
@@ -202,6 +216,13 @@ impl<P> Link<P> {
     /// [`crate::flow::flow_of`]): an AQM that queues flows apart (FQ-CoDel) classifies by it;
     /// the others ignore it. [`DirectionConfig::aqm`]'s `per_flow()` says whether it matters.
     pub fn enqueue_in_flow(&mut self, now: Instant, len: u32, flow: u64, packet: P) -> Result<(), Dropped<P>> {
+        self.enqueue_ecn(now, len, flow, Ecn::NotEct, packet)
+    }
+
+    /// As [`Link::enqueue_in_flow`], for a packet carrying the ECN codepoint `ecn` (RFC 3168):
+    /// an AQM with ECN on marks it CE instead of dropping it when it is ECN-capable, and
+    /// [`Delivery::ecn`] says what it leaves with.
+    pub fn enqueue_ecn(&mut self, now: Instant, len: u32, flow: u64, ecn: Ecn, packet: P) -> Result<(), Dropped<P>> {
         let now = self.clock(now);
         self.stats.packets_in += 1;
         self.stats.bytes_in += u64::from(len);
@@ -213,6 +234,17 @@ impl<P> Link<P> {
         let back_to_back = self.back_to_back_under(len);
         self.entry.arrival(now, back_to_back, &mut self.stats.entry);
 
+        // A middlebox in front of the bottleneck rewrites the ECN field (or drops on it)
+        // before anything else; its drops count as loss, the path's doing rather than the
+        // buffer's. It draws no random numbers, so the loss pattern is unchanged.
+        let ecn = match self.cfg.ecn_fault.map_or(Some(ecn), |f| f.apply(ecn)) {
+            Some(e) => e,
+            None => {
+                self.stats.drops_loss += 1;
+                self.stats.bytes_dropped_loss += u64::from(len);
+                return Err(Dropped { packet, cause: DropCause::Loss, arrived_at: now, len });
+            }
+        };
         // Loss first: a lost packet must never take tokens or buffer space.
         if self.loss.lose_next() {
             self.stats.drops_loss += 1;
@@ -233,7 +265,7 @@ impl<P> Link<P> {
         // idle server means an empty queue: the packet passes straight
         // through the buffer (and the AQM, which sees a zero sojourn).
         let mut drops = Drops { stats: &mut self.stats, out: &mut self.dropped };
-        if let Err((q, cause)) = self.aqm.enqueue(now, Queued { packet, len, arrived_at: now, flow }, idle, &mut drops) {
+        if let Err((q, cause)) = self.aqm.enqueue(now, Queued { packet, len, arrived_at: now, flow, ecn, marked: false }, idle, &mut drops) {
             self.stats.count_drop(cause, len);
             return Err(Dropped { packet: q.packet, cause, arrived_at: now, len });
         }
@@ -437,7 +469,10 @@ impl<P> Link<P> {
         let delivered_at = self.delivery_time(s.finish, self.delay, s.jitter);
         self.last_delivered = self.last_delivered.max(delivered_at);
         self.seq += 1;
-        self.delay_line.push(self.seq, Delivery { packet: s.packet, len: s.len, arrived_at: s.arrived_at, service_start: s.start, delivered_at });
+        self.delay_line.push(
+            self.seq,
+            Delivery { packet: s.packet, len: s.len, arrived_at: s.arrived_at, service_start: s.start, delivered_at, ecn: s.ecn, marked: s.marked },
+        );
         self.start_next(s.finish);
     }
 
@@ -447,7 +482,8 @@ impl<P> Link<P> {
             Some(w) => {
                 let finish = self.pacer.finish_time(w.len, now);
                 let jitter = self.jitter.sample();
-                self.server = Some(InService { packet: w.packet, len: w.len, arrived_at: w.arrived_at, start: now, finish, jitter });
+                self.server =
+                    Some(InService { packet: w.packet, len: w.len, arrived_at: w.arrived_at, ecn: w.ecn, marked: w.marked, start: now, finish, jitter });
             }
             None => self.pacer.idle(),
         }

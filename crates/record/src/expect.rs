@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::units::{fmt_rate, parse_duration_ns, parse_rate, split_number};
 
 /// What the grammar allows, said whole in every refusal.
-pub const ALLOWED: &str = "[ALG:]METRIC OP VALUE, e.g. 'goodput >= 90%' or 'bbr:rtt_p50 <= 125%'; METRIC one of goodput, rtt_p50, rtt_p95, retrans, share, jain, jain_converged, convergence_s, lock_on_bw, completion_time, page_load; OP one of >=, >, <=, <; VALUE a rate (45mbit) or % of the bottleneck for goodput and lock_on_bw, a duration (30ms) or % of the base RTT for rtt_p50 and rtt_p95, a number (0.8) or percentage (2%) for retrans, share, jain and jain_converged, a duration (3s) for convergence_s, completion_time and page_load";
+pub const ALLOWED: &str = "[ALG:]METRIC OP VALUE, e.g. 'goodput >= 90%' or 'bbr:rtt_p50 <= 125%'; METRIC one of goodput, rtt_p50, rtt_p95, retrans, share, jain, jain_converged, convergence_s, lock_on_bw, completion_time, page_load, queue_p95, drops, ce_marks; OP one of >=, >, <=, <; VALUE a rate (45mbit) or % of the bottleneck for goodput and lock_on_bw, a duration (30ms) or % of the base RTT for rtt_p50 and rtt_p95, a number (0.8) or percentage (2%) for retrans, share, jain and jain_converged, a duration (3s) for convergence_s, completion_time and page_load, a duration (2ms) for queue_p95, a packet count (100) for drops and ce_marks";
 
 /// The figures an expectation can be about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,6 +27,12 @@ pub enum Metric {
     LockOnBw,
     CompletionTime,
     PageLoad,
+    /// The bottleneck's queueing delay p95 on the data's direction (emulated paths only).
+    QueueP95,
+    /// Packets dropped at the bottleneck by the AQM or a full buffer (emulated paths only).
+    Drops,
+    /// Packets the AQM marked CE (emulated paths only; see docs/ecn.md).
+    CeMarks,
 }
 
 /// How a metric's values are written and what a percentage of it means.
@@ -40,10 +46,14 @@ pub enum Kind {
     Fraction,
     /// Seconds; no `%`.
     Seconds,
+    /// Milliseconds; no `%` (not of the base RTT: a queue's own delay).
+    Millis,
+    /// A count of packets; no `%`.
+    Count,
 }
 
 impl Metric {
-    const ALL: [(Metric, &'static str); 11] = [
+    const ALL: [(Metric, &'static str); 14] = [
         (Metric::Goodput, "goodput"),
         (Metric::RttP50, "rtt_p50"),
         (Metric::RttP95, "rtt_p95"),
@@ -55,6 +65,9 @@ impl Metric {
         (Metric::LockOnBw, "lock_on_bw"),
         (Metric::CompletionTime, "completion_time"),
         (Metric::PageLoad, "page_load"),
+        (Metric::QueueP95, "queue_p95"),
+        (Metric::Drops, "drops"),
+        (Metric::CeMarks, "ce_marks"),
     ];
 
     pub fn name(self) -> &'static str {
@@ -67,6 +80,8 @@ impl Metric {
             Metric::RttP50 | Metric::RttP95 => Kind::Rtt,
             Metric::Retrans | Metric::Share | Metric::Jain | Metric::JainConverged => Kind::Fraction,
             Metric::ConvergenceS | Metric::CompletionTime | Metric::PageLoad => Kind::Seconds,
+            Metric::QueueP95 => Kind::Millis,
+            Metric::Drops | Metric::CeMarks => Kind::Count,
         }
     }
 
@@ -74,8 +89,8 @@ impl Metric {
     pub fn unit(self) -> &'static str {
         match self.kind() {
             Kind::Rate => "bit/s",
-            Kind::Rtt => "ms",
-            Kind::Fraction => "",
+            Kind::Rtt | Kind::Millis => "ms",
+            Kind::Fraction | Kind::Count => "",
             Kind::Seconds => "s",
         }
     }
@@ -88,6 +103,8 @@ impl Metric {
         match self.kind() {
             Kind::Rate => fmt_rate(v),
             Kind::Rtt => format!("{v:.1} ms"),
+            Kind::Millis => format!("{v:.2} ms"),
+            Kind::Count => format!("{v:.0}"),
             Kind::Fraction if self == Metric::Retrans || self == Metric::Share => format!("{:.2} %", v * 100.0),
             Kind::Fraction => format!("{v:.3}"),
             Kind::Seconds => format!("{v:.2} s"),
@@ -186,7 +203,8 @@ fn parse_value(metric: Metric, v: &str) -> Result<Value, String> {
         return match metric.kind() {
             Kind::Rate | Kind::Rtt => Ok(Value::OfPath(x / 100.0)),
             Kind::Fraction => Ok(Value::Absolute(x / 100.0)),
-            Kind::Seconds => Err(format!("{} takes a duration, not a percentage", metric.name())),
+            Kind::Seconds | Kind::Millis => Err(format!("{} takes a duration, not a percentage", metric.name())),
+            Kind::Count => Err(format!("{} takes a packet count, not a percentage", metric.name())),
         };
     }
     match metric.kind() {
@@ -196,7 +214,8 @@ fn parse_value(metric: Metric, v: &str) -> Result<Value, String> {
         },
         Kind::Rtt => parse_duration_ns(v).map(|ns| Value::Absolute(ns as f64 / 1e6)).map_err(|_| bad()),
         Kind::Seconds => parse_duration_ns(v).map(|ns| Value::Absolute(ns as f64 / 1e9)).map_err(|_| bad()),
-        Kind::Fraction => match split_number(v) {
+        Kind::Millis => parse_duration_ns(v).map(|ns| Value::Absolute(ns as f64 / 1e6)).map_err(|_| bad()),
+        Kind::Fraction | Kind::Count => match split_number(v) {
             Some((x, unit)) if unit.is_empty() => Ok(Value::Absolute(x)),
             _ => Err(bad()),
         },

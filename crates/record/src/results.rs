@@ -188,6 +188,12 @@ pub struct RunMetrics {
     /// `null` over a real path (`--remote`): only the emulator can see them.
     pub drops_loss: Option<u64>,
     pub drops_buffer: Option<u64>,
+    /// Drops by the AQM, and ECN-capable packets it marked CE instead (docs/ecn.md), over the
+    /// same window.
+    #[serde(default)]
+    pub drops_aqm: Option<u64>,
+    #[serde(default)]
+    pub ce_marks: Option<u64>,
     /// Queueing delay at the bottleneck on the data's direction (the path's view of RTT).
     pub queue_delay_p50_ms: Option<f64>,
     pub queue_delay_p95_ms: Option<f64>,
@@ -280,6 +286,10 @@ pub struct CcSummary {
     pub retrans_rate: Option<Summary>,
     pub drops_loss: Option<Summary>,
     pub drops_buffer: Option<Summary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drops_aqm: Option<Summary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ce_marks: Option<Summary>,
     pub queue_delay_p95_ms: Option<Summary>,
     /// Flows sharing the bottleneck: Jain's index over runs, and each algorithm's share.
     pub jain_index: Option<Summary>,

@@ -77,6 +77,12 @@ fn line(s: &CcSummary, width: usize, timeout_s: f64) -> String {
     }
     if let (Some(l), Some(b)) = (&s.drops_loss, &s.drops_buffer) {
         let _ = write!(out, "  drops: {:.0} loss, {:.0} buffer", l.median, b.median);
+        if let Some(a) = s.drops_aqm.as_ref().filter(|a| a.median > 0.0) {
+            let _ = write!(out, ", {:.0} AQM", a.median);
+        }
+    }
+    if let Some(c) = s.ce_marks.as_ref().filter(|c| c.median > 0.0) {
+        let _ = write!(out, "  CE marks {:.0}", c.median);
     }
     out
 }

@@ -200,7 +200,17 @@ pub fn through_serve_while(
         delay_ns: ccbench_link::time::Duration::from_nanos(5_000_000),
         ..Default::default()
     };
-    let spec = PathSpec { down: link.clone(), up: link, mtu: 1500, seed: 1, sample_interval_us: 10_000, offload: true, batch_us: 25, access: Vec::new() };
+    let spec = PathSpec {
+        down: link.clone(),
+        up: link,
+        mtu: 1500,
+        seed: 1,
+        sample_interval_us: 10_000,
+        offload: true,
+        batch_us: 25,
+        access: Vec::new(),
+        tcp_ecn: Default::default(),
+    };
     let path = EmulatedPath::start(&spec, Instant::now()).expect("emulated path");
     let exe = Path::new(BIN);
     let serve: Vec<OsString> = vec![BIN.into(), "serve".into(), "--listen".into(), serve_addr().into(), "--secret-file".into(), server_secret.into()];

@@ -25,22 +25,33 @@ pub struct Codel {
     pub target_ns: Duration,
     /// The window a queue must stay above target before the first drop (section 4.3).
     pub interval_ns: Duration,
+    /// Mark ECN-capable packets CE instead of dropping them (RFC 8289 section 5's "drop or
+    /// mark", RFC 3168 section 5), as Linux's `codel ecn`; Not-ECT packets are still dropped.
+    #[serde(default, skip_serializing_if = "crate::ecn::is_off")]
+    pub ecn: bool,
+    /// The step marker for L4S: every ECT(1) packet that waited longer than this is marked CE
+    /// whatever the control law says, as Linux's `ce_threshold` with the ECT(1) selector
+    /// (RFC 9331 section 5.2: a shallow, immediate threshold for L4S traffic). `None`: off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ce_threshold_ns: Option<Duration>,
 }
 
 impl Default for Codel {
     fn default() -> Self {
-        Codel { target_ns: CODEL_DEFAULT_TARGET, interval_ns: CODEL_DEFAULT_INTERVAL }
+        Codel { target_ns: CODEL_DEFAULT_TARGET, interval_ns: CODEL_DEFAULT_INTERVAL, ecn: false, ce_threshold_ns: None }
     }
 }
 
 impl AqmConfig for Codel {
     type Queue<P> = CodelQueue<P>;
-    const KEYS: &'static str = "target=5ms,interval=100ms";
+    const KEYS: &'static str = "target=5ms,interval=100ms,ecn=off,ce_threshold=off";
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
             "target" => self.target_ns = super::duration(key, value)?,
             "interval" => self.interval_ns = super::positive_duration(key, value)?,
+            "ecn" => self.ecn = crate::ecn::on_off(key, value)?,
+            "ce_threshold" => self.ce_threshold_ns = ce_threshold(key, value)?,
             _ => return Err(format!("unknown key {key:?}")),
         }
         Ok(())
@@ -54,12 +65,41 @@ impl AqmConfig for Codel {
     }
 
     fn describe(&self) -> String {
-        format!("CoDel (target {}, interval {})", super::ms(self.target_ns), super::ms(self.interval_ns))
+        format!("CoDel (target {}, interval {}{})", super::ms(self.target_ns), super::ms(self.interval_ns), ecn_words(self.ecn, self.ce_threshold_ns))
     }
 
     fn build<P>(&self, buffer: Buffer, _seed: u64) -> CodelQueue<P> {
-        CodelQueue { fifo: Fifo::default(), buffer, state: CodelState::new(self.target_ns, self.interval_ns) }
+        CodelQueue { fifo: Fifo::default(), buffer, state: CodelState::new(self.target_ns, self.interval_ns).with_ecn(self.ecn, self.ce_threshold_ns) }
     }
+
+    fn enable_ecn(&mut self) -> bool {
+        self.ecn = true;
+        true
+    }
+
+    fn marks(&self) -> bool {
+        self.ecn || self.ce_threshold_ns.is_some()
+    }
+}
+
+/// A `ce_threshold=DURATION|off` parameter.
+pub(crate) fn ce_threshold(key: &str, v: &str) -> Result<Option<Duration>, String> {
+    match v {
+        "off" => Ok(None),
+        _ => super::duration(key, v).map(Some).map_err(|e| format!("{e}, or off")),
+    }
+}
+
+/// `, ECN, step 1 ms for ECT(1)` for a description.
+pub(crate) fn ecn_words(ecn: bool, ce_threshold: Option<Duration>) -> String {
+    let mut s = String::new();
+    if ecn {
+        s.push_str(", ECN");
+    }
+    if let Some(t) = ce_threshold {
+        s.push_str(&format!(", CE above {} for ECT(1)", super::ms(t)));
+    }
+    s
 }
 
 impl super::AqmKind {
@@ -119,6 +159,13 @@ impl<P> CodelHead for Head<'_, '_, P> {
     fn drop(&mut self, q: Queued<P>) {
         self.drops.drop(q, DropCause::Aqm);
     }
+
+    fn mark(&mut self, q: &mut Queued<P>, l4s_only: bool) -> bool {
+        if l4s_only && q.ecn != crate::ecn::Ecn::Ect1 {
+            return false;
+        }
+        self.drops.mark(q)
+    }
 }
 
 /// The RFC's MAXPACKET: a queue holding at most this much is never dropped
@@ -132,6 +179,9 @@ pub(crate) trait CodelHead {
     fn pop(&mut self, now: Instant) -> Option<(Self::Item, Duration, u64)>;
     /// Drops an item CoDel judged.
     fn drop(&mut self, item: Self::Item);
+    /// Marks it CE instead, if it is ECN-capable (`l4s_only`: if it is ECT(1)); says whether
+    /// it was.
+    fn mark(&mut self, item: &mut Self::Item, l4s_only: bool) -> bool;
 }
 
 /// The controller's state (RFC 8289 section 5.3's variables).
@@ -146,11 +196,34 @@ pub(crate) struct CodelState {
     pub(crate) count: u32,
     pub(crate) lastcount: u32,
     pub(crate) dropping: bool,
+    /// Mark instead of dropping ECN-capable packets.
+    ecn: bool,
+    /// The ECT(1) step threshold ([`Codel::ce_threshold_ns`]).
+    ce_threshold: Option<Duration>,
+    /// The sojourn of the packet last popped (Linux's `ldelay`), for the step marker.
+    last_sojourn: Duration,
 }
 
 impl CodelState {
     pub(crate) fn new(target: Duration, interval: Duration) -> Self {
-        CodelState { target, interval, first_above_time: None, drop_next: Instant::EPOCH, count: 0, lastcount: 0, dropping: false }
+        CodelState {
+            target,
+            interval,
+            first_above_time: None,
+            drop_next: Instant::EPOCH,
+            count: 0,
+            lastcount: 0,
+            dropping: false,
+            ecn: false,
+            ce_threshold: None,
+            last_sojourn: Duration::ZERO,
+        }
+    }
+
+    pub(crate) fn with_ecn(mut self, ecn: bool, ce_threshold: Option<Duration>) -> Self {
+        self.ecn = ecn;
+        self.ce_threshold = ce_threshold;
+        self
     }
 
     /// The RFC's `dodequeue` verdict (`ok_to_drop`) for a packet leaving
@@ -207,13 +280,18 @@ impl CodelState {
                 (None, false)
             }
             Some((item, sojourn, remaining)) => {
+                self.last_sojourn = sojourn;
                 let ok = self.ok_to_drop(now, sojourn, remaining);
                 (Some(item), ok)
             }
         }
     }
 
-    /// The RFC 8289 `dequeue`, run when the server becomes free at `now`.
+    /// The RFC 8289 `dequeue`, run when the server becomes free at `now`. With ECN on, a
+    /// packet the control law picks is marked CE and sent instead of dropped when it is
+    /// ECN-capable (RFC 8289 section 5: "drop or mark"; the order of Linux's `codel_dequeue`:
+    /// a mark ends the round, as the marked packet is the one sent); a Not-ECT one is dropped
+    /// as before. The step marker then looks at the packet sent.
     pub(crate) fn dequeue<Q: CodelHead>(&mut self, q: &mut Q, now: Instant) -> Option<Q::Item> {
         let (mut p, mut ok) = self.judged(q, now);
         if p.is_none() {
@@ -225,10 +303,14 @@ impl CodelState {
                 self.dropping = false;
             }
             while self.dropping && now >= self.drop_next {
+                self.count = self.count.saturating_add(1);
+                if self.ecn && p.as_mut().is_some_and(|item| q.mark(item, false)) {
+                    self.drop_next = self.control_law(self.drop_next);
+                    break;
+                }
                 if let Some(item) = p.take() {
                     q.drop(item);
                 }
-                self.count = self.count.saturating_add(1);
                 (p, ok) = self.judged(q, now);
                 if ok {
                     self.drop_next = self.control_law(self.drop_next);
@@ -237,11 +319,19 @@ impl CodelState {
                 }
             }
         } else if ok {
-            if let Some(item) = p.take() {
-                q.drop(item);
+            let marked = self.ecn && p.as_mut().is_some_and(|item| q.mark(item, false));
+            if !marked {
+                if let Some(item) = p.take() {
+                    q.drop(item);
+                }
+                (p, _) = self.judged(q, now);
             }
-            (p, _) = self.judged(q, now);
             self.enter_dropping(now);
+        }
+        if let (Some(item), Some(t)) = (p.as_mut(), self.ce_threshold) {
+            if self.last_sojourn > t {
+                q.mark(item, true);
+            }
         }
         p
     }

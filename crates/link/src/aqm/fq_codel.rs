@@ -39,22 +39,40 @@ pub struct FqCodel {
     /// the MTU, which ccbench fills in from `--mtu` (a bare link uses 1500).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quantum: Option<u32>,
+    /// Each queue's CoDel marks ECN-capable packets CE instead of dropping them (RFC 8290's ECN
+    /// parameter, section 5.2; on by default in Linux, off here so results stay comparable
+    /// with runs before ECN). Overflow still drops.
+    #[serde(default, skip_serializing_if = "crate::ecn::is_off")]
+    pub ecn: bool,
+    /// RFC 8290's CE threshold (section 5.2), applied to ECT(1) packets as Linux's
+    /// `ce_threshold_selector` for L4S: see [`super::Codel::ce_threshold_ns`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ce_threshold_ns: Option<Duration>,
 }
 
 impl Default for FqCodel {
     fn default() -> Self {
-        FqCodel { target_ns: CODEL_DEFAULT_TARGET, interval_ns: CODEL_DEFAULT_INTERVAL, flows: FQ_CODEL_DEFAULT_FLOWS, quantum: None }
+        FqCodel {
+            target_ns: CODEL_DEFAULT_TARGET,
+            interval_ns: CODEL_DEFAULT_INTERVAL,
+            flows: FQ_CODEL_DEFAULT_FLOWS,
+            quantum: None,
+            ecn: false,
+            ce_threshold_ns: None,
+        }
     }
 }
 
 impl AqmConfig for FqCodel {
     type Queue<P> = FqCodelQueue<P>;
-    const KEYS: &'static str = "target=5ms,interval=100ms,flows=1024,quantum=MTU";
+    const KEYS: &'static str = "target=5ms,interval=100ms,flows=1024,quantum=MTU,ecn=off,ce_threshold=off";
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
             "target" => self.target_ns = super::duration(key, value)?,
             "interval" => self.interval_ns = super::positive_duration(key, value)?,
+            "ecn" => self.ecn = crate::ecn::on_off(key, value)?,
+            "ce_threshold" => self.ce_threshold_ns = super::codel::ce_threshold(key, value)?,
             "flows" => match value.parse::<u32>() {
                 Ok(n) if (1..=MAX_FLOWS).contains(&n) => self.flows = n,
                 _ => return Err(format!("flows is a whole number from 1 to {MAX_FLOWS}")),
@@ -80,19 +98,34 @@ impl AqmConfig for FqCodel {
 
     fn describe(&self) -> String {
         format!(
-            "FQ-CoDel ({} flows, quantum {} B, target {}, interval {})",
+            "FQ-CoDel ({} flows, quantum {} B, target {}, interval {}{})",
             self.flows,
             self.quantum.unwrap_or(FQ_CODEL_DEFAULT_QUANTUM),
             super::ms(self.target_ns),
-            super::ms(self.interval_ns)
+            super::ms(self.interval_ns),
+            super::codel::ecn_words(self.ecn, self.ce_threshold_ns)
         )
+    }
+
+    fn enable_ecn(&mut self) -> bool {
+        self.ecn = true;
+        true
+    }
+
+    fn marks(&self) -> bool {
+        self.ecn || self.ce_threshold_ns.is_some()
     }
 
     fn build<P>(&self, buffer: Buffer, seed: u64) -> FqCodelQueue<P> {
         let flows = self.flows.clamp(1, MAX_FLOWS);
         FqCodelQueue {
             flows: (0..flows)
-                .map(|_| Flow { fifo: Fifo::default(), codel: CodelState::new(self.target_ns, self.interval_ns), deficit: 0, list: List::None })
+                .map(|_| Flow {
+                    fifo: Fifo::default(),
+                    codel: CodelState::new(self.target_ns, self.interval_ns).with_ecn(self.ecn, self.ce_threshold_ns),
+                    deficit: 0,
+                    list: List::None,
+                })
                 .collect(),
             new_flows: VecDeque::new(),
             old_flows: VecDeque::new(),

@@ -3,7 +3,9 @@
 //!
 //! This is the basic scheme of RFC 8033 section 4 as its Appendix A writes it, with the
 //! timestamp method of section 4.3 for the queueing delay (the sojourn time of the packet last
-//! dequeued; the model knows every arrival time exactly). ECN (section 5.1), the dequeue-rate
+//! dequeued; the model knows every arrival time exactly), and ECN (section 5.1: an early drop
+//! of an ECN-capable packet becomes a CE mark while the drop probability is at most
+//! `mark_ecnth`, `ecn=on`). The dequeue-rate
 //! estimator (5.2), derandomization (5.4) and the cap on drop adjustment (5.5) are the optional
 //! elements of section 5 and are not implemented.
 
@@ -41,17 +43,36 @@ pub struct Pie {
     pub beta: f64,
     /// MAX_BURST, the burst allowed through without early drops (section 4.4).
     pub max_burst_ns: Duration,
+    /// Section 5.1: mark ECN-capable packets CE instead of dropping them early.
+    #[serde(default, skip_serializing_if = "crate::ecn::is_off")]
+    pub ecn: bool,
+    /// Section 5.1's `mark_ecnth`: above this drop probability the queue is overloaded and
+    /// ECN-capable packets are dropped too (10 %, the RFC's example and Linux's).
+    #[serde(default = "default_mark_ecnth")]
+    pub mark_ecnth: f64,
+}
+
+fn default_mark_ecnth() -> f64 {
+    0.1
 }
 
 impl Default for Pie {
     fn default() -> Self {
-        Pie { target_ns: Duration::from_millis(15), tupdate_ns: Duration::from_millis(15), alpha: 0.125, beta: 1.25, max_burst_ns: Duration::from_millis(150) }
+        Pie {
+            target_ns: Duration::from_millis(15),
+            tupdate_ns: Duration::from_millis(15),
+            alpha: 0.125,
+            beta: 1.25,
+            max_burst_ns: Duration::from_millis(150),
+            ecn: false,
+            mark_ecnth: default_mark_ecnth(),
+        }
     }
 }
 
 impl AqmConfig for Pie {
     type Queue<P> = PieQueue<P>;
-    const KEYS: &'static str = "target=15ms,tupdate=15ms,alpha=0.125,beta=1.25,max_burst=150ms";
+    const KEYS: &'static str = "target=15ms,tupdate=15ms,alpha=0.125,beta=1.25,max_burst=150ms,ecn=off,mark_ecnth=0.1";
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         let weight = |v: &str| match v.parse::<f64>() {
@@ -67,6 +88,11 @@ impl AqmConfig for Pie {
             "alpha" => self.alpha = weight(value)?,
             "beta" => self.beta = weight(value)?,
             "max_burst" => self.max_burst_ns = super::duration(key, value)?,
+            "ecn" => self.ecn = crate::ecn::on_off(key, value)?,
+            "mark_ecnth" => match value.parse::<f64>() {
+                Ok(p) if (0.0..=1.0).contains(&p) => self.mark_ecnth = p,
+                _ => return Err(format!("{key} is a probability from 0 to 1 such as 0.1")),
+            },
             _ => return Err(format!("unknown key {key:?}")),
         }
         Ok(())
@@ -79,18 +105,31 @@ impl AqmConfig for Pie {
         if !(self.alpha.is_finite() && self.alpha >= 0.0 && self.beta.is_finite() && self.beta >= 0.0) {
             return Err(LinkConfigError::Aqm("PIE's alpha and beta must be numbers of at least 0".into()));
         }
+        if !(0.0..=1.0).contains(&self.mark_ecnth) {
+            return Err(LinkConfigError::Aqm("PIE's mark_ecnth must be a probability from 0 to 1".into()));
+        }
         Ok(())
     }
 
     fn describe(&self) -> String {
         format!(
-            "PIE (target {}, tupdate {}, alpha {}, beta {}, max burst {})",
+            "PIE (target {}, tupdate {}, alpha {}, beta {}, max burst {}{})",
             super::ms(self.target_ns),
             super::ms(self.tupdate_ns),
             self.alpha,
             self.beta,
-            super::ms(self.max_burst_ns)
+            super::ms(self.max_burst_ns),
+            if self.ecn { format!(", ECN below {} %", self.mark_ecnth * 100.0) } else { String::new() }
         )
+    }
+
+    fn enable_ecn(&mut self) -> bool {
+        self.ecn = true;
+        true
+    }
+
+    fn marks(&self) -> bool {
+        self.ecn
     }
 
     fn build<P>(&self, buffer: Buffer, seed: u64) -> PieQueue<P> {
@@ -193,7 +232,7 @@ impl<P> PieQueue<P> {
 
 impl<P> Aqm<P> for PieQueue<P> {
     /// Appendix A's `enque()`.
-    fn enqueue(&mut self, now: Instant, q: Queued<P>, server_idle: bool, _drops: &mut Drops<P>) -> Result<(), (Queued<P>, DropCause)> {
+    fn enqueue(&mut self, now: Instant, mut q: Queued<P>, server_idle: bool, drops: &mut Drops<P>) -> Result<(), (Queued<P>, DropCause)> {
         if !server_idle && !self.fifo.admits(self.buffer, q.len) {
             return Err((q, DropCause::BufferOverflow));
         }
@@ -204,7 +243,11 @@ impl<P> Aqm<P> for PieQueue<P> {
             s.burst_allowance = self.cfg.max_burst_ns;
         }
         if self.state.burst_allowance.is_zero() && self.drop_early() {
-            return Err((q, DropCause::Aqm));
+            // Section 5.1: mark instead while the probability says the queue is not overloaded.
+            let mark = self.cfg.ecn && self.state.drop_prob <= self.cfg.mark_ecnth && drops.mark(&mut q);
+            if !mark {
+                return Err((q, DropCause::Aqm));
+            }
         }
         self.fifo.push(q);
         Ok(())
@@ -254,6 +297,53 @@ mod tests {
 
     fn queue(cfg: Pie) -> PieQueue<()> {
         cfg.build(Buffer::Unlimited, 0)
+    }
+
+    /// Offers `n` packets of `ecn` to a PIE whose drop probability is held at `p` (burst
+    /// allowance spent, the queue deep): the shares (marked, dropped).
+    fn early_shares(ecn: bool, p: f64, codepoint: crate::Ecn, n: u32) -> (f64, f64) {
+        let mut q = queue(Pie { ecn, ..Pie::default() });
+        let mut stats = crate::LinkStats::default();
+        let mut out = std::collections::VecDeque::new();
+        let mut drops = Drops { stats: &mut stats, out: &mut out };
+        for _ in 0..3 {
+            q.fifo.push(Queued { packet: (), len: 1500, arrived_at: at(Duration::ZERO), flow: 0, ecn: crate::Ecn::NotEct, marked: false });
+        }
+        q.state = PieState { drop_prob: p, current_qdelay: 100 * MS, qdelay_old: 100 * MS, burst_allowance: Duration::ZERO };
+        let mut dropped = 0;
+        for _ in 0..n {
+            let pkt = Queued { packet: (), len: 1500, arrived_at: at(MS), flow: 0, ecn: codepoint, marked: false };
+            match q.enqueue(at(MS), pkt, false, &mut drops) {
+                Ok(()) => {
+                    q.fifo.pop();
+                }
+                Err(_) => dropped += 1,
+            }
+        }
+        (drops.stats.ce_marks as f64 / f64::from(n), f64::from(dropped) / f64::from(n))
+    }
+
+    #[test]
+    fn ecn_marks_below_mark_ecnth_and_drops_above_it() {
+        use crate::Ecn;
+        let n = 20_000;
+        let near = |got: f64, want: f64| (got - want).abs() < 0.01;
+        // Section 5.1: ECN-capable and drop_prob at most 10 %: marked instead of dropped.
+        let (m, d) = early_shares(true, 0.05, Ecn::Ect0, n);
+        assert!(near(m, 0.05) && d == 0.0, "{m} {d}");
+        let (m, d) = early_shares(true, 0.05, Ecn::Ect1, n);
+        assert!(near(m, 0.05) && d == 0.0, "{m} {d}");
+        // Not-ECT: dropped as ever.
+        let (m, d) = early_shares(true, 0.05, Ecn::NotEct, n);
+        assert!(m == 0.0 && near(d, 0.05), "{m} {d}");
+        // Above mark_ecnth the queue is overloaded: ECN-capable packets are dropped too.
+        let (m, d) = early_shares(true, 0.2, Ecn::Ect0, n);
+        assert!(m == 0.0 && near(d, 0.2), "{m} {d}");
+        // ECN off: dropped.
+        let (m, d) = early_shares(false, 0.05, Ecn::Ect0, n);
+        assert!(m == 0.0 && near(d, 0.05), "{m} {d}");
+        assert_eq!("pie:ecn=on,mark_ecnth=0.2".parse(), Ok(AqmKind::Pie(Pie { ecn: true, mark_ecnth: 0.2, ..Pie::default() })));
+        assert!("pie:mark_ecnth=2".parse::<AqmKind>().is_err());
     }
 
     #[test]

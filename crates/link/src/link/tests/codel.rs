@@ -194,7 +194,7 @@ fn aqm_drops_are_all_handed_back_exactly_once() {
         rate: Rate::mbps(2),
         delay_ns: 10 * MS,
         buffer: Buffer::Bytes(200_000),
-        aqm: Aqm::Codel(crate::Codel { target_ns: 2 * MS, interval_ns: 50 * MS }),
+        aqm: Aqm::Codel(crate::Codel { target_ns: 2 * MS, interval_ns: 50 * MS, ..Default::default() }),
         loss: LossModel::Bernoulli { p: 0.01 },
         ..Default::default()
     };
