@@ -432,7 +432,7 @@ fn a_failing_cell_is_tried_again_then_marked_failed_with_its_error_and_log() {
 const EXPECTING: &str = "[defaults]\ncc = \"cubic\"\nruns = 5\nduration = \"1s\"\nrtt = \"10ms\"\nseed = 21\n[[expect]]\nmetric = \"goodput\"\nop = \">=\"\nvalue = \"5mbit\"\n[axes]\nrate = [\"2mbit\", \"20mbit\"]\n";
 
 #[test]
-fn a_sweep_exits_1_naming_the_cell_whose_expectation_failed_and_writes_junit_per_cell() {
+fn a_sweep_exits_4_naming_the_cell_whose_expectation_failed_and_writes_junit_per_cell() {
     let _g = lock();
     if !have_root_and_tun() {
         return;

@@ -230,7 +230,7 @@ fn the_containerfile_builds_ccbench_in_two_stages_from_fully_qualified_images_or
         assert!(image.split('/').count() >= 3 && registry.contains('.') && image.contains(':'), "not fully qualified: {image}");
     }
     assert!(text.contains("cargo build --release --locked $offline -p ccbench"));
-    assert!(text.contains("--offline --config vendor-config.toml") && text.contains("cargo vendor --locked vendor > vendor-config.toml"));
+    assert!(text.contains("$offline") && text.contains("--offline --config "), "an offline route: {text}");
     assert!(text.contains("iproute2"));
     assert!(text.contains("COPY --from=build"));
     assert!(text.contains("ENTRYPOINT [\"ccbench\"]"));
@@ -393,4 +393,92 @@ exit $code
     assert!(stderr.contains("stuck for") && stderr.contains("not merging"), "{stderr}");
     assert!(stdout.contains("Failed    1") && stdout.contains("Stuck: 1 of 9"), "the whole status at the end: {stdout}");
     assert!((3..100).contains(&calls), "polled through the grace period, then stopped: {calls} calls");
+}
+
+/// Issue 27 §11: the documented offline route failed twice over: the vendor directory resolved
+/// to /vendor in the image (a relative `directory` in a --config file is resolved against the
+/// parent of that file's directory), and it was `vendor/`, which holds our patched crates
+/// without the checksum files a directory source needs. This reads the Containerfile and the
+/// cargo configuration it builds with as cargo would, and fails when either comes back.
+#[test]
+fn the_containerfiles_offline_route_points_cargo_at_the_vendored_crates_inside_the_image() {
+    let text = repo_file("Containerfile");
+    let build_stage: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("FROM ") || !l.contains(" AS build")).take_while(|l| !l.starts_with("FROM ${RUNTIME")).collect();
+    let workdir = build_stage.iter().find_map(|l| l.strip_prefix("WORKDIR ")).expect("the build stage's WORKDIR").trim();
+    assert!(workdir.starts_with('/'), "{workdir}");
+    assert!(build_stage.contains(&"COPY . ."), "the context is copied into the WORKDIR");
+    // The build's RUN: `if [ -d DIR ]; then offline="--offline --config FILE"`.
+    let run = build_stage.iter().find(|l| l.contains("offline=")).expect("the RUN that chooses the offline route");
+    let dir = run.split("[ -d ").nth(1).and_then(|r| r.split(" ]").next()).expect("[ -d DIR ]").trim();
+    let config_file = run.split("--config ").nth(1).and_then(|r| r.split('"').next()).expect("--config FILE").trim();
+    // The documented command vendors into that very directory.
+    let vendor_line = text.lines().find(|l| l.contains("cargo vendor")).expect("the documented cargo vendor command");
+    let words: Vec<&str> = vendor_line.trim_start_matches('#').split_whitespace().collect();
+    let target = words.iter().skip_while(|w| **w != "vendor").skip(1).find(|w| !w.starts_with('-')).expect("cargo vendor's directory");
+    assert_eq!(*target, dir, "cargo vendor writes where the build looks: {vendor_line}");
+    // The configuration, as cargo reads it: crates.io replaced by a directory source at the
+    // absolute path where COPY puts the vendored crates.
+    let config: toml::Value = toml::from_str(&repo_file(config_file)).unwrap_or_else(|e| panic!("{config_file}: {e}"));
+    let replaced = config["source"]["crates-io"]["replace-with"].as_str().expect("source.crates-io.replace-with");
+    let directory = config["source"][replaced]["directory"].as_str().unwrap_or_else(|| panic!("source.{replaced}.directory"));
+    assert!(directory.starts_with('/'), "absolute, or cargo resolves it against the parent of {config_file}'s directory: {directory}");
+    assert_eq!(directory, format!("{workdir}/{dir}"), "the vendored crates' place in the image");
+    // Not a directory of our patched crates: those have no .cargo-checksum.json.
+    let manifest: toml::Value = toml::from_str(&repo_file("Cargo.toml")).unwrap();
+    let patched: Vec<String> = manifest["patch"]["crates-io"].as_table().expect("[patch.crates-io]").values().filter_map(|v| v["path"].as_str().map(String::from)).collect();
+    assert!(!patched.is_empty());
+    for p in &patched {
+        let top = p.split('/').next().unwrap();
+        assert_ne!(top, dir, "{dir} would mix the vendored crates with the patched {p}");
+    }
+    // The context carries it (not excluded by .dockerignore), and git does not (it is generated).
+    let ignored_by_context = repo_file(".dockerignore").lines().any(|l| l.trim().trim_start_matches('/') == dir);
+    assert!(!ignored_by_context, ".dockerignore keeps {dir} out of the build");
+    assert!(repo_file(".gitignore").lines().any(|l| l.trim().trim_start_matches('/') == dir), "{dir} in .gitignore");
+}
+
+/// Issue 27 §12: `RETRY_FAILED=1` passes `--retry-failed` to the task; unset, it does not; any
+/// other value is refused. Runs the script itself with a stand-in ccbench.
+#[test]
+fn the_slurm_task_runs_failed_cells_again_only_with_retry_failed_1() {
+    let fake = FakeBin::new("slurm");
+    fake.add("ccbench", "for a in \"$@\"; do echo \"$a\"; done > \"$FAKE/args\"\n");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/slurm/sweep.sbatch");
+    let out = fake.dir.join("out");
+    let ccbench = fake.dir.join("ccbench");
+    let run = |value: Option<&str>| {
+        let mut c = std::process::Command::new("bash");
+        c.arg(&script).env("CCBENCH", &ccbench).env("SPEC", "/spec.toml").env("OUT", &out).env("FAKE", &fake.dir).env_remove("RETRY_FAILED");
+        for v in ["SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_JOB_ID", "SHARDS", "SHARD"] {
+            c.env_remove(v);
+        }
+        if let Some(v) = value {
+            c.env("RETRY_FAILED", v);
+        }
+        // As root the script calls ccbench directly; as anyone else through sudo -n, which a test
+        // cannot grant: the check of the arguments needs root.
+        let o = c.output().expect("bash");
+        let args = std::fs::read_to_string(fake.dir.join("args")).unwrap_or_default();
+        let _ = std::fs::remove_file(fake.dir.join("args"));
+        (o, args)
+    };
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc_geteuid() } != 0 {
+        assert!(std::env::var("CI").map(|v| v != "true").unwrap_or(true), "needs root under CI=true");
+        return;
+    }
+    for (value, wanted) in [(None, false), (Some("0"), false), (Some("1"), true)] {
+        let (o, args) = run(value);
+        assert!(o.status.success(), "RETRY_FAILED={value:?}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(args.starts_with("sweep\n/spec.toml\n--out\n"), "{args}");
+        assert_eq!(args.lines().any(|a| a == "--retry-failed"), wanted, "RETRY_FAILED={value:?}: {args}");
+    }
+    let (o, args) = run(Some("yes"));
+    assert_eq!(o.status.code(), Some(2), "a value other than 0 or 1 is refused");
+    assert!(args.is_empty() && String::from_utf8_lossy(&o.stderr).contains("RETRY_FAILED must be 0 or 1"));
+}
+
+extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
 }
