@@ -138,7 +138,9 @@ fn single_runs(runs: Option<RunsSpec>, expect: bool, max_runs: MaxRuns, notes: &
             }
             Ok(Runs::Auto { max: max_runs.0 })
         }
-        Some(RunsSpec::Auto) => Err(UsageError::new("--runs", "auto", "a number of runs: auto needs at least two algorithms to compare, or an --expect to decide")),
+        Some(RunsSpec::Auto) => {
+            Err(UsageError::new("--runs", "auto", "a number of runs: auto needs at least two algorithms to compare, or an --expect to decide"))
+        }
         fixed if expect => at_least(fixed, runs_to_judge(), cannot_judge, notes),
         fixed => at_least(fixed, 1, |_| String::new(), notes),
     }
@@ -607,7 +609,9 @@ mod tests {
         // With --expect the runs must bound a median: 5 at α = 0.05, whatever the comparison needs.
         assert_eq!(runs(&["--cc", "bbr,cubic", "--expect", "goodput >= 1mbit"]), Runs::Fixed(5));
         assert_eq!(runs(&["--cc", "bbr,cubic", "--runs", "5", "--expect", "goodput >= 1mbit"]), Runs::Fixed(5));
-        let Contest::Algorithms { algorithms: Algorithms::One { runs, .. }, .. } = spec(&["--cc", "bbr", "--expect", "goodput >= 1mbit"]).contest else { panic!() };
+        let Contest::Algorithms { algorithms: Algorithms::One { runs, .. }, .. } = spec(&["--cc", "bbr", "--expect", "goodput >= 1mbit"]).contest else {
+            panic!()
+        };
         assert_eq!(runs, Runs::Fixed(5), "the default judges");
         // Without expectations one algorithm takes any number.
         assert!(matches!(spec(&["--cc", "bbr", "--runs", "2"]).contest, Contest::Algorithms { algorithms: Algorithms::One { runs: Runs::Fixed(2), .. }, .. }));

@@ -568,8 +568,7 @@ fn a_task_in_another_pid_namespace_on_this_host_does_not_take_a_live_holders_cel
     let spec = write_spec(&dir, "three.toml", THREE);
     let out = dir.join("out");
     let out_s = out.to_str().unwrap();
-    let mut host_task =
-        ccbench(&["sweep", &spec, "--out", out_s, "--worker", "host task"], &[]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut host_task = ccbench(&["sweep", &spec, "--out", out_s, "--worker", "host task"], &[]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     // Once the host's task holds a cell, the other starts in a PID namespace of its own (its
     // ccbench is PID 1 there), on the same host, the same boot and the same OUT.
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -403,7 +403,8 @@ exit $code
 #[test]
 fn the_containerfiles_offline_route_points_cargo_at_the_vendored_crates_inside_the_image() {
     let text = repo_file("Containerfile");
-    let build_stage: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("FROM ") || !l.contains(" AS build")).take_while(|l| !l.starts_with("FROM ${RUNTIME")).collect();
+    let build_stage: Vec<&str> =
+        text.lines().skip_while(|l| !l.starts_with("FROM ") || !l.contains(" AS build")).take_while(|l| !l.starts_with("FROM ${RUNTIME")).collect();
     let workdir = build_stage.iter().find_map(|l| l.strip_prefix("WORKDIR ")).expect("the build stage's WORKDIR").trim();
     assert!(workdir.starts_with('/'), "{workdir}");
     assert!(build_stage.contains(&"COPY . ."), "the context is copied into the WORKDIR");
@@ -425,7 +426,8 @@ fn the_containerfiles_offline_route_points_cargo_at_the_vendored_crates_inside_t
     assert_eq!(directory, format!("{workdir}/{dir}"), "the vendored crates' place in the image");
     // Not a directory of our patched crates: those have no .cargo-checksum.json.
     let manifest: toml::Value = toml::from_str(&repo_file("Cargo.toml")).unwrap();
-    let patched: Vec<String> = manifest["patch"]["crates-io"].as_table().expect("[patch.crates-io]").values().filter_map(|v| v["path"].as_str().map(String::from)).collect();
+    let patched: Vec<String> =
+        manifest["patch"]["crates-io"].as_table().expect("[patch.crates-io]").values().filter_map(|v| v["path"].as_str().map(String::from)).collect();
     assert!(!patched.is_empty());
     for p in &patched {
         let top = p.split('/').next().unwrap();

@@ -809,7 +809,10 @@ mod tests {
         assert_eq!(judged(&Claim { host: "elsewhere".into(), boot_id: Some("b".into()), ..claim.clone() }), (false, Holder::Unknown));
         let old = serde_json::json!({ "worker": "old", "host": host_name(), "pid": pid, "token": "t", "since": "", "lease_secs": 3600 });
         std::fs::write(out.join(QUEUE_DIR).join("a=1.claim"), old.to_string()).unwrap();
-        assert!(matches!(q.state("a=1"), CellState::Running { lapsed: false, holder: Holder::Unknown, claim: Some(_), .. }), "an old claim is read, by its lease");
+        assert!(
+            matches!(q.state("a=1"), CellState::Running { lapsed: false, holder: Holder::Unknown, claim: Some(_), .. }),
+            "an old claim is read, by its lease"
+        );
         age(&out.join(QUEUE_DIR).join("a=1.claim"), Duration::from_secs(3601));
         assert!(matches!(q.state("a=1"), CellState::Running { lapsed: true, holder: Holder::Unknown, .. }), "and lapses with it");
         let _ = std::fs::remove_dir_all(out);

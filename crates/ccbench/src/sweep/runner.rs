@@ -172,7 +172,8 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
             println!("  {line}");
         }
     }
-    let elsewhere = judged.iter().filter(|(label, r)| !ran.iter().any(|(l, _)| l == label) && !expectations_not_passed(&[(label.clone(), *r)]).is_empty()).count();
+    let elsewhere =
+        judged.iter().filter(|(label, r)| !ran.iter().any(|(l, _)| l == label) && !expectations_not_passed(&[(label.clone(), *r)]).is_empty()).count();
     if elsewhere > 0 {
         println!("\n{elsewhere} cell(s) run before or by other tasks did not pass their expectations either (their tasks' exit status said so; sweep.json has every cell's).");
     }

@@ -119,18 +119,15 @@ pub fn status(args: StatusArgs) -> anyhow::Result<i32> {
     let left = n - done.len();
     let lapsed = running.len() - live;
     // The last line is the verdict, whole on one line (a merge job logs it while it waits).
-    let failed_note = if failed.is_empty() {
-        String::new()
-    } else {
-        format!("; {} failed: only a task with {RETRY_HINT} runs them again", failed.len())
-    };
+    let failed_note = if failed.is_empty() { String::new() } else { format!("; {} failed: only a task with {RETRY_HINT} runs them again", failed.len()) };
     println!();
     match code {
         COMPLETE => println!("Complete: every cell is done (ccbench merge {} --out DIR puts them together).", args.out.display()),
         IN_PROGRESS => println!("In progress: {left} of {n} cells not done, {live} held under a live lease{failed_note}."),
         _ => {
             let takeable = missing.len() + lapsed;
-            let others = if takeable > 0 { format!("; {takeable} missing or lapsed: any task started with the same spec and --out takes them") } else { String::new() };
+            let others =
+                if takeable > 0 { format!("; {takeable} missing or lapsed: any task started with the same spec and --out takes them") } else { String::new() };
             println!("Stuck: {left} of {n} cells not done and no task holds a live lease, so nothing running can finish the sweep{others}{failed_note}.");
         }
     }
