@@ -36,10 +36,19 @@ fn buffer(spec: BufferSpec, rate: Rate, rtt_ns: u64, mtu: u32) -> Buffer {
 
 /// The path from its flags, layered (a flag not given takes its default).
 pub fn build(o: &PathOpts, seed: u64, sample_interval_us: u64) -> PathSpec {
+    build_for_flows(o, seed, sample_interval_us, 0)
+}
+
+/// The path for flows with access links of their own (`--flows bbr:1@10ms,cubic:1@60ms`), the
+/// longest adding `longest_access_rtt_ns` to the path's round trip. A BDP buffer is sized from
+/// the largest flow RTT (the path's plus that access RTT), as the dumbbell literature sizes a
+/// shared bottleneck's buffer for flows of different RTTs: from the path's RTT alone (0 with
+/// `--rtt 0`) an RTT-fairness study would run with almost no buffer.
+pub fn build_for_flows(o: &PathOpts, seed: u64, sample_interval_us: u64, longest_access_rtt_ns: u64) -> PathSpec {
     let rate = each(&o.rate, &o.rate_down, &o.rate_up).map(|r| r.unwrap_or_default().0);
     let one_way = o.rtt.unwrap_or_default().one_way();
     let delay_ns = [o.delay_down, o.delay_up].map(|d| d.unwrap_or(one_way).0);
-    let rtt_ns = delay_ns[0] + delay_ns[1];
+    let rtt_ns = delay_ns[0] + delay_ns[1] + longest_access_rtt_ns;
     let loss = each(&o.loss, &o.loss_down, &o.loss_up);
     let buffers = each(&o.buffer, &o.buffer_down, &o.buffer_up);
     let traces = each(&o.trace, &o.trace_down, &o.trace_up);
@@ -151,6 +160,21 @@ mod tests {
         assert_eq!((small.down.buffer, small.up.buffer), (Buffer::Unlimited, Buffer::Packets(100)));
         let floor = self::spec(&["--rate", "1mbit", "--rtt", "1ms"]);
         assert_eq!(floor.down.buffer, Buffer::Bytes(4 * 1500), "a BDP buffer keeps room for a few packets");
+    }
+
+    /// Issue 27 §15: with per-flow RTTs and `--rtt 0`, a BDP buffer was 4 packets.
+    #[test]
+    fn a_bdp_buffer_for_flows_of_their_own_rtts_is_sized_from_the_largest() {
+        let o = parse(&["--rate", "100mbit", "--rtt", "0"]).unwrap();
+        assert_eq!(build(&o, 1, 10_000).down.buffer, Buffer::Bytes(4 * 1500), "the path alone: its RTT, 0");
+        // The largest flow RTT is the path's 0 plus the longest access RTT, 60 ms: 750 kB at 100 Mbit/s.
+        let spec = build_for_flows(&o, 1, 10_000, 60_000_000);
+        assert_eq!((spec.down.buffer, spec.up.buffer), (Buffer::Bytes(750_000), Buffer::Bytes(750_000)));
+        assert_eq!((spec.down.delay_ns, spec.up.delay_ns), (D::from_nanos(0), D::from_nanos(0)), "the path's own delay is unchanged");
+        // Added to the path's own RTT, and a buffer given in packets stays as given.
+        let o = parse(&["--rate", "100mbit", "--rtt", "20ms", "--buffer-up", "50pkt", "--buffer-down", "2bdp"]).unwrap();
+        let spec = build_for_flows(&o, 1, 10_000, 60_000_000);
+        assert_eq!((spec.down.buffer, spec.up.buffer), (Buffer::Bytes(2_000_000), Buffer::Packets(50)));
     }
 
     #[test]

@@ -88,12 +88,44 @@ pub(crate) fn check_available(flag: &str, cc: &Algorithm, available: &[String]) 
     ))
 }
 
-/// The runs of a single contender (one algorithm, or a mix): `auto` only with expectations,
-/// which it runs until decided.
-fn single_runs(runs: RunsSpec, expect: bool, max_runs: MaxRuns) -> Result<Runs, UsageError> {
+/// The fewest fixed runs for which `--expect` can decide at all: below it no order statistic
+/// bounds a median at α (`½ⁿ > α`), and every expectation would stay undecided.
+fn runs_to_judge() -> u32 {
+    ccbench_stats::expectation::min_runs(experiment::ALPHA) as u32
+}
+
+/// Why `n` fixed runs cannot judge an expectation.
+fn cannot_judge(n: u32) -> String {
+    format!(
+        "with --expect, {n} runs cannot bound a median at α = {} (½^{n} = {}), so every expectation would stay undecided",
+        experiment::ALPHA,
+        0.5f64.powi(n as i32)
+    )
+}
+
+/// Fixed runs that must reach `need` (to decide a comparison, or to judge an expectation): a
+/// number the user pinned below it is refused, naming the minimum; the default is raised to it,
+/// with a note.
+fn at_least(runs: Option<RunsSpec>, need: u32, why: impl Fn(u32) -> String, notes: &mut Vec<String>) -> Result<Runs, UsageError> {
+    let RunsSpec::Fixed(default) = RunsSpec::default() else { unreachable!("the default is a number") };
     match runs {
-        RunsSpec::Fixed(n) => Ok(Runs::Fixed(n)),
-        RunsSpec::Auto if expect => {
+        Some(RunsSpec::Fixed(n)) if n < need => Err(UsageError::new("--runs", n, format!("{need} or more: {}", why(n)))),
+        Some(RunsSpec::Fixed(n)) => Ok(Runs::Fixed(n)),
+        None if default < need => {
+            notes.push(format!("{}: running {need} per algorithm (set --runs to choose)", why(default)));
+            Ok(Runs::Fixed(need))
+        }
+        None => Ok(Runs::Fixed(default)),
+        Some(RunsSpec::Auto) => unreachable!("auto is resolved by the caller"),
+    }
+}
+
+/// The runs of a single contender (one algorithm, or a mix): `auto` only with expectations,
+/// which it runs until decided; a fixed number that cannot judge them is refused (issue 27 §16:
+/// `--runs 4` ran the whole experiment, then called every expectation undecided).
+fn single_runs(runs: Option<RunsSpec>, expect: bool, max_runs: MaxRuns, notes: &mut Vec<String>) -> Result<Runs, UsageError> {
+    match runs {
+        Some(RunsSpec::Auto) if expect => {
             // As with several algorithms: a --max-runs too small for any look to bound a median
             // would run every run and end undecided, so it is refused up front.
             if ccbench_stats::sequential::expectation_looks(experiment::ALPHA, max_runs.0 as usize).is_empty() {
@@ -106,19 +138,23 @@ fn single_runs(runs: RunsSpec, expect: bool, max_runs: MaxRuns) -> Result<Runs, 
             }
             Ok(Runs::Auto { max: max_runs.0 })
         }
-        RunsSpec::Auto => Err(UsageError::new("--runs", "auto", "a number of runs: auto needs at least two algorithms to compare, or an --expect to decide")),
+        Some(RunsSpec::Auto) => {
+            Err(UsageError::new("--runs", "auto", "a number of runs: auto needs at least two algorithms to compare, or an --expect to decide"))
+        }
+        fixed if expect => at_least(fixed, runs_to_judge(), cannot_judge, notes),
+        fixed => at_least(fixed, 1, |_| String::new(), notes),
     }
 }
 
 /// The algorithms and their runs. A number of runs the user pinned (`runs` is `Some`) that
 /// cannot decide is refused, naming the number needed; the default is raised to it, with a
-/// note saying so.
+/// note saying so. With `--expect`, the runs must also be enough to bound a median.
 fn algorithms(ccs: &[Algorithm], runs: Option<RunsSpec>, max_runs: MaxRuns, expect: bool, notes: &mut Vec<String>) -> Result<Algorithms, UsageError> {
     if let [cc] = ccs {
-        return Ok(Algorithms::One { cc: cc.clone(), runs: single_runs(runs.unwrap_or_default(), expect, max_runs)? });
+        return Ok(Algorithms::One { cc: cc.clone(), runs: single_runs(runs, expect, max_runs, notes)? });
     }
     let k = ccs.len();
-    let need = ccbench_stats::sequential::min_runs_to_decide(k, experiment::ALPHA) as u32;
+    let decide = ccbench_stats::sequential::min_runs_to_decide(k, experiment::ALPHA) as u32;
     let cannot = |n: u32| match k {
         2 => format!("with 2 algorithms, {n} runs cannot reach p < {}", experiment::ALPHA),
         _ => format!(
@@ -128,17 +164,6 @@ fn algorithms(ccs: &[Algorithm], runs: Option<RunsSpec>, max_runs: MaxRuns, expe
         ),
     };
     let runs = match runs {
-        Some(RunsSpec::Fixed(n)) if n < need => return Err(UsageError::new("--runs", n, format!("{need} or more: {}", cannot(n)))),
-        None if matches!(RunsSpec::default(), RunsSpec::Fixed(n) if n < need) => {
-            let RunsSpec::Fixed(n) = RunsSpec::default() else { unreachable!() };
-            notes.push(format!("{}: running {need} per algorithm (set --runs to choose)", cannot(n)));
-            Runs::Fixed(need)
-        }
-        Some(RunsSpec::Fixed(n)) => Runs::Fixed(n),
-        None => match RunsSpec::default() {
-            RunsSpec::Fixed(n) => Runs::Fixed(n),
-            RunsSpec::Auto => unreachable!("the default is a number"),
-        },
         Some(RunsSpec::Auto) => {
             if ccbench_stats::sequential::looks(experiment::ALPHA, max_runs.0 as usize, k).is_empty() {
                 let least = (1..=1000).find(|&m| !ccbench_stats::sequential::looks(experiment::ALPHA, m, k).is_empty()).unwrap_or(1000);
@@ -150,6 +175,9 @@ fn algorithms(ccs: &[Algorithm], runs: Option<RunsSpec>, max_runs: MaxRuns, expe
             }
             Runs::Auto { max: max_runs.0 }
         }
+        // The comparison's minimum or the expectations', whichever is more.
+        fixed if expect && runs_to_judge() > decide => at_least(fixed, runs_to_judge(), cannot_judge, notes)?,
+        fixed => at_least(fixed, decide, cannot, notes)?,
     };
     Ok(Algorithms::Several { ccs: ccs.to_vec(), runs })
 }
@@ -198,7 +226,7 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
                 }
                 flows.push(MixFlow { cc: cc.clone(), start_s: stagger_s * i as f64, client_port });
             }
-            Contest::Mix { flows, label, amount, direction, runs: single_runs(runs.unwrap_or_default(), !o.expect.is_empty(), o.max_runs.unwrap_or_default())? }
+            Contest::Mix { flows, label, amount, direction, runs: single_runs(runs, !o.expect.is_empty(), o.max_runs.unwrap_or_default(), &mut notes)? }
         }
         FlowsSpec::Parallel(flows) => {
             if let Some(stagger) = o.stagger.filter(|s| s.0 > 0) {
@@ -232,7 +260,14 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
     };
     crate::path::check_ecn(&o.path)?;
     let seed = o.seed.unwrap_or_else(rand::random);
-    let path = PathSpec { access, ..crate::path::build(&o.path, seed, sample_interval_us) };
+    // Flows with access RTTs of their own: a BDP buffer is sized from the largest flow RTT.
+    let longest_access_rtt_ns = access.iter().map(|a| 2 * a.one_way_ns).max().unwrap_or(0);
+    let path = PathSpec { access, ..crate::path::build_for_flows(&o.path, seed, sample_interval_us, longest_access_rtt_ns) };
+    if longest_access_rtt_ns > 0 {
+        if let Some(note) = bdp_note(&o.path, &path, longest_access_rtt_ns) {
+            notes.push(note);
+        }
+    }
     let quic_receiver_cc = quic_receiver_cc(&o, kind, &contest)?;
     let spec = RunSpec {
         contest,
@@ -247,6 +282,30 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
     };
     check_expectations(&Plan::from(spec.clone()))?;
     Ok(spec)
+}
+
+/// What a BDP buffer was sized from when flows have RTTs of their own: said before the runs.
+fn bdp_note(o: &crate::cli::PathOpts, path: &PathSpec, longest_access_rtt_ns: u64) -> Option<String> {
+    use crate::values::BufferSpec;
+    let given = [o.buffer_down.or(o.buffer), o.buffer_up.or(o.buffer)].map(|b| b.unwrap_or_default());
+    let sized: Vec<String> = [("down", &path.down, given[0]), ("up", &path.up, given[1])]
+        .into_iter()
+        .filter_map(|(dir, d, b)| match (b, d.buffer) {
+            (BufferSpec::Bdp(k), ccbench_link::Buffer::Bytes(bytes)) => Some(format!("{k} BDP {dir} = {}", ccbench::units::fmt_bytes(bytes))),
+            _ => None,
+        })
+        .collect();
+    if sized.is_empty() {
+        return None;
+    }
+    let base_ns = (path.down.delay_ns + path.up.delay_ns).as_nanos();
+    Some(format!(
+        "buffer sized from the largest flow RTT, {} (base {} + access {}): {}",
+        ccbench::units::fmt_ms(base_ns + longest_access_rtt_ns),
+        ccbench::units::fmt_ms(base_ns),
+        ccbench::units::fmt_ms(longest_access_rtt_ns),
+        sized.join(", ")
+    ))
 }
 
 /// Every `--expect` against the plan's contenders and path: one line naming the expression.
@@ -505,6 +564,10 @@ mod tests {
                 "--max-runs",
                 "at least 5 with --runs auto, one algorithm and --expect",
             ),
+            // Issue 27 §16: pinned runs too few to bound a median would leave every expectation undecided.
+            (&["--cc", "bbr", "--runs", "4", "--expect", "goodput >= 1mbit"], "--runs", "5 or more: with --expect, 4 runs cannot bound a median at α = 0.05"),
+            (&["--cc", "bbr,cubic", "--runs", "4", "--expect", "goodput >= 1mbit"], "--runs", "5 or more: with --expect, 4 runs cannot bound"),
+            (&["--flows", "bbr:1,cubic:1", "--runs", "2", "--expect", "jain >= 0.5"], "--runs", "5 or more: with --expect, 2 runs"),
             (&["--cc", "bbr,vegas2"], "--cc", "available or loadable on this host"),
             (&["--flows", "bbr:1,vegas2:1"], "--flows", "available or loadable on this host"),
             (&["--cc", "quic:bbr1,quic:cubic"], "--cc", "quic:cubic, quic:newreno, quic:bbr2, quic:bbr3"),
@@ -544,6 +607,15 @@ mod tests {
         );
         assert_eq!(runs(&["--cc", "bbr,cubic,reno", "--runs", "5"]), Runs::Fixed(5));
         assert_eq!(runs(&["--cc", "bbr,cubic", "--runs", "4"]), Runs::Fixed(4));
+        // With --expect the runs must bound a median: 5 at α = 0.05, whatever the comparison needs.
+        assert_eq!(runs(&["--cc", "bbr,cubic", "--expect", "goodput >= 1mbit"]), Runs::Fixed(5));
+        assert_eq!(runs(&["--cc", "bbr,cubic", "--runs", "5", "--expect", "goodput >= 1mbit"]), Runs::Fixed(5));
+        let Contest::Algorithms { algorithms: Algorithms::One { runs, .. }, .. } = spec(&["--cc", "bbr", "--expect", "goodput >= 1mbit"]).contest else {
+            panic!()
+        };
+        assert_eq!(runs, Runs::Fixed(5), "the default judges");
+        // Without expectations one algorithm takes any number.
+        assert!(matches!(spec(&["--cc", "bbr", "--runs", "2"]).contest, Contest::Algorithms { algorithms: Algorithms::One { runs: Runs::Fixed(2), .. }, .. }));
     }
 
     #[test]

@@ -201,12 +201,17 @@ fn a_sweep_runs_every_cell_and_tasks_sharing_its_queue_give_the_same_result_set(
         assert!(o.stderr.is_empty(), "{args:?}: quiet: {}", String::from_utf8_lossy(&o.stderr));
     }
 
-    // A cell missing: status says which, exit 1; merge refuses naming it, --partial merges the rest.
+    // A cell missing and no task running: status says which, and that the sweep is stuck (exit
+    // 3: nothing running can finish it); merge refuses naming it, --partial merges the rest.
     std::fs::remove_dir_all(shared.join("cells").join(IDS[2])).unwrap();
     let o = run(&["status", shared_s]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(3));
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("Done      3") && text.contains(&format!("Missing   1\n  {}", IDS[2])) && text.contains("Incomplete"), "{text}");
+    assert!(text.contains("Done      3") && text.contains(&format!("Missing   1\n  {}", IDS[2])), "{text}");
+    assert!(text.trim_end().lines().last().unwrap().starts_with("Stuck: 1 of 4 cells not done and no task holds a live lease"), "{text}");
+    assert!(text.contains("1 missing or lapsed: any task started with the same spec and --out takes them"), "{text}");
+    let status: Value = serde_json::from_slice(&run(&["status", shared_s, "--json"]).stdout).unwrap();
+    assert_eq!(status["state"], "stuck");
     let partial = dir.join("partial");
     refused(&run(&["merge", shared_s, "--out", partial.to_str().unwrap()]), &[IDS[2], "missing"]);
     assert!(!partial.exists(), "a refused merge creates nothing");
@@ -389,22 +394,36 @@ fn a_failing_cell_is_tried_again_then_marked_failed_with_its_error_and_log() {
     for line in ["attempt 1 of 2", "attempt 1 failed: connection setup failed", "attempt 2 of 2", "attempt 2 failed", "finished: failed"] {
         assert!(log.contains(line), "the log should hold {line:?}: {log}");
     }
-    // status: the failed cell with its error's first line, exit 1; as JSON too.
+    // status: the failed cell with its error's first line; stuck (exit 3), since only a task with
+    // --retry-failed would run it again, which it says; as JSON too.
     let o = run(&["status", out_s]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(3));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("Done      1") && text.contains("Failed    1") && text.contains("loss=100pct  after 2 attempt(s)"), "{text}");
     assert!(text.contains("connection setup failed") && text.contains("cells/loss=100pct/log"), "{text}");
+    assert!(text.contains("Stuck: 1 of 2 cells not done") && text.contains("1 failed: only a task with --retry-failed (RETRY_FAILED=1"), "{text}");
+    assert!(!text.contains("any task started with the same spec"), "no task without --retry-failed takes a failed cell: {text}");
     let status: Value = serde_json::from_slice(&run(&["status", out_s, "--json"]).stdout).unwrap();
     assert_eq!(status["failed"][0]["id"], "loss=100pct");
     assert_eq!(status["counts"], serde_json::json!({ "done": 1, "running": 0, "failed": 1, "missing": 0 }));
-    // Run again: a failed cell is not tried again, unless asked.
+    // Run again: a failed cell is not tried again, unless asked, and the task says it runs nothing.
     let o = run(&["sweep", &spec, "--out", out_s, "--retries", "0"]);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("Resuming  1 cell(s) finished before, 1 failed (not run again without --retry-failed"), "{stdout}");
+    assert!(stdout.contains(", 0 to run\n"), "{stdout}");
     assert_eq!(json(&failed.join("cell.json"))["attempts"], 2, "untouched");
     let o = run(&["sweep", &spec, "--out", out_s, "--retries", "0", "--retry-failed"]);
     assert_eq!(o.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("1 to run (1 of them failed before: --retry-failed)"), "{stdout}");
     assert_eq!(json(&failed.join("cell.json"))["attempts"], 1, "run again, once");
+    // Every attempt's lines are kept: the two before, and the retry's.
+    let log = std::fs::read_to_string(failed.join("log")).unwrap();
+    for line in ["attempt 1 of 2", "attempt 2 of 2", "attempt 1 of 1", "attempt 1 failed"] {
+        assert!(log.contains(line), "the log should still hold {line:?}: {log}");
+    }
+    assert_eq!(log.matches("finished: failed").count(), 2, "{log}");
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -413,7 +432,7 @@ fn a_failing_cell_is_tried_again_then_marked_failed_with_its_error_and_log() {
 const EXPECTING: &str = "[defaults]\ncc = \"cubic\"\nruns = 5\nduration = \"1s\"\nrtt = \"10ms\"\nseed = 21\n[[expect]]\nmetric = \"goodput\"\nop = \">=\"\nvalue = \"5mbit\"\n[axes]\nrate = [\"2mbit\", \"20mbit\"]\n";
 
 #[test]
-fn a_sweep_exits_1_naming_the_cell_whose_expectation_failed_and_writes_junit_per_cell() {
+fn a_sweep_exits_4_naming_the_cell_whose_expectation_failed_and_writes_junit_per_cell() {
     let _g = lock();
     if !have_root_and_tun() {
         return;
@@ -424,7 +443,7 @@ fn a_sweep_exits_1_naming_the_cell_whose_expectation_failed_and_writes_junit_per
     let junit = dir.join("junit.xml");
     let o = run(&["sweep", &spec, "--out", out.to_str().unwrap(), "--junit", junit.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(1), "a cell's failed expectation fails the sweep: {stdout}{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(4), "a cell's failed expectation fails the sweep, with its own status: {stdout}{}", String::from_utf8_lossy(&o.stderr));
     // Both cells ran to completion: it is the expectation, not a run, that failed.
     assert!(cells(&out).values().all(|(_, status)| status == "complete"), "{:?}", cells(&out));
     // One line per expectation that did not pass, led by its cell; the passing cell is not named.
@@ -453,6 +472,13 @@ fn a_sweep_exits_1_naming_the_cell_whose_expectation_failed_and_writes_junit_per
         .collect();
     // In the grid's order: by cell id.
     assert_eq!(got, [("rate=20mbit", 1, 0, "ccbench.rate=20mbit", "pass"), ("rate=2mbit", 1, 1, "ccbench.rate=2mbit", "fail")], "{suites}");
+    // Issue 27 §14: a task that ran none of the cells (all done) does not answer for them: exit 0,
+    // saying that other tasks' cells did not pass.
+    let o = run(&["sweep", &spec, "--out", out.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!stdout.contains("Expectations not passed"), "{stdout}");
+    assert!(stdout.contains("1 cell(s) run before or by other tasks did not pass their expectations"), "{stdout}");
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -493,20 +519,27 @@ fn a_lapsed_lease_is_taken_over_by_the_next_task_and_a_live_one_is_not() {
     let o = run(&["sweep", &spec, "--out", out_s, "--lease-secs", "2"]);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(!out.join("cells").join(IDS[1]).exists(), "a live claim is left to its holder");
-    let status: Value = serde_json::from_slice(&run(&["status", out_s, "--json"]).stdout).unwrap();
+    let o = run(&["status", out_s, "--json"]);
+    assert_eq!(o.status.code(), Some(1), "in progress: a task holds a cell under a live lease");
+    let status: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(status["counts"], serde_json::json!({ "done": 3, "running": 1, "failed": 0, "missing": 0 }));
+    assert_eq!(status["state"], "in_progress");
     let r = &status["running"][0];
     assert_eq!((r["id"].as_str(), r["host"].as_str(), r["lapsed"].as_bool()), (Some(IDS[1]), Some("node-that-died"), Some(false)));
     assert!(r["lease_age_s"].as_f64().unwrap() < 2.0, "{r}");
+    assert_eq!(r["holder"], "unknown", "another host's process is out of sight");
+    let left = r["lease_lapses_in_s"].as_f64().unwrap();
+    assert!(left > 0.0 && left <= 2.0, "{r}");
 
     // The node dies: the lease lapses, status says so, and the next task takes the cell over.
     renewing.store(false, std::sync::atomic::Ordering::SeqCst);
     renewer.join().unwrap();
     std::thread::sleep(Duration::from_millis(2500));
     let o = run(&["status", out_s]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(3), "stuck: the only holder's lease lapsed and no task runs");
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("slurm job 9 task 3 on node-that-died") && text.contains("lease lapsed"), "{text}");
+    assert!(text.contains("slurm job 9 task 3 on node-that-died, lease renewed") && text.contains("s ago: the next task to look takes it over"), "{text}");
+    assert!(text.contains(", lapsed "), "says when the lease lapsed: {text}");
     let o = run(&["sweep", &spec, "--out", out_s]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{stderr}");
@@ -514,6 +547,58 @@ fn a_lapsed_lease_is_taken_over_by_the_next_task_and_a_live_one_is_not() {
     let log = std::fs::read_to_string(out.join("cells").join(IDS[1]).join("log")).unwrap();
     assert!(log.contains("took over from slurm job 9 task 3 on node-that-died (pid 4242)"), "{log}");
     assert_eq!(run(&["status", out_s]).status.code(), Some(0));
+    assert_eq!(std::fs::read_dir(out.join("queue")).unwrap().count(), 0, "no claim left");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A 1 × 3 grid of two-second cells: long enough that a task starting after another's first
+/// claim finds it held.
+const THREE: &str = "[defaults]\ncc = \"cubic\"\nruns = 1\nduration = \"2s\"\nrate = \"20mbit\"\n[axes]\nrtt = [\"10ms\", \"20ms\", \"30ms\"]\n";
+
+/// Issue 27 §10: a task in a PID namespace of its own (a container with `--pid`, `unshare -p`)
+/// on the same host sees no process with a live holder's PID. It must not judge the holder dead
+/// from that, and so must not take its cell: every cell runs once.
+#[test]
+fn a_task_in_another_pid_namespace_on_this_host_does_not_take_a_live_holders_cell() {
+    let _g = lock();
+    if !have_root_and_tun() || !common::have_root_and(&["unshare"]) {
+        return;
+    }
+    let dir = tempdir("pidns");
+    let spec = write_spec(&dir, "three.toml", THREE);
+    let out = dir.join("out");
+    let out_s = out.to_str().unwrap();
+    let mut host_task = ccbench(&["sweep", &spec, "--out", out_s, "--worker", "host task"], &[]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    // Once the host's task holds a cell, the other starts in a PID namespace of its own (its
+    // ccbench is PID 1 there), on the same host, the same boot and the same OUT.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_dir(out.join("queue")).map(|d| d.count()).unwrap_or(0) == 0 {
+        assert!(host_task.try_wait().unwrap().is_none(), "the host's task ended before claiming a cell");
+        assert!(Instant::now() < deadline, "no claim after a minute");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let contained = Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", BIN, "sweep", &spec, "--out", out_s, "--worker", "contained task"])
+        .env_remove("JOB_COMPLETION_INDEX")
+        .output()
+        .unwrap();
+    let host_task = host_task.wait_with_output().unwrap();
+    let stderr = [&host_task.stderr, &contained.stderr].map(|e| String::from_utf8_lossy(e).to_string()).join("\n");
+    ok(&host_task, "the host's task");
+    ok(&contained, "the task in its own PID namespace");
+    assert!(!stderr.contains("taken over") && !stderr.contains("got there first"), "no cell was taken from a live holder: {stderr}");
+    let mut workers = std::collections::BTreeSet::new();
+    for rtt in ["10ms", "20ms", "30ms"] {
+        let cell = out.join("cells").join(format!("rtt={rtt}"));
+        let log = std::fs::read_to_string(cell.join("log")).unwrap();
+        assert_eq!(log.matches(" taken by ").count(), 1, "run once: {log}");
+        assert!(!log.contains("took over"), "{log}");
+        let record = json(&cell.join("cell.json"));
+        assert_eq!((record["status"].as_str(), record["attempts"].as_u64()), (Some("complete"), Some(1)), "{record}");
+        workers.insert(record["worker"].as_str().unwrap().to_string());
+    }
+    // The contained task did run (cells nobody held), so it did look at the held one.
+    assert!(workers.contains("contained task") && workers.contains("host task"), "{workers:?}");
     assert_eq!(std::fs::read_dir(out.join("queue")).unwrap().count(), 0, "no claim left");
     let _ = std::fs::remove_dir_all(dir);
 }

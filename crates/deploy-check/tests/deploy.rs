@@ -171,8 +171,8 @@ fn the_merge_job_waits_for_a_complete_sweep_with_a_deadline_then_merges_its_volu
     let init = pod.init_containers.clone().unwrap_or_default();
     let wait = init.first().expect("an init container that waits for the sweep");
     let script = [wait.command.clone().unwrap_or_default(), wait.args.clone().unwrap_or_default()].concat().join(" ");
-    assert!(script.contains(&format!("until ccbench status {sweep_out} ")), "{script}");
-    assert!(script.contains("deadline") && script.contains("exit 1"), "gives up at a deadline: {script}");
+    assert!(script.contains(&format!("ccbench status {sweep_out} ")), "{script}");
+    assert!(script.contains("WAIT_SECONDS") && script.contains("exit 1"), "gives up at a deadline: {script}");
     let seconds = wait.env.clone().unwrap_or_default().into_iter().find(|e| e.name == "WAIT_SECONDS").and_then(|e| e.value).expect("WAIT_SECONDS");
     assert!(seconds.parse::<u64>().is_ok_and(|s| s > 0), "{seconds}");
     // Kubernetes expands $(NAME) in args: the shell's $( ) must be written $$( ).
@@ -230,8 +230,257 @@ fn the_containerfile_builds_ccbench_in_two_stages_from_fully_qualified_images_or
         assert!(image.split('/').count() >= 3 && registry.contains('.') && image.contains(':'), "not fully qualified: {image}");
     }
     assert!(text.contains("cargo build --release --locked $offline -p ccbench"));
-    assert!(text.contains("--offline --config vendor-config.toml") && text.contains("cargo vendor --locked vendor > vendor-config.toml"));
+    assert!(text.contains("$offline") && text.contains("--offline --config "), "an offline route: {text}");
     assert!(text.contains("iproute2"));
     assert!(text.contains("COPY --from=build"));
     assert!(text.contains("ENTRYPOINT [\"ccbench\"]"));
+}
+
+/// A container's `command` and `args` as the kubelet runs them: `$(NAME)` replaced by the
+/// container's variable (and those given), `$$` by `$` (Kubernetes' dependent variables).
+fn expand(text: &str, vars: &[(&str, &str)]) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        if let Some(r) = after.strip_prefix('$') {
+            out.push('$');
+            rest = r;
+        } else if let Some((name, r)) = after.strip_prefix('(').and_then(|a| a.split_once(')')).filter(|(n, _)| vars.iter().any(|(v, _)| v == n)) {
+            out.push_str(vars.iter().find(|(v, _)| *v == name).unwrap().1);
+            rest = r;
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A directory of stand-ins for the commands a container script calls, first on its PATH.
+struct FakeBin {
+    dir: std::path::PathBuf,
+}
+
+impl FakeBin {
+    fn new(tag: &str) -> FakeBin {
+        let dir = std::env::temp_dir().join(format!("ccbench-deploy-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        FakeBin { dir }
+    }
+
+    fn add(&self, name: &str, script: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let file = self.dir.join(name);
+        std::fs::write(&file, format!("#!/bin/sh\n{script}")).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// Runs `sh -c script` with these commands first on the PATH and `env` set.
+    fn run(&self, script: &str, env: &[(&str, &str)]) -> std::process::Output {
+        let path = format!("{}:{}", self.dir.display(), std::env::var("PATH").unwrap_or_default());
+        let mut c = std::process::Command::new("sh");
+        c.arg("-c").arg(script).env("PATH", path).env("FAKE", &self.dir);
+        c.envs(env.iter().copied());
+        c.output().expect("sh")
+    }
+}
+
+impl Drop for FakeBin {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Issue 27 §12: failed cells had no way back through the Job. RETRY_FAILED="1" passes
+/// `--retry-failed`; anything else does not. And a pod whose cells ran but whose expectations
+/// did not pass (exit 4) fails its index without being run again.
+#[test]
+fn the_sweep_pods_run_failed_cells_again_only_when_retry_failed_is_1() {
+    let (_, _, job) = manifest();
+    let spec = job.spec.expect("Job.spec");
+    let c = spec.template.spec.clone().expect("pod spec").containers[0].clone();
+    let env = c.env.clone().unwrap_or_default();
+    let default = env.iter().find(|e| e.name == "RETRY_FAILED").and_then(|e| e.value.clone()).expect("RETRY_FAILED in the container's env");
+    assert_eq!(default, "0", "failed cells stay failed unless asked");
+    let command = c.command.clone().unwrap_or_default();
+    assert_eq!(command, ["sh", "-c"]);
+    let sweep_name = env.iter().find(|e| e.name == "SWEEP_NAME").and_then(|e| e.value.clone()).unwrap();
+    let script = expand(&c.args.clone().unwrap_or_default()[0], &[("SWEEP_NAME", &sweep_name), ("POD_NAME", "sweep-0-abc"), ("NODE_NAME", "node-a")]);
+    let fake = FakeBin::new("sweep");
+    fake.add("mount", "exit 0\n");
+    fake.add("ccbench", "for a in \"$@\"; do echo \"$a\"; done > \"$FAKE/args\"\n");
+    for (value, wanted) in [("0", false), ("1", true), ("", false)] {
+        let o = fake.run(&script, &[("RETRY_FAILED", value)]);
+        assert!(o.status.success(), "RETRY_FAILED={value}: {}", String::from_utf8_lossy(&o.stderr));
+        let args = std::fs::read_to_string(fake.dir.join("args")).unwrap();
+        let args: Vec<&str> = args.lines().collect();
+        assert_eq!(&args[..3], ["sweep", "/spec/sweep.toml", "--out"], "{args:?}");
+        assert_eq!(args[3], format!("/results/{sweep_name}"));
+        assert!(args.windows(2).any(|w| w == ["--worker", "sweep-0-abc on node-a"]), "{args:?}");
+        assert_eq!(args.contains(&"--retry-failed"), wanted, "RETRY_FAILED={value}: {args:?}");
+    }
+    let policy = spec.pod_failure_policy.expect("podFailurePolicy");
+    assert!(
+        policy.rules.iter().any(|r| r.action == "FailIndex" && r.on_exit_codes.as_ref().is_some_and(|e| e.operator == "In" && e.values == [4])),
+        "exit 4 (expectations not passed) fails the index without a retry"
+    );
+}
+
+/// Issue 27 §13: the merge Job waited 24 h, silently, when nothing could finish the sweep. It
+/// logs `ccbench status`'s verdict at every poll, merges on exit 0, waits through 1 (in progress)
+/// and 2 (no plan yet), and gives up once exit 3 (stuck) has lasted STUCK_SECONDS.
+#[test]
+fn the_merge_job_logs_while_it_waits_and_stops_when_the_sweep_is_stuck() {
+    let docs = documents(&repo_file("deploy/kubernetes/merge-job.yaml"));
+    let merge: Job = typed(&docs[0]);
+    let pod = merge.spec.and_then(|s| s.template.spec).expect("pod spec");
+    let wait = pod.init_containers.unwrap_or_default().remove(0);
+    assert_eq!(wait.command.clone().unwrap_or_default(), ["sh", "-c"]);
+    let script = expand(&wait.args.clone().unwrap_or_default()[0], &[]);
+    let env = wait.env.clone().unwrap_or_default();
+    for var in ["WAIT_SECONDS", "STUCK_SECONDS", "POLL_SECONDS"] {
+        let v = env.iter().find(|e| e.name == var).and_then(|e| e.value.clone()).unwrap_or_else(|| panic!("{var}"));
+        assert!(v.parse::<u64>().is_ok_and(|s| s > 0), "{var}={v}");
+    }
+    let fake = FakeBin::new("merge");
+    // `ccbench status` answering, call after call, with the exit statuses in $FAKE/codes (the
+    // last one repeated), and a verdict line as its last line.
+    fake.add(
+        "ccbench",
+        r#"n=$(cat "$FAKE/count" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$FAKE/count"
+code=$(sed -n "${n}p" "$FAKE/codes"); [ -n "$code" ] || code=$(tail -n 1 "$FAKE/codes")
+case $code in
+0) printf 'Sweep x
+
+Complete: every cell is done.
+' ;;
+1) printf 'Sweep x
+
+In progress: 3 of 9 cells not done, 2 held under a live lease.
+' ;;
+3) printf 'Sweep x
+Failed    1
+
+Stuck: 1 of 9 cells not done and no task holds a live lease.
+' ;;
+*) echo "ccbench: invalid status directory: no plan.json" >&2 ;;
+esac
+exit $code
+"#,
+    );
+    let run = |codes: &str, stuck: &str| {
+        std::fs::write(fake.dir.join("codes"), codes).unwrap();
+        let _ = std::fs::remove_file(fake.dir.join("count"));
+        let o = fake.run(&script, &[("WAIT_SECONDS", "60"), ("STUCK_SECONDS", stuck), ("POLL_SECONDS", "0.1")]);
+        let calls: u32 = std::fs::read_to_string(fake.dir.join("count")).unwrap().trim().parse().unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stdout).to_string(), String::from_utf8_lossy(&o.stderr).to_string(), calls)
+    };
+    // No plan yet, then in progress, then complete: it waits, logging each verdict, then merges.
+    let (code, stdout, stderr, calls) = run("2\n1\n1\n0\n", "600");
+    assert_eq!((code, calls), (Some(0), 4), "{stdout}{stderr}");
+    assert_eq!(stdout.matches("In progress: 3 of 9 cells not done").count(), 2, "every wait is logged: {stdout}");
+    assert!(stdout.contains("status exit 2: ccbench: invalid status directory") && stdout.contains("Complete: every cell is done."), "{stdout}");
+    // Stuck, but only briefly (a pod restarted and took a cell): it goes on waiting.
+    let (code, stdout, _, calls) = run("3\n1\n0\n", "600");
+    assert_eq!((code, calls), (Some(0), 3), "{stdout}");
+    // Stuck for good: it gives up after STUCK_SECONDS with the status in its log, without merging.
+    let (code, stdout, stderr, calls) = run("1\n3\n", "1");
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stderr.contains("stuck for") && stderr.contains("not merging"), "{stderr}");
+    assert!(stdout.contains("Failed    1") && stdout.contains("Stuck: 1 of 9"), "the whole status at the end: {stdout}");
+    assert!((3..100).contains(&calls), "polled through the grace period, then stopped: {calls} calls");
+}
+
+/// Issue 27 §11: the documented offline route failed twice over: the vendor directory resolved
+/// to /vendor in the image (a relative `directory` in a --config file is resolved against the
+/// parent of that file's directory), and it was `vendor/`, which holds our patched crates
+/// without the checksum files a directory source needs. This reads the Containerfile and the
+/// cargo configuration it builds with as cargo would, and fails when either comes back.
+#[test]
+fn the_containerfiles_offline_route_points_cargo_at_the_vendored_crates_inside_the_image() {
+    let text = repo_file("Containerfile");
+    let build_stage: Vec<&str> =
+        text.lines().skip_while(|l| !l.starts_with("FROM ") || !l.contains(" AS build")).take_while(|l| !l.starts_with("FROM ${RUNTIME")).collect();
+    let workdir = build_stage.iter().find_map(|l| l.strip_prefix("WORKDIR ")).expect("the build stage's WORKDIR").trim();
+    assert!(workdir.starts_with('/'), "{workdir}");
+    assert!(build_stage.contains(&"COPY . ."), "the context is copied into the WORKDIR");
+    // The build's RUN: `if [ -d DIR ]; then offline="--offline --config FILE"`.
+    let run = build_stage.iter().find(|l| l.contains("offline=")).expect("the RUN that chooses the offline route");
+    let dir = run.split("[ -d ").nth(1).and_then(|r| r.split(" ]").next()).expect("[ -d DIR ]").trim();
+    let config_file = run.split("--config ").nth(1).and_then(|r| r.split('"').next()).expect("--config FILE").trim();
+    // The documented command vendors into that very directory.
+    let vendor_line = text.lines().find(|l| l.contains("cargo vendor")).expect("the documented cargo vendor command");
+    let words: Vec<&str> = vendor_line.trim_start_matches('#').split_whitespace().collect();
+    let target = words.iter().skip_while(|w| **w != "vendor").skip(1).find(|w| !w.starts_with('-')).expect("cargo vendor's directory");
+    assert_eq!(*target, dir, "cargo vendor writes where the build looks: {vendor_line}");
+    // The configuration, as cargo reads it: crates.io replaced by a directory source at the
+    // absolute path where COPY puts the vendored crates.
+    let config: toml::Value = toml::from_str(&repo_file(config_file)).unwrap_or_else(|e| panic!("{config_file}: {e}"));
+    let replaced = config["source"]["crates-io"]["replace-with"].as_str().expect("source.crates-io.replace-with");
+    let directory = config["source"][replaced]["directory"].as_str().unwrap_or_else(|| panic!("source.{replaced}.directory"));
+    assert!(directory.starts_with('/'), "absolute, or cargo resolves it against the parent of {config_file}'s directory: {directory}");
+    assert_eq!(directory, format!("{workdir}/{dir}"), "the vendored crates' place in the image");
+    // Not a directory of our patched crates: those have no .cargo-checksum.json.
+    let manifest: toml::Value = toml::from_str(&repo_file("Cargo.toml")).unwrap();
+    let patched: Vec<String> =
+        manifest["patch"]["crates-io"].as_table().expect("[patch.crates-io]").values().filter_map(|v| v["path"].as_str().map(String::from)).collect();
+    assert!(!patched.is_empty());
+    for p in &patched {
+        let top = p.split('/').next().unwrap();
+        assert_ne!(top, dir, "{dir} would mix the vendored crates with the patched {p}");
+    }
+    // The context carries it (not excluded by .dockerignore), and git does not (it is generated).
+    let ignored_by_context = repo_file(".dockerignore").lines().any(|l| l.trim().trim_start_matches('/') == dir);
+    assert!(!ignored_by_context, ".dockerignore keeps {dir} out of the build");
+    assert!(repo_file(".gitignore").lines().any(|l| l.trim().trim_start_matches('/') == dir), "{dir} in .gitignore");
+}
+
+/// Issue 27 §12: `RETRY_FAILED=1` passes `--retry-failed` to the task; unset, it does not; any
+/// other value is refused. Runs the script itself with a stand-in ccbench.
+#[test]
+fn the_slurm_task_runs_failed_cells_again_only_with_retry_failed_1() {
+    let fake = FakeBin::new("slurm");
+    fake.add("ccbench", "for a in \"$@\"; do echo \"$a\"; done > \"$FAKE/args\"\n");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/slurm/sweep.sbatch");
+    let out = fake.dir.join("out");
+    let ccbench = fake.dir.join("ccbench");
+    let run = |value: Option<&str>| {
+        let mut c = std::process::Command::new("bash");
+        c.arg(&script).env("CCBENCH", &ccbench).env("SPEC", "/spec.toml").env("OUT", &out).env("FAKE", &fake.dir).env_remove("RETRY_FAILED");
+        for v in ["SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_JOB_ID", "SHARDS", "SHARD"] {
+            c.env_remove(v);
+        }
+        if let Some(v) = value {
+            c.env("RETRY_FAILED", v);
+        }
+        // As root the script calls ccbench directly; as anyone else through sudo -n, which a test
+        // cannot grant: the check of the arguments needs root.
+        let o = c.output().expect("bash");
+        let args = std::fs::read_to_string(fake.dir.join("args")).unwrap_or_default();
+        let _ = std::fs::remove_file(fake.dir.join("args"));
+        (o, args)
+    };
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc_geteuid() } != 0 {
+        assert!(std::env::var("CI").map(|v| v != "true").unwrap_or(true), "needs root under CI=true");
+        return;
+    }
+    for (value, wanted) in [(None, false), (Some("0"), false), (Some("1"), true)] {
+        let (o, args) = run(value);
+        assert!(o.status.success(), "RETRY_FAILED={value:?}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(args.starts_with("sweep\n/spec.toml\n--out\n"), "{args}");
+        assert_eq!(args.lines().any(|a| a == "--retry-failed"), wanted, "RETRY_FAILED={value:?}: {args}");
+    }
+    let (o, args) = run(Some("yes"));
+    assert_eq!(o.status.code(), Some(2), "a value other than 0 or 1 is refused");
+    assert!(args.is_empty() && String::from_utf8_lossy(&o.stderr).contains("RETRY_FAILED must be 0 or 1"));
+}
+
+extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
 }

@@ -36,6 +36,15 @@ fn path_lines(out: &mut String, path: &ccbench_emu::PathSpec) {
         let _ = writeln!(out, "Path      down: {down}");
         let _ = writeln!(out, "          up:   {up} (base RTT {rtt_ms} ms)");
     }
+    // Flows with access links of their own (`--flows bbr:1@10ms,cubic:1@60ms`): each flow's RTT
+    // is the base RTT plus its own.
+    if !path.access.is_empty() {
+        let mut rtts: Vec<u64> = path.access.iter().map(|a| 2 * a.one_way_ns).collect();
+        rtts.sort_unstable();
+        rtts.dedup();
+        let shown: Vec<String> = rtts.iter().map(|&r| crate::units::fmt_ms(r)).collect();
+        let _ = writeln!(out, "          flows' own access RTTs {} on top of the base RTT (a BDP buffer is sized from the largest flow RTT)", shown.join(", "));
+    }
 }
 
 /// "done in …": the median over every run, where an unfinished one counts as longer than the

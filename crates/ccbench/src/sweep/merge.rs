@@ -159,10 +159,7 @@ pub fn merge(args: MergeArgs) -> anyhow::Result<i32> {
         }
     };
     if out.exists() {
-        let old = out.with_file_name(format!(".{name}.replaced-{}", std::process::id()));
-        std::fs::rename(out, &old).with_context(|| format!("moving the earlier merge {} aside", out.display()))?;
-        std::fs::rename(&staging, out).with_context(|| format!("moving the merge into {}", out.display()))?;
-        std::fs::remove_dir_all(&old).with_context(|| format!("removing the earlier merge (now {})", old.display()))?;
+        replace_dir(&staging, out, &name)?;
     } else {
         std::fs::rename(&staging, out).with_context(|| format!("moving the merge into {}", out.display()))?;
     }
@@ -179,6 +176,32 @@ pub fn merge(args: MergeArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// Puts `new` in the place of the directory `out` in one step: `renameat2(RENAME_EXCHANGE)`
+/// swaps the two, so a reader of `out` finds the earlier merge or this one and never nothing;
+/// the earlier one, now at `new`'s name, is then removed. Where the file system cannot swap
+/// (EINVAL: NFS, some FUSE file systems; ENOSYS: old kernels) it falls back to two renames,
+/// with `out` absent for a moment between them. Returns whether it swapped.
+fn replace_dir(new: &Path, out: &Path, name: &str) -> anyhow::Result<bool> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).context("a path with a NUL byte");
+    let (from, to) = (c(new)?, c(out)?);
+    // SAFETY: two valid C strings, relative to the working directory.
+    let swapped = unsafe { libc::renameat2(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::RENAME_EXCHANGE) } == 0;
+    if swapped {
+        std::fs::remove_dir_all(new).with_context(|| format!("removing the earlier merge (now {})", new.display()))?;
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    if !matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::ENOSYS)) {
+        return Err(e).with_context(|| format!("swapping the merge into {}", out.display()));
+    }
+    let old = out.with_file_name(format!(".{name}.replaced-{}", std::process::id()));
+    std::fs::rename(out, &old).with_context(|| format!("moving the earlier merge {} aside", out.display()))?;
+    std::fs::rename(new, out).with_context(|| format!("moving the merge into {}", out.display()))?;
+    std::fs::remove_dir_all(&old).with_context(|| format!("removing the earlier merge (now {})", old.display()))?;
+    Ok(false)
+}
+
 /// Writes the merged result set into `to`: the cells' files (hard links where possible) and the
 /// index across them, in the grid's order (the spec's, as a one-shot sweep prints it).
 fn build(to: &Path, dirs: &[PathBuf], first: &SweepMeta, source: &BTreeMap<String, PathBuf>) -> anyhow::Result<String> {
@@ -190,4 +213,30 @@ fn build(to: &Path, dirs: &[PathBuf], first: &SweepMeta, source: &BTreeMap<Strin
     let order = grid_order(&meta);
     let cells: Vec<&GridCell> = order.iter().map(|&i| &meta.grid[i]).collect();
     Ok(write_index(to, &meta, &cells, false)?.table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 27 §14: the earlier merge is swapped for the new one in one rename.
+    #[test]
+    fn a_merge_replaces_the_earlier_one_in_one_swap() {
+        let dir = std::env::temp_dir().join(format!("ccbench-merge-swap-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (out, staging) = (dir.join("merged"), dir.join(".merged.merging"));
+        for (d, text) in [(&out, "earlier"), (&staging, "new")] {
+            std::fs::create_dir_all(d.join("cells")).unwrap();
+            std::fs::write(d.join("sweep.json"), text).unwrap();
+        }
+        // The directory's inode: after a swap, the path names the staging directory's.
+        use std::os::unix::fs::MetadataExt;
+        let new_inode = std::fs::metadata(&staging).unwrap().ino();
+        assert!(replace_dir(&staging, &out, "merged").unwrap(), "swapped with RENAME_EXCHANGE (the temporary directory's file system has it)");
+        assert_eq!(std::fs::read_to_string(out.join("sweep.json")).unwrap(), "new");
+        assert_eq!(std::fs::metadata(&out).unwrap().ino(), new_inode);
+        assert!(!staging.exists(), "the earlier merge, swapped to the staging name, is removed");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "nothing else left beside it");
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }

@@ -28,7 +28,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::owner;
-use super::store::{read_json, CellRecord, SweepMeta, CELLS_DIR, CELL_FILE, REVISION, VERSION};
+use super::store::{read_json, CellRecord, SweepMeta, CELLS_DIR, CELL_FILE, LOG_FILE, REVISION, VERSION};
 use crate::error::UsageError;
 
 pub const PLAN_FILE: &str = "plan.json";
@@ -48,6 +48,42 @@ pub fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "unknown".into())
 }
 
+/// Where a PID means something: the kernel's boot and this process's PID namespace. Two tasks
+/// that share a host name need not share either (a container with `--pid`, `unshare -p`, a pod
+/// given its node's host name, a reboot), and a PID from another namespace says nothing here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PidScope {
+    /// `/proc/sys/kernel/random/boot_id`: new at every boot.
+    pub boot_id: String,
+    /// The inode of `/proc/self/ns/pid` (namespaces(7): two processes are in one PID namespace
+    /// when these, on one boot, are equal).
+    pub pid_ns: u64,
+}
+
+impl PidScope {
+    /// This process's, or `None` when /proc does not tell (then no PID of a claim is judged).
+    pub fn own() -> Option<PidScope> {
+        let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?.trim().to_string();
+        let link = std::fs::read_link("/proc/self/ns/pid").ok()?;
+        // "pid:[4026531836]"
+        let pid_ns = link.to_str()?.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()?;
+        (!boot_id.is_empty()).then_some(PidScope { boot_id, pid_ns })
+    }
+}
+
+/// A name no other task's temporary file has: host and PID do not tell tasks apart on their
+/// own (two containers on one host may both run ccbench as PID 1), so the time and a count too.
+pub fn unique_name() -> String {
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    format!("{}-{}-{nanos:x}-{}", host_name(), std::process::id(), COUNT.fetch_add(1, Ordering::Relaxed))
+}
+
+fn own_scope() -> Option<&'static PidScope> {
+    static SCOPE: std::sync::OnceLock<Option<PidScope>> = std::sync::OnceLock::new();
+    SCOPE.get_or_init(PidScope::own).as_ref()
+}
+
 /// Who holds a claim: the claim file's content.
 #[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct Claim {
@@ -59,6 +95,39 @@ pub struct Claim {
     pub token: String,
     pub since: String,
     pub lease_secs: u64,
+    /// The holder's boot and PID namespace ([`PidScope`]): its `pid` is tested only by a task
+    /// that shares both. Absent in claims of older ccbench: those are judged by their lease.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_ns: Option<u64>,
+}
+
+/// What a task can tell of a claim's holder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holder {
+    /// Its process is running: same boot, same PID namespace, and `kill(pid, 0)` finds it.
+    Alive,
+    /// Its process is gone: same boot, same PID namespace, and no such PID.
+    Gone,
+    /// Out of this task's sight (another host, boot or PID namespace, or an older claim): only
+    /// the lease tells.
+    Unknown,
+}
+
+impl Claim {
+    /// Whether the holder is seen to be running, from a task in `scope`.
+    pub fn holder(&self, scope: Option<&PidScope>) -> Holder {
+        let same = match (scope, &self.boot_id, self.pid_ns) {
+            (Some(s), Some(boot), Some(ns)) => *boot == s.boot_id && ns == s.pid_ns,
+            _ => false,
+        };
+        match (same, same && process_alive(self.pid)) {
+            (false, _) => Holder::Unknown,
+            (true, true) => Holder::Alive,
+            (true, false) => Holder::Gone,
+        }
+    }
 }
 
 /// One cell as the queue sees it.
@@ -69,8 +138,9 @@ pub enum CellState {
     /// Failed on every attempt.
     Failed(CellRecord),
     /// Claimed: by whom (unless the claim is being written), for how long since its last renewal,
-    /// and whether that is past its lease (another task will take it over).
-    Running { claim: Option<Claim>, age: Duration, lapsed: bool },
+    /// whether that is past its lease or its holder is seen gone (another task will take it
+    /// over), and what this task can tell of the holder.
+    Running { claim: Option<Claim>, age: Duration, lapsed: bool, holder: Holder },
     /// Neither run nor claimed.
     Missing,
 }
@@ -81,7 +151,6 @@ pub struct Queue {
     pub hash: String,
     lease: Duration,
     host: String,
-    tokens: AtomicU64,
 }
 
 /// A cell this task holds: its claim, its attempt's directory, and the flags that stop it.
@@ -109,6 +178,32 @@ fn is_ours(name: &str) -> bool {
     [QUEUE_DIR, CELLS_DIR, RUNNING_DIR, PLAN_FILE].contains(&name) || name.starts_with(".plan.json.")
 }
 
+/// How long a task that finds a starting sweep's files, but no plan yet, waits for the plan: a
+/// network file system's cache of "no such file" can outlive the plan's creation by seconds.
+const PLAN_WAIT: Duration = Duration::from_secs(10);
+
+/// Whether `out` has (or, within `wait`, gets) a plan, when it looks like a sweep another task is
+/// starting: it has the queue's directories, which a task makes after the plan. A directory
+/// without them (a merged result set, anything else) is not waited for.
+fn wait_for_plan(out: &Path, wait: Duration) -> bool {
+    let plan = out.join(PLAN_FILE);
+    if plan.exists() {
+        return true;
+    }
+    if !out.join(QUEUE_DIR).is_dir() {
+        return false;
+    }
+    let deadline = Instant::now() + wait;
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        // A fresh open, not a cached stat, where the file system caches lookups (NFS).
+        if std::fs::File::open(&plan).is_ok() {
+            return true;
+        }
+    }
+    false
+}
+
 fn create_dir(dir: &Path) -> anyhow::Result<()> {
     if !dir.is_dir() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -125,7 +220,11 @@ impl Queue {
         let plan_file = out.join(PLAN_FILE);
         if !plan_file.exists() {
             let foreign = std::fs::read_dir(out).into_iter().flatten().flatten().find(|e| !is_ours(&e.file_name().to_string_lossy()));
-            if let Some(e) = foreign {
+            // Another task may have made the plan since we looked, and its index after it: that
+            // is a sweep starting, not a directory to refuse (a task that started at the same
+            // moment was refused about once in 250 starts).
+            let starting = foreign.is_some() && wait_for_plan(out, PLAN_WAIT);
+            if let Some(e) = foreign.filter(|_| !starting) {
                 let why = if e.file_name() == super::store::SWEEP_FILE {
                     "a new or empty directory, or a sweep's to resume (this one has sweep.json but no plan.json: a merged result set, or a sweep of an older ccbench)"
                 } else {
@@ -133,10 +232,12 @@ impl Queue {
                 };
                 return Err(UsageError::new("--out", out.display(), why).into());
             }
+        }
+        if !plan_file.exists() {
             create_dir(out)?;
             // Written whole under a name of our own, then linked into place: link(2) fails if the
             // plan exists, so exactly one task's plan is the plan, and no task reads half of one.
-            let tmp = out.join(format!(".plan.json.{}-{}", host_name(), std::process::id()));
+            let tmp = out.join(format!(".plan.json.{}", unique_name()));
             std::fs::write(&tmp, serde_json::to_string_pretty(meta)?).with_context(|| format!("writing {}", tmp.display()))?;
             owner::give(&tmp);
             let linked = std::fs::hard_link(&tmp, &plan_file);
@@ -173,13 +274,13 @@ impl Queue {
         for d in [QUEUE_DIR, CELLS_DIR, RUNNING_DIR] {
             create_dir(&out.join(d))?;
         }
-        Ok(Queue { out: out.to_path_buf(), hash: meta.spec.hash.clone(), lease, host: host_name(), tokens: AtomicU64::new(0) })
+        Ok(Queue { out: out.to_path_buf(), hash: meta.spec.hash.clone(), lease, host: host_name() })
     }
 
     /// The queue of a sweep's OUT, for reading only (`ccbench status`).
     pub fn read(out: &Path) -> Result<(Queue, SweepMeta), String> {
         let plan = read_plan(out)?;
-        let queue = Queue { out: out.to_path_buf(), hash: plan.spec.hash.clone(), lease: DEFAULT_LEASE, host: host_name(), tokens: AtomicU64::new(0) };
+        let queue = Queue { out: out.to_path_buf(), hash: plan.spec.hash.clone(), lease: DEFAULT_LEASE, host: host_name() };
         Ok((queue, plan))
     }
 
@@ -203,34 +304,52 @@ impl Queue {
             }
         }
         match self.claim_of(&self.claim_file(id)) {
-            Some((claim, age, lapsed)) => CellState::Running { claim, age, lapsed },
+            Some((claim, age, lapsed, holder)) => CellState::Running { claim, age, lapsed, holder },
             None => CellState::Missing,
         }
     }
 
-    /// A claim file's holder, the time since its last renewal, and whether its lease lapsed:
-    /// past its length, or its task is gone from this very host.
-    fn claim_of(&self, file: &Path) -> Option<(Option<Claim>, Duration, bool)> {
+    /// A claim file's holder, the time since its last renewal, whether its lease lapsed (past
+    /// its length, or its process seen gone), and what can be told of the holder. The PID is
+    /// tested only where it means the same process: same boot, same PID namespace; a task in
+    /// another (a container with its own PID namespace on the same host) would otherwise find
+    /// no such PID and take a live holder's cell.
+    fn claim_of(&self, file: &Path) -> Option<(Option<Claim>, Duration, bool, Holder)> {
         let modified = std::fs::symlink_metadata(file).ok()?.modified().ok()?;
         let age = SystemTime::now().duration_since(modified).unwrap_or_default();
         let claim: Option<Claim> = read_json(file).and_then(|v| serde_json::from_value(v).ok());
         let lease = claim.as_ref().map_or(self.lease, |c| Duration::from_secs(c.lease_secs));
-        let dead_here = claim.as_ref().is_some_and(|c| c.host == self.host && !process_alive(c.pid));
-        Some((claim, age, age > lease || dead_here))
+        let holder = claim.as_ref().map_or(Holder::Unknown, |c| c.holder(own_scope()));
+        Some((claim, age, age > lease || holder == Holder::Gone, holder))
     }
 
     fn new_token(&self) -> String {
-        let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_nanos();
-        format!("{}-{}-{nanos:x}-{}", self.host, std::process::id(), self.tokens.fetch_add(1, Ordering::Relaxed))
+        unique_name()
     }
 
     /// Whether the cell has a result this task must not replace: complete, or failed (unless
-    /// `retry_failed`).
-    fn settled(&self, id: &str, retry_failed: bool) -> bool {
+    /// `retry_before` is given and it failed before then: `--retry-failed` runs again the cells
+    /// that had failed when its task started, once, not each failure of its own round again).
+    fn settled(&self, id: &str, retry_before: Option<SystemTime>) -> bool {
         match self.state_of_result(id) {
-            Some(status) => !(retry_failed && status == "failed"),
+            Some(status) if status == "failed" => match retry_before {
+                Some(start) => self.failed_at(id).is_none_or(|t| t >= start),
+                None => true,
+            },
+            Some(_) => true,
             None => false,
         }
+    }
+
+    /// When the cell's failed result landed: its record's mtime (the file server's clock).
+    fn failed_at(&self, id: &str) -> Option<SystemTime> {
+        std::fs::metadata(self.cell_dir(id).join(CELL_FILE)).ok()?.modified().ok()
+    }
+
+    /// Whether a cell failed and stays failed for a task started at `retry_before` (see
+    /// [`Queue::settled`]): not run by it.
+    pub fn failed_for(&self, id: &str, retry_before: Option<SystemTime>) -> bool {
+        self.state_of_result(id).is_some_and(|s| s == "failed") && self.settled(id, retry_before)
     }
 
     fn state_of_result(&self, id: &str) -> Option<String> {
@@ -244,11 +363,12 @@ impl Queue {
     }
 
     /// Takes the cell if nobody has it: `Ok(None)` when it is finished or another task holds it.
-    /// A claim whose lease lapsed is taken over (`took_over` names whose it was).
-    pub fn try_claim(&self, id: &str, worker: &str, retry_failed: bool, took_over: &mut Option<Claim>) -> anyhow::Result<Option<Held>> {
+    /// A claim whose lease lapsed is taken over (`took_over` names whose it was). A failed cell
+    /// is taken only when it failed before `retry_before` (`--retry-failed`).
+    pub fn try_claim(&self, id: &str, worker: &str, retry_before: Option<SystemTime>, took_over: &mut Option<Claim>) -> anyhow::Result<Option<Held>> {
         let file = self.claim_file(id);
         for _ in 0..3 {
-            if self.settled(id, retry_failed) {
+            if self.settled(id, retry_before) {
                 return Ok(None);
             }
             match std::fs::OpenOptions::new().write(true).create_new(true).open(&file) {
@@ -261,6 +381,8 @@ impl Queue {
                         token: token.clone(),
                         since: ccbench::provenance::now_rfc3339(),
                         lease_secs: self.lease.as_secs().max(1),
+                        boot_id: own_scope().map(|s| s.boot_id.clone()),
+                        pid_ns: own_scope().map(|s| s.pid_ns),
                     };
                     f.write_all(serde_json::to_string(&claim)?.as_bytes()).with_context(|| format!("writing {}", file.display()))?;
                     drop(f);
@@ -276,7 +398,7 @@ impl Queue {
                     };
                     // The previous holder may have landed the cell and let go between our look
                     // and our claim.
-                    if self.settled(id, retry_failed) {
+                    if self.settled(id, retry_before) {
                         self.let_go(&held);
                         return Ok(None);
                     }
@@ -287,10 +409,17 @@ impl Queue {
                     }
                     std::fs::create_dir_all(&held.attempt_dir).with_context(|| format!("creating {}", held.attempt_dir.display()))?;
                     owner::give(&held.attempt_dir);
+                    // A retried cell's log goes on from the failed attempts': every attempt's lines stay.
+                    if let Some(previous) = &held.previous {
+                        let log = held.attempt_dir.join(LOG_FILE);
+                        if std::fs::copy(previous.join(LOG_FILE), &log).is_ok() {
+                            owner::give(&log);
+                        }
+                    }
                     return Ok(Some(held));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let Some((claim, _, lapsed)) = self.claim_of(&file) else { continue };
+                    let Some((claim, _, lapsed, _)) = self.claim_of(&file) else { continue };
                     if !lapsed {
                         return Ok(None);
                     }
@@ -300,6 +429,9 @@ impl Queue {
                     match std::fs::rename(&file, &aside) {
                         Ok(()) => {
                             let _ = std::fs::remove_file(&aside);
+                            if let Some(c) = &claim {
+                                self.clear_attempt_of(id, c);
+                            }
                             *took_over = claim;
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -310,6 +442,25 @@ impl Queue {
             }
         }
         Ok(None)
+    }
+
+    /// What the holder of a claim just taken over left in `running/`: its attempt is removed
+    /// when its process is seen gone (a killed task); one whose holder may still run (out of
+    /// sight, only slow) is left for it to remove, but given to sudo's caller, so that the
+    /// user can delete OUT if it never does. A failed result it had moved aside to run again
+    /// goes back into place (this task then takes the cell only if it may retry it).
+    fn clear_attempt_of(&self, id: &str, c: &Claim) {
+        let attempt = self.out.join(RUNNING_DIR).join(format!("{id}@{}", c.token));
+        let previous = attempt.with_extension("previous");
+        if previous.is_dir() && !self.cell_dir(id).exists() {
+            let _ = std::fs::rename(&previous, self.cell_dir(id));
+        }
+        if c.holder(own_scope()) == Holder::Gone {
+            let _ = std::fs::remove_dir_all(&attempt);
+            let _ = std::fs::remove_dir_all(&previous);
+        } else {
+            owner::give_tree(&attempt);
+        }
     }
 
     /// Whether `held` still holds its claim.
@@ -370,7 +521,7 @@ impl Queue {
     }
 }
 
-/// Whether a process of this host (and PID namespace) is alive.
+/// Whether a process of this PID namespace is alive.
 fn process_alive(pid: u32) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
     unsafe { libc::kill(pid as libc::pid_t, 0) == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH) }
@@ -479,16 +630,109 @@ mod tests {
         let out = tempdir("claim");
         let (a, b) = (Queue::open(&out, &meta("h1"), Duration::from_secs(60)).unwrap(), Queue::open(&out, &meta("h1"), Duration::from_secs(60)).unwrap());
         let mut over = None;
-        let held = a.try_claim("a=1", "task a", false, &mut over).unwrap().expect("the first claim wins");
-        assert!(b.try_claim("a=1", "task b", false, &mut over).unwrap().is_none(), "a live claim is not taken");
+        let held = a.try_claim("a=1", "task a", None, &mut over).unwrap().expect("the first claim wins");
+        assert!(b.try_claim("a=1", "task b", None, &mut over).unwrap().is_none(), "a live claim is not taken");
         assert!(over.is_none());
         assert!(matches!(b.state("a=1"), CellState::Running { lapsed: false, .. }));
         assert!(land_with(&a, &held, "{\"status\":\"complete\"}"));
         assert!(!held.claim_file.exists(), "the claim goes once the cell has landed");
-        assert!(b.try_claim("a=1", "task b", false, &mut over).unwrap().is_none(), "a landed cell is not taken again");
+        assert!(b.try_claim("a=1", "task b", None, &mut over).unwrap().is_none(), "a landed cell is not taken again");
         // Another plan in the same directory is refused.
         let e = Queue::open(&out, &meta("h2"), Duration::from_secs(60)).err().expect("refused").to_string();
         assert!(e.contains("another spec") && e.contains("h1") && e.contains("h2"), "{e}");
+        let _ = std::fs::remove_dir_all(out);
+    }
+
+    /// Issue 27 §14: a task that looked for the plan a moment before another task made it, and
+    /// then found that task's index, took the directory for a foreign one and exited 2.
+    #[test]
+    fn a_task_starting_beside_another_waits_for_its_plan_and_a_foreign_directory_is_refused_at_once() {
+        let out = tempdir("race");
+        // What the other task has written when this one lists the directory: the queue's
+        // directories and the index, and (a moment later, as the file system shows it) the plan.
+        for d in [QUEUE_DIR, CELLS_DIR, RUNNING_DIR] {
+            std::fs::create_dir_all(out.join(d)).unwrap();
+        }
+        std::fs::write(out.join(crate::sweep::store::SWEEP_FILE), "{}").unwrap();
+        let plan = serde_json::to_string(&meta("h")).unwrap();
+        let writer = {
+            let file = out.join(PLAN_FILE);
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                std::fs::write(file, plan).unwrap();
+            })
+        };
+        let q = Queue::open(&out, &meta("h"), Duration::from_secs(60));
+        writer.join().unwrap();
+        assert!(q.is_ok(), "joined the sweep starting there: {:?}", q.err());
+        // A merged result set (an index, no queue) is refused without waiting.
+        let merged = tempdir("race-merged");
+        std::fs::create_dir_all(merged.join(CELLS_DIR)).unwrap();
+        std::fs::write(merged.join(crate::sweep::store::SWEEP_FILE), "{}").unwrap();
+        let started = Instant::now();
+        let e = Queue::open(&merged, &meta("h"), Duration::from_secs(60)).err().expect("refused").to_string();
+        assert!(e.contains("sweep.json but no plan.json"), "{e}");
+        assert!(started.elapsed() < PLAN_WAIT / 2, "refused at once: {:?}", started.elapsed());
+        // Many tasks starting at once into one new directory: every one joins.
+        for round in 0..50 {
+            let out = tempdir(&format!("race-{round}"));
+            let barrier = std::sync::Barrier::new(4);
+            std::thread::scope(|s| {
+                for _ in 0..4 {
+                    s.spawn(|| {
+                        barrier.wait();
+                        let q = Queue::open(&out, &meta("h"), Duration::from_secs(60)).unwrap_or_else(|e| panic!("round {round}: {e}"));
+                        crate::sweep::store::write_atomic(&q.out.join(crate::sweep::store::SWEEP_FILE), "{}").unwrap();
+                    });
+                }
+            });
+            let _ = std::fs::remove_dir_all(out);
+        }
+        let _ = std::fs::remove_dir_all(out);
+        let _ = std::fs::remove_dir_all(merged);
+    }
+
+    /// Issue 27 §12: `--retry-failed` runs a cell that had failed when its task started, with
+    /// the earlier attempts' log kept; a failure landed after the task started is not run again
+    /// by it (nor by any task started before it).
+    #[test]
+    fn retry_failed_takes_earlier_failures_once_and_keeps_their_log() {
+        let out = tempdir("retry");
+        let q = Queue::open(&out, &meta("h"), Duration::from_secs(60)).unwrap();
+        let mut over = None;
+        let first = q.try_claim("a=1", "first", None, &mut over).unwrap().unwrap();
+        std::fs::write(first.attempt_dir.join(LOG_FILE), "attempt 1 failed\n").unwrap();
+        assert!(land_with(&q, &first, "{\"status\":\"failed\"}"));
+        assert!(q.try_claim("a=1", "plain", None, &mut over).unwrap().is_none(), "a failed cell is not run again unasked");
+        let started_before = SystemTime::now() - Duration::from_secs(5);
+        assert!(q.try_claim("a=1", "old", Some(started_before), &mut over).unwrap().is_none(), "it failed after that task started");
+        let retry = q.try_claim("a=1", "retry", Some(SystemTime::now() + Duration::from_millis(1)), &mut over).unwrap().expect("failed before: run again");
+        assert_eq!(std::fs::read_to_string(retry.attempt_dir.join(LOG_FILE)).unwrap(), "attempt 1 failed\n", "the earlier attempts' log goes on");
+        std::fs::OpenOptions::new().append(true).open(retry.attempt_dir.join(LOG_FILE)).unwrap().write_all(b"attempt 1 failed again\n").unwrap();
+        assert!(land_with(&q, &retry, "{\"status\":\"failed\"}"));
+        assert_eq!(std::fs::read_to_string(out.join(CELLS_DIR).join("a=1").join(LOG_FILE)).unwrap(), "attempt 1 failed\nattempt 1 failed again\n");
+        let _ = std::fs::remove_dir_all(out);
+    }
+
+    /// Issue 27 §14: a killed holder's attempt directory goes when its claim is taken over.
+    #[test]
+    fn taking_over_a_dead_holders_claim_removes_its_attempt() {
+        let out = tempdir("orphan");
+        let q = Queue::open(&out, &meta("h"), Duration::from_secs(3600)).unwrap();
+        let mut over = None;
+        let held = q.try_claim("a=1", "killed", None, &mut over).unwrap().unwrap();
+        std::fs::write(held.attempt_dir.join("result.json"), "{}").unwrap();
+        // The holder was killed: its claim now names a PID that does not run.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let mut claim: Claim = serde_json::from_value(read_json(&held.claim_file).unwrap()).unwrap();
+        claim.pid = dead;
+        std::fs::write(&held.claim_file, serde_json::to_string(&claim).unwrap()).unwrap();
+        let next = q.try_claim("a=1", "next", None, &mut over).unwrap().expect("taken over");
+        assert_eq!(over.take().map(|c| c.worker), Some("killed".to_string()));
+        assert!(!held.attempt_dir.exists(), "the killed task's attempt is gone");
+        assert!(next.attempt_dir.is_dir());
         let _ = std::fs::remove_dir_all(out);
     }
 
@@ -499,13 +743,13 @@ mod tests {
         let (slow, c, d) =
             (Queue::open(&out, &meta("h"), lease).unwrap(), Queue::open(&out, &meta("h"), lease).unwrap(), Queue::open(&out, &meta("h"), lease).unwrap());
         let mut over = None;
-        let first = slow.try_claim("a=1", "slow", false, &mut over).unwrap().unwrap();
+        let first = slow.try_claim("a=1", "slow", None, &mut over).unwrap().unwrap();
         assert!(slow.renew(&first), "renewing one's own claim works");
         age(&first.claim_file, Duration::from_secs(3));
         assert!(matches!(c.state("a=1"), CellState::Running { lapsed: true, .. }));
-        let second = c.try_claim("a=1", "c", false, &mut over).unwrap().expect("a lapsed claim is taken over");
+        let second = c.try_claim("a=1", "c", None, &mut over).unwrap().expect("a lapsed claim is taken over");
         assert_eq!(over.take().map(|o| o.worker), Some("slow".to_string()), "whose lease lapsed is told");
-        assert!(d.try_claim("a=1", "d", false, &mut over).unwrap().is_none(), "the new claim is live: taken over once");
+        assert!(d.try_claim("a=1", "d", None, &mut over).unwrap().is_none(), "the new claim is live: taken over once");
         assert!(!slow.renew(&first), "the slow holder learns at its next renewal that the cell is no longer its");
         assert!(slow.renew(&second) && c.holds(&second));
         // Both finish: the new holder's result lands; the slow one's is thrown away, not merged in.
@@ -531,19 +775,46 @@ mod tests {
     }
 
     #[test]
-    fn a_claim_of_a_dead_process_on_this_host_lapses_at_once() {
+    fn a_claim_of_a_dead_process_lapses_at_once_only_where_its_pid_means_that_process() {
         let out = tempdir("dead");
         let q = Queue::open(&out, &meta("h"), Duration::from_secs(3600)).unwrap();
+        let here = PidScope::own().expect("this host's /proc tells the boot and the PID namespace");
         // A PID that is not running: a child that has been waited for.
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id();
         child.wait().unwrap();
-        let claim = Claim { worker: "gone".into(), host: host_name(), pid, token: "t".into(), since: String::new(), lease_secs: 3600 };
-        std::fs::write(out.join(QUEUE_DIR).join("a=1.claim"), serde_json::to_string(&claim).unwrap()).unwrap();
-        assert!(matches!(q.state("a=1"), CellState::Running { lapsed: true, .. }));
-        let other_host = Claim { host: "elsewhere".into(), ..claim };
-        std::fs::write(out.join(QUEUE_DIR).join("a=1.claim"), serde_json::to_string(&other_host).unwrap()).unwrap();
-        assert!(matches!(q.state("a=1"), CellState::Running { lapsed: false, .. }), "another host's PID says nothing here");
+        let claim = Claim {
+            worker: "gone".into(),
+            host: host_name(),
+            pid,
+            token: "t".into(),
+            since: String::new(),
+            lease_secs: 3600,
+            boot_id: Some(here.boot_id.clone()),
+            pid_ns: Some(here.pid_ns),
+        };
+        let judged = |c: &Claim| {
+            std::fs::write(out.join(QUEUE_DIR).join("a=1.claim"), serde_json::to_string(c).unwrap()).unwrap();
+            match q.state("a=1") {
+                CellState::Running { lapsed, holder, .. } => (lapsed, holder),
+                s => panic!("{s:?}"),
+            }
+        };
+        assert_eq!(judged(&claim), (true, Holder::Gone), "same boot, same PID namespace, no such process");
+        assert_eq!(judged(&Claim { pid: std::process::id(), ..claim.clone() }), (false, Holder::Alive));
+        // The same host name says nothing: another PID namespace (a container's, unshare -p), another
+        // boot, or a claim of an older ccbench that did not record them is left to its lease.
+        assert_eq!(judged(&Claim { pid_ns: Some(here.pid_ns + 1), ..claim.clone() }), (false, Holder::Unknown), "another PID namespace");
+        assert_eq!(judged(&Claim { boot_id: Some("another-boot".into()), ..claim.clone() }), (false, Holder::Unknown), "another boot");
+        assert_eq!(judged(&Claim { host: "elsewhere".into(), boot_id: Some("b".into()), ..claim.clone() }), (false, Holder::Unknown));
+        let old = serde_json::json!({ "worker": "old", "host": host_name(), "pid": pid, "token": "t", "since": "", "lease_secs": 3600 });
+        std::fs::write(out.join(QUEUE_DIR).join("a=1.claim"), old.to_string()).unwrap();
+        assert!(
+            matches!(q.state("a=1"), CellState::Running { lapsed: false, holder: Holder::Unknown, claim: Some(_), .. }),
+            "an old claim is read, by its lease"
+        );
+        age(&out.join(QUEUE_DIR).join("a=1.claim"), Duration::from_secs(3601));
+        assert!(matches!(q.state("a=1"), CellState::Running { lapsed: true, holder: Holder::Unknown, .. }), "and lapses with it");
         let _ = std::fs::remove_dir_all(out);
     }
 }

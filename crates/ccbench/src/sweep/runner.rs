@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::grid::{plan_cells, shard_cells, spec_hash, PlannedCell, Shard, SweepSpec};
-use super::queue::{Claim, Held, Keeper, Queue, DEFAULT_LEASE};
+use super::queue::{CellState, Claim, Held, Keeper, Queue, DEFAULT_LEASE};
 use super::store::{
     grid_cell, status_name, write_index, AxisRecord, CellRecord, GridCell, SpecRecord, SweepMeta, CELL_SCHEMA, LOG_FILE, REVISION, SCHEMA, SWEEP_FILE, VERSION,
 };
@@ -96,7 +96,9 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
     }
     let worker = worker_name(args.worker.as_deref());
 
-    let done_before = mine.iter().filter(|&&i| matches!(queue.state(&planned[i].cell.id), super::queue::CellState::Done)).count();
+    // A --retry-failed task runs again the cells that had failed when it started.
+    let retry_before = args.retry_failed.then(std::time::SystemTime::now);
+    let standing = Standing::of(&queue, mine.iter().map(|&i| planned[i].cell.id.as_str()), retry_before);
     println!(
         "Sweep     {}{}: {} cells, axes {}{shard_text}",
         spec.description,
@@ -107,8 +109,8 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
     if let Some(note) = &spec.note {
         println!("          {note}");
     }
-    if done_before > 0 {
-        println!("Resuming  {done_before} cell(s) finished before, {} to run", mine.len() - done_before);
+    if let Some(line) = standing.line() {
+        println!("{line}");
     }
     println!(
         "Results   {} ({} at once as {worker}; any number of tasks may share it: run again with --out {} to resume)",
@@ -119,7 +121,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
 
     let stop = crate::host::install_stop()?;
     let keeper = Keeper::start(queue.clone(), stop.clone());
-    let todo: Vec<usize> = mine.iter().copied().filter(|&i| !matches!(queue.state(&planned[i].cell.id), super::queue::CellState::Done)).collect();
+    let todo: Vec<usize> = mine.iter().copied().filter(|&i| !matches!(queue.state(&planned[i].cell.id), CellState::Done)).collect();
     let bar = Bar::new(todo.iter().map(|&i| planned_runs(&planned[i].plan)).sum());
     let ctx = Task {
         queue: &queue,
@@ -128,13 +130,14 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
         stop: &stop,
         worker: &worker,
         retries: args.retries,
-        retry_failed: args.retry_failed,
+        retry_before,
         total: mine.len(),
-        counter: AtomicUsize::new(done_before),
+        counter: AtomicUsize::new(standing.done),
         failed_in_a_row: AtomicUsize::new(0),
         gave_up: AtomicBool::new(false),
         failure: Mutex::new(None),
         statuses: Mutex::new(Vec::new()),
+        landed: Mutex::new(Vec::new()),
         pending: Mutex::new(Pass { left: todo.into(), held_elsewhere: Vec::new(), claimed: false }),
     };
     std::thread::scope(|s| {
@@ -150,19 +153,29 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
     let index = write_index(&out, &meta, &meta.grid.iter().collect::<Vec<_>>(), interrupted)?;
     println!("\n{}", index.table);
     println!("Results   {} (every run: {})", out.join(SWEEP_FILE).display(), out.join(ccbench::export::csv::RUNS_FILE).display());
-    // This task's cells that have a result (run now or before): a shard answers for its own.
+    // --junit reports every cell of this task's share that has a result (run now or before);
+    // the exit status answers only for the cells this task ran: a task that ran none has
+    // nothing to answer for, and each cell is answered for once, by the task that ran it.
     let judged: Vec<(String, &ccbench::results::ExperimentResult)> =
         index.results.iter().filter(|(g, _)| mine.iter().any(|&i| planned[i].cell.id == g.id)).map(|(g, r)| (g.label.clone(), r)).collect();
     if let Some(junit) = &args.junit {
         let suites: Vec<ccbench::export::junit::Suite> = judged.iter().map(|(name, result)| ccbench::export::junit::Suite { name, result }).collect();
         ccbench::export::junit::write(junit, &suites)?;
     }
-    let not_passed = expectations_not_passed(&judged);
+    let landed = ctx.landed.into_inner().unwrap_or_default();
+    let ran: Vec<(String, &ccbench::results::ExperimentResult)> =
+        index.results.iter().filter(|(g, _)| landed.contains(&g.id)).map(|(g, r)| (g.label.clone(), r)).collect();
+    let not_passed = expectations_not_passed(&ran);
     if !not_passed.is_empty() {
-        println!("\nExpectations not passed ({}):", not_passed.len());
+        println!("\nExpectations not passed in the cells this task ran ({}):", not_passed.len());
         for line in &not_passed {
             println!("  {line}");
         }
+    }
+    let elsewhere =
+        judged.iter().filter(|(label, r)| !ran.iter().any(|(l, _)| l == label) && !expectations_not_passed(&[(label.clone(), *r)]).is_empty()).count();
+    if elsewhere > 0 {
+        println!("\n{elsewhere} cell(s) run before or by other tasks did not pass their expectations either (their tasks' exit status said so; sweep.json has every cell's).");
     }
     let statuses = ctx.statuses.into_inner().unwrap_or_default();
     if ctx.gave_up.load(Ordering::SeqCst) {
@@ -173,11 +186,65 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
     }
     Ok(if interrupted || statuses.contains(&Status::Interrupted) {
         130
-    } else if statuses.contains(&Status::Failed) || ctx.gave_up.load(Ordering::SeqCst) || !not_passed.is_empty() {
+    } else if statuses.contains(&Status::Failed) || ctx.gave_up.load(Ordering::SeqCst) {
         1
+    } else if !not_passed.is_empty() {
+        EXPECTATIONS_NOT_PASSED
     } else {
         0
     })
+}
+
+/// The exit status of a task whose cells all ran, when an expectation of one of them failed or
+/// stayed undecided: its own, so that a scheduler can tell it from a cell that could not run
+/// (1), which is worth running again, while this is a result.
+pub const EXPECTATIONS_NOT_PASSED: i32 = 4;
+
+/// Where this task's cells stand as it starts, for its first lines.
+struct Standing {
+    done: usize,
+    /// Failed, and not run again by this task (no `--retry-failed`, or failed after it started).
+    failed: usize,
+    /// Failed before this task started, which it runs again (`--retry-failed`).
+    retried: usize,
+    /// Held by another task under a live lease.
+    held: usize,
+    /// Missing, or held under a lapsed lease: this task runs them.
+    to_run: usize,
+}
+
+impl Standing {
+    fn of<'a>(queue: &Queue, ids: impl Iterator<Item = &'a str>, retry_before: Option<std::time::SystemTime>) -> Standing {
+        let mut s = Standing { done: 0, failed: 0, retried: 0, held: 0, to_run: 0 };
+        for id in ids {
+            match queue.state(id) {
+                CellState::Done => s.done += 1,
+                CellState::Failed(_) if queue.failed_for(id, retry_before) => s.failed += 1,
+                CellState::Failed(_) => s.retried += 1,
+                CellState::Running { lapsed: false, .. } => s.held += 1,
+                CellState::Running { .. } | CellState::Missing => s.to_run += 1,
+            }
+        }
+        s
+    }
+
+    /// "Resuming …" when anything was there before; `None` for a new sweep.
+    fn line(&self) -> Option<String> {
+        if self.done + self.failed + self.retried + self.held == 0 {
+            return None;
+        }
+        let mut parts = vec![format!("{} cell(s) finished before", self.done)];
+        if self.failed > 0 {
+            parts.push(format!("{} failed (not run again without {})", self.failed, super::status::RETRY_HINT));
+        }
+        if self.held > 0 {
+            parts.push(format!("{} held by other tasks", self.held));
+        }
+        let to_run = self.to_run + self.retried;
+        let retried = if self.retried > 0 { format!(" ({} of them failed before: --retry-failed)", self.retried) } else { String::new() };
+        parts.push(format!("{to_run} to run{retried}"));
+        Some(format!("Resuming  {}", parts.join(", ")))
+    }
 }
 
 /// One line per expectation × algorithm that failed or stayed undecided, led by its cell's
@@ -203,13 +270,15 @@ struct Task<'a> {
     stop: &'a AtomicBool,
     worker: &'a str,
     retries: u32,
-    retry_failed: bool,
+    retry_before: Option<std::time::SystemTime>,
     total: usize,
     counter: AtomicUsize,
     failed_in_a_row: AtomicUsize,
     gave_up: AtomicBool,
     failure: Mutex<Option<anyhow::Error>>,
     statuses: Mutex<Vec<Status>>,
+    /// The cells whose result this task landed.
+    landed: Mutex<Vec<String>>,
     pending: Mutex<Pass>,
 }
 
@@ -241,10 +310,10 @@ impl Task<'_> {
             let Some(i) = self.next_candidate() else { break };
             let p = &planned[i];
             let mut took_over: Option<Claim> = None;
-            let held = match self.queue.try_claim(&p.cell.id, self.worker, self.retry_failed, &mut took_over) {
+            let held = match self.queue.try_claim(&p.cell.id, self.worker, self.retry_before, &mut took_over) {
                 Ok(Some(h)) => Arc::new(h),
                 Ok(None) => {
-                    if matches!(self.queue.state(&p.cell.id), super::queue::CellState::Running { .. }) {
+                    if matches!(self.queue.state(&p.cell.id), CellState::Running { .. }) {
                         if let Ok(mut pass) = self.pending.lock() {
                             pass.held_elsewhere.push(i);
                         }
@@ -269,6 +338,9 @@ impl Task<'_> {
                 Ok(Outcome::Landed(status)) => {
                     if let Ok(mut s) = self.statuses.lock() {
                         s.push(status);
+                    }
+                    if let Ok(mut l) = self.landed.lock() {
+                        l.push(p.cell.id.clone());
                     }
                     if status == Status::Failed {
                         if self.failed_in_a_row.fetch_add(1, Ordering::SeqCst) + 1 >= FAILED_IN_A_ROW {
