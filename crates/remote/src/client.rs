@@ -60,11 +60,12 @@ impl RemoteError {
     }
 }
 
-/// What a server sent, fit for this end's terminal: control characters (escape sequences,
-/// carriage returns, newlines) dropped, and at most 500 characters.
+/// What a server sent, fit for this end's terminal: at most 500 characters, and none that acts
+/// on a terminal (dropped). Every server string is already escaped where it arrives
+/// ([`crate::screen`]); this is for lines built around them, which may quote the wire.
 pub fn term_safe(text: &str) -> String {
     const MAX: usize = 500;
-    let clean: String = text.chars().filter(|c| !c.is_control()).take(MAX + 1).collect();
+    let clean: String = text.chars().filter(|&c| !crate::screen::is_hidden(c)).take(MAX + 1).collect();
     if clean.chars().count() > MAX {
         format!("{}…", clean.chars().take(MAX).collect::<String>())
     } else {
@@ -113,7 +114,7 @@ impl Client {
             HandshakeError::Refused(m) => RemoteError::refused(&m),
             HandshakeError::Protocol(m) => RemoteError::server_said(&m),
         })?;
-        let (facts, limits) = match control.recv_by::<ServerMsg>(Instant::now() + REPLY_TIMEOUT)? {
+        let (facts, limits) = match crate::screen::recv(&control, Instant::now() + REPLY_TIMEOUT)? {
             ServerMsg::Welcome { facts, limits } => (facts, limits),
             ServerMsg::Error { message } => return Err(RemoteError::refused(&message)),
             other => return Err(unexpected(&other)),
@@ -124,7 +125,7 @@ impl Client {
 
     /// The server's next message, all of it within [`REPLY_TIMEOUT`].
     pub(crate) fn reply(&self) -> Result<ServerMsg, RemoteError> {
-        Ok(self.control.recv_by::<ServerMsg>(Instant::now() + REPLY_TIMEOUT)?)
+        Ok(crate::screen::recv(&self.control, Instant::now() + REPLY_TIMEOUT)?)
     }
 
     pub(crate) fn send(&self, msg: &ClientMsg) -> Result<(), RemoteError> {
@@ -279,8 +280,11 @@ impl<'a> FarTime<'a> {
 
 /// What a hostile or broken server may send for one test: messages in number (one per sample
 /// interval per socket, and a slack), all of them by the test's planned end and a grace, far
-/// times within that, and ids of the test's own sockets. Beyond any, the run fails in one line
-/// instead of growing without end.
+/// times within that, ids of the test's own sockets, and bytes this end keeps (BBR events,
+/// acceptances, connection ends, error lines: [`KEEP_PER_ID`] per socket, [`KEEP_MAX`] in all).
+/// Every one of them is set from the test this end asked for, none from what the server says.
+/// Beyond any, the run fails in one line instead of growing without end. (Samples are not
+/// kept: they go to the series files as they come, bounded in number.)
 pub(crate) struct Bounds {
     deadline: Instant,
     horizon_us: u64,
@@ -289,7 +293,14 @@ pub(crate) struct Bounds {
     /// Flows (or connections) the test has: ids are below it.
     ids: u32,
     planned_s: f64,
+    kept: u64,
+    max_kept: u64,
 }
+
+/// Bytes of the server's results this end may keep per flow or connection of a test.
+pub(crate) const KEEP_PER_ID: u64 = 4 << 20;
+/// ... and per test, however many sockets it has.
+pub(crate) const KEEP_MAX: u64 = 48 << 20;
 
 impl Bounds {
     pub(crate) fn for_test(planned_s: f64, sample_interval_us: u64, ids: u32) -> Bounds {
@@ -298,7 +309,21 @@ impl Bounds {
         let per_socket = horizon_us / sample_interval_us.max(1_000) + 1;
         // Samples, goodput points and BBR event chunks: at most a few per socket per interval.
         let max_messages = per_socket.saturating_mul(3).saturating_mul(u64::from(ids.max(1))).saturating_add(MESSAGE_SLACK);
-        Bounds { deadline: Instant::now() + planned + RESULT_GRACE, horizon_us, max_messages, got: 0, ids, planned_s }
+        let max_kept = KEEP_PER_ID.saturating_mul(u64::from(ids.max(1))).min(KEEP_MAX);
+        Bounds { deadline: Instant::now() + planned + RESULT_GRACE, horizon_us, max_messages, got: 0, ids, planned_s, kept: 0, max_kept }
+    }
+
+    /// `bytes` more of the server's results kept for the rest of the test, within its budget.
+    pub(crate) fn keep(&mut self, bytes: usize) -> Result<(), RemoteError> {
+        self.kept = self.kept.saturating_add(bytes as u64);
+        if self.kept > self.max_kept {
+            return Err(RemoteError::Protocol(format!(
+                "the server's results for this test passed this client's budget of {} MB ({} MB per flow or connection); giving up on it",
+                self.max_kept >> 20,
+                KEEP_PER_ID >> 20
+            )));
+        }
+        Ok(())
     }
 
     /// The next message, counted, within the test's deadline.
@@ -310,7 +335,7 @@ impl Bounds {
                 self.max_messages, self.planned_s
             )));
         }
-        match control.recv_by::<ServerMsg>(self.deadline) {
+        match crate::screen::recv(control, self.deadline) {
             Err(FrameError::Io(e)) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) => Err(RemoteError::Protocol(format!(
                 "the server's results did not end within {:.0} s of the test's planned {:.1} s",
                 RESULT_GRACE.as_secs_f64(),

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction, EndClock, QuicConnEnd, QuicEnd, QuicFarClient, SeriesSink, SocketId, TOKEN_LEN};
+use ccbench_workload::{Amount, BbrEvent, BulkResult, BulkSpec, Direction, EndClock, QuicConnEnd, QuicEnd, QuicFarClient, QuicSample, SeriesSink, SocketId, TOKEN_LEN};
 
 use crate::channel::Channel;
 use crate::client::{one_way_estimate, unexpected, Bounds, Client, FarTime, RemoteError};
@@ -80,9 +80,11 @@ impl Client {
 
 /// The server's messages of a QUIC test until its `QuicDone`, samples into `series` on this
 /// end's clock; what the server's end saw.
-fn receive_quic(control: &Channel, mut bounds: Bounds, mut far: FarTime<'_>, series: &dyn SeriesSink) -> Result<QuicEnd, RemoteError> {
+pub(crate) fn receive_quic(control: &Channel, mut bounds: Bounds, mut far: FarTime<'_>, series: &dyn SeriesSink) -> Result<QuicEnd, RemoteError> {
     let mut connections: Vec<QuicConnEnd> = Vec::new();
     let mut events = 0usize;
+    // Flows whose connection's end has come: each comes once.
+    let mut ended: Vec<u32> = Vec::new();
     loop {
         match bounds.next(control)? {
             ServerMsg::QuicSample { flow, mut sample } => {
@@ -102,6 +104,7 @@ fn receive_quic(control: &Channel, mut bounds: Bounds, mut far: FarTime<'_>, ser
                 }
                 for e in &chunk {
                     bounds.at(flow, e.t_us)?;
+                    bounds.keep(std::mem::size_of::<BbrEvent>() + e.from.len() + e.to.len())?;
                 }
                 let conn = match connections.iter_mut().position(|e| e.flow == flow) {
                     Some(i) => &mut connections[i],
@@ -127,6 +130,11 @@ fn receive_quic(control: &Channel, mut bounds: Bounds, mut far: FarTime<'_>, ser
                     s.t_us += shift_us;
                     *s
                 });
+                bounds.keep(std::mem::size_of::<QuicConnEnd>() + std::mem::size_of::<QuicSample>())?;
+                if ended.contains(&flow) {
+                    return Err(RemoteError::Protocol(format!("the server ended the connection of flow {flow} twice")));
+                }
+                ended.push(flow);
                 match connections.iter_mut().find(|e| e.flow == flow) {
                     Some(e) => e.final_quic = final_quic,
                     None => connections.push(QuicConnEnd { flow, final_quic, bbr_events: Vec::new() }),

@@ -36,7 +36,9 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 /// 4: the channel (`crate::channel`): a SPAKE2 handshake, then every message sealed. `Hello`,
 /// `Auth` and `Challenge` left these enums for the handshake's own (`channel::PreAuth`); a
 /// version-3 client's hello is answered with one line naming both versions.
-pub const VERSION: u32 = 4;
+/// 5: every sealed record padded to a 256-byte bucket (`crate::channel`); `dropped_samples`
+/// in `Done`, `QuicDone` and `HttpDone`.
+pub const VERSION: u32 = 5;
 /// The largest frame either end accepts, in bytes (the JSON of one message).
 pub const MAX_FRAME: usize = 64 * 1024;
 
