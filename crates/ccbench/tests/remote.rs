@@ -1036,7 +1036,7 @@ fn an_http_test_is_cut_at_max_bytes_while_it_runs() {
     c.stream().set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     loop {
         match c.recv::<ServerMsg>() {
-            Ok(ServerMsg::HttpDone { errors, error_messages }) => {
+            Ok(ServerMsg::HttpDone { errors, error_messages, .. }) => {
                 assert!(errors >= 2 && error_messages.iter().any(|m| m.contains("--max-bytes")), "{errors} {error_messages:?}");
                 break;
             }
@@ -1423,9 +1423,9 @@ fn a_hostile_servers_results_are_bounded_and_checked() {
         ),
         (|c| drop(c.send(&sample(u64::MAX, 1000))), "a time of 18446744073709551615"),
         (|c| drop(c.send(&sample(1000, 1 << 31))), "round trip of 2147483 ms"),
-        (|c| drop(c.send(&ServerMsg::Done { ends: Vec::new() })), "hold 0 of the test's 1 flows"),
+        (|c| drop(c.send(&ServerMsg::Done { ends: Vec::new(), dropped_samples: 0 })), "hold 0 of the test's 1 flows"),
         (|c| drop(c.send(&ServerMsg::Received { flow: 7, point: ccbench_workload::GoodputPoint { t_us: 1, bytes: 1 } })), "socket 7 of a test with 1"),
-        (|c| drop(c.send(&ServerMsg::Error { message: "bad\u{1b}]0;pwned\u{7}\u{1b}[2J\nline".into() })), "bad]0;pwned[2Jline"),
+        (|c| drop(c.send(&ServerMsg::Error { message: "bad\u{1b}]0;pwned\u{7}\u{1b}[2J\nline".into() })), "bad\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\u{a}line"),
     ];
     for (results, want) in cases {
         let addr = hostile_serve(secret.clone(), results);

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use ccbench_workload::{
@@ -93,6 +93,8 @@ pub struct Client {
     pub limits: Limits,
     /// The kernel's smoothed RTT of the control connection just after the handshake.
     pub rtt_us: Option<u32>,
+    /// Samples serve dropped in this session's tests because this end read too slowly.
+    pub(crate) dropped_samples: AtomicU64,
 }
 
 impl Client {
@@ -120,7 +122,13 @@ impl Client {
             other => return Err(unexpected(&other)),
         };
         let rtt_us = ccbench_probe::tcp_info(control.stream()).ok().map(|t| t.rtt_us);
-        Ok(Client { addr, control, facts, limits, rtt_us })
+        Ok(Client { addr, control, facts, limits, rtt_us, dropped_samples: AtomicU64::new(0) })
+    }
+
+    /// Samples serve dropped in this session's tests so far, because this end read its results
+    /// too slowly (serve's queue is bounded: it drops samples rather than grow).
+    pub fn dropped_samples(&self) -> u64 {
+        self.dropped_samples.load(Ordering::Relaxed)
     }
 
     /// The server's next message, all of it within [`REPLY_TIMEOUT`].
@@ -214,9 +222,9 @@ impl Client {
         // A download's window opens when its data arrives, not when `Start` left: that message
         // can be lost and resent, and the server starts only once it has it.
         let clock = if upload { EndClock::shared(epoch, start) } else { EndClock::at_first_byte(epoch, start, one_way) };
-        let control = &self.control;
+        let (control, dropped) = (&self.control, &self.dropped_samples);
         let (near, far) = std::thread::scope(|s| {
-            let far = s.spawn(|| receive_results(control, bounds, &clock, one_way, series));
+            let far = s.spawn(|| receive_results(control, bounds, &clock, one_way, series, dropped));
             let near = run_end(spec, &streams, &clock, stop, series, &NoMeasureHook, None);
             // The far end's window closes a one-way delay after ours: the streams stay open
             // until it is done, unless the run was stopped (then closing them stops it).
@@ -382,7 +390,14 @@ impl Bounds {
 }
 
 /// The far end's samples, into `series` on this end's clock, until its `Done`.
-fn receive_results(control: &Channel, mut bounds: Bounds, clock: &EndClock, one_way: Duration, series: &dyn SeriesSink) -> Result<Vec<FlowEnd>, RemoteError> {
+fn receive_results(
+    control: &Channel,
+    mut bounds: Bounds,
+    clock: &EndClock,
+    one_way: Duration,
+    series: &dyn SeriesSink,
+    dropped: &AtomicU64,
+) -> Result<Vec<FlowEnd>, RemoteError> {
     let mut far = FarTime::new(clock, one_way);
     loop {
         match bounds.next(control)? {
@@ -396,8 +411,9 @@ fn receive_results(control: &Channel, mut bounds: Bounds, clock: &EndClock, one_
                 point.t_us += far.shift_us();
                 series.received(flow, &point);
             }
-            ServerMsg::Done { ends } => {
+            ServerMsg::Done { ends, dropped_samples } => {
                 bounds.ends(&ends, true)?;
+                dropped.fetch_add(dropped_samples, Ordering::Relaxed);
                 return Ok(ends);
             }
             ServerMsg::Error { message } => return Err(RemoteError::server_said(&message)),

@@ -5,6 +5,7 @@
 //! clock.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -53,8 +54,8 @@ impl Client {
         // The far end's times count from when it saw `Start`; this end's from `epoch`.
         let shift_us = start.duration_since(epoch).as_micros() as u64;
         std::thread::scope(|s| {
-            let control = &self.control;
-            let handle = Mutex::new(Some(s.spawn(|| receive_http(control, bounds, shift_us, &far, series))));
+            let (control, dropped) = (&self.control, &self.dropped_samples);
+            let handle = Mutex::new(Some(s.spawn(|| receive_http(control, bounds, shift_us, &far, series, dropped))));
             let end = || -> Result<FarReport, String> {
                 let Some(h) = handle.lock().unwrap_or_else(|p| p.into_inner()).take() else {
                     return Err("the far end was already ended".into());
@@ -76,7 +77,14 @@ impl Client {
 
 /// The server's messages of an HTTP test, until its `HttpDone`: acceptances and samples go
 /// into `far` and `series` as they come; the report is returned.
-pub(crate) fn receive_http(control: &Channel, mut bounds: Bounds, shift_us: u64, far: &FarHttp, series: &dyn SeriesSink) -> Result<FarReport, RemoteError> {
+pub(crate) fn receive_http(
+    control: &Channel,
+    mut bounds: Bounds,
+    shift_us: u64,
+    far: &FarHttp,
+    series: &dyn SeriesSink,
+    dropped: &AtomicU64,
+) -> Result<FarReport, RemoteError> {
     let mut connections: Vec<FarConnection> = Vec::new();
     let mut accepted = vec![false; MAX_CONNECTIONS as usize];
     loop {
@@ -106,7 +114,8 @@ pub(crate) fn receive_http(control: &Channel, mut bounds: Bounds, shift_us: u64,
                 }
                 connections.push(FarConnection { conn, cc_read_back: cc_read_back.map(|s| term_safe(&s)), final_tcp_info: final_tcp_info.map(|b| *b), served })
             }
-            ServerMsg::HttpDone { errors, error_messages } => {
+            ServerMsg::HttpDone { errors, error_messages, dropped_samples } => {
+                dropped.fetch_add(dropped_samples, Ordering::Relaxed);
                 bounds.keep(error_messages.iter().take(MAX_ERROR_MESSAGES).map(String::len).sum())?;
                 let error_messages = error_messages.iter().take(MAX_ERROR_MESSAGES).map(|m| term_safe(m)).collect();
                 return Ok(FarReport { connections, errors, error_messages });

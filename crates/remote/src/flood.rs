@@ -110,11 +110,11 @@ fn client_half(spec: &str) {
         let far = FarHttp::new(addr, [0; 16]);
         far.record_dial(0, 40_000);
         let bounds = Bounds::for_test(10.0, 10_000, crate::client_http::MAX_CONNECTIONS);
-        crate::client_http::receive_http(&client.control, bounds, 0, &far, &NoSeries).err()
+        crate::client_http::receive_http(&client.control, bounds, 0, &far, &NoSeries, &Default::default()).err()
     } else {
         let clock = EndClock::shared(epoch, epoch);
         let bounds = Bounds::for_test(10.0, 10_000, 1);
-        crate::client_quic::receive_quic(&client.control, bounds, FarTime::new(&clock, Duration::ZERO), &NoSeries).err()
+        crate::client_quic::receive_quic(&client.control, bounds, FarTime::new(&clock, Duration::ZERO), &NoSeries, &Default::default()).err()
     };
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     let hwm = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap().trim().trim_end_matches(" kB").trim().to_string();

@@ -102,7 +102,7 @@ pub fn screen(mut msg: ServerMsg) -> Result<ServerMsg, String> {
         }
         ServerMsg::Connected { cc_read_back } => s.list(MAX_NAME, "cc_read_back", cc_read_back)?,
         ServerMsg::Sample { .. } | ServerMsg::Received { .. } | ServerMsg::ConnectionSample { .. } => {}
-        ServerMsg::Done { ends } | ServerMsg::QuicDone { ends } => {
+        ServerMsg::Done { ends, .. } | ServerMsg::QuicDone { ends, .. } => {
             s.count("ends", ends.len())?;
             for e in ends {
                 s.opt(MAX_TEXT, "send_error", &mut e.send_error)?;
@@ -114,7 +114,7 @@ pub fn screen(mut msg: ServerMsg) -> Result<ServerMsg, String> {
             s.opt(MAX_NAME, "mismatch", mismatch)?;
         }
         ServerMsg::ConnectionEnd { cc_read_back, .. } => s.opt(MAX_NAME, "cc_read_back", cc_read_back)?,
-        ServerMsg::HttpDone { errors: _, error_messages } => s.list(MAX_TEXT, "error_messages", error_messages)?,
+        ServerMsg::HttpDone { error_messages, .. } => s.list(MAX_TEXT, "error_messages", error_messages)?,
         ServerMsg::QuicReady { port: _, token, cert } => {
             s.name("token", token)?;
             s.cap(MAX_HEX, "cert", cert)?;
@@ -271,10 +271,10 @@ mod tests {
     fn every_string_of_an_http_and_a_quic_end_is_escaped() {
         let msg = screen(ServerMsg::Accepted { conn: 0, cc_read_back: Some("bbr\n".into()), mismatch: Some("\u{1b}c".into()) }).unwrap();
         assert!(matches!(msg, ServerMsg::Accepted { cc_read_back: Some(c), mismatch: Some(m), .. } if c == "bbr\\u{a}" && m == "\\u{1b}c"));
-        let msg = screen(ServerMsg::HttpDone { errors: 1, error_messages: vec!["a\r\nb".into()] }).unwrap();
+        let msg = screen(ServerMsg::HttpDone { errors: 1, error_messages: vec!["a\r\nb".into()], dropped_samples: 0 }).unwrap();
         assert!(matches!(msg, ServerMsg::HttpDone { error_messages, .. } if error_messages == ["a\\u{d}\\u{a}b"]));
         let end = ccbench_workload::FlowEnd { id: 0, send_error: Some("e\u{1b}".into()), ..Default::default() };
-        let msg = screen(ServerMsg::QuicDone { ends: vec![end] }).unwrap();
-        assert!(matches!(msg, ServerMsg::QuicDone { ends } if ends[0].send_error.as_deref() == Some("e\\u{1b}")));
+        let msg = screen(ServerMsg::QuicDone { ends: vec![end], dropped_samples: 0 }).unwrap();
+        assert!(matches!(msg, ServerMsg::QuicDone { ends, .. } if ends[0].send_error.as_deref() == Some("e\\u{1b}")));
     }
 }
