@@ -105,9 +105,9 @@ impl Client {
         stream.set_nodelay(true)?;
         let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
         let control = Channel::connect(stream, secret, deadline).map_err(|e| match e {
-            // A read cut at the deadline reports only "would block".
-            HandshakeError::Protocol(_) if Instant::now() >= deadline => RemoteError::server_said(&format!(
-                "ccbench serve at {addr} did not finish the handshake within {} s (a stalled or trickling server)",
+            // A read cut at the deadline reports only "would block" (os error 11).
+            HandshakeError::Protocol(m) if Instant::now() >= deadline || m.contains("(os error 11)") => RemoteError::server_said(&format!(
+                "no answer from ccbench serve at {addr} within {} s: the handshake did not finish (a stalled or trickling server)",
                 HANDSHAKE_TIMEOUT.as_secs()
             )),
             HandshakeError::WrongSecret => {
@@ -116,7 +116,7 @@ impl Client {
             HandshakeError::Refused(m) => RemoteError::refused(&m),
             HandshakeError::Protocol(m) => RemoteError::server_said(&m),
         })?;
-        let (facts, limits) = match crate::screen::recv(&control, Instant::now() + REPLY_TIMEOUT)? {
+        let (facts, limits) = match crate::screen::recv(&control, Instant::now() + REPLY_TIMEOUT).map_err(|e| timed_out(e, addr, "no welcome", REPLY_TIMEOUT))? {
             ServerMsg::Welcome { facts, limits } => (facts, limits),
             ServerMsg::Error { message } => return Err(RemoteError::refused(&message)),
             other => return Err(unexpected(&other)),
@@ -133,12 +133,12 @@ impl Client {
 
     /// The server's next message, all of it within [`REPLY_TIMEOUT`].
     pub(crate) fn reply(&self) -> Result<ServerMsg, RemoteError> {
-        Ok(crate::screen::recv(&self.control, Instant::now() + REPLY_TIMEOUT)?)
+        crate::screen::recv(&self.control, Instant::now() + REPLY_TIMEOUT).map_err(|e| timed_out(e, self.addr, "no answer", REPLY_TIMEOUT))
     }
 
     pub(crate) fn send(&self, msg: &ClientMsg) -> Result<(), RemoteError> {
         self.control.stream().set_write_timeout(Some(REPLY_TIMEOUT))?;
-        Ok(self.control.send(msg)?)
+        self.control.send(msg).map_err(|e| timed_out(e, self.addr, "could not send a request", REPLY_TIMEOUT))
     }
 
     /// Asks whether the server would run `test` (its algorithms, its limits); nothing runs.
@@ -239,6 +239,21 @@ impl Client {
         let (senders, receivers) = if upload { (near, far) } else { (far, near) };
         Ok(assemble(spec, &meta, &senders, &receivers, start_us, elapsed_s, stop.load(Ordering::SeqCst)))
     }
+}
+
+/// Is `e` a read or write cut at its timeout (the kernel says "Resource temporarily
+/// unavailable", `EAGAIN`, for a socket timeout)?
+pub(crate) fn is_timeout(e: &FrameError) -> bool {
+    matches!(e, FrameError::Io(e) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock))
+}
+
+/// A control-connection failure in words: a timeout as "`what` from ccbench serve at ADDR
+/// within N s", anything else as it is.
+pub(crate) fn timed_out(e: FrameError, addr: SocketAddr, what: &str, within: Duration) -> RemoteError {
+    if is_timeout(&e) {
+        return RemoteError::Protocol(format!("{what} from ccbench serve at {addr} within {} s", within.as_secs()));
+    }
+    e.into()
 }
 
 /// Half the control connection's lowest round trip so far: how long after the far end
@@ -344,7 +359,7 @@ impl Bounds {
             )));
         }
         match crate::screen::recv(control, self.deadline) {
-            Err(FrameError::Io(e)) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) => Err(RemoteError::Protocol(format!(
+            Err(e) if is_timeout(&e) => Err(RemoteError::Protocol(format!(
                 "the server's results did not end within {:.0} s of the test's planned {:.1} s",
                 RESULT_GRACE.as_secs_f64(),
                 self.planned_s

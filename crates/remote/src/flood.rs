@@ -1,5 +1,5 @@
 //! A hostile server against the client: it holds the shared secret, speaks the real sealed
-//! protocol, and floods a test's results. The client runs in a child process (this test
+//! protocol, and floods a test's results (or says nothing). The client runs in a child process (this test
 //! binary again, one test) so that its peak resident memory (`VmHWM`) is its own; each flood
 //! must end in a clear error with the client under 100 MB.
 
@@ -189,5 +189,48 @@ mod tests {
     #[test]
     fn a_connection_ended_twice_is_refused() {
         check(Flood::QuicEnds, &["ended the connection of flow 0 twice"]);
+    }
+
+    /// A server that goes silent, before the handshake or after its welcome: the client says
+    /// "no answer … within 15 s", not the socket's "Resource temporarily unavailable".
+    #[test]
+    fn a_silent_server_gets_no_answer_within_n_s_not_os_error_11() {
+        let secret_text = hex(&rand::random::<[u8; 32]>());
+        let secret = Secret::from_bytes(secret_text.as_bytes()).unwrap();
+        let mute = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mute_addr = mute.local_addr().unwrap();
+        let hold = std::thread::spawn(move || {
+            let held = mute.accept();
+            std::thread::sleep(Duration::from_secs(17));
+            drop(held);
+        });
+        let welcoming = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = welcoming.local_addr().unwrap();
+        let server_secret = secret.clone();
+        std::thread::spawn(move || {
+            let (stream, _) = welcoming.accept().unwrap();
+            let channel = Channel::accept(stream, &server_secret, Instant::now() + Duration::from_secs(10)).unwrap();
+            let limits = Limits { max_duration_s: 60.0, max_bytes: 1, max_clients: 1, max_tests_per_minute: 60, max_flows: 1, max_probe_rate_bps: 1 };
+            channel.send(&ServerMsg::Welcome { facts: facts(), limits }).unwrap();
+            std::thread::sleep(Duration::from_secs(17));
+        });
+        let handshake = std::thread::spawn(move || Client::connect(mute_addr, &Secret::from_bytes(secret_text.as_bytes()).unwrap()).err().map(|e| e.to_string()));
+        let mut client = Client::connect(addr, &secret).unwrap();
+        let test = crate::proto::TestRequest::Bulk(ccbench_workload::BulkSpec {
+            flows: 1,
+            direction: ccbench_workload::Direction::Download,
+            amount: ccbench_workload::Amount::Seconds(1.0),
+            cc: "cubic".parse().unwrap(),
+            mix: Vec::new(),
+            port: 0,
+            sample_interval_us: 10_000,
+            timeout_s: 10.0,
+            quic_receiver_cc: None,
+        });
+        let e = client.check(&test).unwrap_err().to_string();
+        assert_eq!(e, format!("control connection: no answer from ccbench serve at {addr} within 15 s"));
+        let e = handshake.join().unwrap().expect("a silent server fails the handshake");
+        assert!(e.contains(&format!("no answer from ccbench serve at {mute_addr} within 15 s")) && !e.contains("os error"), "{e}");
+        let _ = hold.join();
     }
 }

@@ -71,6 +71,15 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// `text` with every [`is_hidden`] character written as `\u{hex}`, backslashes left alone: for
+/// a file's cells (runs.csv), where text already escaped by [`escape`] must stay as it is.
+pub fn escape_hidden(text: &str) -> String {
+    if !text.chars().any(is_hidden) {
+        return text.to_string();
+    }
+    text.chars().map(|c| if is_hidden(c) { format!("\\u{{{:x}}}", c as u32) } else { c.to_string() }).collect()
+}
+
 /// The next server message off `control`, all of it by `deadline`, screened.
 pub fn recv(control: &Channel, deadline: Instant) -> Result<ServerMsg, FrameError> {
     let msg = control.recv_by::<ServerMsg>(deadline)?;
@@ -224,6 +233,7 @@ mod tests {
         assert_eq!(escape("\u{9b}2J"), "\\u{9b}2J", "the one-byte CSI of C1");
         assert_eq!(escape("a\\u{1b}"), "a\\\\u{1b}", "a backslash is escaped, so an escape cannot be forged");
         assert_eq!(escape("vegas-é-日本"), "vegas-é-日本");
+        assert_eq!(escape_hidden("a\\u{1b}\u{1b}\n"), "a\\u{1b}\\u{1b}\\u{a}", "escaped text stays, raw is escaped");
         for s in ["bbr\u{1b}[2J", "a\rb", "\u{202e}", "x\u{feff}"] {
             assert!(!escape(s).chars().any(is_hidden), "{s:?}");
         }

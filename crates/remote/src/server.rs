@@ -42,7 +42,8 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a test's data connections (and then its `Start`) may take to arrive.
 pub(crate) const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Data connections waiting to present their token at once; more are closed unread.
+/// Data connections waiting to present their token at once; a newcomer beyond it takes the
+/// place of the one that has waited longest.
 const MAX_PENDING_DATA: usize = 64;
 /// How long accept() waits after the process or system ran out of descriptors, at first and
 /// at most (doubling in between): a full table must not turn the accept loop into a spin.
@@ -579,11 +580,15 @@ fn accept_flows(listener: &TcpListener, peer: IpAddr, token: &[u8; TOKEN_LEN], n
                 closed(from, format!("not the control connection's address {peer}"));
                 busy = true;
             }
-            Ok((_, from)) if pending.len() >= MAX_PENDING_DATA => {
-                closed(from, format!("{MAX_PENDING_DATA} connections already wait for their hello"));
-                busy = true;
-            }
             Ok((stream, from)) => {
+                // A full pool makes room instead of refusing: the connection that has waited
+                // longest goes. Silent connections from the client's own address (another
+                // user of its host) could otherwise keep its flows out for good; the client's
+                // own hello comes within a round trip of its connection, before 64 more.
+                if pending.len() >= MAX_PENDING_DATA {
+                    let oldest = pending.remove(0);
+                    closed(oldest.from, format!("{MAX_PENDING_DATA} connections wait for their hello; the longest waiting made room for one from {from}"));
+                }
                 match stream.set_nonblocking(true) {
                     Ok(()) => pending.push(Pending { stream, from, hello: [0; DATA_HELLO_LEN], got: 0, until: now + HELLO_TIMEOUT }),
                     Err(e) => closed(from, e.to_string()),
@@ -841,5 +846,25 @@ mod tests {
         let got = reader.join().unwrap();
         assert_eq!(got.len(), RESULT_QUEUE + 1);
         assert!(matches!(got.last(), Some(ServerMsg::Done { dropped_samples, .. }) if *dropped_samples == 200_000 - RESULT_QUEUE as u64));
+    }
+
+    /// 64 silent connections from the client's own address (the audit's: they blocked the
+    /// data port) do not keep the test's flow out: the flow arrives after them and is admitted.
+    #[test]
+    fn silent_connections_from_the_clients_address_do_not_block_its_data_port() {
+        use std::io::Write;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let token = [7u8; TOKEN_LEN];
+        let gate = std::thread::spawn(move || accept_flows(&listener, addr.ip(), &token, 1));
+        let silent: Vec<TcpStream> = (0..2 * MAX_PENDING_DATA).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        std::thread::sleep(Duration::from_millis(200));
+        let t = Instant::now();
+        let flow = TcpStream::connect(addr).unwrap();
+        (&flow).write_all(&ccbench_workload::data_hello(&token, 0)).unwrap();
+        let admitted = gate.join().unwrap();
+        assert!(admitted.is_ok_and(|s| s.len() == 1), "the flow was kept out");
+        assert!(t.elapsed() < SETUP_TIMEOUT, "{:?}", t.elapsed());
+        drop(silent);
     }
 }
