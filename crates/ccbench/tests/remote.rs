@@ -1441,6 +1441,54 @@ fn a_hostile_servers_results_are_bounded_and_checked() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A client that reads its results slowly (the audit's: 64 flows, 1 ms samples grew serve by
+/// 14.5 MB/s): serve's queue is bounded, so its memory is too; it drops samples instead, and
+/// says how many in `done`. This client reads nothing for 8 s, then everything.
+#[test]
+fn a_slow_reading_client_costs_serve_bounded_memory_and_is_told_of_the_drops() {
+    let (dir, _, secret, serve) = loopback_serve("slow-reader", &[]);
+    let c = session(serve.addr, &secret);
+    let spec = ccbench_workload::BulkSpec { flows: 64, sample_interval_us: 1_000, ..bulk_spec("cubic", 8.0) };
+    c.send(&ClientMsg::Run { test: TestRequest::Bulk(spec) }).unwrap();
+    let (port, token) = match c.recv::<ServerMsg>().unwrap() {
+        ServerMsg::Ready { port, token, .. } => (port, unhex::<16>(&token).unwrap()),
+        other => panic!("{other:?}"),
+    };
+    // The flows' data is not read either: their windows fill, and their senders' samples go on.
+    let flows: Vec<TcpStream> = (0..64)
+        .map(|id| {
+            let mut s = TcpStream::connect((serve.addr.ip(), port)).unwrap();
+            s.write_all(&ccbench_workload::data_hello(&token, id)).unwrap();
+            s
+        })
+        .collect();
+    assert!(matches!(c.recv::<ServerMsg>().unwrap(), ServerMsg::Connected { .. }));
+    let (rss_before, _) = serve.memory_kb();
+    c.send(&ClientMsg::Start).unwrap();
+    let mut rss = Vec::new();
+    for _ in 0..8 {
+        std::thread::sleep(Duration::from_secs(1));
+        rss.push(serve.memory_kb().0);
+    }
+    let mut samples = 0u64;
+    let dropped = loop {
+        match c.recv::<ServerMsg>().unwrap() {
+            ServerMsg::Sample { .. } | ServerMsg::Received { .. } => samples += 1,
+            ServerMsg::Done { dropped_samples, .. } => break dropped_samples,
+            other => panic!("{other:?}"),
+        }
+    };
+    let (_, hwm) = serve.memory_kb();
+    eprintln!(
+        "slow reader: serve VmRSS {rss_before} kB before, {rss:?} kB each second of the 8 s test, peak (VmHWM) {hwm} kB; {samples} samples delivered, {dropped} dropped"
+    );
+    assert!(dropped > 0, "the client lagged, yet nothing was dropped");
+    let growth = rss.iter().max().unwrap().saturating_sub(rss_before);
+    assert!(growth < 32 * 1024, "serve grew by {growth} kB while its client did not read: {rss:?}");
+    drop(flows);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A client killed (-9) during a 20 s QUIC test (the audit's case: serve ran it to its end)
 /// and during a TCP one: serve ends the test within 2 s of the kill, and says why.
 #[test]

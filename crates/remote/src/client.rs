@@ -113,14 +113,15 @@ impl Client {
             HandshakeError::WrongSecret => {
                 RemoteError::Auth(format!("authentication with ccbench serve at {addr} failed: the two ends' secrets differ (check --secret-file)"))
             }
-            HandshakeError::Refused(m) => RemoteError::refused(&m),
+            HandshakeError::Refused(m) => RemoteError::refused(&crate::screen::escape(&m)),
             HandshakeError::Protocol(m) => RemoteError::server_said(&m),
         })?;
-        let (facts, limits) = match crate::screen::recv(&control, Instant::now() + REPLY_TIMEOUT).map_err(|e| timed_out(e, addr, "no welcome", REPLY_TIMEOUT))? {
-            ServerMsg::Welcome { facts, limits } => (facts, limits),
-            ServerMsg::Error { message } => return Err(RemoteError::refused(&message)),
-            other => return Err(unexpected(&other)),
-        };
+        let (facts, limits) =
+            match crate::screen::recv(&control, Instant::now() + REPLY_TIMEOUT).map_err(|e| timed_out(e, addr, "no welcome", REPLY_TIMEOUT))? {
+                ServerMsg::Welcome { facts, limits } => (facts, limits),
+                ServerMsg::Error { message } => return Err(RemoteError::refused(&message)),
+                other => return Err(unexpected(&other)),
+            };
         let rtt_us = ccbench_probe::tcp_info(control.stream()).ok().map(|t| t.rtt_us);
         Ok(Client { addr, control, facts, limits, rtt_us, dropped_samples: AtomicU64::new(0) })
     }

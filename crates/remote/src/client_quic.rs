@@ -7,7 +7,9 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-use ccbench_workload::{Amount, BbrEvent, BulkResult, BulkSpec, Direction, EndClock, QuicConnEnd, QuicEnd, QuicFarClient, QuicSample, SeriesSink, SocketId, TOKEN_LEN};
+use ccbench_workload::{
+    Amount, BbrEvent, BulkResult, BulkSpec, Direction, EndClock, QuicConnEnd, QuicEnd, QuicFarClient, QuicSample, SeriesSink, SocketId, TOKEN_LEN,
+};
 
 use crate::channel::Channel;
 use crate::client::{one_way_estimate, unexpected, Bounds, Client, FarTime, RemoteError};

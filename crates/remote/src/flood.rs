@@ -23,7 +23,8 @@ const MAX_CLIENT_HWM_KB: u64 = 100 * 1024;
 enum Flood {
     /// 20,000 `bbr_events` of ~60 KB each (200 events, 100-byte state names).
     BbrEvents,
-    /// `bbr_events` whose one state name is 60 KB.
+    /// The audit's shape: 20,000 `bbr_events` of 10 events with 3,000-byte state names (~60 KB
+    /// each; it took the client to 2.89 GB).
     LongState,
     /// 1.9 M `accepted` for one connection.
     Accepted,
@@ -80,13 +81,15 @@ fn hostile_server(listener: TcpListener, secret: Secret, flood: Flood) -> u64 {
             let events = (0..200).map(|k| BbrEvent { t_us: i * 200 + k, from: name(100), to: name(100) }).collect();
             ServerMsg::BbrEvents { flow: 0, events }
         }
-        Flood::LongState => ServerMsg::BbrEvents { flow: 0, events: vec![BbrEvent { t_us: 1, from: name(60_000), to: name(8) }] },
+        Flood::LongState => {
+            ServerMsg::BbrEvents { flow: 0, events: (0..10).map(|k| BbrEvent { t_us: i * 10 + k, from: name(3_000), to: name(3_000) }).collect() }
+        }
         Flood::Accepted => ServerMsg::Accepted { conn: 0, cc_read_back: Some("cubic".into()), mismatch: None },
         Flood::AnnouncedFlows => ServerMsg::Accepted { conn: 1000, cc_read_back: Some("cubic".into()), mismatch: None },
         Flood::QuicEnds => ServerMsg::QuicConnectionEnd { flow: 0, final_quic: Some(Box::new(QuicSample { t_us: 1, ..QuicSample::default() })) },
     };
     let total = match flood {
-        Flood::BbrEvents => 20_000,
+        Flood::BbrEvents | Flood::LongState => 20_000,
         _ => 1_900_000,
     };
     let mut sent = 0;
@@ -172,8 +175,8 @@ mod tests {
     }
 
     #[test]
-    fn a_60_kb_state_name_is_refused() {
-        check(Flood::LongState, &["bbr_events", "from of 60000 bytes"]);
+    fn the_audits_flood_of_long_state_names_is_refused() {
+        check(Flood::LongState, &["bbr_events", "from of 3000 bytes"]);
     }
 
     #[test]
@@ -214,7 +217,8 @@ mod tests {
             channel.send(&ServerMsg::Welcome { facts: facts(), limits }).unwrap();
             std::thread::sleep(Duration::from_secs(17));
         });
-        let handshake = std::thread::spawn(move || Client::connect(mute_addr, &Secret::from_bytes(secret_text.as_bytes()).unwrap()).err().map(|e| e.to_string()));
+        let handshake =
+            std::thread::spawn(move || Client::connect(mute_addr, &Secret::from_bytes(secret_text.as_bytes()).unwrap()).err().map(|e| e.to_string()));
         let mut client = Client::connect(addr, &secret).unwrap();
         let test = crate::proto::TestRequest::Bulk(ccbench_workload::BulkSpec {
             flows: 1,

@@ -23,14 +23,14 @@ pub mod channel;
 pub mod client;
 mod client_http;
 mod client_quic;
+#[cfg(test)]
+mod flood;
 pub mod host;
 mod http;
 pub mod proto;
 mod quic;
 pub mod screen;
 pub mod server;
-#[cfg(test)]
-mod flood;
 
 pub mod probe;
 

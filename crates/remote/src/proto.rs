@@ -390,8 +390,13 @@ pub fn decode_frames<T: DeserializeOwned>(bytes: &[u8]) -> Vec<Result<T, String>
 pub fn fuzz_input(data: &[u8]) {
     let tests: Vec<ClientMsg> = decode_stream(data).into_iter().flatten().collect();
     crate::server::fuzz_tests(&tests);
-    let _ = decode_stream_server(data);
-    let _ = decode::<ServerMsg>(data);
+    // What the client reads goes on through its one screen of server strings.
+    for msg in decode_stream_server(data).into_iter().flatten() {
+        let _ = crate::screen::screen(msg);
+    }
+    if let Ok(msg) = decode::<ServerMsg>(data) {
+        let _ = crate::screen::screen(msg);
+    }
     let _ = crate::host::parse_root_qdisc(data);
     if let Ok(s) = std::str::from_utf8(data) {
         let _ = unhex::<32>(s);
