@@ -705,6 +705,7 @@ mod tests {
             netns_inodes: Some([4_026_532_000, 4_026_532_001]),
             host_cpu_steal_fraction: Some(1e-7),
             suspect: if index == 1 { vec!["emulator late".to_string()] } else { Vec::new() },
+            far_samples_dropped: 0,
             metrics: Some(RunMetrics {
                 score: Some(goodput_bps),
                 unfinished: false,
@@ -1051,5 +1052,19 @@ mod tests {
         assert_eq!(relative(Path::new("/r"), Path::new("/r/A")), PathBuf::from("A"));
         assert_eq!(relative(Path::new("/r"), Path::new("/r")), PathBuf::from("."));
         assert_eq!(relative(Path::new("/x/y/z"), Path::new("/r/A")), PathBuf::from("../../../r/A"));
+    }
+
+    /// A server's words in a run (its error, its read-back) reach runs.csv without a raw ESC,
+    /// CR or LF inside a cell: one row per line, whatever the text was.
+    #[test]
+    fn runs_csv_holds_no_raw_escape_or_line_break() {
+        let mut r = result(&[("cubic", FAST), ("bbr", FAST)], 0.0, "goodput");
+        r.runs[0].error = Some("refused by ccbench serve: \\u{1b}]0;title\\u{7} raw\u{1b}[2J\r\nccbench: forged".to_string());
+        r.runs[1].suspect = vec!["line\nbreak\u{202e}".to_string()];
+        let csv = crate::export::csv::to_string(&[crate::export::csv::Experiment { condition: None, dir: ".", result: &r }]).unwrap();
+        assert!(!csv.contains('\u{1b}') && !csv.contains('\r') && !csv.contains('\u{202e}'), "{csv}");
+        assert_eq!(csv.lines().count(), r.runs.len() + 1, "one line per run and the header");
+        assert!(csv.contains("raw\\u{1b}[2J\\u{d}\\u{a}ccbench: forged"), "{csv}");
+        assert!(csv.contains(": \\u{1b}]0;title\\u{7} raw"), "text escaped before stays as it was: {csv}");
     }
 }

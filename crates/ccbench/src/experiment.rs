@@ -395,6 +395,7 @@ fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) 
         netns_inodes: None,
         host_cpu_steal_fraction: None,
         suspect: Vec::new(),
+        far_samples_dropped: 0,
         metrics: None,
         workload: None,
         path: None,
@@ -414,11 +415,15 @@ fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) 
     };
     if let Some(remote) = &plan.remote {
         let series = series.without_link_files();
-        let outcome = run_remote(remote, &workload, epoch, stop, &series);
+        let (outcome, dropped) = run_remote(remote, &workload, epoch, stop, &series);
         let (files, summary, series_error) = series.finish();
         record.series = Some(files);
         record.host_cpu_steal_fraction = steal_fraction(steal_before, epoch);
         record.suspect = crate::limits::suspect_reasons(None, record.host_cpu_steal_fraction);
+        record.far_samples_dropped = dropped;
+        if dropped > 0 {
+            record.suspect.push(format!("serve dropped {dropped} of the far end's samples: this client read its results too slowly"));
+        }
         finish_record(&mut record, outcome, None, &summary, &workload, series_error);
         return record;
     }
@@ -488,9 +493,14 @@ fn finish_record(
 }
 
 /// One run over a real path: a fresh session with the remote `ccbench serve` per run.
-fn run_remote(remote: &Remote, workload: &WorkloadSpec, epoch: Instant, stop: &AtomicBool, series: &RunSeries) -> Result<WorkloadResult, String> {
-    let mut client = ccbench_remote::Client::connect(remote.addr, &remote.secret).map_err(|e| e.to_string())?;
-    workload.run_remote(&mut client, epoch, stop, series).map_err(|e| e.to_string())
+/// Also the far end's samples serve dropped (a client that read too slowly).
+fn run_remote(remote: &Remote, workload: &WorkloadSpec, epoch: Instant, stop: &AtomicBool, series: &RunSeries) -> (Result<WorkloadResult, String>, u64) {
+    let mut client = match ccbench_remote::Client::connect(remote.addr, &remote.secret) {
+        Ok(c) => c,
+        Err(e) => return (Err(e.to_string()), 0),
+    };
+    let result = workload.run_remote(&mut client, epoch, stop, series).map_err(|e| e.to_string());
+    (result, client.dropped_samples())
 }
 
 /// A run whose emulator failed (a forwarder panicked or a TUN read/write erred) did not
@@ -548,6 +558,7 @@ mod forwarder_failure_tests {
             netns_inodes: None,
             host_cpu_steal_fraction: None,
             suspect: Vec::new(),
+            far_samples_dropped: 0,
             metrics: None,
             workload: None,
             path: None,

@@ -1036,7 +1036,7 @@ fn an_http_test_is_cut_at_max_bytes_while_it_runs() {
     c.stream().set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     loop {
         match c.recv::<ServerMsg>() {
-            Ok(ServerMsg::HttpDone { errors, error_messages }) => {
+            Ok(ServerMsg::HttpDone { errors, error_messages, .. }) => {
                 assert!(errors >= 2 && error_messages.iter().any(|m| m.contains("--max-bytes")), "{errors} {error_messages:?}");
                 break;
             }
@@ -1281,11 +1281,11 @@ fn an_old_client_gets_one_clear_line() {
     let back = throw(serve.addr, &frame(format!(r#"{{"type":"hello","version":3,"nonce":"{}"}}"#, hex(&[3; 32])).as_bytes()));
     match proto::decode_stream_server(&back).first() {
         Some(Ok(ServerMsg::Error { message })) => {
-            assert!(message.contains("protocol version 3 is not supported") && message.contains("version 4"), "{message}")
+            assert!(message.starts_with("the ends disagree on the protocol version (3 vs 5)") && !message.contains("update"), "{message}")
         }
         other => panic!("{other:?}"),
     }
-    assert!(serve.log().contains("protocol version 3"));
+    assert!(serve.log().contains("protocol version (3 vs 5)"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -1423,9 +1423,9 @@ fn a_hostile_servers_results_are_bounded_and_checked() {
         ),
         (|c| drop(c.send(&sample(u64::MAX, 1000))), "a time of 18446744073709551615"),
         (|c| drop(c.send(&sample(1000, 1 << 31))), "round trip of 2147483 ms"),
-        (|c| drop(c.send(&ServerMsg::Done { ends: Vec::new() })), "hold 0 of the test's 1 flows"),
+        (|c| drop(c.send(&ServerMsg::Done { ends: Vec::new(), dropped_samples: 0 })), "hold 0 of the test's 1 flows"),
         (|c| drop(c.send(&ServerMsg::Received { flow: 7, point: ccbench_workload::GoodputPoint { t_us: 1, bytes: 1 } })), "socket 7 of a test with 1"),
-        (|c| drop(c.send(&ServerMsg::Error { message: "bad\u{1b}]0;pwned\u{7}\u{1b}[2J\nline".into() })), "bad]0;pwned[2Jline"),
+        (|c| drop(c.send(&ServerMsg::Error { message: "bad\u{1b}]0;pwned\u{7}\u{1b}[2J\nline".into() })), "bad\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\u{a}line"),
     ];
     for (results, want) in cases {
         let addr = hostile_serve(secret.clone(), results);
@@ -1438,6 +1438,55 @@ fn a_hostile_servers_results_are_bounded_and_checked() {
         assert!(!err.chars().any(char::is_control), "{err:?}");
         assert!(t.elapsed() < Duration::from_secs(20), "{want}: {:?}", t.elapsed());
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A client that reads its results slowly (the audit's: 64 flows, 1 ms samples grew serve by
+/// 14.5 MB/s): serve's queue is bounded, so its memory is too; it drops samples instead, and
+/// says how many in `done`. This client reads nothing for 8 s, then everything.
+#[test]
+#[ignore = "unfinished (s26): serve ends the session as 'the client stopped reading the results' within the 8 s of not reading; the client must read slowly, not stop"]
+fn a_slow_reading_client_costs_serve_bounded_memory_and_is_told_of_the_drops() {
+    let (dir, _, secret, serve) = loopback_serve("slow-reader", &[]);
+    let c = session(serve.addr, &secret);
+    let spec = ccbench_workload::BulkSpec { flows: 64, sample_interval_us: 1_000, ..bulk_spec("cubic", 8.0) };
+    c.send(&ClientMsg::Run { test: TestRequest::Bulk(spec) }).unwrap();
+    let (port, token) = match c.recv::<ServerMsg>().unwrap() {
+        ServerMsg::Ready { port, token, .. } => (port, unhex::<16>(&token).unwrap()),
+        other => panic!("{other:?}"),
+    };
+    // The flows' data is not read either: their windows fill, and their senders' samples go on.
+    let flows: Vec<TcpStream> = (0..64)
+        .map(|id| {
+            let mut s = TcpStream::connect((serve.addr.ip(), port)).unwrap();
+            s.write_all(&ccbench_workload::data_hello(&token, id)).unwrap();
+            s
+        })
+        .collect();
+    assert!(matches!(c.recv::<ServerMsg>().unwrap(), ServerMsg::Connected { .. }));
+    let (rss_before, _) = serve.memory_kb();
+    c.send(&ClientMsg::Start).unwrap();
+    let mut rss = Vec::new();
+    for _ in 0..8 {
+        std::thread::sleep(Duration::from_secs(1));
+        rss.push(serve.memory_kb().0);
+    }
+    let mut samples = 0u64;
+    let dropped = loop {
+        match c.recv::<ServerMsg>().unwrap() {
+            ServerMsg::Sample { .. } | ServerMsg::Received { .. } => samples += 1,
+            ServerMsg::Done { dropped_samples, .. } => break dropped_samples,
+            other => panic!("{other:?}"),
+        }
+    };
+    let (_, hwm) = serve.memory_kb();
+    eprintln!(
+        "slow reader: serve VmRSS {rss_before} kB before, {rss:?} kB each second of the 8 s test, peak (VmHWM) {hwm} kB; {samples} samples delivered, {dropped} dropped"
+    );
+    assert!(dropped > 0, "the client lagged, yet nothing was dropped");
+    let growth = rss.iter().max().unwrap().saturating_sub(rss_before);
+    assert!(growth < 32 * 1024, "serve grew by {growth} kB while its client did not read: {rss:?}");
+    drop(flows);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -246,6 +246,7 @@ fn run_record(index: u32, cc: &str, sim: Simulated, shares: Vec<CcShare>) -> Run
         netns_inodes: None,
         host_cpu_steal_fraction: Some(0.0),
         suspect: if index == 2 { vec!["downlink: packets left up to 2458 µs late (p99)".into()] } else { Vec::new() },
+        far_samples_dropped: 0,
         metrics: Some(m),
         workload: Some(WorkloadResult::Bulk(BulkResult {
             start_us: START_US,

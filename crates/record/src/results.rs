@@ -147,6 +147,11 @@ pub struct RunRecord {
     /// Reasons to distrust this run's figures (emulator late or saturated, kernel drops,
     /// CPU stolen); empty when there are none.
     pub suspect: Vec<String>,
+    /// Over a real path (`--remote`): samples of the far end that serve dropped because this
+    /// client read its results too slowly (serve's queue is bounded). 0 when none were, and in
+    /// results written before it was counted.
+    #[serde(default)]
+    pub far_samples_dropped: u64,
     pub metrics: Option<RunMetrics>,
     pub workload: Option<WorkloadResult>,
     pub path: Option<PathReport>,

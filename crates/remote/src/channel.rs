@@ -19,9 +19,19 @@
 //! Keys: HKDF-SHA256 (RFC 5869) of the SPAKE2 key (which already hashes both identities, both
 //! messages and the secret, RFC 9382 §4) into two confirmation keys and one AEAD key per
 //! direction. After the handshake a record is a big-endian `u32` length, then the ChaCha20-
-//! Poly1305 (RFC 8439) ciphertext of one JSON message, the length as associated data and the
-//! record's number in its direction as nonce: a record replayed, reordered, dropped, altered
-//! or cut fails to open, and the connection ends.
+//! Poly1305 (RFC 8439) ciphertext of one JSON message padded to the record's bucket, the length
+//! as associated data and the record's number in its direction as nonce: a record replayed,
+//! reordered, dropped, altered or cut fails to open, and the connection ends.
+//!
+//! Padding (version 5): the plaintext is the message, one `0x80` byte, then zeros, as few as
+//! make the whole record (length prefix and tag included) a multiple of [`RECORD_BUCKET`]
+//! bytes (the ISO/IEC 7816-4 padding TLS 1.3 also uses after its content type, RFC 8446 §5.4).
+//! It is sealed with the message, so it is authenticated; the receiver strips it and refuses a
+//! record whose padding is not exactly that (a missing marker, a non-zero byte after it, or
+//! more zeros than the bucket needs). An observer sees records in 256-byte steps: a `run` for
+//! bbr and one for cubic are the same length. What it still sees is in
+//! docs/serve-security.md: when records go and how many, and the data connections' timing and
+//! volume.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -45,6 +55,30 @@ pub const MAX_PRE_AUTH_FRAME: usize = 1024;
 /// A SPAKE2 message over Ed25519: the side byte and a compressed point.
 pub const PAKE_MSG_LEN: usize = 33;
 const TAG_LEN: usize = 16;
+/// Every sealed record, its 4-byte length included, is a multiple of this many bytes.
+pub const RECORD_BUCKET: usize = 256;
+/// The padding's first byte; zeros follow it.
+const PAD_MARK: u8 = 0x80;
+
+/// The length of the sealed part (ciphertext and tag) of the record carrying `plain_len`
+/// bytes: the least that holds the message, the mark and the tag and makes the record, with
+/// its length prefix, a multiple of [`RECORD_BUCKET`].
+pub fn sealed_len(plain_len: usize) -> usize {
+    let least = 4 + plain_len + 1 + TAG_LEN;
+    least.div_ceil(RECORD_BUCKET) * RECORD_BUCKET - 4
+}
+
+/// The message inside an opened record's plaintext, if its padding is exactly what
+/// [`sealed_len`] makes for it: the mark, then only zeros, no more than needed.
+fn unpad(mut padded: Vec<u8>) -> Result<Vec<u8>, FrameError> {
+    let malformed = || FrameError::Malformed("a record's padding is malformed".into());
+    let mark = padded.iter().rposition(|&b| b != 0).ok_or_else(malformed)?;
+    if padded[mark] != PAD_MARK || sealed_len(mark) != padded.len() + TAG_LEN {
+        return Err(malformed());
+    }
+    padded.truncate(mark);
+    Ok(padded)
+}
 const CLIENT_ID: &[u8] = b"ccbench client";
 const SERVER_ID: &[u8] = b"ccbench serve";
 const SALT: &[u8] = b"ccbench serve v4";
@@ -151,13 +185,30 @@ fn pake_msg(nonce: &str) -> Result<Vec<u8>, HandshakeError> {
         .ok_or_else(|| protocol("malformed handshake: the key share is not 33 bytes of hex"))
 }
 
+/// The one line either end gives when the versions differ: the client's first, no advice.
+pub fn version_disagreement(client: u32, server: u32) -> String {
+    format!("the ends disagree on the protocol version ({client} vs {server}): this client speaks {client}, the server {server}")
+}
+
+/// A version refusal in the words of a server before version 5 ("protocol version N is not
+/// supported; this server speaks version M (update ccbench on the client)"), said neutrally:
+/// its number may have been rewritten on the way, and its advice is not to be relayed.
+fn older_refusal(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("protocol version ")?;
+    let (client, rest) = rest.split_once(' ')?;
+    let server = rest.split("this server speaks version ").nth(1)?.split(|c: char| !c.is_ascii_digit()).next()?;
+    Some(version_disagreement(client.parse().ok()?, server.parse().ok()?))
+}
+
 /// The server's half over any byte stream (the fuzz target feeds it bytes). On success the
 /// keys of a sealed channel: (open client→server, seal server→client).
 pub fn server_handshake_io<S: Read + Write>(s: &mut S, secret: &Secret) -> Result<([u8; 32], [u8; 32]), HandshakeError> {
     let client_msg = match read_pre_auth(s)? {
         PreAuth::Hello { version, nonce } if version == VERSION => pake_msg(&nonce)?,
         PreAuth::Hello { version, .. } => {
-            let message = format!("protocol version {version} is not supported; this server speaks version {VERSION} (update ccbench on the client)");
+            // Neutral on purpose: the hello is not authenticated, so the number may have been
+            // rewritten on the way, and advice to update one end would be an attacker's.
+            let message = version_disagreement(version, VERSION);
             let _ = write_pre_auth(s, &PreAuth::Error { message: message.clone() });
             return Err(HandshakeError::Refused(message));
         }
@@ -187,8 +238,8 @@ pub fn client_handshake_io<S: Read + Write>(s: &mut S, secret: &Secret) -> Resul
     write_pre_auth(s, &PreAuth::Hello { version: VERSION, nonce: hex(&client_msg) })?;
     let server_msg = match read_pre_auth(s)? {
         PreAuth::Challenge { version, nonce } if version == VERSION => pake_msg(&nonce)?,
-        PreAuth::Challenge { version, .. } => return Err(protocol(format!("the server speaks protocol version {version}, this client {VERSION}"))),
-        PreAuth::Error { message } => return Err(HandshakeError::Refused(message)),
+        PreAuth::Challenge { version, .. } => return Err(protocol(version_disagreement(VERSION, version))),
+        PreAuth::Error { message } => return Err(HandshakeError::Refused(older_refusal(&message).unwrap_or(message))),
         _ => return Err(protocol("expected the server's challenge")),
     };
     let key = pake.finish(&server_msg).map_err(|_| protocol("malformed challenge: the server's key share is not a valid one"))?;
@@ -261,10 +312,15 @@ impl Sealer {
         if plain.len() > MAX_FRAME {
             return Err(FrameError::TooLong(plain.len()));
         }
-        let len = ((plain.len() + TAG_LEN) as u32).to_be_bytes();
+        let sealed_len = sealed_len(plain.len());
+        let len = (sealed_len as u32).to_be_bytes();
+        let mut padded = Vec::with_capacity(sealed_len);
+        padded.extend_from_slice(plain);
+        padded.push(PAD_MARK);
+        padded.resize(sealed_len - TAG_LEN, 0);
         let counter = self.counter;
         self.counter = counter.checked_add(1).ok_or(FrameError::Tampered)?;
-        let sealed = self.aead.encrypt(Nonce::from_slice(&nonce_of(counter)), Payload { msg: plain, aad: &len }).map_err(|_| FrameError::Tampered)?;
+        let sealed = self.aead.encrypt(Nonce::from_slice(&nonce_of(counter)), Payload { msg: &padded, aad: &len }).map_err(|_| FrameError::Tampered)?;
         let mut record = Vec::with_capacity(4 + sealed.len());
         record.extend_from_slice(&len);
         record.extend_from_slice(&sealed);
@@ -282,15 +338,17 @@ impl Sealer {
         let mut len = [0u8; 4];
         r.read_exact(&mut len)?;
         let n = u32::from_be_bytes(len) as usize;
-        if n > MAX_FRAME + TAG_LEN {
+        if n > sealed_len(MAX_FRAME) {
             return Err(FrameError::TooLong(n));
         }
-        if n < TAG_LEN {
+        // Not a bucket's length: no record this protocol makes, refused before it is read.
+        if n < sealed_len(0) || !(n + 4).is_multiple_of(RECORD_BUCKET) {
             return Err(FrameError::Tampered);
         }
         let mut sealed = vec![0u8; n];
         r.read_exact(&mut sealed)?;
-        let plain = self.aead.decrypt(Nonce::from_slice(&nonce_of(counter)), Payload { msg: &sealed, aad: &len }).map_err(|_| FrameError::Tampered)?;
+        let padded = self.aead.decrypt(Nonce::from_slice(&nonce_of(counter)), Payload { msg: &sealed, aad: &len }).map_err(|_| FrameError::Tampered)?;
+        let plain = unpad(padded)?;
         self.counter = counter + 1;
         Ok(plain)
     }
@@ -386,10 +444,15 @@ pub fn fuzz_input(data: &[u8]) {
     let Ok(secret) = Secret::from_bytes(FUZZ_SECRET) else { return };
     let _ = server_handshake_io(&mut Io { input: data, out: Vec::new() }, &secret);
     let _ = client_handshake_io(&mut Io { input: data, out: Vec::new() }, &secret);
-    let mut opener = Sealer::new(&[7; 32]);
+    let mut opener = Sealer::new(&FUZZ_RECORD_KEY);
     let mut r = data;
     while opener.open(&mut r).is_ok() {}
+    // The padding parser, which random bytes reach only through a valid tag: fed directly.
+    let _ = unpad(data.to_vec());
 }
+
+/// The key the `handshake` fuzz target opens records with.
+pub const FUZZ_RECORD_KEY: [u8; 32] = [7; 32];
 
 #[cfg(test)]
 mod tests {
@@ -448,6 +511,169 @@ mod tests {
         }
         assert!(Sealer::new(&[3; 32]).open(&mut &r0[..r0.len() - 1]).is_err(), "cut");
         assert!(Sealer::new(&[4; 32]).open(&mut &r0[..]).is_err(), "another key");
+    }
+
+    /// The handshake corpus holds padded records the fuzz target opens (a `run`, a
+    /// `connected`), so that it fuzzes past the tag into the padding and the message. With
+    /// `CCBENCH_UPDATE_CORPUS=1` it writes them.
+    #[test]
+    fn the_corpus_records_open_under_the_fuzz_key() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/handshake");
+        let bodies: [(&str, &[u8]); 2] = [
+            ("record_padded_run", br#"{"type":"run","test":{"kind":"bulk","flows":1,"direction":"download","amount":{"seconds":1.0},"cc":"bbr","mix":[],"port":0,"sample_interval_us":10000,"timeout_s":10.0,"quic_receiver_cc":null}}"#),
+            ("record_padded_two", br#"{"type":"start"}"#),
+        ];
+        for (name, body) in bodies {
+            let mut sealer = Sealer::new(&FUZZ_RECORD_KEY);
+            let mut bytes = sealer.seal(body).unwrap();
+            bytes.extend(sealer.seal(br#"{"type":"stop"}"#).unwrap());
+            if std::env::var_os("CCBENCH_UPDATE_CORPUS").is_some() {
+                std::fs::write(dir.join(name), &bytes).unwrap();
+            }
+            let stored = std::fs::read(dir.join(name)).unwrap();
+            let mut opener = Sealer::new(&FUZZ_RECORD_KEY);
+            let mut r = &stored[..];
+            assert_eq!(opener.open(&mut r).unwrap(), body, "{name}");
+            assert_eq!(opener.open(&mut r).unwrap(), br#"{"type":"stop"}"#, "{name}");
+        }
+    }
+
+    /// A record sealed with `padded` as its plaintext, whatever its padding: for the tests of
+    /// what the receiver refuses.
+    fn raw_record(key: &[u8; 32], padded: &[u8]) -> Vec<u8> {
+        let len = ((padded.len() + TAG_LEN) as u32).to_be_bytes();
+        let aead = ChaCha20Poly1305::new(Key::from_slice(key));
+        let mut record = len.to_vec();
+        record.extend(aead.encrypt(Nonce::from_slice(&nonce_of(0)), Payload { msg: padded, aad: &len }).unwrap());
+        record
+    }
+
+    /// Every record is a whole number of buckets, and each message comes back as it went.
+    #[test]
+    fn records_are_padded_to_the_bucket_and_stripped() {
+        for n in (0..700).chain([MAX_FRAME - 1, MAX_FRAME]) {
+            let body: Vec<u8> = (0..n).map(|i| (i % 251) as u8).collect();
+            let record = Sealer::new(&[5; 32]).seal(&body).unwrap();
+            assert_eq!(record.len() % RECORD_BUCKET, 0, "{n} bytes");
+            assert!(record.len() < 4 + n + 1 + TAG_LEN + RECORD_BUCKET, "{n} bytes: no more padding than a bucket");
+            assert_eq!(Sealer::new(&[5; 32]).open(&mut &record[..]).unwrap(), body, "{n} bytes");
+        }
+        assert!(matches!(Sealer::new(&[5; 32]).seal(&vec![0; MAX_FRAME + 1]), Err(FrameError::TooLong(_))));
+    }
+
+    /// Requests that differ only in the algorithm's name seal to records of one length (they
+    /// were 179 and 181 bytes for bbr and cubic before padding).
+    #[test]
+    fn runs_for_bbr_and_cubic_are_the_same_length_on_the_wire() {
+        use crate::proto::{ClientMsg, ServerMsg, TestRequest};
+        let bulk = |cc: &str| {
+            let spec = ccbench_workload::BulkSpec {
+                flows: 1,
+                direction: ccbench_workload::Direction::Download,
+                amount: ccbench_workload::Amount::Seconds(10.0),
+                cc: cc.parse().unwrap(),
+                mix: Vec::new(),
+                port: 0,
+                sample_interval_us: 10_000,
+                timeout_s: 30.0,
+                quic_receiver_cc: None,
+            };
+            TestRequest::Bulk(spec)
+        };
+        fn json<T: Serialize>(m: &T) -> Vec<u8> {
+            serde_json::to_vec(m).unwrap()
+        }
+        fn len<T: Serialize>(m: &T) -> usize {
+            Sealer::new(&[1; 32]).seal(&json(m)).unwrap().len()
+        }
+        for (a, b) in [
+            (ClientMsg::Run { test: bulk("bbr") }, ClientMsg::Run { test: bulk("cubic") }),
+            (ClientMsg::Check { test: bulk("bbr") }, ClientMsg::Check { test: bulk("cubic") }),
+            (ClientMsg::Run { test: bulk("quic:bbr3") }, ClientMsg::Run { test: bulk("quic:cubic") }),
+        ] {
+            assert_ne!(json(&a).len(), json(&b).len(), "the plaintexts differ in length");
+            assert_eq!(len(&a), len(&b), "{:?}", String::from_utf8(json(&a)));
+        }
+        let connected = |cc: &str| ServerMsg::Connected { cc_read_back: vec![cc.into()] };
+        assert_eq!(len(&connected("bbr")), len(&connected("cubic")));
+    }
+
+    /// Padding is inside the seal, so it cannot be altered on the way; a peer (or a bug) that
+    /// seals bad padding is refused all the same: no mark, a non-zero byte after it, a bucket
+    /// more than needed, no room for a mark, or a length that is no bucket's.
+    #[test]
+    fn malformed_padding_is_refused() {
+        let key = [9; 32];
+        let good = |body: &[u8]| {
+            let mut p = body.to_vec();
+            p.push(PAD_MARK);
+            p.resize(sealed_len(body.len()) - TAG_LEN, 0);
+            p
+        };
+        assert_eq!(Sealer::new(&key).open(&mut &raw_record(&key, &good(b"{}"))[..]).unwrap(), b"{}", "the hand-made record is right");
+        let no_mark = vec![0u8; sealed_len(2) - TAG_LEN];
+        let mut after_mark = good(b"{}");
+        *after_mark.last_mut().unwrap() = 1;
+        let mut marked_wrong = good(b"{}");
+        marked_wrong[2] = 0x81;
+        let mut too_much = good(b"{}");
+        too_much.resize(too_much.len() + RECORD_BUCKET, 0);
+        let mut odd = good(b"{}");
+        odd.pop();
+        for (what, padded) in [
+            ("no mark", no_mark),
+            ("a byte after the mark", after_mark),
+            ("another mark", marked_wrong),
+            ("a bucket too many", too_much),
+            ("not a bucket", odd),
+        ] {
+            let mut opener = Sealer::new(&key);
+            assert!(opener.open(&mut &raw_record(&key, &padded)[..]).is_err(), "{what}");
+            let next = Sealer::new(&key).seal(b"{}").unwrap();
+            assert!(opener.open(&mut &next[..]).is_err(), "{what}: the opener stays broken");
+        }
+    }
+
+    /// A hello with another version: the server's line names both numbers and advises
+    /// nothing; the client says the same of a challenge with another version, and rewords an
+    /// older server's advice to update it.
+    #[test]
+    fn a_version_disagreement_is_said_without_advice() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            Channel::accept(s, &secret(1), Instant::now() + Duration::from_secs(5)).err()
+        });
+        let mut c = TcpStream::connect(addr).unwrap();
+        write_pre_auth(&mut c, &PreAuth::Hello { version: 3, nonce: "00".into() }).unwrap();
+        let line = format!("the ends disagree on the protocol version (3 vs {VERSION}): this client speaks 3, the server {VERSION}");
+        assert!(matches!(read_pre_auth(&mut c).unwrap(), PreAuth::Error { message } if message == line));
+        assert_eq!(server.join().unwrap(), Some(HandshakeError::Refused(line)));
+        let old = "protocol version 5 is not supported; this server speaks version 4 (update ccbench on the client)";
+        assert_eq!(older_refusal(old).as_deref(), Some("the ends disagree on the protocol version (5 vs 4): this client speaks 5, the server 4"));
+        assert_eq!(older_refusal("serve is busy"), None);
+        // A challenge of another version, as from a server whose reply was rewritten.
+        let mut wire = Vec::new();
+        write_pre_auth(&mut wire, &PreAuth::Challenge { version: 9, nonce: hex(&[2; PAKE_MSG_LEN]) }).unwrap();
+        struct Io(Vec<u8>, usize);
+        impl Read for Io {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = (&self.0[self.1..]).read(buf)?;
+                self.1 += n;
+                Ok(n)
+            }
+        }
+        impl Write for Io {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let e = client_handshake_io(&mut Io(wire, 0), &secret(1)).unwrap_err();
+        assert_eq!(e.to_string(), format!("the ends disagree on the protocol version ({VERSION} vs 9): this client speaks {VERSION}, the server 9"));
     }
 
     /// What an unauthenticated client sees is the server's key share alone: it changes each

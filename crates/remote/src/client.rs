@@ -4,7 +4,7 @@
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use ccbench_workload::{
@@ -60,11 +60,12 @@ impl RemoteError {
     }
 }
 
-/// What a server sent, fit for this end's terminal: control characters (escape sequences,
-/// carriage returns, newlines) dropped, and at most 500 characters.
+/// What a server sent, fit for this end's terminal: at most 500 characters, and none that acts
+/// on a terminal (dropped). Every server string is already escaped where it arrives
+/// ([`crate::screen`]); this is for lines built around them, which may quote the wire.
 pub fn term_safe(text: &str) -> String {
     const MAX: usize = 500;
-    let clean: String = text.chars().filter(|c| !c.is_control()).take(MAX + 1).collect();
+    let clean: String = text.chars().filter(|&c| !crate::screen::is_hidden(c)).take(MAX + 1).collect();
     if clean.chars().count() > MAX {
         format!("{}…", clean.chars().take(MAX).collect::<String>())
     } else {
@@ -92,6 +93,8 @@ pub struct Client {
     pub limits: Limits,
     /// The kernel's smoothed RTT of the control connection just after the handshake.
     pub rtt_us: Option<u32>,
+    /// Samples serve dropped in this session's tests because this end read too slowly.
+    pub(crate) dropped_samples: AtomicU64,
 }
 
 impl Client {
@@ -102,34 +105,41 @@ impl Client {
         stream.set_nodelay(true)?;
         let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
         let control = Channel::connect(stream, secret, deadline).map_err(|e| match e {
-            // A read cut at the deadline reports only "would block".
-            HandshakeError::Protocol(_) if Instant::now() >= deadline => RemoteError::server_said(&format!(
-                "ccbench serve at {addr} did not finish the handshake within {} s (a stalled or trickling server)",
+            // A read cut at the deadline reports only "would block" (os error 11).
+            HandshakeError::Protocol(m) if Instant::now() >= deadline || m.contains("(os error 11)") => RemoteError::server_said(&format!(
+                "no answer from ccbench serve at {addr} within {} s: the handshake did not finish (a stalled or trickling server)",
                 HANDSHAKE_TIMEOUT.as_secs()
             )),
             HandshakeError::WrongSecret => {
                 RemoteError::Auth(format!("authentication with ccbench serve at {addr} failed: the two ends' secrets differ (check --secret-file)"))
             }
-            HandshakeError::Refused(m) => RemoteError::refused(&m),
+            HandshakeError::Refused(m) => RemoteError::refused(&crate::screen::escape(&m)),
             HandshakeError::Protocol(m) => RemoteError::server_said(&m),
         })?;
-        let (facts, limits) = match control.recv_by::<ServerMsg>(Instant::now() + REPLY_TIMEOUT)? {
-            ServerMsg::Welcome { facts, limits } => (facts, limits),
-            ServerMsg::Error { message } => return Err(RemoteError::refused(&message)),
-            other => return Err(unexpected(&other)),
-        };
+        let (facts, limits) =
+            match crate::screen::recv(&control, Instant::now() + REPLY_TIMEOUT).map_err(|e| timed_out(e, addr, "no welcome", REPLY_TIMEOUT))? {
+                ServerMsg::Welcome { facts, limits } => (facts, limits),
+                ServerMsg::Error { message } => return Err(RemoteError::refused(&message)),
+                other => return Err(unexpected(&other)),
+            };
         let rtt_us = ccbench_probe::tcp_info(control.stream()).ok().map(|t| t.rtt_us);
-        Ok(Client { addr, control, facts, limits, rtt_us })
+        Ok(Client { addr, control, facts, limits, rtt_us, dropped_samples: AtomicU64::new(0) })
+    }
+
+    /// Samples serve dropped in this session's tests so far, because this end read its results
+    /// too slowly (serve's queue is bounded: it drops samples rather than grow).
+    pub fn dropped_samples(&self) -> u64 {
+        self.dropped_samples.load(Ordering::Relaxed)
     }
 
     /// The server's next message, all of it within [`REPLY_TIMEOUT`].
     pub(crate) fn reply(&self) -> Result<ServerMsg, RemoteError> {
-        Ok(self.control.recv_by::<ServerMsg>(Instant::now() + REPLY_TIMEOUT)?)
+        crate::screen::recv(&self.control, Instant::now() + REPLY_TIMEOUT).map_err(|e| timed_out(e, self.addr, "no answer", REPLY_TIMEOUT))
     }
 
     pub(crate) fn send(&self, msg: &ClientMsg) -> Result<(), RemoteError> {
         self.control.stream().set_write_timeout(Some(REPLY_TIMEOUT))?;
-        Ok(self.control.send(msg)?)
+        self.control.send(msg).map_err(|e| timed_out(e, self.addr, "could not send a request", REPLY_TIMEOUT))
     }
 
     /// Asks whether the server would run `test` (its algorithms, its limits); nothing runs.
@@ -213,9 +223,9 @@ impl Client {
         // A download's window opens when its data arrives, not when `Start` left: that message
         // can be lost and resent, and the server starts only once it has it.
         let clock = if upload { EndClock::shared(epoch, start) } else { EndClock::at_first_byte(epoch, start, one_way) };
-        let control = &self.control;
+        let (control, dropped) = (&self.control, &self.dropped_samples);
         let (near, far) = std::thread::scope(|s| {
-            let far = s.spawn(|| receive_results(control, bounds, &clock, one_way, series));
+            let far = s.spawn(|| receive_results(control, bounds, &clock, one_way, series, dropped));
             let near = run_end(spec, &streams, &clock, stop, series, &NoMeasureHook, None);
             // The far end's window closes a one-way delay after ours: the streams stay open
             // until it is done, unless the run was stopped (then closing them stops it).
@@ -230,6 +240,21 @@ impl Client {
         let (senders, receivers) = if upload { (near, far) } else { (far, near) };
         Ok(assemble(spec, &meta, &senders, &receivers, start_us, elapsed_s, stop.load(Ordering::SeqCst)))
     }
+}
+
+/// Is `e` a read or write cut at its timeout (the kernel says "Resource temporarily
+/// unavailable", `EAGAIN`, for a socket timeout)?
+pub(crate) fn is_timeout(e: &FrameError) -> bool {
+    matches!(e, FrameError::Io(e) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock))
+}
+
+/// A control-connection failure in words: a timeout as "`what` from ccbench serve at ADDR
+/// within N s", anything else as it is.
+pub(crate) fn timed_out(e: FrameError, addr: SocketAddr, what: &str, within: Duration) -> RemoteError {
+    if is_timeout(&e) {
+        return RemoteError::Protocol(format!("{what} from ccbench serve at {addr} within {} s", within.as_secs()));
+    }
+    e.into()
 }
 
 /// Half the control connection's lowest round trip so far: how long after the far end
@@ -279,8 +304,11 @@ impl<'a> FarTime<'a> {
 
 /// What a hostile or broken server may send for one test: messages in number (one per sample
 /// interval per socket, and a slack), all of them by the test's planned end and a grace, far
-/// times within that, and ids of the test's own sockets. Beyond any, the run fails in one line
-/// instead of growing without end.
+/// times within that, ids of the test's own sockets, and bytes this end keeps (BBR events,
+/// acceptances, connection ends, error lines: [`KEEP_PER_ID`] per socket, [`KEEP_MAX`] in all).
+/// Every one of them is set from the test this end asked for, none from what the server says.
+/// Beyond any, the run fails in one line instead of growing without end. (Samples are not
+/// kept: they go to the series files as they come, bounded in number.)
 pub(crate) struct Bounds {
     deadline: Instant,
     horizon_us: u64,
@@ -289,7 +317,14 @@ pub(crate) struct Bounds {
     /// Flows (or connections) the test has: ids are below it.
     ids: u32,
     planned_s: f64,
+    kept: u64,
+    max_kept: u64,
 }
+
+/// Bytes of the server's results this end may keep per flow or connection of a test.
+pub(crate) const KEEP_PER_ID: u64 = 4 << 20;
+/// ... and per test, however many sockets it has.
+pub(crate) const KEEP_MAX: u64 = 48 << 20;
 
 impl Bounds {
     pub(crate) fn for_test(planned_s: f64, sample_interval_us: u64, ids: u32) -> Bounds {
@@ -298,7 +333,21 @@ impl Bounds {
         let per_socket = horizon_us / sample_interval_us.max(1_000) + 1;
         // Samples, goodput points and BBR event chunks: at most a few per socket per interval.
         let max_messages = per_socket.saturating_mul(3).saturating_mul(u64::from(ids.max(1))).saturating_add(MESSAGE_SLACK);
-        Bounds { deadline: Instant::now() + planned + RESULT_GRACE, horizon_us, max_messages, got: 0, ids, planned_s }
+        let max_kept = KEEP_PER_ID.saturating_mul(u64::from(ids.max(1))).min(KEEP_MAX);
+        Bounds { deadline: Instant::now() + planned + RESULT_GRACE, horizon_us, max_messages, got: 0, ids, planned_s, kept: 0, max_kept }
+    }
+
+    /// `bytes` more of the server's results kept for the rest of the test, within its budget.
+    pub(crate) fn keep(&mut self, bytes: usize) -> Result<(), RemoteError> {
+        self.kept = self.kept.saturating_add(bytes as u64);
+        if self.kept > self.max_kept {
+            return Err(RemoteError::Protocol(format!(
+                "the server's results for this test passed this client's budget of {} MB ({} MB per flow or connection); giving up on it",
+                self.max_kept >> 20,
+                KEEP_PER_ID >> 20
+            )));
+        }
+        Ok(())
     }
 
     /// The next message, counted, within the test's deadline.
@@ -310,8 +359,8 @@ impl Bounds {
                 self.max_messages, self.planned_s
             )));
         }
-        match control.recv_by::<ServerMsg>(self.deadline) {
-            Err(FrameError::Io(e)) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) => Err(RemoteError::Protocol(format!(
+        match crate::screen::recv(control, self.deadline) {
+            Err(e) if is_timeout(&e) => Err(RemoteError::Protocol(format!(
                 "the server's results did not end within {:.0} s of the test's planned {:.1} s",
                 RESULT_GRACE.as_secs_f64(),
                 self.planned_s
@@ -357,7 +406,14 @@ impl Bounds {
 }
 
 /// The far end's samples, into `series` on this end's clock, until its `Done`.
-fn receive_results(control: &Channel, mut bounds: Bounds, clock: &EndClock, one_way: Duration, series: &dyn SeriesSink) -> Result<Vec<FlowEnd>, RemoteError> {
+fn receive_results(
+    control: &Channel,
+    mut bounds: Bounds,
+    clock: &EndClock,
+    one_way: Duration,
+    series: &dyn SeriesSink,
+    dropped: &AtomicU64,
+) -> Result<Vec<FlowEnd>, RemoteError> {
     let mut far = FarTime::new(clock, one_way);
     loop {
         match bounds.next(control)? {
@@ -371,8 +427,9 @@ fn receive_results(control: &Channel, mut bounds: Bounds, clock: &EndClock, one_
                 point.t_us += far.shift_us();
                 series.received(flow, &point);
             }
-            ServerMsg::Done { ends } => {
+            ServerMsg::Done { ends, dropped_samples } => {
                 bounds.ends(&ends, true)?;
+                dropped.fetch_add(dropped_samples, Ordering::Relaxed);
                 return Ok(ends);
             }
             ServerMsg::Error { message } => return Err(RemoteError::server_said(&message)),

@@ -5,6 +5,7 @@
 //! clock.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -16,6 +17,8 @@ use crate::proto::{unhex, ClientMsg, ServerMsg, TestRequest};
 
 /// The server's error lines of an HTTP test kept (the count is kept whole).
 const MAX_ERROR_MESSAGES: usize = 100;
+/// Connections one HTTP test may open: twice serve's 64-flow limit, serve's own cap.
+pub(crate) const MAX_CONNECTIONS: u32 = 128;
 
 impl Client {
     /// `Run` → `Ready` → `Start`, then `load` with the far end's view, whose `end` sends
@@ -43,15 +46,16 @@ impl Client {
             let spki = unhex::<32>(&spki).ok_or_else(|| RemoteError::Protocol("malformed certificate key hash from the server".into()))?;
             far = far.with_spki_sha256(spki);
         }
-        // Connection numbers are below serve's cap: twice its flow limit.
-        let bounds = Bounds::for_test(timeout_s, interval_us, self.limits.max_flows.saturating_mul(2));
+        // Connection numbers are this end's own (its dialer's); their bound is this build's,
+        // never one the server announces.
+        let bounds = Bounds::for_test(timeout_s, interval_us, MAX_CONNECTIONS);
         self.send(&ClientMsg::Start)?;
         let start = Instant::now();
         // The far end's times count from when it saw `Start`; this end's from `epoch`.
         let shift_us = start.duration_since(epoch).as_micros() as u64;
         std::thread::scope(|s| {
-            let control = &self.control;
-            let handle = Mutex::new(Some(s.spawn(|| receive_http(control, bounds, shift_us, &far, series))));
+            let (control, dropped) = (&self.control, &self.dropped_samples);
+            let handle = Mutex::new(Some(s.spawn(|| receive_http(control, bounds, shift_us, &far, series, dropped))));
             let end = || -> Result<FarReport, String> {
                 let Some(h) = handle.lock().unwrap_or_else(|p| p.into_inner()).take() else {
                     return Err("the far end was already ended".into());
@@ -73,12 +77,25 @@ impl Client {
 
 /// The server's messages of an HTTP test, until its `HttpDone`: acceptances and samples go
 /// into `far` and `series` as they come; the report is returned.
-fn receive_http(control: &Channel, mut bounds: Bounds, shift_us: u64, far: &FarHttp, series: &dyn SeriesSink) -> Result<FarReport, RemoteError> {
+pub(crate) fn receive_http(
+    control: &Channel,
+    mut bounds: Bounds,
+    shift_us: u64,
+    far: &FarHttp,
+    series: &dyn SeriesSink,
+    dropped: &AtomicU64,
+) -> Result<FarReport, RemoteError> {
     let mut connections: Vec<FarConnection> = Vec::new();
+    let mut accepted = vec![false; MAX_CONNECTIONS as usize];
     loop {
         match bounds.next(control)? {
             ServerMsg::Accepted { conn, cc_read_back, mismatch } => {
                 bounds.at(conn, 0)?;
+                dialed(far, conn)?;
+                if std::mem::replace(&mut accepted[conn as usize], true) {
+                    return Err(RemoteError::Protocol(format!("the server accepted connection {conn} twice")));
+                }
+                bounds.keep(ACCEPTED_BYTES + cc_read_back.as_ref().map_or(0, String::len) + mismatch.as_ref().map_or(0, String::len))?;
                 far.accepted(conn, cc_read_back.map(|s| term_safe(&s)), mismatch.map(|s| term_safe(&s)))
             }
             ServerMsg::ConnectionSample { conn, mut sample } => {
@@ -90,17 +107,32 @@ fn receive_http(control: &Channel, mut bounds: Bounds, shift_us: u64, far: &FarH
             }
             ServerMsg::ConnectionEnd { conn, cc_read_back, final_tcp_info, served } => {
                 bounds.at(conn, 0)?;
+                dialed(far, conn)?;
+                bounds.keep(std::mem::size_of::<FarConnection>() + cc_read_back.as_ref().map_or(0, String::len))?;
                 if connections.iter().any(|c| c.conn == conn) {
                     return Err(RemoteError::Protocol(format!("the server ended connection {conn} twice")));
                 }
                 connections.push(FarConnection { conn, cc_read_back: cc_read_back.map(|s| term_safe(&s)), final_tcp_info: final_tcp_info.map(|b| *b), served })
             }
-            ServerMsg::HttpDone { errors, error_messages } => {
+            ServerMsg::HttpDone { errors, error_messages, dropped_samples } => {
+                dropped.fetch_add(dropped_samples, Ordering::Relaxed);
+                bounds.keep(error_messages.iter().take(MAX_ERROR_MESSAGES).map(String::len).sum())?;
                 let error_messages = error_messages.iter().take(MAX_ERROR_MESSAGES).map(|m| term_safe(m)).collect();
                 return Ok(FarReport { connections, errors, error_messages });
             }
             ServerMsg::Error { message } => return Err(RemoteError::server_said(&message)),
             other => return Err(unexpected(&other)),
         }
+    }
+}
+
+/// What this end keeps of one acceptance, besides its strings.
+const ACCEPTED_BYTES: usize = 64;
+
+/// A connection the server names must be one this end opened.
+fn dialed(far: &FarHttp, conn: u32) -> Result<(), RemoteError> {
+    match far.port_of(conn) {
+        Some(_) => Ok(()),
+        None => Err(RemoteError::Protocol(format!("the server reported connection {conn}, which this end never opened"))),
     }
 }

@@ -4,10 +4,12 @@
 //! thread of their own and merged in on this end's clock.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction, EndClock, QuicConnEnd, QuicEnd, QuicFarClient, SeriesSink, SocketId, TOKEN_LEN};
+use ccbench_workload::{
+    Amount, BbrEvent, BulkResult, BulkSpec, Direction, EndClock, QuicConnEnd, QuicEnd, QuicFarClient, QuicSample, SeriesSink, SocketId, TOKEN_LEN,
+};
 
 use crate::channel::Channel;
 use crate::client::{one_way_estimate, unexpected, Bounds, Client, FarTime, RemoteError};
@@ -57,12 +59,12 @@ impl Client {
         self.send(&ClientMsg::Start)?;
         let start = Instant::now();
         let bounds = Bounds::for_test(planned, spec.sample_interval_us, spec.plan().len() as u32);
-        let control = &self.control;
+        let (control, dropped) = (&self.control, &self.dropped_samples);
         // As over TCP: a download's window opens when its data arrives (see `run_bulk`).
         let upload = spec.direction == Direction::Upload;
         let clock = if upload { EndClock::shared(epoch, start) } else { EndClock::at_first_byte(epoch, start, one_way) };
         let (near, far) = std::thread::scope(|s| {
-            let far = s.spawn(|| receive_quic(control, bounds, FarTime::new(&clock, one_way), series));
+            let far = s.spawn(|| receive_quic(control, bounds, FarTime::new(&clock, one_way), series, dropped));
             let near = client.run(&clock, stop, series);
             // Stopped early: closing the connections ends the far end too.
             if stop.load(Ordering::SeqCst) {
@@ -80,9 +82,17 @@ impl Client {
 
 /// The server's messages of a QUIC test until its `QuicDone`, samples into `series` on this
 /// end's clock; what the server's end saw.
-fn receive_quic(control: &Channel, mut bounds: Bounds, mut far: FarTime<'_>, series: &dyn SeriesSink) -> Result<QuicEnd, RemoteError> {
+pub(crate) fn receive_quic(
+    control: &Channel,
+    mut bounds: Bounds,
+    mut far: FarTime<'_>,
+    series: &dyn SeriesSink,
+    dropped: &AtomicU64,
+) -> Result<QuicEnd, RemoteError> {
     let mut connections: Vec<QuicConnEnd> = Vec::new();
     let mut events = 0usize;
+    // Flows whose connection's end has come: each comes once.
+    let mut ended: Vec<u32> = Vec::new();
     loop {
         match bounds.next(control)? {
             ServerMsg::QuicSample { flow, mut sample } => {
@@ -102,6 +112,7 @@ fn receive_quic(control: &Channel, mut bounds: Bounds, mut far: FarTime<'_>, ser
                 }
                 for e in &chunk {
                     bounds.at(flow, e.t_us)?;
+                    bounds.keep(std::mem::size_of::<BbrEvent>() + e.from.len() + e.to.len())?;
                 }
                 let conn = match connections.iter_mut().position(|e| e.flow == flow) {
                     Some(i) => &mut connections[i],
@@ -127,13 +138,19 @@ fn receive_quic(control: &Channel, mut bounds: Bounds, mut far: FarTime<'_>, ser
                     s.t_us += shift_us;
                     *s
                 });
+                bounds.keep(std::mem::size_of::<QuicConnEnd>() + std::mem::size_of::<QuicSample>())?;
+                if ended.contains(&flow) {
+                    return Err(RemoteError::Protocol(format!("the server ended the connection of flow {flow} twice")));
+                }
+                ended.push(flow);
                 match connections.iter_mut().find(|e| e.flow == flow) {
                     Some(e) => e.final_quic = final_quic,
                     None => connections.push(QuicConnEnd { flow, final_quic, bbr_events: Vec::new() }),
                 }
             }
-            ServerMsg::QuicDone { ends } => {
+            ServerMsg::QuicDone { ends, dropped_samples } => {
                 bounds.ends(&ends, false)?;
+                dropped.fetch_add(dropped_samples, Ordering::Relaxed);
                 return Ok(QuicEnd { flows: ends, connections });
             }
             ServerMsg::Error { message } => return Err(RemoteError::server_said(&message)),

@@ -12,7 +12,7 @@
 use crate::channel::Channel;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ccbench_workload::{set_algorithm, Algorithm, ByteBudget, HttpEnd, HttpFar, Side, TOKEN_LEN};
@@ -80,8 +80,7 @@ pub(crate) fn run_http(channel: &Channel, test: &dyn HttpFar, shared: &Shared) -
     let until = start + Duration::from_secs_f64(timeout_s.min(limits.max_duration_s).clamp(0.001, 86_400.0));
     let budget = Arc::new(ByteBudget::new(limits.max_bytes, format!("stopped at this server's limit of {} bytes per test (--max-bytes)", limits.max_bytes)));
     let stop_by = until + STOP_GRACE;
-    let (tx, rx) = mpsc::channel::<ServerMsg>();
-    let sink = Forward::new(tx);
+    let (sink, rx) = Forward::queue();
     let done = AtomicBool::new(false);
     let ended = AtomicBool::new(false);
     let (report, written, stopped) = std::thread::scope(|s| {
@@ -125,7 +124,7 @@ pub(crate) fn run_http(channel: &Channel, test: &dyn HttpFar, shared: &Shared) -
                 served: conn.served,
             });
         }
-        sink.send(ServerMsg::HttpDone { errors: report.errors, error_messages: report.error_messages.clone() });
+        sink.send(ServerMsg::HttpDone { errors: report.errors, error_messages: report.error_messages.clone(), dropped_samples: sink.dropped() });
         drop(sink);
         let written = writer.join().unwrap_or(false);
         let stopped = stopper.join().unwrap_or_else(|_| Err("the stop reader panicked".into()));

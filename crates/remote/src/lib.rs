@@ -10,7 +10,8 @@
 //! - [`server`]: `ccbench serve`: authenticates, enforces its limits, runs the far end of each
 //!   test with the same code as an emulated run (`ccbench_workload::run_end`), and streams the
 //!   `TCP_INFO` samples of its sending sockets back.
-//! - [`client`]: the near end, used by `ccbench run --remote`.
+//! - [`client`]: the near end, used by `ccbench run --remote`; [`screen`]: every string a
+//!   server sends, capped and escaped where it arrives.
 //! - [`probe`]: path probes (`ccbench probe HOST:PORT`): serve starts a token-gated UDP probe
 //!   server per authenticated request, within its limits; the client opens and ends it.
 //!
@@ -22,10 +23,13 @@ pub mod channel;
 pub mod client;
 mod client_http;
 mod client_quic;
+#[cfg(test)]
+mod flood;
 pub mod host;
 mod http;
 pub mod proto;
 mod quic;
+pub mod screen;
 pub mod server;
 
 pub mod probe;

@@ -36,7 +36,9 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 /// 4: the channel (`crate::channel`): a SPAKE2 handshake, then every message sealed. `Hello`,
 /// `Auth` and `Challenge` left these enums for the handshake's own (`channel::PreAuth`); a
 /// version-3 client's hello is answered with one line naming both versions.
-pub const VERSION: u32 = 4;
+/// 5: every sealed record padded to a 256-byte bucket (`crate::channel`); `dropped_samples`
+/// in `Done`, `QuicDone` and `HttpDone`.
+pub const VERSION: u32 = 5;
 /// The largest frame either end accepts, in bytes (the JSON of one message).
 pub const MAX_FRAME: usize = 64 * 1024;
 
@@ -116,6 +118,9 @@ pub enum ServerMsg {
     },
     Done {
         ends: Vec<FlowEnd>,
+        /// Samples serve dropped because this client read its results too slowly (version 5).
+        #[serde(default)]
+        dropped_samples: u64,
     },
     /// HTTP tests: the server took connection `conn` (the number in its hello) in; for a
     /// sending socket, the algorithm read back, and `mismatch` when it is not the one asked
@@ -143,6 +148,9 @@ pub enum ServerMsg {
     HttpDone {
         errors: u32,
         error_messages: Vec<String>,
+        /// As `Done`'s.
+        #[serde(default)]
+        dropped_samples: u64,
     },
     /// A QUIC test's endpoint: open the test's connections to UDP `port`, trusting only
     /// `cert` (hex DER), each presenting the token and its number on its first stream.
@@ -175,6 +183,9 @@ pub enum ServerMsg {
     /// A QUIC test is over on the server: what it saw of each flow.
     QuicDone {
         ends: Vec<FlowEnd>,
+        /// As `Done`'s.
+        #[serde(default)]
+        dropped_samples: u64,
     },
 }
 
@@ -379,8 +390,13 @@ pub fn decode_frames<T: DeserializeOwned>(bytes: &[u8]) -> Vec<Result<T, String>
 pub fn fuzz_input(data: &[u8]) {
     let tests: Vec<ClientMsg> = decode_stream(data).into_iter().flatten().collect();
     crate::server::fuzz_tests(&tests);
-    let _ = decode_stream_server(data);
-    let _ = decode::<ServerMsg>(data);
+    // What the client reads goes on through its one screen of server strings.
+    for msg in decode_stream_server(data).into_iter().flatten() {
+        let _ = crate::screen::screen(msg);
+    }
+    if let Ok(msg) = decode::<ServerMsg>(data) {
+        let _ = crate::screen::screen(msg);
+    }
     let _ = crate::host::parse_root_qdisc(data);
     if let Ok(s) = std::str::from_utf8(data) {
         let _ = unhex::<32>(s);
@@ -528,13 +544,13 @@ mod tests {
             ServerMsg::ConnectionEnd { conn: 1, cc_read_back: Some("cubic".into()), final_tcp_info: None, served: None },
             ServerMsg::ConnectionEnd { conn: 2, cc_read_back: Some("bbr".into()), final_tcp_info: None, served: Some((87, 960_000)) },
             ServerMsg::Ready { port: 41000, token: hex(&[3; 16]), spki_sha256: Some(hex(&[4; 32])) },
-            ServerMsg::HttpDone { errors: 2, error_messages: vec!["x".into()] },
+            ServerMsg::HttpDone { errors: 2, error_messages: vec!["x".into()], dropped_samples: 0 },
             ServerMsg::QuicReady { port: 4433, token: hex(&[9; 16]), cert: hex(&[1, 2, 3]) },
             ServerMsg::QuicConnected { conn: 0, read_back: "quic:bbr3".into() },
             ServerMsg::QuicSample { flow: 0, sample: Box::new(sample.clone()) },
             ServerMsg::BbrEvents { flow: 0, events: vec![BbrEvent { t_us: 5, from: "STARTUP".into(), to: "DRAIN".into() }] },
             ServerMsg::QuicConnectionEnd { flow: 0, final_quic: Some(Box::new(sample)) },
-            ServerMsg::QuicDone { ends: vec![FlowEnd { id: 0, sent: true, ..FlowEnd::default() }] },
+            ServerMsg::QuicDone { ends: vec![FlowEnd { id: 0, sent: true, ..FlowEnd::default() }], dropped_samples: 3 },
         ]
     }
 

@@ -10,7 +10,7 @@
 //! `BbrEvents` and `QuicConnectionEnd` → `QuicDone`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::Instant;
 
 use ccbench_workload::{BulkSpec, ByteBudget, EndClock, QuicFarServer, Side, TOKEN_LEN};
@@ -73,8 +73,7 @@ pub(crate) fn run_quic(channel: &Channel, spec: &BulkSpec, shared: &Shared) -> O
         EndClock::at_first_byte(start, start, crate::client::one_way_estimate(control))
     };
     let budget = Arc::new(ByteBudget::new(limits.max_bytes, format!("stopped at this server's limit of {} bytes per test (--max-bytes)", limits.max_bytes)));
-    let (tx, rx) = mpsc::channel::<ServerMsg>();
-    let sink = Forward::new(tx);
+    let (sink, rx) = Forward::queue();
     let (test_stop, ended) = (AtomicBool::new(false), AtomicBool::new(false));
     let (written, end, start_error) = std::thread::scope(|s| {
         let start_reader = (!sending).then(|| s.spawn(|| read_start(channel)));
@@ -97,7 +96,7 @@ pub(crate) fn run_quic(channel: &Channel, spec: &BulkSpec, shared: &Shared) -> O
             }
             sink.send(ServerMsg::QuicConnectionEnd { flow: conn.flow, final_quic: conn.final_quic.clone().map(Box::new) });
         }
-        sink.send(ServerMsg::QuicDone { ends: end.flows.clone() });
+        sink.send(ServerMsg::QuicDone { ends: end.flows.clone(), dropped_samples: sink.dropped() });
         drop(sink);
         (writer.join().unwrap_or(false), end, start_error)
     });

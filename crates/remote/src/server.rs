@@ -15,7 +15,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -42,7 +42,8 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a test's data connections (and then its `Start`) may take to arrive.
 pub(crate) const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Data connections waiting to present their token at once; more are closed unread.
+/// Data connections waiting to present their token at once; a newcomer beyond it takes the
+/// place of the one that has waited longest.
 const MAX_PENDING_DATA: usize = 64;
 /// How long accept() waits after the process or system ran out of descriptors, at first and
 /// at most (doubling in between): a full table must not turn the accept loop into a spin.
@@ -506,8 +507,7 @@ fn run_bulk(channel: &Channel, spec: &BulkSpec, shared: &Shared) -> Outcome {
     let ends: Vec<EndStream> =
         streams.into_iter().zip(&plan).enumerate().map(|(id, (stream, f))| EndStream { id: id as u32, start_s: f.start_s, stream, sends: sending }).collect();
     let budget = ByteBudget::new(limits.max_bytes, format!("stopped at this server's limit of {} bytes per test (--max-bytes)", limits.max_bytes));
-    let (tx, rx) = mpsc::channel::<ServerMsg>();
-    let sink = Forward::new(tx.clone());
+    let (sink, rx) = Forward::queue();
     let (test_stop, ended) = (AtomicBool::new(false), AtomicBool::new(false));
     let (written, results, start_error) = std::thread::scope(|s| {
         let start_reader = (!sending).then(|| s.spawn(|| read_start(channel)));
@@ -523,8 +523,7 @@ fn run_bulk(channel: &Channel, spec: &BulkSpec, shared: &Shared) -> Outcome {
         let results = run_end(&spec, &ends, &clock, &test_stop, &sink, &NoMeasureHook, Some(&budget));
         ended.store(true, Ordering::SeqCst);
         let start_error = start_reader.and_then(|h| h.join().unwrap_or_else(|_| Err("the start reader panicked".into())).err());
-        let _ = tx.send(ServerMsg::Done { ends: results.clone() });
-        drop(tx);
+        sink.send(ServerMsg::Done { ends: results.clone(), dropped_samples: sink.dropped() });
         drop(sink);
         (writer.join().unwrap_or(false), results, start_error)
     });
@@ -581,11 +580,15 @@ fn accept_flows(listener: &TcpListener, peer: IpAddr, token: &[u8; TOKEN_LEN], n
                 closed(from, format!("not the control connection's address {peer}"));
                 busy = true;
             }
-            Ok((_, from)) if pending.len() >= MAX_PENDING_DATA => {
-                closed(from, format!("{MAX_PENDING_DATA} connections already wait for their hello"));
-                busy = true;
-            }
             Ok((stream, from)) => {
+                // A full pool makes room instead of refusing: the connection that has waited
+                // longest goes. Silent connections from the client's own address (another
+                // user of its host) could otherwise keep its flows out for good; the client's
+                // own hello comes within a round trip of its connection, before 64 more.
+                if pending.len() >= MAX_PENDING_DATA {
+                    let oldest = pending.remove(0);
+                    closed(oldest.from, format!("{MAX_PENDING_DATA} connections wait for their hello; the longest waiting made room for one from {from}"));
+                }
                 match stream.set_nonblocking(true) {
                     Ok(()) => pending.push(Pending { stream, from, hello: [0; DATA_HELLO_LEN], got: 0, until: now + HELLO_TIMEOUT }),
                     Err(e) => closed(from, e.to_string()),
@@ -652,20 +655,44 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// The far end's series, sent to the client as they are taken.
+/// Messages waiting for the client, at most: a client that reads slowly (the audit's: 64
+/// flows, 1 ms samples) made an unbounded queue grow serve by 14.5 MB/s. A few MB at most.
+pub(crate) const RESULT_QUEUE: usize = 4096;
+
+/// The far end's series, sent to the client as they are taken, through a queue of
+/// [`RESULT_QUEUE`] messages. A sample that finds it full is dropped and counted (the client
+/// is told how many in the test's last message: `dropped_samples`); what the results cannot do
+/// without (acceptances, ends, BBR events, the last message) waits for room. The writer drains
+/// the queue to its end even once the client is gone, so waiting never hangs.
 pub(crate) struct Forward {
-    pub(crate) tx: Mutex<mpsc::Sender<ServerMsg>>,
+    tx: mpsc::SyncSender<ServerMsg>,
+    dropped: AtomicU64,
     /// The gate's closes on serve's log: at most a line a second, however many an outsider makes.
     closes: Mutex<Quiet>,
 }
 
 impl Forward {
-    pub(crate) fn new(tx: mpsc::Sender<ServerMsg>) -> Forward {
-        Forward { tx: Mutex::new(tx), closes: Mutex::new(Quiet::new()) }
+    /// A sink and the receiving end of its queue, for the test's writer.
+    pub(crate) fn queue() -> (Forward, mpsc::Receiver<ServerMsg>) {
+        let (tx, rx) = mpsc::sync_channel(RESULT_QUEUE);
+        (Forward { tx, dropped: AtomicU64::new(0), closes: Mutex::new(Quiet::new()) }, rx)
     }
 
+    /// A message the results need: waits for room in the queue.
     pub(crate) fn send(&self, msg: ServerMsg) {
-        let _ = self.tx.lock().unwrap_or_else(|p| p.into_inner()).send(msg);
+        let _ = self.tx.send(msg);
+    }
+
+    /// A sample: dropped and counted when the client lags so far behind that the queue is full.
+    fn sample(&self, msg: ServerMsg) {
+        if let Err(mpsc::TrySendError::Full(_)) = self.tx.try_send(msg) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Samples dropped so far.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
     }
 }
 
@@ -675,14 +702,14 @@ impl SeriesSink for Forward {
             SocketId::Flow(flow) => ServerMsg::Sample { flow, sample: *sample },
             SocketId::Connection(conn) => ServerMsg::ConnectionSample { conn: conn as u32, sample: *sample },
         };
-        self.send(msg);
+        self.sample(msg);
     }
     fn received(&self, flow: u32, point: &GoodputPoint) {
-        let _ = self.tx.lock().unwrap_or_else(|p| p.into_inner()).send(ServerMsg::Received { flow, point: *point });
+        self.sample(ServerMsg::Received { flow, point: *point });
     }
     fn quic_sample(&self, socket: SocketId, sample: &QuicSample) {
         if let SocketId::Flow(flow) = socket {
-            self.send(ServerMsg::QuicSample { flow, sample: Box::new(sample.clone()) });
+            self.sample(ServerMsg::QuicSample { flow, sample: Box::new(sample.clone()) });
         }
     }
 }
@@ -795,5 +822,49 @@ mod tests {
         assert!(check(&site(h1, 20_000, "vegas"), &config).unwrap_err().contains("no congestion control \"vegas\""));
         assert!(check(&site(h1, 100 << 20, "cubic"), &config).unwrap_err().contains("over the browser workload's"));
         assert_eq!(describe(&site(PageProtocol::Http2, 20_000, "bbr")), "browser page of 4 objects, 28000 bytes, HTTP/2 over TLS bbr");
+    }
+
+    /// A client that stops reading: samples beyond the queue are dropped and counted, the
+    /// queue holds [`RESULT_QUEUE`] at most, and what the results need still gets through once
+    /// the writer drains (here, a reader that wakes up late).
+    #[test]
+    fn a_lagging_client_costs_serve_a_bounded_queue_and_drops_are_counted() {
+        let (sink, rx) = Forward::queue();
+        let raw = ccbench_probe::RawTcpInfo::default();
+        let sample = Sample::from_parts(0, &ccbench_probe::TcpInfo::from_raw(&raw, std::mem::size_of_val(&raw)), None);
+        for _ in 0..100_000 {
+            sink.tcp_sample(SocketId::Flow(0), &sample);
+            sink.received(0, &GoodputPoint { t_us: 1, bytes: 1 });
+        }
+        assert_eq!(sink.dropped(), 200_000 - RESULT_QUEUE as u64);
+        let reader = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            rx.iter().collect::<Vec<_>>()
+        });
+        sink.send(ServerMsg::Done { ends: Vec::new(), dropped_samples: sink.dropped() });
+        drop(sink);
+        let got = reader.join().unwrap();
+        assert_eq!(got.len(), RESULT_QUEUE + 1);
+        assert!(matches!(got.last(), Some(ServerMsg::Done { dropped_samples, .. }) if *dropped_samples == 200_000 - RESULT_QUEUE as u64));
+    }
+
+    /// 64 silent connections from the client's own address (the audit's: they blocked the
+    /// data port) do not keep the test's flow out: the flow arrives after them and is admitted.
+    #[test]
+    fn silent_connections_from_the_clients_address_do_not_block_its_data_port() {
+        use std::io::Write;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let token = [7u8; TOKEN_LEN];
+        let gate = std::thread::spawn(move || accept_flows(&listener, addr.ip(), &token, 1));
+        let silent: Vec<TcpStream> = (0..2 * MAX_PENDING_DATA).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        std::thread::sleep(Duration::from_millis(200));
+        let t = Instant::now();
+        let flow = TcpStream::connect(addr).unwrap();
+        (&flow).write_all(&ccbench_workload::data_hello(&token, 0)).unwrap();
+        let admitted = gate.join().unwrap();
+        assert!(admitted.is_ok_and(|s| s.len() == 1), "the flow was kept out");
+        assert!(t.elapsed() < SETUP_TIMEOUT, "{:?}", t.elapsed());
+        drop(silent);
     }
 }

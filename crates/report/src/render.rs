@@ -1027,6 +1027,7 @@ mod tests {
             netns_inodes: None,
             host_cpu_steal_fraction: None,
             suspect: Vec::new(),
+            far_samples_dropped: 0,
             metrics: mbps.map(metrics),
             workload: mbps
                 .map(|m| WorkloadResult::Bulk(BulkResult { start_us: 0, elapsed_s: 3.0, goodput_bps: m * 1e6, interrupted: false, flows: Vec::new() })),

@@ -134,6 +134,13 @@ impl FarHttp {
         lock(&self.log.accepted).push(Accepted { client_port: port, at: Instant::now(), cc_read_back });
     }
 
+    /// Records that this end opened connection `conn` from `port`, as its dialer does: for
+    /// tests of what a far end may report, without an HTTP load behind them.
+    #[doc(hidden)]
+    pub fn record_dial(&self, conn: u32, port: u16) {
+        lock(&self.dialer.ports).insert(conn, port);
+    }
+
     /// This end's port of connection `conn`.
     pub fn port_of(&self, conn: u32) -> Option<u16> {
         lock(&self.dialer.ports).get(&conn).copied()

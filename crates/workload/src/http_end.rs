@@ -8,11 +8,13 @@
 //! connection over the test's cap) is closed without a byte sent, and never silently: each
 //! close is told to serve ([`HttpEndEvents::closed`], a line in its log) and counted among the
 //! far end's errors with its reason. Hellos are read in tasks of their own, so a silent peer
-//! holds up no other connection; at most [`MAX_PENDING`] wait at once. The test ends when `done` is set (the client's load is over), at `until`, or both.
+//! holds up no other connection; at most [`MAX_PENDING`] wait at once, and a newcomer to a
+//! full pool takes the place of the one that has waited longest. The test ends when `done` is
+//! set (the client's load is over), at `until`, or both.
 
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -165,7 +167,8 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<(tokio::net::TcpStream, u32), String>>(MAX_PENDING);
-    let pending = Arc::new(AtomicUsize::new(0));
+    // Connections reading their hello, oldest first.
+    let mut waiting: std::collections::VecDeque<(tokio::task::AbortHandle, std::net::SocketAddr)> = std::collections::VecDeque::new();
     let mut seen = HashSet::new();
     let closed = |reason: String| {
         end.events.closed(&reason);
@@ -179,18 +182,23 @@ where
                         closed(format!("a connection from {from}: not the control connection's address {peer}"));
                         continue;
                     }
-                    if pending.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING {
-                        pending.fetch_sub(1, Ordering::SeqCst);
-                        closed(format!("a connection from {from}: {MAX_PENDING} connections already wait for their hello"));
-                        continue;
+                    // A full pool makes room instead of refusing: the connection that has waited
+                    // longest goes (its task aborted, its socket closed). Silent connections
+                    // from the client's own address could otherwise keep its load out.
+                    waiting.retain(|(h, _)| !h.is_finished());
+                    if waiting.len() >= MAX_PENDING {
+                        if let Some((oldest, its_from)) = waiting.pop_front() {
+                            oldest.abort();
+                            closed(format!("a connection from {its_from}: {MAX_PENDING} connections waited for their hello; the longest waiting made room for one from {from}"));
+                        }
                     }
-                    let (tx, pending, token) = (tx.clone(), pending.clone(), end.token);
-                    tokio::spawn(async move {
+                    let (tx, token) = (tx.clone(), end.token);
+                    let task = tokio::spawn(async move {
                         let mut stream = stream;
                         let hello = read_hello(&mut stream, &token).await.map(|id| (stream, id)).map_err(|why| format!("a connection from {from}: {why}"));
                         let _ = tx.send(hello).await;
-                        pending.fetch_sub(1, Ordering::SeqCst);
                     });
+                    waiting.push_back((task.abort_handle(), from));
                 }
                 Err(e) => {
                     lock(&log.errors).push(format!("accept: {e}"));

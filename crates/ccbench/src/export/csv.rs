@@ -148,9 +148,13 @@ pub fn to_string_with(experiments: &[Experiment], lead: &Lead) -> anyhow::Result
         }
     }
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(&header)?;
+    // Every cell through the one filter for text from elsewhere (a server's words reach a
+    // run's error and read-backs): no escape sequence, no CR or LF inside a cell, whatever a
+    // spreadsheet or a terminal makes of quoted ones.
+    let cell = |v: &str| ccbench_remote::screen::escape_hidden(v);
+    w.write_record(header.iter().map(|h| cell(h)))?;
     for row in rows {
-        w.write_record(header.iter().map(|h| row.iter().find(|(k, _)| k == h).map_or("", |(_, v)| v.as_str())))?;
+        w.write_record(header.iter().map(|h| cell(row.iter().find(|(k, _)| k == h).map_or("", |(_, v)| v.as_str()))))?;
     }
     Ok(String::from_utf8(w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?)?)
 }

@@ -286,6 +286,13 @@ impl LiveServe {
     pub fn alive(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
     }
+
+    /// serve's resident memory now and at its peak (`VmRSS`, `VmHWM`), kB.
+    pub fn memory_kb(&self) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let field = |key: &str| status.lines().find_map(|l| l.strip_prefix(key)).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(0);
+        (field("VmRSS:"), field("VmHWM:"))
+    }
 }
 
 impl Drop for LiveServe {
