@@ -208,7 +208,13 @@ fn main() {
                 (sig, sig && !(ci.ratio < 1.02 && ci.ratio > 1.0 / 1.02))
             };
             for look in &design {
-                let cs = best_against_rest_using(TestMethod::BrunnerMunzelPermutation, &[("a", &a[..look.runs]), ("b", &b[..look.runs])], BetterIs::Higher, Criteria { alpha: look.alpha, min_effect: 0.02 }, 2);
+                let cs = best_against_rest_using(
+                    TestMethod::BrunnerMunzelPermutation,
+                    &[("a", &a[..look.runs]), ("b", &b[..look.runs])],
+                    BetterIs::Higher,
+                    Criteria { alpha: look.alpha, min_effect: 0.02 },
+                    2,
+                );
                 let (sig, win) = old_rule(&cs[0]);
                 if win {
                     old_win += 1;

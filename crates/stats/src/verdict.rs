@@ -1167,7 +1167,16 @@ mod tests {
         let trials = 3000;
         let (mut old, mut new) = (0, 0);
         for _ in 0..trials {
-            let mut draw = |cv: f64| (0..10).map(|_| 1.0 + cv * { let z: f64 = StandardNormal.sample(&mut rng); z }).collect::<Vec<f64>>();
+            let mut draw = |cv: f64| {
+                (0..10)
+                    .map(|_| {
+                        1.0 + cv * {
+                            let z: f64 = StandardNormal.sample(&mut rng);
+                            z
+                        }
+                    })
+                    .collect::<Vec<f64>>()
+            };
             let (a, b) = (draw(0.01), draw(0.2));
             old += usize::from(mann_whitney_u(&a, &b).unwrap().p_value < 0.05);
             new += usize::from(crate::brunner_munzel(&a, &b).unwrap().p_value < 0.05);
@@ -1235,7 +1244,11 @@ mod tests {
         assert!(!compare("x", &tight, "steady", &steady, 0.05).sentence("goodput").contains("approximate"));
         // One arm the same in every run, the other not.
         let c = compare("erratic", &erratic, "flat", &[100.0; 5], 0.05);
-        assert!(c.sentence("goodput").contains("one algorithm scored the same in every run, the other did not: the level is approximate"), "{}", c.sentence("goodput"));
+        assert!(
+            c.sentence("goodput").contains("one algorithm scored the same in every run, the other did not: the level is approximate"),
+            "{}",
+            c.sentence("goodput")
+        );
     }
 
     /// Issue 28 §6: identical scores in every run are said in words, not as a zero-width
@@ -1311,7 +1324,11 @@ mod tests {
         let a: Vec<f64> = (0..60).map(|i| 200.0 + i as f64).collect();
         let b: Vec<f64> = (0..60).map(|i| 100.0 + i as f64).collect();
         let c = compare_directed_using(TestMethod::MannWhitneyMoses, "a", &a, "b", &b, BetterIs::Higher, Criteria::at(0.05));
-        assert!(c.sentence("goodput").contains("(95 % CI 1.69–1.86× (nominal level: normal approximation past 50 runs), p < 0.001"), "{}", c.sentence("goodput"));
+        assert!(
+            c.sentence("goodput").contains("(95 % CI 1.69–1.86× (nominal level: normal approximation past 50 runs), p < 0.001"),
+            "{}",
+            c.sentence("goodput")
+        );
     }
 
     /// Issue 28 §6: with ties at 1 the interval follows the test: when the test rejects, 1 is
