@@ -53,7 +53,7 @@ pub const EXACT_MAX_PERMUTATIONS: u64 = 200_000;
 pub const MONTE_CARLO_PERMUTATIONS: usize = 40_000;
 
 /// Seed of the Monte Carlo splits: the same data always give the same p.
-const SEED: u64 = 0x5EED_B4;
+const SEED: u64 = 0x005E_EDB4;
 
 /// How a [`BrunnerMunzel`] p-value was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -248,7 +248,7 @@ fn distribution(sizes: &[usize], na: usize) -> Arc<Distribution> {
 fn compute_distribution(sizes: &[usize], na: usize) -> Distribution {
     let total: usize = sizes.iter().sum();
     let nb = total - na;
-    let block_of: Vec<usize> = sizes.iter().enumerate().flat_map(|(i, &s)| std::iter::repeat(i).take(s)).collect();
+    let block_of: Vec<usize> = sizes.iter().enumerate().flat_map(|(i, &s)| std::iter::repeat_n(i, s)).collect();
     let mut from_a = vec![0usize; sizes.len()];
     let mut stat = |positions: &mut dyn Iterator<Item = usize>| -> (f64, f64) {
         from_a.iter_mut().for_each(|c| *c = 0);
