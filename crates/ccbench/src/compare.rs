@@ -487,7 +487,7 @@ pub fn compare(inputs: &[Input], opts: &Options, out: &Path) -> Result<Compared,
             runs.push(r);
         }
     }
-    let (metric, summary, comparisons, rtt_comparisons) = match opts.metric {
+    let (metric, summary, mut comparisons, mut rtt_comparisons) = match opts.metric {
         Metric::Score => {
             let (summary, comparisons) = analyse(&labels, &runs, criteria);
             (first.params.metric.clone(), summary, comparisons, compare_rtt(&labels, &runs, criteria))
@@ -505,6 +505,24 @@ pub fn compare(inputs: &[Input], opts: &Options, out: &Path) -> Result<Compared,
             ("median sender RTT".to_string(), summary, compare_rtt(&labels, &runs, criteria), Vec::new())
         }
     };
+    // A `--runs auto` result judged alone at its last look: one that ended without deciding is
+    // undecided there, as `run` said, never "no significant difference".
+    if let (1, Some(seq)) = (inputs.len(), first.sequential.as_ref().filter(|_| first.params.runs_auto)) {
+        if let Some(last) = seq.looks.last() {
+            let context = ccbench_stats::LookContext {
+                look: seq.looks.len(),
+                of: seq.planned.len().max(seq.looks.len()),
+                spent: last.spent.unwrap_or_else(|| seq.looks.iter().map(|l| l.alpha).sum()),
+                alpha_total: first.params.alpha,
+            };
+            for c in comparisons.iter_mut().chain(rtt_comparisons.iter_mut()) {
+                c.look = Some(context);
+                if seq.decided_after_runs.is_none() {
+                    c.mark_undecided();
+                }
+            }
+        }
+    }
     let inputs_rec = inputs
         .iter()
         .map(|i| {
@@ -1044,6 +1062,47 @@ mod tests {
         let text = e.to_string();
         assert!(text.starts_with("/results/auto/result.json is a --runs auto result: its run count depended on its own verdict"), "{text}");
         assert!(!text.contains('\n'));
+    }
+
+    /// Issue 28 §4: `compare` on a `--runs auto` result that ended undecided printed "no
+    /// significant difference" with no look; it says "undecided", at its look, as `run` did.
+    #[test]
+    fn an_undecided_runs_auto_result_stays_undecided() {
+        let out = std::env::temp_dir();
+        let close: &[f64] = &[20.0e6, 20.3e6, 19.8e6, 20.1e6, 19.9e6];
+        let mut auto = result(&[("bbr", close), ("cubic", &[20.1e6, 19.7e6, 20.2e6, 19.95e6, 20.05e6])], 0.0, "goodput");
+        auto.params.runs_auto = true;
+        let c = compare(&[input("auto", auto.clone())], &Options::default(), &out).unwrap();
+        let v = &c.record.comparisons[0];
+        assert_eq!(v.outcome, ccbench_stats::Outcome::Undecided, "{v:?}");
+        let s = v.sentence("goodput");
+        assert!(s.contains("at look 1 of 1") && !s.contains("no significant difference"), "{s}");
+        // One that decided keeps its verdict.
+        auto.sequential.as_mut().unwrap().decided_after_runs = Some(5);
+        let c = compare(&[input("auto", auto)], &Options::default(), &out).unwrap();
+        assert_ne!(c.record.comparisons[0].outcome, ccbench_stats::Outcome::Undecided);
+    }
+
+    /// Issue 28 §5: an interrupted `--runs auto` said "undecided after 5 runs per algorithm,
+    /// the maximum (--max-runs)" with --max-runs 20: it says it was interrupted, at which look.
+    #[test]
+    fn an_interrupted_runs_auto_says_so() {
+        let mut r = result(&[("bbr", FAST), ("cubic", SLOW)], 0.0, "goodput");
+        let planned = ccbench_stats::sequential::looks(0.05, 20, 2);
+        let l = &planned[0];
+        r.status = Status::Interrupted;
+        r.sequential = Some(Sequential {
+            design: Some("lan_demets_pocock".into()),
+            planned: planned.clone(),
+            looks: vec![LookRecord { runs_per_cc: l.runs as u32, alpha: l.alpha, decided: false, spent: Some(l.spent) }],
+            decided_after_runs: None,
+        });
+        let text = crate::export::text::summary(&r, None);
+        assert!(
+            text.contains("(--runs auto: interrupted after 5 runs per algorithm, at look 1 of 6 planned (α = 0.018 for that look), before --max-runs; undecided; the looks taken spent α = 0.018 of 0.05)"),
+            "{text}"
+        );
+        assert!(!text.contains("the maximum (--max-runs)"), "{text}");
     }
 
     #[test]

@@ -39,6 +39,17 @@ pub struct RatioCi {
     /// bootstrap, which is what a missing field reads as.
     #[serde(default)]
     pub method: CiMethod,
+    /// The lower bound itself is outside the interval (only at 1, where ties make the test
+    /// reject at 1 but not just above it): the interval excludes it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub lo_open: bool,
+    /// The upper bound itself is outside the interval (only at 1).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub hi_open: bool,
+}
+
+fn is_false(x: &bool) -> bool {
+    !*x
 }
 
 /// The method behind a [`RatioCi`].
@@ -51,12 +62,16 @@ pub enum CiMethod {
     /// Hodges–Lehmann estimate with the Moses interval on log scores (`ratio` is the median
     /// of the pairwise ratios; the level is the exact coverage): [`crate::hodges_lehmann_ratio_ci`].
     HodgesLehmannMoses,
+    /// Hodges–Lehmann estimate with the interval that inverts the permuted Brunner–Munzel test
+    /// (`ratio` is the median of the pairwise ratios; the level is the test's size under the
+    /// permutation distribution): [`crate::brunner_munzel_ratio_ci`].
+    BrunnerMunzelPermutation,
 }
 
 impl RatioCi {
     /// `true` if the interval lies strictly above or strictly below 1.
     pub fn excludes_one(&self) -> bool {
-        self.lo > 1.0 || self.hi < 1.0
+        self.lo > 1.0 || self.hi < 1.0 || (self.lo == 1.0 && self.lo_open) || (self.hi == 1.0 && self.hi_open)
     }
 
     /// `true` if a bound is infinite: the data cannot bound the ratio at this level.
@@ -66,7 +81,7 @@ impl RatioCi {
 }
 
 /// Non-finite floats as JSON `null` (JSON has no ∞); `null` reads back as +∞.
-mod finite_or_null {
+pub(crate) mod finite_or_null {
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
@@ -132,6 +147,8 @@ pub fn bootstrap_ratio_ci(a: &[f64], b: &[f64], level: f64, iterations: usize, s
         iterations,
         zero_denominators,
         method: CiMethod::Bootstrap,
+        lo_open: false,
+        hi_open: false,
     })
 }
 

@@ -48,6 +48,7 @@
 //! return `None`.
 
 mod bootstrap;
+mod brunner_munzel;
 pub mod expectation;
 mod fairness;
 mod mann_whitney;
@@ -57,13 +58,14 @@ mod summary;
 mod verdict;
 
 pub use bootstrap::{bootstrap_median_ci, bootstrap_ratio_ci, median_order_ci, CiMethod, MedianCi, RatioCi};
+pub use brunner_munzel::{brunner_munzel, brunner_munzel_ratio_ci, BrunnerMunzel, PermutationMethod, EXACT_MAX_PERMUTATIONS, MONTE_CARLO_PERMUTATIONS};
 pub use fairness::jain_fairness;
 pub use mann_whitney::{mann_whitney_u, min_runs_for_significance, MannWhitney, MwMethod, EXACT_MAX_N};
 pub use rank_ci::{hodges_lehmann_ratio_ci, moses_depth, u_null_cdf};
 pub use summary::{median, quantile, Summary};
 pub use verdict::{
-    best_against_rest, compare, compare_directed, fmt_alpha, fmt_level, fmt_p, holm, BetterIs, Comparison, Criteria, LookContext, Outcome,
-    DEFAULT_BOOTSTRAP_ITERATIONS,
+    best_against_rest, best_against_rest_using, compare, compare_directed, compare_directed_using, fmt_alpha, fmt_level, fmt_p, holm, BetterIs, Comparison,
+    Criteria, LookContext, Outcome, TestMethod, APPROX_BELOW_RUNS, APPROX_SPREAD_RATIO, DEFAULT_BOOTSTRAP_ITERATIONS, DEFAULT_TEST,
 };
 
 /// `true` when the slice is non-empty and every value is finite.

@@ -101,7 +101,7 @@ fn pair_ratio(x: f64, y: f64) -> f64 {
 }
 
 /// Geometric mean of two sorted pairwise ratios: the mean of two log differences, exponentiated.
-fn log_midpoint(x: f64, y: f64) -> f64 {
+pub(crate) fn log_midpoint(x: f64, y: f64) -> f64 {
     if x == y {
         x
     } else if x == 0.0 && y.is_infinite() {
@@ -134,7 +134,7 @@ pub fn hodges_lehmann_ratio_ci(a: &[f64], b: &[f64], alpha: f64) -> Option<Ratio
     let (k, level) = moses_depth(a.len(), b.len(), alpha);
     let (lo, hi) = if k == 0 { (0.0, f64::INFINITY) } else { (ratios[k - 1], ratios[total - k]) };
     let zero_denominators = b.iter().filter(|y| **y == 0.0).count() * a.len();
-    Some(RatioCi { ratio, lo, hi, level, iterations: 0, zero_denominators, method: CiMethod::HodgesLehmannMoses })
+    Some(RatioCi { ratio, lo, hi, level, iterations: 0, zero_denominators, method: CiMethod::HodgesLehmannMoses, lo_open: false, hi_open: false })
 }
 
 #[cfg(test)]

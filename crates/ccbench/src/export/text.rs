@@ -178,6 +178,14 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
                 fmt_alpha(spent),
                 fmt_alpha(result.params.alpha)
             ),
+            // Ctrl-C (or any end before the last planned look): say where it stopped.
+            None if result.status == Status::Interrupted || seq.planned.last().is_some_and(|p| (last as usize) < p.runs) => writeln!(
+                out,
+                "  (--runs auto: interrupted after {last} runs per algorithm, at look {}{planned} (α = {look_alpha} for that look), before --max-runs; undecided; the looks taken spent α = {} of {})",
+                seq.looks.len(),
+                fmt_alpha(spent),
+                fmt_alpha(result.params.alpha)
+            ),
             None => writeln!(
                 out,
                 "  (--runs auto: undecided after {last} runs per algorithm, the maximum (--max-runs); the {} looks spent α = {} in all, the last at α = {look_alpha})",
