@@ -618,7 +618,7 @@ pub fn header(c: &CompareResult) -> String {
     let direction = if c.compared == Metric::Rtt { "lower" } else { "higher" };
     let _ = writeln!(
         out,
-        "Compared  {} ({direction} is better) over each arm's completed runs; exact rank test with Hodges–Lehmann/Moses intervals, α = {}",
+        "Compared  {} ({direction} is better) over each arm's completed runs; permuted Brunner–Munzel test with Hodges–Lehmann ratios and the intervals that invert it, α = {}",
         c.metric,
         ccbench_stats::fmt_alpha(c.alpha)
     );

@@ -234,7 +234,11 @@ fn ratio_figure(result: &ExperimentResult, palette: &Palette) -> String {
     let items = vec![("filled: significant (Holm-adjusted p < α and the CI excludes 1)".to_string(), GREY.to_string(), Key::Dot)];
     let (title, what) = match first_ci.map(|c| c.method) {
         Some(ccbench_stats::CiMethod::Bootstrap) => ("Ratio of medians, with its bootstrap CI", "median(a) ÷ median(b)"),
-        _ => ("Ratio of a to b, with its exact CI", "the Hodges–Lehmann ratio a ÷ b (median of the pairwise ratios; Moses interval at its exact level)"),
+        Some(ccbench_stats::CiMethod::HodgesLehmannMoses) => ("Ratio of a to b, with its exact CI", "the Hodges–Lehmann ratio a ÷ b (median of the pairwise ratios; Moses interval at its exact level)"),
+        _ => (
+            "Ratio of a to b, with its rank-test CI",
+            "the Hodges–Lehmann ratio a ÷ b (median of the pairwise ratios; the interval inverts the permuted Brunner–Munzel test, which holds its level when the two spread differently)",
+        ),
     };
     figure(
         "fig-ratio",

@@ -208,7 +208,7 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
     if let Some(c) = result.comparisons.first().filter(|c| c.min_effect > 0.0) {
         let _ = writeln!(
             out,
-            "  (a difference below --min-effect {} % is not called a win; intervals are Hodges–Lehmann/Moses at their exact level)",
+            "  (a difference below --min-effect {} % is not called a win; ratios are Hodges–Lehmann; tests and intervals are the permuted Brunner–Munzel test)",
             c.min_effect * 100.0
         );
     }
