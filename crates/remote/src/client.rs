@@ -98,10 +98,8 @@ impl Client {
     /// Connects and proves, both ways, that the two ends share `secret` (see
     /// [`crate::channel`]); everything after is sealed.
     pub fn connect(addr: SocketAddr, secret: &Secret) -> Result<Client, RemoteError> {
-        let stream = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT).map_err(|source| RemoteError::Connect { addr, source })?;
-        stream.set_nodelay(true)?;
         let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
-        let control = Channel::connect(stream, secret, deadline).map_err(|e| match e {
+        let control = crate::handshake_retry::connect(addr, secret, deadline, CONNECT_TIMEOUT)?.map_err(|e| match e {
             // A read cut at the deadline reports only "would block".
             HandshakeError::Protocol(_) if Instant::now() >= deadline => RemoteError::server_said(&format!(
                 "ccbench serve at {addr} did not finish the handshake within {} s (a stalled or trickling server)",

@@ -22,10 +22,16 @@ pub mod channel;
 pub mod client;
 mod client_http;
 mod client_quic;
+pub mod escape;
+mod handshake_log;
+pub mod handshake_retry;
 pub mod host;
 mod http;
+mod penalty;
+pub mod preauth;
 pub mod proto;
 mod quic;
+pub mod secret_check;
 pub mod server;
 
 pub mod probe;
