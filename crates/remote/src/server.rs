@@ -184,9 +184,13 @@ pub fn serve(config: ServeConfig, stop: &AtomicBool) -> std::io::Result<()> {
     };
     let (mut refusals, mut evictions, mut accept_errors) = (Quiet::new(), Quiet::new(), Quiet::new());
     let mut backoff = ACCEPT_BACKOFF.0;
+    let mut flushed = Instant::now();
     std::thread::scope(|s| {
         while !stop.load(Ordering::SeqCst) {
-            shared.handshake_log.flush(Instant::now(), log);
+            if flushed.elapsed() >= Duration::from_secs(1) {
+                flushed = Instant::now();
+                shared.handshake_log.flush(flushed, log);
+            }
             match listener.accept() {
                 Ok((stream, peer)) => {
                     backoff = ACCEPT_BACKOFF.0;
