@@ -146,7 +146,8 @@ impl Serve {
         // CCBENCH_CROWD_SERVE_BIN runs another build's serve against the same crowd (how the
         // fix was shown to be needed: main's serve before issue 27 fails this test).
         let serve_bin = std::env::var("CCBENCH_CROWD_SERVE_BIN").unwrap_or_else(|_| BIN.to_string());
-        cmd.args([serve_bin.as_str(), "serve", "--listen", listen, "--secret-file", secret.to_str().unwrap(), "--max-tests-per-minute", "100"]).stderr(Stdio::piped());
+        cmd.args([serve_bin.as_str(), "serve", "--listen", listen, "--secret-file", secret.to_str().unwrap(), "--max-tests-per-minute", "100"])
+            .stderr(Stdio::piped());
         let mut child = cmd.spawn().unwrap();
         let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
         let mut first = String::new();

@@ -93,7 +93,14 @@ impl HandshakeLog {
 
 fn summary(network: Network, w: &Window) -> Option<String> {
     let n = w.wrong_secret + w.other;
-    (n > 0).then(|| format!("{network}: {n} more failed handshakes in {} s ({} with a wrong secret, {} malformed, silent or closed)", PER_NETWORK.as_secs(), w.wrong_secret, w.other))
+    (n > 0).then(|| {
+        format!(
+            "{network}: {n} more failed handshakes in {} s ({} with a wrong secret, {} malformed, silent or closed)",
+            PER_NETWORK.as_secs(),
+            w.wrong_secret,
+            w.other
+        )
+    })
 }
 
 #[cfg(test)]

@@ -25,7 +25,9 @@ const MAX_PAUSE: Duration = Duration::from_secs(2);
 fn busy_or_cut(e: &HandshakeError) -> bool {
     match e {
         HandshakeError::Refused(m) => m.starts_with(BUSY),
-        HandshakeError::Protocol(m) => ["Connection reset", "Broken pipe", "failed to fill whole buffer", "unexpected end of file"].iter().any(|s| m.contains(s)),
+        HandshakeError::Protocol(m) => {
+            ["Connection reset", "Broken pipe", "failed to fill whole buffer", "unexpected end of file"].iter().any(|s| m.contains(s))
+        }
         HandshakeError::WrongSecret => false,
     }
 }

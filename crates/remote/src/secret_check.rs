@@ -143,7 +143,11 @@ pub fn judge(text: &[u8]) -> Result<(), String> {
     let classes = if a == 16 { 3.0 } else { 15.0 };
     if size < a && classes * (f64::from(size) / f64::from(a)).powi(n as i32) < MAX_CHANCE {
         let which = if a == 16 {
-            if used[0] { "only digits" } else { "only letters" }
+            if used[0] {
+                "only digits"
+            } else {
+                "only letters"
+            }
         } else {
             "too few kinds of symbol (a random one mixes capitals, small letters and digits)"
         };

@@ -214,10 +214,8 @@ pub fn serve(config: ServeConfig, stop: &AtomicBool) -> std::io::Result<()> {
                     };
                     if let Some(e) = eviction {
                         let total = shared.pre_auth.evictions.load(Ordering::Relaxed);
-                        evictions.log(&format!(
-                            "{peer}: admitted in place of the oldest handshake of {} ({} in it; {total} evicted so far)",
-                            e.network, e.held
-                        ));
+                        evictions
+                            .log(&format!("{peer}: admitted in place of the oldest handshake of {} ({} in it; {total} evicted so far)", e.network, e.held));
                     }
                     let shared = &shared;
                     let spawned =
