@@ -46,7 +46,7 @@ impl Symbols {
     pub fn bytes(&self) -> Option<Vec<u8>> {
         let bits = if self.alphabet == 16 { 4 } else { 6 };
         let total = self.values.len() * bits;
-        let whole = if self.alphabet == 16 { total % 8 == 0 } else { self.values.len() % 4 != 1 };
+        let whole = if self.alphabet == 16 { total.is_multiple_of(8) } else { self.values.len() % 4 != 1 };
         if !whole {
             return None;
         }
@@ -178,7 +178,7 @@ mod tests {
                 out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
             }
         }
-        while out.len() % 4 != 0 {
+        while !out.len().is_multiple_of(4) {
             out.push('=');
         }
         out
