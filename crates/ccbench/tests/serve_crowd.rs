@@ -313,7 +313,13 @@ fn a_crowd_from_one_ipv6_64_does_not_lock_out_a_client() {
             c.args(run_args(&remote, &secret_path, &dir.join("out"))).stdout(Stdio::piped()).stderr(Stdio::piped());
             ns.run(|| c.spawn().map_err(ccbench_netns::NetnsError::from)).unwrap()
         },
-        |f| ns.run(|| Ok::<_, ccbench_netns::NetnsError>(f())).unwrap(),
+        |f| {
+            ns.run(|| {
+                f();
+                Ok::<_, ccbench_netns::NetnsError>(())
+            })
+            .unwrap()
+        },
     );
     drop(serve);
     let _ = std::fs::remove_dir_all(&dir);
