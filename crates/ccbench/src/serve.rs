@@ -28,7 +28,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
     let Some(secret_file) = &args.secret_file else {
         return Err(UsageError::new("--secret-file", "(not given)", "the file holding the shared secret (make one with --new-secret FILE)").into());
     };
-    let secret = load_secret(secret_file)?;
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    let secret = Secret::from_file_for_serve(secret_file, euid)
+        .map_err(|e| UsageError::new("--secret-file", secret_file.display(), format!("a private file holding the shared secret, but {e}")))?;
     let host = ccbench::provenance::HostFacts::collect();
     let facts = ServerFacts {
         ccbench_version: env!("CARGO_PKG_VERSION").to_string(),

@@ -4,8 +4,10 @@
 //!
 //! A secret is text: hex (at least 32 digits) or base64 (at least 22 symbols), so that its
 //! length says its strength: at least 128 bits (4 bits a hex digit, 6 a base64 symbol) from a
-//! random source. Anything else (a passphrase, raw bytes) is refused with how to make one:
-//! `ccbench serve --new-secret FILE` writes 256 random bits as 64 hex digits, mode 600.
+//! random source, and it must look drawn at random ([`crate::secret_check`]: no repeats, no
+//! pattern, a plausible mix of symbols, not the encoding of text). Anything else (a
+//! passphrase, raw bytes) is refused with how to make one: `ccbench serve --new-secret FILE`
+//! writes 256 random bits as 64 hex digits, mode 600.
 
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
@@ -17,10 +19,6 @@ use rand::RngCore;
 pub const MIN_SECRET_BITS: usize = 128;
 /// A secret file is a line of text; anything longer is not one (and is not read to its end).
 const MAX_SECRET_FILE: u64 = 4096;
-/// A random hex or base64 string of this length has at least this many distinct symbols with
-/// overwhelming likelihood (32 random hex digits: fewer than 8 distinct in ~1 of 10^7); a
-/// string with fewer was typed, not drawn.
-const MIN_DISTINCT_SYMBOLS: usize = 8;
 const HOW_TO_MAKE: &str = "make one with: ccbench serve --new-secret FILE";
 
 /// The key both ends share, read from `--secret-file`.
@@ -45,8 +43,12 @@ pub enum SecretError {
     TooShort(usize),
     #[error("it is not hex or base64 text; {HOW_TO_MAKE}")]
     NotText,
-    #[error("it uses only {0} different symbols, which a random secret does not; {HOW_TO_MAKE}")]
-    NotRandom(usize),
+    #[error("it {0}, which a random secret does not; {HOW_TO_MAKE}")]
+    NotRandom(String),
+    #[error("it is owned by user {0}, not root, and serve runs as root: that user can read or replace it; chown root it")]
+    NotOwnedByRoot(u32),
+    #[error("its directory {0} is writable by others (mode {1:03o}), who can replace it; keep it in a directory only root can write to")]
+    OpenDirectory(String, u32),
     #[error("it already exists; choose another file (a secret is never overwritten)")]
     Exists,
 }
@@ -75,18 +77,34 @@ impl Secret {
         Secret::from_bytes(bytes.trim_ascii())
     }
 
+    /// [`Secret::from_file`], for a server running as `euid`: as root (0), the file must also
+    /// be root's and its directory not writable by others (OpenSSH's StrictModes), since any
+    /// user who can write either can choose the secret serve accepts.
+    pub fn from_file_for_serve(path: &Path, euid: u32) -> Result<Secret, SecretError> {
+        use std::os::unix::fs::MetadataExt;
+        if euid == 0 {
+            let meta = std::fs::symlink_metadata(path).map_err(|e| SecretError::Unreadable(e.to_string()))?;
+            let meta = if meta.file_type().is_symlink() { std::fs::metadata(path).map_err(|e| SecretError::Unreadable(e.to_string()))? } else { meta };
+            if meta.uid() != 0 {
+                return Err(SecretError::NotOwnedByRoot(meta.uid()));
+            }
+            let real = std::fs::canonicalize(path).map_err(|e| SecretError::Unreadable(e.to_string()))?;
+            let dir = real.parent().unwrap_or(Path::new("/"));
+            let mode = std::fs::metadata(dir).map_err(|e| SecretError::Unreadable(e.to_string()))?.mode() & 0o7777;
+            if mode & 0o002 != 0 {
+                return Err(SecretError::OpenDirectory(dir.display().to_string(), mode));
+            }
+        }
+        Secret::from_file(path)
+    }
+
     /// A secret from its text, checked as a file's is.
     pub fn from_bytes(bytes: &[u8]) -> Result<Secret, SecretError> {
         let bits = strength_bits(bytes)?;
         if bits < MIN_SECRET_BITS {
             return Err(SecretError::TooShort(bits));
         }
-        let mut seen = [false; 256];
-        bytes.iter().for_each(|&b| seen[b as usize] = true);
-        let distinct = seen.iter().filter(|&&s| s).count();
-        if distinct < MIN_DISTINCT_SYMBOLS {
-            return Err(SecretError::NotRandom(distinct));
-        }
+        crate::secret_check::judge(bytes).map_err(SecretError::NotRandom)?;
         Ok(Secret(bytes.to_vec()))
     }
 
@@ -153,7 +171,7 @@ mod tests {
     fn secret_files_must_be_private_regular_and_strong() {
         let dir = dir("rules");
         let f = dir.join("s");
-        std::fs::write(&f, "0123456789abcdef0123456789abcdef\n").unwrap();
+        std::fs::write(&f, "80e90f1ef87713b661a5e8877057c464\n").unwrap();
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert_eq!(Secret::from_file(&f).unwrap_err(), SecretError::Exposed(0o644));
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
@@ -163,15 +181,15 @@ mod tests {
             ("short\n", SecretError::TooShort(30)),
             ("", SecretError::TooShort(0)),
             ("correct horse battery staple and more\n", SecretError::NotText),
-            ("00000000000000000000000000000000000000\n", SecretError::NotRandom(1)),
-            ("abababababababababababababababababab\n", SecretError::NotRandom(2)),
+            ("00000000000000000000000000000000000000\n", SecretError::NotRandom("repeats every 1 symbols".into())),
+            ("abababababababababababababababababab\n", SecretError::NotRandom("repeats every 2 symbols".into())),
         ];
         for (text, want) in cases {
             std::fs::write(&f, text).unwrap();
             assert_eq!(Secret::from_file(&f).unwrap_err(), want, "{text:?}");
         }
         // The recipe the help gave before: 32 random bytes in base64 (44 symbols, 258 bits).
-        std::fs::write(&f, "q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80=\n").unwrap();
+        std::fs::write(&f, "qJ3x8kV0tWm2Zr9LpE4yNc7HbU1oGd6fSa5iTe0RwXk=\n").unwrap();
         assert!(Secret::from_file(&f).is_ok());
         assert!(matches!(Secret::from_file(&dir.join("missing")), Err(SecretError::Unreadable(_))));
         assert_eq!(Secret::from_file(&dir).unwrap_err(), SecretError::NotAFile, "a directory");
@@ -191,6 +209,53 @@ mod tests {
         assert!(t.elapsed() < std::time::Duration::from_secs(1));
         assert!(matches!(Secret::from_file(Path::new("/dev/urandom")), Err(SecretError::NotAFile | SecretError::Exposed(_))));
         assert_eq!(Secret::from_file(Path::new("/dev/null")).unwrap_err(), SecretError::NotAFile);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Issue 27 §4: the audit's passphrases, as files, each refused with one line.
+    #[test]
+    fn weak_secret_files_are_refused() {
+        let dir = dir("weak");
+        let f = dir.join("s");
+        let weak = [
+            "correcthorsebatterystaple",
+            "Password1Password1Password1",
+            "password-password-password",
+            "01234567012345670123456701234567",
+            "cGFzc3dvcmRwYXNzd29yZHBhc3N3b3Jk",
+            "0123456789abcdef0123456789abcdef",
+        ];
+        for w in weak {
+            std::fs::write(&f, format!("{w}\n")).unwrap();
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+            let e = Secret::from_file(&f).expect_err(w);
+            assert!(matches!(e, SecretError::NotRandom(_) | SecretError::NotText) && !e.to_string().contains('\n'), "{w}: {e}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Issue 27 §8: serve as root refuses a secret another user owns, or one in a directory
+    /// others can write to; as another user, neither is asked.
+    #[test]
+    fn serve_as_root_refuses_a_secret_others_can_choose() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = dir("owner");
+        let f = dir.join("s");
+        std::fs::write(&f, "80e90f1ef87713b661a5e8877057c464\n").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mine = std::fs::metadata(&f).unwrap().uid();
+        assert!(Secret::from_file_for_serve(&f, 1000).is_ok(), "not root: no owner rule");
+        if mine == 0 {
+            assert!(Secret::from_file_for_serve(&f, 0).is_ok());
+            let c = std::ffi::CString::new(f.to_str().unwrap()).unwrap();
+            assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
+            assert_eq!(Secret::from_file_for_serve(&f, 0).unwrap_err(), SecretError::NotOwnedByRoot(65534));
+            assert_eq!(unsafe { libc::chown(c.as_ptr(), 0, 0) }, 0);
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+            let e = Secret::from_file_for_serve(&f, 0).unwrap_err();
+            assert!(matches!(&e, SecretError::OpenDirectory(_, 0o1777)), "{e}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

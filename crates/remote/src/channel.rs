@@ -408,7 +408,7 @@ impl Channel {
 }
 
 /// The secret of the fuzz target's server and client.
-pub const FUZZ_SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";
+pub const FUZZ_SECRET: &[u8] = b"80e90f1ef87713b661a5e8877057c464";
 
 /// A client's hello frame for `secret`, as the first bytes of a connection: for tests and the
 /// fuzz corpus (the handshake cannot go on without the state it drops).

@@ -101,10 +101,8 @@ impl Client {
     /// Connects and proves, both ways, that the two ends share `secret` (see
     /// [`crate::channel`]); everything after is sealed.
     pub fn connect(addr: SocketAddr, secret: &Secret) -> Result<Client, RemoteError> {
-        let stream = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT).map_err(|source| RemoteError::Connect { addr, source })?;
-        stream.set_nodelay(true)?;
         let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
-        let control = Channel::connect(stream, secret, deadline).map_err(|e| match e {
+        let control = crate::handshake_retry::connect(addr, secret, deadline, CONNECT_TIMEOUT)?.map_err(|e| match e {
             // A read cut at the deadline reports only "would block" (os error 11).
             HandshakeError::Protocol(m) if Instant::now() >= deadline || m.contains("(os error 11)") => RemoteError::server_said(&format!(
                 "no answer from ccbench serve at {addr} within {} s: the handshake did not finish (a stalled or trickling server)",

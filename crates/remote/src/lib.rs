@@ -23,13 +23,19 @@ pub mod channel;
 pub mod client;
 mod client_http;
 mod client_quic;
+pub mod escape;
 #[cfg(test)]
 mod flood;
+mod handshake_log;
+pub mod handshake_retry;
 pub mod host;
 mod http;
+mod penalty;
+pub mod preauth;
 pub mod proto;
 mod quic;
 pub mod screen;
+pub mod secret_check;
 pub mod server;
 
 pub mod probe;

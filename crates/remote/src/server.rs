@@ -2,9 +2,12 @@
 //!
 //! One thread per connection. A connection first passes the handshake of
 //! [`crate::channel`] (SPAKE2 over the shared secret), all of it within [`HANDSHAKE_DEADLINE`],
-//! in a pre-authentication pool of its own: bounded in all and per source address, so that
+//! in a pre-authentication pool of its own ([`crate::preauth`]): bounded in all and per source
+//! network, and never refusing a newcomer (it evicts the oldest of the largest crowd), so that
 //! connections that never authenticate take no client slot and cannot lock anyone out (the
-//! class of iperf3's stalled-handshake denial of service, CVE-2023-38403's neighbour). Then
+//! class of iperf3's stalled-handshake denial of service, CVE-2023-38403's neighbour). Failed
+//! handshakes cost their network time ([`crate::penalty`]) and are logged in summary
+//! ([`crate::handshake_log`]). Then
 //! every message is sealed, and each test the client asks for is checked against the
 //! algorithms this host has and the limits given on the command line, before any data
 //! connection is accepted. A test's data connections must come from the control connection's
@@ -15,6 +18,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
@@ -26,15 +30,13 @@ use ccbench_workload::{
 };
 
 use crate::auth::Secret;
-use crate::channel::{Channel, HandshakeError};
+use crate::channel::{Channel, HandshakeError, PreAuth};
+use crate::handshake_log::HandshakeLog;
+use crate::penalty::{Failure, Penalties};
+use crate::preauth::{Network, Place, Pool};
 use crate::proto::{hex, ClientMsg, FrameError, Limits, ServerFacts, ServerMsg, TestRequest};
 
-/// The whole handshake, from accept() to the last confirmation, however its bytes dribble in.
-pub const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(5);
-/// Connections not yet authenticated, in all and from one source address. Beyond either,
-/// a new connection is closed at once (it never took a client slot).
-pub const MAX_PRE_AUTH: usize = 64;
-pub const MAX_PRE_AUTH_PER_SOURCE: usize = 8;
+pub use crate::preauth::{HANDSHAKE_DEADLINE, MAX_PRE_AUTH, MAX_PRE_AUTH_PER_SOURCE, PRESSED_DEADLINE};
 /// How long an authenticated client may go without running a test, unless serve is told
 /// otherwise (`--idle-timeout`; a `check` does not count: a session that only checks would
 /// otherwise keep its slot for ever).
@@ -48,6 +50,13 @@ const MAX_PENDING_DATA: usize = 64;
 /// How long accept() waits after the process or system ran out of descriptors, at first and
 /// at most (doubling in between): a full table must not turn the accept loop into a spin.
 const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(1));
+/// The listening socket's queue of connections not yet accepted (std's is 128; a SYN flood or
+/// a crowd of handshakes fills that between two accepts). The kernel caps it at
+/// `net.core.somaxconn` (4096 by default since Linux 5.4).
+const LISTEN_BACKLOG: libc::c_int = 4096;
+/// How long the accept loop waits for a connection before it looks at the stop flag and the
+/// log's summaries again.
+const ACCEPT_POLL: Duration = Duration::from_millis(250);
 /// One definition of the data connections' hello, shared with the near end (issue 20 §2).
 pub use ccbench_workload::{DATA_HELLO_LEN, HELLO_TIMEOUT, TOKEN_LEN};
 
@@ -66,8 +75,11 @@ pub(crate) struct Shared {
     pub(crate) config: ServeConfig,
     /// Authenticated sessions (client slots).
     active: AtomicUsize,
-    /// Connections in the handshake, per source address.
-    pre_auth: Mutex<HashMap<IpAddr, usize>>,
+    /// Connections in the handshake.
+    pre_auth: Pool,
+    /// Failed handshakes' cost, per source network.
+    penalties: Penalties,
+    handshake_log: HandshakeLog,
     /// When each authenticated client's recent tests started (the last minute's), by the
     /// holder of the secret it proved (see [`Secret::holder_id`]), not by address.
     recent: Mutex<HashMap<[u8; 8], VecDeque<Instant>>>,
@@ -81,9 +93,10 @@ pub(crate) fn log(line: &str) {
     eprintln!("ccbench serve: {}", escape(line));
 }
 
-/// `line` with control characters (newlines, escape sequences) written as Rust escapes.
+/// `line` with control, format and separator characters written as Rust escapes
+/// ([`crate::escape`]).
 pub fn escape(line: &str) -> String {
-    line.chars().flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).collect()
+    crate::escape::escape(line)
 }
 
 /// Logs at most one line a second of a recurring event, with how many were not logged.
@@ -111,40 +124,6 @@ impl Quiet {
     }
 }
 
-/// A place in the pre-authentication pool, given back when dropped.
-struct PreAuthTicket<'a> {
-    shared: &'a Shared,
-    ip: IpAddr,
-}
-
-impl<'a> PreAuthTicket<'a> {
-    fn take(shared: &'a Shared, ip: IpAddr) -> Result<PreAuthTicket<'a>, String> {
-        let mut pool = shared.pre_auth.lock().unwrap_or_else(|p| p.into_inner());
-        let total: usize = pool.values().sum();
-        let mine = pool.get(&ip).copied().unwrap_or(0);
-        if mine >= MAX_PRE_AUTH_PER_SOURCE {
-            return Err(format!("{ip}: closed: {mine} connections from it are already in the handshake"));
-        }
-        if total >= MAX_PRE_AUTH {
-            return Err(format!("{ip}: closed: {total} connections are already in the handshake"));
-        }
-        *pool.entry(ip).or_default() += 1;
-        Ok(PreAuthTicket { shared, ip })
-    }
-}
-
-impl Drop for PreAuthTicket<'_> {
-    fn drop(&mut self) {
-        let mut pool = self.shared.pre_auth.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = pool.get_mut(&self.ip) {
-            *n -= 1;
-            if *n == 0 {
-                pool.remove(&self.ip);
-            }
-        }
-    }
-}
-
 /// A client slot, given back when dropped.
 struct Slot<'a>(&'a AtomicUsize);
 
@@ -159,9 +138,32 @@ fn out_of_resources(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM))
 }
 
+/// Waits until `listener` has a connection to accept, or `timeout` passes.
+fn wait_for_connection(listener: &TcpListener, timeout: Duration) {
+    let mut fd = libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd for the duration of the call. EINTR (a signal, such as the one
+    // that stops serve) only returns early, as a timeout does.
+    unsafe { libc::poll(&mut fd, 1, timeout.as_millis() as libc::c_int) };
+}
+
+/// Tells a connection serve will not take now, in a frame its handshake reads, without
+/// blocking the accept loop (the socket's send buffer is empty: the line fits).
+fn tell(stream: &TcpStream, message: String) {
+    let mut frame = Vec::new();
+    if crate::proto::write_msg(&mut frame, &PreAuth::Error { message }).is_ok() && stream.set_nonblocking(true).is_ok() {
+        let _ = std::io::Write::write(&mut &*stream, &frame);
+    }
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+}
+
 /// Binds, says where on stderr, and serves until `stop` is set.
 pub fn serve(config: ServeConfig, stop: &AtomicBool) -> std::io::Result<()> {
     let listener = TcpListener::bind(config.listen)?;
+    // listen() again on a listening socket sets its backlog anew (Linux's inet_listen).
+    // SAFETY: a valid listening socket.
+    if unsafe { libc::listen(listener.as_raw_fd(), LISTEN_BACKLOG) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
     listener.set_nonblocking(true)?;
     let l = config.limits;
     eprintln!(
@@ -172,30 +174,58 @@ pub fn serve(config: ServeConfig, stop: &AtomicBool) -> std::io::Result<()> {
         l.max_clients,
         l.max_tests_per_minute
     );
-    let shared =
-        Shared { config, active: AtomicUsize::new(0), pre_auth: Mutex::new(HashMap::new()), recent: Mutex::new(HashMap::new()), stop: AtomicBool::new(false) };
-    let (mut refusals, mut accept_errors) = (Quiet::new(), Quiet::new());
+    let shared = Shared {
+        config,
+        active: AtomicUsize::new(0),
+        pre_auth: Pool::default(),
+        penalties: Penalties::default(),
+        handshake_log: HandshakeLog::default(),
+        recent: Mutex::new(HashMap::new()),
+        stop: AtomicBool::new(false),
+    };
+    let (mut refusals, mut evictions, mut accept_errors) = (Quiet::new(), Quiet::new(), Quiet::new());
     let mut backoff = ACCEPT_BACKOFF.0;
+    let mut flushed = Instant::now();
     std::thread::scope(|s| {
         while !stop.load(Ordering::SeqCst) {
+            if flushed.elapsed() >= Duration::from_secs(1) {
+                flushed = Instant::now();
+                shared.handshake_log.flush(flushed, log);
+            }
             match listener.accept() {
                 Ok((stream, peer)) => {
                     backoff = ACCEPT_BACKOFF.0;
-                    let ticket = match PreAuthTicket::take(&shared, peer.ip()) {
-                        Ok(t) => t,
-                        Err(why) => {
-                            refusals.log(&why);
+                    let now = Instant::now();
+                    let network = Network::of(peer.ip());
+                    if let Err(wait) = shared.penalties.check(network, now) {
+                        let message = format!(
+                            "too many failed handshakes from {network}: refused for another {} s (a client with another secret?)",
+                            wait.as_secs().max(1)
+                        );
+                        refusals.log(&format!("{peer}: {message}"));
+                        tell(&stream, message);
+                        continue;
+                    }
+                    let (place, eviction) = match shared.pre_auth.admit(&stream, peer.ip(), now) {
+                        Ok(p) => p,
+                        Err(e) => {
+                            accept_errors.log(&format!("{peer}: closed: {e}"));
                             continue;
                         }
                     };
+                    if let Some(e) = eviction {
+                        let total = shared.pre_auth.evictions.load(Ordering::Relaxed);
+                        evictions
+                            .log(&format!("{peer}: admitted in place of the oldest handshake of {} ({} in it; {total} evicted so far)", e.network, e.held));
+                    }
                     let shared = &shared;
                     let spawned =
-                        std::thread::Builder::new().name("ccbench-serve-session".into()).spawn_scoped(s, move || session(stream, peer, ticket, shared));
+                        std::thread::Builder::new().name("ccbench-serve-session".into()).spawn_scoped(s, move || session(stream, peer, place, shared));
                     if let Err(e) = spawned {
                         accept_errors.log(&format!("{peer}: closed: no thread for it ({e})"));
                     }
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => wait_for_connection(&listener, ACCEPT_POLL),
                 Err(e) if out_of_resources(&e) => {
                     accept_errors.log(&format!("accept: {e}; waiting {} ms before the next", backoff.as_millis()));
                     std::thread::sleep(backoff);
@@ -212,23 +242,31 @@ pub fn serve(config: ServeConfig, stop: &AtomicBool) -> std::io::Result<()> {
     Ok(())
 }
 
-fn session(stream: TcpStream, peer: SocketAddr, ticket: PreAuthTicket<'_>, shared: &Shared) {
+fn session(stream: TcpStream, peer: SocketAddr, place: Place<'_>, shared: &Shared) {
     let setup = stream.set_nonblocking(false).and_then(|_| stream.set_nodelay(true));
-    if setup.is_err() {
-        return;
-    }
-    let channel = match Channel::accept(stream, &shared.config.secret, Instant::now() + HANDSHAKE_DEADLINE) {
+    // Kept to tell an evicted peer why its handshake ended (the channel owns the stream).
+    let Ok(answer) = setup.and_then(|_| stream.try_clone()) else { return };
+    let channel = match Channel::accept(stream, &shared.config.secret, place.deadline) {
         Ok(c) => c,
+        Err(_) if place.evicted() => {
+            let _ = answer.set_write_timeout(Some(Duration::from_secs(1)));
+            let _ = crate::proto::write_msg(&mut &answer, &PreAuth::Error { message: crate::handshake_retry::BUSY.into() });
+            return;
+        }
         Err(e) => {
-            let e = match e {
-                HandshakeError::WrongSecret => "authentication failed: the client does not hold this server's secret".to_string(),
-                e => e.to_string(),
+            let now = Instant::now();
+            let (failure, e) = match e {
+                HandshakeError::WrongSecret => (Failure::WrongSecret, "authentication failed: the client does not hold this server's secret".to_string()),
+                e if now >= place.deadline => (Failure::Other, format!("no complete handshake by its deadline ({e})")),
+                e => (Failure::Other, e.to_string()),
             };
-            log(&format!("{peer}: {e}"));
+            shared.penalties.failed(place.network, failure, now);
+            shared.handshake_log.failed(peer, place.network, failure, &e, now, log);
             return;
         }
     };
-    drop(ticket);
+    drop(answer);
+    drop(place);
     let _ = channel.stream().set_write_timeout(Some(WRITE_TIMEOUT));
     let max = shared.config.limits.max_clients;
     if shared.active.fetch_add(1, Ordering::SeqCst) >= max as usize {
@@ -414,7 +452,7 @@ fn fuzz_config() -> Option<ServeConfig> {
     };
     let limits =
         Limits { max_duration_s: 120.0, max_bytes: 10_000_000_000, max_clients: 4, max_tests_per_minute: 60, max_flows: 64, max_probe_rate_bps: 1_000_000_000 };
-    let secret = Secret::from_bytes(b"0123456789abcdef0123456789abcdef").ok()?;
+    let secret = Secret::from_bytes(crate::channel::FUZZ_SECRET).ok()?;
     Some(ServeConfig { listen: SocketAddr::from(([127, 0, 0, 1], 0)), secret, limits, facts, idle_timeout: IDLE_TIMEOUT })
 }
 
