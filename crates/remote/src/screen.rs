@@ -25,33 +25,10 @@ pub const MAX_HEX: usize = 32 * 1024;
 pub const MAX_LIST: usize = 1024;
 
 /// Is `c` one that acts instead of showing: a control character (Cc), or a format (Cf), line
-/// (Zl) or paragraph (Zp) separator. Cf is listed from Unicode 15.1's DerivedGeneralCategory.
+/// (Zl) or paragraph (Zp) separator. One table for serve's log and the client's screen:
+/// [`crate::escape::hides_or_breaks`].
 pub fn is_hidden(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c as u32,
-            0x00AD
-                | 0x0600..=0x0605
-                | 0x061C
-                | 0x06DD
-                | 0x070F
-                | 0x0890..=0x0891
-                | 0x08E2
-                | 0x180E
-                | 0x200B..=0x200F
-                | 0x2028..=0x202E
-                | 0x2060..=0x2064
-                | 0x2066..=0x206F
-                | 0xFEFF
-                | 0xFFF9..=0xFFFB
-                | 0x110BD
-                | 0x110CD
-                | 0x13430..=0x1343F
-                | 0x1BCA0..=0x1BCA3
-                | 0x1D173..=0x1D17A
-                | 0xE0001
-                | 0xE0020..=0xE007F
-        )
+    crate::escape::hides_or_breaks(c)
 }
 
 /// `text` with every [`is_hidden`] character written as `\u{hex}` (and `\` itself as `\\`, so
