@@ -68,7 +68,9 @@ fn the_dominant_cause_is_the_one_set_on_purpose() {
     let o = ccbench(&["explain", &out.to_string_lossy()]);
     assert!(o.status.success(), "{}", text(&o));
     let said = String::from_utf8_lossy(&o.stdout).into_owned();
-    let line = |cc: &str| said.lines().find(|l| l.trim_start().starts_with(&format!("why  {cc} "))).unwrap_or_else(|| panic!("no why line for {cc}:\n{said}")).to_string();
+    let line = |cc: &str| {
+        said.lines().find(|l| l.trim_start().starts_with(&format!("why  {cc} "))).unwrap_or_else(|| panic!("no why line for {cc}:\n{said}")).to_string()
+    };
     assert!(line("cubic").contains("cwnd-limited") && line("cubic").contains("bound by random loss"), "{said}");
     assert!(line("bbr").contains("pacing-limited"), "{said}");
 

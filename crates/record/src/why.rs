@@ -97,13 +97,12 @@ fn flows_of<'a>(run: &'a RunRecord, cc: &str, mix: bool) -> Vec<Flow<'a>> {
             .filter(|f| ours(&f.sending.cc_requested))
             .filter_map(|f| Some(Flow { limited_by: f.sending.limited_by.as_ref()?, m: f.sending.mechanism.as_ref()?, goodput_bps: Some(f.goodput_bps) }))
             .collect(),
-        Some(w) => {
-            w.senders()
-                .into_iter()
-                .filter(|s| ours(s.cc_requested))
-                .filter_map(|s| Some(Flow { limited_by: s.limited_by?, m: s.mechanism?, goodput_bps: None }))
-                .collect()
-        }
+        Some(w) => w
+            .senders()
+            .into_iter()
+            .filter(|s| ours(s.cc_requested))
+            .filter_map(|s| Some(Flow { limited_by: s.limited_by?, m: s.mechanism?, goodput_bps: None }))
+            .collect(),
         None => Vec::new(),
     }
 }
@@ -206,7 +205,7 @@ pub fn cause_words(c: Cause) -> &'static str {
 }
 
 fn pct(x: f64) -> String {
-    if x > 0.0 && x < 0.1 {
+    if x > 0.0 && x < 0.001 {
         format!("{:.2} %", x * 100.0)
     } else {
         format!("{:.1} %", x * 100.0)
@@ -240,7 +239,7 @@ impl Why {
         let is_bbr = self.cc.rsplit(':').next().unwrap_or(&self.cc).to_ascii_lowercase().starts_with("bbr");
         match (self.recoveries_per_10s, self.loss_rate) {
             (Some(r), Some(p)) if is_bbr && p > 0.0 => parts.push(format!("{} loss, {r:.0} recoveries per 10 s", pct(p))),
-            (Some(r), Some(p)) if r >= 0.5 || p > 0.0 => parts.push(format!("{r:.0} loss recoveries per 10 s at {} loss", pct(p))),
+            (Some(r), Some(p)) if p > 0.0 => parts.push(format!("{r:.0} loss recoveries per 10 s at {} loss", pct(p))),
             _ => {}
         }
         let mut tail = match (&self.model, self.measured_bps) {

@@ -52,7 +52,12 @@ fn why_section(result: &ExperimentResult) -> String {
     }
     out.push_str("</p>\n");
     for w in &whys {
-        let _ = write!(out, "<div class=\"why\"><div><b>{}</b> — {}</div><div style=\"display:flex;height:1.2em;width:100%;max-width:40em;border:1px solid #999\">", escape(&w.cc), escape(&w.text()));
+        let _ = write!(
+            out,
+            "<div class=\"why\"><div><b>{}</b> — {}</div><div style=\"display:flex;height:1.2em;width:100%;max-width:40em;border:1px solid #999\">",
+            escape(&w.cc),
+            escape(&w.text())
+        );
         if let Some(l) = w.limited_by {
             for (c, colour) in Cause::ALL.iter().zip(CAUSE_COLOURS) {
                 let share = l.get(*c) * 100.0;

@@ -259,7 +259,7 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
         streams.push(EndStream { id: flow.id, start_s: flow.plan.start_s, stream: flow.receiver, sends: false });
         meta.push(FlowMeta { id: flow.id, plan: flow.plan, client_port: flow.client_port, cc_read_back: flow.cc_read_back });
     }
-    let sampler = Sampler::new(run.series);
+    let sampler = Sampler::new(run.series).saturating(spec.knobs.app_rate_bps.is_none());
     for s in streams.iter().filter(|s| s.sends) {
         sampler.register(SocketId::Flow(s.id), &s.stream);
     }
@@ -468,7 +468,7 @@ pub fn run_end(
     hook: &dyn MeasureHook,
     budget: Option<&ByteBudget>,
 ) -> Vec<FlowEnd> {
-    let sampler = Sampler::new(series);
+    let sampler = Sampler::new(series).saturating(spec.knobs.app_rate_bps.is_none());
     for s in streams.iter().filter(|s| s.sends) {
         sampler.register(SocketId::Flow(s.id), &s.stream);
     }
@@ -914,8 +914,18 @@ mod args {
     impl FromFlags for BulkSpec {
         type Flags = BulkFlags;
         const KINDS: &'static [Kind] = &[
-            Kind { name: "bulk", help: None, about: Some("flows for --duration"), takes: &["--flows", "--quic-receiver-cc", "--rcvbuf", "--sndbuf", "--app-rate"] },
-            Kind { name: "file", help: None, about: Some("one --size transfer per flow"), takes: &["--size", "--flows", "--quic-receiver-cc", "--rcvbuf", "--sndbuf", "--app-rate"] },
+            Kind {
+                name: "bulk",
+                help: None,
+                about: Some("flows for --duration"),
+                takes: &["--flows", "--quic-receiver-cc", "--rcvbuf", "--sndbuf", "--app-rate"],
+            },
+            Kind {
+                name: "file",
+                help: None,
+                about: Some("one --size transfer per flow"),
+                takes: &["--size", "--flows", "--quic-receiver-cc", "--rcvbuf", "--sndbuf", "--app-rate"],
+            },
         ];
 
         fn from_flags(kind: &str, flags: &dyn FlagSet, run: &RunFlags) -> Result<Self, FlagError> {

@@ -60,8 +60,8 @@ pub use algorithm::{Algorithm, AlgorithmError, Transport};
 pub use browser::{BrowserFlags, BrowserResult, BrowserSpec, BrowserTiming};
 pub use browser_remote::SiteRequest;
 pub use bulk::{
-    assemble, elapsed_since, prepare_stream, run_end, Amount, BbrEvent, BulkFlags, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta, Knobs,
-    FlowResult, GoodputPoint, MixFlow, Opens,
+    assemble, elapsed_since, prepare_stream, run_end, Amount, BbrEvent, BulkFlags, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta,
+    FlowResult, GoodputPoint, Knobs, MixFlow, Opens,
 };
 pub use far::{data_hello, hello_id, FarConnection, FarHttp, FarReport, DATA_HELLO_LEN, TOKEN_LEN};
 pub use http_end::{HttpEnd, HttpEndEvents, HELLO_TIMEOUT};

@@ -181,6 +181,9 @@ const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 /// The accumulator of one sending socket: constant memory however long the flow.
 #[derive(Default)]
 pub(crate) struct Account {
+    /// The application always had data to write (bulk without `--app-rate`): a socket below
+    /// its window with nothing unsent was then held by its send buffer, not by the application.
+    pub(crate) saturating: bool,
     prev: Option<Prev>,
     active_us: f64,
     times: [f64; 5],
@@ -206,6 +209,10 @@ fn at_window(in_flight: u32, cwnd: u32) -> bool {
 }
 
 impl Account {
+    pub(crate) fn new(saturating: bool) -> Self {
+        Account { saturating, ..Account::default() }
+    }
+
     /// One sample at `t_us`.
     pub(crate) fn add(&mut self, t_us: u64, ti: &TcpInfo, bbr: Option<&BbrInfo>) {
         // Before its first byte the flow is not active (a mix's late flows).
@@ -240,7 +247,14 @@ impl Account {
             let by = if at_window(in_flight, ti.snd_cwnd) {
                 0 // cwnd
             } else if ti.app_limited && ti.notsent_bytes.unwrap_or(0) == 0 {
-                4 // app
+                // Nothing unsent: the application gave no more, or, when it always had more,
+                // the send buffer took no more (the kernel's SNDBUF chrono starts only once the
+                // writer waits with SOCK_NOSPACE, and misses most of this).
+                if self.saturating {
+                    3 // sndbuf
+                } else {
+                    4 // app
+                }
             } else {
                 1 // pacing
             };
@@ -349,6 +363,21 @@ mod tests {
         assert!(close(l.cwnd, 0.5) && close(l.rwnd, 0.2) && close(l.sndbuf, 0.1) && close(l.pacing, 0.1) && close(l.app, 0.1), "{l:?}");
         assert!(close(l.unknown, 0.0));
         assert_eq!(l.dominant(), (Cause::Cwnd, 0.5));
+    }
+
+    /// Below the window with nothing unsent: the application's doing, unless it always had
+    /// data to write; then the send buffer's.
+    #[test]
+    fn nothing_unsent_is_the_send_buffer_when_the_application_always_had_data() {
+        for (saturating, expect) in [(false, Cause::App), (true, Cause::Sndbuf)] {
+            let mut a = Account { saturating, ..Account::default() };
+            a.add(0, &info(0, 0, 0, 100, 10), None);
+            let mut t = info(10_000, 0, 0, 100, 10);
+            t.app_limited = true;
+            t.notsent_bytes = Some(0);
+            a.add(10_000, &t, None);
+            assert_eq!(a.finish(None).unwrap().limited_by.dominant(), (expect, 1.0));
+        }
     }
 
     #[test]

@@ -43,18 +43,27 @@ pub(crate) struct Sampler<'s> {
     entries: Mutex<Vec<Tracked>>,
     /// Each socket's accounting, once [`Sampler::finish`] let it go.
     limits: Mutex<HashMap<SocketId, Limits>>,
+    /// The application always has data to write (see `Account::saturating`).
+    saturating: bool,
 }
 
 impl<'s> Sampler<'s> {
     pub(crate) fn new(sink: &'s dyn SeriesSink) -> Self {
-        Sampler { sink, entries: Mutex::new(Vec::new()), limits: Mutex::new(HashMap::new()) }
+        Sampler { sink, entries: Mutex::new(Vec::new()), limits: Mutex::new(HashMap::new()), saturating: false }
+    }
+
+    /// The same sampler for senders whose application always has data to write (a bulk flow
+    /// without `--app-rate`).
+    pub(crate) fn saturating(mut self, yes: bool) -> Self {
+        self.saturating = yes;
+        self
     }
 
     /// Registers a sending socket that exists before the sampler's first round and lives until
     /// its last (a bulk flow): the rounds cover its whole life.
     pub(crate) fn register<F: AsFd>(&self, id: SocketId, sock: F) {
         if let Ok(fd) = sock.as_fd().try_clone_to_owned() {
-            lock(&self.entries).push(Tracked { id, fd, edges: false, account: Account::default() });
+            lock(&self.entries).push(Tracked { id, fd, edges: false, account: Account::new(self.saturating) });
         }
     }
 
@@ -63,7 +72,7 @@ impl<'s> Sampler<'s> {
     /// more by [`Sampler::finish`].
     pub(crate) fn track<F: AsFd>(&self, id: SocketId, sock: F, epoch: Instant) {
         if let Ok(fd) = sock.as_fd().try_clone_to_owned() {
-            let mut e = Tracked { id, fd, edges: true, account: Account::default() };
+            let mut e = Tracked { id, fd, edges: true, account: Account::new(self.saturating) };
             sample(self.sink, &mut e, micros_since(epoch));
             lock(&self.entries).push(e);
         }
