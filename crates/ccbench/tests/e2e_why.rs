@@ -62,7 +62,7 @@ fn the_dominant_cause_is_the_one_set_on_purpose() {
     let (_, out) = case("sndbuf", &with(&["--cc", "cubic", "--runs", "2", "--sndbuf", "128kib"]), &[("cubic", "sndbuf")]);
     let _ = std::fs::remove_dir_all(out);
     // 1 % random loss: CUBIC held by its window (bound by the loss), BBR by its pacer.
-    let (v, out) = case("loss", &with(&["--cc", "bbr,cubic", "--runs", "2", "--loss", "1%"]), &[("cubic", "cwnd"), ("bbr", "pacing")]);
+    let (v, out) = case("loss", &with(&["--cc", "bbr,cubic", "--runs", "4", "--loss", "1%"]), &[("cubic", "cwnd"), ("bbr", "pacing")]);
 
     // `ccbench explain` on the saved result: the same lines, no rerun.
     let o = ccbench(&["explain", &out.to_string_lossy()]);
