@@ -222,7 +222,71 @@ pub fn run_metrics(result: &WorkloadResult, path: Option<&PathReport>, series: &
         jain_per_second,
         convergence_s,
         lock_on_bw_bps: series.lock_on_bps.map(|b| b as f64),
+        limited_by: run_limited_by(result),
+        mechanism: mechanism_figures(result, series, direction, q(0.5)),
     }
+}
+
+/// The run's limited-by fractions: each sender's, weighted by its active time.
+fn run_limited_by(result: &WorkloadResult) -> Option<ccbench_workload::LimitedBy> {
+    let parts: Vec<_> = result.senders().iter().filter_map(|s| Some((*s.limited_by?, s.mechanism.map_or(0.0, |m| m.active_s)))).collect();
+    ccbench_workload::LimitedBy::weighted(&parts)
+}
+
+/// How the run's senders lost (from their accounting) and what the bottleneck's queue did
+/// (from the emulator's series on the data's direction; `srtt_ms` sets the window of the
+/// standing queue).
+fn mechanism_figures(result: &WorkloadResult, series: &SeriesSummary, direction: Direction, srtt_ms: Option<f64>) -> crate::results::MechanismFigures {
+    let senders = result.senders();
+    let ms: Vec<&ccbench_workload::Mechanism> = senders.iter().filter_map(|s| s.mechanism).collect();
+    let per_s = |n: &dyn Fn(&ccbench_workload::Mechanism) -> f64| -> Option<f64> {
+        (!ms.is_empty()).then(|| ms.iter().map(|m| if m.active_s > 0.0 { n(m) / m.active_s } else { 0.0 }).sum())
+    };
+    let reductions: Vec<f64> = ms.iter().filter_map(|m| m.cwnd_after_reduction).collect();
+    let link = match direction {
+        Direction::Download => series.link_down_path.as_deref(),
+        Direction::Upload => series.link_up_path.as_deref(),
+    };
+    let (buffer_full_share, standing_queue_ms) = link.and_then(|p| queue_figures(p, srtt_ms?).ok()).unwrap_or((None, None));
+    crate::results::MechanismFigures {
+        recoveries_per_s: per_s(&|m| f64::from(m.recoveries)),
+        rtos_per_s: per_s(&|m| f64::from(m.rtos.unwrap_or(m.loss_states))),
+        spurious_retrans: ms.iter().map(|m| m.dsack_dups.map(u64::from)).sum(),
+        cwnd_after_reduction: (!reductions.is_empty()).then(|| reductions.iter().sum::<f64>() / reductions.len() as f64),
+        buffer_full_share,
+        standing_queue_ms,
+    }
+}
+
+/// From one direction's emulator series: the share of intervals with a drop for want of room,
+/// and the median over `srtt_ms`-long windows of each window's smallest mean queueing delay.
+/// One streaming pass; memory: one figure per window.
+fn queue_figures(path: &std::path::Path, srtt_ms: f64) -> std::io::Result<(Option<f64>, Option<f64>)> {
+    let window_us = (srtt_ms * 1000.0).max(1000.0) as u64;
+    let (mut intervals, mut full) = (0u64, 0u64);
+    let mut mins: Vec<f64> = Vec::new();
+    let mut current: Option<(u64, f64)> = None;
+    crate::series::for_each_row(path, |r: ccbench_emu::LinkSample| {
+        intervals += 1;
+        full += u64::from(r.drops_buffer > 0);
+        let w = r.t_us / window_us;
+        match current.as_mut() {
+            Some((cw, m)) if *cw == w => *m = m.min(r.queue_delay_mean_us),
+            _ => {
+                if let Some((_, m)) = current.take() {
+                    mins.push(m);
+                }
+                current = Some((w, r.queue_delay_mean_us));
+            }
+        }
+    })?;
+    mins.extend(current.map(|c| c.1));
+    if intervals == 0 {
+        return Ok((None, None));
+    }
+    mins.sort_by(f64::total_cmp);
+    let standing = (!mins.is_empty()).then(|| ccbench_stats::quantile(&mins, 0.5) / 1000.0);
+    Ok((Some(full as f64 / intervals as f64), standing))
 }
 
 /// One algorithm's summary over its completed runs' metrics.

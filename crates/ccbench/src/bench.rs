@@ -88,6 +88,7 @@ fn workload(cc: &Algorithm, seconds: f64) -> BulkSpec {
         sample_interval_us: 10_000,
         timeout_s: seconds + 30.0,
         quic_receiver_cc: None,
+        knobs: Default::default(),
     }
 }
 

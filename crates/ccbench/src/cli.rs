@@ -56,6 +56,9 @@ pub enum Command {
     /// Compare saved results (result.json files) with the same verdicts as run: a kernel
     /// upgrade, a real path against its twin, before and after tuning.
     Compare(CompareArgs),
+    /// Say why each algorithm got what it got in a saved result (or in each result under a
+    /// sweep's or merge's directory): what held it back, how it lost, and a model beside it.
+    Explain(ExplainArgs),
     /// Show what this host can do: root, TUN, namespaces, algorithms, qdiscs.
     Doctor,
     /// Show, apply (--apply) or revert (--revert) this host's default congestion control and,
@@ -671,6 +674,12 @@ pub struct MergeArgs {
     /// Merge what has finished even if cells are missing (they are listed as pending).
     #[arg(long)]
     pub partial: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// A run's OUT (its result.json), or a sweep's, merge's or preset's directory.
+    pub dir: PathBuf,
 }
 
 #[derive(Args, Debug)]

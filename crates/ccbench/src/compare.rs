@@ -667,6 +667,7 @@ mod tests {
             sample_interval_us: 10_000,
             timeout_s: 600.0,
             quic_receiver_cc: None,
+            knobs: Default::default(),
         })
     }
 
@@ -750,6 +751,8 @@ mod tests {
                 jain_per_second: vec![0.999_999_999_9, 1.0 / 7.0],
                 convergence_s: None,
                 lock_on_bw_bps: None,
+                limited_by: None,
+                mechanism: Default::default(),
             }),
             workload: Some(WorkloadResult::Bulk(BulkResult { start_us: 1_234, elapsed_s: 1.000_3, goodput_bps, interrupted: false, flows: vec![flow] })),
             path: Some(PathReport { down: direction("down"), up: direction("up") }),

@@ -9,6 +9,7 @@ mod conform;
 mod doctor;
 mod error;
 mod exec;
+mod explain;
 mod host;
 mod path;
 mod presets;
@@ -103,6 +104,7 @@ fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Serve(args) => serve::run(args),
         cli::Command::Probe(args) => probe_cmd::run(args),
         cli::Command::Compare(args) => compare_cmd::run(args),
+        cli::Command::Explain(args) => explain::run(args),
         cli::Command::Doctor => Ok(doctor::run()),
         cli::Command::Tune(args) => tune::run(args),
         cli::Command::Presets => Ok(presets::list()),

@@ -352,6 +352,7 @@ impl From<RunSpec> for Plan {
                 sample_interval_us,
                 timeout_s,
                 quic_receiver_cc: quic_receiver_cc.clone(),
+                knobs: Default::default(),
             })
         };
         let (ccs, runs, workload) = match contest {
@@ -492,6 +493,7 @@ mod tests {
                 sample_interval_us: 10_000,
                 timeout_s: 600.0,
                 quic_receiver_cc: None,
+                knobs: Default::default(),
             })
         };
         assert_eq!(workload_of(&["--workload", "file", "--flows", "2", "--direction", "upload"]), bulk(2, Amount::Bytes(10_000_000), Direction::Upload));

@@ -423,6 +423,7 @@ fn a_live_serve_survives_fuzzed_control_input() {
         sample_interval_us: 10_000,
         timeout_s: 10.0,
         quic_receiver_cc: None,
+        knobs: Default::default(),
     };
     match client.check(&TestRequest::Bulk(spec("vegas9"))) {
         Err(RemoteError::Refused(r)) => assert!(r.contains("no congestion control \"vegas9\"") && r.contains("cubic"), "{r}"),
@@ -886,6 +887,7 @@ fn quic_spec(mix: &[&str], seconds: f64) -> ccbench_workload::BulkSpec {
         sample_interval_us: 10_000,
         timeout_s: 10.0,
         quic_receiver_cc: None,
+        knobs: Default::default(),
     }
 }
 
@@ -1063,6 +1065,7 @@ fn bulk_spec(cc: &str, seconds: f64) -> ccbench_workload::BulkSpec {
         sample_interval_us: 10_000,
         timeout_s: 10.0,
         quic_receiver_cc: None,
+        knobs: Default::default(),
     }
 }
 

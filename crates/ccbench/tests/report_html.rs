@@ -146,6 +146,7 @@ fn simulate(dir: &Path, index: u32, flows: &[FlowModel], rate_bps: f64, duration
                     unacked: 10,
                     app_limited: false,
                     bbr,
+                    state: Default::default(),
                 },
             );
             series.received(id as u32, &GoodputPoint { t_us, bytes: bytes[id] });
@@ -214,6 +215,8 @@ fn metrics(s: &Simulated, shares: Vec<CcShare>) -> RunMetrics {
         jain_per_second: Vec::new(),
         convergence_s: None,
         lock_on_bw_bps: None,
+        limited_by: None,
+        mechanism: Default::default(),
     }
 }
 
@@ -271,6 +274,7 @@ fn bulk_spec(cc: &str, mix: Vec<MixFlow>) -> WorkloadSpec {
         sample_interval_us: SAMPLE_US,
         timeout_s: 30.0,
         quic_receiver_cc: None,
+        knobs: Default::default(),
     })
 }
 

@@ -789,6 +789,44 @@ pub struct Sample {
     pub app_limited: bool,
     /// `Some` only while the socket runs BBR.
     pub bbr: Option<BbrInfo>,
+    /// What the limited-by accounting reads (absent from samples of an older far end).
+    #[serde(default)]
+    pub state: SampleState,
+}
+
+/// The sender's state behind the limited-by accounting: the congestion-avoidance state, what
+/// is in flight and waiting, the peer's window, and the chrono counters (0 where the kernel
+/// has none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SampleState {
+    /// `tcpi_ca_state`: Open 0, Disorder 1, CWR 2, Recovery 3, Loss 4.
+    pub ca_state: u8,
+    /// Packets in flight: `unacked - sacked - lost + retrans` (the kernel's
+    /// `tcp_packets_in_flight`).
+    pub in_flight: u32,
+    /// Bytes written but not yet sent.
+    pub notsent_bytes: u32,
+    /// The peer's advertised window, bytes.
+    pub snd_wnd: u32,
+    /// The chrono counters, µs: busy (including the two below), receive-window limited,
+    /// send-buffer limited.
+    pub busy_us: u64,
+    pub rwnd_limited_us: u64,
+    pub sndbuf_limited_us: u64,
+}
+
+impl SampleState {
+    pub fn of(ti: &TcpInfo) -> Self {
+        SampleState {
+            ca_state: ti.ca_state,
+            in_flight: (ti.unacked + ti.retrans).saturating_sub(ti.sacked + ti.lost),
+            notsent_bytes: ti.notsent_bytes.unwrap_or(0),
+            snd_wnd: ti.snd_wnd.unwrap_or(0),
+            busy_us: ti.busy_time_us.unwrap_or(0),
+            rwnd_limited_us: ti.rwnd_limited_us.unwrap_or(0),
+            sndbuf_limited_us: ti.sndbuf_limited_us.unwrap_or(0),
+        }
+    }
 }
 
 impl Sample {
@@ -815,6 +853,7 @@ impl Sample {
                 Some(CcInfo::Bbr(b)) => Some(b),
                 _ => None,
             },
+            state: SampleState::of(ti),
         }
     }
 

@@ -11,6 +11,7 @@ pub mod provenance;
 pub mod results;
 pub mod series;
 pub mod units;
+pub mod why;
 pub mod workloads;
 
 /// result.json's JSON Schema (draft 2020-12), derived from [`results::ExperimentResult`] and

@@ -229,6 +229,35 @@ pub struct RunMetrics {
     /// or slow start (its first window reduction), as TCP_INFO or the QUIC controller said it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lock_on_bw_bps: Option<f64>,
+    /// What held the run's senders back (issue 30): each flow's fractions of its active time,
+    /// weighted by that time. `null` where not recorded (results before it, QUIC flows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limited_by: Option<ccbench_workload::LimitedBy>,
+    /// How the run's senders lost, and what the bottleneck's queue did (issue 30).
+    #[serde(default)]
+    pub mechanism: MechanismFigures,
+}
+
+/// How a run's senders lost and what the bottleneck's queue did. Each figure is `null` where
+/// it was not recorded.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct MechanismFigures {
+    /// Window reductions (fast recovery, CWR, a new ssthresh) per second of a flow's active
+    /// time, summed over flows.
+    pub recoveries_per_s: Option<f64>,
+    /// Retransmission timeouts per second: the kernel's `tcpi_total_rto` (Linux 6.7+), else
+    /// entries into the Loss state the sampler saw.
+    pub rtos_per_s: Option<f64>,
+    /// Spurious retransmissions: segments the receiver reported twice (DSACK), over flows.
+    pub spurious_retrans: Option<u64>,
+    /// The mean window the reductions left (ssthresh after each), packets.
+    pub cwnd_after_reduction: Option<f64>,
+    /// Share of the emulator's sample intervals on the data's direction in which the
+    /// bottleneck buffer overflowed (a drop for want of room).
+    pub buffer_full_share: Option<f64>,
+    /// The standing queue: the median over RTT-long windows of the smallest queueing delay
+    /// in each (ms); a queue that never drains shows here.
+    pub standing_queue_ms: Option<f64>,
 }
 
 /// Arrivals at the bottleneck's entry (see `ccbench_link::entry`). A burst is a run of

@@ -90,6 +90,24 @@ pub struct TcpRow {
     /// `bbr_mode` is `PROBE_BW`; kernel BBRv1 does not report one.
     #[serde(default)]
     pub bbr_phase: Option<String>,
+    /// Kernel TCP only (empty for QUIC and in files written before them): the state the
+    /// limited-by accounting reads (see `ccbench_probe::SampleState`): `tcpi_ca_state`,
+    /// packets in flight, bytes not yet sent, the peer's window (bytes) and the chrono
+    /// counters (busy, receive-window limited, send-buffer limited; µs).
+    #[serde(default)]
+    pub ca_state: Option<u8>,
+    #[serde(default)]
+    pub in_flight: Option<u32>,
+    #[serde(default)]
+    pub notsent_bytes: Option<u32>,
+    #[serde(default)]
+    pub snd_wnd: Option<u32>,
+    #[serde(default)]
+    pub busy_us: Option<u64>,
+    #[serde(default)]
+    pub rwnd_limited_us: Option<u64>,
+    #[serde(default)]
+    pub sndbuf_limited_us: Option<u64>,
 }
 
 pub fn socket_name(id: SocketId) -> String {
@@ -128,6 +146,13 @@ impl TcpRow {
             cwnd_bytes: None,
             bytes_in_flight: None,
             bbr_phase: None,
+            ca_state: Some(s.state.ca_state),
+            in_flight: Some(s.state.in_flight),
+            notsent_bytes: Some(s.state.notsent_bytes),
+            snd_wnd: Some(s.state.snd_wnd),
+            busy_us: Some(s.state.busy_us),
+            rwnd_limited_us: Some(s.state.rwnd_limited_us),
+            sndbuf_limited_us: Some(s.state.sndbuf_limited_us),
         }
     }
 
@@ -168,6 +193,13 @@ impl TcpRow {
             cwnd_bytes: Some(q.cwnd_bytes),
             bytes_in_flight: Some(q.bytes_in_flight),
             bbr_phase: q.bbr.as_ref().and_then(|b| b.phase.clone()),
+            ca_state: None,
+            in_flight: None,
+            notsent_bytes: None,
+            snd_wnd: None,
+            busy_us: None,
+            rwnd_limited_us: None,
+            sndbuf_limited_us: None,
         }
     }
 }
@@ -285,6 +317,9 @@ pub struct SeriesSummary {
     pub goodput_path: Option<PathBuf>,
     /// The delivery rate (bit/s) of the first sending socket to leave Startup or slow start.
     pub lock_on_bps: Option<u64>,
+    /// The emulator's files per direction (read again for the queue figures).
+    pub link_down_path: Option<PathBuf>,
+    pub link_up_path: Option<PathBuf>,
 }
 
 /// The sink of one run: a [`SeriesSink`] for the workload, and [`link_sink`](Self::link_sink)
@@ -344,6 +379,8 @@ impl RunSeries {
             rtt_us: std::mem::take(&mut *lock(&self.rtt_us)),
             goodput_path: Some(self.dir.join(GOODPUT_FILE)),
             lock_on_bps: *lock(&self.lock_on_bps),
+            link_down_path: self.files.link_down.as_ref().map(|_| self.dir.join(LINK_DOWN_FILE)),
+            link_up_path: self.files.link_up.as_ref().map(|_| self.dir.join(LINK_UP_FILE)),
         };
         (self.files, summary, error)
     }
@@ -514,6 +551,7 @@ mod tests {
             unacked: 0,
             app_limited: false,
             bbr: None,
+            state: Default::default(),
         };
         series.tcp_sample(SocketId::Flow(0), &s);
         s.t_us = 11_000;
@@ -590,6 +628,7 @@ mod tests {
             unacked: 0,
             app_limited: false,
             bbr: Some(ccbench_probe::BbrInfo { bw_bps: 0, min_rtt_us: 40_000, pacing_gain: 0.0, cwnd_gain: 0.0, mode }),
+            state: Default::default(),
         };
         use ccbench_probe::BbrMode::*;
         for (mode, rate) in [(Unknown, 0), (Startup, 30_000_000), (Drain, 45_000_000), (ProbeBw, 50_000_000)] {

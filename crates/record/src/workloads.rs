@@ -401,6 +401,7 @@ mod tests {
             sample_interval_us: 7,
             timeout_s: 3.0,
             quic_receiver_cc: None,
+            knobs: Default::default(),
         };
         let run = WorkloadSpec::Bulk(bulk).with_cc(&alg("cubic"));
         assert!(matches!(&run, WorkloadSpec::Bulk(b) if b.mix == mix && b.cc.is_unset()));

@@ -589,6 +589,7 @@ mod tests {
             sample_interval_us: 10_000,
             timeout_s: 5.0,
             quic_receiver_cc: None,
+            knobs: Default::default(),
         });
         let json = serde_json::to_value(&bulk).unwrap();
         assert_eq!((json["kind"].as_str(), json["flows"].as_u64()), (Some("bulk"), Some(3)), "{json}");

@@ -808,6 +808,7 @@ mod tests {
             sample_interval_us: 10_000,
             timeout_s: 5.0,
             quic_receiver_cc: None,
+            knobs: Default::default(),
         };
         let test = TestRequest::Bulk(spec);
         assert!(check(&test, &config).unwrap_err().contains("4294967295 flows is over this server's limit of 64"));
@@ -830,6 +831,7 @@ mod tests {
                 sample_interval_us: 10_000,
                 timeout_s: 5.0,
                 quic_receiver_cc: None,
+                knobs: Default::default(),
             })
         };
         assert_eq!(check(&bulk("tcp:cubic"), &config), Ok(()));

@@ -35,6 +35,42 @@ fn head(title: &str) -> String {
     format!("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{STYLE}</style></head><body>\n", escape(title))
 }
 
+/// The colours of the limited-by causes, in `Cause::ALL`'s order.
+const CAUSE_COLOURS: [&str; 6] = ["#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#ff7f0e", "#bbbbbb"];
+
+/// Why each algorithm got what it got (issue 30): its `why` line and a bar of its limited-by
+/// fractions, stacked to 100 % (CSS, no plot); nothing when no algorithm has them.
+fn why_section(result: &ExperimentResult) -> String {
+    use ccbench_workload::Cause;
+    let whys = ccbench_record::why::why(result);
+    if whys.iter().all(|w| w.limited_by.is_none()) {
+        return String::new();
+    }
+    let mut out = String::from("<h2 id=\"why\">Why: what held each algorithm back</h2>\n<p class=\"note\">Each bar is the share of its flows' active time (from the first byte sent) that each cause held them back, from TCP_INFO's chrono counters and the sampled window (see the manual's chapter on limited-by).</p>\n<p>");
+    for (c, colour) in Cause::ALL.iter().zip(CAUSE_COLOURS) {
+        let _ = write!(out, "<span style=\"display:inline-block;width:0.9em;height:0.9em;background:{colour};margin:0 0.3em 0 1em\"></span>{}", c.name());
+    }
+    out.push_str("</p>\n");
+    for w in &whys {
+        let _ = write!(
+            out,
+            "<div class=\"why\"><div><b>{}</b> — {}</div><div style=\"display:flex;height:1.2em;width:100%;max-width:40em;border:1px solid #999\">",
+            escape(&w.cc),
+            escape(&w.text())
+        );
+        if let Some(l) = w.limited_by {
+            for (c, colour) in Cause::ALL.iter().zip(CAUSE_COLOURS) {
+                let share = l.get(*c) * 100.0;
+                if share > 0.05 {
+                    let _ = write!(out, "<div title=\"{} {share:.1} %\" style=\"width:{share:.2}%;background:{colour}\"></div>", c.name());
+                }
+            }
+        }
+        out.push_str("</div></div>\n");
+    }
+    out
+}
+
 fn figure(id: &str, title: &str, note: &str, legend_html: &str, svg: &str) -> String {
     let note = if note.is_empty() { String::new() } else { format!("<p class=\"note\">{}</p>", escape(note)) };
     format!("<figure id=\"{id}\"><figcaption>{}</figcaption>{note}{legend_html}{svg}</figure>\n", escape(title))
@@ -543,6 +579,7 @@ pub fn render(data: &ReportData) -> String {
     let t_max_s = all_lines.flat_map(|l| l.points.last().map(|p| p.0)).fold(0.0, f64::max);
     let axis = TimeAxis { palette: &palette, t_max_s };
 
+    out.push_str(&why_section(result));
     let _ = writeln!(out, "<h2>Runs over time</h2>");
     let _ = writeln!(
         out,
@@ -1019,6 +1056,8 @@ mod tests {
             jain_per_second: Vec::new(),
             convergence_s: None,
             lock_on_bw_bps: None,
+            limited_by: None,
+            mechanism: Default::default(),
         };
         let run = |index: u32, cc: &str, mbps: Option<f64>| RunRecord {
             index,
@@ -1054,6 +1093,7 @@ mod tests {
             sample_interval_us: 10_000,
             timeout_s: 30.0,
             quic_receiver_cc: None,
+            knobs: Default::default(),
         });
         ExperimentResult {
             schema: SCHEMA.into(),

@@ -63,6 +63,25 @@ pub struct BulkSpec {
     /// carries a warning.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quic_receiver_cc: Option<String>,
+    /// Causes set on purpose (`--rcvbuf`, `--sndbuf`, `--app-rate`; issue 30).
+    #[serde(flatten)]
+    pub knobs: Knobs,
+}
+
+/// What a user may set to make a flow limited by something on purpose: the receiving socket's
+/// buffer, the sending socket's buffer (kernel TCP, whichever end sends or receives), and the
+/// sending application's rate (both transports).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Knobs {
+    /// `SO_RCVBUF` of each receiving socket, bytes, as asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rcvbuf: Option<u64>,
+    /// `SO_SNDBUF` of each sending socket, bytes, as asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sndbuf: Option<u64>,
+    /// The sending application writes no faster than this, bit/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_rate_bps: Option<u64>,
 }
 
 impl BulkSpec {
@@ -240,7 +259,7 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
         streams.push(EndStream { id: flow.id, start_s: flow.plan.start_s, stream: flow.receiver, sends: false });
         meta.push(FlowMeta { id: flow.id, plan: flow.plan, client_port: flow.client_port, cc_read_back: flow.cc_read_back });
     }
-    let sampler = Sampler::new(run.series);
+    let sampler = Sampler::new(run.series).saturating(spec.knobs.app_rate_bps.is_none());
     for s in streams.iter().filter(|s| s.sends) {
         sampler.register(SocketId::Flow(s.id), &s.stream);
     }
@@ -266,17 +285,19 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
         hook.close(start + Duration::from_secs_f64(elapsed_s));
     }
     let mut sampled = sampler.finish(epoch);
+    let mut limits = sampler.take_limits();
     let quic_ends = rounds.map(|r| r.finish(epoch)).unwrap_or_default();
     let (mut senders, receivers): (Vec<FlowEnd>, Vec<FlowEnd>) = ends.into_iter().partition(|e| e.sent);
     for end in &mut senders {
         end.final_tcp_info = sampled.remove(&SocketId::Flow(end.id)).flatten();
+        end.limits = limits.remove(&SocketId::Flow(end.id));
     }
     let interrupted = stop.load(Ordering::SeqCst);
     let result =
         assemble_with(spec, &meta, &senders, &receivers, start.duration_since(epoch).as_micros() as u64, elapsed_s, interrupted, |flow, sent| {
             match (&quic, flow.plan.cc.transport()) {
                 (Some(q), Transport::Quic) => q.record(flow, &quic_ends),
-                _ => crate::SenderRecord::tcp(flow.plan.cc.to_string(), flow.cc_read_back.clone(), sent.final_tcp_info),
+                _ => crate::SenderRecord::tcp(flow.plan.cc.to_string(), flow.cc_read_back.clone(), sent.final_tcp_info).with_limits(sent.limits.clone()),
             }
         });
     drop(streams);
@@ -393,6 +414,9 @@ pub struct FlowEnd {
     pub sent: bool,
     pub send_error: Option<String>,
     pub final_tcp_info: Option<TcpInfo>,
+    /// What held the sending end back (issue 30); absent from a far end before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::Limits>,
     pub bytes_received: u64,
     /// Seconds from the flow's start until its last byte arrived (byte-count transfers).
     pub completion_s: Option<f64>,
@@ -444,14 +468,16 @@ pub fn run_end(
     hook: &dyn MeasureHook,
     budget: Option<&ByteBudget>,
 ) -> Vec<FlowEnd> {
-    let sampler = Sampler::new(series);
+    let sampler = Sampler::new(series).saturating(spec.knobs.app_rate_bps.is_none());
     for s in streams.iter().filter(|s| s.sends) {
         sampler.register(SocketId::Flow(s.id), &s.stream);
     }
     let mut ends = ends::run_halves(spec, tcp_halves(streams), None, clock, stop, series, hook, budget, &sampler, |_| {});
     let mut sampled = sampler.finish(clock.epoch);
+    let mut limits = sampler.take_limits();
     for end in ends.iter_mut().filter(|e| e.sent) {
         end.final_tcp_info = sampled.remove(&SocketId::Flow(end.id)).flatten();
+        end.limits = limits.remove(&SocketId::Flow(end.id));
     }
     ends
 }
@@ -524,7 +550,7 @@ pub fn assemble(
     interrupted: bool,
 ) -> BulkResult {
     assemble_with(spec, meta, senders, receivers, start_us, elapsed_s, interrupted, |flow, sent| {
-        crate::SenderRecord::tcp(flow.plan.cc.to_string(), flow.cc_read_back.clone(), sent.final_tcp_info)
+        crate::SenderRecord::tcp(flow.plan.cc.to_string(), flow.cc_read_back.clone(), sent.final_tcp_info).with_limits(sent.limits.clone())
     })
 }
 
@@ -581,6 +607,14 @@ fn connect_flows(run: &RunContext<'_>, spec: &BulkSpec, plan: &[MixFlow], ids: &
     let addr = SocketAddrV4::new(run.server_addr, spec.port);
     // Accepted sockets inherit the listener's algorithm.
     let listener = net::listen_in(run.server, run.server_addr, spec.port, (sender_side == Side::Server).then_some(&first.cc))?;
+    // `--rcvbuf` on the receiving end, `--sndbuf` on the sending end, before any connection:
+    // accepted sockets inherit the listener's buffers.
+    let (rcvbuf, sndbuf) = (spec.knobs.rcvbuf, spec.knobs.sndbuf);
+    let (server_bufs, client_bufs) = match sender_side {
+        Side::Server => ((None, sndbuf), (rcvbuf, None)),
+        Side::Client => ((rcvbuf, None), (None, sndbuf)),
+    };
+    net::set_buffers(&listener, server_bufs.0, server_bufs.1)?;
 
     let mut flows = Vec::new();
     for &id in ids {
@@ -591,6 +625,7 @@ fn connect_flows(run: &RunContext<'_>, spec: &BulkSpec, plan: &[MixFlow], ids: &
             Some(port) => net::socket_at(run.client, addr.into(), client_cc, port)?,
             None => net::sockets(Some(run.client), addr.into(), 1, client_cc)?.remove(0),
         };
+        net::set_buffers(&sock, client_bufs.0, client_bufs.1)?;
         let stream = net::connect_blocking(sock, addr)?;
         let client_port = stream.local_addr()?.port();
         let accepted = net::accept_port(&listener, client_port)?;
@@ -839,8 +874,8 @@ mod window_tests {
 
 /// `ccbench run --workload bulk` and `file`: their flags and their spec from them.
 mod args {
-    use crate::flags::{FlagError, FlagSet, FromFlags, Kind, RunFlags, Size};
-    use crate::{Algorithm, Amount, BulkSpec};
+    use crate::flags::{AppRate, FlagError, FlagSet, FromFlags, Kind, RunFlags, Size, SockBuf};
+    use crate::{Algorithm, Amount, BulkSpec, Knobs};
 
     crate::workload_flags! {
         /// The flags of bulk and file. `--size` is objects' too (each object's size).
@@ -851,6 +886,18 @@ mod args {
             /// file: bytes per flow [default: 10mb]; objects: bytes per object [default: 1mib].
             #[arg(long, allow_hyphen_values = true)]
             pub size: Option<Size>,
+            /// bulk, file over kernel TCP: the receiving socket's buffer (SO_RCVBUF), whichever
+            /// end receives, e.g. 64kib: a receive-window-bound flow on purpose.
+            #[arg(long, allow_hyphen_values = true)]
+            pub rcvbuf: Option<SockBuf>,
+            /// bulk, file over kernel TCP: the sending socket's buffer (SO_SNDBUF), whichever end
+            /// sends: a send-buffer-bound flow on purpose.
+            #[arg(long, allow_hyphen_values = true)]
+            pub sndbuf: Option<SockBuf>,
+            /// bulk, file: the sending application writes no faster than this rate, e.g. 20mbit
+            /// (an application-bound flow on purpose).
+            #[arg(long, allow_hyphen_values = true)]
+            pub app_rate: Option<AppRate>,
         }
     }
 
@@ -867,8 +914,18 @@ mod args {
     impl FromFlags for BulkSpec {
         type Flags = BulkFlags;
         const KINDS: &'static [Kind] = &[
-            Kind { name: "bulk", help: None, about: Some("flows for --duration"), takes: &["--flows", "--quic-receiver-cc"] },
-            Kind { name: "file", help: None, about: Some("one --size transfer per flow"), takes: &["--size", "--flows", "--quic-receiver-cc"] },
+            Kind {
+                name: "bulk",
+                help: None,
+                about: Some("flows for --duration"),
+                takes: &["--flows", "--quic-receiver-cc", "--rcvbuf", "--sndbuf", "--app-rate"],
+            },
+            Kind {
+                name: "file",
+                help: None,
+                about: Some("one --size transfer per flow"),
+                takes: &["--size", "--flows", "--quic-receiver-cc", "--rcvbuf", "--sndbuf", "--app-rate"],
+            },
         ];
 
         fn from_flags(kind: &str, flags: &dyn FlagSet, run: &RunFlags) -> Result<Self, FlagError> {
@@ -882,6 +939,10 @@ mod args {
                 sample_interval_us: run.sample_interval_us,
                 timeout_s: run.timeout_s,
                 quic_receiver_cc: run.quic_receiver_cc.clone(),
+                knobs: {
+                    let f = flags.of::<BulkSpec>();
+                    Knobs { rcvbuf: f.rcvbuf.map(|b| b.0), sndbuf: f.sndbuf.map(|b| b.0), app_rate_bps: f.app_rate.map(|r| r.0) }
+                },
             })
         }
     }

@@ -187,6 +187,57 @@ impl fmt::Display for Size {
 
 deserialize_from_text!(Size);
 
+/// A socket buffer (`--rcvbuf`, `--sndbuf`): 4 KiB to 1 GiB, as `SO_RCVBUF`/`SO_SNDBUF` take it
+/// (the kernel doubles it for its bookkeeping; the doubled value is what is read back).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SockBuf(pub u64);
+
+impl FromStr for SockBuf {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        match ccbench_link::text::parse_bytes(s) {
+            Ok(n @ 4096..=1_073_741_824) => Ok(SockBuf(n)),
+            _ => expected("a socket buffer between 4kib and 1gib, such as 64kib or 4mib"),
+        }
+    }
+}
+
+impl fmt::Display for SockBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        Size(self.0).fmt(f)
+    }
+}
+
+deserialize_from_text!(SockBuf);
+
+/// A sending application's rate (`--app-rate`): 8 kbit/s to 100 Gbit/s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AppRate(pub u64);
+
+impl FromStr for AppRate {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        match ccbench_link::text::parse_rate(s) {
+            Ok(Some(b @ 8_000..=100_000_000_000)) => Ok(AppRate(b)),
+            _ => expected("a rate between 8kbit and 100gbit, such as 20mbit"),
+        }
+    }
+}
+
+impl fmt::Display for AppRate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_multiple_of(1_000_000) {
+            write!(f, "{}mbit", self.0 / 1_000_000)
+        } else if self.0.is_multiple_of(1000) {
+            write!(f, "{}kbit", self.0 / 1000)
+        } else {
+            write!(f, "{}bit", self.0)
+        }
+    }
+}
+
+deserialize_from_text!(AppRate);
+
 /// One layer of settings: says only what it sets, and goes over a lower layer field by field.
 /// The built-in defaults, a preset's `[defaults]`, its condition and the command line are each
 /// one.

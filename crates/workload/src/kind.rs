@@ -121,6 +121,11 @@ pub struct SenderView<'a> {
     pub warning: Option<&'a str>,
     pub final_tcp_info: Option<&'a TcpInfo>,
     pub final_quic: Option<&'a QuicSample>,
+    /// The algorithm asked for.
+    pub cc_requested: &'a str,
+    /// What held it back, and how it lost (issue 30); `None` where not recorded.
+    pub limited_by: Option<&'a crate::LimitedBy>,
+    pub mechanism: Option<&'a crate::Mechanism>,
 }
 
 /// A read-back as a [`SenderRecord`] keeps it: always there, or not always.
@@ -150,6 +155,9 @@ impl<R: KeptReadBack> SenderRecord<R> {
             warning: self.warning.as_deref(),
             final_tcp_info: self.final_tcp_info.as_ref(),
             final_quic: self.final_quic.as_ref(),
+            cc_requested: &self.cc_requested,
+            limited_by: self.limited_by.as_ref(),
+            mechanism: self.mechanism.as_ref(),
         }
     }
 }

@@ -43,6 +43,7 @@ mod harness;
 pub mod http_end;
 mod kind;
 mod lane;
+mod limited;
 mod net;
 mod objects;
 mod page;
@@ -60,13 +61,14 @@ pub use browser::{BrowserFlags, BrowserResult, BrowserSpec, BrowserTiming};
 pub use browser_remote::SiteRequest;
 pub use bulk::{
     assemble, elapsed_since, prepare_stream, run_end, Amount, BbrEvent, BulkFlags, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta,
-    FlowResult, GoodputPoint, MixFlow, Opens,
+    FlowResult, GoodputPoint, Knobs, MixFlow, Opens,
 };
 pub use far::{data_hello, hello_id, FarConnection, FarHttp, FarReport, DATA_HELLO_LEN, TOKEN_LEN};
 pub use http_end::{HttpEnd, HttpEndEvents, HELLO_TIMEOUT};
 pub use kind::{
     FarEnd, FarRequest, FarSpec, Headline, HttpFar, HttpLoad, KeptReadBack, NearEnd, NearHttp, Remote, RunFigures, RunOutcome, SenderView, ServeLimits, Spec,
 };
+pub use limited::{Cause, LimitedBy, Limits, Mechanism};
 pub use net::{client_socket, confirm_congestion, set_algorithm};
 pub use objects::{ObjectMethod, ObjectsConnection, ObjectsFlags, ObjectsResult, ObjectsSpec, RequestRecord};
 pub use page::{Http, PageConnection, PageFlags, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};

@@ -24,6 +24,39 @@ pub fn set_algorithm<F: AsFd>(sock: F, cc: &Algorithm, side: Side) -> Result<(),
     ccbench_probe::set_congestion(sock, kernel).map_err(|source| WorkloadError::Congestion { cc: cc.to_string(), side, source })
 }
 
+/// Sets the socket's receive and send buffers (`--rcvbuf`, `--sndbuf`): `SO_RCVBUFFORCE` /
+/// `SO_SNDBUFFORCE` where allowed (root: beyond `net.core.rmem_max`/`wmem_max`), else the plain
+/// options (capped by those limits). Either set locks the buffer: the kernel's autotuning
+/// leaves it alone (socket(7)). Set before the connection exists, so that the window scale
+/// offered in the handshake fits the receive buffer. Returns what the kernel reads back
+/// (doubled for its bookkeeping, socket(7)).
+pub(crate) fn set_buffers<F: AsFd>(sock: F, rcvbuf: Option<u64>, sndbuf: Option<u64>) -> io::Result<(Option<u64>, Option<u64>)> {
+    use std::os::fd::AsRawFd;
+    let fd = sock.as_fd().as_raw_fd();
+    let set = |force: libc::c_int, plain: libc::c_int, bytes: u64| -> io::Result<u64> {
+        let v: libc::c_int = bytes.min(i32::MAX as u64 / 2) as libc::c_int;
+        let size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: `v` outlives the call and `size` is its size.
+        let forced = unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, force, (&v as *const libc::c_int).cast(), size) };
+        if forced != 0 {
+            // SAFETY: as above.
+            if unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, plain, (&v as *const libc::c_int).cast(), size) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        let mut got: libc::c_int = 0;
+        let mut len = size;
+        // SAFETY: `got` and `len` outlive the call; `len` is `got`'s size.
+        if unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, plain, (&mut got as *mut libc::c_int).cast(), &mut len) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(got.max(0) as u64)
+    };
+    let r = rcvbuf.map(|b| set(libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, b)).transpose()?;
+    let s = sndbuf.map(|b| set(libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, b)).transpose()?;
+    Ok((r, s))
+}
+
 /// A non-blocking listening socket made inside `server`'s namespace. With `cc` (the server
 /// sends), the algorithm is set on the listener, so accepted sockets inherit it (it is set
 /// again on each accepted socket with [`confirm_congestion`]).
@@ -147,6 +180,15 @@ mod tests {
     /// Issue 20 §2: `--direction upload --cc tcp:cubic,tcp:bbr` over `--remote` failed with
     /// "congestion control "tcp:cubic" cannot be set on the Client socket". Reno is allowed to
     /// every user, so this needs no root.
+    /// `--rcvbuf`/`--sndbuf`: the kernel keeps what was asked (doubled, socket(7)).
+    #[test]
+    fn socket_buffers_are_set_and_read_back() {
+        let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)).unwrap();
+        let (r, s) = set_buffers(&sock, Some(65_536), Some(131_072)).unwrap();
+        assert_eq!((r, s), (Some(131_072), Some(262_144)));
+        assert_eq!(set_buffers(&sock, None, None).unwrap(), (None, None));
+    }
+
     #[test]
     fn a_transport_prefixed_name_is_set_as_the_kernel_name() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -5,9 +5,10 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use ccbench_probe::{Sample, TcpInfo};
+use ccbench_probe::{CcInfo, Sample, TcpInfo};
 
 use crate::common::{lock, micros_since};
+use crate::limited::{Account, Limits};
 use crate::{SeriesSink, SocketId};
 
 struct Tracked {
@@ -15,6 +16,21 @@ struct Tracked {
     fd: OwnedFd,
     /// Sampled when it joined and once more at the end (see [`Sampler::track`]).
     edges: bool,
+    /// What held it back, accumulated sample by sample (constant memory).
+    account: Account,
+}
+
+/// One sample of `fd`: handed to the sink and to the socket's account.
+fn sample(sink: &dyn SeriesSink, e: &mut Tracked, t_us: u64) {
+    let Ok(ti) = ccbench_probe::tcp_info(&e.fd) else { return };
+    let Ok(cc) = ccbench_probe::cc_info(&e.fd) else { return };
+    let s = Sample::from_parts(t_us, &ti, cc);
+    sink.tcp_sample(e.id, &s);
+    let bbr = match &cc {
+        Some(CcInfo::Bbr(b)) => Some(b),
+        _ => None,
+    };
+    e.account.add(t_us, &ti, bbr);
 }
 
 /// Samples `TCP_INFO` of every sending socket registered with it and hands each sample to the
@@ -25,18 +41,29 @@ struct Tracked {
 pub(crate) struct Sampler<'s> {
     sink: &'s dyn SeriesSink,
     entries: Mutex<Vec<Tracked>>,
+    /// Each socket's accounting, once [`Sampler::finish`] let it go.
+    limits: Mutex<HashMap<SocketId, Limits>>,
+    /// The application always has data to write (see `Account::saturating`).
+    saturating: bool,
 }
 
 impl<'s> Sampler<'s> {
     pub(crate) fn new(sink: &'s dyn SeriesSink) -> Self {
-        Sampler { sink, entries: Mutex::new(Vec::new()) }
+        Sampler { sink, entries: Mutex::new(Vec::new()), limits: Mutex::new(HashMap::new()), saturating: false }
+    }
+
+    /// The same sampler for senders whose application always has data to write (a bulk flow
+    /// without `--app-rate`).
+    pub(crate) fn saturating(mut self, yes: bool) -> Self {
+        self.saturating = yes;
+        self
     }
 
     /// Registers a sending socket that exists before the sampler's first round and lives until
     /// its last (a bulk flow): the rounds cover its whole life.
     pub(crate) fn register<F: AsFd>(&self, id: SocketId, sock: F) {
         if let Ok(fd) = sock.as_fd().try_clone_to_owned() {
-            lock(&self.entries).push(Tracked { id, fd, edges: false });
+            lock(&self.entries).push(Tracked { id, fd, edges: false, account: Account::new(self.saturating) });
         }
     }
 
@@ -45,19 +72,16 @@ impl<'s> Sampler<'s> {
     /// more by [`Sampler::finish`].
     pub(crate) fn track<F: AsFd>(&self, id: SocketId, sock: F, epoch: Instant) {
         if let Ok(fd) = sock.as_fd().try_clone_to_owned() {
-            if let Ok(s) = Sample::read(&fd, micros_since(epoch)) {
-                self.sink.tcp_sample(id, &s);
-            }
-            lock(&self.entries).push(Tracked { id, fd, edges: true });
+            let mut e = Tracked { id, fd, edges: true, account: Account::new(self.saturating) };
+            sample(self.sink, &mut e, micros_since(epoch));
+            lock(&self.entries).push(e);
         }
     }
 
     /// One round: every registered socket at `t_us`.
     fn round(&self, t_us: u64) {
-        for e in lock(&self.entries).iter() {
-            if let Ok(s) = Sample::read(&e.fd, t_us) {
-                self.sink.tcp_sample(e.id, &s);
-            }
+        for e in lock(&self.entries).iter_mut() {
+            sample(self.sink, e, t_us);
         }
     }
 
@@ -89,15 +113,24 @@ impl<'s> Sampler<'s> {
     pub(crate) fn finish(&self, epoch: Instant) -> HashMap<SocketId, Option<TcpInfo>> {
         let t_us = micros_since(epoch);
         let mut out = HashMap::new();
-        for e in lock(&self.entries).drain(..) {
+        let mut limits = lock(&self.limits);
+        for mut e in lock(&self.entries).drain(..) {
             if e.edges {
-                if let Ok(s) = Sample::read(&e.fd, t_us) {
-                    self.sink.tcp_sample(e.id, &s);
-                }
+                sample(self.sink, &mut e, t_us);
             }
-            out.insert(e.id, ccbench_probe::tcp_info(&e.fd).ok());
+            let last = ccbench_probe::tcp_info(&e.fd).ok();
+            if let Some(l) = e.account.finish(last.as_ref()) {
+                limits.insert(e.id, l);
+            }
+            out.insert(e.id, last);
         }
         out
+    }
+
+    /// What held each socket back (after [`Sampler::finish`]); a socket that never sent has
+    /// none.
+    pub(crate) fn take_limits(&self) -> HashMap<SocketId, Limits> {
+        std::mem::take(&mut *lock(&self.limits))
     }
 }
 

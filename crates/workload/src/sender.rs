@@ -6,7 +6,7 @@
 use ccbench_probe::TcpInfo;
 use serde::{Deserialize, Serialize};
 
-use crate::{BbrEvent, QuicSample, Transport};
+use crate::{BbrEvent, LimitedBy, Limits, Mechanism, QuicSample, Transport};
 
 // `R` is how the read-back is kept: a bulk flow always has one (`String`, set before any data
 // moves); an HTTP connection the server never accepted has none (`Option<String>`). (Not a doc
@@ -36,6 +36,13 @@ pub struct SenderRecord<R = Option<String>> {
     /// first flow only.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bbr_events: Vec<BbrEvent>,
+    /// What held the sender back, as fractions of its active time (issue 30); absent where it
+    /// was not recorded (results written before it, or a sender it is not measured for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limited_by: Option<LimitedBy>,
+    /// How it lost and what its window was, from the same samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mechanism: Option<Mechanism>,
 }
 
 impl<R> SenderRecord<R> {
@@ -50,7 +57,18 @@ impl<R> SenderRecord<R> {
             final_tcp_info,
             final_quic: None,
             bbr_events: Vec::new(),
+            limited_by: None,
+            mechanism: None,
         }
+    }
+
+    /// The same record with its limited-by accounting.
+    pub fn with_limits(mut self, limits: Option<Limits>) -> Self {
+        if let Some(l) = limits {
+            self.limited_by = Some(l.limited_by);
+            self.mechanism = Some(l.mechanism);
+        }
+        self
     }
 }
 

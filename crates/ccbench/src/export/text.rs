@@ -161,6 +161,7 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
             fmt_alpha(result.params.alpha)
         );
     }
+    out.push_str(&super::why::lines(result));
     if !result.expectations.is_empty() {
         out.push_str(&expectations(result));
     }

@@ -116,7 +116,22 @@ pub(crate) struct Received {
 /// Sends until the amount is sent, `deadline` or `stop`; with `budget`, each write is taken
 /// from it first (`ccbench serve --max-bytes`), what a write did not take goes back, and the
 /// flow stops with the budget's reason once it is spent.
-pub(crate) async fn send_loop(io: &mut dyn SendHalf, amount: Amount, deadline: Instant, stop: &AtomicBool, budget: Option<&ByteBudget>) -> Result<(), String> {
+///
+/// With `app_rate` (bit/s, `--app-rate`), the application writes no faster than that: by any
+/// instant at most `rate × elapsed` plus one write's bytes since the loop began, napping
+/// (on the runtime's timer when `on_runtime`) until the next write is due.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn send_loop(
+    io: &mut dyn SendHalf,
+    amount: Amount,
+    deadline: Instant,
+    stop: &AtomicBool,
+    budget: Option<&ByteBudget>,
+    app_rate: Option<u64>,
+    on_runtime: bool,
+) -> Result<(), String> {
+    let began = Instant::now();
+    let mut written: u64 = 0;
     let mut remaining = match amount {
         Amount::Bytes(n) => n,
         Amount::Seconds(_) => u64::MAX,
@@ -124,7 +139,21 @@ pub(crate) async fn send_loop(io: &mut dyn SendHalf, amount: Amount, deadline: I
     while remaining > 0 && Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
         // A budget's last write is what is left of it, so the flow stops at the budget, not a
         // write's length short of it.
-        let len = remaining.min(io.max_write() as u64).min(budget.map_or(u64::MAX, |b| b.remaining().max(1))) as usize;
+        let mut len = remaining.min(io.max_write() as u64).min(budget.map_or(u64::MAX, |b| b.remaining().max(1))) as usize;
+        if let Some(bps) = app_rate.filter(|&r| r > 0) {
+            let allowed = (began.elapsed().as_secs_f64() * bps as f64 / 8.0) as u64 + io.max_write() as u64;
+            if written >= allowed {
+                let due = began + Duration::from_secs_f64((written + 1 - io.max_write() as u64) as f64 * 8.0 / bps as f64);
+                let nap = due.saturating_duration_since(Instant::now()).clamp(Duration::from_micros(100), IO_TICK);
+                if on_runtime {
+                    tokio::time::sleep(nap).await;
+                } else {
+                    std::thread::sleep(nap);
+                }
+                continue;
+            }
+            len = len.min((allowed - written) as usize);
+        }
         if let Some(b) = budget.filter(|b| !b.take(len as u64)) {
             io.abort();
             return Err(b.reason.clone());
@@ -137,6 +166,7 @@ pub(crate) async fn send_loop(io: &mut dyn SendHalf, amount: Amount, deadline: I
             Moved::Failed(e) => return Err(e),
         };
         remaining -= moved as u64;
+        written += moved as u64;
         if let Some(b) = budget {
             b.give_back((len - moved) as u64);
         }
@@ -222,7 +252,7 @@ async fn run_half(half: Half<'_>, env: HalfEnv<'_>) -> FlowEnd {
                     std::thread::sleep(nap);
                 }
             }
-            end.send_error = send_loop(io.as_mut(), env.spec.amount, deadline, env.stop, env.budget).await.err();
+            end.send_error = send_loop(io.as_mut(), env.spec.amount, deadline, env.stop, env.budget, env.spec.knobs.app_rate_bps, env.on_runtime).await.err();
         }
         Io::Receives(mut io) => {
             let window = FlowWindow::new(env.clock, env.spec.amount, half.start_s, env.spec.timeout_s, deadline);
@@ -388,6 +418,20 @@ mod tests {
         Sink { per_write, taken: 0, finished: false, aborted: false }
     }
 
+    /// `--app-rate`: the application writes no faster than its rate, whatever the socket takes.
+    #[test]
+    fn an_app_rate_caps_what_is_written() {
+        let mut s = sink(usize::MAX);
+        let stop = AtomicBool::new(false);
+        let began = Instant::now();
+        let rate = 8_000_000; // 1 MB/s
+        assert_eq!(drive(send_loop(&mut s, Amount::Seconds(0.5), began + Duration::from_millis(500), &stop, None, Some(rate), false)), Ok(()));
+        let secs = began.elapsed().as_secs_f64();
+        // 0.5 s at 1 MB/s, plus the one write allowed ahead.
+        let most = secs * 1e6 + 16.0 * 1024.0;
+        assert!(s.taken as f64 <= most && s.taken as f64 >= 0.8 * 0.5e6, "wrote {} bytes in {secs:.3} s", s.taken);
+    }
+
     #[test]
     fn a_budget_stops_the_sender_at_its_last_byte_and_partial_writes_give_the_rest_back() {
         let stop = AtomicBool::new(false);
@@ -395,7 +439,7 @@ mod tests {
         // Writes of 5000 bytes out of each 16 KiB asked: what a write did not take goes back.
         let budget = ByteBudget::new(100_001, "the budget".into());
         let mut s = sink(5000);
-        assert_eq!(drive(send_loop(&mut s, Amount::Seconds(30.0), far, &stop, Some(&budget))), Err("the budget".into()));
+        assert_eq!(drive(send_loop(&mut s, Amount::Seconds(30.0), far, &stop, Some(&budget), None, false)), Err("the budget".into()));
         assert_eq!(s.taken, 100_001, "the flow stops at the budget, not a write short of it");
         assert!(s.aborted && !s.finished);
         assert_eq!(budget.remaining(), 0);
@@ -405,7 +449,7 @@ mod tests {
     fn a_byte_count_is_sent_exactly_and_then_finished() {
         let stop = AtomicBool::new(false);
         let mut s = sink(usize::MAX);
-        assert_eq!(drive(send_loop(&mut s, Amount::Bytes(1_000_000), Instant::now() + Duration::from_secs(30), &stop, None)), Ok(()));
+        assert_eq!(drive(send_loop(&mut s, Amount::Bytes(1_000_000), Instant::now() + Duration::from_secs(30), &stop, None, None, false)), Ok(()));
         assert_eq!(s.taken, 1_000_000);
         assert!(s.finished && !s.aborted);
     }

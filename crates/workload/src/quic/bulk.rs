@@ -258,6 +258,8 @@ fn sender_record(conns: &[&EndConn], read_backs: &[ReadBack], ends: &[QuicConnEn
         final_tcp_info: None,
         final_quic: first.and_then(|e| e.final_quic.clone()),
         bbr_events: first.map(|e| e.bbr_events.clone()).unwrap_or_default(),
+        limited_by: None,
+        mechanism: None,
     }
 }
 

@@ -222,6 +222,8 @@ pub(crate) fn sender_record(pair: &Pair, cc_requested: String, last: crate::Quic
         final_tcp_info: None,
         final_quic: Some(last),
         bbr_events: bbr_events(pair.bbr.as_ref(), epoch),
+        limited_by: None,
+        mechanism: None,
     }
 }
 

@@ -328,6 +328,7 @@ mod tests {
             sample_interval_us: 10_000,
             timeout_s: 10.0,
             quic_receiver_cc: None,
+            knobs: Default::default(),
         }
     }
 

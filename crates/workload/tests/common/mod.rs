@@ -16,7 +16,18 @@ pub const PAYLOAD_FRACTION: f64 = 1448.0 / 1500.0;
 
 /// `flows` bulk flows of `cc` (`quic:` for QUIC) on `port`.
 pub fn bulk_spec(direction: Direction, amount: Amount, cc: &str, flows: u32, port: u16) -> BulkSpec {
-    BulkSpec { flows, direction, amount, cc: cc.parse().unwrap(), mix: Vec::new(), port, sample_interval_us: 10_000, timeout_s: 20.0, quic_receiver_cc: None }
+    BulkSpec {
+        flows,
+        direction,
+        amount,
+        cc: cc.parse().unwrap(),
+        mix: Vec::new(),
+        port,
+        sample_interval_us: 10_000,
+        timeout_s: 20.0,
+        quic_receiver_cc: None,
+        knobs: Default::default(),
+    }
 }
 
 /// An objects load of `cc` (`quic:` for QUIC) on `port`.

@@ -1,0 +1,318 @@
+//! Why one wins: per algorithm, what held its flows back (the dominant limited-by cause), how
+//! they lost, and a model of the rate that cause allows beside the rate measured (issue 30).
+//! One definition for the terminal, `ccbench explain`, `compare` and report.html.
+//!
+//! The models, each where its cause applies:
+//! * CUBIC under random loss: the response function of RFC 9438 §5.1, the larger of CUBIC's
+//!   average window `(C(3+β)/(4(1-β)))^¼ · RTT^¼ / p^¾` and the Reno-friendly one
+//!   `√(3/(2p))` (§5.2; with α = 3(1-β)/(1+β) it equals Reno's), C = 0.4, β = 0.7;
+//! * Reno under random loss: Mathis, Semke, Mahdavi and Ott 1997, `MSS/RTT · √(3/(2p))`;
+//! * a window-bound flow: `cwnd · MSS / RTT`; receive-window bound: `rwnd / RTT`; send-buffer
+//!   bound: what the buffer keeps in flight, `in flight · MSS / RTT`;
+//! * BBR: its bandwidth estimate against the bottleneck's rate.
+
+use ccbench_link::{LossModel, Rate};
+use ccbench_workload::{Cause, Direction, LimitedBy, Mechanism};
+use serde::Serialize;
+
+use crate::results::{ExperimentResult, RunRecord, Status};
+use crate::units::fmt_rate;
+use crate::workloads::WorkloadResult;
+
+/// A cause is named as the one that held a flow back only when it held it this share of its
+/// active time; below it the line says no cause dominated.
+pub const DOMINANT_SHARE: f64 = 0.6;
+
+/// Utilization of the bottleneck at or above which a flow counts as bound by the link.
+pub const LINK_BOUND: f64 = 0.9;
+
+/// CUBIC's constants (RFC 9438 §4.1, §4.6).
+const CUBIC_C: f64 = 0.4;
+const CUBIC_BETA: f64 = 0.7;
+
+/// RFC 9438 §5.1–5.2: CUBIC's average rate (bit/s) at loss rate `p`, RTT `rtt_s`, segment size
+/// `mss` bytes: the larger of the CUBIC region's and the Reno-friendly region's windows.
+pub fn cubic_response_bps(p: f64, rtt_s: f64, mss: f64) -> Option<f64> {
+    if !(p > 0.0 && rtt_s > 0.0 && mss > 0.0) {
+        return None;
+    }
+    let w_cubic = (CUBIC_C * (3.0 + CUBIC_BETA) / (4.0 * (1.0 - CUBIC_BETA))).powf(0.25) * rtt_s.powf(0.25) / p.powf(0.75);
+    let w_reno = (3.0 / (2.0 * p)).sqrt();
+    Some(w_cubic.max(w_reno) * mss * 8.0 / rtt_s)
+}
+
+/// Mathis et al. 1997: Reno's rate (bit/s) at loss rate `p`: `MSS/RTT · √(3/(2p))`.
+pub fn mathis_bps(p: f64, rtt_s: f64, mss: f64) -> Option<f64> {
+    (p > 0.0 && rtt_s > 0.0 && mss > 0.0).then(|| mss * 8.0 / rtt_s * (3.0 / (2.0 * p)).sqrt())
+}
+
+/// A rate a model predicts, named with its reference.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Model {
+    /// e.g. "RFC 9438", "Mathis et al. 1997", "cwnd×MSS/RTT".
+    pub name: &'static str,
+    pub predicts_bps: f64,
+}
+
+/// One algorithm's why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Why {
+    pub cc: String,
+    /// Flows with a limited-by record (0: not recorded).
+    pub flows: usize,
+    /// Their fractions, each flow weighted by its active time.
+    pub limited_by: Option<LimitedBy>,
+    /// The cause that held `DOMINANT_SHARE` of the time or more, with its share.
+    pub dominant: Option<(Cause, f64)>,
+    /// Window reductions per 10 s, per flow.
+    pub recoveries_per_10s: Option<f64>,
+    /// Retransmitted / sent bytes, mean over flows.
+    pub loss_rate: Option<f64>,
+    /// Mean goodput per flow, bit/s.
+    pub measured_bps: Option<f64>,
+    pub model: Option<Model>,
+    /// The bottleneck's rate on the data's direction (bit/s), on an emulated path.
+    pub link_bps: Option<f64>,
+    /// BBR's bandwidth estimate, mean over flows (bit/s).
+    pub bw_estimate_bps: Option<f64>,
+    /// What bound it, in words ("random loss", "the link", ...); `None` when no cause dominated.
+    pub bound: Option<String>,
+}
+
+/// One flow's accounting and its goodput.
+struct Flow<'a> {
+    limited_by: &'a LimitedBy,
+    m: &'a Mechanism,
+    goodput_bps: Option<f64>,
+}
+
+/// The flows of `run` that belong to `cc`: all of them (the run is `cc`'s; under `compare` its
+/// name is the arm's), or in a mix those that asked for `cc`.
+fn flows_of<'a>(run: &'a RunRecord, cc: &str, mix: bool) -> Vec<Flow<'a>> {
+    let ours = |requested: &str| !mix || requested == cc;
+    match &run.workload {
+        Some(WorkloadResult::Bulk(b)) => b
+            .flows
+            .iter()
+            .filter(|f| ours(&f.sending.cc_requested))
+            .filter_map(|f| Some(Flow { limited_by: f.sending.limited_by.as_ref()?, m: f.sending.mechanism.as_ref()?, goodput_bps: Some(f.goodput_bps) }))
+            .collect(),
+        Some(w) => w
+            .senders()
+            .into_iter()
+            .filter(|s| ours(s.cc_requested))
+            .filter_map(|s| Some(Flow { limited_by: s.limited_by?, m: s.mechanism?, goodput_bps: None }))
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
+fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
+    let (n, sum) = xs.fold((0usize, 0.0), |(n, s), x| (n + 1, s + x));
+    (n > 0).then(|| sum / n as f64)
+}
+
+fn median(mut xs: Vec<f64>) -> Option<f64> {
+    xs.retain(|x| x.is_finite());
+    if xs.is_empty() {
+        return None;
+    }
+    xs.sort_by(f64::total_cmp);
+    Some(ccbench_stats::quantile(&xs, 0.5))
+}
+
+/// Every algorithm's why, in the order of the summary.
+pub fn why(result: &ExperimentResult) -> Vec<Why> {
+    let mix = result.params.workload.is_mix();
+    let dir = result.params.workload.data_direction();
+    let link = result.params.path.as_ref().map(|p| match dir {
+        Direction::Download => &p.down,
+        Direction::Upload => &p.up,
+    });
+    let link_bps = link.and_then(|l| match l.rate {
+        Rate::BitsPerSec(b) if l.trace.is_none() && l.schedule.is_empty() => Some(b as f64),
+        _ => None,
+    });
+    let random_loss = link.is_some_and(|l| !matches!(l.loss, LossModel::None));
+    let ccs: Vec<String> = if result.summary.is_empty() { result.params.ccs.clone() } else { result.summary.iter().map(|s| s.cc.clone()).collect() };
+    ccs.iter()
+        .map(|cc| {
+            let runs: Vec<&RunRecord> = result.runs.iter().filter(|r| r.status == Status::Complete && (mix || &r.cc == cc)).collect();
+            let flows: Vec<Flow> = runs.iter().flat_map(|r| flows_of(r, cc, mix)).collect();
+            let utilization = median(runs.iter().filter_map(|r| r.metrics.as_ref()?.utilization).collect());
+            let drops = |f: &dyn Fn(&crate::results::RunMetrics) -> Option<u64>| runs.iter().filter_map(|r| f(r.metrics.as_ref()?)).sum::<u64>();
+            let (drops_loss, drops_buffer) = (drops(&|m| m.drops_loss), drops(&|m| m.drops_buffer));
+            explain(cc, &flows, link_bps, utilization, random_loss && drops_loss >= drops_buffer, drops_buffer > drops_loss)
+        })
+        .collect()
+}
+
+fn explain(cc: &str, flows: &[Flow], link_bps: Option<f64>, utilization: Option<f64>, loss_is_random: bool, loss_is_buffer: bool) -> Why {
+    let limited_by = LimitedBy::weighted(&flows.iter().map(|f| (*f.limited_by, f.m.active_s)).collect::<Vec<_>>());
+    let dominant = limited_by.map(|l| l.dominant()).filter(|d| d.1 >= DOMINANT_SHARE);
+    let loss_rate = mean(flows.iter().map(|f| f.m.retrans_rate));
+    let recoveries_per_10s = mean(flows.iter().filter(|f| f.m.active_s > 0.0).map(|f| f64::from(f.m.recoveries) / f.m.active_s * 10.0));
+    let measured_bps = mean(flows.iter().filter_map(|f| f.goodput_bps));
+    let bw_estimate_bps = mean(flows.iter().filter_map(|f| f.m.bw_estimate_bps));
+    let name = cc.rsplit(':').next().unwrap_or(cc).to_ascii_lowercase();
+    let is_bbr = name.starts_with("bbr");
+    let link_bound = utilization.is_some_and(|u| u >= LINK_BOUND);
+    // Each flow's model from its own loss rate, RTT and segment size; their mean.
+    let per_flow = |f: &dyn Fn(&Mechanism) -> Option<f64>| mean(flows.iter().filter_map(|x| f(x.m)));
+    let rtt_s = |m: &Mechanism| (m.mean_rtt_us > 0.0).then_some(m.mean_rtt_us / 1e6);
+    let model = match dominant.map(|d| d.0) {
+        Some(Cause::Cwnd) if !is_bbr && loss_rate.is_some_and(|p| p > 0.0) && !link_bound => {
+            let (label, f): (&'static str, fn(f64, f64, f64) -> Option<f64>) =
+                if name.contains("reno") { ("Mathis et al. 1997", mathis_bps) } else { ("RFC 9438", cubic_response_bps) };
+            per_flow(&|m| f(m.retrans_rate, rtt_s(m)?, f64::from(m.mss))).map(|b| Model { name: label, predicts_bps: b })
+        }
+        Some(Cause::Cwnd) => per_flow(&|m| Some(m.mean_cwnd * f64::from(m.mss) * 8.0 / rtt_s(m)?)).map(|b| Model { name: "cwnd×MSS/RTT", predicts_bps: b }),
+        Some(Cause::Rwnd) => per_flow(&|m| Some(m.mean_snd_wnd_bytes? * 8.0 / rtt_s(m)?)).map(|b| Model { name: "rwnd/RTT", predicts_bps: b }),
+        Some(Cause::Sndbuf) => {
+            per_flow(&|m| Some(m.mean_in_flight * f64::from(m.mss) * 8.0 / rtt_s(m)?)).map(|b| Model { name: "in flight×MSS/RTT", predicts_bps: b })
+        }
+        Some(Cause::Pacing) if is_bbr => bw_estimate_bps.map(|b| Model { name: "BBR's bandwidth estimate", predicts_bps: b }),
+        _ => None,
+    };
+    let bound = dominant.map(|(c, _)| {
+        match c {
+            Cause::Cwnd if link_bound => "the link",
+            Cause::Cwnd if loss_rate.is_some_and(|p| p > 0.0) && loss_is_random => "random loss",
+            Cause::Cwnd if loss_is_buffer => "the bottleneck buffer (drops when it is full)",
+            Cause::Cwnd => "its congestion window",
+            Cause::Pacing if link_bound => "the link",
+            Cause::Pacing => "its pacing rate",
+            Cause::Rwnd => "the receive window",
+            Cause::Sndbuf => "the send buffer",
+            Cause::App => "the application",
+            Cause::Unknown => "what no counter saw",
+        }
+        .to_string()
+    });
+    Why { cc: cc.to_string(), flows: flows.len(), limited_by, dominant, recoveries_per_10s, loss_rate, measured_bps, model, link_bps, bw_estimate_bps, bound }
+}
+
+/// How a cause reads in a line.
+pub fn cause_words(c: Cause) -> &'static str {
+    match c {
+        Cause::Cwnd => "cwnd-limited",
+        Cause::Pacing => "pacing-limited",
+        Cause::Rwnd => "receive-window-limited",
+        Cause::Sndbuf => "send-buffer-limited",
+        Cause::App => "application-limited",
+        Cause::Unknown => "unaccounted",
+    }
+}
+
+fn pct(x: f64) -> String {
+    if x > 0.0 && x < 0.001 {
+        format!("{:.2} %", x * 100.0)
+    } else {
+        format!("{:.1} %", x * 100.0)
+    }
+}
+
+impl Why {
+    /// The line after `why  CC  `: the cause, the mechanism, the model and what bound it.
+    pub fn text(&self) -> String {
+        let Some(l) = self.limited_by else {
+            return "not recorded (no limited-by counters in this result: recorded before them, or a sender they are not measured for)".into();
+        };
+        let mut parts = Vec::new();
+        match self.dominant {
+            Some((Cause::Pacing, share)) if self.bw_estimate_bps.is_some() => {
+                let of_link = match (self.bw_estimate_bps, self.link_bps) {
+                    (Some(bw), Some(link)) => format!(" ({:.0} % of the {} link)", bw / link * 100.0, fmt_rate(link)),
+                    (Some(bw), None) => format!(" ({})", fmt_rate(bw)),
+                    _ => String::new(),
+                };
+                parts.push(format!("pacing-limited {:.0} % of the time at its bandwidth estimate{of_link}", share * 100.0));
+            }
+            Some((c, share)) => parts.push(format!("{} {:.0} % of the time", cause_words(c), share * 100.0)),
+            None => {
+                let mut top: Vec<(Cause, f64)> = Cause::ALL.iter().map(|&c| (c, l.get(c))).filter(|x| x.1 >= 0.05).collect();
+                top.sort_by(|a, b| b.1.total_cmp(&a.1));
+                let list: Vec<String> = top.iter().map(|(c, s)| format!("{} {:.0} %", c.name(), s * 100.0)).collect();
+                parts.push(format!("no cause held {:.0} % of the time ({})", DOMINANT_SHARE * 100.0, list.join(", ")));
+            }
+        }
+        let is_bbr = self.cc.rsplit(':').next().unwrap_or(&self.cc).to_ascii_lowercase().starts_with("bbr");
+        match (self.recoveries_per_10s, self.loss_rate) {
+            (Some(r), Some(p)) if is_bbr && p > 0.0 => parts.push(format!("{} loss, {r:.0} recoveries per 10 s", pct(p))),
+            (Some(r), Some(p)) if p > 0.0 => parts.push(format!("{r:.0} loss recoveries per 10 s at {} loss", pct(p))),
+            _ => {}
+        }
+        let mut tail = match (&self.model, self.measured_bps) {
+            (Some(m), Some(meas)) if m.name != "BBR's bandwidth estimate" => {
+                format!("{} predicts {}, measured {}", m.name, fmt_rate(m.predicts_bps), fmt_rate(meas))
+            }
+            (Some(m), None) if m.name != "BBR's bandwidth estimate" => format!("{} predicts {}", m.name, fmt_rate(m.predicts_bps)),
+            _ => String::new(),
+        };
+        if let Some(b) = &self.bound {
+            if !tail.is_empty() {
+                tail.push_str(": ");
+            }
+            tail.push_str("bound by ");
+            tail.push_str(b);
+        }
+        if !tail.is_empty() {
+            parts.push(tail);
+        }
+        parts.join("; ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The worked figures of the models: at 1 % loss and 40 ms, 1448-byte segments.
+    #[test]
+    fn the_models_give_their_published_figures() {
+        // Mathis: 1448·8/0.04 · √150 = 3.547 Mbit/s.
+        let m = mathis_bps(0.01, 0.04, 1448.0).unwrap();
+        assert!((m - 3.547e6).abs() < 5e3, "{m}");
+        // RFC 9438: CUBIC's region, (0.4·3.7/1.2)^¼ · 0.04^¼ / 0.01^¾ = 14.90 segments, above
+        // Reno's 12.25: 14.90·1448·8/0.04 = 4.32 Mbit/s.
+        let c = cubic_response_bps(0.01, 0.04, 1448.0).unwrap();
+        assert!((c - 4.32e6).abs() < 2e4, "{c}");
+        // At a short RTT the Reno-friendly region is the larger (RFC 9438 §5.2): as Mathis.
+        let short = cubic_response_bps(0.01, 0.001, 1448.0).unwrap();
+        assert!((short - mathis_bps(0.01, 0.001, 1448.0).unwrap()).abs() < 1.0);
+        assert_eq!(mathis_bps(0.0, 0.04, 1448.0), None);
+    }
+
+    fn mech(active_s: f64, recoveries: u32, p: f64) -> Mechanism {
+        Mechanism { active_s, recoveries, retrans_rate: p, mean_rtt_us: 40_000.0, mss: 1448, mean_cwnd: 15.0, ..Default::default() }
+    }
+
+    #[test]
+    fn a_dominant_cause_is_named_and_a_split_one_is_not() {
+        let cwnd = LimitedBy { cwnd: 0.97, app: 0.03, ..Default::default() };
+        let m = mech(10.0, 43, 0.01);
+        let w = explain("cubic", &[Flow { limited_by: &cwnd, m: &m, goodput_bps: Some(3.4e6) }], Some(100e6), Some(0.04), true, false);
+        assert_eq!(w.dominant.map(|d| d.0), Some(Cause::Cwnd));
+        assert_eq!(w.bound.as_deref(), Some("random loss"));
+        assert_eq!(w.text(), "cwnd-limited 97 % of the time; 43 loss recoveries per 10 s at 1.0 % loss; RFC 9438 predicts 4.32 Mbit/s, measured 3.40 Mbit/s: bound by random loss");
+        let split = LimitedBy { cwnd: 0.45, pacing: 0.40, app: 0.15, ..Default::default() };
+        let w = explain("cubic", &[Flow { limited_by: &split, m: &m, goodput_bps: None }], None, None, false, false);
+        assert_eq!(w.dominant, None);
+        assert_eq!(w.bound, None);
+        assert!(w.text().starts_with("no cause held 60 % of the time (cwnd 45 %, pacing 40 %, app 15 %)"), "{}", w.text());
+        let none = explain("cubic", &[], None, None, false, false);
+        assert!(none.text().starts_with("not recorded"));
+    }
+
+    #[test]
+    fn bbr_at_the_link_is_pacing_limited_at_its_estimate() {
+        let pacing = LimitedBy { pacing: 0.99, cwnd: 0.01, ..Default::default() };
+        let mut m = mech(10.0, 30, 0.01);
+        m.bw_estimate_bps = Some(99e6);
+        let w = explain("bbr", &[Flow { limited_by: &pacing, m: &m, goodput_bps: Some(93e6) }], Some(100e6), Some(0.97), true, false);
+        assert_eq!(
+            w.text(),
+            "pacing-limited 99 % of the time at its bandwidth estimate (99 % of the 100 Mbit/s link); 1.0 % loss, 30 recoveries per 10 s; bound by the link"
+        );
+    }
+}
