@@ -740,6 +740,8 @@ mod tests {
                 retrans_segments: 3,
                 drops_loss: Some(2),
                 drops_buffer: Some(1),
+                drops_aqm: None,
+                ce_marks: None,
                 queue_delay_p50_ms: Some(0.25),
                 queue_delay_p95_ms: Some(4.999),
                 utilization: Some(0.962_337_1),

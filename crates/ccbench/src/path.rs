@@ -254,7 +254,10 @@ mod tests {
         assert_eq!(spec.down.jitter, Jitter::Uniform { max_ns: D::from_nanos(2_000_000), reorder: true });
         assert_eq!(spec.up.policer, Some(Policer { rate_bps: 10_000_000, burst_bytes: 65_536 }));
         assert_eq!(spec.down.policer, None);
-        assert_eq!(spec.down.aqm, Aqm::Codel(ccbench_link::Codel { target_ns: D::from_nanos(10_000_000), interval_ns: D::from_nanos(100_000_000) }));
+        assert_eq!(
+            spec.down.aqm,
+            Aqm::Codel(ccbench_link::Codel { target_ns: D::from_nanos(10_000_000), interval_ns: D::from_nanos(100_000_000), ..Default::default() })
+        );
         assert_eq!(spec.up.aqm, spec.down.aqm);
         assert_eq!(spec.down.schedule.len(), 2);
         assert_eq!(spec.up.schedule.len(), 1, "the 9 s change is downlink-only");

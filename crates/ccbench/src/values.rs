@@ -800,7 +800,7 @@ mod tests {
         assert_eq!("codel".parse(), Ok(AqmSpec(Aqm::codel())));
         assert_eq!(
             "codel:target=10ms".parse(),
-            Ok(AqmSpec(Aqm::Codel(link::Codel { target_ns: D::from_nanos(10_000_000), interval_ns: D::from_nanos(100_000_000) })))
+            Ok(AqmSpec(Aqm::Codel(link::Codel { target_ns: D::from_nanos(10_000_000), interval_ns: D::from_nanos(100_000_000), ..Default::default() })))
         );
         assert_eq!("pie".parse(), Ok(AqmSpec(Aqm::Pie(link::Pie::default()))));
         assert_eq!("fq_codel:flows=64".parse(), Ok(AqmSpec(Aqm::FqCodel(link::FqCodel { flows: 64, ..Default::default() }))));

@@ -204,6 +204,8 @@ fn metrics(s: &Simulated, shares: Vec<CcShare>) -> RunMetrics {
         retrans_segments: 3,
         drops_loss: Some(0),
         drops_buffer: Some(3),
+        drops_aqm: Some(0),
+        ce_marks: Some(0),
         queue_delay_p50_ms: Some(s.queue_p50_ms),
         queue_delay_p95_ms: Some(s.queue_p95_ms),
         utilization: Some(0.98),

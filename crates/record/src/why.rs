@@ -19,6 +19,9 @@ use crate::results::{ExperimentResult, RunRecord, Status};
 use crate::units::fmt_rate;
 use crate::workloads::WorkloadResult;
 
+/// A loss-based response function: (loss rate, RTT in s, MSS in bytes) → bits per second.
+type ResponseFunction = fn(f64, f64, f64) -> Option<f64>;
+
 /// A cause is named as the one that held a flow back only when it held it this share of its
 /// active time; below it the line says no cause dominated.
 pub const DOMINANT_SHARE: f64 = 0.6;
@@ -162,7 +165,7 @@ fn explain(cc: &str, flows: &[Flow], link_bps: Option<f64>, utilization: Option<
     let rtt_s = |m: &Mechanism| (m.mean_rtt_us > 0.0).then_some(m.mean_rtt_us / 1e6);
     let model = match dominant.map(|d| d.0) {
         Some(Cause::Cwnd) if !is_bbr && loss_rate.is_some_and(|p| p > 0.0) && !link_bound => {
-            let (label, f): (&'static str, fn(f64, f64, f64) -> Option<f64>) =
+            let (label, f): (&'static str, ResponseFunction) =
                 if name.contains("reno") { ("Mathis et al. 1997", mathis_bps) } else { ("RFC 9438", cubic_response_bps) };
             per_flow(&|m| f(m.retrans_rate, rtt_s(m)?, f64::from(m.mss))).map(|b| Model { name: label, predicts_bps: b })
         }

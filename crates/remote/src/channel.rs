@@ -577,6 +577,7 @@ mod tests {
                 sample_interval_us: 10_000,
                 timeout_s: 30.0,
                 quic_receiver_cc: None,
+                knobs: Default::default(),
             };
             TestRequest::Bulk(spec)
         };

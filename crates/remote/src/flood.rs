@@ -230,6 +230,7 @@ mod tests {
             sample_interval_us: 10_000,
             timeout_s: 10.0,
             quic_receiver_cc: None,
+            knobs: Default::default(),
         });
         let e = client.check(&test).unwrap_err().to_string();
         assert_eq!(e, format!("control connection: no answer from ccbench serve at {addr} within 15 s"));

@@ -1045,6 +1045,8 @@ mod tests {
             retrans_segments: 5,
             drops_loss: Some(0),
             drops_buffer: Some(2),
+            drops_aqm: None,
+            ce_marks: None,
             queue_delay_p50_ms: Some(mbps / 2.0),
             queue_delay_p95_ms: Some(mbps),
             utilization: Some(0.9),
