@@ -808,9 +808,12 @@ mod tests {
             assert_eq!(refused::<AqmSpec>(bad), Aqm::allowed(), "{bad}");
         }
         for bad in ["codel:target=1", "codel:interval=0"] {
-            assert!(refused::<AqmSpec>(bad).starts_with("codel[:target=5ms,interval=100ms] ("), "{bad}");
+            assert!(refused::<AqmSpec>(bad).starts_with("codel[:target=5ms,interval=100ms,ecn=off,ce_threshold=off] ("), "{bad}");
         }
-        assert_eq!(refused::<AqmSpec>("pie:tupdate=0"), "pie[:target=15ms,tupdate=15ms,alpha=0.125,beta=1.25,max_burst=150ms] (tupdate must be at least 1ms)");
+        assert_eq!(
+            refused::<AqmSpec>("pie:tupdate=0"),
+            "pie[:target=15ms,tupdate=15ms,alpha=0.125,beta=1.25,max_burst=150ms,ecn=off,mark_ecnth=0.1] (tupdate must be at least 1ms)"
+        );
         assert_eq!("9000".parse(), Ok(Mtu(9000)));
         assert_eq!(refused::<Mtu>("100"), "an MTU from 576 to 9000 bytes");
     }

@@ -91,7 +91,10 @@ fn fq_codel_shares_between_two_cubics_and_keeps_a_ping_fast() {
 #[test]
 fn a_bad_aqm_is_one_line_naming_the_flag_the_value_and_what_is_allowed() {
     for (args, line) in [
-        (&["exec", "--aqm", "red", "--", "true"][..], "ccbench: invalid --aqm \"red\": expected droptail, codel[:target=5ms,interval=100ms], pie["),
+        (
+            &["exec", "--aqm", "red", "--", "true"][..],
+            "ccbench: invalid --aqm \"red\": expected droptail, codel[:target=5ms,interval=100ms,ecn=off,ce_threshold=off], pie[",
+        ),
         (&["exec", "--aqm-down", "pie:alpha=x", "--", "true"], "ccbench: invalid --aqm-down \"pie:alpha=x\": expected pie[:target=15ms,"),
         (&["exec", "--aqm-up", "fq_codel:flows=0", "--", "true"], "(flows is a whole number from 1 to 65536)"),
     ] {
@@ -99,6 +102,6 @@ fn a_bad_aqm_is_one_line_naming_the_flag_the_value_and_what_is_allowed() {
     }
     let out = out_path("bad-aqm");
     let o = ccbench(&["run", "--aqm", "codel:interval=0", "--out", &out.to_string_lossy()]);
-    common::one_line(&o, 2, "--aqm \"codel:interval=0\": expected codel[:target=5ms,interval=100ms] (interval must be above zero)");
+    common::one_line(&o, 2, "--aqm \"codel:interval=0\": expected codel[:target=5ms,interval=100ms,ecn=off,ce_threshold=off] (interval must be above zero)");
     assert!(!out.exists(), "bad input must not create the results directory");
 }

@@ -348,7 +348,12 @@ fn frame(body: &[u8]) -> Vec<u8> {
 /// Sends `bytes` on a fresh connection and reads whatever comes back until the server closes
 /// (or 3 s pass): what an attacker gets for them.
 fn throw(addr: SocketAddr, bytes: &[u8]) -> Vec<u8> {
-    let mut s = TcpStream::connect(addr).unwrap();
+    throw_from([127, 0, 0, 1], addr, bytes)
+}
+
+/// As [`throw`], from `source` (a loopback address): serve's penalties count failures per /24.
+fn throw_from(source: [u8; 4], addr: SocketAddr, bytes: &[u8]) -> Vec<u8> {
+    let mut s = connect_from(source, addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
     let _ = s.write_all(bytes);
     let _ = s.shutdown(std::net::Shutdown::Write);
@@ -394,7 +399,9 @@ fn a_live_serve_survives_fuzzed_control_input() {
             4 => [hello.clone(), frame(br#"{"type":"run","test":{"kind":"bulk"}}"#)].concat(),
             _ => frame(br#"{"type":"hello","version":99,"nonce":""}"#),
         };
-        let back = throw(addr, &input);
+        // From 200 networks, as a real fuzzing crowd would come: serve penalises a network's
+        // failures (issue 27 §4), and the honest client below shares none of them.
+        let back = throw_from([127, 20 + (i % 200) as u8, 0, 1], addr, &input);
         // Nothing but plain frames comes back, each a challenge or an error, never a Welcome
         // (which only a sealed record could carry).
         for m in proto::decode_frames::<PreAuth>(&back) {
@@ -1444,9 +1451,13 @@ fn a_hostile_servers_results_are_bounded_and_checked() {
 
 /// A client that reads its results slowly (the audit's: 64 flows, 1 ms samples grew serve by
 /// 14.5 MB/s): serve's queue is bounded, so its memory is too; it drops samples instead, and
-/// says how many in `done`. This client reads nothing for 8 s, then everything.
+/// says how many in `done`. This client reads one message a millisecond while the 8 s test runs
+/// (under 1 000 a second against the 64 000 a second serve produces), then everything: a reader
+/// that lags, not one that stopped. (At one message per 20 ms, about 25 kB/s, serve's writer
+/// waits past its 10 s write timeout, because the kernel wakes a blocked writer only once half
+/// of its queued bytes are gone, and serve ends the session as a client that stopped reading.)
 #[test]
-#[ignore = "unfinished (s26): serve ends the session as 'the client stopped reading the results' within the 8 s of not reading; the client must read slowly, not stop"]
+#[ignore = "open (issue 27 §6): serve still ends this session within 8 s as 'the client stopped reading the results' even at one read per millisecond; the queue bound itself is checked by the server's unit test"]
 fn a_slow_reading_client_costs_serve_bounded_memory_and_is_told_of_the_drops() {
     let (dir, _, secret, serve) = loopback_serve("slow-reader", &[]);
     let c = session(serve.addr, &secret);
@@ -1468,17 +1479,33 @@ fn a_slow_reading_client_costs_serve_bounded_memory_and_is_told_of_the_drops() {
     let (rss_before, _) = serve.memory_kb();
     c.send(&ClientMsg::Start).unwrap();
     let mut rss = Vec::new();
-    for _ in 0..8 {
-        std::thread::sleep(Duration::from_secs(1));
-        rss.push(serve.memory_kb().0);
-    }
     let mut samples = 0u64;
-    let dropped = loop {
-        match c.recv::<ServerMsg>().unwrap() {
-            ServerMsg::Sample { .. } | ServerMsg::Received { .. } => samples += 1,
-            ServerMsg::Done { dropped_samples, .. } => break dropped_samples,
-            other => panic!("{other:?}"),
+    let mut dropped = None;
+    let t0 = Instant::now();
+    let mut next_look = t0 + Duration::from_secs(1);
+    let take = |msg: ServerMsg, samples: &mut u64| match msg {
+        ServerMsg::Sample { .. } | ServerMsg::Received { .. } => {
+            *samples += 1;
+            None
         }
+        ServerMsg::Done { dropped_samples, .. } => Some(dropped_samples),
+        other => panic!("{other:?}"),
+    };
+    while t0.elapsed() < Duration::from_secs(8) && dropped.is_none() {
+        dropped = take(c.recv::<ServerMsg>().unwrap(), &mut samples);
+        if Instant::now() >= next_look {
+            rss.push(serve.memory_kb().0);
+            next_look += Duration::from_secs(1);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let dropped = match dropped {
+        Some(d) => d,
+        None => loop {
+            if let Some(d) = take(c.recv::<ServerMsg>().unwrap(), &mut samples) {
+                break d;
+            }
+        },
     };
     let (_, hwm) = serve.memory_kb();
     eprintln!(
@@ -1486,7 +1513,7 @@ fn a_slow_reading_client_costs_serve_bounded_memory_and_is_told_of_the_drops() {
     );
     assert!(dropped > 0, "the client lagged, yet nothing was dropped");
     let growth = rss.iter().max().unwrap().saturating_sub(rss_before);
-    assert!(growth < 32 * 1024, "serve grew by {growth} kB while its client did not read: {rss:?}");
+    assert!(growth < 32 * 1024, "serve grew by {growth} kB while its client lagged: {rss:?}");
     drop(flows);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -1783,6 +1810,6 @@ fn a_trickling_server_is_given_up_at_the_handshake_deadline() {
     let took = t.elapsed();
     eprintln!("the client gave up after {took:?}: {e}");
     assert!(took < Duration::from_secs(25), "the client waited {took:?} for a trickling server (its deadline is 15 s)");
-    assert!(e.to_string().contains("did not finish the handshake within 15 s") && !e.to_string().contains('\n'), "{e}");
+    assert!(e.to_string().contains("within 15 s: the handshake did not finish") && !e.to_string().contains('\n'), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }

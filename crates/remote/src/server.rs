@@ -208,6 +208,15 @@ pub fn serve(config: ServeConfig, stop: &AtomicBool) -> std::io::Result<()> {
                     }
                     let (place, eviction) = match shared.pre_auth.admit(&stream, peer.ip(), now) {
                         Ok(p) => p,
+                        // Out of descriptors for the pool's handle: the same back-off as
+                        // an accept that fails for it, or the loop spins on the backlog.
+                        Err(e) if out_of_resources(&e) => {
+                            accept_errors.log(&format!("accept: {peer}: {e}; waiting {} ms before the next", backoff.as_millis()));
+                            drop(stream);
+                            std::thread::sleep(backoff);
+                            backoff = (backoff * 2).min(ACCEPT_BACKOFF.1);
+                            continue;
+                        }
                         Err(e) => {
                             accept_errors.log(&format!("{peer}: closed: {e}"));
                             continue;
