@@ -16,7 +16,7 @@ use crate::values::{
     ListenAddr, LossSpec, MaxClients, MaxDuration, MaxRuns, MaxTestsPerMinute, MinEffect, Mtu, PolicerSpec, QuicReceiverCc, Rate, RemoteAddr, Rtt, RunDuration,
     RunsSpec, SampleInterval, Shard, Size, Stagger, Timeout, TraceFile,
 };
-use ccbench_record::workloads::{WorkloadFlags, WorkloadKind};
+use crate::workload_flags::{WorkloadFlags, WorkloadKind};
 pub use ccbench_workload::flags::Layer;
 use ccbench_workload::layer;
 use ccbench_workload::Algorithm;

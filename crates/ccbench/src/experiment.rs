@@ -17,7 +17,7 @@ use crate::analysis::{analyse, compare_rtt};
 use crate::provenance::{now_rfc3339, Provenance, RemoteFacts};
 use crate::results::{ExperimentResult, LookRecord, Params, RunRecord, Sequential, Status};
 use crate::series::RunSeries;
-use crate::workloads::{WorkloadResult, WorkloadSpec};
+use crate::workloads::{RunWorkload, WorkloadResult, WorkloadSpec};
 
 /// The level every verdict is judged at (result.json's `params.alpha`).
 pub const ALPHA: f64 = 0.05;

@@ -48,6 +48,6 @@ pub mod limits;
 pub mod schema;
 pub mod workloads;
 
-/// The record of an experiment (its types, result.json's schema, the series files' format) is
+/// The data model (an experiment's types, result.json's schema, the series files' format) is
 /// its own crate, so that what reads results (the report) needs nothing of what runs them.
-pub use ccbench_record::{expect, provenance, results, series, units};
+pub use ccbench_model::{expect, provenance, results, series, units};

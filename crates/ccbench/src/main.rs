@@ -22,6 +22,7 @@ mod sweep;
 mod tune;
 mod twin;
 mod values;
+mod workload_flags;
 
 use crate::error::UsageError;
 use ccbench::units;

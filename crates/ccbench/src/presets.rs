@@ -127,7 +127,7 @@ fn field_layer(key: &str, field: toml::Value, path: &[String]) -> Result<RunOpts
     if path.iter().any(|p| p == key) {
         return Ok(RunOpts { path: field.try_into()?, ..RunOpts::default() });
     }
-    match ccbench_record::workloads::WorkloadFlags::deserialize_field(key, field.clone()) {
+    match crate::workload_flags::WorkloadFlags::deserialize_field(key, field.clone()) {
         Some(flags) => Ok(RunOpts { workload_flags: flags?, ..RunOpts::default() }),
         None => field.try_into(),
     }

@@ -4,7 +4,7 @@
 
 /// Each schema's file name under `docs/schema/`, and the schema.
 pub fn schemas() -> Vec<(&'static str, schemars::Schema)> {
-    vec![("result.schema.json", ccbench_record::result_schema()), ("compare.schema.json", schemars::schema_for!(crate::compare::CompareResult))]
+    vec![("result.schema.json", ccbench_model::result_schema()), ("compare.schema.json", schemars::schema_for!(crate::compare::CompareResult))]
 }
 
 /// A schema as committed: pretty-printed JSON with a final newline.

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use crate::error::{precondition, UsageError};
 use ccbench::experiment::{Plan, Remote};
+use ccbench::workloads::RunWorkload;
 use ccbench_remote::{Client, Limits, RemoteError, Secret, ServeConfig, ServerFacts};
 use ccbench_workload::FarEnd;
 

@@ -1,6 +1,7 @@
-//! The record of a ccbench experiment: the types `result.json` is made of ([`results`],
-//! [`provenance`], [`workloads`]), the per-run time series files and how to read them back
-//! ([`series`]), and the units results print in ([`units`]).
+//! ccbench's data model: the types `result.json` is made of ([`results`], [`provenance`],
+//! [`workloads`], [`expect`]), the per-run time series files and how to read them back
+//! ([`series`]), the units results print in ([`units`]), and the why lines read from a result
+//! ([`why`]). It runs nothing: running a spec and its command line are the `ccbench` crate's.
 //!
 //! What runs experiments (the `ccbench` library) writes through these types, and what reads
 //! results (`ccbench-report`) reads through them and needs nothing else: analysis only ever

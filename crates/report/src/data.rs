@@ -2,9 +2,9 @@
 //! printed at its top, and what was read of each completed run's series files (lines over
 //! time, pooled distributions, BBR's states), already bounded in size.
 
-use ccbench_record::results::{ExperimentResult, RunRecord, Status};
-use ccbench_record::series::ExactCounts;
-use ccbench_record::workloads::{WorkloadResult, WorkloadSpec};
+use ccbench_model::results::{ExperimentResult, RunRecord, Status};
+use ccbench_model::series::ExactCounts;
+use ccbench_model::workloads::{WorkloadResult, WorkloadSpec};
 use ccbench_workload::BulkResult;
 
 use crate::svg::{Timeline, COLORS};

@@ -5,7 +5,7 @@
 //! The report only reads what an experiment wrote (Pantheon's split of analysis from
 //! experiments): [`read_result`] reads a results directory's `result.json`,
 //! [`ReportData::read`] its runs' series files, and [`render`] draws the page from that data
-//! alone, reading nothing. It depends on the record's types (`ccbench-record`), not on what
+//! alone, reading nothing. It depends on the data model (`ccbench-model`), not on what
 //! runs experiments.
 //!
 //! The experiment's report shows

@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use ccbench_emu::LinkSample;
-use ccbench_record::results::{ExperimentResult, RunRecord, Status};
-use ccbench_record::series::{ExactCounts, GoodputRow, TcpRow};
+use ccbench_model::results::{ExperimentResult, RunRecord, Status};
+use ccbench_model::series::{ExactCounts, GoodputRow, TcpRow};
 use ccbench_workload::Direction;
 
 use crate::data::{bulk, representative, run_start, BbrTimeline, Gathered, Line, Palette, Pooled, ReportData, RunView, BBR_STATES, MAX_BBR_ROWS};
@@ -181,7 +181,7 @@ pub(crate) fn read_tcp(dir: &Path, view: &mut RunView, mix: bool, pooled: &mut P
     let mut lines: Vec<SocketLines> = Vec::new();
     let mut flow_rtt: Vec<(u32, String, ExactCounts)> = Vec::new();
     let mut bbr: Vec<BbrTimeline> = Vec::new();
-    let read = ccbench_record::series::for_each_row(&dir.join(&files.tcp), |row: TcpRow| {
+    let read = ccbench_model::series::for_each_row(&dir.join(&files.tcp), |row: TcpRow| {
         let flow = flow_of(&row.socket);
         let key = match (&flow, mix) {
             (Some((_, cc, _)), true) => cc.clone(),
@@ -275,7 +275,7 @@ pub(crate) fn read_link(dir: &Path, view: &mut RunView, direction: Direction, po
     let mut queue = Decimated::with_cap(cap(view.median));
     // Without a goodput file (objects, pages), what the bottleneck delivered stands in for it.
     let mut delivered = bulk(r).is_none().then(|| RateBins::new(bin_us, cap(view.median)));
-    let read = ccbench_record::series::for_each_row(&dir.join(file), |p: LinkSample| {
+    let read = ccbench_model::series::for_each_row(&dir.join(file), |p: LinkSample| {
         if p.t_us < t0 {
             return;
         }
@@ -304,7 +304,7 @@ pub(crate) fn read_goodput(dir: &Path, view: &mut RunView, mix: bool, bin_us: u6
     let per_flow = mix;
     let mut last: Vec<u64> = vec![0; b.flows.len()];
     let mut bins: Vec<RateBins> = (0..if per_flow { b.flows.len() } else { 1 }).map(|_| RateBins::new(bin_us, n)).collect();
-    let read = ccbench_record::series::for_each_row(&dir.join(&files.goodput), |p: GoodputRow| {
+    let read = ccbench_model::series::for_each_row(&dir.join(&files.goodput), |p: GoodputRow| {
         let Some(i) = b.flows.iter().position(|f| f.id == p.flow) else { return };
         let delta = p.bytes.saturating_sub(last[i]);
         last[i] = last[i].max(p.bytes);

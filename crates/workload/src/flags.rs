@@ -2,7 +2,7 @@
 //! `Args` struct, declared with [`workload_flags!`](crate::workload_flags) in its module's
 //! `args` section), which of the flags it takes, and flags → spec ([`FromFlags`]). `ccbench`'s
 //! command line flattens every registered workload's flags into `ccbench run` (the registry in
-//! `ccbench-record` generates that struct, `--workload`'s values and the dispatch), so a new
+//! `ccbench`'s `workload_flags.rs` generates that struct, `--workload`'s values and the dispatch), so a new
 //! workload touches no file of the binary's command line.
 //!
 //! Also here, because the workloads' flag types need them and `ccbench` uses them for its other

@@ -1,5 +1,5 @@
 //! The `why` lines under the verdict: per algorithm, what held its flows back, how they lost,
-//! and the model beside the measurement (issue 30). The lines are `ccbench_record::why`'s, so
+//! and the model beside the measurement (issue 30). The lines are `ccbench_model::why`'s, so
 //! the terminal, `ccbench explain`, `compare` and report.html say the same.
 
 use std::fmt::Write as _;
@@ -8,7 +8,7 @@ use crate::results::ExperimentResult;
 
 /// One `why  CC  …` line per algorithm (none for a result with no algorithms).
 pub fn lines(result: &ExperimentResult) -> String {
-    let whys = ccbench_record::why::why(result);
+    let whys = ccbench_model::why::why(result);
     let width = whys.iter().map(|w| w.cc.len()).max().unwrap_or(0);
     let mut out = String::new();
     for w in &whys {
