@@ -1,5 +1,5 @@
 //! Bulk and file transfers: N flows, each pushing data one way for a duration or a byte count,
-//! over kernel TCP (a connection per flow), QUIC (`quic::bulk`: streams on connections) or both
+//! over kernel TCP (a connection per flow), QUIC (`bulk/quic.rs`: streams on connections) or both
 //! at once (a mix). The ends are written once, with the transport as a parameter of each flow's
 //! halves ([`ends`], whose documentation says what the transports share and where they
 //! differ); this module has the spec and result, TCP's byte stream and setup, the one
@@ -15,6 +15,11 @@ use ccbench_probe::TcpInfo;
 use serde::{Deserialize, Serialize};
 
 mod ends;
+pub(crate) mod quic;
+mod quic_remote;
+
+pub(crate) use quic::LocalQuic;
+pub use quic_remote::{QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer};
 
 use crate::common::{CHUNK, PATTERN};
 use crate::sampler::Sampler;
@@ -122,14 +127,6 @@ pub struct FlowResult {
     pub error: Option<String>,
 }
 
-/// A BBR state change: at `t_us` after the run's epoch, from one state to another.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct BbrEvent {
-    pub t_us: u64,
-    pub from: String,
-    pub to: String,
-}
-
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BulkResult {
     /// When data started to flow, µs after the caller's epoch.
@@ -171,7 +168,7 @@ impl crate::Spec for BulkSpec {
             Amount::Bytes(_) => crate::Headline::FileCompletion,
         }
     }
-    fn describe(&self) -> String {
+    fn describe(&self, over: crate::Over) -> String {
         let dir = match self.direction {
             Direction::Download => "download (server sends)",
             Direction::Upload => "upload (client sends)",
@@ -186,7 +183,14 @@ impl crate::Spec for BulkSpec {
             format!("{} flows", self.flows)
         };
         match self.amount {
-            Amount::Seconds(s) => format!("bulk TCP {dir}, {flows}, {s} s"),
+            Amount::Seconds(s) => {
+                let bulk = match over {
+                    crate::Over::Tcp => "bulk TCP",
+                    crate::Over::Quic => "bulk QUIC",
+                    crate::Over::Both => "bulk TCP and QUIC",
+                };
+                format!("{bulk} {dir}, {flows}, {s} s")
+            }
             Amount::Bytes(b) => format!("file transfer of {} per flow, {dir}, {flows}", crate::fmt_bytes(b)),
         }
     }
@@ -249,7 +253,7 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
     }
     let ids_of = |t: Transport| -> Vec<u32> { (0..plan.len() as u32).filter(|&i| plan[i as usize].cc.transport() == t).collect() };
     let tcp = connect_flows(run, spec, &plan, &ids_of(Transport::Tcp))?;
-    let quic = crate::quic::LocalQuic::connect(spec, run, &plan, &ids_of(Transport::Quic))?;
+    let quic = LocalQuic::connect(spec, run, &plan, &ids_of(Transport::Quic))?;
     // Both ends' streams in one end, so the senders' samples and the receivers' goodput
     // points are taken in the same rounds, at the same instants.
     let mut streams = Vec::new();

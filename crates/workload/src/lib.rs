@@ -60,20 +60,21 @@ pub use algorithm::{Algorithm, AlgorithmError, Transport};
 pub use browser::{BrowserFlags, BrowserResult, BrowserSpec, BrowserTiming};
 pub use browser_remote::SiteRequest;
 pub use bulk::{
-    assemble, elapsed_since, prepare_stream, run_end, Amount, BbrEvent, BulkFlags, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta,
-    FlowResult, GoodputPoint, Knobs, MixFlow, Opens,
+    assemble, elapsed_since, prepare_stream, run_end, Amount, BulkFlags, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta, FlowResult,
+    GoodputPoint, Knobs, MixFlow, Opens, QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer,
 };
 pub use far::{data_hello, hello_id, FarConnection, FarHttp, FarReport, DATA_HELLO_LEN, TOKEN_LEN};
 pub use http_end::{HttpEnd, HttpEndEvents, HELLO_TIMEOUT};
 pub use kind::{
-    FarEnd, FarRequest, FarSpec, Headline, HttpFar, HttpLoad, KeptReadBack, NearEnd, NearHttp, Remote, RunFigures, RunOutcome, SenderView, ServeLimits, Spec,
+    FarEnd, FarRequest, FarSpec, Headline, HttpFar, HttpLoad, KeptReadBack, NearEnd, NearHttp, Over, Remote, RunFigures, RunOutcome, SenderView, ServeLimits,
+    Spec,
 };
 pub use limited::{Cause, LimitedBy, Limits, Mechanism};
 pub use net::{client_socket, confirm_congestion, set_algorithm};
 pub use objects::{ObjectMethod, ObjectsConnection, ObjectsFlags, ObjectsResult, ObjectsSpec, RequestRecord};
 pub use page::{Http, PageConnection, PageFlags, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
-pub use quic::{has_quic_algorithm, quic_algorithm_names, quic_algorithms, QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer, ReadBack, QUIC_STACK};
-pub use sender::SenderRecord;
+pub use quic::{has_quic_algorithm, quic_algorithm_names, quic_algorithms, ReadBack, QUIC_STACK};
+pub use sender::{BbrEvent, SenderRecord};
 pub use series::{MemorySeries, NoSeries, QuicBbr, QuicSample, SeriesSink, SocketId};
 pub use tls::{certificate_for, RunCertificate};
 pub use units::fmt_bytes;
@@ -83,8 +84,9 @@ pub use units::fmt_bytes;
 /// Everything else about a workload is asked of its own module ([`Spec`], [`RunOutcome`],
 /// [`Remote`], [`flags::FromFlags`]). The crates that need a type or a dispatch per workload
 /// expand this list with a macro of their own, `ccbench_workload::workloads!(their_macro)`:
-/// `ccbench-record` generates `WorkloadSpec`, `WorkloadResult`, `WorkloadKind` and
-/// `WorkloadFlags`, `ccbench-remote` the `TestRequest` serve takes (each spec's `Remote::Far`).
+/// `ccbench-model` generates `WorkloadSpec` and `WorkloadResult`, `ccbench` their running
+/// (`workloads.rs`), `WorkloadKind` and `WorkloadFlags` (`workload_flags.rs`), and
+/// `ccbench-remote` the `TestRequest` serve takes (each spec's `Remote::Far`).
 /// So a new workload is its module and a line here.
 #[macro_export]
 macro_rules! workloads {

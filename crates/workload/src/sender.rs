@@ -6,7 +6,7 @@
 use ccbench_probe::TcpInfo;
 use serde::{Deserialize, Serialize};
 
-use crate::{BbrEvent, LimitedBy, Limits, Mechanism, QuicSample, Transport};
+use crate::{LimitedBy, Limits, Mechanism, QuicSample, Transport};
 
 // `R` is how the read-back is kept: a bulk flow always has one (`String`, set before any data
 // moves); an HTTP connection the server never accepted has none (`Option<String>`). (Not a doc
@@ -117,4 +117,12 @@ mod tests {
         .unwrap();
         assert_eq!(old.sending.transport, crate::Transport::Tcp);
     }
+}
+
+/// A BBR state change: at `t_us` after the run's epoch, from one state to another.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BbrEvent {
+    pub t_us: u64,
+    pub from: String,
+    pub to: String,
 }

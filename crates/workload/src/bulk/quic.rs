@@ -19,14 +19,14 @@ use noq::{Connection, Endpoint, VarInt};
 use tokio::runtime::{Handle, Runtime};
 use tokio::sync::oneshot;
 
-use super::observe::Probe;
-use super::pair::{self, connect_pair, quic_algorithm, server_endpoint};
-use super::{BbrView, ReadBack, Tls};
-use super::{QuicConnEnd, QuicEnd};
+use super::quic_remote::{QuicConnEnd, QuicEnd};
 use crate::bulk::{
     assemble_with, run_halves, BulkResult, BulkSpec, EndClock, FlowEnd, FlowMeta, Half, Io, MixFlow, Moved, Pending, ReceiveHalf, SendHalf, Tasks, IO_TICK,
 };
 use crate::common::{micros_since, multi_thread_runtime};
+use crate::quic::observe::Probe;
+use crate::quic::pair::{self, connect_pair, quic_algorithm, server_endpoint};
+use crate::quic::{BbrView, ReadBack, Tls};
 use crate::sampler::Sampler;
 use crate::{ByteBudget, MeasureHook, RunContext, SenderRecord, SeriesSink, SocketId, Transport, WorkloadError};
 
@@ -447,7 +447,7 @@ fn sample(conn: &EndConn, t_us: u64, last: &mut (Instant, u64)) -> crate::QuicSa
 
 /// An error with its causes (`connection lost: timed out`): noq's stream errors say only
 /// "connection lost" and keep why (the peer's close, a timeout, a transport error) as source.
-pub(super) fn with_cause(e: &dyn std::error::Error) -> String {
+pub(crate) fn with_cause(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {

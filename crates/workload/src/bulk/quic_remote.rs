@@ -13,7 +13,7 @@
 //!   last, the endpoint lets no one else in.
 //! * The controller is set on each end's transport config (the sender's algorithm on the
 //!   sending end) and read back from both ends' connections before any data moves.
-//! * Each end runs its half with bulk's one end (`bulk::ends`, through `quic::bulk`'s
+//! * Each end runs its half with bulk's one end (`bulk::ends`, through `bulk/quic.rs`'s
 //!   `run_quic_end`): the sender's connection is sampled (`QuicSample`), the receiver counts
 //!   what arrives; neither closes its connections until the other end is done too. What is
 //!   this module's own is the test's endpoint, the connections' setup and the gate.
@@ -26,13 +26,14 @@ use std::time::{Duration, Instant};
 use noq::{Connection, Endpoint, TransportConfig, VarInt};
 use serde::{Deserialize, Serialize};
 
-use super::bulk::{groups, quic_result, run_quic_end, EndConn};
-use super::observe::Probe;
-use super::{client_trusting, connection_seed, endpoint, observed_transport, read_back, udp_here, BbrView, ReadBack, Tls, HANDSHAKE_TIMEOUT, SNI};
-use crate::bulk::{BbrEvent, BulkResult, BulkSpec, FlowEnd, MixFlow};
+use super::quic::{groups, quic_result, run_quic_end, EndConn};
+use crate::bulk::{BulkResult, BulkSpec, FlowEnd, MixFlow};
 use crate::common::multi_thread_runtime;
 use crate::far::{data_hello, DATA_HELLO_LEN, TOKEN_LEN};
 use crate::http_end::{same, HELLO_TIMEOUT};
+use crate::quic::observe::Probe;
+use crate::quic::{client_trusting, connection_seed, endpoint, observed_transport, read_back, udp_here, BbrView, ReadBack, Tls, HANDSHAKE_TIMEOUT, SNI};
+use crate::BbrEvent;
 use crate::{ByteBudget, EndClock, NoMeasureHook, SeriesSink, Side, WorkloadError};
 
 /// What one end saw of a QUIC transfer: the flows it sent or received, and the last sample and
@@ -64,13 +65,13 @@ struct EndTransport {
 
 fn end_transport(spec: &BulkSpec, plan: &[MixFlow], flows: &[u32], side: Side) -> Result<EndTransport, WorkloadError> {
     let requested = &plan[flows[0] as usize].cc;
-    let algorithm = super::pair::quic_algorithm(requested)?;
+    let algorithm = crate::quic::pair::quic_algorithm(requested)?;
     let sends = spec.direction.sender() == side;
     let alg = if sends { algorithm.clone() } else { spec.quic_receiver_cc.clone().unwrap_or_else(|| algorithm.clone()) };
     let probe = Arc::new(Probe::default());
     // A remote end has no run seed: each connection is seeded by its first flow's number.
     let (transport, bbr) = observed_transport(&alg, &probe, connection_seed(0, u64::from(flows[0])))?;
-    Ok(EndTransport { transport, probe, bbr, sends, wanted: super::quic_name(&algorithm) })
+    Ok(EndTransport { transport, probe, bbr, sends, wanted: crate::quic::quic_name(&algorithm) })
 }
 
 /// Checks a connection's controller where this end sends: it must be the one asked for.
@@ -285,7 +286,7 @@ impl QuicFarClient {
             .iter()
             .enumerate()
             .map(|(g, c)| {
-                let far_rb = far_read_backs.get(g).cloned().unwrap_or_else(|| super::quic_name("unknown"));
+                let far_rb = far_read_backs.get(g).cloned().unwrap_or_else(|| crate::quic::quic_name("unknown"));
                 if sends_here {
                     ReadBack { sender: c.read_back.clone(), receiver: far_rb }
                 } else {

@@ -19,16 +19,11 @@
 //!   controller's delivery-rate samples divide by are when the ACK arrived, not when noq's
 //!   driver next woke up.
 
-mod bulk;
 pub(crate) mod load;
-mod observe;
-mod pair;
-mod remote;
+pub(crate) mod observe;
+pub(crate) mod pair;
 pub(crate) mod streams;
 pub(crate) mod wire;
-
-pub(crate) use bulk::LocalQuic;
-pub use remote::{QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer};
 
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -397,7 +392,7 @@ mod tests {
             let acked = tokio::time::timeout(Duration::from_secs(30), out.stopped()).await;
             assert!(matches!(acked, Ok(Ok(None))), "the unread {UNREAD} bytes were not all acknowledged: {acked:?}");
             let mut inp = s.accept_uni().await.unwrap();
-            let got = inp.read_to_end(usize::MAX).await.map(|v| v.len()).map_err(|e| bulk::with_cause(&e));
+            let got = inp.read_to_end(usize::MAX).await.map(|v| v.len()).map_err(|e| crate::bulk::quic::with_cause(&e));
             assert_eq!(got, Ok(UNREAD));
         });
     }

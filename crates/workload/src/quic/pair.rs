@@ -12,9 +12,9 @@ use noq::{Connection, Endpoint, PathId};
 
 use super::observe::Probe;
 use super::{connection_seed, endpoint, observed_transport, read_back, udp_in, BbrView, ReadBack, Tls, HANDSHAKE_TIMEOUT, SNI};
-use crate::bulk::BbrEvent;
 use crate::common::micros_since;
 use crate::Algorithm;
+use crate::BbrEvent;
 use crate::{QuicSample, RunContext, Side, SocketId, WorkloadError};
 
 /// A connected pair: the client's and the server's view of one connection.
