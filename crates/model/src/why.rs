@@ -12,7 +12,7 @@
 //! * BBR: its bandwidth estimate against the bottleneck's rate.
 
 use ccbench_link::{LossModel, Rate};
-use ccbench_workload::{Cause, Direction, LimitedBy, Mechanism};
+use ccbench_workload::{Algorithm, Cause, Direction, LimitedBy, Mechanism};
 use serde::Serialize;
 
 use crate::results::{ExperimentResult, RunRecord, Status};
@@ -157,7 +157,9 @@ fn explain(cc: &str, flows: &[Flow], link_bps: Option<f64>, utilization: Option<
     let recoveries_per_10s = mean(flows.iter().filter(|f| f.m.active_s > 0.0).map(|f| f64::from(f.m.recoveries) / f.m.active_s * 10.0));
     let measured_bps = mean(flows.iter().filter_map(|f| f.goodput_bps));
     let bw_estimate_bps = mean(flows.iter().filter_map(|f| f.m.bw_estimate_bps));
-    let name = cc.rsplit(':').next().unwrap_or(cc).to_ascii_lowercase();
+    // The algorithm without its transport (`quic:bbr3` → `bbr3`), parsed as it was when the
+    // run was planned; a name that no longer parses is matched by no model.
+    let name = cc.parse::<Algorithm>().map(|a| a.name().to_ascii_lowercase()).unwrap_or_default();
     let is_bbr = name.starts_with("bbr");
     let link_bound = utilization.is_some_and(|u| u >= LINK_BOUND);
     // Each flow's model from its own loss rate, RTT and segment size; their mean.
@@ -239,7 +241,7 @@ impl Why {
                 parts.push(format!("no cause held {:.0} % of the time ({})", DOMINANT_SHARE * 100.0, list.join(", ")));
             }
         }
-        let is_bbr = self.cc.rsplit(':').next().unwrap_or(&self.cc).to_ascii_lowercase().starts_with("bbr");
+        let is_bbr = self.cc.parse::<Algorithm>().is_ok_and(|a| a.name().to_ascii_lowercase().starts_with("bbr"));
         match (self.recoveries_per_10s, self.loss_rate) {
             (Some(r), Some(p)) if is_bbr && p > 0.0 => parts.push(format!("{} loss, {r:.0} recoveries per 10 s", pct(p))),
             (Some(r), Some(p)) if p > 0.0 => parts.push(format!("{r:.0} loss recoveries per 10 s at {} loss", pct(p))),
