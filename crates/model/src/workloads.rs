@@ -105,7 +105,7 @@ impl WorkloadSpec {
     }
 
     pub fn describe(&self) -> String {
-        self.spec().describe()
+        self.spec().describe(ccbench_workload::Over::Tcp)
     }
 }
 

@@ -84,7 +84,8 @@ pub struct BrowserResult {
 
 impl crate::Spec for BrowserSpec {
     crate::page::page_load_spec!();
-    fn describe(&self) -> String {
+    /// Chromium loads over kernel TCP only (`FromFlags::refuse_algorithm` refuses QUIC).
+    fn describe(&self, _: crate::Over) -> String {
         format!(
             "web page in headless Chromium: HTML of {} then {} images ({} in all) over {}",
             crate::fmt_bytes(self.page.html_bytes),

@@ -21,13 +21,9 @@ pub trait Spec {
     fn set_algorithm(&mut self, cc: &Algorithm);
     /// The figure its runs are read by.
     fn headline(&self) -> Headline;
-    /// The human description of the load, as it travels over kernel TCP.
-    fn describe(&self) -> String;
-    /// How the load travels over kernel TCP, and over QUIC instead, as [`Spec::describe`] words
-    /// it; `None` for a load described as "bulk TCP".
-    fn over(&self) -> Option<(String, String)> {
-        None
-    }
+    /// The human description of the load, naming the transports it travels `over` in its own
+    /// words ([`Over::words`]).
+    fn describe(&self, over: Over) -> String;
     /// The algorithms the workload brings itself (a mix of flows); empty when every sending
     /// socket runs the run's algorithm.
     fn own_algorithms(&self) -> Vec<Algorithm> {
@@ -44,14 +40,31 @@ pub trait Spec {
         } else {
             own.iter().map(|a| a.transport()).collect()
         };
-        let (tcp, quic) = (transports.contains(&Transport::Tcp), transports.contains(&Transport::Quic));
-        let text = self.describe();
-        let (over_tcp, over_quic) = self.over().unwrap_or_else(|| ("bulk TCP".to_string(), "bulk QUIC".to_string()));
-        match (tcp, quic) {
-            (false, true) => text.replacen(&over_tcp, &over_quic, 1),
-            (true, true) if self.over().is_none() => text.replacen("bulk TCP", "bulk TCP and QUIC", 1),
-            (true, true) => text.replacen(&over_tcp, &format!("{over_tcp} (TCP) or {over_quic} (QUIC)"), 1),
-            _ => text,
+        let over = match (transports.contains(&Transport::Tcp), transports.contains(&Transport::Quic)) {
+            (false, true) => Over::Quic,
+            (true, true) => Over::Both,
+            (_, false) => Over::Tcp,
+        };
+        self.describe(over)
+    }
+}
+
+/// The transports a description names, from the algorithms of the runs it describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Over {
+    Tcp,
+    Quic,
+    /// Some runs over kernel TCP, some over QUIC.
+    Both,
+}
+
+impl Over {
+    /// How the load travels, given how it travels over kernel TCP and over QUIC.
+    pub fn words(self, tcp: &str, quic: &str) -> String {
+        match self {
+            Over::Tcp => tcp.to_string(),
+            Over::Quic => quic.to_string(),
+            Over::Both => format!("{tcp} (TCP) or {quic} (QUIC)"),
         }
     }
 }
@@ -79,11 +92,6 @@ impl Headline {
             Headline::ContentThroughput => ("content throughput (Mbit/s)", 1e6),
             Headline::PageLoad => ("page loads per second (1 / load time, 1/s)", 1.0),
         }
-    }
-
-    /// Whether the figure is a completion time (lower is better) rather than a rate.
-    pub fn is_completion_time(self) -> bool {
-        matches!(self, Headline::FileCompletion | Headline::PageLoad)
     }
 
     /// The figure across conditions: its label and the divisor from the JSON's units.

@@ -314,21 +314,16 @@ impl crate::Spec for ObjectsSpec {
     fn headline(&self) -> crate::Headline {
         crate::Headline::ContentThroughput
     }
-    fn describe(&self) -> String {
+    fn describe(&self, over: crate::Over) -> String {
         let method = match self.method {
             ObjectMethod::Put => "PUT",
             ObjectMethod::Get => "GET",
         };
-        format!("object store: {} {method} requests of {} over {}", self.requests, crate::fmt_bytes(self.object_bytes), self.over_tcp())
-    }
-    fn over(&self) -> Option<(String, String)> {
-        Some((self.over_tcp(), format!("{} concurrent streams on one QUIC connection", self.concurrency)))
-    }
-}
-
-impl ObjectsSpec {
-    fn over_tcp(&self) -> String {
-        format!("{} persistent HTTP/1.1 connections", self.concurrency)
+        let how = over.words(
+            &format!("{} persistent HTTP/1.1 connections", self.concurrency),
+            &format!("{} concurrent streams on one QUIC connection", self.concurrency),
+        );
+        format!("object store: {} {method} requests of {} over {how}", self.requests, crate::fmt_bytes(self.object_bytes))
     }
 }
 

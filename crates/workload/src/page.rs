@@ -402,17 +402,14 @@ pub(crate) use page_load_spec;
 
 impl crate::Spec for PageSpec {
     page_load_spec!();
-    fn describe(&self) -> String {
+    fn describe(&self, over: crate::Over) -> String {
         format!(
             "web page: HTML of {} then {} objects ({} in all) over {}",
             crate::fmt_bytes(self.page.html_bytes),
             self.page.objects.len(),
             crate::fmt_bytes(self.page.total_bytes()),
-            self.protocol.over_tcp()
+            over.words(&self.protocol.over_tcp(), "one QUIC connection, a stream per object")
         )
-    }
-    fn over(&self) -> Option<(String, String)> {
-        Some((self.protocol.over_tcp(), "one QUIC connection, a stream per object".to_string()))
     }
 }
 
