@@ -3,10 +3,11 @@
 
 use std::fmt::Write as _;
 
-use ccbench_record::results::{CcSummary, ExperimentResult, RunMetrics, RunRecord, Status};
-use ccbench_record::workloads::WorkloadSpec;
+use ccbench_model::results::{CcSummary, ExperimentResult, RunMetrics, RunRecord, Status};
+use ccbench_model::workloads::WorkloadSpec;
 use ccbench_stats::expectation::{overall, Judgement};
 use ccbench_stats::Summary;
+use ccbench_workload::Headline;
 
 use crate::data::{bulk, scored_runs, Gathered, Line, Palette, Pooled, ReportData, RunView, BBR_STATES, GREY, MAX_BBR_ROWS};
 use crate::svg::{cdf_steps, escape, fmt_sig, legend, Axis, Ellipse, Key, Plot, Stroke};
@@ -42,7 +43,7 @@ const CAUSE_COLOURS: [&str; 6] = ["#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#
 /// fractions, stacked to 100 % (CSS, no plot); nothing when no algorithm has them.
 fn why_section(result: &ExperimentResult) -> String {
     use ccbench_workload::Cause;
-    let whys = ccbench_record::why::why(result);
+    let whys = ccbench_model::why::why(result);
     if whys.iter().all(|w| w.limited_by.is_none()) {
         return String::new();
     }
@@ -478,7 +479,7 @@ fn runs_table(result: &ExperimentResult) -> String {
         let (score, goodput, rtt, queue, retrans) = match &r.metrics {
             Some(m) => (
                 m.score.map(|s| fmt_sig(s / div)).unwrap_or_default() + if m.unfinished { " (unfinished)" } else { "" },
-                ccbench_record::units::fmt_rate(m.goodput_bps),
+                ccbench_model::units::fmt_rate(m.goodput_bps),
                 m.sender_rtt_p50_ms.map(fmt_sig).unwrap_or_default(),
                 m.queue_delay_p50_ms.map(fmt_sig).unwrap_or_else(|| "–".into()),
                 format!("{:.2} %", m.retrans_rate * 100.0),
@@ -589,7 +590,8 @@ pub fn render(data: &ReportData) -> String {
     let (goodput_title, goodput_note) = match &result.params.workload {
         WorkloadSpec::Bulk(b) if b.mix.is_empty() => ("Goodput at the receiver", format!("All flows of a run together, per {bin_ms} ms.")),
         WorkloadSpec::Bulk(_) => ("Goodput at the receiver, per flow", format!("Per {bin_ms} ms; each flow in its algorithm's colour.")),
-        _ => (
+        // One arm per workload, no default: a new workload says here what stands for its goodput.
+        WorkloadSpec::Objects(_) | WorkloadSpec::Page(_) | WorkloadSpec::Browser(_) => (
             "Delivered at the bottleneck",
             format!("Bytes the emulator delivered on the data's direction, per {bin_ms} ms (this workload has no per-flow goodput file)."),
         ),
@@ -597,7 +599,9 @@ pub fn render(data: &ReportData) -> String {
     out.push_str(&time_figure("goodput", goodput_title, &goodput_note, "goodput (Mbit/s)", &goodput, &axis, &[]));
     let multi_note = match &result.params.workload {
         WorkloadSpec::Bulk(_) => "",
-        _ => "The first connection of each run (a page or object load opens several).",
+        WorkloadSpec::Objects(_) | WorkloadSpec::Page(_) | WorkloadSpec::Browser(_) => {
+            "The first connection of each run (a page or object load opens several)."
+        }
     };
     let rtt: Vec<&Line> = g.runs.iter().flat_map(|v| &v.rtt).collect();
     out.push_str(&time_figure("rtt", "Sender's smoothed RTT (TCP_INFO, or the QUIC connection's)", multi_note, "RTT (ms)", &rtt, &axis, &bands));
@@ -674,294 +678,9 @@ pub fn render(data: &ReportData) -> String {
     out
 }
 
-// ---------------------------------------------------------------------------------------------
-// Across conditions
+mod conditions;
 
-/// The headline of a workload across conditions: its label, and the summary it is read from
-/// with the divisor to the label's unit.
-type Pick = fn(&CcSummary) -> Option<Summary>;
-
-fn headline_runs(w: &WorkloadSpec) -> RunPick {
-    if w.headline().is_completion_time() {
-        |m| m.completion_time_s
-    } else {
-        |m| Some(m.goodput_bps)
-    }
-}
-
-fn headline(w: &WorkloadSpec) -> (&'static str, Pick, f64) {
-    let (label, scale) = w.headline().across_conditions();
-    let pick: Pick = if w.headline().is_completion_time() { |s| s.completion_time_s } else { |s| s.goodput_bps };
-    (label, pick, scale)
-}
-
-/// One algorithm's metric at one condition: the median over runs and a distribution-free CI of
-/// it (order statistics) at its true `level`, which is below 95 % with fewer than 6 runs;
-/// `None` with too few runs for any interval.
-#[derive(Clone, Copy)]
-struct Spread {
-    median: f64,
-    ci: Option<(f64, f64, f64)>,
-    n: usize,
-}
-
-/// The same figure as `pick` reads from the summary, per completed run of `cc`.
-type RunPick = fn(&RunMetrics) -> Option<f64>;
-
-fn run_values(r: &ExperimentResult, cc: &str, f: RunPick) -> Vec<f64> {
-    r.runs.iter().filter(|x| x.cc == cc && x.status == Status::Complete).filter_map(|x| x.metrics.as_ref()).filter_map(f).collect()
-}
-
-/// One metric per algorithm against the condition: the median over runs, a bar over the
-/// median's order-statistic CI labelled with its true level, a log axis when the values span
-/// more than 10×.
-fn conditions_figure(
-    id: &str,
-    title: &str,
-    y_label: &str,
-    rows: &[(String, &ExperimentResult)],
-    pick: &dyn Fn(&ExperimentResult, &CcSummary) -> Option<Summary>,
-    per_run: &dyn Fn(&ExperimentResult) -> Option<RunPick>,
-    div: f64,
-) -> String {
-    let series = |r: &ExperimentResult| -> Vec<ConditionPoint> {
-        r.summary
-            .iter()
-            .filter_map(|s| {
-                let v = pick(r, s)?;
-                let runs = per_run(r).map(|f| run_values(r, &s.cc, f)).unwrap_or_default();
-                Some(ConditionPoint { key: s.cc.clone(), summary: v, runs })
-            })
-            .collect()
-    };
-    conditions_plot(id, title, y_label, rows, &series, YScale { div, may_log: true }, "Median over runs.")
-}
-
-/// One value of a figure across conditions: whose it is (the legend's key), its summary over
-/// runs, and each completed run's value (for the median's CI).
-struct ConditionPoint {
-    key: String,
-    summary: Summary,
-    runs: Vec<f64>,
-}
-
-/// Each algorithm's share of the bottleneck in every condition that ran a mix, in percent.
-fn conditions_shares_figure(rows: &[(String, &ExperimentResult)]) -> String {
-    let series = |r: &ExperimentResult| -> Vec<ConditionPoint> {
-        r.summary
-            .iter()
-            .flat_map(|s| &s.shares)
-            .map(|sh| {
-                let runs = r
-                    .runs
-                    .iter()
-                    .filter(|x| x.status == Status::Complete)
-                    .filter_map(|x| x.metrics.as_ref())
-                    .filter_map(|m| m.shares.iter().find(|c| c.cc == sh.cc))
-                    .map(|c| c.share)
-                    .collect();
-                ConditionPoint { key: sh.cc.clone(), summary: sh.share, runs }
-            })
-            .collect()
-    };
-    conditions_plot(
-        "cond-shares",
-        "Share of the bottleneck (conditions with several flows)",
-        "share of goodput (%)",
-        rows,
-        &series,
-        YScale { div: 0.01, may_log: false },
-        "Median over runs, each algorithm's flows together; a fair share is the flows' count over all flows.",
-    )
-}
-
-/// How a figure across conditions shows its values: divided by `div`, and on a log axis when
-/// they span more than 10× and `may_log` (not for shares, whose 0–100 % reads best linear).
-struct YScale {
-    div: f64,
-    may_log: bool,
-}
-
-fn conditions_plot(
-    id: &str,
-    title: &str,
-    y_label: &str,
-    rows: &[(String, &ExperimentResult)],
-    series: &dyn Fn(&ExperimentResult) -> Vec<ConditionPoint>,
-    scale: YScale,
-    note: &str,
-) -> String {
-    let YScale { div, may_log } = scale;
-    let per_row: Vec<Vec<ConditionPoint>> = rows.iter().map(|(_, r)| series(r)).collect();
-    let mut keys: Vec<String> = Vec::new();
-    for p in per_row.iter().flatten() {
-        if !keys.contains(&p.key) {
-            keys.push(p.key.clone());
-        }
-    }
-    if keys.is_empty() {
-        return String::new();
-    }
-    let palette = Palette(keys.clone());
-    let values: Vec<Vec<Option<Spread>>> = per_row
-        .iter()
-        .map(|points| {
-            keys.iter()
-                .map(|k| {
-                    points.iter().find(|p| &p.key == k).map(|p| {
-                        let ci = ccbench_stats::median_order_ci(&p.runs, 0.95).map(|c| (c.lo / div, c.hi / div, c.level));
-                        Spread { median: p.summary.median / div, ci, n: p.summary.n }
-                    })
-                })
-                .collect()
-        })
-        .collect();
-    let all = values.iter().flatten().flatten().flat_map(|v| [v.ci.map_or(v.median, |c| c.0), v.median, v.ci.map_or(v.median, |c| c.1)]);
-    let y = Axis::new(y_label).fit(all);
-    let y = if may_log { y.log_if_wide() } else { y };
-    let log = y.is_log();
-    let y = if log { y } else { y.zero() };
-    let x = Axis::new("condition").categories(rows.iter().map(|(n, _)| n.clone()).collect());
-    let mut p = Plot::new(id, WIDE, 340.0, x, y, None);
-    let m = keys.len() as f64;
-    let offset = |j: usize| (j as f64 - (m - 1.0) / 2.0) * (0.5 / m.max(2.0));
-    for (j, key) in keys.iter().enumerate() {
-        let color = palette.color(key);
-        let pts: Vec<(f64, f64)> = values.iter().enumerate().map(|(i, v)| (i as f64 + offset(j), v[j].as_ref().map_or(f64::NAN, |v| v.median))).collect();
-        p.line(&pts, color, Stroke { width: 1.0, opacity: 0.5, dash: Some("4 3") }, None);
-        for (i, v) in values.iter().enumerate() {
-            let Some(Spread { median: med, ci, n }) = v[j] else { continue };
-            let tip = match ci {
-                Some((lo, hi, level)) => {
-                    format!("{key} at {}: median {} ({:.1} % CI {}–{}, {n} runs)", rows[i].0, fmt_sig(med), level * 100.0, fmt_sig(lo), fmt_sig(hi))
-                }
-                None => format!("{key} at {}: median {} ({n} runs: too few for a CI)", rows[i].0, fmt_sig(med)),
-            };
-            let x = i as f64 + offset(j);
-            if let Some((lo, hi, _)) = ci {
-                p.error_bar_y(x, lo, hi, color, 8.0, Some(&tip));
-            }
-            p.point(x, med, 4.5, color, true, Some(&tip));
-        }
-    }
-    let mut items: Vec<(String, String, Key)> = keys.iter().map(|k| (k.clone(), palette.color(k).to_string(), Key::Dot)).collect();
-    let levels: Vec<f64> = values.iter().flatten().flatten().filter_map(|v| v.ci.map(|c| c.2)).collect();
-    let (lo, hi) = levels.iter().fold((f64::INFINITY, 0.0f64), |(a, b), l| (a.min(*l), b.max(*l)));
-    let bar = match levels.len() {
-        0 => "no CI bars: too few runs".to_string(),
-        _ if hi - lo < 1e-9 => format!("bar: {:.1} % CI of the median (order statistics, its true level)", lo * 100.0),
-        _ => format!("bar: CI of the median (order statistics) at its true level, {:.1}–{:.1} %", lo * 100.0, hi * 100.0),
-    };
-    items.push((bar, GREY.into(), Key::Line));
-    let note = if log { format!("{note} Log scale: the values span more than 10×.") } else { note.to_string() };
-    figure(&format!("fig-{id}"), title, &note, &legend(&items), &p.finish())
-}
-
-/// The page across a preset's conditions (`OUT/report.html` beside `preset.json`): each
-/// algorithm's headline metric, sender RTT and queueing delay against the condition.
-pub fn render_conditions(rows: &[(String, &ExperimentResult)]) -> String {
-    let title = "ccbench: across conditions";
-    let mut out = head(title);
-    let _ = writeln!(out, "<h1>{title}</h1>");
-    let _ = writeln!(out, "<p>{} conditions, each its own experiment (its report is in its own directory).</p>", rows.len());
-    // A preset's conditions or a sweep's cells with expectations are each marked by them.
-    let expect = rows.iter().any(|(_, r)| !r.expectations.is_empty());
-    let _ = write!(
-        out,
-        "<table><tr><th>condition</th><th>workload</th><th>median per algorithm</th><th>verdict</th>{}</tr>",
-        if expect { "<th>expectations</th><th>not passed</th>" } else { "" }
-    );
-    for (name, r) in rows {
-        let marks = if expect {
-            let not: Vec<String> =
-                r.expectations.iter().filter(|e| e.result != Judgement::Pass).map(|e| format!("{}: {} ({})", e.cc, e.expect, e.result.word())).collect();
-            let mark = overall(r.expectations.iter().map(|e| e.result)).map_or("<td>–</td>".to_string(), judgement_cell);
-            format!("{mark}<td>{}</td>", escape(&not.join("; ")))
-        } else {
-            String::new()
-        };
-        let (label, pick, div) = headline(&r.params.workload);
-        let unit = label.split(['(', ')']).nth(1).unwrap_or("");
-        let medians: Vec<String> =
-            r.summary.iter().map(|s| format!("{} {}", s.cc, pick(s).map(|v| format!("{} {unit}", fmt_sig(v.median / div))).unwrap_or("–".into()))).collect();
-        let _ = write!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{marks}</tr>",
-            escape(name),
-            escape(&r.params.workload.describe_for(&r.params.ccs)),
-            escape(&medians.join(", ")),
-            escape(&r.verdict_short())
-        );
-    }
-    out.push_str("</table>\n");
-    // One figure per kind of headline (a preset usually has one).
-    let mut kinds: Vec<&'static str> = Vec::new();
-    for (_, r) in rows {
-        let (label, _, _) = headline(&r.params.workload);
-        if !kinds.contains(&label) {
-            kinds.push(label);
-        }
-    }
-    for (k, label) in kinds.iter().enumerate() {
-        let pick = |r: &ExperimentResult, s: &CcSummary| {
-            let (l, f, _) = headline(&r.params.workload);
-            if l == *label {
-                f(s)
-            } else {
-                None
-            }
-        };
-        let div = rows.iter().map(|(_, r)| headline(&r.params.workload)).find(|(l, _, _)| l == label).map_or(1.0, |h| h.2);
-        let name = label.split(" (").next().unwrap_or(label);
-        let per_run = |r: &ExperimentResult| (headline(&r.params.workload).0 == *label).then(|| headline_runs(&r.params.workload));
-        out.push_str(&conditions_figure(&format!("cond-headline-{k}"), &capitalise(name), label, rows, &pick, &per_run, div));
-    }
-    out.push_str(&conditions_shares_figure(rows));
-    out.push_str(&conditions_figure(
-        "cond-rtt",
-        "Sender's RTT (median of each run's p50)",
-        "sender RTT p50 (ms)",
-        rows,
-        &|_, s| s.sender_rtt_p50_ms,
-        &|_| Some(|m| m.sender_rtt_p50_ms),
-        1.0,
-    ));
-    out.push_str(&conditions_figure(
-        "cond-queue",
-        "Queueing delay at the bottleneck (each run's p95)",
-        "queueing delay p95 (ms)",
-        rows,
-        &|_, s| s.queue_delay_p95_ms,
-        &|_| Some(|m| m.queue_delay_p95_ms),
-        1.0,
-    ));
-    out.push_str(&conditions_figure(
-        "cond-retrans",
-        "Retransmitted segments",
-        "retransmissions (% of segments sent)",
-        rows,
-        &|_, s| s.retrans_rate.map(|r| scale_summary(r, 100.0)),
-        &|_| Some(|m| Some(m.retrans_rate * 100.0)),
-        1.0,
-    ));
-    out.push_str("</body></html>\n");
-    out
-}
-
-fn scale_summary(s: Summary, k: f64) -> Summary {
-    Summary {
-        min: s.min * k,
-        max: s.max * k,
-        mean: s.mean * k,
-        stddev: s.stddev * k,
-        median: s.median * k,
-        p5: s.p5 * k,
-        p25: s.p25 * k,
-        p75: s.p75 * k,
-        p95: s.p95 * k,
-        ..s
-    }
-}
+pub use conditions::*;
 
 #[cfg(test)]
 mod tests {
@@ -1025,10 +744,10 @@ mod tests {
     /// A result of bbr against cubic, two bulk runs each, built by hand: run 2 of each the
     /// median (scores 10 < 20 < 30 Mbit/s), run 4 failed.
     fn hand_built() -> ExperimentResult {
-        use ccbench_record::provenance::{HostFacts, Provenance};
-        use ccbench_record::results::{Params, SCHEMA};
-        use ccbench_record::series::SeriesFiles;
-        use ccbench_record::workloads::WorkloadResult;
+        use ccbench_model::provenance::{HostFacts, Provenance};
+        use ccbench_model::results::{Params, SCHEMA};
+        use ccbench_model::series::SeriesFiles;
+        use ccbench_model::workloads::WorkloadResult;
         use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction};
         let metrics = |mbps: f64| RunMetrics {
             score: Some(mbps * 1e6),
@@ -1200,8 +919,8 @@ mod tests {
         assert!(!html.contains("id=\"expectations\""), "no expectations, no table");
     }
 
-    fn judged(cc: &str, expect: &str, op: &str, median: f64, lo: f64, hi: f64, result: Judgement) -> ccbench_record::expect::ExpectationResult {
-        ccbench_record::expect::ExpectationResult {
+    fn judged(cc: &str, expect: &str, op: &str, median: f64, lo: f64, hi: f64, result: Judgement) -> ccbench_model::expect::ExpectationResult {
+        ccbench_model::expect::ExpectationResult {
             expect: expect.into(),
             cc: cc.into(),
             metric: "goodput".into(),
