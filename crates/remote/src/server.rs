@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use ccbench_probe::Sample;
 use ccbench_workload::{
-    prepare_stream, run_end, Algorithm, BulkSpec, ByteBudget, EndClock, EndStream, FarEnd, FlowEnd, GoodputPoint, HttpEndEvents, NoMeasureHook, QuicSample, SeriesSink,
-    ServeLimits, Side, SocketId,
+    prepare_stream, run_end, Algorithm, BulkSpec, ByteBudget, EndClock, EndStream, FarEnd, FlowEnd, GoodputPoint, HttpEndEvents, NoMeasureHook, QuicSample,
+    SeriesSink, ServeLimits, Side, SocketId,
 };
 
 use crate::auth::Secret;
