@@ -17,11 +17,10 @@ use std::os::fd::FromRawFd;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ccbench_remote::{Client, Secret};
-use common::{have_root_and, lock, secret_file, tempdir, text, BIN};
+use common::{have_root_and, lock, secret_file, tempdir, text, LiveServe, BIN};
 
 /// A connection to `to` from `source` (an address of this host or namespace), made within 1 s.
 fn connect_from(source: IpAddr, to: SocketAddr) -> std::io::Result<TcpStream> {
@@ -132,47 +131,14 @@ fn trickle(source: IpAddr, per_source: usize, to: SocketAddr, stop: &AtomicBool,
     }
 }
 
-/// A `ccbench serve` started by `spawn` (a command with its arguments before the serve flags),
-/// its log collected, killed when dropped.
-struct Serve {
-    child: Child,
-    addr: SocketAddr,
-    log: Arc<Mutex<String>>,
-}
-
-impl Serve {
-    fn start(mut cmd: Command, listen: &str, secret: &Path) -> Serve {
-        use std::io::BufRead;
-        // CCBENCH_CROWD_SERVE_BIN runs another build's serve against the same crowd (how the
-        // fix was shown to be needed: main's serve before issue 27 fails this test).
-        let serve_bin = std::env::var("CCBENCH_CROWD_SERVE_BIN").unwrap_or_else(|_| BIN.to_string());
-        cmd.args([serve_bin.as_str(), "serve", "--listen", listen, "--secret-file", secret.to_str().unwrap(), "--max-tests-per-minute", "100"])
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-        let mut first = String::new();
-        err.read_line(&mut first).unwrap();
-        let addr = first.split_whitespace().find_map(|w| w.parse().ok()).unwrap_or_else(|| panic!("no address in {first:?}"));
-        let log = Arc::new(Mutex::new(String::new()));
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            for line in err.lines().map_while(Result::ok) {
-                sink.lock().unwrap().push_str(&format!("{line}\n"));
-            }
-        });
-        Serve { child, addr, log }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A `ccbench serve` behind `cmd` (a command with its arguments before serve's), listening on
+/// `listen`, its log collected, killed when dropped.
+fn start_serve(mut cmd: Command, listen: &str, secret: &Path) -> LiveServe {
+    // CCBENCH_CROWD_SERVE_BIN runs another build's serve against the same crowd (how the
+    // fix was shown to be needed: main's serve before issue 27 fails this test).
+    let serve_bin = std::env::var("CCBENCH_CROWD_SERVE_BIN").unwrap_or_else(|_| BIN.to_string());
+    cmd.args([serve_bin.as_str(), "serve", "--listen", listen, "--secret-file", secret.to_str().unwrap(), "--max-tests-per-minute", "100"]);
+    LiveServe::from_command(cmd)
 }
 
 /// While `crowds` trickle at serve: 10 handshakes of an honest client (`handshake`), then a
@@ -180,7 +146,7 @@ impl Drop for Serve {
 /// Prints what each side got.
 fn honest_client_beside_a_crowd(
     what: &str,
-    serve: &Serve,
+    serve: &LiveServe,
     crowds: &[IpAddr],
     per_source: usize,
     handshake: impl Fn() -> Result<Client, String> + Sync,
@@ -263,7 +229,7 @@ fn a_crowd_of_ipv4_networks_does_not_lock_out_a_client() {
     let dir = tempdir("crowd4");
     let secret_path = secret_file(&dir, "secret");
     let secret = Secret::from_file(&secret_path).unwrap();
-    let serve = Serve::start(Command::new("env"), "127.0.0.1:0", &secret_path);
+    let serve = start_serve(Command::new("env"), "127.0.0.1:0", &secret_path);
     let crowds: Vec<IpAddr> = (0..12u8).map(|n| IpAddr::V4(Ipv4Addr::new(127, 10 + n, 0, 1))).collect();
     let remote = serve.addr.to_string();
     honest_client_beside_a_crowd(
@@ -299,7 +265,7 @@ fn a_crowd_from_one_ipv6_64_does_not_lock_out_a_client() {
     let dir = tempdir("crowd6");
     let secret_path = secret_file(&dir, "secret");
     let secret = Secret::from_file(&secret_path).unwrap();
-    let serve = ns.run(|| Ok::<_, ccbench_netns::NetnsError>(Serve::start(Command::new("env"), "[fd00:27:2::1]:0", &secret_path))).unwrap();
+    let serve = ns.run(|| Ok::<_, ccbench_netns::NetnsError>(start_serve(Command::new("env"), "[fd00:27:2::1]:0", &secret_path))).unwrap();
     let remote = serve.addr.to_string();
     honest_client_beside_a_crowd(
         "IPv6, 16 addresses of one /64",
@@ -335,7 +301,7 @@ fn a_flood_of_failed_handshakes_is_logged_in_summary() {
     let _serial = lock();
     let dir = tempdir("logflood");
     let secret_path = secret_file(&dir, "secret");
-    let serve = Serve::start(Command::new("env"), "127.0.0.1:0", &secret_path);
+    let serve = start_serve(Command::new("env"), "127.0.0.1:0", &secret_path);
     let listening = serve.log().len();
     let mut frame = 1000u32.to_be_bytes().to_vec();
     frame.extend_from_slice(format!("{{\"type\":\"{}\"}}", "A".repeat(989)).as_bytes());

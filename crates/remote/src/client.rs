@@ -413,6 +413,8 @@ fn receive_results(
     dropped: &AtomicU64,
 ) -> Result<Vec<FlowEnd>, RemoteError> {
     let mut far = FarTime::new(clock, one_way);
+    // The ends come in parts (`more`); each id once across them, so at most the test's ids.
+    let mut all = Vec::new();
     loop {
         match bounds.next(control)? {
             ServerMsg::Sample { flow, mut sample } => {
@@ -425,10 +427,13 @@ fn receive_results(
                 point.t_us += far.shift_us();
                 series.received(flow, &point);
             }
-            ServerMsg::Done { ends, dropped_samples } => {
-                bounds.ends(&ends, true)?;
-                dropped.fetch_add(dropped_samples, Ordering::Relaxed);
-                return Ok(ends);
+            ServerMsg::Done { ends, dropped_samples, more } => {
+                all.extend(ends);
+                bounds.ends(&all, !more)?;
+                if !more {
+                    dropped.fetch_add(dropped_samples, Ordering::Relaxed);
+                    return Ok(all);
+                }
             }
             ServerMsg::Error { message } => return Err(RemoteError::server_said(&message)),
             other => return Err(unexpected(&other)),

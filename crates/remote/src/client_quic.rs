@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use ccbench_workload::{
-    Amount, BbrEvent, BulkResult, BulkSpec, Direction, EndClock, QuicConnEnd, QuicEnd, QuicFarClient, QuicSample, SeriesSink, SocketId, TOKEN_LEN,
+    Amount, BbrEvent, BulkResult, BulkSpec, Direction, EndClock, FlowEnd, QuicConnEnd, QuicEnd, QuicFarClient, QuicSample, SeriesSink, SocketId, TOKEN_LEN,
 };
 
 use crate::channel::Channel;
@@ -93,6 +93,7 @@ pub(crate) fn receive_quic(
     let mut events = 0usize;
     // Flows whose connection's end has come: each comes once.
     let mut ended: Vec<u32> = Vec::new();
+    let mut flow_ends: Vec<FlowEnd> = Vec::new();
     loop {
         match bounds.next(control)? {
             ServerMsg::QuicSample { flow, mut sample } => {
@@ -148,10 +149,13 @@ pub(crate) fn receive_quic(
                     None => connections.push(QuicConnEnd { flow, final_quic, bbr_events: Vec::new() }),
                 }
             }
-            ServerMsg::QuicDone { ends, dropped_samples } => {
-                bounds.ends(&ends, false)?;
-                dropped.fetch_add(dropped_samples, Ordering::Relaxed);
-                return Ok(QuicEnd { flows: ends, connections });
+            ServerMsg::QuicDone { ends, dropped_samples, more } => {
+                flow_ends.extend(ends);
+                bounds.ends(&flow_ends, false)?;
+                if !more {
+                    dropped.fetch_add(dropped_samples, Ordering::Relaxed);
+                    return Ok(QuicEnd { flows: flow_ends, connections });
+                }
             }
             ServerMsg::Error { message } => return Err(RemoteError::server_said(&message)),
             other => return Err(unexpected(&other)),

@@ -84,13 +84,7 @@ pub(crate) fn run_http(channel: &Channel, test: &dyn HttpFar, shared: &Shared) -
     let done = AtomicBool::new(false);
     let ended = AtomicBool::new(false);
     let (report, written, stopped) = std::thread::scope(|s| {
-        let writer = s.spawn(move || {
-            let mut ok = true;
-            for msg in rx {
-                ok = ok && channel.send(&msg).is_ok();
-            }
-            ok
-        });
+        let writer = s.spawn(move || crate::server::write_results(channel, rx));
         // The client's `Stop` (or its silence, or garbage) ends the test.
         let stopper = s.spawn(|| {
             let got = match channel.recv_by::<ClientMsg>(stop_by) {
@@ -126,14 +120,14 @@ pub(crate) fn run_http(channel: &Channel, test: &dyn HttpFar, shared: &Shared) -
         }
         sink.send(ServerMsg::HttpDone { errors: report.errors, error_messages: report.error_messages.clone(), dropped_samples: sink.dropped() });
         drop(sink);
-        let written = writer.join().unwrap_or(false);
+        let written = writer.join().unwrap_or_else(|_| Err("the results' writer panicked".into()));
         let stopped = stopper.join().unwrap_or_else(|_| Err("the stop reader panicked".into()));
         (report, written, stopped)
     });
     let fatal = match (written, stopped) {
-        (false, _) => Some("the client stopped reading the results".to_string()),
-        (true, Err(e)) => Some(e),
-        (true, Ok(())) => None,
+        (Err(e), _) => Some(e),
+        (Ok(()), Err(e)) => Some(e),
+        (Ok(()), Ok(())) => None,
     };
     Outcome { bytes: limits.max_bytes - budget.remaining(), error: report.error_messages.first().cloned(), fatal }
 }

@@ -121,6 +121,10 @@ pub enum ServerMsg {
         /// Samples serve dropped because this client read its results too slowly (version 5).
         #[serde(default)]
         dropped_samples: u64,
+        /// More of the test's ends follow in another `Done`: a test's ends are sent in parts
+        /// that each fit a record (64 flows' `tcp_info` alone is over [`MAX_FRAME`]).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        more: bool,
     },
     /// HTTP tests: the server took connection `conn` (the number in its hello) in; for a
     /// sending socket, the algorithm read back, and `mismatch` when it is not the one asked
@@ -186,6 +190,9 @@ pub enum ServerMsg {
         /// As `Done`'s.
         #[serde(default)]
         dropped_samples: u64,
+        /// As `Done`'s.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        more: bool,
     },
 }
 
@@ -550,7 +557,8 @@ mod tests {
             ServerMsg::QuicSample { flow: 0, sample: Box::new(sample.clone()) },
             ServerMsg::BbrEvents { flow: 0, events: vec![BbrEvent { t_us: 5, from: "STARTUP".into(), to: "DRAIN".into() }] },
             ServerMsg::QuicConnectionEnd { flow: 0, final_quic: Some(Box::new(sample)) },
-            ServerMsg::QuicDone { ends: vec![FlowEnd { id: 0, sent: true, ..FlowEnd::default() }], dropped_samples: 3 },
+            ServerMsg::QuicDone { ends: vec![FlowEnd { id: 0, sent: true, ..FlowEnd::default() }], dropped_samples: 3, more: false },
+            ServerMsg::Done { ends: vec![FlowEnd { id: 1, ..FlowEnd::default() }], dropped_samples: 0, more: true },
         ]
     }
 

@@ -80,13 +80,7 @@ pub(crate) fn run_quic(channel: &Channel, spec: &BulkSpec, shared: &Shared) -> O
         // A QUIC test does not notice its client's death by itself (its packets go on into
         // nothing until its idle timeout): the control connection's end stops it.
         s.spawn(|| watch_client(control, &shared.stop, &test_stop, &ended));
-        let writer = s.spawn(move || {
-            let mut ok = true;
-            for msg in rx {
-                ok = ok && channel.send(&msg).is_ok();
-            }
-            ok
-        });
+        let writer = s.spawn(move || crate::server::write_results(channel, rx));
         let end = server.run(&clock, &test_stop, &sink, Some(budget.clone()));
         ended.store(true, Ordering::SeqCst);
         let start_error = start_reader.and_then(|h| h.join().unwrap_or_else(|_| Err("the start reader panicked".into())).err());
@@ -96,16 +90,16 @@ pub(crate) fn run_quic(channel: &Channel, spec: &BulkSpec, shared: &Shared) -> O
             }
             sink.send(ServerMsg::QuicConnectionEnd { flow: conn.flow, final_quic: conn.final_quic.clone().map(Box::new) });
         }
-        sink.send(ServerMsg::QuicDone { ends: end.flows.clone(), dropped_samples: sink.dropped() });
+        sink.done(end.flows.clone(), true);
         drop(sink);
-        (writer.join().unwrap_or(false), end, start_error)
+        (writer.join().unwrap_or_else(|_| Err("the results' writer panicked".into())), end, start_error)
     });
     server.close();
     let error = start_error.or_else(|| end.flows.iter().find_map(|e| e.send_error.clone().or(e.receive_error.clone())));
     let fatal = if test_stop.load(Ordering::SeqCst) && !shared.stop.load(Ordering::SeqCst) {
         Some("the client went away during the test".to_string())
     } else {
-        (!written).then(|| "the client stopped reading the results".to_string())
+        written.err()
     };
     let error = error.or_else(|| fatal.clone());
     Outcome { bytes: limits.max_bytes - budget.remaining(), error, fatal }

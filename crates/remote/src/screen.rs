@@ -261,7 +261,7 @@ mod tests {
         let msg = screen(ServerMsg::HttpDone { errors: 1, error_messages: vec!["a\r\nb".into()], dropped_samples: 0 }).unwrap();
         assert!(matches!(msg, ServerMsg::HttpDone { error_messages, .. } if error_messages == ["a\\u{d}\\u{a}b"]));
         let end = ccbench_workload::FlowEnd { id: 0, send_error: Some("e\u{1b}".into()), ..Default::default() };
-        let msg = screen(ServerMsg::QuicDone { ends: vec![end], dropped_samples: 0 }).unwrap();
+        let msg = screen(ServerMsg::QuicDone { ends: vec![end], dropped_samples: 0, more: false }).unwrap();
         assert!(matches!(msg, ServerMsg::QuicDone { ends, .. } if ends[0].send_error.as_deref() == Some("e\\u{1b}")));
     }
 }

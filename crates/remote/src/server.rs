@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use ccbench_probe::Sample;
 use ccbench_workload::{
-    prepare_stream, run_end, Algorithm, BulkSpec, ByteBudget, EndClock, EndStream, FarEnd, GoodputPoint, HttpEndEvents, NoMeasureHook, QuicSample, SeriesSink,
-    ServeLimits, Side, SocketId,
+    prepare_stream, run_end, Algorithm, BulkSpec, ByteBudget, EndClock, EndStream, FarEnd, FlowEnd, GoodputPoint, HttpEndEvents, NoMeasureHook, QuicSample,
+    SeriesSink, ServeLimits, Side, SocketId,
 };
 
 use crate::auth::Secret;
@@ -560,25 +560,19 @@ fn run_bulk(channel: &Channel, spec: &BulkSpec, shared: &Shared) -> Outcome {
         let start_reader = (!sending).then(|| s.spawn(|| read_start(channel)));
         s.spawn(|| watch_client(control, &shared.stop, &test_stop, &ended));
         // Samples go out as they are taken; a client that stops reading only stalls this writer.
-        let writer = s.spawn(move || {
-            let mut ok = true;
-            for msg in rx {
-                ok = ok && channel.send(&msg).is_ok();
-            }
-            ok
-        });
+        let writer = s.spawn(move || write_results(channel, rx));
         let results = run_end(&spec, &ends, &clock, &test_stop, &sink, &NoMeasureHook, Some(&budget));
         ended.store(true, Ordering::SeqCst);
         let start_error = start_reader.and_then(|h| h.join().unwrap_or_else(|_| Err("the start reader panicked".into())).err());
-        sink.send(ServerMsg::Done { ends: results.clone(), dropped_samples: sink.dropped() });
+        sink.done(results.clone(), false);
         drop(sink);
-        (writer.join().unwrap_or(false), results, start_error)
+        (writer.join().unwrap_or_else(|_| Err("the results' writer panicked".into())), results, start_error)
     });
     let error = start_error.or_else(|| results.iter().find_map(|e| e.send_error.clone().or(e.receive_error.clone())));
     let fatal = if test_stop.load(Ordering::SeqCst) && !shared.stop.load(Ordering::SeqCst) {
         Some("the client went away during the test".to_string())
     } else {
-        (!written).then(|| "the client stopped reading the results".to_string())
+        written.err()
     };
     let error = error.or_else(|| fatal.clone());
     let bytes = limits.max_bytes - budget.remaining();
@@ -702,6 +696,49 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// Sends what the test's queue holds to the client until the queue's sink is dropped. After a
+/// failure it drains the queue without sending, so a producer waiting for room never hangs.
+/// The error says whether the client stopped reading (the 10 s write timeout, or its end
+/// gone) or a message could not be sent at all.
+pub(crate) fn write_results(channel: &Channel, rx: mpsc::Receiver<ServerMsg>) -> Result<(), String> {
+    let mut result = Ok(());
+    for msg in rx {
+        if result.is_ok() {
+            result = channel.send(&msg).map_err(|e| match e {
+                FrameError::Io(e) => format!("the client stopped reading the results ({e})"),
+                e => format!("sending the results: {e}"),
+            });
+        }
+    }
+    result
+}
+
+/// Flow ends per `Done` part, at most: what fits a record whatever the ends hold. One end
+/// (its `tcp_info`, two errors of up to [`crate::screen::MAX_TEXT`] characters, what held it
+/// back) is under 6 kB of JSON, so 8 make under 48 kB of the 64 KiB frame. The ends of this
+/// server's 64 flows made about 100 kB in one `Done`: sealing it failed, and every such test
+/// ended as "the client stopped reading the results" (issue 27 §6).
+pub(crate) const ENDS_PER_DONE: usize = 8;
+
+/// The test's last message in parts of at most [`ENDS_PER_DONE`] ends: every part but the last
+/// says `more`, and the client gathers them (version 5 clients before this read only the first).
+pub(crate) fn done_messages(ends: Vec<FlowEnd>, dropped_samples: u64, quic: bool) -> Vec<ServerMsg> {
+    let parts: Vec<Vec<FlowEnd>> = if ends.is_empty() { vec![Vec::new()] } else { ends.chunks(ENDS_PER_DONE).map(<[FlowEnd]>::to_vec).collect() };
+    let last = parts.len() - 1;
+    parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, ends)| {
+            let more = i < last;
+            if quic {
+                ServerMsg::QuicDone { ends, dropped_samples, more }
+            } else {
+                ServerMsg::Done { ends, dropped_samples, more }
+            }
+        })
+        .collect()
+}
+
 /// Messages waiting for the client, at most: a client that reads slowly (the audit's: 64
 /// flows, 1 ms samples) made an unbounded queue grow serve by 14.5 MB/s. A few MB at most.
 pub(crate) const RESULT_QUEUE: usize = 4096;
@@ -734,6 +771,14 @@ impl Forward {
     fn sample(&self, msg: ServerMsg) {
         if let Err(mpsc::TrySendError::Full(_)) = self.tx.try_send(msg) {
             self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The test's last message, `Done` (or `QuicDone`) with every flow's end and the drops,
+    /// in as many parts as its records need ([`done_messages`]).
+    pub(crate) fn done(&self, ends: Vec<FlowEnd>, quic: bool) {
+        for msg in done_messages(ends, self.dropped(), quic) {
+            self.send(msg);
         }
     }
 
@@ -799,6 +844,39 @@ mod tests {
                 watcher.join().unwrap();
             });
             assert_eq!(test_stop.load(Ordering::SeqCst), !close_after_end, "closed after the end: {close_after_end}");
+        }
+    }
+
+    /// The last message of a test with this server's most flows, each with its real `tcp_info`,
+    /// long errors and what held it back, fits one record: it failed to (64 flows made
+    /// about 100 kB against the 64 KiB frame), and serve ended every such session as "the
+    /// client stopped reading the results" (issue 27 §6).
+    #[test]
+    fn the_done_of_the_most_flows_fits_a_record() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let socket = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let info = ccbench_probe::tcp_info(&socket).unwrap();
+        let end = |id| FlowEnd {
+            id,
+            sent: true,
+            send_error: Some("x".repeat(crate::screen::MAX_TEXT)),
+            final_tcp_info: Some(info),
+            limits: Some(Default::default()),
+            bytes_received: u64::MAX,
+            completion_s: Some(f64::MAX),
+            receive_error: Some("y".repeat(crate::screen::MAX_TEXT)),
+        };
+        let ends: Vec<FlowEnd> = (0..64).map(end).collect();
+        let whole = serde_json::to_vec(&ServerMsg::Done { ends: ends.clone(), dropped_samples: u64::MAX, more: false }).unwrap();
+        assert!(whole.len() > crate::proto::MAX_FRAME, "the cause is gone: {} bytes in one", whole.len());
+        let mut sealer = crate::channel::Sealer::new(&[1; 32]);
+        let parts = done_messages(ends, u64::MAX, false);
+        assert_eq!(parts.len(), 64 / ENDS_PER_DONE);
+        for (i, msg) in parts.iter().enumerate() {
+            let body = serde_json::to_vec(msg).unwrap();
+            assert!(body.len() < 48_000, "{} bytes", body.len());
+            sealer.seal(&body).unwrap();
+            assert!(matches!(msg, ServerMsg::Done { more, .. } if *more == (i + 1 < parts.len())));
         }
     }
 
@@ -890,7 +968,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(100));
             rx.iter().collect::<Vec<_>>()
         });
-        sink.send(ServerMsg::Done { ends: Vec::new(), dropped_samples: sink.dropped() });
+        sink.done(Vec::new(), false);
         drop(sink);
         let got = reader.join().unwrap();
         assert_eq!(got.len(), RESULT_QUEUE + 1);

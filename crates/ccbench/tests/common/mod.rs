@@ -261,7 +261,15 @@ impl LiveServe {
     pub fn start(secret: &Path, extra: &[&str]) -> LiveServe {
         let mut args = vec!["serve", "--listen", "127.0.0.1:0", "--secret-file", secret.to_str().unwrap()];
         args.extend_from_slice(extra);
-        let mut child = Command::new(BIN).args(&args).stderr(Stdio::piped()).spawn().unwrap();
+        let mut cmd = Command::new(BIN);
+        cmd.args(&args);
+        LiveServe::from_command(cmd)
+    }
+
+    /// serve as `cmd` prepared it (another binary, a wrapper such as `env`, its flags); its
+    /// stderr is taken here, and its first line must name the address serve listens on.
+    pub fn from_command(mut cmd: Command) -> LiveServe {
+        let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
         let mut err = BufReader::new(child.stderr.take().unwrap());
         let mut first = String::new();
         err.read_line(&mut first).unwrap();
