@@ -1339,6 +1339,35 @@ mod tests {
         assert!(!s.contains("--max-runs reached"));
     }
 
+    /// Issue 28 §1: a sequential look whose level is only approximate (spreads 3× or more apart
+    /// at fewer than 8 runs) does not stop the design, except the last; one with alike spreads
+    /// stops as before, and a look with 8 runs stops whatever the spreads.
+    #[test]
+    fn a_look_at_an_approximate_level_does_not_stop_but_the_last() {
+        let steady = [100.0, 100.1, 99.9, 100.05, 99.95];
+        let erratic = [110.0, 130.0, 105.0, 150.0, 120.0];
+        let alike = [110.0, 110.2, 109.9, 110.1, 109.8];
+        let at = |a: &[f64], b: &[f64]| best_against_rest(&[("a", a), ("b", b)], BetterIs::Higher, Criteria::at(0.05), 2);
+        let cs = at(&erratic, &steady);
+        assert_eq!(cs[0].outcome, Outcome::Better, "{cs:?}");
+        assert!(cs[0].level_is_approximate() && cs[0].sentence("goodput").contains("the level is approximate"));
+        assert!(!look_stops(&cs, false), "an early look goes on");
+        assert!(look_stops(&cs, true), "the last look decides, saying the level is approximate");
+        let cs = at(&alike, &steady);
+        assert_eq!(cs[0].outcome, Outcome::Better);
+        assert!(!cs[0].level_is_approximate() && look_stops(&cs, false));
+        // 8 runs: the level is no longer called approximate, and the look stops.
+        let steady8 = [100.0, 100.1, 99.9, 100.05, 99.95, 100.02, 99.98, 100.07];
+        let erratic8 = [110.0, 130.0, 105.0, 150.0, 120.0, 125.0, 140.0, 108.0];
+        let cs = at(&erratic8, &steady8);
+        assert_eq!(cs[0].outcome, Outcome::Better);
+        assert!(!cs[0].level_is_approximate() && look_stops(&cs, false));
+        // Undecided comparisons never stop a look; no comparison at all neither.
+        let cs = at(&[100.0, 101.0, 99.0, 100.5, 99.5], &steady);
+        assert!(!cs[0].outcome.decided() && !look_stops(&cs, false) && !look_stops(&cs, true));
+        assert!(!look_stops(&[], true));
+    }
+
     /// Issue 28 §6: a Monte Carlo level is marked "≈"; the old test's level past 50 runs is
     /// nominal, and says so.
     #[test]
