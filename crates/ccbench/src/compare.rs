@@ -1110,6 +1110,42 @@ mod tests {
         assert!(!text.contains("the maximum (--max-runs)"), "{text}");
     }
 
+    /// Issue 28 §6: runs that cannot change the verdict are not run, and the summary says so
+    /// rather than "the maximum" or "interrupted": 2 algorithms at --max-runs 5 stop after the
+    /// look at 4; a result that ran to the end says "the maximum" as before.
+    #[test]
+    fn runs_that_could_not_change_the_verdict_are_named() {
+        let mut r = result(&[("bbr", FAST), ("cubic", SLOW)], 0.0, "goodput");
+        let planned = ccbench_stats::sequential::looks(0.05, 5, 2);
+        let l = &planned[0];
+        r.sequential = Some(Sequential {
+            design: Some("lan_demets_pocock".into()),
+            planned: planned.clone(),
+            looks: vec![LookRecord { runs_per_cc: l.runs as u32, alpha: l.alpha, decided: false, spent: Some(l.spent) }],
+            decided_after_runs: None,
+        });
+        let text = crate::export::text::summary(&r, None);
+        assert!(
+            text.contains("(--runs auto: undecided after 4 runs per algorithm; run 5 of --max-runs 5 could not change the verdict (no later look can decide), so it was not run;"),
+            "{text}"
+        );
+        assert!(!text.contains("interrupted") && !text.contains("the maximum (--max-runs)"), "{text}");
+        // Interrupted at that look, it says so.
+        r.status = Status::Interrupted;
+        assert!(crate::export::text::summary(&r, None).contains("interrupted after 4 runs"));
+        // One contender's expectations at most 20: depth 5 at 18 and at 20.
+        r.status = Status::Complete;
+        let planned = ccbench_stats::sequential::expectation_looks(0.05, 20);
+        let taken: Vec<LookRecord> = planned[..planned.len() - 1]
+            .iter()
+            .map(|l| LookRecord { runs_per_cc: l.runs as u32, alpha: l.alpha, decided: false, spent: Some(l.spent) })
+            .collect();
+        r.sequential =
+            Some(Sequential { design: Some("lan_demets_pocock_exact_sign".into()), planned: planned.clone(), looks: taken, decided_after_runs: None });
+        let text = crate::export::text::summary(&r, None);
+        assert!(text.contains("undecided after 18 runs per algorithm; runs 19–20 of --max-runs 20 could not change the verdict"), "{text}");
+    }
+
     #[test]
     fn relative_paths_climb_out_of_the_output_directory() {
         assert_eq!(relative(Path::new("/r/cmp"), Path::new("/r/A")), PathBuf::from("../A"));

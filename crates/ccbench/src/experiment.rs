@@ -136,7 +136,7 @@ pub struct Remote {
 pub(crate) const SEQUENTIAL_DESIGN: &str = "lan_demets_pocock";
 /// The same spending for one contender judged by its expectations alone, with exact sign-test
 /// boundaries (`ccbench_stats::sequential::expectation_looks`).
-const EXPECTATION_DESIGN: &str = "lan_demets_pocock_exact_sign";
+pub(crate) const EXPECTATION_DESIGN: &str = "lan_demets_pocock_exact_sign";
 
 impl Plan {
     /// What this plan's verdicts are judged by, at level `alpha`.
@@ -242,6 +242,9 @@ struct Execution<'a> {
     provenance: Provenance,
     slots: Vec<Slot>,
     looks: Vec<ccbench_stats::sequential::Look>,
+    /// The first run per algorithm after the last look that can decide, when later runs could
+    /// not change the verdict (`sequential::idle_tail`): the experiment ends before it.
+    idle_from: Option<usize>,
     /// The last look taken (index into `looks`).
     look: Option<usize>,
     sequential: Option<Sequential>,
@@ -262,11 +265,10 @@ impl<'a> Execution<'a> {
             }),
             None => Provenance::of_this_host(),
         };
-        let looks = match plan.runs {
-            // One contender has only its expectations to decide: looks where a median's bound can.
-            Runs::Auto { max } if plan.ccs.len() == 1 => ccbench_stats::sequential::expectation_looks(ALPHA, max as usize),
-            Runs::Auto { max } => ccbench_stats::sequential::looks(ALPHA, max as usize, plan.ccs.len()),
-            Runs::Fixed(_) => Vec::new(),
+        // One contender has only its expectations to decide: looks where a median's bound can.
+        let (looks, idle) = match plan.runs {
+            Runs::Auto { max } => ccbench_stats::sequential::design_for(ALPHA, max as usize, plan.ccs.len()),
+            Runs::Fixed(_) => (Vec::new(), None),
         };
         Execution {
             plan,
@@ -281,6 +283,7 @@ impl<'a> Execution<'a> {
             }),
             alpha: looks.last().map_or(ALPHA, |l| l.alpha),
             looks,
+            idle_from: idle.map(|(first, _)| first),
             look: None,
             records: Vec::new(),
             status: Status::Complete,
@@ -322,8 +325,11 @@ impl<'a> Execution<'a> {
                 let alpha = self.looks[look].alpha;
                 let (_, comparisons) = analyse(&plan.names(), &self.records, plan.criteria(alpha));
                 let expectations = plan.judge(&self.records, alpha);
-                // One contender has no comparison to decide: then only its expectations.
-                let verdicts_decided = if plan.ccs.len() > 1 { !comparisons.is_empty() && comparisons.iter().all(|c| c.outcome.decided()) } else { true };
+                // One contender has no comparison to decide: then only its expectations. A look
+                // whose level is only approximate (very different spreads, few runs) does not
+                // stop the design but the last (issue 28 §1, `look_stops`).
+                let last = look + 1 == self.looks.len();
+                let verdicts_decided = if plan.ccs.len() > 1 { ccbench_stats::look_stops(&comparisons, last) } else { true };
                 let expectations_decided = expectations.iter().all(|e| e.result != ccbench_stats::expectation::Judgement::Undecided);
                 let decided = verdicts_decided && expectations_decided && (plan.ccs.len() > 1 || !plan.expect.is_empty());
                 seq.looks.push(LookRecord { runs_per_cc: rounds_done as u32, alpha, decided, spent: Some(self.looks[look].spent) });
@@ -331,6 +337,11 @@ impl<'a> Execution<'a> {
                 self.look = Some(look);
                 if decided {
                     seq.decided_after_runs = Some(rounds_done as u32);
+                    return false;
+                }
+                // Issue 28 §6: the runs after the last look that can decide could not change
+                // the verdict; they are not run.
+                if self.idle_from.is_some_and(|first| rounds_done + 1 == first) {
                     return false;
                 }
             }
@@ -352,7 +363,7 @@ impl<'a> Execution<'a> {
         // without deciding says "undecided", never "no difference".
         if let Some(look) = self.look {
             let context = LookContext { look: look + 1, of: self.looks.len(), spent: self.looks[look].spent, alpha_total: ALPHA };
-            let ended_undecided = self.status == Status::Complete && look + 1 == self.looks.len();
+            let ended_undecided = self.status == Status::Complete && (look + 1 == self.looks.len() || self.idle_from == Some(self.looks[look].runs + 1));
             for c in comparisons.iter_mut().chain(rtt_comparisons.iter_mut()) {
                 c.look = Some(context);
                 if ended_undecided {

@@ -64,8 +64,8 @@ pub use mann_whitney::{mann_whitney_u, min_runs_for_significance, MannWhitney, M
 pub use rank_ci::{hodges_lehmann_ratio_ci, moses_depth, u_null_cdf};
 pub use summary::{median, quantile, Summary};
 pub use verdict::{
-    best_against_rest, best_against_rest_using, compare, compare_directed, compare_directed_using, fmt_alpha, fmt_level, fmt_p, holm, BetterIs, Comparison,
-    Criteria, LookContext, Outcome, TestMethod, APPROX_BELOW_RUNS, APPROX_SPREAD_RATIO, DEFAULT_BOOTSTRAP_ITERATIONS, DEFAULT_TEST,
+    best_against_rest, best_against_rest_using, compare, compare_directed, compare_directed_using, fmt_alpha, fmt_level, fmt_p, holm, look_stops, BetterIs,
+    Comparison, Criteria, LookContext, Outcome, TestMethod, APPROX_BELOW_RUNS, APPROX_SPREAD_RATIO, DEFAULT_BOOTSTRAP_ITERATIONS, DEFAULT_TEST,
 };
 
 /// `true` when the slice is non-empty and every value is finite.

@@ -144,6 +144,46 @@ pub fn expectation_looks(alpha: f64, max_runs: usize) -> Vec<Look> {
     out
 }
 
+/// The runs at the end of a design that cannot change its verdict: `(first, last)` when the
+/// looks after the last one that can decide are there only because the design must end at
+/// `max_runs`, so runs `first..=last` would be run for nothing (issue 28 §6: a last look that
+/// cannot decide with 2 algorithms at `--max-runs 5`, 3 at 6; expectation runs 6–8 of
+/// `--max-runs 8`). `None` when the last look can decide, or there is none. `k` is the number
+/// of algorithms compared, `None` for a design from [`expectation_looks`].
+///
+/// A comparison's look can decide when complete separation reaches its increment. An
+/// expectation's look can decide an expectation that no earlier look decided only with a deeper
+/// bound than every earlier look's: with depth `k_j` at an earlier look of `n_j` runs, an
+/// undecided expectation has at most `n_j − k_j` runs beyond the threshold there, so at most
+/// `n − k_j` after `n`, and passing at depth `k` needs `n − k + 1` (failing is the mirror).
+pub fn idle_tail(design: &[Look], k: Option<usize>) -> Option<(usize, usize)> {
+    let depth = |l: &Look| (1..=l.runs.div_ceil(2)).take_while(|&d| crate::bootstrap::binomial_half_cdf(l.runs, d - 1) <= l.alpha).last().unwrap_or(0);
+    let can_decide = |i: usize| {
+        let l = &design[i];
+        match k {
+            Some(k) => family_size(k) as f64 * min_p(l.runs) < l.alpha,
+            None => depth(l) > design[..i].iter().map(depth).max().unwrap_or(0),
+        }
+    };
+    let last_deciding = (0..design.len()).rev().find(|&i| can_decide(i))?;
+    let last = design.last()?;
+    (last_deciding + 1 < design.len()).then(|| (design[last_deciding].runs + 1, last.runs))
+}
+
+/// The design `ccbench run --runs auto` takes for `k` contenders at most `max_runs` runs (one
+/// contender: its expectations' design), and its [`idle_tail`].
+pub fn design_for(alpha: f64, max_runs: usize, k: usize) -> (Vec<Look>, Option<(usize, usize)>) {
+    if k <= 1 {
+        let d = expectation_looks(alpha, max_runs);
+        let tail = idle_tail(&d, None);
+        (d, tail)
+    } else {
+        let d = looks(alpha, max_runs, k);
+        let tail = idle_tail(&d, Some(k));
+        (d, tail)
+    }
+}
+
 /// `½ⁿ`, saturating to 0 for counts beyond an `i32`.
 fn half_pow(n: usize) -> f64 {
     0.5f64.powi(n.min(1 << 20) as i32)
@@ -284,6 +324,73 @@ mod tests {
                 // same as enumerated (and here the same as the first decision's, as no walk can
                 // fail and then pass between these looks).
                 assert!(close(design.last().unwrap().spent, pass_anywhere) && close(pass_anywhere, pass), "{:?} {pass_anywhere}", design.last());
+            }
+        }
+    }
+
+    /// Issue 28 §6: the designs whose last runs cannot change the verdict, found from the
+    /// looks themselves (the last look's increment below the smallest p its runs allow).
+    #[test]
+    fn designs_whose_last_runs_cannot_change_the_verdict() {
+        // Two algorithms at most 5: the look at 4 spends 0.0432, leaving 0.0068 < 2/252 for 5.
+        let d = looks(0.05, 5, 2);
+        assert_eq!(d.iter().map(|l| l.runs).collect::<Vec<_>>(), [4, 5]);
+        assert!(d[1].alpha < min_p(5));
+        assert_eq!(idle_tail(&d, Some(2)), Some((5, 5)));
+        // Three at most 6: the look at 5 leaves 0.0056 < 3 · 2/924 for 6.
+        assert_eq!(design_for(0.05, 6, 3).1, Some((6, 6)));
+        // One contender's expectations at most 8: the look at 5 spends ½⁵; no depth fits at 8.
+        let (d, tail) = design_for(0.05, 8, 1);
+        assert_eq!(d.iter().map(|l| l.runs).collect::<Vec<_>>(), [5, 8]);
+        // Its bound at 8 is x_(1) again: all 8 runs beyond the threshold, which look 5 decided.
+        assert!((d[1].alpha - 0.5f64.powi(8)).abs() < 1e-15);
+        assert_eq!(tail, Some((6, 8)));
+        // Expectations at most 20 (the default): depth 5 at 18 runs and again at 20.
+        assert_eq!(design_for(0.05, 20, 1).1, Some((19, 20)));
+        // Designs whose every look can decide have none: the comparisons' defaults and their
+        // neighbours, and expectation designs whose last look bounds deeper than the earlier.
+        for (max, k) in [(20, 2), (20, 3), (6, 2), (4, 2), (7, 3), (5, 3), (9, 1), (11, 1), (5, 1)] {
+            assert_eq!(design_for(0.05, max, k).1, None, "at most {max}, {k} contenders");
+        }
+        // The tail of a comparison's design is judged from its last look: its increment below
+        // the smallest p its runs allow.
+        for k in 2..=5 {
+            for max in 1..=60 {
+                let (d, tail) = design_for(0.05, max, k);
+                let Some(last) = d.last() else { continue };
+                let decides = family_size(k) as f64 * min_p(last.runs) < last.alpha;
+                assert_eq!(tail.is_some(), !decides && d.len() > 1, "k {k} max {max}: {d:?}");
+            }
+        }
+        // An expectation's: by simulating every pattern of runs above and below a threshold up
+        // to 12 runs through `median_bounds` and `judge` as `ccbench run` takes the looks: a
+        // tail exists exactly when no pattern undecided before it is decided in it.
+        use crate::expectation::{judge, median_bounds, Judgement, Side};
+        for max in 5..=12usize {
+            let (d, tail) = design_for(0.05, max, 1);
+            let mut decided_late = false;
+            let from = tail.map_or(max + 1, |t| t.0);
+            for mask in 0u32..(1 << max) {
+                let xs: Vec<f64> = (0..max).map(|i| if mask >> i & 1 == 1 { 1.0 } else { -1.0 }).collect();
+                for l in &d {
+                    let j = judge(&median_bounds(&xs[..l.runs], l.alpha).unwrap(), Side::AtLeast { strict: false }, 0.0);
+                    if j != Judgement::Undecided {
+                        decided_late |= l.runs >= from;
+                        break;
+                    }
+                }
+            }
+            assert!(!decided_late, "at most {max}: a look in the tail {tail:?} decided");
+            if tail.is_none() {
+                // The last look decides some pattern no earlier look did.
+                let last = d.last().unwrap().runs;
+                let late = (0u32..(1 << max)).any(|mask| {
+                    let xs: Vec<f64> = (0..max).map(|i| if mask >> i & 1 == 1 { 1.0 } else { -1.0 }).collect();
+                    let js: Vec<Judgement> =
+                        d.iter().map(|l| judge(&median_bounds(&xs[..l.runs], l.alpha).unwrap(), Side::AtLeast { strict: false }, 0.0)).collect();
+                    js[..js.len() - 1].iter().all(|j| *j == Judgement::Undecided) && js[js.len() - 1] != Judgement::Undecided
+                });
+                assert!(late, "at most {max}: the last look at {last} decides something");
             }
         }
     }

@@ -416,6 +416,26 @@ pub fn best_against_rest_using(test: TestMethod, arms: &[(&str, &[f64])], better
         .collect()
 }
 
+/// Whether a look of a sequential design (`--runs auto`) ends the experiment on these
+/// comparisons: every one decided and, at any look but the `last`, none at a level that is only
+/// approximate ([`Comparison::level_is_approximate`]).
+///
+/// Why not stop there: the design keeps its overall error at α by the union bound, each look
+/// contributing at most its increment, which holds only where the test at that look keeps its
+/// level. With very different spreads at 4–7 runs it does not (one steady arm against an erratic
+/// one is completely separated about `2 · ½ⁿ` of the time with equal medians: 6 % at 5 runs
+/// against an increment of 1.8 %), and that first look was where `--runs auto` leaked (7.2 %
+/// false "better" at a 20× spread). Declining to stop at a look can only remove rejections from
+/// it (the event "reject and stop at look j" is inside "the test rejects at look j"), so the
+/// bound over the other looks is untouched (Lan & DeMets 1983; Jennison & Turnbull,
+/// *Group Sequential Methods*, 2000): the look where the level cannot be trusted simply
+/// contributes nothing, and the runs go on to the next look, judged there with more runs at
+/// that look's own increment. The last look cannot go on; its verdict says the level is
+/// approximate instead. Measured by `examples/spread_power.rs` (docs/statistics.md).
+pub fn look_stops(comparisons: &[Comparison], last: bool) -> bool {
+    !comparisons.is_empty() && comparisons.iter().all(|c| c.outcome.decided() && (last || !c.level_is_approximate()))
+}
+
 impl Comparison {
     /// Sets `outcome`, `significant` and `better` from the adjusted p, the interval and the
     /// minimum effect.
@@ -504,10 +524,17 @@ impl Comparison {
         text
     }
 
+    /// Whether this comparison's level is only approximate: spreads differing at least
+    /// [`APPROX_SPREAD_RATIO`]× with fewer than [`APPROX_BELOW_RUNS`] runs in an arm, where no
+    /// rank test keeps α (see [`look_stops`]).
+    pub fn level_is_approximate(&self) -> bool {
+        self.spread_ratio.is_some_and(|r| r >= APPROX_SPREAD_RATIO) && self.n_a.min(self.n_b) < APPROX_BELOW_RUNS
+    }
+
     /// "; spreads differ 15×: the level is approximate" where no rank test keeps α.
     fn spread_note(&self) -> String {
         match self.spread_ratio {
-            Some(r) if r >= APPROX_SPREAD_RATIO && self.n_a.min(self.n_b) < APPROX_BELOW_RUNS => {
+            Some(r) if self.level_is_approximate() => {
                 if r.is_infinite() {
                     "; one algorithm scored the same in every run, the other did not: the level is approximate".into()
                 } else {
@@ -1310,6 +1337,35 @@ mod tests {
         let s = c.sentence("goodput");
         assert!(s.starts_with("undecided: interrupted after 6 runs, at look 1 of 6 (α = 0.018), before --max-runs, on goodput between bbr and cubic"), "{s}");
         assert!(!s.contains("--max-runs reached"));
+    }
+
+    /// Issue 28 §1: a sequential look whose level is only approximate (spreads 3× or more apart
+    /// at fewer than 8 runs) does not stop the design, except the last; one with alike spreads
+    /// stops as before, and a look with 8 runs stops whatever the spreads.
+    #[test]
+    fn a_look_at_an_approximate_level_does_not_stop_but_the_last() {
+        let steady = [100.0, 100.1, 99.9, 100.05, 99.95];
+        let erratic = [110.0, 130.0, 105.0, 150.0, 120.0];
+        let alike = [110.0, 110.2, 109.9, 110.1, 109.8];
+        let at = |a: &[f64], b: &[f64]| best_against_rest(&[("a", a), ("b", b)], BetterIs::Higher, Criteria::at(0.05), 2);
+        let cs = at(&erratic, &steady);
+        assert_eq!(cs[0].outcome, Outcome::Better, "{cs:?}");
+        assert!(cs[0].level_is_approximate() && cs[0].sentence("goodput").contains("the level is approximate"));
+        assert!(!look_stops(&cs, false), "an early look goes on");
+        assert!(look_stops(&cs, true), "the last look decides, saying the level is approximate");
+        let cs = at(&alike, &steady);
+        assert_eq!(cs[0].outcome, Outcome::Better);
+        assert!(!cs[0].level_is_approximate() && look_stops(&cs, false));
+        // 8 runs: the level is no longer called approximate, and the look stops.
+        let steady8 = [100.0, 100.1, 99.9, 100.05, 99.95, 100.02, 99.98, 100.07];
+        let erratic8 = [110.0, 130.0, 105.0, 150.0, 120.0, 125.0, 140.0, 108.0];
+        let cs = at(&erratic8, &steady8);
+        assert_eq!(cs[0].outcome, Outcome::Better);
+        assert!(!cs[0].level_is_approximate() && look_stops(&cs, false));
+        // Undecided comparisons never stop a look; no comparison at all neither.
+        let cs = at(&[100.0, 101.0, 99.0, 100.5, 99.5], &steady);
+        assert!(!cs[0].outcome.decided() && !look_stops(&cs, false) && !look_stops(&cs, true));
+        assert!(!look_stops(&[], true));
     }
 
     /// Issue 28 §6: a Monte Carlo level is marked "≈"; the old test's level past 50 runs is

@@ -171,6 +171,8 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
         let spent: f64 = seq.looks.last().and_then(|l| l.spent).unwrap_or_else(|| seq.looks.iter().map(|l| l.alpha).sum());
         let planned = if seq.planned.is_empty() { String::new() } else { format!(" of {} planned", seq.planned.len()) };
         let look_alpha = fmt_alpha(seq.looks.last().map_or(0.0, |l| l.alpha));
+        let contenders = (seq.design.as_deref() != Some(crate::experiment::EXPECTATION_DESIGN)).then_some(result.params.ccs.len());
+        let idle = ccbench_stats::sequential::idle_tail(&seq.planned, contenders);
         let _ = match seq.decided_after_runs {
             Some(n) => writeln!(
                 out,
@@ -179,6 +181,18 @@ pub fn summary(result: &ExperimentResult, location: Option<&std::path::Path>) ->
                 fmt_alpha(spent),
                 fmt_alpha(result.params.alpha)
             ),
+            // Issue 28 §6: the runs after the last look that can decide were not run.
+            None if result.status != Status::Interrupted && idle.is_some_and(|(first, _)| first == last as usize + 1) => {
+                let (first, max) = idle.unwrap_or_default();
+                let runs = if first == max { format!("run {first}") } else { format!("runs {first}–{max}") };
+                writeln!(
+                    out,
+                    "  (--runs auto: undecided after {last} runs per algorithm; {runs} of --max-runs {max} could not change the verdict (no later look can decide), so {} not run; the {} looks spent α = {} in all, the last at α = {look_alpha})",
+                    if first == max { "it was" } else { "they were" },
+                    seq.looks.len(),
+                    fmt_alpha(spent)
+                )
+            }
             // Ctrl-C (or any end before the last planned look): say where it stopped.
             None if result.status == Status::Interrupted || seq.planned.last().is_some_and(|p| (last as usize) < p.runs) => writeln!(
                 out,
