@@ -74,13 +74,13 @@ impl Forwarder {
     }
 
     /// Sleeps until `wake` or until a packet can be read: asks the kernel for a wake-up
-    /// [`EarlyWake::lead`] before `wake`, then spins for the rest (at most the lead).
+    /// [`EarlyWake::lead_for`] before `wake`, then spins for the rest (at most the lead).
     fn sleep_until(&mut self, wake: time::Instant) {
         let now = self.now();
         if wake <= now {
             return;
         }
-        let ask = wake - self.early.lead();
+        let ask = wake - self.early.lead_for(wake - now);
         if ask > now {
             if !wake::ppoll_readable(self.from.as_fd().as_raw_fd(), ask - now) {
                 // A packet arrived: it is read at once, the deadline is met on a later turn.

@@ -31,6 +31,8 @@ pub struct EarlyWake {
 /// The quantile of the oversleep the estimate tracks: a deadline is met by the sleep plus
 /// the spin this often; the rest of the time the wake-up is late by what exceeded it.
 const QUANTILE: f64 = 0.9;
+/// A sleep this many times the lead or longer is worth waking early for.
+const SPARSE: u64 = 4;
 /// Step of the quantile tracker per observation (ns): it settles in a few hundred sleeps.
 const STEP_NS: f64 = 200.0;
 
@@ -47,6 +49,20 @@ impl EarlyWake {
     /// How much earlier than a deadline to wake: the oversleep's estimate, within the bound.
     pub fn lead(&self) -> Duration {
         Duration::from_nanos(self.estimate_ns as u64).min(self.max_spin)
+    }
+
+    /// How much earlier than a deadline `sleep` away to wake. Only a sleep several times the
+    /// lead gets one: where deadlines come closer together (a gigabit, whose wake-ups are a
+    /// batching gap apart) the spin would fill the whole gap and double the CPU for a
+    /// microsecond or two, as measured (docs/performance.md); there the sleep is for the
+    /// deadline itself.
+    pub fn lead_for(&self, sleep: Duration) -> Duration {
+        let lead = self.lead();
+        if sleep >= SPARSE * lead {
+            lead
+        } else {
+            Duration::ZERO
+        }
     }
 
     /// Records a timed sleep that returned `oversleep` after the time it asked for.
@@ -149,6 +165,18 @@ mod tests {
             w.observe(us(200));
         }
         assert_eq!(w.lead(), us(5));
+    }
+
+    #[test]
+    fn only_sleeps_several_times_the_lead_wake_early() {
+        let mut w = EarlyWake::new(us(30));
+        for _ in 0..10_000 {
+            w.observe(us(10));
+        }
+        let lead = w.lead();
+        assert!(lead > us(9) && lead <= us(10), "lead {lead:?}");
+        assert_eq!(w.lead_for(us(120)), lead, "100 Mbit/s: 120 µs between packets");
+        assert_eq!(w.lead_for(us(25)), Duration::ZERO, "a gigabit's 25 µs batching gap");
     }
 
     #[test]
