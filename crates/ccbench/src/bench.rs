@@ -16,6 +16,8 @@ use ccbench::units;
 
 /// Buffers below this would make short-RTT rows measure CUBIC's losses, not the emulator.
 const MIN_BENCH_BUFFER_BYTES: u64 = 256 * 1024;
+/// The forwarders' spin bound (see `ccbench_emu::EarlyWake`).
+const SPIN_ENV: &str = "CCBENCH_EMU_SPIN_US";
 
 #[derive(Debug, Serialize)]
 pub struct BenchRow {
@@ -37,6 +39,16 @@ pub struct BenchRow {
     /// How late the emulator wrote packets relative to the model (p50 / p99, µs).
     pub delay_error_p50_us: Option<f64>,
     pub delay_error_p99_us: Option<f64>,
+    /// This host's own timer floor, measured just before the cell with no emulator running:
+    /// how late a thread set up as a forwarder wakes for an absolute deadline (p50 / p99, µs).
+    /// Beside the delay error it says whether the emulator or the host is the limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_timer_p50_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_timer_p99_us: Option<f64>,
+    /// CPU-seconds of both forwarding threads per GB of goodput.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulator_cpu_s_per_gb: Option<f64>,
     pub cpu_steal: Option<f64>,
     /// The algorithm, on `bench transports` rows (`tcp:cubic`, `quic:bbr3`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -69,6 +81,8 @@ impl BenchResult {
 
 struct Cell {
     offload: bool,
+    /// Early wake-ups and the spin before a deadline turned off (`--compare-wake`).
+    no_early_wake: bool,
     rate: Option<u64>,
     rtt_ns: u64,
 }
@@ -125,11 +139,14 @@ pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
     let mut cells: Vec<Cell> = Vec::new();
     for &rtt_ns in &rtts {
         for &rate in &rates {
-            cells.push(Cell { offload: true, rate, rtt_ns });
+            cells.push(Cell { offload: true, no_early_wake: false, rate, rtt_ns });
+            if args.compare_wake {
+                cells.push(Cell { offload: true, no_early_wake: true, rate, rtt_ns });
+            }
         }
         // One packet per system call, as Mahimahi does, at the top rate: the offload's gain.
         if let Some(&top) = rates.last() {
-            cells.push(Cell { offload: false, rate: top, rtt_ns });
+            cells.push(Cell { offload: false, no_early_wake: false, rate: top, rtt_ns });
         }
     }
     for (i, cell) in cells.iter().enumerate() {
@@ -141,6 +158,9 @@ pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
             cell.rtt_ns as f64 / 1e6,
             if cell.offload { "" } else { ", no offload" }
         );
+        if cell.no_early_wake {
+            eprintln!("  (early wake-ups off)");
+        }
         rows.push(emulator_row(cell, &cc, seconds, &stop)?);
     }
     let result = BenchResult::new(provenance, seconds, &args.cc.to_string(), rows);
@@ -196,6 +216,9 @@ fn veth_row(cc: &Algorithm, seconds: f64, stop: &AtomicBool) -> anyhow::Result<B
         retransmits: retransmits(&bulk),
         delay_error_p50_us: None,
         delay_error_p99_us: None,
+        host_timer_p50_us: None,
+        host_timer_p99_us: None,
+        emulator_cpu_s_per_gb: None,
         cpu_steal: steal,
         cc: None,
         process_cpu: None,
@@ -243,7 +266,10 @@ pub fn run_transports(args: &crate::cli::BenchTransportsArgs) -> anyhow::Result<
     let stop = AtomicBool::new(false);
     let provenance = ccbench::provenance::Provenance::of_this_host();
     let mut rows = Vec::new();
-    for cell in [Cell { offload: true, rate: None, rtt_ns: 0 }, Cell { offload: true, rate: Some(1_000_000_000), rtt_ns: 10_000_000 }] {
+    for cell in [
+        Cell { offload: true, no_early_wake: false, rate: None, rtt_ns: 0 },
+        Cell { offload: true, no_early_wake: false, rate: Some(1_000_000_000), rtt_ns: 10_000_000 },
+    ] {
         for cc in ccs.names() {
             eprintln!("{cc} at {} ms RTT, {}…", cell.rtt_ns as f64 / 1e6, cell.rate.map(|r| units::fmt_rate(r as f64)).unwrap_or("unlimited".into()));
             rows.push(emulator_row(&cell, cc, seconds, &stop)?);
@@ -293,8 +319,13 @@ pub fn transports_table(r: &BenchResult) -> String {
     out
 }
 
+/// Sleeps the host's timer floor is measured over before each cell, and their spacing.
+const TIMER_FLOOR_SAMPLES: usize = 1000;
+const TIMER_FLOOR_GAP: std::time::Duration = std::time::Duration::from_micros(100);
+
 fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) -> anyhow::Result<BenchRow> {
     let mtu = 1500;
+    let floor = ccbench_emu::host_timer_floor(TIMER_FLOOR_SAMPLES, TIMER_FLOOR_GAP);
     let (rate, buffer) = match cell.rate {
         None => (Rate::Unlimited, Buffer::Unlimited),
         Some(bps) => {
@@ -315,7 +346,17 @@ fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) ->
         tcp_ecn: Default::default(),
     };
     let epoch = Instant::now();
-    let path = EmulatedPath::start(&spec, epoch)?;
+    // The forwarders read their spin bound when they start; 0 turns early wake-ups off.
+    let previous = std::env::var_os(SPIN_ENV);
+    if cell.no_early_wake {
+        std::env::set_var(SPIN_ENV, "0");
+    }
+    let started = EmulatedPath::start(&spec, epoch);
+    match previous {
+        Some(v) => std::env::set_var(SPIN_ENV, v),
+        None => std::env::remove_var(SPIN_ENV),
+    }
+    let path = started?;
     let hook = ccbench::workloads::WindowHook(path.window());
     let cpu_before = process_cpu_s();
     let t0 = Instant::now();
@@ -324,6 +365,7 @@ fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) ->
     let report: PathReport = path.finish();
     let bulk = bulk?;
     let d = &report.down;
+    let gigabytes = bulk.goodput_bps * bulk.elapsed_s / 8e9;
     // Buffer drops within the measured window, as `run` counts them.
     let window_drops = ccbench::analysis::run_metrics(
         &ccbench::workloads::WorkloadResult::Bulk(bulk.clone()),
@@ -336,7 +378,11 @@ fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) ->
     .unwrap_or_default();
     let unconfigured = [&report.down, &report.up].iter().map(|r| Some(r.tun_tx_dropped? + r.tun_rx_dropped? + r.malformed + r.write_errors)).sum();
     Ok(BenchRow {
-        path: if cell.offload { "emulator".into() } else { "emulator, no offload".into() },
+        path: match (cell.offload, cell.no_early_wake) {
+            (true, false) => "emulator".into(),
+            (true, true) => "emulator, no early wake".into(),
+            (false, _) => "emulator, no offload".into(),
+        },
         rate_bps: cell.rate,
         rtt_ms: cell.rtt_ns as f64 / 1e6,
         goodput_bps: bulk.goodput_bps,
@@ -347,6 +393,9 @@ fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) ->
         retransmits: retransmits(&bulk),
         delay_error_p50_us: Some(d.lateness.p50_us),
         delay_error_p99_us: Some(d.lateness.p99_us),
+        host_timer_p50_us: Some(floor.p50_us).filter(|_| floor.count > 0),
+        host_timer_p99_us: Some(floor.p99_us).filter(|_| floor.count > 0),
+        emulator_cpu_s_per_gb: Some((report.down.cpu_s + report.up.cpu_s) / gigabytes).filter(|x| x.is_finite()),
         cpu_steal: steal,
         cc: Some(cc.to_string()),
         process_cpu,
@@ -356,22 +405,27 @@ fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) ->
 
 /// A Markdown table, so it can go into the manual (docs/performance.md) as printed.
 pub fn table(r: &BenchResult) -> String {
-    let mut out = String::from("| path | rate | RTT | goodput | of rate | emulator CPU | unconfigured drops | buffer drops | retransmits | delay error p50 / p99 | CPU steal |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    let mut out = String::from("| path | rate | RTT | goodput | of rate | emulator CPU | CPU-s per GB | unconfigured drops | buffer drops | retransmits | delay error p50 / p99 | host timer p50 / p99 | CPU steal |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     let opt = |x: Option<f64>, f: &dyn Fn(f64) -> String| x.map(f).unwrap_or_else(|| "–".into());
     for row in &r.rows {
         out.push_str(&format!(
-            "| {} | {} | {} ms | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} ms | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             row.path,
             row.rate_bps.map(|b| units::fmt_rate(b as f64)).unwrap_or_else(|| "unlimited".into()),
             row.rtt_ms,
             units::fmt_rate(row.goodput_bps),
             opt(row.of_rate, &|x| format!("{x:.3}")),
             opt(row.emulator_cpu, &|x| format!("{:.0} %", x * 100.0)),
+            opt(row.emulator_cpu_s_per_gb, &|x| format!("{x:.2}")),
             // Unknown on an emulator row (counters unreadable); not applicable on veth (no emulator).
             row.unconfigured_drops.map(|n| n.to_string()).unwrap_or_else(|| if row.emulator_cpu.is_some() { "unknown".into() } else { "–".into() }),
             row.buffer_drops,
             row.retransmits,
             match (row.delay_error_p50_us, row.delay_error_p99_us) {
+                (Some(a), Some(b)) => format!("{a:.0} / {b:.0} µs"),
+                _ => "–".into(),
+            },
+            match (row.host_timer_p50_us, row.host_timer_p99_us) {
                 (Some(a), Some(b)) => format!("{a:.0} / {b:.0} µs"),
                 _ => "–".into(),
             },
@@ -398,6 +452,9 @@ mod finished_tests {
             retransmits: 0,
             delay_error_p50_us: None,
             delay_error_p99_us: None,
+            host_timer_p50_us: None,
+            host_timer_p99_us: None,
+            emulator_cpu_s_per_gb: None,
             cpu_steal: None,
             cc: Some(cc.into()),
             process_cpu: Some(1.0),

@@ -188,6 +188,10 @@ pub struct BenchEmulatorArgs {
     /// Also write bench.json into this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// After each emulator cell, the same cell with early wake-ups and the spin before a
+    /// deadline turned off (a row "emulator, no early wake"): their effect in one run.
+    #[arg(long)]
+    pub compare_wake: bool,
 }
 
 layer! {

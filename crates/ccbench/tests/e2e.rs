@@ -844,3 +844,27 @@ fn bench_emulator_takes_a_transport_prefixed_algorithm() {
     assert!(!emulated.is_empty() && emulated.iter().all(|&g| g > 5e6), "the 10 Mbit/s cells carried {emulated:?}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `bench emulator` records the host's own timer floor beside each emulator row's delay error
+/// and the forwarders' CPU per GB (issue 33 §2, §4); `--compare-wake` adds the same cell with
+/// early wake-ups off, so their effect shows in one run.
+#[test]
+fn bench_emulator_shows_the_host_timer_floor_beside_the_delay_error() {
+    let _g = lock();
+    let out = out_path("bench-timer-floor");
+    let o = ccbench(&["bench", "emulator", "--rates", "10mbit", "--rtts", "0", "--duration", "1s", "--compare-wake", "--out", &out.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("| host timer p50 / p99 |"), "{stdout}");
+    let bench: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("bench.json")).unwrap()).unwrap();
+    let rows = bench["rows"].as_array().unwrap();
+    let paths: Vec<&str> = rows.iter().map(|r| r["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["veth", "emulator", "emulator, no early wake", "emulator, no offload"]);
+    for r in rows.iter().filter(|r| r["path"] != "veth") {
+        let floor = (r["host_timer_p50_us"].as_f64(), r["host_timer_p99_us"].as_f64());
+        assert!(matches!(floor, (Some(a), Some(b)) if a >= 0.0 && b >= a), "host timer floor of {r}");
+        assert!(r["delay_error_p99_us"].as_f64().is_some(), "{r}");
+        assert!(r["emulator_cpu_s_per_gb"].as_f64().is_some_and(|x| x > 0.0), "CPU per GB of {r}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -11,6 +11,7 @@ use ccbench_netns::Tun;
 
 use crate::report::DirectionReport;
 use crate::shell::{Shell, MAX_READ};
+use crate::wake::{self, EarlyWake};
 
 /// Packets read per wake-up before delivering again, so a flood of arrivals cannot delay
 /// departures that are already due.
@@ -22,6 +23,8 @@ pub(crate) struct Forwarder {
     pub epoch: Instant,
     pub stop: Arc<AtomicBool>,
     pub shell: Shell,
+    /// How much before a deadline to wake and spin ([`crate::wake`]).
+    pub early: EarlyWake,
 }
 
 impl Forwarder {
@@ -31,20 +34,15 @@ impl Forwarder {
     }
 
     pub fn run(mut self) -> DirectionReport {
-        // The default 50 µs timer slack would smear every departure; we want the wake-up the
-        // model asked for.
-        // SAFETY: prctl on the calling thread only.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
-        // The link's timing is only as good as our wake-ups: on a 2-core machine the traffic's
-        // own threads would otherwise delay us by milliseconds. A real-time priority lets a
-        // forwarder preempt them the moment its timer fires; it sleeps between packets, and
-        // the kernel's RT throttling bounds it anyway. Failure (no CAP_SYS_NICE) only costs accuracy.
-        let param = libc::sched_param { sched_priority: 10 };
-        // SAFETY: changes the scheduling policy of the calling thread only.
-        let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+        wake::prepare_thread();
         // One large buffer: a read may bring a 64 KB superframe.
         let mut read_buf = vec![0u8; MAX_READ];
         while !self.stop.load(Ordering::Relaxed) {
+            // Departures already due go out before a batch of reads can delay them.
+            let now = self.now();
+            if self.shell.poll_timeout() <= now {
+                self.transmit(now);
+            }
             let now = self.now();
             for _ in 0..READ_BATCH {
                 match self.from.recv(&mut read_buf) {
@@ -57,19 +55,44 @@ impl Forwarder {
                 }
             }
             let now = self.now();
-            while let Some(sent) = self.shell.poll_transmit(now).map(|bytes| self.to.send(bytes)) {
-                if let Err(e) = sent {
-                    self.shell.on_write_error(&e);
-                }
-            }
+            self.transmit(now);
             let wake = self.shell.poll_timeout();
-            let now = self.now();
-            if wake > now {
-                wait_readable(&self.from, wake - now);
-            }
+            self.sleep_until(wake);
         }
         let now = self.now();
         self.shell.finish(now, thread_cpu_seconds())
+    }
+
+    /// Writes every departure due at `now`.
+    fn transmit(&mut self, now: time::Instant) {
+        let to = &self.to;
+        while let Some(sent) = self.shell.poll_transmit(now).map(|bytes| to.send(bytes)) {
+            if let Err(e) = sent {
+                self.shell.on_write_error(&e);
+            }
+        }
+    }
+
+    /// Sleeps until `wake` or until a packet can be read: asks the kernel for a wake-up
+    /// [`EarlyWake::lead_for`] before `wake`, then spins for the rest (at most the lead).
+    fn sleep_until(&mut self, wake: time::Instant) {
+        let now = self.now();
+        if wake <= now {
+            return;
+        }
+        let ask = wake - self.early.lead_for(wake - now);
+        if ask > now {
+            if !wake::ppoll_readable(self.from.as_fd().as_raw_fd(), ask - now) {
+                // A packet arrived: it is read at once, the deadline is met on a later turn.
+                return;
+            }
+            let woke = self.now();
+            self.early.observe(woke - ask);
+        }
+        let now = self.now();
+        if wake > now && wake - now <= self.early.max_spin() {
+            wake::spin_until(self.epoch + wake.since_epoch().to_std());
+        }
     }
 }
 
@@ -81,14 +104,4 @@ fn thread_cpu_seconds() -> f64 {
     }
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
-/// Sleeps until `fd` is readable or `timeout` passes, with nanosecond resolution (ppoll
-/// uses high-resolution timers, unlike poll's milliseconds).
-fn wait_readable(tun: &Tun, timeout: time::Duration) {
-    let mut pfd = libc::pollfd { fd: tun.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
-    let ns = timeout.as_nanos();
-    let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long };
-    // SAFETY: one valid pollfd, a valid timespec, no signal mask change.
-    unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
 }

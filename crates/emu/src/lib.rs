@@ -20,6 +20,7 @@ mod report;
 mod series;
 pub mod shell;
 mod spawn;
+mod wake;
 mod window;
 
 use std::net::Ipv4Addr;
@@ -36,6 +37,7 @@ pub use access::AccessDelay;
 pub use report::{DelaySummary, DirectionReport, LinkSample, WindowReport};
 pub use series::SampleSink;
 pub use shell::{Shell, ShellConfig};
+pub use wake::{host_timer_floor, EarlyWake, DEFAULT_MAX_SPIN};
 pub use window::MeasureWindow;
 
 pub const CLIENT_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
@@ -133,6 +135,13 @@ pub(crate) fn clock_at(epoch: Instant, at: Instant) -> time::Instant {
     time::Instant::EPOCH + time::Duration::from_std(at.saturating_duration_since(epoch))
 }
 
+/// The bound on a forwarder's spin before a deadline ([`wake`]): `CCBENCH_EMU_SPIN_US` when
+/// set (0 turns early wake-ups and the spin off, for measuring their effect in the same
+/// session), else [`DEFAULT_MAX_SPIN`].
+fn max_spin() -> time::Duration {
+    std::env::var("CCBENCH_EMU_SPIN_US").ok().and_then(|v| v.trim().parse().ok()).map(time::Duration::from_micros).unwrap_or(DEFAULT_MAX_SPIN)
+}
+
 /// Default for [`PathSpec::batch_us`]: at a gigabit this groups about two packets per wake-up
 /// and keeps the median delay error near 20 µs (see the benchmark in docs/performance.md).
 pub const DEFAULT_BATCH_US: u64 = 25;
@@ -221,8 +230,9 @@ impl EmulatedPath {
         let (down_shell, up_shell) = (down_shell.with_access(spec.access.clone()), up_shell.with_access(spec.access.clone()));
         // Downlink reads the server's device and writes the client's; uplink the reverse.
         let tuns = [client_tun.clone(), server_tun.clone()];
-        let down = forward::Forwarder { from: server_tun.clone(), to: client_tun.clone(), epoch, stop: stop.clone(), shell: down_shell };
-        let up = forward::Forwarder { from: client_tun, to: server_tun, epoch, stop: stop.clone(), shell: up_shell };
+        let early = EarlyWake::new(max_spin());
+        let down = forward::Forwarder { from: server_tun.clone(), to: client_tun.clone(), epoch, stop: stop.clone(), shell: down_shell, early: early.clone() };
+        let up = forward::Forwarder { from: client_tun, to: server_tun, epoch, stop: stop.clone(), shell: up_shell, early };
         let jobs: Vec<(String, spawn::Job<DirectionReport>)> =
             vec![("ccbench-downlink".into(), Box::new(move || down.run())), ("ccbench-uplink".into(), Box::new(move || up.run()))];
         let threads = spawn::spawn_all(jobs, &stop, spawn::os_thread).map_err(NetnsError::Io)?;

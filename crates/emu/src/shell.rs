@@ -59,6 +59,9 @@ pub struct Shell {
     lateness: DelayHistogram,
     started: Instant,
     last_now: Instant,
+    /// When the last departure left: the batching gap counts from here, so a wake-up for a
+    /// read does not push back a departure that is due.
+    last_departure: Instant,
     last_busy: Duration,
     superframes: u64,
     segments: u64,
@@ -116,6 +119,7 @@ impl Shell {
             lateness: DelayHistogram::default(),
             started: now,
             last_now: now,
+            last_departure: now,
             last_busy: Duration::ZERO,
             superframes: 0,
             segments: 0,
@@ -248,10 +252,12 @@ impl Shell {
     /// access delay of its own waits it out first.
     fn next_departure(&mut self, now: Instant) -> Option<(Box<[u8]>, usize)> {
         if let Some(p) = self.access_line.pop_due(now) {
+            self.last_departure = now;
             return Some(p);
         }
         loop {
             let d = self.link.dequeue(now)?;
+            self.last_departure = now;
             // Saturating (never negative), as all time arithmetic.
             let late = now - d.delivered_at;
             let queue_delay = d.service_start - d.arrived_at;
@@ -296,8 +302,10 @@ impl Shell {
         if let Some(t) = [self.link.next_event(), self.access_line.next_time()].into_iter().flatten().min() {
             // Departures closer together than the gap leave in one batch (and one
             // superframe), a little late, instead of one wake-up each: on a VM each timer
-            // wake-up costs more than a packet's serialization at a gigabit.
-            wake = wake.min(t.max(now + self.cfg.min_wake_gap));
+            // wake-up costs more than a packet's serialization at a gigabit. The gap counts
+            // from the last departure, not from the last read, which would delay a packet
+            // due just after an arrival by up to the whole gap.
+            wake = wake.min(t.max(self.last_departure + self.cfg.min_wake_gap));
         }
         wake
     }

@@ -380,3 +380,32 @@ fn the_aqm_marks_reach_the_ip_header_with_a_valid_checksum() {
     assert_eq!((r.stats.ce_marks, r.stats.drops_aqm as usize), (0, 200 - out.len()));
     assert!(r.stats.drops_aqm > 5);
 }
+
+/// The batching gap (`min_wake_gap`) counts from the last departure: a read just before a
+/// departure is due does not push the departure back by the gap (issue 33 §2).
+#[test]
+fn a_read_does_not_push_back_a_departure_that_is_due() {
+    const US: time::Duration = time::Duration::from_micros(1);
+    // 80 Mbit/s: a 1000-byte packet serializes in 100 µs; no delay.
+    let dir = DirectionConfig { rate: Rate::BitsPerSec(80_000_000), ..Default::default() };
+    let cfg = ShellConfig { sample_interval: 100 * MS, min_wake_gap: 25 * US, ..config(false, dir) };
+    let mut shell = Shell::new(cfg, T0, MeasureWindow::new(Instant::now()));
+    shell.handle_read(T0, &udp(1));
+    shell.handle_read(T0, &udp(2));
+    assert_eq!(shell.poll_timeout(), at(100 * US), "the first departure, more than the gap after the start");
+    assert_eq!(drain(&mut shell, at(100 * US)), vec![udp(1)]);
+    assert_eq!(shell.poll_timeout(), at(200 * US));
+    // An arrival 190 µs in: the second packet is still due at 200 µs, not at 190 + 25.
+    shell.handle_read(at(190 * US), &udp(3));
+    assert_eq!(shell.poll_timeout(), at(200 * US));
+    assert_eq!(drain(&mut shell, at(200 * US)), vec![udp(2)]);
+    // Departures closer together than the gap still wait for it after a departure.
+    let dir = DirectionConfig { rate: Rate::BitsPerSec(800_000_000), ..Default::default() };
+    let cfg = ShellConfig { sample_interval: 100 * MS, min_wake_gap: 25 * US, ..config(false, dir) };
+    let mut shell = Shell::new(cfg, T0, MeasureWindow::new(Instant::now()));
+    for tag in 1..=3 {
+        shell.handle_read(T0, &udp(tag));
+    }
+    assert_eq!(drain(&mut shell, at(20 * US)), vec![udp(1), udp(2)], "10 µs apart at 800 Mbit/s");
+    assert_eq!(shell.poll_timeout(), at(45 * US), "the third (due at 30 µs) waits out the gap from the last departure");
+}

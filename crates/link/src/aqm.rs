@@ -27,9 +27,10 @@ use std::str::FromStr;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Buffer, LinkConfigError};
-use crate::link::{DropCause, Dropped, LinkStats};
-use crate::text::Refused;
+use crate::buffer::Buffer;
+use crate::error::LinkConfigError;
+use crate::outcome::{DropCause, Dropped, LinkStats};
+use crate::refused::Refused;
 use crate::time::{Duration, Instant};
 
 pub mod codel;

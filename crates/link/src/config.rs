@@ -1,9 +1,9 @@
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use crate::aqm::AqmKind as Aqm;
+pub use crate::buffer::Buffer;
 use crate::ecn::EcnFault;
+pub use crate::error::LinkConfigError;
 use crate::time::{Duration, Instant};
 use crate::trace::TraceRate;
 
@@ -56,33 +56,6 @@ pub enum LossModel {
     /// mean number of consecutive packets seen in the bad state is
     /// `1 / p_bad_to_good`.
     GilbertElliott { p_good_to_bad: f64, p_bad_to_good: f64, loss_in_good: f64, loss_in_bad: f64 },
-}
-
-/// Capacity of the drop-tail queue in front of the rate server. The packet
-/// currently being serialized does not count against it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
-pub enum Buffer {
-    #[default]
-    Unlimited,
-    Bytes(u64),
-    Packets(u64),
-}
-
-impl Buffer {
-    /// Whether a queue of `bytes` in `packets` packets fits.
-    pub fn holds(&self, bytes: u64, packets: usize) -> bool {
-        match *self {
-            Buffer::Unlimited => true,
-            Buffer::Bytes(b) => bytes <= b,
-            Buffer::Packets(n) => packets as u64 <= n,
-        }
-    }
-
-    /// Whether a `len`-byte packet fits behind a queue of `bytes` in `packets` packets.
-    pub fn admits(&self, bytes: u64, packets: usize, len: u32) -> bool {
-        self.holds(bytes + u64::from(len), packets + 1)
-    }
 }
 
 /// Extra per-packet delay added after the propagation delay.
@@ -175,43 +148,6 @@ pub struct DirectionConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecn_fault: Option<EcnFault>,
 }
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum LinkConfigError {
-    /// `Rate::BitsPerSec(0)`: nothing could ever leave the link.
-    ZeroRate,
-    /// A probability that is NaN or outside `[0, 1]`.
-    InvalidProbability { field: &'static str, value: f64 },
-    /// A trace that was deserialized without its timestamps.
-    TraceNotLoaded { name: String },
-    /// A policer with a zero rate would admit nothing after its first burst.
-    PolicerZeroRate,
-    /// CoDel's interval must be positive (it divides the control law).
-    CodelZeroInterval,
-    /// Another AQM parameter out of range, said in full.
-    Aqm(String),
-}
-
-impl fmt::Display for LinkConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LinkConfigError::ZeroRate => write!(f, "link rate must be greater than zero"),
-            LinkConfigError::InvalidProbability { field, value } => {
-                write!(f, "{field} must be a probability in [0, 1], got {value}")
-            }
-            LinkConfigError::TraceNotLoaded { name } => {
-                write!(f, "trace {name:?} has no timestamps loaded; parse it again")
-            }
-            LinkConfigError::PolicerZeroRate => write!(f, "policer rate must be greater than zero"),
-            LinkConfigError::CodelZeroInterval => {
-                write!(f, "CoDel interval must be greater than zero")
-            }
-            LinkConfigError::Aqm(why) => f.write_str(why),
-        }
-    }
-}
-
-impl std::error::Error for LinkConfigError {}
 
 fn check_prob(field: &'static str, value: f64) -> Result<(), LinkConfigError> {
     // `contains` is false for NaN, so NaN is rejected too.

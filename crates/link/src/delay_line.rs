@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::link::Delivery;
+use crate::outcome::Delivery;
 use crate::time::Instant;
 
 /// Packets that finished serialization and are waiting out their delay.

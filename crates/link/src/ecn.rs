@@ -11,7 +11,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::text::Refused;
+use crate::refused::Refused;
 
 /// An ECN codepoint (RFC 3168 section 5; ECT(1) is L4S's identifier, RFC 9331 section 4).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]

@@ -57,17 +57,21 @@
 //! until it returns `None` to reclaim the buffers of AQM-dropped packets.
 
 pub mod aqm;
+mod buffer;
 mod config;
 mod delay_line;
 pub mod ecn;
 pub mod entry;
+mod error;
 pub mod flow;
 mod histogram;
 mod jitter;
 mod link;
 mod loss;
+mod outcome;
 mod pacer;
 mod policer;
+mod refused;
 pub mod text;
 pub mod time;
 pub mod trace;
@@ -78,6 +82,7 @@ pub use config::{Buffer, DirectionConfig, Jitter, LinkConfigError, LossModel, Po
 pub use ecn::{Ecn, EcnFault};
 pub use entry::{BurstHistogram, EntryMeter, EntryStats};
 pub use histogram::DelayHistogram;
-pub use link::{Delivery, DropCause, Dropped, Link, LinkStats};
+pub use link::Link;
+pub use outcome::{Delivery, DropCause, Dropped, LinkStats};
 pub use text::Refused;
 pub use trace::{TraceError, TraceRate};

@@ -7,28 +7,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::config::{Jitter, LossModel, Policer};
+pub use crate::refused::{Allowed, Refused};
 use crate::time::Duration;
-
-/// What would have been accepted, when a value was refused ("a rate such as 10mbit, …").
-pub type Allowed = String;
-
-/// A refused value of one of the link's types: what is allowed, as [`Allowed`] says it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refused(pub Allowed);
-
-impl fmt::Display for Refused {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Refused {}
-
-impl From<Allowed> for Refused {
-    fn from(a: Allowed) -> Self {
-        Refused(a)
-    }
-}
 
 /// A number and the unit after it (lower case): "1.5Gbit" → (1.5, "gbit").
 pub fn split_number(s: &str) -> Option<(f64, String)> {

@@ -8,8 +8,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Aqm, AqmConfig, Drops, Fifo, Queued};
-use crate::config::{Buffer, LinkConfigError};
-use crate::link::DropCause;
+use crate::buffer::Buffer;
+use crate::error::LinkConfigError;
+use crate::outcome::DropCause;
 use crate::time::{Duration, Instant};
 
 /// RFC 8289 section 4.2's default target.

@@ -2,8 +2,8 @@
 //! `registry!`: it is the absence of an AQM (`--aqm droptail`, the default).
 
 use super::{Aqm, Drops, Fifo, Queued};
-use crate::config::Buffer;
-use crate::link::DropCause;
+use crate::buffer::Buffer;
+use crate::outcome::DropCause;
 use crate::time::Instant;
 
 pub struct DropTail<P> {

@@ -24,8 +24,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::{Aqm, AqmConfig, Drops, Fifo, Queued};
-use crate::config::{Buffer, LinkConfigError};
-use crate::link::DropCause;
+use crate::buffer::Buffer;
+use crate::error::LinkConfigError;
+use crate::outcome::DropCause;
 use crate::time::{Duration, Instant};
 
 /// The loss model draws from stream 0, jitter from 1, PIE from 2; DualPI2 from its own.
@@ -330,7 +331,7 @@ impl<P> Aqm<P> for DualPi2Queue<P> {
 mod tests {
     use super::*;
     use crate::ecn::Ecn;
-    use crate::link::LinkStats;
+    use crate::outcome::LinkStats;
     use std::collections::VecDeque;
 
     const MS: Duration = Duration::from_millis(1);
@@ -350,7 +351,7 @@ mod tests {
 
     struct Sink {
         stats: LinkStats,
-        out: VecDeque<crate::link::Dropped<u32>>,
+        out: VecDeque<crate::outcome::Dropped<u32>>,
     }
 
     impl Sink {

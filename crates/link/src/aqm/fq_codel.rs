@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use super::codel::{CodelState, Head, CODEL_DEFAULT_INTERVAL, CODEL_DEFAULT_TARGET};
 use super::{Aqm, AqmConfig, Drops, Fifo, Queued};
-use crate::config::{Buffer, LinkConfigError};
-use crate::link::DropCause;
+use crate::buffer::Buffer;
+use crate::error::LinkConfigError;
+use crate::outcome::DropCause;
 use crate::time::{Duration, Instant};
 
 /// RFC 8290 section 5.1's default number of flow queues (Linux's too).

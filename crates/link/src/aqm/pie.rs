@@ -14,8 +14,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::{Aqm, AqmConfig, Drops, Fifo, Queued};
-use crate::config::{Buffer, LinkConfigError};
-use crate::link::DropCause;
+use crate::buffer::Buffer;
+use crate::error::LinkConfigError;
+use crate::outcome::DropCause;
 use crate::time::{Duration, Instant};
 
 /// The loss model draws from stream 0 of the link's seed and jitter from stream 1; PIE's drops

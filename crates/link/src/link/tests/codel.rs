@@ -1,4 +1,5 @@
 use super::*;
+use crate::DelayHistogram;
 
 fn codel_cfg(rate: Rate, buffer: Buffer) -> DirectionConfig {
     DirectionConfig { rate, buffer, aqm: Aqm::codel(), ..Default::default() }

@@ -1,0 +1,209 @@
+//! Waking a forwarder for a packet's due time, and measuring how well this host can do that
+//! at all (its timer floor), so `bench emulator` can say whether the emulator or the host is
+//! the limit of the emulator's lateness.
+//!
+//! A timed sleep on a VM returns tens of microseconds after the deadline (the hrtimer fires,
+//! then the vCPU must be scheduled). [`EarlyWake`] learns that oversleep from the sleeps
+//! that timed out, asks the kernel for a wake-up that much earlier, and spins on the clock
+//! for the rest: the deadline is met without a busy loop between packets, because the spin
+//! is bounded by [`EarlyWake::max_spin`] and only as long as the oversleep's estimate.
+
+use std::os::fd::RawFd;
+use std::time::Instant as StdInstant;
+
+use ccbench_link::time::Duration;
+use ccbench_link::DelayHistogram;
+
+use crate::report::DelaySummary;
+
+/// The default bound on the spin before a deadline.
+pub const DEFAULT_MAX_SPIN: Duration = Duration::from_micros(30);
+
+/// Learns how late the host's timed sleeps return, as a running upper quantile, and says how
+/// much earlier than a deadline to ask to be woken.
+#[derive(Clone, Debug)]
+pub struct EarlyWake {
+    max_spin: Duration,
+    /// Estimate of the oversleep's `QUANTILE` quantile, in nanoseconds.
+    estimate_ns: f64,
+}
+
+/// The quantile of the oversleep the estimate tracks: a deadline is met by the sleep plus
+/// the spin this often; the rest of the time the wake-up is late by what exceeded it.
+const QUANTILE: f64 = 0.9;
+/// A sleep this many times the lead or longer is worth waking early for.
+const SPARSE: u64 = 4;
+/// Step of the quantile tracker per observation (ns): it settles in a few hundred sleeps.
+const STEP_NS: f64 = 200.0;
+
+impl EarlyWake {
+    /// `max_spin` zero turns it off: every sleep is for the deadline itself, as before.
+    pub fn new(max_spin: Duration) -> Self {
+        EarlyWake { max_spin, estimate_ns: 0.0 }
+    }
+
+    pub fn max_spin(&self) -> Duration {
+        self.max_spin
+    }
+
+    /// How much earlier than a deadline to wake: the oversleep's estimate, within the bound.
+    pub fn lead(&self) -> Duration {
+        Duration::from_nanos(self.estimate_ns as u64).min(self.max_spin)
+    }
+
+    /// How much earlier than a deadline `sleep` away to wake. Only a sleep several times the
+    /// lead gets one: where deadlines come closer together (a gigabit, whose wake-ups are a
+    /// batching gap apart) the spin would fill the whole gap and double the CPU for a
+    /// microsecond or two, as measured (docs/performance.md); there the sleep is for the
+    /// deadline itself.
+    pub fn lead_for(&self, sleep: Duration) -> Duration {
+        let lead = self.lead();
+        if sleep >= SPARSE * lead {
+            lead
+        } else {
+            Duration::ZERO
+        }
+    }
+
+    /// Records a timed sleep that returned `oversleep` after the time it asked for.
+    pub fn observe(&mut self, oversleep: Duration) {
+        if self.max_spin == Duration::ZERO {
+            return;
+        }
+        // A stochastic quantile estimate: up by q·step when below, down by (1−q)·step when
+        // above, so it rests where a fraction q of the observations fall under it.
+        let x = oversleep.as_nanos() as f64;
+        if x > self.estimate_ns {
+            self.estimate_ns += STEP_NS * QUANTILE;
+        } else {
+            self.estimate_ns -= STEP_NS * (1.0 - QUANTILE);
+        }
+        self.estimate_ns = self.estimate_ns.clamp(0.0, self.max_spin.as_nanos() as f64);
+    }
+}
+
+/// Sleeps until `fd` is readable or `timeout` passes; true when the timeout passed. ppoll
+/// takes nanoseconds (poll only milliseconds) and uses high-resolution timers.
+pub(crate) fn ppoll_readable(fd: RawFd, timeout: Duration) -> bool {
+    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let ns = timeout.as_nanos();
+    let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long };
+    // SAFETY: one valid pollfd, a valid timespec, no signal mask change.
+    let n = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+    n == 0
+}
+
+/// Gives the calling thread what a forwarder asks for: a 1 ns timer slack (the default 50 µs
+/// would smear every departure) and a real-time priority, so that on a small machine the
+/// traffic's own threads cannot delay its wake-ups by milliseconds. A forwarder sleeps
+/// between packets and the kernel's RT throttling bounds it anyway. Failure (no
+/// CAP_SYS_NICE) only costs accuracy.
+pub(crate) fn prepare_thread() {
+    // SAFETY: prctl on the calling thread only.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    let param = libc::sched_param { sched_priority: 10 };
+    // SAFETY: changes the scheduling policy of the calling thread only.
+    let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+}
+
+/// This host's own timer floor: how late a thread set up as a forwarder is (same slack,
+/// same priority) when it sleeps `samples` times for an absolute deadline `gap` ahead
+/// (`clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`), with no emulator involved. Runs
+/// on a thread of its own so the caller's scheduling is left alone.
+pub fn host_timer_floor(samples: usize, gap: std::time::Duration) -> DelaySummary {
+    let measure = move || {
+        prepare_thread();
+        let mut late = DelayHistogram::new();
+        for _ in 0..samples {
+            let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            // SAFETY: writes the timespec we own.
+            unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+            let due_ns = now.tv_sec as i128 * 1_000_000_000 + now.tv_nsec as i128 + gap.as_nanos() as i128;
+            let due = libc::timespec { tv_sec: (due_ns / 1_000_000_000) as libc::time_t, tv_nsec: (due_ns % 1_000_000_000) as libc::c_long };
+            // SAFETY: a valid absolute timespec; no remainder is asked for with TIMER_ABSTIME.
+            unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &due, std::ptr::null_mut()) };
+            // SAFETY: as above.
+            unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+            let woke_ns = now.tv_sec as i128 * 1_000_000_000 + now.tv_nsec as i128;
+            late.record(Duration::from_nanos((woke_ns - due_ns).max(0) as u64));
+        }
+        DelaySummary::of(&late)
+    };
+    std::thread::Builder::new().name("ccbench-timer".into()).spawn(measure).ok().and_then(|t| t.join().ok()).unwrap_or_default()
+}
+
+/// Spins until `deadline` (the spin [`EarlyWake`] bounded).
+pub(crate) fn spin_until(deadline: StdInstant) {
+    while StdInstant::now() < deadline {
+        std::hint::spin_loop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn us(n: u64) -> Duration {
+        Duration::from_micros(n)
+    }
+
+    #[test]
+    fn the_lead_settles_at_the_upper_quantile_of_the_oversleep() {
+        let mut w = EarlyWake::new(us(30));
+        // Oversleeps 10..=19 µs evenly: the 0.9 quantile is about 19 µs.
+        for i in 0..20_000u64 {
+            w.observe(us(10 + i % 10));
+        }
+        let lead = w.lead().as_micros_f64();
+        assert!((18.0..=19.5).contains(&lead), "lead {lead} µs");
+    }
+
+    #[test]
+    fn the_lead_never_exceeds_the_spin_bound() {
+        let mut w = EarlyWake::new(us(5));
+        for _ in 0..10_000 {
+            w.observe(us(200));
+        }
+        assert_eq!(w.lead(), us(5));
+    }
+
+    #[test]
+    fn only_sleeps_several_times_the_lead_wake_early() {
+        let mut w = EarlyWake::new(us(30));
+        for _ in 0..10_000 {
+            w.observe(us(10));
+        }
+        let lead = w.lead();
+        assert!(lead > us(9) && lead <= us(10), "lead {lead:?}");
+        assert_eq!(w.lead_for(us(120)), lead, "100 Mbit/s: 120 µs between packets");
+        assert_eq!(w.lead_for(us(25)), Duration::ZERO, "a gigabit's 25 µs batching gap");
+    }
+
+    #[test]
+    fn a_zero_bound_turns_early_wake_off() {
+        let mut w = EarlyWake::new(Duration::ZERO);
+        for _ in 0..1000 {
+            w.observe(us(50));
+        }
+        assert_eq!(w.lead(), Duration::ZERO);
+    }
+
+    #[test]
+    fn the_lead_follows_the_host_down_when_it_gets_quicker() {
+        let mut w = EarlyWake::new(us(30));
+        for _ in 0..5000 {
+            w.observe(us(25));
+        }
+        for _ in 0..20_000 {
+            w.observe(us(2));
+        }
+        assert!(w.lead() <= us(3), "lead {:?}", w.lead());
+    }
+
+    #[test]
+    fn the_host_floor_measures_every_sleep() {
+        let floor = host_timer_floor(20, std::time::Duration::from_micros(100));
+        assert_eq!(floor.count, 20);
+        assert!(floor.p99_us >= floor.p50_us);
+    }
+}
