@@ -150,7 +150,7 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
             }
         }
     }
-    let planned: Duration = jobs.iter().map(|j| j.2.duration() * runs).sum();
+    let planned: Duration = jobs.iter().map(|j| j.2.duration(j.1.rtt) * runs).sum();
     println!(
         "conform bbr: {} cases ({} runnable here), {} controllers × {} paths, {} runs each: {} runs, at least {:.0} min of sending; seed {seed}",
         SUITE.len(),
@@ -215,7 +215,7 @@ pub(crate) fn slug(s: &str) -> String {
 
 fn run_flags(cc: &str, path: GridPath, scenario: Scenario, runs: u32, seed: u64) -> Vec<String> {
     let mut f: Vec<String> =
-        vec!["--cc".into(), cc.into(), "--runs".into(), runs.to_string(), "--duration".into(), format!("{}s", scenario.duration().as_secs())];
+        vec!["--cc".into(), cc.into(), "--runs".into(), runs.to_string(), "--duration".into(), format!("{}s", scenario.duration(path.rtt).as_secs())];
     f.extend(["--sample-interval".into(), "10ms".into(), "--seed".into(), seed.to_string()]);
     f.extend(scenario.path_flags(path.rate_bps, path.rtt));
     if cc.starts_with("quic:") {

@@ -145,6 +145,11 @@ pub enum Assertion {
     /// After the path's rate step, the bandwidth estimate comes within `within` (a share) of the
     /// new rate within `by`.
     BwFollowsStep { within: f64, by: Duration },
+    /// After the path's rate step, the bandwidth estimate comes within `within` of the new rate
+    /// before ProbeBW has begun more than `cycles` cycles since the step. The draft's bound is in
+    /// cycles, not seconds (§5.5.3: max_bw is a max over MaxBwFilterLen = 2 ProbeBW cycles),
+    /// and a cycle's length grows with the queue a step leaves.
+    BwFollowsStepInCycles { within: f64, cycles: f64 },
     /// Bytes lost over bytes delivered, after STARTUP and DRAIN, is at most `share`.
     LossAtMost { share: f64 },
 }
@@ -162,6 +167,7 @@ impl Assertion {
             Assertion::ProbeRttEvery { interval } => Rule::AtMost((interval + Duration::from_millis(200) + trace.path.rtt * 2).as_secs_f64()),
             Assertion::ProbeRttLasts { min, rounds } => Rule::Between(min.as_secs_f64(), min.as_secs_f64() + rounds * trace.path.rtt.as_secs_f64()),
             Assertion::BwFollowsStep { by, .. } => Rule::AtMost(by.as_secs_f64()),
+            Assertion::BwFollowsStepInCycles { cycles, .. } => Rule::AtMost(cycles),
             Assertion::LossAtMost { share } => Rule::AtMost(share),
         }
     }
@@ -192,6 +198,9 @@ impl Assertion {
             Assertion::BwFollowsStep { within, by } => {
                 format!("bandwidth estimate within {:.0} % of the new rate {} s after the step", within * 100.0, by.as_secs_f64())
             }
+            Assertion::BwFollowsStepInCycles { within, cycles } => {
+                format!("bandwidth estimate within {:.0} % of the new rate before ProbeBW cycle {} after the step", within * 100.0, cycles + 1.0)
+            }
             Assertion::LossAtMost { share } => format!("loss after STARTUP ≤ {:.1} %", share * 100.0),
         }
     }
@@ -214,6 +223,7 @@ impl Assertion {
             Assertion::ProbeRttEvery { .. } => probe_rtt_every(trace, rule),
             Assertion::ProbeRttLasts { .. } => probe_rtt_lasts(trace, rule),
             Assertion::BwFollowsStep { within, .. } => bw_follows_step(trace, rule, within),
+            Assertion::BwFollowsStepInCycles { within, .. } => bw_follows_step_in_cycles(trace, rule, within),
             Assertion::LossAtMost { .. } => loss(trace, rule),
         }
     }
@@ -499,6 +509,58 @@ fn bw_follows_step(trace: &Trace, rule: Rule, within: f64) -> RunCheck {
     }
 }
 
+fn bw_follows_step_in_cycles(trace: &Trace, rule: Rule, within: f64) -> RunCheck {
+    let Some((at, rate)) = trace.path.rate_step else {
+        return RunCheck::unseen("the path has no rate step");
+    };
+    if !trace.has(|p| p.bw_bps.is_some()) {
+        return RunCheck::unseen("the stack shows no bandwidth estimate");
+    }
+    let Some(starts) = trace.cycle_starts() else {
+        return RunCheck::unseen("the stack shows neither ProbeBW phases nor pacing gains");
+    };
+    // A phase lasts about a round; one shorter than two samples may fall between them and go
+    // uncounted, which would pass a slow controller.
+    if trace.path.rtt < trace.sample_interval * 2 {
+        return RunCheck::unseen(format!("ProbeBW's phases last about a round ({}), too short for {} samples", ms(trace.path.rtt), ms(trace.sample_interval)));
+    }
+    let cycles_by = |t: Duration| starts.iter().filter(|s| **s > at && **s <= t).count() as f64;
+    let end = trace.points.last().map_or(Duration::ZERO, |p| p.t);
+    let hit = trace.points.iter().filter(|p| p.t >= at).find(|p| p.bw_bps.is_some_and(|b| (b / rate - 1.0).abs() <= within));
+    match hit {
+        Some(p) => {
+            let n = cycles_by(p.t);
+            let s = p.t.saturating_sub(at).as_secs_f64();
+            RunCheck::judged(
+                rule,
+                n,
+                n,
+                n,
+                format!(
+                    "estimate {} within {:.0} % of the new {} {s:.2} s after the step, {n} cycles in",
+                    mbit(p.bw_bps.unwrap_or(0.0)),
+                    within * 100.0,
+                    mbit(rate)
+                ),
+            )
+        }
+        None => {
+            let n = cycles_by(end);
+            let last = trace.points.iter().rev().find_map(|p| p.bw_bps).unwrap_or(0.0);
+            let waited = end.saturating_sub(at).as_secs_f64();
+            // Still stale after more cycles than allowed is a failure; after fewer, the run
+            // ended too soon to tell.
+            RunCheck::judged(
+                rule,
+                n,
+                f64::INFINITY,
+                f64::INFINITY,
+                format!("estimate still {} {waited:.1} s after the step to {}, {n} cycles in", mbit(last), mbit(rate)),
+            )
+        }
+    }
+}
+
 fn loss(trace: &Trace, rule: Rule) -> RunCheck {
     let Some(left) = trace.transitions().into_iter().find(|t| t.from == Mode::Drain || (t.from == Mode::Startup && t.to != Mode::Drain)) else {
         return RunCheck::unseen("never reached PROBE_BW");
@@ -568,5 +630,46 @@ mod tests {
         assert_eq!((c.outcome, c.lo, c.hi), (Outcome::Pass, 0.25, 0.75));
         assert_eq!(Assertion::DrainAtMost { rounds: 0.5 }.check(&t).outcome, Outcome::NotObservable);
         assert_eq!(Assertion::DrainAtMost { rounds: 0.2 }.check(&t).outcome, Outcome::Fail);
+    }
+
+    /// Kernel BBRv1 shows gains, not phases: its cycles start at the falls to 0.75. A 10 Mbit/s
+    /// link cut to 1 at 1 s; the estimate follows at 2.5 s, after the second cycle since the cut
+    /// (a pass for ≤ 2 cycles); one that never follows over 4 cycles fails; one still stale when
+    /// the run ends after 1 cycle cannot be told.
+    #[test]
+    fn a_step_is_counted_in_cycles_from_the_gains_where_no_phase_is_shown() {
+        let point = |t: u64, gain: f64, bw: f64| Point {
+            t: Duration::from_millis(t),
+            mode: Some(Mode::ProbeBw),
+            pacing_gain: Some(gain),
+            bw_bps: Some(bw),
+            ..Point::default()
+        };
+        let run = |follows_at: u64, end: u64| {
+            let points = (0..=end / 100)
+                .map(|i| {
+                    let t = i * 100;
+                    // v1's cycle: 1.25 for a round, 0.75, then 1 — a cycle every 800 ms here.
+                    let gain = match t % 800 {
+                        700 => 1.25,
+                        0 => 0.75,
+                        _ => 1.0,
+                    };
+                    point(t, gain, if t >= follows_at { 1.1e6 } else { 10e6 })
+                })
+                .collect();
+            Trace {
+                path: PathFacts { rate_bps: 10e6, rtt: Duration::from_millis(40), mss: 1448, rate_step: Some((Duration::from_secs(1), 1e6)) },
+                sample_interval: Duration::from_millis(10),
+                points,
+            }
+        };
+        let a = Assertion::BwFollowsStepInCycles { within: 0.25, cycles: 2.0 };
+        let c = a.check(&run(2500, 4000));
+        assert_eq!((c.outcome, c.estimate), (Outcome::Pass, 2.0), "{}", c.evidence);
+        let c = a.check(&run(u64::MAX, 4000));
+        assert_eq!((c.outcome, c.lo), (Outcome::Fail, 4.0), "{}", c.evidence);
+        let c = a.check(&run(u64::MAX, 1700));
+        assert_eq!(c.outcome, Outcome::NotObservable, "{}", c.evidence);
     }
 }

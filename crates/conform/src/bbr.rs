@@ -28,7 +28,8 @@ pub enum Scenario {
     /// draft's 5 s (and kernel BBRv1's 10 s), deep enough that STARTUP ends on the plateau, not
     /// on loss.
     Bulk,
-    /// One bulk flow over a 1-BDP buffer, the rate cut to a tenth at 4 s (18 s in all). The
+    /// One bulk flow over a 1-BDP buffer, the rate cut to a tenth at 4 s (18 s or more in all,
+    /// longer at long RTTs: [`Scenario::duration`]). The
     /// buffer is the old rate's BDP, 10 of the new: a deeper one holds the old max_bw's 2-BDP
     /// inflight without loss and stretches every round to seconds of queue.
     StepDown,
@@ -57,9 +58,18 @@ impl Scenario {
         }
     }
 
-    pub fn duration(self) -> Duration {
+    /// How long a run sends on a path of base RTT `rtt`.
+    pub fn duration(self, rtt: Duration) -> Duration {
         match self {
-            Scenario::StepDown | Scenario::StepUp => Duration::from_secs(18),
+            // A.14 needs up to 3 ProbeBW cycles after the cut (see STEP_DOWN), each a 2–3 s wait
+            // plus about 4 rounds at the RTT of the queue the cut leaves, 11× the base RTT with
+            // a 1-BDP buffer: 18 s up to 20 ms, 24 s at 80 ms, 40 s at 200 ms, so a broken
+            // controller is shown failing, not cut off undecided.
+            Scenario::StepDown => {
+                let cycle = Duration::from_secs(3) + rtt * 44;
+                Duration::from_secs((STEP_AT + cycle * 3).as_secs_f64().ceil() as u64).max(Duration::from_secs(18))
+            }
+            Scenario::StepUp => Duration::from_secs(18),
             _ => Duration::from_secs(12),
         }
     }
@@ -196,13 +206,19 @@ const PROBE_RTT: &[Assertion] = &[
     Assertion::GainIs { which: Gain::Cwnd, mode: Mode::ProbeRtt, phase: None, gain: 0.5, tolerance: 0.01 },
 ];
 
-/// §5.5.3: max_bw is the max over the last 2 ProbeBW cycles, each a 2–3 s wait (§5.3.3.8.2)
-/// plus REFILL's round and UP's rounds at the RTT of the queue the cut leaves (~1 s): with the
-/// cycle in progress at the step, 3 cycles of ≤ 4 s, 12 s (ours; our v3 on the simulator: 10.3 s).
-const STEP_DOWN: &[Assertion] = &[Assertion::BwFollowsStep { within: 0.25, by: Duration::from_secs(12) }];
-/// A tenfold rise is found by the next UP (≤ 3 s away) growing inflight exponentially
-/// (§5.3.3.6): we ask for it within 12 s, as for the cut (ours: the draft gives no figure).
-const STEP_UP: &[Assertion] = &[Assertion::BwFollowsStep { within: 0.25, by: Duration::from_secs(12) }];
+/// §5.5.3: max_bw is the max over MaxBwFilterLen = 2 ProbeBW cycles; the filter advances a
+/// round after each cycle's DOWN begins (§5.3.3.9, ACKS_PROBE_STOPPING). A cut in the middle of a
+/// cycle is forgotten at the second advance after it: the estimate must follow before a third
+/// cycle begins. Counted in cycles, not seconds: a cycle is a 2–3 s wait (§5.3.3.8.2) plus
+/// rounds at the RTT of the queue the cut leaves (ten times the base RTT with this buffer), and
+/// REFILL's or UP's loss can end a cycle early, so a wall-clock bound held at 20 ms fails a
+/// correct controller at 80 ms. Kernel BBRv1's 10-round filter (tcp_bbr.c, bbr_bw_rtts) spans
+/// at most 2 of its 8-round gain cycles too.
+const STEP_DOWN: &[Assertion] = &[Assertion::BwFollowsStepInCycles { within: 0.25, cycles: 2.0 }];
+/// A tenfold rise is found by ProbeBW_UP growing inflight exponentially (§5.3.3.6) until the
+/// queue or loss shows the new ceiling: within the same 2 cycles (ours: the draft gives no
+/// figure; the filter's length is the natural one).
+const STEP_UP: &[Assertion] = &[Assertion::BwFollowsStepInCycles { within: 0.25, cycles: 2.0 }];
 const POLICER: &[Assertion] = &[
     // The policer's rate is the bottleneck; payload against wire bytes as above.
     Assertion::BwNearLink { lo: 0.80, hi: 1.10 },
@@ -403,5 +419,7 @@ mod tests {
         let f = Scenario::StepDown.path_flags(50e6, Duration::from_millis(40));
         assert_eq!(f, ["--rate", "50000kbit", "--rtt", "40000us", "--buffer", "1bdp", "--at", "4s:rate=5000kbit"]);
         assert_eq!(Scenario::StepUp.bottleneck(50e6), (5e6, Some((STEP_AT, 50e6))));
+        let d = |rtt_ms| Scenario::StepDown.duration(Duration::from_millis(rtt_ms)).as_secs();
+        assert_eq!((d(20), d(80), d(200)), (18, 24, 40));
     }
 }

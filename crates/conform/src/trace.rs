@@ -160,6 +160,46 @@ impl Trace {
         out
     }
 
+    /// When the max_bw filter's ProbeBW cycles began: each start of ProbeBW_DOWN (§5.3.3.3),
+    /// a round after which the filter advances (BBRAdaptUpperBounds, ACKS_PROBE_STOPPING). Where
+    /// the stack shows phases, DOWN is seen, or inferred when REFILL or UP is followed straight
+    /// by CRUISE (a DOWN shorter than a sample) or ProbeBW is entered from DRAIN. An exit from
+    /// PROBE_RTT also passes through DOWN but does not count: ProbeRTT marks the connection
+    /// app-limited (§5.3.4.4 BBRHandleProbeRTT), and the filter advances only on a sample that is
+    /// not. Where the stack shows only gains (kernel BBR), it is each fall of the pacing gain
+    /// below 0.95 in ProbeBW (v1's 0.75 phase, v3's 0.9) or entry from DRAIN. `None` when the
+    /// stack shows neither phases nor gains.
+    pub fn cycle_starts(&self) -> Option<Vec<Duration>> {
+        let phases = self.has(|p| p.phase.is_some());
+        if !phases && !self.has(|p| p.pacing_gain.is_some()) {
+            return None;
+        }
+        let mut out = Vec::new();
+        // The previous sample's mode and whether it was in DOWN, or (by phase) where it was.
+        let mut prev_mode: Option<Mode> = None;
+        let mut prev_phase: Option<Phase> = None;
+        let mut prev_down = false;
+        for p in &self.points {
+            let Some(mode) = p.mode else { continue };
+            if mode == Mode::ProbeBw {
+                let down = if phases { p.phase == Some(Phase::Down) } else { p.pacing_gain.is_some_and(|g| g < 0.95) };
+                let from_drain = prev_mode == Some(Mode::Drain);
+                let from_probe_rtt = prev_mode == Some(Mode::ProbeRtt);
+                let skipped_down = phases && p.phase == Some(Phase::Cruise) && matches!(prev_phase, Some(Phase::Refill | Phase::Up));
+                if !from_probe_rtt && (from_drain || skipped_down || (down && !prev_down)) {
+                    out.push(p.t);
+                }
+                prev_down = down || from_drain || from_probe_rtt;
+                prev_phase = p.phase;
+            } else {
+                prev_down = false;
+                prev_phase = None;
+            }
+            prev_mode = Some(mode);
+        }
+        Some(out)
+    }
+
     /// Whether any point has this field.
     pub fn has(&self, field: impl Fn(&Point) -> bool) -> bool {
         self.points.iter().any(field)

@@ -20,10 +20,14 @@ const RTT_MS: u64 = 40;
 
 /// One run of `scenario` on the simulator, as a trace: the 10 ms samples the real bench takes.
 fn run(params: BbrParams, scenario: Scenario) -> Trace {
+    run_at(params, scenario, RTT_MS)
+}
+
+fn run_at(params: BbrParams, scenario: Scenario, rtt_ms: u64) -> Trace {
     let rate = RATE_MBIT * 1e6;
     let (start_rate, step) = scenario.bottleneck(rate);
     let buffer_bdp = if scenario == Scenario::StepDown { 1.0 } else { 4.0 };
-    let link = Link::new(start_rate / 1e6, RTT_MS, buffer_bdp);
+    let link = Link::new(start_rate / 1e6, rtt_ms, buffer_bdp);
     let telemetry = Telemetry::new();
     let t0 = Instant::now();
     let bbr = Bbr::with_params(BbrVersion::V3, params, MSS as u16, t0, telemetry.clone(), 7);
@@ -32,9 +36,9 @@ fn run(params: BbrParams, scenario: Scenario) -> Trace {
         Some((at, to)) => {
             sim.run_for(at);
             sim.link.rate_bps = to as u64;
-            sim.run_for(scenario.duration() - at);
+            sim.run_for(scenario.duration(Duration::from_millis(rtt_ms)) - at);
         }
-        None => sim.run_for(scenario.duration()),
+        None => sim.run_for(scenario.duration(Duration::from_millis(rtt_ms))),
     }
     let points = sim
         .samples
@@ -59,7 +63,7 @@ fn run(params: BbrParams, scenario: Scenario) -> Trace {
         })
         .collect();
     Trace {
-        path: PathFacts { rate_bps: start_rate, rtt: Duration::from_millis(RTT_MS), mss: MSS, rate_step: step },
+        path: PathFacts { rate_bps: start_rate, rtt: Duration::from_millis(rtt_ms), mss: MSS, rate_step: step },
         sample_interval: Duration::from_millis(10),
         points,
     }
@@ -124,4 +128,24 @@ fn a_max_bw_filter_that_never_forgets_fails_a14() {
     let p = BbrParams { max_bw_never_forgets: true, ..v3() };
     let checks = judge(case("A.14"), &run(p, Scenario::StepDown));
     assert_eq!(checks[0].outcome, Outcome::Fail, "{}", checks[0].evidence);
+}
+
+/// The rate-step cases are bounded in ProbeBW cycles (§5.5.3's 2), not seconds, so a
+/// correct controller passes at every RTT: at 80 ms the queue a tenfold cut leaves makes rounds
+/// of ~0.9 s and the same 2 cycles take longer than at 20 ms. The broken filter fails at both.
+#[test]
+fn rate_steps_are_judged_in_cycles_at_short_and_long_rtts() {
+    for rtt in [20, 80] {
+        let down = run_at(v3(), Scenario::StepDown, rtt);
+        for c in judge(case("A.14"), &down) {
+            assert_eq!(c.outcome, Outcome::Pass, "A.14 at {rtt} ms: {}", c.evidence);
+        }
+        let up = run_at(v3(), Scenario::StepUp, rtt);
+        for c in judge(case("A.15"), &up) {
+            assert_eq!(c.outcome, Outcome::Pass, "A.15 at {rtt} ms: {}", c.evidence);
+        }
+        let broken = run_at(BbrParams { max_bw_never_forgets: true, ..v3() }, Scenario::StepDown, rtt);
+        let c = &judge(case("A.14"), &broken)[0];
+        assert_eq!(c.outcome, Outcome::Fail, "broken filter at {rtt} ms: {}", c.evidence);
+    }
 }

@@ -1,4 +1,5 @@
 //! Our own sans-IO congestion controllers for QUIC (noq): CUBIC with HyStart++ ([`Cubic`]),
+//! Prague for L4S ([`Prague`]),
 //! and BBR in two variants:
 //!
 //! * [`BbrVersion::V3`] — BBRv3 as specified by draft-ietf-ccwg-bbr-06;
@@ -13,6 +14,8 @@
 //! * `controller` — the `noq_proto::congestion::Controller` adapter and [`BbrFactory`];
 //! * `cubic` — CUBIC (RFC 9438) with HyStart++ (RFC 9406), [`Cubic`] and [`CubicFactory`]:
 //!   what `quic:cubic` runs, since noq's own CUBIC has no slow-start exit but loss;
+//! * `prague` — Prague (draft-briscoe-iccrg-prague-congestion-control), the scalable L4S
+//!   controller: ECT(1), DCTCP's α response, RTT independence ([`Prague`], [`PragueFactory`]);
 //! * `telemetry` — the [`Telemetry`] handle a sampler thread reads: [`BbrSnapshot`] and the
 //!   [`StateChange`] timeline.
 //!
@@ -23,6 +26,7 @@ mod bbr;
 mod controller;
 mod cubic;
 pub mod delivery_rate;
+mod prague;
 mod telemetry;
 
 pub use bbr::{Bbr, BbrParams, BbrVersion, StartupLossExit, UpExit};
@@ -30,4 +34,7 @@ pub use controller::BbrFactory;
 pub use cubic::{Cubic, CubicFactory, SlowStartPhase, LINUX_CSS_ROUNDS, RFC_CSS_ROUNDS};
 /// The trait side, re-exported so users need not name noq-proto's module path.
 pub use noq_proto::congestion::{Controller, ControllerFactory, ControllerMetrics};
+/// The codepoint a controller asks its packets to carry (ECT(1) for L4S).
+pub use noq_proto::EcnCodepoint;
+pub use prague::{Prague, PragueFactory, RTT_TRANSITION_ROUNDS, TARGET_RTT};
 pub use telemetry::{BbrSnapshot, BbrState, StateChange, Telemetry};

@@ -1,7 +1,7 @@
 //! Logic for controlling the rate at which data is sent
 
 use crate::connection::RttEstimator;
-use crate::{Duration, Instant};
+use crate::{Duration, EcnCodepoint, Instant};
 use alloc::{boxed::Box, sync::Arc};
 use core::any::Any;
 
@@ -75,6 +75,20 @@ pub trait Controller: Send + Sync + core::fmt::Debug {
         largest_lost_pn: u64,
     );
 
+    /// ccbench patch: the ECN codepoint this controller's packets carry while the path
+    /// validates ECN (RFC 9000 §13.4). ECT(0) by default; a scalable (L4S) controller asks for
+    /// ECT(1) (RFC 9331 §4), so an L4S queue (DualPI2) classifies its packets.
+    fn ecn_codepoint(&self) -> EcnCodepoint {
+        EcnCodepoint::Ect0
+    }
+
+    /// ccbench patch: an in-order ACK's ECN feedback (RFC 9000 §13.4.2): how many newly
+    /// acknowledged packets arrived with ECT and how many with CE. Called before the congestion
+    /// event a CE increase raises, for controllers that respond to the marked fraction (DCTCP,
+    /// Prague) rather than to the event alone.
+    #[allow(unused_variables)]
+    fn on_ecn_feedback(&mut self, now: Instant, ect_packets: u64, ce_packets: u64) {}
+
     /// One packet was just lost
     #[allow(unused_variables)]
     fn on_packet_lost(&mut self, lost_bytes: u16, pn: u64, now: Instant) {}
@@ -118,6 +132,7 @@ pub trait Controller: Send + Sync + core::fmt::Debug {
             pacing_rate: None,
             send_quantum: None,
             bandwidth_estimate: None,
+            pacer_burst: None,
         }
     }
 
@@ -147,6 +162,11 @@ pub struct ControllerMetrics {
     pub send_quantum: Option<u64>,
     /// Estimated sustainable path bandwidth (bits/s).
     pub bandwidth_estimate: Option<u64>,
+    /// ccbench patch: the most the pacer may release at once (bytes, at least one MTU), for a
+    /// controller whose signal is a shallow queue (L4S Prague): the pacer's own burst budget
+    /// (2 ms at the rate, at least 10 datagrams) is a millisecond of queue at 100 Mbit/s by
+    /// itself. `None`: the pacer's budget.
+    pub pacer_burst: Option<u64>,
 }
 
 /// Constructs controllers on demand

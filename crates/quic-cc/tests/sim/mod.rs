@@ -13,7 +13,8 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use ccbench_quic_cc::{Bbr, BbrFactory, BbrSnapshot, BbrState, BbrVersion, Controller, ControllerFactory, Cubic, StateChange, Telemetry};
+use ccbench_quic_cc::EcnCodepoint;
+use ccbench_quic_cc::{Bbr, BbrFactory, BbrSnapshot, BbrState, BbrVersion, Controller, ControllerFactory, Cubic, Prague, StateChange, Telemetry};
 
 pub const MSS: u64 = 1200;
 
@@ -39,6 +40,12 @@ impl SimController for Bbr {
 impl SimController for Cubic {
     fn acked(&mut self, now: Instant, sent: Instant, bytes: u64, pn: u64) {
         self.on_packet_acked(now, sent, bytes, pn, false);
+    }
+}
+
+impl SimController for Prague {
+    fn acked(&mut self, now: Instant, sent: Instant, bytes: u64, _pn: u64) {
+        self.on_packet_acked(now, sent, bytes, false);
     }
 }
 
@@ -80,6 +87,8 @@ struct InFlight {
 struct Ack {
     arrive: Duration,
     pn: u64,
+    /// Marked CE at the bottleneck.
+    ce: bool,
 }
 
 /// One 10 ms sample, as the sampler thread of the real bench takes it.
@@ -137,6 +146,14 @@ pub struct Sim<C: SimController = Bbr> {
     pub delivered: u64,
     pub sent_bytes: u64,
     pub dropped: u64,
+    /// A step ECN marker at the bottleneck (an L4S queue's, RFC 9332 §5.1's 1 ms step): an
+    /// ECN-capable packet that finds at least this much queueing delay is marked CE instead
+    /// of being left alone; `None`, no marking. ECN feedback reaches the controller after each
+    /// ACK batch's loss detection, as in noq.
+    pub ce_threshold: Option<Duration>,
+    /// Queueing delay each packet met at the bottleneck, with its arrival time.
+    pub queue_delays: Vec<(Duration, Duration)>,
+    pub ce_marked: u64,
 }
 
 impl Sim<Bbr> {
@@ -194,6 +211,9 @@ impl<C: SimController> Sim<C> {
             delivered: 0,
             sent_bytes: 0,
             dropped: 0,
+            ce_threshold: None,
+            queue_delays: Vec::new(),
+            ce_marked: 0,
         }
     }
 
@@ -279,9 +299,13 @@ impl<C: SimController> Sim<C> {
             self.dropped += 1; // drop-tail
             return;
         }
+        self.queue_delays.push((self.now, queued_time));
+        let ect = Controller::ecn_codepoint(&self.bbr) != EcnCodepoint::Ce;
+        let ce = ect && self.ce_threshold.is_some_and(|th| queued_time >= th);
+        self.ce_marked += u64::from(ce);
         let depart = self.link_free_at.max(self.now) + ser;
         self.link_free_at = depart;
-        self.acks.push_back(Ack { arrive: depart + self.link.rtt, pn });
+        self.acks.push_back(Ack { arrive: depart + self.link.rtt, pn, ce });
     }
 
     fn process_acks(&mut self) {
@@ -300,12 +324,19 @@ impl<C: SimController> Sim<C> {
         let now = self.at(stamp);
         let state_before = self.bbr.bbr_state();
         let mut any = false;
+        let (mut ect, mut ce, mut ce_sent) = (0u64, 0u64, Duration::ZERO);
         while self.acks.front().is_some_and(|a| a.arrive <= self.now) {
             let ack = self.acks.pop_front().unwrap();
             let Some(p) = self.outstanding.remove(&ack.pn) else {
                 continue; // already declared lost (spurious loss)
             };
             any = true;
+            if ack.ce {
+                ce += 1;
+                ce_sent = ce_sent.max(p.sent);
+            } else {
+                ect += 1;
+            }
             let rtt = stamp.saturating_sub(p.sent);
             self.latest_rtt = rtt;
             self.srtt = Some(self.srtt.map_or(rtt, |s| (s * 7 + rtt) / 8));
@@ -331,6 +362,15 @@ impl<C: SimController> Sim<C> {
         let lost: Vec<u64> =
             self.outstanding.range(..largest).filter(|(pn, p)| **pn + 3 <= largest || p.sent + threshold <= self.now).map(|(pn, _)| *pn).collect();
         self.declare_lost(&lost);
+        // RFC 9000 §13.4.2: the ACK's ECN counts, then a congestion event if CE grew (noq's
+        // `process_ecn`, after loss detection).
+        if self.ce_threshold.is_some() {
+            Controller::on_ecn_feedback(&mut self.bbr, now, ect, ce);
+            if ce > 0 {
+                let sent = self.at(ce_sent);
+                Controller::on_congestion_event(&mut self.bbr, now, sent, false, true, 0, largest);
+            }
+        }
     }
 
     fn declare_lost(&mut self, lost: &[u64]) {

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ccbench_netns::Netns;
-use ccbench_quic_cc::{Bbr, BbrFactory, BbrVersion, CubicFactory, Telemetry};
+use ccbench_quic_cc::{Bbr, BbrFactory, BbrVersion, CubicFactory, PragueFactory, Telemetry};
 use noq::congestion::{Controller, ControllerFactory, Cubic, NewReno, NewRenoConfig};
 use noq::{ClientConfig, Endpoint, EndpointConfig, ServerConfig, TransportConfig, VarInt};
 use serde::{Deserialize, Serialize};
@@ -89,6 +89,8 @@ const QUIC_CONTROLLERS: &[QuicController] = &[
     QuicController { name: "newreno", factory: |_| (Arc::new(NewRenoConfig::default()), None), is: |c| c.is::<NewReno>() },
     QuicController { name: "bbr2", factory: |seed| bbr(BbrVersion::V2, seed), is: |c| c.downcast_ref::<Bbr>().is_some_and(|b| b.version() == BbrVersion::V2) },
     QuicController { name: "bbr3", factory: |seed| bbr(BbrVersion::V3, seed), is: |c| c.downcast_ref::<Bbr>().is_some_and(|b| b.version() == BbrVersion::V3) },
+    // L4S: sends ECT(1) and answers the marked fraction (draft-briscoe-iccrg-prague).
+    QuicController { name: "prague", factory: |_| (PragueFactory::new() as Factory, None), is: |c| c.is::<ccbench_quic_cc::Prague>() },
 ];
 
 fn bbr(version: BbrVersion, seed: u64) -> Built {
@@ -310,7 +312,7 @@ mod registry_tests {
             assert_eq!(algorithm_of(observed.build(now, 1200)), Some(name));
             assert!(has_quic_algorithm(name));
         }
-        assert_eq!(quic_algorithms(), ["cubic", "newreno", "bbr2", "bbr3"]);
+        assert_eq!(quic_algorithms(), ["cubic", "newreno", "bbr2", "bbr3", "prague"]);
         assert!(controller_factory("bbr1", 1).is_none() && !has_quic_algorithm("bbr1"));
     }
 }

@@ -158,6 +158,14 @@ impl Controller for Observed {
     fn on_packet_lost(&mut self, lost_bytes: u16, pn: u64, now: Instant) {
         self.inner.on_packet_lost(lost_bytes, pn, now)
     }
+    fn ecn_codepoint(&self) -> noq_proto::EcnCodepoint {
+        self.inner.ecn_codepoint()
+    }
+
+    fn on_ecn_feedback(&mut self, now: Instant, ect_packets: u64, ce_packets: u64) {
+        self.inner.on_ecn_feedback(now, ect_packets, ce_packets)
+    }
+
     fn on_spurious_congestion_event(&mut self) {
         self.inner.on_spurious_congestion_event()
     }

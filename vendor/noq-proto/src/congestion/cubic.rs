@@ -264,6 +264,7 @@ impl Controller for Cubic {
             pacing_rate: None,
             send_quantum: None,
             bandwidth_estimate: None,
+            pacer_burst: None,
         }
     }
 

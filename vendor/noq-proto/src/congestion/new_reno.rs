@@ -122,6 +122,7 @@ impl Controller for NewReno {
             pacing_rate: None,
             send_quantum: None,
             bandwidth_estimate: None,
+            pacer_burst: None,
         }
     }
 

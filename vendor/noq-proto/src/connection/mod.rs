@@ -1281,7 +1281,8 @@ impl Connection {
             destination: network_path.remote,
             size: transmit.len(),
             ecn: if self.path_data(path_id).sending_ecn {
-                Some(EcnCodepoint::Ect0)
+                // ccbench patch: the codepoint the path's controller asks for.
+                Some(self.path_data(path_id).congestion.ecn_codepoint())
             } else {
                 None
             },
@@ -3174,9 +3175,12 @@ impl Connection {
         largest_sent_time: Instant,
         largest_sent_pn: u64,
     ) {
+        // ccbench patch: validate against the codepoint the controller sends, and tell it the
+        // marked fraction.
+        let sent_as = self.path_data(path).congestion.ecn_codepoint();
         match self.spaces[space]
             .for_path(path)
-            .detect_ecn(newly_acked_pn, ecn)
+            .detect_ecn(newly_acked_pn, ecn, sent_as)
         {
             Err(e) => {
                 debug!("halting ECN due to verification failure: {}", e);
@@ -3186,8 +3190,15 @@ impl Connection {
                 // future attempts to use ECN on new paths.
                 self.spaces[space].for_path(path).ecn_feedback = frame::EcnCounts::ZERO;
             }
-            Ok(false) => {}
-            Ok(true) => {
+            Ok((ect, 0)) => {
+                self.path_data_mut(path)
+                    .congestion
+                    .on_ecn_feedback(now, ect, 0);
+            }
+            Ok((ect, ce)) => {
+                self.path_data_mut(path)
+                    .congestion
+                    .on_ecn_feedback(now, ect, ce);
                 self.path_stats.get_mut(path).congestion_events += 1;
                 self.path_data_mut(path).congestion.on_congestion_event(
                     now,

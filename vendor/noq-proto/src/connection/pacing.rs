@@ -95,7 +95,13 @@ impl Pacer {
         // A controller that computes its own sending rate drives the bucket directly; the
         // window- and RTT-derived refill below is used only when no rate is reported.
         if let Some(pacing_rate) = controller_metrics.pacing_rate {
-            return self.delay_at_rate(pacing_rate, bytes_to_send, mtu, now);
+            return self.delay_at_rate(
+                pacing_rate,
+                controller_metrics.pacer_burst,
+                bytes_to_send,
+                mtu,
+                now,
+            );
         }
 
         let window = rate_limited_window(smoothed_rtt, window, self.max_bytes_per_second);
@@ -163,6 +169,7 @@ impl Pacer {
     fn delay_at_rate(
         &mut self,
         pacing_rate: u64,
+        burst: Option<u64>,
         bytes_to_send: u64,
         mtu: u16,
         now: Instant,
@@ -177,6 +184,11 @@ impl Pacer {
         .max(1);
 
         let capacity = rate_capacity(rate, mtu);
+        // ccbench patch: a controller may ask for smaller bursts (ControllerMetrics::pacer_burst).
+        let capacity = match burst {
+            Some(b) => capacity.min(b.max(u64::from(mtu))),
+            None => capacity,
+        };
         if capacity != self.capacity {
             self.capacity = capacity;
             // here we cap the number of bytes sent at once during a burst

@@ -14,7 +14,7 @@ use tracing::trace;
 
 use super::{PathId, paths::PathResponses, paths::PathRetransmits};
 use crate::{
-    Dir, Duration, FourTuple, FxHashMap, FxHashSet, Instant, StreamId, TransportError,
+    Dir, Duration, EcnCodepoint, FourTuple, FxHashMap, FxHashSet, Instant, StreamId, TransportError,
     TransportErrorCode, VarInt,
     cid_queue::CidQueue,
     connection::StreamsState,
@@ -409,7 +409,8 @@ impl PacketNumberSpace {
         &mut self,
         newly_acked: u64,
         ecn: frame::EcnCounts,
-    ) -> Result<bool, &'static str> {
+        sent_as: EcnCodepoint,
+    ) -> Result<(u64, u64), &'static str> {
         let ect0_increase = ecn
             .ect0
             .checked_sub(self.ecn_feedback.ect0)
@@ -426,7 +427,13 @@ impl PacketNumberSpace {
         if total_increase < newly_acked {
             return Err("ECN bleaching");
         }
-        if (ect0_increase + ce_increase) < newly_acked || ect1_increase != 0 {
+        // ccbench patch: RFC 9000 §13.4.2.1 validates against the codepoint actually sent,
+        // ECT(1) for an L4S controller.
+        let (sent, other) = match sent_as {
+            EcnCodepoint::Ect1 => (ect1_increase, ect0_increase),
+            _ => (ect0_increase, ect1_increase),
+        };
+        if (sent + ce_increase) < newly_acked || other != 0 {
             return Err("ECN corruption");
         }
         // If total_increase > newly_acked (which happens when ACKs are lost), this is required by
@@ -434,7 +441,7 @@ impl PacketNumberSpace {
         // to count CE packets as CE or ECT0. Recording them as CE is more consistent and keeps the
         // congestion check obvious.
         self.ecn_feedback = ecn;
-        Ok(ce_increase != 0)
+        Ok((sent, ce_increase))
     }
 
     /// Stop tracking sent packet `number`, and return what we knew about it

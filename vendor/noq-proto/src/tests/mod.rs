@@ -203,6 +203,7 @@ fn stats_include_congestion_controller_bandwidth_estimate() {
             ControllerMetrics {
                 congestion_window: WINDOW,
                 bandwidth_estimate: Some(BANDWIDTH_ESTIMATE),
+                pacer_burst: None,
                 ..Default::default()
             }
         }
@@ -4898,6 +4899,7 @@ impl Controller for PacingOnlyController {
             pacing_rate: Some(125_000),
             send_quantum: Some(2 * 1200),
             bandwidth_estimate: None,
+            pacer_burst: None,
         }
     }
 
@@ -4992,6 +4994,7 @@ impl Controller for FixedQuantumController {
             pacing_rate: Some(1_000_000_000),
             send_quantum: Some(self.send_quantum),
             bandwidth_estimate: None,
+            pacer_burst: None,
         }
     }
 
