@@ -279,7 +279,9 @@ fn bbr_is_far_ahead_of_cubic_under_random_loss() {
     if !have_root_and(&[]) {
         return;
     }
-    // Runs until decided: a difference this large is decided at the first look, 4 runs each.
+    // Runs until decided: a difference this large is decided at the first look whose level is
+    // exact enough to stop at: 4 runs each, or 6 when the two spreads differ so much at 4 that
+    // the level there is only approximate (issue 28: such a look does not stop the design).
     let v = run_json(
         &["--cc", "bbr,cubic", "--runs", "auto", "--max-runs", "6", "--rate", "50mbit", "--rtt", "20ms", "--loss", "3%", "--duration", "4s", "--seed", "11"],
         "bbr",
@@ -290,12 +292,13 @@ fn bbr_is_far_ahead_of_cubic_under_random_loss() {
     assert_eq!(c["better_is"], "higher");
     assert!(f(&c["ratio_ci"]["lo"]) > 3.0, "bbr should be several times cubic: {c}");
     assert_eq!(v["params"]["runs_auto"], true);
-    assert_eq!(v["sequential"]["decided_after_runs"], 4, "{}", v["sequential"]);
-    assert_eq!(v["runs"].as_array().unwrap().len(), 8, "stopped after the deciding look");
-    // The first look of the Lan–DeMets design with at most 6 runs: 4 runs, spending α(4/6).
-    let first = ccbench_stats::sequential::looks(0.05, 6, 2)[0];
-    assert_eq!(first.runs, 4);
-    assert!((f(&c["alpha"]) - first.alpha).abs() < 1e-12, "decided at the first look's share of alpha: {c}");
+    let decided = v["sequential"]["decided_after_runs"].as_u64().unwrap_or(0) as usize;
+    assert_eq!(v["runs"].as_array().unwrap().len(), 2 * decided, "stopped after the deciding look: {}", v["sequential"]);
+    // The looks of the Lan–DeMets design with at most 6 runs: 4 runs spending α(4/6), then 6.
+    let looks = ccbench_stats::sequential::looks(0.05, 6, 2);
+    assert_eq!(looks[0].runs, 4);
+    let at = looks.iter().find(|l| l.runs == decided).unwrap_or_else(|| panic!("decided at a look of the design: {}", v["sequential"]));
+    assert!((f(&c["alpha"]) - at.alpha).abs() < 1e-12, "decided at its look's share of alpha: {c}");
     assert_eq!(v["sequential"]["design"], "lan_demets_pocock");
     // The RTT comparison is there too: lower is better, and `better`, if any, is the lower one.
     let r = &v["rtt_comparisons"][0];

@@ -96,6 +96,10 @@ fn compare_names_the_better_path_refuses_an_old_schema_and_finds_no_difference_w
         // A clean path can repeat its figures to the byte: then the verdict says so instead of
         // drawing a zero-width interval (issue 28 §6).
         Some("inconclusive") if stdout.contains("identical scores in every run") => {}
+        // Against itself every score is tied with its twin; with 4 vs 4 runs so tied, the
+        // permuted Brunner–Munzel test (which must agree with its t approximation) cannot reach
+        // α, and the verdict says so rather than calling the arms the same (issue 28).
+        Some("inconclusive") if stdout.contains("no rank test can reach p < 0.05") => {}
         _ => panic!("a result against itself: {outcome}\n{stdout}"),
     }
     assert!(o.stderr.is_empty(), "same path, no warning: {}", text(&o.stderr));
