@@ -132,7 +132,7 @@ pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
     let seconds = ns as f64 / 1e9;
     let stop = AtomicBool::new(false);
     let mut rows = Vec::new();
-    let provenance = ccbench::provenance::Provenance::of_this_host();
+    let provenance = ccbench::provenance::of_this_host();
 
     eprintln!("measuring the veth ceiling…");
     rows.push(veth_row(&cc, seconds, &stop)?);
@@ -264,7 +264,7 @@ pub fn run_transports(args: &crate::cli::BenchTransportsArgs) -> anyhow::Result<
     crate::error::require_root("bench")?;
     let seconds = ns as f64 / 1e9;
     let stop = AtomicBool::new(false);
-    let provenance = ccbench::provenance::Provenance::of_this_host();
+    let provenance = ccbench::provenance::of_this_host();
     let mut rows = Vec::new();
     for cell in [
         Cell { offload: true, no_early_wake: false, rate: None, rtt_ns: 0 },
@@ -467,7 +467,7 @@ mod finished_tests {
     fn a_failed_flow_is_named_under_the_transports_table() {
         let died = "send: connection lost: aborted by peer: too many gaps in stream buffer";
         let r = BenchResult::new(
-            ccbench::provenance::Provenance::of_this_host(),
+            ccbench::provenance::of_this_host(),
             4.0,
             "quic:cubic,quic:bbr3",
             vec![row("quic:cubic", 3e8, Some(died)), row("quic:bbr3", 9e8, None)],
@@ -480,7 +480,7 @@ mod finished_tests {
 
     #[test]
     fn a_finished_bench_records_when_it_finished() {
-        let r = BenchResult::new(ccbench::provenance::Provenance::of_this_host(), 1.0, "cubic", Vec::new());
+        let r = BenchResult::new(ccbench::provenance::of_this_host(), 1.0, "cubic", Vec::new());
         let v = serde_json::to_value(&r).unwrap();
         assert!(v["provenance"]["finished_at"].as_str().is_some_and(|t| t.len() >= 20), "{}", v["provenance"]);
     }

@@ -545,7 +545,7 @@ pub fn compare(inputs: &[Input], opts: &Options, out: &Path) -> Result<Compared,
             }
         })
         .collect();
-    let this = Provenance::of_this_host();
+    let this = crate::provenance::of_this_host();
     let record = CompareResult {
         schema: SCHEMA.to_string(),
         provenance: CompareProvenance {
@@ -794,7 +794,7 @@ mod tests {
         };
         let (summary, comparisons) = analyse(&ccs, &runs, ccbench_stats::Criteria::at(0.05));
         let rtt_comparisons = compare_rtt(&ccs, &runs, ccbench_stats::Criteria::at(0.05));
-        let mut provenance = Provenance::of_this_host().finished();
+        let mut provenance = crate::provenance::of_this_host().finished();
         provenance.host.kernel_release = Some("6.8.0-49-generic".to_string());
         ExperimentResult {
             schema: crate::results::SCHEMA.to_string(),

@@ -257,13 +257,13 @@ struct Execution<'a> {
 impl<'a> Execution<'a> {
     fn new(plan: &'a Plan, out: &'a Path) -> Self {
         let provenance = match &plan.remote {
-            Some(r) => Provenance::of_this_host().over_real_path(RemoteFacts {
+            Some(r) => crate::provenance::of_this_host().over_real_path(RemoteFacts {
                 address: r.label.clone(),
                 facts: r.facts.clone(),
                 limits: r.limits,
                 control_rtt_us_at_start: r.rtt_us_at_start,
             }),
-            None => Provenance::of_this_host(),
+            None => crate::provenance::of_this_host(),
         };
         // One contender has only its expectations to decide: looks where a median's bound can.
         let (looks, idle) = match plan.runs {

@@ -12,8 +12,9 @@
 //!   [`Observer`](experiment::Observer). This is what running ccbench means.
 //! - [`results`], [`series`], [`provenance`], [`expect`], [`units`]: the record of an
 //!   experiment (result.json's types, the `series/` files and their reader, `--expect`),
-//!   re-exported from `ccbench-record` at the paths they had before it was its own crate, so
-//!   that whoever reads a result needs only this crate.
+//!   re-exported from `ccbench-model` at the paths they had before it was its own crate, so
+//!   that whoever reads a result needs only this crate; [`provenance`] also reads this host's
+//!   facts and this build's git revision (`of_this_host`), which the data model does not.
 //! - [`judge`]: `--expect` judged over the runs (contenders, path-relative thresholds, per-run
 //!   figures, pass / fail / undecided); public because the binary checks expectations against
 //!   the plan as it reads the flags, before anything runs.
@@ -45,9 +46,10 @@ pub mod experiment;
 pub mod export;
 pub mod judge;
 pub mod limits;
+pub mod provenance;
 pub mod schema;
 pub mod workloads;
 
 /// The data model (an experiment's types, result.json's schema, the series files' format) is
 /// its own crate, so that what reads results (the report) needs nothing of what runs them.
-pub use ccbench_model::{expect, provenance, results, series, units};
+pub use ccbench_model::{expect, results, series, units};

@@ -33,7 +33,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
     let euid = unsafe { libc::geteuid() };
     let secret = Secret::from_file_for_serve(secret_file, euid)
         .map_err(|e| UsageError::new("--secret-file", secret_file.display(), format!("a private file holding the shared secret, but {e}")))?;
-    let host = ccbench::provenance::HostFacts::collect();
+    let host = ccbench::provenance::host_facts();
     let facts = ServerFacts {
         ccbench_version: env!("CARGO_PKG_VERSION").to_string(),
         kernel_release: host.kernel_release,

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ccbench::provenance::{EmulatorFacts, HostFacts, Provenance};
+use ccbench::provenance::{EmulatorFacts, Provenance};
 use ccbench::results::{CcShare, ExperimentResult, Params, RunMetrics, RunRecord, Status, SCHEMA};
 use ccbench::series::RunSeries;
 use ccbench::workloads::{WorkloadResult, WorkloadSpec};
@@ -229,7 +229,7 @@ fn provenance() -> Provenance {
         command_line: vec!["ccbench".into(), "run".into()],
         started_at: "2026-01-01T00:00:00Z".into(),
         finished_at: Some("2026-01-01T00:01:00Z".into()),
-        host: HostFacts::collect(),
+        host: ccbench::provenance::host_facts(),
         namespace_sysctls: Vec::new(),
         emulator: Some(EmulatorFacts { kind: "test".into(), client_addr: "10.0.0.1".into(), server_addr: "10.0.0.2".into(), tun_txqueuelen: 1000 }),
         remote: None,

@@ -10,6 +10,7 @@
 pub mod expect;
 pub mod provenance;
 pub mod results;
+pub mod serve;
 pub mod series;
 pub mod units;
 pub mod why;
