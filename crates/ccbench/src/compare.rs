@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::analysis::{analyse, compare_rtt};
-use crate::provenance::{now_rfc3339, Provenance};
+use crate::provenance::now_rfc3339;
 use crate::results::{CcSummary, ExperimentResult, Params, RunRecord, Status};
 
 /// Schema of `compare.json`.

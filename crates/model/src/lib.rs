@@ -10,8 +10,8 @@
 pub mod expect;
 pub mod provenance;
 pub mod results;
-pub mod serve;
 pub mod series;
+pub mod serve;
 pub mod units;
 pub mod why;
 pub mod workloads;

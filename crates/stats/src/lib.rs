@@ -56,6 +56,7 @@ mod rank_ci;
 pub mod sequential;
 mod summary;
 mod verdict;
+mod wording;
 
 pub use bootstrap::{bootstrap_median_ci, bootstrap_ratio_ci, median_order_ci, CiMethod, MedianCi, RatioCi};
 pub use brunner_munzel::{brunner_munzel, brunner_munzel_ratio_ci, BrunnerMunzel, PermutationMethod, EXACT_MAX_PERMUTATIONS, MONTE_CARLO_PERMUTATIONS};
@@ -64,9 +65,10 @@ pub use mann_whitney::{mann_whitney_u, min_runs_for_significance, MannWhitney, M
 pub use rank_ci::{hodges_lehmann_ratio_ci, moses_depth, u_null_cdf};
 pub use summary::{median, quantile, Summary};
 pub use verdict::{
-    best_against_rest, best_against_rest_using, compare, compare_directed, compare_directed_using, fmt_alpha, fmt_level, fmt_p, holm, look_stops, BetterIs,
-    Comparison, Criteria, LookContext, Outcome, TestMethod, APPROX_BELOW_RUNS, APPROX_SPREAD_RATIO, DEFAULT_BOOTSTRAP_ITERATIONS, DEFAULT_TEST,
+    best_against_rest, best_against_rest_using, compare, compare_directed, compare_directed_using, holm, look_stops, BetterIs, Comparison, Criteria,
+    LookContext, Outcome, TestMethod, APPROX_BELOW_RUNS, APPROX_SPREAD_RATIO, DEFAULT_BOOTSTRAP_ITERATIONS, DEFAULT_TEST,
 };
+pub use wording::{fmt_alpha, fmt_level, fmt_p};
 
 /// `true` when the slice is non-empty and every value is finite.
 pub(crate) fn all_finite_nonempty(xs: &[f64]) -> bool {
