@@ -45,6 +45,9 @@ use crate::quic::streams::{Store, StreamLane};
 use crate::quic::wire::index_in;
 use crate::quic::MAX_STREAMS;
 use crate::sampler::Sampler;
+mod quic;
+use quic::run_quic_objects;
+
 use crate::{net, ByteBudget, MeasureHook, NoMeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -605,43 +608,6 @@ impl Worker for TcpWorker<'_> {
     }
 }
 
-/// A worker over QUIC: the one connection, a stream per request.
-struct QuicWorker<'c>(StreamLane<'c>);
-
-impl<'c> Worker for QuicWorker<'c> {
-    type Lane = StreamLane<'c>;
-
-    fn lane(&mut self) -> &mut StreamLane<'c> {
-        &mut self.0
-    }
-    fn connection(&self) -> (u32, usize) {
-        (0, 0)
-    }
-    fn name(&self, index: u32) -> String {
-        format!("request {index}")
-    }
-    async fn ready(&mut self) -> Result<(), Stop> {
-        match self.0 .0.close_reason() {
-            None => Ok(()),
-            Some(reason) => Err(Stop::Gone(reason.to_string())),
-        }
-    }
-}
-
-/// What the QUIC server has: `/obj/N`, each `object_bytes` long, for GET and PUT alike.
-struct ObjectStore {
-    object_bytes: u64,
-}
-
-impl Store for ObjectStore {
-    fn get(&self, path: &str) -> Option<u64> {
-        index_in(path, "/obj/").map(|_| self.object_bytes)
-    }
-    fn put(&self, path: &str) -> Option<u64> {
-        self.get(path)
-    }
-}
-
 /// Why a worker issues no more requests.
 enum Stop {
     /// Its transport's one connection is gone (QUIC): the request is counted as failed on it.
@@ -722,57 +688,6 @@ async fn one_request(lane: &mut impl Lane, spec: &ObjectsSpec, index: u32) -> Re
             }
         }
     }
-}
-
-/// Runs `spec`, whose algorithm is a QUIC one: `concurrency` workers issue their requests as
-/// concurrent streams on **one** connection, a stream per request, the way an HTTP/3 client
-/// multiplexes them (the framing, and why it is not HTTP/3 itself, is in `quic::wire`). The
-/// connection is set up, and both ends' controllers read back, before the first request, as
-/// over TCP. There is no second connection: once it is lost, each worker records its next
-/// request as failed and stops (the requests never issued leave the run unfinished).
-fn run_quic_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Result<ObjectsResult, WorkloadError> {
-    if spec.concurrency > MAX_STREAMS {
-        return Err(WorkloadError::Setup(format!("concurrency over QUIC must be from 1 to {MAX_STREAMS}, got {}", spec.concurrency)));
-    }
-    let log = Mutex::new(ClientLog::default());
-    // The one connection's count; its port comes with its record.
-    lock(&log).conns.push(ConnStats { id: 0, client_port: 0, cc_read_back: None, tally: Tally::default() });
-    let w = Workers { spec, log: &log, next_request: AtomicU32::new(0), hook: run.hook };
-    let end = OneConnection {
-        run,
-        cc: &spec.cc,
-        receiver_cc: spec.quic_receiver_cc.as_deref(),
-        sender: spec.method.sender(),
-        port: spec.port,
-        timeout_s: spec.timeout_s,
-        sample_interval_us: spec.sample_interval_us,
-        store: Arc::new(ObjectStore { object_bytes: spec.object_bytes }),
-    }
-    .run(async |conn| load(&w, (0..spec.concurrency).map(|_| QuicWorker(StreamLane(conn))).collect()).await)?;
-    let log = lock(&log);
-    log.requests.close(run.hook);
-    let tally = &log.conns[0].tally;
-    let connections: Vec<ObjectsConnection> = end
-        .connection
-        .into_iter()
-        .map(|(client_port, sending)| ObjectsConnection {
-            id: 0,
-            client_port,
-            sender: spec.method.sender(),
-            sending,
-            requests_completed: tally.completed,
-            errors: tally.errors,
-            content_bytes: tally.bytes,
-        })
-        .collect();
-    let outcome = Outcome {
-        requests: &log.requests,
-        server_errors: &end.server_errors,
-        server_connections: connections.len() as u32,
-        connections,
-        issued: w.next_request.load(Ordering::SeqCst).min(spec.requests),
-    };
-    Ok(summarize(spec, run.epoch, outcome, end.how))
 }
 
 fn finish(
@@ -1036,105 +951,6 @@ mod tests {
     }
 }
 /// `ccbench run --workload objects`: its flags and its spec from them.
-mod args {
-    use std::fmt;
-    use std::str::FromStr;
-
-    use crate::flags::{expected, Expected, FlagError, FlagSet, FromFlags, Kind, RunFlags};
-    use crate::{Algorithm, BulkSpec, ObjectMethod, ObjectsSpec};
-
-    crate::count_flag!(
-        /// objects: requests per run (`--requests`).
-        Requests, 1..=100_000
-    );
-    crate::count_flag!(
-        /// objects: concurrent persistent connections (`--concurrency`).
-        Concurrency, 1..=256
-    );
-
-    /// objects: which way the objects go (`--method`).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub struct Method(pub ObjectMethod);
-
-    impl FromStr for Method {
-        type Err = Expected;
-        fn from_str(s: &str) -> Result<Self, Expected> {
-            match s {
-                "put" | "PUT" => Ok(Method(ObjectMethod::Put)),
-                "get" | "GET" => Ok(Method(ObjectMethod::Get)),
-                _ => expected("put or get"),
-            }
-        }
-    }
-
-    impl fmt::Display for Method {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str(match self.0 {
-                ObjectMethod::Put => "put",
-                ObjectMethod::Get => "get",
-            })
-        }
-    }
-
-    crate::deserialize_from_text!(Method);
-
-    crate::workload_flags! {
-        /// The flags of objects (and `--size`, file's: each object's size).
-        #[derive(clap::Args, serde::Deserialize, Debug, Clone, Default, PartialEq)]
-        #[group(skip)]
-        #[serde(deny_unknown_fields, default, rename_all = "kebab-case")]
-        pub struct ObjectsFlags {
-            /// objects: number of requests per run [default: 200].
-            #[arg(long, allow_hyphen_values = true)]
-            pub requests: Option<Requests>,
-            /// objects: concurrent persistent connections [default: 16].
-            #[arg(long, allow_hyphen_values = true)]
-            pub concurrency: Option<Concurrency>,
-            /// objects: put (upload; the client sends) or get (download) [default: put].
-            #[arg(long, allow_hyphen_values = true)]
-            pub method: Option<Method>,
-        }
-    }
-
-    impl FromFlags for ObjectsSpec {
-        type Flags = ObjectsFlags;
-        const KINDS: &'static [Kind] = &[Kind {
-            name: "objects",
-            help: None,
-            about: Some("HTTP PUT/GET load"),
-            takes: &["--size", "--requests", "--concurrency", "--method", "--quic-receiver-cc"],
-        }];
-
-        fn from_flags(_kind: &str, flags: &dyn FlagSet, run: &RunFlags) -> Result<Self, FlagError> {
-            let own = flags.of::<ObjectsSpec>();
-            Ok(ObjectsSpec {
-                requests: own.requests.map_or(200, |r| r.0),
-                object_bytes: flags.of::<BulkSpec>().size.map_or(1 << 20, |s| s.0),
-                concurrency: own.concurrency.map_or(16, |c| c.0),
-                method: own.method.map_or(ObjectMethod::Put, |m| m.0),
-                cc: Algorithm::default(),
-                port: run.port,
-                sample_interval_us: run.sample_interval_us,
-                timeout_s: run.timeout_s,
-                quic_receiver_cc: run.quic_receiver_cc.clone(),
-            })
-        }
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        #[test]
-        fn values() {
-            let refused = |e: Expected| e.0;
-            assert_eq!("16".parse(), Ok(Concurrency(16)));
-            assert_eq!(refused("0".parse::<Concurrency>().unwrap_err()), "a whole number from 1 to 256");
-            assert_eq!(refused("many".parse::<Requests>().unwrap_err()), "a whole number from 1 to 100000");
-            assert_eq!("GET".parse(), Ok(Method(ObjectMethod::Get)));
-            assert_eq!(refused("post".parse::<Method>().unwrap_err()), "put or get");
-        }
-    }
-}
+mod args;
 
 pub use args::ObjectsFlags;
