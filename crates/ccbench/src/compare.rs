@@ -416,6 +416,7 @@ mod tests {
     use ccbench_link::time::Duration;
     use ccbench_link::{Buffer, DelayHistogram, DirectionConfig, LinkStats, LossModel, Rate};
     use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction, FlowResult, Side};
+    use serde_json::Value;
 
     fn path(loss: f64) -> PathSpec {
         let dir = |ms: u64| DirectionConfig {
