@@ -15,7 +15,7 @@ fn main() {
     let arg = |i: usize, default: u64| std::env::args().nth(i).and_then(|a| a.parse().ok()).unwrap_or(default);
     let (trials, n, seed) = (arg(1, 20_000) as usize, arg(2, 10) as usize, arg(3, 7));
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut draw = |rng: &mut ChaCha8Rng| -> Vec<f64> {
+    let draw = |rng: &mut ChaCha8Rng| -> Vec<f64> {
         (0..n)
             .map(|_| {
                 let z: f64 = StandardNormal.sample(rng);
