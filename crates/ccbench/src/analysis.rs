@@ -6,7 +6,7 @@ use ccbench_stats::{BetterIs, Criteria, Summary};
 use ccbench_workload::{BulkResult, Direction};
 
 use crate::results::{CcShare, CcSummary, RunMetrics, RunRecord, ShareSummary, Status};
-use crate::series::SeriesSummary;
+use crate::series::{ExactCounts, SeriesSummary};
 use crate::workloads::WorkloadResult;
 
 /// Per-algorithm summaries over completed runs, and the best algorithm against each other one
@@ -123,7 +123,14 @@ fn sharing(bulk: &BulkResult, received_at: impl FnOnce(&[u64]) -> Option<Vec<Vec
                 s.flows += 1;
                 s.goodput_bps += rate;
             }
-            None => shares.push(CcShare { cc: flow.sending.cc_requested.clone(), flows: 1, goodput_bps: *rate, share: 0.0 }),
+            None => shares.push(CcShare {
+                cc: flow.sending.cc_requested.clone(),
+                flows: 1,
+                goodput_bps: *rate,
+                share: 0.0,
+                sender_rtt_p50_ms: None,
+                sender_rtt_p95_ms: None,
+            }),
         }
     }
     for s in &mut shares {
@@ -144,6 +151,20 @@ fn sharing(bulk: &BulkResult, received_at: impl FnOnce(&[u64]) -> Option<Vec<Vec
     (shares, ccbench_stats::jain_fairness(&rates), per_second, converged)
 }
 
+/// Each algorithm's own sender RTT in a mix: the percentiles of its flows' samples pooled.
+fn group_rtts(shares: &mut [CcShare], bulk: &BulkResult, series: &SeriesSummary) {
+    for share in shares {
+        let mut rtts = ExactCounts::default();
+        for flow in bulk.flows.iter().filter(|f| f.sending.cc_requested == share.cc) {
+            if let Some(counts) = series.rtt_us_by_flow.get(&flow.id) {
+                rtts.merge(counts);
+            }
+        }
+        share.sender_rtt_p50_ms = rtts.quantile(0.5, 1000.0);
+        share.sender_rtt_p95_ms = rtts.quantile(0.95, 1000.0);
+    }
+}
+
 /// A run's metrics (result.json's `metrics`) from its workload's result and the path's report.
 /// `series`: what the run's time series left in memory (exact RTT counts) and on disk
 /// (the goodput file, read once more for the sharing figures).
@@ -159,10 +180,14 @@ pub fn run_metrics(result: &WorkloadResult, path: Option<&PathReport>, series: &
     // QUIC resends the data of each packet declared lost: its lost packets are its retransmissions.
     let (retrans, segs) = result.final_quic().iter().fold((retrans, segs), |(r, s), q| (r + q.packets_lost, s + q.packets_sent));
     let (shares, jain_index, jain_per_second, convergence_s) = match result {
-        WorkloadResult::Bulk(b) => sharing(b, |instants| {
-            let flows = b.flows.iter().map(|f| f.id as usize + 1).max().unwrap_or(0);
-            series.goodput_path.as_deref().and_then(|p| crate::series::received_at(p, flows, instants).ok())
-        }),
+        WorkloadResult::Bulk(b) => {
+            let (mut shares, jain, per_second, converged) = sharing(b, |instants| {
+                let flows = b.flows.iter().map(|f| f.id as usize + 1).max().unwrap_or(0);
+                series.goodput_path.as_deref().and_then(|p| crate::series::received_at(p, flows, instants).ok())
+            });
+            group_rtts(&mut shares, b, series);
+            (shares, jain, per_second, converged)
+        }
         _ => (Vec::new(), None, Vec::new(), None),
     };
     let ccbench_workload::RunFigures { goodput_bps, completion_time_s, all_completed, latency_p50_s, latency_p99_s, html_ttfb_s } = result.figures();
@@ -352,7 +377,8 @@ fn share_summaries(runs: &[&RunMetrics]) -> Vec<ShareSummary> {
             let xs: Vec<f64> = runs.iter().filter_map(|m| m.shares.iter().find(|s| s.cc == cc).map(|s| s.share)).collect();
             let share = Summary::of(&xs)?;
             let share_ci = ccbench_stats::median_order_ci(&xs, 0.95);
-            Some(ShareSummary { cc, flows, share, share_ci })
+            let rtts: Vec<f64> = runs.iter().filter_map(|m| m.shares.iter().find(|s| s.cc == cc).and_then(|s| s.sender_rtt_p95_ms)).collect();
+            Some(ShareSummary { cc, flows, share, share_ci, sender_rtt_p95_ms: Summary::of(&rtts) })
         })
         .collect()
 }

@@ -378,8 +378,10 @@ layer! {
         pub quic_receiver_cc: Option<QuicReceiverCc>,
         /// An expectation judged over the runs, repeatable: '[ALG:]METRIC OP VALUE', e.g.
         /// 'goodput >= 90%' (of the bottleneck), 'bbr:rtt_p50 <= 125%' (of the base RTT),
-        /// 'retrans <= 2%', 'jain_converged >= 0.9'. Each passes, fails or stays undecided by a
-        /// one-sided CI of its median at the run's α; exit status 1 unless all pass.
+        /// 'retrans <= 2%', 'jain_converged >= 0.9'. In a mix, ALG: on share, goodput, rtt_p50
+        /// or rtt_p95 judges that algorithm's flows alone. Each passes, fails or stays
+        /// undecided by a one-sided CI of its median at the run's α; exit status 1 unless all
+        /// pass.
         #[arg(long, allow_hyphen_values = true, value_name = "EXPR")]
         #[serde(deserialize_with = "crate::values::one_or_many")]
         pub expect: Vec<ExpectArg>,

@@ -531,7 +531,7 @@ mod tests {
                 emulator_lateness_p99_us: Some(12.345),
                 entry: Default::default(),
                 path_figures_over_whole_life: false,
-                shares: vec![CcShare { cc: cc.to_string(), flows: 1, goodput_bps, share: 1.0 }],
+                shares: vec![CcShare { cc: cc.to_string(), flows: 1, goodput_bps, share: 1.0, sender_rtt_p50_ms: None, sender_rtt_p95_ms: None }],
                 jain_index: None,
                 jain_per_second: vec![0.999_999_999_9, 1.0 / 7.0],
                 convergence_s: None,

@@ -75,10 +75,12 @@ pub fn threshold(e: &Expectation, path: PathFigures) -> Result<f64, String> {
     }
 }
 
-/// Metrics judged per algorithm group inside a mix (`bbr:share` in `--flows bbr:1,cubic:1`);
-/// every other metric in a mix is the whole mix's.
-fn per_group(m: Metric) -> bool {
-    matches!(m, Metric::Share | Metric::Goodput)
+/// Metrics judged per algorithm group inside a mix: share and goodput always (`bbr:share` in
+/// `--flows bbr:1,cubic:1`), RTT when an algorithm is named (`quic:prague:rtt_p95` beside a
+/// classic flow; without a name it stays the whole mix's, as it always was). Every other
+/// metric in a mix is the whole mix's.
+fn per_group(m: Metric, named: bool) -> bool {
+    matches!(m, Metric::Share | Metric::Goodput) || (named && matches!(m, Metric::RttP50 | Metric::RttP95))
 }
 
 /// Metrics that only mean something with several flows sharing the bottleneck.
@@ -95,8 +97,10 @@ fn of_run(metric: Metric, m: &RunMetrics, group: Option<&str>) -> Option<f64> {
         (Metric::Goodput, None) => Some(m.goodput_bps),
         (Metric::Share, Some(g)) => share(g).map(|s| s.share),
         (Metric::Share, None) => None,
-        (Metric::RttP50, _) => m.sender_rtt_p50_ms,
-        (Metric::RttP95, _) => m.sender_rtt_p95_ms,
+        (Metric::RttP50, Some(g)) => share(g).and_then(|s| s.sender_rtt_p50_ms),
+        (Metric::RttP95, Some(g)) => share(g).and_then(|s| s.sender_rtt_p95_ms),
+        (Metric::RttP50, None) => m.sender_rtt_p50_ms,
+        (Metric::RttP95, None) => m.sender_rtt_p95_ms,
         (Metric::Retrans, _) => Some(m.retrans_rate),
         (Metric::Jain, _) => m.jain_index,
         // Every second after convergence must be fair: the run's worst such second.
@@ -129,7 +133,7 @@ pub fn arms(e: &Expectation, c: &Contenders) -> Result<Vec<Arm>, String> {
     }
     // `bbr` and `tcp:bbr` are one algorithm; a mix's label is only ever itself.
     let same = |a: &str, b: &str| a == b || matches!((a.parse::<Algorithm>(), b.parse::<Algorithm>()), (Ok(x), Ok(y)) if x.same_as(&y));
-    if mix && per_group(e.metric) {
+    if mix && per_group(e.metric, e.cc.is_some()) {
         let groups: Vec<&String> = c.groups.iter().filter(|g| e.cc.as_deref().is_none_or(|cc| same(cc, g))).collect();
         if groups.is_empty() {
             return Err(format!("an algorithm of the mix before ':' ({})", c.groups.join(", ")));
@@ -137,7 +141,7 @@ pub fn arms(e: &Expectation, c: &Contenders) -> Result<Vec<Arm>, String> {
         return Ok(groups.into_iter().map(|g| Arm { cc: g.clone(), group: Some(g.clone()) }).collect());
     }
     if mix && e.cc.is_some() {
-        return Err(format!("no ALG: on {} in a mix (it is the whole mix's; ALG: goes with share and goodput)", e.metric.name()));
+        return Err(format!("no ALG: on {} in a mix (it is the whole mix's; ALG: goes with share, goodput, rtt_p50 and rtt_p95)", e.metric.name()));
     }
     if e.metric == Metric::Share && !mix {
         return Err("share with a mix in --flows (such as bbr:1,cubic:1): it is each algorithm's part of the bottleneck".into());
@@ -220,5 +224,8 @@ mod tests {
         assert_eq!(arms(&e("cubic:share >= 0.1"), &mix).unwrap(), vec![Arm { cc: "cubic".into(), group: Some("cubic".into()) }]);
         assert_eq!(arms(&e("jain >= 0.9"), &mix).unwrap(), vec![Arm { cc: "bbr:1,cubic:1".into(), group: None }]);
         assert!(arms(&e("bbr:jain >= 0.9"), &mix).is_err());
+        // RTT: a named algorithm's own in a mix, the whole mix's without a name.
+        assert_eq!(arms(&e("cubic:rtt_p95 <= 30ms"), &mix).unwrap(), vec![Arm { cc: "cubic".into(), group: Some("cubic".into()) }]);
+        assert_eq!(arms(&e("rtt_p95 <= 30ms"), &mix).unwrap(), vec![Arm { cc: "bbr:1,cubic:1".into(), group: None }]);
     }
 }

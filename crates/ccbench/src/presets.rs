@@ -13,7 +13,7 @@ use crate::error::UsageError;
 use crate::values::ExpectArg;
 
 /// The presets shipped with ccbench, compiled in so `--preset NAME` works from anywhere.
-pub const BUILTIN: [(&str, &str); 11] = [
+pub const BUILTIN: [(&str, &str); 12] = [
     ("far-object-store", include_str!("../../../presets/far-object-store.toml")),
     ("website-migration", include_str!("../../../presets/website-migration.toml")),
     ("loss-sweep", include_str!("../../../presets/loss-sweep.toml")),
@@ -25,6 +25,7 @@ pub const BUILTIN: [(&str, &str); 11] = [
     ("bbr-share", include_str!("../../../presets/bbr-share.toml")),
     ("ecn-classic", include_str!("../../../presets/ecn-classic.toml")),
     ("l4s", include_str!("../../../presets/l4s.toml")),
+    ("ecn-faults", include_str!("../../../presets/ecn-faults.toml")),
 ];
 
 #[derive(Deserialize)]

@@ -347,7 +347,14 @@ fn mix_experiment(dir: &Path) -> ExperimentResult {
         let shares = sim
             .flows
             .iter()
-            .map(|f| CcShare { cc: f.sending.cc_requested.clone(), flows: 1, goodput_bps: f.goodput_bps, share: f.goodput_bps / total })
+            .map(|f| CcShare {
+                cc: f.sending.cc_requested.clone(),
+                flows: 1,
+                goodput_bps: f.goodput_bps,
+                share: f.goodput_bps / total,
+                sender_rtt_p50_ms: None,
+                sender_rtt_p95_ms: None,
+            })
             .collect();
         runs.push(run_record(index, &label, sim, shares));
     }

@@ -310,7 +310,9 @@ impl ExpectationResult {
                 ),
             },
         };
-        format!("{word:<9} {}: {} (threshold {}) — {figure}", self.cc, self.expect, metric.show(self.threshold))
+        // `quic:prague:rtt_p95 <= 22ms` names its algorithm already: not twice.
+        let who = if self.expect.starts_with(&format!("{}:", self.cc)) { String::new() } else { format!("{}: ", self.cc) };
+        format!("{word:<9} {who}{} (threshold {}) — {figure}", self.expect, metric.show(self.threshold))
     }
 
     /// The metric judged (a name result.json does not know reads as a fraction).

@@ -297,6 +297,13 @@ pub struct CcShare {
     pub flows: usize,
     pub goodput_bps: f64,
     pub share: f64,
+    /// The sender RTT percentiles of this algorithm's flows alone, over the whole run (every
+    /// smoothed-RTT sample of each of its flows): in a mix, the run's own RTT figures are the
+    /// whole mix's, and an L4S flow's delay beside a classic one is this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_rtt_p50_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_rtt_p95_ms: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
@@ -343,4 +350,7 @@ pub struct ShareSummary {
     /// (order statistics) whose `level` is its true coverage: below 95 % with fewer than 6 runs.
     pub share: Summary,
     pub share_ci: Option<ccbench_stats::MedianCi>,
+    /// This algorithm's own sender RTT p95 over runs (each run's from its flows alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_rtt_p95_ms: Option<Summary>,
 }

@@ -265,6 +265,14 @@ impl ExactCounts {
         self.n
     }
 
+    /// Adds every value `other` counted.
+    pub fn merge(&mut self, other: &ExactCounts) {
+        for (v, c) in other.iter() {
+            *self.counts.entry(v).or_insert(0) += c;
+        }
+        self.n += other.n;
+    }
+
     pub fn is_empty(&self) -> bool {
         self.n == 0
     }
@@ -313,6 +321,8 @@ impl ExactCounts {
 pub struct SeriesSummary {
     /// Every nonzero sender RTT sample of every sending socket, in µs.
     pub rtt_us: ExactCounts,
+    /// The same per bulk flow (`SocketId::Flow`), for each algorithm's own RTT in a mix.
+    pub rtt_us_by_flow: BTreeMap<u32, ExactCounts>,
     /// The run's goodput file, to be read again (one streaming pass) for the sharing figures.
     pub goodput_path: Option<PathBuf>,
     /// The delivery rate (bit/s) of the first sending socket to leave Startup or slow start.
@@ -330,6 +340,7 @@ pub struct RunSeries {
     tcp: Mutex<Option<CsvGz>>,
     goodput: Mutex<Option<CsvGz>>,
     rtt_us: Mutex<ExactCounts>,
+    rtt_us_by_flow: Mutex<BTreeMap<u32, ExactCounts>>,
     lock_on_bps: Mutex<Option<u64>>,
     error: ErrorSlot,
 }
@@ -345,6 +356,7 @@ impl RunSeries {
             dir,
             files: SeriesFiles::under(rel_dir),
             rtt_us: Mutex::new(ExactCounts::default()),
+            rtt_us_by_flow: Mutex::new(BTreeMap::new()),
             lock_on_bps: Mutex::new(None),
             error: Arc::new(Mutex::new(None)),
         })
@@ -377,6 +389,7 @@ impl RunSeries {
         let error = lock(&self.error).clone();
         let summary = SeriesSummary {
             rtt_us: std::mem::take(&mut *lock(&self.rtt_us)),
+            rtt_us_by_flow: std::mem::take(&mut *lock(&self.rtt_us_by_flow)),
             goodput_path: Some(self.dir.join(GOODPUT_FILE)),
             lock_on_bps: *lock(&self.lock_on_bps),
             link_down_path: self.files.link_down.as_ref().map(|_| self.dir.join(LINK_DOWN_FILE)),
@@ -386,11 +399,22 @@ impl RunSeries {
     }
 }
 
+impl RunSeries {
+    /// A sender RTT sample (0: not yet measured, not an RTT), for the run and for its flow.
+    fn record_rtt(&self, socket: SocketId, rtt_us: u32) {
+        if rtt_us == 0 {
+            return;
+        }
+        lock(&self.rtt_us).record(rtt_us);
+        if let SocketId::Flow(flow) = socket {
+            lock(&self.rtt_us_by_flow).entry(flow).or_default().record(rtt_us);
+        }
+    }
+}
+
 impl SeriesSink for RunSeries {
     fn tcp_sample(&self, socket: SocketId, sample: &Sample) {
-        if sample.rtt_us > 0 {
-            lock(&self.rtt_us).record(sample.rtt_us);
-        }
+        self.record_rtt(socket, sample.rtt_us);
         // Kernel BBR says its mode; every other algorithm leaves slow start at its first
         // reduction, when ssthresh stops being TCP_INFINITE_SSTHRESH (include/net/tcp.h).
         // Before BBR's first ACK its gains read 0 (mode Unknown): that is not leaving Startup,
@@ -410,9 +434,7 @@ impl SeriesSink for RunSeries {
     }
 
     fn quic_sample(&self, socket: SocketId, sample: &QuicSample) {
-        if sample.rtt_us > 0 {
-            lock(&self.rtt_us).record(sample.rtt_us);
-        }
+        self.record_rtt(socket, sample.rtt_us);
         let left_startup = match &sample.bbr {
             Some(b) => b.state != "STARTUP",
             None => sample.ssthresh_bytes.is_some(),
@@ -564,6 +586,9 @@ mod tests {
         assert_eq!(error, None);
         assert_eq!(files.tcp, "series/run-000/tcp.csv.gz");
         assert_eq!(summary.rtt_us.len(), 1);
+        // Per flow: a bulk flow's samples, not a connection's.
+        assert_eq!(summary.rtt_us_by_flow.keys().copied().collect::<Vec<_>>(), vec![0]);
+        assert_eq!(summary.rtt_us_by_flow[&0].quantile(0.5, 1000.0), Some(20.5));
         let mut rows: Vec<TcpRow> = Vec::new();
         for_each_row(&base.join(&files.tcp), |r| rows.push(r)).unwrap();
         assert_eq!(rows.len(), 2);

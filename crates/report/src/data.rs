@@ -121,6 +121,9 @@ pub(crate) struct RunView<'a> {
     pub(crate) bbr_bw: Vec<Line>,
     pub(crate) goodput: Vec<Line>,
     pub(crate) queue: Option<Line>,
+    /// CE marks per second at the bottleneck, on the data's direction; `None` when the run had
+    /// none (no marking AQM, or ECN unused).
+    pub(crate) ce: Option<Line>,
     /// Per algorithm, the states of its first socket that reported BBR's (median runs only).
     pub(crate) bbr: Vec<BbrTimeline>,
     /// Per bulk flow: its id, algorithm and RTT samples (for the flow's own RTT median).

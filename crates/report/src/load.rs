@@ -42,6 +42,9 @@ impl<'a> ReportData<'a> {
 /// bin's last sample to its own last (so a bin that happens to hold one sample more than the
 /// next does not look faster). One point (Mbit/s) per bin, at the middle of that span.
 pub(crate) struct RateBins {
+    /// What one counted unit is worth in the output: 8 (bytes in, bits per second out), or 1
+    /// (events per second).
+    pub(crate) per_unit: f64,
     pub(crate) bin_us: u64,
     pub(crate) bin: Option<u64>,
     pub(crate) from_us: u64,
@@ -52,7 +55,12 @@ pub(crate) struct RateBins {
 
 impl RateBins {
     pub(crate) fn new(bin_us: u64, cap: usize) -> Self {
-        RateBins { bin_us: bin_us.max(1), bin: None, from_us: 0, last_us: 0, bytes: 0, out: Decimated::with_cap(cap) }
+        RateBins { per_unit: 8.0, bin_us: bin_us.max(1), bin: None, from_us: 0, last_us: 0, bytes: 0, out: Decimated::with_cap(cap) }
+    }
+
+    /// Events (not bytes) per second.
+    pub(crate) fn counting(bin_us: u64, cap: usize) -> Self {
+        RateBins { per_unit: 1.0, ..RateBins::new(bin_us, cap) }
     }
 
     /// A sample at `t_rel_us` counting `bytes` since the previous one.
@@ -78,7 +86,7 @@ impl RateBins {
     pub(crate) fn flush(&mut self) {
         if self.last_us > self.from_us {
             let span = (self.last_us - self.from_us) as f64;
-            self.out.push(((self.from_us + self.last_us) as f64 / 2e6, self.bytes as f64 * 8.0 / span));
+            self.out.push(((self.from_us + self.last_us) as f64 / 2e6, self.bytes as f64 * self.per_unit / span));
         }
         self.from_us = self.last_us;
         self.bytes = 0;
@@ -121,6 +129,7 @@ pub(crate) fn gather<'a>(result: &'a ExperimentResult, dir: &Path, palette: &Pal
             bbr_bw: Vec::new(),
             goodput: Vec::new(),
             queue: None,
+            ce: None,
             bbr: Vec::new(),
             flow_rtt: Vec::new(),
         };
@@ -275,6 +284,8 @@ pub(crate) fn read_link(dir: &Path, view: &mut RunView, direction: Direction, po
     let mut queue = Decimated::with_cap(cap(view.median));
     // Without a goodput file (objects, pages), what the bottleneck delivered stands in for it.
     let mut delivered = bulk(r).is_none().then(|| RateBins::new(bin_us, cap(view.median)));
+    let mut ce = RateBins::counting(bin_us, cap(view.median));
+    let mut marked = false;
     let read = ccbench_model::series::for_each_row(&dir.join(file), |p: LinkSample| {
         if p.t_us < t0 {
             return;
@@ -287,9 +298,12 @@ pub(crate) fn read_link(dir: &Path, view: &mut RunView, direction: Direction, po
         if let Some(d) = delivered.as_mut() {
             d.add(t_rel, p.delivered_bytes);
         }
+        ce.add(t_rel, p.ce_marks);
+        marked |= p.ce_marks > 0;
     });
     let label = format!("run {} · {}", r.index + 1, r.cc);
     view.queue = Some(Line { key: r.cc.clone(), label: label.clone(), median: view.median, points: queue.into_points() });
+    view.ce = marked.then(|| Line { key: r.cc.clone(), label: label.clone(), median: view.median, points: ce.finish() });
     if let Some(d) = delivered {
         view.goodput.push(Line { key: r.cc.clone(), label, median: view.median, points: d.finish() });
     }

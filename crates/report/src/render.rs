@@ -617,6 +617,19 @@ pub fn render(data: &ReportData) -> String {
         &axis,
         &[],
     ));
+    // Only where something was marked: most paths have no marking AQM.
+    let ce: Vec<&Line> = g.runs.iter().filter_map(|v| v.ce.as_ref()).collect();
+    if !ce.is_empty() {
+        out.push_str(&time_figure(
+            "ce",
+            "CE marks at the bottleneck (emulator's view)",
+            "Packets the AQM marked Congestion Experienced instead of dropping, per second, on the data's direction (runs with marks only).",
+            "CE marks per second",
+            &ce,
+            &axis,
+            &[],
+        ));
+    }
     let bbr_bw: Vec<&Line> = g.runs.iter().flat_map(|v| &v.bbr_bw).collect();
     out.push_str(&time_figure(
         "bbr-bw",
@@ -892,6 +905,7 @@ mod tests {
                 bbr_bw: Vec::new(),
                 goodput: vec![line(4, "bbr", true, vec![(0.05, 19.0), (2.95, 21.0)])],
                 queue: None,
+                ce: None,
                 bbr: Vec::new(),
                 flow_rtt: Vec::new(),
             },
@@ -903,6 +917,7 @@ mod tests {
                 bbr_bw: Vec::new(),
                 goodput: vec![line(1, "cubic", false, vec![(0.05, 11.0), (2.95, 13.0)])],
                 queue: None,
+                ce: None,
                 bbr: Vec::new(),
                 flow_rtt: Vec::new(),
             },

@@ -103,9 +103,11 @@ fn sharing_lines(s: &CcSummary) -> String {
     for sh in &s.shares {
         // The order-statistic interval's level is its true coverage (75 % for 3 runs): print it.
         let ci = sh.share_ci.map(|c| format!(" ({:.1} % CI {:.0}–{:.0} %)", c.level * 100.0, c.lo * 100.0, c.hi * 100.0)).unwrap_or_default();
+        // Its own RTT: in a mix the RTT figures above are the whole mix's.
+        let rtt = sh.sender_rtt_p95_ms.as_ref().map(|r| format!("; its RTT p95 {:.1} ms", r.median)).unwrap_or_default();
         let _ = writeln!(
             out,
-            "  {} ({} flow{}): {:.0} % of the bottleneck{ci}; a fair share would be {:.0} %",
+            "  {} ({} flow{}): {:.0} % of the bottleneck{ci}; a fair share would be {:.0} %{rtt}",
             sh.cc,
             sh.flows,
             if sh.flows == 1 { "" } else { "s" },

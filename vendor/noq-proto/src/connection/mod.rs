@@ -3092,6 +3092,11 @@ impl Connection {
             self.path_data_mut(path).pto_count = 0;
         }
 
+        // ccbench patch: see `ECN_BLACKHOLE_PTOS`.
+        if newly_acked.range_count() > 0 {
+            self.path_data_mut(path).any_acked = true;
+        }
+
         // Explicit congestion notification
         // TODO(@divma): this code is a good example of logic that should be contained in a single
         // place but it's split between the path data and the packet number space data, we should
@@ -3307,6 +3312,15 @@ impl Connection {
         pns.loss_probes = pns.loss_probes.saturating_add(count);
         let path_data = self.path_data_mut(path_id);
         path_data.pto_count = path_data.pto_count.saturating_add(1);
+        // ccbench patch: RFC 9000 §13.4.2, "if all packets marked with non-zero ECN codepoints
+        // are subsequently lost, [an endpoint] can disable marking on the assumption that the
+        // marking caused the loss". A path element that drops ECT packets otherwise stops
+        // even the handshake (every Initial is ECT here): nothing acknowledged after
+        // `ECN_BLACKHOLE_PTOS` probe timeouts, the probes go out Not-ECT.
+        if path_data.sending_ecn && !path_data.any_acked && path_data.pto_count >= ECN_BLACKHOLE_PTOS {
+            debug!(%path_id, "halting ECN: nothing acknowledged after {} PTOs", path_data.pto_count);
+            path_data.sending_ecn = false;
+        }
         self.set_loss_detection_timer(now, path_id);
     }
 
@@ -7619,6 +7633,14 @@ fn get_max_ack_delay(params: &TransportParameters) -> Duration {
 
 /// Prevents overflow and improves behavior in extreme circumstances.
 const MAX_BACKOFF_EXPONENT: u32 = 16;
+
+/// ccbench patch: probe timeouts in a row, with nothing on the path ever acknowledged, after
+/// which packets go out Not-ECT (RFC 9000 §13.4.2). One: with two, the client stops marking
+/// after ~3 s, the server (whose answers are dropped too) ~3 s after that, past a 5 s handshake
+/// deadline; with one the handshake completes in about two initial PTOs (~2 s with the default
+/// 333 ms initial RTT). The cost: a connection whose first flight is lost entirely (its
+/// Initial dropped by congestion, or a path slower than the initial PTO) runs without ECN.
+const ECN_BLACKHOLE_PTOS: u32 = 1;
 
 /// The max interval between successive tail-loss probes.
 ///

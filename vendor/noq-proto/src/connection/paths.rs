@@ -164,6 +164,10 @@ pub(super) struct PathData {
     pub(super) rtt: RttEstimator,
     /// Whether we're enabling ECN on outgoing packets
     pub(super) sending_ecn: bool,
+    /// ccbench patch: whether any packet sent on this path has been acknowledged. Until one
+    /// has, every packet sent carried ECT, and consecutive PTOs mean the ECT marking may be
+    /// what is lost (RFC 9000 §13.4.2).
+    pub(super) any_acked: bool,
     /// Congestion controller state
     pub(super) congestion: Box<dyn congestion::Controller>,
     /// Pacing state
@@ -303,6 +307,7 @@ impl PathData {
             network_path,
             rtt: RttEstimator::new(config.initial_rtt),
             sending_ecn: true,
+            any_acked: false,
             pacing: Pacer::new(
                 config.initial_rtt,
                 congestion.initial_window(),
@@ -372,6 +377,7 @@ impl PathData {
                 now,
             ),
             sending_ecn: true,
+            any_acked: false,
             congestion,
             app_limited: false,
             unconfirmed_challenges: Default::default(),

@@ -1,0 +1,118 @@
+//! End-to-end tests of ECN and L4S (docs/ecn.md) through the binary: real namespaces, kernel
+//! TCP with the namespace's `net.ipv4.tcp_ecn`, our QUIC with `quic:prague`, and the emulator's
+//! marking AQMs and ECN faults. Each checks what a standard or the kernel says should happen,
+//! on the run's own figures and the kernel's read-back.
+//!
+//! They need root. Outside CI they skip without it; under `CI=true` they fail instead.
+
+mod common;
+
+use common::{f, have_root_and, lock, out_path, result, run_ok};
+use serde_json::Value;
+
+/// `TCPI_OPT_ECN` in `tcpi_options` (include/uapi/linux/tcp.h): ECN was negotiated.
+const TCPI_OPT_ECN: u64 = 8;
+
+/// One run of `cc` with `extra` flags over 50 Mbit/s, 20 ms, a 2-BDP buffer: result.json and
+/// report.html.
+fn one_run(tag: &str, cc: &str, extra: &[&str]) -> (Value, String) {
+    let out = out_path(&format!("ecn-{tag}"));
+    let mut args = vec!["--cc", cc, "--runs", "1", "--duration", "4s", "--rate", "50mbit", "--rtt", "20ms", "--buffer", "2bdp", "--seed", "3"];
+    args.extend_from_slice(extra);
+    run_ok(&args, &out);
+    let v = result(&out);
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+    let _ = std::fs::remove_dir_all(&out);
+    (v, html)
+}
+
+/// The report's CE figure: drawn where the AQM marked, absent where nothing was.
+fn has_ce_figure(html: &str) -> bool {
+    html.contains("id=\"fig-ce\"")
+}
+
+fn metric(v: &Value, name: &str) -> f64 {
+    f(&v["runs"][0]["metrics"][name])
+}
+
+fn tcp_options(v: &Value) -> u64 {
+    v["runs"][0]["workload"]["flows"][0]["final_tcp_info"]["options"].as_u64().expect("the sender's tcpi_options")
+}
+
+/// RFC 3168 through CoDel (RFC 8289 §5): with `--ecn on` the connection negotiates ECN (read
+/// back from the kernel), CoDel marks where it would drop, and CE marks are counted.
+#[test]
+fn cubic_with_ecn_through_codel_is_marked_not_dropped() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    let (v, html) = one_run("codel", "cubic", &["--aqm", "codel", "--ecn", "on"]);
+    assert_ne!(tcp_options(&v) & TCPI_OPT_ECN, 0, "ECN not negotiated: tcpi_options {}", tcp_options(&v));
+    assert!(metric(&v, "ce_marks") > 0.0, "CoDel marked nothing");
+    assert_eq!(metric(&v, "drops_aqm"), 0.0, "CoDel dropped ECN-capable packets it should have marked");
+    assert!(has_ce_figure(&html), "marks, but no CE figure in report.html");
+}
+
+/// L4S (RFC 9330–9332): Prague's ECT(1) packets go to DualPI2's L queue and are marked at its
+/// 1 ms step, so the queue stays near 1 ms (docs/ecn.md's figure: p95 1.06 ms) while the link
+/// fills.
+#[test]
+fn prague_through_dualpi2_keeps_its_queue_near_a_millisecond() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    let (v, html) = one_run("prague", "quic:prague", &["--aqm", "dualpi2"]);
+    assert!(has_ce_figure(&html), "marks, but no CE figure in report.html");
+    assert!(metric(&v, "ce_marks") > 0.0, "DualPI2 marked nothing");
+    let q = metric(&v, "queue_delay_p95_ms");
+    assert!(q < 2.0, "queue delay p95 {q} ms");
+    // Not the 80 % of a long run: 4 s is mostly the climb after slow start, which leaves at
+    // the first mark (a millisecond of queue) and grows one packet per round from there.
+    assert!(metric(&v, "goodput_bps") > 0.4 * 50e6, "goodput {}", metric(&v, "goodput_bps"));
+}
+
+/// A path that sets CE on every packet: Linux does not negotiate ECN when the SYN itself
+/// arrives ECN-marked (`tcp_ecn_create_request`, net/ipv4/tcp_input.c), so kernel CUBIC runs
+/// as if ECN were off instead of collapsing.
+#[test]
+fn kernel_tcp_refuses_ecn_when_the_syn_arrives_marked() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    let (v, _) = one_run("ce-all", "cubic", &["--aqm", "codel", "--ecn", "on", "--ecn-fault", "ce-all"]);
+    assert_eq!(tcp_options(&v) & TCPI_OPT_ECN, 0, "ECN negotiated across a CE-everything path: tcpi_options {}", tcp_options(&v));
+    assert!(metric(&v, "goodput_bps") > 0.8 * 50e6, "goodput {}", metric(&v, "goodput_bps"));
+}
+
+/// A path that drops every ECT packet: RFC 9000 §13.4.2 lets a QUIC endpoint stop marking when
+/// everything marked is lost. Without that (noq as released) not even the handshake completed.
+#[test]
+fn quic_stops_marking_on_a_path_that_drops_ect_packets() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    let (v, _) = one_run("drop-ect", "quic:cubic", &["--aqm", "codel", "--ecn", "on", "--ecn-fault", "drop-ect"]);
+    assert_eq!(v["runs"][0]["status"], "complete", "{}", v["runs"][0]);
+    assert!(metric(&v, "goodput_bps") > 0.5 * 50e6, "goodput {}", metric(&v, "goodput_bps"));
+}
+
+/// ECN bleaching (the field cleared to Not-ECT): Prague's packets reach DualPI2's classic
+/// queue, nothing is marked, and it answers the drops as Reno would (its loss response,
+/// RFC 9331 §4.3): the link is still used, at the classic queue's delay.
+#[test]
+fn bleached_prague_falls_back_to_the_classic_queue() {
+    let _g = lock();
+    if !have_root_and(&[]) {
+        return;
+    }
+    let (v, html) = one_run("bleach", "quic:prague", &["--aqm", "dualpi2", "--ecn-fault", "bleach"]);
+    assert_eq!(metric(&v, "ce_marks"), 0.0, "marks on a bleached path");
+    assert!(!has_ce_figure(&html), "a CE figure with nothing marked");
+    assert!(metric(&v, "drops_aqm") + metric(&v, "drops_buffer") > 0.0, "no drops: the classic queue never pushed back");
+    assert!(metric(&v, "queue_delay_p95_ms") > 2.0, "queue delay p95 {} ms: as if still in the L queue", metric(&v, "queue_delay_p95_ms"));
+    assert!(metric(&v, "goodput_bps") > 0.6 * 50e6, "goodput {}", metric(&v, "goodput_bps"));
+}
