@@ -155,6 +155,7 @@ fn honest_client_beside_a_crowd(
 ) {
     let stop = AtomicBool::new(false);
     let count = CrowdCount::default();
+    let began = Instant::now();
     std::thread::scope(|s| {
         for &source in crowds {
             let (stop, count, in_namespace) = (&stop, &count, &in_namespace);
@@ -207,6 +208,16 @@ fn honest_client_beside_a_crowd(
         assert!(finished, "{what}: the test did not end within 30 s: {}", text(&out));
         assert!(out.status.success(), "{what}: {}", text(&out));
         assert!(count.closed.load(Ordering::Relaxed) > 0, "{what}: the crowd was never closed, so it never filled the pool");
+        // Evictions are logged per network: a first line per 10 s each, the rest summarised.
+        let windows = began.elapsed().as_secs() / 10 + 1;
+        let mut firsts: std::collections::HashMap<&str, u64> = Default::default();
+        for l in log.lines().filter(|l| l.contains("admitted in place of the oldest handshake of ")) {
+            let network = l.split("admitted in place of the oldest handshake of ").nth(1).and_then(|r| r.split(' ').next()).unwrap_or_default();
+            assert!(l.ends_with(&format!("(further handshakes evicted for {network} are summarised every 10 s)")), "{what}: {l}");
+            *firsts.entry(network).or_default() += 1;
+        }
+        assert!(!firsts.is_empty(), "{what}: no eviction logged:\n{log}");
+        assert!(firsts.values().all(|&n| n <= windows), "{what}: more than a line per network per 10 s ({windows} windows): {firsts:?}");
     });
 }
 
@@ -293,9 +304,9 @@ fn a_crowd_from_one_ipv6_64_does_not_lock_out_a_client() {
 
 /// Issue 27 §5: failed handshakes as fast as 16 networks can make them, each frame a kilobyte
 /// that serve's parser quotes back, for 5 s. The log's rate is printed (the audit: 953 KiB/s
-/// from one attacker). Bounded by design: per network a first line and a summary per 10 s, the
-/// refusals of penalised networks at most a line a second, each line's peer text cut to 80
-/// characters.
+/// from one attacker). Bounded by design: per network a first line and a summary per 10 s, for
+/// failures, for refusals of penalised networks and for evictions alike, at most 10 first lines
+/// a second of each, each line's peer text cut to 80 characters.
 #[test]
 fn a_flood_of_failed_handshakes_is_logged_in_summary() {
     let _serial = lock();
@@ -337,8 +348,8 @@ fn a_flood_of_failed_handshakes_is_logged_in_summary() {
         bytes as f64 / seconds
     );
     assert!(attempts.load(Ordering::Relaxed) > 100, "the flood never got going");
-    // 16 first lines, the refusals' and evictions' lines (one a second each), summaries only
-    // after 10 s: well under 60.
+    // Per network a first line of failures, of refusals and of evictions (16 networks, at most
+    // 10 first lines of each kind a second), summaries only after 10 s: under 60.
     assert!(log.lines().count() < 60, "{log}");
     assert!(longest < 300, "{log}");
     let _ = std::fs::remove_dir_all(&dir);

@@ -15,7 +15,7 @@ use ccbench_workload::{
 use crate::auth::Secret;
 use crate::channel::{Channel, HandshakeError};
 use crate::proto::{unhex, ClientMsg, FrameError, Limits, Requested, ServerFacts, ServerMsg, TestRequest};
-use crate::server::TOKEN_LEN;
+use ccbench_workload::TOKEN_LEN;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the whole handshake may take (the server's own deadline is shorter).
@@ -102,18 +102,20 @@ impl Client {
     /// [`crate::channel`]); everything after is sealed.
     pub fn connect(addr: SocketAddr, secret: &Secret) -> Result<Client, RemoteError> {
         let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
-        let control = crate::handshake_retry::connect(addr, secret, deadline, CONNECT_TIMEOUT)?.map_err(|e| match e {
-            // A read cut at the deadline reports only "would block" (os error 11).
-            HandshakeError::Protocol(m) if Instant::now() >= deadline || m.contains("(os error 11)") => RemoteError::server_said(&format!(
-                "no answer from ccbench serve at {addr} within {} s: the handshake did not finish (a stalled or trickling server)",
-                HANDSHAKE_TIMEOUT.as_secs()
-            )),
-            HandshakeError::WrongSecret => {
-                RemoteError::Auth(format!("authentication with ccbench serve at {addr} failed: the two ends' secrets differ (check --secret-file)"))
-            }
-            HandshakeError::Refused(m) => RemoteError::refused(&crate::screen::escape(&m)),
-            HandshakeError::Protocol(m) => RemoteError::server_said(&m),
-        })?;
+        let control = crate::handshake_retry::connect(addr, secret, deadline, CONNECT_TIMEOUT)
+            .map_err(|source| RemoteError::Connect { addr, source })?
+            .map_err(|e| match e {
+                // A read cut at the deadline reports only "would block" (os error 11).
+                HandshakeError::Protocol(m) if Instant::now() >= deadline || m.contains("(os error 11)") => RemoteError::server_said(&format!(
+                    "no answer from ccbench serve at {addr} within {} s: the handshake did not finish (a stalled or trickling server)",
+                    HANDSHAKE_TIMEOUT.as_secs()
+                )),
+                HandshakeError::WrongSecret => {
+                    RemoteError::Auth(format!("authentication with ccbench serve at {addr} failed: the two ends' secrets differ (check --secret-file)"))
+                }
+                HandshakeError::Refused(m) => RemoteError::refused(&crate::screen::escape(&m)),
+                HandshakeError::Protocol(m) => RemoteError::server_said(&m),
+            })?;
         let (facts, limits) =
             match crate::screen::recv(&control, Instant::now() + REPLY_TIMEOUT).map_err(|e| timed_out(e, addr, "no welcome", REPLY_TIMEOUT))? {
                 ServerMsg::Welcome { facts, limits } => (facts, limits),
@@ -160,7 +162,7 @@ impl Client {
     {
         let test = workload.test_request();
         match workload.near_end() {
-            NearEnd::Flows { spec, result } if crate::quic::is_quic(spec) => self.run_quic(test, spec, epoch, stop, series).map(result),
+            NearEnd::Flows { spec, result } if crate::proto::is_quic(spec) => self.run_quic(test, spec, epoch, stop, series).map(result),
             NearEnd::Flows { spec, result } => self.run_flows(test, spec, epoch, stop, series).map(result),
             NearEnd::Http { timeout_s, sample_interval_us, load } => {
                 self.run_http(test, timeout_s, sample_interval_us, epoch, series, |far, end| load(far, epoch, stop, series, end))
@@ -317,6 +319,8 @@ pub(crate) struct Bounds {
     planned_s: f64,
     kept: u64,
     max_kept: u64,
+    /// How long after the planned end the results may still come.
+    grace: Duration,
 }
 
 /// Bytes of the server's results this end may keep per flow or connection of a test.
@@ -332,7 +336,15 @@ impl Bounds {
         // Samples, goodput points and BBR event chunks: at most a few per socket per interval.
         let max_messages = per_socket.saturating_mul(3).saturating_mul(u64::from(ids.max(1))).saturating_add(MESSAGE_SLACK);
         let max_kept = KEEP_PER_ID.saturating_mul(u64::from(ids.max(1))).min(KEEP_MAX);
-        Bounds { deadline: Instant::now() + planned + RESULT_GRACE, horizon_us, max_messages, got: 0, ids, planned_s, kept: 0, max_kept }
+        Bounds { deadline: Instant::now() + planned + RESULT_GRACE, horizon_us, max_messages, got: 0, ids, planned_s, kept: 0, max_kept, grace: RESULT_GRACE }
+    }
+
+    /// The same with a shorter grace after the planned end, for tests of a silent server.
+    #[cfg(test)]
+    pub(crate) fn with_grace(mut self, grace: Duration) -> Bounds {
+        self.deadline = self.deadline - RESULT_GRACE + grace;
+        self.grace = grace;
+        self
     }
 
     /// `bytes` more of the server's results kept for the rest of the test, within its budget.
@@ -360,7 +372,7 @@ impl Bounds {
         match crate::screen::recv(control, self.deadline) {
             Err(e) if is_timeout(&e) => Err(RemoteError::Protocol(format!(
                 "the server's results did not end within {:.0} s of the test's planned {:.1} s",
-                RESULT_GRACE.as_secs_f64(),
+                self.grace.as_secs_f64(),
                 self.planned_s
             ))),
             m => Ok(m?),
@@ -404,7 +416,7 @@ impl Bounds {
 }
 
 /// The far end's samples, into `series` on this end's clock, until its `Done`.
-fn receive_results(
+pub(crate) fn receive_results(
     control: &Channel,
     mut bounds: Bounds,
     clock: &EndClock,

@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ccbench_workload::{BbrEvent, EndClock, FarHttp, NoSeries, QuicSample};
+use ccbench_workload::{BbrEvent, EndClock, FarHttp, FlowEnd, NoSeries, QuicSample};
 
 use crate::auth::Secret;
 use crate::channel::Channel;
@@ -32,6 +32,16 @@ enum Flood {
     AnnouncedFlows,
     /// `quic_connection_end` for one flow, again and again.
     QuicEnds,
+    /// A TCP test's `done` in parts (`more`), the second naming the first's flow again.
+    DoneRepeatsFlow,
+    /// The same for a QUIC test's `quic_done`.
+    QuicDoneRepeatsFlow,
+    /// `done` parts without end: empty, each saying more is to come.
+    DoneUnbounded,
+    /// `quic_done` parts of 8 flow ends without end, their ids ever new.
+    QuicDoneUnbounded,
+    /// One `done` part saying more is to come, then silence: the last part never comes.
+    DoneNeverLast,
 }
 
 impl Flood {
@@ -42,11 +52,32 @@ impl Flood {
             Flood::Accepted => "accepted",
             Flood::AnnouncedFlows => "announced-flows",
             Flood::QuicEnds => "quic-ends",
+            Flood::DoneRepeatsFlow => "done-repeats-flow",
+            Flood::QuicDoneRepeatsFlow => "quic-done-repeats-flow",
+            Flood::DoneUnbounded => "done-unbounded",
+            Flood::QuicDoneUnbounded => "quic-done-unbounded",
+            Flood::DoneNeverLast => "done-never-last",
         }
     }
 
-    fn all() -> [Flood; 5] {
-        [Flood::BbrEvents, Flood::LongState, Flood::Accepted, Flood::AnnouncedFlows, Flood::QuicEnds]
+    fn all() -> [Flood; 10] {
+        [
+            Flood::BbrEvents,
+            Flood::LongState,
+            Flood::Accepted,
+            Flood::AnnouncedFlows,
+            Flood::QuicEnds,
+            Flood::DoneRepeatsFlow,
+            Flood::QuicDoneRepeatsFlow,
+            Flood::DoneUnbounded,
+            Flood::QuicDoneUnbounded,
+            Flood::DoneNeverLast,
+        ]
+    }
+
+    /// Whether the client reads it as a TCP flow test's results.
+    fn is_tcp(self) -> bool {
+        matches!(self, Flood::DoneRepeatsFlow | Flood::DoneUnbounded | Flood::DoneNeverLast)
     }
 
     fn is_http(self) -> bool {
@@ -87,16 +118,29 @@ fn hostile_server(listener: TcpListener, secret: Secret, flood: Flood) -> u64 {
         Flood::Accepted => ServerMsg::Accepted { conn: 0, cc_read_back: Some("cubic".into()), mismatch: None },
         Flood::AnnouncedFlows => ServerMsg::Accepted { conn: 1000, cc_read_back: Some("cubic".into()), mismatch: None },
         Flood::QuicEnds => ServerMsg::QuicConnectionEnd { flow: 0, final_quic: Some(Box::new(QuicSample { t_us: 1, ..QuicSample::default() })) },
+        Flood::DoneRepeatsFlow | Flood::DoneNeverLast => ServerMsg::Done { ends: ends(0..8), dropped_samples: 0, more: true },
+        Flood::QuicDoneRepeatsFlow => ServerMsg::QuicDone { ends: if i == 0 { ends(0..7) } else { ends(6..8) }, dropped_samples: 0, more: true },
+        Flood::DoneUnbounded => ServerMsg::Done { ends: Vec::new(), dropped_samples: 0, more: true },
+        Flood::QuicDoneUnbounded => ServerMsg::QuicDone { ends: ends(i as u32 * 8..i as u32 * 8 + 8), dropped_samples: 0, more: true },
     };
     let total = match flood {
         Flood::BbrEvents | Flood::LongState => 20_000,
+        Flood::QuicDoneRepeatsFlow => 2,
+        Flood::DoneNeverLast => 1,
         _ => 1_900_000,
     };
     let mut sent = 0;
     while sent < total && channel.send(&msg(sent)).is_ok() {
         sent += 1;
     }
+    // Then silence, until the client hangs up.
+    let _ = std::io::copy(&mut channel.stream(), &mut std::io::sink());
     sent
+}
+
+/// Flow ends with the ids `ids`.
+fn ends(ids: std::ops::Range<u32>) -> Vec<FlowEnd> {
+    ids.map(|id| FlowEnd { id, ..FlowEnd::default() }).collect()
 }
 
 /// The child's half: connect, read one test's results as the client does, print the error
@@ -109,14 +153,20 @@ fn client_half(spec: &str) {
     let secret = Secret::from_bytes(secret.as_bytes()).unwrap();
     let client = Client::connect(addr, &secret).unwrap();
     let epoch = Instant::now();
-    let error = if flood.is_http() {
+    let error = if flood.is_tcp() {
+        // 8 flows; a test of 1 s whose results may come up to 2 s after its end.
+        let clock = EndClock::shared(epoch, epoch);
+        let bounds = Bounds::for_test(1.0, 10_000, 8).with_grace(Duration::from_secs(2));
+        crate::client::receive_results(&client.control, bounds, &clock, Duration::ZERO, &NoSeries, &Default::default()).err()
+    } else if flood.is_http() {
         let far = FarHttp::new(addr, [0; 16]);
         far.record_dial(0, 40_000);
         let bounds = Bounds::for_test(10.0, 10_000, crate::client_http::MAX_CONNECTIONS);
         crate::client_http::receive_http(&client.control, bounds, 0, &far, &NoSeries, &Default::default()).err()
     } else {
         let clock = EndClock::shared(epoch, epoch);
-        let bounds = Bounds::for_test(10.0, 10_000, 1);
+        let flows = if matches!(flood, Flood::QuicDoneRepeatsFlow | Flood::QuicDoneUnbounded) { 8 } else { 1 };
+        let bounds = Bounds::for_test(10.0, 10_000, flows);
         crate::client_quic::receive_quic(&client.control, bounds, FarTime::new(&clock, Duration::ZERO), &NoSeries, &Default::default()).err()
     };
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
@@ -192,6 +242,34 @@ mod tests {
     #[test]
     fn a_connection_ended_twice_is_refused() {
         check(Flood::QuicEnds, &["ended the connection of flow 0 twice"]);
+    }
+
+    /// `done` parts (of 8 flow ends each) from a hostile server: a flow repeated across parts,
+    /// parts without end, the last part never sent. Each ends in one clear line, within the
+    /// test's deadline, the client's memory bounded.
+    #[test]
+    fn a_flow_repeated_across_done_parts_is_refused() {
+        check(Flood::DoneRepeatsFlow, &["the server's results name flow 0 twice or of another test"]);
+    }
+
+    #[test]
+    fn a_flow_repeated_across_quic_done_parts_is_refused() {
+        check(Flood::QuicDoneRepeatsFlow, &["the server's results name flow 6 twice or of another test"]);
+    }
+
+    #[test]
+    fn done_parts_without_end_are_cut_at_the_message_bound() {
+        check(Flood::DoneUnbounded, &["the server sent over", "messages for a test of 1.0 s"]);
+    }
+
+    #[test]
+    fn quic_done_parts_with_ever_new_flows_are_refused() {
+        check(Flood::QuicDoneUnbounded, &["the server's results name flow 8 twice or of another test"]);
+    }
+
+    #[test]
+    fn a_last_done_part_that_never_comes_ends_at_the_deadline() {
+        check(Flood::DoneNeverLast, &["the server's results did not end within", "of the test's planned 1.0 s"]);
     }
 
     /// A server that goes silent, before the handshake or after its welcome: the client says

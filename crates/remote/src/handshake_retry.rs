@@ -12,7 +12,6 @@ use rand::Rng;
 
 use crate::auth::Secret;
 use crate::channel::{Channel, HandshakeError};
-use crate::client::RemoteError;
 
 /// What serve tells a connection it evicted, and the client's word when it gives up.
 pub const BUSY: &str = "serve is busy with too many handshakes";
@@ -34,13 +33,13 @@ fn busy_or_cut(e: &HandshakeError) -> bool {
 
 /// Connects to `addr` and runs the handshake, again while serve is busy, until `deadline`.
 /// The outer error is a connection that could not be made; the inner one the handshake's.
-pub fn connect(addr: SocketAddr, secret: &Secret, deadline: Instant, connect_timeout: Duration) -> Result<Result<Channel, HandshakeError>, RemoteError> {
+pub fn connect(addr: SocketAddr, secret: &Secret, deadline: Instant, connect_timeout: Duration) -> std::io::Result<Result<Channel, HandshakeError>> {
     let mut pause = FIRST_PAUSE;
     let mut attempts = 0u32;
     let began = Instant::now();
     loop {
         attempts += 1;
-        let stream = TcpStream::connect_timeout(&addr, connect_timeout).map_err(|source| RemoteError::Connect { addr, source })?;
+        let stream = TcpStream::connect_timeout(&addr, connect_timeout)?;
         stream.set_nodelay(true)?;
         let e = match Channel::connect(stream, secret, deadline) {
             Ok(c) => return Ok(Ok(c)),

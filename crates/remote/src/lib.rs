@@ -3,7 +3,8 @@
 //!
 //! - [`proto`]: the control protocol: length-prefixed JSON frames with a hard size limit, a
 //!   versioned hello, every message a variant of one enum per direction. The one parser of
-//!   bytes from the network; fuzzed (`fuzz/fuzz_targets/control.rs`).
+//!   bytes from the network; fuzzed (`fuzz/fuzz_targets/control.rs`, through
+//!   [`fuzzing`]).
 //! - [`auth`]: the shared secret: how it is read, checked and made.
 //! - [`channel`]: the one channel of a control connection: a SPAKE2 handshake bound to the
 //!   secret, then every message sealed (ChaCha20-Poly1305, per-direction keys and counters).
@@ -26,14 +27,14 @@ mod client_quic;
 pub mod escape;
 #[cfg(test)]
 mod flood;
+pub mod fuzzing;
 mod handshake_log;
 pub mod handshake_retry;
 pub mod host;
-mod http;
+mod network_log;
 mod penalty;
 pub mod preauth;
 pub mod proto;
-mod quic;
 pub mod screen;
 pub mod secret_check;
 pub mod server;

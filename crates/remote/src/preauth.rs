@@ -159,6 +159,24 @@ impl Pool {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Panics unless the pool's invariants hold at this instant: within its bounds in all and
+    /// per network, no evicted connection still counted, every place once.
+    #[cfg(test)]
+    fn check(&self) {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        assert!(entries.len() <= MAX_PRE_AUTH, "{} places", entries.len());
+        let mut held: HashMap<Network, usize> = HashMap::new();
+        for e in entries.iter() {
+            *held.entry(e.network).or_default() += 1;
+            assert!(!e.evicted.load(Ordering::SeqCst), "an evicted place of {} is still counted", e.network);
+        }
+        assert!(held.values().all(|&n| n <= MAX_PRE_AUTH_PER_SOURCE), "{held:?}");
+        let mut ids: Vec<u64> = entries.iter().map(|e| e.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), entries.len(), "a place counted twice");
+    }
 }
 
 #[cfg(test)]
@@ -224,6 +242,83 @@ mod tests {
         assert_eq!(pool.len(), 64);
         drop(honest);
         assert_eq!(pool.len(), 63, "a dropped place is given back");
+    }
+
+    /// Evictions raced from 16 threads, each a crowd of its own network (12 IPv4 /24s, 4 IPv6
+    /// /64s) admitting from ever new addresses and giving places back at random, while another
+    /// thread checks the invariants: never over the bounds, no evicted place counted, and at
+    /// the end the places the crowds still hold, less the evicted ones, are exactly the pool.
+    /// An honest client's one place, from a network of its own, survives it all.
+    #[test]
+    fn racing_evictions_keep_the_pool_consistent() {
+        use rand::{Rng, SeedableRng};
+        use std::sync::Barrier;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let pool = Pool::default();
+        let honest_stream = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (honest, _) = pool.admit(&honest_stream, "192.0.2.1".parse().unwrap(), Instant::now()).unwrap();
+        const THREADS: usize = 16;
+        let streams: Vec<TcpStream> = (0..THREADS).map(|_| TcpStream::connect(listener.local_addr().unwrap()).unwrap()).collect();
+        let (admitted, counted, released) = (Barrier::new(THREADS + 1), Barrier::new(THREADS + 1), Barrier::new(THREADS + 1));
+        let live = std::sync::atomic::AtomicUsize::new(0);
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let checker = s.spawn(|| {
+                let mut checks = 0u64;
+                while !done.load(Ordering::SeqCst) {
+                    pool.check();
+                    checks += 1;
+                    std::thread::yield_now();
+                }
+                checks
+            });
+            let crowds: Vec<_> = streams
+                .iter()
+                .enumerate()
+                .map(|(t, stream)| {
+                    let (pool, admitted, counted, released, live) = (&pool, &admitted, &counted, &released, &live);
+                    s.spawn(move || {
+                        let mut rng = rand::rngs::StdRng::seed_from_u64(t as u64);
+                        let mut held = std::collections::VecDeque::new();
+                        for i in 0..2000u32 {
+                            let ip: IpAddr = if t < 12 {
+                                IpAddr::V4(Ipv4Addr::new(10, 0, t as u8, (i % 250 + 1) as u8))
+                            } else {
+                                IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, t as u16, rng.gen(), rng.gen(), rng.gen(), rng.gen()))
+                            };
+                            held.push_back(pool.admit(stream, ip, Instant::now()).unwrap().0);
+                            held.retain(|p: &Place| !p.evicted());
+                            if held.len() > 4 && rng.gen_bool(0.3) {
+                                let at = rng.gen_range(0..held.len());
+                                held.remove(at);
+                            }
+                        }
+                        admitted.wait();
+                        // No one admits now: what is not evicted stays so.
+                        live.fetch_add(held.iter().filter(|p| !p.evicted()).count(), Ordering::SeqCst);
+                        counted.wait();
+                        released.wait();
+                        drop(held);
+                    })
+                })
+                .collect();
+            admitted.wait();
+            counted.wait();
+            pool.check();
+            assert_eq!(pool.len(), live.load(Ordering::SeqCst) + 1, "the pool counts exactly the places not evicted, the honest one's among them");
+            assert!(!honest.evicted(), "the honest place went while crowds of many held the pool");
+            assert!(pool.evictions.load(Ordering::Relaxed) > 1000, "the crowds raced few evictions");
+            released.wait();
+            for c in crowds {
+                c.join().unwrap();
+            }
+            done.store(true, Ordering::SeqCst);
+            assert!(checker.join().unwrap() > 0);
+        });
+        pool.check();
+        assert_eq!(pool.len(), 1, "only the honest place is left");
+        drop(honest);
+        assert!(pool.is_empty());
     }
 
     /// An evicted connection's blocked read ends at once.

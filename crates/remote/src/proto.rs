@@ -354,25 +354,9 @@ pub fn decode_frames<T: DeserializeOwned>(bytes: &[u8]) -> Vec<Result<T, String>
     out
 }
 
-/// Everything serve and its client parse from bytes they did not make, fed `data`: frames of
-/// either direction (every test asked for going on through serve's check and log line), one
-/// unframed server message, hex, and `tc`'s qdisc JSON. The body of the
-/// fuzz target (`fuzz/fuzz_targets/control.rs`) and of the corpus replay test.
-pub fn fuzz_input(data: &[u8]) {
-    let tests: Vec<ClientMsg> = decode_stream(data).into_iter().flatten().collect();
-    crate::server::fuzz_tests(&tests);
-    // What the client reads goes on through its one screen of server strings.
-    for msg in decode_stream_server(data).into_iter().flatten() {
-        let _ = crate::screen::screen(msg);
-    }
-    if let Ok(msg) = decode::<ServerMsg>(data) {
-        let _ = crate::screen::screen(msg);
-    }
-    let _ = crate::host::parse_root_qdisc(data);
-    if let Ok(s) = std::str::from_utf8(data) {
-        let _ = unhex::<32>(s);
-        let _ = unhex_vec(s, 1024);
-    }
+/// True when every flow of `spec` runs over QUIC: serve answers its `Run` with `QuicReady`.
+pub fn is_quic(spec: &ccbench_workload::BulkSpec) -> bool {
+    spec.plan().iter().all(|f| f.cc.is_quic())
 }
 
 pub fn hex(bytes: &[u8]) -> String {
@@ -475,7 +459,7 @@ mod tests {
                     v
                 }
             };
-            fuzz_input(&input);
+            crate::fuzzing::control_input(&input);
         }
     }
 

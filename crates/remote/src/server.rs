@@ -29,9 +29,13 @@ use ccbench_workload::{
     SeriesSink, ServeLimits, Side, SocketId,
 };
 
+mod http;
+mod quic;
+
 use crate::auth::Secret;
 use crate::channel::{Channel, HandshakeError, PreAuth};
 use crate::handshake_log::HandshakeLog;
+use crate::network_log::NetworkLog;
 use crate::penalty::{Failure, Penalties};
 use crate::preauth::{Network, Place, Pool};
 use crate::proto::{hex, ClientMsg, FrameError, Limits, ServerFacts, ServerMsg, TestRequest};
@@ -183,7 +187,10 @@ pub fn serve(config: ServeConfig, stop: &AtomicBool) -> std::io::Result<()> {
         recent: Mutex::new(HashMap::new()),
         stop: AtomicBool::new(false),
     };
-    let (mut refusals, mut evictions, mut accept_errors) = (Quiet::new(), Quiet::new(), Quiet::new());
+    let mut accept_errors = Quiet::new();
+    // Summarised per source network: a renewing crowd evicts, or is refused, many times a second.
+    let evictions = NetworkLog::new("handshakes evicted");
+    let refusals = NetworkLog::new("connections refused");
     let mut backoff = ACCEPT_BACKOFF.0;
     let mut flushed = Instant::now();
     std::thread::scope(|s| {
@@ -191,6 +198,8 @@ pub fn serve(config: ServeConfig, stop: &AtomicBool) -> std::io::Result<()> {
             if flushed.elapsed() >= Duration::from_secs(1) {
                 flushed = Instant::now();
                 shared.handshake_log.flush(flushed, log);
+                evictions.flush(flushed, log);
+                refusals.flush(flushed, log);
             }
             match listener.accept() {
                 Ok((stream, peer)) => {
@@ -202,7 +211,7 @@ pub fn serve(config: ServeConfig, stop: &AtomicBool) -> std::io::Result<()> {
                             "too many failed handshakes from {network}: refused for another {} s (a client with another secret?)",
                             wait.as_secs().max(1)
                         );
-                        refusals.log(&format!("{peer}: {message}"));
+                        refusals.event(network, &format!("{peer}: {message}"), now, log);
                         tell(&stream, message);
                         continue;
                     }
@@ -224,8 +233,8 @@ pub fn serve(config: ServeConfig, stop: &AtomicBool) -> std::io::Result<()> {
                     };
                     if let Some(e) = eviction {
                         let total = shared.pre_auth.evictions.load(Ordering::Relaxed);
-                        evictions
-                            .log(&format!("{peer}: admitted in place of the oldest handshake of {} ({} in it; {total} evicted so far)", e.network, e.held));
+                        let line = format!("{peer}: admitted in place of the oldest handshake of {} ({} in it; {total} evicted so far)", e.network, e.held);
+                        evictions.event(e.network, &line, now, log);
                     }
                     let shared = &shared;
                     let spawned =
@@ -322,9 +331,9 @@ fn session(stream: TcpStream, peer: SocketAddr, place: Place<'_>, shared: &Share
                     let began = Instant::now();
                     // Which far end runs it is the workload's word; serve knows the far ends.
                     let outcome = match test.far().far_end() {
-                        FarEnd::Flows(spec) if crate::quic::is_quic(spec) => crate::quic::run_quic(&channel, spec, shared),
+                        FarEnd::Flows(spec) if crate::proto::is_quic(spec) => quic::run_quic(&channel, spec, shared),
                         FarEnd::Flows(spec) => run_bulk(&channel, spec, shared),
-                        FarEnd::Http(http) => crate::http::run_http(&channel, http, shared),
+                        FarEnd::Http(http) => http::run_http(&channel, http, shared),
                     };
                     log(&format!("{peer} {}: {}", describe(&test), outcome.log_line(began.elapsed())));
                     idle_until = Instant::now() + idle;
@@ -436,7 +445,7 @@ fn admit(holder: [u8; 8], shared: &Shared) -> Result<(), String> {
 }
 
 /// Every test in `msgs` through serve's check and its log line, as a session does with them:
-/// part of the `control` fuzz target ([`proto::fuzz_input`]).
+/// part of the `control` fuzz target ([`crate::fuzzing::control_input`]).
 pub(crate) fn fuzz_tests(msgs: &[ClientMsg]) {
     let Some(config) = fuzz_config() else { return };
     for m in msgs {
@@ -502,7 +511,7 @@ fn run_bulk(channel: &Channel, spec: &BulkSpec, shared: &Shared) -> Outcome {
     let mut ccs: Vec<&Algorithm> = plan.iter().map(|f| &f.cc).collect();
     ccs.dedup();
     let listener_cc = (sending && ccs.len() == 1).then(|| ccs[0]);
-    let (listener, token) = match crate::http::data_port(control, listener_cc) {
+    let (listener, token) = match http::data_port(control, listener_cc) {
         Ok(x) => x,
         Err(e) => return Outcome::fatal(e),
     };

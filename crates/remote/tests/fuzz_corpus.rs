@@ -12,7 +12,7 @@ fn every_control_corpus_input_is_handled() {
     let mut n = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let bytes = std::fs::read(entry.unwrap().path()).unwrap();
-        ccbench_remote::proto::fuzz_input(&bytes);
+        ccbench_remote::fuzzing::control_input(&bytes);
         n += 1;
     }
     assert!(n >= 10, "only {n} inputs in {}", dir.display());

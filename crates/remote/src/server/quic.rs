@@ -20,11 +20,6 @@ use crate::channel::Channel;
 use crate::proto::{hex, ServerMsg, MAX_EVENTS_PER_MESSAGE};
 use crate::server::{read_start, watch_client, Forward, Outcome, Shared, SETUP_TIMEOUT};
 
-/// True when every flow of `spec` runs over QUIC.
-pub fn is_quic(spec: &BulkSpec) -> bool {
-    spec.plan().iter().all(|f| f.cc.is_quic())
-}
-
 /// The server's end of a QUIC test, from `QuicReady` to `QuicDone`.
 pub(crate) fn run_quic(channel: &Channel, spec: &BulkSpec, shared: &Shared) -> Outcome {
     let limits = shared.config.limits;
