@@ -152,6 +152,11 @@ pub enum Assertion {
     BwFollowsStepInCycles { within: f64, cycles: f64 },
     /// Bytes lost over bytes delivered, after STARTUP and DRAIN, is at most `share`.
     LossAtMost { share: f64 },
+    /// `mode` is never left but for PROBE_RTT (which may interrupt any state, §5.3.4.3, and
+    /// returns to STARTUP while full_bw_reached is false, §5.3.4.4). For A.2: an application-
+    /// limited STARTUP's samples are app-limited, and §5.3.1.2 BBRCheckFullBWReached returns
+    /// early on them, so no plateau is ever declared.
+    StaysIn { mode: Mode },
 }
 
 impl Assertion {
@@ -169,6 +174,7 @@ impl Assertion {
             Assertion::BwFollowsStep { by, .. } => Rule::AtMost(by.as_secs_f64()),
             Assertion::BwFollowsStepInCycles { cycles, .. } => Rule::AtMost(cycles),
             Assertion::LossAtMost { share } => Rule::AtMost(share),
+            Assertion::StaysIn { .. } => Rule::AtMost(0.0),
         }
     }
 
@@ -202,6 +208,7 @@ impl Assertion {
                 format!("bandwidth estimate within {:.0} % of the new rate before ProbeBW cycle {} after the step", within * 100.0, cycles + 1.0)
             }
             Assertion::LossAtMost { share } => format!("loss after STARTUP ≤ {:.1} %", share * 100.0),
+            Assertion::StaysIn { mode } => format!("never leaves {} but for PROBE_RTT", mode.name()),
         }
     }
 
@@ -225,6 +232,7 @@ impl Assertion {
             Assertion::BwFollowsStep { within, .. } => bw_follows_step(trace, rule, within),
             Assertion::BwFollowsStepInCycles { within, .. } => bw_follows_step_in_cycles(trace, rule, within),
             Assertion::LossAtMost { .. } => loss(trace, rule),
+            Assertion::StaysIn { mode } => stays_in(trace, rule, mode),
         }
     }
 }
@@ -308,6 +316,20 @@ fn drain(trace: &Trace, rule: Rule) -> RunCheck {
         (lo + hi) / 2.0,
         format!("DRAIN from {} to {} ({}): {lo:.1}–{hi:.1} rounds of {}", ms(leave.at), ms(out.at), out.to.name(), ms(Duration::from_secs_f64(round))),
     )
+}
+
+fn stays_in(trace: &Trace, rule: Rule, mode: Mode) -> RunCheck {
+    if !trace.has(|p| p.mode == Some(mode)) {
+        return RunCheck::unseen(format!("never in {}", mode.name()));
+    }
+    let exits: Vec<_> = trace.transitions().into_iter().filter(|t| t.from == mode && t.to != Mode::ProbeRtt).collect();
+    let end = trace.points.last().map_or(Duration::ZERO, |p| p.t);
+    let n = exits.len() as f64;
+    let evidence = match exits.first() {
+        None => format!("in {} (or PROBE_RTT) for all {:.1} s", mode.name(), end.as_secs_f64()),
+        Some(t) => format!("{} → {} at {} ({} such exits)", mode.name(), t.to.name(), ms(t.at), exits.len()),
+    };
+    RunCheck::judged(rule, n, n, n, evidence)
 }
 
 fn next_state(trace: &Trace, rule: Rule, from: Mode, to: Mode, phase: Option<Phase>) -> RunCheck {
@@ -593,6 +615,20 @@ mod tests {
             sample_interval: Duration::from_millis(10),
             points,
         }
+    }
+
+    /// A.2: STARTUP interrupted by PROBE_RTT still stays; a plateau exit to DRAIN fails.
+    #[test]
+    fn stays_in_startup_allows_probe_rtt_only() {
+        let a = Assertion::StaysIn { mode: Mode::Startup };
+        let held = trace(&[(0, Mode::Startup, None), (5000, Mode::ProbeRtt, None), (5300, Mode::Startup, None), (9000, Mode::Startup, None)]);
+        assert_eq!(a.check(&held).outcome, Outcome::Pass);
+        let left = trace(&[(0, Mode::Startup, None), (800, Mode::Drain, None), (900, Mode::ProbeBw, None)]);
+        let c = a.check(&left);
+        assert_eq!(c.outcome, Outcome::Fail, "{}", c.evidence);
+        assert!(c.evidence.contains("DRAIN at 800 ms"), "{}", c.evidence);
+        let never = trace(&[(0, Mode::ProbeBw, None)]);
+        assert_eq!(a.check(&never).outcome, Outcome::NotObservable);
     }
 
     /// Kernel BBR shows no phase: what needs one is not observable, never a pass.

@@ -40,13 +40,16 @@ pub enum Scenario {
     /// 64 kbit/s at 1 ms: a BDP of 8 bytes, far below one packet (12 s; the grid's rate and
     /// RTT do not apply).
     SubPacketBdp,
+    /// One flow whose application writes at a quarter of the rate (`--app-rate`) over a 4-BDP
+    /// buffer (12 s): every sample is app-limited.
+    AppLimited,
 }
 
 /// When the rate steps change the path.
 pub const STEP_AT: Duration = Duration::from_secs(4);
 
 impl Scenario {
-    pub const ALL: [Scenario; 5] = [Scenario::Bulk, Scenario::StepDown, Scenario::StepUp, Scenario::Policer, Scenario::SubPacketBdp];
+    pub const ALL: [Scenario; 6] = [Scenario::Bulk, Scenario::StepDown, Scenario::StepUp, Scenario::Policer, Scenario::SubPacketBdp, Scenario::AppLimited];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -55,6 +58,7 @@ impl Scenario {
             Scenario::StepUp => "step-up",
             Scenario::Policer => "policer",
             Scenario::SubPacketBdp => "sub-packet-bdp",
+            Scenario::AppLimited => "app-limited",
         }
     }
 
@@ -114,6 +118,9 @@ impl Scenario {
                 vec!["--rate".into(), kbit(rate_bps), "--rtt".into(), rtt_s, "--buffer".into(), "4bdp".into(), "--policer-down".into(), kbit(rate_bps / 2.0)]
             }
             Scenario::SubPacketBdp => vec!["--rate".into(), "64kbit".into(), "--rtt".into(), "1ms".into(), "--buffer".into(), "20pkt".into()],
+            Scenario::AppLimited => {
+                vec!["--rate".into(), kbit(rate_bps), "--rtt".into(), rtt_s, "--buffer".into(), "4bdp".into(), "--app-rate".into(), kbit(rate_bps / 4.0)]
+            }
         }
     }
 
@@ -125,6 +132,7 @@ impl Scenario {
             Scenario::StepUp => (rate_bps / 10.0, Some((STEP_AT, rate_bps))),
             Scenario::Policer => (rate_bps / 2.0, None),
             Scenario::SubPacketBdp => (64e3, None),
+            Scenario::AppLimited => (rate_bps, None),
         }
     }
 }
@@ -227,6 +235,11 @@ const POLICER: &[Assertion] = &[
 ];
 const SUB_PACKET: &[Assertion] = &[Assertion::CwndAtLeast { packets: 4.0 }, Assertion::NextState { from: Mode::Startup, to: Mode::Drain, phase: None }];
 
+/// §5.3.1.2 BBRCheckFullBWReached returns on an app-limited sample, so a sender that never
+/// fills the pipe never finds a plateau: it stays in STARTUP (PROBE_RTT may interrupt it and
+/// returns to STARTUP while full_bw_reached is false, §5.3.4.4).
+const A2: &[Assertion] = &[Assertion::StaysIn { mode: Mode::Startup }];
+
 const NONE: &[Assertion] = &[];
 const TITLE_UNKNOWN: &str = "(title not in the stored copies of the draft)";
 const NEEDS_TEXT: Runnable = Runnable::Needs("the case's text: Appendix A is not in the copies of the draft this suite was written from");
@@ -248,9 +261,9 @@ pub const SUITE: &[Case] = &[
         title: "Application-limited STARTUP",
         sections: "§5.3.1.2, §4.5 (app-limited samples)",
         what: "a sender below the path's rate must not leave STARTUP on an app-limited plateau",
-        scenario: Scenario::Bulk,
-        assertions: NONE,
-        runnable: APP_LIMITED,
+        scenario: Scenario::AppLimited,
+        assertions: A2,
+        runnable: Runnable::Yes,
     },
     Case { id: "A.3", title: TITLE_UNKNOWN, sections: "-", what: "-", scenario: Scenario::Bulk, assertions: NONE, runnable: NEEDS_TEXT },
     Case {

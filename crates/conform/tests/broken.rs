@@ -32,6 +32,9 @@ fn run_at(params: BbrParams, scenario: Scenario, rtt_ms: u64) -> Trace {
     let t0 = Instant::now();
     let bbr = Bbr::with_params(BbrVersion::V3, params, MSS as u16, t0, telemetry.clone(), 7);
     let mut sim = Sim::with_controller(bbr, telemetry, t0, link);
+    if scenario == Scenario::AppLimited {
+        sim.app_rate_bps = Some((start_rate / 4.0) as u64);
+    }
     match step {
         Some((at, to)) => {
             sim.run_for(at);
@@ -148,4 +151,14 @@ fn rate_steps_are_judged_in_cycles_at_short_and_long_rtts() {
         let c = &judge(case("A.14"), &broken)[0];
         assert_eq!(c.outcome, Outcome::Fail, "broken filter at {rtt} ms: {}", c.evidence);
     }
+}
+
+/// A.2: a STARTUP that counts app-limited samples toward its plateau (§5.3.1.2 skips them)
+/// leaves STARTUP on the application's rate; the draft's stays.
+#[test]
+fn a_plateau_counted_on_app_limited_samples_fails_a2() {
+    let good = judge(case("A.2"), &run(v3(), Scenario::AppLimited));
+    assert!(good.iter().all(|c| c.outcome == Outcome::Pass), "{good:?}");
+    let checks = judge(case("A.2"), &run(BbrParams { full_bw_counts_app_limited: true, ..v3() }, Scenario::AppLimited));
+    assert!(checks.iter().any(|c| c.outcome == Outcome::Fail), "{checks:?}");
 }

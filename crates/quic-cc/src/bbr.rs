@@ -166,6 +166,9 @@ pub struct BbrParams {
     /// instead of forgetting it after MaxBwFilterLen = 2 ProbeBW cycles (§5.5.3). Only for
     /// showing that the conformance suite (`ccbench conform bbr`) catches a broken filter.
     pub max_bw_never_forgets: bool,
+    /// Test-only defect (conform A.2): BBRCheckFullBWReached counts app-limited samples, so an
+    /// application-limited STARTUP finds a false plateau. Always false outside tests.
+    pub full_bw_counts_app_limited: bool,
 }
 
 impl BbrParams {
@@ -199,6 +202,7 @@ impl BbrParams {
             undo_reverts_state: true,
             tcp_bbr2_bookkeeping: false,
             max_bw_never_forgets: false,
+            full_bw_counts_app_limited: false,
         };
         // Linux's BBR high gain, 2/ln 2: the smallest gain whose smoothly rising pacing rate
         // doubles each round and sends as many packets per round as an unpaced slow start
@@ -967,7 +971,7 @@ impl Bbr {
     /// §5.3.1.2 BBRCheckFullBWReached: bandwidth grew less than 25 % for 3 rounds (v2: the
     /// max_bw estimate, v3: the latest delivery rate; see [`BbrParams::full_bw_on_max_bw`]).
     fn check_full_bw_reached(&mut self, rs: &RateSample) {
-        if self.full_bw_now || !self.round_start || rs.is_app_limited {
+        if self.full_bw_now || !self.round_start || (rs.is_app_limited && !self.p.full_bw_counts_app_limited) {
             return;
         }
         let bw = if self.p.full_bw_on_max_bw { self.max_bw } else { rs.delivery_rate };

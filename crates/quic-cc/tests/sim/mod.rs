@@ -26,6 +26,8 @@ pub trait SimController: Controller + Sized {
     fn bbr_state(&self) -> Option<BbrState> {
         None
     }
+    /// The application had nothing to send (only BBR's sampler marks it).
+    fn app_limited(&mut self) {}
 }
 
 impl SimController for Bbr {
@@ -34,6 +36,9 @@ impl SimController for Bbr {
     }
     fn bbr_state(&self) -> Option<BbrState> {
         Some(self.state())
+    }
+    fn app_limited(&mut self) {
+        self.on_app_limited();
     }
 }
 
@@ -145,6 +150,8 @@ pub struct Sim<C: SimController = Bbr> {
     pub events: Vec<StateChange>,
     pub delivered: u64,
     pub sent_bytes: u64,
+    /// An application writing no faster than this (bit/s): past it the sender is app-limited.
+    pub app_rate_bps: Option<u64>,
     pub dropped: u64,
     /// A step ECN marker at the bottleneck (an L4S queue's, RFC 9332 §5.1's 1 ms step): an
     /// ECN-capable packet that finds at least this much queueing delay is marked CE instead
@@ -210,6 +217,7 @@ impl<C: SimController> Sim<C> {
             events: Vec::new(),
             delivered: 0,
             sent_bytes: 0,
+            app_rate_bps: None,
             dropped: 0,
             ce_threshold: None,
             queue_delays: Vec::new(),
@@ -261,6 +269,14 @@ impl<C: SimController> Sim<C> {
     /// Send while cwnd and pacing allow; returns when the next send could happen.
     fn send_what_we_can(&mut self) -> Option<Duration> {
         loop {
+            if let Some(bps) = self.app_rate_bps {
+                let allowed = self.now.as_secs_f64() * bps as f64 / 8.0 + MSS as f64;
+                if self.sent_bytes as f64 + MSS as f64 > allowed {
+                    self.bbr.app_limited();
+                    let due = (self.sent_bytes + MSS) as f64 * 8.0 / bps as f64;
+                    return Some(Duration::from_secs_f64(due).max(self.now + Duration::from_micros(1)));
+                }
+            }
             if self.inflight() + MSS > self.bbr.window() {
                 Controller::on_cwnd_limited(&mut self.bbr);
                 return None;
