@@ -198,7 +198,17 @@ impl Comparison {
                     _ => {
                         let why = match &self.ratio_ci {
                             Some(ci) if ci.level >= 1.0 => {
-                                format!("with {} vs {} runs no rank test can reach p < {}", self.n_a, self.n_b, fmt_alpha(self.alpha / self.family_size as f64))
+                                // Ties, not the count, when distinct scores could have got there:
+                                // a result compared with itself ties every run with its twin, and
+                                // only more (distinct) runs can decide.
+                                let untied = 2.0 / binomial(self.n_a + self.n_b, self.n_a);
+                                let tied = if untied < self.alpha / self.family_size as f64 { " tied as these are," } else { "" };
+                                format!(
+                                    "with {} vs {} runs{tied} no rank test can reach p < {}",
+                                    self.n_a,
+                                    self.n_b,
+                                    fmt_alpha(self.alpha / self.family_size as f64)
+                                )
                             }
                             None => "the rank test finds a difference but the ratio has no interval".to_string(),
                             Some(ci) if ci.excludes_one() && self.family_size > 1 => {
@@ -368,6 +378,11 @@ fn fmt_ratio(r: f64) -> String {
     }
 }
 
+/// `C(n, k)`, as a float (exact for the run counts a verdict sees).
+fn binomial(n: usize, k: usize) -> f64 {
+    (0..k.min(n - k)).fold(1.0, |c, i| c * (n - i) as f64 / (i + 1) as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -485,6 +500,22 @@ mod tests {
         let c = compare_directed("bbr", &[7.5; 4], "cubic", &[7.5; 4], BetterIs::Higher, criteria);
         assert_eq!(c.sentence("goodput"), "bbr and cubic: identical scores in every run (goodput 7.50), so no interval can be given (4 vs 4 runs)");
         assert!(!c.sentence("goodput").contains("equivalent"));
+    }
+
+    #[test]
+    fn a_result_against_itself_is_undecided_by_its_ties_not_its_count() {
+        // 4 vs 4 distinct runs can reach p = 2/70 < 0.05; these, three of them equal, compared
+        // with themselves cannot (no interval exists at the level). Distinct runs against
+        // themselves have one: "no significant difference".
+        let runs = [10.0, 10.0, 10.0, 13.0];
+        let c = compare("a", &runs, "again", &runs, 0.05);
+        assert_eq!(c.outcome, Outcome::Inconclusive);
+        let s = c.sentence("goodput");
+        assert!(s.contains("with 4 vs 4 runs tied as these are, no rank test can reach p < 0.05; more runs would decide"), "{s}");
+        let distinct = [10.0, 11.0, 12.0, 13.0];
+        assert_eq!(compare("a", &distinct, "again", &distinct, 0.05).outcome, Outcome::NoDifference);
+        assert_eq!(binomial(8, 4), 70.0);
+        assert_eq!(binomial(20, 10), 184_756.0);
     }
 
     #[test]
