@@ -198,7 +198,7 @@ pub fn render_conditions(rows: &[(String, &ExperimentResult)]) -> String {
     let expect = rows.iter().any(|(_, r)| !r.expectations.is_empty());
     let _ = write!(
         out,
-        "<table><tr><th>condition</th><th>workload</th><th>median per algorithm</th><th>verdict</th>{}</tr>",
+        "<table><tr><th>condition</th><th>workload</th><th>median per algorithm</th><th>verdict</th><th>why (dominant limit)</th>{}</tr>",
         if expect { "<th>expectations</th><th>not passed</th>" } else { "" }
     );
     for (name, r) in rows {
@@ -216,11 +216,12 @@ pub fn render_conditions(rows: &[(String, &ExperimentResult)]) -> String {
             r.summary.iter().map(|s| format!("{} {}", s.cc, pick(s).map(|v| format!("{} {unit}", fmt_sig(v.median / div))).unwrap_or("–".into()))).collect();
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{marks}</tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{marks}</tr>",
             escape(name),
             escape(&r.params.workload.describe_for(&r.params.ccs)),
             escape(&medians.join(", ")),
-            escape(&r.verdict_short())
+            escape(&r.verdict_short()),
+            escape(&dominant_causes(r))
         );
     }
     out.push_str("</table>\n");
@@ -276,6 +277,20 @@ pub fn render_conditions(rows: &[(String, &ExperimentResult)]) -> String {
     ));
     out.push_str("</body></html>\n");
     out
+}
+
+/// Each algorithm's dominant limited-by cause (issue 30), "none" when no cause held
+/// `DOMINANT_SHARE` of the time, "not recorded" when no flow has a record.
+pub(super) fn dominant_causes(r: &ExperimentResult) -> String {
+    let parts: Vec<String> = ccbench_model::why::why(r)
+        .iter()
+        .map(|w| match (w.limited_by, w.dominant) {
+            (None, _) => format!("{}: not recorded", w.cc),
+            (Some(_), Some((c, share))) => format!("{}: {} {:.0} %", w.cc, c.name(), share * 100.0),
+            (Some(_), None) => format!("{}: no dominant cause", w.cc),
+        })
+        .collect();
+    parts.join(", ")
 }
 
 pub(super) fn scale_summary(s: Summary, k: f64) -> Summary {
