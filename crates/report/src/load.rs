@@ -42,8 +42,8 @@ impl<'a> ReportData<'a> {
 /// bin's last sample to its own last (so a bin that happens to hold one sample more than the
 /// next does not look faster). One point (Mbit/s) per bin, at the middle of that span.
 pub(crate) struct RateBins {
-    /// What one counted unit is worth in the output: 8 (bytes in, bits per second out), or 1
-    /// (events per second).
+    /// What one counted unit per µs is worth in the output: 8 (bytes per µs in, Mbit/s out), or
+    /// 10⁶ (events per µs in, events per second out).
     pub(crate) per_unit: f64,
     pub(crate) bin_us: u64,
     pub(crate) bin: Option<u64>,
@@ -60,7 +60,7 @@ impl RateBins {
 
     /// Events (not bytes) per second.
     pub(crate) fn counting(bin_us: u64, cap: usize) -> Self {
-        RateBins { per_unit: 1.0, ..RateBins::new(bin_us, cap) }
+        RateBins { per_unit: 1e6, ..RateBins::new(bin_us, cap) }
     }
 
     /// A sample at `t_rel_us` counting `bytes` since the previous one.
@@ -362,6 +362,12 @@ mod tests {
             uneven.add(t, 15_000);
         }
         assert!(uneven.finish().iter().all(|p| (p.1 - 10.0).abs() < 1e-9));
+        // Counting events: 3 marks every 10 ms are 300 a second.
+        let mut marks = RateBins::counting(100_000, 100);
+        for i in 0..21u64 {
+            marks.add(i * 10_000, 3);
+        }
+        assert!(marks.finish().iter().all(|p| (p.1 - 300.0).abs() < 1e-6));
     }
 
     #[test]
