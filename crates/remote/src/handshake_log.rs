@@ -11,11 +11,12 @@ use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::network_log::LineCap;
 use crate::penalty::Failure;
 use crate::preauth::Network;
 
 pub const PER_NETWORK: Duration = Duration::from_secs(10);
-pub const LINES_PER_SECOND: u32 = 10;
+pub use crate::network_log::LINES_PER_SECOND;
 pub const PEER_TEXT: usize = 80;
 
 #[derive(Default)]
@@ -28,10 +29,12 @@ struct Window {
 #[derive(Default)]
 struct State {
     networks: HashMap<Network, Window>,
-    second: Option<Instant>,
-    lines_this_second: u32,
-    /// First lines not written for the global cap, and from how many networks.
-    unlogged: u64,
+    cap: LineCap,
+}
+
+/// The line told for first lines the cap held back.
+fn unlogged(n: u64) -> String {
+    format!("{n} more failed handshakes not logged (over {LINES_PER_SECOND} lines a second)")
 }
 
 #[derive(Default)]
@@ -55,19 +58,9 @@ impl HandshakeLog {
             write(&line);
         }
         *w = Window { began: Some(now), ..Window::default() };
-        if s.second.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1)) {
-            if s.unlogged > 0 {
-                write(&format!("{} more failed handshakes not logged (over {LINES_PER_SECOND} lines a second)", s.unlogged));
-            }
-            s.second = Some(now);
-            s.lines_this_second = 0;
-            s.unlogged = 0;
-        }
-        if s.lines_this_second >= LINES_PER_SECOND {
-            s.unlogged += 1;
+        if !s.cap.admit(now, |n| write(&unlogged(n))) {
             return;
         }
-        s.lines_this_second += 1;
         let why = crate::escape::truncate(&crate::escape::escape(why), PEER_TEXT);
         write(&format!("{peer}: {why} (further failures from {network} are summarised every {} s)", PER_NETWORK.as_secs()));
     }
@@ -75,10 +68,7 @@ impl HandshakeLog {
     /// Writes the summaries of the windows that have ended, and forgets quiet networks.
     pub fn flush(&self, now: Instant, write: impl Fn(&str)) {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if s.unlogged > 0 && s.second.is_some_and(|t| now.duration_since(t) >= Duration::from_secs(1)) {
-            write(&format!("{} more failed handshakes not logged (over {LINES_PER_SECOND} lines a second)", s.unlogged));
-            s.unlogged = 0;
-        }
+        s.cap.flush(now, |n| write(&unlogged(n)));
         s.networks.retain(|network, w| {
             if w.began.is_some_and(|b| now.duration_since(b) < PER_NETWORK) {
                 return true;

@@ -21,9 +21,45 @@ pub const LINES_PER_SECOND: u32 = 10;
 struct State {
     /// Per network: when its window began and the events in it not written.
     networks: HashMap<Network, (Instant, u64)>,
+    cap: LineCap,
+}
+
+/// The cap across networks, shared with [`crate::handshake_log`]: at most [`LINES_PER_SECOND`]
+/// first lines a second; the rest are counted and told in one line once their second is over.
+#[derive(Default)]
+pub(crate) struct LineCap {
     second: Option<Instant>,
     lines_this_second: u32,
     unlogged: u64,
+}
+
+impl LineCap {
+    /// Whether a first line may be written at `now`. When a new second begins, the count the
+    /// last one held back goes to `told` first.
+    pub(crate) fn admit(&mut self, now: Instant, told: impl FnOnce(u64)) -> bool {
+        if self.second.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1)) {
+            if self.unlogged > 0 {
+                told(self.unlogged);
+            }
+            self.second = Some(now);
+            self.lines_this_second = 0;
+            self.unlogged = 0;
+        }
+        if self.lines_this_second >= LINES_PER_SECOND {
+            self.unlogged += 1;
+            return false;
+        }
+        self.lines_this_second += 1;
+        true
+    }
+
+    /// Tells (once) what a second that has ended held back.
+    pub(crate) fn flush(&mut self, now: Instant, told: impl FnOnce(u64)) {
+        if self.unlogged > 0 && self.second.is_some_and(|t| now.duration_since(t) >= Duration::from_secs(1)) {
+            told(self.unlogged);
+            self.unlogged = 0;
+        }
+    }
 }
 
 pub struct NetworkLog {
@@ -50,29 +86,16 @@ impl NetworkLog {
             }
         }
         s.networks.insert(network, (now, 0));
-        if s.second.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1)) {
-            if s.unlogged > 0 {
-                write(&self.unlogged(s.unlogged));
-            }
-            s.second = Some(now);
-            s.lines_this_second = 0;
-            s.unlogged = 0;
-        }
-        if s.lines_this_second >= LINES_PER_SECOND {
-            s.unlogged += 1;
+        if !s.cap.admit(now, |n| write(&self.unlogged(n))) {
             return;
         }
-        s.lines_this_second += 1;
         write(&format!("{line} (further {} for {network} are summarised every {} s)", self.what, WINDOW.as_secs()));
     }
 
     /// Writes the summaries of the windows that have ended, and forgets quiet networks.
     pub fn flush(&self, now: Instant, write: impl Fn(&str)) {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if s.unlogged > 0 && s.second.is_some_and(|t| now.duration_since(t) >= Duration::from_secs(1)) {
-            write(&self.unlogged(s.unlogged));
-            s.unlogged = 0;
-        }
+        s.cap.flush(now, |n| write(&self.unlogged(n)));
         s.networks.retain(|network, (began, n)| {
             if now.duration_since(*began) < WINDOW {
                 return true;
