@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::workload::{GoodputPoint, QuicSample, SeriesSink, SocketId};
-use ccbench_emu::{LinkSample, SampleSink};
+/// One sample of the bottleneck link (the emulator's), as the series files hold it.
+pub use ccbench_emu::LinkSample;
+use ccbench_emu::SampleSink;
 use ccbench_probe::Sample;
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
