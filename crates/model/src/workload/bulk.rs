@@ -89,13 +89,6 @@ impl BulkSpec {
     }
 }
 
-/// Cumulative bytes received by one flow at time `t_us`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct GoodputPoint {
-    pub t_us: u64,
-    pub bytes: u64,
-}
-
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FlowResult {
     pub id: u32,

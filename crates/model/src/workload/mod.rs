@@ -19,13 +19,13 @@ mod sender;
 
 pub use algorithm::{Algorithm, AlgorithmError, Transport};
 pub use browser::{BrowserResult, BrowserSpec, BrowserTiming};
-pub use bulk::{Amount, BulkResult, BulkSpec, FlowResult, GoodputPoint, Knobs, MixFlow};
+pub use bulk::{Amount, BulkResult, BulkSpec, FlowResult, Knobs, MixFlow};
 pub use kind::{Headline, KeptReadBack, Over, RunFigures, RunOutcome, SenderView, Spec};
 pub use limited::{Account, Cause, LimitedBy, Limits, Mechanism};
 pub use objects::{ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
 pub use page::{PageConnection, PageProtocol, PageResult, PageSpec, ResourceTiming};
 pub use page_model::{PageModel, PageModelError};
-pub use samples::{MemorySeries, NoSeries, QuicBbr, QuicSample, SeriesSink, SocketId};
+pub use samples::{GoodputPoint, MemorySeries, NoSeries, QuicBbr, QuicSample, SeriesSink, SocketId};
 pub use sender::{BbrEvent, SenderRecord};
 
 use serde::{Deserialize, Serialize};

@@ -9,7 +9,12 @@ use std::sync::Mutex;
 use ccbench_probe::Sample;
 use serde::{Deserialize, Serialize};
 
-use super::GoodputPoint;
+/// Cumulative bytes received by one flow at time `t_us`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GoodputPoint {
+    pub t_us: u64,
+    pub bytes: u64,
+}
 
 /// Which sending socket a sample belongs to, within one run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
