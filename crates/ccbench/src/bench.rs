@@ -75,7 +75,7 @@ pub struct BenchResult {
 impl BenchResult {
     /// A finished benchmark: its provenance records when it finished.
     fn new(provenance: ccbench::provenance::Provenance, duration_s: f64, cc: &str, rows: Vec<BenchRow>) -> Self {
-        BenchResult { schema: "ccbench.bench.v1", provenance: provenance.finished(), duration_s, cc: cc.to_string(), rows }
+        BenchResult { schema: "ccbench.bench.v1", provenance: ccbench::provenance::finished(provenance), duration_s, cc: cc.to_string(), rows }
     }
 }
 

@@ -350,7 +350,7 @@ pub fn compare(inputs: &[Input], opts: &Options, out: &Path) -> Result<Compared,
         schema: SCHEMA.to_string(),
         status: Status::Complete,
         warnings,
-        provenance: this.finished(),
+        provenance: crate::provenance::finished(this),
         params: Params { ccs: labels, metric, expect: Vec::new(), ..first.params.clone() },
         sequential: None,
         summary,
@@ -577,7 +577,7 @@ mod tests {
         };
         let (summary, comparisons) = analyse(&ccs, &runs, ccbench_stats::Criteria::at(0.05));
         let rtt_comparisons = compare_rtt(&ccs, &runs, ccbench_stats::Criteria::at(0.05));
-        let mut provenance = crate::provenance::of_this_host().finished();
+        let mut provenance = crate::provenance::finished(crate::provenance::of_this_host());
         provenance.host.kernel_release = Some("6.8.0-49-generic".to_string());
         ExperimentResult {
             schema: crate::results::SCHEMA.to_string(),

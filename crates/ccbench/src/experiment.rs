@@ -351,7 +351,7 @@ impl<'a> Execution<'a> {
 
     fn finish(self) -> ExperimentResult {
         let (plan, records, alpha) = (self.plan, self.records, self.alpha);
-        let mut provenance = self.provenance.finished();
+        let mut provenance = crate::provenance::finished(self.provenance);
         if plan.ccs.iter().any(|cc| cc.may_run_quic(&plan.workload)) {
             provenance.quic_stack = Some(ccbench_workload::QUIC_STACK.to_string());
         }

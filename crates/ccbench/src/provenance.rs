@@ -5,6 +5,19 @@
 
 pub use ccbench_model::provenance::*;
 
+/// Now, as result.json writes its times (RFC 3339, UTC). Reading the clock is this crate's, not
+/// the data model's.
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}
+
+/// `provenance` with `finished_at` stamped now: every result (run and bench alike) is built
+/// through this.
+pub fn finished(mut provenance: Provenance) -> Provenance {
+    provenance.finished_at = Some(now_rfc3339());
+    provenance
+}
+
 /// The git revision this build is from (`-dirty` with uncommitted changes), from `build.rs`.
 pub const GIT_REVISION: &str = env!("CCBENCH_GIT_REV");
 

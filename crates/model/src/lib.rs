@@ -14,6 +14,7 @@ pub mod series;
 pub mod serve;
 pub mod units;
 pub mod why;
+pub mod workload;
 pub mod workloads;
 
 /// result.json's JSON Schema (draft 2020-12), derived from [`results::ExperimentResult`] and

@@ -65,17 +65,7 @@ pub struct EmulatorFacts {
     pub tun_txqueuelen: u32,
 }
 
-pub fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
-}
-
 impl Provenance {
-    /// Stamps `finished_at`: every result (run and bench alike) is built through this.
-    pub fn finished(mut self) -> Self {
-        self.finished_at = Some(now_rfc3339());
-        self
-    }
-
     /// For a run over a real path: no emulator or namespaces here, and the far host's facts.
     pub fn over_real_path(self, remote: RemoteFacts) -> Self {
         Provenance { namespace_sysctls: Vec::new(), emulator: None, remote: Some(remote), ..self }

@@ -232,7 +232,7 @@ pub struct RunMetrics {
     /// What held the run's senders back (issue 30): each flow's fractions of its active time,
     /// weighted by that time. `null` where not recorded (results before it, QUIC flows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limited_by: Option<ccbench_workload::LimitedBy>,
+    pub limited_by: Option<crate::workload::LimitedBy>,
     /// How the run's senders lost, and what the bottleneck's queue did (issue 30).
     #[serde(default)]
     pub mechanism: MechanismFigures,

@@ -16,9 +16,11 @@ use std::io::{self, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use ccbench_emu::{LinkSample, SampleSink};
+use crate::workload::{GoodputPoint, QuicSample, SeriesSink, SocketId};
+/// One sample of the bottleneck link (the emulator's), as the series files hold it.
+pub use ccbench_emu::LinkSample;
+use ccbench_emu::SampleSink;
 use ccbench_probe::Sample;
-use ccbench_workload::{GoodputPoint, QuicSample, SeriesSink, SocketId};
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 use flate2::Compression;
@@ -606,7 +608,7 @@ mod tests {
 
     #[test]
     fn a_quic_sample_takes_tcp_names_in_tcp_units() {
-        let q = ccbench_workload::QuicSample {
+        let q = crate::workload::QuicSample {
             t_us: 7,
             rtt_us: 8_800,
             min_rtt_us: 6_100,

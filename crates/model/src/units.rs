@@ -33,7 +33,19 @@ pub fn fmt_rate(bps: f64) -> String {
 }
 
 /// Defined with the workloads, whose descriptions print sizes.
-pub use ccbench_workload::fmt_bytes;
+/// How byte counts print, in the workloads' descriptions and everywhere results are shown.
+pub fn fmt_bytes(b: u64) -> String {
+    let b = b as f64;
+    if b >= 1e9 {
+        format!("{:.2} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.2} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.1} kB", b / 1e3)
+    } else {
+        format!("{b:.0} B")
+    }
+}
 
 pub fn fmt_ms(ns: u64) -> String {
     ccbench_link::aqm::ms(ccbench_link::time::Duration::from_nanos(ns))

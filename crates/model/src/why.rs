@@ -11,8 +11,8 @@
 //!   bound: what the buffer keeps in flight, `in flight · MSS / RTT`;
 //! * BBR: its bandwidth estimate against the bottleneck's rate.
 
+use crate::workload::{Algorithm, Cause, Direction, LimitedBy, Mechanism};
 use ccbench_link::{LossModel, Rate};
-use ccbench_workload::{Algorithm, Cause, Direction, LimitedBy, Mechanism};
 use serde::Serialize;
 
 use crate::results::{ExperimentResult, RunRecord, Status};

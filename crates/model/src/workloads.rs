@@ -1,14 +1,14 @@
 //! The kinds of traffic a run can carry, as the record keeps them: what ran with which
 //! algorithm, which way the data flowed, and the one figure the verdict compares. Each workload defines
-//! itself in `ccbench-workload`, and is a line of its registry (`ccbench_workload::workloads!`);
+//! itself in `ccbench-workload`, and is a line of its registry (`crate::workloads!`);
 //! this module expands that list into the types a record keeps. Running a spec and its command
 //! line are the `ccbench` crate's (`workloads.rs`, `workload_flags.rs`).
 
+use crate::workload::{Algorithm, Direction, Headline, RunFigures, RunOutcome, SenderView, Spec};
 use ccbench_probe::TcpInfo;
-use ccbench_workload::{Algorithm, Direction, Headline, RunFigures, RunOutcome, SenderView, Spec};
 use serde::{Deserialize, Serialize};
 
-/// Expands the workload registry (`ccbench_workload::workloads!`, one line each: `Variant(its
+/// Expands the workload registry (`crate::workloads!`, one line each: `Variant(its
 /// spec, its result)`, the variant's name in snake case being the `kind` result.json tags it
 /// with) into the record's types. Everything else about a workload is asked of its own module
 /// through [`Spec`] and [`RunOutcome`].
@@ -58,7 +58,7 @@ macro_rules! registry {
     };
 }
 
-ccbench_workload::workloads!(registry);
+crate::workloads!(registry);
 
 impl WorkloadSpec {
     /// The same workload with `cc` on its sending sockets (a mix keeps its own algorithms).
@@ -105,7 +105,7 @@ impl WorkloadSpec {
     }
 
     pub fn describe(&self) -> String {
-        self.spec().describe(ccbench_workload::Over::Tcp)
+        self.spec().describe(crate::workload::Over::Tcp)
     }
 }
 
@@ -141,7 +141,7 @@ impl WorkloadResult {
     }
 
     /// The QUIC sending connections' last samples (one per connection).
-    pub fn final_quic(&self) -> Vec<&ccbench_workload::QuicSample> {
+    pub fn final_quic(&self) -> Vec<&crate::workload::QuicSample> {
         self.senders().into_iter().filter_map(|s| s.final_quic).collect()
     }
 
@@ -163,7 +163,7 @@ impl WorkloadResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ccbench_workload::{Amount, BulkSpec, ObjectMethod, ObjectsSpec};
+    use crate::workload::{Amount, BulkSpec, ObjectMethod, ObjectsSpec};
 
     /// What the harness asks a spec is answered by the workload's own definition: the
     /// algorithm is set per run (a mix keeps its own), an upload of objects loads the uplink.
@@ -188,8 +188,8 @@ mod tests {
         assert_eq!((put.data_direction(), put.timeout_s(), put.sample_interval_us(), put.metric()), (Direction::Upload, 3.0, 7, "content throughput"));
         assert_eq!(objects(ObjectMethod::Get).data_direction(), Direction::Download);
         let mix = vec![
-            ccbench_workload::MixFlow { cc: alg("bbr"), start_s: 0.0, client_port: None },
-            ccbench_workload::MixFlow { cc: alg("quic:bbr3"), start_s: 1.0, client_port: None },
+            crate::workload::MixFlow { cc: alg("bbr"), start_s: 0.0, client_port: None },
+            crate::workload::MixFlow { cc: alg("quic:bbr3"), start_s: 1.0, client_port: None },
         ];
         let bulk = BulkSpec {
             flows: 2,

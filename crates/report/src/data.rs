@@ -4,8 +4,8 @@
 
 use ccbench_model::results::{ExperimentResult, RunRecord, Status};
 use ccbench_model::series::ExactCounts;
+use ccbench_model::workload::BulkResult;
 use ccbench_model::workloads::{WorkloadResult, WorkloadSpec};
-use ccbench_workload::BulkResult;
 
 use crate::svg::{Timeline, COLORS};
 

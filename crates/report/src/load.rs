@@ -5,10 +5,10 @@
 
 use std::path::Path;
 
-use ccbench_emu::LinkSample;
 use ccbench_model::results::{ExperimentResult, RunRecord, Status};
+use ccbench_model::series::LinkSample;
 use ccbench_model::series::{ExactCounts, GoodputRow, TcpRow};
-use ccbench_workload::Direction;
+use ccbench_model::workload::Direction;
 
 use crate::data::{bulk, representative, run_start, BbrTimeline, Gathered, Line, Palette, Pooled, ReportData, RunView, BBR_STATES, MAX_BBR_ROWS};
 use crate::svg::{nice_floor, round_sig3, Decimated, Timeline};

@@ -4,10 +4,10 @@
 use std::fmt::Write as _;
 
 use ccbench_model::results::{CcSummary, ExperimentResult, RunMetrics, RunRecord, Status};
+use ccbench_model::workload::Headline;
 use ccbench_model::workloads::WorkloadSpec;
 use ccbench_stats::expectation::{overall, Judgement};
 use ccbench_stats::Summary;
-use ccbench_workload::Headline;
 
 use crate::data::{bulk, scored_runs, Gathered, Line, Palette, Pooled, ReportData, RunView, BBR_STATES, GREY, MAX_BBR_ROWS};
 use crate::svg::{cdf_steps, escape, fmt_sig, legend, Axis, Ellipse, Key, Plot, Stroke};
@@ -42,7 +42,7 @@ const CAUSE_COLOURS: [&str; 6] = ["#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#
 /// Why each algorithm got what it got (issue 30): its `why` line and a bar of its limited-by
 /// fractions, stacked to 100 % (CSS, no plot); nothing when no algorithm has them.
 fn why_section(result: &ExperimentResult) -> String {
-    use ccbench_workload::Cause;
+    use ccbench_model::workload::Cause;
     let whys = ccbench_model::why::why(result);
     if whys.iter().all(|w| w.limited_by.is_none()) {
         return String::new();
@@ -760,8 +760,8 @@ mod tests {
         use ccbench_model::provenance::{HostFacts, Provenance};
         use ccbench_model::results::{Params, SCHEMA};
         use ccbench_model::series::SeriesFiles;
+        use ccbench_model::workload::{Amount, BulkResult, BulkSpec, Direction};
         use ccbench_model::workloads::WorkloadResult;
-        use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction};
         let metrics = |mbps: f64| RunMetrics {
             score: Some(mbps * 1e6),
             unfinished: false,

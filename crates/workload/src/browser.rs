@@ -28,101 +28,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 
+// The data half, at the paths the ends import it from.
 use crate::cdp::{cloexec_pipe, Cdp};
 use crate::common::{lock, Errors};
 use crate::harness::{Accepted, Finish, Harness, ServerLog, ServerProto};
 use crate::site::Site;
+pub(crate) use crate::{BrowserResult, BrowserSpec, BrowserTiming};
 use crate::{MeasureHook, PageConnection, PageModel, PageProtocol, PageResult, ResourceTiming, RunContext, SocketId, Workload, WorkloadError};
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct BrowserSpec {
-    pub page: PageModel,
-    /// HTTP/1.1 (`max_connections` must be Chromium's own 6) or HTTP/2 (over TLS).
-    pub protocol: PageProtocol,
-    /// Set on the server's sockets (the server sends the page).
-    pub cc: crate::Algorithm,
-    pub port: u16,
-    pub sample_interval_us: u64,
-    /// Bound on the whole load, the browser's start included.
-    pub timeout_s: f64,
-    /// The Chromium executable.
-    pub chromium: PathBuf,
-}
-
-/// What the browser itself measured, in seconds from its navigation start.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct BrowserTiming {
-    /// `Browser.getVersion`'s product, e.g. "HeadlessChrome/156.0.8078.79".
-    pub browser_version: Option<String>,
-    /// The navigation's `nextHopProtocol`: "http/1.1" or "h2".
-    pub protocol: Option<String>,
-    pub response_start_s: Option<f64>,
-    pub dom_content_loaded_s: Option<f64>,
-    /// `loadEventEnd`: the page's load time.
-    pub load_event_end_s: Option<f64>,
-    /// The last Largest Contentful Paint candidate's time (`None` when the browser reported
-    /// none).
-    pub lcp_s: Option<f64>,
-    /// Entries the browser recorded: the navigation plus one per resource it fetched.
-    pub resources_fetched: u32,
-    /// The HTML document's size as served (the model's `html_bytes` unless its markup alone is
-    /// longer).
-    pub html_bytes_served: u64,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct BrowserResult {
-    /// The load in the `page` workload's terms: resources, load time, connections. Per
-    /// connection, requests and bytes are counted by the server (the browser does not say
-    /// which connection carried what).
-    pub page: PageResult,
-    pub browser: BrowserTiming,
-}
-
-impl crate::Spec for BrowserSpec {
-    crate::page::page_load_spec!();
-    /// Chromium loads over kernel TCP only (`FromFlags::refuse_algorithm` refuses QUIC).
-    fn describe(&self, _: crate::Over) -> String {
-        format!(
-            "web page in headless Chromium: HTML of {} then {} images ({} in all) over {}",
-            crate::fmt_bytes(self.page.html_bytes),
-            self.page.objects.len(),
-            crate::fmt_bytes(self.page.total_bytes()),
-            match self.protocol {
-                PageProtocol::Http1 { .. } => "HTTP/1.1 (Chromium's 6 connections)",
-                PageProtocol::Http2 => "HTTP/2 over TLS",
-            }
-        )
-    }
-}
-
-/// The load in the page's terms: the browser's own timings are extra figures.
-impl crate::RunOutcome for BrowserResult {
-    fn interrupted(&self) -> bool {
-        self.page.interrupted
-    }
-    fn score(&self, timeout_s: f64) -> (f64, bool) {
-        self.page.score(timeout_s)
-    }
-    fn figures(&self) -> crate::RunFigures {
-        self.page.figures()
-    }
-    fn senders(&self) -> Vec<crate::SenderView<'_>> {
-        self.page.senders()
-    }
-    fn first_error(&self) -> Option<String> {
-        self.page.first_error()
-    }
-    fn start_us(&self) -> u64 {
-        self.page.start_us()
-    }
-    fn measured_s(&self) -> Option<f64> {
-        self.page.measured_s()
-    }
-}
 
 impl Workload for BrowserSpec {
     type Result = BrowserResult;

@@ -28,21 +28,6 @@ use crate::site::Site;
 use crate::tls::RunCertificate;
 use crate::{NoMeasureHook, PageProtocol, PageSpec, SeriesSink, WorkloadError};
 
-impl BrowserSpec {
-    /// What serve is asked to run: the site, in the page workload's terms (the browser and its
-    /// executable stay on this end).
-    pub fn site(&self) -> PageSpec {
-        PageSpec {
-            page: self.page.clone(),
-            protocol: self.protocol,
-            cc: self.cc.clone(),
-            port: self.port,
-            sample_interval_us: self.sample_interval_us,
-            timeout_s: self.timeout_s,
-        }
-    }
-}
-
 /// Whether `ccbench serve` can serve `site` to a browser (see [`BrowserSpec::site`]).
 pub(crate) fn check_site_request(site: &PageSpec) -> Result<(), String> {
     check_site(&site.page, site.protocol)

@@ -24,121 +24,10 @@ pub use quic_remote::{QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer};
 use crate::common::{CHUNK, PATTERN};
 use crate::sampler::Sampler;
 use crate::Transport;
+// The data half, at the paths the ends import it from.
 use crate::{net, Direction, MeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
+pub(crate) use crate::{Amount, BulkResult, BulkSpec, FlowResult, GoodputPoint, MixFlow};
 pub(crate) use ends::{run_halves, Half, Io, Moved, Pending, ReceiveHalf, SendHalf, Tasks, IO_TICK};
-
-/// How much each flow sends.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Amount {
-    /// Send for this long; goodput counts bytes that arrived within the window.
-    Seconds(f64),
-    /// Send exactly this many bytes; the flow completes when the last one arrives.
-    Bytes(u64),
-}
-
-/// One flow of a mix: its algorithm and when it starts, seconds after the first.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct MixFlow {
-    pub cc: crate::Algorithm,
-    pub start_s: f64,
-    /// The client-side TCP port to bind, so the emulator can give this flow an access link of
-    /// its own (`--flows cc:1@10ms`); any port when `None`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_port: Option<u16>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct BulkSpec {
-    /// `flows` connections all running `cc`, all starting together…
-    pub flows: u32,
-    pub direction: Direction,
-    pub amount: Amount,
-    pub cc: crate::Algorithm,
-    /// …unless `mix` is given: then one connection per entry, each with its own algorithm and
-    /// start time (flows sharing a bottleneck). A timed mix ends for all flows at once.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub mix: Vec<MixFlow>,
-    pub port: u16,
-    pub sample_interval_us: u64,
-    /// A byte-count transfer that has not completed by then is stopped and marked incomplete.
-    pub timeout_s: f64,
-    /// QUIC only, for provoking scenario 5's mix-up on purpose: the algorithm (after `quic:`) of
-    /// the *receiving* endpoint, when it should differ from the sender's. The result then
-    /// carries a warning.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub quic_receiver_cc: Option<String>,
-    /// Causes set on purpose (`--rcvbuf`, `--sndbuf`, `--app-rate`; issue 30).
-    #[serde(flatten)]
-    pub knobs: Knobs,
-}
-
-/// What a user may set to make a flow limited by something on purpose: the receiving socket's
-/// buffer, the sending socket's buffer (kernel TCP, whichever end sends or receives), and the
-/// sending application's rate (both transports).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Knobs {
-    /// `SO_RCVBUF` of each receiving socket, bytes, as asked for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rcvbuf: Option<u64>,
-    /// `SO_SNDBUF` of each sending socket, bytes, as asked for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sndbuf: Option<u64>,
-    /// The sending application writes no faster than this, bit/s.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub app_rate_bps: Option<u64>,
-}
-
-impl BulkSpec {
-    /// The flows to run, with their algorithms and start offsets.
-    pub fn plan(&self) -> Vec<MixFlow> {
-        if self.mix.is_empty() {
-            (0..self.flows).map(|_| MixFlow { cc: self.cc.clone(), start_s: 0.0, client_port: None }).collect()
-        } else {
-            self.mix.clone()
-        }
-    }
-}
-
-/// Cumulative bytes received by one flow at time `t_us`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct GoodputPoint {
-    pub t_us: u64,
-    pub bytes: u64,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct FlowResult {
-    pub id: u32,
-    pub sender: Side,
-    /// The algorithm asked for, read back before any data was sent, and the sender's last state.
-    #[serde(flatten)]
-    pub sending: crate::SenderRecord<String>,
-    /// When this flow started sending, seconds after the first flow.
-    #[serde(default)]
-    pub start_s: f64,
-    pub client_port: u16,
-    /// Bytes counted at the receiver (within the window for timed transfers).
-    pub bytes_received: u64,
-    pub goodput_bps: f64,
-    pub completed: bool,
-    /// Time from the start of data until the last byte arrived (byte-count transfers).
-    pub completion_time_s: Option<f64>,
-    pub error: Option<String>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct BulkResult {
-    /// When data started to flow, µs after the caller's epoch.
-    pub start_us: u64,
-    /// Seconds the goodput is averaged over.
-    pub elapsed_s: f64,
-    /// All flows' bytes over the time from the first start to the end (what the bottleneck
-    /// delivered in total).
-    pub goodput_bps: f64,
-    pub interrupted: bool,
-    pub flows: Vec<FlowResult>,
-}
 
 struct Flow {
     id: u32,
@@ -147,88 +36,6 @@ struct Flow {
     receiver: TcpStream,
     client_port: u16,
     cc_read_back: String,
-}
-
-impl crate::Spec for BulkSpec {
-    fn data_direction(&self) -> Direction {
-        self.direction
-    }
-    crate::common::spec_common!();
-    fn metric(&self) -> &'static str {
-        "goodput"
-    }
-    fn set_algorithm(&mut self, cc: &crate::Algorithm) {
-        if self.mix.is_empty() {
-            self.cc = cc.clone();
-        }
-    }
-    fn headline(&self) -> crate::Headline {
-        match self.amount {
-            Amount::Seconds(_) => crate::Headline::Goodput,
-            Amount::Bytes(_) => crate::Headline::FileCompletion,
-        }
-    }
-    fn describe(&self, over: crate::Over) -> String {
-        let dir = match self.direction {
-            Direction::Download => "download (server sends)",
-            Direction::Upload => "upload (client sends)",
-        };
-        let flows = if !self.mix.is_empty() {
-            let stagger = self.mix.get(1).map(|f| f.start_s).unwrap_or(0.0);
-            let names: Vec<String> = self.mix.iter().map(|f| f.cc.to_string()).collect();
-            format!("{} flows sharing the bottleneck ({}), each starting {stagger} s after the previous", self.mix.len(), names.join(", "))
-        } else if self.flows == 1 {
-            "1 flow".to_string()
-        } else {
-            format!("{} flows", self.flows)
-        };
-        match self.amount {
-            Amount::Seconds(s) => {
-                let bulk = match over {
-                    crate::Over::Tcp => "bulk TCP",
-                    crate::Over::Quic => "bulk QUIC",
-                    crate::Over::Both => "bulk TCP and QUIC",
-                };
-                format!("{bulk} {dir}, {flows}, {s} s")
-            }
-            Amount::Bytes(b) => format!("file transfer of {} per flow, {dir}, {flows}", crate::fmt_bytes(b)),
-        }
-    }
-    fn own_algorithms(&self) -> Vec<crate::Algorithm> {
-        self.mix.iter().map(|f| f.cc.clone()).collect()
-    }
-}
-
-impl crate::RunOutcome for BulkResult {
-    fn interrupted(&self) -> bool {
-        self.interrupted
-    }
-    /// The goodput of what arrived (a file that did not arrive in time got less than
-    /// `size / timeout`, below any file that did).
-    fn score(&self, _timeout_s: f64) -> (f64, bool) {
-        (self.goodput_bps, !self.flows.iter().all(|f| f.completed))
-    }
-    fn figures(&self) -> crate::RunFigures {
-        let done = self.flows.iter().map(|f| f.completion_time_s.map(|c| c + f.start_s)).try_fold(0.0f64, |acc, t| t.map(|t| acc.max(t)));
-        crate::RunFigures {
-            goodput_bps: self.goodput_bps,
-            completion_time_s: done.filter(|_| !self.flows.is_empty()),
-            all_completed: self.flows.iter().all(|f| f.completed),
-            ..Default::default()
-        }
-    }
-    fn senders(&self) -> Vec<crate::SenderView<'_>> {
-        self.flows.iter().map(|f| f.sending.view(format!("flow {}", f.id))).collect()
-    }
-    fn first_error(&self) -> Option<String> {
-        self.flows.iter().find_map(|f| f.error.clone())
-    }
-    fn start_us(&self) -> u64 {
-        self.start_us
-    }
-    fn measured_s(&self) -> Option<f64> {
-        Some(self.elapsed_s)
-    }
 }
 
 impl Workload for BulkSpec {
@@ -713,36 +520,24 @@ pub fn prepare_stream(s: &TcpStream) -> std::io::Result<()> {
     s.set_read_timeout(Some(IO_TICK))
 }
 
-impl BulkSpec {
-    /// The flows asked for, counted without building the plan: a request for four billion flows
-    /// is refused, not allocated.
-    fn flow_count(&self) -> usize {
-        if self.mix.is_empty() {
-            self.flows as usize
-        } else {
-            self.mix.len()
+/// Whether a far end runs the QUIC flows of this test: all of them QUIC (a mix with kernel
+/// TCP is not served), each with an algorithm this build has. `None` when no flow is QUIC.
+fn check_quic(spec: &BulkSpec) -> Option<Result<(), String>> {
+    let plan = spec.plan();
+    let quic = plan.iter().filter(|f| f.cc.is_quic()).count();
+    if quic == 0 {
+        return None;
+    }
+    if quic < plan.len() {
+        return Some(Err("a test mixing kernel TCP and QUIC flows is not served; run the TCP and the QUIC flows as tests of their own".into()));
+    }
+    let names = plan.iter().map(|f| f.cc.name().to_string()).chain(spec.quic_receiver_cc.clone());
+    for alg in names {
+        if !crate::has_quic_algorithm(&alg) {
+            return Some(Err(format!("this server has no QUIC algorithm {alg:?}; it has: {}", crate::quic_algorithm_names().join(", "))));
         }
     }
-
-    /// Whether a far end runs the QUIC flows of this test: all of them QUIC (a mix with kernel
-    /// TCP is not served), each with an algorithm this build has. `None` when no flow is QUIC.
-    fn check_quic(&self) -> Option<Result<(), String>> {
-        let plan = self.plan();
-        let quic = plan.iter().filter(|f| f.cc.is_quic()).count();
-        if quic == 0 {
-            return None;
-        }
-        if quic < plan.len() {
-            return Some(Err("a test mixing kernel TCP and QUIC flows is not served; run the TCP and the QUIC flows as tests of their own".into()));
-        }
-        let names = plan.iter().map(|f| f.cc.name().to_string()).chain(self.quic_receiver_cc.clone());
-        for alg in names {
-            if !crate::has_quic_algorithm(&alg) {
-                return Some(Err(format!("this server has no QUIC algorithm {alg:?}; it has: {}", crate::quic_algorithm_names().join(", "))));
-            }
-        }
-        Some(Ok(()))
-    }
+    Some(Ok(()))
 }
 
 /// Over `--remote` serve runs the flows' far halves (`FarEnd::Flows`, the one far end that is
@@ -774,7 +569,7 @@ impl crate::FarSpec for BulkSpec {
             return Err(format!("{n} flows is over this server's limit of {} flows per test", l.max_flows));
         }
         let plan = self.plan();
-        let quic = self.check_quic().transpose()?.is_some();
+        let quic = check_quic(self).transpose()?.is_some();
         if self.direction == Direction::Download && !quic {
             for f in &plan {
                 l.has_cc(&f.cc)?;

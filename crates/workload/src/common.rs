@@ -56,28 +56,6 @@ impl http_body::Body for PatternBody {
     }
 }
 
-/// The `Spec` accessors every spec shares, read from its `timeout_s` and `sample_interval_us`
-/// fields and, with `cc`, `set_algorithm` writing its `cc` field: one definition, expanded
-/// inside each `impl Spec`. (A struct embedded with `#[serde(flatten)]` would keep the JSON too,
-/// but would change every literal that builds a spec, in four crates.)
-macro_rules! spec_common {
-    () => {
-        fn timeout_s(&self) -> f64 {
-            self.timeout_s
-        }
-        fn sample_interval_us(&self) -> u64 {
-            self.sample_interval_us
-        }
-    };
-    (cc) => {
-        $crate::common::spec_common!();
-        fn set_algorithm(&mut self, cc: &$crate::Algorithm) {
-            self.cc = cc.clone();
-        }
-    };
-}
-pub(crate) use spec_common;
-
 /// A poisoned lock only means another task panicked; the data is still what we want to report.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())

@@ -30,7 +30,6 @@
 //! one harness (`harness`: the tokio runtime they create and shut down themselves, the server's
 //! accept loop, and the race of the load against the deadline and the stop flag).
 
-mod algorithm;
 mod browser;
 mod browser_remote;
 mod bulk;
@@ -43,67 +42,44 @@ mod harness;
 pub mod http_end;
 mod kind;
 mod lane;
-mod limited;
 mod net;
 mod objects;
 mod page;
 mod quic;
 mod relay;
 mod sampler;
-mod sender;
-mod series;
 mod site;
 mod tls;
-mod units;
 
-pub use algorithm::{Algorithm, AlgorithmError, Transport};
-pub use browser::{BrowserFlags, BrowserResult, BrowserSpec, BrowserTiming};
+pub use browser::BrowserFlags;
 pub use browser_remote::SiteRequest;
 pub use bulk::{
-    assemble, elapsed_since, prepare_stream, run_end, Amount, BulkFlags, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta, FlowResult,
-    GoodputPoint, Knobs, MixFlow, Opens, QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer,
+    assemble, elapsed_since, prepare_stream, run_end, BulkFlags, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta, Opens, QuicConnEnd, QuicEnd,
+    QuicFarClient, QuicFarServer,
 };
 pub use far::{data_hello, hello_id, FarConnection, FarHttp, FarReport, DATA_HELLO_LEN, TOKEN_LEN};
 pub use http_end::{HttpEnd, HttpEndEvents, HELLO_TIMEOUT};
-pub use kind::{
-    FarEnd, FarRequest, FarSpec, Headline, HttpFar, HttpLoad, KeptReadBack, NearEnd, NearHttp, Over, Remote, RunFigures, RunOutcome, SenderView, ServeLimits,
-    Spec,
-};
-pub use limited::{Cause, LimitedBy, Limits, Mechanism};
+pub use kind::{FarEnd, FarRequest, FarSpec, HttpFar, HttpLoad, NearEnd, NearHttp, Remote, ServeLimits};
 pub use net::{client_socket, confirm_congestion, set_algorithm};
-pub use objects::{ObjectMethod, ObjectsConnection, ObjectsFlags, ObjectsResult, ObjectsSpec, RequestRecord};
-pub use page::{Http, PageConnection, PageFlags, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
+pub use objects::ObjectsFlags;
+pub use page::{Http, PageFlags};
 pub use quic::{has_quic_algorithm, quic_algorithm_names, quic_algorithms, ReadBack, QUIC_STACK};
-pub use sender::{BbrEvent, SenderRecord};
-pub use series::{MemorySeries, NoSeries, QuicBbr, QuicSample, SeriesSink, SocketId};
 pub use tls::{certificate_for, RunCertificate};
-pub use units::fmt_bytes;
 
-/// The registry of workloads, one line each: `Variant(its spec, its result)`, the variant's
-/// name (snake case) being the `kind` that result.json and the remote protocol tag it with.
-/// Everything else about a workload is asked of its own module ([`Spec`], [`RunOutcome`],
-/// [`Remote`], [`flags::FromFlags`]). The crates that need a type or a dispatch per workload
-/// expand this list with a macro of their own, `ccbench_workload::workloads!(their_macro)`:
-/// `ccbench-model` generates `WorkloadSpec` and `WorkloadResult`, `ccbench` their running
-/// (`workloads.rs`), `WorkloadKind` and `WorkloadFlags` (`workload_flags.rs`), and
-/// `ccbench-remote` the `TestRequest` serve takes (each spec's `Remote::Far`).
-/// So a new workload is its module and a line here.
-#[macro_export]
-macro_rules! workloads {
-    ($callback:ident) => {
-        $callback! {
-            /// Bulk flows for a duration, or a fixed-size file when the amount is a byte count.
-            Bulk($crate::BulkSpec, $crate::BulkResult),
-            Objects($crate::ObjectsSpec, $crate::ObjectsResult),
-            Page($crate::PageSpec, $crate::PageResult),
-            /// The page loaded by headless Chromium.
-            Browser($crate::BrowserSpec, $crate::BrowserResult),
-        }
-    };
-}
+// The data half of every workload, at the paths it had when it lived here (issue 29: the data
+// model is ccbench-model's, so that what reads results needs nothing that runs them).
+pub use ccbench_model::units::fmt_bytes;
+pub use ccbench_model::workload::{
+    Account, Algorithm, AlgorithmError, Amount, BbrEvent, BrowserResult, BrowserSpec, BrowserTiming, BulkResult, BulkSpec, Cause, Direction, FlowResult,
+    GoodputPoint, Headline, KeptReadBack, Knobs, LimitedBy, Limits, Mechanism, MemorySeries, MixFlow, NoSeries, ObjectMethod, ObjectsConnection, ObjectsResult,
+    ObjectsSpec, Over, PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, QuicBbr, QuicSample, RequestRecord, ResourceTiming,
+    RunFigures, RunOutcome, SenderRecord, SenderView, SeriesSink, Side, SocketId, Spec, Transport,
+};
+
+/// The registry of workloads, at its old path (it lives with the data, in ccbench-model).
+pub use ccbench_model::workloads;
 
 use ccbench_netns::Netns;
-use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
@@ -173,33 +149,6 @@ impl MeasureHook for NoMeasureHook {
     fn open(&self, _: Instant) {}
     fn extend(&self, _: Instant) {}
     fn close(&self, _: Instant) {}
-}
-
-/// Which way the data flows, seen from the client.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    /// Server sends, client receives (the common case: fetching a file).
-    Download,
-    /// Client sends, server receives (object PUTs, backups).
-    Upload,
-}
-
-/// The end of the path a socket lives on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Side {
-    Client,
-    Server,
-}
-
-impl Direction {
-    pub fn sender(self) -> Side {
-        match self {
-            Direction::Download => Side::Server,
-            Direction::Upload => Side::Client,
-        }
-    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use ccbench_probe::{CcInfo, Sample, TcpInfo};
 
 use crate::common::{lock, micros_since};
-use crate::limited::{Account, Limits};
+use crate::{Account, Limits};
 use crate::{SeriesSink, SocketId};
 
 struct Tracked {

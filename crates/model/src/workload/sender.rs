@@ -6,7 +6,7 @@
 use ccbench_probe::TcpInfo;
 use serde::{Deserialize, Serialize};
 
-use crate::{LimitedBy, Limits, Mechanism, QuicSample, Transport};
+use super::{LimitedBy, Limits, Mechanism, QuicSample, Transport};
 
 // `R` is how the read-back is kept: a bulk flow always has one (`String`, set before any data
 // moves); an HTTP connection the server never accepted has none (`Option<String>`). (Not a doc
@@ -74,7 +74,7 @@ impl<R> SenderRecord<R> {
 
 #[cfg(test)]
 mod tests {
-    use crate::{FlowResult, ObjectsConnection, PageConnection};
+    use crate::workload::{FlowResult, ObjectsConnection, PageConnection};
     use serde_json::{json, Value};
 
     /// Reads `v` as a `T` and writes it back: the same JSON object, key for key.
@@ -88,7 +88,7 @@ mod tests {
     /// same fields as when each struct had its own copy of them.
     #[test]
     fn the_embedded_record_keeps_the_json_fields() {
-        let quic = serde_json::to_value(crate::QuicSample { t_us: 1, rtt_us: 2, cwnd_bytes: 3, ..Default::default() }).unwrap();
+        let quic = serde_json::to_value(crate::workload::QuicSample { t_us: 1, rtt_us: 2, cwnd_bytes: 3, ..Default::default() }).unwrap();
         round_trip::<FlowResult>(json!({
             "id": 0, "sender": "server", "cc_requested": "quic:bbr3", "start_s": 0.0, "cc_read_back": "quic:bbr3", "transport": "quic",
             "cc_receiver": "quic:cubic", "warning": "ends differ", "client_port": 4000, "bytes_received": 10, "goodput_bps": 80.0,
@@ -115,7 +115,7 @@ mod tests {
             "goodput_bps": 0.0, "completed": true, "completion_time_s": null, "final_tcp_info": null, "error": null
         }))
         .unwrap();
-        assert_eq!(old.sending.transport, crate::Transport::Tcp);
+        assert_eq!(old.sending.transport, crate::workload::Transport::Tcp);
     }
 }
 

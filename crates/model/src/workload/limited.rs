@@ -180,10 +180,10 @@ const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 
 /// The accumulator of one sending socket: constant memory however long the flow.
 #[derive(Default)]
-pub(crate) struct Account {
+pub struct Account {
     /// The application always had data to write (bulk without `--app-rate`): a socket below
     /// its window with nothing unsent was then held by its send buffer, not by the application.
-    pub(crate) saturating: bool,
+    pub saturating: bool,
     prev: Option<Prev>,
     active_us: f64,
     times: [f64; 5],
@@ -209,12 +209,12 @@ fn at_window(in_flight: u32, cwnd: u32) -> bool {
 }
 
 impl Account {
-    pub(crate) fn new(saturating: bool) -> Self {
+    pub fn new(saturating: bool) -> Self {
         Account { saturating, ..Account::default() }
     }
 
     /// One sample at `t_us`.
-    pub(crate) fn add(&mut self, t_us: u64, ti: &TcpInfo, bbr: Option<&BbrInfo>) {
+    pub fn add(&mut self, t_us: u64, ti: &TcpInfo, bbr: Option<&BbrInfo>) {
         // Before its first byte the flow is not active (a mix's late flows).
         if ti.bytes_sent.unwrap_or(u64::from(ti.segs_out.unwrap_or(0))) == 0 && self.prev.is_none() {
             return;
@@ -296,7 +296,7 @@ impl Account {
     }
 
     /// The flow's figures, with its final `TCP_INFO`; `None` if it never became active.
-    pub(crate) fn finish(&self, last: Option<&TcpInfo>) -> Option<Limits> {
+    pub fn finish(&self, last: Option<&TcpInfo>) -> Option<Limits> {
         let parts = [
             (Cause::Cwnd, self.times[0]),
             (Cause::Pacing, self.times[1]),

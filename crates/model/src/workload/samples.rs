@@ -9,7 +9,12 @@ use std::sync::Mutex;
 use ccbench_probe::Sample;
 use serde::{Deserialize, Serialize};
 
-use crate::GoodputPoint;
+/// Cumulative bytes received by one flow at time `t_us`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GoodputPoint {
+    pub t_us: u64,
+    pub bytes: u64,
+}
 
 /// Which sending socket a sample belongs to, within one run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -107,27 +112,27 @@ pub struct MemorySeries {
 
 impl SeriesSink for MemorySeries {
     fn tcp_sample(&self, socket: SocketId, sample: &Sample) {
-        crate::common::lock(&self.tcp).entry(socket).or_default().push(*sample);
+        super::lock(&self.tcp).entry(socket).or_default().push(*sample);
     }
     fn received(&self, flow: u32, point: &GoodputPoint) {
-        crate::common::lock(&self.received).entry(flow).or_default().push(*point);
+        super::lock(&self.received).entry(flow).or_default().push(*point);
     }
     fn quic_sample(&self, socket: SocketId, sample: &QuicSample) {
-        crate::common::lock(&self.quic).entry(socket).or_default().push(sample.clone());
+        super::lock(&self.quic).entry(socket).or_default().push(sample.clone());
     }
 }
 
 impl MemorySeries {
     /// The samples of one socket, in the order taken.
     pub fn samples(&self, socket: SocketId) -> Vec<Sample> {
-        crate::common::lock(&self.tcp).get(&socket).cloned().unwrap_or_default()
+        super::lock(&self.tcp).get(&socket).cloned().unwrap_or_default()
     }
     /// The QUIC samples of one connection, in the order taken.
     pub fn quic_samples(&self, socket: SocketId) -> Vec<QuicSample> {
-        crate::common::lock(&self.quic).get(&socket).cloned().unwrap_or_default()
+        super::lock(&self.quic).get(&socket).cloned().unwrap_or_default()
     }
     /// The goodput points of one flow, in the order taken.
     pub fn received_of(&self, flow: u32) -> Vec<GoodputPoint> {
-        crate::common::lock(&self.received).get(&flow).cloned().unwrap_or_default()
+        super::lock(&self.received).get(&flow).cloned().unwrap_or_default()
     }
 }
