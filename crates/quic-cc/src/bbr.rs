@@ -197,7 +197,8 @@ pub struct BbrParams {
     /// `ecn_thresh`, 2.
     pub full_ecn_count: u32,
     /// `bbr_ecn_reprobe_gain`: after a cycle with marks but no loss, probe again at once,
-    /// the first round of UP growing inflight_hi by this share of it, 1/2.
+    /// the first round of UP growing inflight_hi by this share of it: v3 1/2; v2 0 (off, as
+    /// tcp_bbr2.c ships it).
     pub ecn_reprobe_gain: f64,
     /// `bbr_ecn_max_rtt_us`: with ECT(0), ECN counts only while min_rtt is at most this,
     /// 5 ms (`None`: at any RTT).
@@ -271,6 +272,8 @@ impl BbrParams {
                 ack_path_loss_check: true,
                 undo_reverts_state: false,
                 tcp_bbr2_bookkeeping: true,
+                // tcp_bbr2.c: "Default for this experimental knob is 0 (disabled)".
+                ecn_reprobe_gain: 0.0,
                 ..v3
             },
         }

@@ -46,6 +46,7 @@ fn bbr_sends_ect1_as_an_l4s_sender_and_ect0_when_told() {
 struct Run {
     share: f64,
     queue_p95: Duration,
+    queue_p999: Duration,
     dropped: u64,
     marked: u64,
     alpha: f64,
@@ -70,6 +71,7 @@ fn through_step_marker(version: BbrVersion, p: BbrParams) -> Run {
     Run {
         share: (sim.delivered - delivered) as f64 / 8.0 / link.bytes_per_sec(),
         queue_p95: delays[delays.len() * 95 / 100],
+        queue_p999: delays[delays.len() * 999 / 1000],
         dropped: sim.dropped - dropped,
         marked: sim.ce_marked - marked,
         alpha: sim.bbr.ecn_alpha(),
@@ -79,9 +81,10 @@ fn through_step_marker(version: BbrVersion, p: BbrParams) -> Run {
 
 fn show(label: &str, r: &Run) {
     println!(
-        "{label}: {:.1} % of the link, queue p95 {:?}, {} drops, {} CE, α {:.3}, inflight_hi max {:?} BDP",
+        "{label}: {:.1} % of the link, queue p95 {:?} p99.9 {:?}, {} drops, {} CE, α {:.3}, inflight_hi max {:?} BDP",
         r.share * 100.0,
         r.queue_p95,
+        r.queue_p999,
         r.dropped,
         r.marked,
         r.alpha,
@@ -89,10 +92,11 @@ fn show(label: &str, r: &Run) {
     );
 }
 
-/// The response through a 1 ms step: the queue stays within a few milliseconds of the step
-/// at most of the link's rate, inflight_hi is held near the BDP by the marks, and α
-/// tracks a marked fraction well below 1. The same controller ignoring the marks keeps a
-/// queue several times deeper: its cwnd (2 BDP) and probing decide the queue, not the marks.
+/// The response through a 1 ms step: the queue's p95 stays within a millisecond of the step
+/// at most of the link's rate, inflight_hi is held near the BDP by the marks, and α follows
+/// the marked fraction down from 1. The same controller ignoring the marks never learns an
+/// inflight_hi and keeps a queue several times deeper: its cwnd (2 BDP) and probing decide
+/// the queue, not the marks.
 #[test]
 fn through_a_step_marker_the_marks_hold_inflight_hi_and_the_queue() {
     for version in [BbrVersion::V3, BbrVersion::V2] {
@@ -103,12 +107,19 @@ fn through_a_step_marker_the_marks_hold_inflight_hi_and_the_queue() {
         assert!(answered.marked > 0 && ignored.marked > 0, "{version}: the step marked");
         assert_eq!(answered.dropped, 0, "{version}");
         assert!(answered.share >= 0.85, "{version}: {:.3} of the link", answered.share);
-        assert!(answered.alpha < 0.5, "{version}: α {:.3}", answered.alpha);
+        assert!(answered.alpha > 0.0 && answered.alpha < 0.9, "{version}: α {:.3}", answered.alpha);
         let hi = answered.inflight_hi_max_bdp.expect("the marks set inflight_hi");
         assert!(hi < 1.6, "{version}: inflight_hi up to {hi:.2} BDP");
         assert!(ignored.inflight_hi_max_bdp.is_none_or(|h| h > hi), "{version}: ignoring, inflight_hi {:?}", ignored.inflight_hi_max_bdp);
-        assert!(answered.queue_p95 < ms(4), "{version}: {:?}", answered.queue_p95);
-        assert!(ignored.queue_p95 > answered.queue_p95 * 2, "{version}: {:?} against {:?}", ignored.queue_p95, answered.queue_p95);
+        assert!(answered.queue_p95 < ms(2), "{version}: {:?}", answered.queue_p95);
+        match version {
+            // v3 reprobes as soon as a marked cycle ends, so it lives near the step; ignoring
+            // the marks, its 2-BDP cwnd holds ~12 ms of queue.
+            BbrVersion::V3 => assert!(ignored.queue_p95 > answered.queue_p95 * 4, "{:?} against {:?}", ignored.queue_p95, answered.queue_p95),
+            // v2 (no reprobe) cruises below the BDP between probes either way; the marks cut
+            // its probes short, so the difference is in the queue's tail.
+            BbrVersion::V2 => assert!(ignored.queue_p999 > answered.queue_p999 + ms(1), "{:?} against {:?}", ignored.queue_p999, answered.queue_p999),
+        }
     }
 }
 
