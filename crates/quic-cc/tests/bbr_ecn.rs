@@ -66,8 +66,7 @@ fn through_step_marker(version: BbrVersion, p: BbrParams) -> Run {
     sim.run_for(Duration::from_secs(8));
     let mut delays: Vec<Duration> = sim.queue_delays.iter().filter(|(t, _)| *t >= from).map(|(_, d)| *d).collect();
     delays.sort();
-    let inflight_hi_max_bdp =
-        sim.samples_between(from, sim.now).filter_map(|s| s.snap.inflight_hi).max().map(|hi| hi as f64 / link.bdp());
+    let inflight_hi_max_bdp = sim.samples_between(from, sim.now).filter_map(|s| s.snap.inflight_hi).max().map(|hi| hi as f64 / link.bdp());
     Run {
         share: (sim.delivered - delivered) as f64 / 8.0 / link.bytes_per_sec(),
         queue_p95: delays[delays.len() * 95 / 100],
