@@ -41,8 +41,8 @@
 //!   Packets carry **ECT(1)** ([`BbrParams::ecn_l4s`]): the kernel answers only
 //!   "DCTCP/L4S-style" shallow-threshold marks (`bbr_can_use_ecn` needs the route's
 //!   `ecn_low`), and ECT(1) is how a QUIC sender asks a queue for exactly those (RFC 9331
-//!   §5). So the kernel's low-RTT gate (`bbr_ecn_max_rtt_us`, 5 ms, a data-centre proxy for
-//!   shallow marking) is not applied with ECT(1); with ECT(0) it is, as in the kernel.
+//!   §5). So the kernel's low-RTT gate (`bbr_ecn_max_rtt_us`, 5 ms) is not applied with
+//!   ECT(1); with ECT(0) it is, as in the kernel.
 //! * **Rate samples** are taken per ACK frame (noq's `on_end_acks`), not per packet, and their
 //!   times are noq's receive times: see `crates/workload/src/quic/fresh_stamps.rs` and
 //!   docs/quic-fidelity.md for what that does to the bandwidth estimate.
