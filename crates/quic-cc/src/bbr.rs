@@ -32,8 +32,17 @@
 //!   the model the loss had already cut. It is saved once per loss episode here.
 //! * **Probe randomness** (§5.3.3.8.2): drawn per connection, from a seed the caller gives
 //!   ([`Bbr::with_seed`]; ccbench passes the run's recorded seed), so runs repeat.
-//! * **ECN**: ignored, as the draft leaves it to future work (the kernel's v3 reacts to CE
-//!   marks); ccbench's emulated paths do not mark.
+//! * **ECN**: -06 §3.7 specifies no response of its own, but a sender that sends ECT "MUST
+//!   treat any CE marks as congestion". Here the response is Linux's v3 (google/bbr `v3`,
+//!   `tcp_bbr.c`; v2's `tcp_bbr2.c` has the same functions, off by default there): an EWMA of
+//!   the CE fraction per round, a cut of inflight_lo by α/3 after a marked round outside
+//!   probing, inflight_hi set when a probe's samples are more than half marked, Startup left
+//!   after two such rounds, and a quick reprobe once a marked cycle ends (see "ECN" below).
+//!   Packets carry **ECT(1)** ([`BbrParams::ecn_l4s`]): the kernel answers only
+//!   "DCTCP/L4S-style" shallow-threshold marks (`bbr_can_use_ecn` needs the route's
+//!   `ecn_low`), and ECT(1) is how a QUIC sender asks a queue for exactly those (RFC 9331
+//!   §5). So the kernel's low-RTT gate (`bbr_ecn_max_rtt_us`, 5 ms) is not applied with
+//!   ECT(1); with ECT(0) it is, as in the kernel.
 //! * **Rate samples** are taken per ACK frame (noq's `on_end_acks`), not per packet, and their
 //!   times are noq's receive times: see `crates/workload/src/quic/fresh_stamps.rs` and
 //!   docs/quic-fidelity.md for what that does to the bandwidth estimate.
@@ -169,6 +178,31 @@ pub struct BbrParams {
     /// Test-only defect (conform A.2): BBRCheckFullBWReached counts app-limited samples, so an
     /// application-limited STARTUP finds a false plateau. Always false outside tests.
     pub full_bw_counts_app_limited: bool,
+    /// Send ECT(1) (L4S, RFC 9331) rather than ECT(0), and take CE marks as the kernel's
+    /// shallow-threshold signal at any RTT (see the module documentation). True in both.
+    pub ecn_l4s: bool,
+    /// `bbr_ecn_alpha_gain`: the EWMA gain of the per-round CE fraction, 1/16.
+    pub ecn_alpha_gain: f64,
+    /// `bbr_ecn_alpha_init`: α before any round is measured, 1 ("respond quickly if the
+    /// bottleneck is congested when the flow starts").
+    pub ecn_alpha_init: f64,
+    /// `bbr_ecn_factor`: after a marked round, inflight_lo ← inflight_lo × (1 − α × 1/3).
+    /// 0 turns the whole ECN response off, as in the kernel (`bbr_update_ecn_alpha` never
+    /// makes the flow ECN-eligible): what tests use to show a path's marks being ignored.
+    pub ecn_factor: f64,
+    /// `bbr_ecn_thresh`: a rate sample (or a Startup round) more than half CE-marked means
+    /// inflight is too high.
+    pub ecn_thresh: f64,
+    /// `bbr_full_ecn_cnt`: Startup ends after this many consecutive rounds at or above
+    /// `ecn_thresh`, 2.
+    pub full_ecn_count: u32,
+    /// `bbr_ecn_reprobe_gain`: after a cycle with marks but no loss, probe again at once,
+    /// the first round of UP growing inflight_hi by this share of it: v3 1/2; v2 0 (off, as
+    /// tcp_bbr2.c ships it).
+    pub ecn_reprobe_gain: f64,
+    /// `bbr_ecn_max_rtt_us`: with ECT(0), ECN counts only while min_rtt is at most this,
+    /// 5 ms (`None`: at any RTT).
+    pub ecn_max_rtt: Option<Duration>,
 }
 
 impl BbrParams {
@@ -203,6 +237,14 @@ impl BbrParams {
             tcp_bbr2_bookkeeping: false,
             max_bw_never_forgets: false,
             full_bw_counts_app_limited: false,
+            ecn_l4s: true,
+            ecn_alpha_gain: 1.0 / 16.0,
+            ecn_alpha_init: 1.0,
+            ecn_factor: 1.0 / 3.0,
+            ecn_thresh: 0.5,
+            full_ecn_count: 2,
+            ecn_reprobe_gain: 0.5,
+            ecn_max_rtt: Some(Duration::from_millis(5)),
         };
         // Linux's BBR high gain, 2/ln 2: the smallest gain whose smoothly rising pacing rate
         // doubles each round and sends as many packets per round as an unpaced slow start
@@ -230,6 +272,8 @@ impl BbrParams {
                 ack_path_loss_check: true,
                 undo_reverts_state: false,
                 tcp_bbr2_bookkeeping: true,
+                // tcp_bbr2.c: "Default for this experimental knob is 0 (disabled)".
+                ecn_reprobe_gain: 0.0,
                 ..v3
             },
         }
@@ -408,6 +452,20 @@ pub struct Bbr {
     undo_bw_shortterm: Option<f64>,
     undo_inflight_shortterm: Option<u64>,
     undo_inflight_longterm: Option<u64>,
+
+    // ECN (tcp_bbr.c v3; see "ECN" below).
+    /// The peer's ECN counts have come back (noq validated them, RFC 9000 §13.4.2).
+    ecn_feedback_seen: bool,
+    /// `ecn_eligible`: once set, CE marks are answered (`bbr_update_ecn_alpha`).
+    ecn_eligible: bool,
+    /// `ecn_alpha`: EWMA of the CE fraction per round.
+    ecn_alpha: f64,
+    /// The sampler's ECN counters at the last α update (`alpha_last_delivered{,_ce}`).
+    alpha_last_ecn: (u64, u64),
+    startup_ecn_rounds: u32,
+    ecn_in_round: bool,
+    ecn_in_cycle: bool,
+    loss_in_cycle: bool,
 }
 
 impl Bbr {
@@ -509,6 +567,14 @@ impl Bbr {
             undo_bw_shortterm: None,
             undo_inflight_shortterm: None,
             undo_inflight_longterm: None,
+            ecn_feedback_seen: false,
+            ecn_eligible: false,
+            ecn_alpha: p.ecn_alpha_init,
+            alpha_last_ecn: (0, 0),
+            startup_ecn_rounds: 0,
+            ecn_in_round: false,
+            ecn_in_cycle: false,
+            loss_in_cycle: false,
         };
         // §5.6.2 BBRInitPacingRate: initial window over a nominal 1 ms RTT, at Startup gain.
         bbr.pacing_rate = p.startup_pacing_gain * initial_cwnd as f64 / 1e-3;
@@ -552,6 +618,14 @@ impl Bbr {
     }
     pub fn telemetry(&self) -> &Telemetry {
         &self.telemetry
+    }
+    /// tcp_bbr.c's `ecn_alpha`: the EWMA of the CE-marked fraction per round.
+    pub fn ecn_alpha(&self) -> f64 {
+        self.ecn_alpha
+    }
+    /// Whether CE marks are being answered (tcp_bbr.c `ecn_eligible`).
+    pub fn ecn_eligible(&self) -> bool {
+        self.ecn_eligible
     }
 
     pub fn snapshot(&self) -> BbrSnapshot {
@@ -628,6 +702,9 @@ impl Bbr {
         self.rs = Some(rs);
         self.update_model_and_state(now, &rs);
         self.update_control_parameters(&rs);
+        // tcp_bbr.c `bbr_main`, after the update: this cycle saw loss / CE marks.
+        self.loss_in_cycle |= rs.lost > 0;
+        self.ecn_in_cycle |= rs.ce_delivered > 0;
         self.publish();
     }
 
@@ -675,6 +752,19 @@ impl Bbr {
             self.recovery_start = Some(now);
         }
         self.publish();
+    }
+
+    /// An in-order ACK's ECN count increases: `ect` packets arrived unmarked, `ce` marked
+    /// (noq's `process_ecn`, after the ACK's rate sample and loss detection, so a mark is
+    /// seen one ACK later than the kernel's `rs->is_ece`).
+    pub fn on_ecn_feedback(&mut self, now: Instant, ect: u64, ce: u64) {
+        self.now = now;
+        self.ecn_feedback_seen = true;
+        self.sampler.on_ecn_counts(ect, ce);
+        // tcp_bbr.c `bbr_main`: ecn_in_round |= ecn_eligible && rs->is_ece.
+        if ce > 0 && self.ecn_eligible {
+            self.ecn_in_round = true;
+        }
     }
 
     /// The losses of the last episode were spurious (§5.5.11.2 HandleSpuriousLossDetection).
@@ -815,6 +905,9 @@ impl Bbr {
     fn update_congestion_signals(&mut self, rs: &RateSample) {
         // §5.5.5 BBRUpdateMaxBw.
         self.update_round(rs);
+        if self.round_start {
+            self.update_ecn_alpha();
+        }
         if rs.delivery_rate > 0.0 && (rs.delivery_rate >= self.max_bw || !rs.is_app_limited) {
             self.max_bw_filter.update(rs.delivery_rate, self.cycle_count, self.p.max_bw_never_forgets);
             self.max_bw = self.max_bw_filter.get();
@@ -825,6 +918,7 @@ impl Bbr {
         self.check_startup_high_loss();
         self.adapt_lower_bounds_from_congestion();
         self.loss_in_round = false;
+        self.ecn_in_round = false;
         self.loss_events_in_round = 0;
         self.lost_bytes_in_round = 0;
         self.last_lost_pn = None;
@@ -833,16 +927,30 @@ impl Bbr {
 
     /// §5.5.10.3 BBRAdaptLowerBoundsFromCongestion: cut the short-term model by Beta after a
     /// round with loss, except while deliberately probing (Startup, REFILL, UP).
+    ///
+    /// A round with CE marks cuts inflight_lo by α × `ecn_factor` (tcp_bbr.c
+    /// `bbr_adapt_lower_bounds` with `bbr_ecn_lower_bounds`): not floored by this round's
+    /// delivery as the loss cut is, and bw_lo is left alone; the lower of the two cuts wins.
     fn adapt_lower_bounds_from_congestion(&mut self) {
-        if self.is_probing_bw() || !self.loss_in_round {
+        if self.is_probing_bw() {
             return;
         }
-        // BBRInitLowerBounds.
-        let bw_lo = *self.bw_shortterm.get_or_insert(self.max_bw);
-        let inflight_lo = *self.inflight_shortterm.get_or_insert(self.cwnd);
-        // BBRLossLowerBounds.
-        self.bw_shortterm = Some(self.bw_latest.max(self.p.beta * bw_lo));
-        self.inflight_shortterm = Some(self.inflight_latest.max((self.p.beta * inflight_lo as f64) as u64));
+        let mut ecn_inflight_lo = None;
+        if self.ecn_in_round && self.p.ecn_factor > 0.0 {
+            let inflight_lo = *self.inflight_shortterm.get_or_insert(self.cwnd);
+            ecn_inflight_lo = Some((inflight_lo as f64 * (1.0 - self.ecn_alpha * self.p.ecn_factor)) as u64);
+        }
+        if self.loss_in_round {
+            // BBRInitLowerBounds.
+            let bw_lo = *self.bw_shortterm.get_or_insert(self.max_bw);
+            let inflight_lo = *self.inflight_shortterm.get_or_insert(self.cwnd);
+            // BBRLossLowerBounds.
+            self.bw_shortterm = Some(self.bw_latest.max(self.p.beta * bw_lo));
+            self.inflight_shortterm = Some(self.inflight_latest.max((self.p.beta * inflight_lo as f64) as u64));
+        }
+        if let Some(ecn_lo) = ecn_inflight_lo {
+            self.inflight_shortterm = Some(self.inflight_shortterm.map_or(ecn_lo, |lo| lo.min(ecn_lo)));
+        }
     }
 
     fn is_probing_bw(&self) -> bool {
@@ -858,6 +966,15 @@ impl Bbr {
         self.loss_in_round = false;
         self.bw_latest = 0.0;
         self.inflight_latest = 0;
+        self.reset_ecn_signals();
+    }
+
+    /// The ECN part of tcp_bbr.c `bbr_reset_congestion_signals` (and the loss-in-cycle flag
+    /// the ECN reprobe reads).
+    fn reset_ecn_signals(&mut self) {
+        self.ecn_in_round = false;
+        self.ecn_in_cycle = false;
+        self.loss_in_cycle = false;
     }
 
     /// §5.5.10.3 BBRBoundBWForModel.
@@ -892,6 +1009,7 @@ impl Bbr {
         }
         self.save_state_upon_loss();
         self.loss_in_round = true;
+        self.loss_in_cycle = true;
     }
 
     /// §5.5.10.2 IsInflightTooHigh: more than BBRLossThresh of what was in flight was lost.
@@ -953,7 +1071,7 @@ impl Bbr {
         if self.loss_round_start
             && self.recovery_start.is_some()
             && self.loss_marking_acks_in_round >= self.p.startup_full_loss_count
-            && self.is_inflight_too_high(rs.lost, rs.tx_in_flight)
+            && (self.is_inflight_too_high(rs.lost, rs.tx_in_flight) || self.is_ecn_too_high(rs))
         {
             // bbr2_handle_queue_too_high_in_startup.
             self.undo_state = Some(BbrState::Startup);
@@ -963,6 +1081,89 @@ impl Bbr {
         }
         if self.loss_round_start {
             self.loss_marking_acks_in_round = 0;
+        }
+    }
+
+    // ---------------------------------------------------------------- ECN
+    //
+    // Linux's v3 (google/bbr `v3` branch, net/ipv4/tcp_bbr.c); -06 §3.7 leaves the response
+    // open but requires one. What each function follows is named beside it. CE counts are
+    // QUIC's per-packet ECN counts (RFC 9000 §13.4.1), kept by the sampler.
+
+    /// tcp_bbr.c `bbr_update_ecn_alpha`, at each round start: become ECN-eligible once the
+    /// peer's ECN counts come back (the kernel's `bbr_can_use_ecn`: negotiated, and marks
+    /// known to be shallow-threshold, which ECT(1) asks for; with ECT(0) also min_rtt ≤
+    /// `ecn_max_rtt`), then α ← (1 − g)·α + g·(CE / delivered) over the packets since the
+    /// last update, and Startup's ECN exit.
+    fn update_ecn_alpha(&mut self) {
+        if !self.ecn_eligible && self.ecn_feedback_seen && self.p.ecn_factor > 0.0 {
+            let low_rtt = match self.p.ecn_max_rtt {
+                None => true,
+                Some(max) => self.min_rtt.is_some_and(|rtt| rtt <= max),
+            };
+            self.ecn_eligible = self.p.ecn_l4s || low_rtt;
+        }
+        if !self.ecn_eligible {
+            return;
+        }
+        let (ecn, ce) = self.sampler.ecn_counts();
+        let (last_ecn, last_ce) = self.alpha_last_ecn;
+        let delivered = ecn - last_ecn;
+        if delivered == 0 {
+            return;
+        }
+        let ce_ratio = (ce - last_ce) as f64 / delivered as f64;
+        let g = self.p.ecn_alpha_gain;
+        self.ecn_alpha = ((1.0 - g) * self.ecn_alpha + g * ce_ratio).min(1.0);
+        self.alpha_last_ecn = (ecn, ce);
+        self.check_ecn_too_high_in_startup(ce_ratio);
+    }
+
+    /// tcp_bbr.c `bbr_check_ecn_too_high_in_startup`: `full_ecn_count` consecutive rounds at
+    /// least `ecn_thresh` marked end Startup, with inflight_hi at the BDP or the latest
+    /// round's delivery (`bbr_handle_queue_too_high_in_startup`).
+    fn check_ecn_too_high_in_startup(&mut self, ce_ratio: f64) {
+        if self.full_bw_reached || self.p.full_ecn_count == 0 || self.p.ecn_thresh <= 0.0 {
+            return;
+        }
+        if ce_ratio >= self.p.ecn_thresh {
+            self.startup_ecn_rounds += 1;
+        } else {
+            self.startup_ecn_rounds = 0;
+        }
+        if self.startup_ecn_rounds >= self.p.full_ecn_count {
+            self.full_bw_reached = true;
+            self.inflight_longterm = Some(self.inflight_for(1.0).max(self.inflight_latest));
+        }
+    }
+
+    /// The ECN half of tcp_bbr.c `bbr_is_inflight_too_high`: more than `ecn_thresh` of the
+    /// packets delivered over this sample's flight were marked.
+    fn is_ecn_too_high(&self, rs: &RateSample) -> bool {
+        self.ecn_eligible
+            && self.p.ecn_thresh > 0.0
+            && rs.ce_delivered > 0
+            && rs.ecn_delivered > 0
+            && rs.ce_delivered as f64 > rs.ecn_delivered as f64 * self.p.ecn_thresh
+    }
+
+    /// tcp_bbr.c `bbr_check_time_to_probe_bw`'s first rule: a cycle with marks and no loss,
+    /// outside recovery, probes again at once, its first UP round growing inflight_hi by
+    /// `ecn_reprobe_gain` of it (2ⁿ packets, n = log2 of that), in case the cross traffic
+    /// behind the marks has gone.
+    fn ecn_reprobe_due(&self) -> bool {
+        self.p.ecn_reprobe_gain > 0.0 && self.ecn_eligible && self.ecn_in_cycle && !self.loss_in_cycle && self.recovery_start.is_none()
+    }
+
+    fn ecn_reprobe_rounds(&self) -> u32 {
+        let Some(hi) = self.inflight_longterm else {
+            return 30;
+        };
+        let packets = (hi / self.smss) as f64 * self.p.ecn_reprobe_gain;
+        if packets < 1.0 {
+            0
+        } else {
+            (packets.log2().floor() as u32).min(30)
         }
     }
 
@@ -1001,6 +1202,10 @@ impl Bbr {
                 // Startup's losses were the probe's, not a reason to cut the short-term model
                 // in Drain (tcp_bbr2.c `bbr_check_drain`).
                 self.reset_congestion_signals();
+            } else {
+                // Nor its marks (tcp_bbr.c v3 `bbr_check_drain` resets them too; -06 has no
+                // ECN signals to reset).
+                self.reset_ecn_signals();
             }
             self.drain_start_round = self.round_count;
             self.set_state(BbrState::Drain);
@@ -1043,8 +1248,14 @@ impl Bbr {
     }
 
     fn start_probe_bw_refill(&mut self) {
+        self.start_probe_bw_refill_with(0);
+    }
+
+    /// `bbr_start_bw_probe_refill(sk, bw_probe_up_rounds)`: UP's first round grows
+    /// inflight_hi by 2^`up_rounds` packets (0 but after marks, see `ecn_reprobe_due`).
+    fn start_probe_bw_refill_with(&mut self, up_rounds: u32) {
         self.reset_short_term_model();
-        self.bw_probe_up_rounds = 0;
+        self.bw_probe_up_rounds = up_rounds;
         self.bw_probe_up_acks = 0;
         self.prev_probe_precautionary = false;
         self.ack_phase = AckPhase::Refilling;
@@ -1132,8 +1343,12 @@ impl Bbr {
                 return true;
             }
         }
-        if self.is_inflight_too_high(rs.lost, rs.tx_in_flight) {
-            if self.p.ack_path_loss_check && self.bw_probe_samples {
+        let loss_too_high = self.is_inflight_too_high(rs.lost, rs.tx_in_flight);
+        let ecn_too_high = self.is_ecn_too_high(rs);
+        if loss_too_high || ecn_too_high {
+            // Excess marking can only be judged here, per ACK (tcp_bbr.c
+            // `bbr_adapt_upper_bounds`); excess loss in v3 per lost packet (-06).
+            if self.bw_probe_samples && (ecn_too_high || self.p.ack_path_loss_check) {
                 self.handle_inflight_too_high(rs.tx_in_flight, rs.is_app_limited);
             }
             return false;
@@ -1184,9 +1399,15 @@ impl Bbr {
         now > self.cycle_stamp + interval
     }
 
-    /// §5.3.3.8.2 IsTimeToProbeBW: after the random wait, or after as many rounds as Reno
+    /// §5.3.3.8.2 IsTimeToProbeBW (after tcp_bbr.c's ECN reprobe, `ecn_reprobe_due`): after
+    /// the random wait, or after as many rounds as Reno
     /// would need to refill the BDP (capped at 63), whichever is first.
     fn is_time_to_probe_bw(&mut self, now: Instant) -> bool {
+        if self.ecn_reprobe_due() {
+            let rounds = self.ecn_reprobe_rounds();
+            self.start_probe_bw_refill_with(rounds);
+            return true;
+        }
         let reno_rounds = (self.target_inflight() / self.smss).min(63);
         if self.has_elapsed_in_phase(now, self.bw_probe_wait) || self.rounds_since_bw_probe >= reno_rounds {
             self.start_probe_bw_refill();

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use noq_proto::congestion::{Controller, ControllerFactory, ControllerMetrics};
-use noq_proto::RttEstimator;
+use noq_proto::{EcnCodepoint, RttEstimator};
 
 use crate::bbr::{Bbr, BbrVersion};
 use crate::telemetry::Telemetry;
@@ -73,10 +73,23 @@ impl Controller for Bbr {
     }
 
     fn on_congestion_event(&mut self, now: Instant, _sent: Instant, is_persistent_congestion: bool, is_ecn: bool, _lost_bytes: u64, _largest_lost_pn: u64) {
-        // ECN-CE is not a loss; draft-ietf-ccwg-bbr leaves ECN to future work, so BBR ignores it.
+        // ECN-CE is not a loss: the marks are answered from their counts, `on_ecn_feedback`
+        // (tcp_bbr.c v3's ECN response; draft-ietf-ccwg-bbr-06 §3.7).
         if !is_ecn {
             Bbr::on_congestion_event(self, now, is_persistent_congestion);
         }
+    }
+
+    fn ecn_codepoint(&self) -> EcnCodepoint {
+        if self.params().ecn_l4s {
+            EcnCodepoint::Ect1
+        } else {
+            EcnCodepoint::Ect0
+        }
+    }
+
+    fn on_ecn_feedback(&mut self, now: Instant, ect_packets: u64, ce_packets: u64) {
+        Bbr::on_ecn_feedback(self, now, ect_packets, ce_packets);
     }
 
     fn on_spurious_congestion_event(&mut self) {

@@ -34,6 +34,11 @@ pub struct SentPacket {
     /// packet, including those that carry only ACKs and never reach the controller, so two
     /// packets are adjacent in the flight when this links them, not when their numbers do.
     pub prev_sent_pn: Option<u64>,
+    /// The ECN counters ([`DeliveryRateSampler::on_ecn_counts`]) when the packet was sent,
+    /// so the CE share of what was delivered "since this packet was sent" is known later
+    /// (the kernel's `tx.delivered_ce`, what BBR's ECN check divides).
+    pub ecn_delivered: u64,
+    pub ce_delivered: u64,
 }
 
 /// One rate sample, produced per ACK batch (the draft's `RS`).
@@ -59,6 +64,12 @@ pub struct RateSample {
     /// Bytes newly acknowledged / newly declared lost since the previous sample.
     pub newly_acked: u64,
     pub newly_lost: u64,
+    /// Packets the peer reported ECN-marked (ECT or CE) since the sampled packet was sent,
+    /// and how many of them CE (the kernel's `rs->delivered_ce`). Counted in packets, as
+    /// QUIC's ACK-frame ECN counts are (RFC 9000 §13.4.1), and one ACK late: noq reports an
+    /// ACK's counts after that ACK's rate sample.
+    pub ecn_delivered: u64,
+    pub ce_delivered: u64,
 }
 
 /// The connection-level sampler state (the draft's `C.*` delivery fields).
@@ -83,6 +94,8 @@ pub struct DeliveryRateSampler {
     newest_rtt: Duration,
     newly_acked: u64,
     newly_lost: u64,
+    ecn_delivered: u64,
+    ce_delivered: u64,
 }
 
 impl Default for DeliveryRateSampler {
@@ -107,6 +120,8 @@ impl DeliveryRateSampler {
             newest_rtt: Duration::ZERO,
             newly_acked: 0,
             newly_lost: 0,
+            ecn_delivered: 0,
+            ce_delivered: 0,
         }
     }
 
@@ -124,6 +139,17 @@ impl DeliveryRateSampler {
     }
     pub fn is_app_limited(&self) -> bool {
         self.app_limited_until != 0
+    }
+
+    /// An ACK's ECN count increases: `ect` packets arrived unmarked, `ce` marked.
+    pub fn on_ecn_counts(&mut self, ect: u64, ce: u64) {
+        self.ecn_delivered += ect + ce;
+        self.ce_delivered += ce;
+    }
+
+    /// Cumulative ECN-counted and CE packets (for per-round fractions).
+    pub fn ecn_counts(&self) -> (u64, u64) {
+        (self.ecn_delivered, self.ce_delivered)
     }
 
     /// §4.1.2.4 MarkConnectionAppLimited: the sender has nothing to send and is not blocked
@@ -150,6 +176,8 @@ impl DeliveryRateSampler {
             tx_in_flight: self.inflight_bytes + bytes,
             lost: self.lost,
             prev_sent_pn: self.last_sent_pn.replace(pn),
+            ecn_delivered: self.ecn_delivered,
+            ce_delivered: self.ce_delivered,
         };
         // QUIC numbers packets per space: a reused number (a handshake packet's, reused by
         // application data) keeps the older packet aside, still in flight.
@@ -268,6 +296,8 @@ impl DeliveryRateSampler {
             lost: self.lost - p.lost,
             newly_acked,
             newly_lost,
+            ecn_delivered: self.ecn_delivered - p.ecn_delivered,
+            ce_delivered: self.ce_delivered - p.ce_delivered,
         })
     }
 }

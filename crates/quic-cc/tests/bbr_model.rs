@@ -102,6 +102,7 @@ fn v2_constants_are_linux_tcp_bbr2s() {
         ack_path_loss_check: v3.ack_path_loss_check,
         undo_reverts_state: v3.undo_reverts_state,
         tcp_bbr2_bookkeeping: v3.tcp_bbr2_bookkeeping,
+        ecn_reprobe_gain: v3.ecn_reprobe_gain,
         ..v2
     };
     // Beta 0.7, headroom 0.15, loss threshold 2 %, ProbeRTT 200 ms every 5 s at BDP/2, the
