@@ -2,7 +2,8 @@
 //! purpose (a small receive buffer, a small send buffer, a slow application, random loss for a
 //! loss-based controller, a clean link for BBR) and the dominant limited-by cause recorded in
 //! result.json must be that cause in every run; `ccbench explain` says the same of the saved
-//! result, and "not recorded" for a result from before the counters.
+//! result, and "not recorded" for a result from before the counters. QUIC flows are checked
+//! the same way, their accounting from our stack's own send states (vendor/noq-proto/PATCH.md).
 //!
 //! Needs root. Outside CI it skips without it; under `CI=true` it fails instead.
 
@@ -94,4 +95,37 @@ fn the_dominant_cause_is_the_one_set_on_purpose() {
     let empty = common::tempdir("why-empty");
     one_line(&ccbench(&["explain", &empty.to_string_lossy()]), 2, "explain directory");
     let _ = std::fs::remove_dir_all(empty);
+}
+
+/// QUIC flows, accounted by the stack itself (`vendor/noq-proto/PATCH.md`), on the same paths:
+/// CUBIC under 1 % loss held by its window, BBRv3 on a clean link by its pacer, and a small
+/// receive window (QUIC's flow-control credit), a small send window and a slow application
+/// each holding CUBIC.
+#[test]
+fn quic_flows_are_held_by_the_cause_set_on_purpose() {
+    let _g = lock();
+    if !have_root() {
+        return;
+    }
+    let base = ["--rate", "100mbit", "--rtt", "40ms", "--duration", "3s", "--seed", "3"];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> { [&base[..], extra].concat() };
+
+    let (v, out) = case("quic-loss", &with(&["--cc", "quic:cubic", "--runs", "2", "--loss", "1%"]), &[("quic:cubic", "cwnd")]);
+    for run in v["runs"].as_array().unwrap() {
+        let m = &run["workload"]["flows"][0]["mechanism"];
+        assert!(f(&m["recoveries"]) > 0.0 && f(&m["retrans_rate"]) > 0.0, "1 % loss, yet no recovery: {m}");
+        assert!(m["rtos"].is_u64(), "probe timeouts are counted: {m}");
+    }
+    let _ = std::fs::remove_dir_all(out);
+    let (_, out) = case("quic-clean", &with(&["--cc", "quic:bbr3", "--runs", "2"]), &[("quic:bbr3", "pacing")]);
+    let o = ccbench(&["explain", &out.to_string_lossy()]);
+    let said = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success() && said.contains("why  quic:bbr3  pacing-limited"), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(out);
+    for (tag, flag, value, cause) in
+        [("quic-rcvbuf", "--rcvbuf", "64kib", "rwnd"), ("quic-sndbuf", "--sndbuf", "128kib", "sndbuf"), ("quic-app", "--app-rate", "10mbit", "app")]
+    {
+        let (_, out) = case(tag, &with(&["--cc", "quic:cubic", "--runs", "1", flag, value]), &[("quic:cubic", cause)]);
+        let _ = std::fs::remove_dir_all(out);
+    }
 }

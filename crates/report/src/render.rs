@@ -947,6 +947,56 @@ mod tests {
         assert!(!html.contains("id=\"expectations\""), "no expectations, no table");
     }
 
+    /// `result` with each completed run's one flow limited as `of` says for its algorithm:
+    /// (fractions: cwnd, pacing, app; seconds active) per run, in the order of the runs.
+    fn with_limits(mut result: ExperimentResult, of: &[(u32, [f64; 3], f64)]) -> ExperimentResult {
+        use ccbench_model::workloads::WorkloadResult;
+        use ccbench_workload::{FlowResult, LimitedBy, Mechanism, SenderRecord, Side};
+        for run in &mut result.runs {
+            let Some(WorkloadResult::Bulk(b)) = run.workload.as_mut() else { continue };
+            let Some(&(_, [cwnd, pacing, app], active_s)) = of.iter().find(|(i, _, _)| *i == run.index) else { continue };
+            let mut sending = SenderRecord::tcp(run.cc.clone(), run.cc.clone(), None);
+            sending.limited_by = Some(LimitedBy { cwnd, pacing, app, ..Default::default() });
+            sending.mechanism = Some(Mechanism { active_s, mss: 1448, mean_rtt_us: 40_000.0, ..Default::default() });
+            b.flows = vec![FlowResult {
+                id: 0,
+                sender: Side::Server,
+                sending,
+                start_s: 0.0,
+                client_port: 40000,
+                bytes_received: 1,
+                goodput_bps: b.goodput_bps,
+                completed: true,
+                completion_time_s: None,
+                error: None,
+            }];
+        }
+        result
+    }
+
+    /// The page across conditions names each algorithm's dominant limit per condition: the
+    /// cause its flows held, weighted by their active time over its completed runs, when that
+    /// is 60 % or more; "no dominant cause" below; "not recorded" for a result without the
+    /// accounting (issue 30).
+    #[test]
+    fn the_conditions_table_names_each_algorithms_dominant_limit() {
+        // Runs 0, 2, 4 are bbr's (1 s, 3 s, 1 s active), 1 is cubic's; 3 failed.
+        let paced = with_limits(hand_built(), &[(0, [0.0, 1.0, 0.0], 1.0), (2, [0.5, 0.5, 0.0], 3.0), (4, [0.2, 0.8, 0.0], 1.0), (1, [0.97, 0.03, 0.0], 3.0)]);
+        // Weighted by time, bbr's pacing share is (1 + 1.5 + 0.8) / 5 = 66 %; unweighted it
+        // would be 77 %.
+        let split = with_limits(hand_built(), &[(0, [0.45, 0.4, 0.15], 1.0), (2, [0.45, 0.4, 0.15], 1.0), (4, [0.45, 0.4, 0.15], 1.0), (1, [0.1, 0.1, 0.8], 2.0)]);
+        let old = hand_built();
+        let page = render_conditions(&[("loss 1%".into(), &paced), ("split".into(), &split), ("old".into(), &old)]);
+        assert!(page.contains("<th>why (dominant limit)</th>"), "{page}");
+        let row = |name: &str| {
+            let at = page.find(&format!("<tr><td>{name}</td>")).unwrap_or_else(|| panic!("no row {name}: {page}"));
+            page[at..at + page[at..].find("</tr>").unwrap()].to_string()
+        };
+        assert!(row("loss 1%").ends_with("<td>bbr: pacing 66 %, cubic: cwnd 97 %</td>"), "{}", row("loss 1%"));
+        assert!(row("split").ends_with("<td>bbr: no dominant cause, cubic: app 80 %</td>"), "{}", row("split"));
+        assert!(row("old").ends_with("<td>bbr: not recorded, cubic: not recorded</td>"), "{}", row("old"));
+    }
+
     fn judged(cc: &str, expect: &str, op: &str, median: f64, lo: f64, hi: f64, result: Judgement) -> ccbench_model::expect::ExpectationResult {
         ccbench_model::expect::ExpectationResult {
             expect: expect.into(),

@@ -11,7 +11,7 @@
 
 use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -24,11 +24,20 @@ use crate::bulk::{
     assemble_with, run_halves, BulkResult, BulkSpec, EndClock, FlowEnd, FlowMeta, Half, Io, MixFlow, Moved, Pending, ReceiveHalf, SendHalf, Tasks, IO_TICK,
 };
 use crate::common::{micros_since, multi_thread_runtime};
+use crate::quic::limits::QuicAccount;
 use crate::quic::observe::Probe;
 use crate::quic::pair::{self, connect_pair, quic_algorithm, server_endpoint};
-use crate::quic::{BbrView, ReadBack, Tls};
+use crate::quic::{BbrView, ReadBack, Tls, Windows};
 use crate::sampler::Sampler;
 use crate::{ByteBudget, MeasureHook, RunContext, SenderRecord, SeriesSink, SocketId, Transport, WorkloadError};
+
+/// Feeds `conn`'s account with sample `s` and the stack's send states, read now.
+fn account(conn: &EndConn, s: &crate::QuicSample) {
+    if let Some(stats) = conn.conn.path_stats(noq::PathId::ZERO) {
+        let mut a = conn.account.lock().unwrap_or_else(|e| e.into_inner());
+        a.add(&stats.send_limits, stats.probe_timeouts, Instant::now(), s);
+    }
+}
 
 /// One QUIC connection of one end, and the flows (streams) it carries.
 pub(super) struct EndConn {
@@ -46,6 +55,8 @@ pub(super) struct EndConn {
     pub(super) port: u16,
     /// A client's endpoint lives as long as its connection.
     pub(super) _endpoint: Option<Endpoint>,
+    /// Where this end sends: what held it back, fed by the sampling rounds.
+    pub(super) account: Mutex<QuicAccount>,
 }
 
 /// The QUIC flows of a local run: their connections, both ends of each, and the runtime that
@@ -81,6 +92,7 @@ impl LocalQuic {
                 read_back: p.read_back.sender.clone(),
                 port: p.client_port,
                 _endpoint: Some(p.client_endpoint),
+                account: Mutex::default(),
             });
             conns.push(EndConn {
                 flows,
@@ -91,6 +103,7 @@ impl LocalQuic {
                 read_back: p.read_back.receiver.clone(),
                 port: p.client_port,
                 _endpoint: None,
+                account: Mutex::default(),
             });
             read_backs.push(p.read_back);
         }
@@ -165,7 +178,9 @@ impl<'c> Rounds<'c> {
 
     pub(crate) fn round(&mut self, series: &dyn SeriesSink, t_us: u64) {
         for (conn, last) in &mut self.senders {
-            series.quic_sample(SocketId::Flow(conn.flows[0]), &sample(conn, t_us, last));
+            let s = sample(conn, t_us, last);
+            account(conn, &s);
+            series.quic_sample(SocketId::Flow(conn.flows[0]), &s);
         }
     }
 
@@ -174,10 +189,10 @@ impl<'c> Rounds<'c> {
         let t_us = micros_since(epoch);
         self.senders
             .iter_mut()
-            .map(|(conn, last)| QuicConnEnd {
-                flow: conn.flows[0],
-                final_quic: Some(sample(conn, t_us, last)),
-                bbr_events: pair::bbr_events(conn.bbr.as_ref(), epoch),
+            .map(|(conn, last)| {
+                let s = sample(conn, t_us, last);
+                account(conn, &s);
+                QuicConnEnd { flow: conn.flows[0], final_quic: Some(s), bbr_events: pair::bbr_events(conn.bbr.as_ref(), epoch) }
             })
             .collect()
     }
@@ -244,10 +259,13 @@ fn flow_meta(plan: &[MixFlow], conns: &[&EndConn], read_backs: &[ReadBack]) -> V
 }
 
 /// A QUIC flow's sender record: both ends' controllers, and, for a connection's first flow,
-/// the connection's last sample and BBR state changes (`ends`, the sending end's).
+/// the connection's last sample, BBR state changes (`ends`, the sending end's) and what held
+/// the connection back (its limited-by accounting: the connection's, as its last sample is).
 fn sender_record(conns: &[&EndConn], read_backs: &[ReadBack], ends: &[QuicConnEnd], flow: &FlowMeta) -> SenderRecord<String> {
     let conn = conns.iter().zip(read_backs).find(|(c, _)| c.flows.contains(&flow.id));
-    let first = conn.filter(|(c, _)| c.flows[0] == flow.id).and_then(|_| ends.iter().find(|e| e.flow == flow.id));
+    let is_first = conn.is_some_and(|(c, _)| c.flows[0] == flow.id);
+    let first = conn.filter(|_| is_first).and_then(|_| ends.iter().find(|e| e.flow == flow.id));
+    let limits = conn.filter(|_| is_first).and_then(|(c, _)| c.account.lock().unwrap_or_else(|e| e.into_inner()).finish());
     let rb = conn.map(|(_, rb)| rb);
     SenderRecord {
         cc_requested: flow.plan.cc.to_string(),
@@ -261,6 +279,7 @@ fn sender_record(conns: &[&EndConn], read_backs: &[ReadBack], ends: &[QuicConnEn
         limited_by: None,
         mechanism: None,
     }
+    .with_limits(limits)
 }
 
 /// The flows of each connection: one connection for all flows of a plain run (N streams), one
@@ -287,7 +306,10 @@ async fn connect(spec: &BulkSpec, run: &RunContext<'_>, plan: &[MixFlow], ids: &
         let receiver_alg = spec.quic_receiver_cc.clone().unwrap_or_else(|| algorithm.clone());
         // A mix's flows each have a connection of their own, so its first flow's port is its.
         let client_port = plan[flows[0] as usize].client_port;
-        let pair = connect_pair(run, &server, &tls, server_sa, sender_side, &algorithm, &receiver_alg, index as u64, client_port).await?;
+        // `--rcvbuf` and `--sndbuf` as QUIC's windows: the receiver's credit, the sender's
+        // buffer of unacknowledged data.
+        let windows = Windows { receive: spec.knobs.rcvbuf, send: spec.knobs.sndbuf };
+        let pair = connect_pair(run, &server, &tls, server_sa, sender_side, &algorithm, &receiver_alg, index as u64, client_port, windows).await?;
         conns.push(Connected { flows, pair });
     }
     Ok((server, conns))

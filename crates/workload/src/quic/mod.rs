@@ -19,6 +19,7 @@
 //!   controller's delivery-rate samples divide by are when the ACK arrived, not when noq's
 //!   driver next woke up.
 
+pub(crate) mod limits;
 pub(crate) mod load;
 pub(crate) mod observe;
 pub(crate) mod pair;
@@ -184,14 +185,36 @@ impl ReadBack {
 /// `--concurrency` allow (256), so neither waits for stream credit.
 pub(crate) const MAX_STREAMS: u32 = 256;
 
+/// A connection's windows when a flow should be bound by one on purpose (`--rcvbuf`,
+/// `--sndbuf`; issue 30); `None` keeps the generous defaults of [`transport_with`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Windows {
+    /// The receiving end's flow-control credit, bytes: both its connection window (MAX_DATA)
+    /// and each stream's (MAX_STREAM_DATA), RFC 9000 §4.1. The QUIC counterpart of a
+    /// receiving socket's buffer.
+    pub receive: Option<u64>,
+    /// The sending end's send window, bytes: the unacknowledged data it buffers
+    /// (`TransportConfig::send_window`), the counterpart of a sending socket's buffer.
+    pub send: Option<u64>,
+}
+
 /// Per-flow transport settings: generous flow-control windows, so that the congestion
 /// controller, not flow control, limits the sender at up to ~1 Gbit/s × 100 ms.
+#[cfg(test)]
 fn transport(factory: Arc<dyn ControllerFactory + Send + Sync>) -> Arc<TransportConfig> {
+    transport_with(factory, Windows::default())
+}
+
+/// Per-flow transport settings: generous flow-control windows, so that the congestion
+/// controller, not flow control, limits the sender at up to ~1 Gbit/s × 100 ms; `windows`
+/// set in their place where a flow should be bound by one on purpose.
+fn transport_with(factory: Arc<dyn ControllerFactory + Send + Sync>, windows: Windows) -> Arc<TransportConfig> {
+    let varint = |b: u64| VarInt::from_u64(b).unwrap_or(VarInt::MAX);
     let mut t = TransportConfig::default();
     t.congestion_controller_factory(factory)
-        .stream_receive_window(VarInt::from_u32(32 << 20))
-        .receive_window(VarInt::from_u32(64 << 20))
-        .send_window(64 << 20)
+        .stream_receive_window(varint(windows.receive.unwrap_or(32 << 20)))
+        .receive_window(varint(windows.receive.unwrap_or(64 << 20)))
+        .send_window(windows.send.unwrap_or(64 << 20))
         .max_concurrent_uni_streams(VarInt::from_u32(MAX_STREAMS))
         .max_concurrent_bidi_streams(VarInt::from_u32(MAX_STREAMS))
         .max_idle_timeout(Some(VarInt::from_u32(30_000).into()));
@@ -201,9 +224,14 @@ fn transport(factory: Arc<dyn ControllerFactory + Send + Sync>) -> Arc<Transport
 /// A transport config whose controller is `alg` observed through `probe`, and the
 /// controller's BBR view when it has one; `seed` draws the controller's randomness.
 pub(crate) fn observed_transport(alg: &str, probe: &Arc<Probe>, seed: u64) -> Result<ObservedTransport, WorkloadError> {
+    observed_transport_with(alg, probe, seed, Windows::default())
+}
+
+/// [`observed_transport`] with `windows`.
+pub(crate) fn observed_transport_with(alg: &str, probe: &Arc<Probe>, seed: u64, windows: Windows) -> Result<ObservedTransport, WorkloadError> {
     let (inner, view) =
         controller_factory(alg, seed).ok_or_else(|| WorkloadError::Setup(format!("no QUIC algorithm {alg:?} (known: {})", quic_algorithms().join(", "))))?;
-    Ok((transport(Arc::new(ObservedFactory { inner, probe: probe.clone() })), view))
+    Ok((transport_with(Arc::new(ObservedFactory { inner, probe: probe.clone() }), windows), view))
 }
 
 /// The name the server's certificate is issued for (never resolved: the client connects by
@@ -396,6 +424,60 @@ mod tests {
             let mut inp = s.accept_uni().await.unwrap();
             let got = inp.read_to_end(usize::MAX).await.map(|v| v.len()).map_err(|e| crate::bulk::quic::with_cause(&e));
             assert_eq!(got, Ok(UNREAD));
+        });
+    }
+
+    /// The patched stack's send states (`vendor/noq-proto/PATCH.md`), through the accounting
+    /// that reads them (`limits.rs`), on loopback: a sender with nothing to write is held by
+    /// the application; one whose receiver grants 64 KiB of credit and reads 16 KiB every
+    /// 20 ms is held by flow control (RFC 9000 §4.1), however fast loopback is.
+    #[test]
+    fn the_stack_says_what_held_the_sender() {
+        use limits::QuicAccount;
+        let tls = Tls::new().unwrap();
+        let (factory, _) = controller_factory("cubic", 1).unwrap();
+        let rt = crate::common::multi_thread_runtime().unwrap();
+        rt.block_on(async {
+            let credit = Windows { receive: Some(64 << 10), send: None };
+            let server = endpoint(udp_here((Ipv4Addr::LOCALHOST, 0).into()).unwrap(), Some((*tls.server(transport_with(factory.clone(), credit)).unwrap()).clone()))
+                .unwrap();
+            let client = endpoint(udp_here((Ipv4Addr::LOCALHOST, 0).into()).unwrap(), None).unwrap();
+            let connecting = client.connect_with(tls.client(transport(factory)).unwrap(), server.local_addr().unwrap(), SNI).unwrap();
+            let (c, s) = tokio::join!(connecting, async { server.accept().await.unwrap().await });
+            let (c, s) = (c.unwrap(), s.unwrap());
+            let read = |a: &mut QuicAccount| {
+                let stats = c.path_stats(noq::PathId::ZERO).unwrap();
+                let sample = crate::QuicSample { bytes_sent: stats.sent_bytes, mtu: stats.current_mtu, ..Default::default() };
+                a.add(&stats.send_limits, stats.probe_timeouts, Instant::now(), &sample);
+            };
+            let mut idle = QuicAccount::default();
+            let mut busy = QuicAccount::default();
+            read(&mut idle);
+            // One byte, so that the idle account counts from a reading before data left.
+            let mut out = c.open_uni().await.unwrap();
+            out.write_all(&[0x5a]).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            read(&mut idle);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            read(&mut idle);
+            let idle = idle.finish().expect("the idle connection's account");
+            assert!(idle.limited_by.app > 0.9, "nothing written, yet {:?}", idle.limited_by);
+
+            read(&mut busy);
+            let writer = tokio::spawn(async move {
+                let _ = out.write_all(&vec![0x5a; 4 << 20]).await;
+            });
+            let mut inp = s.accept_uni().await.unwrap();
+            for _ in 0..25 {
+                let _ = inp.read_chunk(16 << 10).await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                read(&mut busy);
+            }
+            writer.abort();
+            let busy = busy.finish().expect("the sending connection's account");
+            eprintln!("idle: {:?}\nheld by a 64 KiB window: {:?}", idle.limited_by, busy.limited_by);
+            assert!(busy.limited_by.rwnd > 0.6, "a 64 KiB window read slowly, yet {:?}", busy.limited_by);
+            assert_eq!(busy.limited_by.dominant().0, crate::Cause::Rwnd);
         });
     }
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use noq::{Connection, Endpoint, PathId};
 
 use super::observe::Probe;
-use super::{connection_seed, endpoint, observed_transport, read_back, udp_in, BbrView, ReadBack, Tls, HANDSHAKE_TIMEOUT, SNI};
+use super::{connection_seed, endpoint, observed_transport, observed_transport_with, read_back, udp_in, BbrView, ReadBack, Tls, Windows, HANDSHAKE_TIMEOUT, SNI};
 use crate::common::micros_since;
 use crate::Algorithm;
 use crate::BbrEvent;
@@ -69,7 +69,9 @@ pub(crate) fn server_endpoint(run: &RunContext<'_>, tls: &Tls, server_sa: Socket
 /// Connects a fresh client endpoint in the client's namespace to `server` at `server_sa`, the
 /// `sender_side` end running `algorithm` and the other end `receiver_alg`, and returns once
 /// both ends are up; `conn` numbers the connection within the run, for its controllers'
-/// seed. Fails when the sending controller read back is not the one asked for.
+/// seed; `windows` bound the receiving end's credit and the sending end's send window (each
+/// applied to its end only). Fails when the sending controller read back is not the one asked
+/// for.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn connect_pair(
     run: &RunContext<'_>,
@@ -81,8 +83,9 @@ pub(crate) async fn connect_pair(
     receiver_alg: &str,
     conn: u64,
     client_port: Option<u16>,
+    windows: Windows,
 ) -> Result<Pair, WorkloadError> {
-    let (dial, connected, accepting) = dial(run, server, tls, server_sa, sender_side, algorithm, receiver_alg, conn, client_port)?;
+    let (dial, connected, accepting) = dial(run, server, tls, server_sa, sender_side, algorithm, receiver_alg, conn, client_port, windows)?;
     let (c, s) = tokio::time::timeout(HANDSHAKE_TIMEOUT, async { tokio::try_join!(connected, accepting) })
         .await
         .map_err(|_| WorkloadError::Setup(format!("the QUIC handshake with {server_sa} timed out")))??;
@@ -114,6 +117,7 @@ pub(crate) fn dial<'a>(
     receiver_alg: &str,
     conn: u64,
     client_port: Option<u16>,
+    windows: Windows,
 ) -> Result<
     (
         Dial,
@@ -124,8 +128,8 @@ pub(crate) fn dial<'a>(
 > {
     let (send_probe, recv_probe) = (Arc::new(Probe::default()), Arc::new(Probe::default()));
     let seed = connection_seed(run.seed, conn);
-    let (send_transport, bbr) = observed_transport(algorithm, &send_probe, seed)?;
-    let (recv_transport, _) = observed_transport(receiver_alg, &recv_probe, seed)?;
+    let (send_transport, bbr) = observed_transport_with(algorithm, &send_probe, seed, Windows { receive: None, ..windows })?;
+    let (recv_transport, _) = observed_transport_with(receiver_alg, &recv_probe, seed, Windows { send: None, ..windows })?;
     let (client_transport, server_transport) = match sender_side {
         Side::Client => (send_transport, recv_transport),
         Side::Server => (recv_transport, send_transport),

@@ -100,7 +100,7 @@ pub(crate) use spaces::SpaceKind;
 use spaces::{OpenStatus, PacketSpace, SendableFrames, SentPacket, ThinRetransmits};
 
 mod stats;
-pub use stats::{ConnectionStats, FrameStats, PathStats, UdpStats};
+pub use stats::{ConnectionStats, FrameStats, PathStats, SendLimit, SendLimits, UdpStats};
 
 mod streams;
 #[cfg(fuzzing)]
@@ -1355,6 +1355,8 @@ impl Connection {
         // Set only when the congestion window itself was full. This is the spec's
         // `C.is_cwnd_limited`, which a pacing delay must not stand in for.
         let mut cwnd_blocked = false;
+        // ccbench patch (PATCH.md): set when the pacer held a send back, for `SendLimits`.
+        let mut pacing_blocked = false;
 
         let path = self.path_data(path_id);
 
@@ -1405,7 +1407,10 @@ impl Connection {
                             cwnd_blocked = true;
                             send_blocked = true;
                         }
-                        PathBlocked::Pacing => send_blocked = true,
+                        PathBlocked::Pacing => {
+                            pacing_blocked = true;
+                            send_blocked = true;
+                        }
                     }
                 }
                 PollPathSpaceStatus::WrotePacket {
@@ -1450,6 +1455,26 @@ impl Connection {
         if cwnd_blocked {
             path.congestion.on_cwnd_limited();
         }
+
+        // ccbench patch (PATCH.md): what holds the path back until the next call, for the
+        // limited-by accounting. A transmit that leaves no room under the window for another
+        // datagram counts as window-bound (RFC 9002 §7: bytes in flight may not exceed the
+        // congestion window), as does a send refused by it; then pacing (RFC 9002 §7.7); with
+        // nothing queued, the peer's flow-control credit or the send window if either refused
+        // the application's last write (RFC 9000 §4.1), else the application (RFC 9002 §7.8).
+        let limit = if last_packet_number.is_some() {
+            let full = path.in_flight.bytes + u64::from(path.current_mtu()) > path.congestion.window();
+            if full { SendLimit::Cwnd } else { SendLimit::Sending }
+        } else if cwnd_blocked {
+            SendLimit::Cwnd
+        } else if pacing_blocked {
+            SendLimit::Pacing
+        } else if send_blocked {
+            SendLimit::Other
+        } else {
+            self.streams.write_blocked().unwrap_or(SendLimit::App)
+        };
+        self.path_stats.get_mut(path_id).send_limits.enter(limit, now);
 
         match last_packet_number {
             Some(last_packet_number) => {
@@ -3310,6 +3335,8 @@ impl Connection {
         };
         let pns = self.spaces[space].for_path(path_id);
         pns.loss_probes = pns.loss_probes.saturating_add(count);
+        // ccbench patch (PATCH.md): probe timeouts counted, QUIC's RTOs (RFC 9002 §6.2).
+        self.path_stats.get_mut(path_id).probe_timeouts += 1;
         let path_data = self.path_data_mut(path_id);
         path_data.pto_count = path_data.pto_count.saturating_add(1);
         // ccbench patch: RFC 9000 §13.4.2, "if all packets marked with non-zero ECN codepoints

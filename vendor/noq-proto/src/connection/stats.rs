@@ -3,6 +3,7 @@
 use crate::Duration;
 use crate::FrameType;
 use crate::FxHashMap;
+use crate::Instant;
 
 use super::PathId;
 
@@ -280,6 +281,92 @@ pub struct PathStats {
     pub black_holes_detected: u64,
     /// Largest UDP payload size the path currently supports.
     pub current_mtu: u16,
+    /// Probe timeouts that fired on this path (RFC 9002 §6.2), the counterpart of TCP's
+    /// retransmission timeouts (ccbench patch; see PATCH.md).
+    pub probe_timeouts: u64,
+    /// What held this path's sending back, as time per state (ccbench patch; see PATCH.md).
+    pub send_limits: SendLimits,
+}
+
+/// Why a path sent nothing more at a `poll_transmit` call (ccbench patch). The state holds
+/// from one call to the next: the connection is polled again whenever what blocked it may
+/// have changed (an ACK, a pacing timer, an application write, a flow-control update).
+#[derive(Debug, Default, Copy, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SendLimit {
+    /// Not classified: before the first call, anti-amplification (RFC 9000 §8.1), or no
+    /// connection ID to send with.
+    #[default]
+    Other,
+    /// A transmit was just built and the congestion window still had room for another
+    /// datagram: the stack itself (building and handing over packets) set the pace.
+    Sending,
+    /// Bytes in flight reached the congestion window (RFC 9002 §7: "An endpoint MUST NOT
+    /// send a packet if it would cause bytes_in_flight … to be larger than the congestion
+    /// window"), including a transmit that just filled it.
+    Cwnd,
+    /// Below the window, the pacer delayed the next datagram (RFC 9002 §7.7).
+    Pacing,
+    /// Nothing to send because the peer's flow-control credit was used up: MAX_DATA or a
+    /// stream's MAX_STREAM_DATA (RFC 9000 §4.1).
+    FlowControl,
+    /// Nothing to send because the local send window (`TransportConfig::send_window`, the
+    /// unacknowledged data the sender buffers) was full: the QUIC counterpart of a socket's
+    /// send buffer.
+    SendWindow,
+    /// Nothing to send and nothing blocked the application's writes: the application did
+    /// not keep the path busy (RFC 9002 §7.8, "underutilizing the congestion window").
+    App,
+}
+
+/// Time a path spent in each [`SendLimit`] by the connection's clock (the `now` passed to
+/// `poll_transmit`), up to the last call; the state since then is `current`, entered at
+/// `since`, for a reader to add the open interval with its own clock (ccbench patch).
+#[derive(Debug, Default, Copy, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SendLimits {
+    /// See [`SendLimit::Sending`].
+    pub sending: Duration,
+    /// See [`SendLimit::Cwnd`].
+    pub cwnd: Duration,
+    /// See [`SendLimit::Pacing`].
+    pub pacing: Duration,
+    /// See [`SendLimit::FlowControl`].
+    pub flow_control: Duration,
+    /// See [`SendLimit::SendWindow`].
+    pub send_window: Duration,
+    /// See [`SendLimit::App`].
+    pub app: Duration,
+    /// See [`SendLimit::Other`].
+    pub other: Duration,
+    /// The state at the last `poll_transmit` call.
+    pub current: SendLimit,
+    /// When `current` was entered; `None` before the first call.
+    pub since: Option<Instant>,
+}
+
+impl SendLimits {
+    /// Closes the interval of the state held since the last call, and enters `state` at `now`.
+    pub(super) fn enter(&mut self, state: SendLimit, now: Instant) {
+        if let Some(since) = self.since {
+            let held = now.saturating_duration_since(since);
+            *self.slot(self.current) += held;
+        }
+        self.current = state;
+        self.since = Some(now);
+    }
+
+    fn slot(&mut self, state: SendLimit) -> &mut Duration {
+        match state {
+            SendLimit::Sending => &mut self.sending,
+            SendLimit::Cwnd => &mut self.cwnd,
+            SendLimit::Pacing => &mut self.pacing,
+            SendLimit::FlowControl => &mut self.flow_control,
+            SendLimit::SendWindow => &mut self.send_window,
+            SendLimit::App => &mut self.app,
+            SendLimit::Other => &mut self.other,
+        }
+    }
 }
 
 /// Connection statistics.
@@ -343,6 +430,8 @@ impl core::ops::Add<PathStats> for ConnectionStats {
             lost_plpmtud_probes: _,
             black_holes_detected: _,
             current_mtu: _,
+            probe_timeouts: _,
+            send_limits: _,
         } = rhs;
         Self {
             udp_tx: self.udp_tx + udp_tx,
@@ -381,6 +470,8 @@ impl core::ops::AddAssign<PathStats> for ConnectionStats {
             lost_plpmtud_probes: _,
             black_holes_detected: _,
             current_mtu: _,
+            probe_timeouts: _,
+            send_limits: _,
         } = rhs;
         let Self {
             udp_tx,

@@ -9,7 +9,7 @@ use super::{
 };
 use crate::{
     Dir, FxHashMap, MAX_STREAM_COUNT, Side, StreamId, TransportError, VarInt,
-    connection::{PacketBuilder, stats::FrameStats},
+    connection::{PacketBuilder, stats::{FrameStats, SendLimit}},
     frame::{self, FrameStruct},
     hash_map,
     transport_parameters::TransportParameters,
@@ -715,6 +715,30 @@ impl StreamsState {
         }
 
         Ok(())
+    }
+
+    /// Why the application can write nothing more, when nothing is queued to send (ccbench
+    /// patch; see PATCH.md): the peer's credit (RFC 9000 §4.1: MAX_DATA for the connection,
+    /// MAX_STREAM_DATA for a stream) or the local send window; `None` when nothing blocks a
+    /// write, so the application had nothing to give.
+    pub(crate) fn write_blocked(&self) -> Option<SendLimit> {
+        // A write refused at the connection level leaves its stream in `connection_blocked`
+        // until the limit lifts and the application is told.
+        if !self.connection_blocked.is_empty() {
+            if self.data_sent >= self.max_data {
+                return Some(SendLimit::FlowControl);
+            }
+            if self.unacked_data >= self.send_window {
+                return Some(SendLimit::SendWindow);
+            }
+        }
+        // A stream's own credit used up (`Send::write` refuses it without a list): an open
+        // stream whose written offset reached its MAX_STREAM_DATA. Offset 0 is left out: a
+        // stream the peer opened and this end never wrote on.
+        let stream_blocked = self.send.values().flatten().any(|s| {
+            s.is_writable() && !s.fin_pending && s.offset() > 0 && s.offset() >= s.max_data
+        });
+        stream_blocked.then_some(SendLimit::FlowControl)
     }
 
     /// Returns the maximum amount of data this is allowed to be written on the connection
