@@ -139,9 +139,10 @@ fn bbr3_through_dualpi2_answers_the_marks_and_keeps_the_queue_low() {
     assert_eq!(metric(&marked, "drops_aqm") + metric(&marked, "drops_buffer"), 0.0, "drops in the L queue");
     let (q, q_unmarked) = (metric(&marked, "queue_delay_p95_ms"), metric(&unmarked, "queue_delay_p95_ms"));
     println!("bbr3 queue delay p95: {q} ms through DualPI2, {q_unmarked} ms through drop-tail");
-    // Measured at load 9: 4.6–6.0 ms against 18–24 ms (the simulator, pacing in BBR's 1 ms
-    // send quanta, 1.1 ms). Both runs meet the same load, so the bound is relative.
-    assert!(q < 0.5 * q_unmarked, "queue delay p95 {q} ms through DualPI2, {q_unmarked} ms with nothing marking");
+    // Measured at load 9–11 in 7 pairs: 4.5–6.0 ms against 13–24 ms, a ratio of 0.21–0.43
+    // (the simulator, pacing in BBR's 1 ms send quanta: 1.1 ms). Both runs meet the same
+    // load, so the bound is relative, with room for a loaded machine.
+    assert!(q < 0.75 * q_unmarked, "queue delay p95 {q} ms through DualPI2, {q_unmarked} ms with nothing marking");
     assert!(q < 10.0, "queue delay p95 {q} ms through DualPI2");
     assert!(metric(&marked, "goodput_bps") > 0.6 * 50e6, "goodput {}", metric(&marked, "goodput_bps"));
 }
