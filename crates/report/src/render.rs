@@ -984,7 +984,8 @@ mod tests {
         let paced = with_limits(hand_built(), &[(0, [0.0, 1.0, 0.0], 1.0), (2, [0.5, 0.5, 0.0], 3.0), (4, [0.2, 0.8, 0.0], 1.0), (1, [0.97, 0.03, 0.0], 3.0)]);
         // Weighted by time, bbr's pacing share is (1 + 1.5 + 0.8) / 5 = 66 %; unweighted it
         // would be 77 %.
-        let split = with_limits(hand_built(), &[(0, [0.45, 0.4, 0.15], 1.0), (2, [0.45, 0.4, 0.15], 1.0), (4, [0.45, 0.4, 0.15], 1.0), (1, [0.1, 0.1, 0.8], 2.0)]);
+        let split =
+            with_limits(hand_built(), &[(0, [0.45, 0.4, 0.15], 1.0), (2, [0.45, 0.4, 0.15], 1.0), (4, [0.45, 0.4, 0.15], 1.0), (1, [0.1, 0.1, 0.8], 2.0)]);
         let old = hand_built();
         let page = render_conditions(&[("loss 1%".into(), &paced), ("split".into(), &split), ("old".into(), &old)]);
         assert!(page.contains("<th>why (dominant limit)</th>"), "{page}");

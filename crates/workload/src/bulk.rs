@@ -74,14 +74,16 @@ pub struct BulkSpec {
 }
 
 /// What a user may set to make a flow limited by something on purpose: the receiving socket's
-/// buffer, the sending socket's buffer (kernel TCP, whichever end sends or receives), and the
-/// sending application's rate (both transports).
+/// buffer, the sending socket's buffer (whichever end sends or receives; over QUIC the
+/// receiver's flow-control credit and the sender's send window), and the sending application's
+/// rate (both transports).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Knobs {
-    /// `SO_RCVBUF` of each receiving socket, bytes, as asked for.
+    /// `SO_RCVBUF` of each receiving socket, bytes, as asked for (QUIC: the receiver's
+    /// connection and stream windows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rcvbuf: Option<u64>,
-    /// `SO_SNDBUF` of each sending socket, bytes, as asked for.
+    /// `SO_SNDBUF` of each sending socket, bytes, as asked for (QUIC: the sender's send window).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sndbuf: Option<u64>,
     /// The sending application writes no faster than this, bit/s.
@@ -890,12 +892,14 @@ mod args {
             /// file: bytes per flow [default: 10mb]; objects: bytes per object [default: 1mib].
             #[arg(long, allow_hyphen_values = true)]
             pub size: Option<Size>,
-            /// bulk, file over kernel TCP: the receiving socket's buffer (SO_RCVBUF), whichever
-            /// end receives, e.g. 64kib: a receive-window-bound flow on purpose.
+            /// bulk, file: the receiving socket's buffer (SO_RCVBUF), whichever end receives,
+            /// e.g. 64kib: a receive-window-bound flow on purpose. Over QUIC, the receiver's
+            /// flow-control credit (connection and stream windows).
             #[arg(long, allow_hyphen_values = true)]
             pub rcvbuf: Option<SockBuf>,
-            /// bulk, file over kernel TCP: the sending socket's buffer (SO_SNDBUF), whichever end
-            /// sends: a send-buffer-bound flow on purpose.
+            /// bulk, file: the sending socket's buffer (SO_SNDBUF), whichever end sends: a
+            /// send-buffer-bound flow on purpose. Over QUIC, the sender's send window (its
+            /// unacknowledged data).
             #[arg(long, allow_hyphen_values = true)]
             pub sndbuf: Option<SockBuf>,
             /// bulk, file: the sending application writes no faster than this rate, e.g. 20mbit
