@@ -685,12 +685,14 @@ mod args {
             /// file: bytes per flow [default: 10mb]; objects: bytes per object [default: 1mib].
             #[arg(long, allow_hyphen_values = true)]
             pub size: Option<Size>,
-            /// bulk, file over kernel TCP: the receiving socket's buffer (SO_RCVBUF), whichever
-            /// end receives, e.g. 64kib: a receive-window-bound flow on purpose.
+            /// bulk, file: the receiving socket's buffer (SO_RCVBUF), whichever end receives,
+            /// e.g. 64kib: a receive-window-bound flow on purpose. Over QUIC, the receiver's
+            /// flow-control credit (connection and stream windows).
             #[arg(long, allow_hyphen_values = true)]
             pub rcvbuf: Option<SockBuf>,
-            /// bulk, file over kernel TCP: the sending socket's buffer (SO_SNDBUF), whichever end
-            /// sends: a send-buffer-bound flow on purpose.
+            /// bulk, file: the sending socket's buffer (SO_SNDBUF), whichever end sends: a
+            /// send-buffer-bound flow on purpose. Over QUIC, the sender's send window (its
+            /// unacknowledged data).
             #[arg(long, allow_hyphen_values = true)]
             pub sndbuf: Option<SockBuf>,
             /// bulk, file: the sending application writes no faster than this rate, e.g. 20mbit

@@ -53,14 +53,16 @@ pub struct BulkSpec {
 }
 
 /// What a user may set to make a flow limited by something on purpose: the receiving socket's
-/// buffer, the sending socket's buffer (kernel TCP, whichever end sends or receives), and the
-/// sending application's rate (both transports).
+/// buffer, the sending socket's buffer (whichever end sends or receives; over QUIC the
+/// receiver's flow-control credit and the sender's send window), and the sending application's
+/// rate (both transports).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Knobs {
-    /// `SO_RCVBUF` of each receiving socket, bytes, as asked for.
+    /// `SO_RCVBUF` of each receiving socket, bytes, as asked for (QUIC: the receiver's
+    /// connection and stream windows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rcvbuf: Option<u64>,
-    /// `SO_SNDBUF` of each sending socket, bytes, as asked for.
+    /// `SO_SNDBUF` of each sending socket, bytes, as asked for (QUIC: the sender's send window).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sndbuf: Option<u64>,
     /// The sending application writes no faster than this, bit/s.

@@ -178,7 +178,17 @@ impl QuicFarServer {
                 Ok(Err(e)) => last_error = Some(e),
                 Ok(Ok((conn, Some(hello)))) if same(&hello[..TOKEN_LEN], token) && hello[TOKEN_LEN..] == group.to_be_bytes() => {
                     let rb = confirm(&t, &conn)?;
-                    self.conns.push(EndConn { flows, conn, sends: t.sends, probe: t.probe, bbr: t.bbr, read_back: rb.clone(), port: 0, _endpoint: None, account: Default::default() });
+                    self.conns.push(EndConn {
+                        flows,
+                        conn,
+                        sends: t.sends,
+                        probe: t.probe,
+                        bbr: t.bbr,
+                        read_back: rb.clone(),
+                        port: 0,
+                        _endpoint: None,
+                        account: Default::default(),
+                    });
                     if self.conns.len() == self.groups.len() {
                         // The test's connections are in: nobody else is let in.
                         self.endpoint.set_server_config(None);
@@ -264,7 +274,17 @@ impl QuicFarClient {
         })?;
         let rb = confirm(&t, &conn)?;
         let port = ep.local_addr()?.port();
-        self.conns.push(EndConn { flows, conn, sends: t.sends, probe: t.probe, bbr: t.bbr, read_back: rb.clone(), port, _endpoint: Some(ep), account: Default::default() });
+        self.conns.push(EndConn {
+            flows,
+            conn,
+            sends: t.sends,
+            probe: t.probe,
+            bbr: t.bbr,
+            read_back: rb.clone(),
+            port,
+            _endpoint: Some(ep),
+            account: Default::default(),
+        });
         Ok(rb)
     }
 

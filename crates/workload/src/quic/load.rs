@@ -74,7 +74,8 @@ impl OneConnection<'_> {
     /// run stopped before it began sets nothing up.
     pub(crate) fn run<T>(self, client: impl AsyncFnOnce(&Connection) -> T) -> Result<LoadEnd<T>, WorkloadError> {
         let Some(r) = self.ready()? else { return Ok(stopped_before()) };
-        let pair = r.rt.block_on(connect_pair(self.run, &r.server, &r.tls, r.server_sa, self.sender, &r.algorithm, &r.receiver_alg, 0, None, Windows::default()))?;
+        let pair =
+            r.rt.block_on(connect_pair(self.run, &r.server, &r.tls, r.server_sa, self.sender, &r.algorithm, &r.receiver_alg, 0, None, Windows::default()))?;
         let server_errors = Arc::new(Mutex::new(Errors::default()));
         r.rt.spawn(serve(pair.server().clone(), self.store.clone(), server_errors.clone()));
         let once = OnceLock::from(pair);
@@ -101,7 +102,8 @@ impl OneConnection<'_> {
         run.hook.open(started);
         let load = async {
             let timed = |what| move |_| WorkloadError::Setup(format!("the QUIC handshake ({what}) with {server_sa} timed out"));
-            let (dial, connected, accepting) = dial(run, &r.server, &r.tls, server_sa, self.sender, &r.algorithm, &r.receiver_alg, 0, None, Windows::default())?;
+            let (dial, connected, accepting) =
+                dial(run, &r.server, &r.tls, server_sa, self.sender, &r.algorithm, &r.receiver_alg, 0, None, Windows::default())?;
             // Both ends take part in the handshake; the client's is up first, the server's half
             // a round trip later.
             tokio::pin!(connected, accepting);

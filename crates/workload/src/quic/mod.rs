@@ -439,8 +439,9 @@ mod tests {
         let rt = crate::common::multi_thread_runtime().unwrap();
         rt.block_on(async {
             let credit = Windows { receive: Some(64 << 10), send: None };
-            let server = endpoint(udp_here((Ipv4Addr::LOCALHOST, 0).into()).unwrap(), Some((*tls.server(transport_with(factory.clone(), credit)).unwrap()).clone()))
-                .unwrap();
+            let server =
+                endpoint(udp_here((Ipv4Addr::LOCALHOST, 0).into()).unwrap(), Some((*tls.server(transport_with(factory.clone(), credit)).unwrap()).clone()))
+                    .unwrap();
             let client = endpoint(udp_here((Ipv4Addr::LOCALHOST, 0).into()).unwrap(), None).unwrap();
             let connecting = client.connect_with(tls.client(transport(factory)).unwrap(), server.local_addr().unwrap(), SNI).unwrap();
             let (c, s) = tokio::join!(connecting, async { server.accept().await.unwrap().await });

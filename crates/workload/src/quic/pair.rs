@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use noq::{Connection, Endpoint, PathId};
 
 use super::observe::Probe;
-use super::{connection_seed, endpoint, observed_transport, observed_transport_with, read_back, udp_in, BbrView, ReadBack, Tls, Windows, HANDSHAKE_TIMEOUT, SNI};
+use super::{
+    connection_seed, endpoint, observed_transport, observed_transport_with, read_back, udp_in, BbrView, ReadBack, Tls, Windows, HANDSHAKE_TIMEOUT, SNI,
+};
 use crate::common::micros_since;
 use crate::Algorithm;
 use crate::BbrEvent;
