@@ -75,7 +75,23 @@ fn conform_one_case_on_one_path_writes_the_matrix_and_junit() {
     let junit = out.with_extension("xml");
     let (out_s, junit_s) = (out.to_string_lossy().to_string(), junit.to_string_lossy().to_string());
     let o = ccbench(&[
-        "conform", "bbr", "--cc", "quic:bbr3", "--case", "A.10", "--rtts", "20ms", "--rates", "20mbit", "--runs", "1", "--seed", "3", "--out", &out_s, "--junit",
+        "conform",
+        "bbr",
+        "--cc",
+        "quic:bbr3",
+        "--case",
+        "A.10",
+        "--rtts",
+        "20ms",
+        "--rates",
+        "20mbit",
+        "--runs",
+        "1",
+        "--seed",
+        "3",
+        "--out",
+        &out_s,
+        "--junit",
         &junit_s,
     ]);
     let said = text(&o);

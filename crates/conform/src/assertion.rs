@@ -291,7 +291,14 @@ fn bw_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {
     };
     let ratio = low / at_from;
     let chances = filter_chances(trace, from);
-    let evidence = format!("estimate {} at {}, lowest after it {} at {} ({:.0} %), {chances} filter advances possible", mbit(at_from), ms(from), mbit(low), ms(t), ratio * 100.0);
+    let evidence = format!(
+        "estimate {} at {}, lowest after it {} at {} ({:.0} %), {chances} filter advances possible",
+        mbit(at_from),
+        ms(from),
+        mbit(low),
+        ms(t),
+        ratio * 100.0
+    );
     // MaxBwFilterLen = 2 (§5.5.3): a filter that forgets shows it after its second advance.
     if chances < 2 && rule.holds(ratio) {
         return RunCheck::unseen(format!("{evidence}: too few to have forgotten"));
@@ -310,11 +317,19 @@ fn longterm_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {
     if !up_since {
         return RunCheck::unseen(format!("no PROBE_BW_UP sampled after {}", ms(from)));
     }
-    let Some((t, high)) = trace.points.iter().filter(|p| p.t > from).filter_map(|p| p.inflight_longterm_bytes.filter(|b| *b != u64::MAX).map(|b| (p.t, b))).max_by_key(|x| x.1) else {
+    let Some((t, high)) =
+        trace.points.iter().filter(|p| p.t > from).filter_map(|p| p.inflight_longterm_bytes.filter(|b| *b != u64::MAX).map(|b| (p.t, b))).max_by_key(|x| x.1)
+    else {
         return RunCheck::unseen(format!("inflight_longterm unset after {}", ms(from)));
     };
     let ratio = high as f64 / at_from as f64;
-    RunCheck::judged(rule, ratio, ratio, ratio, format!("inflight_longterm {at_from} B at {}, highest after it {high} B at {} ({:.2}×)", ms(from), ms(t), ratio))
+    RunCheck::judged(
+        rule,
+        ratio,
+        ratio,
+        ratio,
+        format!("inflight_longterm {at_from} B at {}, highest after it {high} B at {} ({:.2}×)", ms(from), ms(t), ratio),
+    )
 }
 
 fn up_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {

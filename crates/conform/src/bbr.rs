@@ -323,8 +323,7 @@ const A2: &[Assertion] = &[Assertion::StaysIn { mode: Mode::Startup }];
 /// app-limited (§5.5.5, §5.3.3.9: app-limited samples below max_bw neither enter nor advance
 /// the filter), and the flow does not fall back to STARTUP. 80 % is ours: the filter either
 /// keeps the path's rate or falls to the application's quarter of it.
-const A6: &[Assertion] =
-    &[Assertion::BwHeldFrom { from: APP_AT, share: 0.8 }, Assertion::NotReenteredFrom { mode: Mode::Startup, from: APP_AT }];
+const A6: &[Assertion] = &[Assertion::BwHeldFrom { from: APP_AT, share: 0.8 }, Assertion::NotReenteredFrom { mode: Mode::Startup, from: APP_AT }];
 
 /// A.20: REFILL and the UP it leads to, app-limited, must not grow inflight_longterm (§5.3.3.6:
 /// only when cwnd-limited at it) nor end UP on an app-limited plateau (§5.3.1.2, §5.3.3.9).
@@ -333,8 +332,7 @@ const A20: &[Assertion] = &[Assertion::LongtermHeldFrom { from: APP_AT }, Assert
 /// A.10: §5.4.1 BBRHandleRestartFromIdle keeps the model and the state across an idle pause
 /// (pacing at BBR.bw until the pipe refills): no STARTUP again, and the estimate is kept (the
 /// first samples after the pause are app-limited).
-const A10: &[Assertion] =
-    &[Assertion::NotReenteredFrom { mode: Mode::Startup, from: APP_AT }, Assertion::BwHeldFrom { from: APP_AT, share: 0.8 }];
+const A10: &[Assertion] = &[Assertion::NotReenteredFrom { mode: Mode::Startup, from: APP_AT }, Assertion::BwHeldFrom { from: APP_AT, share: 0.8 }];
 
 const NONE: &[Assertion] = &[];
 const TITLE_UNKNOWN: &str = "(title not in the stored copies of the draft)";

@@ -50,7 +50,15 @@ fn cap_from_now<C: sim::SimController>(sim: &mut Sim<C>, bps: f64) {
     sim.sent_bytes = (sim.now.as_secs_f64() * bps / 8.0).ceil() as u64;
 }
 
-fn drive(params: BbrParams, rtt_ms: u64, buffer_bdp: f64, start_rate: f64, changes: &[(Duration, Change)], duration: Duration, step: Option<(Duration, f64)>) -> Trace {
+fn drive(
+    params: BbrParams,
+    rtt_ms: u64,
+    buffer_bdp: f64,
+    start_rate: f64,
+    changes: &[(Duration, Change)],
+    duration: Duration,
+    step: Option<(Duration, f64)>,
+) -> Trace {
     let link = Link::new(start_rate / 1e6, rtt_ms, buffer_bdp);
     let telemetry = Telemetry::new();
     let t0 = Instant::now();

@@ -60,8 +60,8 @@ pub use algorithm::{Algorithm, AlgorithmError, Transport};
 pub use browser::{BrowserFlags, BrowserResult, BrowserSpec, BrowserTiming};
 pub use browser_remote::SiteRequest;
 pub use bulk::{
-    assemble, elapsed_since, prepare_stream, run_end, Amount, BulkFlags, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta, FlowResult,
-    AppPause, GoodputPoint, Knobs, MixFlow, Opens, QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer,
+    assemble, elapsed_since, prepare_stream, run_end, Amount, AppPause, BulkFlags, BulkResult, BulkSpec, ByteBudget, EndClock, EndStream, FlowEnd, FlowMeta,
+    FlowResult, GoodputPoint, Knobs, MixFlow, Opens, QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer,
 };
 pub use far::{data_hello, hello_id, FarConnection, FarHttp, FarReport, DATA_HELLO_LEN, TOKEN_LEN};
 pub use http_end::{HttpEnd, HttpEndEvents, HELLO_TIMEOUT};

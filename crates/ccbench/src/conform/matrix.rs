@@ -133,8 +133,7 @@ pub(crate) fn junit(judged: &[Judged], broken: &[Broken], chosen: &[usize]) -> S
         let mine: Vec<&Judged> = judged.iter().filter(|j| j.cc == cc).collect();
         let failures = mine.iter().filter(|j| matches!(j.cell.verdict, CellVerdict::Fail | CellVerdict::Undecided)).count();
         let errors = broken.iter().filter(|b| b.cc == cc).count();
-        let skipped =
-            mine.iter().filter(|j| j.cell.verdict == CellVerdict::NotObservable).count() + not_runnable.len();
+        let skipped = mine.iter().filter(|j| j.cell.verdict == CellVerdict::NotObservable).count() + not_runnable.len();
         let _ = writeln!(
             s,
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">",

@@ -70,7 +70,17 @@ pub(crate) trait SendHalf: Send {
     fn finish<'a>(&'a mut self, until: Instant, stop: &'a AtomicBool) -> Pending<'a, ()>;
     /// The budget is spent: ends the stream now.
     fn abort(&mut self);
+    /// Bytes the transport has put on the wire so far (headers and retransmissions included),
+    /// where it buffers far more than the path holds and can tell: QUIC's send buffer.
+    fn wire_bytes(&self) -> Option<u64> {
+        None
+    }
 }
+
+/// With `--app-rate-from` or `--app-pause`, how far an application that writes as fast as it can
+/// stays ahead of what the transport has sent, so that the change takes effect then, not when a
+/// send buffer of seconds drains (QUIC's; the kernel's socket buffer bounds TCP's).
+const APP_LEAD: u64 = 128 * 1024;
 
 /// The receiving half of one flow's byte stream.
 pub(crate) trait ReceiveHalf: Send {
@@ -139,6 +149,8 @@ pub(crate) async fn send_loop(
     // What the cap counts from, and what was written since.
     let mut cap_since = began + secs(app.app_rate_from_s.unwrap_or(0.0));
     let mut written: u64 = 0;
+    let shallow = app.app_rate_from_s.is_some() || !app.app_pauses.is_empty();
+    let mut total: u64 = 0;
     let mut remaining = match amount {
         Amount::Bytes(n) => n,
         Amount::Seconds(_) => u64::MAX,
@@ -156,6 +168,14 @@ pub(crate) async fn send_loop(
         // A budget's last write is what is left of it, so the flow stops at the budget, not a
         // write's length short of it.
         let mut len = remaining.min(io.max_write() as u64).min(budget.map_or(u64::MAX, |b| b.remaining().max(1))) as usize;
+        if let Some(sent) = io.wire_bytes().filter(|_| shallow) {
+            let ahead = total.saturating_sub(sent);
+            if ahead >= APP_LEAD {
+                nap(Duration::from_micros(500), on_runtime).await;
+                continue;
+            }
+            len = len.min((APP_LEAD - ahead) as usize);
+        }
         let capped = cap.filter(|_| now >= cap_since);
         if let Some(bps) = capped {
             let allowed = ((now - cap_since).as_secs_f64() * bps as f64 / 8.0) as u64 + io.max_write() as u64;
@@ -178,6 +198,7 @@ pub(crate) async fn send_loop(
             Moved::Failed(e) => return Err(e),
         };
         remaining -= moved as u64;
+        total += moved as u64;
         if capped.is_some() {
             written += moved as u64;
         }
