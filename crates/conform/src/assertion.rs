@@ -169,7 +169,7 @@ pub enum Assertion {
     /// grows it only when it is. Not observable where the stack does not show it, while it is
     /// unset (no loss yet), or without a ProbeBW_UP since `from`.
     LongtermHeldFrom { from: Duration },
-    /// From `from` on, ProbeBW_UP is left only for PROBE_RTT: app-limited samples show no
+    /// A ProbeBW_UP begun after `from` is left only for PROBE_RTT: app-limited samples show no
     /// plateau (§5.3.1.2 BBRCheckFullBWReached returns on them) and §5.3.3.9 BBRIsTimeToGoDown
     /// ends UP on one. Needs phases.
     UpHeldFrom { from: Duration },
@@ -338,15 +338,30 @@ fn up_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {
     }
     let after: Vec<&Point> = trace.points.iter().filter(|p| p.t > from && p.mode.is_some()).collect();
     let in_up = |p: &Point| p.mode == Some(Mode::ProbeBw) && p.phase == Some(Phase::Up);
-    let ups = after.windows(2).filter(|w| !in_up(w[0]) && in_up(w[1])).count() + usize::from(after.first().is_some_and(|p| in_up(p)));
-    if ups == 0 {
-        return RunCheck::unseen(format!("no PROBE_BW_UP sampled after {}", ms(from)));
+    // Only UPs begun after `from`: one already under way began on samples that were not
+    // app-limited and may end on their plateau.
+    let mut ups = 0;
+    let mut ends: Vec<Duration> = Vec::new();
+    let mut counted = false;
+    for w in after.windows(2) {
+        if !in_up(w[0]) && in_up(w[1]) {
+            ups += 1;
+            counted = true;
+        }
+        // UP straight to DOWN, or to CRUISE through a DOWN shorter than a sample.
+        if in_up(w[0]) && w[1].mode == Some(Mode::ProbeBw) && !in_up(w[1]) && counted {
+            ends.push(w[1].t);
+        }
+        if !in_up(w[1]) {
+            counted = false;
+        }
     }
-    // UP straight to DOWN, or to CRUISE through a DOWN shorter than a sample.
-    let ends: Vec<Duration> = after.windows(2).filter(|w| in_up(w[0]) && w[1].mode == Some(Mode::ProbeBw) && !in_up(w[1])).map(|w| w[1].t).collect();
+    if ups == 0 {
+        return RunCheck::unseen(format!("no PROBE_BW_UP begun after {}", ms(from)));
+    }
     let n = ends.len() as f64;
     let evidence = match ends.first() {
-        None => format!("{ups} PROBE_BW_UP after {}, each left only for PROBE_RTT (or held to the end)", ms(from)),
+        None => format!("{ups} PROBE_BW_UP begun after {}, each left only for PROBE_RTT (or held to the end)", ms(from)),
         Some(t) => format!("PROBE_BW_UP ended within PROBE_BW at {} ({} times after {})", ms(*t), ends.len(), ms(from)),
     };
     RunCheck::judged(rule, n, n, n, evidence)
