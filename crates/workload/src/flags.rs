@@ -253,7 +253,7 @@ fn flow_time(s: &str) -> Option<std::time::Duration> {
 fn show_time(d: std::time::Duration) -> String {
     if d.subsec_nanos() == 0 {
         format!("{}s", d.as_secs())
-    } else if d.as_nanos() % 1_000_000 == 0 {
+    } else if d.as_nanos().is_multiple_of(1_000_000) {
         format!("{}ms", d.as_millis())
     } else {
         format!("{}us", d.as_micros())
