@@ -115,6 +115,7 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
         }
     }
     let (paths, runs) = grid(&args)?;
+    let chosen = chosen_cases(&args.cases)?;
     require_root("conform")?;
     let out = args.out.clone().unwrap_or_else(|| {
         let now = time::OffsetDateTime::now_utc();
@@ -136,7 +137,8 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
     std::fs::create_dir_all(&out)?;
     let seed = args.seed.unwrap_or_else(rand_seed);
     let exe = std::env::current_exe()?;
-    let scenarios: Vec<Scenario> = Scenario::ALL.into_iter().filter(|s| SUITE.iter().any(|c| c.scenario == *s && c.runnable == Runnable::Yes)).collect();
+    let scenarios: Vec<Scenario> =
+        Scenario::ALL.into_iter().filter(|s| chosen.iter().any(|&i| SUITE[i].scenario == *s && SUITE[i].runnable == Runnable::Yes)).collect();
     // Every job: a controller, a path and a scenario.
     let mut jobs = Vec::new();
     for cc in args.cc.names() {
@@ -153,8 +155,8 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
     let planned: Duration = jobs.iter().map(|j| j.2.duration(j.1.rtt) * runs).sum();
     println!(
         "conform bbr: {} cases ({} runnable here), {} controllers × {} paths, {} runs each: {} runs, at least {:.0} min of sending; seed {seed}",
-        SUITE.len(),
-        SUITE.iter().filter(|c| c.runnable == Runnable::Yes).count(),
+        chosen.len(),
+        chosen.iter().filter(|&&i| SUITE[i].runnable == Runnable::Yes).count(),
         args.cc.names().len(),
         paths.len(),
         runs,
@@ -175,7 +177,7 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
         let flags = run_flags(cc, *path, *scenario, runs, seed);
         let shown = format!("ccbench run {}", flags.join(" "));
         match run_one(&exe, &flags, &dir) {
-            Ok(result) => match judge(&result, &dir, cc, *path, *scenario, &shown) {
+            Ok(result) => match judge(&result, &dir, cc, *path, *scenario, &shown, &chosen) {
                 Ok(cells) => judged.extend(cells),
                 Err(why) => broken.push(Broken { cc: cc.clone(), path: *path, scenario: *scenario, why }),
             },
@@ -185,11 +187,11 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
     }
     bar.finish();
     let interrupted = stop.load(Ordering::Relaxed);
-    let text = matrix::text(&args.cc.names().iter().map(|c| c.to_string()).collect::<Vec<_>>(), &paths, &judged, &broken, runs, started.elapsed());
+    let text = matrix::text(&args.cc.names().iter().map(|c| c.to_string()).collect::<Vec<_>>(), &paths, &judged, &broken, runs, started.elapsed(), &chosen);
     print!("{text}");
     std::fs::write(out.join("conform.txt"), &text)?;
     if let Some(j) = &args.junit {
-        std::fs::write(j, matrix::junit(&judged, &broken))?;
+        std::fs::write(j, matrix::junit(&judged, &broken, &chosen))?;
     }
     println!("results: {}", out.display());
     if interrupted {
@@ -202,6 +204,30 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
         CellVerdict::Undecided => 2,
         CellVerdict::Pass | CellVerdict::NotObservable => 0,
     })
+}
+
+/// `--case`: the suite's indices of the cases asked for (every case without it). A case is named
+/// by its number as the matrix shows it (`A.1`, `§5.3.2`), case-insensitively, the `§` optional.
+fn chosen_cases(asked: &[String]) -> Result<Vec<usize>, UsageError> {
+    if asked.is_empty() {
+        return Ok((0..SUITE.len()).collect());
+    }
+    let key = |s: &str| s.trim().trim_start_matches('§').to_ascii_lowercase();
+    let runnable: Vec<&str> = SUITE.iter().filter(|c| c.runnable == Runnable::Yes).map(|c| c.id).collect();
+    let mut out = Vec::new();
+    for a in asked {
+        let Some(i) = SUITE.iter().position(|c| key(c.id) == key(a)) else {
+            return Err(UsageError::new("--case", a, format!("case numbers of the suite, comma-separated: {}", runnable.join(", "))));
+        };
+        if let Runnable::Needs(what) = SUITE[i].runnable {
+            return Err(UsageError::new("--case", a, format!("a case runnable here ({} needs {what}): {}", SUITE[i].id, runnable.join(", "))));
+        }
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 fn rand_seed() -> u64 {
@@ -236,7 +262,7 @@ fn run_one(exe: &Path, flags: &[String], dir: &Path) -> anyhow::Result<Experimen
 }
 
 /// Every runnable case of `scenario`, each assertion over the runs.
-fn judge(result: &ExperimentResult, dir: &Path, cc: &str, path: GridPath, scenario: Scenario, shown: &str) -> Result<Vec<Judged>, String> {
+fn judge(result: &ExperimentResult, dir: &Path, cc: &str, path: GridPath, scenario: Scenario, shown: &str, chosen: &[usize]) -> Result<Vec<Judged>, String> {
     let (rate_bps, rate_step) = scenario.bottleneck(path.rate_bps);
     let facts = PathFacts { rate_bps, rtt: path.rtt, mss: series::PACKET, rate_step };
     let mut traces = Vec::new();
@@ -253,7 +279,7 @@ fn judge(result: &ExperimentResult, dir: &Path, cc: &str, path: GridPath, scenar
         return Err(why);
     }
     let mut out = Vec::new();
-    for (ci, case) in SUITE.iter().enumerate().filter(|(_, c)| c.scenario == scenario && c.runnable == Runnable::Yes) {
+    for (ci, case) in SUITE.iter().enumerate().filter(|(i, c)| chosen.contains(i) && c.scenario == scenario && c.runnable == Runnable::Yes) {
         for (ai, a) in case.assertions.iter().enumerate() {
             let checks: Vec<RunCheck> = traces.iter().map(|t| a.check(t)).collect();
             let cell = over_runs(a.rule(&traces[0]), &checks, ALPHA);

@@ -1,11 +1,12 @@
-//! `ccbench conform bbr` and `run --qlog`, end to end. Bad input needs nothing; the qlog run
-//! needs root (under `CI=true` a missing root is a failure, not a skip). The conformance suite's
+//! `ccbench conform bbr` and `run --qlog`, end to end. Bad input needs nothing; the runs need
+//! root (under `CI=true` a missing root is a failure, not a skip). The conformance suite's
 //! judging is tested without root in crates/conform (tests/broken.rs); a whole `conform --quick`
-//! takes minutes and is measured in docs/conform.md, not run here.
+//! takes minutes and is measured in docs/conform.md: here one case runs on one path
+//! (`--case`), once.
 
 mod common;
 
-use common::{ccbench, have_root, lock, one_line, out_path, run_ok};
+use common::{ccbench, have_root, junit_read_back, lock, one_line, out_path, run_ok, text};
 use serde_json::Value;
 
 #[test]
@@ -15,6 +16,8 @@ fn conform_refuses_bad_input_in_one_line_and_leaves_nothing() {
         ("--rates", "unlimited", "64kbit or more"),
         ("--rates", "10kbit", "64kbit or more"),
         ("--runs", "0", "from 1 to 1000"),
+        ("--case", "A.99", "case numbers of the suite"),
+        ("--case", "A.11", "a case runnable here"),
     ] {
         let out = out_path("conform-bad");
         let o = ccbench(&["conform", "bbr", flag, value, "--out", &out.to_string_lossy()]);
@@ -56,4 +59,65 @@ fn run_qlog_writes_a_qlog_per_quic_connection_that_parses_as_qlog() {
     assert!(states.iter().any(|s| s.starts_with("PROBE_BW_")), "BBRv3 reaches ProbeBW in 3 s: {states:?}");
     assert!(names.iter().filter(|n| **n == "recovery:metrics_updated").count() > 10);
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// One case on one path, once: A.10, the paused sender (`run --app-pause`), on quic:bbr3 at
+/// 20 Mbit/s and 20 ms. With one run every cell is undecided over runs (exit 2); the matrix,
+/// conform.txt and the JUnit file name the case by its appendix number and title, and say how
+/// many runs passed with the evidence.
+#[test]
+fn conform_one_case_on_one_path_writes_the_matrix_and_junit() {
+    let _g = lock();
+    if !have_root() {
+        return;
+    }
+    let out = out_path("conform-one");
+    let junit = out.with_extension("xml");
+    let (out_s, junit_s) = (out.to_string_lossy().to_string(), junit.to_string_lossy().to_string());
+    let o = ccbench(&[
+        "conform",
+        "bbr",
+        "--cc",
+        "quic:bbr3",
+        "--case",
+        "A.10",
+        "--rtts",
+        "20ms",
+        "--rates",
+        "20mbit",
+        "--runs",
+        "1",
+        "--seed",
+        "3",
+        "--out",
+        &out_s,
+        "--junit",
+        &junit_s,
+    ]);
+    let said = text(&o);
+    assert_eq!(o.status.code(), Some(2), "one run: undecided over runs:\n{said}");
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(stdout.contains("1 cases (1 runnable here), 1 controllers × 1 paths"), "{stdout}");
+    assert!(stdout.contains("A.10 Paused sender"), "{stdout}");
+    assert!(!stdout.contains("A.1 Exiting STARTUP"), "only the chosen case: {stdout}");
+    assert!(stdout.contains("--app-pause 4s:1000ms"), "the reproducing command: {stdout}");
+    let saved = std::fs::read_to_string(out.join("conform.txt")).unwrap();
+    assert!(saved.contains("A.10 Paused sender") && saved.contains("--app-pause 4s:1000ms"), "{saved}");
+    let suites = junit_read_back(&junit);
+    let suites = suites.as_array().unwrap();
+    assert_eq!(suites.len(), 1, "{suites:?}");
+    assert_eq!(suites[0]["name"], "quic:bbr3");
+    let cases = suites[0]["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2, "A.10's two assertions on the one path, nothing else: {cases:?}");
+    for c in cases {
+        let name = c["name"].as_str().unwrap();
+        assert!(name.starts_with("A.10 Paused sender: ") && name.ends_with("[20mbit/20ms]"), "{name}");
+        assert_eq!(c["kind"], "undecided", "{c}");
+        let msg = c["message"].as_str().unwrap();
+        assert!(msg.contains("/1 pass"), "the tally of the one run: {msg}");
+    }
+    // The run itself is an ordinary `ccbench run` with its result and series.
+    assert!(out.join("quic-bbr3/20mbit-20ms/paused/result.json").exists());
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_file(&junit);
 }

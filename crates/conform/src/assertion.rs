@@ -157,6 +157,24 @@ pub enum Assertion {
     /// limited STARTUP's samples are app-limited, and §5.3.1.2 BBRCheckFullBWReached returns
     /// early on them, so no plateau is ever declared.
     StaysIn { mode: Mode },
+    /// From `from` (when the application starts limiting the sender, or pauses) the bandwidth
+    /// estimate stays at or above `share` × its value at `from`: an app-limited delivery-rate
+    /// sample below max_bw neither enters the filter (§5.5.5 BBRUpdateMaxBw) nor advances it
+    /// (§5.3.3.9 BBRAdaptUpperBounds). Not observable before the filter had MaxBwFilterLen = 2
+    /// chances to forget (ProbeBW cycle starts or PROBE_RTT exits since `from`), or when the
+    /// flow was still in STARTUP at `from`.
+    BwHeldFrom { from: Duration, share: f64 },
+    /// From `from` on, BBR.inflight_longterm does not rise above its value at `from`: an
+    /// app-limited sender is not cwnd-limited, and §5.3.3.6 BBRProbeInflightLongtermUpward
+    /// grows it only when it is. Not observable where the stack does not show it, while it is
+    /// unset (no loss yet), or without a ProbeBW_UP since `from`.
+    LongtermHeldFrom { from: Duration },
+    /// A ProbeBW_UP begun after `from` is left only for PROBE_RTT: app-limited samples show no
+    /// plateau (§5.3.1.2 BBRCheckFullBWReached returns on them) and §5.3.3.9 BBRIsTimeToGoDown
+    /// ends UP on one. Needs phases.
+    UpHeldFrom { from: Duration },
+    /// `mode` is not entered again from `from` on, the flow having left it before `from`.
+    NotReenteredFrom { mode: Mode, from: Duration },
 }
 
 impl Assertion {
@@ -174,7 +192,9 @@ impl Assertion {
             Assertion::BwFollowsStep { by, .. } => Rule::AtMost(by.as_secs_f64()),
             Assertion::BwFollowsStepInCycles { cycles, .. } => Rule::AtMost(cycles),
             Assertion::LossAtMost { share } => Rule::AtMost(share),
-            Assertion::StaysIn { .. } => Rule::AtMost(0.0),
+            Assertion::StaysIn { .. } | Assertion::UpHeldFrom { .. } | Assertion::NotReenteredFrom { .. } => Rule::AtMost(0.0),
+            Assertion::BwHeldFrom { share, .. } => Rule::AtLeast(share),
+            Assertion::LongtermHeldFrom { .. } => Rule::AtMost(1.0),
         }
     }
 
@@ -209,6 +229,12 @@ impl Assertion {
             }
             Assertion::LossAtMost { share } => format!("loss after STARTUP ≤ {:.1} %", share * 100.0),
             Assertion::StaysIn { mode } => format!("never leaves {} but for PROBE_RTT", mode.name()),
+            Assertion::BwHeldFrom { from, share } => {
+                format!("bandwidth estimate stays ≥ {:.0} % of its value at {} s", share * 100.0, from.as_secs_f64())
+            }
+            Assertion::LongtermHeldFrom { from } => format!("inflight_longterm does not rise after {} s", from.as_secs_f64()),
+            Assertion::UpHeldFrom { from } => format!("PROBE_BW_UP is left only for PROBE_RTT after {} s", from.as_secs_f64()),
+            Assertion::NotReenteredFrom { mode, from } => format!("{} is not re-entered after {} s", mode.name(), from.as_secs_f64()),
         }
     }
 
@@ -233,8 +259,126 @@ impl Assertion {
             Assertion::BwFollowsStepInCycles { within, .. } => bw_follows_step_in_cycles(trace, rule, within),
             Assertion::LossAtMost { .. } => loss(trace, rule),
             Assertion::StaysIn { mode } => stays_in(trace, rule, mode),
+            Assertion::BwHeldFrom { from, .. } => bw_held_from(trace, rule, from),
+            Assertion::LongtermHeldFrom { from } => longterm_held_from(trace, rule, from),
+            Assertion::UpHeldFrom { from } => up_held_from(trace, rule, from),
+            Assertion::NotReenteredFrom { mode, from } => not_reentered_from(trace, rule, mode, from),
         }
     }
+}
+
+/// How many times since `from` the max_bw filter could have advanced: each ProbeBW cycle start
+/// (see [`Trace::cycle_starts`]) and each PROBE_RTT exit, which starts ProbeBW_DOWN too
+/// (§5.3.4.4) and advances the filter when its samples are not app-limited.
+fn filter_chances(trace: &Trace, from: Duration) -> usize {
+    let cycles = trace.cycle_starts().unwrap_or_default().into_iter().filter(|t| *t > from).count();
+    let probe_rtt_exits = trace.transitions().into_iter().filter(|t| t.from == Mode::ProbeRtt && t.to == Mode::ProbeBw && t.at > from).count();
+    cycles + probe_rtt_exits
+}
+
+fn bw_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {
+    if !trace.has(|p| p.bw_bps.is_some()) {
+        return RunCheck::unseen("the stack shows no bandwidth estimate");
+    }
+    if !trace.transitions().iter().any(|t| t.from == Mode::Startup && t.at <= from) {
+        return RunCheck::unseen(format!("still in STARTUP at {}: the estimate had not found the path", ms(from)));
+    }
+    let Some(at_from) = trace.points.iter().take_while(|p| p.t <= from).filter_map(|p| p.bw_bps).last() else {
+        return RunCheck::unseen(format!("no estimate sampled by {}", ms(from)));
+    };
+    let Some((t, low)) = trace.points.iter().filter(|p| p.t > from).filter_map(|p| p.bw_bps.map(|b| (p.t, b))).min_by(|a, b| a.1.total_cmp(&b.1)) else {
+        return RunCheck::unseen(format!("no estimate sampled after {}", ms(from)));
+    };
+    let ratio = low / at_from;
+    let chances = filter_chances(trace, from);
+    let evidence = format!(
+        "estimate {} at {}, lowest after it {} at {} ({:.0} %), {chances} filter advances possible",
+        mbit(at_from),
+        ms(from),
+        mbit(low),
+        ms(t),
+        ratio * 100.0
+    );
+    // MaxBwFilterLen = 2 (§5.5.3): a filter that forgets shows it after its second advance.
+    if chances < 2 && rule.holds(ratio) {
+        return RunCheck::unseen(format!("{evidence}: too few to have forgotten"));
+    }
+    RunCheck::judged(rule, ratio, ratio, ratio, evidence)
+}
+
+fn longterm_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {
+    let Some(at_from) = trace.points.iter().take_while(|p| p.t <= from).filter_map(|p| p.inflight_longterm_bytes).last() else {
+        return RunCheck::unseen("the stack shows no inflight_longterm");
+    };
+    if at_from == u64::MAX {
+        return RunCheck::unseen(format!("inflight_longterm unset (no loss yet) at {}: nothing to hold", ms(from)));
+    }
+    let up_since = trace.points.iter().any(|p| p.t > from && p.mode == Some(Mode::ProbeBw) && p.phase == Some(Phase::Up));
+    if !up_since {
+        return RunCheck::unseen(format!("no PROBE_BW_UP sampled after {}", ms(from)));
+    }
+    let Some((t, high)) =
+        trace.points.iter().filter(|p| p.t > from).filter_map(|p| p.inflight_longterm_bytes.filter(|b| *b != u64::MAX).map(|b| (p.t, b))).max_by_key(|x| x.1)
+    else {
+        return RunCheck::unseen(format!("inflight_longterm unset after {}", ms(from)));
+    };
+    let ratio = high as f64 / at_from as f64;
+    RunCheck::judged(
+        rule,
+        ratio,
+        ratio,
+        ratio,
+        format!("inflight_longterm {at_from} B at {}, highest after it {high} B at {} ({:.2}×)", ms(from), ms(t), ratio),
+    )
+}
+
+fn up_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {
+    if !trace.has(|p| p.phase.is_some()) {
+        return RunCheck::unseen("the stack shows no ProbeBW phase");
+    }
+    let after: Vec<&Point> = trace.points.iter().filter(|p| p.t > from && p.mode.is_some()).collect();
+    let in_up = |p: &Point| p.mode == Some(Mode::ProbeBw) && p.phase == Some(Phase::Up);
+    // Only UPs begun after `from`: one already under way began on samples that were not
+    // app-limited and may end on their plateau.
+    let mut ups = 0;
+    let mut ends: Vec<Duration> = Vec::new();
+    let mut counted = false;
+    for w in after.windows(2) {
+        if !in_up(w[0]) && in_up(w[1]) {
+            ups += 1;
+            counted = true;
+        }
+        // UP straight to DOWN, or to CRUISE through a DOWN shorter than a sample.
+        if in_up(w[0]) && w[1].mode == Some(Mode::ProbeBw) && !in_up(w[1]) && counted {
+            ends.push(w[1].t);
+        }
+        if !in_up(w[1]) {
+            counted = false;
+        }
+    }
+    if ups == 0 {
+        return RunCheck::unseen(format!("no PROBE_BW_UP begun after {}", ms(from)));
+    }
+    let n = ends.len() as f64;
+    let evidence = match ends.first() {
+        None => format!("{ups} PROBE_BW_UP begun after {}, each left only for PROBE_RTT (or held to the end)", ms(from)),
+        Some(t) => format!("PROBE_BW_UP ended within PROBE_BW at {} ({} times after {})", ms(*t), ends.len(), ms(from)),
+    };
+    RunCheck::judged(rule, n, n, n, evidence)
+}
+
+fn not_reentered_from(trace: &Trace, rule: Rule, mode: Mode, from: Duration) -> RunCheck {
+    let ts = trace.transitions();
+    if !ts.iter().any(|t| t.from == mode && t.at <= from) {
+        return RunCheck::unseen(format!("had not left {} by {}", mode.name(), ms(from)));
+    }
+    let back: Vec<_> = ts.iter().filter(|t| t.to == mode && t.at > from).collect();
+    let n = back.len() as f64;
+    let evidence = match back.first() {
+        None => format!("{} not entered again after {}", mode.name(), ms(from)),
+        Some(t) => format!("{} → {} at {}", t.from.name(), mode.name(), ms(t.at)),
+    };
+    RunCheck::judged(rule, n, n, n, evidence)
 }
 
 fn ms(d: Duration) -> String {

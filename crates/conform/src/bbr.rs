@@ -43,13 +43,47 @@ pub enum Scenario {
     /// One flow whose application writes at a quarter of the rate (`--app-rate`) over a 4-BDP
     /// buffer (12 s): every sample is app-limited.
     AppLimited,
+    /// One bulk flow over a half-BDP buffer (STARTUP's overshoot is lost, so inflight_longterm
+    /// is set) whose application writes at a quarter of the rate from 4 s on (`--app-rate` with
+    /// `--app-rate-from 4s`), 16 s: every ProbeBW phase after it, REFILL and UP included, is
+    /// app-limited, and PROBE_RTT comes twice.
+    AppLimitedProbeBw,
+    /// One bulk flow over a 4-BDP buffer whose application writes nothing from 4 s to 5 s
+    /// (`--app-pause 4s:1s`), 12 s: the pipe empties, and the next write restarts from idle.
+    Paused,
 }
+
+/// What the application does at a time of a scenario (the rest of the time it writes as fast as
+/// the controller lets it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum App {
+    /// From now on, writes no faster than this (bits/s).
+    Cap(f64),
+    /// Writes nothing from now ...
+    Pause,
+    /// ... until now, then as fast as it can again.
+    Resume,
+}
+
+/// When the application slows down or pauses in the app-limited and paused scenarios.
+pub const APP_AT: Duration = Duration::from_secs(4);
+/// How long the paused scenario's application writes nothing.
+pub const PAUSE_FOR: Duration = Duration::from_secs(1);
 
 /// When the rate steps change the path.
 pub const STEP_AT: Duration = Duration::from_secs(4);
 
 impl Scenario {
-    pub const ALL: [Scenario; 6] = [Scenario::Bulk, Scenario::StepDown, Scenario::StepUp, Scenario::Policer, Scenario::SubPacketBdp, Scenario::AppLimited];
+    pub const ALL: [Scenario; 8] = [
+        Scenario::Bulk,
+        Scenario::StepDown,
+        Scenario::StepUp,
+        Scenario::Policer,
+        Scenario::SubPacketBdp,
+        Scenario::AppLimited,
+        Scenario::AppLimitedProbeBw,
+        Scenario::Paused,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -59,6 +93,8 @@ impl Scenario {
             Scenario::Policer => "policer",
             Scenario::SubPacketBdp => "sub-packet-bdp",
             Scenario::AppLimited => "app-limited",
+            Scenario::AppLimitedProbeBw => "app-limited-probe-bw",
+            Scenario::Paused => "paused",
         }
     }
 
@@ -74,6 +110,7 @@ impl Scenario {
                 Duration::from_secs((STEP_AT + cycle * 3).as_secs_f64().ceil() as u64).max(Duration::from_secs(18))
             }
             Scenario::StepUp => Duration::from_secs(18),
+            Scenario::AppLimitedProbeBw => Duration::from_secs(16),
             _ => Duration::from_secs(12),
         }
     }
@@ -121,6 +158,28 @@ impl Scenario {
             Scenario::AppLimited => {
                 vec!["--rate".into(), kbit(rate_bps), "--rtt".into(), rtt_s, "--buffer".into(), "4bdp".into(), "--app-rate".into(), kbit(rate_bps / 4.0)]
             }
+            Scenario::AppLimitedProbeBw => vec![
+                "--rate".into(),
+                kbit(rate_bps),
+                "--rtt".into(),
+                rtt_s,
+                "--buffer".into(),
+                "0.5bdp".into(),
+                "--app-rate".into(),
+                kbit(rate_bps / 4.0),
+                "--app-rate-from".into(),
+                format!("{}s", APP_AT.as_secs()),
+            ],
+            Scenario::Paused => vec![
+                "--rate".into(),
+                kbit(rate_bps),
+                "--rtt".into(),
+                rtt_s,
+                "--buffer".into(),
+                "4bdp".into(),
+                "--app-pause".into(),
+                format!("{}s:{}ms", APP_AT.as_secs(), PAUSE_FOR.as_millis()),
+            ],
         }
     }
 
@@ -132,7 +191,27 @@ impl Scenario {
             Scenario::StepUp => (rate_bps / 10.0, Some((STEP_AT, rate_bps))),
             Scenario::Policer => (rate_bps / 2.0, None),
             Scenario::SubPacketBdp => (64e3, None),
-            Scenario::AppLimited => (rate_bps, None),
+            Scenario::AppLimited | Scenario::AppLimitedProbeBw | Scenario::Paused => (rate_bps, None),
+        }
+    }
+
+    /// The drop-tail buffer, in BDPs of the starting rate (what `--buffer` says).
+    pub fn buffer_bdp(self) -> f64 {
+        match self {
+            Scenario::StepDown => 1.0,
+            Scenario::AppLimitedProbeBw => 0.5,
+            _ => 4.0,
+        }
+    }
+
+    /// What the application does when (the same as the path flags' `--app-rate`,
+    /// `--app-rate-from` and `--app-pause`), for a simulator to replay.
+    pub fn app(self, rate_bps: f64) -> Vec<(Duration, App)> {
+        match self {
+            Scenario::AppLimited => vec![(Duration::ZERO, App::Cap(rate_bps / 4.0))],
+            Scenario::AppLimitedProbeBw => vec![(APP_AT, App::Cap(rate_bps / 4.0))],
+            Scenario::Paused => vec![(APP_AT, App::Pause), (APP_AT + PAUSE_FOR, App::Resume)],
+            _ => Vec::new(),
         }
     }
 }
@@ -240,10 +319,24 @@ const SUB_PACKET: &[Assertion] = &[Assertion::CwndAtLeast { packets: 4.0 }, Asse
 /// returns to STARTUP while full_bw_reached is false, §5.3.4.4).
 const A2: &[Assertion] = &[Assertion::StaysIn { mode: Mode::Startup }];
 
+/// A.6: the path's bandwidth, learnt before the application slowed, is kept while it is
+/// app-limited (§5.5.5, §5.3.3.9: app-limited samples below max_bw neither enter nor advance
+/// the filter), and the flow does not fall back to STARTUP. 80 % is ours: the filter either
+/// keeps the path's rate or falls to the application's quarter of it.
+const A6: &[Assertion] = &[Assertion::BwHeldFrom { from: APP_AT, share: 0.8 }, Assertion::NotReenteredFrom { mode: Mode::Startup, from: APP_AT }];
+
+/// A.20: REFILL and the UP it leads to, app-limited, must not grow inflight_longterm (§5.3.3.6:
+/// only when cwnd-limited at it) nor end UP on an app-limited plateau (§5.3.1.2, §5.3.3.9).
+const A20: &[Assertion] = &[Assertion::LongtermHeldFrom { from: APP_AT }, Assertion::UpHeldFrom { from: APP_AT }];
+
+/// A.10: §5.4.1 BBRHandleRestartFromIdle keeps the model and the state across an idle pause
+/// (pacing at BBR.bw until the pipe refills): no STARTUP again, and the estimate is kept (the
+/// first samples after the pause are app-limited).
+const A10: &[Assertion] = &[Assertion::NotReenteredFrom { mode: Mode::Startup, from: APP_AT }, Assertion::BwHeldFrom { from: APP_AT, share: 0.8 }];
+
 const NONE: &[Assertion] = &[];
 const TITLE_UNKNOWN: &str = "(title not in the stored copies of the draft)";
 const NEEDS_TEXT: Runnable = Runnable::Needs("the case's text: Appendix A is not in the copies of the draft this suite was written from");
-const APP_LIMITED: Runnable = Runnable::Needs("an application-limited bulk sender (a rate cap below the path's)");
 
 /// The suite, in appendix order, then the §5.3 state-machine checks.
 pub const SUITE: &[Case] = &[
@@ -279,11 +372,11 @@ pub const SUITE: &[Case] = &[
     Case {
         id: "A.6",
         title: "Application-limited in PROBE_BW",
-        sections: "§5.3.3, §4.5",
-        what: "app-limited samples must not lower max_bw",
-        scenario: Scenario::Bulk,
-        assertions: NONE,
-        runnable: APP_LIMITED,
+        sections: "§5.5.5 BBRUpdateMaxBw, §5.3.3.9 BBRAdaptUpperBounds (filter advance), §4.5 app-limited samples",
+        what: "a flow in PROBE_BW whose application slows to a quarter of the rate must keep the path's max_bw and stay out of STARTUP",
+        scenario: Scenario::AppLimitedProbeBw,
+        assertions: A6,
+        runnable: Runnable::Yes,
     },
     Case { id: "A.7", title: TITLE_UNKNOWN, sections: "-", what: "-", scenario: Scenario::Bulk, assertions: NONE, runnable: NEEDS_TEXT },
     Case {
@@ -299,11 +392,11 @@ pub const SUITE: &[Case] = &[
     Case {
         id: "A.10",
         title: "Paused sender",
-        sections: "§5.4.1 BBRHandleRestartFromIdle",
-        what: "after an idle pause the sender must restart at its estimated rate",
-        scenario: Scenario::Bulk,
-        assertions: NONE,
-        runnable: Runnable::Needs("a bulk sender that pauses at given times"),
+        sections: "§5.4.1 BBRHandleRestartFromIdle, §5.5.5",
+        what: "after a 1 s pause of the application the sender must resume in PROBE_BW with its model, not restart STARTUP",
+        scenario: Scenario::Paused,
+        assertions: A10,
+        runnable: Runnable::Yes,
     },
     Case {
         id: "A.11",
@@ -373,11 +466,11 @@ pub const SUITE: &[Case] = &[
     Case {
         id: "A.20",
         title: "Application-limited during PROBE_REFILL",
-        sections: "§5.3.3.7 ProbeBW_REFILL, §4.5",
-        what: "an app-limited REFILL must not start a probe on stale inflight",
-        scenario: Scenario::Bulk,
-        assertions: NONE,
-        runnable: APP_LIMITED,
+        sections: "§5.3.3.6 BBRProbeInflightLongtermUpward, §5.3.3.9 BBRIsTimeToGoDown, §5.3.1.2",
+        what: "REFILL and UP while app-limited must neither raise inflight_longterm nor end UP on the application's plateau",
+        scenario: Scenario::AppLimitedProbeBw,
+        assertions: A20,
+        runnable: Runnable::Yes,
     },
     Case {
         id: "§5.3.2",

@@ -89,6 +89,11 @@ pub struct Point {
     pub lost_bytes: Option<u64>,
     /// Bytes acknowledged so far (cumulative).
     pub delivered_bytes: Option<u64>,
+    /// The pacing rate the controller set (bits/s).
+    pub pacing_rate_bps: Option<f64>,
+    /// BBR.inflight_longterm (§5.5.8; inflight_hi before -02), bytes: `Some(u64::MAX)` while
+    /// it is unset (infinite), `None` where the stack does not show it.
+    pub inflight_longterm_bytes: Option<u64>,
 }
 
 /// What the run's path was: the figures assertions are judged against.

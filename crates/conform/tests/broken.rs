@@ -9,7 +9,7 @@ mod sim;
 use std::time::{Duration, Instant};
 
 use ccbench_conform::assertion::Outcome;
-use ccbench_conform::bbr::{Scenario, SUITE};
+use ccbench_conform::bbr::{App, Scenario, SUITE};
 use ccbench_conform::trace::{Mode, PathFacts, Phase, Point, Trace};
 use ccbench_conform::{Case, RunCheck};
 use ccbench_quic_cc::{Bbr, BbrParams, BbrVersion, Telemetry};
@@ -26,23 +26,58 @@ fn run(params: BbrParams, scenario: Scenario) -> Trace {
 fn run_at(params: BbrParams, scenario: Scenario, rtt_ms: u64) -> Trace {
     let rate = RATE_MBIT * 1e6;
     let (start_rate, step) = scenario.bottleneck(rate);
-    let buffer_bdp = if scenario == Scenario::StepDown { 1.0 } else { 4.0 };
+    let mut changes: Vec<(Duration, Change)> = scenario.app(start_rate).into_iter().map(|(t, a)| (t, Change::App(a))).collect();
+    if let Some((at, to)) = step {
+        changes.push((at, Change::Rate(to)));
+    }
+    changes.sort_by_key(|c| c.0);
+    drive(params, rtt_ms, scenario.buffer_bdp(), start_rate, &changes, scenario.duration(Duration::from_millis(rtt_ms)), step)
+}
+
+/// A change to the path or the application mid-run.
+#[derive(Debug, Clone, Copy)]
+enum Change {
+    /// The bottleneck's rate, bits/s.
+    Rate(f64),
+    App(App),
+}
+
+/// `sim.app_rate_bps` caps what was written since the start of the run; a cap set mid-run
+/// must count from now, so the bytes already sent are taken as exactly what the new rate
+/// would have allowed by now (the simulator reads `sent_bytes` for nothing else).
+fn cap_from_now<C: sim::SimController>(sim: &mut Sim<C>, bps: f64) {
+    sim.app_rate_bps = Some(bps as u64);
+    sim.sent_bytes = (sim.now.as_secs_f64() * bps / 8.0).ceil() as u64;
+}
+
+fn drive(
+    params: BbrParams,
+    rtt_ms: u64,
+    buffer_bdp: f64,
+    start_rate: f64,
+    changes: &[(Duration, Change)],
+    duration: Duration,
+    step: Option<(Duration, f64)>,
+) -> Trace {
     let link = Link::new(start_rate / 1e6, rtt_ms, buffer_bdp);
     let telemetry = Telemetry::new();
     let t0 = Instant::now();
     let bbr = Bbr::with_params(BbrVersion::V3, params, MSS as u16, t0, telemetry.clone(), 7);
     let mut sim = Sim::with_controller(bbr, telemetry, t0, link);
-    if scenario == Scenario::AppLimited {
-        sim.app_rate_bps = Some((start_rate / 4.0) as u64);
-    }
-    match step {
-        Some((at, to)) => {
-            sim.run_for(at);
-            sim.link.rate_bps = to as u64;
-            sim.run_for(scenario.duration(Duration::from_millis(rtt_ms)) - at);
+    for &(at, change) in changes {
+        sim.run_for(at - sim.now);
+        match change {
+            Change::Rate(to) => sim.link.rate_bps = to as u64,
+            Change::App(App::Cap(bps)) => cap_from_now(&mut sim, bps),
+            Change::App(App::Resume) => sim.app_rate_bps = None,
+            // 8 bit/s, with a packet counted ahead: nothing more for 1200 s.
+            Change::App(App::Pause) => {
+                cap_from_now(&mut sim, 8.0);
+                sim.sent_bytes += MSS;
+            }
         }
-        None => sim.run_for(scenario.duration(Duration::from_millis(rtt_ms))),
     }
+    sim.run_for(duration - sim.now);
     let points = sim
         .samples
         .iter()
@@ -62,6 +97,8 @@ fn run_at(params: BbrParams, scenario: Scenario, rtt_ms: u64) -> Trace {
                 delivery_rate_bps: Some(s.snap.delivery_rate_bps as f64),
                 lost_bytes: Some(s.snap.lost_bytes),
                 delivered_bytes: Some(s.snap.delivered_bytes),
+                pacing_rate_bps: Some(s.snap.pacing_rate_bps as f64),
+                inflight_longterm_bytes: Some(s.snap.inflight_hi.unwrap_or(u64::MAX)),
             }
         })
         .collect();
@@ -161,4 +198,52 @@ fn a_plateau_counted_on_app_limited_samples_fails_a2() {
     assert!(good.iter().all(|c| c.outcome == Outcome::Pass), "{good:?}");
     let checks = judge(case("A.2"), &run(BbrParams { full_bw_counts_app_limited: true, ..v3() }, Scenario::AppLimited));
     assert!(checks.iter().any(|c| c.outcome == Outcome::Fail), "{checks:?}");
+}
+
+/// A.6, A.20 and A.10 on the draft's controller at a short and a long RTT: every assertion
+/// passes (none is merely not observable, which would make the broken-controller tests below
+/// vacuous).
+#[test]
+fn correct_v3_passes_the_app_limited_and_paused_cases() {
+    for rtt in [20, 40, 80] {
+        let app = run_at(v3(), Scenario::AppLimitedProbeBw, rtt);
+        let paused = run_at(v3(), Scenario::Paused, rtt);
+        for (id, t) in [("A.6", &app), ("A.20", &app), ("A.10", &paused)] {
+            for c in judge(case(id), t) {
+                assert_eq!(c.outcome, Outcome::Pass, "{id} at {rtt} ms: {}", c.evidence);
+            }
+        }
+    }
+}
+
+/// §5.5.5 / §5.3.3.9: a max_bw filter that takes app-limited samples (and advances on
+/// app-limited rounds) forgets the path while the application is slow: A.6 fails.
+#[test]
+fn a_max_bw_filter_fed_app_limited_samples_fails_a6() {
+    let checks = judge(case("A.6"), &run(BbrParams { max_bw_counts_app_limited: true, ..v3() }, Scenario::AppLimitedProbeBw));
+    assert_eq!(checks[0].outcome, Outcome::Fail, "{}", checks[0].evidence);
+    assert!(checks[0].estimate < 0.3, "the estimate falls to the application's quarter: {}", checks[0].evidence);
+}
+
+/// §5.3.3.6: inflight_longterm raised by an UP that is not cwnd-limited fails A.20's first
+/// assertion.
+#[test]
+fn inflight_longterm_grown_while_app_limited_fails_a20() {
+    let checks = judge(case("A.20"), &run(BbrParams { inflight_longterm_grows_app_limited: true, ..v3() }, Scenario::AppLimitedProbeBw));
+    assert_eq!(checks[0].outcome, Outcome::Fail, "{}", checks[0].evidence);
+}
+
+/// §5.3.1.2: a plateau test that counts app-limited samples (A.2's defect) ends UP on the
+/// application's rate: A.20's second assertion fails.
+#[test]
+fn an_up_ended_on_an_app_limited_plateau_fails_a20() {
+    let checks = judge(case("A.20"), &run(BbrParams { full_bw_counts_app_limited: true, ..v3() }, Scenario::AppLimitedProbeBw));
+    assert_eq!(checks[1].outcome, Outcome::Fail, "{}", checks[1].evidence);
+}
+
+/// §5.4.1: a restart from idle into STARTUP (a slow-start restart) fails A.10.
+#[test]
+fn a_restart_from_idle_into_startup_fails_a10() {
+    let checks = judge(case("A.10"), &run(BbrParams { idle_restart_enters_startup: true, ..v3() }, Scenario::Paused));
+    assert_eq!(checks[0].outcome, Outcome::Fail, "{}", checks[0].evidence);
 }

@@ -165,6 +165,19 @@ pub struct BbrParams {
     /// interrupted (Startup, UP). v2 (tcp_bbr2.c `bbr2_undo_cwnd`, and -02) only restores the
     /// model bounds and cwnd.
     pub undo_reverts_state: bool,
+    /// Test-only defect (conform A.6), false in every version: app-limited delivery-rate samples
+    /// enter the max_bw filter and app-limited rounds advance it, so an application-limited
+    /// ProbeBW forgets the path's bandwidth (-06 §5.5.5 BBRUpdateMaxBw takes an app-limited
+    /// sample only above max_bw; §5.3.3.9 advances the filter only on a sample that is not).
+    pub max_bw_counts_app_limited: bool,
+    /// Test-only defect (conform A.20), false in every version: ProbeBW_UP raises
+    /// inflight_longterm while the sender is not cwnd-limited (-06 §5.3.3.6
+    /// BBRProbeInflightLongtermUpward grows it only when cwnd-limited at inflight_longterm).
+    pub inflight_longterm_grows_app_limited: bool,
+    /// Test-only defect (conform A.10), false in every version: a restart from idle re-enters
+    /// STARTUP, a slow-start restart, where -06 §5.4.1 BBRHandleRestartFromIdle keeps the model
+    /// and state and only paces at BBR.bw (gain 1) until the pipe refills.
+    pub idle_restart_enters_startup: bool,
     /// v2's bookkeeping from tcp_bbr2.c that -06 does not have: leaving Startup resets the
     /// congestion signals (`bbr_check_drain` → `bbr2_reset_congestion_signals`), entering
     /// CRUISE bounds inflight_lo by inflight_hi (`bbr2_start_bw_probe_cruise`), and UP drops
@@ -234,6 +247,9 @@ impl BbrParams {
             recovery_restores_cwnd: true,
             ack_path_loss_check: false,
             undo_reverts_state: true,
+            max_bw_counts_app_limited: false,
+            inflight_longterm_grows_app_limited: false,
+            idle_restart_enters_startup: false,
             tcp_bbr2_bookkeeping: false,
             max_bw_never_forgets: false,
             full_bw_counts_app_limited: false,
@@ -908,7 +924,7 @@ impl Bbr {
         if self.round_start {
             self.update_ecn_alpha();
         }
-        if rs.delivery_rate > 0.0 && (rs.delivery_rate >= self.max_bw || !rs.is_app_limited) {
+        if rs.delivery_rate > 0.0 && (rs.delivery_rate >= self.max_bw || !rs.is_app_limited || self.p.max_bw_counts_app_limited) {
             self.max_bw_filter.update(rs.delivery_rate, self.cycle_count, self.p.max_bw_never_forgets);
             self.max_bw = self.max_bw_filter.get();
         }
@@ -1333,7 +1349,7 @@ impl Bbr {
             // The probe's samples are all in: forget the previous cycle's max.
             self.bw_probe_samples = false;
             self.ack_phase = AckPhase::Init;
-            if self.state.is_probe_bw() && !rs.is_app_limited {
+            if self.state.is_probe_bw() && (!rs.is_app_limited || self.p.max_bw_counts_app_limited) {
                 self.cycle_count += 1;
             }
             // Precautionary probing, acceleration: the cautious probe saw no excess loss, so
@@ -1370,7 +1386,7 @@ impl Bbr {
         let Some(longterm) = self.inflight_longterm else {
             return;
         };
-        if !self.is_cwnd_limited() || self.cwnd < longterm {
+        if (!self.is_cwnd_limited() || self.cwnd < longterm) && !self.p.inflight_longterm_grows_app_limited {
             if self.p.tcp_bbr2_bookkeeping {
                 // No credit for ACKs while not using inflight_hi (bbr2_probe_inflight_hi_upward).
                 self.bw_probe_up_acks = 0;
@@ -1537,6 +1553,12 @@ impl Bbr {
         if self.sampler.inflight() == 0 && self.sampler.is_app_limited() {
             self.idle_restart = true;
             self.extra_acked_interval_start = Some(now);
+            if self.p.idle_restart_enters_startup && self.full_bw_reached && self.state != BbrState::Startup {
+                self.reset_full_bw();
+                self.full_bw_reached = false;
+                self.set_state(BbrState::Startup);
+                return;
+            }
             if self.state.is_probe_bw() {
                 self.set_pacing_rate_with_gain(1.0);
             } else if self.state == BbrState::ProbeRtt {

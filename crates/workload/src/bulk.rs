@@ -70,7 +70,7 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
         streams.push(EndStream { id: flow.id, start_s: flow.plan.start_s, stream: flow.receiver, sends: false });
         meta.push(FlowMeta { id: flow.id, plan: flow.plan, client_port: flow.client_port, cc_read_back: flow.cc_read_back });
     }
-    let sampler = Sampler::new(run.series).saturating(spec.knobs.app_rate_bps.is_none());
+    let sampler = Sampler::new(run.series).saturating(spec.knobs.saturating());
     for s in streams.iter().filter(|s| s.sends) {
         sampler.register(SocketId::Flow(s.id), &s.stream);
     }
@@ -279,7 +279,7 @@ pub fn run_end(
     hook: &dyn MeasureHook,
     budget: Option<&ByteBudget>,
 ) -> Vec<FlowEnd> {
-    let sampler = Sampler::new(series).saturating(spec.knobs.app_rate_bps.is_none());
+    let sampler = Sampler::new(series).saturating(spec.knobs.saturating());
     for s in streams.iter().filter(|s| s.sends) {
         sampler.register(SocketId::Flow(s.id), &s.stream);
     }
@@ -673,8 +673,8 @@ mod window_tests {
 
 /// `ccbench run --workload bulk` and `file`: their flags and their spec from them.
 mod args {
-    use crate::flags::{AppRate, FlagError, FlagSet, FromFlags, Kind, RunFlags, Size, SockBuf};
-    use crate::{Algorithm, Amount, BulkSpec, Knobs};
+    use crate::flags::{AppPauses, AppRate, AppRateFrom, FlagError, FlagSet, FromFlags, Kind, RunFlags, Size, SockBuf};
+    use crate::{Algorithm, Amount, AppPause, BulkSpec, Knobs};
 
     crate::workload_flags! {
         /// The flags of bulk and file. `--size` is objects' too (each object's size).
@@ -699,6 +699,15 @@ mod args {
             /// (an application-bound flow on purpose).
             #[arg(long, allow_hyphen_values = true)]
             pub app_rate: Option<AppRate>,
+            /// bulk, file: with --app-rate, when the cap begins, e.g. 4s: before it the
+            /// application writes as fast as the socket takes (a flow that becomes
+            /// application-bound mid-run) [default: 0s].
+            #[arg(long, allow_hyphen_values = true)]
+            pub app_rate_from: Option<AppRateFrom>,
+            /// bulk, file: when the sending application writes nothing, AT:LENGTH into the flow,
+            /// comma-separated, e.g. 4s:1s or 4s:1s,8s:500ms (an idle sender that restarts).
+            #[arg(long, allow_hyphen_values = true)]
+            pub app_pause: Option<AppPauses>,
         }
     }
 
@@ -719,17 +728,21 @@ mod args {
                 name: "bulk",
                 help: None,
                 about: Some("flows for --duration"),
-                takes: &["--flows", "--quic-receiver-cc", "--rcvbuf", "--sndbuf", "--app-rate"],
+                takes: &["--flows", "--quic-receiver-cc", "--rcvbuf", "--sndbuf", "--app-rate", "--app-rate-from", "--app-pause"],
             },
             Kind {
                 name: "file",
                 help: None,
                 about: Some("one --size transfer per flow"),
-                takes: &["--size", "--flows", "--quic-receiver-cc", "--rcvbuf", "--sndbuf", "--app-rate"],
+                takes: &["--size", "--flows", "--quic-receiver-cc", "--rcvbuf", "--sndbuf", "--app-rate", "--app-rate-from", "--app-pause"],
             },
         ];
 
         fn from_flags(kind: &str, flags: &dyn FlagSet, run: &RunFlags) -> Result<Self, FlagError> {
+            let f = flags.of::<BulkSpec>();
+            if let (Some(from), None) = (f.app_rate_from, f.app_rate) {
+                return Err(FlagError::new("--app-rate-from", from, "a time only with --app-rate (the cap it delays)"));
+            }
             Ok(BulkSpec {
                 flows: run.flows,
                 direction: run.direction,
@@ -742,7 +755,13 @@ mod args {
                 quic_receiver_cc: run.quic_receiver_cc.clone(),
                 knobs: {
                     let f = flags.of::<BulkSpec>();
-                    Knobs { rcvbuf: f.rcvbuf.map(|b| b.0), sndbuf: f.sndbuf.map(|b| b.0), app_rate_bps: f.app_rate.map(|r| r.0) }
+                    Knobs {
+                        rcvbuf: f.rcvbuf.map(|b| b.0),
+                        sndbuf: f.sndbuf.map(|b| b.0),
+                        app_rate_bps: f.app_rate.map(|r| r.0),
+                        app_rate_from_s: f.app_rate_from.map(|t| t.0.as_secs_f64()),
+                        app_pauses: f.app_pause.iter().flat_map(|p| &p.0).map(|(a, l)| AppPause { at_s: a.as_secs_f64(), for_s: l.as_secs_f64() }).collect(),
+                    }
                 },
             })
         }

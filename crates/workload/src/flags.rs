@@ -238,6 +238,82 @@ impl fmt::Display for AppRate {
 
 deserialize_from_text!(AppRate);
 
+/// A time into a flow, `4s`, `1500ms` or `250us`: 0 to a day.
+fn flow_time(s: &str) -> Option<std::time::Duration> {
+    let (v, unit) = ccbench_link::text::split_number(s)?;
+    let secs = match unit.as_str() {
+        "s" => v,
+        "ms" => v / 1e3,
+        "us" => v / 1e6,
+        _ => return None,
+    };
+    (0.0..=86_400.0).contains(&secs).then(|| std::time::Duration::from_secs_f64(secs))
+}
+
+fn show_time(d: std::time::Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else if d.as_nanos().is_multiple_of(1_000_000) {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{}us", d.as_micros())
+    }
+}
+
+/// When the sending application's `--app-rate` begins (`--app-rate-from`): a time into the
+/// flow such as 4s; before it the application writes as fast as the socket takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AppRateFrom(pub std::time::Duration);
+
+impl FromStr for AppRateFrom {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        match flow_time(s) {
+            Some(d) => Ok(AppRateFrom(d)),
+            None => expected("a time into the flow between 0s and 86400s, such as 4s or 1500ms"),
+        }
+    }
+}
+
+impl fmt::Display for AppRateFrom {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&show_time(self.0))
+    }
+}
+
+deserialize_from_text!(AppRateFrom);
+
+/// When the sending application writes nothing (`--app-pause`): `AT:LENGTH` times into the
+/// flow, comma-separated, in order and not overlapping, such as `4s:1s,8s:500ms`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppPauses(pub Vec<(std::time::Duration, std::time::Duration)>);
+
+impl FromStr for AppPauses {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        const ALLOWED: &str = "AT:LENGTH times into the flow, comma-separated, in order and not overlapping, LENGTH above 0, such as 4s:1s or 4s:1s,8s:500ms";
+        let mut out: Vec<(std::time::Duration, std::time::Duration)> = Vec::new();
+        for part in s.split(',') {
+            let Some((at, len)) = part.split_once(':') else { return expected(ALLOWED) };
+            let (Some(at), Some(len)) = (flow_time(at), flow_time(len)) else { return expected(ALLOWED) };
+            if len.is_zero() || out.last().is_some_and(|(a, l)| *a + *l > at) {
+                return expected(ALLOWED);
+            }
+            out.push((at, len));
+        }
+        Ok(AppPauses(out))
+    }
+}
+
+impl fmt::Display for AppPauses {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(|(a, l)| format!("{}:{}", show_time(*a), show_time(*l))).collect();
+        f.write_str(&parts.join(","))
+    }
+}
+
+deserialize_from_text!(AppPauses);
+
 /// One layer of settings: says only what it sets, and goes over a lower layer field by field.
 /// The built-in defaults, a preset's `[defaults]`, its condition and the command line are each
 /// one.

@@ -70,7 +70,7 @@ pub use tls::{certificate_for, RunCertificate};
 // model is ccbench-model's, so that what reads results needs nothing that runs them).
 pub use ccbench_model::units::fmt_bytes;
 pub use ccbench_model::workload::{
-    Account, Algorithm, AlgorithmError, Amount, BbrEvent, BrowserResult, BrowserSpec, BrowserTiming, BulkResult, BulkSpec, Cause, Direction, FlowResult,
+    Account, Algorithm, AlgorithmError, Amount, AppPause, BbrEvent, BrowserResult, BrowserSpec, BrowserTiming, BulkResult, BulkSpec, Cause, Direction, FlowResult,
     GoodputPoint, Headline, KeptReadBack, Knobs, LimitedBy, Limits, Mechanism, MemorySeries, MixFlow, NoSeries, ObjectMethod, ObjectsConnection, ObjectsResult,
     ObjectsSpec, Over, PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, QuicBbr, QuicSample, RequestRecord, ResourceTiming,
     RunFigures, RunOutcome, SenderRecord, SenderView, SeriesSink, Side, SocketId, Spec, Transport,

@@ -27,7 +27,7 @@ fn passes(j: &Judged) -> String {
 }
 
 /// The matrix as text.
-pub(crate) fn text(ccs: &[String], grid: &[GridPath], judged: &[Judged], broken: &[Broken], runs: u32, took: Duration) -> String {
+pub(crate) fn text(ccs: &[String], grid: &[GridPath], judged: &[Judged], broken: &[Broken], runs: u32, took: Duration, chosen: &[usize]) -> String {
     let mut by = ByCase::new();
     for j in judged {
         by.entry((j.case, j.assertion)).or_default().push(j);
@@ -57,7 +57,7 @@ pub(crate) fn text(ccs: &[String], grid: &[GridPath], judged: &[Judged], broken:
             let _ = write!(s, " {:>13}", p.label());
         }
         s.push('\n');
-        for (ci, case) in SUITE.iter().enumerate().filter(|(_, c)| c.runnable == Runnable::Yes) {
+        for (ci, case) in SUITE.iter().enumerate().filter(|(i, c)| chosen.contains(i) && c.runnable == Runnable::Yes) {
             let _ = writeln!(s, "{}  [{}]", case.name(), case.sections);
             for (ai, a) in case.assertions.iter().enumerate() {
                 let mut line = format!("  {}", a.describe());
@@ -78,9 +78,10 @@ pub(crate) fn text(ccs: &[String], grid: &[GridPath], judged: &[Judged], broken:
             }
         }
     }
-    let _ = writeln!(s, "\nnot runnable here yet:");
-    for c in SUITE {
-        if let Runnable::Needs(what) = c.runnable {
+    let not_runnable = not_runnable(chosen);
+    if !not_runnable.is_empty() {
+        let _ = writeln!(s, "\nnot runnable here yet:");
+        for (c, what) in &not_runnable {
             let _ = writeln!(s, "  {}: needs {what}", c.name());
         }
     }
@@ -108,10 +109,22 @@ pub(crate) fn text(ccs: &[String], grid: &[GridPath], judged: &[Judged], broken:
     s
 }
 
+/// The chosen cases ccbench cannot run yet, with what each needs.
+fn not_runnable(chosen: &[usize]) -> Vec<(&'static ccbench_conform::Case, &'static str)> {
+    chosen
+        .iter()
+        .filter_map(|&i| match SUITE[i].runnable {
+            Runnable::Needs(what) => Some((&SUITE[i], what)),
+            Runnable::Yes => None,
+        })
+        .collect()
+}
+
 /// JUnit XML: a testsuite per controller, a testcase per case × assertion × path, named by the
 /// case; fail and undecided are failures (as `run --junit`), not observable and not runnable are
 /// skipped with the reason.
-pub(crate) fn junit(judged: &[Judged], broken: &[Broken]) -> String {
+pub(crate) fn junit(judged: &[Judged], broken: &[Broken], chosen: &[usize]) -> String {
+    let not_runnable = not_runnable(chosen);
     let mut ccs: Vec<&str> = judged.iter().map(|j| j.cc.as_str()).chain(broken.iter().map(|b| b.cc.as_str())).collect();
     ccs.sort();
     ccs.dedup();
@@ -120,13 +133,12 @@ pub(crate) fn junit(judged: &[Judged], broken: &[Broken]) -> String {
         let mine: Vec<&Judged> = judged.iter().filter(|j| j.cc == cc).collect();
         let failures = mine.iter().filter(|j| matches!(j.cell.verdict, CellVerdict::Fail | CellVerdict::Undecided)).count();
         let errors = broken.iter().filter(|b| b.cc == cc).count();
-        let skipped =
-            mine.iter().filter(|j| j.cell.verdict == CellVerdict::NotObservable).count() + SUITE.iter().filter(|c| c.runnable != Runnable::Yes).count();
+        let skipped = mine.iter().filter(|j| j.cell.verdict == CellVerdict::NotObservable).count() + not_runnable.len();
         let _ = writeln!(
             s,
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">",
             escape(cc),
-            mine.len() + errors + SUITE.iter().filter(|c| c.runnable != Runnable::Yes).count()
+            mine.len() + errors + not_runnable.len()
         );
         for j in &mine {
             let case = &SUITE[j.case];
@@ -153,16 +165,14 @@ pub(crate) fn junit(judged: &[Judged], broken: &[Broken]) -> String {
                 escape(&b.why)
             );
         }
-        for c in SUITE {
-            if let Runnable::Needs(what) = c.runnable {
-                let _ = writeln!(
-                    s,
-                    "    <testcase name=\"{}\" classname=\"conform.bbr.{}\">\n      <skipped message=\"not runnable here yet: needs {}\"/>\n    </testcase>",
-                    escape(c.name()),
-                    escape(cc),
-                    escape(what)
-                );
-            }
+        for (c, what) in &not_runnable {
+            let _ = writeln!(
+                s,
+                "    <testcase name=\"{}\" classname=\"conform.bbr.{}\">\n      <skipped message=\"not runnable here yet: needs {}\"/>\n    </testcase>",
+                escape(c.name()),
+                escape(cc),
+                escape(*what)
+            );
         }
         s.push_str("  </testsuite>\n");
     }

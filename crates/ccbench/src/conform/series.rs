@@ -47,6 +47,9 @@ pub(crate) fn trace(rows: &[TcpRow], path: PathFacts, sample_interval: Duration)
             delivery_rate_bps: Some(r.delivery_rate_bps as f64),
             lost_bytes: Some(r.bytes_retrans),
             delivered_bytes: Some(r.bytes_acked),
+            pacing_rate_bps: r.pacing_rate_bps.map(|b| b as f64),
+            // Not in the series yet: inflight_longterm assertions are not observable on them.
+            inflight_longterm_bytes: None,
         })
         .collect();
     Trace { path, sample_interval, points }

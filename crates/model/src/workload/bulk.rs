@@ -68,6 +68,30 @@ pub struct Knobs {
     /// The sending application writes no faster than this, bit/s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub app_rate_bps: Option<u64>,
+    /// `--app-rate-from`: the rate cap begins this long after the flow starts (s); before it
+    /// the application writes as fast as the socket takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_rate_from_s: Option<f64>,
+    /// `--app-pause`: when the sending application writes nothing, after the flow starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub app_pauses: Vec<AppPause>,
+}
+
+/// A time the sending application writes nothing (`--app-pause AT:LENGTH`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AppPause {
+    /// From this long after the flow starts (s) ...
+    pub at_s: f64,
+    /// ... for this long (s).
+    pub for_s: f64,
+}
+
+impl Knobs {
+    /// Whether the sending application always has data to write (no `--app-rate`, no
+    /// `--app-pause`).
+    pub fn saturating(&self) -> bool {
+        self.app_rate_bps.is_none() && self.app_pauses.is_empty()
+    }
 }
 
 impl BulkSpec {

@@ -19,7 +19,7 @@ mod sender;
 
 pub use algorithm::{Algorithm, AlgorithmError, Transport};
 pub use browser::{BrowserResult, BrowserSpec, BrowserTiming};
-pub use bulk::{Amount, BulkResult, BulkSpec, FlowResult, Knobs, MixFlow};
+pub use bulk::{Amount, AppPause, BulkResult, BulkSpec, FlowResult, Knobs, MixFlow};
 pub use kind::{Headline, KeptReadBack, Over, RunFigures, RunOutcome, SenderView, Spec};
 pub use limited::{Account, Cause, LimitedBy, Limits, Mechanism};
 pub use objects::{ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use tokio::runtime::Handle;
 
-use super::{Amount, BulkSpec, ByteBudget, EndClock, FlowEnd, FlowWindow, GoodputPoint};
+use super::{Amount, BulkSpec, ByteBudget, EndClock, FlowEnd, FlowWindow, GoodputPoint, Knobs};
 use crate::sampler::Sampler;
 use crate::{MeasureHook, SeriesSink};
 
@@ -70,7 +70,17 @@ pub(crate) trait SendHalf: Send {
     fn finish<'a>(&'a mut self, until: Instant, stop: &'a AtomicBool) -> Pending<'a, ()>;
     /// The budget is spent: ends the stream now.
     fn abort(&mut self);
+    /// Bytes the transport has put on the wire so far (headers and retransmissions included),
+    /// where it buffers far more than the path holds and can tell: QUIC's send buffer.
+    fn wire_bytes(&self) -> Option<u64> {
+        None
+    }
 }
+
+/// With `--app-rate-from` or `--app-pause`, how far an application that writes as fast as it can
+/// stays ahead of what the transport has sent, so that the change takes effect then, not when a
+/// send buffer of seconds drains (QUIC's; the kernel's socket buffer bounds TCP's).
+const APP_LEAD: u64 = 128 * 1024;
 
 /// The receiving half of one flow's byte stream.
 pub(crate) trait ReceiveHalf: Send {
@@ -117,9 +127,11 @@ pub(crate) struct Received {
 /// from it first (`ccbench serve --max-bytes`), what a write did not take goes back, and the
 /// flow stops with the budget's reason once it is spent.
 ///
-/// With `app_rate` (bit/s, `--app-rate`), the application writes no faster than that: by any
-/// instant at most `rate × elapsed` plus one write's bytes since the loop began, napping
-/// (on the runtime's timer when `on_runtime`) until the next write is due.
+/// With `app.app_rate_bps` (`--app-rate`), the application writes no faster than that: by any
+/// instant at most `rate × elapsed` plus one write's bytes since the cap began
+/// (`--app-rate-from`, else the loop's start), napping (on the runtime's timer when
+/// `on_runtime`) until the next write is due. During each of `app.app_pauses` (`--app-pause`)
+/// it writes nothing; a pause banks no credit: the cap counts afresh from its end.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn send_loop(
     io: &mut dyn SendHalf,
@@ -127,29 +139,49 @@ pub(crate) async fn send_loop(
     deadline: Instant,
     stop: &AtomicBool,
     budget: Option<&ByteBudget>,
-    app_rate: Option<u64>,
+    app: &Knobs,
     on_runtime: bool,
 ) -> Result<(), String> {
     let began = Instant::now();
+    let secs = Duration::from_secs_f64;
+    let pauses: Vec<(Instant, Instant)> = app.app_pauses.iter().map(|p| (began + secs(p.at_s), began + secs(p.at_s + p.for_s))).collect();
+    let cap = app.app_rate_bps.filter(|&r| r > 0);
+    // What the cap counts from, and what was written since.
+    let mut cap_since = began + secs(app.app_rate_from_s.unwrap_or(0.0));
     let mut written: u64 = 0;
+    let shallow = app.app_rate_from_s.is_some() || !app.app_pauses.is_empty();
+    let mut total: u64 = 0;
     let mut remaining = match amount {
         Amount::Bytes(n) => n,
         Amount::Seconds(_) => u64::MAX,
     };
     while remaining > 0 && Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if let Some(&(_, end)) = pauses.iter().find(|(from, to)| now >= *from && now < *to) {
+            nap(end.min(deadline).saturating_duration_since(now).min(IO_TICK), on_runtime).await;
+            if end > cap_since {
+                cap_since = end;
+                written = 0;
+            }
+            continue;
+        }
         // A budget's last write is what is left of it, so the flow stops at the budget, not a
         // write's length short of it.
         let mut len = remaining.min(io.max_write() as u64).min(budget.map_or(u64::MAX, |b| b.remaining().max(1))) as usize;
-        if let Some(bps) = app_rate.filter(|&r| r > 0) {
-            let allowed = (began.elapsed().as_secs_f64() * bps as f64 / 8.0) as u64 + io.max_write() as u64;
+        if let Some(sent) = io.wire_bytes().filter(|_| shallow) {
+            let ahead = total.saturating_sub(sent);
+            if ahead >= APP_LEAD {
+                nap(Duration::from_micros(500), on_runtime).await;
+                continue;
+            }
+            len = len.min((APP_LEAD - ahead) as usize);
+        }
+        let capped = cap.filter(|_| now >= cap_since);
+        if let Some(bps) = capped {
+            let allowed = ((now - cap_since).as_secs_f64() * bps as f64 / 8.0) as u64 + io.max_write() as u64;
             if written >= allowed {
-                let due = began + Duration::from_secs_f64((written + 1 - io.max_write() as u64) as f64 * 8.0 / bps as f64);
-                let nap = due.saturating_duration_since(Instant::now()).clamp(Duration::from_micros(100), IO_TICK);
-                if on_runtime {
-                    tokio::time::sleep(nap).await;
-                } else {
-                    std::thread::sleep(nap);
-                }
+                let due = cap_since + secs((written + 1 - io.max_write() as u64) as f64 * 8.0 / bps as f64);
+                nap(due.saturating_duration_since(Instant::now()).clamp(Duration::from_micros(100), IO_TICK), on_runtime).await;
                 continue;
             }
             len = len.min((allowed - written) as usize);
@@ -166,7 +198,10 @@ pub(crate) async fn send_loop(
             Moved::Failed(e) => return Err(e),
         };
         remaining -= moved as u64;
-        written += moved as u64;
+        total += moved as u64;
+        if capped.is_some() {
+            written += moved as u64;
+        }
         if let Some(b) = budget {
             b.give_back((len - moved) as u64);
         }
@@ -175,6 +210,14 @@ pub(crate) async fn send_loop(
         io.finish(deadline, stop).await;
     }
     Ok(())
+}
+
+async fn nap(d: Duration, on_runtime: bool) {
+    if on_runtime {
+        tokio::time::sleep(d).await;
+    } else {
+        std::thread::sleep(d);
+    }
 }
 
 /// Reads until the window closes, the byte count is in, the stream ends or `stop`, keeping
@@ -252,7 +295,7 @@ async fn run_half(half: Half<'_>, env: HalfEnv<'_>) -> FlowEnd {
                     std::thread::sleep(nap);
                 }
             }
-            end.send_error = send_loop(io.as_mut(), env.spec.amount, deadline, env.stop, env.budget, env.spec.knobs.app_rate_bps, env.on_runtime).await.err();
+            end.send_error = send_loop(io.as_mut(), env.spec.amount, deadline, env.stop, env.budget, &env.spec.knobs, env.on_runtime).await.err();
         }
         Io::Receives(mut io) => {
             let window = FlowWindow::new(env.clock, env.spec.amount, half.start_s, env.spec.timeout_s, deadline);
@@ -425,11 +468,72 @@ mod tests {
         let stop = AtomicBool::new(false);
         let began = Instant::now();
         let rate = 8_000_000; // 1 MB/s
-        assert_eq!(drive(send_loop(&mut s, Amount::Seconds(0.5), began + Duration::from_millis(500), &stop, None, Some(rate), false)), Ok(()));
+        assert_eq!(drive(send_loop(&mut s, Amount::Seconds(0.5), began + Duration::from_millis(500), &stop, None, &capped(rate), false)), Ok(()));
         let secs = began.elapsed().as_secs_f64();
         // 0.5 s at 1 MB/s, plus the one write allowed ahead.
         let most = secs * 1e6 + 16.0 * 1024.0;
         assert!(s.taken as f64 <= most && s.taken as f64 >= 0.8 * 0.5e6, "wrote {} bytes in {secs:.3} s", s.taken);
+    }
+
+    fn capped(bps: u64) -> Knobs {
+        Knobs { app_rate_bps: Some(bps), ..Knobs::default() }
+    }
+
+    /// A sending half that takes every write whole and counts the bytes written in each of
+    /// `windows` (times since it was made).
+    struct Clocked {
+        began: Instant,
+        windows: Vec<(Duration, Duration, u64)>,
+    }
+
+    impl SendHalf for Clocked {
+        fn max_write(&self) -> usize {
+            16 * 1024
+        }
+        fn write(&mut self, len: usize) -> Pending<'_, Moved> {
+            let t = self.began.elapsed();
+            for w in self.windows.iter_mut().filter(|w| t >= w.0 && t < w.1) {
+                w.2 += len as u64;
+            }
+            Box::pin(std::future::ready(Moved::Bytes(len)))
+        }
+        fn finish<'a>(&'a mut self, _: Instant, _: &'a AtomicBool) -> Pending<'a, ()> {
+            Box::pin(std::future::ready(()))
+        }
+        fn abort(&mut self) {}
+    }
+
+    fn ms(m: u64) -> Duration {
+        Duration::from_millis(m)
+    }
+
+    /// `--app-pause 100ms:200ms`: nothing is written during the pause, and writing resumes.
+    #[test]
+    fn an_app_pause_writes_nothing_then_resumes() {
+        let stop = AtomicBool::new(false);
+        let began = Instant::now();
+        // The loop's own clock starts a little after `began`: 5 ms of slack at the pause's start.
+        let mut s = Clocked { began, windows: vec![(ms(0), ms(100), 0), (ms(105), ms(300), 0), (ms(305), ms(400), 0)] };
+        let knobs = Knobs { app_pauses: vec![crate::AppPause { at_s: 0.1, for_s: 0.2 }], ..Knobs::default() };
+        assert_eq!(drive(send_loop(&mut s, Amount::Seconds(0.4), began + ms(400), &stop, None, &knobs, false)), Ok(()));
+        let [before, during, after] = [s.windows[0].2, s.windows[1].2, s.windows[2].2];
+        assert!(before > 0 && during == 0 && after > 0, "before {before}, during {during}, after {after} bytes");
+    }
+
+    /// `--app-rate 8mbit --app-rate-from 200ms`: as fast as the socket takes, then 1 MB/s.
+    #[test]
+    fn an_app_rate_from_a_time_caps_only_after_it() {
+        let stop = AtomicBool::new(false);
+        let began = Instant::now();
+        // The loop's own clock starts a little after `began`: 5 ms of slack at the cap's start.
+        let mut s = Clocked { began, windows: vec![(ms(0), ms(200), 0), (ms(205), ms(500), 0)] };
+        let knobs = Knobs { app_rate_from_s: Some(0.2), ..capped(8_000_000) };
+        assert_eq!(drive(send_loop(&mut s, Amount::Seconds(0.5), began + ms(500), &stop, None, &knobs, false)), Ok(()));
+        let (before, after) = (s.windows[0].2, s.windows[1].2);
+        // 0.3 s at 1 MB/s, plus the one write allowed ahead.
+        let most = 0.3e6 + 16.0 * 1024.0;
+        assert!(after as f64 <= most && after > 0, "{after} bytes after the cap began");
+        assert!(before as f64 > 2.0 * most, "uncapped before it: {before} bytes");
     }
 
     #[test]
@@ -439,7 +543,7 @@ mod tests {
         // Writes of 5000 bytes out of each 16 KiB asked: what a write did not take goes back.
         let budget = ByteBudget::new(100_001, "the budget".into());
         let mut s = sink(5000);
-        assert_eq!(drive(send_loop(&mut s, Amount::Seconds(30.0), far, &stop, Some(&budget), None, false)), Err("the budget".into()));
+        assert_eq!(drive(send_loop(&mut s, Amount::Seconds(30.0), far, &stop, Some(&budget), &Knobs::default(), false)), Err("the budget".into()));
         assert_eq!(s.taken, 100_001, "the flow stops at the budget, not a write short of it");
         assert!(s.aborted && !s.finished);
         assert_eq!(budget.remaining(), 0);
@@ -449,7 +553,7 @@ mod tests {
     fn a_byte_count_is_sent_exactly_and_then_finished() {
         let stop = AtomicBool::new(false);
         let mut s = sink(usize::MAX);
-        assert_eq!(drive(send_loop(&mut s, Amount::Bytes(1_000_000), Instant::now() + Duration::from_secs(30), &stop, None, None, false)), Ok(()));
+        assert_eq!(drive(send_loop(&mut s, Amount::Bytes(1_000_000), Instant::now() + Duration::from_secs(30), &stop, None, &Knobs::default(), false)), Ok(()));
         assert_eq!(s.taken, 1_000_000);
         assert!(s.finished && !s.aborted);
     }

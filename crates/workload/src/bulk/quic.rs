@@ -349,6 +349,9 @@ impl SendHalf for QuicSend {
     fn max_write(&self) -> usize {
         QUIC_WRITE
     }
+    fn wire_bytes(&self) -> Option<u64> {
+        Some(self.conn.stats().udp_tx.bytes)
+    }
     fn write(&mut self, len: usize) -> Pending<'_, Moved> {
         Box::pin(async move {
             let QuicSend { conn, stream, head, payload } = self;
