@@ -66,13 +66,14 @@ pub use bulk::{
 pub use far::{data_hello, hello_id, FarConnection, FarHttp, FarReport, DATA_HELLO_LEN, TOKEN_LEN};
 pub use http_end::{HttpEnd, HttpEndEvents, HELLO_TIMEOUT};
 pub use kind::{
-    FarEnd, FarRequest, FarSpec, Headline, HttpFar, HttpLoad, KeptReadBack, NearEnd, NearHttp, Over, Remote, RunFigures, RunOutcome, SenderView, ServeLimits,
+    FarEnd, FarRequest, FarSpec, Headline, HttpFar, HttpLoad, KeptReadBack, NearEnd, NearHttp, NearQuic, Over, QuicLoad, Remote, RunFigures, RunOutcome, SenderView, ServeLimits,
     Spec,
 };
 pub use limited::{Cause, LimitedBy, Limits, Mechanism};
 pub use net::{client_socket, confirm_congestion, set_algorithm};
 pub use objects::{ObjectMethod, ObjectsConnection, ObjectsFlags, ObjectsResult, ObjectsSpec, RequestRecord};
 pub use page::{Http, PageConnection, PageFlags, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, ResourceTiming};
+pub use quic::far::{FarQuic, QuicFarReport, QuicRequestServer, QuicRequests};
 pub use quic::{has_quic_algorithm, quic_algorithm_names, quic_algorithms, ReadBack, QUIC_STACK};
 pub use sender::{BbrEvent, SenderRecord};
 pub use series::{MemorySeries, NoSeries, QuicBbr, QuicSample, SeriesSink, SocketId};
