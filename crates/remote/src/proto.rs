@@ -530,7 +530,7 @@ mod tests {
         assert_eq!(serde_json::to_value(page).unwrap()["kind"], "page");
         let http = |t: &TestRequest| match t.far().far_end() {
             ccbench_workload::FarEnd::Http(h) => Some((h.tls(), h.server_cc().map(|c| c.to_string()))),
-            ccbench_workload::FarEnd::Flows(_) => None,
+            ccbench_workload::FarEnd::Flows(_) | ccbench_workload::FarEnd::Quic(_) => None,
         };
         assert_eq!(http(objects), Some((false, Some("cubic".into()))), "a GET's server sends");
         assert_eq!(http(page), Some((false, Some("bbr".into()))));

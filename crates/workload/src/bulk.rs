@@ -445,7 +445,7 @@ impl ByteBudget {
     }
 
     /// Takes `n` bytes from the budget; false (taking nothing) when fewer are left.
-    pub(crate) fn take(&self, n: u64) -> bool {
+    pub fn take(&self, n: u64) -> bool {
         self.remaining.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |r| r.checked_sub(n)).is_ok()
     }
 
