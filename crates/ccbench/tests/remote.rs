@@ -23,7 +23,7 @@ use ccbench_remote::{Client, RemoteError, Secret, TestRequest};
 use ccbench_stats::Summary;
 use common::{
     ccbench, counted_through_serve, exec_with_serve, have_root_and_tun as have_root, lock, loopback_serve, one_line, result, run_ok, secret_file, serve_addr,
-    tempdir, text, LiveServe, BIN,
+    tempdir, text, BIN,
 };
 use rand::{Rng, SeedableRng};
 use serde_json::Value;

@@ -66,8 +66,8 @@ pub use bulk::{
 pub use far::{data_hello, hello_id, FarConnection, FarHttp, FarReport, DATA_HELLO_LEN, TOKEN_LEN};
 pub use http_end::{HttpEnd, HttpEndEvents, HELLO_TIMEOUT};
 pub use kind::{
-    FarEnd, FarRequest, FarSpec, Headline, HttpFar, HttpLoad, KeptReadBack, NearEnd, NearHttp, NearQuic, Over, QuicLoad, Remote, RunFigures, RunOutcome, SenderView, ServeLimits,
-    Spec,
+    FarEnd, FarRequest, FarSpec, Headline, HttpFar, HttpLoad, KeptReadBack, NearEnd, NearHttp, NearQuic, Over, QuicLoad, Remote, RunFigures, RunOutcome,
+    SenderView, ServeLimits, Spec,
 };
 pub use limited::{Cause, LimitedBy, Limits, Mechanism};
 pub use net::{client_socket, confirm_congestion, set_algorithm};

@@ -252,9 +252,9 @@ impl QuicFarClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Amount, Direction, MemorySeries, SocketId};
     use std::net::Ipv4Addr;
     use std::time::Instant;
-    use crate::{Amount, Direction, MemorySeries, SocketId};
 
     fn spec(direction: Direction) -> BulkSpec {
         BulkSpec {

@@ -122,3 +122,57 @@ fn quic_objects(spec: &ObjectsSpec, over: ServerEnd<'_>) -> Result<ObjectsResult
     };
     Ok(summarize(spec, epoch, outcome, end.how))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::{Ipv4Addr, SocketAddr};
+
+    use super::*;
+    use crate::{ByteBudget, MemorySeries, QuicRequestServer, SocketId, TOKEN_LEN};
+
+    /// Over loopback, no root: a PUT load over QUIC against serve's half (`QuicRequestServer`),
+    /// the client's end sending and sampled here, the server's controller read back through its
+    /// report, every body checked by the store, and the byte budget refusing the request over it.
+    #[test]
+    fn puts_over_quic_run_against_a_far_end_within_its_budget() {
+        let spec = ObjectsSpec {
+            requests: 6,
+            object_bytes: 200_000,
+            concurrency: 2,
+            method: ObjectMethod::Put,
+            cc: "quic:cubic".parse().unwrap(),
+            port: 0,
+            sample_interval_us: 10_000,
+            timeout_s: 10.0,
+            quic_receiver_cc: None,
+        };
+        let token = [3u8; TOKEN_LEN];
+        let mut server = QuicRequestServer::bind(Ipv4Addr::LOCALHOST.into(), quic_far(&spec)).unwrap();
+        let far = FarQuic::new(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), server.port()), server.cert_der(), token);
+        let (epoch, stop, done) = (Instant::now(), AtomicBool::new(false), AtomicBool::new(false));
+        let (series, far_series) = (MemorySeries::default(), MemorySeries::default());
+        // Five objects' worth: one of the six PUTs is refused.
+        let budget = Arc::new(ByteBudget::new(5 * 200_000, "over".into()));
+        let take: Arc<dyn Fn(u64) -> bool + Send + Sync> = Arc::new(move |n| budget.take(n));
+        let r = std::thread::scope(|s| {
+            let served = Mutex::new(Some(s.spawn(|| {
+                let rb = server.accept(&token, Duration::from_secs(10));
+                (rb, server.serve(epoch, epoch + Duration::from_secs(10), &done, &far_series, take))
+            })));
+            let end = || {
+                done.store(true, Ordering::SeqCst);
+                let (rb, report) = lock(&served).take().expect("ended once").join().unwrap();
+                assert_eq!(rb.unwrap(), "quic:cubic", "the receiving server's controller");
+                Ok(report)
+            };
+            run_quic_objects_remote(&spec, &far, epoch, &stop, &series, &end).unwrap()
+        });
+        server.close();
+        assert_eq!((r.requests_completed, r.errors, r.server_errors), (5, 1, 1), "{r:?}");
+        let c = &r.connections[0];
+        assert_eq!((c.sending.cc_read_back.as_deref(), c.sending.cc_receiver.as_deref()), (Some("quic:cubic"), Some("quic:cubic")));
+        assert!(c.sending.final_quic.is_some(), "the client's last sample");
+        assert!(!series.quic_samples(SocketId::Connection(c.client_port)).is_empty(), "the client's end is sampled here");
+        assert!(far_series.quic_samples(SocketId::Flow(0)).is_empty(), "a receiving server samples nothing");
+    }
+}

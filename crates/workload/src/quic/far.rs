@@ -139,7 +139,14 @@ impl QuicRequestServer {
     /// PUT's taken from `take` first (serve's byte budget: `false` refuses the request), and
     /// samples this end into `series` when it sends, µs after `epoch`, until `done` is set,
     /// the client closes the connection or `until` passes.
-    pub fn serve(&self, epoch: Instant, until: Instant, done: &AtomicBool, series: &dyn SeriesSink, take: Arc<dyn Fn(u64) -> bool + Send + Sync>) -> QuicFarReport {
+    pub fn serve(
+        &self,
+        epoch: Instant,
+        until: Instant,
+        done: &AtomicBool,
+        series: &dyn SeriesSink,
+        take: Arc<dyn Fn(u64) -> bool + Send + Sync>,
+    ) -> QuicFarReport {
         let Some(s) = self.served.get() else {
             return QuicFarReport { errors: 1, error_messages: vec!["the connection never came".into()], ..QuicFarReport::default() };
         };
