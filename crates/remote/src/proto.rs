@@ -17,7 +17,8 @@
 //!
 //! Extending it: a new workload's request is generated from its line in the workload registry
 //! ([`ccbench_workload::workloads!`], a [`TestRequest`] variant) and runs on one of the far ends
-//! serve has ([`ccbench_workload::FarEnd`]: flows, or an HTTP server);
+//! serve has ([`ccbench_workload::FarEnd`]: flows, an HTTP server, or a request load's QUIC
+//! server);
 //! a test that is neither (the probe) is a new message. A client that asks an older server for
 //! it gets a clear refusal.
 

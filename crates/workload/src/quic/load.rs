@@ -154,11 +154,7 @@ impl OneConnection<'_> {
         let server_errors = Arc::new(Mutex::new(Errors::default()));
         let held = match (&self.over, &r.here) {
             (ServerEnd::Here(run), Some(h)) => {
-                let pair = r.rt.block_on(connect_pair(run, &h.server, &h.tls, h.server_sa, self.sender, &r.algorithm, &r.receiver_alg, 0, None));
-                let pair = match pair {
-                    Ok(p) => p,
-                    Err(e) => return Err(e),
-                };
+                let pair = r.rt.block_on(connect_pair(run, &h.server, &h.tls, h.server_sa, self.sender, &r.algorithm, &r.receiver_alg, 0, None))?;
                 r.rt.spawn(serve(pair.server().clone(), self.store.clone(), server_errors.clone()));
                 Held::Pair(pair)
             }
