@@ -808,11 +808,18 @@ impl crate::FarSpec for ObjectsSpec {
             ObjectMethod::Get => "GET",
             ObjectMethod::Put => "PUT",
         };
-        format!("objects {} {method} of {} bytes, {} connection(s) {}", self.requests, self.object_bytes, self.concurrency, self.cc)
+        let over =
+            if self.cc.is_quic() { format!("{} stream(s) on one QUIC connection", self.concurrency) } else { format!("{} connection(s)", self.concurrency) };
+        format!("objects {} {method} of {} bytes, {over} {}", self.requests, self.object_bytes, self.cc)
     }
 
+    /// Over QUIC, one connection whatever the concurrency (its streams are bounded apart).
     fn planned_connections(&self) -> u32 {
-        self.concurrency
+        if self.cc.is_quic() {
+            1
+        } else {
+            self.concurrency
+        }
     }
 }
 

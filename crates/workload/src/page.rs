@@ -674,6 +674,7 @@ impl crate::FarSpec for PageSpec {
 
     fn describe_far(&self) -> String {
         let proto = match self.protocol {
+            _ if self.cc.is_quic() => "one QUIC connection".to_string(),
             PageProtocol::Http1 { max_connections } => format!("HTTP/1.1 ({max_connections} connections)"),
             PageProtocol::Http2 => "h2c".to_string(),
         };
