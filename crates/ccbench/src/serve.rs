@@ -8,7 +8,6 @@ use crate::error::{precondition, UsageError};
 use ccbench::experiment::{Plan, Remote};
 use ccbench::workloads::RunWorkload;
 use ccbench_remote::{Client, Limits, RemoteError, Secret, ServeConfig, ServerFacts};
-use ccbench_workload::FarEnd;
 
 use crate::cli::ServeArgs;
 use crate::values::RemoteAddr;
@@ -77,16 +76,7 @@ pub fn preflight(remote: &RemoteAddr, secret: Secret) -> Result<(Client, Remote)
 /// Asks the server whether it would run each of the plan's tests.
 pub fn check_plan(client: &mut Client, remote: &RemoteAddr, plan: &Plan) -> Result<(), UsageError> {
     for cc in &plan.ccs {
-        // Objects and pages over QUIC run on the emulated path; serve's HTTP ends are TCP (the
-        // browser runs over TCP alone: QUIC is refused for it before this).
         let test = cc.workload(&plan.workload).far_request();
-        if matches!(test.far().far_end(), FarEnd::Http(_)) && cc.may_run_quic(&plan.workload) {
-            return Err(UsageError::new(
-                "--cc",
-                cc,
-                "kernel TCP algorithms with --remote and --workload objects or page (QUIC runs bulk and file over a real path)",
-            ));
-        }
         client.check(&test).map_err(|e| remote_error(remote, e))?;
     }
     Ok(())

@@ -167,6 +167,9 @@ impl Client {
             NearEnd::Http { timeout_s, sample_interval_us, load } => {
                 self.run_http(test, timeout_s, sample_interval_us, epoch, series, |far, end| load(far, epoch, stop, series, end))
             }
+            NearEnd::Quic { timeout_s, sample_interval_us, load } => {
+                self.run_quic_requests(test, timeout_s, sample_interval_us, epoch, series, |far, end| load(far, epoch, stop, series, end))
+            }
         }
     }
 

@@ -16,7 +16,7 @@ use crate::client::{term_safe, unexpected, Bounds, Client, RemoteError};
 use crate::proto::{unhex, ClientMsg, ServerMsg, TestRequest};
 
 /// The server's error lines of an HTTP test kept (the count is kept whole).
-const MAX_ERROR_MESSAGES: usize = 100;
+pub(crate) const MAX_ERROR_MESSAGES: usize = 100;
 /// Connections one HTTP test may open: twice serve's 64-flow limit, serve's own cap.
 pub(crate) const MAX_CONNECTIONS: u32 = 128;
 

@@ -2,13 +2,20 @@
 //! (`ccbench_workload::QuicFarClient`): the connections opened one at a time, each presenting
 //! the token, then this end's half of the transfer while the server's samples are read on a
 //! thread of their own and merged in on this end's clock.
+//!
+//! A request load over QUIC (objects, page): `Run` → `QuicReady` → `Start`, then the workload's
+//! own client half (`ccbench_workload::FarQuic`, through its `OneConnection`) dials the one
+//! connection and presents the token, while the server's `QuicConnected`, samples and end are
+//! read on a thread of their own, each bounded as a bulk test's are.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use ccbench_workload::{
-    Amount, BbrEvent, BulkResult, BulkSpec, Direction, EndClock, FlowEnd, QuicConnEnd, QuicEnd, QuicFarClient, QuicSample, SeriesSink, SocketId, TOKEN_LEN,
+    Amount, BbrEvent, BulkResult, BulkSpec, Direction, EndClock, FarQuic, FlowEnd, QuicConnEnd, QuicEnd, QuicFarClient, QuicFarReport, QuicSample, SeriesSink,
+    SocketId, WorkloadError, TOKEN_LEN,
 };
 
 use crate::channel::Channel;
@@ -77,6 +84,126 @@ impl Client {
         let elapsed_s = clock.elapsed(spec.amount);
         let start_us = clock.opened().unwrap_or(start).saturating_duration_since(epoch).as_micros() as u64;
         Ok(client.result(&near, &far, &far_read_backs, start_us, elapsed_s, stop.load(Ordering::SeqCst)))
+    }
+}
+
+impl Client {
+    /// A request load over one QUIC connection: `Run` → `QuicReady` → `Start`, then `load`
+    /// with the far end's view, whose `end` sends `Stop` and waits for the server's report
+    /// (called once the load is over; called here if `load` returned without).
+    pub(crate) fn run_quic_requests<R>(
+        &mut self,
+        test: TestRequest,
+        timeout_s: f64,
+        interval_us: u64,
+        epoch: Instant,
+        series: &dyn SeriesSink,
+        load: impl FnOnce(&FarQuic, &dyn Fn() -> Result<QuicFarReport, String>) -> Result<R, WorkloadError>,
+    ) -> Result<R, RemoteError> {
+        self.send(&ClientMsg::Run { test })?;
+        let (port, token, cert) = match self.reply()? {
+            ServerMsg::QuicReady { port, token, cert } => (port, token, cert),
+            ServerMsg::Refused { reason } => return Err(RemoteError::refused(&reason)),
+            ServerMsg::Error { message } => return Err(RemoteError::server_said(&message)),
+            other => return Err(unexpected(&other)),
+        };
+        let malformed = |what: &str| RemoteError::Protocol(format!("malformed {what} from the server"));
+        let token = unhex::<TOKEN_LEN>(&token).ok_or_else(|| malformed("token"))?;
+        let cert = unhex_vec(&cert, MAX_CERT).ok_or_else(|| malformed("certificate"))?;
+        let far = FarQuic::new(SocketAddr::new(self.addr.ip(), port), cert, token);
+        // One connection, "flow" 0: the bound is this build's, never one the server announces.
+        let bounds = Bounds::for_test(timeout_s, interval_us, 1);
+        self.send(&ClientMsg::Start)?;
+        // The far end's times count from when it saw `Start`; this end's from `epoch`.
+        let shift_us = Instant::now().duration_since(epoch).as_micros() as u64;
+        std::thread::scope(|s| {
+            let (control, dropped) = (&self.control, &self.dropped_samples);
+            let handle = Mutex::new(Some(s.spawn(|| receive_quic_requests(control, bounds, shift_us, &far, series, dropped))));
+            let end = || -> Result<QuicFarReport, String> {
+                let Some(h) = handle.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+                    return Err("the far end was already ended".into());
+                };
+                let sent = control.send(&ClientMsg::Stop).map_err(|e| e.to_string());
+                let report = h.join().unwrap_or_else(|_| Err(RemoteError::Protocol("the result reader panicked".into()))).map_err(|e| e.to_string());
+                sent.and(report)
+            };
+            let result = load(&far, &end);
+            let ended_here = handle.lock().unwrap_or_else(|p| p.into_inner()).is_some().then(end);
+            match (result, ended_here) {
+                (Ok(r), None | Some(Ok(_))) => Ok(r),
+                (Ok(_), Some(Err(e))) => Err(RemoteError::Protocol(e)),
+                (Err(e), _) => Err(e.into()),
+            }
+        })
+    }
+}
+
+/// The server's messages of a request load over QUIC, until its `HttpDone`: its controller
+/// into `far`, its samples into `series` under this end's connection (on this end's clock),
+/// its connection's end and errors into the report returned.
+pub(crate) fn receive_quic_requests(
+    control: &Channel,
+    mut bounds: Bounds,
+    shift_us: u64,
+    far: &FarQuic,
+    series: &dyn SeriesSink,
+    dropped: &AtomicU64,
+) -> Result<QuicFarReport, RemoteError> {
+    let mut report = QuicFarReport::default();
+    let mut ended = false;
+    loop {
+        match bounds.next(control)? {
+            ServerMsg::QuicConnected { conn, read_back } => {
+                bounds.at(conn, 0)?;
+                if report.read_back.is_some() {
+                    return Err(RemoteError::Protocol("the server connected the test's connection twice".into()));
+                }
+                bounds.keep(read_back.len())?;
+                let read_back = crate::client::term_safe(&read_back);
+                far.connected(read_back.clone());
+                report.read_back = Some(read_back);
+            }
+            ServerMsg::QuicSample { flow, mut sample } => {
+                bounds.sample(flow, sample.t_us, sample.rtt_us)?;
+                if let Some(socket) = far.socket() {
+                    sample.t_us += shift_us;
+                    series.quic_sample(socket, &sample);
+                }
+            }
+            ServerMsg::BbrEvents { flow, events } => {
+                if report.bbr_events.len() + events.len() > MAX_BBR_EVENTS {
+                    return Err(RemoteError::Protocol(format!("the server sent over {MAX_BBR_EVENTS} BBR state changes for one test")));
+                }
+                for mut e in events {
+                    bounds.at(flow, e.t_us)?;
+                    bounds.keep(std::mem::size_of::<BbrEvent>() + e.from.len() + e.to.len())?;
+                    e.t_us += shift_us;
+                    report.bbr_events.push(e);
+                }
+            }
+            ServerMsg::QuicConnectionEnd { flow, final_quic } => {
+                match &final_quic {
+                    Some(q) => bounds.sample(flow, q.t_us, q.rtt_us)?,
+                    None => bounds.at(flow, 0)?,
+                }
+                if std::mem::replace(&mut ended, true) {
+                    return Err(RemoteError::Protocol("the server ended the test's connection twice".into()));
+                }
+                report.final_quic = final_quic.map(|mut q| {
+                    q.t_us += shift_us;
+                    *q
+                });
+            }
+            ServerMsg::HttpDone { errors, error_messages, dropped_samples } => {
+                dropped.fetch_add(dropped_samples, Ordering::Relaxed);
+                bounds.keep(error_messages.iter().take(crate::client_http::MAX_ERROR_MESSAGES).map(String::len).sum())?;
+                report.errors = errors;
+                report.error_messages = error_messages.iter().take(crate::client_http::MAX_ERROR_MESSAGES).map(|m| crate::client::term_safe(m)).collect();
+                return Ok(report);
+            }
+            ServerMsg::Error { message } => return Err(RemoteError::server_said(&message)),
+            other => return Err(unexpected(&other)),
+        }
     }
 }
 

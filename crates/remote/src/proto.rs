@@ -17,7 +17,8 @@
 //!
 //! Extending it: a new workload's request is generated from its line in the workload registry
 //! ([`ccbench_workload::workloads!`], a [`TestRequest`] variant) and runs on one of the far ends
-//! serve has ([`ccbench_workload::FarEnd`]: flows, or an HTTP server);
+//! serve has ([`ccbench_workload::FarEnd`]: flows, an HTTP server, or a request load's QUIC
+//! server);
 //! a test that is neither (the probe) is a new message. A client that asks an older server for
 //! it gets a clear refusal.
 
@@ -530,7 +531,7 @@ mod tests {
         assert_eq!(serde_json::to_value(page).unwrap()["kind"], "page");
         let http = |t: &TestRequest| match t.far().far_end() {
             ccbench_workload::FarEnd::Http(h) => Some((h.tls(), h.server_cc().map(|c| c.to_string()))),
-            ccbench_workload::FarEnd::Flows(_) => None,
+            ccbench_workload::FarEnd::Flows(_) | ccbench_workload::FarEnd::Quic(_) => None,
         };
         assert_eq!(http(objects), Some((false, Some("cubic".into()))), "a GET's server sends");
         assert_eq!(http(page), Some((false, Some("bbr".into()))));

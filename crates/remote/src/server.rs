@@ -336,6 +336,7 @@ fn session(stream: TcpStream, peer: SocketAddr, place: Place<'_>, shared: &Share
                         FarEnd::Flows(spec) if crate::proto::is_quic(spec) => quic::run_quic(&channel, spec, shared),
                         FarEnd::Flows(spec) => run_bulk(&channel, spec, shared),
                         FarEnd::Http(http) => http::run_http(&channel, http, shared),
+                        FarEnd::Quic(load) => quic::run_quic_requests(&channel, load, shared),
                     };
                     log(&format!("{peer} {}: {}", describe(&test), outcome.log_line(began.elapsed())));
                     idle_until = Instant::now() + idle;

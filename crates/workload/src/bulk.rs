@@ -26,7 +26,7 @@ use crate::sampler::Sampler;
 use crate::Transport;
 // The data half, at the paths the ends import it from.
 use crate::{net, Direction, MeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
-pub(crate) use crate::{Amount, BulkResult, BulkSpec, FlowResult, GoodputPoint, MixFlow};
+pub(crate) use crate::{Amount, BulkResult, BulkSpec, FlowResult, GoodputPoint, Knobs, MixFlow};
 pub(crate) use ends::{run_halves, Half, Io, Moved, Pending, ReceiveHalf, SendHalf, Tasks, IO_TICK};
 
 struct Flow {
@@ -252,7 +252,7 @@ impl ByteBudget {
     }
 
     /// Takes `n` bytes from the budget; false (taking nothing) when fewer are left.
-    pub(crate) fn take(&self, n: u64) -> bool {
+    pub fn take(&self, n: u64) -> bool {
         self.remaining.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |r| r.checked_sub(n)).is_ok()
     }
 

@@ -16,8 +16,16 @@ pub struct ServeLimits<'a> {
 }
 
 impl ServeLimits<'_> {
-    /// Whether the far host's kernel has `cc` (as `tcp:cubic` or `cubic`).
+    /// Whether the far host's kernel has `cc` (as `tcp:cubic` or `cubic`); for a `quic:`
+    /// algorithm, whether this build's QUIC stack has it.
     pub fn has_cc(&self, cc: &Algorithm) -> Result<(), String> {
+        if cc.is_quic() {
+            return if crate::has_quic_algorithm(cc.name()) {
+                Ok(())
+            } else {
+                Err(format!("this server has no QUIC algorithm {:?}; it has: {}", cc.name(), crate::quic_algorithm_names().join(", ")))
+            };
+        }
         if cc.kernel_name().is_some_and(|k| self.congestion_controls.iter().any(|c| c == k)) {
             Ok(())
         } else {
@@ -79,6 +87,11 @@ pub enum FarEnd<'a> {
     /// An HTTP server behind the token gate ([`crate::http_end`]): `Ready` → `Start` →
     /// `Accepted` and samples → `Stop` → `ConnectionEnd`s → `HttpDone`.
     Http(&'a dyn HttpFar),
+    /// A request load's server over one QUIC connection ([`crate::QuicRequestServer`]), the
+    /// workload's store behind the QUIC gate: `QuicReady` → `Start` → the connection, with the
+    /// token → `QuicConnected` → `QuicSample`s when the server sends → `Stop` → its
+    /// `BbrEvents` and `QuicConnectionEnd` → `HttpDone`.
+    Quic(crate::QuicRequests),
 }
 
 /// A workload's HTTP server as serve runs it for a remote client.
@@ -113,6 +126,8 @@ pub enum NearEnd<'a, R> {
     Flows { spec: &'a crate::BulkSpec, result: fn(crate::BulkResult) -> R },
     /// An HTTP load against the far end's server.
     Http { timeout_s: f64, sample_interval_us: u64, load: HttpLoad<'a, R> },
+    /// A request load over one QUIC connection against the far end's server.
+    Quic { timeout_s: f64, sample_interval_us: u64, load: QuicLoad<'a, R> },
 }
 
 impl<'a, R: 'a> NearEnd<'a, R> {
@@ -126,6 +141,44 @@ impl<'a, R: 'a> NearEnd<'a, R> {
         NearEnd::Http { timeout_s: spec.timeout_s(), sample_interval_us: spec.sample_interval_us(), load: Box::new(run) }
     }
 }
+
+impl<'a, R: 'a> NearEnd<'a, R> {
+    /// A request load over QUIC: `load` run for `spec`, with the spec's own timeout and
+    /// sampling interval.
+    pub fn quic<S: Spec>(spec: &'a S, load: NearQuic<S, R>) -> Self {
+        let run = move |far: &crate::FarQuic,
+                        epoch: std::time::Instant,
+                        stop: &std::sync::atomic::AtomicBool,
+                        series: &dyn crate::SeriesSink,
+                        end: &dyn Fn() -> Result<crate::QuicFarReport, String>| { load(spec, far, epoch, stop, series, end) };
+        NearEnd::Quic { timeout_s: spec.timeout_s(), sample_interval_us: spec.sample_interval_us(), load: Box::new(run) }
+    }
+}
+
+/// A workload's own function that runs its request load over QUIC against a far end
+/// (`run_quic_objects_remote`, …): [`QuicLoad`]'s arguments after the spec.
+pub type NearQuic<S, R> = fn(
+    &S,
+    &crate::FarQuic,
+    std::time::Instant,
+    &std::sync::atomic::AtomicBool,
+    &dyn crate::SeriesSink,
+    &dyn Fn() -> Result<crate::QuicFarReport, String>,
+) -> Result<R, crate::WorkloadError>;
+
+/// A request load's client half over QUIC against a far end: given the far end's view, the
+/// run's epoch, its stop flag and series, and `end`, which ends the far end and returns its
+/// report (called once the load is over).
+pub type QuicLoad<'a, R> = Box<
+    dyn FnOnce(
+            &crate::FarQuic,
+            std::time::Instant,
+            &std::sync::atomic::AtomicBool,
+            &dyn crate::SeriesSink,
+            &dyn Fn() -> Result<crate::QuicFarReport, String>,
+        ) -> Result<R, crate::WorkloadError>
+        + 'a,
+>;
 
 /// A workload's own function that runs its HTTP load against a far end (`run_objects_remote`,
 /// …): [`HttpLoad`]'s arguments after the spec.

@@ -59,10 +59,11 @@ pub use bulk::{
 };
 pub use far::{data_hello, hello_id, FarConnection, FarHttp, FarReport, DATA_HELLO_LEN, TOKEN_LEN};
 pub use http_end::{HttpEnd, HttpEndEvents, HELLO_TIMEOUT};
-pub use kind::{FarEnd, FarRequest, FarSpec, HttpFar, HttpLoad, NearEnd, NearHttp, Remote, ServeLimits};
+pub use kind::{FarEnd, FarRequest, FarSpec, HttpFar, HttpLoad, NearEnd, NearHttp, NearQuic, QuicLoad, Remote, ServeLimits};
 pub use net::{client_socket, confirm_congestion, set_algorithm};
 pub use objects::ObjectsFlags;
 pub use page::{Http, PageFlags};
+pub use quic::far::{FarQuic, QuicFarReport, QuicRequestServer, QuicRequests};
 pub use quic::{has_quic_algorithm, quic_algorithm_names, quic_algorithms, ReadBack, QUIC_STACK};
 pub use tls::{certificate_for, RunCertificate};
 

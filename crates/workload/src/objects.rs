@@ -45,9 +45,9 @@ use crate::quic::wire::index_in;
 use crate::quic::MAX_STREAMS;
 use crate::sampler::Sampler;
 mod quic;
-use quic::run_quic_objects;
 // The data half, at the paths the ends import it from.
 pub(crate) use crate::{ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
+use quic::{quic_far, run_quic_objects, run_quic_objects_remote};
 
 use crate::{net, ByteBudget, MeasureHook, NoMeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
 
@@ -613,8 +613,16 @@ impl crate::FarSpec for ObjectsSpec {
         if self.concurrency == 0 || self.requests == 0 {
             return Err("an objects test needs at least one connection and one request".into());
         }
-        if self.method == ObjectMethod::Get {
+        if self.method == ObjectMethod::Get || self.cc.is_quic() {
             l.has_cc(&self.cc)?;
+        }
+        if self.cc.is_quic() {
+            if self.concurrency > MAX_STREAMS {
+                return Err(format!("concurrency over QUIC must be from 1 to {MAX_STREAMS}, got {}", self.concurrency));
+            }
+            if let Some(r) = &self.quic_receiver_cc {
+                l.has_cc(&format!("quic:{r}").parse().map_err(|_| format!("no QUIC algorithm {r:?}"))?)?;
+            }
         }
         l.check_http(self.planned_connections(), self.timeout_s, (self.requests as u64).saturating_mul(self.object_bytes))
     }
@@ -624,11 +632,18 @@ impl crate::FarSpec for ObjectsSpec {
             ObjectMethod::Get => "GET",
             ObjectMethod::Put => "PUT",
         };
-        format!("objects {} {method} of {} bytes, {} connection(s) {}", self.requests, self.object_bytes, self.concurrency, self.cc)
+        let over =
+            if self.cc.is_quic() { format!("{} stream(s) on one QUIC connection", self.concurrency) } else { format!("{} connection(s)", self.concurrency) };
+        format!("objects {} {method} of {} bytes, {over} {}", self.requests, self.object_bytes, self.cc)
     }
 
+    /// Over QUIC, one connection whatever the concurrency (its streams are bounded apart).
     fn planned_connections(&self) -> u32 {
-        self.concurrency
+        if self.cc.is_quic() {
+            1
+        } else {
+            self.concurrency
+        }
     }
 }
 
@@ -640,13 +655,22 @@ impl crate::Remote for ObjectsSpec {
         self.clone()
     }
     fn near_end(&self) -> crate::NearEnd<'_, ObjectsResult> {
-        crate::NearEnd::http(self, run_objects_remote)
+        if self.cc.is_quic() {
+            crate::NearEnd::quic(self, run_quic_objects_remote)
+        } else {
+            crate::NearEnd::http(self, run_objects_remote)
+        }
     }
 }
 
 impl crate::FarRequest for ObjectsSpec {
+    /// Over QUIC, serve's QUIC request server; over TCP, its HTTP server.
     fn far_end(&self) -> crate::FarEnd<'_> {
-        crate::FarEnd::Http(self)
+        if self.cc.is_quic() {
+            crate::FarEnd::Quic(quic_far(self))
+        } else {
+            crate::FarEnd::Http(self)
+        }
     }
 }
 

@@ -51,7 +51,7 @@ mod quic;
 mod tcp;
 // The data half, at the paths the ends import it from.
 pub(crate) use crate::{PageConnection, PageModel, PageProtocol, PageResult, PageSpec, ResourceTiming};
-use quic::load_over_quic;
+use quic::{load_over_quic, load_over_quic_remote, quic_far};
 use tcp::TcpEnds;
 
 use crate::{ByteBudget, NoMeasureHook, RunContext, SeriesSink, Side, SocketId, Workload, WorkloadError};
@@ -496,6 +496,7 @@ impl crate::FarSpec for PageSpec {
 
     fn describe_far(&self) -> String {
         let proto = match self.protocol {
+            _ if self.cc.is_quic() => "one QUIC connection".to_string(),
             PageProtocol::Http1 { max_connections } => format!("HTTP/1.1 ({max_connections} connections)"),
             PageProtocol::Http2 => "h2c".to_string(),
         };
@@ -503,6 +504,9 @@ impl crate::FarSpec for PageSpec {
     }
 
     fn planned_connections(&self) -> u32 {
+        if self.cc.is_quic() {
+            return 1;
+        }
         match self.protocol {
             PageProtocol::Http1 { max_connections } => max_connections.min(self.page.objects.len() as u32).max(1),
             PageProtocol::Http2 => 1,
@@ -518,13 +522,22 @@ impl crate::Remote for PageSpec {
         self.clone()
     }
     fn near_end(&self) -> crate::NearEnd<'_, PageResult> {
-        crate::NearEnd::http(self, run_page_remote)
+        if self.cc.is_quic() {
+            crate::NearEnd::quic(self, load_over_quic_remote)
+        } else {
+            crate::NearEnd::http(self, run_page_remote)
+        }
     }
 }
 
 impl crate::FarRequest for PageSpec {
+    /// Over QUIC, serve's QUIC request server; over TCP, its HTTP server.
     fn far_end(&self) -> crate::FarEnd<'_> {
-        crate::FarEnd::Http(self)
+        if self.cc.is_quic() {
+            crate::FarEnd::Quic(quic_far(self))
+        } else {
+            crate::FarEnd::Http(self)
+        }
     }
 }
 

@@ -22,7 +22,7 @@ use crate::proto::{hex, ClientMsg, ServerMsg};
 use crate::server::{kind_of, watch_client, Forward, Outcome, ServeConfig, Shared, SETUP_TIMEOUT};
 
 /// How long after this server's deadline the client's `Stop` may take.
-const STOP_GRACE: Duration = Duration::from_secs(30);
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(30);
 
 /// Connections a test may open in all, reconnections included: twice the flow limit.
 fn connection_cap(config: &ServeConfig) -> u32 {

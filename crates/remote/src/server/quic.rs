@@ -8,17 +8,25 @@
 //! controller, read back) → `Start` → `QuicSample`s of the server's sending connections
 //! (downloads) or `Received` points (uploads) as they are taken → per sending connection its
 //! `BbrEvents` and `QuicConnectionEnd` → `QuicDone`.
+//!
+//! A request load over QUIC (objects, page; `ccbench_workload::QuicRequestServer`) is served
+//! behind the same gate, answering from the workload's own store: `Run` → `QuicReady` →
+//! `Start` → the one connection, presenting the token → `QuicConnected` → `QuicSample`s of
+//! the server's end when it sends (as "flow" 0) → the client's `Stop` once its load is over
+//! (or this server's deadline) → its `BbrEvents` and `QuicConnectionEnd` → `HttpDone`. The
+//! messages are the QUIC bulk test's and the HTTP test's: nothing new to parse.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use ccbench_workload::{BulkSpec, ByteBudget, EndClock, QuicFarServer, Side, TOKEN_LEN};
+use ccbench_workload::{BulkSpec, ByteBudget, EndClock, QuicFarServer, QuicRequestServer, QuicRequests, Side, TOKEN_LEN};
 use rand::RngCore;
 
 use crate::channel::Channel;
-use crate::proto::{hex, ServerMsg, MAX_EVENTS_PER_MESSAGE};
-use crate::server::{read_start, watch_client, Forward, Outcome, Shared, SETUP_TIMEOUT};
+use crate::proto::{hex, ClientMsg, ServerMsg, MAX_EVENTS_PER_MESSAGE};
+use crate::server::http::STOP_GRACE;
+use crate::server::{kind_of, read_start, watch_client, Forward, Outcome, Shared, SETUP_TIMEOUT};
 
 /// The server's end of a QUIC test, from `QuicReady` to `QuicDone`.
 pub(crate) fn run_quic(channel: &Channel, spec: &BulkSpec, shared: &Shared) -> Outcome {
@@ -98,4 +106,78 @@ pub(crate) fn run_quic(channel: &Channel, spec: &BulkSpec, shared: &Shared) -> O
     };
     let error = error.or_else(|| fatal.clone());
     Outcome { bytes: limits.max_bytes - budget.remaining(), error, fatal }
+}
+
+/// The server's end of a request load over QUIC (objects, page), from `QuicReady` to
+/// `HttpDone`.
+pub(crate) fn run_quic_requests(channel: &Channel, load: QuicRequests, shared: &Shared) -> Outcome {
+    let limits = shared.config.limits;
+    let control = channel.stream();
+    let (ip, peer) = match (control.local_addr(), control.peer_addr()) {
+        (Ok(a), Ok(p)) => (a.ip(), p.ip()),
+        (Err(e), _) | (_, Err(e)) => return Outcome::fatal(e.to_string()),
+    };
+    let timeout_s = load.timeout_s;
+    let mut server = match QuicRequestServer::bind(ip, load) {
+        Ok(s) => s.only_from(peer),
+        Err(e) => return Outcome::fatal(format!("opening the QUIC endpoint: {e}")),
+    };
+    let mut token = [0u8; TOKEN_LEN];
+    rand::rngs::OsRng.fill_bytes(&mut token);
+    let ready = ServerMsg::QuicReady { port: server.port(), token: hex(&token), cert: hex(&server.cert_der()) };
+    if let Err(e) = channel.send(&ready).map_err(|e| e.to_string()).and_then(|()| read_start(channel)) {
+        server.close();
+        return Outcome::fatal(e);
+    }
+    // The far end's times count from `Start`, as an HTTP test's.
+    let start = Instant::now();
+    let until = start + Duration::from_secs_f64(timeout_s.min(limits.max_duration_s).clamp(0.001, 86_400.0));
+    let accepted = match server.accept(&token, SETUP_TIMEOUT) {
+        Ok(read_back) => channel.send(&ServerMsg::QuicConnected { conn: 0, read_back }).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    if let Err(e) = accepted {
+        server.close();
+        return Outcome::fatal(e);
+    }
+    let budget = Arc::new(ByteBudget::new(limits.max_bytes, format!("stopped at this server's limit of {} bytes per test (--max-bytes)", limits.max_bytes)));
+    let take = {
+        let budget = budget.clone();
+        Arc::new(move |n: u64| budget.take(n)) as Arc<dyn Fn(u64) -> bool + Send + Sync>
+    };
+    let (sink, rx) = Forward::queue();
+    let (done, ended) = (AtomicBool::new(false), AtomicBool::new(false));
+    let (report, written, stopped) = std::thread::scope(|s| {
+        let writer = s.spawn(move || crate::server::write_results(channel, rx));
+        // The client's `Stop` (or its silence, or garbage) ends the test.
+        let stopper = s.spawn(|| {
+            let got = match channel.recv_by::<ClientMsg>(until + STOP_GRACE) {
+                Ok(ClientMsg::Stop) => Ok(()),
+                Ok(other) => Err(format!("expected stop, got a {} message", kind_of(&other))),
+                Err(e) => Err(format!("waiting for stop: {e}")),
+            };
+            done.store(true, Ordering::SeqCst);
+            got
+        });
+        // serve stopping, or the client gone, ends the test as its `Stop` would.
+        s.spawn(|| watch_client(control, &shared.stop, &done, &ended));
+        let report = server.serve(start, until, &done, &sink, take);
+        ended.store(true, Ordering::SeqCst);
+        for events in report.bbr_events.chunks(MAX_EVENTS_PER_MESSAGE) {
+            sink.send(ServerMsg::BbrEvents { flow: 0, events: events.to_vec() });
+        }
+        sink.send(ServerMsg::QuicConnectionEnd { flow: 0, final_quic: report.final_quic.clone().map(Box::new) });
+        sink.send(ServerMsg::HttpDone { errors: report.errors, error_messages: report.error_messages.clone(), dropped_samples: sink.dropped() });
+        drop(sink);
+        let written = writer.join().unwrap_or_else(|_| Err("the results' writer panicked".into()));
+        let stopped = stopper.join().unwrap_or_else(|_| Err("the stop reader panicked".into()));
+        (report, written, stopped)
+    });
+    server.close();
+    let fatal = match (written, stopped) {
+        (Err(e), _) => Some(e),
+        (Ok(()), Err(e)) => Some(e),
+        (Ok(()), Ok(())) => None,
+    };
+    Outcome { bytes: limits.max_bytes - budget.remaining(), error: report.error_messages.first().cloned(), fatal }
 }

@@ -10,7 +10,8 @@
 //!   `far`) on its first stream; serve accepts the test's connections one at a time, in order,
 //!   so it knows each one's algorithm when its handshake begins, and closes any connection
 //!   whose first stream is not that hello before a byte of test data is sent to it. After the
-//!   last, the endpoint lets no one else in.
+//!   last, the endpoint lets no one else in. The endpoint and its gate are `quic/gate.rs`'s,
+//!   shared with a request load's far end (`quic/far.rs`).
 //! * The controller is set on each end's transport config (the sender's algorithm on the
 //!   sending end) and read back from both ends' connections before any data moves.
 //! * Each end runs its half with bulk's one end (`bulk::ends`, through `bulk/quic.rs`'s
@@ -18,21 +19,21 @@
 //!   what arrives; neither closes its connections until the other end is done too. What is
 //!   this module's own is the test's endpoint, the connections' setup and the gate.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use noq::{Connection, Endpoint, TransportConfig, VarInt};
+use noq::{Connection, TransportConfig, VarInt};
 use serde::{Deserialize, Serialize};
 
 use super::quic::{groups, quic_result, run_quic_end, EndConn};
 use crate::bulk::{BulkResult, BulkSpec, FlowEnd, MixFlow};
 use crate::common::multi_thread_runtime;
-use crate::far::{data_hello, DATA_HELLO_LEN, TOKEN_LEN};
-use crate::http_end::{same, HELLO_TIMEOUT};
+use crate::far::TOKEN_LEN;
+use crate::quic::gate::{dial_gated, TestEndpoint};
 use crate::quic::observe::Probe;
-use crate::quic::{client_trusting, connection_seed, endpoint, observed_transport, read_back, udp_here, BbrView, ReadBack, Tls, HANDSHAKE_TIMEOUT, SNI};
+use crate::quic::{connection_seed, observed_transport, read_back, BbrView, ReadBack};
 use crate::BbrEvent;
 use crate::{ByteBudget, EndClock, NoMeasureHook, SeriesSink, Side, WorkloadError};
 
@@ -85,22 +86,19 @@ fn confirm(t: &EndTransport, conn: &Connection) -> Result<String, WorkloadError>
 
 /// The server end of a QUIC test (`ccbench serve`).
 pub struct QuicFarServer {
-    rt: tokio::runtime::Runtime,
-    endpoint: Endpoint,
-    tls: Tls,
+    /// The test's endpoint and its gate (`quic/gate.rs`).
+    gate: TestEndpoint,
     spec: BulkSpec,
     plan: Vec<MixFlow>,
     groups: Vec<Vec<u32>>,
     conns: Vec<EndConn>,
-    /// The only address a connection is taken from (serve: its control connection's peer).
-    peer: Option<IpAddr>,
 }
 
 impl QuicFarServer {
     /// Takes connections only from `ip`: an outsider's handshake is ignored before it starts,
     /// so it cannot hold the one connection being waited for.
     pub fn only_from(mut self, ip: IpAddr) -> Self {
-        self.peer = Some(ip);
+        self.gate.only_from(ip);
         self
     }
 
@@ -111,23 +109,16 @@ impl QuicFarServer {
         for g in &groups {
             end_transport(spec, &plan, g, Side::Server)?;
         }
-        let rt = multi_thread_runtime()?;
-        let tls = Tls::new()?;
-        let (placeholder, _) = observed_transport("cubic", &Arc::new(Probe::default()), 0)?;
-        let endpoint = {
-            let _guard = rt.enter();
-            endpoint(udp_here(SocketAddr::new(ip, 0))?, Some((*tls.server(placeholder)?).clone()))?
-        };
-        Ok(QuicFarServer { rt, endpoint, tls, spec: spec.clone(), plan, groups, conns: Vec::new(), peer: None })
+        Ok(QuicFarServer { gate: TestEndpoint::bind(ip)?, spec: spec.clone(), plan, groups, conns: Vec::new() })
     }
 
     pub fn port(&self) -> u16 {
-        self.endpoint.local_addr().map(|a| a.port()).unwrap_or(0)
+        self.gate.port()
     }
 
     /// The certificate the client must trust, DER.
     pub fn cert_der(&self) -> Vec<u8> {
-        self.tls.cert_der()
+        self.gate.tls.cert_der()
     }
 
     /// How many connections the test has.
@@ -141,71 +132,22 @@ impl QuicFarServer {
     pub fn accept_next(&mut self, token: &[u8; TOKEN_LEN], timeout: Duration) -> Result<String, WorkloadError> {
         let group = self.conns.len() as u32;
         let flows = self.groups.get(group as usize).cloned().ok_or_else(|| WorkloadError::Setup("every connection of the test is in".into()))?;
-        let deadline = Instant::now() + timeout;
-        let mut last_error = None;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                let why = last_error.map(|e| format!(" (last: {e})")).unwrap_or_default();
-                return Err(WorkloadError::Setup(format!("connection {group} of the QUIC test never arrived with its token{why}")));
-            }
-            let t = end_transport(&self.spec, &self.plan, &flows, Side::Server)?;
-            let config = self.tls.server(t.transport.clone())?;
-            let (endpoint, peer) = (&self.endpoint, self.peer);
-            let attempt = self.rt.block_on(async {
-                tokio::time::timeout(left, async {
-                    let incoming = endpoint.accept().await.ok_or_else(|| "the endpoint closed".to_string())?;
-                    if peer.is_some_and(|p| p != incoming.remote_address().ip()) {
-                        incoming.ignore();
-                        return Err("a connection from another address".to_string());
-                    }
-                    let conn = incoming.accept_with(config).map_err(|e| format!("accept: {e}"))?.await.map_err(|e| format!("handshake: {e}"))?;
-                    let hello = tokio::time::timeout(HELLO_TIMEOUT, async {
-                        let mut s = conn.accept_uni().await.ok()?;
-                        let mut hello = [0u8; DATA_HELLO_LEN];
-                        s.read_exact(&mut hello).await.ok()?;
-                        Some(hello)
-                    })
-                    .await
-                    .ok()
-                    .flatten();
-                    Ok::<_, String>((conn, hello))
-                })
-                .await
-            });
-            match attempt {
-                Err(_) => continue,
-                Ok(Err(e)) => last_error = Some(e),
-                Ok(Ok((conn, Some(hello)))) if same(&hello[..TOKEN_LEN], token) && hello[TOKEN_LEN..] == group.to_be_bytes() => {
-                    let rb = confirm(&t, &conn)?;
-                    self.conns.push(EndConn {
-                        flows,
-                        conn,
-                        sends: t.sends,
-                        probe: t.probe,
-                        bbr: t.bbr,
-                        read_back: rb.clone(),
-                        port: 0,
-                        _endpoint: None,
-                        account: Default::default(),
-                    });
-                    if self.conns.len() == self.groups.len() {
-                        // The test's connections are in: nobody else is let in.
-                        self.endpoint.set_server_config(None);
-                    }
-                    return Ok(rb);
-                }
-                Ok(Ok((conn, _))) => {
-                    conn.close(VarInt::from_u32(1), b"no token");
-                    last_error = Some("a connection without the token".into());
-                }
-            }
+        let (spec, plan) = (&self.spec, &self.plan);
+        let (conn, t) = self.gate.accept_gated(token, group, timeout, || {
+            let t = end_transport(spec, plan, &flows, Side::Server)?;
+            Ok((t.transport.clone(), t))
+        })?;
+        let rb = confirm(&t, &conn)?;
+        self.conns.push(EndConn { flows, conn, sends: t.sends, probe: t.probe, bbr: t.bbr, read_back: rb.clone(), port: 0, _endpoint: None, account: Default::default() });
+        if self.conns.len() == self.groups.len() {
+            self.gate.shut();
         }
+        Ok(rb)
     }
 
     /// Runs this end of the transfer (see [`QuicFarClient::run`]).
     pub fn run(&self, clock: &EndClock, stop: &AtomicBool, series: &dyn SeriesSink, budget: Option<Arc<ByteBudget>>) -> QuicEnd {
-        run_quic_end(self.rt.handle(), &self.spec, &self.plan, &self.conns, clock, stop, series, &NoMeasureHook, budget)
+        run_quic_end(self.gate.rt.handle(), &self.spec, &self.plan, &self.conns, clock, stop, series, &NoMeasureHook, budget)
     }
 
     /// Closes the connections and the endpoint.
@@ -213,8 +155,7 @@ impl QuicFarServer {
         for c in &self.conns {
             c.conn.close(VarInt::from_u32(0), b"done");
         }
-        self.endpoint.close(VarInt::from_u32(0), b"done");
-        self.rt.shutdown_timeout(Duration::from_millis(500));
+        self.gate.close();
     }
 }
 
@@ -256,22 +197,7 @@ impl QuicFarClient {
         let group = self.conns.len() as u32;
         let flows = self.groups.get(group as usize).cloned().ok_or_else(|| WorkloadError::Setup("every connection of the test is open".into()))?;
         let t = end_transport(&self.spec, &self.plan, &flows, Side::Client)?;
-        let any: IpAddr = if self.server.is_ipv4() { Ipv4Addr::UNSPECIFIED.into() } else { Ipv6Addr::UNSPECIFIED.into() };
-        let any = self.source.unwrap_or(any);
-        let config = client_trusting(self.cert.clone(), t.transport.clone())?;
-        let server = self.server;
-        let (ep, conn) = self.rt.block_on(async {
-            let ep = endpoint(udp_here(SocketAddr::new(any, 0))?, None)?;
-            let connecting = ep.connect_with(config, server, SNI).map_err(|e| WorkloadError::Setup(format!("QUIC connect: {e}")))?;
-            let conn = tokio::time::timeout(HANDSHAKE_TIMEOUT, connecting)
-                .await
-                .map_err(|_| WorkloadError::Setup(format!("the QUIC handshake with {server} timed out")))?
-                .map_err(|e| WorkloadError::Setup(format!("QUIC handshake: {e}")))?;
-            let mut s = conn.open_uni().await.map_err(|e| WorkloadError::Setup(format!("QUIC stream: {e}")))?;
-            s.write_all(&data_hello(token, group)).await.map_err(|e| WorkloadError::Setup(format!("QUIC hello: {e}")))?;
-            let _ = s.finish();
-            Ok::<_, WorkloadError>((ep, conn))
-        })?;
+        let (ep, conn) = self.rt.block_on(dial_gated(self.server, self.source, self.cert.clone(), t.transport.clone(), token, group))?;
         let rb = confirm(&t, &conn)?;
         let port = ep.local_addr()?.port();
         self.conns.push(EndConn {
@@ -337,6 +263,8 @@ impl QuicFarClient {
 mod tests {
     use super::*;
     use crate::{Amount, Direction, MemorySeries, SocketId};
+    use std::net::Ipv4Addr;
+    use std::time::Instant;
 
     fn spec(direction: Direction) -> BulkSpec {
         BulkSpec {

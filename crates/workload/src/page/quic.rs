@@ -1,6 +1,8 @@
 //! The page's ends over QUIC: one connection, a stream per resource.
 
 use super::*;
+use crate::quic::load::ServerEnd;
+use crate::{FarQuic, QuicFarReport, QuicRequests};
 
 /// The page's ends over QUIC: the one connection, a stream per resource, all at once (at most
 /// [`crate::quic::MAX_STREAMS`] in flight: noq holds a stream back until the server grants it). There is no
@@ -45,12 +47,44 @@ impl<'c> Ends for QuicEnds<'c> {
 ///   response head. The server sends, so the algorithm is set on the server's end, read back
 ///   from both ends, and the server's end is sampled, from the handshake on.
 pub(super) fn load_over_quic(spec: &PageSpec, run: &RunContext<'_>) -> Result<PageResult, WorkloadError> {
+    quic_page(spec, ServerEnd::Here(run))
+}
+
+/// As [`load_over_quic`], the server's end in a remote `ccbench serve` (`far`): the same
+/// load and result. `end` is called once the load is over: it ends the far end and returns
+/// its report.
+pub(super) fn load_over_quic_remote(
+    spec: &PageSpec,
+    far: &FarQuic,
+    epoch: Instant,
+    stop: &AtomicBool,
+    series: &dyn SeriesSink,
+    end: &dyn Fn() -> Result<QuicFarReport, String>,
+) -> Result<PageResult, WorkloadError> {
+    check(spec)?;
+    quic_page(spec, ServerEnd::Far { far, epoch, stop, series, end })
+}
+
+/// What serve runs of `spec` over QUIC: the page behind the gate; the server sends.
+pub(super) fn quic_far(spec: &PageSpec) -> QuicRequests {
+    QuicRequests {
+        cc: spec.cc.clone(),
+        receiver_cc: None,
+        sender: Side::Server,
+        store: Arc::new(spec.page.clone()),
+        timeout_s: spec.timeout_s,
+        sample_interval_us: spec.sample_interval_us,
+    }
+}
+
+fn quic_page(spec: &PageSpec, over: ServerEnd<'_>) -> Result<PageResult, WorkloadError> {
+    let (epoch, hook) = (over.epoch(), over.hook());
     let log = Mutex::new(ClientLog { resources: resource_list(&spec.page), conns: Vec::new(), errors: Errors::default() });
     // The one connection's count; its port comes with its record. The handshake began at
     // navigation start.
     lock(&log).conns.push(ConnStats { id: 0, client_port: 0, opened_s: 0.0, completed: 0, bytes: 0 });
     let end = OneConnection {
-        run,
+        over,
         cc: &spec.cc,
         receiver_cc: None,
         sender: Side::Server,
@@ -60,11 +94,11 @@ pub(super) fn load_over_quic(spec: &PageSpec, run: &RunContext<'_>) -> Result<Pa
         store: Arc::new(spec.page.clone()),
     }
     .run_from_handshake(async |conn, nav_start| {
-        let ctx = Ctx { spec, nav_start, log: &log, hook: run.hook };
+        let ctx = Ctx { spec, nav_start, log: &log, hook };
         load(&ctx, &QuicEnds(conn), PageConn { id: 0, slot: 0, lane: StreamLane(conn) }).await;
     })?;
     if let Some(nav_start) = end.started {
-        close_span(run.hook, &log, nav_start, matches!(end.how, Finish::Completed(_)), end.ended);
+        close_span(hook, &log, nav_start, matches!(end.how, Finish::Completed(_)), end.ended);
     }
     let mut log = lock(&log);
     if let Some(e) = end.setup_error {
@@ -97,5 +131,5 @@ pub(super) fn load_over_quic(spec: &PageSpec, run: &RunContext<'_>) -> Result<Pa
         connections,
         server_connections,
     };
-    Ok(summarize(spec, run.epoch, outcome, how))
+    Ok(summarize(spec, epoch, outcome, how))
 }

@@ -9,6 +9,11 @@
 //! [`OneConnection::run_from_handshake`] starts the load's clock before the handshake, as a
 //! browser's navigation starts before its connect, and runs the load on the client's end as
 //! soon as that is up while the server's end joins (page).
+//!
+//! Where the server's end runs is [`ServerEnd`]'s: here, in the run's other namespace, or in a
+//! remote `ccbench serve` (`far.rs`), which serves the same [`Store`] behind its gate and
+//! reports its end (its controller, and when it sends, its samples and its last one) over the
+//! control connection; the load, its lanes and its result are the same either way.
 
 use std::future::Future;
 use std::net::SocketAddrV4;
@@ -18,26 +23,92 @@ use std::time::{Duration, Instant};
 
 use noq::{Connection, Endpoint, VarInt};
 
-use super::pair::{self, connect_pair, dial, quic_algorithm, server_endpoint, Pair};
+use super::far::{FarQuic, NearConn, QuicFarReport};
+use super::gate::dial_gated;
+use super::observe::Probe;
+use super::pair::{self, connect_pair, dial, quic_algorithm, server_endpoint, Pair, Sampled, Sending};
 use super::streams::{serve, Store};
-use super::{Tls, Windows, HANDSHAKE_TIMEOUT};
+use super::{connection_seed, observed_transport, quic_name, read_back, ReadBack, Tls, Windows, HANDSHAKE_TIMEOUT};
 use crate::common::{lock, multi_thread_runtime, stopped, Errors};
 use crate::harness::Finish;
-use crate::{Algorithm, RunContext, SenderRecord, Side, WorkloadError};
+use crate::{Algorithm, MeasureHook, NoMeasureHook, RunContext, SenderRecord, SeriesSink, Side, WorkloadError};
+
+/// Where a load's server end runs.
+pub(crate) enum ServerEnd<'a> {
+    /// In the run's server namespace, this process serving it.
+    Here(&'a RunContext<'a>),
+    /// In a remote `ccbench serve` (`far.rs`); `end` ends it and returns its report, once the
+    /// load is over.
+    Far { far: &'a FarQuic, epoch: Instant, stop: &'a AtomicBool, series: &'a dyn SeriesSink, end: &'a dyn Fn() -> Result<QuicFarReport, String> },
+}
+
+impl<'a> ServerEnd<'a> {
+    fn stop(&self) -> &AtomicBool {
+        match self {
+            ServerEnd::Here(run) => run.stop,
+            ServerEnd::Far { stop, .. } => stop,
+        }
+    }
+    pub(crate) fn epoch(&self) -> Instant {
+        match self {
+            ServerEnd::Here(run) => run.epoch,
+            ServerEnd::Far { epoch, .. } => *epoch,
+        }
+    }
+    fn series(&self) -> &dyn SeriesSink {
+        match self {
+            ServerEnd::Here(run) => run.series,
+            ServerEnd::Far { series, .. } => *series,
+        }
+    }
+    /// The run's measured span: a remote run's is the load's own figures.
+    pub(crate) fn hook(&self) -> &'a dyn MeasureHook {
+        match self {
+            ServerEnd::Here(run) => run.hook,
+            ServerEnd::Far { .. } => &NoMeasureHook,
+        }
+    }
+}
+
+/// The connection a load runs on, as this process holds it: both ends (here), or the client's
+/// end of one to a far end.
+enum Held {
+    Pair(Pair),
+    Near(NearConn),
+}
+
+impl Held {
+    fn client(&self) -> &Connection {
+        match self {
+            Held::Pair(p) => p.client(),
+            Held::Near(n) => &n.conn,
+        }
+    }
+}
+
+impl Sampled for Held {
+    fn sending(&self) -> Option<Sending<'_>> {
+        match self {
+            Held::Pair(p) => p.sending(),
+            Held::Near(n) => n.sending(),
+        }
+    }
+}
 
 /// One connection's load: where it runs and what it asks of the connection.
 pub(crate) struct OneConnection<'a> {
-    pub run: &'a RunContext<'a>,
+    pub over: ServerEnd<'a>,
     /// The sending end's algorithm (a `quic:` one).
     pub cc: &'a Algorithm,
     /// The receiving end's algorithm after `quic:`, when it should differ (provoking scenario
     /// 5's mix-up on purpose); by default the sender's.
     pub receiver_cc: Option<&'a str>,
     pub sender: Side,
+    /// The server's port here (a far end's is its own).
     pub port: u16,
     pub timeout_s: f64,
     pub sample_interval_us: u64,
-    /// What its server answers.
+    /// What its server answers (a far end has its own copy, `QuicRequests`).
     pub store: Arc<dyn Store>,
 }
 
@@ -57,12 +128,18 @@ pub(crate) struct LoadEnd<T> {
     pub setup_error: Option<String>,
 }
 
-/// What a load needs before its clock starts: the server listening, the runtime and the TLS.
+/// What a load needs before its clock starts: the runtime, and here the server listening and
+/// the TLS.
 struct Ready {
     deadline: Instant,
     algorithm: String,
     receiver_alg: String,
     rt: tokio::runtime::Runtime,
+    here: Option<Here>,
+}
+
+/// The server's end here.
+struct Here {
     tls: Tls,
     server_sa: SocketAddrV4,
     server: Endpoint,
@@ -73,16 +150,57 @@ impl OneConnection<'_> {
     /// the stop flag is set or the deadline (`timeout_s` from now, setup included) passes. A
     /// run stopped before it began sets nothing up.
     pub(crate) fn run<T>(self, client: impl AsyncFnOnce(&Connection) -> T) -> Result<LoadEnd<T>, WorkloadError> {
-        let Some(r) = self.ready()? else { return Ok(stopped_before()) };
-        let pair =
-            r.rt.block_on(connect_pair(self.run, &r.server, &r.tls, r.server_sa, self.sender, &r.algorithm, &r.receiver_alg, 0, None, Windows::default()))?;
+        let Some(r) = self.ready()? else { return self.stopped_before() };
         let server_errors = Arc::new(Mutex::new(Errors::default()));
-        r.rt.spawn(serve(pair.server().clone(), self.store.clone(), server_errors.clone()));
-        let once = OnceLock::from(pair);
+        let held = match (&self.over, &r.here) {
+            (ServerEnd::Here(run), Some(h)) => {
+                let pair = r.rt.block_on(connect_pair(run, &h.server, &h.tls, h.server_sa, self.sender, &r.algorithm, &r.receiver_alg, 0, None, Windows::default()))?;
+                r.rt.spawn(serve(pair.server().clone(), self.store.clone(), server_errors.clone()));
+                Held::Pair(pair)
+            }
+            (ServerEnd::Far { far, .. }, _) => match r.rt.block_on(self.dial_far(far, &r)) {
+                Ok(n) => Held::Near(n),
+                Err(e) => {
+                    // The far end waits for the load's end: told, whatever failed here.
+                    let _ = self.end_far();
+                    return Err(e);
+                }
+            },
+            (ServerEnd::Here(_), None) => unreachable!("ready() makes the server's end here"),
+        };
+        let once = OnceLock::from(held);
         let started = Instant::now();
         let load = client(once.get().expect("just set").client());
         let (how, ended, last) = self.race(&r, &once, load);
-        Ok(self.end(r, &once, last, &server_errors, how, started, ended, None))
+        self.end(r, &once, last, &server_errors, how, started, ended, None)
+    }
+
+    /// Opens the connection to the far end behind its gate, this end's controller read back
+    /// (checked when it sends).
+    async fn dial_far(&self, far: &FarQuic, r: &Ready) -> Result<NearConn, WorkloadError> {
+        let sends = self.sender == Side::Client;
+        let alg = if sends { &r.algorithm } else { &r.receiver_alg };
+        let probe = Arc::new(Probe::default());
+        // A remote end has no run seed: the connection is seeded by its number, as bulk's.
+        let (transport, bbr) = observed_transport(alg, &probe, connection_seed(0, 0))?;
+        let (endpoint, conn) = dial_gated(far.server, None, far.cert.clone(), transport, &far.token, 0).await?;
+        let port = endpoint.local_addr()?.port();
+        far.dialled(port);
+        let rb = read_back(&conn);
+        let wanted = quic_name(alg);
+        if sends && (rb != wanted || !probe.was_built()) {
+            conn.close(VarInt::from_u32(1), b"wrong controller");
+            return Err(WorkloadError::CongestionMismatch { requested: wanted, actual: rb });
+        }
+        Ok(NearConn { conn, probe, bbr, sends, port, read_back: rb, _endpoint: endpoint })
+    }
+
+    /// Ends the far end (when there is one) and reads its report.
+    fn end_far(&self) -> Option<Result<QuicFarReport, String>> {
+        match &self.over {
+            ServerEnd::Here(_) => None,
+            ServerEnd::Far { end, .. } => Some(end()),
+        }
     }
 
     /// Starts the clock (and the run's measured span, `run.hook`) before the handshake, then
@@ -93,67 +211,87 @@ impl OneConnection<'_> {
     /// asked of it fails at once, not at the timeout); either is the end's `setup_error`. A
     /// sender that does not run the algorithm asked for fails the run.
     pub(crate) fn run_from_handshake<T>(self, client: impl AsyncFnOnce(&Connection, Instant) -> T) -> Result<LoadEnd<Option<T>>, WorkloadError> {
-        let Some(r) = self.ready()? else { return Ok(stopped_before()) };
-        let (run, server_sa) = (self.run, r.server_sa);
+        let Some(r) = self.ready()? else { return self.stopped_before() };
         let server_errors = Arc::new(Mutex::new(Errors::default()));
         let once = OnceLock::new();
         let setup_error = Mutex::new(None);
         let started = Instant::now();
-        run.hook.open(started);
+        self.over.hook().open(started);
         let load = async {
-            let timed = |what| move |_| WorkloadError::Setup(format!("the QUIC handshake ({what}) with {server_sa} timed out"));
-            let (dial, connected, accepting) =
-                dial(run, &r.server, &r.tls, server_sa, self.sender, &r.algorithm, &r.receiver_alg, 0, None, Windows::default())?;
-            // Both ends take part in the handshake; the client's is up first, the server's half
-            // a round trip later.
-            tokio::pin!(connected, accepting);
-            let mut accepted = None;
-            let up = tokio::time::timeout(HANDSHAKE_TIMEOUT, async {
-                loop {
-                    tokio::select! {
-                        c = &mut connected => break c,
-                        s = &mut accepting, if accepted.is_none() => accepted = Some(s),
-                    }
-                }
-            });
-            let conn = match up.await.map_err(timed("client")).and_then(|c| c) {
-                Ok(c) => c,
-                Err(e) => {
-                    *lock(&setup_error) = Some(format!("opening the connection: {e}"));
-                    return Ok(None);
-                }
-            };
-            let server_end = async {
-                let up = async {
-                    let s = match accepted {
-                        Some(s) => s?,
-                        None => tokio::time::timeout(HANDSHAKE_TIMEOUT, accepting).await.map_err(timed("server"))??,
+            match (&self.over, &r.here) {
+                (ServerEnd::Here(run), Some(h)) => {
+                    let server_sa = h.server_sa;
+                    let timed = |what| move |_| WorkloadError::Setup(format!("the QUIC handshake ({what}) with {server_sa} timed out"));
+                    let (dial, connected, accepting) = dial(run, &h.server, &h.tls, server_sa, self.sender, &r.algorithm, &r.receiver_alg, 0, None, Windows::default())?;
+                    // Both ends take part in the handshake; the client's is up first, the
+                    // server's half a round trip later.
+                    tokio::pin!(connected, accepting);
+                    let mut accepted = None;
+                    let up = tokio::time::timeout(HANDSHAKE_TIMEOUT, async {
+                        loop {
+                            tokio::select! {
+                                c = &mut connected => break c,
+                                s = &mut accepting, if accepted.is_none() => accepted = Some(s),
+                            }
+                        }
+                    });
+                    let conn = match up.await.map_err(timed("client")).and_then(|c| c) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            *lock(&setup_error) = Some(format!("opening the connection: {e}"));
+                            return Ok(None);
+                        }
                     };
-                    let pair = dial.pair(conn.clone(), s)?;
-                    tokio::spawn(serve(pair.server().clone(), self.store.clone(), server_errors.clone()));
-                    let _ = once.set(pair);
-                    Ok::<_, WorkloadError>(())
+                    let server_end = async {
+                        let up = async {
+                            let s = match accepted {
+                                Some(s) => s?,
+                                None => tokio::time::timeout(HANDSHAKE_TIMEOUT, accepting).await.map_err(timed("server"))??,
+                            };
+                            let pair = dial.pair(conn.clone(), s)?;
+                            tokio::spawn(serve(pair.server().clone(), self.store.clone(), server_errors.clone()));
+                            let _ = once.set(Held::Pair(pair));
+                            Ok::<_, WorkloadError>(())
+                        }
+                        .await;
+                        if up.is_err() {
+                            // Nothing will answer the client: end what it asks now, not at the
+                            // timeout.
+                            conn.close(VarInt::from_u32(0), b"no server");
+                        }
+                        up
+                    };
+                    let (server_end, out) = tokio::join!(server_end, client(&conn, started));
+                    match server_end {
+                        Ok(()) => {}
+                        Err(e @ WorkloadError::CongestionMismatch { .. }) => return Err(e),
+                        Err(e) => *lock(&setup_error) = Some(format!("the server's end of the connection: {e}")),
+                    }
+                    Ok(Some(out))
                 }
-                .await;
-                if up.is_err() {
-                    // Nothing will answer the client: end what it asks now, not at the timeout.
-                    conn.close(VarInt::from_u32(0), b"no server");
+                // The far end serves once the gate has let the connection in: the first
+                // request leaves as soon as this end is up, as here.
+                (ServerEnd::Far { far, .. }, _) => {
+                    let near = match self.dial_far(far, &r).await {
+                        Ok(n) => n,
+                        Err(e @ WorkloadError::CongestionMismatch { .. }) => return Err(e),
+                        Err(e) => {
+                            *lock(&setup_error) = Some(format!("opening the connection: {e}"));
+                            return Ok(None);
+                        }
+                    };
+                    let held = once.get_or_init(|| Held::Near(near));
+                    Ok(Some(client(held.client(), started).await))
                 }
-                up
-            };
-            let (server_end, out) = tokio::join!(server_end, client(&conn, started));
-            match server_end {
-                Ok(()) => {}
-                Err(e @ WorkloadError::CongestionMismatch { .. }) => return Err(e),
-                Err(e) => *lock(&setup_error) = Some(format!("the server's end of the connection: {e}")),
+                (ServerEnd::Here(_), None) => unreachable!("ready() makes the server's end here"),
             }
-            Ok(Some(out))
         };
         let (how, ended, last) = self.race(&r, &once, load);
         let how = match how {
             Finish::Completed(out) => match out {
                 Ok(out) => Finish::Completed(out),
                 Err(e) => {
+                    let _ = self.end_far();
                     r.rt.shutdown_timeout(Duration::from_millis(500));
                     return Err(e);
                 }
@@ -162,41 +300,48 @@ impl OneConnection<'_> {
             Finish::TimedOut => Finish::TimedOut,
         };
         let setup_error = lock(&setup_error).take();
-        Ok(self.end(r, &once, last, &server_errors, how, started, ended, setup_error))
+        self.end(r, &once, last, &server_errors, how, started, ended, setup_error)
     }
 
-    /// Checks the timeout and starts the clock on it, then makes the runtime and the server's
-    /// endpoint (it listens before the client dials); `None` when the run was stopped already.
+    /// Checks the timeout and starts the clock on it, then makes the runtime and, here, the
+    /// server's endpoint (it listens before the client dials); `None` when the run was
+    /// stopped already.
     fn ready(&self) -> Result<Option<Ready>, WorkloadError> {
         if !(self.timeout_s > 0.0 && self.timeout_s.is_finite()) {
             return Err(WorkloadError::Setup(format!("timeout_s must be positive, got {}", self.timeout_s)));
         }
         let deadline = Instant::now() + Duration::from_secs_f64(self.timeout_s);
-        if self.run.stop.load(Ordering::SeqCst) {
+        if self.over.stop().load(Ordering::SeqCst) {
             return Ok(None);
         }
         let algorithm = quic_algorithm(self.cc)?;
         let receiver_alg = self.receiver_cc.map_or_else(|| algorithm.clone(), str::to_string);
         let rt = multi_thread_runtime()?;
-        let tls = Tls::new()?;
-        let server_sa = SocketAddrV4::new(self.run.server_addr, self.port);
-        let server = rt.block_on(async { server_endpoint(self.run, &tls, server_sa) })?;
-        Ok(Some(Ready { deadline, algorithm, receiver_alg, rt, tls, server_sa, server }))
+        let here = match &self.over {
+            ServerEnd::Here(run) => {
+                let tls = Tls::new()?;
+                let server_sa = SocketAddrV4::new(run.server_addr, self.port);
+                let server = rt.block_on(async { server_endpoint(run, &tls, server_sa) })?;
+                Some(Here { tls, server_sa, server })
+            }
+            ServerEnd::Far { .. } => None,
+        };
+        Ok(Some(Ready { deadline, algorithm, receiver_alg, rt, here }))
     }
 
     /// Runs `load` until it ends, the stop flag is set or the deadline passes, sampling the
-    /// sender (once `once` holds the connection) on a thread of its own; how it ended, when,
-    /// and the sampler's last delivery mark.
-    fn race<F: Future>(&self, r: &Ready, once: &OnceLock<Pair>, load: F) -> (Finish<F::Output>, Instant, (Instant, u64)) {
-        let run = self.run;
+    /// sender (once `once` holds the connection, when this process holds the sending end) on
+    /// a thread of its own; how it ended, when, and the sampler's last delivery mark.
+    fn race<F: Future>(&self, r: &Ready, once: &OnceLock<Held>, load: F) -> (Finish<F::Output>, Instant, (Instant, u64)) {
+        let (stop, epoch, series) = (self.over.stop(), self.over.epoch(), self.over.series());
         let interval = Duration::from_micros(self.sample_interval_us.max(1000));
         let done = AtomicBool::new(false);
         std::thread::scope(|s| {
-            let sampler = s.spawn(|| pair::sample_until(once, run, interval, &done));
+            let sampler = s.spawn(|| pair::sample_until(once, epoch, series, interval, &done));
             let how = r.rt.block_on(async {
                 tokio::select! {
                     out = load => Finish::Completed(out),
-                    () = stopped(run.stop) => Finish::Stopped,
+                    () = stopped(stop) => Finish::Stopped,
                     () = tokio::time::sleep_until(r.deadline.into()) => Finish::TimedOut,
                 }
             });
@@ -206,34 +351,80 @@ impl OneConnection<'_> {
         })
     }
 
-    /// The last sample, the connection closed, the server's errors read, the runtime ended.
+    /// The last sample, the connection closed, the far end ended and its report merged in, the
+    /// server's errors read, the runtime ended.
     #[allow(clippy::too_many_arguments)]
     fn end<T>(
         &self,
         r: Ready,
-        once: &OnceLock<Pair>,
+        once: &OnceLock<Held>,
         mut last: (Instant, u64),
         server_errors: &Mutex<Errors>,
         how: Finish<T>,
         started: Instant,
         ended: Instant,
         setup_error: Option<String>,
-    ) -> LoadEnd<T> {
-        let connection = once.get().map(|pair| {
-            let final_sample = pair::last_sample(pair, self.run, &mut last);
-            pair.client().close(VarInt::from_u32(0), b"done");
-            (pair.client_port, pair::sender_record(pair, self.cc.to_string(), final_sample, self.run.epoch))
+    ) -> Result<LoadEnd<T>, WorkloadError> {
+        let (epoch, series) = (self.over.epoch(), self.over.series());
+        let local = once.get().map(|held| {
+            let final_sample = pair::last_sample(held, epoch, series, &mut last);
+            held.client().close(VarInt::from_u32(0), b"done");
+            final_sample
+        });
+        let far = match self.end_far() {
+            None => None,
+            Some(Ok(report)) => Some(report),
+            Some(Err(e)) => {
+                r.rt.shutdown_timeout(Duration::from_millis(500));
+                return Err(WorkloadError::Setup(e));
+            }
+        };
+        let connection = once.get().zip(local).map(|(held, final_sample)| match held {
+            Held::Pair(pair) => (pair.client_port, pair::sender_record(pair, self.cc.to_string(), final_sample, epoch)),
+            Held::Near(near) => (near.port, self.far_record(near, final_sample, far.as_ref())),
         });
         // Read as the connection closes: streams the runtime's end cuts off are not errors.
-        let server_errors = std::mem::take(&mut *lock(server_errors));
-        let Ready { rt, server, .. } = r;
-        drop(server);
+        let mut server_errors = std::mem::take(&mut *lock(server_errors));
+        if let Some(far) = &far {
+            server_errors.absorb(far.errors, &far.error_messages);
+        }
+        let Ready { rt, here, .. } = r;
+        drop(here);
         rt.shutdown_timeout(Duration::from_millis(500));
-        LoadEnd { how, connection, server_errors, started: Some(started), ended, setup_error }
+        Ok(LoadEnd { how, connection, server_errors, started: Some(started), ended, setup_error })
     }
-}
 
-/// The end of a run stopped before it began: nothing was set up.
-fn stopped_before<T>() -> LoadEnd<T> {
-    LoadEnd { how: Finish::Stopped, connection: None, server_errors: Errors::default(), started: None, ended: Instant::now(), setup_error: None }
+    /// The record of a connection to a far end: the sending end's controller, last sample and
+    /// BBR state changes from whichever end sends (the far end's from its report).
+    fn far_record(&self, near: &NearConn, final_sample: Option<crate::QuicSample>, far: Option<&QuicFarReport>) -> SenderRecord {
+        let ServerEnd::Far { far: view, epoch, .. } = &self.over else { unreachable!("a near connection is to a far end") };
+        let unknown = || quic_name("unknown");
+        let far_rb = far.and_then(|f| f.read_back.clone()).or_else(|| view.far_read_back()).unwrap_or_else(unknown);
+        let (read_back, final_quic, bbr_events) = if near.sends {
+            (ReadBack { sender: near.read_back.clone(), receiver: far_rb }, final_sample, pair::bbr_events(near.bbr.as_ref(), *epoch))
+        } else {
+            let (q, e) = far.map(|f| (f.final_quic.clone(), f.bbr_events.clone())).unwrap_or_default();
+            (ReadBack { sender: far_rb, receiver: near.read_back.clone() }, q, e)
+        };
+        SenderRecord {
+            cc_requested: self.cc.to_string(),
+            cc_read_back: Some(read_back.sender.clone()),
+            transport: crate::Transport::Quic,
+            cc_receiver: Some(read_back.receiver.clone()),
+            warning: read_back.mismatch(),
+            final_tcp_info: None,
+            final_quic,
+            bbr_events,
+            limited_by: None,
+            mechanism: None,
+        }
+    }
+
+    /// The end of a run stopped before it began: nothing was set up (a far end is told).
+    fn stopped_before<T>(&self) -> Result<LoadEnd<T>, WorkloadError> {
+        if let Some(Err(e)) = self.end_far() {
+            return Err(WorkloadError::Setup(e));
+        }
+        Ok(LoadEnd { how: Finish::Stopped, connection: None, server_errors: Errors::default(), started: None, ended: Instant::now(), setup_error: None })
+    }
 }

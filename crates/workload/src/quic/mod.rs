@@ -20,6 +20,8 @@
 //!   driver next woke up.
 
 pub(crate) mod limits;
+pub(crate) mod far;
+pub(crate) mod gate;
 pub(crate) mod load;
 pub(crate) mod observe;
 pub(crate) mod pair;

@@ -17,7 +17,7 @@ use super::{
 use crate::common::micros_since;
 use crate::Algorithm;
 use crate::BbrEvent;
-use crate::{QuicSample, RunContext, Side, SocketId, WorkloadError};
+use crate::{QuicSample, RunContext, SeriesSink, Side, SocketId, WorkloadError};
 
 /// A connected pair: the client's and the server's view of one connection.
 pub(crate) struct Pair {
@@ -218,7 +218,7 @@ pub(crate) fn bbr_events(bbr: Option<&Arc<dyn BbrView>>, epoch: Instant) -> Vec<
 
 /// The record of the one QUIC connection of an HTTP load: both ends' controllers read back,
 /// and the sender's last sample and BBR events.
-pub(crate) fn sender_record(pair: &Pair, cc_requested: String, last: crate::QuicSample, epoch: Instant) -> crate::SenderRecord {
+pub(crate) fn sender_record(pair: &Pair, cc_requested: String, last: Option<crate::QuicSample>, epoch: Instant) -> crate::SenderRecord {
     crate::SenderRecord {
         cc_requested,
         cc_read_back: Some(pair.read_back.sender.clone()),
@@ -226,7 +226,7 @@ pub(crate) fn sender_record(pair: &Pair, cc_requested: String, last: crate::Quic
         cc_receiver: Some(pair.read_back.receiver.clone()),
         warning: pair.read_back.mismatch(),
         final_tcp_info: None,
-        final_quic: Some(last),
+        final_quic: last,
         bbr_events: bbr_events(pair.bbr.as_ref(), epoch),
         limited_by: None,
         mechanism: None,
@@ -239,19 +239,40 @@ fn window_pacing_bps(cwnd: u64, srtt: Duration) -> Option<u64> {
     (srtt > Duration::ZERO).then(|| (cwnd as f64 * 8.0 * 1.25 / srtt.as_secs_f64()) as u64)
 }
 
-/// Samples the sending end of the connection in `pair`, once it is there, every `interval`
-/// until `done`, into the run's series as `SocketId::Connection(client_port)`; returns the last
+/// A sending connection as the sampler reads it: the connection, what its controller saw, and
+/// the socket its samples are filed under.
+pub(crate) struct Sending<'a> {
+    pub conn: &'a Connection,
+    pub probe: &'a Probe,
+    pub bbr: Option<&'a Arc<dyn BbrView>>,
+    pub socket: SocketId,
+}
+
+/// What holds a load's connection: its sending end, when this process holds it (a remote
+/// server's sending end is sampled where it runs).
+pub(crate) trait Sampled: Sync {
+    fn sending(&self) -> Option<Sending<'_>>;
+}
+
+impl Sampled for Pair {
+    fn sending(&self) -> Option<Sending<'_>> {
+        Some(Sending { conn: &self.sender, probe: &self.probe, bbr: self.bbr.as_ref(), socket: SocketId::Connection(self.client_port) })
+    }
+}
+
+/// Samples the sending end of the connection in `held`, once it is there and this process
+/// holds it, every `interval` until `done`, into `series` (µs after `epoch`); returns the last
 /// reading's acknowledged-byte mark, for [`last_sample`].
-pub(crate) fn sample_until(pair: &OnceLock<Pair>, run: &RunContext<'_>, interval: Duration, done: &AtomicBool) -> (Instant, u64) {
+pub(crate) fn sample_until<S: Sampled>(held: &OnceLock<S>, epoch: Instant, series: &dyn SeriesSink, interval: Duration, done: &AtomicBool) -> (Instant, u64) {
     let mut last = None;
     let mut next = Instant::now();
     while !done.load(Ordering::SeqCst) {
-        if let Some(p) = pair.get() {
+        if let Some(p) = held.get().and_then(Sampled::sending) {
             // From what the handshake already acknowledged, so the first delivery rate is not
             // its burst.
             let last = last.get_or_insert_with(|| (Instant::now(), p.probe.read().acked_bytes));
-            let s = sample(&p.sender, &p.probe, p.bbr.as_ref(), micros_since(run.epoch), last);
-            run.series.quic_sample(SocketId::Connection(p.client_port), &s);
+            let s = sample(p.conn, p.probe, p.bbr, micros_since(epoch), last);
+            series.quic_sample(p.socket, &s);
         }
         next += interval;
         let now = Instant::now();
@@ -266,9 +287,11 @@ pub(crate) fn sample_until(pair: &OnceLock<Pair>, run: &RunContext<'_>, interval
     last.unwrap_or_else(|| (Instant::now(), 0))
 }
 
-/// The sending end's sample at the end of a load, handed to the run's series too.
-pub(crate) fn last_sample(p: &Pair, run: &RunContext<'_>, last: &mut (Instant, u64)) -> QuicSample {
-    let s = sample(&p.sender, &p.probe, p.bbr.as_ref(), micros_since(run.epoch), last);
-    run.series.quic_sample(SocketId::Connection(p.client_port), &s);
-    s
+/// The sending end's sample at the end of a load, handed to `series` too; `None` when this
+/// process does not hold the sending end.
+pub(crate) fn last_sample<S: Sampled>(held: &S, epoch: Instant, series: &dyn SeriesSink, last: &mut (Instant, u64)) -> Option<QuicSample> {
+    let p = held.sending()?;
+    let s = sample(p.conn, p.probe, p.bbr, micros_since(epoch), last);
+    series.quic_sample(p.socket, &s);
+    Some(s)
 }
