@@ -71,10 +71,10 @@ pub use tls::{certificate_for, RunCertificate};
 // model is ccbench-model's, so that what reads results needs nothing that runs them).
 pub use ccbench_model::units::fmt_bytes;
 pub use ccbench_model::workload::{
-    Account, Algorithm, AlgorithmError, Amount, AppPause, BbrEvent, BrowserResult, BrowserSpec, BrowserTiming, BulkResult, BulkSpec, Cause, Direction, FlowResult,
-    GoodputPoint, Headline, KeptReadBack, Knobs, LimitedBy, Limits, Mechanism, MemorySeries, MixFlow, NoSeries, ObjectMethod, ObjectsConnection, ObjectsResult,
-    ObjectsSpec, Over, PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, QuicBbr, QuicSample, RequestRecord, ResourceTiming,
-    RunFigures, RunOutcome, SenderRecord, SenderView, SeriesSink, Side, SocketId, Spec, Transport,
+    Account, Algorithm, AlgorithmError, Amount, AppPause, BbrEvent, BrowserResult, BrowserSpec, BrowserTiming, BulkResult, BulkSpec, Cause, Direction,
+    FlowResult, GoodputPoint, Headline, KeptReadBack, Knobs, LimitedBy, Limits, Mechanism, MemorySeries, MixFlow, NoSeries, ObjectMethod, ObjectsConnection,
+    ObjectsResult, ObjectsSpec, Over, PageConnection, PageModel, PageModelError, PageProtocol, PageResult, PageSpec, QuicBbr, QuicSample, RequestRecord,
+    ResourceTiming, RunFigures, RunOutcome, SenderRecord, SenderView, SeriesSink, Side, SocketId, Spec, Transport,
 };
 
 /// The registry of workloads, at its old path (it lives with the data, in ccbench-model).

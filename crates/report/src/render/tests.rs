@@ -250,8 +250,8 @@ fn render_draws_a_hand_built_report_without_reading_files() {
 /// `result` with each completed run's one flow limited as `of` says for its algorithm:
 /// (fractions: cwnd, pacing, app; seconds active) per run, in the order of the runs.
 fn with_limits(mut result: ExperimentResult, of: &[(u32, [f64; 3], f64)]) -> ExperimentResult {
-    use ccbench_model::workloads::WorkloadResult;
     use ccbench_model::workload::{FlowResult, LimitedBy, Mechanism, SenderRecord, Side};
+    use ccbench_model::workloads::WorkloadResult;
     for run in &mut result.runs {
         let Some(WorkloadResult::Bulk(b)) = run.workload.as_mut() else { continue };
         let Some(&(_, [cwnd, pacing, app], active_s)) = of.iter().find(|(i, _, _)| *i == run.index) else { continue };
@@ -284,8 +284,7 @@ fn the_conditions_table_names_each_algorithms_dominant_limit() {
     let paced = with_limits(hand_built(), &[(0, [0.0, 1.0, 0.0], 1.0), (2, [0.5, 0.5, 0.0], 3.0), (4, [0.2, 0.8, 0.0], 1.0), (1, [0.97, 0.03, 0.0], 3.0)]);
     // Weighted by time, bbr's pacing share is (1 + 1.5 + 0.8) / 5 = 66 %; unweighted it
     // would be 77 %.
-    let split =
-        with_limits(hand_built(), &[(0, [0.45, 0.4, 0.15], 1.0), (2, [0.45, 0.4, 0.15], 1.0), (4, [0.45, 0.4, 0.15], 1.0), (1, [0.1, 0.1, 0.8], 2.0)]);
+    let split = with_limits(hand_built(), &[(0, [0.45, 0.4, 0.15], 1.0), (2, [0.45, 0.4, 0.15], 1.0), (4, [0.45, 0.4, 0.15], 1.0), (1, [0.1, 0.1, 0.8], 2.0)]);
     let old = hand_built();
     let page = render_conditions(&[("loss 1%".into(), &paced), ("split".into(), &split), ("old".into(), &old)]);
     assert!(page.contains("<th>why (dominant limit)</th>"), "{page}");

@@ -138,7 +138,17 @@ impl QuicFarServer {
             Ok((t.transport.clone(), t))
         })?;
         let rb = confirm(&t, &conn)?;
-        self.conns.push(EndConn { flows, conn, sends: t.sends, probe: t.probe, bbr: t.bbr, read_back: rb.clone(), port: 0, _endpoint: None, account: Default::default() });
+        self.conns.push(EndConn {
+            flows,
+            conn,
+            sends: t.sends,
+            probe: t.probe,
+            bbr: t.bbr,
+            read_back: rb.clone(),
+            port: 0,
+            _endpoint: None,
+            account: Default::default(),
+        });
         if self.conns.len() == self.groups.len() {
             self.gate.shut();
         }

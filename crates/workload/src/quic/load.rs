@@ -154,7 +154,8 @@ impl OneConnection<'_> {
         let server_errors = Arc::new(Mutex::new(Errors::default()));
         let held = match (&self.over, &r.here) {
             (ServerEnd::Here(run), Some(h)) => {
-                let pair = r.rt.block_on(connect_pair(run, &h.server, &h.tls, h.server_sa, self.sender, &r.algorithm, &r.receiver_alg, 0, None, Windows::default()))?;
+                let pair =
+                    r.rt.block_on(connect_pair(run, &h.server, &h.tls, h.server_sa, self.sender, &r.algorithm, &r.receiver_alg, 0, None, Windows::default()))?;
                 r.rt.spawn(serve(pair.server().clone(), self.store.clone(), server_errors.clone()));
                 Held::Pair(pair)
             }
@@ -222,7 +223,8 @@ impl OneConnection<'_> {
                 (ServerEnd::Here(run), Some(h)) => {
                     let server_sa = h.server_sa;
                     let timed = |what| move |_| WorkloadError::Setup(format!("the QUIC handshake ({what}) with {server_sa} timed out"));
-                    let (dial, connected, accepting) = dial(run, &h.server, &h.tls, server_sa, self.sender, &r.algorithm, &r.receiver_alg, 0, None, Windows::default())?;
+                    let (dial, connected, accepting) =
+                        dial(run, &h.server, &h.tls, server_sa, self.sender, &r.algorithm, &r.receiver_alg, 0, None, Windows::default())?;
                     // Both ends take part in the handshake; the client's is up first, the
                     // server's half a round trip later.
                     tokio::pin!(connected, accepting);

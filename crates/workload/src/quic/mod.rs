@@ -19,9 +19,9 @@
 //!   controller's delivery-rate samples divide by are when the ACK arrived, not when noq's
 //!   driver next woke up.
 
-pub(crate) mod limits;
 pub(crate) mod far;
 pub(crate) mod gate;
+pub(crate) mod limits;
 pub(crate) mod load;
 pub(crate) mod observe;
 pub(crate) mod pair;
