@@ -114,7 +114,7 @@ pub enum Gain {
 }
 
 /// One assertion over a state trace. Section numbers are draft-ietf-ccwg-bbr-06's, as in
-/// `crates/quic-cc/src/bbr.rs`.
+/// `crates/quic-cc/src/bbr/`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Assertion {
     /// §5.3.1.2: STARTUP is left within `rounds` round trips after the bandwidth estimate stops
