@@ -20,7 +20,7 @@ pub(super) fn why_section(result: &ExperimentResult) -> String {
     if whys.iter().all(|w| w.limited_by.is_none()) {
         return String::new();
     }
-    let mut out = String::from("<h2 id=\"why\">Why: what held each algorithm back</h2>\n<p class=\"note\">Each bar is the share of its flows' active time (from the first byte sent) that each cause held them back, from TCP_INFO's chrono counters and the sampled window (see the manual's chapter on limited-by).</p>\n<p>");
+    let mut out = String::from("<h2 id=\"why\">Why: what held each algorithm back</h2>\n<p class=\"note\">Each bar is the share of its flows' active time (from the first byte sent) that each cause held them back, for kernel TCP from TCP_INFO's chrono counters and the sampled window, for QUIC from our stack's own send states (see the manual's chapter on limited-by, docs/why.md).</p>\n<p>");
     for (c, colour) in Cause::ALL.iter().zip(CAUSE_COLOURS) {
         let _ = write!(out, "<span style=\"display:inline-block;width:0.9em;height:0.9em;background:{colour};margin:0 0.3em 0 1em\"></span>{}", c.name());
     }
