@@ -53,26 +53,38 @@ impl Client {
         let start = Instant::now();
         // The far end's times count from when it saw `Start`; this end's from `epoch`.
         let shift_us = start.duration_since(epoch).as_micros() as u64;
-        std::thread::scope(|s| {
-            let (control, dropped) = (&self.control, &self.dropped_samples);
-            let handle = Mutex::new(Some(s.spawn(|| receive_http(control, bounds, shift_us, &far, series, dropped))));
-            let end = || -> Result<FarReport, String> {
-                let Some(h) = handle.lock().unwrap_or_else(|p| p.into_inner()).take() else {
-                    return Err("the far end was already ended".into());
-                };
-                let sent = control.send(&ClientMsg::Stop).map_err(|e| e.to_string());
-                let report = h.join().unwrap_or_else(|_| Err(RemoteError::Protocol("the result reader panicked".into()))).map_err(|e| e.to_string());
-                sent.and(report)
-            };
-            let result = load(&far, &end);
-            let ended_here = handle.lock().unwrap_or_else(|p| p.into_inner()).is_some().then(end);
-            match (result, ended_here) {
-                (Ok(r), None | Some(Ok(_))) => Ok(r),
-                (Ok(_), Some(Err(e))) => Err(RemoteError::Protocol(e)),
-                (Err(e), _) => Err(e.into()),
-            }
-        })
+        let (control, dropped) = (&self.control, &self.dropped_samples);
+        load_beside_reader(control, || receive_http(control, bounds, shift_us, &far, series, dropped), |end| load(&far, end))
     }
+}
+
+/// Runs `load` here while `read` takes the server's messages on a thread of its own. `load` is
+/// given `end`, which sends `Stop` and waits for the reader's report; if `load` returns without
+/// calling it, it is called here, so the far end is always ended and its report read. Shared by
+/// every request load over `--remote`, TCP's (`run_http`) and QUIC's (`run_quic_requests`).
+pub(crate) fn load_beside_reader<Rep: Send, R>(
+    control: &Channel,
+    read: impl FnOnce() -> Result<Rep, RemoteError> + Send,
+    load: impl FnOnce(&dyn Fn() -> Result<Rep, String>) -> Result<R, WorkloadError>,
+) -> Result<R, RemoteError> {
+    std::thread::scope(|s| {
+        let handle = Mutex::new(Some(s.spawn(read)));
+        let end = || -> Result<Rep, String> {
+            let Some(h) = handle.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+                return Err("the far end was already ended".into());
+            };
+            let sent = control.send(&ClientMsg::Stop).map_err(|e| e.to_string());
+            let report = h.join().unwrap_or_else(|_| Err(RemoteError::Protocol("the result reader panicked".into()))).map_err(|e| e.to_string());
+            sent.and(report)
+        };
+        let result = load(&end);
+        let ended_here = handle.lock().unwrap_or_else(|p| p.into_inner()).is_some().then(end);
+        match (result, ended_here) {
+            (Ok(r), None | Some(Ok(_))) => Ok(r),
+            (Ok(_), Some(Err(e))) => Err(RemoteError::Protocol(e)),
+            (Err(e), _) => Err(e.into()),
+        }
+    })
 }
 
 /// The server's messages of an HTTP test, until its `HttpDone`: acceptances and samples go

@@ -10,7 +10,6 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::Instant;
 
 use ccbench_workload::{
@@ -20,6 +19,7 @@ use ccbench_workload::{
 
 use crate::channel::Channel;
 use crate::client::{one_way_estimate, unexpected, Bounds, Client, FarTime, RemoteError};
+use crate::client_http::load_beside_reader;
 use crate::proto::{unhex, unhex_vec, ClientMsg, ServerMsg, TestRequest};
 
 /// BBR state changes one test may report: a change every millisecond for the longest test.
@@ -28,15 +28,9 @@ const MAX_BBR_EVENTS: usize = 200_000;
 const MAX_CERT: usize = 16 * 1024;
 
 impl Client {
-    /// Runs a bulk or file test whose flows are all QUIC: the server runs the far end.
-    pub(crate) fn run_quic(
-        &mut self,
-        test: TestRequest,
-        spec: &BulkSpec,
-        epoch: Instant,
-        stop: &AtomicBool,
-        series: &dyn SeriesSink,
-    ) -> Result<BulkResult, RemoteError> {
+    /// `Run`, then the server's `QuicReady`: the test endpoint's port, the token and the
+    /// certificate it made for the test (each checked for its form and size).
+    fn quic_ready(&mut self, test: TestRequest) -> Result<(u16, [u8; TOKEN_LEN], Vec<u8>), RemoteError> {
         self.send(&ClientMsg::Run { test })?;
         let (port, token, cert) = match self.reply()? {
             ServerMsg::QuicReady { port, token, cert } => (port, token, cert),
@@ -47,6 +41,19 @@ impl Client {
         let malformed = |what: &str| RemoteError::Protocol(format!("malformed {what} from the server"));
         let token = unhex::<TOKEN_LEN>(&token).ok_or_else(|| malformed("token"))?;
         let cert = unhex_vec(&cert, MAX_CERT).ok_or_else(|| malformed("certificate"))?;
+        Ok((port, token, cert))
+    }
+
+    /// Runs a bulk or file test whose flows are all QUIC: the server runs the far end.
+    pub(crate) fn run_quic(
+        &mut self,
+        test: TestRequest,
+        spec: &BulkSpec,
+        epoch: Instant,
+        stop: &AtomicBool,
+        series: &dyn SeriesSink,
+    ) -> Result<BulkResult, RemoteError> {
+        let (port, token, cert) = self.quic_ready(test)?;
         let mut client = QuicFarClient::new(SocketAddr::new(self.addr.ip(), port), cert, spec)?;
         let mut far_read_backs = Vec::new();
         for conn in 0..client.connections() as u32 {
@@ -100,41 +107,15 @@ impl Client {
         series: &dyn SeriesSink,
         load: impl FnOnce(&FarQuic, &dyn Fn() -> Result<QuicFarReport, String>) -> Result<R, WorkloadError>,
     ) -> Result<R, RemoteError> {
-        self.send(&ClientMsg::Run { test })?;
-        let (port, token, cert) = match self.reply()? {
-            ServerMsg::QuicReady { port, token, cert } => (port, token, cert),
-            ServerMsg::Refused { reason } => return Err(RemoteError::refused(&reason)),
-            ServerMsg::Error { message } => return Err(RemoteError::server_said(&message)),
-            other => return Err(unexpected(&other)),
-        };
-        let malformed = |what: &str| RemoteError::Protocol(format!("malformed {what} from the server"));
-        let token = unhex::<TOKEN_LEN>(&token).ok_or_else(|| malformed("token"))?;
-        let cert = unhex_vec(&cert, MAX_CERT).ok_or_else(|| malformed("certificate"))?;
+        let (port, token, cert) = self.quic_ready(test)?;
         let far = FarQuic::new(SocketAddr::new(self.addr.ip(), port), cert, token);
         // One connection, "flow" 0: the bound is this build's, never one the server announces.
         let bounds = Bounds::for_test(timeout_s, interval_us, 1);
         self.send(&ClientMsg::Start)?;
         // The far end's times count from when it saw `Start`; this end's from `epoch`.
         let shift_us = Instant::now().duration_since(epoch).as_micros() as u64;
-        std::thread::scope(|s| {
-            let (control, dropped) = (&self.control, &self.dropped_samples);
-            let handle = Mutex::new(Some(s.spawn(|| receive_quic_requests(control, bounds, shift_us, &far, series, dropped))));
-            let end = || -> Result<QuicFarReport, String> {
-                let Some(h) = handle.lock().unwrap_or_else(|p| p.into_inner()).take() else {
-                    return Err("the far end was already ended".into());
-                };
-                let sent = control.send(&ClientMsg::Stop).map_err(|e| e.to_string());
-                let report = h.join().unwrap_or_else(|_| Err(RemoteError::Protocol("the result reader panicked".into()))).map_err(|e| e.to_string());
-                sent.and(report)
-            };
-            let result = load(&far, &end);
-            let ended_here = handle.lock().unwrap_or_else(|p| p.into_inner()).is_some().then(end);
-            match (result, ended_here) {
-                (Ok(r), None | Some(Ok(_))) => Ok(r),
-                (Ok(_), Some(Err(e))) => Err(RemoteError::Protocol(e)),
-                (Err(e), _) => Err(e.into()),
-            }
-        })
+        let (control, dropped) = (&self.control, &self.dropped_samples);
+        load_beside_reader(control, || receive_quic_requests(control, bounds, shift_us, &far, series, dropped), |end| load(&far, end))
     }
 }
 
