@@ -30,8 +30,8 @@ mod http;
 mod quic;
 mod results;
 
-pub(crate) use bulk::read_start;
 use bulk::run_bulk;
+pub(crate) use bulk::{read_start, read_stop};
 pub(crate) use results::{write_results, Forward};
 
 use crate::auth::Secret;

@@ -112,6 +112,15 @@ pub(crate) fn read_start(channel: &Channel) -> Result<(), String> {
     }
 }
 
+/// Reads the client's `Stop`, the end of an HTTP or QUIC request test, by `by`.
+pub(crate) fn read_stop(channel: &Channel, by: Instant) -> Result<(), String> {
+    match channel.recv_by::<ClientMsg>(by) {
+        Ok(ClientMsg::Stop) => Ok(()),
+        Ok(other) => Err(format!("expected stop, got a {} message", kind_of(&other))),
+        Err(e) => Err(format!("waiting for stop: {e}")),
+    }
+}
+
 /// A data connection that has yet to present its token.
 struct Pending {
     stream: TcpStream,

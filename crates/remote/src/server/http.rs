@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use ccbench_workload::{set_algorithm, Algorithm, ByteBudget, HttpEnd, HttpFar, Side, TOKEN_LEN};
 use rand::RngCore;
 
-use crate::proto::{hex, ClientMsg, ServerMsg};
-use crate::server::{kind_of, watch_client, Forward, Outcome, ServeConfig, Shared, SETUP_TIMEOUT};
+use crate::proto::{hex, ServerMsg};
+use crate::server::{read_start, read_stop, watch_client, Forward, Outcome, ServeConfig, Shared};
 
 /// How long after this server's deadline the client's `Stop` may take.
 pub(crate) const STOP_GRACE: Duration = Duration::from_secs(30);
@@ -70,10 +70,8 @@ pub(crate) fn run_http(channel: &Channel, test: &dyn HttpFar, shared: &Shared) -
     if let Err(e) = channel.send(&ServerMsg::Ready { port, token: hex(&token), spki_sha256 }) {
         return Outcome::fatal(e.to_string());
     }
-    match channel.recv_by::<ClientMsg>(Instant::now() + SETUP_TIMEOUT) {
-        Ok(ClientMsg::Start) => {}
-        Ok(other) => return Outcome::fatal(format!("expected start, got a {} message", kind_of(&other))),
-        Err(e) => return Outcome::fatal(format!("waiting for start: {e}")),
+    if let Err(e) = read_start(channel) {
+        return Outcome::fatal(e);
     }
     let start = Instant::now();
     let timeout_s = test.timeout_s();
@@ -87,11 +85,7 @@ pub(crate) fn run_http(channel: &Channel, test: &dyn HttpFar, shared: &Shared) -
         let writer = s.spawn(move || crate::server::write_results(channel, rx));
         // The client's `Stop` (or its silence, or garbage) ends the test.
         let stopper = s.spawn(|| {
-            let got = match channel.recv_by::<ClientMsg>(stop_by) {
-                Ok(ClientMsg::Stop) => Ok(()),
-                Ok(other) => Err(format!("expected stop, got a {} message", kind_of(&other))),
-                Err(e) => Err(format!("waiting for stop: {e}")),
-            };
+            let got = read_stop(channel, stop_by);
             done.store(true, Ordering::SeqCst);
             got
         });

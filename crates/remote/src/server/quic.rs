@@ -24,9 +24,9 @@ use ccbench_workload::{BulkSpec, ByteBudget, EndClock, QuicFarServer, QuicReques
 use rand::RngCore;
 
 use crate::channel::Channel;
-use crate::proto::{hex, ClientMsg, ServerMsg, MAX_EVENTS_PER_MESSAGE};
+use crate::proto::{hex, ServerMsg, MAX_EVENTS_PER_MESSAGE};
 use crate::server::http::STOP_GRACE;
-use crate::server::{kind_of, read_start, watch_client, Forward, Outcome, Shared, SETUP_TIMEOUT};
+use crate::server::{read_start, read_stop, watch_client, Forward, Outcome, Shared, SETUP_TIMEOUT};
 
 /// The server's end of a QUIC test, from `QuicReady` to `QuicDone`.
 pub(crate) fn run_quic(channel: &Channel, spec: &BulkSpec, shared: &Shared) -> Outcome {
@@ -151,11 +151,7 @@ pub(crate) fn run_quic_requests(channel: &Channel, load: QuicRequests, shared: &
         let writer = s.spawn(move || crate::server::write_results(channel, rx));
         // The client's `Stop` (or its silence, or garbage) ends the test.
         let stopper = s.spawn(|| {
-            let got = match channel.recv_by::<ClientMsg>(until + STOP_GRACE) {
-                Ok(ClientMsg::Stop) => Ok(()),
-                Ok(other) => Err(format!("expected stop, got a {} message", kind_of(&other))),
-                Err(e) => Err(format!("waiting for stop: {e}")),
-            };
+            let got = read_stop(channel, until + STOP_GRACE);
             done.store(true, Ordering::SeqCst);
             got
         });
