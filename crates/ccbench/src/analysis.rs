@@ -2,19 +2,20 @@
 //! runs of an experiment to per-algorithm summaries and verdicts.
 
 use ccbench_emu::PathReport;
+use ccbench_model::workload::Cc;
 use ccbench_stats::{BetterIs, Criteria, Summary};
 use ccbench_workload::{BulkResult, Direction};
 
 use crate::results::{CcShare, CcSummary, RunMetrics, RunRecord, ShareSummary, Status};
+use crate::run_workload::WorkloadResult;
 use crate::series::{ExactCounts, SeriesSummary};
-use crate::workloads::WorkloadResult;
 
 /// Per-algorithm summaries over completed runs, and the best algorithm against each other one
 /// judged by `criteria`, Holm-corrected over every pair. Unfinished runs count (as censored
 /// scores that rank worst); only runs cut short by Ctrl-C or a failure are left out. A completed
 /// run without a usable score is counted and named (`runs_without_score`), never dropped
 /// silently.
-pub fn analyse(ccs: &[String], records: &[RunRecord], criteria: Criteria) -> (Vec<CcSummary>, Vec<ccbench_stats::Comparison>) {
+pub fn analyse(ccs: &[Cc], records: &[RunRecord], criteria: Criteria) -> (Vec<CcSummary>, Vec<ccbench_stats::Comparison>) {
     let summary: Vec<CcSummary> = ccs
         .iter()
         .map(|cc| {
@@ -32,24 +33,24 @@ pub fn analyse(ccs: &[String], records: &[RunRecord], criteria: Criteria) -> (Ve
 /// The algorithm with the lowest median sender RTT against each other one (each run's RTT
 /// p50): scenario 5's question, "does it keep the queue short?", with the same statistics.
 /// Its own family for Holm's correction: a second question, not more pairs of the first.
-pub fn compare_rtt(ccs: &[String], records: &[RunRecord], criteria: Criteria) -> Vec<ccbench_stats::Comparison> {
+pub fn compare_rtt(ccs: &[Cc], records: &[RunRecord], criteria: Criteria) -> Vec<ccbench_stats::Comparison> {
     let rtts: Vec<Vec<f64>> = ccs.iter().map(|cc| completed_metrics(records, cc).iter().filter_map(|m| m.sender_rtt_p50_ms).collect()).collect();
     compare_arms(ccs, &rtts, BetterIs::Lower, criteria)
 }
 
-fn completed<'a>(records: &'a [RunRecord], cc: &'a str) -> impl Iterator<Item = &'a RunRecord> + 'a {
-    records.iter().filter(move |r| r.cc == cc && r.status == Status::Complete)
+fn completed<'a>(records: &'a [RunRecord], cc: &'a Cc) -> impl Iterator<Item = &'a RunRecord> + 'a {
+    records.iter().filter(move |r| &r.cc == cc && r.status == Status::Complete)
 }
 
 fn usable_score(r: &RunRecord) -> Option<f64> {
     r.metrics.as_ref().and_then(|m| m.score).filter(|s| s.is_finite())
 }
 
-fn completed_metrics<'a>(records: &'a [RunRecord], cc: &'a str) -> Vec<&'a RunMetrics> {
+fn completed_metrics<'a>(records: &'a [RunRecord], cc: &'a Cc) -> Vec<&'a RunMetrics> {
     completed(records, cc).filter_map(|r| r.metrics.as_ref()).collect()
 }
 
-fn compare_arms(ccs: &[String], values: &[Vec<f64>], better_is: BetterIs, criteria: Criteria) -> Vec<ccbench_stats::Comparison> {
+fn compare_arms(ccs: &[Cc], values: &[Vec<f64>], better_is: BetterIs, criteria: Criteria) -> Vec<ccbench_stats::Comparison> {
     let arms: Vec<(&str, &[f64])> = ccs.iter().zip(values).map(|(cc, xs)| (cc.as_str(), xs.as_slice())).collect();
     ccbench_stats::best_against_rest(&arms, better_is, criteria, 2)
 }
@@ -118,19 +119,14 @@ fn sharing(bulk: &BulkResult, received_at: impl FnOnce(&[u64]) -> Option<Vec<Vec
     let total: f64 = rates.iter().sum();
     let mut shares: Vec<CcShare> = Vec::new();
     for (flow, rate) in bulk.flows.iter().zip(&rates) {
-        match shares.iter_mut().find(|s| s.cc == flow.sending.cc_requested) {
+        // Each flow records the name it asked for; its contender is that name, typed.
+        let cc = Cc::new(&flow.sending.cc_requested);
+        match shares.iter_mut().find(|s| s.cc == cc) {
             Some(s) => {
                 s.flows += 1;
                 s.goodput_bps += rate;
             }
-            None => shares.push(CcShare {
-                cc: flow.sending.cc_requested.clone(),
-                flows: 1,
-                goodput_bps: *rate,
-                share: 0.0,
-                sender_rtt_p50_ms: None,
-                sender_rtt_p95_ms: None,
-            }),
+            None => shares.push(CcShare { cc, flows: 1, goodput_bps: *rate, share: 0.0, sender_rtt_p50_ms: None, sender_rtt_p95_ms: None }),
         }
     }
     for s in &mut shares {
@@ -249,6 +245,7 @@ pub fn run_metrics(result: &WorkloadResult, path: Option<&PathReport>, series: &
         lock_on_bw_bps: series.lock_on_bps.map(|b| b as f64),
         limited_by: run_limited_by(result),
         mechanism: mechanism_figures(result, series, direction, q(0.5)),
+        trace: Vec::new(),
     }
 }
 
@@ -315,13 +312,13 @@ fn queue_figures(path: &std::path::Path, srtt_ms: f64) -> std::io::Result<(Optio
 }
 
 /// One algorithm's summary over its completed runs' metrics.
-pub(crate) fn cc_summary(cc: &str, runs: &[&RunMetrics]) -> CcSummary {
+pub(crate) fn cc_summary(cc: &Cc, runs: &[&RunMetrics]) -> CcSummary {
     let s = |f: &dyn Fn(&RunMetrics) -> Option<f64>| -> Option<Summary> {
         let xs: Vec<f64> = runs.iter().filter_map(|m| f(m)).collect();
         Summary::of(&xs)
     };
     CcSummary {
-        cc: cc.to_string(),
+        cc: cc.clone(),
         runs: runs.len(),
         unfinished: runs.iter().filter(|m| m.unfinished).count(),
         score: s(&|m| m.score),
@@ -363,7 +360,7 @@ fn censored_median(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 }
 
 fn share_summaries(runs: &[&RunMetrics]) -> Vec<ShareSummary> {
-    let mut names: Vec<(String, usize)> = Vec::new();
+    let mut names: Vec<(Cc, usize)> = Vec::new();
     for m in runs {
         for sh in &m.shares {
             if !names.iter().any(|(n, _)| *n == sh.cc) {

@@ -52,7 +52,7 @@ pub struct BenchRow {
     pub cpu_steal: Option<f64>,
     /// The algorithm, on `bench transports` rows (`tcp:cubic`, `quic:bbr3`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cc: Option<String>,
+    pub cc: Option<Algorithm>,
     /// CPU of this whole process while the flow ran (user + system, all threads; 1.0 = one
     /// core): the emulator, the workload's threads and the system calls they made.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -68,6 +68,8 @@ pub struct BenchResult {
     pub schema: &'static str,
     pub provenance: ccbench::provenance::Provenance,
     pub duration_s: f64,
+    /// `--cc` as written: one algorithm (`bench emulator`) or a list (`bench transports`); each
+    /// row names its own, typed.
     pub cc: String,
     pub rows: Vec<BenchRow>,
 }
@@ -295,7 +297,7 @@ pub fn transports_table(r: &BenchResult) -> String {
         let per = |cores: Option<f64>| opt(cores.filter(|_| gbps > 0.0), &|c| format!("{:.2} cores", c / gbps));
         out.push_str(&format!(
             "| {} | {} | {} ms | {} | {} | {} | {} | {} | {} | {} |\n",
-            row.cc.as_deref().unwrap_or("–"),
+            row.cc.as_ref().map_or("–".into(), Algorithm::to_string),
             row.rate_bps.map(|b| units::fmt_rate(b as f64)).unwrap_or_else(|| "unlimited".into()),
             row.rtt_ms,
             units::fmt_rate(row.goodput_bps),
@@ -311,7 +313,7 @@ pub fn transports_table(r: &BenchResult) -> String {
         let rate = row.rate_bps.map(|b| units::fmt_rate(b as f64)).unwrap_or_else(|| "unlimited".into());
         out.push_str(&format!(
             "\n{} at {rate}, {} ms: the flow failed ({}); its goodput covers only the time it ran.\n",
-            row.cc.as_deref().unwrap_or("–"),
+            row.cc.as_ref().map_or("–".into(), Algorithm::to_string),
             row.rtt_ms,
             row.error.as_deref().unwrap_or_default()
         ));
@@ -357,7 +359,7 @@ fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) ->
         None => std::env::remove_var(SPIN_ENV),
     }
     let path = started?;
-    let hook = ccbench::workloads::WindowHook(path.window());
+    let hook = ccbench::run_workload::WindowHook(path.window());
     let cpu_before = process_cpu_s();
     let t0 = Instant::now();
     let (bulk, steal) = steal(|| workload(cc, seconds).run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, stop).with_hook(&hook)));
@@ -368,7 +370,7 @@ fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) ->
     let gigabytes = bulk.goodput_bps * bulk.elapsed_s / 8e9;
     // Buffer drops within the measured window, as `run` counts them.
     let window_drops = ccbench::analysis::run_metrics(
-        &ccbench::workloads::WorkloadResult::Bulk(bulk.clone()),
+        &ccbench::run_workload::WorkloadResult::Bulk(bulk.clone()),
         Some(&report),
         &Default::default(),
         Direction::Download,
@@ -397,7 +399,7 @@ fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) ->
         host_timer_p99_us: Some(floor.p99_us).filter(|_| floor.count > 0),
         emulator_cpu_s_per_gb: Some((report.down.cpu_s + report.up.cpu_s) / gigabytes).filter(|x| x.is_finite()),
         cpu_steal: steal,
-        cc: Some(cc.to_string()),
+        cc: Some(cc.clone()),
         process_cpu,
         error: flow_error(&bulk),
     })
@@ -456,7 +458,7 @@ mod finished_tests {
             host_timer_p99_us: None,
             emulator_cpu_s_per_gb: None,
             cpu_steal: None,
-            cc: Some(cc.into()),
+            cc: Some(cc.parse().unwrap()),
             process_cpu: Some(1.0),
             error: error.map(str::to_string),
         }

@@ -17,6 +17,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use ccbench_stats::Comparison;
+use ccbench_workload::Cc;
 use serde::{Deserialize, Serialize};
 
 mod inputs;
@@ -59,15 +60,15 @@ pub struct Arm {
     pub label: String,
     /// Index into `inputs`.
     pub input: usize,
-    /// The algorithm, as the input names it.
-    pub cc: String,
+    /// The algorithm, as the input names it (written in compare.json as its name).
+    pub cc: Cc,
     /// Runs of this algorithm in the input (of any status; the summary counts completed ones).
     pub runs: usize,
 }
 
 /// The algorithms of a result, in the order it ran them (and any that only its runs name).
-fn ccs_of(r: &ExperimentResult) -> Vec<String> {
-    let mut ccs = r.params.ccs.clone();
+fn ccs_of(r: &ExperimentResult) -> Vec<Cc> {
+    let mut ccs: Vec<Cc> = r.params.ccs.clone();
     for run in &r.runs {
         if !ccs.contains(&run.cc) {
             ccs.push(run.cc.clone());
@@ -78,12 +79,17 @@ fn ccs_of(r: &ExperimentResult) -> Vec<String> {
 
 /// The arms the inputs make (see the module documentation for the labels).
 pub fn arms(inputs: &[Input], cc: Option<&str>) -> Result<Vec<Arm>, Refusal> {
-    let mut chosen: Vec<(usize, Vec<String>)> = Vec::new();
+    // `--cc` names a contender as its results write it; compared typed from here on.
+    let want = cc.map(Cc::new);
+    let mut chosen: Vec<(usize, Vec<Cc>)> = Vec::new();
     for (i, input) in inputs.iter().enumerate() {
         let has = ccs_of(&input.result);
-        let ccs = match cc {
-            Some(cc) if has.iter().any(|c| c == cc) => vec![cc.to_string()],
-            Some(cc) => return Err(Refusal::MissingCc { path: input.path.display().to_string(), cc: cc.to_string(), has }),
+        let ccs = match &want {
+            Some(cc) if has.contains(cc) => vec![cc.clone()],
+            Some(cc) => {
+                let has = has.iter().map(ToString::to_string).collect();
+                return Err(Refusal::MissingCc { path: input.path.display().to_string(), cc: cc.to_string(), has });
+            }
             None => has,
         };
         chosen.push((i, ccs));
@@ -133,7 +139,7 @@ pub struct InputRecord {
     /// When it finished (RFC 3339), if it did.
     pub finished_at: Option<String>,
     /// The input's algorithms, in its order.
-    pub ccs: Vec<String>,
+    pub ccs: Vec<Cc>,
     /// How many runs the input has, of any status.
     pub runs: usize,
     /// The input's parameters, for telling where the inputs differ.
@@ -251,13 +257,13 @@ pub fn compare(inputs: &[Input], opts: &Options, out: &Path) -> Result<Compared,
     let seed = first.params.seed;
     let alpha = judged_alpha(inputs)?;
     let criteria = ccbench_stats::Criteria { alpha, min_effect: first.params.min_effect };
-    let labels: Vec<String> = arms.iter().map(|a| a.label.clone()).collect();
+    let labels: Vec<Cc> = arms.iter().map(|a| Cc::new(&a.label)).collect();
     let dirs: Vec<String> = inputs.iter().map(|i| input_dir_from(out, i)).collect();
     let mut runs: Vec<RunRecord> = Vec::new();
     for arm in &arms {
         for r in inputs[arm.input].result.runs.iter().filter(|r| r.cc == arm.cc) {
             let mut r = r.clone();
-            r.cc = arm.label.clone();
+            r.cc = Cc::new(&arm.label);
             if let Some(s) = &mut r.series {
                 let under = |p: &str| if dirs[arm.input] == "." { p.to_string() } else { format!("{}/{p}", dirs[arm.input]) };
                 s.tcp = under(&s.tcp);
@@ -411,7 +417,7 @@ mod tests {
     use super::inputs::{default_label, MAX_DIFFERENCES};
     use super::*;
     use crate::results::{CcShare, LookRecord, RunMetrics, Sequential};
-    use crate::workloads::{WorkloadResult, WorkloadSpec};
+    use crate::run_workload::{WorkloadResult, WorkloadSpec};
     use ccbench_emu::{DelaySummary, DirectionReport, PathReport, PathSpec, WindowReport};
     use ccbench_link::time::Duration;
     use ccbench_link::{Buffer, DelayHistogram, DirectionConfig, LinkStats, LossModel, Rate};
@@ -456,8 +462,9 @@ mod tests {
 
     /// A run as `run` records it, with awkward floats (thirds, tiny and huge values).
     fn run_record(index: u32, cc: &str, goodput_bps: f64) -> RunRecord {
-        let raw = ccbench_probe::RawTcpInfo { tcpi_rtt: 10_412, tcpi_snd_cwnd: 37, tcpi_total_retrans: 3, tcpi_pacing_rate: 2_500_000, ..Default::default() };
-        let info = ccbench_probe::TcpInfo::from_raw(&raw, std::mem::size_of::<ccbench_probe::RawTcpInfo>());
+        let raw =
+            ccbench_kernel_tcp::RawTcpInfo { tcpi_rtt: 10_412, tcpi_snd_cwnd: 37, tcpi_total_retrans: 3, tcpi_pacing_rate: 2_500_000, ..Default::default() };
+        let info = ccbench_kernel_tcp::TcpInfo::from_raw(&raw, std::mem::size_of::<ccbench_kernel_tcp::RawTcpInfo>());
         let mut h = DelayHistogram::new();
         for us in [3u64, 250, 1_000, 4_999, 12_345] {
             h.record(Duration::from_micros(us));
@@ -499,7 +506,7 @@ mod tests {
         RunRecord {
             index,
             round: index / 2,
-            cc: cc.to_string(),
+            cc: cc.into(),
             status: Status::Complete,
             error: None,
             started_at: "2026-11-23T06:00:00.123456789Z".to_string(),
@@ -531,13 +538,14 @@ mod tests {
                 emulator_lateness_p99_us: Some(12.345),
                 entry: Default::default(),
                 path_figures_over_whole_life: false,
-                shares: vec![CcShare { cc: cc.to_string(), flows: 1, goodput_bps, share: 1.0, sender_rtt_p50_ms: None, sender_rtt_p95_ms: None }],
+                shares: vec![CcShare { cc: cc.into(), flows: 1, goodput_bps, share: 1.0, sender_rtt_p50_ms: None, sender_rtt_p95_ms: None }],
                 jain_index: None,
                 jain_per_second: vec![0.999_999_999_9, 1.0 / 7.0],
                 convergence_s: None,
                 lock_on_bw_bps: None,
                 limited_by: None,
                 mechanism: Default::default(),
+                trace: Vec::new(),
             }),
             workload: Some(WorkloadResult::Bulk(BulkResult { start_us: 1_234, elapsed_s: 1.000_3, goodput_bps, interrupted: false, flows: vec![flow] })),
             path: Some(PathReport { down: direction("down"), up: direction("up") }),
@@ -552,7 +560,7 @@ mod tests {
 
     /// A result of the algorithms `arms` (name, goodputs of its runs), interleaved as `run` does.
     fn result(arms: &[(&str, &[f64])], loss: f64, metric: &str) -> ExperimentResult {
-        let ccs: Vec<String> = arms.iter().map(|(cc, _)| cc.to_string()).collect();
+        let ccs: Vec<Cc> = arms.iter().map(|(cc, _)| Cc::new(cc)).collect();
         let mut runs = Vec::new();
         let most = arms.iter().map(|(_, xs)| xs.len()).max().unwrap_or(0);
         for round in 0..most {
@@ -563,7 +571,7 @@ mod tests {
             }
         }
         let params = Params {
-            ccs: ccs.clone(),
+            ccs: ccs.iter().map(|c| c.as_str().into()).collect(),
             runs_per_cc: most as u32,
             runs_auto: false,
             seed: 42,

@@ -115,6 +115,7 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
         }
     }
     let (paths, runs) = grid(&args)?;
+    crate::error::refuse_bad_test_defects()?;
     let chosen = chosen_cases(&args.cases)?;
     require_root("conform")?;
     let out = args.out.clone().unwrap_or_else(|| {
@@ -187,9 +188,19 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
     }
     bar.finish();
     let interrupted = stop.load(Ordering::Relaxed);
-    let text = matrix::text(&args.cc.names().iter().map(|c| c.to_string()).collect::<Vec<_>>(), &paths, &judged, &broken, runs, started.elapsed(), &chosen);
+    let ccs: Vec<String> = args.cc.names().iter().map(|c| c.to_string()).collect();
+    let mut text = matrix::text(&ccs, &paths, &judged, &broken, runs, started.elapsed(), &chosen);
+    let mut page = matrix::page(&ccs, &paths, &judged, &broken, runs, started.elapsed(), &chosen);
+    // A deliberately broken controller (tests only) is said first, so its matrix is never read
+    // as the draft's controller's.
+    if let Some(d) = ccbench_workload::test_bbr_defects().ok().flatten() {
+        let line = format!("test-only: QUIC BBR built broken on purpose ({}={d})", ccbench_workload::TEST_BBR_DEFECTS_ENV);
+        text = format!("\n{line}{text}");
+        page.notes.insert(0, line);
+    }
     print!("{text}");
     std::fs::write(out.join("conform.txt"), &text)?;
+    std::fs::write(out.join("report.html"), ccbench_report::render_conform(&page))?;
     if let Some(j) = &args.junit {
         std::fs::write(j, matrix::junit(&judged, &broken, &chosen))?;
     }

@@ -77,9 +77,9 @@ pub fn run() -> i32 {
         if tun { "the userspace emulator can attach to the kernel" } else { "no emulated paths: load the tun module" },
     ));
     let ns = try_a_path(&mut checks);
-    let avail = ccbench_probe::available_congestion_controls().unwrap_or_default();
-    let allowed = ccbench_probe::allowed_congestion_controls().unwrap_or_default();
-    let default = ccbench_probe::default_congestion_control().unwrap_or_default();
+    let avail = ccbench_kernel_tcp::available_congestion_controls().unwrap_or_default();
+    let allowed = ccbench_kernel_tcp::allowed_congestion_controls().unwrap_or_default();
+    let default = ccbench_kernel_tcp::default_congestion_control().unwrap_or_default();
     checks.push(check(
         !avail.is_empty(),
         format!("congestion controls available: {}", avail.join(" ")),
@@ -88,7 +88,7 @@ pub fn run() -> i32 {
     checks.push(check(true, format!("allowed for unprivileged sockets: {}", allowed.join(" ")), "matters only to non-root programs; ccbench runs as root"));
     let has_bbr = avail.iter().any(|a| a == "bbr");
     checks.push(check(has_bbr, format!("host default algorithm: {default}"), if has_bbr { "bbr is available" } else { "bbr is not loaded: modprobe tcp_bbr" }));
-    let qdisc = ccbench_probe::default_qdisc().unwrap_or_default();
+    let qdisc = ccbench_kernel_tcp::default_qdisc().unwrap_or_default();
     checks.push(check(true, format!("host default qdisc: {qdisc}"), "BBR paces itself since Linux 4.13; fq is not required"));
     if let Some(ns) = &ns {
         for q in ["netem", "fq", "fq_codel", "tbf rate 1mbit burst 10k latency 10ms", "pfifo"] {

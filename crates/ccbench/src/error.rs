@@ -50,3 +50,11 @@ pub fn clap_one_line(e: &clap::Error) -> String {
     let para: Vec<&str> = text.lines().map(str::trim).take_while(|l| !l.is_empty()).collect();
     para.join(" ").trim_start_matches("error: ").to_string()
 }
+
+/// `CCBENCH_TEST_BBR_DEFECTS` (test-only, docs/conform.md) naming no defect is refused in one
+/// line before anything runs.
+pub(crate) fn refuse_bad_test_defects() -> Result<(), UsageError> {
+    ccbench_workload::test_bbr_defects()
+        .map(|_| ())
+        .map_err(|e| UsageError::new(ccbench_workload::TEST_BBR_DEFECTS_ENV, e, "test-only BBR defects, comma-separated"))
+}

@@ -16,8 +16,8 @@ use rand_chacha::ChaCha8Rng;
 use crate::analysis::{analyse, compare_rtt};
 use crate::provenance::{now_rfc3339, Provenance, RemoteFacts};
 use crate::results::{ExperimentResult, LookRecord, Params, RunRecord, Sequential, Status};
+use crate::run_workload::{RunWorkload, WorkloadResult, WorkloadSpec};
 use crate::series::RunSeries;
-use crate::workloads::{RunWorkload, WorkloadResult, WorkloadSpec};
 
 /// The level every verdict is judged at (result.json's `params.alpha`).
 pub const ALPHA: f64 = 0.05;
@@ -81,6 +81,16 @@ impl Contender {
 }
 
 /// Its name in the results: the algorithm or the mix as written.
+impl Contender {
+    /// As result.json keys its runs: typed, written as displayed.
+    pub fn cc(&self) -> ccbench_model::workload::Cc {
+        match self {
+            Contender::Algorithm(a) => a.into(),
+            Contender::Mix(label) => ccbench_model::workload::Cc::mix(label),
+        }
+    }
+}
+
 impl fmt::Display for Contender {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -145,14 +155,14 @@ impl Plan {
     }
 
     /// The contenders' names, as the results key them.
-    pub fn names(&self) -> Vec<String> {
-        self.ccs.iter().map(Contender::to_string).collect()
+    pub fn names(&self) -> Vec<ccbench_model::workload::Cc> {
+        self.ccs.iter().map(Contender::cc).collect()
     }
 
     /// The parameters as result.json records them.
     pub fn params(&self) -> Params {
         Params {
-            ccs: self.names(),
+            ccs: self.ccs.iter().map(Contender::cc).collect(),
             runs_per_cc: self.runs.max(),
             runs_auto: matches!(self.runs, Runs::Auto { .. }),
             seed: self.seed,
@@ -168,7 +178,7 @@ impl Plan {
 
     /// Who the expectations are judged for.
     pub fn contenders(&self) -> crate::judge::Contenders {
-        crate::judge::contenders(&self.names(), &self.workload)
+        crate::judge::contenders(&self.ccs.iter().map(Contender::cc).collect::<Vec<_>>(), &self.workload)
     }
 
     /// What a relative threshold is relative to (nothing over a real path).
@@ -377,6 +387,9 @@ impl<'a> Execution<'a> {
             warnings: if plan.remote.is_some() { Vec::new() } else { crate::limits::check_path(&plan.path) }
                 .into_iter()
                 .chain(provenance.controller_mismatches.iter().cloned())
+                .chain(ccbench_workload::test_bbr_defects().ok().flatten().map(|d| {
+                    format!("test-only: QUIC BBR built broken on purpose ({}={d}), not the draft's controller", ccbench_workload::TEST_BBR_DEFECTS_ENV)
+                }))
                 .collect(),
             provenance,
             params: plan.params(),
@@ -398,7 +411,7 @@ fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) 
     let mut record = RunRecord {
         index,
         round: slot.round,
-        cc: slot.cc.to_string(),
+        cc: slot.cc.cc(),
         status: Status::Failed,
         error: None,
         started_at,
@@ -436,6 +449,7 @@ fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) 
             record.suspect.push(format!("serve dropped {dropped} of the far end's samples: this client read its results too slowly"));
         }
         finish_record(&mut record, outcome, None, &summary, &workload, series_error);
+        judge_trace(plan, out, &mut record);
         return record;
     }
     let sinks = series.link_sink("down").and_then(|d| Ok((d, series.link_sink("up")?)));
@@ -456,7 +470,7 @@ fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) 
     };
     record.netns_inodes = Some([path.client.inode(), path.server.inode()]);
     let outcome =
-        crate::workloads::run(&workload, &path.client, &path.server, SERVER_ADDR, epoch, stop, path.window(), &series, path_seed).map_err(|e| e.to_string());
+        crate::run_workload::run(&workload, &path.client, &path.server, SERVER_ADDR, epoch, stop, path.window(), &series, path_seed).map_err(|e| e.to_string());
     // The forwarders close the link files as they end; then the workload's files are closed.
     let report = path.finish();
     let (files, summary, series_error) = series.finish();
@@ -466,7 +480,18 @@ fn run_one(plan: &Plan, out: &Path, index: u32, slot: &Slot, stop: &AtomicBool) 
     finish_record(&mut record, outcome, Some(&report), &summary, &workload, series_error);
     fail_on_forwarder_error(&mut record, &report);
     record.path = Some(report);
+    judge_trace(plan, out, &mut record);
     record
+}
+
+/// `--expect` on trace figures: each judged on the run's sender state series, now that the
+/// series files are closed (crate::trace_expect).
+fn judge_trace(plan: &Plan, out: &Path, record: &mut RunRecord) {
+    if let (Some(m), Some(files)) = (record.metrics.as_mut(), &record.series) {
+        let interval = std::time::Duration::from_micros(plan.workload.sample_interval_us());
+        let path = plan.path_figures();
+        m.trace = crate::trace_expect::run_checks(&plan.expect, path, |e| crate::judge::threshold(e, path), interval, &out.join(&files.tcp));
+    }
 }
 
 /// Share of the machine's CPU the hypervisor stole since `epoch`.

@@ -8,8 +8,8 @@ use std::sync::Arc;
 /// load on first use (a `tcp_*.ko` for the running kernel). What really ran is read back from
 /// every sending socket, and a mismatch fails the run.
 pub fn usable_algorithms() -> Vec<String> {
-    let mut all = ccbench_probe::available_congestion_controls().unwrap_or_default();
-    for m in ccbench_probe::loadable_congestion_controls() {
+    let mut all = ccbench_kernel_tcp::available_congestion_controls().unwrap_or_default();
+    for m in ccbench_kernel_tcp::loadable_congestion_controls() {
         if !all.contains(&m) {
             all.push(m);
         }

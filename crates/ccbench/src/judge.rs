@@ -6,30 +6,30 @@
 use ccbench_emu::PathSpec;
 use ccbench_link::Rate;
 use ccbench_stats::expectation::{judge, median_bounds, Judgement, Side};
-use ccbench_workload::{Algorithm, Direction};
+use ccbench_workload::{Cc, Direction};
 
 use crate::expect::{Expectation, ExpectationResult, Kind, Metric, Op, PathFigures, Value};
 use crate::results::{RunMetrics, RunRecord, Status};
-use crate::workloads::WorkloadSpec;
+use crate::run_workload::WorkloadSpec;
 
 /// Who an experiment's expectations are judged for.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Contenders {
     /// The contenders as result.json's `summary` names them (a mix is one, by its label).
-    pub ccs: Vec<String>,
+    pub ccs: Vec<Cc>,
     /// The algorithm groups of a mix, in order; empty without one.
-    pub groups: Vec<String>,
+    pub groups: Vec<Cc>,
     /// More than one flow per run, so that sharing figures exist.
     pub several_flows: bool,
 }
 
 /// The contenders of an experiment comparing `ccs` on `workload`.
-pub fn contenders(ccs: &[String], workload: &WorkloadSpec) -> Contenders {
-    let mut groups: Vec<String> = Vec::new();
+pub fn contenders(ccs: &[Cc], workload: &WorkloadSpec) -> Contenders {
+    let mut groups: Vec<Cc> = Vec::new();
     let mut several_flows = false;
     if let WorkloadSpec::Bulk(b) = workload {
         for f in &b.mix {
-            let cc = f.cc.to_string();
+            let cc = Cc::from(&f.cc);
             if !groups.contains(&cc) {
                 groups.push(cc);
             }
@@ -43,9 +43,9 @@ pub fn contenders(ccs: &[String], workload: &WorkloadSpec) -> Contenders {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Arm {
     /// The contender's name as result.json's `summary` has it, or the group's in a mix.
-    pub cc: String,
+    pub cc: Cc,
     /// In a mix, the group whose share or goodput is judged.
-    pub group: Option<String>,
+    pub group: Option<Cc>,
 }
 
 /// What the path gives a relative value: the bottleneck's rate on the data's direction and
@@ -90,9 +90,9 @@ fn needs_flows(m: Metric) -> bool {
 
 /// One run's figure, in the metric's unit (bit/s, ms, fraction, s). A run that never
 /// converged counts as converging after `+∞` seconds (it ranks last), not as missing.
-fn of_run(metric: Metric, m: &RunMetrics, group: Option<&str>) -> Option<f64> {
-    let share = |g: &str| m.shares.iter().find(|s| s.cc == g);
-    match (metric, group) {
+fn of_run(e: &Expectation, m: &RunMetrics, group: Option<&Cc>) -> Option<f64> {
+    let share = |g: &Cc| m.shares.iter().find(|s| s.cc == *g);
+    match (e.metric, group) {
         (Metric::Goodput, Some(g)) => share(g).map(|s| s.goodput_bps),
         (Metric::Goodput, None) => Some(m.goodput_bps),
         (Metric::Share, Some(g)) => share(g).map(|s| s.share),
@@ -112,6 +112,7 @@ fn of_run(metric: Metric, m: &RunMetrics, group: Option<&str>) -> Option<f64> {
         (Metric::QueueP95, _) => m.queue_delay_p95_ms,
         (Metric::Drops, _) => m.drops_buffer.zip(m.drops_aqm).map(|(b, a)| (b + a) as f64),
         (Metric::CeMarks, _) => m.ce_marks.map(|c| c as f64),
+        (Metric::Trace(_), _) => crate::trace_expect::figure(e, &m.trace),
     }
 }
 
@@ -128,15 +129,18 @@ fn side(op: Op) -> Side {
 /// The arms `e` is judged for among `c`'s contenders, or why it cannot be.
 pub fn arms(e: &Expectation, c: &Contenders) -> Result<Vec<Arm>, String> {
     let mix = !c.groups.is_empty();
+    if matches!(e.metric, Metric::Trace(_)) && c.several_flows {
+        return Err("one flow per run: a trace figure is one sending controller's state (no --flows mix or several flows)".into());
+    }
     if needs_flows(e.metric) && !c.several_flows {
         return Err(format!("{} needs flows sharing the bottleneck: --flows 2 or more, or a mix such as bbr:1,cubic:1", e.metric.name()));
     }
     // `bbr` and `tcp:bbr` are one algorithm; a mix's label is only ever itself.
-    let same = |a: &str, b: &str| a == b || matches!((a.parse::<Algorithm>(), b.parse::<Algorithm>()), (Ok(x), Ok(y)) if x.same_as(&y));
+    let same = |a: &Cc, b: &Cc| a == b || matches!((a.algorithm(), b.algorithm()), (Some(x), Some(y)) if x.same_as(y));
     if mix && per_group(e.metric, e.cc.is_some()) {
-        let groups: Vec<&String> = c.groups.iter().filter(|g| e.cc.as_deref().is_none_or(|cc| same(cc, g))).collect();
+        let groups: Vec<&Cc> = c.groups.iter().filter(|g| e.cc.as_ref().is_none_or(|cc| same(cc, g))).collect();
         if groups.is_empty() {
-            return Err(format!("an algorithm of the mix before ':' ({})", c.groups.join(", ")));
+            return Err(format!("an algorithm of the mix before ':' ({})", list(&c.groups)));
         }
         return Ok(groups.into_iter().map(|g| Arm { cc: g.clone(), group: Some(g.clone()) }).collect());
     }
@@ -146,11 +150,16 @@ pub fn arms(e: &Expectation, c: &Contenders) -> Result<Vec<Arm>, String> {
     if e.metric == Metric::Share && !mix {
         return Err("share with a mix in --flows (such as bbr:1,cubic:1): it is each algorithm's part of the bottleneck".into());
     }
-    let arms: Vec<Arm> = c.ccs.iter().filter(|cc| e.cc.as_deref().is_none_or(|want| same(want, cc))).map(|cc| Arm { cc: cc.clone(), group: None }).collect();
+    let arms: Vec<Arm> = c.ccs.iter().filter(|cc| e.cc.as_ref().is_none_or(|want| same(want, cc))).map(|cc| Arm { cc: cc.clone(), group: None }).collect();
     if arms.is_empty() {
-        return Err(format!("an algorithm the run compares before ':' ({})", c.ccs.join(", ")));
+        return Err(format!("an algorithm the run compares before ':' ({})", list(&c.ccs)));
     }
     Ok(arms)
+}
+
+/// `a, b`, for a message.
+fn list(ccs: &[Cc]) -> String {
+    ccs.iter().map(Cc::as_str).collect::<Vec<_>>().join(", ")
 }
 
 /// Every expectation checked against the plan before anything runs: an error names the
@@ -159,6 +168,7 @@ pub fn check(exps: &[Expectation], c: &Contenders, path: PathFigures) -> Result<
     for e in exps {
         arms(e, c).map_err(|why| (e.text.clone(), why))?;
         threshold(e, path).map_err(|why| (e.text.clone(), why))?;
+        crate::trace_expect::check(e, path).map_err(|why| (e.text.clone(), why))?;
     }
     Ok(())
 }
@@ -170,8 +180,12 @@ pub fn judge_all(exps: &[Expectation], c: &Contenders, records: &[RunRecord], pa
         let (Ok(arms), Ok(threshold)) = (arms(e, c), threshold(e, path)) else { continue };
         for arm in arms {
             // In a mix every run is the mix's; otherwise the arm's own runs.
-            let runs = records.iter().filter(|r| r.status == Status::Complete && (arm.group.is_some() || r.cc == arm.cc));
-            let xs: Vec<f64> = runs.filter_map(|r| r.metrics.as_ref().and_then(|m| of_run(e.metric, m, arm.group.as_deref()))).collect();
+            let runs = || records.iter().filter(|r| r.status == Status::Complete && (arm.group.is_some() || r.cc == arm.cc)).filter_map(|r| r.metrics.as_ref());
+            let xs: Vec<f64> = runs().filter_map(|m| of_run(e, m, arm.group.as_ref())).collect();
+            let evidence = match e.metric {
+                Metric::Trace(_) => crate::trace_expect::evidence(e, runs().map(|m| m.trace.as_slice())),
+                _ => None,
+            };
             let bounds = median_bounds(&xs, alpha);
             let result = bounds.as_ref().map_or(Judgement::Undecided, |b| judge(b, side(e.op), threshold));
             let has_bounds = bounds.as_ref().is_some_and(|b| b.lo.is_some());
@@ -189,6 +203,7 @@ pub fn judge_all(exps: &[Expectation], c: &Contenders, records: &[RunRecord], pa
                 level: bounds.as_ref().filter(|_| has_bounds).map(|b| b.level),
                 alpha,
                 result,
+                evidence,
             });
         }
     }

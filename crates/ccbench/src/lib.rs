@@ -25,10 +25,13 @@
 //!   tests drive it.
 //! - [`export`]: one writer per output format (terminal text, result.json, runs.csv, JUnit XML)
 //!   and the file names they write, for the binary's commands and for embedders alike.
-//! - [`workloads`]: [`run`](workloads::run), one workload's two ends on an emulated path
+//! - [`run_workload`]: [`run`](run_workload::run), one workload's two ends on an emulated path
 //!   without an experiment around it (`ccbench bench`), and the spec and result types.
 //! - [`limits`]: what this host can emulate faithfully (its measured capacity, a path's
 //!   warnings), which `doctor`, `bench` and `run` print before any run.
+//! - [`state_trace`]: a run's sender series read back as the state trace ccbench-conform
+//!   judges, public because the binary's `conform bbr` judges the same traces that `--expect`'s
+//!   trace figures do (those are judged here, in the private `trace_expect`).
 //! - [`schema`]: the JSON Schemas of result.json and compare.json, derived from the types, which
 //!   CI checks against `docs/schema/`.
 //!
@@ -47,8 +50,10 @@ pub mod export;
 pub mod judge;
 pub mod limits;
 pub mod provenance;
+pub mod run_workload;
 pub mod schema;
-pub mod workloads;
+pub mod state_trace;
+mod trace_expect;
 
 /// The data model (an experiment's types, result.json's schema, the series files' format) is
 /// its own crate, so that what reads results (the report) needs nothing of what runs them.

@@ -13,7 +13,7 @@ use crate::error::UsageError;
 use crate::values::ExpectArg;
 
 /// The presets shipped with ccbench, compiled in so `--preset NAME` works from anywhere.
-pub const BUILTIN: [(&str, &str); 12] = [
+pub const BUILTIN: [(&str, &str); 13] = [
     ("far-object-store", include_str!("../../../presets/far-object-store.toml")),
     ("website-migration", include_str!("../../../presets/website-migration.toml")),
     ("loss-sweep", include_str!("../../../presets/loss-sweep.toml")),
@@ -26,6 +26,7 @@ pub const BUILTIN: [(&str, &str); 12] = [
     ("ecn-classic", include_str!("../../../presets/ecn-classic.toml")),
     ("l4s", include_str!("../../../presets/l4s.toml")),
     ("ecn-faults", include_str!("../../../presets/ecn-faults.toml")),
+    ("bbr-startup", include_str!("../../../presets/bbr-startup.toml")),
 ];
 
 #[derive(Deserialize)]
@@ -277,7 +278,7 @@ mod tests {
         assert_eq!(runs, ccbench::experiment::Runs::Fixed(6));
         assert!(matches!(
             workload,
-            ccbench::workloads::WorkloadSpec::Bulk(ccbench_workload::BulkSpec { amount: ccbench_workload::Amount::Bytes(1_000_000), .. })
+            ccbench::run_workload::WorkloadSpec::Bulk(ccbench_workload::BulkSpec { amount: ccbench_workload::Amount::Bytes(1_000_000), .. })
         ));
         assert_eq!(spec.path.down.loss, ccbench_link::LossModel::Bernoulli { p: 0.03 });
         assert_eq!(spec.path.up.loss, ccbench_link::LossModel::None);

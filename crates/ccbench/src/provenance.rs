@@ -46,11 +46,11 @@ pub fn host_facts() -> HostFacts {
         cpus: std::thread::available_parallelism().ok().map(|n| n.get()),
         cpu_model: read("/proc/cpuinfo").as_deref().and_then(cpu_model),
         memory_kib: read("/proc/meminfo").as_deref().and_then(mem_total_kib),
-        available_congestion_controls: ccbench_probe::available_congestion_controls().ok(),
-        allowed_congestion_controls: ccbench_probe::allowed_congestion_controls().ok(),
-        loadable_congestion_controls: ccbench_probe::loadable_congestion_controls(),
-        default_congestion_control: ccbench_probe::default_congestion_control().ok(),
-        default_qdisc: ccbench_probe::default_qdisc().ok(),
+        available_congestion_controls: ccbench_kernel_tcp::available_congestion_controls().ok(),
+        allowed_congestion_controls: ccbench_kernel_tcp::allowed_congestion_controls().ok(),
+        loadable_congestion_controls: ccbench_kernel_tcp::loadable_congestion_controls(),
+        default_congestion_control: ccbench_kernel_tcp::default_congestion_control().ok(),
+        default_qdisc: ccbench_kernel_tcp::default_qdisc().ok(),
         // SAFETY: geteuid has no preconditions.
         euid: unsafe { libc::geteuid() },
     }

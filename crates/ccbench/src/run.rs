@@ -40,6 +40,7 @@ pub fn check_secret_file(args: &RunArgs) -> Result<(), UsageError> {
 
 /// `ccbench run` without `--twin` (which is [`crate::twin::run`], over this module's pieces).
 pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
+    crate::error::refuse_bad_test_defects()?;
     if let Some(file) = &args.path {
         // The file's path flags sit between the command line and any preset.
         args.opts = args.opts.over(crate::presets::path_file(file)?);
@@ -120,7 +121,14 @@ pub fn remote_plan(args: &RunArgs, remote: &crate::values::RemoteAddr) -> Result
         }
     })?;
     // serve runs kernel TCP and QUIC tests, but not one test mixing the two.
-    if let ccbench::workloads::WorkloadSpec::Bulk(b) = &plan.workload {
+    if let ccbench::run_workload::WorkloadSpec::Bulk(b) = &plan.workload {
+        // The test request carries no socket buffer sizes: serve's end would keep its
+        // defaults, so the flag would hold one end only, or neither. Refused, not ignored.
+        for (flag, bytes) in [("--rcvbuf", b.knobs.rcvbuf), ("--sndbuf", b.knobs.sndbuf)] {
+            if let Some(n) = bytes {
+                return Err(UsageError::new(flag, format!("{n} bytes"), "no socket buffer size with --remote (ccbench serve keeps its sockets' defaults)"));
+            }
+        }
         let quic = b.mix.iter().filter(|f| f.cc.is_quic()).count();
         if quic > 0 && quic < b.mix.len() {
             let flows: Vec<String> = b.mix.iter().map(|f| f.cc.to_string()).collect();

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::error::{precondition, UsageError};
 use ccbench::experiment::{Plan, Remote};
-use ccbench::workloads::RunWorkload;
+use ccbench::run_workload::RunWorkload;
 use ccbench_remote::{Client, Limits, RemoteError, Secret, ServeConfig, ServerFacts};
 
 use crate::cli::ServeArgs;

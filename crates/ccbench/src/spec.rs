@@ -7,7 +7,7 @@
 use crate::error::UsageError;
 use crate::workload_flags::{spec_from_flags, WorkloadKind};
 use ccbench::experiment::{self, Contender, Plan, Runs};
-use ccbench::workloads::WorkloadSpec;
+use ccbench::run_workload::WorkloadSpec;
 use ccbench_emu::PathSpec;
 use ccbench_workload::flags::{FlagError, FlagSet, RunFlags};
 use ccbench_workload::{Algorithm, Amount, BulkSpec, Direction, MixFlow, Transport};

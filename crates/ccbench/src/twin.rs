@@ -79,7 +79,7 @@ pub struct VerdictMatch {
 /// One algorithm, real against twin.
 #[derive(Clone, Debug, Serialize)]
 pub struct CcMatch {
-    pub cc: String,
+    pub cc: ccbench_workload::Cc,
     pub real_goodput_bps: Option<f64>,
     pub twin_goodput_bps: Option<f64>,
     /// twin / real, of the median goodputs.
@@ -197,8 +197,8 @@ fn path_flags(text: &str) -> serde_json::Value {
     toml::from_str::<toml::Table>(text).ok().and_then(|t| serde_json::to_value(t).ok()).unwrap_or(serde_json::Value::Null)
 }
 
-fn median_goodput(r: &ExperimentResult, cc: &str) -> Option<f64> {
-    r.summary.iter().find(|s| s.cc == cc).and_then(|s| s.goodput_bps.as_ref()).map(|g| g.median)
+fn median_goodput(r: &ExperimentResult, cc: &ccbench_workload::Cc) -> Option<f64> {
+    r.summary.iter().find(|s| s.cc == *cc).and_then(|s| s.goodput_bps.as_ref()).map(|g| g.median)
 }
 
 /// Each algorithm on the real path against itself on the twin, by `compare`'s test.
@@ -209,7 +209,7 @@ fn per_cc(inputs: &[Input; 2], out: &Path) -> Vec<CcMatch> {
         .iter()
         .map(|cc| {
             let (r, t) = (median_goodput(real, cc), median_goodput(twin, cc));
-            let test = compare::compare(inputs, &Options { cc: Some(cc.clone()), metric: Metric::Score }, out)
+            let test = compare::compare(inputs, &Options { cc: Some(cc.to_string()), metric: Metric::Score }, out)
                 .ok()
                 .and_then(|c| c.record.comparisons.into_iter().next());
             CcMatch { cc: cc.clone(), real_goodput_bps: r, twin_goodput_bps: t, goodput_ratio: r.zip(t).filter(|(r, _)| *r > 0.0).map(|(r, t)| t / r), test }
@@ -264,7 +264,7 @@ fn side_by_side(real: &ExperimentResult, twin: &ExperimentResult, record: &TwinR
     for m in &record.per_cc {
         let test = m.test.as_ref().map_or(String::new(), |c| format!(", {}", c.short()));
         rows.push([
-            m.cc.clone(),
+            m.cc.to_string(),
             m.real_goodput_bps.map_or("–".into(), fmt_rate),
             m.twin_goodput_bps.map_or("–".into(), fmt_rate),
             format!("{}{test}", ratio_text(m.goodput_ratio)),

@@ -4,13 +4,13 @@
 //! the spec they make ([`spec_from_flags`]). Each workload's flags are its module's (`args`),
 //! asked through [`FromFlags`].
 
-use ccbench::workloads::WorkloadSpec;
+use ccbench::run_workload::WorkloadSpec;
 use ccbench_workload::flags::{FlagError, FlagSet, FromFlags, Given, Kind, RunFlags};
 use ccbench_workload::Algorithm;
 use serde::Deserialize;
 
 macro_rules! registry {
-    ($($(#[$doc:meta])* $variant:ident($spec:ty, $result:ty),)*) => {
+    ($($(#[$doc:meta])* $module:ident: $variant:ident($spec:ty, $result:ty),)*) => {
         /// Every workload's own flags (its `FromFlags::Flags`), in the registry's order: flattened
         /// into `ccbench run`, and a preset's or sweep's fields.
         #[derive(Clone, Debug, Default, PartialEq)]

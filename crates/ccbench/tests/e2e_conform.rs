@@ -121,3 +121,78 @@ fn conform_one_case_on_one_path_writes_the_matrix_and_junit() {
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_file(&junit);
 }
+
+/// The suite fails a broken controller from the binary (issue 31 §7): quic:bbr3 built with the
+/// test-only defect `startup-plateau-rounds=6` (`CCBENCH_TEST_BBR_DEFECTS`, docs/conform.md)
+/// leaves STARTUP after 6 rounds of plateau, not 3. Over 5 runs (enough to decide at α = 0.05)
+/// A.1's plateau assertion fails, and only it: its other assertions (next state DRAIN, the
+/// STARTUP gains) still pass. Exit 1; the matrix, report.html and JUnit all say so, and the
+/// result warns that the controller was broken on purpose.
+#[test]
+fn conform_fails_a_startup_broken_on_purpose_and_only_where_it_is_broken() {
+    let _g = lock();
+    if !have_root() {
+        return;
+    }
+    let out = out_path("conform-broken");
+    let junit = out.with_extension("xml");
+    let (out_s, junit_s) = (out.to_string_lossy().to_string(), junit.to_string_lossy().to_string());
+    let args = [
+        "conform",
+        "bbr",
+        "--cc",
+        "quic:bbr3",
+        "--case",
+        "A.1",
+        "--rtts",
+        "40ms",
+        "--rates",
+        "20mbit",
+        "--runs",
+        "5",
+        "--seed",
+        "5",
+        "--out",
+        &out_s,
+        "--junit",
+        &junit_s,
+    ];
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ccbench")).args(args).env("CCBENCH_TEST_BBR_DEFECTS", "startup-plateau-rounds=6").output().unwrap();
+    let said = text(&o);
+    assert_eq!(o.status.code(), Some(1), "a failed cell: exit 1:\n{said}");
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(stdout.contains("test-only: QUIC BBR built broken on purpose (CCBENCH_TEST_BBR_DEFECTS=startup-plateau-rounds=6)"), "{stdout}");
+    let cases = junit_read_back(&junit);
+    let cases = cases[0]["cases"].as_array().unwrap().clone();
+    let kind = |needle: &str| -> String {
+        let c = cases.iter().find(|c| c["name"].as_str().unwrap().contains(needle)).unwrap_or_else(|| panic!("no {needle}: {cases:?}"));
+        c["kind"].as_str().unwrap_or("pass").to_string()
+    };
+    assert_eq!(kind("rounds after the bandwidth estimate stops growing"), "fail", "{cases:?}");
+    for c in cases.iter().filter(|c| !c["name"].as_str().unwrap().contains("rounds after the bandwidth estimate")) {
+        assert!(c["kind"].is_null() || c["kind"] == "pass", "only the plateau exit is broken: {c}\n{said}");
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("A.1 Exiting STARTUP on Bandwidth Plateau <span>[§5.3.1.1"), "the case and its sections in report.html");
+    assert!(html.contains("test-only: QUIC BBR built broken on purpose"));
+    assert_eq!(html.matches("<td class=\"c fail\"").count(), 1, "one failed cell in report.html");
+    assert!(html.contains("href=\"quic-bbr3/20mbit-40ms/bulk/report.html\""), "cells link their runs' report");
+    let result: Value = serde_json::from_slice(&std::fs::read(out.join("quic-bbr3/20mbit-40ms/bulk/result.json")).unwrap()).unwrap();
+    assert!(result["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("built broken on purpose")), "{}", result["warnings"]);
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_file(&junit);
+}
+
+/// A defect that is not one is refused in one line, naming the variable, before anything runs.
+#[test]
+fn an_unknown_test_defect_is_refused_in_one_line() {
+    let out = out_path("conform-bad-defect");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ccbench"))
+        .args(["conform", "bbr", "--out", &out.to_string_lossy()])
+        .env("CCBENCH_TEST_BBR_DEFECTS", "faster")
+        .output()
+        .unwrap();
+    one_line(&o, 2, "not a defect");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("CCBENCH_TEST_BBR_DEFECTS"));
+    assert!(!out.exists());
+}

@@ -16,14 +16,24 @@ const TCPI_OPT_ECN: u64 = 8;
 /// One run of `cc` with `extra` flags over 50 Mbit/s, 20 ms, a 2-BDP buffer: result.json and
 /// report.html.
 fn one_run(tag: &str, cc: &str, extra: &[&str]) -> (Value, String) {
+    let (v, html, _) = one_run_with_probs(tag, cc, extra);
+    (v, html)
+}
+
+/// As [`one_run`], with the link series' `aqm_prob` column on the data's direction (DualPI2's
+/// `p'` every 10 ms; empty for other AQMs).
+fn one_run_with_probs(tag: &str, cc: &str, extra: &[&str]) -> (Value, String, Vec<Option<f64>>) {
     let out = out_path(&format!("ecn-{tag}"));
     let mut args = vec!["--cc", cc, "--runs", "1", "--duration", "4s", "--rate", "50mbit", "--rtt", "20ms", "--buffer", "2bdp", "--seed", "3"];
     args.extend_from_slice(extra);
     run_ok(&args, &out);
     let v = result(&out);
     let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+    let mut probs = Vec::new();
+    let file = out.join("series/run-000/link-down.csv.gz");
+    ccbench::series::for_each_row(&file, |r: ccbench::series::LinkSample| probs.push(r.aqm_prob)).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let _ = std::fs::remove_dir_all(&out);
-    (v, html)
+    (v, html, probs)
 }
 
 /// The report's CE figure: drawn where the AQM marked, absent where nothing was.
@@ -113,8 +123,12 @@ fn bleached_prague_falls_back_to_the_classic_queue() {
     if !have_root_and(&[]) {
         return;
     }
-    let (v, html) = one_run("bleach", "quic:prague", &["--aqm", "dualpi2", "--ecn-fault", "bleach"]);
+    let (v, html, probs) = one_run_with_probs("bleach", "quic:prague", &["--aqm", "dualpi2", "--ecn-fault", "bleach"]);
     assert_eq!(metric(&v, "ce_marks"), 0.0, "marks on a bleached path");
+    // The series carries DualPI2's p' (RFC 9332 §2.4), which the classic queue's delay raised.
+    assert!(!probs.is_empty() && probs.iter().all(Option::is_some), "link series without DualPI2's p'");
+    let top = probs.iter().flatten().copied().fold(0.0, f64::max);
+    assert!(top > 0.0 && top <= 1.0, "p' never rose above 0 (max {top}) with the classic queue dropping");
     assert!(!has_ce_figure(&html), "a CE figure with nothing marked");
     assert!(metric(&v, "drops_aqm") + metric(&v, "drops_buffer") > 0.0, "no drops: the classic queue never pushed back");
     assert!(metric(&v, "queue_delay_p95_ms") > 2.0, "queue delay p95 {} ms: as if still in the L queue", metric(&v, "queue_delay_p95_ms"));

@@ -188,3 +188,85 @@ fn bad_expressions_are_refused_in_one_line_with_exit_2() {
     assert!(!out.exists(), "bad input creates nothing");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The expectations judged in a preset run's one condition, as (cc, expression, result), sorted.
+fn judged_by_cc(out: &Path) -> (Value, Vec<(String, String, String)>) {
+    let condition = std::fs::read_dir(out).unwrap().flatten().map(|e| e.path()).find(|p| p.join("result.json").exists()).expect("the condition's results");
+    let v = result(&condition);
+    let mut got: Vec<(String, String, String)> = v["expectations"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no expectations in result.json: {v}"))
+        .iter()
+        .map(|e| (e["cc"].as_str().unwrap().to_string(), e["expect"].as_str().unwrap().to_string(), e["result"].as_str().unwrap().to_string()))
+        .collect();
+    got.sort();
+    (v, got)
+}
+
+fn triples(t: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
+    let mut v: Vec<(String, String, String)> = t.iter().map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string())).collect();
+    v.sort();
+    v
+}
+
+/// Issue 31: the `bbr-startup` preset's trace figures (read from each sender's own state
+/// series) pass on both BBRs, exit 0; then `--expect` (which replaces the preset's
+/// expectations, as any flag after `--preset` overrides the preset's) with thresholds a correct
+/// STARTUP cannot meet (exit within 1 round of the plateau where the draft waits 3, a pacing gain
+/// of 3 where it is 4 ln 2 = 2.77) fails, exit 1: the judgement tells a controller from one that
+/// does not do what the draft says. Each invocation runs each BBR five times (the fewest that
+/// bound a median) for 2 s instead of the preset's 4 s.
+#[test]
+fn the_bbr_startup_preset_passes_and_stricter_trace_figures_fail() {
+    let _g = lock();
+    if !have_root_and_tun() {
+        return;
+    }
+    let out = out_path("expect-bbr-startup");
+    let out_s = out.to_string_lossy().to_string();
+    let o = ccbench(&["run", "--preset", "bbr-startup", "--duration", "2s", "--seed", "31", "--out", &out_s]);
+    assert_eq!(o.status.code(), Some(0), "the preset's figures pass: {}", text(&o));
+    let (v, got) = judged_by_cc(&out);
+    let want = triples(&[
+        ("quic:bbr3", "startup_exit_rounds <= 5", "pass"),
+        ("tcp:bbr", "startup_exit_rounds <= 5", "pass"),
+        ("quic:bbr3", "pacing_gain(STARTUP) >= 2.75", "pass"),
+        ("tcp:bbr", "pacing_gain(STARTUP) >= 2.75", "pass"),
+        ("quic:bbr3", "quic:bbr3:next_state(STARTUP,DRAIN) >= 100%", "pass"),
+    ]);
+    assert_eq!(got, want, "{}", text(&o));
+    // Each figure was measured on the run's series: QUIC BBRv3 paces STARTUP at 4 ln 2
+    // (draft-ietf-ccwg-bbr §5.3.1), kernel BBRv1 at 2/ln 2.
+    let median = |cc: &str| {
+        let e = v["expectations"].as_array().unwrap().iter().find(|e| e["cc"] == cc && e["expect"] == "pacing_gain(STARTUP) >= 2.75").unwrap();
+        f(&e["median"])
+    };
+    assert!((median("quic:bbr3") - 4.0 * std::f64::consts::LN_2).abs() < 0.01, "{v}");
+    assert!((median("tcp:bbr") - 2.0 / std::f64::consts::LN_2).abs() < 0.02, "{v}");
+    let _ = std::fs::remove_dir_all(&out);
+
+    let o = ccbench(&[
+        "run",
+        "--preset",
+        "bbr-startup",
+        "--duration",
+        "2s",
+        "--seed",
+        "31",
+        "--expect",
+        "startup_exit_rounds <= 1",
+        "--expect",
+        "quic:bbr3:pacing_gain(STARTUP) >= 3",
+        "--out",
+        &out_s,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "the stricter figures fail: {}", text(&o));
+    let (_, got) = judged_by_cc(&out);
+    let want = triples(&[
+        ("quic:bbr3", "startup_exit_rounds <= 1", "fail"),
+        ("tcp:bbr", "startup_exit_rounds <= 1", "fail"),
+        ("quic:bbr3", "quic:bbr3:pacing_gain(STARTUP) >= 3", "fail"),
+    ]);
+    assert_eq!(got, want, "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -95,10 +95,12 @@ fn assert_means_agree(what: &str, emulated: &[f64], remote: &[f64], floor: f64, 
 /// and each algorithm's mean goodput within 10 % (or the Welch interval of the runs' own spread, at most 20 %).
 ///
 /// The path (50 Mbit/s, 10 ms, 2 % random loss) makes the verdict clear: BBR keeps near the
-/// link rate, CUBIC is held near the Mathis bound, 1.22·MSS/(RTT·√p) ≈ 10 Mbit/s. Measured, a
-/// CUBIC run's goodput varies by ~6.5 % (sd) from run to run; the mean of 8 runs by ~2.3 %, and
-/// the difference of two means by ~3.3 %: 10 % is ~3 σ (a false failure in ~1 of 400 runs).
-/// (With 4 runs it was ~2.2 σ, and CI failed on it once, at -11 %: one remote run had started
+/// link rate, CUBIC is held near the Mathis bound, 1.22·MSS/(RTT·√p) ≈ 10 Mbit/s. Measured, an
+/// 8 s CUBIC run's goodput varies by ~6.5 % (sd) from run to run. Runs are 5 s (this test was
+/// CI's longest, 4.4 min at 8 s): ~8 % a run if the spread goes as 1/√duration, so the
+/// difference of two means of 8 has a standard error near 4 % and the Welch tolerance of
+/// `assert_means_agree` is ~17 %, under its 20 % cap, still 1 false failure in ~1000.
+/// (With 4 runs and a 3 σ rule CI failed on it once, at -11 %: one remote run had started
 /// 1.6 s late, a lost `Start`, which a window opened at the first byte no longer counts.)
 #[test]
 fn remote_gives_the_same_verdict_and_goodput_as_emulated() {
@@ -109,14 +111,14 @@ fn remote_gives_the_same_verdict_and_goodput_as_emulated() {
     let dir = tempdir("equal");
     let secret = secret_file(&dir, "secret");
     let path = ["--rate", "50mbit", "--rtt", "10ms", "--loss", "2%"];
-    let common = "--cc bbr,cubic --runs 8 --duration 8s";
+    let common = "--cc bbr,cubic --runs 8 --duration 5s";
     let emulated_out = dir.join("emulated");
     run_ok(&[&path[..], &common.split(' ').collect::<Vec<_>>()].concat(), &emulated_out);
     let remote_out = dir.join("remote");
     let o = exec_remote(&path, &secret, "", &secret, &format!("$R {common} --out {}", remote_out.display()));
     assert!(o.status.success(), "{}", text(&o));
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(stderr.lines().filter(|l| l.contains("ccbench serve: 10.") && l.contains("bulk download 8 s")).count(), 16, "one log line per test:\n{stderr}");
+    assert_eq!(stderr.lines().filter(|l| l.contains("ccbench serve: 10.") && l.contains("bulk download 5 s")).count(), 16, "one log line per test:\n{stderr}");
 
     let (e, r) = (result(&emulated_out), result(&remote_out));
     for v in [&e, &r] {
@@ -141,8 +143,8 @@ fn remote_gives_the_same_verdict_and_goodput_as_emulated() {
         let mut rows = String::new();
         flate2::read::MultiGzDecoder::new(File::open(tcp).unwrap()).read_to_string(&mut rows).unwrap();
         let samples = rows.lines().filter(|l| l.starts_with("flow-0,")).count();
-        // 10 ms sampling over 8 s: ~800 samples; a loose floor.
-        assert!(samples > 400, "{} samples of the server's socket", samples);
+        // 10 ms sampling over 5 s: ~500 samples; a loose floor.
+        assert!(samples > 250, "{} samples of the server's socket", samples);
         if run["cc"] == "bbr" {
             assert!(
                 rows.contains(",probe_bw,") || rows.contains(",ProbeBw,") || rows.lines().skip(1).any(|l| l.split(',').nth(17).is_some_and(|m| !m.is_empty())),
@@ -225,7 +227,8 @@ fn limits_are_refused_with_a_clear_error() {
     let bytes_and_time = format!(
         "$R --cc cubic --runs 1 --duration 9s --out {d}/a; echo duration=$?; \
          $R --cc cubic --runs 1 --workload file --size 2mb --out {d}/b; echo bytes=$?; \
-         $R --cc cubic --runs 1 --duration 2s --out {d}/budget; echo budget=$?"
+         $R --cc cubic --runs 1 --duration 2s --out {d}/budget; echo budget=$?; \
+         $R --cc cubic --runs 1 --duration 1s --rcvbuf 64kib --out {d}/buf; echo rcvbuf=$?"
     );
     let o1 = exec_remote(&path, &secret, "--max-duration 8s --max-bytes 1mb", &secret, &bytes_and_time);
     // The first test holds the only client slot while the second tries; then two more tests
@@ -240,7 +243,8 @@ fn limits_are_refused_with_a_clear_error() {
     let o = Output { status: o2.status, stdout: [o1.stdout, o2.stdout].concat(), stderr: [o1.stderr, o2.stderr].concat() };
     let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     let all = text(&o);
-    for (marker, limit) in [("duration=2", "--max-duration"), ("bytes=2", "--max-bytes"), ("clients=2", "--max-clients")] {
+    // Socket buffer sizes are not carried to serve: refused, not silently dropped.
+    for (marker, limit) in [("duration=2", "--max-duration"), ("bytes=2", "--max-bytes"), ("clients=2", "--max-clients"), ("rcvbuf=2", "--rcvbuf")] {
         assert!(stdout.contains(marker), "{marker}: {all}");
         assert!(stderr.lines().any(|l| l.starts_with("ccbench: ") && l.contains(limit)), "no one-line refusal naming {limit}: {all}");
     }
@@ -1426,9 +1430,9 @@ fn hostile_serve(secret: Secret, results: Results) -> SocketAddr {
 type Results = fn(&Channel);
 
 fn sample(t_us: u64, rtt_us: u32) -> ServerMsg {
-    let raw = ccbench_probe::RawTcpInfo { tcpi_rtt: rtt_us, ..Default::default() };
-    let info = ccbench_probe::TcpInfo::from_raw(&raw, std::mem::size_of::<ccbench_probe::RawTcpInfo>());
-    ServerMsg::Sample { flow: 0, sample: ccbench_probe::Sample::from_parts(t_us, &info, None) }
+    let raw = ccbench_kernel_tcp::RawTcpInfo { tcpi_rtt: rtt_us, ..Default::default() };
+    let info = ccbench_kernel_tcp::TcpInfo::from_raw(&raw, std::mem::size_of::<ccbench_kernel_tcp::RawTcpInfo>());
+    ServerMsg::Sample { flow: 0, sample: ccbench_kernel_tcp::Sample::from_parts(t_us, &info, None) }
 }
 
 /// A hostile server's results are held to the test: a flood of samples, a time of 2^64-1, an

@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 
 use ccbench::provenance::{EmulatorFacts, Provenance};
 use ccbench::results::{CcShare, ExperimentResult, Params, RunMetrics, RunRecord, Status, SCHEMA};
+use ccbench::run_workload::{WorkloadResult, WorkloadSpec};
 use ccbench::series::RunSeries;
-use ccbench::workloads::{WorkloadResult, WorkloadSpec};
 use ccbench_emu::{LinkSample, PathSpec};
+use ccbench_kernel_tcp::{BbrInfo, BbrMode, Sample};
 use ccbench_link::DirectionConfig;
-use ccbench_probe::{BbrInfo, BbrMode, Sample};
 use ccbench_workload::{Amount, BulkResult, BulkSpec, Direction, FlowResult, GoodputPoint, MixFlow, SeriesSink, Side, SocketId};
 use common::tempdir;
 use rand::{Rng, SeedableRng};
@@ -219,6 +219,7 @@ fn metrics(s: &Simulated, shares: Vec<CcShare>) -> RunMetrics {
         lock_on_bw_bps: None,
         limited_by: None,
         mechanism: Default::default(),
+        trace: Vec::new(),
     }
 }
 
@@ -281,6 +282,7 @@ fn bulk_spec(cc: &str, mix: Vec<MixFlow>) -> WorkloadSpec {
 }
 
 fn assemble(ccs: Vec<String>, workload: WorkloadSpec, runs: Vec<RunRecord>) -> ExperimentResult {
+    let ccs: Vec<ccbench_workload::Cc> = ccs.into_iter().map(Into::into).collect();
     let (summary, comparisons) = ccbench::analysis::analyse(&ccs, &runs, ccbench_stats::Criteria::at(0.05));
     let rtt_comparisons = ccbench::analysis::compare_rtt(&ccs, &runs, ccbench_stats::Criteria::at(0.05));
     ExperimentResult {
@@ -348,7 +350,7 @@ fn mix_experiment(dir: &Path) -> ExperimentResult {
             .flows
             .iter()
             .map(|f| CcShare {
-                cc: f.sending.cc_requested.clone(),
+                cc: f.sending.cc_requested.as_str().into(),
                 flows: 1,
                 goodput_bps: f.goodput_bps,
                 share: f.goodput_bps / total,

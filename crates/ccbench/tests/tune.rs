@@ -174,7 +174,7 @@ fn tune() {
     let out = ok(&sb.ccbench(&["tune", "--cc", &alt, "--apply"]), "apply");
     assert_eq!(sb.cc(), alt, "apply did not change the namespace's algorithm:\n{out}");
     // New sockets in the namespace get it: what the setting is for.
-    let got = sb.in_netns(|| ccbench_probe::congestion(std::net::TcpListener::bind("127.0.0.1:0").expect("bind")).expect("TCP_CONGESTION"));
+    let got = sb.in_netns(|| ccbench_kernel_tcp::congestion(std::net::TcpListener::bind("127.0.0.1:0").expect("bind")).expect("TCP_CONGESTION"));
     assert_eq!(got, alt);
     let file = std::fs::read_to_string(sb.path(OUR_FILE)).expect("the persistent file");
     assert!(file.contains(&format!("\nnet.ipv4.tcp_congestion_control = {alt}\n")), "{file}");

@@ -16,6 +16,10 @@ use crate::trace::{Mode, Phase, Point, Trace};
 pub enum Rule {
     AtLeast(f64),
     AtMost(f64),
+    /// Strictly above (`--expect`'s `>`).
+    Above(f64),
+    /// Strictly below (`<`).
+    Below(f64),
     /// Both bounds inclusive.
     Between(f64, f64),
 }
@@ -25,6 +29,8 @@ impl Rule {
         match self {
             Rule::AtLeast(t) => x >= t,
             Rule::AtMost(t) => x <= t,
+            Rule::Above(t) => x > t,
+            Rule::Below(t) => x < t,
             Rule::Between(a, b) => x >= a && x <= b,
         }
     }
@@ -35,6 +41,8 @@ impl fmt::Display for Rule {
         match self {
             Rule::AtLeast(t) => write!(f, "≥ {}", num(*t)),
             Rule::AtMost(t) => write!(f, "≤ {}", num(*t)),
+            Rule::Above(t) => write!(f, "> {}", num(*t)),
+            Rule::Below(t) => write!(f, "< {}", num(*t)),
             Rule::Between(a, b) => write!(f, "in [{}, {}]", num(*a), num(*b)),
         }
     }
@@ -102,6 +110,8 @@ fn interval_misses(rule: Rule, lo: f64, hi: f64) -> bool {
     match rule {
         Rule::AtLeast(t) => hi < t,
         Rule::AtMost(t) => lo > t,
+        Rule::Above(t) => hi <= t,
+        Rule::Below(t) => lo >= t,
         Rule::Between(a, b) => hi < a || lo > b,
     }
 }
@@ -164,10 +174,12 @@ pub enum Assertion {
     /// chances to forget (ProbeBW cycle starts or PROBE_RTT exits since `from`), or when the
     /// flow was still in STARTUP at `from`.
     BwHeldFrom { from: Duration, share: f64 },
-    /// From `from` on, BBR.inflight_longterm does not rise above its value at `from`: an
-    /// app-limited sender is not cwnd-limited, and §5.3.3.6 BBRProbeInflightLongtermUpward
-    /// grows it only when it is. Not observable where the stack does not show it, while it is
-    /// unset (no loss yet), or without a ProbeBW_UP since `from`.
+    /// From the first ProbeBW_REFILL (or UP) begun after `from` on, BBR.inflight_longterm does
+    /// not rise above its value as that phase began: an app-limited sender is not cwnd-limited,
+    /// and §5.3.3.6 BBRProbeInflightLongtermUpward grows it only when it is. (An UP already under
+    /// way at `from` may still be cwnd-limited until the application's slower writes reach the
+    /// sender.) Not observable where the stack does not show it or the phases, while it is unset
+    /// (no loss yet), or without a REFILL or UP begun since `from`.
     LongtermHeldFrom { from: Duration },
     /// A ProbeBW_UP begun after `from` is left only for PROBE_RTT: app-limited samples show no
     /// plateau (§5.3.1.2 BBRCheckFullBWReached returns on them) and §5.3.3.9 BBRIsTimeToGoDown
@@ -232,7 +244,7 @@ impl Assertion {
             Assertion::BwHeldFrom { from, share } => {
                 format!("bandwidth estimate stays ≥ {:.0} % of its value at {} s", share * 100.0, from.as_secs_f64())
             }
-            Assertion::LongtermHeldFrom { from } => format!("inflight_longterm does not rise after {} s", from.as_secs_f64()),
+            Assertion::LongtermHeldFrom { from } => format!("inflight_longterm does not rise in a REFILL/UP begun after {} s", from.as_secs_f64()),
             Assertion::UpHeldFrom { from } => format!("PROBE_BW_UP is left only for PROBE_RTT after {} s", from.as_secs_f64()),
             Assertion::NotReenteredFrom { mode, from } => format!("{} is not re-entered after {} s", mode.name(), from.as_secs_f64()),
         }
@@ -240,7 +252,13 @@ impl Assertion {
 
     /// Judges one run.
     pub fn check(&self, trace: &Trace) -> RunCheck {
-        let rule = self.rule(trace);
+        self.check_against(trace, self.rule(trace))
+    }
+
+    /// Judges one run's figure against `rule` instead of the assertion's own (`--expect` on a
+    /// trace figure gives its own comparison and threshold; the assertion's figures are then
+    /// only what it measures).
+    pub fn check_against(&self, trace: &Trace, rule: Rule) -> RunCheck {
         if !trace.has(|p| p.mode.is_some()) {
             return RunCheck::unseen("the stack shows no BBR state");
         }
@@ -307,29 +325,49 @@ fn bw_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {
 }
 
 fn longterm_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {
-    let Some(at_from) = trace.points.iter().take_while(|p| p.t <= from).filter_map(|p| p.inflight_longterm_bytes).last() else {
+    if !trace.has(|p| p.inflight_longterm_bytes.is_some()) {
         return RunCheck::unseen("the stack shows no inflight_longterm");
+    }
+    if !trace.has(|p| p.phase.is_some()) {
+        return RunCheck::unseen("the stack shows no ProbeBW phase");
+    }
+    // The first REFILL (or UP, when REFILL was shorter than a sample) begun after `from`: an
+    // UP already under way then may still be cwnd-limited at inflight_longterm and grow it, as
+    // §5.3.3.6 allows, until the application's slower writes reach the sender.
+    let probing = |p: &Point| p.mode == Some(Mode::ProbeBw) && matches!(p.phase, Some(Phase::Refill | Phase::Up));
+    let Some(i) = (1..trace.points.len()).find(|&i| trace.points[i].t > from && probing(&trace.points[i]) && !probing(&trace.points[i - 1])) else {
+        return RunCheck::unseen(format!("no PROBE_BW_REFILL or UP begun after {}", ms(from)));
     };
-    if at_from == u64::MAX {
-        return RunCheck::unseen(format!("inflight_longterm unset (no loss yet) at {}: nothing to hold", ms(from)));
-    }
-    let up_since = trace.points.iter().any(|p| p.t > from && p.mode == Some(Mode::ProbeBw) && p.phase == Some(Phase::Up));
-    if !up_since {
-        return RunCheck::unseen(format!("no PROBE_BW_UP sampled after {}", ms(from)));
-    }
-    let Some((t, high)) =
-        trace.points.iter().filter(|p| p.t > from).filter_map(|p| p.inflight_longterm_bytes.filter(|b| *b != u64::MAX).map(|b| (p.t, b))).max_by_key(|x| x.1)
+    let (start, entered) = (&trace.points[i - 1], trace.points[i].t);
+    let Some(at_start) = start.inflight_longterm_bytes.filter(|b| *b != u64::MAX) else {
+        return RunCheck::unseen(format!(
+            "inflight_longterm unset (no loss yet) when {} began at {}: nothing to hold",
+            phase_name(&trace.points[i]),
+            ms(entered)
+        ));
+    };
+    let Some((t, high)) = trace.points[i..].iter().filter_map(|p| p.inflight_longterm_bytes.filter(|b| *b != u64::MAX).map(|b| (p.t, b))).max_by_key(|x| x.1)
     else {
-        return RunCheck::unseen(format!("inflight_longterm unset after {}", ms(from)));
+        return RunCheck::unseen(format!("inflight_longterm unset after {}", ms(entered)));
     };
-    let ratio = high as f64 / at_from as f64;
+    let ratio = high as f64 / at_start as f64;
     RunCheck::judged(
         rule,
         ratio,
         ratio,
         ratio,
-        format!("inflight_longterm {at_from} B at {}, highest after it {high} B at {} ({:.2}×)", ms(from), ms(t), ratio),
+        format!(
+            "inflight_longterm {at_start} B as {} began at {} (the first after {}), highest after it {high} B at {} ({ratio:.2}×)",
+            phase_name(&trace.points[i]),
+            ms(entered),
+            ms(from),
+            ms(t)
+        ),
     )
+}
+
+fn phase_name(p: &Point) -> String {
+    format!("PROBE_BW_{}", p.phase.map_or("?", Phase::name))
 }
 
 fn up_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {
@@ -406,7 +444,7 @@ fn startup_exit(trace: &Trace, rule: Rule) -> RunCheck {
         trace.points.iter().skip_while(|p| p.mode != Some(Mode::Startup)).take_while(|p| p.mode.is_none_or(|m| m == Mode::Startup)).collect();
     let Some(exit) = trace.transitions().into_iter().find(|t| t.from == Mode::Startup) else {
         let end = trace.points.last().map_or(Duration::ZERO, |p| p.t);
-        let rounds = end.as_secs_f64() / trace.round_at(end).as_secs_f64();
+        let rounds = trace.round_count_at(end).map_or_else(|| end.as_secs_f64() / trace.round_at(end).as_secs_f64(), |n| n as f64);
         return RunCheck::judged(rule, rounds, f64::INFINITY, f64::INFINITY, format!("never left STARTUP in {:.1} s ({rounds:.0} rounds)", end.as_secs_f64()));
     };
     let bw_exit = in_startup.iter().filter_map(|p| p.bw_bps).fold(0.0, f64::max);
@@ -415,22 +453,19 @@ fn startup_exit(trace: &Trace, rule: Rule) -> RunCheck {
     };
     let t1 = in_startup[cross].t;
     let t0 = if cross > 0 { in_startup[cross - 1].t } else { t1.saturating_sub(trace.sample_interval) };
-    let round = trace.round_at(exit.before).as_secs_f64();
-    let lo = exit.before.saturating_sub(t1).as_secs_f64() / round;
-    let hi = exit.at.saturating_sub(t0).as_secs_f64() / round;
+    let (lo, hi, clock) = trace.rounds_between((t0, t1), (exit.before, exit.at));
     RunCheck::judged(
         rule,
         lo,
         hi,
         (lo + hi) / 2.0,
         format!(
-            "estimate reached {} (1/1.25 of {} at exit) at {}; STARTUP → {} at {}: {lo:.1}–{hi:.1} rounds of {}",
+            "estimate reached {} (1/1.25 of {} at exit) at {}; STARTUP → {} at {}: {lo:.1}–{hi:.1} rounds ({clock})",
             mbit(bw_exit / 1.25),
             mbit(bw_exit),
             ms(t1),
             exit.to.name(),
             ms(exit.at),
-            ms(Duration::from_secs_f64(round))
         ),
     )
 }
@@ -440,25 +475,23 @@ fn drain(trace: &Trace, rule: Rule) -> RunCheck {
     let Some(leave) = ts.iter().find(|t| t.from == Mode::Startup) else {
         return RunCheck::unseen("never left STARTUP");
     };
-    let round = trace.round_at(leave.at).as_secs_f64();
     if leave.to != Mode::Drain {
         // DRAIN, if any, was shorter than a sample.
-        let hi = (leave.at - leave.before).as_secs_f64() / round;
+        let (_, hi, _) = trace.rounds_between((leave.before, leave.before), (leave.at, leave.at));
         return RunCheck::judged(rule, 0.0, hi, hi / 2.0, format!("STARTUP → {} at {}: DRAIN shorter than a sample", leave.to.name(), ms(leave.at)));
     }
     let Some(out) = ts.iter().find(|t| t.from == Mode::Drain && t.before >= leave.before) else {
         let end = trace.points.last().map_or(Duration::ZERO, |p| p.t);
-        let lo = end.saturating_sub(leave.at).as_secs_f64() / round;
+        let (lo, _, _) = trace.rounds_between((leave.before, leave.at), (end, end));
         return RunCheck::judged(rule, lo, f64::INFINITY, f64::INFINITY, format!("entered DRAIN at {} and never left it", ms(leave.at)));
     };
-    let lo = out.before.saturating_sub(leave.at).as_secs_f64() / round;
-    let hi = out.at.saturating_sub(leave.before).as_secs_f64() / round;
+    let (lo, hi, clock) = trace.rounds_between((leave.before, leave.at), (out.before, out.at));
     RunCheck::judged(
         rule,
         lo,
         hi,
         (lo + hi) / 2.0,
-        format!("DRAIN from {} to {} ({}): {lo:.1}–{hi:.1} rounds of {}", ms(leave.at), ms(out.at), out.to.name(), ms(Duration::from_secs_f64(round))),
+        format!("DRAIN from {} to {} ({}): {lo:.1}–{hi:.1} rounds ({clock})", ms(leave.at), ms(out.at), out.to.name()),
     )
 }
 

@@ -94,6 +94,16 @@ pub struct Point {
     /// BBR.inflight_longterm (§5.5.8; inflight_hi before -02), bytes: `Some(u64::MAX)` while
     /// it is unset (infinite), `None` where the stack does not show it.
     pub inflight_longterm_bytes: Option<u64>,
+    /// BBR.inflight_shortterm (§5.5.10; inflight_lo), bytes, `Some(u64::MAX)` while unset.
+    pub inflight_shortterm_bytes: Option<u64>,
+    /// BBR.bw_shortterm (§5.5.10; bw_lo), bits/s, `Some(f64::INFINITY)` while unset.
+    pub bw_shortterm_bps: Option<f64>,
+    /// BBR.round_count (§5.5.1): packet-timed round trips so far.
+    pub round_count: Option<u64>,
+    /// BBR.full_bw_reached (§5.3.1.2).
+    pub full_bw_reached: Option<bool>,
+    /// BBR.extra_acked (§5.5.9), bytes.
+    pub extra_acked_bytes: Option<u64>,
 }
 
 /// What the run's path was: the figures assertions are judged against.
@@ -122,6 +132,24 @@ pub struct Trace {
     /// How far apart the points are: the time resolution of everything seen in the trace.
     pub sample_interval: Duration,
     pub points: Vec<Point>,
+}
+
+/// What a count of rounds was measured with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RoundClock {
+    /// BBR.round_count, as the controller counts them.
+    Counted,
+    /// Round trips of this length (the sender's RTT).
+    Rtt(Duration),
+}
+
+impl std::fmt::Display for RoundClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RoundClock::Counted => f.write_str("BBR.round_count"),
+            RoundClock::Rtt(d) => write!(f, "{:.0} ms", d.as_secs_f64() * 1e3),
+        }
+    }
 }
 
 /// A state change seen between two samples: it happened in `(before, at]`.
@@ -210,8 +238,31 @@ impl Trace {
         self.points.iter().any(field)
     }
 
+    /// BBR.round_count at the last sample at or before `t` (the first sample's before it),
+    /// where the stack shows it.
+    pub fn round_count_at(&self, t: Duration) -> Option<u64> {
+        let shown = self.points.iter().filter(|p| p.round_count.is_some());
+        let first = shown.clone().next()?;
+        shown.take_while(|p| p.t <= t).last().unwrap_or(first).round_count
+    }
+
+    /// How many rounds lie between an event in `(a0, a1]` and a later one in `(b0, b1]`: the
+    /// fewest and the most the samples allow. Counted in BBR.round_count where the stack shows
+    /// it (QUIC BBR), else in the sender's RTT at `b0` ([`Trace::round_at`]), which includes
+    /// the queue as BBR's packet-timed rounds do.
+    pub fn rounds_between(&self, (a0, a1): (Duration, Duration), (b0, b1): (Duration, Duration)) -> (f64, f64, RoundClock) {
+        if let (Some(a0c), Some(a1c), Some(b0c), Some(b1c)) =
+            (self.round_count_at(a0), self.round_count_at(a1), self.round_count_at(b0), self.round_count_at(b1))
+        {
+            return (b0c.saturating_sub(a1c) as f64, b1c.saturating_sub(a0c) as f64, RoundClock::Counted);
+        }
+        let round = self.round_at(b0);
+        let r = round.as_secs_f64();
+        (b0.saturating_sub(a1).as_secs_f64() / r, b1.saturating_sub(a0).as_secs_f64() / r, RoundClock::Rtt(round))
+    }
+
     /// A round trip's length near `t`: the sender's own RTT there if it reports one, else the
-    /// path's base RTT. Rounds are counted in these (the series do not carry BBR's round count).
+    /// path's base RTT: what rounds are counted in where the stack does not count them.
     pub fn round_at(&self, t: Duration) -> Duration {
         self.points.iter().take_while(|p| p.t <= t).filter_map(|p| p.rtt).last().unwrap_or(self.path.rtt).max(self.path.rtt)
     }

@@ -89,6 +89,8 @@ pub fn over_runs(rule: Rule, checks: &[RunCheck], alpha: f64) -> Cell {
         Some(b) => match rule {
             Rule::AtLeast(t) => of(judge(&b, Side::AtLeast { strict: false }, t)),
             Rule::AtMost(t) => of(judge(&b, Side::AtMost { strict: false }, t)),
+            Rule::Above(t) => of(judge(&b, Side::AtLeast { strict: true }, t)),
+            Rule::Below(t) => of(judge(&b, Side::AtMost { strict: true }, t)),
             // Both sides must pass; either failing fails.
             Rule::Between(lo, hi) => {
                 let (a, z) = (judge(&b, Side::AtLeast { strict: false }, lo), judge(&b, Side::AtMost { strict: false }, hi));

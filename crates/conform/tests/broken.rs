@@ -99,6 +99,11 @@ fn drive(
                 delivered_bytes: Some(s.snap.delivered_bytes),
                 pacing_rate_bps: Some(s.snap.pacing_rate_bps as f64),
                 inflight_longterm_bytes: Some(s.snap.inflight_hi.unwrap_or(u64::MAX)),
+                inflight_shortterm_bytes: Some(s.snap.inflight_lo.unwrap_or(u64::MAX)),
+                bw_shortterm_bps: Some(s.snap.bw_lo_bps.map_or(f64::INFINITY, |b| b as f64)),
+                round_count: Some(s.snap.round_count),
+                full_bw_reached: Some(s.snap.full_bw_reached),
+                extra_acked_bytes: Some(s.snap.extra_acked),
             }
         })
         .collect();

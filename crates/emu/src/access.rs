@@ -12,37 +12,27 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use ccbench_link::time::{Duration, Instant};
-use serde::{Deserialize, Serialize};
 
-/// One flow's access link: the client-side TCP port its packets carry (as source port on the
-/// uplink, destination port on the downlink) and the one-way delay it adds in each direction.
-// A QUIC flow's port is its UDP socket's: `extra_delay` reads TCP and UDP alike.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct AccessDelay {
-    pub client_port: u16,
-    pub one_way_ns: u64,
-}
+/// One flow's access link (data, in ccbench-model; `extra_delay` reads TCP and UDP alike).
+pub use ccbench_model::path::AccessDelay;
 
-const TCP: u8 = 6;
-const UDP: u8 = 17;
+use ccbench_link::wire::{Ip, TCP, UDP};
 
-/// The extra delay of an IPv4 TCP or UDP packet (`ip` starts at the IP header): its table
-/// entry's for either port, else none. Both headers start with the two ports.
+/// The extra delay of a TCP or UDP packet (`ip` starts at the IP header): its table entry's
+/// for either port, else none.
 pub fn extra_delay(table: &[AccessDelay], ip: &[u8]) -> Duration {
-    let lookup = || -> Option<Duration> {
-        let first = *ip.first()?;
-        if first >> 4 != 4 || !matches!(*ip.get(9)?, TCP | UDP) {
-            return None;
-        }
-        let ihl = usize::from(first & 0x0f) * 4;
-        let ports = ip.get(ihl..ihl + 4)?;
-        let (src, dst) = (u16::from_be_bytes([ports[0], ports[1]]), u16::from_be_bytes([ports[2], ports[3]]));
-        let e = table.iter().find(|e| e.client_port == src || e.client_port == dst)?;
-        Some(Duration::from_nanos(e.one_way_ns))
-    };
     if table.is_empty() {
         return Duration::ZERO;
     }
+    let lookup = || -> Option<Duration> {
+        let h = Ip::parse(ip)?;
+        if !matches!(h.protocol(), TCP | UDP) {
+            return None;
+        }
+        let (src, dst) = h.ports()?;
+        let e = table.iter().find(|e| e.client_port == src || e.client_port == dst)?;
+        Some(Duration::from_nanos(e.one_way_ns))
+    };
     lookup().unwrap_or(Duration::ZERO)
 }
 
@@ -132,12 +122,18 @@ mod tests {
         let mut udp = tcp(5201, 40002);
         udp[9] = UDP;
         assert_eq!(extra_delay(&table, &udp), Duration::from_millis(30));
-        // Neither TCP nor UDP, not IPv4, cut short, empty: no extra delay and no panic.
+        // IPv6 the same (the workload binds IPv4 today; a header reader for both costs nothing).
+        let mut v6 = vec![0x60, 0, 0, 0, 0, 8, UDP, 64];
+        v6.extend_from_slice(&[0; 32]);
+        v6.extend_from_slice(&[0x9c, 0x42, 0x14, 0x51, 0, 8, 0, 0]);
+        assert_eq!(extra_delay(&table, &v6), Duration::from_millis(30));
+        // Neither TCP nor UDP, not IP, cut short, empty: no extra delay and no panic.
         let mut icmp = tcp(40001, 5201);
         icmp[9] = 1;
         assert_eq!(extra_delay(&table, &icmp), Duration::ZERO);
         assert_eq!(extra_delay(&table, &tcp(40001, 5201)[..22]), Duration::ZERO);
-        assert_eq!(extra_delay(&table, &[0x60; 60]), Duration::ZERO);
+        assert_eq!(extra_delay(&table, &[0x60; 60]), Duration::ZERO, "IPv6 next header 96");
+        assert_eq!(extra_delay(&table, &[0x75; 60]), Duration::ZERO, "version 7");
         assert_eq!(extra_delay(&table, &[]), Duration::ZERO);
         let mut long_ihl = tcp(40001, 5201);
         long_ihl[0] = 0x4f;

@@ -11,7 +11,7 @@ use ccbench_netns::Tun;
 
 use crate::report::DirectionReport;
 use crate::shell::{Shell, MAX_READ};
-use crate::wake::{self, EarlyWake};
+use crate::wake::{self, EarlyWake, Wait};
 
 /// Packets read per wake-up before delivering again, so a flood of arrivals cannot delay
 /// departures that are already due.
@@ -77,20 +77,18 @@ impl Forwarder {
     /// [`EarlyWake::lead_for`] before `wake`, then spins for the rest (at most the lead).
     fn sleep_until(&mut self, wake: time::Instant) {
         let now = self.now();
-        if wake <= now {
+        let Wait::Sleep { sleep } = wake::plan(now, wake, &self.early) else {
             return;
-        }
-        let ask = wake - self.early.lead_for(wake - now);
-        if ask > now {
-            if !wake::ppoll_readable(self.from.as_fd().as_raw_fd(), ask - now) {
+        };
+        if sleep > time::Duration::ZERO {
+            if !wake::ppoll_readable(self.from.as_fd().as_raw_fd(), sleep) {
                 // A packet arrived: it is read at once, the deadline is met on a later turn.
                 return;
             }
             let woke = self.now();
-            self.early.observe(woke - ask);
+            self.early.observe(woke - (now + sleep));
         }
-        let now = self.now();
-        if wake > now && wake - now <= self.early.max_spin() {
+        if wake::spin_after(self.now(), wake, self.early.max_spin()) {
             wake::spin_until(self.epoch + wake.since_epoch().to_std());
         }
     }

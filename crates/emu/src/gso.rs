@@ -80,46 +80,12 @@ pub enum SegmentError {
     BadHeaderLength,
 }
 
-/// One's-complement sum of 16-bit big-endian words, not yet folded.
-fn sum16(data: &[u8], mut acc: u32) -> u32 {
-    let mut chunks = data.chunks_exact(2);
-    for c in &mut chunks {
-        acc += u32::from(u16::from_be_bytes([c[0], c[1]]));
-    }
-    if let [last] = chunks.remainder() {
-        acc += u32::from(*last) << 8;
-    }
-    acc
-}
-
-fn fold(mut acc: u32) -> u16 {
-    while acc > 0xffff {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    acc as u16
-}
-
-/// IPv4 header checksum, computed over `hdr` with its checksum field zeroed.
-pub fn ipv4_header_checksum(hdr: &[u8]) -> u16 {
-    let mut acc = sum16(&hdr[..10], 0);
-    acc = sum16(&hdr[12..], acc);
-    !fold(acc)
-}
+use ccbench_link::wire::{ipv4_header_checksum, pseudo_sum, Ip};
 
 /// The folded TCP pseudo-header sum (not complemented): what the checksum field holds for a
 /// packet whose checksum is left to the receiver's "hardware" (`CHECKSUM_PARTIAL`).
 pub fn tcp_pseudo_sum(src: &[u8], dst: &[u8], tcp_len: u16) -> u16 {
     pseudo_sum(src, dst, IPPROTO_TCP, tcp_len)
-}
-
-/// The folded IPv4 pseudo-header sum (RFC 768, RFC 9293 §3.1) for protocol `proto` and a
-/// transport length `len`, not complemented.
-fn pseudo_sum(src: &[u8], dst: &[u8], proto: u8, len: u16) -> u16 {
-    let mut acc = sum16(src, 0);
-    acc = sum16(dst, acc);
-    acc += u32::from(proto);
-    acc += u32::from(len);
-    fold(acc)
 }
 
 /// A TCP/IPv4 superframe (without the vnet header) to be cut into segments of `mss` payload
@@ -167,6 +133,12 @@ impl<'a> Segmenter<'a> {
 
     pub fn count(&self) -> usize {
         self.count
+    }
+
+    /// The IP length of segment `i` as [`Segmenter::write`] would cut it, without cutting it.
+    pub fn wire_len(&self, i: usize) -> usize {
+        let from = (i * self.mss).min(self.payload_len);
+        self.hdrs + ((i + 1) * self.mss).min(self.payload_len) - from
     }
 
     /// Writes segment `i` (vnet header + IP packet) into `buf`; returns the bytes written.
@@ -231,6 +203,14 @@ impl<'a> Superframe<'a> {
         }
     }
 
+    /// The IP length of packet `i`, without cutting it.
+    pub fn wire_len(&self, i: usize) -> usize {
+        match self {
+            Superframe::Tcp(s) => s.wire_len(i),
+            Superframe::Udp(s) => s.wire_len(i),
+        }
+    }
+
     /// Writes packet `i` (vnet header + IP packet) into `buf`; returns the bytes written.
     pub fn write(&self, i: usize, buf: &mut [u8]) -> Result<usize, SegmentError> {
         match self {
@@ -280,6 +260,12 @@ impl<'a> UdpSegmenter<'a> {
         self.count
     }
 
+    /// The IP length of datagram `i` as [`UdpSegmenter::write`] would cut it.
+    pub fn wire_len(&self, i: usize) -> usize {
+        let from = (i * self.size).min(self.payload_len);
+        self.ihl + UDP_HDR_LEN + ((i + 1) * self.size).min(self.payload_len) - from
+    }
+
     /// Writes datagram `i` (vnet header + IP packet) into `buf`; returns the bytes written.
     pub fn write(&self, i: usize, buf: &mut [u8]) -> Result<usize, SegmentError> {
         let (pkt, ihl) = (self.pkt, self.ihl);
@@ -315,6 +301,7 @@ impl<'a> UdpSegmenter<'a> {
 mod fixtures {
     //! The packets both test modules cut and merge, and the one loop that cuts them.
     use super::*;
+    use ccbench_link::wire::{fold, sum16};
 
     /// The first sequence number of [`superframe`]: near the wrap, so every test crosses it.
     pub(super) const FIRST_SEQ: u32 = 0xffff_fff0;
@@ -437,6 +424,20 @@ mod tests {
     }
 
     #[test]
+    fn wire_len_is_the_length_write_cuts() {
+        for (payload, size) in [(1448 * 3 + 100, 1448), (0, 1448), (10, 1448), (1448 * 2, 1448)] {
+            let (tcp_bytes, udp_bytes) = (superframe(payload, 0x10), udp_batch(payload));
+            let tcp = Superframe::Tcp(Segmenter::new(&tcp_bytes, size, false).unwrap());
+            let udp = Superframe::Udp(UdpSegmenter::new(&udp_bytes, size).unwrap());
+            for frame in [tcp, udp] {
+                for (i, cut) in cut_all(&frame).iter().enumerate() {
+                    assert_eq!(frame.wire_len(i), cut.len() - VNET_HDR_LEN, "payload {payload}, packet {i}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn a_small_packet_is_one_segment_and_rejects_garbage() {
         assert_eq!(segments(&superframe(10, 0x18), 1448, false).len(), 1);
         assert_eq!(segments(&superframe(0, 0x10), 1448, false).len(), 1);
@@ -544,15 +545,18 @@ impl Default for Coalescer {
 /// The payload length of an IPv4/UDP datagram the coalescer may merge (20-byte IP header,
 /// not a fragment, lengths consistent), if it is one.
 fn udp_payload(ip: &[u8]) -> Option<usize> {
-    if ip.len() < 28 || ip[0] != 0x45 || ip[9] != IPPROTO_UDP {
-        return None;
-    }
-    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-    let udp_len = usize::from(u16::from_be_bytes([ip[24], ip[25]]));
-    if total != ip.len() || udp_len != total - 20 || u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
-        return None;
-    }
-    Some(udp_len - UDP_HDR_LEN)
+    let h = mergeable(ip, IPPROTO_UDP)?;
+    let udp = h.transport()?.get(..UDP_HDR_LEN)?;
+    let udp_len = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
+    (udp_len == ip.len() - 20).then(|| udp_len - UDP_HDR_LEN)
+}
+
+/// An IPv4 packet of protocol `proto` the coalescer may merge: no options (every merged
+/// packet then shares one 20-byte header), whole (its declared length is the slice's), not
+/// a fragment.
+fn mergeable(ip: &[u8], proto: u8) -> Option<Ip<'_>> {
+    let h = Ip::parse(ip)?;
+    (!h.is_v6() && h.header_len() == 20 && h.protocol() == proto && h.declared_len() == ip.len() && !h.is_fragment()).then_some(h)
 }
 
 /// The parts of an IPv4/TCP packet the coalescer looks at, if it is one it may merge.
@@ -564,20 +568,13 @@ struct TcpView {
 }
 
 fn tcp_view(ip: &[u8]) -> Option<TcpView> {
-    if ip.len() < 40 || ip[0] != 0x45 || ip[9] != 6 {
-        return None;
-    }
-    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-    // No fragments (MF or offset): only whole datagrams are merged.
-    if total != ip.len() || u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
-        return None;
-    }
-    let hdrs = 20 + usize::from(ip[32] >> 4) * 4;
+    let tcp = mergeable(ip, IPPROTO_TCP)?.transport()?;
+    let hdrs = 20 + usize::from(*tcp.get(12)? >> 4) * 4;
     // A data offset below 5 words is no TCP header (and would slice backwards below).
-    if hdrs < 40 || hdrs > total {
+    if hdrs < 40 || hdrs > ip.len() {
         return None;
     }
-    Some(TcpView { hdrs, payload: total - hdrs, seq: u32::from_be_bytes([ip[24], ip[25], ip[26], ip[27]]), flags: ip[33] })
+    Some(TcpView { hdrs, payload: ip.len() - hdrs, seq: u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]]), flags: tcp[13] })
 }
 
 impl Coalescer {

@@ -11,13 +11,11 @@
 //! All timing lives in the link model; this crate only moves bytes and keeps the clock.
 
 pub mod access;
-pub mod ecn;
 mod forward;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gso;
-mod report;
-mod series;
+mod sampling;
 pub mod shell;
 mod spawn;
 mod wake;
@@ -29,13 +27,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use ccbench_link::{time, DirectionConfig};
+use ccbench_link::time;
 use ccbench_netns::{Netns, NetnsError};
-use serde::{Deserialize, Serialize};
 
 pub use access::AccessDelay;
-pub use report::{DelaySummary, DirectionReport, LinkSample, WindowReport};
-pub use series::SampleSink;
+// The path as results record it is data, in ccbench-model, at the paths it had here.
+pub use ccbench_model::path::{DelaySummary, DirectionReport, LinkSample, PathReport, PathSpec, TcpEcn, WindowReport, DEFAULT_BATCH_US};
+pub use sampling::SampleSink;
 pub use shell::{Shell, ShellConfig};
 pub use wake::{host_timer_floor, EarlyWake, DEFAULT_MAX_SPIN};
 pub use window::MeasureWindow;
@@ -49,9 +47,12 @@ pub const TUN_TXQUEUELEN: u32 = 10_000;
 
 /// Sysctls set inside *our* namespaces (never the host's), recorded in every result.
 /// Metrics caching would carry ssthresh from one run into the next; the buffer limits keep
-/// socket buffers from capping goodput on long fat paths before the emulated link does.
+/// socket buffers from capping goodput on long fat paths before the emulated link does: 512 MB
+/// holds 10 Gbit/s × 100 ms plus a 1-BDP queue (64 MB held unlimited rate at 50 ms to 5.9 Gbit/s).
+/// Memory is taken only as autotuning grows a buffer, and flows close with a reset so none
+/// outlives its run (`workload`'s `net::reset_on_close`).
 pub const NAMESPACE_SYSCTLS: &[(&str, &str)] =
-    &[("net.ipv4.tcp_no_metrics_save", "1"), ("net.ipv4.tcp_rmem", "4096 131072 67108864"), ("net.ipv4.tcp_wmem", "4096 16384 67108864")];
+    &[("net.ipv4.tcp_no_metrics_save", "1"), ("net.ipv4.tcp_rmem", "4096 131072 536870912"), ("net.ipv4.tcp_wmem", "4096 16384 536870912")];
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmuError {
@@ -61,76 +62,19 @@ pub enum EmuError {
     Config { direction: &'static str, message: String },
 }
 
-/// Everything that defines an emulated path.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
-pub struct PathSpec {
-    /// Server → client.
-    pub down: DirectionConfig,
-    /// Client → server.
-    pub up: DirectionConfig,
-    pub mtu: u32,
-    pub seed: u64,
-    pub sample_interval_us: u64,
-    /// Let the kernel hand over TSO superframes (segmented again here, per MTU). Off: one
-    /// read per packet, as Mahimahi does.
-    #[serde(default = "default_true")]
-    pub offload: bool,
-    /// After a wake-up the emulator sleeps at least this long before the next one, so
-    /// departures closer together leave in one batch, up to this much late. 0 = every
-    /// departure gets its own wake-up.
-    #[serde(default = "default_batch_us")]
-    pub batch_us: u64,
-    /// Flows with access links of their own behind the bottleneck (`--flows cc:1@10ms`), by
-    /// client port; empty for the one shared path.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub access: Vec<AccessDelay>,
-    /// ECN at the TCP endpoints: `net.ipv4.tcp_ecn` in both namespaces.
-    #[serde(default, skip_serializing_if = "TcpEcn::is_default")]
-    pub tcp_ecn: TcpEcn,
-}
-
-/// `net.ipv4.tcp_ecn` in the run's namespaces (Documentation/networking/ip-sysctl.rst).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum TcpEcn {
-    /// Left at the namespace's default, 2: ECN when the peer asks, never asking.
-    #[default]
-    Default,
-    /// 1: ask for classic ECN (RFC 3168) on outgoing connections and accept it on incoming ones.
-    On,
-    /// 3: ask for Accurate ECN on outgoing connections and accept it on incoming ones.
-    AccEcn,
-}
-
-impl TcpEcn {
-    fn is_default(&self) -> bool {
-        *self == TcpEcn::Default
-    }
-
-    /// The sysctl's value, `None` to leave it alone.
-    pub fn sysctl(self) -> Option<&'static str> {
-        match self {
-            TcpEcn::Default => None,
-            TcpEcn::On => Some("1"),
-            TcpEcn::AccEcn => Some("3"),
-        }
-    }
-}
-
 /// Whether the running kernel has Accurate ECN: its sysctl `net.ipv4.tcp_ecn_option` came with
 /// it (Linux 6.18). Read from the host's /proc, never written.
 pub fn kernel_has_accecn() -> bool {
     std::path::Path::new("/proc/sys/net/ipv4/tcp_ecn_option").exists()
 }
 
-impl PathSpec {
-    fn batch(&self) -> time::Duration {
-        time::Duration::from_micros(self.batch_us)
-    }
-}
-
 /// Where `at` lies on the path's clock, which starts at `epoch` (earlier instants map to the
 /// epoch): the [`time::Instant`] the link model and the shell run on.
+/// What forward.rs, shell.rs, wake.rs and window.rs report, by the path they had here.
+mod report {
+    pub(crate) use ccbench_model::path::{DelaySummary, DirectionReport, LinkSample, WindowReport};
+}
+
 pub(crate) fn clock_at(epoch: Instant, at: Instant) -> time::Instant {
     time::Instant::EPOCH + time::Duration::from_std(at.saturating_duration_since(epoch))
 }
@@ -140,18 +84,6 @@ pub(crate) fn clock_at(epoch: Instant, at: Instant) -> time::Instant {
 /// session), else [`DEFAULT_MAX_SPIN`].
 fn max_spin() -> time::Duration {
     std::env::var("CCBENCH_EMU_SPIN_US").ok().and_then(|v| v.trim().parse().ok()).map(time::Duration::from_micros).unwrap_or(DEFAULT_MAX_SPIN)
-}
-
-/// Default for [`PathSpec::batch_us`]: at a gigabit this groups about two packets per wake-up
-/// and keeps the median delay error near 20 µs (see the benchmark in docs/performance.md).
-pub const DEFAULT_BATCH_US: u64 = 25;
-
-fn default_batch_us() -> u64 {
-    DEFAULT_BATCH_US
-}
-
-fn default_true() -> bool {
-    true
 }
 
 /// A running emulated path. Dropping it (or calling [`finish`](Self::finish)) stops the
@@ -165,13 +97,6 @@ pub struct EmulatedPath {
     /// The devices stay open until the counters are read: a TUN device vanishes with its
     /// last descriptor, and with it the counters (they once read as 0 for that reason).
     _tuns: [Arc<ccbench_netns::Tun>; 2],
-}
-
-/// What the emulator saw in each direction.
-#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct PathReport {
-    pub down: DirectionReport,
-    pub up: DirectionReport,
 }
 
 impl EmulatedPath {

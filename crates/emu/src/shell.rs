@@ -13,7 +13,7 @@ use ccbench_link::{DelayHistogram, DirectionConfig, Link};
 
 use crate::gso::{self, Coalescer, Superframe, VnetHdr, VNET_HDR_LEN};
 use crate::report::{DelaySummary, DirectionReport, LinkSample};
-use crate::series::{SampleSink, SeriesRecorder};
+use crate::sampling::{SampleSink, SeriesRecorder};
 use crate::window::{MeasureWindow, WindowAccount};
 
 /// Longest sleep without looking at the stop flag.
@@ -45,6 +45,9 @@ pub struct Shell {
     link: Link<Box<[u8]>>,
     /// The AQM queues flows apart (FQ-CoDel): each packet's 5-tuple is hashed on the way in.
     per_flow: bool,
+    /// TCP superframes cross whole ([`crosses_whole`]): each segment still enters the model,
+    /// but as an empty marker, and the superframe's own bytes ride on its last segment.
+    whole: bool,
     pool: Vec<Box<[u8]>>,
     coalescer: Coalescer,
     /// A departure that did not fit the coalescer; it starts the next superframe.
@@ -105,6 +108,7 @@ impl Shell {
         Shell {
             hdr,
             buf_len,
+            whole: crosses_whole(&cfg),
             link: Link::new(cfg.config.clone(), cfg.seed),
             per_flow: cfg.config.aqm.per_flow(),
             // Grows to the most packets ever held at once, then recycles: no allocation in
@@ -136,7 +140,16 @@ impl Shell {
 
     /// Gives the flows in `access` their own delay behind the bottleneck.
     pub fn with_access(mut self, access: Vec<crate::access::AccessDelay>) -> Self {
+        self.whole &= access.is_empty();
         self.access = access;
+        self
+    }
+
+    /// Cuts every superframe even where it could cross whole: the slower path
+    /// [`crosses_whole`] skips, kept so tests can hold the two side by side.
+    #[doc(hidden)]
+    pub fn cutting_superframes(mut self) -> Self {
+        self.whole = false;
         self
     }
 
@@ -144,18 +157,43 @@ impl Shell {
         self.pool.pop().unwrap_or_else(|| vec![0u8; self.buf_len].into_boxed_slice())
     }
 
+    /// Takes a buffer back: one of the pool's size returns to it; a whole superframe's own
+    /// allocation or a marker is let go.
+    fn recycle(&mut self, buf: Box<[u8]>) {
+        if buf.len() == self.buf_len {
+            self.pool.push(buf);
+        }
+    }
+
     /// Offers one packet (`len` bytes of `buf`, vnet header included) to the link.
     fn offer(&mut self, now: Instant, buf: Box<[u8]>, len: usize) {
-        let wire = (len - self.hdr) as u32;
         let flow = if self.per_flow { ccbench_link::flow::flow_of(&buf[self.hdr..len]) } else { 0 };
-        let ecn = crate::ecn::read(&buf[self.hdr..len]);
+        let ecn = ccbench_link::wire::ecn(&buf[self.hdr..len]);
+        self.offer_as(now, (len - self.hdr) as u32, flow, ecn, buf);
+    }
+
+    /// Offers `buf` to the link as a packet of `wire` bytes of `flow` carrying `ecn`.
+    fn offer_as(&mut self, now: Instant, wire: u32, flow: u64, ecn: ccbench_link::Ecn, buf: Box<[u8]>) {
         let result = self.link.enqueue_ecn(now, wire, flow, ecn, buf);
         // The window meters the entry as the link did, with the link's rate in force.
         self.window.arrival(now, wire, self.link.back_to_back_under(wire));
         if let Err(dropped) = result {
             self.window.drop(dropped.arrived_at, dropped.cause, wire);
-            self.pool.push(dropped.packet);
+            self.recycle(dropped.packet);
         }
+    }
+
+    /// Offers a TCP superframe's segments to the link as they are, without cutting them: each
+    /// enters as an empty marker of its own wire length, in order, and the last carries a copy
+    /// of the whole superframe. Only where [`crosses_whole`] holds, so none is dropped or
+    /// marked and all leave together, at the instant each would have left cut.
+    fn offer_whole(&mut self, now: Instant, frame: &Superframe, bytes: &[u8]) {
+        let ecn = ccbench_link::wire::ecn(&bytes[self.hdr..]);
+        let last = frame.count() - 1;
+        for i in 0..last {
+            self.offer_as(now, frame.wire_len(i) as u32, 0, ecn, Box::default());
+        }
+        self.offer_as(now, frame.wire_len(last) as u32, 0, ecn, bytes.into());
     }
 
     /// Takes one packet (or superframe) read from the input device at `now`.
@@ -174,6 +212,10 @@ impl Shell {
             Some(superframe) => {
                 self.superframes += 1;
                 match superframe {
+                    Ok(seg @ Superframe::Tcp(_)) if self.whole => {
+                        self.segments += seg.count() as u64;
+                        self.offer_whole(now, &seg, bytes);
+                    }
                     Ok(seg) => {
                         self.segments += seg.count() as u64;
                         for i in 0..seg.count() {
@@ -182,7 +224,7 @@ impl Shell {
                                 Ok(len) => self.offer(now, buf, len),
                                 Err(_) => {
                                     self.malformed += 1;
-                                    self.pool.push(buf);
+                                    self.recycle(buf);
                                 }
                             }
                         }
@@ -214,7 +256,7 @@ impl Shell {
         self.last_now = self.last_now.max(now);
         let now = self.last_now;
         if let Some(buf) = self.lent.take() {
-            self.pool.push(buf);
+            self.recycle(buf);
         }
         loop {
             let (buf, len) = match self.held.take() {
@@ -224,10 +266,12 @@ impl Shell {
                     None => break,
                 },
             };
+            // A superframe that crossed whole leaves as it came, after what the coalescer holds.
+            let whole = self.whole && is_superframe(&buf[..len]);
             // Packets due together leave together: consecutive segments of one flow go out
             // as one superframe, as a NIC's GRO would deliver them.
-            if self.hdr > 0 && self.coalescer.push(&buf[..len]) {
-                self.pool.push(buf);
+            if self.hdr > 0 && !whole && self.coalescer.push(&buf[..len]) {
+                self.recycle(buf);
                 continue;
             }
             self.writes += 1;
@@ -264,10 +308,20 @@ impl Shell {
             self.lateness.record(late);
             self.series.on_delivery(queue_delay, late);
             self.window.delivery(d.delivered_at, d.len, queue_delay, late, d.marked);
+            if self.whole {
+                // A marker has left (accounted above); the superframe leaves with its last.
+                if d.packet.is_empty() {
+                    continue;
+                }
+                if is_superframe(&d.packet) {
+                    let len = d.packet.len();
+                    return Some((d.packet, len));
+                }
+            }
             let len = self.hdr + d.len as usize;
             let mut packet = d.packet;
             // The codepoint it leaves with (CE when the AQM marked it), into its IP header.
-            crate::ecn::write(&mut packet[self.hdr..len], d.ecn);
+            ccbench_link::wire::set_ecn(&mut packet[self.hdr..len], d.ecn);
             let d = ccbench_link::Delivery { packet, ..d };
             let extra = crate::access::extra_delay(&self.access, &d.packet[self.hdr..len]);
             if extra == Duration::ZERO {
@@ -286,7 +340,7 @@ impl Shell {
         // they count in the window at their packet's arrival.
         while let Some(dropped) = self.link.take_dropped() {
             self.window.drop(dropped.arrived_at, dropped.cause, dropped.len);
-            self.pool.push(dropped.packet);
+            self.recycle(dropped.packet);
         }
         let busy = self.link.stats().busy_ns;
         self.window.busy(now, busy - self.last_busy);
@@ -358,4 +412,33 @@ impl Shell {
             error: self.first_error,
         }
     }
+}
+
+/// Whether TCP superframes may cross this direction whole instead of cut into segments and
+/// merged again on the way out: where the model can do nothing to one segment that it does
+/// not do to all of them. At an unlimited rate with no trace, no scheduled change, no jitter,
+/// no loss, no policer, no ECN fault and drop-tail, every segment of a superframe that
+/// arrives at once finds the server idle (so no buffer can refuse it) and is delivered at its
+/// arrival plus the one delay: all leave together and unchanged, so writing the superframe
+/// itself is what cutting and re-merging would have written, minus the copies. The segments
+/// still enter the model one by one, so its counters, the window, the series and the
+/// lateness see each of them. Off without offloads (there are no superframes) and with
+/// access links (their delays are looked up per packet).
+pub fn crosses_whole(cfg: &ShellConfig) -> bool {
+    let c = &cfg.config;
+    cfg.offload
+        && c.rate == ccbench_link::Rate::Unlimited
+        && c.trace.is_none()
+        && c.schedule.is_empty()
+        && c.jitter == ccbench_link::Jitter::None
+        && c.loss == ccbench_link::LossModel::None
+        && c.policer.is_none()
+        && c.ecn_fault.is_none()
+        && c.aqm == ccbench_link::Aqm::DropTail
+}
+
+/// A buffer holding a whole superframe: its vnet header says GSO (cut packets never do, and
+/// a plain read that says so is refused as malformed).
+fn is_superframe(buf: &[u8]) -> bool {
+    VnetHdr::parse(buf).is_some_and(|vh| vh.gso_type != gso::GSO_NONE)
 }

@@ -11,7 +11,7 @@
 use std::os::fd::RawFd;
 use std::time::Instant as StdInstant;
 
-use ccbench_link::time::Duration;
+use ccbench_link::time::{self, Duration};
 use ccbench_link::DelayHistogram;
 
 use crate::report::DelaySummary;
@@ -80,6 +80,37 @@ impl EarlyWake {
         }
         self.estimate_ns = self.estimate_ns.clamp(0.0, self.max_spin.as_nanos() as f64);
     }
+}
+
+/// What a forwarder does next for a deadline `wake`, decided from the clock alone so that the
+/// choice is tested on a virtual clock ([`plan`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// The deadline has passed: transmit now.
+    Ready,
+    /// Sleep (cut short by a readable device) for `sleep`; then [`spin_after`] says whether
+    /// to spin the rest.
+    Sleep { sleep: Duration },
+}
+
+/// Decides how to wait from `now` for `wake`, `early` saying how much earlier than a deadline
+/// the kernel should be asked to wake: sleep until the lead before it. A deadline further than the spin bound is always slept
+/// for, so nothing busy-loops between packets at ordinary rates; a gigabit's deadlines, a
+/// batching gap apart, get no lead ([`EarlyWake::lead_for`]) and are slept for whole.
+pub(crate) fn plan(now: time::Instant, wake: time::Instant, early: &EarlyWake) -> Wait {
+    if wake <= now {
+        return Wait::Ready;
+    }
+    // `lead_for` gives a lead only to a sleep at least four leads long, so the wake-up asked
+    // for is always after `now`.
+    Wait::Sleep { sleep: wake - early.lead_for(wake - now) - now }
+}
+
+/// After a timed sleep returned at `now`: spin until `wake` when it is still ahead by no more
+/// than the bound (a wake-up early on purpose, or a sleep the kernel ended early); a deadline
+/// further off is slept for again.
+pub(crate) fn spin_after(now: time::Instant, wake: time::Instant, max_spin: Duration) -> bool {
+    wake > now && wake - now <= max_spin
 }
 
 /// Sleeps until `fd` is readable or `timeout` passes; true when the timeout passed. ppoll
@@ -198,6 +229,46 @@ mod tests {
             w.observe(us(2));
         }
         assert!(w.lead() <= us(3), "lead {:?}", w.lead());
+    }
+
+    fn at(n: u64) -> time::Instant {
+        time::Instant::EPOCH + us(n)
+    }
+
+    #[test]
+    fn a_deadline_passed_is_ready_and_a_far_one_is_slept_for() {
+        let w = EarlyWake::new(us(30));
+        assert_eq!(plan(at(100), at(100), &w), Wait::Ready);
+        assert_eq!(plan(at(100), at(90), &w), Wait::Ready);
+        // Nothing learnt yet: no lead, the sleep is for the deadline itself.
+        assert_eq!(plan(at(100), at(5_100), &w), Wait::Sleep { sleep: us(5_000) });
+    }
+
+    #[test]
+    fn a_sparse_deadline_is_slept_for_up_to_the_lead_then_spun() {
+        let mut w = EarlyWake::new(us(30));
+        for _ in 0..10_000 {
+            w.observe(us(10));
+        }
+        let lead = w.lead();
+        // 100 Mbit/s, 120 µs away: woken a lead early.
+        assert_eq!(plan(at(0), at(120), &w), Wait::Sleep { sleep: us(120) - lead });
+        // A gigabit's 25 µs gap: slept for whole, no spin of the gap.
+        assert_eq!(plan(at(0), at(25), &w), Wait::Sleep { sleep: us(25) });
+        // Woken the lead early: the rest is spun, within the bound only.
+        assert!(spin_after(at(120) - lead, at(120), w.max_spin()));
+        assert!(spin_after(at(0), at(30), us(30)));
+        assert!(!spin_after(at(0), at(31), us(30)), "further than the bound: sleep again");
+        assert!(!spin_after(at(120), at(120), us(30)), "due: nothing to spin");
+        assert!(!spin_after(at(0), at(1), Duration::ZERO), "the bound zero never spins");
+    }
+
+    #[test]
+    fn the_spin_bound_zero_never_spins() {
+        let w = EarlyWake::new(Duration::ZERO);
+        for gap in [1, 10, 30, 120, 10_000] {
+            assert_eq!(plan(at(0), at(gap), &w), Wait::Sleep { sleep: us(gap) }, "gap {gap} µs");
+        }
     }
 
     #[test]

@@ -342,7 +342,7 @@ fn ipv4_tcp(tos: u8, id: u16) -> Vec<u8> {
     let mut p = vec![0u8; 1500];
     p[..20].copy_from_slice(&[0x45, tos, 0x05, 0xdc, 0, 0, 0x40, 0x00, 0x40, 0x06, 0, 0, 10, 77, 0, 1, 10, 77, 0, 2]);
     p[4..6].copy_from_slice(&id.to_be_bytes());
-    let c = ccbench_emu::gso::ipv4_header_checksum(&p[..20]);
+    let c = ccbench_link::wire::ipv4_header_checksum(&p[..20]);
     p[10..12].copy_from_slice(&c.to_be_bytes());
     p
 }
@@ -363,7 +363,7 @@ fn the_aqm_marks_reach_the_ip_header_with_a_valid_checksum() {
     assert!(ce.len() > 5, "{} marked", ce.len());
     for p in &out {
         assert_eq!(p[1] & !3, 0xb8, "DSCP kept");
-        assert_eq!(u16::from_be_bytes([p[10], p[11]]), ccbench_emu::gso::ipv4_header_checksum(&p[..20]), "checksum valid");
+        assert_eq!(u16::from_be_bytes([p[10], p[11]]), ccbench_link::wire::ipv4_header_checksum(&p[..20]), "checksum valid");
         assert_eq!(p[20..], vec![0u8; 1480][..], "payload untouched");
     }
     let r = shell.finish(at(1000 * MS), 0.0);
@@ -408,4 +408,80 @@ fn a_read_does_not_push_back_a_departure_that_is_due() {
     }
     assert_eq!(drain(&mut shell, at(20 * US)), vec![udp(1), udp(2)], "10 µs apart at 800 Mbit/s");
     assert_eq!(shell.poll_timeout(), at(45 * US), "the third (due at 30 µs) waits out the gap from the last departure");
+}
+
+/// A TCP superframe of `payload` bytes whose payload is `tag`, behind a GSO vnet header.
+fn tagged_superframe(payload: usize, tag: u8) -> Vec<u8> {
+    let mut p = superframe(payload, 5, 5);
+    p[VNET_HDR_LEN + 40..].fill(tag);
+    p
+}
+
+/// What leaves a shell polled every 100 µs for 20 ms, after `reads` (arrival, bytes): each
+/// write's time and the TCP payload it carries.
+fn run_reads(mut shell: Shell, reads: &[(time::Duration, Vec<u8>)]) -> (Vec<(time::Duration, Vec<u8>)>, ccbench_emu::DirectionReport) {
+    let step = time::Duration::from_micros(100);
+    let mut out = Vec::new();
+    let mut next = 0;
+    for k in 0..200u64 {
+        let now = k * step;
+        while next < reads.len() && reads[next].0 <= now {
+            shell.handle_read(at(now), &reads[next].1);
+            next += 1;
+        }
+        for frame in drain(&mut shell, at(now)) {
+            out.push((now, frame[VNET_HDR_LEN + 40..].to_vec()));
+        }
+    }
+    (out, shell.finish(at(200 * step), 0.0))
+}
+
+/// Issue 33: at an unlimited rate a superframe crosses whole, and that is exact: the same
+/// departures at the same instants, in the same order, with the same payload, as cutting it
+/// into segments and merging them back; the model still sees every segment.
+#[test]
+fn an_unlimited_link_carries_superframes_whole_exactly_as_cut_ones() {
+    let dir = DirectionConfig { delay_ns: 10 * MS, ..Default::default() };
+    let us = time::Duration::from_micros(1);
+    let reads = vec![
+        (time::Duration::ZERO, tagged_superframe(1448 * 2 + 1104, 1)),
+        (300 * us, tagged_superframe(1448 * 44, 2)),
+        (300 * us, tagged_superframe(100, 3)),
+        (1000 * us, tagged_superframe(1448 * 5, 4)),
+    ];
+    let whole = Shell::new(config(true, dir.clone()), T0, MeasureWindow::new(Instant::now()));
+    let cut = Shell::new(config(true, dir), T0, MeasureWindow::new(Instant::now())).cutting_superframes();
+    let (whole_out, w) = run_reads(whole, &reads);
+    let (cut_out, c) = run_reads(cut, &reads);
+    let times: Vec<_> = whole_out.iter().map(|(t, p)| (*t, p.len(), p[0])).collect();
+    assert_eq!(times, vec![(10 * MS, 1448 * 2 + 1104, 1), (10_300 * us, 1448 * 44, 2), (10_300 * us, 100, 3), (11 * MS, 1448 * 5, 4)]);
+    assert_eq!(whole_out, cut_out, "the same writes at the same instants");
+    assert_eq!(w.writes, c.writes);
+    assert_eq!((w.superframes, w.segments_from_superframes), (4, 3 + 44 + 1 + 5));
+    assert_eq!(
+        (w.stats.packets_in, w.stats.packets_out, w.stats.bytes_in, w.stats.bytes_out),
+        (c.stats.packets_in, c.stats.packets_out, c.stats.bytes_in, c.stats.bytes_out)
+    );
+    assert_eq!(w.stats.packets_out, 53, "every segment through the model");
+    assert_eq!(w.stats.bytes_out, 53 * 40 + 1448 * 51 + 1104 + 100);
+    assert_eq!((w.lateness.count, w.lateness.p99_us), (c.lateness.count, c.lateness.p99_us));
+    assert_eq!(w.malformed, 0);
+}
+
+/// Whole superframes only where the model treats every segment alike.
+#[test]
+fn superframes_are_cut_wherever_the_model_decides_per_packet() {
+    use ccbench_emu::shell::crosses_whole;
+    use ccbench_link::{Jitter, LossModel};
+    let base = DirectionConfig { delay_ns: 10 * MS, buffer: Buffer::Packets(5), ..Default::default() };
+    assert!(crosses_whole(&config(true, base.clone())), "unlimited rate, any buffer: the server is never busy");
+    assert!(!crosses_whole(&config(false, base.clone())), "no offloads, no superframes");
+    for (what, dir) in [
+        ("a rate", DirectionConfig { rate: Rate::mbps(100), ..base.clone() }),
+        ("loss", DirectionConfig { loss: LossModel::Bernoulli { p: 0.01 }, ..base.clone() }),
+        ("jitter", DirectionConfig { jitter: Jitter::Uniform { max_ns: MS, reorder: false }, ..base.clone() }),
+        ("an AQM", DirectionConfig { aqm: ccbench_link::Aqm::codel(), ..base.clone() }),
+    ] {
+        assert!(!crosses_whole(&config(true, dir)), "{what}");
+    }
 }

@@ -1,19 +1,19 @@
-//! Queue management of the buffer: one queue discipline per file behind the [`Aqm`] trait,
+//! Queue management of the buffer: one queue discipline per file behind the [`QueueDiscipline`] trait,
 //! after Mahimahi's `AbstractPacketQueue` (enqueue, dequeue, size) and quinn's one congestion
 //! controller per file.
 //!
 //! The link hands a discipline every packet that passed loss and the policer
-//! ([`Aqm::enqueue`], which may refuse it: drop-tail at the buffer limit, PIE's early drop),
-//! asks it for the next packet whenever the rate server becomes free ([`Aqm::dequeue`], which may
+//! ([`QueueDiscipline::enqueue`], which may refuse it: drop-tail at the buffer limit, PIE's early drop),
+//! asks it for the next packet whenever the rate server becomes free ([`QueueDiscipline::dequeue`], which may
 //! drop on the way out: CoDel), and replays its timers in time order with the link's other
-//! events ([`Aqm::next_timer`], [`Aqm::on_timer`]: PIE's periodic drop-probability update). The
+//! events ([`QueueDiscipline::next_timer`], [`QueueDiscipline::on_timer`]: PIE's periodic drop-probability update). The
 //! buffer limit ([`Buffer`]) is the discipline's to enforce, since FQ-CoDel answers an overflow
 //! by dropping from its fattest queue rather than the arrival.
 //!
 //! # Adding an AQM
 //!
 //! 1. A file `aqm/NAME.rs` with its parameters (a [`AqmConfig`]: what `--aqm NAME:KEY=VALUE,…`
-//!    sets, result.json records and the summary describes) and its queue (an [`Aqm`]), with
+//!    sets, result.json records and the summary describes) and its queue (a [`QueueDiscipline`]), with
 //!    its tests on the virtual clock.
 //! 2. One line in the `registry!` below: the variant, its flag name and its parameters.
 //!
@@ -94,7 +94,7 @@ impl<P> Drops<'_, P> {
 }
 
 /// A queue discipline: the buffer between the policer and the rate server.
-pub trait Aqm<P> {
+pub trait QueueDiscipline<P> {
     /// Takes a packet that passed loss and the policer at `now`, or refuses it with the cause
     /// (the link hands it straight back). `server_idle`: the server is idle, so the queue is
     /// empty and the packet is served at once; it must be admitted whatever the buffer limit
@@ -102,7 +102,7 @@ pub trait Aqm<P> {
     fn enqueue(&mut self, now: Instant, q: Queued<P>, server_idle: bool, drops: &mut Drops<P>) -> Result<(), (Queued<P>, DropCause)>;
     /// The packet the server starts on at `now`, or `None` when nothing is left.
     fn dequeue(&mut self, now: Instant, drops: &mut Drops<P>) -> Option<Queued<P>>;
-    /// When the discipline next needs [`Aqm::on_timer`]; `None` when no timer is armed (or it
+    /// When the discipline next needs [`QueueDiscipline::on_timer`]; `None` when no timer is armed (or it
     /// would change nothing). The link replays timers lazily, in time order with arrivals and
     /// departures, so they cost no wake-ups.
     fn next_timer(&self) -> Option<Instant> {
@@ -113,13 +113,19 @@ pub trait Aqm<P> {
     fn backlog_bytes(&self) -> u64;
     /// Packets waiting, excluding the packet in service.
     fn backlog_packets(&self) -> usize;
+    /// The probability the discipline's decisions derive from, for the link series: DualPI2's
+    /// base probability `p'` (RFC 9332 §2.4: the classic queue drops or marks with `p'²`, the L
+    /// queue marks with `k·p'`); `None` where there is none.
+    fn base_prob(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// An AQM's parameters: what `--aqm NAME:KEY=VALUE,…` sets, result.json records (flattened
 /// beside `"kind"`) and the path's description shows.
 pub trait AqmConfig: Copy + Default + PartialEq + fmt::Debug + Serialize + DeserializeOwned {
     /// The discipline these parameters build.
-    type Queue<P>: Aqm<P>;
+    type Queue<P>: QueueDiscipline<P>;
     /// Its keys with their defaults, as `--help` and errors show them: `target=5ms,…`.
     const KEYS: &'static str;
     /// Sets one `KEY=VALUE`, or says what that key accepts.
@@ -200,14 +206,14 @@ macro_rules! registry {
         /// (drop-tail at arrival, except FQ-CoDel, which drops from its fattest queue).
         #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
         #[serde(tag = "kind", rename_all = "snake_case")]
-        pub enum AqmKind {
+        pub enum Aqm {
             /// A FIFO that drops arrivals finding the buffer full.
             #[default]
             DropTail,
             $($(#[$doc])* $variant($config),)*
         }
 
-        /// The running discipline of each [`AqmKind`]. One per link direction, built once and
+        /// The running discipline of each [`Aqm`]. One per link direction, built once and
         /// never moved per packet, so the size of PIE's RNG inline costs nothing.
         #[allow(clippy::large_enum_variant)]
         pub(crate) enum Discipline<P> {
@@ -215,12 +221,12 @@ macro_rules! registry {
             $($variant(<$config as AqmConfig>::Queue<P>),)*
         }
 
-        impl AqmKind {
+        impl Aqm {
             /// Its name on the command line: `droptail`, `codel`, `pie`, `fq_codel`.
             pub fn name(&self) -> &'static str {
                 match self {
-                    AqmKind::DropTail => "droptail",
-                    $(AqmKind::$variant(_) => $name,)*
+                    Aqm::DropTail => "droptail",
+                    $(Aqm::$variant(_) => $name,)*
                 }
             }
 
@@ -231,34 +237,34 @@ macro_rules! registry {
                 s
             }
 
-            fn parse(name: &str, params: Option<&str>) -> Result<AqmKind, Refused> {
+            fn parse(name: &str, params: Option<&str>) -> Result<Aqm, Refused> {
                 match name {
-                    "droptail" if params.is_none() => Ok(AqmKind::DropTail),
-                    $($name => set_all(<$config>::default(), $name, params).map(AqmKind::$variant),)*
+                    "droptail" if params.is_none() => Ok(Aqm::DropTail),
+                    $($name => set_all(<$config>::default(), $name, params).map(Aqm::$variant),)*
                     _ => Err(Refused(Self::allowed())),
                 }
             }
 
             pub fn validate(&self) -> Result<(), LinkConfigError> {
                 match self {
-                    AqmKind::DropTail => Ok(()),
-                    $(AqmKind::$variant(c) => c.validate(),)*
+                    Aqm::DropTail => Ok(()),
+                    $(Aqm::$variant(c) => c.validate(),)*
                 }
             }
 
             /// For the path's description; `None` for drop-tail, which is the absence of one.
             pub fn describe(&self) -> Option<String> {
                 match self {
-                    AqmKind::DropTail => None,
-                    $(AqmKind::$variant(c) => Some(c.describe()),)*
+                    Aqm::DropTail => None,
+                    $(Aqm::$variant(c) => Some(c.describe()),)*
                 }
             }
 
             /// Whether packets should be classified into flows ([`AqmConfig::per_flow`]).
             pub fn per_flow(&self) -> bool {
                 match self {
-                    AqmKind::DropTail => false,
-                    $(AqmKind::$variant(c) => c.per_flow(),)*
+                    Aqm::DropTail => false,
+                    $(Aqm::$variant(c) => c.per_flow(),)*
                 }
             }
 
@@ -266,28 +272,28 @@ macro_rules! registry {
             /// (drop-tail).
             pub fn enable_ecn(&mut self) -> bool {
                 match self {
-                    AqmKind::DropTail => false,
-                    $(AqmKind::$variant(c) => c.enable_ecn(),)*
+                    Aqm::DropTail => false,
+                    $(Aqm::$variant(c) => c.enable_ecn(),)*
                 }
             }
 
             /// Whether it marks ECN-capable packets instead of dropping them ([`AqmConfig::marks`]).
             pub fn marks(&self) -> bool {
                 match self {
-                    AqmKind::DropTail => false,
-                    $(AqmKind::$variant(c) => c.marks(),)*
+                    Aqm::DropTail => false,
+                    $(Aqm::$variant(c) => c.marks(),)*
                 }
             }
 
             pub(crate) fn build<P>(&self, buffer: Buffer, seed: u64) -> Discipline<P> {
                 match self {
-                    AqmKind::DropTail => Discipline::DropTail(drop_tail::DropTail::new(buffer)),
-                    $(AqmKind::$variant(c) => Discipline::$variant(c.build(buffer, seed)),)*
+                    Aqm::DropTail => Discipline::DropTail(drop_tail::DropTail::new(buffer)),
+                    $(Aqm::$variant(c) => Discipline::$variant(c.build(buffer, seed)),)*
                 }
             }
         }
 
-        impl<P> Aqm<P> for Discipline<P> {
+        impl<P> QueueDiscipline<P> for Discipline<P> {
             fn enqueue(&mut self, now: Instant, q: Queued<P>, server_idle: bool, drops: &mut Drops<P>) -> Result<(), (Queued<P>, DropCause)> {
                 match self {
                     Discipline::DropTail(d) => d.enqueue(now, q, server_idle, drops),
@@ -324,6 +330,12 @@ macro_rules! registry {
                     $(Discipline::$variant(d) => d.backlog_packets(),)*
                 }
             }
+            fn base_prob(&self) -> Option<f64> {
+                match self {
+                    Discipline::DropTail(d) => QueueDiscipline::<P>::base_prob(d),
+                    $(Discipline::$variant(d) => QueueDiscipline::<P>::base_prob(d),)*
+                }
+            }
         }
     };
 }
@@ -350,7 +362,7 @@ fn set_all<C: AqmConfig>(mut c: C, name: &str, params: Option<&str>) -> Result<C
 }
 
 /// `droptail`, or `NAME[:KEY=VALUE,…]` with the registered names and each AQM's keys.
-impl FromStr for AqmKind {
+impl FromStr for Aqm {
     type Err = Refused;
     fn from_str(s: &str) -> Result<Self, Refused> {
         match s.trim().split_once(':') {
@@ -392,26 +404,26 @@ mod tests {
 
     #[test]
     fn names_parse_to_their_defaults_and_keys_override() {
-        assert_eq!("droptail".parse(), Ok(AqmKind::DropTail));
-        assert_eq!("codel".parse(), Ok(AqmKind::Codel(Codel::default())));
-        assert_eq!("pie".parse(), Ok(AqmKind::Pie(Pie::default())));
-        assert_eq!("fq_codel".parse(), Ok(AqmKind::FqCodel(FqCodel::default())));
-        assert_eq!("codel:target=10ms".parse(), Ok(AqmKind::Codel(Codel { target_ns: 10 * MS, ..Codel::default() })));
-        assert_eq!("pie:target=20ms,tupdate=30ms".parse(), Ok(AqmKind::Pie(Pie { target_ns: 20 * MS, tupdate_ns: 30 * MS, ..Pie::default() })));
-        assert_eq!("fq_codel:flows=16,quantum=300".parse(), Ok(AqmKind::FqCodel(FqCodel { flows: 16, quantum: Some(300), ..FqCodel::default() })));
+        assert_eq!("droptail".parse(), Ok(Aqm::DropTail));
+        assert_eq!("codel".parse(), Ok(Aqm::Codel(Codel::default())));
+        assert_eq!("pie".parse(), Ok(Aqm::Pie(Pie::default())));
+        assert_eq!("fq_codel".parse(), Ok(Aqm::FqCodel(FqCodel::default())));
+        assert_eq!("codel:target=10ms".parse(), Ok(Aqm::Codel(Codel { target_ns: 10 * MS, ..Codel::default() })));
+        assert_eq!("pie:target=20ms,tupdate=30ms".parse(), Ok(Aqm::Pie(Pie { target_ns: 20 * MS, tupdate_ns: 30 * MS, ..Pie::default() })));
+        assert_eq!("fq_codel:flows=16,quantum=300".parse(), Ok(Aqm::FqCodel(FqCodel { flows: 16, quantum: Some(300), ..FqCodel::default() })));
         for a in ["droptail", "codel", "pie", "fq_codel"] {
-            assert_eq!(a.parse::<AqmKind>().unwrap().name(), a);
+            assert_eq!(a.parse::<Aqm>().unwrap().name(), a);
         }
     }
 
     #[test]
     fn refusals_say_what_is_allowed() {
-        let all = AqmKind::allowed();
+        let all = Aqm::allowed();
         assert!(all.starts_with("droptail, codel[:target=5ms,interval=100ms,ecn=off,ce_threshold=off], pie[:target=15ms,"), "{all}");
         assert!(all.ends_with("dualpi2[:target=15ms,tupdate=16ms,alpha=0.16,beta=3.2,k=2,step=1ms,c_protection=10,drop_overload=on]"), "{all}");
         assert!(all.contains("fq_codel[:"), "{all}");
         for bad in ["red", "droptail:x=1", "", "CODEL"] {
-            assert_eq!(bad.parse::<AqmKind>(), Err(Refused(all.clone())), "{bad}");
+            assert_eq!(bad.parse::<Aqm>(), Err(Refused(all.clone())), "{bad}");
         }
         for (bad, why) in [
             ("codel:target=1", "target is a duration such as"),
@@ -423,7 +435,7 @@ mod tests {
             ("fq_codel:flows=0", "flows is a whole number from 1 to 65536"),
             ("fq_codel:quantum=10", "quantum is a byte count from"),
         ] {
-            let e = bad.parse::<AqmKind>().unwrap_err().0;
+            let e = bad.parse::<Aqm>().unwrap_err().0;
             let name = bad.split(':').next().unwrap();
             assert!(e.starts_with(&format!("{name}[:")), "{bad}: {e}");
             assert!(e.contains(why), "{bad}: {e}");
@@ -433,13 +445,13 @@ mod tests {
     #[test]
     fn serializes_flat_beside_its_kind() {
         // result.json's shape from before the registry: the parameters beside "kind".
-        let c = AqmKind::Codel(Codel { target_ns: 3 * MS, interval_ns: 50 * MS, ..Codel::default() });
+        let c = Aqm::Codel(Codel { target_ns: 3 * MS, interval_ns: 50 * MS, ..Codel::default() });
         assert_eq!(serde_json::to_string(&c).unwrap(), r#"{"kind":"codel","target_ns":3000000,"interval_ns":50000000}"#);
-        assert_eq!(serde_json::to_string(&AqmKind::DropTail).unwrap(), r#"{"kind":"drop_tail"}"#);
-        assert_eq!(serde_json::from_str::<AqmKind>(r#"{"kind":"codel"}"#).unwrap(), AqmKind::Codel(Codel::default()));
+        assert_eq!(serde_json::to_string(&Aqm::DropTail).unwrap(), r#"{"kind":"drop_tail"}"#);
+        assert_eq!(serde_json::from_str::<Aqm>(r#"{"kind":"codel"}"#).unwrap(), Aqm::Codel(Codel::default()));
         for a in ["pie:target=20ms", "fq_codel:flows=8", "codel"] {
-            let a: AqmKind = a.parse().unwrap();
-            let back: AqmKind = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+            let a: Aqm = a.parse().unwrap();
+            let back: Aqm = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
             assert_eq!(back, a);
         }
     }

@@ -1,6 +1,6 @@
 use serde::{Deserialize, Serialize};
 
-use crate::aqm::AqmKind as Aqm;
+use crate::aqm::Aqm;
 pub use crate::buffer::Buffer;
 use crate::ecn::EcnFault;
 pub use crate::error::LinkConfigError;

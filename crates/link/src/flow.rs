@@ -6,41 +6,20 @@
 //! ports (ICMP, a non-first fragment, an IPv6 extension header before the transport) hashes
 //! its addresses and protocol only.
 
-const TCP: u8 = 6;
-const UDP: u8 = 17;
-const UDPLITE: u8 = 136;
-const SCTP: u8 = 132;
-const DCCP: u8 = 33;
+use crate::wire::Ip;
 
 /// The flow of an IP packet (`bytes` starts at the IP header): equal for every packet of one
 /// 5-tuple, and for the packets of both directions of a connection in neither (each direction
 /// is its own flow, as in Linux's fq_codel). 0 for what is not IPv4 or IPv6.
 pub fn flow_of(bytes: &[u8]) -> u64 {
-    let Some(&first) = bytes.first() else { return 0 };
-    let (proto, src, dst, transport): (u8, &[u8], &[u8], Option<&[u8]>) = match first >> 4 {
-        4 => {
-            let ihl = usize::from(first & 0x0f) * 4;
-            let (Some(header), true) = (bytes.get(..20), ihl >= 20) else { return 0 };
-            // Only the first fragment carries the ports.
-            let fragment_offset = u16::from_be_bytes([header[6] & 0x1f, header[7]]);
-            let transport = if fragment_offset == 0 { bytes.get(ihl..) } else { None };
-            (header[9], &header[12..16], &header[16..20], transport)
-        }
-        6 => {
-            let Some(header) = bytes.get(..40) else { return 0 };
-            (header[6], &header[8..24], &header[24..40], bytes.get(40..))
-        }
-        _ => return 0,
-    };
-    let ports = match (proto, transport) {
-        (TCP | UDP | UDPLITE | SCTP | DCCP, Some(t)) => t.get(..4),
-        _ => None,
-    };
+    let Some(ip) = Ip::parse(bytes) else { return 0 };
+    let (sport, dport) = ip.ports().unwrap_or((0, 0));
     let mut h = Fnv::default();
-    h.write(&[first >> 4, proto]);
-    h.write(src);
-    h.write(dst);
-    h.write(ports.unwrap_or(&[0; 4]));
+    h.write(&[ip.version(), ip.protocol()]);
+    h.write(ip.src());
+    h.write(ip.dst());
+    h.write(&sport.to_be_bytes());
+    h.write(&dport.to_be_bytes());
     // 0 stays the "unclassified" flow.
     h.0.max(1)
 }
@@ -67,6 +46,7 @@ impl Fnv {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::{TCP, UDP};
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 

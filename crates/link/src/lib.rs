@@ -15,7 +15,7 @@
 //!   default. [`Aqm::Codel`] (RFC 8289) judges each packet when it leaves the buffer to start
 //!   serialization (sojourn = service start − arrival); [`Aqm::Pie`] (RFC 8033) drops at
 //!   arrival with a probability updated every 15 ms; [`Aqm::FqCodel`] (RFC 8290) keeps a queue
-//!   per flow ([`Link::enqueue_in_flow`], [`flow`]) with CoDel in each. The buffer limit is
+//!   per flow ([`Link::enqueue_in_flow`], [`flow`], reading headers through [`wire`]) with CoDel in each. The buffer limit is
 //!   enforced at arrival, drop-tail except under FQ-CoDel, which drops from its fattest queue.
 //!   Drops decided after the arrival happen while the link replays its timeline, so they are
 //!   handed back through [`Link::take_dropped`].
@@ -75,9 +75,10 @@ mod refused;
 pub mod text;
 pub mod time;
 pub mod trace;
+pub mod wire;
 
 pub use aqm::codel::{CODEL_DEFAULT_INTERVAL, CODEL_DEFAULT_TARGET};
-pub use aqm::{AqmKind as Aqm, Codel, DualPi2, FqCodel, Pie};
+pub use aqm::{Aqm, Codel, DualPi2, FqCodel, Pie};
 pub use config::{Buffer, DirectionConfig, Jitter, LinkConfigError, LossModel, Policer, Rate, ScheduledChange};
 pub use ecn::{Ecn, EcnFault};
 pub use entry::{BurstHistogram, EntryMeter, EntryStats};

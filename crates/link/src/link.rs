@@ -1,7 +1,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 
-use crate::aqm::{Aqm as _, Discipline, Drops, Queued};
+use crate::aqm::{Discipline, Drops, QueueDiscipline as _, Queued};
 use crate::config::DirectionConfig;
 use crate::delay_line::DelayLine;
 use crate::ecn::Ecn;
@@ -264,6 +264,11 @@ impl<P> Link<P> {
     /// Packets waiting in the queue, excluding the packet in service.
     pub fn backlog_packets(&self) -> usize {
         self.aqm.backlog_packets()
+    }
+
+    /// The AQM's base probability now (DualPI2's `p'`), for the series; `None` for others.
+    pub fn aqm_base_prob(&self) -> Option<f64> {
+        self.aqm.base_prob()
     }
 
     /// The running queue discipline (for tests that look inside one).

@@ -5,13 +5,16 @@
 use std::fmt;
 use std::str::FromStr;
 
+mod trace;
+pub use trace::{FigureKind, State, TraceFigure, FIGURES};
+
 use ccbench_stats::expectation::Judgement;
 use serde::{Deserialize, Serialize};
 
 use crate::units::{fmt_rate, parse_duration_ns, parse_rate, split_number};
 
 /// What the grammar allows, said whole in every refusal.
-pub const ALLOWED: &str = "[ALG:]METRIC OP VALUE, e.g. 'goodput >= 90%' or 'bbr:rtt_p50 <= 125%'; METRIC one of goodput, rtt_p50, rtt_p95, retrans, share, jain, jain_converged, convergence_s, lock_on_bw, completion_time, page_load, queue_p95, drops, ce_marks; OP one of >=, >, <=, <; VALUE a rate (45mbit) or % of the bottleneck for goodput and lock_on_bw, a duration (30ms) or % of the base RTT for rtt_p50 and rtt_p95, a number (0.8) or percentage (2%) for retrans, share, jain and jain_converged, a duration (3s) for convergence_s, completion_time and page_load, a duration (2ms) for queue_p95, a packet count (100) for drops and ce_marks";
+pub const ALLOWED: &str = "[ALG:]METRIC OP VALUE, e.g. 'goodput >= 90%' or 'bbr:rtt_p50 <= 125%'; METRIC one of goodput, rtt_p50, rtt_p95, retrans, share, jain, jain_converged, convergence_s, lock_on_bw, completion_time, page_load, queue_p95, drops, ce_marks, or a trace figure of the sender's BBR state (docs/conform.md); OP one of >=, >, <=, <; VALUE a rate (45mbit) or % of the bottleneck for goodput and lock_on_bw, a duration (30ms) or % of the base RTT for rtt_p50 and rtt_p95, a number (0.8) or percentage (2%) for retrans, share, jain and jain_converged, a duration (3s) for convergence_s, completion_time and page_load, a duration (2ms) for queue_p95, a packet count (100) for drops and ce_marks";
 
 /// The figures an expectation can be about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +36,9 @@ pub enum Metric {
     Drops,
     /// Packets the AQM marked CE (emulated paths only; see docs/ecn.md).
     CeMarks,
+    /// A figure of the sending controller's state trace, judged per run on its series
+    /// (`quic:bbr3:startup_exit_rounds <= 4`; docs/conform.md).
+    Trace(TraceFigure),
 }
 
 /// How a metric's values are written and what a percentage of it means.
@@ -50,6 +56,8 @@ pub enum Kind {
     Millis,
     /// A count of packets; no `%`.
     Count,
+    /// A plain number (rounds, a gain, packets); no `%`.
+    Number,
 }
 
 impl Metric {
@@ -71,6 +79,9 @@ impl Metric {
     ];
 
     pub fn name(self) -> &'static str {
+        if let Metric::Trace(f) = self {
+            return f.name();
+        }
         Self::ALL.iter().find(|(m, _)| *m == self).map_or("?", |(_, n)| n)
     }
 
@@ -82,6 +93,11 @@ impl Metric {
             Metric::ConvergenceS | Metric::CompletionTime | Metric::PageLoad => Kind::Seconds,
             Metric::QueueP95 => Kind::Millis,
             Metric::Drops | Metric::CeMarks => Kind::Count,
+            Metric::Trace(f) => match f.kind() {
+                FigureKind::Number => Kind::Number,
+                FigureKind::Fraction => Kind::Fraction,
+                FigureKind::Seconds => Kind::Seconds,
+            },
         }
     }
 
@@ -90,25 +106,43 @@ impl Metric {
         match self.kind() {
             Kind::Rate => "bit/s",
             Kind::Rtt | Kind::Millis => "ms",
-            Kind::Fraction | Kind::Count => "",
+            Kind::Fraction | Kind::Count | Kind::Number => "",
             Kind::Seconds => "s",
         }
     }
 
     /// A figure in this metric's unit as people read it.
     pub fn show(self, v: f64) -> String {
-        if v.is_infinite() {
-            return "never".into();
+        show(self.kind(), self == Metric::Retrans || self == Metric::Share, v)
+    }
+
+    /// The kind of the metric result.json names `name` (a trace figure by its name alone; a
+    /// name it does not know reads as a fraction), and whether it reads as a percentage.
+    fn kind_by_name(name: &str) -> (Kind, bool) {
+        if let Some((m, _)) = Self::ALL.iter().find(|(_, n)| *n == name) {
+            return (m.kind(), matches!(m, Metric::Retrans | Metric::Share));
         }
-        match self.kind() {
-            Kind::Rate => fmt_rate(v),
-            Kind::Rtt => format!("{v:.1} ms"),
-            Kind::Millis => format!("{v:.2} ms"),
-            Kind::Count => format!("{v:.0}"),
-            Kind::Fraction if self == Metric::Retrans || self == Metric::Share => format!("{:.2} %", v * 100.0),
-            Kind::Fraction => format!("{v:.3}"),
-            Kind::Seconds => format!("{v:.2} s"),
+        match TraceFigure::kind_of(name) {
+            Some(FigureKind::Number) => (Kind::Number, false),
+            Some(FigureKind::Seconds) => (Kind::Seconds, false),
+            Some(FigureKind::Fraction) => (Kind::Fraction, true),
+            None => (Kind::Fraction, false),
         }
+    }
+}
+
+fn show(kind: Kind, percent: bool, v: f64) -> String {
+    if v.is_infinite() {
+        return "never".into();
+    }
+    match kind {
+        Kind::Rate => fmt_rate(v),
+        Kind::Rtt => format!("{v:.1} ms"),
+        Kind::Millis => format!("{v:.2} ms"),
+        Kind::Count => format!("{v:.0}"),
+        Kind::Fraction if percent => format!("{:.2} %", v * 100.0),
+        Kind::Fraction | Kind::Number => format!("{v:.3}"),
+        Kind::Seconds => format!("{v:.2} s"),
     }
 }
 
@@ -144,7 +178,7 @@ pub enum Value {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Expectation {
     /// `ALG:`: judged for this algorithm (or group of a mix) only.
-    pub cc: Option<String>,
+    pub cc: Option<crate::workload::Cc>,
     pub metric: Metric,
     pub op: Op,
     pub value: Value,
@@ -180,11 +214,18 @@ impl FromStr for Expectation {
         let lhs = lhs.trim();
         // The algorithm may itself hold a colon (quic:bbr3:rtt_p50): the metric is the last part.
         let (cc, metric_name) = match lhs.rsplit_once(':') {
-            Some((cc, m)) if !cc.trim().is_empty() => (Some(cc.trim().to_string()), m.trim()),
+            Some((cc, m)) if !cc.trim().is_empty() => (Some(cc.trim().into()), m.trim()),
             Some(_) => return Err(refuse("an empty algorithm before ':'")),
             None => (None, lhs),
         };
-        let metric = Metric::ALL.iter().find(|(_, n)| *n == metric_name).map(|(m, _)| *m).ok_or_else(|| refuse(&format!("unknown metric {metric_name:?}")))?;
+        let metric = match Metric::ALL.iter().find(|(_, n)| *n == metric_name) {
+            Some((m, _)) => *m,
+            None => match TraceFigure::parse(metric_name) {
+                Ok(Some(f)) => Metric::Trace(f),
+                Ok(None) => return Err(refuse(&format!("unknown metric {metric_name:?}; trace figures: {FIGURES}"))),
+                Err(why) => return Err(refuse(&format!("{why}; trace figures: {FIGURES}"))),
+            },
+        };
         let value = parse_value(metric, value.trim()).map_err(|why| refuse(&why))?;
         Ok(Expectation { cc, metric, op, value, text })
     }
@@ -205,6 +246,7 @@ fn parse_value(metric: Metric, v: &str) -> Result<Value, String> {
             Kind::Fraction => Ok(Value::Absolute(x / 100.0)),
             Kind::Seconds | Kind::Millis => Err(format!("{} takes a duration, not a percentage", metric.name())),
             Kind::Count => Err(format!("{} takes a packet count, not a percentage", metric.name())),
+            Kind::Number => Err(format!("{} takes a number, not a percentage", metric.name())),
         };
     }
     match metric.kind() {
@@ -215,7 +257,7 @@ fn parse_value(metric: Metric, v: &str) -> Result<Value, String> {
         Kind::Rtt => parse_duration_ns(v).map(|ns| Value::Absolute(ns as f64 / 1e6)).map_err(|_| bad()),
         Kind::Seconds => parse_duration_ns(v).map(|ns| Value::Absolute(ns as f64 / 1e9)).map_err(|_| bad()),
         Kind::Millis => parse_duration_ns(v).map(|ns| Value::Absolute(ns as f64 / 1e6)).map_err(|_| bad()),
-        Kind::Fraction | Kind::Count => match split_number(v) {
+        Kind::Fraction | Kind::Count | Kind::Number => match split_number(v) {
             Some((x, unit)) if unit.is_empty() => Ok(Value::Absolute(x)),
             _ => Err(bad()),
         },
@@ -260,8 +302,8 @@ pub struct PathFigures {
 pub struct ExpectationResult {
     /// The expression as written.
     pub expect: String,
-    /// The algorithm (or group of a mix) judged.
-    pub cc: String,
+    /// The algorithm (or group of a mix) judged; written in result.json as its name.
+    pub cc: crate::workload::Cc,
     pub metric: String,
     pub op: String,
     /// The threshold in `unit` (a relative value resolved against the path).
@@ -279,19 +321,26 @@ pub struct ExpectationResult {
     /// The α it was judged at (the last look's with `--runs auto`).
     pub alpha: f64,
     pub result: Judgement,
+    /// A trace figure's evidence (docs/conform.md): one run's, a failing one where any failed,
+    /// with how many runs passed, failed or could not show it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
 }
 
 impl ExpectationResult {
     /// One line for the terminal: `PASS  bbr: goodput >= 90% — median 93.1 Mbit/s, 95.3 % bounds 92.0 Mbit/s–94.0 Mbit/s (5 runs)`.
     pub fn line(&self) -> String {
-        let metric = self.metric_kind();
+        let metric = self;
         let word = match self.result {
             Judgement::Pass => "PASS",
             Judgement::Fail => "FAIL",
             Judgement::Undecided => "UNDECIDED",
         };
         let figure = match self.median {
-            None => "no run has this figure".to_string(),
+            None => match &self.evidence {
+                Some(why) => format!("no run could show this figure: {why}"),
+                None => "no run has this figure".to_string(),
+            },
             Some(m) => match (self.lo, self.hi, self.level) {
                 (Some(lo), Some(hi), Some(level)) => format!(
                     "median {}, one-sided {:.1} % bounds {} and {} ({} runs)",
@@ -312,17 +361,17 @@ impl ExpectationResult {
         };
         // `quic:prague:rtt_p95 <= 22ms` names its algorithm already: not twice.
         let who = if self.expect.starts_with(&format!("{}:", self.cc)) { String::new() } else { format!("{}: ", self.cc) };
-        format!("{word:<9} {who}{} (threshold {}) — {figure}", self.expect, metric.show(self.threshold))
-    }
-
-    /// The metric judged (a name result.json does not know reads as a fraction).
-    fn metric_kind(&self) -> Metric {
-        Metric::ALL.iter().find(|(_, n)| *n == self.metric).map(|(m, _)| *m).unwrap_or(Metric::Jain)
+        let evidence = match (&self.evidence, self.median) {
+            (Some(e), Some(_)) => format!("; {e}"),
+            _ => String::new(),
+        };
+        format!("{word:<9} {who}{} (threshold {}) — {figure}{evidence}", self.expect, metric.show(self.threshold))
     }
 
     /// A figure of this expectation (its median, a bound, its threshold) as people read it.
     pub fn show(&self, v: f64) -> String {
-        self.metric_kind().show(v)
+        let (kind, percent) = Metric::kind_by_name(&self.metric);
+        show(kind, percent, v)
     }
 }
 

@@ -8,6 +8,7 @@
 //! reads what experiments wrote.
 
 pub mod expect;
+pub mod path;
 pub mod provenance;
 pub mod results;
 pub mod series;

@@ -1,7 +1,7 @@
 //! The JSON record of truth (schema `ccbench.result.v3`, documented in docs/reports.md) and the
 //! per-run figures derived from the raw data.
 
-use ccbench_emu::{PathReport, PathSpec};
+use crate::path::{PathReport, PathSpec};
 use ccbench_stats::{Comparison, Summary};
 
 use crate::workloads::{WorkloadResult, WorkloadSpec};
@@ -105,7 +105,7 @@ pub struct LookRecord {
 
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Params {
-    pub ccs: Vec<String>,
+    pub ccs: Vec<crate::workload::Cc>,
     /// Runs per algorithm; with `runs_auto`, the most it could take.
     pub runs_per_cc: u32,
     /// `--runs auto`: stop as soon as the verdict is decided (see `sequential`).
@@ -133,7 +133,7 @@ pub struct Params {
 pub struct RunRecord {
     pub index: u32,
     pub round: u32,
-    pub cc: String,
+    pub cc: crate::workload::Cc,
     pub status: Status,
     pub error: Option<String>,
     pub started_at: String,
@@ -236,6 +236,37 @@ pub struct RunMetrics {
     /// How the run's senders lost, and what the bottleneck's queue did (issue 30).
     #[serde(default)]
     pub mechanism: MechanismFigures,
+    /// Each `--expect` on a trace figure, judged on this run's state series (docs/conform.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trace: Vec<TraceCheck>,
+}
+
+/// One run's figure for an `--expect` on a trace figure (`startup_exit_rounds <= 4`), from the
+/// sending controller's state series: a state change is only known to lie between two
+/// samples, so the figure is an interval.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct TraceCheck {
+    /// The expectation as written.
+    pub expect: String,
+    /// Pass when the whole interval meets the threshold, fail when none of it does, not
+    /// observable when the samples cannot tell or the stack does not show what it needs.
+    pub outcome: TraceOutcome,
+    /// The fewest and the most the samples allow, and the estimate judged over runs, in the
+    /// figure's unit. `null` when not observable, or for +∞ (such as "never left STARTUP").
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+    pub estimate: Option<f64>,
+    /// What was seen, in words.
+    pub evidence: String,
+}
+
+/// A run's outcome for a trace figure.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceOutcome {
+    Pass,
+    Fail,
+    NotObservable,
 }
 
 /// How a run's senders lost and what the bottleneck's queue did. Each figure is `null` where
@@ -293,7 +324,8 @@ impl EntryFigures {
 
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CcShare {
-    pub cc: String,
+    /// The algorithm these flows asked for; written in result.json as its name.
+    pub cc: crate::workload::Cc,
     pub flows: usize,
     pub goodput_bps: f64,
     pub share: f64,
@@ -308,7 +340,7 @@ pub struct CcShare {
 
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CcSummary {
-    pub cc: String,
+    pub cc: crate::workload::Cc,
     pub runs: usize,
     /// Runs of `runs` that did not finish within the timeout (scored as censored bounds).
     pub unfinished: usize,
@@ -344,7 +376,8 @@ pub struct CcSummary {
 
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShareSummary {
-    pub cc: String,
+    /// The algorithm these flows asked for; written in result.json as its name.
+    pub cc: crate::workload::Cc,
     pub flows: usize,
     /// Share of the bottleneck's goodput over runs, with a distribution-free CI of its median
     /// (order statistics) whose `level` is its true coverage: below 95 % with fewer than 6 runs.
@@ -353,4 +386,32 @@ pub struct ShareSummary {
     /// This algorithm's own sender RTT p95 over runs (each run's from its flows alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sender_rtt_p95_ms: Option<Summary>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expect::ExpectationResult;
+
+    /// The parts of result.json that named their algorithm as a plain string before it was a
+    /// typed `Cc`, exactly as that version wrote them: they read back with the algorithm parsed
+    /// (or a mix's label kept as a label), and write out again byte for byte.
+    #[test]
+    fn contenders_written_as_strings_read_back_typed() {
+        let share = r#"{"cc":"quic:bbr3","flows":2,"goodput_bps":41000000.5,"share":0.25,"sender_rtt_p95_ms":31.5}"#;
+        let s: CcShare = serde_json::from_str(share).unwrap();
+        assert_eq!(s.cc.algorithm().map(ToString::to_string).as_deref(), Some("quic:bbr3"));
+        assert_eq!(serde_json::to_string(&s).unwrap(), share);
+
+        let summary = r#"{"cc":"cubic","flows":1,"share":{"n":3,"min":0.2,"max":0.4,"mean":0.3,"stddev":0.1,"median":0.3,"p5":0.2,"p25":0.25,"p75":0.35,"p95":0.4},"share_ci":null}"#;
+        let s: ShareSummary = serde_json::from_str(summary).unwrap();
+        assert_eq!(s.cc, crate::workload::Cc::new("cubic"));
+        assert!(s.cc.algorithm().is_some_and(|a| a.same_as(&"tcp:cubic".parse().unwrap())));
+        assert_eq!(serde_json::to_string(&s).unwrap(), summary);
+
+        let judged = r#"{"expect":"jain >= 0.9","cc":"bbr:1,cubic:1","metric":"jain","op":">=","threshold":0.9,"unit":"","runs":5,"median":0.97,"lo":0.95,"hi":null,"level":0.969,"alpha":0.05,"result":"pass"}"#;
+        let e: ExpectationResult = serde_json::from_str(judged).unwrap();
+        assert_eq!((e.cc.as_str(), e.cc.algorithm()), ("bbr:1,cubic:1", None));
+        assert_eq!(serde_json::to_string(&e).unwrap(), judged);
+    }
 }

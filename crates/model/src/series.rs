@@ -16,11 +16,11 @@ use std::io::{self, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::workload::{GoodputPoint, QuicSample, SeriesSink, SocketId};
 /// One sample of the bottleneck link (the emulator's), as the series files hold it.
-pub use ccbench_emu::LinkSample;
-use ccbench_emu::SampleSink;
-use ccbench_probe::Sample;
+pub use crate::path::LinkSample;
+use crate::path::SampleSink;
+use crate::workload::{busy_cause, Cause, GoodputPoint, QuicSample, SeriesSink, SocketId};
+use ccbench_kernel_tcp::Sample;
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 use flate2::Compression;
@@ -53,7 +53,7 @@ impl SeriesFiles {
 }
 
 /// One row of `tcp.csv.gz`.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct TcpRow {
     /// `flow-N` for bulk flow N, `conn-PORT` for an HTTP connection by its client port.
     pub socket: String,
@@ -93,7 +93,7 @@ pub struct TcpRow {
     #[serde(default)]
     pub bbr_phase: Option<String>,
     /// Kernel TCP only (empty for QUIC and in files written before them): the state the
-    /// limited-by accounting reads (see `ccbench_probe::SampleState`): `tcpi_ca_state`,
+    /// limited-by accounting reads (see `ccbench_kernel_tcp::SampleState`): `tcpi_ca_state`,
     /// packets in flight, bytes not yet sent, the peer's window (bytes) and the chrono
     /// counters (busy, receive-window limited, send-buffer limited; µs).
     #[serde(default)]
@@ -110,6 +110,35 @@ pub struct TcpRow {
     pub rwnd_limited_us: Option<u64>,
     #[serde(default)]
     pub sndbuf_limited_us: Option<u64>,
+    /// QUIC only (empty for kernel TCP, whose split of the busy time is sampled from
+    /// `in_flight` and `cwnd`): our stack's cumulative time (µs) at the window, held by the
+    /// pacer, and building and handing over packets below the window (the host's pace). For
+    /// QUIC, `busy_us` is every state but nothing-to-send, `rwnd_limited_us` the peer's
+    /// flow-control credit and `sndbuf_limited_us` the send window.
+    #[serde(default)]
+    pub cwnd_limited_us: Option<u64>,
+    #[serde(default)]
+    pub pacing_limited_us: Option<u64>,
+    #[serde(default)]
+    pub host_limited_us: Option<u64>,
+    /// QUIC BBRv2/v3 only (empty for kernel TCP, whose TCP_CC_INFO has none of them, and in
+    /// files written before them): the rest of the draft's model, for the conformance suite.
+    /// `bbr_round_count` is BBR.round_count; where it is given, an empty bound is unset (∞).
+    #[serde(default)]
+    pub bbr_round_count: Option<u64>,
+    #[serde(default)]
+    pub bbr_full_bw_reached: Option<bool>,
+    /// BBR.bw_shortterm, bits/s.
+    #[serde(default)]
+    pub bbr_bw_shortterm_bps: Option<u64>,
+    /// BBR.inflight_longterm and BBR.inflight_shortterm, bytes.
+    #[serde(default)]
+    pub bbr_inflight_longterm: Option<u64>,
+    #[serde(default)]
+    pub bbr_inflight_shortterm: Option<u64>,
+    /// BBR.extra_acked, bytes.
+    #[serde(default)]
+    pub bbr_extra_acked: Option<u64>,
 }
 
 pub fn socket_name(id: SocketId) -> String {
@@ -155,6 +184,15 @@ impl TcpRow {
             busy_us: Some(s.state.busy_us),
             rwnd_limited_us: Some(s.state.rwnd_limited_us),
             sndbuf_limited_us: Some(s.state.sndbuf_limited_us),
+            cwnd_limited_us: None,
+            pacing_limited_us: None,
+            host_limited_us: None,
+            bbr_round_count: None,
+            bbr_full_bw_reached: None,
+            bbr_bw_shortterm_bps: None,
+            bbr_inflight_longterm: None,
+            bbr_inflight_shortterm: None,
+            bbr_extra_acked: None,
         }
     }
 
@@ -167,6 +205,7 @@ impl TcpRow {
         let mtu = u64::from(q.mtu.max(1));
         let packets = |bytes: u64| u32::try_from(bytes / mtu).unwrap_or(u32::MAX);
         let count = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        let model = q.bbr.as_ref().and_then(|b| b.model);
         TcpRow {
             socket: socket_name(socket),
             t_us: q.t_us,
@@ -199,11 +238,71 @@ impl TcpRow {
             in_flight: None,
             notsent_bytes: None,
             snd_wnd: None,
-            busy_us: None,
-            rwnd_limited_us: None,
-            sndbuf_limited_us: None,
+            busy_us: q.send_states_us.map(|t| t.cwnd + t.pacing + t.host + t.flow_control + t.send_window + t.other),
+            rwnd_limited_us: q.send_states_us.map(|t| t.flow_control),
+            sndbuf_limited_us: q.send_states_us.map(|t| t.send_window),
+            cwnd_limited_us: q.send_states_us.map(|t| t.cwnd),
+            pacing_limited_us: q.send_states_us.map(|t| t.pacing),
+            host_limited_us: q.send_states_us.map(|t| t.host),
+            bbr_round_count: model.map(|m| m.round_count),
+            bbr_full_bw_reached: model.map(|m| m.full_bw_reached),
+            bbr_bw_shortterm_bps: model.and_then(|m| m.bw_shortterm_bps),
+            bbr_inflight_longterm: model.and_then(|m| m.inflight_longterm_bytes),
+            bbr_inflight_shortterm: model.and_then(|m| m.inflight_shortterm_bytes),
+            bbr_extra_acked: model.map(|m| m.extra_acked_bytes),
         }
     }
+}
+
+/// The split of the interval between two rows of a series (`tcp.csv.gz`) into the causes, in
+/// µs: the same rules as [`crate::workload::Account`] for kernel TCP rows, our stack's states for QUIC rows
+/// (`cwnd_limited_us` present). `None` without the counters (files written before them) or
+/// when `now` is before `prev`; all `unknown` when a counter went back (another socket).
+pub fn interval_split(prev: &TcpRow, now: &TcpRow, saturating: bool) -> Option<[(Cause, f64); 7]> {
+    let dt = now.t_us.checked_sub(prev.t_us)? as f64;
+    let d = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?) as f64);
+    // A cumulative counter that went back belongs to another socket (a connection's name
+    // reused by a later one with the same port): what held this interval is not known, and a
+    // zero busy delta would otherwise count all of it as the application's.
+    let back = |a: Option<u64>, b: Option<u64>| matches!((a, b), (Some(a), Some(b)) if b < a);
+    let counters = |r: &TcpRow| [r.busy_us, r.rwnd_limited_us, r.sndbuf_limited_us, r.cwnd_limited_us, r.pacing_limited_us, r.host_limited_us];
+    if counters(prev).iter().zip(counters(now)).any(|(&a, b)| back(a, b)) {
+        d(prev.busy_us, now.busy_us)?;
+        let mut t = Cause::ALL.map(|c| (c, 0.0));
+        t[6].1 = dt;
+        return Some(t);
+    }
+    let busy = d(prev.busy_us, now.busy_us)?.min(dt);
+    let rwnd = d(prev.rwnd_limited_us, now.rwnd_limited_us)?;
+    let sndbuf = d(prev.sndbuf_limited_us, now.sndbuf_limited_us)?;
+    let mut t = [
+        (Cause::Cwnd, 0.0),
+        (Cause::Pacing, 0.0),
+        (Cause::Host, 0.0),
+        (Cause::Rwnd, rwnd),
+        (Cause::Sndbuf, sndbuf),
+        (Cause::App, dt - busy),
+        (Cause::Unknown, 0.0),
+    ];
+    if let (Some(c), Some(p), Some(h)) =
+        (d(prev.cwnd_limited_us, now.cwnd_limited_us), d(prev.pacing_limited_us, now.pacing_limited_us), d(prev.host_limited_us, now.host_limited_us))
+    {
+        t[0].1 = c;
+        t[1].1 = p;
+        t[2].1 = h;
+    } else {
+        let sending = (busy - rwnd - sndbuf).max(0.0);
+        let i = match busy_cause(now.in_flight?, now.cwnd, now.app_limited, now.notsent_bytes, saturating) {
+            Cause::Cwnd => 0,
+            Cause::Sndbuf => 4,
+            Cause::App => 5,
+            _ => 1,
+        };
+        t[i].1 += sending;
+    }
+    let known: f64 = t.iter().map(|x| x.1.max(0.0)).sum();
+    t[6].1 = (dt - known).max(0.0);
+    Some(t)
 }
 
 /// One row of `goodput.csv.gz`.
@@ -422,7 +521,7 @@ impl SeriesSink for RunSeries {
         // Before BBR's first ACK its gains read 0 (mode Unknown): that is not leaving Startup,
         // and counting it made every run's lock-on rate 0.
         let left_startup = match &sample.bbr {
-            Some(b) => matches!(b.mode, ccbench_probe::BbrMode::Drain | ccbench_probe::BbrMode::ProbeBw | ccbench_probe::BbrMode::ProbeRtt),
+            Some(b) => matches!(b.mode, ccbench_kernel_tcp::BbrMode::Drain | ccbench_kernel_tcp::BbrMode::ProbeBw | ccbench_kernel_tcp::BbrMode::ProbeRtt),
             None => sample.ssthresh != 0 && sample.ssthresh != 0x7fff_ffff,
         };
         if left_startup {
@@ -527,6 +626,107 @@ pub fn received_at(goodput: &Path, flows: usize, instants: &[u64]) -> io::Result
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+
+    /// A kernel TCP row at `t_us` with its chrono counters (busy, rwnd, sndbuf; µs).
+    fn tcp(t_us: u64, busy: u64, rwnd: u64, sndbuf: u64) -> TcpRow {
+        TcpRow {
+            socket: "flow-0".into(),
+            t_us,
+            cwnd: 100,
+            in_flight: Some(100),
+            busy_us: Some(busy),
+            rwnd_limited_us: Some(rwnd),
+            sndbuf_limited_us: Some(sndbuf),
+            ..TcpRow::default()
+        }
+    }
+
+    fn split(prev: &TcpRow, now: &TcpRow, saturating: bool) -> Vec<(&'static str, f64)> {
+        interval_split(prev, now, saturating).expect("a split").iter().map(|(c, us)| (c.name(), *us)).collect()
+    }
+
+    fn expect(cwnd: f64, pacing: f64, host: f64, rwnd: f64, sndbuf: f64, app: f64, unknown: f64) -> Vec<(&'static str, f64)> {
+        let v = [cwnd, pacing, host, rwnd, sndbuf, app, unknown];
+        Cause::ALL.iter().zip(v).map(|(c, us)| (c.name(), us)).collect()
+    }
+
+    #[test]
+    fn a_kernel_interval_splits_busy_time_by_the_window_at_its_end() {
+        // 10 ms: busy 8 ms, of which 3 ms receive-window and 1 ms send-buffer limited; the
+        // 4 ms left went to the window (in flight 100 of a 100 window); 2 ms idle (app).
+        let (a, b) = (tcp(1_000_000, 50_000, 7_000, 2_000), tcp(1_010_000, 58_000, 10_000, 3_000));
+        assert_eq!(split(&a, &b, false), expect(4_000.0, 0.0, 0.0, 3_000.0, 1_000.0, 2_000.0, 0.0));
+        // In flight well below the window, data unsent: the pacer held those 4 ms.
+        let below = TcpRow { in_flight: Some(20), notsent_bytes: Some(64_000), ..b.clone() };
+        assert_eq!(split(&a, &below, false), expect(0.0, 4_000.0, 0.0, 3_000.0, 1_000.0, 2_000.0, 0.0));
+        // Below the window, nothing unsent and the rate sample app-limited: the application's,
+        // or the send buffer's when the application always had more (a saturating load).
+        let starved = TcpRow { in_flight: Some(20), notsent_bytes: Some(0), app_limited: true, ..b.clone() };
+        assert_eq!(split(&a, &starved, false), expect(0.0, 0.0, 0.0, 3_000.0, 1_000.0, 6_000.0, 0.0));
+        assert_eq!(split(&a, &starved, true), expect(0.0, 0.0, 0.0, 3_000.0, 5_000.0, 2_000.0, 0.0));
+    }
+
+    #[test]
+    fn interval_boundaries_bound_the_split_to_the_interval() {
+        let a = tcp(2_000, 100, 0, 0);
+        // Busy counted past the interval's end (the chrono and the sample clock differ) is cut
+        // to the interval: 1 ms busy at most, nothing idle.
+        assert_eq!(split(&a, &tcp(3_000, 1_600, 0, 0), false), expect(1_000.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0));
+        // Two rows at the same time: an empty interval, nothing to anyone.
+        assert_eq!(split(&a, &tcp(2_000, 100, 0, 0), false), expect(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0));
+        // A row before its predecessor is no interval.
+        assert_eq!(interval_split(&a, &tcp(1_999, 100, 0, 0), false), None);
+        // Without the counters (files written before them) there is no split.
+        let old = TcpRow { busy_us: None, ..tcp(3_000, 0, 0, 0) };
+        assert_eq!(interval_split(&a, &old, false), None);
+        assert_eq!(interval_split(&old, &a, false), None);
+    }
+
+    #[test]
+    fn a_gap_between_samples_is_split_as_one_interval_whose_parts_sum_to_it() {
+        // 2 s without a sample: busy 1.5 s (0.5 s of it rwnd-limited), 0.5 s idle.
+        let (a, b) = (tcp(1_000_000, 0, 0, 0), tcp(3_000_000, 1_500_000, 500_000, 0));
+        let parts = split(&a, &b, false);
+        assert_eq!(parts, expect(1_000_000.0, 0.0, 0.0, 500_000.0, 0.0, 500_000.0, 0.0));
+        assert_eq!(parts.iter().map(|p| p.1).sum::<f64>(), 2_000_000.0);
+    }
+
+    #[test]
+    fn a_counter_that_went_back_leaves_the_interval_unknown() {
+        // A later connection under the same name starts its counters from zero: the interval
+        // is not the application's (busy delta 0) but unknown.
+        let (a, b) = (tcp(1_000_000, 900_000, 10_000, 0), tcp(1_010_000, 4_000, 0, 0));
+        assert_eq!(split(&a, &b, false), expect(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 10_000.0));
+        let quic = |t, cwnd| TcpRow { cwnd_limited_us: Some(cwnd), pacing_limited_us: Some(0), host_limited_us: Some(0), ..tcp(t, cwnd, 0, 0) };
+        assert_eq!(split(&quic(0, 5_000), &quic(1_000, 10), false), expect(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1_000.0));
+    }
+
+    #[test]
+    fn quic_rows_split_by_the_stacks_own_states() {
+        // Our stack's states over 10 ms: window 5, pacer 2, host 1, flow control 0.5, send
+        // window 0.5 and 1 ms in another state (busy, none of these): unknown; idle 0 ms.
+        let quic = |t, k: u64| TcpRow {
+            socket: "flow-0".into(),
+            t_us: t,
+            busy_us: Some(10_000 * k),
+            rwnd_limited_us: Some(500 * k),
+            sndbuf_limited_us: Some(500 * k),
+            cwnd_limited_us: Some(5_000 * k),
+            pacing_limited_us: Some(2_000 * k),
+            host_limited_us: Some(1_000 * k),
+            ..TcpRow::default()
+        };
+        assert_eq!(split(&quic(50_000, 1), &quic(60_000, 2), false), expect(5_000.0, 2_000.0, 1_000.0, 500.0, 500.0, 0.0, 1_000.0));
+    }
+
+    #[test]
+    fn empty_and_one_sample_series_have_no_interval() {
+        // The report splits consecutive rows of a socket (`windows(2)`): none for 0 or 1 rows.
+        let sum = |rows: &[TcpRow]| -> f64 { rows.windows(2).filter_map(|w| interval_split(&w[0], &w[1], false)).flat_map(|p| p.map(|x| x.1)).sum() };
+        assert_eq!(sum(&[]), 0.0);
+        assert_eq!(sum(&[tcp(5_000, 100, 0, 0)]), 0.0);
+        assert_eq!(sum(&[tcp(5_000, 100, 0, 0), tcp(6_000, 600, 0, 0), tcp(8_000, 2_600, 0, 0)]), 3_000.0);
+    }
 
     #[test]
     fn exact_counts_give_the_same_quantiles_as_sorting_every_value() {
@@ -637,7 +837,7 @@ mod tests {
     fn lock_on_is_the_rate_when_kernel_bbr_leaves_startup() {
         let base = temp_dir("lock-on");
         let series = RunSeries::create(&base, "s").unwrap();
-        let at = |mode: ccbench_probe::BbrMode, delivery_rate_bps: u64| Sample {
+        let at = |mode: ccbench_kernel_tcp::BbrMode, delivery_rate_bps: u64| Sample {
             t_us: 0,
             rtt_us: 40_000,
             min_rtt_us: 40_000,
@@ -654,10 +854,10 @@ mod tests {
             lost: 0,
             unacked: 0,
             app_limited: false,
-            bbr: Some(ccbench_probe::BbrInfo { bw_bps: 0, min_rtt_us: 40_000, pacing_gain: 0.0, cwnd_gain: 0.0, mode }),
+            bbr: Some(ccbench_kernel_tcp::BbrInfo { bw_bps: 0, min_rtt_us: 40_000, pacing_gain: 0.0, cwnd_gain: 0.0, mode }),
             state: Default::default(),
         };
-        use ccbench_probe::BbrMode::*;
+        use ccbench_kernel_tcp::BbrMode::*;
         for (mode, rate) in [(Unknown, 0), (Startup, 30_000_000), (Drain, 45_000_000), (ProbeBw, 50_000_000)] {
             series.tcp_sample(SocketId::Flow(0), &at(mode, rate));
         }

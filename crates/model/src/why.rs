@@ -9,10 +9,17 @@
 //! * Reno under random loss: Mathis, Semke, Mahdavi and Ott 1997, `MSS/RTT · √(3/(2p))`;
 //! * a window-bound flow: `cwnd · MSS / RTT`; receive-window bound: `rwnd / RTT`; send-buffer
 //!   bound: what the buffer keeps in flight, `in flight · MSS / RTT`;
-//! * BBR: its bandwidth estimate against the bottleneck's rate.
+//! * a buffer-bound flow (`--rcvbuf`, `--sndbuf`): the socket buffer the kernel kept, read
+//!   back, over the RTT; the receive side less the kernel's overhead (`tcp_win_from_space`);
+//! * BBR: its bandwidth estimate against the bottleneck's rate; sharing a drop-tail queue with
+//!   loss-based flows, its in-flight cap against the buffer (Ware et al., IMC 2019).
 
-use crate::workload::{Algorithm, Cause, Direction, LimitedBy, Mechanism};
-use ccbench_link::{LossModel, Rate};
+mod models;
+
+pub use models::{buffer_bound_bps, tcp_win_from_space, ware_bbr_share};
+
+use crate::workload::{Cause, Cc, Direction, LimitedBy, Mechanism, SocketBuffers};
+use ccbench_link::{Buffer, LossModel, Rate};
 use serde::Serialize;
 
 use crate::results::{ExperimentResult, RunRecord, Status};
@@ -60,7 +67,7 @@ pub struct Model {
 /// One algorithm's why.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Why {
-    pub cc: String,
+    pub cc: Cc,
     /// Flows with a limited-by record (0: not recorded).
     pub flows: usize,
     /// Their fractions, each flow weighted by its active time.
@@ -87,24 +94,34 @@ struct Flow<'a> {
     limited_by: &'a LimitedBy,
     m: &'a Mechanism,
     goodput_bps: Option<f64>,
+    /// The socket buffers asked and kept, where `--rcvbuf`/`--sndbuf` were given.
+    buffers: Option<&'a SocketBuffers>,
 }
 
 /// The flows of `run` that belong to `cc`: all of them (the run is `cc`'s; under `compare` its
 /// name is the arm's), or in a mix those that asked for `cc`.
-fn flows_of<'a>(run: &'a RunRecord, cc: &str, mix: bool) -> Vec<Flow<'a>> {
-    let ours = |requested: &str| !mix || requested == cc;
+fn flows_of<'a>(run: &'a RunRecord, cc: &Cc, mix: bool) -> Vec<Flow<'a>> {
+    // A flow records the name it asked for; read as a contender, it compares with `cc` typed.
+    let ours = |requested: &str| !mix || Cc::new(requested) == *cc;
     match &run.workload {
         Some(WorkloadResult::Bulk(b)) => b
             .flows
             .iter()
             .filter(|f| ours(&f.sending.cc_requested))
-            .filter_map(|f| Some(Flow { limited_by: f.sending.limited_by.as_ref()?, m: f.sending.mechanism.as_ref()?, goodput_bps: Some(f.goodput_bps) }))
+            .filter_map(|f| {
+                Some(Flow {
+                    limited_by: f.sending.limited_by.as_ref()?,
+                    m: f.sending.mechanism.as_ref()?,
+                    goodput_bps: Some(f.goodput_bps),
+                    buffers: f.sending.buffers.as_ref(),
+                })
+            })
             .collect(),
         Some(w) => w
             .senders()
             .into_iter()
             .filter(|s| ours(s.cc_requested))
-            .filter_map(|s| Some(Flow { limited_by: s.limited_by?, m: s.mechanism?, goodput_bps: None }))
+            .filter_map(|s| Some(Flow { limited_by: s.limited_by?, m: s.mechanism?, goodput_bps: None, buffers: None }))
             .collect(),
         None => Vec::new(),
     }
@@ -137,7 +154,36 @@ pub fn why(result: &ExperimentResult) -> Vec<Why> {
         _ => None,
     });
     let random_loss = link.is_some_and(|l| !matches!(l.loss, LossModel::None));
-    let ccs: Vec<String> = if result.summary.is_empty() { result.params.ccs.clone() } else { result.summary.iter().map(|s| s.cc.clone()).collect() };
+    let mut ccs: Vec<Cc> = if result.summary.is_empty() { result.params.ccs.clone() } else { result.summary.iter().map(|s| s.cc.clone()).collect() };
+    // A mix's contender is its label (`bbr:1,cubic:1`), which no flow asked for: its why lines
+    // are one per algorithm of the mix, as its shares are.
+    let mut mix_algorithms: Vec<Cc> = Vec::new();
+    for cc in result.summary.iter().flat_map(|s| s.shares.iter().map(|sh| &sh.cc)) {
+        if !mix_algorithms.contains(cc) {
+            mix_algorithms.push(cc.clone());
+        }
+    }
+    if mix && !mix_algorithms.is_empty() {
+        ccs = mix_algorithms;
+    }
+    let bare = |cc: &Cc| cc.algorithm().map(|a| a.name().to_ascii_lowercase()).unwrap_or_default();
+    let loss_based = |cc: &Cc| {
+        let n = bare(cc);
+        n.contains("cubic") || n.contains("reno")
+    };
+    // Ware et al.'s model needs the bottleneck's buffer in packets and its bandwidth-delay
+    // product: a constant rate, a drop-tail buffer and the path's base RTT.
+    let queue = result.params.path.as_ref().zip(link).zip(link_bps).and_then(|((p, l), bps)| {
+        let mtu = f64::from(p.mtu.max(1));
+        let buffer = match l.buffer {
+            Buffer::Packets(n) => n as f64,
+            Buffer::Bytes(b) => b as f64 / mtu,
+            Buffer::Unlimited => return None,
+        };
+        let rtt_s = (p.down.delay_ns.as_nanos() + p.up.delay_ns.as_nanos()) as f64 / 1e9;
+        Some((buffer, bps * rtt_s / 8.0 / mtu))
+    });
+    let shares_with_loss_based = mix && ccs.iter().any(loss_based);
     ccs.iter()
         .map(|cc| {
             let runs: Vec<&RunRecord> = result.runs.iter().filter(|r| r.status == Status::Complete && (mix || &r.cc == cc)).collect();
@@ -145,40 +191,81 @@ pub fn why(result: &ExperimentResult) -> Vec<Why> {
             let utilization = median(runs.iter().filter_map(|r| r.metrics.as_ref()?.utilization).collect());
             let drops = |f: &dyn Fn(&crate::results::RunMetrics) -> Option<u64>| runs.iter().filter_map(|r| f(r.metrics.as_ref()?)).sum::<u64>();
             let (drops_loss, drops_buffer) = (drops(&|m| m.drops_loss), drops(&|m| m.drops_buffer));
-            explain(cc, &flows, link_bps, utilization, random_loss && drops_loss >= drops_buffer, drops_buffer > drops_loss)
+            let shared = match (queue, link_bps) {
+                (Some((buffer, bdp)), Some(bps)) if shares_with_loss_based && bare(cc).starts_with("bbr") && !runs.is_empty() => {
+                    // Its flows per run: the paper's N.
+                    let n = (flows.len() as f64 / runs.len() as f64).round().max(1.0) as usize;
+                    ware_bbr_share(buffer, bdp, n)
+                        .map(|p| Model { name: "Ware et al. 2019 (in-flight cap against the shared buffer)", predicts_bps: p * bps / n as f64 })
+                }
+                _ => None,
+            };
+            explain(cc, &flows, link_bps, utilization, random_loss && drops_loss >= drops_buffer, drops_buffer > drops_loss, shared)
         })
         .collect()
 }
 
-fn explain(cc: &str, flows: &[Flow], link_bps: Option<f64>, utilization: Option<f64>, loss_is_random: bool, loss_is_buffer: bool) -> Why {
+/// `shared`: a model of the algorithm's share of a bottleneck it shares with others, which
+/// takes the place of its cause's own model (BBR beside loss-based flows).
+fn explain(
+    cc: impl Into<Cc>,
+    flows: &[Flow],
+    link_bps: Option<f64>,
+    utilization: Option<f64>,
+    loss_is_random: bool,
+    loss_is_buffer: bool,
+    shared: Option<Model>,
+) -> Why {
+    let cc: Cc = cc.into();
     let limited_by = LimitedBy::weighted(&flows.iter().map(|f| (*f.limited_by, f.m.active_s)).collect::<Vec<_>>());
     let dominant = limited_by.map(|l| l.dominant()).filter(|d| d.1 >= DOMINANT_SHARE);
     let loss_rate = mean(flows.iter().map(|f| f.m.retrans_rate));
     let recoveries_per_10s = mean(flows.iter().filter(|f| f.m.active_s > 0.0).map(|f| f64::from(f.m.recoveries) / f.m.active_s * 10.0));
     let measured_bps = mean(flows.iter().filter_map(|f| f.goodput_bps));
     let bw_estimate_bps = mean(flows.iter().filter_map(|f| f.m.bw_estimate_bps));
-    // The algorithm without its transport (`quic:bbr3` → `bbr3`), parsed as it was when the
-    // run was planned; a name that no longer parses is matched by no model.
-    let name = cc.parse::<Algorithm>().map(|a| a.name().to_ascii_lowercase()).unwrap_or_default();
+    // The algorithm without its transport (`quic:bbr3` → `bbr3`); a mix's label is matched by
+    // no model.
+    let name = cc.algorithm().map(|a| a.name().to_ascii_lowercase()).unwrap_or_default();
     let is_bbr = name.starts_with("bbr");
     let link_bound = utilization.is_some_and(|u| u >= LINK_BOUND);
     // Each flow's model from its own loss rate, RTT and segment size; their mean.
     let per_flow = |f: &dyn Fn(&Mechanism) -> Option<f64>| mean(flows.iter().filter_map(|x| f(x.m)));
     let rtt_s = |m: &Mechanism| (m.mean_rtt_us > 0.0).then_some(m.mean_rtt_us / 1e6);
-    let model = match dominant.map(|d| d.0) {
+    // The buffer the kernel kept (read back, doubled for its bookkeeping, socket(7)).
+    let kept = |f: &dyn Fn(&SocketBuffers) -> Option<u64>| -> Option<f64> {
+        let all: Vec<f64> = flows.iter().map(|x| x.buffers.and_then(f).map(|b| b as f64)).collect::<Option<Vec<_>>>()?;
+        mean(all.into_iter())
+    };
+    let rtt = mean(flows.iter().filter_map(|x| rtt_s(x.m)));
+    let model = shared.or_else(|| match dominant.map(|d| d.0) {
         Some(Cause::Cwnd) if !is_bbr && loss_rate.is_some_and(|p| p > 0.0) && !link_bound => {
             let (label, f): (&'static str, ResponseFunction) =
                 if name.contains("reno") { ("Mathis et al. 1997", mathis_bps) } else { ("RFC 9438", cubic_response_bps) };
             per_flow(&|m| f(m.retrans_rate, rtt_s(m)?, f64::from(m.mss))).map(|b| Model { name: label, predicts_bps: b })
         }
         Some(Cause::Cwnd) => per_flow(&|m| Some(m.mean_cwnd * f64::from(m.mss) * 8.0 / rtt_s(m)?)).map(|b| Model { name: "cwnd×MSS/RTT", predicts_bps: b }),
-        Some(Cause::Rwnd) => per_flow(&|m| Some(m.mean_snd_wnd_bytes? * 8.0 / rtt_s(m)?)).map(|b| Model { name: "rwnd/RTT", predicts_bps: b }),
-        Some(Cause::Sndbuf) => {
-            per_flow(&|m| Some(m.mean_in_flight * f64::from(m.mss) * 8.0 / rtt_s(m)?)).map(|b| Model { name: "in flight×MSS/RTT", predicts_bps: b })
-        }
+        // The receive buffer kept, less the kernel's overhead at tcp_adv_win_scale's default
+        // (a half: `tcp_win_from_space`), over the RTT; without a read-back, the window the
+        // peer advertised. Since Linux 6.6 the half is only where the overhead starts: the
+        // kernel then measures it per flow (`scaling_ratio`), so the window can be larger
+        // (measured on 6.18, `--rcvbuf 64kib` at 40 ms: 12.9 Mbit/s predicted, 15.5 carried).
+        Some(Cause::Rwnd) => match kept(&|b| b.rcvbuf_effective) {
+            Some(space) => rtt.and_then(|r| buffer_bound_bps(tcp_win_from_space(space as u64, 1) as f64, r)).map(|b| Model {
+                name: "buffer/RTT (half the rcvbuf kept, the kernel's starting overhead; since Linux 6.6 it is measured per flow)",
+                predicts_bps: b,
+            }),
+            None => per_flow(&|m| Some(m.mean_snd_wnd_bytes? * 8.0 / rtt_s(m)?)).map(|b| Model { name: "rwnd/RTT", predicts_bps: b }),
+        },
+        // The send buffer kept holds what is unacknowledged (and what is not sent yet), with
+        // the kernel's per-segment overhead small beside TSO's large segments: its whole size
+        // over the RTT is the most it lets through.
+        Some(Cause::Sndbuf) => match kept(&|b| b.sndbuf_effective) {
+            Some(space) => rtt.and_then(|r| buffer_bound_bps(space, r)).map(|b| Model { name: "buffer/RTT (sndbuf kept)", predicts_bps: b }),
+            None => per_flow(&|m| Some(m.mean_in_flight * f64::from(m.mss) * 8.0 / rtt_s(m)?)).map(|b| Model { name: "in flight×MSS/RTT", predicts_bps: b }),
+        },
         Some(Cause::Pacing) if is_bbr => bw_estimate_bps.map(|b| Model { name: "BBR's bandwidth estimate", predicts_bps: b }),
         _ => None,
-    };
+    });
     let bound = dominant.map(|(c, _)| {
         match c {
             Cause::Cwnd if link_bound => "the link",
@@ -187,6 +274,7 @@ fn explain(cc: &str, flows: &[Flow], link_bps: Option<f64>, utilization: Option<
             Cause::Cwnd => "its congestion window",
             Cause::Pacing if link_bound => "the link",
             Cause::Pacing => "its pacing rate",
+            Cause::Host => "the sending host (its stack building and handing over packets)",
             Cause::Rwnd => "the receive window",
             Cause::Sndbuf => "the send buffer",
             Cause::App => "the application",
@@ -194,7 +282,7 @@ fn explain(cc: &str, flows: &[Flow], link_bps: Option<f64>, utilization: Option<
         }
         .to_string()
     });
-    Why { cc: cc.to_string(), flows: flows.len(), limited_by, dominant, recoveries_per_10s, loss_rate, measured_bps, model, link_bps, bw_estimate_bps, bound }
+    Why { cc, flows: flows.len(), limited_by, dominant, recoveries_per_10s, loss_rate, measured_bps, model, link_bps, bw_estimate_bps, bound }
 }
 
 /// How a cause reads in a line.
@@ -202,6 +290,7 @@ pub fn cause_words(c: Cause) -> &'static str {
     match c {
         Cause::Cwnd => "cwnd-limited",
         Cause::Pacing => "pacing-limited",
+        Cause::Host => "host-bound",
         Cause::Rwnd => "receive-window-limited",
         Cause::Sndbuf => "send-buffer-limited",
         Cause::App => "application-limited",
@@ -241,7 +330,7 @@ impl Why {
                 parts.push(format!("no cause held {:.0} % of the time ({})", DOMINANT_SHARE * 100.0, list.join(", ")));
             }
         }
-        let is_bbr = self.cc.parse::<Algorithm>().is_ok_and(|a| a.name().to_ascii_lowercase().starts_with("bbr"));
+        let is_bbr = self.cc.algorithm().is_some_and(|a| a.name().to_ascii_lowercase().starts_with("bbr"));
         match (self.recoveries_per_10s, self.loss_rate) {
             (Some(r), Some(p)) if is_bbr && p > 0.0 => parts.push(format!("{} loss, {r:.0} recoveries per 10 s", pct(p))),
             (Some(r), Some(p)) if p > 0.0 => parts.push(format!("{r:.0} loss recoveries per 10 s at {} loss", pct(p))),
@@ -296,16 +385,16 @@ mod tests {
     fn a_dominant_cause_is_named_and_a_split_one_is_not() {
         let cwnd = LimitedBy { cwnd: 0.97, app: 0.03, ..Default::default() };
         let m = mech(10.0, 43, 0.01);
-        let w = explain("cubic", &[Flow { limited_by: &cwnd, m: &m, goodput_bps: Some(3.4e6) }], Some(100e6), Some(0.04), true, false);
+        let w = explain("cubic", &[Flow { limited_by: &cwnd, m: &m, goodput_bps: Some(3.4e6), buffers: None }], Some(100e6), Some(0.04), true, false, None);
         assert_eq!(w.dominant.map(|d| d.0), Some(Cause::Cwnd));
         assert_eq!(w.bound.as_deref(), Some("random loss"));
         assert_eq!(w.text(), "cwnd-limited 97 % of the time; 43 loss recoveries per 10 s at 1.0 % loss; RFC 9438 predicts 4.32 Mbit/s, measured 3.40 Mbit/s: bound by random loss");
         let split = LimitedBy { cwnd: 0.45, pacing: 0.40, app: 0.15, ..Default::default() };
-        let w = explain("cubic", &[Flow { limited_by: &split, m: &m, goodput_bps: None }], None, None, false, false);
+        let w = explain("cubic", &[Flow { limited_by: &split, m: &m, goodput_bps: None, buffers: None }], None, None, false, false, None);
         assert_eq!(w.dominant, None);
         assert_eq!(w.bound, None);
         assert!(w.text().starts_with("no cause held 60 % of the time (cwnd 45 %, pacing 40 %, app 15 %)"), "{}", w.text());
-        let none = explain("cubic", &[], None, None, false, false);
+        let none = explain("cubic", &[], None, None, false, false, None);
         assert!(none.text().starts_with("not recorded"));
     }
 
@@ -314,10 +403,59 @@ mod tests {
         let pacing = LimitedBy { pacing: 0.99, cwnd: 0.01, ..Default::default() };
         let mut m = mech(10.0, 30, 0.01);
         m.bw_estimate_bps = Some(99e6);
-        let w = explain("bbr", &[Flow { limited_by: &pacing, m: &m, goodput_bps: Some(93e6) }], Some(100e6), Some(0.97), true, false);
+        let w = explain("bbr", &[Flow { limited_by: &pacing, m: &m, goodput_bps: Some(93e6), buffers: None }], Some(100e6), Some(0.97), true, false, None);
         assert_eq!(
             w.text(),
             "pacing-limited 99 % of the time at its bandwidth estimate (99 % of the 100 Mbit/s link); 1.0 % loss, 30 recoveries per 10 s; bound by the link"
         );
+    }
+
+    /// A receive-window-bound flow with its buffer read back: the kept buffer, halved for the
+    /// kernel's overhead, over the RTT; without a read-back, the advertised window's model.
+    #[test]
+    fn a_buffer_bound_flow_is_modelled_from_its_kept_buffer() {
+        let rwnd = LimitedBy { rwnd: 0.95, app: 0.05, ..Default::default() };
+        let mut m = mech(10.0, 0, 0.0);
+        m.mean_snd_wnd_bytes = Some(70_000.0);
+        let kept = SocketBuffers { rcvbuf_requested: Some(65_536), rcvbuf_effective: Some(131_072), ..Default::default() };
+        let w = explain(
+            "cubic",
+            &[Flow { limited_by: &rwnd, m: &m, goodput_bps: Some(12.9e6), buffers: Some(&kept) }],
+            Some(100e6),
+            Some(0.13),
+            false,
+            false,
+            None,
+        );
+        let model = w.model.clone().unwrap();
+        assert_eq!(model.name, "buffer/RTT (half the rcvbuf kept, the kernel's starting overhead; since Linux 6.6 it is measured per flow)");
+        assert!((model.predicts_bps - 13.107e6).abs() < 1e3, "{model:?}");
+        assert!(w.text().contains("predicts 13.1 Mbit/s, measured 12.9 Mbit/s: bound by the receive window"), "{}", w.text());
+        let w = explain("cubic", &[Flow { limited_by: &rwnd, m: &m, goodput_bps: Some(12.9e6), buffers: None }], Some(100e6), Some(0.13), false, false, None);
+        assert_eq!(w.model.unwrap().name, "rwnd/RTT");
+        let sndbuf = LimitedBy { sndbuf: 0.9, app: 0.1, ..Default::default() };
+        let kept = SocketBuffers { sndbuf_requested: Some(32_768), sndbuf_effective: Some(65_536), ..Default::default() };
+        let w = explain(
+            "cubic",
+            &[Flow { limited_by: &sndbuf, m: &m, goodput_bps: Some(11.5e6), buffers: Some(&kept) }],
+            Some(100e6),
+            Some(0.12),
+            false,
+            false,
+            None,
+        );
+        assert!((w.model.unwrap().predicts_bps - 13.107e6).abs() < 1e3);
+    }
+
+    /// BBR beside a loss-based flow: the shared-queue model takes the place of its cause's own
+    /// and is printed beside the measurement.
+    #[test]
+    fn bbr_sharing_with_cubic_shows_its_share_model() {
+        let cwnd = LimitedBy { cwnd: 0.8, pacing: 0.2, ..Default::default() };
+        let m = mech(10.0, 5, 0.001);
+        let shared =
+            ware_bbr_share(400.0, 100.0, 1).map(|p| Model { name: "Ware et al. 2019 (in-flight cap against the shared buffer)", predicts_bps: p * 50e6 });
+        let w = explain("bbr", &[Flow { limited_by: &cwnd, m: &m, goodput_bps: Some(20e6), buffers: None }], Some(50e6), Some(0.97), false, true, shared);
+        assert!(w.text().contains("Ware et al. 2019 (in-flight cap against the shared buffer) predicts 18.2 Mbit/s, measured 20.0 Mbit/s"), "{}", w.text());
     }
 }

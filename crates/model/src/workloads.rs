@@ -2,10 +2,10 @@
 //! algorithm, which way the data flowed, and the one figure the verdict compares. Each workload defines
 //! itself in `ccbench-workload`, and is a line of its registry (`crate::workloads!`);
 //! this module expands that list into the types a record keeps. Running a spec and its command
-//! line are the `ccbench` crate's (`workloads.rs`, `workload_flags.rs`).
+//! line are the `ccbench` crate's (`run_workload.rs`, `workload_flags.rs`).
 
 use crate::workload::{Algorithm, Direction, Headline, RunFigures, RunOutcome, SenderView, Spec};
-use ccbench_probe::TcpInfo;
+use ccbench_kernel_tcp::TcpInfo;
 use serde::{Deserialize, Serialize};
 
 /// Expands the workload registry (`crate::workloads!`, one line each: `Variant(its
@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 /// with) into the record's types. Everything else about a workload is asked of its own module
 /// through [`Spec`] and [`RunOutcome`].
 macro_rules! registry {
-    ($($(#[$doc:meta])* $variant:ident($spec:ty, $result:ty),)*) => {
+    ($($(#[$doc:meta])* $module:ident: $variant:ident($spec:ty, $result:ty),)*) => {
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
         #[serde(tag = "kind", rename_all = "snake_case")]
         pub enum WorkloadSpec {
@@ -100,7 +100,7 @@ impl WorkloadSpec {
 
     /// As [`WorkloadSpec::describe`], naming the transports the algorithms `ccs` run over
     /// (`Spec::describe_for`).
-    pub fn describe_for(&self, ccs: &[String]) -> String {
+    pub fn describe_for(&self, ccs: &[crate::workload::Cc]) -> String {
         self.spec().describe_for(ccs)
     }
 

@@ -91,7 +91,7 @@ impl ProbeServer {
     pub fn spawn(self) -> io::Result<ServerHandle> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let thread = std::thread::Builder::new().name("ccbench-probe-server".into()).spawn(move || self.run(&flag))?;
+        let thread = std::thread::Builder::new().name("ccbench-kernel-tcp-server".into()).spawn(move || self.run(&flag))?;
         Ok(ServerHandle { stop, thread })
     }
 

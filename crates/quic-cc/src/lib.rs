@@ -29,7 +29,7 @@ pub mod delivery_rate;
 mod prague;
 mod telemetry;
 
-pub use bbr::{Bbr, BbrParams, BbrVersion, StartupLossExit, UpExit};
+pub use bbr::{Bbr, BbrParams, BbrVersion, StartupLossExit, UpExit, DEFECTS as BBR_TEST_DEFECTS};
 pub use controller::BbrFactory;
 pub use cubic::{Cubic, CubicFactory, SlowStartPhase, LINUX_CSS_ROUNDS, RFC_CSS_ROUNDS};
 /// The trait side, re-exported so users need not name noq-proto's module path.

@@ -26,7 +26,7 @@ impl BbrState {
         [BbrState::Startup, BbrState::Drain, BbrState::ProbeBwDown, BbrState::ProbeBwCruise, BbrState::ProbeBwRefill, BbrState::ProbeBwUp, BbrState::ProbeRtt];
 
     /// The coarse mode, named as the kernel-TCP series name BBR's modes
-    /// (`ccbench_probe::BbrMode`, serialised SCREAMING_SNAKE_CASE): STARTUP, DRAIN, PROBE_BW,
+    /// (`ccbench_kernel_tcp::BbrMode`, serialised SCREAMING_SNAKE_CASE): STARTUP, DRAIN, PROBE_BW,
     /// PROBE_RTT. The ProbeBW phases all map to PROBE_BW.
     pub fn mode(self) -> &'static str {
         match self {
@@ -65,7 +65,7 @@ impl fmt::Display for BbrState {
 }
 
 /// The controller's model at one instant. Rates are in bits per second like the kernel
-/// series' `*_bps` columns (`ccbench_probe` converts the kernel's bytes/s to bits/s).
+/// series' `*_bps` columns (`ccbench_kernel_tcp` converts the kernel's bytes/s to bits/s).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BbrSnapshot {
     pub state: BbrState,
@@ -84,6 +84,12 @@ pub struct BbrSnapshot {
     pub cwnd_gain: f64,
     /// BBR.bw: max_bw bounded by the short-term bw_lo, what pacing uses.
     pub bw_bps: u64,
+    /// BBR.bw_shortterm (bw_lo, §5.5.10); `None` = ∞.
+    pub bw_lo_bps: Option<u64>,
+    /// BBR.full_bw_reached (§5.3.1.2): STARTUP found the plateau (or ended on loss).
+    pub full_bw_reached: bool,
+    /// BBR.extra_acked (§5.5.9): the ACK-aggregation allowance cwnd adds, bytes.
+    pub extra_acked: u64,
     /// Bytes in flight as the controller counts them.
     pub bytes_in_flight: u64,
     /// Packet-timed round trips so far (BBR.round_count).

@@ -428,7 +428,7 @@ fn runs_are_deterministic() {
 
 #[test]
 fn state_names_match_the_kernel_series() {
-    use ccbench_probe::BbrMode;
+    use ccbench_kernel_tcp::BbrMode;
     let kernel = |m: BbrMode| serde_json::to_value(m).unwrap().as_str().unwrap().to_string();
     assert_eq!(BbrState::Startup.mode(), kernel(BbrMode::Startup));
     assert_eq!(BbrState::Drain.mode(), kernel(BbrMode::Drain));

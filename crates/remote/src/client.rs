@@ -122,7 +122,7 @@ impl Client {
                 ServerMsg::Error { message } => return Err(RemoteError::refused(&message)),
                 other => return Err(unexpected(&other)),
             };
-        let rtt_us = ccbench_probe::tcp_info(control.stream()).ok().map(|t| t.rtt_us);
+        let rtt_us = ccbench_kernel_tcp::tcp_info(control.stream()).ok().map(|t| t.rtt_us);
         Ok(Client { addr, control, facts, limits, rtt_us, dropped_samples: AtomicU64::new(0) })
     }
 
@@ -194,7 +194,7 @@ impl Client {
             hello.extend_from_slice(&(id as u32).to_be_bytes());
             (&stream).write_all(&hello)?;
             let cc_read_back = if upload { confirm_congestion(&stream, &flow.cc, Side::Client)? } else { String::new() };
-            meta.push(FlowMeta { id: id as u32, plan: flow.clone(), client_port: stream.local_addr()?.port(), cc_read_back });
+            meta.push(FlowMeta { id: id as u32, plan: flow.clone(), client_port: stream.local_addr()?.port(), cc_read_back, buffers: None });
             prepare_stream(&stream)?;
             streams.push(EndStream { id: id as u32, start_s: flow.start_s, stream, sends: upload });
         }
@@ -263,7 +263,7 @@ pub(crate) fn timed_out(e: FrameError, addr: SocketAddr, what: &str, within: Dur
 /// Half the control connection's lowest round trip so far: how long after the far end
 /// starts sending its first byte arrives here, on a path as slow both ways.
 pub(crate) fn one_way_estimate(control: &TcpStream) -> Duration {
-    ccbench_probe::tcp_info(control).map(|t| Duration::from_micros(u64::from(t.min_rtt_us.unwrap_or(t.rtt_us)) / 2)).unwrap_or_default()
+    ccbench_kernel_tcp::tcp_info(control).map(|t| Duration::from_micros(u64::from(t.min_rtt_us.unwrap_or(t.rtt_us)) / 2)).unwrap_or_default()
 }
 
 /// Where the far end's time 0 falls on this end's clock, in µs from its epoch. When this end

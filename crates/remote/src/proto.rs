@@ -24,8 +24,8 @@
 
 use std::io::{self, Read, Write};
 
+use ccbench_kernel_tcp::{Sample, TcpInfo};
 pub use ccbench_model::serve::{Limits, ServerFacts};
-use ccbench_probe::{Sample, TcpInfo};
 use ccbench_workload::{BbrEvent, FarRequest, FlowEnd, GoodputPoint, QuicSample, Remote};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
@@ -207,7 +207,7 @@ pub const MAX_EVENTS_PER_MESSAGE: usize = 200;
 /// tagged with on the wire. serve checks, logs and runs it through [`FarRequest`] alone, so a
 /// new workload over `--remote` needs nothing in this crate.
 macro_rules! requests {
-    ($($(#[$doc:meta])* $variant:ident($spec:ty, $result:ty),)*) => {
+    ($($(#[$doc:meta])* $module:ident: $variant:ident($spec:ty, $result:ty),)*) => {
         /// A test the client asks for: a workload's far end. Tagged by `kind`; an older server
         /// refuses a kind it does not know.
         #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]

@@ -50,9 +50,6 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a test's data connections (and then its `Start`) may take to arrive.
 pub(crate) const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Data connections waiting to present their token at once; a newcomer beyond it takes the
-/// place of the one that has waited longest.
-const MAX_PENDING_DATA: usize = 64;
 /// How long accept() waits after the process or system ran out of descriptors, at first and
 /// at most (doubling in between): a full table must not turn the accept loop into a spin.
 const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(1));
@@ -64,7 +61,7 @@ const LISTEN_BACKLOG: libc::c_int = 4096;
 /// log's summaries again.
 const ACCEPT_POLL: Duration = Duration::from_millis(250);
 /// One definition of the data connections' hello, shared with the near end (issue 20 §2).
-pub use ccbench_workload::{DATA_HELLO_LEN, HELLO_TIMEOUT, TOKEN_LEN};
+pub use ccbench_workload::{DATA_HELLO_LEN, HELLO_TIMEOUT, MAX_PENDING as MAX_PENDING_DATA, TOKEN_LEN};
 
 pub struct ServeConfig {
     pub listen: SocketAddr,
@@ -508,7 +505,7 @@ mod tests {
     use super::bulk::accept_flows;
     use super::results::{done_messages, ENDS_PER_DONE, RESULT_QUEUE};
     use super::*;
-    use ccbench_probe::Sample;
+    use ccbench_kernel_tcp::Sample;
     use ccbench_workload::{Amount, Direction, PageModel, PageProtocol, PageSpec, SiteRequest};
     use ccbench_workload::{BulkSpec, FlowEnd, GoodputPoint, SeriesSink, SocketId};
 
@@ -547,7 +544,7 @@ mod tests {
     fn the_done_of_the_most_flows_fits_a_record() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let socket = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let info = ccbench_probe::tcp_info(&socket).unwrap();
+        let info = ccbench_kernel_tcp::tcp_info(&socket).unwrap();
         let end = |id| FlowEnd {
             id,
             sent: true,
@@ -649,8 +646,8 @@ mod tests {
     #[test]
     fn a_lagging_client_costs_serve_a_bounded_queue_and_drops_are_counted() {
         let (sink, rx) = Forward::queue();
-        let raw = ccbench_probe::RawTcpInfo::default();
-        let sample = Sample::from_parts(0, &ccbench_probe::TcpInfo::from_raw(&raw, std::mem::size_of_val(&raw)), None);
+        let raw = ccbench_kernel_tcp::RawTcpInfo::default();
+        let sample = Sample::from_parts(0, &ccbench_kernel_tcp::TcpInfo::from_raw(&raw, std::mem::size_of_val(&raw)), None);
         for _ in 0..100_000 {
             sink.tcp_sample(SocketId::Flow(0), &sample);
             sink.received(0, &GoodputPoint { t_us: 1, bytes: 1 });

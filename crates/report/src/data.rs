@@ -4,7 +4,7 @@
 
 use ccbench_model::results::{ExperimentResult, RunRecord, Status};
 use ccbench_model::series::ExactCounts;
-use ccbench_model::workload::BulkResult;
+use ccbench_model::workload::{BulkResult, Cc};
 use ccbench_model::workloads::{WorkloadResult, WorkloadSpec};
 
 use crate::svg::{Timeline, COLORS};
@@ -49,8 +49,8 @@ impl Palette {
             }
         }
         for cc in &result.params.ccs {
-            if !keys.contains(cc) {
-                keys.push(cc.clone());
+            if !keys.iter().any(|k| k == cc) {
+                keys.push(cc.to_string());
             }
         }
         Palette(keys)
@@ -66,9 +66,9 @@ impl Palette {
 }
 
 /// The completed runs of `cc` that have a score, sorted by score.
-pub(crate) fn scored_runs<'a>(result: &'a ExperimentResult, cc: &str) -> Vec<&'a RunRecord> {
+pub(crate) fn scored_runs<'a>(result: &'a ExperimentResult, cc: &Cc) -> Vec<&'a RunRecord> {
     let mut runs: Vec<&RunRecord> =
-        result.runs.iter().filter(|r| r.cc == cc && r.status == Status::Complete && r.metrics.as_ref().and_then(|m| m.score).is_some()).collect();
+        result.runs.iter().filter(|r| &r.cc == cc && r.status == Status::Complete && r.metrics.as_ref().and_then(|m| m.score).is_some()).collect();
     runs.sort_by(|a, b| {
         let s = |r: &RunRecord| r.metrics.as_ref().and_then(|m| m.score).unwrap_or(0.0);
         s(a).total_cmp(&s(b))
@@ -77,7 +77,7 @@ pub(crate) fn scored_runs<'a>(result: &'a ExperimentResult, cc: &str) -> Vec<&'a
 }
 
 /// The completed run of `cc` whose score is the median of its runs.
-pub(crate) fn representative<'a>(result: &'a ExperimentResult, cc: &str) -> Option<&'a RunRecord> {
+pub(crate) fn representative<'a>(result: &'a ExperimentResult, cc: &Cc) -> Option<&'a RunRecord> {
     let runs = scored_runs(result, cc);
     runs.get(runs.len() / 2).copied()
 }
@@ -128,6 +128,20 @@ pub(crate) struct RunView<'a> {
     pub(crate) bbr: Vec<BbrTimeline>,
     /// Per bulk flow: its id, algorithm and RTT samples (for the flow's own RTT median).
     pub(crate) flow_rtt: Vec<(u32, String, ExactCounts)>,
+    /// Per algorithm (median runs only): what held its flows back over time, µs per cause
+    /// (`Cause::ALL`'s order) in each of `STRIP_BINS` bins over the run.
+    pub(crate) strip: Vec<Strip>,
+}
+
+/// Bins of the limited-by strip over a run.
+pub(crate) const STRIP_BINS: usize = 60;
+
+/// One algorithm's limited-by causes over its median run, from the series' sampled state.
+pub(crate) struct Strip {
+    pub(crate) key: String,
+    /// Width of a bin, s.
+    pub(crate) bin_s: f64,
+    pub(crate) bins: Vec<[f64; 7]>,
 }
 
 /// Distributions pooled over all runs of each key.

@@ -18,6 +18,9 @@
 //! - throughput against delay, one point per run and a 1-σ ellipse per algorithm, the delay
 //!   axis reversed (Pantheon's figure).
 //!
+//! `ccbench conform`'s page ([`render_conform`]) is the conformance matrix, from a
+//! [`ConformPage`] the binary fills in (plain text: the report does not know the suites).
+//!
 //! - [`data`]: what is drawn; [`load`]: reading it; [`render`](mod@render): drawing it;
 //!   [`svg`]: the plotting primitives.
 
@@ -28,4 +31,4 @@ pub mod svg;
 
 pub use data::ReportData;
 pub use load::read_result;
-pub use render::{render, render_conditions};
+pub use render::{render, render_conditions, render_conform, ConformPage, MatrixCase, MatrixCell, MatrixRow, MatrixVerdict};

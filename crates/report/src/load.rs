@@ -10,7 +10,9 @@ use ccbench_model::series::LinkSample;
 use ccbench_model::series::{ExactCounts, GoodputRow, TcpRow};
 use ccbench_model::workload::Direction;
 
-use crate::data::{bulk, representative, run_start, BbrTimeline, Gathered, Line, Palette, Pooled, ReportData, RunView, BBR_STATES, MAX_BBR_ROWS};
+use crate::data::{
+    bulk, representative, run_start, BbrTimeline, Gathered, Line, Palette, Pooled, ReportData, RunView, Strip, BBR_STATES, MAX_BBR_ROWS, STRIP_BINS,
+};
 use crate::svg::{nice_floor, round_sig3, Decimated, Timeline};
 
 /// Points kept of a faint line (a run other than the median one): plenty at this width.
@@ -112,6 +114,7 @@ pub(crate) fn bbr_state(mode: Option<&str>, phase: Option<&str>) -> Option<usize
 pub(crate) fn gather<'a>(result: &'a ExperimentResult, dir: &Path, palette: &Palette) -> Gathered<'a> {
     let mix = result.params.workload.is_mix();
     let direction = result.params.workload.data_direction();
+    let saturating = matches!(&result.params.workload, ccbench_model::workloads::WorkloadSpec::Bulk(b) if b.knobs.saturating());
     let medians: Vec<u32> = result.params.ccs.iter().filter_map(|cc| representative(result, cc)).map(|r| r.index).collect();
     // Bins of a round width, about RATE_BINS of them over the longest run, no finer than the
     // samples and no coarser than a second.
@@ -132,8 +135,9 @@ pub(crate) fn gather<'a>(result: &'a ExperimentResult, dir: &Path, palette: &Pal
             ce: None,
             bbr: Vec::new(),
             flow_rtt: Vec::new(),
+            strip: Vec::new(),
         };
-        if let Err(e) = read_tcp(dir, &mut view, mix, &mut g.rtt) {
+        if let Err(e) = read_tcp(dir, &mut view, mix, saturating, &mut g.rtt) {
             g.errors.push(e);
         }
         if let Err(e) = read_link(dir, &mut view, direction, &mut g.queue, bin_us) {
@@ -172,7 +176,8 @@ pub(crate) struct SocketLines {
     pub(crate) bbr_bw: Decimated,
 }
 
-pub(crate) fn read_tcp(dir: &Path, view: &mut RunView, mix: bool, pooled: &mut Pooled) -> Result<(), String> {
+/// `saturating`: the sending application always had data (see `Account::saturating`).
+pub(crate) fn read_tcp(dir: &Path, view: &mut RunView, mix: bool, saturating: bool, pooled: &mut Pooled) -> Result<(), String> {
     let r = view.run;
     let Some(files) = &r.series else { return Ok(()) };
     let t0 = run_start(r);
@@ -190,11 +195,16 @@ pub(crate) fn read_tcp(dir: &Path, view: &mut RunView, mix: bool, pooled: &mut P
     let mut lines: Vec<SocketLines> = Vec::new();
     let mut flow_rtt: Vec<(u32, String, ExactCounts)> = Vec::new();
     let mut bbr: Vec<BbrTimeline> = Vec::new();
+    // The strip over time (median runs): each socket's previous row, and per algorithm the
+    // time per cause in each bin, split between rows as the limited-by accounting does.
+    let strip_bin_us = (duration_s(r).unwrap_or(0.0) * 1e6 / STRIP_BINS as f64).max(1.0);
+    let mut prev_rows: Vec<TcpRow> = Vec::new();
+    let mut strip: Vec<Strip> = Vec::new();
     let read = ccbench_model::series::for_each_row(&dir.join(&files.tcp), |row: TcpRow| {
         let flow = flow_of(&row.socket);
         let key = match (&flow, mix) {
             (Some((_, cc, _)), true) => cc.clone(),
-            _ => r.cc.clone(),
+            _ => r.cc.to_string(),
         };
         // The distributions count samples from when the socket's data began to flow (a flow
         // of a mix that starts later sits at its handshake's RTT until then).
@@ -212,6 +222,31 @@ pub(crate) fn read_tcp(dir: &Path, view: &mut RunView, mix: bool, pooled: &mut P
                     }
                     None => {}
                 }
+            }
+        }
+        if median {
+            match prev_rows.iter().position(|p| p.socket == row.socket) {
+                Some(i) => {
+                    let prev = std::mem::replace(&mut prev_rows[i], row.clone());
+                    let start = flow.as_ref().map_or(t0, |f| f.2);
+                    if let Some(parts) = ccbench_model::series::interval_split(&prev, &row, saturating).filter(|_| prev.t_us >= start) {
+                        let bin = ((row.t_us.saturating_sub(t0)) as f64 / strip_bin_us) as usize;
+                        let j = match strip.iter().position(|s| s.key == key) {
+                            Some(j) => j,
+                            None => {
+                                strip.push(Strip { key: key.clone(), bin_s: strip_bin_us / 1e6, bins: vec![[0.0; 7]; STRIP_BINS] });
+                                strip.len() - 1
+                            }
+                        };
+                        if let Some(b) = strip[j].bins.get_mut(bin) {
+                            for (k, (_, us)) in parts.iter().enumerate() {
+                                b[k] += us.max(0.0);
+                            }
+                        }
+                    }
+                }
+                None if prev_rows.len() < MAX_SOCKETS => prev_rows.push(row.clone()),
+                None => {}
             }
         }
         if row.t_us < t0 {
@@ -234,7 +269,7 @@ pub(crate) fn read_tcp(dir: &Path, view: &mut RunView, mix: bool, pooled: &mut P
             None if (b.is_some() && lines.len() < MAX_SOCKETS) || lines.is_empty() => {
                 let what = match (&flow, multi || mix) {
                     (Some((id, cc, _)), true) => format!("{cc} flow {id}"),
-                    (Some(_), false) => r.cc.clone(),
+                    (Some(_), false) => r.cc.to_string(),
                     (None, _) => format!("{} {}", r.cc, row.socket.replace('-', " ")),
                 };
                 lines.push(SocketLines {
@@ -268,6 +303,7 @@ pub(crate) fn read_tcp(dir: &Path, view: &mut RunView, mix: bool, pooled: &mut P
     }
     view.flow_rtt = flow_rtt;
     view.bbr = bbr;
+    view.strip = strip;
     read.map_err(|e| e.to_string())
 }
 
@@ -302,10 +338,10 @@ pub(crate) fn read_link(dir: &Path, view: &mut RunView, direction: Direction, po
         marked |= p.ce_marks > 0;
     });
     let label = format!("run {} · {}", r.index + 1, r.cc);
-    view.queue = Some(Line { key: r.cc.clone(), label: label.clone(), median: view.median, points: queue.into_points() });
-    view.ce = marked.then(|| Line { key: r.cc.clone(), label: label.clone(), median: view.median, points: ce.finish() });
+    view.queue = Some(Line { key: r.cc.to_string(), label: label.clone(), median: view.median, points: queue.into_points() });
+    view.ce = marked.then(|| Line { key: r.cc.to_string(), label: label.clone(), median: view.median, points: ce.finish() });
     if let Some(d) = delivered {
-        view.goodput.push(Line { key: r.cc.clone(), label, median: view.median, points: d.finish() });
+        view.goodput.push(Line { key: r.cc.to_string(), label, median: view.median, points: d.finish() });
     }
     read.map_err(|e| e.to_string())
 }
@@ -330,7 +366,7 @@ pub(crate) fn read_goodput(dir: &Path, view: &mut RunView, mix: bool, bin_us: u6
         let (key, what) = if per_flow {
             (b.flows[i].sending.cc_requested.clone(), format!("{} flow {}", b.flows[i].sending.cc_requested, b.flows[i].id))
         } else {
-            (r.cc.clone(), r.cc.clone())
+            (r.cc.to_string(), r.cc.to_string())
         };
         view.goodput.push(Line { key, label: format!("run {} · {what}", r.index + 1), median: view.median, points: rb.finish() });
     }

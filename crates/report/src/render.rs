@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use ccbench_model::results::{CcSummary, ExperimentResult, RunMetrics, RunRecord, Status};
-use ccbench_model::workload::Headline;
+use ccbench_model::workload::{Cc, Headline, TimeSeries};
 use ccbench_model::workloads::WorkloadSpec;
 use ccbench_stats::expectation::{overall, Judgement};
 use ccbench_stats::Summary;
@@ -149,10 +149,10 @@ fn score_figure(result: &ExperimentResult, palette: &Palette) -> String {
         return String::new();
     }
     let score = |r: &RunRecord| r.metrics.as_ref().and_then(|m| m.score).unwrap_or(0.0) / div;
-    let median_of = |cc: &String| result.summary.iter().find(|s| &s.cc == cc).and_then(|s| s.score.as_ref()).map(|s| s.median / div);
+    let median_of = |cc: &ccbench_model::workload::Cc| result.summary.iter().find(|s| &s.cc == cc).and_then(|s| s.score.as_ref()).map(|s| s.median / div);
     let names = ccs.iter().map(|cc| match median_of(cc) {
         Some(m) => format!("{cc}\nmedian {}", fmt_sig(m)),
-        None => cc.clone(),
+        None => cc.to_string(),
     });
     let x = Axis::new("algorithm").categories(names.collect());
     let y = Axis::new(unit).fit(columns.iter().flatten().map(|r| score(r))).pad(0.05);
@@ -254,13 +254,13 @@ fn ratio_figure(result: &ExperimentResult, palette: &Palette) -> String {
 /// Flows sharing the bottleneck: each algorithm's share per run, against its fair share.
 fn shares_figure(result: &ExperimentResult, palette: &Palette) -> String {
     let Some(summary) = result.summary.iter().find(|s| !s.shares.is_empty()) else { return String::new() };
-    let names: Vec<String> = summary.shares.iter().map(|s| s.cc.clone()).collect();
+    let names: Vec<&Cc> = summary.shares.iter().map(|s| &s.cc).collect();
     let flows_total: usize = summary.shares.iter().map(|s| s.flows).sum::<usize>().max(1);
     let x = Axis::new("algorithm").categories(
         names
             .iter()
             .map(|n| {
-                let flows = summary.shares.iter().find(|s| &s.cc == n).map_or(0, |s| s.flows);
+                let flows = summary.shares.iter().find(|s| &s.cc == *n).map_or(0, |s| s.flows);
                 format!("{n} ({flows} flow{})", if flows == 1 { "" } else { "s" })
             })
             .collect(),
@@ -417,10 +417,10 @@ fn tput_points(result: &ExperimentResult, g: &Gathered) -> (Vec<Point>, Vec<Poin
                 let label = format!("run {} · {}", r.index + 1, r.cc);
                 let mbps = m.goodput_bps / 1e6;
                 if let Some(x) = m.sender_rtt_p50_ms {
-                    rtt.push(Point { key: r.cc.clone(), label: label.clone(), delay_ms: x, mbps });
+                    rtt.push(Point { key: r.cc.to_string(), label: label.clone(), delay_ms: x, mbps });
                 }
                 if let Some(q) = m.queue_delay_p50_ms {
-                    queue.push(Point { key: r.cc.clone(), label, delay_ms: q, mbps });
+                    queue.push(Point { key: r.cc.to_string(), label, delay_ms: q, mbps });
                 }
             }
         }
@@ -450,28 +450,27 @@ pub fn render(data: &ReportData) -> String {
     let t_max_s = all_lines.flat_map(|l| l.points.last().map(|p| p.0)).fold(0.0, f64::max);
     let axis = TimeAxis { palette: &palette, t_max_s };
 
-    out.push_str(&why_section(result));
+    out.push_str(&why_section(result, g));
     let _ = writeln!(out, "<h2>Runs over time</h2>");
     let _ = writeln!(
         out,
         "<p class=\"note\">Each of the {n_runs} completed runs is a faint line; the run with the median score of each algorithm is bold. Hover a line for its run.</p>"
     );
     let goodput: Vec<&Line> = g.runs.iter().flat_map(|v| &v.goodput).collect();
-    let (goodput_title, goodput_note) = match &result.params.workload {
-        WorkloadSpec::Bulk(b) if b.mix.is_empty() => ("Goodput at the receiver", format!("All flows of a run together, per {bin_ms} ms.")),
-        WorkloadSpec::Bulk(_) => ("Goodput at the receiver, per flow", format!("Per {bin_ms} ms; each flow in its algorithm's colour.")),
-        // One arm per workload, no default: a new workload says here what stands for its goodput.
-        WorkloadSpec::Objects(_) | WorkloadSpec::Page(_) | WorkloadSpec::Browser(_) => (
+    // Each workload says what stands for its goodput (`Spec::time_series`); no default arm.
+    let shows = result.params.workload.spec().time_series();
+    let (goodput_title, goodput_note) = match shows {
+        TimeSeries::Flows { per_flow: false } => ("Goodput at the receiver", format!("All flows of a run together, per {bin_ms} ms.")),
+        TimeSeries::Flows { per_flow: true } => ("Goodput at the receiver, per flow", format!("Per {bin_ms} ms; each flow in its algorithm's colour.")),
+        TimeSeries::Requests => (
             "Delivered at the bottleneck",
             format!("Bytes the emulator delivered on the data's direction, per {bin_ms} ms (this workload has no per-flow goodput file)."),
         ),
     };
     out.push_str(&time_figure("goodput", goodput_title, &goodput_note, "goodput (Mbit/s)", &goodput, &axis, &[]));
-    let multi_note = match &result.params.workload {
-        WorkloadSpec::Bulk(_) => "",
-        WorkloadSpec::Objects(_) | WorkloadSpec::Page(_) | WorkloadSpec::Browser(_) => {
-            "The first connection of each run (a page or object load opens several)."
-        }
+    let multi_note = match shows {
+        TimeSeries::Flows { .. } => "",
+        TimeSeries::Requests => "The first connection of each run (a page or object load opens several).",
     };
     let rtt: Vec<&Line> = g.runs.iter().flat_map(|v| &v.rtt).collect();
     out.push_str(&time_figure("rtt", "Sender's smoothed RTT (TCP_INFO, or the QUIC connection's)", multi_note, "RTT (ms)", &rtt, &axis, &bands));
@@ -562,9 +561,11 @@ pub fn render(data: &ReportData) -> String {
 }
 
 mod conditions;
+mod matrix;
 mod tables;
 
 pub use conditions::*;
+pub use matrix::{render_conform, ConformPage, MatrixCase, MatrixCell, MatrixRow, MatrixVerdict};
 
 #[cfg(test)]
 mod tests;

@@ -414,7 +414,7 @@ fn browser_start(l: &Loaded) -> Instant {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn finish(
     spec: &BrowserSpec,
-    mut sampled: HashMap<SocketId, Option<ccbench_probe::TcpInfo>>,
+    mut sampled: HashMap<SocketId, Option<ccbench_kernel_tcp::TcpInfo>>,
     server_log: &ServerLog,
     served: &HashMap<u16, (u32, u64)>,
     epoch: Instant,

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use ccbench_probe::TcpInfo;
+use ccbench_kernel_tcp::TcpInfo;
 use serde::{Deserialize, Serialize};
 
 mod ends;
@@ -36,6 +36,8 @@ struct Flow {
     receiver: TcpStream,
     client_port: u16,
     cc_read_back: String,
+    /// `--rcvbuf`/`--sndbuf`, asked and read back from the connected sockets.
+    buffers: Option<crate::SocketBuffers>,
 }
 
 impl Workload for BulkSpec {
@@ -68,7 +70,7 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
     for flow in tcp {
         streams.push(EndStream { id: flow.id, start_s: flow.plan.start_s, stream: flow.sender, sends: true });
         streams.push(EndStream { id: flow.id, start_s: flow.plan.start_s, stream: flow.receiver, sends: false });
-        meta.push(FlowMeta { id: flow.id, plan: flow.plan, client_port: flow.client_port, cc_read_back: flow.cc_read_back });
+        meta.push(FlowMeta { id: flow.id, plan: flow.plan, client_port: flow.client_port, cc_read_back: flow.cc_read_back, buffers: flow.buffers });
     }
     let sampler = Sampler::new(run.series).saturating(spec.knobs.saturating());
     for s in streams.iter().filter(|s| s.sends) {
@@ -108,9 +110,14 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
         assemble_with(spec, &meta, &senders, &receivers, start.duration_since(epoch).as_micros() as u64, elapsed_s, interrupted, |flow, sent| {
             match (&quic, flow.plan.cc.transport()) {
                 (Some(q), Transport::Quic) => q.record(flow, &quic_ends),
-                _ => crate::SenderRecord::tcp(flow.plan.cc.to_string(), flow.cc_read_back.clone(), sent.final_tcp_info).with_limits(sent.limits.clone()),
+                _ => crate::SenderRecord::tcp(flow.plan.cc.to_string(), flow.cc_read_back.clone(), sent.final_tcp_info)
+                    .with_limits(sent.limits.clone())
+                    .with_buffers(flow.buffers),
             }
         });
+    for s in &streams {
+        crate::net::reset_on_close(&s.stream);
+    }
     drop(streams);
     if let Some(q) = quic {
         q.close();
@@ -133,6 +140,8 @@ pub struct FlowMeta {
     pub plan: MixFlow,
     pub client_port: u16,
     pub cc_read_back: String,
+    /// `--rcvbuf`/`--sndbuf` on its kernel TCP sockets, asked and read back.
+    pub buffers: Option<crate::SocketBuffers>,
 }
 
 /// One connected stream of one end of a bulk transfer.
@@ -361,7 +370,9 @@ pub fn assemble(
     interrupted: bool,
 ) -> BulkResult {
     assemble_with(spec, meta, senders, receivers, start_us, elapsed_s, interrupted, |flow, sent| {
-        crate::SenderRecord::tcp(flow.plan.cc.to_string(), flow.cc_read_back.clone(), sent.final_tcp_info).with_limits(sent.limits.clone())
+        crate::SenderRecord::tcp(flow.plan.cc.to_string(), flow.cc_read_back.clone(), sent.final_tcp_info)
+            .with_limits(sent.limits.clone())
+            .with_buffers(flow.buffers)
     })
 }
 
@@ -446,9 +457,21 @@ fn connect_flows(run: &RunContext<'_>, spec: &BulkSpec, plan: &[MixFlow], ids: &
         };
         // Set again on the sending socket itself, then read back what the kernel runs.
         let cc_read_back = net::confirm_congestion(&sender, cc, sender_side)?;
+        // What the kernel kept on the sockets the data flows through (an accepted socket
+        // inherits the listener's), not what was asked: the provenance of a cause set on purpose.
+        let buffers = (rcvbuf.is_some() || sndbuf.is_some())
+            .then(|| -> std::io::Result<_> {
+                Ok(crate::SocketBuffers {
+                    rcvbuf_requested: rcvbuf,
+                    rcvbuf_effective: rcvbuf.map(|_| socket2::SockRef::from(&receiver).recv_buffer_size()).transpose()?.map(|b| b as u64),
+                    sndbuf_requested: sndbuf,
+                    sndbuf_effective: sndbuf.map(|_| socket2::SockRef::from(&sender).send_buffer_size()).transpose()?.map(|b| b as u64),
+                })
+            })
+            .transpose()?;
         prepare_stream(&sender)?;
         prepare_stream(&receiver)?;
-        flows.push(Flow { id, plan: flow_plan.clone(), sender, receiver, client_port, cc_read_back });
+        flows.push(Flow { id, plan: flow_plan.clone(), sender, receiver, client_port, cc_read_back, buffers });
     }
     Ok(flows)
 }

@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use ccbench_kernel_tcp::TcpInfo;
 use ccbench_netns::Netns;
-use ccbench_probe::TcpInfo;
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWriteExt;
 

@@ -37,8 +37,10 @@ use crate::{ByteBudget, SeriesSink, SocketId};
 /// nothing holds one of [`MAX_PENDING`] places that long, and only the control connection's
 /// own address can take one.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
-/// Connections that may wait for their hello at once; more are closed at once.
-const MAX_PENDING: usize = 64;
+/// Connections that may wait for their hello at once, on every data port serve opens (HTTP's,
+/// bulk's TCP one in remote, QUIC's gate); a newcomer beyond it takes the place of the one that
+/// has waited longest.
+pub const MAX_PENDING: usize = 64;
 
 /// Told, as it happens, of each connection the far end takes in.
 pub trait HttpEndEvents: Sync {
@@ -128,7 +130,7 @@ where
     report(&log, sampler.finish(end.epoch))
 }
 
-fn report(log: &ServerLog, mut finals: HashMap<SocketId, Option<ccbench_probe::TcpInfo>>) -> FarReport {
+fn report(log: &ServerLog, mut finals: HashMap<SocketId, Option<ccbench_kernel_tcp::TcpInfo>>) -> FarReport {
     let errors = lock(&log.errors);
     FarReport {
         connections: lock(&log.accepted)

@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ccbench_probe::TcpInfo;
+use ccbench_kernel_tcp::TcpInfo;
 use hyper::body::Incoming;
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;

@@ -5,7 +5,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use ccbench_probe::{CcInfo, Sample, TcpInfo};
+use ccbench_kernel_tcp::{CcInfo, Sample, TcpInfo};
 
 use crate::common::{lock, micros_since};
 use crate::{Account, Limits};
@@ -22,8 +22,8 @@ struct Tracked {
 
 /// One sample of `fd`: handed to the sink and to the socket's account.
 fn sample(sink: &dyn SeriesSink, e: &mut Tracked, t_us: u64) {
-    let Ok(ti) = ccbench_probe::tcp_info(&e.fd) else { return };
-    let Ok(cc) = ccbench_probe::cc_info(&e.fd) else { return };
+    let Ok(ti) = ccbench_kernel_tcp::tcp_info(&e.fd) else { return };
+    let Ok(cc) = ccbench_kernel_tcp::cc_info(&e.fd) else { return };
     let s = Sample::from_parts(t_us, &ti, cc);
     sink.tcp_sample(e.id, &s);
     let bbr = match &cc {
@@ -118,7 +118,7 @@ impl<'s> Sampler<'s> {
             if e.edges {
                 sample(self.sink, &mut e, t_us);
             }
-            let last = ccbench_probe::tcp_info(&e.fd).ok();
+            let last = ccbench_kernel_tcp::tcp_info(&e.fd).ok();
             if let Some(l) = e.account.finish(last.as_ref()) {
                 limits.insert(e.id, l);
             }

@@ -1,5 +1,5 @@
 //! The conformance matrix: case × assertion down, controller × path across, in the terminal (and
-//! conform.txt) with each cell's evidence below, and as JUnit XML. Each case is named by its
+//! conform.txt) with each cell's evidence below, as report.html's page and as JUnit XML. Each case is named by its
 //! appendix number and title (`A.1 Exiting STARTUP on Bandwidth Plateau`) everywhere.
 
 use std::fmt::Write;
@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use ccbench_conform::bbr::{Runnable, SUITE};
 use ccbench_conform::CellVerdict;
+use ccbench_report::{ConformPage, MatrixCase, MatrixCell, MatrixRow, MatrixVerdict};
 use quick_xml::escape::escape;
 
 use super::{Broken, ByCase, GridPath, Judged};
@@ -178,4 +179,73 @@ pub(crate) fn junit(judged: &[Judged], broken: &[Broken], chosen: &[usize]) -> S
     }
     s.push_str("</testsuites>\n");
     s
+}
+
+/// The matrix as `report.html`'s page: the same cells as [`text`], each linked to the report of
+/// the runs it was judged on (`<controller>/<path>/<scenario>/report.html` beside it).
+pub(crate) fn page(ccs: &[String], grid: &[GridPath], judged: &[Judged], broken: &[Broken], runs: u32, took: Duration, chosen: &[usize]) -> ConformPage {
+    let mut paths: Vec<GridPath> = grid.to_vec();
+    for j in judged {
+        if !paths.contains(&j.path) {
+            paths.push(j.path);
+        }
+    }
+    let columns: Vec<(String, GridPath)> = ccs.iter().flat_map(|cc| paths.iter().map(move |p| (cc.clone(), *p))).collect();
+    let verdict = |v: CellVerdict| match v {
+        CellVerdict::Pass => MatrixVerdict::Pass,
+        CellVerdict::Fail => MatrixVerdict::Fail,
+        CellVerdict::Undecided => MatrixVerdict::Undecided,
+        CellVerdict::NotObservable => MatrixVerdict::NotObservable,
+    };
+    let mut cases = Vec::new();
+    for (ci, case) in SUITE.iter().enumerate().filter(|(i, c)| chosen.contains(i) && c.runnable == Runnable::Yes) {
+        let mut rows = Vec::new();
+        for (ai, a) in case.assertions.iter().enumerate() {
+            let cells = columns
+                .iter()
+                .map(|(cc, p)| {
+                    let link = format!("{}/{}/{}/report.html", super::slug(cc), super::slug(&p.label()), case.scenario.name());
+                    if let Some(j) = judged.iter().find(|j| j.case == ci && j.assertion == ai && &j.cc == cc && j.path == *p) {
+                        let runs_failed = j.cell.runs.iter().filter(|o| **o == ccbench_conform::Outcome::Fail).count();
+                        return Some(MatrixCell {
+                            verdict: verdict(j.cell.verdict),
+                            tally: j.cell.tally(),
+                            evidence: j.cell.evidence.clone(),
+                            runs_failed,
+                            link: Some(link),
+                        });
+                    }
+                    broken.iter().find(|b| &b.cc == cc && b.path == *p && b.scenario == case.scenario).map(|b| MatrixCell {
+                        verdict: MatrixVerdict::Error,
+                        tally: "not judged".into(),
+                        evidence: b.why.clone(),
+                        runs_failed: 0,
+                        link: None,
+                    })
+                })
+                .collect();
+            rows.push(MatrixRow { assertion: a.describe(), cells });
+        }
+        cases.push(MatrixCase { name: case.name(), sections: case.sections.to_string(), rows });
+    }
+    let mut commands: Vec<String> = judged.iter().map(|j| j.command.clone()).collect();
+    commands.sort();
+    commands.dedup();
+    ConformPage {
+        title: "ccbench conform bbr".into(),
+        notes: vec![
+            format!(
+                "draft-ietf-ccwg-bbr (sections of -06): {} controllers × {} paths, {runs} run(s) per cell, {:.1} min.",
+                ccs.len(),
+                grid.len(),
+                took.as_secs_f64() / 60.0
+            ),
+            "Each cell is judged over its runs with --expect's exact order-statistic rules (5 runs or more at α = 0.05 decide a cell); fewer runs leave it undecided whatever they showed, the count of runs that passed beside it.".into(),
+        ],
+        columns: columns.iter().map(|(cc, p)| (cc.clone(), p.label())).collect(),
+        cases,
+        not_runnable: not_runnable(chosen).into_iter().map(|(c, what)| (c.name().to_string(), what.to_string())).collect(),
+        errors: broken.iter().map(|b| format!("{} {} {}: {}", b.cc, b.path.label(), b.scenario.name(), b.why)).collect(),
+        commands,
+    }
 }

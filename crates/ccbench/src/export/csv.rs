@@ -77,7 +77,7 @@ fn run_columns(e: &Experiment, run: &RunRecord, params: &[(String, String)]) -> 
     }
     cols.push(("index".into(), run.index.to_string()));
     cols.push(("round".into(), run.round.to_string()));
-    cols.push(("cc".into(), run.cc.clone()));
+    cols.push(("cc".into(), run.cc.to_string()));
     cols.push(("status".into(), scalar(&serde_json::to_value(run.status)?)));
     cols.push(("error".into(), run.error.clone().unwrap_or_default()));
     cols.push(("started_at".into(), run.started_at.clone()));

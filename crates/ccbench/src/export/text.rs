@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use crate::describe::describe;
 use crate::results::{CcSummary, ExperimentResult, Status};
+use crate::run_workload::WorkloadSpec;
 use crate::units::fmt_rate;
-use crate::workloads::WorkloadSpec;
 use ccbench_workload::Headline;
 
 /// The lines before the runs: the path (or the remote), the workload, the runs and the seed.
@@ -291,6 +291,12 @@ fn headline(s: &CcSummary, workload: &WorkloadSpec) -> String {
             Some(t) if s.unfinished == 0 => format!("{:.0} ms", t * 1000.0),
             Some(t) => format!("{:.0} ms ({} of {} unfinished)", t * 1000.0, s.unfinished, s.runs),
             None if s.runs > 0 => format!("unfinished ({} of {})", s.unfinished, s.runs),
+            None => "–".into(),
+        },
+        // The workload's own figure: its median score in the unit it names.
+        Headline::Score(f) => match med(&s.score) {
+            Some(v) if s.unfinished == 0 => format!("{:.1} {}", v / f.per_unit, f.unit),
+            Some(v) => format!("{:.1} {} ({} of {} unfinished)", v / f.per_unit, f.unit, s.unfinished, s.runs),
             None => "–".into(),
         },
     }

@@ -35,7 +35,7 @@ pub fn gather() -> io::Result<Facts> {
     Ok(Facts {
         initial_netns: initial_netns(),
         available: words("net.ipv4.tcp_available_congestion_control"),
-        loadable: ccbench_probe::loadable_congestion_controls(),
+        loadable: ccbench_kernel_tcp::loadable_congestion_controls(),
         allowed: words(super::plan::ALLOWED_KEY),
         cc_now,
         qdisc_now,

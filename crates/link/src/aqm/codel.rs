@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Aqm, AqmConfig, Drops, Fifo, Queued};
+use super::{AqmConfig, Drops, Fifo, QueueDiscipline, Queued};
 use crate::buffer::Buffer;
 use crate::error::LinkConfigError;
 use crate::outcome::DropCause;
@@ -103,10 +103,10 @@ pub(crate) fn ecn_words(ecn: bool, ce_threshold: Option<Duration>) -> String {
     s
 }
 
-impl super::AqmKind {
+impl super::Aqm {
     /// CoDel with the RFC 8289 defaults (5 ms target, 100 ms interval).
     pub fn codel() -> Self {
-        super::AqmKind::Codel(Codel::default())
+        super::Aqm::Codel(Codel::default())
     }
 }
 
@@ -118,7 +118,7 @@ pub struct CodelQueue<P> {
     state: CodelState,
 }
 
-impl<P> Aqm<P> for CodelQueue<P> {
+impl<P> QueueDiscipline<P> for CodelQueue<P> {
     fn enqueue(&mut self, _now: Instant, q: Queued<P>, server_idle: bool, _drops: &mut Drops<P>) -> Result<(), (Queued<P>, DropCause)> {
         if !server_idle && !self.fifo.admits(self.buffer, q.len) {
             return Err((q, DropCause::BufferOverflow));

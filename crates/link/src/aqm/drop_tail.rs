@@ -1,7 +1,7 @@
 //! Drop-tail: a FIFO that refuses arrivals finding the buffer full. Not registered by name in
 //! `registry!`: it is the absence of an AQM (`--aqm droptail`, the default).
 
-use super::{Aqm, Drops, Fifo, Queued};
+use super::{Drops, Fifo, QueueDiscipline, Queued};
 use crate::buffer::Buffer;
 use crate::outcome::DropCause;
 use crate::time::Instant;
@@ -17,7 +17,7 @@ impl<P> DropTail<P> {
     }
 }
 
-impl<P> Aqm<P> for DropTail<P> {
+impl<P> QueueDiscipline<P> for DropTail<P> {
     fn enqueue(&mut self, _now: Instant, q: Queued<P>, server_idle: bool, _drops: &mut Drops<P>) -> Result<(), (Queued<P>, DropCause)> {
         if !server_idle && !self.fifo.admits(self.buffer, q.len) {
             return Err((q, DropCause::BufferOverflow));

@@ -23,7 +23,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{Aqm, AqmConfig, Drops, Fifo, Queued};
+use super::{AqmConfig, Drops, Fifo, QueueDiscipline, Queued};
 use crate::buffer::Buffer;
 use crate::error::LinkConfigError;
 use crate::outcome::DropCause;
@@ -278,7 +278,7 @@ impl<P> DualPi2Queue<P> {
     }
 }
 
-impl<P> Aqm<P> for DualPi2Queue<P> {
+impl<P> QueueDiscipline<P> for DualPi2Queue<P> {
     /// Appendix A's `dualpi2_enqueue`: the buffer limit over both queues, then the classifier
     /// (ECT(1) and CE to the L queue, RFC 9331 section 5.1).
     fn enqueue(&mut self, now: Instant, q: Queued<P>, server_idle: bool, _drops: &mut Drops<P>) -> Result<(), (Queued<P>, DropCause)> {
@@ -324,6 +324,10 @@ impl<P> Aqm<P> for DualPi2Queue<P> {
 
     fn backlog_packets(&self) -> usize {
         self.l.len() + self.c.len()
+    }
+
+    fn base_prob(&self) -> Option<f64> {
+        Some(self.p)
     }
 }
 
@@ -392,6 +396,8 @@ mod tests {
         assert!((d.base_prob() - p2).abs() < 1e-12);
         assert!((d.p_cl() - 2.0 * p2).abs() < 1e-12, "p_CL = k·p'");
         assert!((d.p_c() - p2 * p2).abs() < 1e-12, "p_C = p'²");
+        // The link series reads p' through the trait.
+        assert_eq!(QueueDiscipline::<u32>::base_prob(&d), Some(p2));
         // An empty classic queue below target brings p' down, never below 0.
         d.c.pop();
         for i in 0..100 {
@@ -478,13 +484,13 @@ mod tests {
 
     #[test]
     fn parameters_parse_and_bad_ones_are_refused() {
-        use crate::aqm::AqmKind;
-        assert_eq!("dualpi2".parse(), Ok(AqmKind::DualPi2(DualPi2::default())));
-        assert_eq!("dualpi2:k=4,step=2ms".parse(), Ok(AqmKind::DualPi2(DualPi2 { k: 4.0, step_ns: 2 * MS, ..DualPi2::default() })));
+        use crate::aqm::Aqm;
+        assert_eq!("dualpi2".parse(), Ok(Aqm::DualPi2(DualPi2::default())));
+        assert_eq!("dualpi2:k=4,step=2ms".parse(), Ok(Aqm::DualPi2(DualPi2 { k: 4.0, step_ns: 2 * MS, ..DualPi2::default() })));
         for bad in ["dualpi2:k=0.5", "dualpi2:tupdate=0", "dualpi2:c_protection=101", "dualpi2:colour=red", "dualpi2:drop_overload=maybe"] {
-            let e = bad.parse::<AqmKind>().unwrap_err().to_string();
+            let e = bad.parse::<Aqm>().unwrap_err().to_string();
             assert!(e.starts_with("dualpi2[:target=15ms"), "{bad}: {e}");
         }
-        assert!(AqmKind::DualPi2(DualPi2::default()).marks());
+        assert!(Aqm::DualPi2(DualPi2::default()).marks());
     }
 }

@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use super::codel::{CodelState, Head, CODEL_DEFAULT_INTERVAL, CODEL_DEFAULT_TARGET};
-use super::{Aqm, AqmConfig, Drops, Fifo, Queued};
+use super::{AqmConfig, Drops, Fifo, QueueDiscipline, Queued};
 use crate::buffer::Buffer;
 use crate::error::LinkConfigError;
 use crate::outcome::DropCause;
@@ -195,7 +195,7 @@ impl<P> FqCodelQueue<P> {
     }
 }
 
-impl<P> Aqm<P> for FqCodelQueue<P> {
+impl<P> QueueDiscipline<P> for FqCodelQueue<P> {
     /// Section 4.1: classify, queue, and on overflow drop from the head of the fattest queue
     /// (which may be the arrival's own, the arrival itself when alone in it).
     fn enqueue(&mut self, _now: Instant, q: Queued<P>, server_idle: bool, drops: &mut Drops<P>) -> Result<(), (Queued<P>, DropCause)> {
@@ -289,7 +289,7 @@ impl<P> FqCodelQueue<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aqm::{AqmKind, Discipline};
+    use crate::aqm::{Aqm, Discipline};
     use crate::{DelayHistogram, DirectionConfig, Link, LinkStats, Rate};
 
     const MS: Duration = Duration::from_millis(1);
@@ -300,7 +300,7 @@ mod tests {
     }
 
     fn fq(c: FqCodel, rate: Rate, buffer: Buffer) -> Link<u64> {
-        Link::new(DirectionConfig { rate, buffer, aqm: AqmKind::FqCodel(c), ..Default::default() }, 1)
+        Link::new(DirectionConfig { rate, buffer, aqm: Aqm::FqCodel(c), ..Default::default() }, 1)
     }
 
     /// CoDel that never drops: what is left is the scheduler.
@@ -346,7 +346,7 @@ mod tests {
 
     /// A bulk sender at `overload` times the rate (unresponsive) and a sparse one (100 B every
     /// 10 ms) through 10 Mbit/s and a 1 MB buffer: the sparse flow's queueing delays.
-    fn sparse_beside_bulk(aqm: AqmKind) -> (DelayHistogram, LinkStats) {
+    fn sparse_beside_bulk(aqm: Aqm) -> (DelayHistogram, LinkStats) {
         let c = DirectionConfig { rate: Rate::mbps(10), buffer: Buffer::Bytes(1_000_000), aqm, ..Default::default() };
         let mut l: Link<u64> = Link::new(c, 3);
         let mut sparse = DelayHistogram::new();
@@ -374,14 +374,14 @@ mod tests {
     fn a_sparse_flow_is_isolated_from_a_bulk_one() {
         // Section 4.2 (and 1.1): the sparse flow's queue is empty on each arrival, so it goes
         // on the new list and waits at most for the packet in service.
-        let (fq, st) = sparse_beside_bulk(AqmKind::FqCodel(FqCodel::default()));
+        let (fq, st) = sparse_beside_bulk(Aqm::FqCodel(FqCodel::default()));
         let one_packet = Rate::mbps(10).serialization_time(1500).unwrap();
         assert_eq!(fq.count(), 800);
         assert!(fq.max() <= one_packet, "sparse flow's worst delay {:?}", fq.max());
         assert!(st.drops_aqm > 0, "CoDel works the bulk flow's queue");
         // Behind the same bulk flow in one CoDel queue, it waits as long as the bulk flow:
         // CoDel cannot hold an unresponsive flow, so the queue stays far above target.
-        let (single, _) = sparse_beside_bulk(AqmKind::codel());
+        let (single, _) = sparse_beside_bulk(Aqm::codel());
         assert!(single.quantile(0.5) > 20 * one_packet, "single-queue p50 {:?}", single.quantile(0.5));
     }
 
@@ -390,7 +390,7 @@ mod tests {
         // Bulk at twice the rate in one flow, a greedy but polite one beside it (sends
         // whenever fewer than 40 of its packets wait): a FIFO gives the polite flow what the
         // flood leaves, FQ-CoDel half the link.
-        let share = |aqm: AqmKind| {
+        let share = |aqm: Aqm| {
             let c = DirectionConfig { rate: Rate::mbps(10), buffer: Buffer::Packets(200), aqm, ..Default::default() };
             let mut l: Link<u64> = Link::new(c, 5);
             let mut out = [0u64; 2];
@@ -415,9 +415,9 @@ mod tests {
             }
             out[1] as f64 / (out[0] + out[1]) as f64
         };
-        let fair = share(AqmKind::FqCodel(FqCodel::default()));
+        let fair = share(Aqm::FqCodel(FqCodel::default()));
         assert!((fair - 0.5).abs() < 0.02, "polite flow's share under FQ-CoDel {fair}");
-        let fifo = share(AqmKind::DropTail);
+        let fifo = share(Aqm::DropTail);
         assert!(fifo < 0.3, "polite flow's share in a FIFO {fifo}");
     }
 
@@ -459,7 +459,7 @@ mod tests {
     fn reno_flows_share_the_link_evenly_and_keep_the_queue_short() {
         // Four Reno-like flows in their own queues: equal shares of the second 10 s (Jain's
         // index near 1) and CoDel's short queue in each.
-        let (p50, st, per_flow) = crate::link::tests::codel::reno_through(AqmKind::FqCodel(FqCodel::default()), 4, 20 * SEC);
+        let (p50, st, per_flow) = crate::link::tests::codel::reno_through(Aqm::FqCodel(FqCodel::default()), 4, 20 * SEC);
         let jain = per_flow.iter().sum::<f64>().powi(2) / (per_flow.len() as f64 * per_flow.iter().map(|x| x * x).sum::<f64>());
         assert!(jain > 0.99, "Jain's index {jain} of {per_flow:?}");
         assert!(p50 <= 4 * CODEL_DEFAULT_TARGET, "FQ-CoDel p50 {p50:?}");

@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{Aqm, AqmConfig, Drops, Fifo, Queued};
+use super::{AqmConfig, Drops, Fifo, QueueDiscipline, Queued};
 use crate::buffer::Buffer;
 use crate::error::LinkConfigError;
 use crate::outcome::DropCause;
@@ -231,7 +231,7 @@ impl<P> PieQueue<P> {
     }
 }
 
-impl<P> Aqm<P> for PieQueue<P> {
+impl<P> QueueDiscipline<P> for PieQueue<P> {
     /// Appendix A's `enque()`.
     fn enqueue(&mut self, now: Instant, mut q: Queued<P>, server_idle: bool, drops: &mut Drops<P>) -> Result<(), (Queued<P>, DropCause)> {
         if !server_idle && !self.fifo.admits(self.buffer, q.len) {
@@ -286,7 +286,7 @@ impl<P> Aqm<P> for PieQueue<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aqm::AqmKind;
+    use crate::aqm::Aqm;
     use crate::{DirectionConfig, Link, Rate};
 
     const MS: Duration = Duration::from_millis(1);
@@ -343,8 +343,8 @@ mod tests {
         // ECN off: dropped.
         let (m, d) = early_shares(false, 0.05, Ecn::Ect0, n);
         assert!(m == 0.0 && near(d, 0.05), "{m} {d}");
-        assert_eq!("pie:ecn=on,mark_ecnth=0.2".parse(), Ok(AqmKind::Pie(Pie { ecn: true, mark_ecnth: 0.2, ..Pie::default() })));
-        assert!("pie:mark_ecnth=2".parse::<AqmKind>().is_err());
+        assert_eq!("pie:ecn=on,mark_ecnth=0.2".parse(), Ok(Aqm::Pie(Pie { ecn: true, mark_ecnth: 0.2, ..Pie::default() })));
+        assert!("pie:mark_ecnth=2".parse::<Aqm>().is_err());
     }
 
     #[test]
@@ -395,7 +395,7 @@ mod tests {
 
     #[test]
     fn the_timer_rests_when_nothing_changes_and_resumes_on_its_grid() {
-        let mut l: Link<u32> = Link::new(DirectionConfig { rate: Rate::mbps(12), aqm: AqmKind::Pie(Pie::default()), ..Default::default() }, 0);
+        let mut l: Link<u32> = Link::new(DirectionConfig { rate: Rate::mbps(12), aqm: Aqm::Pie(Pie::default()), ..Default::default() }, 0);
         l.enqueue(at(MS), 1500, 0).expect("accepted");
         // An hour of idle link replays ten ticks, then the timer stands down: this returns.
         l.advance(at(3600 * SEC));
@@ -407,7 +407,7 @@ mod tests {
     /// `n` packets of 1500 B offered every `gap` to a 10 Mbit/s link with a 2 MB buffer and
     /// PIE: (median queueing delay from `settled` on, drop probability at the end, stats).
     fn unresponsive(gap: Duration, run: Duration, settled: Duration) -> (Duration, f64, crate::LinkStats) {
-        let c = DirectionConfig { rate: Rate::mbps(10), buffer: Buffer::Bytes(2_000_000), aqm: AqmKind::Pie(Pie::default()), ..Default::default() };
+        let c = DirectionConfig { rate: Rate::mbps(10), buffer: Buffer::Bytes(2_000_000), aqm: Aqm::Pie(Pie::default()), ..Default::default() };
         let mut l: Link<u64> = Link::new(c, 7);
         let mut late = crate::DelayHistogram::new();
         let n = run.as_nanos() / gap.as_nanos();
@@ -449,7 +449,7 @@ mod tests {
     fn a_burst_within_max_burst_passes_whole() {
         // 100 packets at once on 12 Mbit/s: 100 ms of queue, far above target, but shorter
         // than the 150 ms burst allowance (section 4.4): nothing dropped early.
-        let c = DirectionConfig { rate: Rate::mbps(12), aqm: AqmKind::Pie(Pie::default()), ..Default::default() };
+        let c = DirectionConfig { rate: Rate::mbps(12), aqm: Aqm::Pie(Pie::default()), ..Default::default() };
         let mut l: Link<u32> = Link::new(c.clone(), 0);
         for i in 0..100 {
             l.enqueue(at(MS), 1500, i).expect("the burst is allowed");
@@ -458,7 +458,7 @@ mod tests {
         assert_eq!(l.stats().drops_aqm, 0);
         // Without an allowance, the same queue held long enough is dropped from: a steady
         // 1.5x overload keeps the delay above target past 150 ms.
-        let mut l: Link<u32> = Link::new(DirectionConfig { aqm: AqmKind::Pie(Pie { max_burst_ns: Duration::ZERO, ..Pie::default() }), ..c }, 0);
+        let mut l: Link<u32> = Link::new(DirectionConfig { aqm: Aqm::Pie(Pie { max_burst_ns: Duration::ZERO, ..Pie::default() }), ..c }, 0);
         for i in 0..2000u32 {
             let t = at(Duration::from_micros(667) * u64::from(i));
             let _ = l.enqueue(t, 1500, i);
@@ -471,7 +471,7 @@ mod tests {
     fn responsive_flows_keep_the_delay_near_target() {
         // The Reno-like flows of the CoDel test: PIE holds their standing queue near its
         // 15 ms target where drop-tail fills the 1.6 s buffer, and keeps the link busy.
-        let (p50, st, _) = crate::link::tests::codel::reno_through(AqmKind::Pie(Pie::default()), 4, 20 * SEC);
+        let (p50, st, _) = crate::link::tests::codel::reno_through(Aqm::Pie(Pie::default()), 4, 20 * SEC);
         let target = Pie::default().target_ns;
         assert!(p50 >= target / 3 && p50 <= 2 * target, "PIE p50 {p50:?}");
         assert!(st.drops_aqm > 0);

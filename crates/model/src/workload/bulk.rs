@@ -167,6 +167,9 @@ impl super::Spec for BulkSpec {
             Amount::Bytes(_) => super::Headline::FileCompletion,
         }
     }
+    fn time_series(&self) -> super::TimeSeries {
+        super::TimeSeries::Flows { per_flow: !self.mix.is_empty() }
+    }
     fn describe(&self, over: super::Over) -> String {
         let dir = match self.direction {
             Direction::Download => "download (server sends)",

@@ -2,7 +2,7 @@
 //! analysis, the exports and the report ask through these traits instead of matching on every
 //! workload (issue 20 §1): [`Spec`] for the spec, [`RunOutcome`] for its result.
 
-use ccbench_probe::TcpInfo;
+use ccbench_kernel_tcp::TcpInfo;
 
 use super::{Algorithm, Direction, QuicSample, SenderRecord, Transport};
 
@@ -21,6 +21,8 @@ pub trait Spec {
     fn set_algorithm(&mut self, cc: &Algorithm);
     /// The figure its runs are read by.
     fn headline(&self) -> Headline;
+    /// What a run's time figures show of its traffic.
+    fn time_series(&self) -> TimeSeries;
     /// The human description of the load, naming the transports it travels `over` in its own
     /// words ([`Over::words`]).
     fn describe(&self, over: Over) -> String;
@@ -33,10 +35,10 @@ pub trait Spec {
     /// As [`Spec::describe`], naming the transports the algorithms `ccs` run over (`bulk
     /// QUIC`, `bulk TCP and QUIC`, how objects travel over each) where the workload alone cannot
     /// tell. `ccs` are the names result.json keys its runs by; a mix's algorithms are its own.
-    fn describe_for(&self, ccs: &[String]) -> String {
+    fn describe_for(&self, ccs: &[super::Cc]) -> String {
         let own = self.own_algorithms();
         let transports: Vec<Transport> = if own.is_empty() {
-            ccs.iter().filter_map(|c| c.parse::<Algorithm>().ok()).map(|a| a.transport()).collect()
+            ccs.iter().filter_map(|c| c.algorithm()).map(|a| a.transport()).collect()
         } else {
             own.iter().map(|a| a.transport()).collect()
         };
@@ -70,9 +72,11 @@ impl Over {
 }
 
 /// The figure a workload's runs are read by: the terminal's headline per algorithm and the
-/// report's axes. A new workload picks one; a new kind of figure is a new variant here and an
-/// arm where it is printed (`ccbench/src/export/text.rs`, `report/src/render.rs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// report's axes. A new workload picks one, or names its own figure ([`Headline::Score`]) with
+/// nothing to add where it is shown. A new kind of figure read from something else than the
+/// score is a new variant here, and the compiler asks for an arm where it is printed
+/// (`ccbench/src/export/text.rs`, `report/src/render/conditions.rs`: none has a default arm).
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Headline {
     /// Timed flows: their goodput, with the sender's RTT p95.
     Goodput,
@@ -82,6 +86,20 @@ pub enum Headline {
     ContentThroughput,
     /// A page: its load time (ms).
     PageLoad,
+    /// A figure of the workload's own: its score ([`RunOutcome::score`], higher is better),
+    /// under the name and unit it gives.
+    Score(Figure),
+}
+
+/// A workload's own headline figure: its score, named and scaled for display.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Figure {
+    /// Its name and unit as an axis shows them: "exchanges per second (1/s)".
+    pub label: &'static str,
+    /// Its unit after a number in the terminal: "exchanges/s".
+    pub unit: &'static str,
+    /// How many of the score's units (result.json's) make one unit shown.
+    pub per_unit: f64,
 }
 
 impl Headline {
@@ -91,6 +109,7 @@ impl Headline {
             Headline::Goodput | Headline::FileCompletion => ("goodput (Mbit/s)", 1e6),
             Headline::ContentThroughput => ("content throughput (Mbit/s)", 1e6),
             Headline::PageLoad => ("page loads per second (1 / load time, 1/s)", 1.0),
+            Headline::Score(f) => (f.label, f.per_unit),
         }
     }
 
@@ -101,8 +120,20 @@ impl Headline {
             Headline::Goodput => ("goodput (Mbit/s)", 1e6),
             Headline::ContentThroughput => ("content throughput (Mbit/s)", 1e6),
             Headline::PageLoad => ("page load time (s), lower is better", 1.0),
+            Headline::Score(f) => (f.label, f.per_unit),
         }
     }
+}
+
+/// What a run's time figures (the report's "runs over time") show of a workload's traffic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeSeries {
+    /// Its flows' own goodput at the receiver: all flows of a run together or, `per_flow`
+    /// (a mix), each flow in its algorithm's colour.
+    Flows { per_flow: bool },
+    /// Requests over one or more connections: the bytes the emulator delivered stand for its
+    /// goodput, and the sender's figures are its first connection's.
+    Requests,
 }
 
 /// A run's figures in the workload's own terms, for the per-run metrics.

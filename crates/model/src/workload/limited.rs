@@ -13,7 +13,7 @@
 //! samples is split by the counters' increments, so the split is exact for the chrono
 //! counters (jiffies resolution) and sampled for the busy part.
 
-use ccbench_probe::{BbrInfo, TcpInfo};
+use ccbench_kernel_tcp::{BbrInfo, TcpInfo};
 use serde::{Deserialize, Serialize};
 
 /// Fractions of a flow's active time (from its first byte sent to its last sample), each in
@@ -24,6 +24,12 @@ pub struct LimitedBy {
     pub cwnd: f64,
     /// Below the congestion window with data waiting: the pacer set the rate.
     pub pacing: f64,
+    /// Below the congestion window with data waiting and the pacer not holding it: the sending
+    /// host itself (the stack building packets and handing them to the socket, and waiting to
+    /// be scheduled) set the pace. QUIC only: kernel TCP's counters cannot tell it from
+    /// `pacing`, which then carries it. Absent (0) in results recorded before it was split.
+    #[serde(default)]
+    pub host: f64,
     /// The receiver's advertised window (`tcpi_rwnd_limited`).
     pub rwnd: f64,
     /// The sending socket's buffer (`tcpi_sndbuf_limited`).
@@ -40,6 +46,7 @@ pub struct LimitedBy {
 pub enum Cause {
     Cwnd,
     Pacing,
+    Host,
     Rwnd,
     Sndbuf,
     App,
@@ -47,13 +54,14 @@ pub enum Cause {
 }
 
 impl Cause {
-    pub const ALL: [Cause; 6] = [Cause::Cwnd, Cause::Pacing, Cause::Rwnd, Cause::Sndbuf, Cause::App, Cause::Unknown];
+    pub const ALL: [Cause; 7] = [Cause::Cwnd, Cause::Pacing, Cause::Host, Cause::Rwnd, Cause::Sndbuf, Cause::App, Cause::Unknown];
 
     /// The field's name in result.json.
     pub fn name(self) -> &'static str {
         match self {
             Cause::Cwnd => "cwnd",
             Cause::Pacing => "pacing",
+            Cause::Host => "host",
             Cause::Rwnd => "rwnd",
             Cause::Sndbuf => "sndbuf",
             Cause::App => "app",
@@ -67,6 +75,7 @@ impl LimitedBy {
         match c {
             Cause::Cwnd => self.cwnd,
             Cause::Pacing => self.pacing,
+            Cause::Host => self.host,
             Cause::Rwnd => self.rwnd,
             Cause::Sndbuf => self.sndbuf,
             Cause::App => self.app,
@@ -78,6 +87,7 @@ impl LimitedBy {
         match c {
             Cause::Cwnd => self.cwnd = v,
             Cause::Pacing => self.pacing = v,
+            Cause::Host => self.host = v,
             Cause::Rwnd => self.rwnd = v,
             Cause::Sndbuf => self.sndbuf = v,
             Cause::App => self.app = v,
@@ -93,7 +103,7 @@ impl LimitedBy {
     /// Fractions from times (any unit): negative parts count as 0; if the known parts exceed
     /// `total` (the chrono counters tick in jiffies), they are scaled down to it; `unknown`
     /// takes the rest. `None` without time.
-    pub fn from_times(parts: [(Cause, f64); 5], total: f64) -> Option<Self> {
+    pub fn from_times<const N: usize>(parts: [(Cause, f64); N], total: f64) -> Option<Self> {
         if total <= 0.0 || !total.is_finite() {
             return None;
         }
@@ -208,6 +218,25 @@ fn at_window(in_flight: u32, cwnd: u32) -> bool {
     in_flight.saturating_add((cwnd / 10).max(2)) >= cwnd
 }
 
+/// What held a kernel TCP socket's busy time (neither window nor buffer chrono running) in
+/// a sampled interval: the window when in flight reached it; below it with nothing unsent
+/// and the delivery-rate sample application-limited, the application, or, when it always had
+/// more (`saturating`), the send buffer that took no more (the kernel's SNDBUF chrono starts
+/// only once the writer waits with SOCK_NOSPACE, and misses most of this); else the pacer.
+pub(crate) fn busy_cause(in_flight: u32, cwnd: u32, app_limited: bool, notsent: Option<u32>, saturating: bool) -> Cause {
+    if at_window(in_flight, cwnd) {
+        Cause::Cwnd
+    } else if app_limited && notsent.unwrap_or(0) == 0 {
+        if saturating {
+            Cause::Sndbuf
+        } else {
+            Cause::App
+        }
+    } else {
+        Cause::Pacing
+    }
+}
+
 impl Account {
     pub fn new(saturating: bool) -> Self {
         Account { saturating, ..Account::default() }
@@ -244,19 +273,11 @@ impl Account {
             // buffer stopped it.
             let sending = (busy - rwnd - sndbuf).max(0.0);
             let in_flight = (ti.unacked + ti.retrans).saturating_sub(ti.sacked + ti.lost);
-            let by = if at_window(in_flight, ti.snd_cwnd) {
-                0 // cwnd
-            } else if ti.app_limited && ti.notsent_bytes.unwrap_or(0) == 0 {
-                // Nothing unsent: the application gave no more, or, when it always had more,
-                // the send buffer took no more (the kernel's SNDBUF chrono starts only once the
-                // writer waits with SOCK_NOSPACE, and misses most of this).
-                if self.saturating {
-                    3 // sndbuf
-                } else {
-                    4 // app
-                }
-            } else {
-                1 // pacing
+            let by = match busy_cause(in_flight, ti.snd_cwnd, ti.app_limited, ti.notsent_bytes, self.saturating) {
+                Cause::Cwnd => 0,
+                Cause::Sndbuf => 3,
+                Cause::App => 4,
+                _ => 1,
             };
             self.times[by] += sending;
             self.times[2] += rwnd;
@@ -336,7 +357,7 @@ mod tests {
     use super::*;
 
     fn info(busy: u64, rwnd: u64, sndbuf: u64, cwnd: u32, unacked: u32) -> TcpInfo {
-        let mut t = ccbench_probe::TcpInfo::from_raw(&Default::default(), 0);
+        let mut t = ccbench_kernel_tcp::TcpInfo::from_raw(&Default::default(), 0);
         t.busy_time_us = Some(busy);
         t.rwnd_limited_us = Some(rwnd);
         t.sndbuf_limited_us = Some(sndbuf);

@@ -7,52 +7,60 @@
 //! results needs nothing that runs them.
 
 mod algorithm;
-mod browser;
-mod bulk;
+mod contender;
 mod kind;
 mod limited;
-mod objects;
-mod page;
 mod page_model;
 mod samples;
 mod sender;
 
 pub use algorithm::{Algorithm, AlgorithmError, Transport};
-pub use browser::{BrowserResult, BrowserSpec, BrowserTiming};
-pub use bulk::{Amount, AppPause, BulkResult, BulkSpec, FlowResult, Knobs, MixFlow};
-pub use kind::{Headline, KeptReadBack, Over, RunFigures, RunOutcome, SenderView, Spec};
+pub use contender::Cc;
+pub use kind::{Figure, Headline, KeptReadBack, Over, RunFigures, RunOutcome, SenderView, Spec, TimeSeries};
+pub(crate) use limited::busy_cause;
 pub use limited::{Account, Cause, LimitedBy, Limits, Mechanism};
-pub use objects::{ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
-pub use page::{PageConnection, PageProtocol, PageResult, PageSpec, ResourceTiming};
 pub use page_model::{PageModel, PageModelError};
-pub use samples::{GoodputPoint, MemorySeries, NoSeries, QuicBbr, QuicSample, SeriesSink, SocketId};
-pub use sender::{BbrEvent, SenderRecord};
+pub use samples::{GoodputPoint, MemorySeries, NoSeries, QuicBbr, QuicBbrModel, QuicSample, SendStates, SeriesSink, SocketId};
+pub use sender::{BbrEvent, SenderRecord, SocketBuffers};
 
 use serde::{Deserialize, Serialize};
 
-/// The registry of workloads, one line each: `Variant(its spec, its result)`, the variant's
-/// name (snake case) being the `kind` that result.json and the remote protocol tag it with.
+/// The registry of workloads, one line each: `module: Variant(its spec, its result)`, the
+/// variant's name (snake case) being the `kind` that result.json and the remote protocol tag it
+/// with, and `module` the name of both its halves' files: its data half here
+/// (`model/src/workload/<module>.rs`, declared and re-exported from this list) and its runtime
+/// half in ccbench-workload (`workload/src/<module>.rs`, declared there from this list too).
 /// Everything else about a workload is asked of its own module ([`Spec`], [`RunOutcome`], and
-/// in ccbench-workload `Remote` and `flags::FromFlags`). The crates that need a type or a
-/// dispatch per workload expand this list with a macro of their own,
+/// in ccbench-workload `Workload`, `Remote` and `flags::FromFlags`). The crates that need a type
+/// or a dispatch per workload expand this list with a macro of their own,
 /// `ccbench_model::workloads!(their_macro)` (also reachable as `ccbench_workload::workloads!`):
 /// `ccbench-model` generates `WorkloadSpec` and `WorkloadResult`, `ccbench` their running
-/// (`workloads.rs`), `WorkloadKind` and `WorkloadFlags` (`workload_flags.rs`), and
+/// (`run_workload.rs`), `WorkloadKind` and `WorkloadFlags` (`workload_flags.rs`), and
 /// `ccbench-remote` the `TestRequest` serve takes (each spec's `Remote::Far`).
-/// So a new workload is its data here, its runtime in ccbench-workload, and a line here.
+/// So a new workload is 3 files: its data half, its runtime half, and its line here; the
+/// compiler asks for everything else (`scripts/new-workload` keeps that true).
 #[macro_export]
 macro_rules! workloads {
     ($callback:ident) => {
         $callback! {
             /// Bulk flows for a duration, or a fixed-size file when the amount is a byte count.
-            Bulk($crate::workload::BulkSpec, $crate::workload::BulkResult),
-            Objects($crate::workload::ObjectsSpec, $crate::workload::ObjectsResult),
-            Page($crate::workload::PageSpec, $crate::workload::PageResult),
+            bulk: Bulk($crate::workload::BulkSpec, $crate::workload::BulkResult),
+            objects: Objects($crate::workload::ObjectsSpec, $crate::workload::ObjectsResult),
+            page: Page($crate::workload::PageSpec, $crate::workload::PageResult),
             /// The page loaded by headless Chromium.
-            Browser($crate::workload::BrowserSpec, $crate::workload::BrowserResult),
+            browser: Browser($crate::workload::BrowserSpec, $crate::workload::BrowserResult),
         }
     };
 }
+
+/// Each workload's data half, `<module>.rs` beside this file, from the registry. (rustfmt does
+/// not follow a module declared in a macro: `scripts/test` formats these files by name.)
+macro_rules! data_halves {
+    ($($(#[$doc:meta])* $module:ident: $variant:ident($spec:ty, $result:ty),)*) => {
+        $(mod $module; pub use $module::*;)*
+    };
+}
+workloads!(data_halves);
 
 /// The `Spec` accessors every spec shares, read from its `timeout_s` and `sample_interval_us`
 /// fields and, with `cc`, `set_algorithm` writing its `cc` field: one definition, expanded

@@ -128,6 +128,9 @@ impl super::Spec for ObjectsSpec {
     fn headline(&self) -> super::Headline {
         super::Headline::ContentThroughput
     }
+    fn time_series(&self) -> super::TimeSeries {
+        super::TimeSeries::Requests
+    }
     fn describe(&self, over: super::Over) -> String {
         let method = match self.method {
             ObjectMethod::Put => "PUT",

@@ -120,6 +120,9 @@ macro_rules! page_load_spec {
         fn headline(&self) -> super::Headline {
             super::Headline::PageLoad
         }
+        fn time_series(&self) -> super::TimeSeries {
+            super::TimeSeries::Requests
+        }
     };
 }
 

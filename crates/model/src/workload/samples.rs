@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use ccbench_probe::Sample;
+use ccbench_kernel_tcp::Sample;
 use serde::{Deserialize, Serialize};
 
 /// Cumulative bytes received by one flow at time `t_us`.
@@ -77,6 +77,31 @@ pub struct QuicSample {
     pub ack_stamp_age_p50_us: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ack_stamp_age_p99_us: Option<u32>,
+    /// Our stack's send states (vendor/noq-proto/PATCH.md), cumulative µs at this sample,
+    /// the open interval included: what the limited-by accounting reads, kept per sample so
+    /// a strip over time can be drawn from the series.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_states_us: Option<SendStates>,
+}
+
+/// Cumulative time (µs) a QUIC path spent in each of our stack's send states.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SendStates {
+    /// The congestion window full (RFC 9002 §7).
+    pub cwnd: u64,
+    /// The pacer holding the next datagram (RFC 9002 §7.7).
+    pub pacing: u64,
+    /// A transmit just built with room under the window: the host building and handing over
+    /// packets set the pace.
+    pub host: u64,
+    /// The peer's flow-control credit used up (RFC 9000 §4.1).
+    pub flow_control: u64,
+    /// The local send window full.
+    pub send_window: u64,
+    /// Nothing to send (RFC 9002 §7.8).
+    pub app: u64,
+    /// Anything else (anti-amplification, no connection ID).
+    pub other: u64,
 }
 
 /// A BBR controller's state, from its telemetry.
@@ -92,6 +117,28 @@ pub struct QuicBbr {
     pub min_rtt_us: Option<u32>,
     pub pacing_gain: f64,
     pub cwnd_gain: f64,
+    /// The rest of the draft's model, for the conformance suite (docs/conform.md); absent in
+    /// results written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<QuicBbrModel>,
+}
+
+/// The part of BBR's state the draft's test cases judge beyond mode, gains and max_bw
+/// (draft-ietf-ccwg-bbr-06 §5.5). Bounds are `None` while unset (∞).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct QuicBbrModel {
+    /// BBR.bw_shortterm (§5.5.10), bits/s.
+    pub bw_shortterm_bps: Option<u64>,
+    /// BBR.inflight_longterm (§5.5.8; inflight_hi in BBRv2), bytes.
+    pub inflight_longterm_bytes: Option<u64>,
+    /// BBR.inflight_shortterm (§5.5.10; inflight_lo), bytes.
+    pub inflight_shortterm_bytes: Option<u64>,
+    /// BBR.full_bw_reached (§5.3.1.2).
+    pub full_bw_reached: bool,
+    /// BBR.round_count (§5.5.1): packet-timed round trips so far.
+    pub round_count: u64,
+    /// BBR.extra_acked (§5.5.9), bytes.
+    pub extra_acked_bytes: u64,
 }
 
 /// For callers that keep no series.

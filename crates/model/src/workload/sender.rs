@@ -3,7 +3,7 @@
 //! sender's last state. One definition, embedded (`#[serde(flatten)]`) in a bulk flow, an
 //! objects connection and a page connection, so result.json keeps the same fields.
 
-use ccbench_probe::TcpInfo;
+use ccbench_kernel_tcp::TcpInfo;
 use serde::{Deserialize, Serialize};
 
 use super::{LimitedBy, Limits, Mechanism, QuicSample, Transport};
@@ -43,6 +43,26 @@ pub struct SenderRecord<R = Option<String>> {
     /// How it lost and what its window was, from the same samples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mechanism: Option<Mechanism>,
+    /// `--rcvbuf`/`--sndbuf` on this flow's sockets, asked and kept (issue 30); absent where
+    /// neither was asked (or in results written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffers: Option<SocketBuffers>,
+}
+
+/// A flow's socket buffers as asked (`--rcvbuf` on the receiving socket, `--sndbuf` on the
+/// sending one) and as the kernel kept them: `SO_RCVBUF`/`SO_SNDBUF` read back from the
+/// connected sockets, which Linux doubles for its bookkeeping and, without `SO_*BUFFORCE`
+/// (CAP_NET_ADMIN), caps at `net.core.rmem_max`/`wmem_max` first (socket(7)). Bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SocketBuffers {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rcvbuf_requested: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rcvbuf_effective: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sndbuf_requested: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sndbuf_effective: Option<u64>,
 }
 
 impl<R> SenderRecord<R> {
@@ -59,7 +79,14 @@ impl<R> SenderRecord<R> {
             bbr_events: Vec::new(),
             limited_by: None,
             mechanism: None,
+            buffers: None,
         }
+    }
+
+    /// The same record with its socket buffers, asked and kept.
+    pub fn with_buffers(mut self, buffers: Option<SocketBuffers>) -> Self {
+        self.buffers = buffers;
+        self
     }
 
     /// The same record with its limited-by accounting.

@@ -53,9 +53,12 @@ use crate::delivery_rate::{DeliveryRateSampler, RateSample, SentPacket};
 use crate::telemetry::{BbrSnapshot, BbrState, StateChange, Telemetry};
 
 mod control;
+mod defects;
 mod events;
 mod model;
 mod states;
+
+pub use defects::DEFECTS;
 
 /// Which BBR generation's constants and rules to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -663,6 +666,9 @@ impl Bbr {
             pacing_gain: self.pacing_gain,
             cwnd_gain: self.cwnd_gain,
             bw_bps: bps(self.bw),
+            bw_lo_bps: self.bw_shortterm.map(bps),
+            full_bw_reached: self.full_bw_reached,
+            extra_acked: self.extra_acked,
             bytes_in_flight: self.sampler.inflight(),
             round_count: self.round_count,
             delivered_bytes: self.sampler.delivered(),

@@ -158,6 +158,10 @@ pub struct Sim<C: SimController = Bbr> {
     /// of being left alone; `None`, no marking. ECN feedback reaches the controller after each
     /// ACK batch's loss detection, as in noq.
     pub ce_threshold: Option<Duration>,
+    /// Each ECN-capable packet is also marked CE with this probability, whatever the queue:
+    /// the coupled marking of RFC 9332's L queue (`p_CL = k·p'`) held at one value, so a
+    /// controller's response function can be read off (RFC 9332 §2.1, Appendix C.2 eq. (6)).
+    pub ce_prob: f64,
     /// Queueing delay each packet met at the bottleneck, with its arrival time.
     pub queue_delays: Vec<(Duration, Duration)>,
     pub ce_marked: u64,
@@ -220,6 +224,7 @@ impl<C: SimController> Sim<C> {
             app_rate_bps: None,
             dropped: 0,
             ce_threshold: None,
+            ce_prob: 0.0,
             queue_delays: Vec::new(),
             ce_marked: 0,
         }
@@ -317,7 +322,7 @@ impl<C: SimController> Sim<C> {
         }
         self.queue_delays.push((self.now, queued_time));
         let ect = Controller::ecn_codepoint(&self.bbr) != EcnCodepoint::Ce;
-        let ce = ect && self.ce_threshold.is_some_and(|th| queued_time >= th);
+        let ce = ect && (self.ce_threshold.is_some_and(|th| queued_time >= th) || (self.ce_prob > 0.0 && self.random() < self.ce_prob));
         self.ce_marked += u64::from(ce);
         let depart = self.link_free_at.max(self.now) + ser;
         self.link_free_at = depart;
@@ -380,7 +385,7 @@ impl<C: SimController> Sim<C> {
         self.declare_lost(&lost);
         // RFC 9000 §13.4.2: the ACK's ECN counts, then a congestion event if CE grew (noq's
         // `process_ecn`, after loss detection).
-        if self.ce_threshold.is_some() {
+        if self.ce_threshold.is_some() || self.ce_prob > 0.0 {
             Controller::on_ecn_feedback(&mut self.bbr, now, ect, ce);
             if ce > 0 {
                 let sent = self.at(ce_sent);

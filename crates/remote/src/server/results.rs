@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex};
 
-use ccbench_probe::Sample;
+use ccbench_kernel_tcp::Sample;
 use ccbench_workload::{FlowEnd, GoodputPoint, HttpEndEvents, QuicSample, SeriesSink, SocketId};
 
 use super::Quiet;

@@ -13,6 +13,7 @@ pub(super) fn headline_runs(w: &WorkloadSpec) -> RunPick {
     match w.headline() {
         Headline::Goodput | Headline::ContentThroughput => |m| Some(m.goodput_bps),
         Headline::FileCompletion | Headline::PageLoad => |m| m.completion_time_s,
+        Headline::Score(_) => |m| m.score,
     }
 }
 
@@ -21,6 +22,7 @@ pub(super) fn headline(w: &WorkloadSpec) -> (&'static str, Pick, f64) {
     let pick: Pick = match w.headline() {
         Headline::Goodput | Headline::ContentThroughput => |s| s.goodput_bps,
         Headline::FileCompletion | Headline::PageLoad => |s| s.completion_time_s,
+        Headline::Score(_) => |s| s.score,
     };
     (label, pick, scale)
 }
@@ -38,8 +40,8 @@ pub(super) struct Spread {
 /// The same figure as `pick` reads from the summary, per completed run of `cc`.
 pub(super) type RunPick = fn(&RunMetrics) -> Option<f64>;
 
-pub(super) fn run_values(r: &ExperimentResult, cc: &str, f: RunPick) -> Vec<f64> {
-    r.runs.iter().filter(|x| x.cc == cc && x.status == Status::Complete).filter_map(|x| x.metrics.as_ref()).filter_map(f).collect()
+pub(super) fn run_values(r: &ExperimentResult, cc: &Cc, f: RunPick) -> Vec<f64> {
+    r.runs.iter().filter(|x| &x.cc == cc && x.status == Status::Complete).filter_map(|x| x.metrics.as_ref()).filter_map(f).collect()
 }
 
 /// One metric per algorithm against the condition: the median over runs, a bar over the
@@ -60,7 +62,7 @@ pub(super) fn conditions_figure(
             .filter_map(|s| {
                 let v = pick(r, s)?;
                 let runs = per_run(r).map(|f| run_values(r, &s.cc, f)).unwrap_or_default();
-                Some(ConditionPoint { key: s.cc.clone(), summary: v, runs })
+                Some(ConditionPoint { key: s.cc.to_string(), summary: v, runs })
             })
             .collect()
     };
@@ -90,7 +92,7 @@ pub(super) fn conditions_shares_figure(rows: &[(String, &ExperimentResult)]) -> 
                     .filter_map(|m| m.shares.iter().find(|c| c.cc == sh.cc))
                     .map(|c| c.share)
                     .collect();
-                ConditionPoint { key: sh.cc.clone(), summary: sh.share, runs }
+                ConditionPoint { key: sh.cc.to_string(), summary: sh.share, runs }
             })
             .collect()
     };

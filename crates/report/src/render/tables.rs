@@ -10,11 +10,11 @@ use super::score_unit;
 use crate::svg::{escape, fmt_sig};
 
 /// The colours of the limited-by causes, in `Cause::ALL`'s order.
-const CAUSE_COLOURS: [&str; 6] = ["#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#ff7f0e", "#bbbbbb"];
+const CAUSE_COLOURS: [&str; 7] = ["#1f77b4", "#2ca02c", "#8c564b", "#d62728", "#9467bd", "#ff7f0e", "#bbbbbb"];
 
 /// Why each algorithm got what it got (issue 30): its `why` line and a bar of its limited-by
 /// fractions, stacked to 100 % (CSS, no plot); nothing when no algorithm has them.
-pub(super) fn why_section(result: &ExperimentResult) -> String {
+pub(super) fn why_section(result: &ExperimentResult, g: &crate::data::Gathered) -> String {
     use ccbench_model::workload::Cause;
     let whys = ccbench_model::why::why(result);
     if whys.iter().all(|w| w.limited_by.is_none()) {
@@ -41,7 +41,43 @@ pub(super) fn why_section(result: &ExperimentResult) -> String {
             }
         }
         out.push_str("</div></div>\n");
+        if let Some(strip) = g.runs.iter().filter(|v| v.median).flat_map(|v| &v.strip).find(|s| s.key == w.cc) {
+            out.push_str(&strip_html(strip));
+        }
     }
+    out
+}
+
+/// The strip over time of one algorithm's median run: a column per bin, its causes stacked
+/// (bottom up in `Cause::ALL`'s order) by their share of the bin's time.
+fn strip_html(s: &crate::data::Strip) -> String {
+    use ccbench_model::workload::Cause;
+    let mut out = String::from(
+        "<div class=\"strip\" style=\"display:flex;align-items:stretch;height:2.4em;width:100%;max-width:40em;border:1px solid #999;margin-bottom:0.2em\">",
+    );
+    for (i, bin) in s.bins.iter().enumerate() {
+        let total: f64 = bin.iter().sum();
+        let _ =
+            write!(out, "<div style=\"flex:1;display:flex;flex-direction:column-reverse\" title=\"{:.2}–{:.2} s", i as f64 * s.bin_s, (i + 1) as f64 * s.bin_s);
+        for (c, share) in Cause::ALL.iter().zip(bin).filter(|x| total > 0.0 && *x.1 > 0.0) {
+            let _ = write!(out, " · {} {:.0} %", c.name(), share / total * 100.0);
+        }
+        out.push_str("\">");
+        if total > 0.0 {
+            for (share, colour) in bin.iter().zip(CAUSE_COLOURS) {
+                let h = share / total * 100.0;
+                if h > 0.5 {
+                    let _ = write!(out, "<div style=\"height:{h:.1}%;background:{colour}\"></div>");
+                }
+            }
+        }
+        out.push_str("</div>");
+    }
+    let _ = writeln!(
+        out,
+        "</div><div class=\"note\" style=\"max-width:40em\">over the median run, 0–{:.1} s, from the sampled state in its series</div>",
+        s.bins.len() as f64 * s.bin_s
+    );
     out
 }
 

@@ -93,6 +93,7 @@ fn hand_built() -> ExperimentResult {
         lock_on_bw_bps: None,
         limited_by: None,
         mechanism: Default::default(),
+        trace: Vec::new(),
     };
     let run = |index: u32, cc: &str, mbps: Option<f64>| RunRecord {
         index,
@@ -208,6 +209,7 @@ fn render_draws_a_hand_built_report_without_reading_files() {
             ce: None,
             bbr: Vec::new(),
             flow_rtt: Vec::new(),
+            strip: Vec::new(),
         },
         RunView {
             run: &result.runs[1],
@@ -220,6 +222,7 @@ fn render_draws_a_hand_built_report_without_reading_files() {
             ce: None,
             bbr: Vec::new(),
             flow_rtt: Vec::new(),
+            strip: Vec::new(),
         },
     ];
     let series = Gathered { runs: views, bin_us: 100_000, rtt, queue: Pooled::default(), errors: vec!["series/run-002/tcp.csv.gz: <truncated>".into()] };
@@ -255,7 +258,7 @@ fn with_limits(mut result: ExperimentResult, of: &[(u32, [f64; 3], f64)]) -> Exp
     for run in &mut result.runs {
         let Some(WorkloadResult::Bulk(b)) = run.workload.as_mut() else { continue };
         let Some(&(_, [cwnd, pacing, app], active_s)) = of.iter().find(|(i, _, _)| *i == run.index) else { continue };
-        let mut sending = SenderRecord::tcp(run.cc.clone(), run.cc.clone(), None);
+        let mut sending = SenderRecord::tcp(run.cc.to_string(), run.cc.to_string(), None);
         sending.limited_by = Some(LimitedBy { cwnd, pacing, app, ..Default::default() });
         sending.mechanism = Some(Mechanism { active_s, mss: 1448, mean_rtt_us: 40_000.0, ..Default::default() });
         b.flows = vec![FlowResult {
@@ -312,6 +315,7 @@ fn judged(cc: &str, expect: &str, op: &str, median: f64, lo: f64, hi: f64, resul
         level: Some(1.0 - 1.0 / 32.0),
         alpha: 0.05,
         result,
+        evidence: None,
     }
 }
 
@@ -349,4 +353,89 @@ fn expectations_are_a_coloured_table_near_the_top_and_mark_each_condition() {
     assert!(page.contains("<td class=\"fail\">fail</td><td>cubic: goodput &gt;= 10mbit (fail); bbr: goodput &lt;= 10mbit (undecided)</td></tr>"), "{page}");
     assert!(page.contains("<td>–</td><td></td></tr>"), "a condition without expectations has no mark: {page}");
     assert!(!render_conditions(&[("slow".into(), &clean)]).contains("<th>expectations</th>"));
+}
+
+/// The why section for `result`, with `strip` as bbr's median run's strip over time.
+fn why_of(result: &ExperimentResult, strip: Option<crate::data::Strip>) -> String {
+    let views = vec![RunView {
+        run: &result.runs[4],
+        median: true,
+        rtt: Vec::new(),
+        cwnd: Vec::new(),
+        bbr_bw: Vec::new(),
+        goodput: Vec::new(),
+        queue: None,
+        ce: None,
+        bbr: Vec::new(),
+        flow_rtt: Vec::new(),
+        strip: strip.into_iter().collect(),
+    }];
+    let g = Gathered { runs: views, bin_us: 100_000, rtt: Pooled::default(), queue: Pooled::default(), errors: Vec::new() };
+    super::tables::why_section(result, &g)
+}
+
+/// `result` with every completed run's flow limited as `l` says for its algorithm.
+fn limited_as(l: impl Fn(&str) -> ccbench_model::workload::LimitedBy) -> ExperimentResult {
+    use ccbench_model::workloads::WorkloadResult;
+    let mut result = with_limits(hand_built(), &[(0, [0.0; 3], 1.0), (1, [0.0; 3], 1.0), (2, [0.0; 3], 1.0), (4, [0.0; 3], 1.0)]);
+    for run in &mut result.runs {
+        let cc = run.cc.to_string();
+        if let Some(WorkloadResult::Bulk(b)) = run.workload.as_mut() {
+            b.flows.iter_mut().for_each(|f| f.sending.limited_by = Some(l(&cc)));
+        }
+    }
+    result
+}
+
+/// The why section says, per algorithm, the cause that held it (the receive window, the
+/// network's window, the sending host) in words, draws its bar with each cause's share, and
+/// under it the median run's strip: per bin, the causes' shares in its title and stacked
+/// heights in the causes' colours; an empty bin is drawn empty (issue 30).
+#[test]
+fn the_why_strip_shows_the_cause_that_held_each_algorithm_over_time() {
+    use ccbench_model::workload::LimitedBy;
+    let result = limited_as(|cc| match cc {
+        "bbr" => LimitedBy { rwnd: 0.9, app: 0.1, ..Default::default() },
+        _ => LimitedBy { cwnd: 0.97, pacing: 0.03, ..Default::default() },
+    });
+    // bbr's median run, 4 bins of 0.5 s: receive window; half window, half application; no
+    // sample; the congestion window.
+    let strip = crate::data::Strip {
+        key: "bbr".into(),
+        bin_s: 0.5,
+        bins: vec![
+            [0.0, 0.0, 0.0, 500_000.0, 0.0, 0.0, 0.0],
+            [0.0, 0.0, 0.0, 250_000.0, 0.0, 250_000.0, 0.0],
+            [0.0; 7],
+            [500_000.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        ],
+    };
+    let html = why_of(&result, Some(strip));
+    assert!(html.contains("<h2 id=\"why\">"), "{html}");
+    let bbr = &html[html.find("<div class=\"why\"><div><b>bbr</b>").expect("bbr's why")..];
+    let bbr = &bbr[..bbr.find("<div class=\"why\"><div><b>cubic</b>").expect("cubic's after bbr's")];
+    assert!(bbr.contains("receive-window-limited 90 % of the time"), "{bbr}");
+    assert!(bbr.contains("title=\"rwnd 90.0 %\" style=\"width:90.00%;background:#d62728\""), "{bbr}");
+    assert!(bbr.contains("title=\"app 10.0 %\" style=\"width:10.00%;background:#ff7f0e\""), "{bbr}");
+    let strip = &bbr[bbr.find("<div class=\"strip\"").expect("bbr's strip")..];
+    let columns: Vec<&str> = strip.split("<div style=\"flex:1;").skip(1).collect();
+    assert_eq!(columns.len(), 4, "{strip}");
+    assert!(columns[0].contains("title=\"0.00–0.50 s · rwnd 100 %\">") && columns[0].contains("height:100.0%;background:#d62728"), "{}", columns[0]);
+    assert!(columns[1].contains("title=\"0.50–1.00 s · rwnd 50 % · app 50 %\">"), "{}", columns[1]);
+    assert!(columns[1].contains("height:50.0%;background:#d62728") && columns[1].contains("height:50.0%;background:#ff7f0e"), "{}", columns[1]);
+    assert!(columns[2].contains("title=\"1.00–1.50 s\"></div>"), "an empty bin has no shares and no fill: {}", columns[2]);
+    assert!(columns[3].contains("title=\"1.50–2.00 s · cwnd 100 %\">") && columns[3].contains("height:100.0%;background:#1f77b4"), "{}", columns[3]);
+    assert!(strip.contains("over the median run, 0–2.0 s"), "{strip}");
+    // cubic, held by the network (its window at the link), has a bar and no strip: only
+    // bbr's median run has one here.
+    let cubic = &html[html.find("<div class=\"why\"><div><b>cubic</b>").unwrap()..];
+    assert!(cubic.contains("cwnd-limited 97 % of the time"), "{cubic}");
+    assert!(cubic.contains("title=\"cwnd 97.0 %\"") && !cubic.contains("class=\"strip\""), "{cubic}");
+
+    // A flow the sending host held (QUIC's stack building packets) says so.
+    let host = why_of(&limited_as(|_| LimitedBy { host: 0.8, cwnd: 0.2, ..Default::default() }), None);
+    assert!(host.contains("host-bound 80 % of the time"), "{host}");
+    assert!(host.contains("title=\"host 80.0 %\" style=\"width:80.00%;background:#8c564b\""), "{host}");
+    // Without the accounting there is no section at all.
+    assert_eq!(why_of(&hand_built(), None), "");
 }

@@ -31,11 +31,14 @@ use crate::quic::{BbrView, ReadBack, Tls, Windows};
 use crate::sampler::Sampler;
 use crate::{ByteBudget, MeasureHook, RunContext, SenderRecord, SeriesSink, SocketId, Transport, WorkloadError};
 
-/// Feeds `conn`'s account with sample `s` and the stack's send states, read now.
-fn account(conn: &EndConn, s: &crate::QuicSample) {
+/// Feeds `conn`'s account with sample `s` and the stack's send states, read now; the states
+/// go into the sample too (the series' strip over time).
+fn account(conn: &EndConn, s: &mut crate::QuicSample) {
     if let Some(stats) = conn.conn.path_stats(noq::PathId::ZERO) {
+        let now = Instant::now();
+        s.send_states_us = Some(crate::quic::limits::send_states(&stats.send_limits, now));
         let mut a = conn.account.lock().unwrap_or_else(|e| e.into_inner());
-        a.add(&stats.send_limits, stats.probe_timeouts, Instant::now(), s);
+        a.add(&stats.send_limits, stats.probe_timeouts, now, s);
     }
 }
 
@@ -178,8 +181,8 @@ impl<'c> Rounds<'c> {
 
     pub(crate) fn round(&mut self, series: &dyn SeriesSink, t_us: u64) {
         for (conn, last) in &mut self.senders {
-            let s = sample(conn, t_us, last);
-            account(conn, &s);
+            let mut s = sample(conn, t_us, last);
+            account(conn, &mut s);
             series.quic_sample(SocketId::Flow(conn.flows[0]), &s);
         }
     }
@@ -190,8 +193,8 @@ impl<'c> Rounds<'c> {
         self.senders
             .iter_mut()
             .map(|(conn, last)| {
-                let s = sample(conn, t_us, last);
-                account(conn, &s);
+                let mut s = sample(conn, t_us, last);
+                account(conn, &mut s);
                 QuicConnEnd { flow: conn.flows[0], final_quic: Some(s), bbr_events: pair::bbr_events(conn.bbr.as_ref(), epoch) }
             })
             .collect()
@@ -251,7 +254,9 @@ fn flow_meta(plan: &[MixFlow], conns: &[&EndConn], read_backs: &[ReadBack]) -> V
         .iter()
         .zip(read_backs)
         .flat_map(|(c, rb)| {
-            c.flows.iter().filter_map(|&id| Some(FlowMeta { id, plan: plan.get(id as usize)?.clone(), client_port: c.port, cc_read_back: rb.sender.clone() }))
+            c.flows.iter().filter_map(|&id| {
+                Some(FlowMeta { id, plan: plan.get(id as usize)?.clone(), client_port: c.port, cc_read_back: rb.sender.clone(), buffers: None })
+            })
         })
         .collect();
     meta.sort_by_key(|m| m.id);
@@ -278,6 +283,7 @@ fn sender_record(conns: &[&EndConn], read_backs: &[ReadBack], ends: &[QuicConnEn
         bbr_events: first.map(|e| e.bbr_events.clone()).unwrap_or_default(),
         limited_by: None,
         mechanism: None,
+        buffers: None,
     }
     .with_limits(limits)
 }

@@ -24,7 +24,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use noq::{Connection, TransportConfig, VarInt};
+use noq::{Connection, Endpoint, TransportConfig, VarInt};
 use serde::{Deserialize, Serialize};
 
 use super::quic::{groups, quic_result, run_quic_end, EndConn};
@@ -62,6 +62,14 @@ struct EndTransport {
     bbr: Option<Arc<dyn BbrView>>,
     sends: bool,
     wanted: String,
+}
+
+impl EndTransport {
+    /// This end's connection carrying `flows`, its controller read back as `read_back`; `port`
+    /// is the client's UDP port (0 on the server's end), whose `endpoint` lives as long as it.
+    fn end(self, flows: Vec<u32>, conn: Connection, read_back: String, port: u16, endpoint: Option<Endpoint>) -> EndConn {
+        EndConn { flows, conn, sends: self.sends, probe: self.probe, bbr: self.bbr, read_back, port, _endpoint: endpoint, account: Default::default() }
+    }
 }
 
 fn end_transport(spec: &BulkSpec, plan: &[MixFlow], flows: &[u32], side: Side) -> Result<EndTransport, WorkloadError> {
@@ -138,17 +146,7 @@ impl QuicFarServer {
             Ok((t.transport.clone(), t))
         })?;
         let rb = confirm(&t, &conn)?;
-        self.conns.push(EndConn {
-            flows,
-            conn,
-            sends: t.sends,
-            probe: t.probe,
-            bbr: t.bbr,
-            read_back: rb.clone(),
-            port: 0,
-            _endpoint: None,
-            account: Default::default(),
-        });
+        self.conns.push(t.end(flows, conn, rb.clone(), 0, None));
         if self.conns.len() == self.groups.len() {
             self.gate.shut();
         }
@@ -210,17 +208,7 @@ impl QuicFarClient {
         let (ep, conn) = self.rt.block_on(dial_gated(self.server, self.source, self.cert.clone(), t.transport.clone(), token, group))?;
         let rb = confirm(&t, &conn)?;
         let port = ep.local_addr()?.port();
-        self.conns.push(EndConn {
-            flows,
-            conn,
-            sends: t.sends,
-            probe: t.probe,
-            bbr: t.bbr,
-            read_back: rb.clone(),
-            port,
-            _endpoint: Some(ep),
-            account: Default::default(),
-        });
+        self.conns.push(t.end(flows, conn, rb.clone(), port, Some(ep)));
         Ok(rb)
     }
 

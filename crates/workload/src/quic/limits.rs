@@ -11,7 +11,8 @@
 //! | stack state | cause |
 //! |---|---|
 //! | cwnd | `cwnd` |
-//! | pacing, and sending below the window | `pacing` (below the window with data waiting, as for TCP) |
+//! | pacing | `pacing` (the pacer held the next datagram) |
+//! | sending below the window | `host` (the stack building and handing over packets set the pace; kernel TCP's `pacing` includes this) |
 //! | flow control | `rwnd` (the receiver's credit) |
 //! | send window | `sndbuf` (the sender's buffer of unacknowledged data) |
 //! | app | `app` |
@@ -70,6 +71,21 @@ fn times(l: &SendLimits, now: Instant) -> [f64; 7] {
         t[i] += open;
     }
     t
+}
+
+/// The cumulative time per state at `now` in whole µs, for the series (`QuicSample::send_states_us`).
+pub(crate) fn send_states(l: &SendLimits, now: Instant) -> crate::SendStates {
+    let t = times(l, now);
+    let us = |i: usize| t[i].round() as u64;
+    crate::SendStates {
+        cwnd: us(CWND),
+        pacing: us(PACING),
+        host: us(SENDING),
+        flow_control: us(FLOW_CONTROL),
+        send_window: us(SEND_WINDOW),
+        app: us(APP),
+        other: us(OTHER),
+    }
 }
 
 /// The accumulator of one sending connection: constant memory however long the flow.
@@ -140,7 +156,8 @@ impl QuicAccount {
         let total = last.total() - base.total();
         let parts = [
             (Cause::Cwnd, d(CWND)),
-            (Cause::Pacing, d(PACING) + d(SENDING)),
+            (Cause::Pacing, d(PACING)),
+            (Cause::Host, d(SENDING)),
             (Cause::Rwnd, d(FLOW_CONTROL)),
             (Cause::Sndbuf, d(SEND_WINDOW)),
             (Cause::App, d(APP)),

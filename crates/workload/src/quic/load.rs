@@ -419,6 +419,7 @@ impl OneConnection<'_> {
             bbr_events,
             limited_by: None,
             mechanism: None,
+            buffers: None,
         }
     }
 

@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ccbench_netns::Netns;
-use ccbench_quic_cc::{Bbr, BbrFactory, BbrVersion, CubicFactory, PragueFactory, Telemetry};
+use ccbench_quic_cc::{Bbr, BbrFactory, BbrParams, BbrVersion, CubicFactory, PragueFactory, Telemetry};
 use noq::congestion::{Controller, ControllerFactory, Cubic, NewReno, NewRenoConfig};
 use noq::{ClientConfig, Endpoint, EndpointConfig, ServerConfig, TransportConfig, VarInt};
 use serde::{Deserialize, Serialize};
@@ -99,7 +99,23 @@ const QUIC_CONTROLLERS: &[QuicController] = &[
 fn bbr(version: BbrVersion, seed: u64) -> Built {
     let telemetry = Telemetry::default();
     let view: Arc<dyn BbrView> = Arc::new(telemetry.clone());
-    (BbrFactory::with_seed(version, telemetry, seed) as Factory, Some(view))
+    // A spec `ccbench` refused at start-up (`test_bbr_defects`) cannot reach here.
+    let params = BbrParams::for_version(version);
+    let params = test_bbr_defects().ok().flatten().and_then(|d| params.with_test_defects(&d).ok()).unwrap_or(params);
+    (BbrFactory::with_params(version, params, telemetry, seed) as Factory, Some(view))
+}
+
+/// The environment variable that breaks our QUIC BBR on purpose, for tests only (docs/conform.md).
+pub const TEST_BBR_DEFECTS_ENV: &str = "CCBENCH_TEST_BBR_DEFECTS";
+
+/// The test-only defects `quic:bbr2`/`quic:bbr3` are built with (`CCBENCH_TEST_BBR_DEFECTS`,
+/// comma-separated names of `ccbench_quic_cc::BBR_TEST_DEFECTS`): `None` when unset or empty,
+/// `Err` naming what is allowed when a name is not a defect.
+pub fn test_bbr_defects() -> Result<Option<String>, String> {
+    match std::env::var(TEST_BBR_DEFECTS_ENV) {
+        Ok(s) if !s.trim().is_empty() => BbrParams::for_version(BbrVersion::V3).with_test_defects(&s).map(|_| Some(s)),
+        _ => Ok(None),
+    }
 }
 
 /// The QUIC algorithms this build offers, as written after `quic:`.
@@ -133,6 +149,14 @@ impl BbrView for Telemetry {
             min_rtt_us: s.min_rtt.map(|d| u32::try_from(d.as_micros()).unwrap_or(u32::MAX)),
             pacing_gain: s.pacing_gain,
             cwnd_gain: s.cwnd_gain,
+            model: Some(crate::QuicBbrModel {
+                bw_shortterm_bps: s.bw_lo_bps,
+                inflight_longterm_bytes: s.inflight_hi,
+                inflight_shortterm_bytes: s.inflight_lo,
+                full_bw_reached: s.full_bw_reached,
+                round_count: s.round_count,
+                extra_acked_bytes: s.extra_acked,
+            }),
         })
     }
 

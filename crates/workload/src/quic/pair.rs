@@ -207,6 +207,8 @@ pub(crate) fn sample(sender: &Connection, probe: &Probe, bbr: Option<&Arc<dyn Bb
         ack_stamp_age_p50_us: p.ack_stamp_age_p50_us,
         ack_stamp_age_p99_us: p.ack_stamp_age_p99_us,
         bbr: bbr.and_then(|b| b.snapshot()),
+        // Filled where the account reads the same states (`bulk::quic::account`).
+        send_states_us: None,
     }
 }
 
@@ -230,6 +232,7 @@ pub(crate) fn sender_record(pair: &Pair, cc_requested: String, last: Option<crat
         bbr_events: bbr_events(pair.bbr.as_ref(), epoch),
         limited_by: None,
         mechanism: None,
+        buffers: None,
     }
 }
 

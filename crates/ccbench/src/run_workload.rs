@@ -25,7 +25,7 @@ pub trait RunWorkload {
 }
 
 macro_rules! runs {
-    ($($(#[$doc:meta])* $variant:ident($spec:ty, $result:ty),)*) => {
+    ($($(#[$doc:meta])* $module:ident: $variant:ident($spec:ty, $result:ty),)*) => {
         impl RunWorkload for WorkloadSpec {
             fn run(&self, ctx: &RunContext<'_>) -> Result<WorkloadResult, WorkloadError> {
                 match self {

@@ -8,7 +8,7 @@ use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use ccbench_probe::*;
+use ccbench_kernel_tcp::*;
 
 /// A connected (client, server) pair on loopback.
 fn pair() -> (TcpStream, TcpStream) {

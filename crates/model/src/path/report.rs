@@ -26,6 +26,11 @@ pub struct LinkSample {
     pub utilization: f64,
     /// Worst emulator timing error in the interval (see [`DirectionReport::lateness`]).
     pub lateness_max_us: f64,
+    /// DualPI2's base probability `p'` at the sample instant (RFC 9332 §2.4: classic packets
+    /// are dropped or marked with `p'²`, L packets marked with `k·p'` beside the step); empty
+    /// for other AQMs and in files written before it.
+    #[serde(default)]
+    pub aqm_prob: Option<f64>,
 }
 
 /// Percentiles of a delay distribution, in microseconds.

@@ -5,17 +5,7 @@ use ccbench_link::{Link, LinkStats};
 
 use crate::report::LinkSample;
 
-/// Where samples go as they are taken. A streaming sink (e.g. a file writer) keeps a
-/// forwarder's memory flat however long the path runs.
-pub trait SampleSink: Send {
-    fn push(&mut self, s: &LinkSample);
-}
-
-impl SampleSink for Vec<LinkSample> {
-    fn push(&mut self, s: &LinkSample) {
-        Vec::push(self, s.clone());
-    }
-}
+pub use ccbench_model::path::SampleSink;
 
 pub(crate) struct SeriesRecorder {
     interval: Duration,
@@ -71,6 +61,7 @@ impl SeriesRecorder {
             queue_delay_max_us: self.delay_max.as_micros_f64(),
             utilization: (busy.as_nanos() as f64 / elapsed.as_nanos() as f64).min(1.0),
             lateness_max_us: self.late_max.as_micros_f64(),
+            aqm_prob: link.aqm_base_prob(),
         });
         self.late_max = Duration::ZERO;
         self.last = s.clone();

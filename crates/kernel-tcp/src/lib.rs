@@ -1,4 +1,4 @@
-//! `ccbench-probe`: the kernel's view of a TCP socket, for a congestion-control
+//! `ccbench-kernel-tcp`: the kernel's view of a TCP socket, for a congestion-control
 //! test bench on Linux.
 //!
 //! What this crate offers:

@@ -1,0 +1,67 @@
+//! A run's sender series (`tcp.csv.gz`) read back as the state trace the conformance suite
+//! judges ([`Trace`]): kernel BBR's rows carry TCP_CC_INFO (bw, min_rtt, gains, the mode
+//! inferred from them, no phase); QUIC BBR's carry its own state, the draft's whole model.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use ccbench_conform::trace::{Mode, PathFacts, Phase, Point, Trace};
+
+use crate::series::{for_each_row, TcpRow};
+
+/// Bytes per packet in "cwnd ≥ 4 packets": TCP's cwnd is in segments and QUIC's series gives it
+/// in packets of the path MTU; both are multiplied by this and judged against it.
+pub const PACKET: u64 = 1448;
+
+/// Each socket's rows of one run, in time order, by socket name (`flow-0`, …).
+pub fn rows(file: &Path) -> anyhow::Result<BTreeMap<String, Vec<TcpRow>>> {
+    let mut by: BTreeMap<String, Vec<TcpRow>> = BTreeMap::new();
+    for_each_row(file, |r: TcpRow| by.entry(r.socket.clone()).or_default().push(r))?;
+    for v in by.values_mut() {
+        v.sort_by_key(|r| r.t_us);
+    }
+    Ok(by)
+}
+
+/// A microsecond figure of the series, 0 being "none yet".
+pub fn us(v: u32) -> Option<Duration> {
+    (v > 0).then(|| Duration::from_micros(u64::from(v)))
+}
+
+/// Whether a row carries BBR's full model (QUIC BBRv2/v3): its round count says so, and an
+/// empty bound beside it is unset (∞), not unknown.
+fn full(r: &TcpRow) -> Option<()> {
+    r.bbr_round_count.map(|_| ())
+}
+
+/// One socket's rows as a trace on `path`.
+pub fn trace(rows: &[TcpRow], path: PathFacts, sample_interval: Duration) -> Trace {
+    let t0 = rows.first().map_or(0, |r| r.t_us);
+    let points = rows
+        .iter()
+        .map(|r| Point {
+            t: Duration::from_micros(r.t_us - t0),
+            mode: r.bbr_mode.as_deref().and_then(Mode::parse),
+            phase: r.bbr_phase.as_deref().and_then(Phase::parse),
+            bw_bps: r.bbr_bw_bps.map(|b| b as f64),
+            pacing_gain: r.bbr_pacing_gain,
+            cwnd_gain: r.bbr_cwnd_gain,
+            cwnd_bytes: Some(u64::from(r.cwnd) * PACKET),
+            inflight_bytes: r.bytes_in_flight,
+            rtt: r.latest_rtt_us.and_then(us).or(us(r.rtt_us)),
+            min_rtt: r.bbr_min_rtt_us.and_then(us),
+            delivery_rate_bps: Some(r.delivery_rate_bps as f64),
+            lost_bytes: Some(r.bytes_retrans),
+            delivered_bytes: Some(r.bytes_acked),
+            pacing_rate_bps: r.pacing_rate_bps.map(|b| b as f64),
+            inflight_longterm_bytes: full(r).map(|_| r.bbr_inflight_longterm.unwrap_or(u64::MAX)),
+            inflight_shortterm_bytes: full(r).map(|_| r.bbr_inflight_shortterm.unwrap_or(u64::MAX)),
+            bw_shortterm_bps: full(r).map(|_| r.bbr_bw_shortterm_bps.map_or(f64::INFINITY, |b| b as f64)),
+            round_count: r.bbr_round_count,
+            full_bw_reached: r.bbr_full_bw_reached,
+            extra_acked_bytes: r.bbr_extra_acked,
+        })
+        .collect();
+    Trace { path, sample_interval, points }
+}
