@@ -11,7 +11,13 @@ use super::Algorithm;
 /// A contender of a result: its name as written (`tcp:bbr`, `quic:bbr3`, or a mix's label such
 /// as `bbr:1,cubic:1`), and the [`Algorithm`] it names when it names one. Serialised as the
 /// name alone, so result.json and its schema are what they were when this was a string.
-#[derive(Clone, Default, PartialEq, Eq, Hash)]
+///
+/// Equal and hashed by its name alone: it lends itself as a `str` ([`Borrow`]), and a map keyed
+/// by contenders is looked up by name, which needs `Hash` and `Eq` to agree with `str`'s (a
+/// derived `Hash` over the parsed algorithm too would miss; `Cc::mix("bbr")` is `Cc::new("bbr")`).
+///
+/// [`Borrow`]: std::borrow::Borrow
+#[derive(Clone, Default)]
 pub struct Cc {
     written: String,
     algorithm: Option<Algorithm>,
@@ -94,6 +100,20 @@ impl fmt::Debug for Cc {
     }
 }
 
+impl PartialEq for Cc {
+    fn eq(&self, other: &Cc) -> bool {
+        self.written == other.written
+    }
+}
+
+impl Eq for Cc {}
+
+impl std::hash::Hash for Cc {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        std::hash::Hash::hash(&self.written, h)
+    }
+}
+
 impl PartialEq<str> for Cc {
     fn eq(&self, other: &str) -> bool {
         self.written == other
@@ -168,5 +188,18 @@ mod tests {
             assert_eq!(serde_json::to_string(&cc).unwrap(), format!("{s:?}"));
         }
         assert!(Cc::new("bbr") == "bbr" && "bbr" == Cc::new("bbr") && Cc::new("bbr") != "tcp:bbr");
+    }
+
+    /// A map keyed by contenders is found by name (the `Borrow<str>` contract), whichever way
+    /// the key was made.
+    #[test]
+    fn a_contender_is_found_by_its_name_in_a_map() {
+        let mut m = std::collections::HashMap::new();
+        m.insert(Cc::mix("bbr"), 1);
+        m.insert(Cc::new("quic:bbr3"), 2);
+        assert_eq!(m.get("bbr"), Some(&1));
+        assert_eq!(m.get(&Cc::new("bbr")), Some(&1));
+        assert_eq!(m.get("quic:bbr3"), Some(&2));
+        assert_eq!(Cc::mix("bbr"), Cc::new("bbr"));
     }
 }
