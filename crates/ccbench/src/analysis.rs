@@ -119,8 +119,7 @@ fn sharing(bulk: &BulkResult, received_at: impl FnOnce(&[u64]) -> Option<Vec<Vec
     let total: f64 = rates.iter().sum();
     let mut shares: Vec<CcShare> = Vec::new();
     for (flow, rate) in bulk.flows.iter().zip(&rates) {
-        // Each flow records the name it asked for; its contender is that name, typed.
-        let cc = Cc::new(&flow.sending.cc_requested);
+        let cc = flow.sending.cc_requested.clone();
         match shares.iter_mut().find(|s| s.cc == cc) {
             Some(s) => {
                 s.flows += 1;

@@ -21,6 +21,7 @@ use ccbench_conform::bbr::{Runnable, Scenario, SUITE};
 use ccbench_conform::trace::PathFacts;
 use ccbench_conform::{over_runs, Cell, CellVerdict};
 use ccbench_link::Rate as LinkRate;
+use ccbench_model::workload::{Algorithm, Family};
 
 use crate::cli::ConformArgs;
 use crate::error::{require_root, UsageError};
@@ -49,7 +50,7 @@ impl GridPath {
 pub(crate) struct Judged {
     pub(crate) case: usize,
     pub(crate) assertion: usize,
-    pub(crate) cc: String,
+    pub(crate) cc: Algorithm,
     pub(crate) path: GridPath,
     pub(crate) cell: Cell,
     /// The `ccbench run` flags that reproduce it.
@@ -58,7 +59,7 @@ pub(crate) struct Judged {
 
 /// A scenario's runs that could not be judged (the run failed, or wrote no series).
 pub(crate) struct Broken {
-    pub(crate) cc: String,
+    pub(crate) cc: Algorithm,
     pub(crate) path: GridPath,
     pub(crate) scenario: Scenario,
     pub(crate) why: String,
@@ -110,7 +111,7 @@ fn rtt_of(r: &Rtt) -> Duration {
 
 pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
     for cc in args.cc.names() {
-        if !cc.name().starts_with("bbr") {
+        if cc.family() != Family::Bbr {
             return Err(UsageError::new("--cc", cc, "BBR controllers: quic:bbr3, quic:bbr2 or tcp:bbr").into());
         }
     }
@@ -146,10 +147,10 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
         for s in &scenarios {
             if s.on_grid() {
                 for p in &paths {
-                    jobs.push((cc.to_string(), *p, *s));
+                    jobs.push((cc.clone(), *p, *s));
                 }
             } else {
-                jobs.push((cc.to_string(), GridPath { rate_bps: 64e3, rtt: ms(1) }, *s));
+                jobs.push((cc.clone(), GridPath { rate_bps: 64e3, rtt: ms(1) }, *s));
             }
         }
     }
@@ -174,7 +175,7 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
             break;
         }
         bar.message(format!("{cc} {} {}", path.label(), scenario.name()));
-        let dir = out.join(crate::conform::slug(cc)).join(slug(&path.label())).join(scenario.name());
+        let dir = out.join(crate::conform::slug(&cc.to_string())).join(slug(&path.label())).join(scenario.name());
         let flags = run_flags(cc, *path, *scenario, runs, seed);
         let shown = format!("ccbench run {}", flags.join(" "));
         match run_one(&exe, &flags, &dir) {
@@ -188,9 +189,9 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
     }
     bar.finish();
     let interrupted = stop.load(Ordering::Relaxed);
-    let ccs: Vec<String> = args.cc.names().iter().map(|c| c.to_string()).collect();
-    let mut text = matrix::text(&ccs, &paths, &judged, &broken, runs, started.elapsed(), &chosen);
-    let mut page = matrix::page(&ccs, &paths, &judged, &broken, runs, started.elapsed(), &chosen);
+    let ccs: &[Algorithm] = args.cc.names();
+    let mut text = matrix::text(ccs, &paths, &judged, &broken, runs, started.elapsed(), &chosen);
+    let mut page = matrix::page(ccs, &paths, &judged, &broken, runs, started.elapsed(), &chosen);
     // A deliberately broken controller (tests only) is said first, so its matrix is never read
     // as the draft's controller's.
     if let Some(d) = ccbench_workload::test_bbr_defects().ok().flatten() {
@@ -250,12 +251,12 @@ pub(crate) fn slug(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '-' }).collect()
 }
 
-fn run_flags(cc: &str, path: GridPath, scenario: Scenario, runs: u32, seed: u64) -> Vec<String> {
+fn run_flags(cc: &Algorithm, path: GridPath, scenario: Scenario, runs: u32, seed: u64) -> Vec<String> {
     let mut f: Vec<String> =
-        vec!["--cc".into(), cc.into(), "--runs".into(), runs.to_string(), "--duration".into(), format!("{}s", scenario.duration(path.rtt).as_secs())];
+        vec!["--cc".into(), cc.to_string(), "--runs".into(), runs.to_string(), "--duration".into(), format!("{}s", scenario.duration(path.rtt).as_secs())];
     f.extend(["--sample-interval".into(), "10ms".into(), "--seed".into(), seed.to_string()]);
     f.extend(scenario.path_flags(path.rate_bps, path.rtt));
-    if cc.starts_with("quic:") {
+    if cc.is_quic() {
         f.push("--qlog".into());
     }
     f
@@ -273,7 +274,7 @@ fn run_one(exe: &Path, flags: &[String], dir: &Path) -> anyhow::Result<Experimen
 }
 
 /// Every runnable case of `scenario`, each assertion over the runs.
-fn judge(result: &ExperimentResult, dir: &Path, cc: &str, path: GridPath, scenario: Scenario, shown: &str, chosen: &[usize]) -> Result<Vec<Judged>, String> {
+fn judge(result: &ExperimentResult, dir: &Path, cc: &Algorithm, path: GridPath, scenario: Scenario, shown: &str, chosen: &[usize]) -> Result<Vec<Judged>, String> {
     let (rate_bps, rate_step) = scenario.bottleneck(path.rate_bps);
     let facts = PathFacts { rate_bps, rtt: path.rtt, mss: series::PACKET, rate_step };
     let mut traces = Vec::new();
@@ -294,7 +295,7 @@ fn judge(result: &ExperimentResult, dir: &Path, cc: &str, path: GridPath, scenar
         for (ai, a) in case.assertions.iter().enumerate() {
             let checks: Vec<RunCheck> = traces.iter().map(|t| a.check(t)).collect();
             let cell = over_runs(a.rule(&traces[0]), &checks, ALPHA);
-            out.push(Judged { case: ci, assertion: ai, cc: cc.to_string(), path, cell, command: shown.to_string() });
+            out.push(Judged { case: ci, assertion: ai, cc: cc.clone(), path, cell, command: shown.to_string() });
         }
     }
     Ok(out)
@@ -304,7 +305,7 @@ fn judge(result: &ExperimentResult, dir: &Path, cc: &str, path: GridPath, scenar
 /// files written.
 pub(crate) fn write_qlogs(result: &ExperimentResult, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
-    for r in result.runs.iter().filter(|r| r.cc.starts_with("quic:")) {
+    for r in result.runs.iter().filter(|r| r.cc.algorithm().is_some_and(Algorithm::is_quic)) {
         let Some(files) = &r.series else { continue };
         let tcp = out.join(&files.tcp);
         if !tcp.exists() {

@@ -350,7 +350,7 @@ fn mix_experiment(dir: &Path) -> ExperimentResult {
             .flows
             .iter()
             .map(|f| CcShare {
-                cc: f.sending.cc_requested.as_str().into(),
+                cc: f.sending.cc_requested.clone(),
                 flows: 1,
                 goodput_bps: f.goodput_bps,
                 share: f.goodput_bps / total,

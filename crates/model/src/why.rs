@@ -18,8 +18,8 @@ mod models;
 
 pub use models::{buffer_bound_bps, tcp_win_from_space, ware_bbr_share};
 
-use crate::workload::{Cause, Cc, Direction, LimitedBy, Mechanism, SocketBuffers};
-use ccbench_link::{Buffer, LossModel, Rate};
+use crate::workload::{Algorithm, Cause, Cc, Direction, Family, LimitedBy, Mechanism, SocketBuffers};
+use ccbench_link::{Aqm, Buffer, LossModel, Rate};
 use serde::Serialize;
 
 use crate::results::{ExperimentResult, RunRecord, Status};
@@ -101,8 +101,7 @@ struct Flow<'a> {
 /// The flows of `run` that belong to `cc`: all of them (the run is `cc`'s; under `compare` its
 /// name is the arm's), or in a mix those that asked for `cc`.
 fn flows_of<'a>(run: &'a RunRecord, cc: &Cc, mix: bool) -> Vec<Flow<'a>> {
-    // A flow records the name it asked for; read as a contender, it compares with `cc` typed.
-    let ours = |requested: &str| !mix || Cc::new(requested) == *cc;
+    let ours = |requested: &Cc| !mix || requested == cc;
     match &run.workload {
         Some(WorkloadResult::Bulk(b)) => b
             .flows
@@ -166,14 +165,15 @@ pub fn why(result: &ExperimentResult) -> Vec<Why> {
     if mix && !mix_algorithms.is_empty() {
         ccs = mix_algorithms;
     }
-    let bare = |cc: &Cc| cc.algorithm().map(|a| a.name().to_ascii_lowercase()).unwrap_or_default();
-    let loss_based = |cc: &Cc| {
-        let n = bare(cc);
-        n.contains("cubic") || n.contains("reno")
-    };
+    let family = |cc: &Cc| cc.algorithm().map(Algorithm::family);
+    let loss_based = |cc: &Cc| family(cc).is_some_and(Family::is_loss_based);
     // Ware et al.'s model needs the bottleneck's buffer in packets and its bandwidth-delay
-    // product: a constant rate, a drop-tail buffer and the path's base RTT.
+    // product: a constant rate, a drop-tail buffer (the paper's; an AQM keeps no standing
+    // queue for the cap to meet) and the path's base RTT.
     let queue = result.params.path.as_ref().zip(link).zip(link_bps).and_then(|((p, l), bps)| {
+        if !matches!(l.aqm, Aqm::DropTail) {
+            return None;
+        }
         let mtu = f64::from(p.mtu.max(1));
         let buffer = match l.buffer {
             Buffer::Packets(n) => n as f64,
@@ -181,7 +181,7 @@ pub fn why(result: &ExperimentResult) -> Vec<Why> {
             Buffer::Unlimited => return None,
         };
         let rtt_s = (p.down.delay_ns.as_nanos() + p.up.delay_ns.as_nanos()) as f64 / 1e9;
-        Some((buffer, bps * rtt_s / 8.0 / mtu))
+        Some((buffer, bps * rtt_s / 8.0 / mtu, rtt_s))
     });
     let shares_with_loss_based = mix && ccs.iter().any(loss_based);
     ccs.iter()
@@ -192,10 +192,10 @@ pub fn why(result: &ExperimentResult) -> Vec<Why> {
             let drops = |f: &dyn Fn(&crate::results::RunMetrics) -> Option<u64>| runs.iter().filter_map(|r| f(r.metrics.as_ref()?)).sum::<u64>();
             let (drops_loss, drops_buffer) = (drops(&|m| m.drops_loss), drops(&|m| m.drops_buffer));
             let shared = match (queue, link_bps) {
-                (Some((buffer, bdp)), Some(bps)) if shares_with_loss_based && bare(cc).starts_with("bbr") && !runs.is_empty() => {
+                (Some((buffer, bdp, base_rtt_s)), Some(bps)) if shares_with_loss_based && family(cc) == Some(Family::Bbr) && !runs.is_empty() => {
                     // Its flows per run: the paper's N.
                     let n = (flows.len() as f64 / runs.len() as f64).round().max(1.0) as usize;
-                    ware_bbr_share(buffer, bdp, n)
+                    ware_bbr_share(buffer, bdp, base_rtt_s, n)
                         .map(|p| Model { name: "Ware et al. 2019 (in-flight cap against the shared buffer)", predicts_bps: p * bps / n as f64 })
                 }
                 _ => None,
@@ -223,10 +223,9 @@ fn explain(
     let recoveries_per_10s = mean(flows.iter().filter(|f| f.m.active_s > 0.0).map(|f| f64::from(f.m.recoveries) / f.m.active_s * 10.0));
     let measured_bps = mean(flows.iter().filter_map(|f| f.goodput_bps));
     let bw_estimate_bps = mean(flows.iter().filter_map(|f| f.m.bw_estimate_bps));
-    // The algorithm without its transport (`quic:bbr3` → `bbr3`); a mix's label is matched by
-    // no model.
-    let name = cc.algorithm().map(|a| a.name().to_ascii_lowercase()).unwrap_or_default();
-    let is_bbr = name.starts_with("bbr");
+    // A mix's label is no algorithm, and matched by no model.
+    let family = cc.algorithm().map(Algorithm::family);
+    let is_bbr = family == Some(Family::Bbr);
     let link_bound = utilization.is_some_and(|u| u >= LINK_BOUND);
     // Each flow's model from its own loss rate, RTT and segment size; their mean.
     let per_flow = |f: &dyn Fn(&Mechanism) -> Option<f64>| mean(flows.iter().filter_map(|x| f(x.m)));
@@ -238,9 +237,13 @@ fn explain(
     };
     let rtt = mean(flows.iter().filter_map(|x| rtt_s(x.m)));
     let model = shared.or_else(|| match dominant.map(|d| d.0) {
-        Some(Cause::Cwnd) if !is_bbr && loss_rate.is_some_and(|p| p > 0.0) && !link_bound => {
-            let (label, f): (&'static str, ResponseFunction) =
-                if name.contains("reno") { ("Mathis et al. 1997", mathis_bps) } else { ("RFC 9438", cubic_response_bps) };
+        Some(Cause::Cwnd) if loss_rate.is_some_and(|p| p > 0.0) && !link_bound => {
+            // A loss-based controller's response function; other families have none here.
+            let (label, f): (&'static str, ResponseFunction) = match family? {
+                Family::Reno => ("Mathis et al. 1997", mathis_bps),
+                Family::Cubic => ("RFC 9438", cubic_response_bps),
+                Family::Bbr | Family::Prague | Family::Other => return None,
+            };
             per_flow(&|m| f(m.retrans_rate, rtt_s(m)?, f64::from(m.mss))).map(|b| Model { name: label, predicts_bps: b })
         }
         Some(Cause::Cwnd) => per_flow(&|m| Some(m.mean_cwnd * f64::from(m.mss) * 8.0 / rtt_s(m)?)).map(|b| Model { name: "cwnd×MSS/RTT", predicts_bps: b }),
@@ -330,7 +333,7 @@ impl Why {
                 parts.push(format!("no cause held {:.0} % of the time ({})", DOMINANT_SHARE * 100.0, list.join(", ")));
             }
         }
-        let is_bbr = self.cc.algorithm().is_some_and(|a| a.name().to_ascii_lowercase().starts_with("bbr"));
+        let is_bbr = self.cc.algorithm().is_some_and(|a| a.family() == Family::Bbr);
         match (self.recoveries_per_10s, self.loss_rate) {
             (Some(r), Some(p)) if is_bbr && p > 0.0 => parts.push(format!("{} loss, {r:.0} recoveries per 10 s", pct(p))),
             (Some(r), Some(p)) if p > 0.0 => parts.push(format!("{r:.0} loss recoveries per 10 s at {} loss", pct(p))),
@@ -454,8 +457,8 @@ mod tests {
         let cwnd = LimitedBy { cwnd: 0.8, pacing: 0.2, ..Default::default() };
         let m = mech(10.0, 5, 0.001);
         let shared =
-            ware_bbr_share(400.0, 100.0, 1).map(|p| Model { name: "Ware et al. 2019 (in-flight cap against the shared buffer)", predicts_bps: p * 50e6 });
+            ware_bbr_share(400.0, 100.0, 0.04, 1).map(|p| Model { name: "Ware et al. 2019 (in-flight cap against the shared buffer)", predicts_bps: p * 50e6 });
         let w = explain("bbr", &[Flow { limited_by: &cwnd, m: &m, goodput_bps: Some(20e6), buffers: None }], Some(50e6), Some(0.97), false, true, shared);
-        assert!(w.text().contains("Ware et al. 2019 (in-flight cap against the shared buffer) predicts 18.2 Mbit/s, measured 20.0 Mbit/s"), "{}", w.text());
+        assert!(w.text().contains("Ware et al. 2019 (in-flight cap against the shared buffer) predicts 30.5 Mbit/s, measured 20.0 Mbit/s"), "{}", w.text());
     }
 }

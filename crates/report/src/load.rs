@@ -188,7 +188,7 @@ pub(crate) fn read_tcp(dir: &Path, view: &mut RunView, mix: bool, saturating: bo
         let id: u32 = socket.strip_prefix("flow-")?.parse().ok()?;
         let b = b?;
         let f = b.flows.iter().find(|f| f.id == id)?;
-        Some((id, f.sending.cc_requested.clone(), b.start_us + (f.start_s * 1e6) as u64))
+        Some((id, f.sending.cc_requested.to_string(), b.start_us + (f.start_s * 1e6) as u64))
     };
     let n = cap(view.median);
     let median = view.median;
@@ -364,7 +364,7 @@ pub(crate) fn read_goodput(dir: &Path, view: &mut RunView, mix: bool, bin_us: u6
     });
     for (i, rb) in bins.into_iter().enumerate() {
         let (key, what) = if per_flow {
-            (b.flows[i].sending.cc_requested.clone(), format!("{} flow {}", b.flows[i].sending.cc_requested, b.flows[i].id))
+            (b.flows[i].sending.cc_requested.to_string(), format!("{} flow {}", b.flows[i].sending.cc_requested, b.flows[i].id))
         } else {
             (r.cc.to_string(), r.cc.to_string())
         };

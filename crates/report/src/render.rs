@@ -406,10 +406,10 @@ fn tput_points(result: &ExperimentResult, g: &Gathered) -> (Vec<Point>, Vec<Poin
                     let flow_rtt = view.and_then(|v| v.flow_rtt.iter().find(|(id, _, _)| *id == f.id)).and_then(|(_, _, c)| c.quantile(0.5, 1000.0));
                     let mbps = f.goodput_bps / 1e6;
                     if let Some(x) = flow_rtt {
-                        rtt.push(Point { key: f.sending.cc_requested.clone(), label: label.clone(), delay_ms: x, mbps });
+                        rtt.push(Point { key: f.sending.cc_requested.to_string(), label: label.clone(), delay_ms: x, mbps });
                     }
                     if let Some(q) = m.queue_delay_p50_ms {
-                        queue.push(Point { key: f.sending.cc_requested.clone(), label, delay_ms: q, mbps });
+                        queue.push(Point { key: f.sending.cc_requested.to_string(), label, delay_ms: q, mbps });
                     }
                 }
             }

@@ -466,7 +466,7 @@ pub(crate) fn finish(
             PageConnection {
                 id: id as u32,
                 client_port: a.client_port,
-                sending: crate::SenderRecord::tcp(spec.cc.to_string(), a.cc_read_back.clone(), sampled.remove(&SocketId::Connection(a.client_port)).flatten()),
+                sending: crate::SenderRecord::tcp(&spec.cc, a.cc_read_back.clone(), sampled.remove(&SocketId::Connection(a.client_port)).flatten()),
                 opened_s: nav_start.map_or(0.0, |t0| a.at.saturating_duration_since(t0).as_secs_f64()),
                 requests_completed: requests,
                 bytes_received: bytes,
@@ -486,7 +486,7 @@ pub(crate) fn finish(
     let html = &resources[0];
     let page = PageResult {
         protocol: spec.protocol,
-        cc_requested: spec.cc.to_string(),
+        cc_requested: (&spec.cc).into(),
         start_us: nav_start.map(|t| t.saturating_duration_since(epoch).as_micros() as u64),
         html_ttfb_s: html.ttfb_s,
         html_complete_s: if html.ok { html.complete_s } else { None },

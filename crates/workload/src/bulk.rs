@@ -110,7 +110,7 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
         assemble_with(spec, &meta, &senders, &receivers, start.duration_since(epoch).as_micros() as u64, elapsed_s, interrupted, |flow, sent| {
             match (&quic, flow.plan.cc.transport()) {
                 (Some(q), Transport::Quic) => q.record(flow, &quic_ends),
-                _ => crate::SenderRecord::tcp(flow.plan.cc.to_string(), flow.cc_read_back.clone(), sent.final_tcp_info)
+                _ => crate::SenderRecord::tcp(&flow.plan.cc, flow.cc_read_back.clone(), sent.final_tcp_info)
                     .with_limits(sent.limits.clone())
                     .with_buffers(flow.buffers),
             }
@@ -370,7 +370,7 @@ pub fn assemble(
     interrupted: bool,
 ) -> BulkResult {
     assemble_with(spec, meta, senders, receivers, start_us, elapsed_s, interrupted, |flow, sent| {
-        crate::SenderRecord::tcp(flow.plan.cc.to_string(), flow.cc_read_back.clone(), sent.final_tcp_info)
+        crate::SenderRecord::tcp(&flow.plan.cc, flow.cc_read_back.clone(), sent.final_tcp_info)
             .with_limits(sent.limits.clone())
             .with_buffers(flow.buffers)
     })

@@ -419,7 +419,7 @@ fn finish(
             id: c.id,
             client_port: c.client_port,
             sending: crate::SenderRecord::tcp(
-                spec.cc.to_string(),
+                &spec.cc,
                 accepted.iter().find(|a| a.client_port == c.client_port).and_then(|a| a.cc_read_back.clone()),
                 sampled.remove(&SocketId::Connection(c.client_port)).flatten(),
             ),
@@ -461,7 +461,7 @@ pub(crate) fn summarize(spec: &PageSpec, epoch: Instant, o: Outcome<'_>, how: Fi
     error_messages.extend(o.server_errors.messages.iter().map(|m| format!("server: {m}")));
     PageResult {
         protocol: spec.protocol,
-        cc_requested: spec.cc.to_string(),
+        cc_requested: (&spec.cc).into(),
         start_us: o.nav_start.map(|t| t.saturating_duration_since(epoch).as_micros() as u64),
         html_ttfb_s: html.ttfb_s,
         html_complete_s: if html.ok { html.complete_s } else { None },

@@ -10,6 +10,8 @@ use ccbench_conform::CellVerdict;
 use ccbench_report::{ConformPage, MatrixCase, MatrixCell, MatrixRow, MatrixVerdict};
 use quick_xml::escape::escape;
 
+use ccbench_model::workload::Algorithm;
+
 use super::{Broken, ByCase, GridPath, Judged};
 
 fn short(v: CellVerdict) -> &'static str {
@@ -28,7 +30,7 @@ fn passes(j: &Judged) -> String {
 }
 
 /// The matrix as text.
-pub(crate) fn text(ccs: &[String], grid: &[GridPath], judged: &[Judged], broken: &[Broken], runs: u32, took: Duration, chosen: &[usize]) -> String {
+pub(crate) fn text(ccs: &[Algorithm], grid: &[GridPath], judged: &[Judged], broken: &[Broken], runs: u32, took: Duration, chosen: &[usize]) -> String {
     let mut by = ByCase::new();
     for j in judged {
         by.entry((j.case, j.assertion)).or_default().push(j);
@@ -53,7 +55,7 @@ pub(crate) fn text(ccs: &[String], grid: &[GridPath], judged: &[Judged], broken:
     );
     const W: usize = 62;
     for cc in ccs {
-        let _ = write!(s, "\n{:W$}", cc);
+        let _ = write!(s, "\n{:W$}", cc.to_string());
         for p in &paths {
             let _ = write!(s, " {:>13}", p.label());
         }
@@ -126,25 +128,26 @@ fn not_runnable(chosen: &[usize]) -> Vec<(&'static ccbench_conform::Case, &'stat
 /// skipped with the reason.
 pub(crate) fn junit(judged: &[Judged], broken: &[Broken], chosen: &[usize]) -> String {
     let not_runnable = not_runnable(chosen);
-    let mut ccs: Vec<&str> = judged.iter().map(|j| j.cc.as_str()).chain(broken.iter().map(|b| b.cc.as_str())).collect();
-    ccs.sort();
+    let mut ccs: Vec<&Algorithm> = judged.iter().map(|j| &j.cc).chain(broken.iter().map(|b| &b.cc)).collect();
+    ccs.sort_by_key(|c| c.to_string());
     ccs.dedup();
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"ccbench conform bbr\">\n");
     for cc in ccs {
-        let mine: Vec<&Judged> = judged.iter().filter(|j| j.cc == cc).collect();
+        let (cc, name) = (cc, cc.to_string());
+        let mine: Vec<&Judged> = judged.iter().filter(|j| &j.cc == cc).collect();
         let failures = mine.iter().filter(|j| matches!(j.cell.verdict, CellVerdict::Fail | CellVerdict::Undecided)).count();
-        let errors = broken.iter().filter(|b| b.cc == cc).count();
+        let errors = broken.iter().filter(|b| &b.cc == cc).count();
         let skipped = mine.iter().filter(|j| j.cell.verdict == CellVerdict::NotObservable).count() + not_runnable.len();
         let _ = writeln!(
             s,
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">",
-            escape(cc),
+            escape(&name),
             mine.len() + errors + not_runnable.len()
         );
         for j in &mine {
             let case = &SUITE[j.case];
-            let name = format!("{}: {} [{}]", case.name(), case.assertions[j.assertion].describe(), j.path.label());
-            let _ = write!(s, "    <testcase name=\"{}\" classname=\"conform.bbr.{}\"", escape(&name), escape(cc));
+            let title = format!("{}: {} [{}]", case.name(), case.assertions[j.assertion].describe(), j.path.label());
+            let _ = write!(s, "    <testcase name=\"{}\" classname=\"conform.bbr.{}\"", escape(&title), escape(&name));
             let msg = format!("{} ({}): {}", j.cell.verdict.word(), j.cell.tally(), j.cell.evidence);
             match j.cell.verdict {
                 CellVerdict::Pass => s.push_str("/>\n"),
@@ -156,13 +159,13 @@ pub(crate) fn junit(judged: &[Judged], broken: &[Broken], chosen: &[usize]) -> S
                 }
             }
         }
-        for b in broken.iter().filter(|b| b.cc == cc) {
-            let name = format!("{} {} {}", b.scenario.name(), b.path.label(), cc);
+        for b in broken.iter().filter(|b| &b.cc == cc) {
+            let case = format!("{} {} {}", b.scenario.name(), b.path.label(), cc);
             let _ = writeln!(
                 s,
                 "    <testcase name=\"{}\" classname=\"conform.bbr.{}\">\n      <error message=\"{}\"/>\n    </testcase>",
+                escape(&case),
                 escape(&name),
-                escape(cc),
                 escape(&b.why)
             );
         }
@@ -171,7 +174,7 @@ pub(crate) fn junit(judged: &[Judged], broken: &[Broken], chosen: &[usize]) -> S
                 s,
                 "    <testcase name=\"{}\" classname=\"conform.bbr.{}\">\n      <skipped message=\"not runnable here yet: needs {}\"/>\n    </testcase>",
                 escape(c.name()),
-                escape(cc),
+                escape(&name),
                 escape(*what)
             );
         }
@@ -183,14 +186,14 @@ pub(crate) fn junit(judged: &[Judged], broken: &[Broken], chosen: &[usize]) -> S
 
 /// The matrix as `report.html`'s page: the same cells as [`text`], each linked to the report of
 /// the runs it was judged on (`<controller>/<path>/<scenario>/report.html` beside it).
-pub(crate) fn page(ccs: &[String], grid: &[GridPath], judged: &[Judged], broken: &[Broken], runs: u32, took: Duration, chosen: &[usize]) -> ConformPage {
+pub(crate) fn page(ccs: &[Algorithm], grid: &[GridPath], judged: &[Judged], broken: &[Broken], runs: u32, took: Duration, chosen: &[usize]) -> ConformPage {
     let mut paths: Vec<GridPath> = grid.to_vec();
     for j in judged {
         if !paths.contains(&j.path) {
             paths.push(j.path);
         }
     }
-    let columns: Vec<(String, GridPath)> = ccs.iter().flat_map(|cc| paths.iter().map(move |p| (cc.clone(), *p))).collect();
+    let columns: Vec<(&Algorithm, GridPath)> = ccs.iter().flat_map(|cc| paths.iter().map(move |p| (cc, *p))).collect();
     let verdict = |v: CellVerdict| match v {
         CellVerdict::Pass => MatrixVerdict::Pass,
         CellVerdict::Fail => MatrixVerdict::Fail,
@@ -204,8 +207,8 @@ pub(crate) fn page(ccs: &[String], grid: &[GridPath], judged: &[Judged], broken:
             let cells = columns
                 .iter()
                 .map(|(cc, p)| {
-                    let link = format!("{}/{}/{}/report.html", super::slug(cc), super::slug(&p.label()), case.scenario.name());
-                    if let Some(j) = judged.iter().find(|j| j.case == ci && j.assertion == ai && &j.cc == cc && j.path == *p) {
+                    let link = format!("{}/{}/{}/report.html", super::slug(&cc.to_string()), super::slug(&p.label()), case.scenario.name());
+                    if let Some(j) = judged.iter().find(|j| j.case == ci && j.assertion == ai && &j.cc == *cc && j.path == *p) {
                         let runs_failed = j.cell.runs.iter().filter(|o| **o == ccbench_conform::Outcome::Fail).count();
                         return Some(MatrixCell {
                             verdict: verdict(j.cell.verdict),
@@ -215,7 +218,7 @@ pub(crate) fn page(ccs: &[String], grid: &[GridPath], judged: &[Judged], broken:
                             link: Some(link),
                         });
                     }
-                    broken.iter().find(|b| &b.cc == cc && b.path == *p && b.scenario == case.scenario).map(|b| MatrixCell {
+                    broken.iter().find(|b| &b.cc == *cc && b.path == *p && b.scenario == case.scenario).map(|b| MatrixCell {
                         verdict: MatrixVerdict::Error,
                         tally: "not judged".into(),
                         evidence: b.why.clone(),
@@ -242,7 +245,7 @@ pub(crate) fn page(ccs: &[String], grid: &[GridPath], judged: &[Judged], broken:
             ),
             "Each cell is judged over its runs with --expect's exact order-statistic rules (5 runs or more at α = 0.05 decide a cell); fewer runs leave it undecided whatever they showed, the count of runs that passed beside it.".into(),
         ],
-        columns: columns.iter().map(|(cc, p)| (cc.clone(), p.label())).collect(),
+        columns: columns.iter().map(|(cc, p)| (cc.to_string(), p.label())).collect(),
         cases,
         not_runnable: not_runnable(chosen).into_iter().map(|(c, what)| (c.name().to_string(), what.to_string())).collect(),
         errors: broken.iter().map(|b| format!("{} {} {}: {}", b.cc, b.path.label(), b.scenario.name(), b.why)).collect(),

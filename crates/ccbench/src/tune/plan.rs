@@ -22,6 +22,7 @@
 use std::fmt::Write as _;
 
 use crate::error::UsageError;
+use ccbench_model::workload::{Algorithm, Family, Transport};
 
 pub const CC_KEY: &str = "net.ipv4.tcp_congestion_control";
 pub const ALLOWED_KEY: &str = "net.ipv4.tcp_allowed_congestion_control";
@@ -93,9 +94,9 @@ impl Plan {
     }
 }
 
-/// BBR in any version (bbr, bbr2, bbr3 in out-of-tree kernels) paces.
+/// BBR in any version (bbr, bbr2, bbr3 in out-of-tree kernels) paces; `cc` is a kernel name.
 pub fn paces(cc: &str) -> bool {
-    cc.starts_with("bbr")
+    Algorithm::new(Transport::Tcp, cc).is_ok_and(|a| a.family() == Family::Bbr)
 }
 
 pub fn plan(f: &Facts, cc: &str) -> Result<Plan, UsageError> {

@@ -26,25 +26,35 @@ pub fn buffer_bound_bps(window_bytes: f64, rtt_s: f64) -> Option<f64> {
 }
 
 /// Ware, Mukerjee, Seshan and Sherry, "Modeling BBR's Interactions with Loss-Based Congestion
-/// Control", IMC 2019, §4: when BBR(v1) shares a drop-tail bottleneck with loss-based flows
-/// that keep its buffer full, BBR is window-limited at its in-flight cap (2 × its estimated
-/// BDP, the estimate's RTT taken in ProbeRTT while the loss-based flows' packets still sit in
-/// the queue), and the N BBR flows' aggregate share of the link is
+/// Control", IMC 2019, §4 (equations 7–11): BBR(v1) sharing a drop-tail bottleneck with
+/// loss-based flows that keep its buffer full is window-limited at its in-flight cap (2 × its
+/// estimated BDP, the estimate's RTT taken in ProbeRTT while the loss-based flows' packets, and
+/// the 4 packets each BBR flow keeps, still sit in the queue). Setting that cap equal to what
+/// BBR has in flight gives the **loss-based flows'** share (equation 9)
 ///
 /// `p = 1/2 − 1/(2X) − 4N/q`
 ///
-/// with `q` the buffer in packets, `X = q / (c·l)` the buffer in bandwidth-delay products
-/// (`c·l`, the link's rate times the path's base RTT, in packets) and `4N` the packets the N
-/// BBR flows keep in flight during ProbeRTT. It does not depend on the number of loss-based
-/// flows. `None` where the model does not apply: a buffer of one BDP or less (the cap is then
-/// not what holds BBR back; the paper's model is for deep buffers) or a share it puts below 0.
-pub fn ware_bbr_share(buffer_pkts: f64, bdp_pkts: f64, bbr_flows: usize) -> Option<f64> {
-    if !(buffer_pkts > bdp_pkts && bdp_pkts > 0.0 && bbr_flows > 0) {
+/// with `q` the buffer in packets, `X = q / (c·l)` the buffer in bandwidth-delay products (`c·l`,
+/// the link's rate times the path's base RTT `l`, in packets) and `N` the BBR flows; a negative
+/// `p` means BBR's cap exceeds the BDP and the buffer together, and BBR takes the link. The N BBR
+/// flows get the rest, less the time they spend in ProbeRTT, draining the full queue (`q/c`),
+/// holding 200 ms and a round (`l`) once per 10 s (equations 10–11; tcp_bbr.c's
+/// `bbr_probe_rtt_mode_ms` and `bbr_min_rtt_win_sec`):
+///
+/// `BBR's share = (1 − max(p, 0)) · (1 − (q/c + 0.2 s + l) / 10 s)`
+///
+/// It does not depend on the number of loss-based flows. `None` below one BDP of buffer (the
+/// paper validates 1–64 BDP; below one the loss-based flows cannot keep a standing queue).
+pub fn ware_bbr_share(buffer_pkts: f64, bdp_pkts: f64, base_rtt_s: f64, bbr_flows: usize) -> Option<f64> {
+    if !(bdp_pkts > 0.0 && buffer_pkts >= bdp_pkts && base_rtt_s > 0.0 && bbr_flows > 0) {
         return None;
     }
     let x = buffer_pkts / bdp_pkts;
-    let p = 0.5 - 1.0 / (2.0 * x) - 4.0 * bbr_flows as f64 / buffer_pkts;
-    (p > 0.0).then_some(p)
+    let loss_based = (0.5 - 1.0 / (2.0 * x) - 4.0 * bbr_flows as f64 / buffer_pkts).max(0.0);
+    // q/c: the full queue drains in X base RTTs.
+    let probe_rtt_s = x * base_rtt_s + 0.2 + base_rtt_s;
+    let share = (1.0 - loss_based) * (1.0 - probe_rtt_s / 10.0);
+    (share > 0.0).then_some(share)
 }
 
 #[cfg(test)]
@@ -67,22 +77,31 @@ mod tests {
         assert_eq!(buffer_bound_bps(0.0, 0.04), None);
     }
 
-    /// The paper's formula, worked: a buffer of 4 BDP (X = 4) of 100-packet BDP, 1 BBR flow:
-    /// 1/2 − 1/8 − 4/400 = 0.365; of 10 BDP, 0.45 − 0.004 = 0.446; the share grows with the
-    /// buffer towards a half and does not take the number of loss-based flows.
+    /// The paper's formulas, worked by hand. A buffer of 4 BDP of a 100-packet BDP at a 40 ms
+    /// base RTT, 1 BBR flow: the loss-based flows keep p = 1/2 − 1/8 − 4/400 = 0.365, BBR has
+    /// 0.635 of the time it sends, and sends (10 − 0.16 − 0.2 − 0.04)/10 = 0.96 of the time:
+    /// 0.6096. At 10 BDP: p = 0.446, 0.554 × (10 − 0.4 − 0.24)/10 = 0.518544. The share falls
+    /// towards a half as the buffer grows; 1 BDP leaves the loss-based flows nothing (p < 0).
     #[test]
     fn bbr_against_loss_based_flows_follows_ware_et_al() {
-        let p4 = ware_bbr_share(400.0, 100.0, 1).unwrap();
-        assert!((p4 - 0.365).abs() < 1e-12, "{p4}");
-        let p10 = ware_bbr_share(1000.0, 100.0, 1).unwrap();
-        assert!((p10 - 0.446).abs() < 1e-12, "{p10}");
-        assert!(p10 > p4);
-        // Two BBR flows: 4 more packets each in ProbeRTT, so a little less in all.
-        let two = ware_bbr_share(400.0, 100.0, 2).unwrap();
-        assert!((two - 0.355).abs() < 1e-12, "{two}");
-        // One BDP or less: the cap does not bind, no model.
-        assert_eq!(ware_bbr_share(100.0, 100.0, 1), None);
-        assert_eq!(ware_bbr_share(50.0, 100.0, 1), None);
-        assert_eq!(ware_bbr_share(400.0, 100.0, 0), None);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        let x4 = ware_bbr_share(400.0, 100.0, 0.04, 1).unwrap();
+        assert!(close(x4, 0.6096), "{x4}");
+        let x10 = ware_bbr_share(1000.0, 100.0, 0.04, 1).unwrap();
+        assert!(close(x10, 0.518544), "{x10}");
+        assert!(x10 < x4);
+        // Two BBR flows keep 4 more packets in ProbeRTT: the loss-based share falls to 0.355.
+        let two = ware_bbr_share(400.0, 100.0, 0.04, 2).unwrap();
+        assert!(close(two, 0.645 * 0.96), "{two}");
+        // One BDP: p = −0.04, so BBR has the link but for ProbeRTT: (10 − 0.04 − 0.2 − 0.04)/10.
+        let x1 = ware_bbr_share(100.0, 100.0, 0.04, 1).unwrap();
+        assert!(close(x1, 0.972), "{x1}");
+        // The paper's 10 Mbit/s, 40 ms, 32 BDP (q = 1066.7 packets): p = 0.4807, 0.5193 × 0.848.
+        let bdp = 10e6 * 0.04 / 12_000.0;
+        let paper = ware_bbr_share(32.0 * bdp, bdp, 0.04, 1).unwrap();
+        assert!((paper - 0.4404).abs() < 1e-4, "{paper}");
+        assert_eq!(ware_bbr_share(50.0, 100.0, 0.04, 1), None);
+        assert_eq!(ware_bbr_share(400.0, 100.0, 0.04, 0), None);
+        assert_eq!(ware_bbr_share(400.0, 100.0, 0.0, 1), None);
     }
 }

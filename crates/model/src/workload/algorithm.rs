@@ -38,6 +38,31 @@ impl Transport {
     }
 }
 
+/// The kind of controller an algorithm is, for what depends on its kind rather than its name:
+/// the why line's models (RFC 9438 for CUBIC, Mathis et al. for Reno, Ware et al. for BBR beside
+/// loss-based flows), whether it paces (`tune`'s qdisc advice) and whether `conform bbr` can
+/// judge it. The one place that reads a family from a name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// BBR in any version: the kernel's `bbr` (v1, or v3 out of tree), `bbr2`, `bbr3`.
+    Bbr,
+    /// CUBIC (RFC 9438).
+    Cubic,
+    /// Reno and NewReno (RFC 5681, RFC 6582).
+    Reno,
+    /// TCP Prague (L4S, RFC 9331's scalable response).
+    Prague,
+    /// Any other (the kernel's `vegas`, `westwood`, …): no model here.
+    Other,
+}
+
+impl Family {
+    /// Loss-based: it grows until the buffer overflows, so it keeps a drop-tail queue full.
+    pub fn is_loss_based(self) -> bool {
+        matches!(self, Family::Cubic | Family::Reno)
+    }
+}
+
 /// A congestion-control algorithm on its transport, as the user wrote it.
 ///
 /// Two values are equal when written alike; [`Algorithm::same_as`] says whether two run the same
@@ -88,6 +113,23 @@ impl Algorithm {
     /// Whether `self` and `other` run the same algorithm, however written (`bbr`, `tcp:bbr`).
     pub fn same_as(&self, other: &Algorithm) -> bool {
         (self.transport, &self.name) == (other.transport, &other.name)
+    }
+
+    /// Its [`Family`], from its name on either transport (`bbr`, `tcp:bbr2`, `quic:bbr3` are BBR;
+    /// `reno` and `quic:newreno` Reno).
+    pub fn family(&self) -> Family {
+        let name = self.name.to_ascii_lowercase();
+        if name.starts_with("bbr") {
+            Family::Bbr
+        } else if name == "cubic" {
+            Family::Cubic
+        } else if name == "reno" || name == "newreno" {
+            Family::Reno
+        } else if name == "prague" {
+            Family::Prague
+        } else {
+            Family::Other
+        }
     }
 
     /// The placeholder of a workload whose algorithm is filled per run.
@@ -193,6 +235,27 @@ mod tests {
             assert_eq!(serde_json::to_string(&alg(s)).unwrap(), format!("{s:?}"));
             assert_eq!(serde_json::from_str::<Algorithm>(&format!("{s:?}")).unwrap(), alg(s));
         }
+    }
+
+    #[test]
+    fn a_family_is_read_from_the_name_on_either_transport() {
+        for (s, f) in [
+            ("bbr", Family::Bbr),
+            ("tcp:bbr", Family::Bbr),
+            ("quic:bbr2", Family::Bbr),
+            ("quic:bbr3", Family::Bbr),
+            ("cubic", Family::Cubic),
+            ("quic:cubic", Family::Cubic),
+            ("reno", Family::Reno),
+            ("quic:newreno", Family::Reno),
+            ("quic:prague", Family::Prague),
+            ("vegas", Family::Other),
+            ("cubicish", Family::Other),
+        ] {
+            assert_eq!(alg(s).family(), f, "{s}");
+        }
+        assert!(Family::Cubic.is_loss_based() && Family::Reno.is_loss_based());
+        assert!(!Family::Bbr.is_loss_based() && !Family::Prague.is_loss_based() && !Family::Other.is_loss_based());
     }
 
     #[test]

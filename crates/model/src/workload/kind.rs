@@ -161,7 +161,7 @@ pub struct SenderView<'a> {
     pub final_tcp_info: Option<&'a TcpInfo>,
     pub final_quic: Option<&'a QuicSample>,
     /// The algorithm asked for.
-    pub cc_requested: &'a str,
+    pub cc_requested: &'a super::Cc,
     /// What held it back, and how it lost (issue 30); `None` where not recorded.
     pub limited_by: Option<&'a super::LimitedBy>,
     pub mechanism: Option<&'a super::Mechanism>,

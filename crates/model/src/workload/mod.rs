@@ -14,7 +14,7 @@ mod page_model;
 mod samples;
 mod sender;
 
-pub use algorithm::{Algorithm, AlgorithmError, Transport};
+pub use algorithm::{Algorithm, AlgorithmError, Family, Transport};
 pub use contender::Cc;
 pub use kind::{Figure, Headline, KeptReadBack, Over, RunFigures, RunOutcome, SenderView, Spec, TimeSeries};
 pub(crate) use limited::busy_cause;

@@ -78,7 +78,7 @@ pub struct ObjectsResult {
     pub method: ObjectMethod,
     pub object_bytes: u64,
     pub concurrency: u32,
-    pub cc_requested: String,
+    pub cc_requested: super::Cc,
     /// When the first request was issued, µs after the caller's epoch (`None`: never).
     pub start_us: Option<u64>,
     /// First request issued to last response complete.

@@ -72,7 +72,7 @@ pub struct PageConnection {
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PageResult {
     pub protocol: PageProtocol,
-    pub cc_requested: String,
+    pub cc_requested: super::Cc,
     /// Navigation start, µs after the caller's epoch.
     pub start_us: Option<u64>,
     /// Navigation start to the first bytes of the HTML response (includes the connection).

@@ -13,7 +13,7 @@ use super::{LimitedBy, Limits, Mechanism, QuicSample, Transport};
 // comment: the JSON Schema would give it to the struct this one is flattened into.)
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SenderRecord<R = Option<String>> {
-    pub cc_requested: String,
+    pub cc_requested: super::Cc,
     /// `TCP_CONGESTION` read back from the sending socket before any data was sent (for QUIC,
     /// the sending connection's controller, as `quic:NAME`).
     pub cc_read_back: R,
@@ -67,9 +67,9 @@ pub struct SocketBuffers {
 
 impl<R> SenderRecord<R> {
     /// A kernel TCP sender: its read-back and its last `TCP_INFO`.
-    pub fn tcp(cc_requested: String, cc_read_back: R, final_tcp_info: Option<TcpInfo>) -> Self {
+    pub fn tcp(cc_requested: impl Into<super::Cc>, cc_read_back: R, final_tcp_info: Option<TcpInfo>) -> Self {
         SenderRecord {
-            cc_requested,
+            cc_requested: cc_requested.into(),
             cc_read_back,
             transport: Transport::Tcp,
             cc_receiver: None,

@@ -273,7 +273,7 @@ fn sender_record(conns: &[&EndConn], read_backs: &[ReadBack], ends: &[QuicConnEn
     let limits = conn.filter(|_| is_first).and_then(|(c, _)| c.account.lock().unwrap_or_else(|e| e.into_inner()).finish());
     let rb = conn.map(|(_, rb)| rb);
     SenderRecord {
-        cc_requested: flow.plan.cc.to_string(),
+        cc_requested: (&flow.plan.cc).into(),
         cc_read_back: flow.cc_read_back.clone(),
         transport: Transport::Quic,
         cc_receiver: rb.map(|rb| rb.receiver.clone()),

@@ -382,7 +382,7 @@ impl OneConnection<'_> {
             }
         };
         let connection = once.get().zip(local).map(|(held, final_sample)| match held {
-            Held::Pair(pair) => (pair.client_port, pair::sender_record(pair, self.cc.to_string(), final_sample, epoch)),
+            Held::Pair(pair) => (pair.client_port, pair::sender_record(pair, &self.cc, final_sample, epoch)),
             Held::Near(near) => (near.port, self.far_record(near, final_sample, far.as_ref())),
         });
         // Read as the connection closes: streams the runtime's end cuts off are not errors.
@@ -409,7 +409,7 @@ impl OneConnection<'_> {
             (ReadBack { sender: far_rb, receiver: near.read_back.clone() }, q, e)
         };
         SenderRecord {
-            cc_requested: self.cc.to_string(),
+            cc_requested: self.cc.into(),
             cc_read_back: Some(read_back.sender.clone()),
             transport: crate::Transport::Quic,
             cc_receiver: Some(read_back.receiver.clone()),

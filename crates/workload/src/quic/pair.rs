@@ -220,9 +220,9 @@ pub(crate) fn bbr_events(bbr: Option<&Arc<dyn BbrView>>, epoch: Instant) -> Vec<
 
 /// The record of the one QUIC connection of an HTTP load: both ends' controllers read back,
 /// and the sender's last sample and BBR events.
-pub(crate) fn sender_record(pair: &Pair, cc_requested: String, last: Option<crate::QuicSample>, epoch: Instant) -> crate::SenderRecord {
+pub(crate) fn sender_record(pair: &Pair, cc_requested: &crate::Algorithm, last: Option<crate::QuicSample>, epoch: Instant) -> crate::SenderRecord {
     crate::SenderRecord {
-        cc_requested,
+        cc_requested: cc_requested.into(),
         cc_read_back: Some(pair.read_back.sender.clone()),
         transport: crate::Transport::Quic,
         cc_receiver: Some(pair.read_back.receiver.clone()),
