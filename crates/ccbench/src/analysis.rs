@@ -441,7 +441,7 @@ mod tests {
                 sender: Side::Server,
                 sending: ccbench_workload::SenderRecord {
                     transport: cc.parse::<ccbench_workload::Algorithm>().unwrap().transport(),
-                    ..ccbench_workload::SenderRecord::tcp(cc.into(), cc.into(), None)
+                    ..ccbench_workload::SenderRecord::tcp(cc, cc.to_string(), None)
                 },
                 start_s,
                 client_port: 0,

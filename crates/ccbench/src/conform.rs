@@ -274,7 +274,15 @@ fn run_one(exe: &Path, flags: &[String], dir: &Path) -> anyhow::Result<Experimen
 }
 
 /// Every runnable case of `scenario`, each assertion over the runs.
-fn judge(result: &ExperimentResult, dir: &Path, cc: &Algorithm, path: GridPath, scenario: Scenario, shown: &str, chosen: &[usize]) -> Result<Vec<Judged>, String> {
+fn judge(
+    result: &ExperimentResult,
+    dir: &Path,
+    cc: &Algorithm,
+    path: GridPath,
+    scenario: Scenario,
+    shown: &str,
+    chosen: &[usize],
+) -> Result<Vec<Judged>, String> {
     let (rate_bps, rate_step) = scenario.bottleneck(path.rate_bps);
     let facts = PathFacts { rate_bps, rtt: path.rtt, mss: series::PACKET, rate_step };
     let mut traces = Vec::new();

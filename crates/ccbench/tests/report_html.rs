@@ -168,7 +168,7 @@ fn simulate(dir: &Path, index: u32, flows: &[FlowModel], rate_bps: f64, duration
             .map(|(id, f)| FlowResult {
                 id: id as u32,
                 sender: Side::Server,
-                sending: ccbench_workload::SenderRecord::tcp(f.cc.into(), f.cc.into(), None),
+                sending: ccbench_workload::SenderRecord::tcp(f.cc, f.cc.to_string(), None),
                 start_s: f.start_s,
                 client_port: 40_000 + id as u16,
                 bytes_received: bytes[id],

@@ -370,9 +370,7 @@ pub fn assemble(
     interrupted: bool,
 ) -> BulkResult {
     assemble_with(spec, meta, senders, receivers, start_us, elapsed_s, interrupted, |flow, sent| {
-        crate::SenderRecord::tcp(&flow.plan.cc, flow.cc_read_back.clone(), sent.final_tcp_info)
-            .with_limits(sent.limits.clone())
-            .with_buffers(flow.buffers)
+        crate::SenderRecord::tcp(&flow.plan.cc, flow.cc_read_back.clone(), sent.final_tcp_info).with_limits(sent.limits.clone()).with_buffers(flow.buffers)
     })
 }
 

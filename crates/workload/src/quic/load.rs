@@ -382,7 +382,7 @@ impl OneConnection<'_> {
             }
         };
         let connection = once.get().zip(local).map(|(held, final_sample)| match held {
-            Held::Pair(pair) => (pair.client_port, pair::sender_record(pair, &self.cc, final_sample, epoch)),
+            Held::Pair(pair) => (pair.client_port, pair::sender_record(pair, self.cc, final_sample, epoch)),
             Held::Near(near) => (near.port, self.far_record(near, final_sample, far.as_ref())),
         });
         // Read as the connection closes: streams the runtime's end cuts off are not errors.
