@@ -19,7 +19,8 @@ pub(crate) mod quic;
 mod quic_remote;
 
 pub(crate) use quic::LocalQuic;
-pub use quic_remote::{QuicConnEnd, QuicEnd, QuicFarClient, QuicFarServer};
+pub use quic::{QuicConnEnd, QuicEnd};
+pub use quic_remote::{QuicFarClient, QuicFarServer};
 
 use crate::common::{CHUNK, PATTERN};
 use crate::sampler::Sampler;

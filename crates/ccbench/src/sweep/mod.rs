@@ -8,6 +8,7 @@
 
 pub mod grid;
 mod merge;
+mod names;
 mod owner;
 pub mod queue;
 mod runner;

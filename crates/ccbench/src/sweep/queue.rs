@@ -20,13 +20,14 @@ use std::ffi::CString;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use super::names::{host_name, unique_name};
 use super::owner;
 use super::store::{read_json, CellRecord, SweepMeta, CELLS_DIR, CELL_FILE, LOG_FILE, REVISION, VERSION};
 use crate::error::UsageError;
@@ -42,11 +43,6 @@ const CLAIM_SUFFIX: &str = ".claim";
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(300);
 /// Renewals per lease: a task that misses a few is still inside its lease.
 const RENEWALS_PER_LEASE: u32 = 5;
-
-/// This machine's name, as the kernel has it.
-pub fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "unknown".into())
-}
 
 /// Where a PID means something: the kernel's boot and this process's PID namespace. Two tasks
 /// that share a host name need not share either (a container with `--pid`, `unshare -p`, a pod
@@ -69,14 +65,6 @@ impl PidScope {
         let pid_ns = link.to_str()?.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()?;
         (!boot_id.is_empty()).then_some(PidScope { boot_id, pid_ns })
     }
-}
-
-/// A name no other task's temporary file has: host and PID do not tell tasks apart on their
-/// own (two containers on one host may both run ccbench as PID 1), so the time and a count too.
-pub fn unique_name() -> String {
-    static COUNT: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_nanos();
-    format!("{}-{}-{nanos:x}-{}", host_name(), std::process::id(), COUNT.fetch_add(1, Ordering::Relaxed))
 }
 
 fn own_scope() -> Option<&'static PidScope> {

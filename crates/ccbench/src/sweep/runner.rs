@@ -34,7 +34,7 @@ fn worker_name(given: Option<&str>) -> String {
         return w.to_string();
     }
     let var = |v: &str| std::env::var(v).ok().filter(|s| !s.is_empty());
-    let host = super::queue::host_name();
+    let host = super::names::host_name();
     let pid = std::process::id();
     match (var("SLURM_JOB_ID"), var("JOB_COMPLETION_INDEX")) {
         (Some(job), _) => format!("slurm job {job}{} on {host} (pid {pid})", var("SLURM_ARRAY_TASK_ID").map(|t| format!(" task {t}")).unwrap_or_default()),
@@ -382,7 +382,7 @@ impl Task<'_> {
             }
         };
         let header = ccbench::export::text::header(&p.plan.params());
-        say(&format!("cell {} ({}), taken by {} on {}", p.cell.id, p.cell.label, self.worker, super::queue::host_name()));
+        say(&format!("cell {} ({}), taken by {} on {}", p.cell.id, p.cell.label, self.worker, super::names::host_name()));
         if let Some(c) = took_over {
             say(&format!("took over from {} on {} (pid {}), whose lease lapsed", c.worker, c.host, c.pid));
         }
@@ -432,7 +432,7 @@ impl Task<'_> {
                 runs: result.runs.len(),
                 suspect_runs,
                 attempts: attempt,
-                host: super::queue::host_name(),
+                host: super::names::host_name(),
                 worker: self.worker.to_string(),
                 error: error.clone(),
             };

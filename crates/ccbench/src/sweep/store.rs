@@ -126,7 +126,7 @@ pub fn finished(cell_dir: &Path, hash: &str) -> Option<CellRecord> {
 /// tasks may write the same index at once; the last rename wins, and no reader sees half).
 pub fn write_atomic(file: &Path, text: impl AsRef<[u8]>) -> anyhow::Result<()> {
     let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = file.with_file_name(format!(".{name}.tmp-{}", super::queue::unique_name()));
+    let tmp = file.with_file_name(format!(".{name}.tmp-{}", super::names::unique_name()));
     std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
     super::owner::give(&tmp);
     std::fs::rename(&tmp, file).with_context(|| format!("writing {}", file.display()))

@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use noq::{Connection, Endpoint, VarInt};
+use serde::{Deserialize, Serialize};
 use tokio::runtime::{Handle, Runtime};
 use tokio::sync::oneshot;
 
-use super::quic_remote::{QuicConnEnd, QuicEnd};
 use crate::bulk::{
     assemble_with, run_halves, BulkResult, BulkSpec, EndClock, FlowEnd, FlowMeta, Half, Io, MixFlow, Moved, Pending, ReceiveHalf, SendHalf, Tasks, IO_TICK,
 };
@@ -29,7 +29,24 @@ use crate::quic::observe::Probe;
 use crate::quic::pair::{self, connect_pair, quic_algorithm, server_endpoint};
 use crate::quic::{BbrView, ReadBack, Tls, Windows};
 use crate::sampler::Sampler;
+use crate::BbrEvent;
 use crate::{ByteBudget, MeasureHook, RunContext, SenderRecord, SeriesSink, SocketId, Transport, WorkloadError};
+
+/// What one end saw of a QUIC transfer: the flows it sent or received, and the last sample and
+/// BBR state changes of each connection it sent on.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct QuicEnd {
+    pub flows: Vec<FlowEnd>,
+    pub connections: Vec<QuicConnEnd>,
+}
+
+/// A sending connection's end, named by its first flow (as its samples are).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct QuicConnEnd {
+    pub flow: u32,
+    pub final_quic: Option<crate::QuicSample>,
+    pub bbr_events: Vec<BbrEvent>,
+}
 
 /// Feeds `conn`'s account with sample `s` and the stack's send states, read now; the states
 /// go into the sample too (the series' strip over time).

@@ -25,33 +25,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use noq::{Connection, Endpoint, TransportConfig, VarInt};
-use serde::{Deserialize, Serialize};
 
-use super::quic::{groups, quic_result, run_quic_end, EndConn};
+use super::quic::{groups, quic_result, run_quic_end, EndConn, QuicEnd};
 use crate::bulk::{BulkResult, BulkSpec, FlowEnd, MixFlow};
 use crate::common::multi_thread_runtime;
 use crate::far::TOKEN_LEN;
 use crate::quic::gate::{dial_gated, TestEndpoint};
 use crate::quic::observe::Probe;
 use crate::quic::{connection_seed, observed_transport, read_back, BbrView, ReadBack};
-use crate::BbrEvent;
 use crate::{ByteBudget, EndClock, NoMeasureHook, SeriesSink, Side, WorkloadError};
-
-/// What one end saw of a QUIC transfer: the flows it sent or received, and the last sample and
-/// BBR state changes of each connection it sent on.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct QuicEnd {
-    pub flows: Vec<FlowEnd>,
-    pub connections: Vec<QuicConnEnd>,
-}
-
-/// A sending connection's end, named by its first flow (as its samples are).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct QuicConnEnd {
-    pub flow: u32,
-    pub final_quic: Option<crate::QuicSample>,
-    pub bbr_events: Vec<BbrEvent>,
-}
 
 /// This end's side of a connection: its transport (the sender's algorithm when it sends, the
 /// receiver's otherwise), the probe and BBR view, whether it sends, and the name it must read
