@@ -19,23 +19,41 @@ fn dominant(run: &Value) -> (String, f64) {
     (k.clone(), f(v))
 }
 
-/// One path of the matrix: `args` set the cause; every run of `cc` must be dominated by
-/// `cause`. Returns the result and its directory (removed by the caller).
+/// One path of the matrix: `args` set the cause; over the runs of `cc` (weighted by each run's
+/// active time, as the why line weighs them) `cause` must dominate, holding at least 60 % of
+/// the time, and in every run it must hold at least 40 %: a run may lose some of its share to
+/// the host (a loaded machine wakes a slow writer late, and Linux's window validation, RFC
+/// 7661, makes an application-limited flow read partly cwnd-limited), but an accounting that
+/// named another cause would leave it near zero. Returns the result and its directory (removed
+/// by the caller).
 fn case(tag: &str, args: &[&str], expect: &[(&str, &str)]) -> (Value, std::path::PathBuf) {
     let out = out_path(tag);
     let printed = run_ok(args, &out);
     let v = result(&out);
-    for run in v["runs"].as_array().unwrap() {
-        let cc = run["cc"].as_str().unwrap();
-        let Some((_, cause)) = expect.iter().find(|(c, _)| *c == cc) else { continue };
-        let (got, share) = dominant(run);
-        assert_eq!(&got, cause, "{tag}: run {} of {cc} was {got}-limited {share:.2} of the time, not {cause}: {}", run["index"], run["metrics"]["limited_by"]);
-        assert!(share >= 0.6, "{tag}: {cc} {cause} only {share:.2} of the time: {}", run["metrics"]["limited_by"]);
-        // Every flow's fractions sum to 1.
-        for flow in run["workload"]["flows"].as_array().unwrap() {
-            let sum: f64 = flow["limited_by"].as_object().unwrap().values().map(f).sum();
-            assert!((sum - 1.0).abs() < 1e-6, "{tag}: fractions sum to {sum}: {}", flow["limited_by"]);
+    for (cc, cause) in expect {
+        let runs: Vec<&Value> = v["runs"].as_array().unwrap().iter().filter(|r| r["cc"] == *cc).collect();
+        assert!(!runs.is_empty(), "{tag}: no run of {cc}");
+        let (mut weight, mut held) = (0.0, 0.0);
+        for run in &runs {
+            let share = f(&run["metrics"]["limited_by"][*cause]);
+            let (got, top) = dominant(run);
+            assert!(
+                share >= 0.4,
+                "{tag}: run {} of {cc} was {cause}-limited only {share:.2} of the time ({got} {top:.2}): {}",
+                run["index"],
+                run["metrics"]["limited_by"]
+            );
+            let active: f64 = run["workload"]["flows"].as_array().unwrap().iter().map(|fl| f(&fl["mechanism"]["active_s"])).sum();
+            weight += active;
+            held += share * active;
+            // Every flow's fractions sum to 1.
+            for flow in run["workload"]["flows"].as_array().unwrap() {
+                let sum: f64 = flow["limited_by"].as_object().unwrap().values().map(f).sum();
+                assert!((sum - 1.0).abs() < 1e-6, "{tag}: fractions sum to {sum}: {}", flow["limited_by"]);
+            }
         }
+        let overall = held / weight;
+        assert!(overall >= 0.6, "{tag}: over {} runs {cc} was {cause}-limited {overall:.2} of its active time", runs.len());
     }
     // The terminal says it under the verdict.
     for (cc, _) in expect {
