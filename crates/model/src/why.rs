@@ -428,7 +428,15 @@ mod tests {
     fn a_dominant_cause_is_named_and_a_split_one_is_not() {
         let cwnd = LimitedBy { cwnd: 0.97, app: 0.03, ..Default::default() };
         let m = mech(10.0, 43, 0.01);
-        let w = explain("cubic", &[Flow { limited_by: &cwnd, m: &m, goodput_bps: Some(3.4e6), buffers: None, rcv_kernel: None }], Some(100e6), Some(0.04), true, false, None);
+        let w = explain(
+            "cubic",
+            &[Flow { limited_by: &cwnd, m: &m, goodput_bps: Some(3.4e6), buffers: None, rcv_kernel: None }],
+            Some(100e6),
+            Some(0.04),
+            true,
+            false,
+            None,
+        );
         assert_eq!(w.dominant.map(|d| d.0), Some(Cause::Cwnd));
         assert_eq!(w.bound.as_deref(), Some("random loss"));
         assert_eq!(w.text(), "cwnd-limited 97 % of the time; 43 loss recoveries per 10 s at 1.0 % loss; RFC 9438 predicts 4.32 Mbit/s, measured 3.40 Mbit/s: bound by random loss");
@@ -446,7 +454,15 @@ mod tests {
         let pacing = LimitedBy { pacing: 0.99, cwnd: 0.01, ..Default::default() };
         let mut m = mech(10.0, 30, 0.01);
         m.bw_estimate_bps = Some(99e6);
-        let w = explain("bbr", &[Flow { limited_by: &pacing, m: &m, goodput_bps: Some(93e6), buffers: None, rcv_kernel: None }], Some(100e6), Some(0.97), true, false, None);
+        let w = explain(
+            "bbr",
+            &[Flow { limited_by: &pacing, m: &m, goodput_bps: Some(93e6), buffers: None, rcv_kernel: None }],
+            Some(100e6),
+            Some(0.97),
+            true,
+            false,
+            None,
+        );
         assert_eq!(
             w.text(),
             "pacing-limited 99 % of the time at its bandwidth estimate (99 % of the 100 Mbit/s link); 1.0 % loss, 30 recoveries per 10 s; bound by the link"
@@ -462,7 +478,15 @@ mod tests {
     fn a_receive_window_bound_flow_is_modelled_from_its_advertised_window() {
         fn line(m: &Mechanism, buffers: Option<&SocketBuffers>, kernel: Option<(u32, u32)>) -> Why {
             let rwnd = LimitedBy { rwnd: 0.95, app: 0.05, ..Default::default() };
-            explain("cubic", &[Flow { limited_by: &rwnd, m, goodput_bps: Some(15.5e6), buffers, rcv_kernel: kernel }], Some(100e6), Some(0.16), false, false, None)
+            explain(
+                "cubic",
+                &[Flow { limited_by: &rwnd, m, goodput_bps: Some(15.5e6), buffers, rcv_kernel: kernel }],
+                Some(100e6),
+                Some(0.16),
+                false,
+                false,
+                None,
+            )
         }
         let kept = SocketBuffers { rcvbuf_requested: Some(65_536), rcvbuf_effective: Some(131_072), ..Default::default() };
         let mut advertised = mech(10.0, 0, 0.0);
@@ -524,7 +548,15 @@ mod tests {
         let m = mech(10.0, 5, 0.001);
         let shared =
             ware_bbr_share(400.0, 100.0, 0.04, 1).map(|p| Model { name: "Ware et al. 2019 (in-flight cap against the shared buffer)", predicts_bps: p * 50e6 });
-        let w = explain("bbr", &[Flow { limited_by: &cwnd, m: &m, goodput_bps: Some(20e6), buffers: None, rcv_kernel: None }], Some(50e6), Some(0.97), false, true, shared);
+        let w = explain(
+            "bbr",
+            &[Flow { limited_by: &cwnd, m: &m, goodput_bps: Some(20e6), buffers: None, rcv_kernel: None }],
+            Some(50e6),
+            Some(0.97),
+            false,
+            true,
+            shared,
+        );
         assert!(w.text().contains("Ware et al. 2019 (in-flight cap against the shared buffer) predicts 30.5 Mbit/s, measured 20.0 Mbit/s"), "{}", w.text());
     }
 }
