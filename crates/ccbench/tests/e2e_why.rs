@@ -73,6 +73,14 @@ fn the_dominant_cause_is_the_one_set_on_purpose() {
 
     // A 64 KiB receive buffer at 40 ms: about 13 Mbit/s of a 100 Mbit/s link.
     let (_, out) = case("rcvbuf", &with(&["--cc", "cubic", "--runs", "2", "--rcvbuf", "64kib"]), &[("cubic", "rwnd")]);
+    // Modelled from the window the receiver advertised (`tcpi_snd_wnd`, Linux 5.4+), shown
+    // against the buffer kept: since Linux 6.6 no fixed share of the buffer gives the window.
+    let o = ccbench(&["explain", &out.to_string_lossy()]);
+    let said = text(&o);
+    assert!(
+        said.lines().any(|l| l.contains("why  cubic") && l.contains("rwnd/RTT predicts") && l.contains(" kept): bound by the receive window")),
+        "rcvbuf: no advertised-window model in the why line:\n{said}"
+    );
     let _ = std::fs::remove_dir_all(out);
     // A sending application at 2 Mbit/s on a 100 Mbit/s link. Linux keeps an app-limited
     // flow's window near what it has in flight and restarts it after an idle RTO

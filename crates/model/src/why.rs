@@ -9,14 +9,16 @@
 //! * Reno under random loss: Mathis, Semke, Mahdavi and Ott 1997, `MSS/RTT · √(3/(2p))`;
 //! * a window-bound flow: `cwnd · MSS / RTT`; receive-window bound: `rwnd / RTT`; send-buffer
 //!   bound: what the buffer keeps in flight, `in flight · MSS / RTT`;
-//! * a buffer-bound flow (`--rcvbuf`, `--sndbuf`): the socket buffer the kernel kept, read
-//!   back, over the RTT; the receive side less the kernel's overhead (`tcp_win_from_space`);
+//! * a buffer-bound flow (`--rcvbuf`, `--sndbuf`): the send buffer the kernel kept, read back,
+//!   over the RTT; on the receive side the window the peer advertised, shown against the
+//!   buffer kept, and without it, before Linux 6.6 only, the buffer less the kernel's fixed
+//!   overhead (`tcp_win_from_space`);
 //! * BBR: its bandwidth estimate against the bottleneck's rate; sharing a drop-tail queue with
 //!   loss-based flows, its in-flight cap against the buffer (Ware et al., IMC 2019).
 
 mod models;
 
-pub use models::{buffer_bound_bps, tcp_win_from_space, ware_bbr_share};
+pub use models::{advertised_of_kept, buffer_bound_bps, linux_version, tcp_win_from_space, ware_bbr_share, window_has_fixed_overhead};
 
 use crate::workload::{Algorithm, Cause, Cc, Direction, Family, LimitedBy, Mechanism, SocketBuffers};
 use ccbench_link::{Aqm, Buffer, LossModel, Rate};
@@ -81,6 +83,10 @@ pub struct Why {
     /// Mean goodput per flow, bit/s.
     pub measured_bps: Option<f64>,
     pub model: Option<Model>,
+    /// What stands beside the model (the advertised window against the receive buffer kept),
+    /// or, where the cause has no model here, why not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_note: Option<String>,
     /// The bottleneck's rate on the data's direction (bit/s), on an emulated path.
     pub link_bps: Option<f64>,
     /// BBR's bandwidth estimate, mean over flows (bit/s).
@@ -96,11 +102,13 @@ struct Flow<'a> {
     goodput_bps: Option<f64>,
     /// The socket buffers asked and kept, where `--rcvbuf`/`--sndbuf` were given.
     buffers: Option<&'a SocketBuffers>,
+    /// The receiving host's kernel version (major, minor), from the result's provenance.
+    rcv_kernel: Option<(u32, u32)>,
 }
 
 /// The flows of `run` that belong to `cc`: all of them (the run is `cc`'s; under `compare` its
 /// name is the arm's), or in a mix those that asked for `cc`.
-fn flows_of<'a>(run: &'a RunRecord, cc: &Cc, mix: bool) -> Vec<Flow<'a>> {
+fn flows_of<'a>(run: &'a RunRecord, cc: &Cc, mix: bool, rcv_kernel: Option<(u32, u32)>) -> Vec<Flow<'a>> {
     let ours = |requested: &Cc| !mix || requested == cc;
     match &run.workload {
         Some(WorkloadResult::Bulk(b)) => b
@@ -113,6 +121,7 @@ fn flows_of<'a>(run: &'a RunRecord, cc: &Cc, mix: bool) -> Vec<Flow<'a>> {
                     m: f.sending.mechanism.as_ref()?,
                     goodput_bps: Some(f.goodput_bps),
                     buffers: f.sending.buffers.as_ref(),
+                    rcv_kernel,
                 })
             })
             .collect(),
@@ -120,7 +129,7 @@ fn flows_of<'a>(run: &'a RunRecord, cc: &Cc, mix: bool) -> Vec<Flow<'a>> {
             .senders()
             .into_iter()
             .filter(|s| ours(s.cc_requested))
-            .filter_map(|s| Some(Flow { limited_by: s.limited_by?, m: s.mechanism?, goodput_bps: None, buffers: None }))
+            .filter_map(|s| Some(Flow { limited_by: s.limited_by?, m: s.mechanism?, goodput_bps: None, buffers: None, rcv_kernel }))
             .collect(),
         None => Vec::new(),
     }
@@ -184,10 +193,17 @@ pub fn why(result: &ExperimentResult) -> Vec<Why> {
         Some((buffer, bps * rtt_s / 8.0 / mtu, rtt_s))
     });
     let shares_with_loss_based = mix && ccs.iter().any(loss_based);
+    // The receiving end's kernel: this host's, but for an upload to a remote `ccbench serve`.
+    let prov = &result.provenance;
+    let rcv_release = match (&prov.remote, dir) {
+        (Some(r), Direction::Upload) => r.facts.kernel_release.as_deref(),
+        _ => prov.host.kernel_release.as_deref(),
+    };
+    let rcv_kernel = rcv_release.and_then(linux_version);
     ccs.iter()
         .map(|cc| {
             let runs: Vec<&RunRecord> = result.runs.iter().filter(|r| r.status == Status::Complete && (mix || &r.cc == cc)).collect();
-            let flows: Vec<Flow> = runs.iter().flat_map(|r| flows_of(r, cc, mix)).collect();
+            let flows: Vec<Flow> = runs.iter().flat_map(|r| flows_of(r, cc, mix, rcv_kernel)).collect();
             let utilization = median(runs.iter().filter_map(|r| r.metrics.as_ref()?.utilization).collect());
             let drops = |f: &dyn Fn(&crate::results::RunMetrics) -> Option<u64>| runs.iter().filter_map(|r| f(r.metrics.as_ref()?)).sum::<u64>();
             let (drops_loss, drops_buffer) = (drops(&|m| m.drops_loss), drops(&|m| m.drops_buffer));
@@ -236,6 +252,9 @@ fn explain(
         mean(all.into_iter())
     };
     let rtt = mean(flows.iter().filter_map(|x| rtt_s(x.m)));
+    let rcvbuf_kept = kept(&|b| b.rcvbuf_effective);
+    // Every flow's receiver is a kernel of known version before 6.6.
+    let fixed_overhead = !flows.is_empty() && flows.iter().all(|f| f.rcv_kernel.is_some_and(window_has_fixed_overhead));
     let model = shared.or_else(|| match dominant.map(|d| d.0) {
         Some(Cause::Cwnd) if loss_rate.is_some_and(|p| p > 0.0) && !link_bound => {
             // A loss-based controller's response function; other families have none here.
@@ -247,17 +266,19 @@ fn explain(
             per_flow(&|m| f(m.retrans_rate, rtt_s(m)?, f64::from(m.mss))).map(|b| Model { name: label, predicts_bps: b })
         }
         Some(Cause::Cwnd) => per_flow(&|m| Some(m.mean_cwnd * f64::from(m.mss) * 8.0 / rtt_s(m)?)).map(|b| Model { name: "cwnd×MSS/RTT", predicts_bps: b }),
-        // The receive buffer kept, less the kernel's overhead at tcp_adv_win_scale's default
-        // (a half: `tcp_win_from_space`), over the RTT; without a read-back, the window the
-        // peer advertised. Since Linux 6.6 the half is only where the overhead starts: the
-        // kernel then measures it per flow (`scaling_ratio`), so the window can be larger
-        // (measured on 6.18, `--rcvbuf 64kib` at 40 ms: 12.9 Mbit/s predicted, 15.5 carried).
-        Some(Cause::Rwnd) => match kept(&|b| b.rcvbuf_effective) {
-            Some(space) => rtt.and_then(|r| buffer_bound_bps(tcp_win_from_space(space as u64, 1) as f64, r)).map(|b| Model {
-                name: "buffer/RTT (half the rcvbuf kept, the kernel's starting overhead; since Linux 6.6 it is measured per flow)",
-                predicts_bps: b,
-            }),
-            None => per_flow(&|m| Some(m.mean_snd_wnd_bytes? * 8.0 / rtt_s(m)?)).map(|b| Model { name: "rwnd/RTT", predicts_bps: b }),
+        // The window the peer advertised (`tcpi_snd_wnd`), over the RTT: what the kernel made
+        // of the buffer, whatever its rule. Without it, the receive buffer kept less the
+        // kernel's fixed overhead at tcp_adv_win_scale's default (a half,
+        // `tcp_win_from_space`), but only before Linux 6.6: since then the kernel measures
+        // the overhead per flow (`scaling_ratio`) and nothing recorded gives it (measured on
+        // 6.18, `--rcvbuf 64kib` at 40 ms: the half predicts 12.9 Mbit/s, 15.5 were carried,
+        // the advertised window 0.61 of the buffer predicts 15.9).
+        Some(Cause::Rwnd) => match (per_flow(&|m| Some(m.mean_snd_wnd_bytes? * 8.0 / rtt_s(m)?)), rcvbuf_kept) {
+            (Some(b), _) => Some(Model { name: "rwnd/RTT", predicts_bps: b }),
+            (None, Some(space)) if fixed_overhead => rtt
+                .and_then(|r| buffer_bound_bps(tcp_win_from_space(space as u64, 1) as f64, r))
+                .map(|b| Model { name: "buffer/RTT (half the rcvbuf kept: tcp_adv_win_scale 1, Linux before 6.6)", predicts_bps: b }),
+            (None, _) => None,
         },
         // The send buffer kept holds what is unacknowledged (and what is not sent yet), with
         // the kernel's per-segment overhead small beside TSO's large segments: its whole size
@@ -269,6 +290,20 @@ fn explain(
         Some(Cause::Pacing) if is_bbr => bw_estimate_bps.map(|b| Model { name: "BBR's bandwidth estimate", predicts_bps: b }),
         _ => None,
     });
+    let model_note = match (dominant.map(|d| d.0), &model) {
+        (Some(Cause::Rwnd), Some(m)) if m.name == "rwnd/RTT" => {
+            rcvbuf_kept.and_then(|k| advertised_of_kept(mean(flows.iter().filter_map(|f| f.m.mean_snd_wnd_bytes))?, k))
+        }
+        (Some(Cause::Rwnd), None) if rcvbuf_kept.is_some() => Some(
+            if flows.iter().all(|f| f.rcv_kernel.is_some()) {
+                "not modelled (no advertised window recorded, and since Linux 6.6 the kernel measures the window's share of the buffer per flow)"
+            } else {
+                "not modelled (no advertised window recorded, and the receiving kernel's version is unknown: since Linux 6.6 it measures the window's share of the buffer per flow)"
+            }
+            .to_string(),
+        ),
+        _ => None,
+    };
     let bound = dominant.map(|(c, _)| {
         match c {
             Cause::Cwnd if link_bound => "the link",
@@ -285,7 +320,7 @@ fn explain(
         }
         .to_string()
     });
-    Why { cc, flows: flows.len(), limited_by, dominant, recoveries_per_10s, loss_rate, measured_bps, model, link_bps, bw_estimate_bps, bound }
+    Why { cc, flows: flows.len(), limited_by, dominant, recoveries_per_10s, loss_rate, measured_bps, model, model_note, link_bps, bw_estimate_bps, bound }
 }
 
 /// How a cause reads in a line.
@@ -346,6 +381,11 @@ impl Why {
             (Some(m), None) if m.name != "BBR's bandwidth estimate" => format!("{} predicts {}", m.name, fmt_rate(m.predicts_bps)),
             _ => String::new(),
         };
+        match (&self.model_note, tail.is_empty()) {
+            (Some(n), false) => tail.push_str(&format!(" ({n})")),
+            (Some(n), true) => tail.push_str(n),
+            (None, _) => {}
+        }
         if let Some(b) = &self.bound {
             if !tail.is_empty() {
                 tail.push_str(": ");
@@ -388,12 +428,20 @@ mod tests {
     fn a_dominant_cause_is_named_and_a_split_one_is_not() {
         let cwnd = LimitedBy { cwnd: 0.97, app: 0.03, ..Default::default() };
         let m = mech(10.0, 43, 0.01);
-        let w = explain("cubic", &[Flow { limited_by: &cwnd, m: &m, goodput_bps: Some(3.4e6), buffers: None }], Some(100e6), Some(0.04), true, false, None);
+        let w = explain(
+            "cubic",
+            &[Flow { limited_by: &cwnd, m: &m, goodput_bps: Some(3.4e6), buffers: None, rcv_kernel: None }],
+            Some(100e6),
+            Some(0.04),
+            true,
+            false,
+            None,
+        );
         assert_eq!(w.dominant.map(|d| d.0), Some(Cause::Cwnd));
         assert_eq!(w.bound.as_deref(), Some("random loss"));
         assert_eq!(w.text(), "cwnd-limited 97 % of the time; 43 loss recoveries per 10 s at 1.0 % loss; RFC 9438 predicts 4.32 Mbit/s, measured 3.40 Mbit/s: bound by random loss");
         let split = LimitedBy { cwnd: 0.45, pacing: 0.40, app: 0.15, ..Default::default() };
-        let w = explain("cubic", &[Flow { limited_by: &split, m: &m, goodput_bps: None, buffers: None }], None, None, false, false, None);
+        let w = explain("cubic", &[Flow { limited_by: &split, m: &m, goodput_bps: None, buffers: None, rcv_kernel: None }], None, None, false, false, None);
         assert_eq!(w.dominant, None);
         assert_eq!(w.bound, None);
         assert!(w.text().starts_with("no cause held 60 % of the time (cwnd 45 %, pacing 40 %, app 15 %)"), "{}", w.text());
@@ -406,41 +454,83 @@ mod tests {
         let pacing = LimitedBy { pacing: 0.99, cwnd: 0.01, ..Default::default() };
         let mut m = mech(10.0, 30, 0.01);
         m.bw_estimate_bps = Some(99e6);
-        let w = explain("bbr", &[Flow { limited_by: &pacing, m: &m, goodput_bps: Some(93e6), buffers: None }], Some(100e6), Some(0.97), true, false, None);
+        let w = explain(
+            "bbr",
+            &[Flow { limited_by: &pacing, m: &m, goodput_bps: Some(93e6), buffers: None, rcv_kernel: None }],
+            Some(100e6),
+            Some(0.97),
+            true,
+            false,
+            None,
+        );
         assert_eq!(
             w.text(),
             "pacing-limited 99 % of the time at its bandwidth estimate (99 % of the 100 Mbit/s link); 1.0 % loss, 30 recoveries per 10 s; bound by the link"
         );
     }
 
-    /// A receive-window-bound flow with its buffer read back: the kept buffer, halved for the
-    /// kernel's overhead, over the RTT; without a read-back, the advertised window's model.
+    /// A receive-window-bound flow at 40 ms with `--rcvbuf 64kib` (131 072 bytes kept): from
+    /// the advertised window where it was recorded, 80 000 × 8 / 0.04 = 16.0 Mbit/s, shown as
+    /// 80000/131072 = 0.61 of the buffer; without it, half the buffer, 65 536 × 8 / 0.04 =
+    /// 13.1 Mbit/s, on a kernel before 6.6 only, and no model from 6.6 on or when the kernel
+    /// is unknown.
     #[test]
-    fn a_buffer_bound_flow_is_modelled_from_its_kept_buffer() {
-        let rwnd = LimitedBy { rwnd: 0.95, app: 0.05, ..Default::default() };
-        let mut m = mech(10.0, 0, 0.0);
-        m.mean_snd_wnd_bytes = Some(70_000.0);
+    fn a_receive_window_bound_flow_is_modelled_from_its_advertised_window() {
+        fn line(m: &Mechanism, buffers: Option<&SocketBuffers>, kernel: Option<(u32, u32)>) -> Why {
+            let rwnd = LimitedBy { rwnd: 0.95, app: 0.05, ..Default::default() };
+            explain(
+                "cubic",
+                &[Flow { limited_by: &rwnd, m, goodput_bps: Some(15.5e6), buffers, rcv_kernel: kernel }],
+                Some(100e6),
+                Some(0.16),
+                false,
+                false,
+                None,
+            )
+        }
         let kept = SocketBuffers { rcvbuf_requested: Some(65_536), rcvbuf_effective: Some(131_072), ..Default::default() };
-        let w = explain(
-            "cubic",
-            &[Flow { limited_by: &rwnd, m: &m, goodput_bps: Some(12.9e6), buffers: Some(&kept) }],
-            Some(100e6),
-            Some(0.13),
-            false,
-            false,
-            None,
+        let mut advertised = mech(10.0, 0, 0.0);
+        advertised.mean_snd_wnd_bytes = Some(80_000.0);
+        for kernel in [Some((6, 18)), Some((5, 15)), None] {
+            let w = line(&advertised, Some(&kept), kernel);
+            let model = w.model.clone().unwrap();
+            assert_eq!(model.name, "rwnd/RTT");
+            assert!((model.predicts_bps - 16.0e6).abs() < 1.0, "{model:?}");
+            assert_eq!(
+                w.text(),
+                "receive-window-limited 95 % of the time; rwnd/RTT predicts 16.0 Mbit/s, measured 15.5 Mbit/s (advertised 80.0 kB, 0.61 of the 131.1 kB kept): bound by the receive window"
+            );
+        }
+        let unrecorded = mech(10.0, 0, 0.0);
+        let old = line(&unrecorded, Some(&kept), Some((5, 15)));
+        let model = old.model.clone().unwrap();
+        assert_eq!(model.name, "buffer/RTT (half the rcvbuf kept: tcp_adv_win_scale 1, Linux before 6.6)");
+        assert!((model.predicts_bps - 13.1072e6).abs() < 1.0, "{model:?}");
+        assert_eq!(old.model_note, None);
+        let new = line(&unrecorded, Some(&kept), Some((6, 6)));
+        assert_eq!(new.model, None);
+        assert_eq!(
+            new.text(),
+            "receive-window-limited 95 % of the time; not modelled (no advertised window recorded, and since Linux 6.6 the kernel measures the window's share of the buffer per flow): bound by the receive window"
         );
-        let model = w.model.clone().unwrap();
-        assert_eq!(model.name, "buffer/RTT (half the rcvbuf kept, the kernel's starting overhead; since Linux 6.6 it is measured per flow)");
-        assert!((model.predicts_bps - 13.107e6).abs() < 1e3, "{model:?}");
-        assert!(w.text().contains("predicts 13.1 Mbit/s, measured 12.9 Mbit/s: bound by the receive window"), "{}", w.text());
-        let w = explain("cubic", &[Flow { limited_by: &rwnd, m: &m, goodput_bps: Some(12.9e6), buffers: None }], Some(100e6), Some(0.13), false, false, None);
-        assert_eq!(w.model.unwrap().name, "rwnd/RTT");
+        let unknown = line(&unrecorded, Some(&kept), None);
+        assert_eq!(unknown.model, None);
+        assert!(unknown.text().contains("the receiving kernel's version is unknown"), "{}", unknown.text());
+        // Without a read-back the advertised window's model stands alone.
+        let w = line(&advertised, None, None);
+        assert_eq!((w.model.map(|m| m.name), w.model_note), (Some("rwnd/RTT"), None));
+    }
+
+    /// A send-buffer-bound flow with its buffer read back: the kept buffer over the RTT,
+    /// 65 536 × 8 / 0.04 = 13.1 Mbit/s.
+    #[test]
+    fn a_send_buffer_bound_flow_is_modelled_from_its_kept_buffer() {
+        let m = mech(10.0, 0, 0.0);
         let sndbuf = LimitedBy { sndbuf: 0.9, app: 0.1, ..Default::default() };
         let kept = SocketBuffers { sndbuf_requested: Some(32_768), sndbuf_effective: Some(65_536), ..Default::default() };
         let w = explain(
             "cubic",
-            &[Flow { limited_by: &sndbuf, m: &m, goodput_bps: Some(11.5e6), buffers: Some(&kept) }],
+            &[Flow { limited_by: &sndbuf, m: &m, goodput_bps: Some(11.5e6), buffers: Some(&kept), rcv_kernel: Some((6, 18)) }],
             Some(100e6),
             Some(0.12),
             false,
@@ -458,7 +548,15 @@ mod tests {
         let m = mech(10.0, 5, 0.001);
         let shared =
             ware_bbr_share(400.0, 100.0, 0.04, 1).map(|p| Model { name: "Ware et al. 2019 (in-flight cap against the shared buffer)", predicts_bps: p * 50e6 });
-        let w = explain("bbr", &[Flow { limited_by: &cwnd, m: &m, goodput_bps: Some(20e6), buffers: None }], Some(50e6), Some(0.97), false, true, shared);
+        let w = explain(
+            "bbr",
+            &[Flow { limited_by: &cwnd, m: &m, goodput_bps: Some(20e6), buffers: None, rcv_kernel: None }],
+            Some(50e6),
+            Some(0.97),
+            false,
+            true,
+            shared,
+        );
         assert!(w.text().contains("Ware et al. 2019 (in-flight cap against the shared buffer) predicts 30.5 Mbit/s, measured 20.0 Mbit/s"), "{}", w.text());
     }
 }

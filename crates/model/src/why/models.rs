@@ -20,6 +20,39 @@ pub fn tcp_win_from_space(space: u64, scale: i32) -> u64 {
     }
 }
 
+/// A kernel release's version, major and minor: `"6.18.44-fc-v782"` → `(6, 18)`. `None` when
+/// the release does not start with two numbers.
+pub fn linux_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+/// Whether a receiving kernel of version `v` derives its window from the buffer by the fixed
+/// overhead of `tcp_adv_win_scale` (before 6.6), so that [`tcp_win_from_space`] models it.
+/// From 6.6 on (Documentation/networking/ip-sysctl.rst: `tcp_adv_win_scale`, "obsolete since
+/// linux-6.6") the share is the per-socket `scaling_ratio`, measured from the received
+/// segments (`tcp_measure_rcv_mss`, net/ipv4/tcp_input.c), which nothing in a result records:
+/// no formula of the kept buffer alone gives it (measured on 6.18 with `--rcvbuf 64kib`: 0.61 of the buffer, not 0.5).
+pub fn window_has_fixed_overhead(v: (u32, u32)) -> bool {
+    v < (6, 6)
+}
+
+/// The evidence beside a receive-window model: the window the receiver advertised (the
+/// sender's time-weighted mean `tcpi_snd_wnd`) and its ratio to the receive buffer the kernel
+/// kept (read back with `SO_RCVBUF`), e.g. "advertised 80.0 kB, 0.61 of the 131.1 kB kept".
+pub fn advertised_of_kept(advertised_bytes: f64, kept_bytes: f64) -> Option<String> {
+    (advertised_bytes > 0.0 && kept_bytes > 0.0).then(|| {
+        format!(
+            "advertised {}, {:.2} of the {} kept",
+            crate::units::fmt_bytes(advertised_bytes.round() as u64),
+            advertised_bytes / kept_bytes,
+            crate::units::fmt_bytes(kept_bytes.round() as u64)
+        )
+    })
+}
+
 /// A buffer-bound flow's rate, bit/s: a window of `window_bytes` delivered once per RTT.
 pub fn buffer_bound_bps(window_bytes: f64, rtt_s: f64) -> Option<f64> {
     (window_bytes > 0.0 && rtt_s > 0.0).then(|| window_bytes * 8.0 / rtt_s)
@@ -75,6 +108,31 @@ mod tests {
         let bps = buffer_bound_bps(tcp_win_from_space(131_072, 1) as f64, 0.04).unwrap();
         assert!((bps - 13.107e6).abs() < 1e3, "{bps}");
         assert_eq!(buffer_bound_bps(0.0, 0.04), None);
+    }
+
+    /// Releases as `uname -r` prints them; 6.6 is the first whose window share is measured.
+    #[test]
+    fn a_kernel_release_gives_its_version_and_its_window_rule() {
+        assert_eq!(linux_version("6.18.44-fc-v782"), Some((6, 18)));
+        assert_eq!(linux_version("5.15.0-91-generic"), Some((5, 15)));
+        assert_eq!(linux_version("6.6"), Some((6, 6)));
+        assert_eq!(linux_version("linux"), None);
+        assert_eq!(linux_version("6"), None);
+        assert!(window_has_fixed_overhead((5, 15)));
+        assert!(window_has_fixed_overhead((6, 5)));
+        assert!(!window_has_fixed_overhead((6, 6)));
+        assert!(!window_has_fixed_overhead((6, 18)));
+        assert!(!window_has_fixed_overhead((7, 0)));
+    }
+
+    /// 80 000 bytes advertised of a kept 131 072: 80000/131072 = 0.6104 → "0.61".
+    #[test]
+    fn the_advertised_window_is_shown_against_the_kept_buffer() {
+        assert_eq!(advertised_of_kept(80_000.0, 131_072.0).as_deref(), Some("advertised 80.0 kB, 0.61 of the 131.1 kB kept"));
+        // At the pre-6.6 default the window is half: 65 536 of 131 072.
+        assert_eq!(advertised_of_kept(65_536.0, 131_072.0).as_deref(), Some("advertised 65.5 kB, 0.50 of the 131.1 kB kept"));
+        assert_eq!(advertised_of_kept(0.0, 131_072.0), None);
+        assert_eq!(advertised_of_kept(80_000.0, 0.0), None);
     }
 
     /// The paper's formulas, worked by hand. A buffer of 4 BDP of a 100-packet BDP at a 40 ms
