@@ -124,4 +124,19 @@ mod tests {
         assert_eq!(parse_bytes("10MiB"), Ok(10 * 1024 * 1024));
         assert!(parse_bytes("lots").is_err());
     }
+
+    /// A client's request may hold any number: none of them may panic on the way in.
+    #[test]
+    fn wire_times_from_any_number() {
+        use std::time::Duration;
+        use wire_time::{from_s, from_s_saturating, to_s, to_us};
+        assert_eq!(from_s(1.5), Some(Duration::from_millis(1500)));
+        for bad in [-1.0, f64::NAN, f64::INFINITY, 1e30] {
+            assert_eq!(from_s(bad), None, "{bad}");
+        }
+        assert_eq!((from_s_saturating(-1.0), from_s_saturating(f64::NAN)), (Duration::ZERO, Duration::ZERO));
+        assert_eq!((from_s_saturating(f64::INFINITY), from_s_saturating(1e30)), (Duration::MAX, Duration::MAX));
+        assert_eq!((to_s(Duration::from_millis(250)), to_us(Duration::from_nanos(10_999_999))), (0.25, 10_999));
+        assert_eq!(to_us(Duration::MAX), u64::MAX);
+    }
 }
