@@ -9,6 +9,7 @@ use crate::workload_flags::{spec_from_flags, WorkloadKind};
 use ccbench::experiment::{self, Contender, Plan, Runs};
 use ccbench::run_workload::WorkloadSpec;
 use ccbench_emu::PathSpec;
+use ccbench_model::units::wire_time;
 use ccbench_workload::flags::{FlagError, FlagSet, RunFlags};
 use ccbench_workload::{Algorithm, Amount, BulkSpec, Direction, MixFlow, Transport};
 
@@ -194,11 +195,13 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
         DirectionArg::Download => Direction::Download,
         DirectionArg::Upload => Direction::Upload,
     };
-    let duration_s = o.duration.unwrap_or_default().0 as f64 / 1e9;
-    let sample_interval_us = o.sample_interval.unwrap_or_default().0 / 1000;
-    let timeout_s = o.timeout.unwrap_or_default().0 as f64 / 1e9;
+    let duration = std::time::Duration::from_nanos(o.duration.unwrap_or_default().0);
+    let sample_interval = std::time::Duration::from_nanos(o.sample_interval.unwrap_or_default().0);
+    let timeout = std::time::Duration::from_nanos(o.timeout.unwrap_or_default().0);
+    // The run's own (result.json's) units.
+    let (sample_interval_us, timeout_s) = (wire_time::to_us(sample_interval), wire_time::to_s(timeout));
     // A mix is bulk's or file's flows, each with its own algorithm.
-    let amount = (&o.workload_flags as &dyn FlagSet).of::<BulkSpec>().amount(kind.name(), duration_s);
+    let amount = (&o.workload_flags as &dyn FlagSet).of::<BulkSpec>().amount(kind.name(), duration);
     let transfer = kind.takes("--flows");
     let mut access = Vec::new();
     let contest = match o.flows.clone().unwrap_or_default() {
@@ -240,12 +243,12 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
                 return Err(UsageError::new("--cc", cc, why));
             }
             let run = RunFlags {
-                duration_s,
+                duration,
                 direction,
                 flows,
                 port: WORKLOAD_PORT,
-                sample_interval_us,
-                timeout_s,
+                sample_interval,
+                timeout,
                 quic_receiver_cc: o.quic_receiver_cc.as_ref().map(|q| q.0.clone()),
             };
             let workload = spec_from_flags(kind, &o.workload_flags, &run).map_err(usage)?;

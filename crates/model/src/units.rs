@@ -12,6 +12,35 @@ pub fn parse_duration_ns(s: &str) -> Result<u64, Allowed> {
     s.parse::<ccbench_link::time::Duration>().map(|d| d.as_nanos()).map_err(|e| e.to_string())
 }
 
+/// result.json and serve's wire carry times as numbers named for their unit (`timeout_s`,
+/// `sample_interval_us`, `start_s`); the code that runs a test holds them as `Duration`s. These
+/// four convert at that boundary, and nowhere else.
+pub mod wire_time {
+    use std::time::Duration;
+
+    /// A serialized count of seconds, when it is one: `None` for a negative, not-a-number or
+    /// too large value (a request from a client may hold any of them).
+    pub fn from_s(s: f64) -> Option<Duration> {
+        Duration::try_from_secs_f64(s).ok()
+    }
+
+    /// A count of seconds checked already (a flag's, a spec's), saturating: a negative or
+    /// not-a-number value is zero, a too large one `Duration::MAX`.
+    pub fn from_s_saturating(s: f64) -> Duration {
+        from_s(s).unwrap_or(if s > 0.0 { Duration::MAX } else { Duration::ZERO })
+    }
+
+    /// `d` as a serialized count of seconds.
+    pub fn to_s(d: Duration) -> f64 {
+        d.as_secs_f64()
+    }
+
+    /// `d` as a serialized count of microseconds (saturating at `u64::MAX`, 584,000 years).
+    pub fn to_us(d: Duration) -> u64 {
+        u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+    }
+}
+
 /// Pretty-prints a rate in bit/s the way people read it.
 pub fn fmt_rate(bps: f64) -> String {
     let (v, unit) = if bps >= 1e9 {
@@ -94,5 +123,20 @@ mod tests {
         assert_eq!(parse_bytes("160mb"), Ok(160_000_000));
         assert_eq!(parse_bytes("10MiB"), Ok(10 * 1024 * 1024));
         assert!(parse_bytes("lots").is_err());
+    }
+
+    /// A client's request may hold any number: none of them may panic on the way in.
+    #[test]
+    fn wire_times_from_any_number() {
+        use std::time::Duration;
+        use wire_time::{from_s, from_s_saturating, to_s, to_us};
+        assert_eq!(from_s(1.5), Some(Duration::from_millis(1500)));
+        for bad in [-1.0, f64::NAN, f64::INFINITY, 1e30] {
+            assert_eq!(from_s(bad), None, "{bad}");
+        }
+        assert_eq!((from_s_saturating(-1.0), from_s_saturating(f64::NAN)), (Duration::ZERO, Duration::ZERO));
+        assert_eq!((from_s_saturating(f64::INFINITY), from_s_saturating(1e30)), (Duration::MAX, Duration::MAX));
+        assert_eq!((to_s(Duration::from_millis(250)), to_us(Duration::from_nanos(10_999_999))), (0.25, 10_999));
+        assert_eq!(to_us(Duration::MAX), u64::MAX);
     }
 }

@@ -164,11 +164,11 @@ impl Client {
         match workload.near_end() {
             NearEnd::Flows { spec, result } if crate::proto::is_quic(spec) => self.run_quic(test, spec, epoch, stop, series).map(result),
             NearEnd::Flows { spec, result } => self.run_flows(test, spec, epoch, stop, series).map(result),
-            NearEnd::Http { timeout_s, sample_interval_us, load } => {
-                self.run_http(test, timeout_s, sample_interval_us, epoch, series, |far, end| load(far, epoch, stop, series, end))
+            NearEnd::Http { timeout, sample_interval, load } => {
+                self.run_http(test, timeout, sample_interval, epoch, series, |far, end| load(far, epoch, stop, series, end))
             }
-            NearEnd::Quic { timeout_s, sample_interval_us, load } => {
-                self.run_quic_requests(test, timeout_s, sample_interval_us, epoch, series, |far, end| load(far, epoch, stop, series, end))
+            NearEnd::Quic { timeout, sample_interval, load } => {
+                self.run_quic_requests(test, timeout, sample_interval, epoch, series, |far, end| load(far, epoch, stop, series, end))
             }
         }
     }
@@ -196,7 +196,7 @@ impl Client {
             let cc_read_back = if upload { confirm_congestion(&stream, &flow.cc, Side::Client)? } else { String::new() };
             meta.push(FlowMeta { id: id as u32, plan: flow.clone(), client_port: stream.local_addr()?.port(), cc_read_back, buffers: None });
             prepare_stream(&stream)?;
-            streams.push(EndStream { id: id as u32, start_s: flow.start_s, stream, sends: upload });
+            streams.push(EndStream { id: id as u32, start: flow.start(), stream, sends: upload });
         }
         match self.reply()? {
             ServerMsg::Connected { cc_read_back } if !upload => {

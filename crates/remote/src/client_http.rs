@@ -7,7 +7,9 @@
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use ccbench_model::units::wire_time;
 
 use ccbench_workload::{FarConnection, FarHttp, FarReport, SeriesSink, SocketId, WorkloadError, TOKEN_LEN};
 
@@ -27,8 +29,8 @@ impl Client {
     pub(crate) fn run_http<R>(
         &mut self,
         test: TestRequest,
-        timeout_s: f64,
-        interval_us: u64,
+        timeout: Duration,
+        interval: Duration,
         epoch: Instant,
         series: &dyn SeriesSink,
         load: impl FnOnce(&FarHttp, &dyn Fn() -> Result<FarReport, String>) -> Result<R, WorkloadError>,
@@ -48,7 +50,7 @@ impl Client {
         }
         // Connection numbers are this end's own (its dialer's); their bound is this build's,
         // never one the server announces.
-        let bounds = Bounds::for_test(timeout_s, interval_us, MAX_CONNECTIONS);
+        let bounds = Bounds::for_test(wire_time::to_s(timeout), wire_time::to_us(interval), MAX_CONNECTIONS);
         self.send(&ClientMsg::Start)?;
         let start = Instant::now();
         // The far end's times count from when it saw `Start`; this end's from `epoch`.

@@ -10,7 +10,9 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use ccbench_model::units::wire_time;
 
 use ccbench_workload::{
     Amount, BbrEvent, BulkResult, BulkSpec, Direction, EndClock, FarQuic, FlowEnd, QuicConnEnd, QuicEnd, QuicFarClient, QuicFarReport, QuicSample, SeriesSink,
@@ -101,8 +103,8 @@ impl Client {
     pub(crate) fn run_quic_requests<R>(
         &mut self,
         test: TestRequest,
-        timeout_s: f64,
-        interval_us: u64,
+        timeout: Duration,
+        interval: Duration,
         epoch: Instant,
         series: &dyn SeriesSink,
         load: impl FnOnce(&FarQuic, &dyn Fn() -> Result<QuicFarReport, String>) -> Result<R, WorkloadError>,
@@ -110,7 +112,7 @@ impl Client {
         let (port, token, cert) = self.quic_ready(test)?;
         let far = FarQuic::new(SocketAddr::new(self.addr.ip(), port), cert, token);
         // One connection, "flow" 0: the bound is this build's, never one the server announces.
-        let bounds = Bounds::for_test(timeout_s, interval_us, 1);
+        let bounds = Bounds::for_test(wire_time::to_s(timeout), wire_time::to_us(interval), 1);
         self.send(&ClientMsg::Start)?;
         // The far end's times count from when it saw `Start`; this end's from `epoch`.
         let shift_us = Instant::now().duration_since(epoch).as_micros() as u64;

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use ccbench_model::units::wire_time;
 use ccbench_workload::{FarEnd, ServeLimits};
 
 mod bulk;
@@ -419,7 +420,7 @@ pub(crate) const POLL_HANGUP: Duration = Duration::from_millis(100);
 pub fn check(test: &TestRequest, config: &ServeConfig) -> Result<(), String> {
     let l = &config.limits;
     let limits = ServeLimits {
-        max_duration_s: l.max_duration_s,
+        max_duration: wire_time::from_s_saturating(l.max_duration_s),
         max_bytes: l.max_bytes,
         max_flows: l.max_flows,
         congestion_controls: &config.facts.congestion_controls,

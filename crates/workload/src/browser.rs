@@ -36,6 +36,7 @@ use crate::cdp::{cloexec_pipe, Cdp};
 use crate::common::{lock, Errors};
 use crate::harness::{Accepted, Finish, Harness, ServerLog, ServerProto};
 use crate::site::Site;
+use crate::Spec as _;
 pub(crate) use crate::{BrowserResult, BrowserSpec, BrowserTiming};
 use crate::{MeasureHook, PageConnection, PageModel, PageProtocol, PageResult, ResourceTiming, RunContext, SocketId, Workload, WorkloadError};
 
@@ -331,7 +332,7 @@ impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for SiteServ
 
 fn load_in_browser(spec: &BrowserSpec, run: &RunContext<'_>) -> Result<BrowserResult, WorkloadError> {
     check_site(&spec.page, spec.protocol).map_err(WorkloadError::Setup)?;
-    let mut harness = Harness::new(run, spec.timeout_s, spec.sample_interval_us)?;
+    let mut harness = Harness::new(run, spec.timeout(), spec.sample_interval())?;
     let (scheme, proto, spki) = match spec.protocol {
         PageProtocol::Http1 { .. } => ("http", ServerProto::Http1, None),
         PageProtocol::Http2 => {
@@ -366,7 +367,7 @@ fn load_in_browser(spec: &BrowserSpec, run: &RunContext<'_>) -> Result<BrowserRe
         drive_browser(&mut cdp, &url, run.hook).await
     };
     let how = harness.drive(listener, proto, Some(&spec.cc), site_service(site, served.clone(), None), client)?;
-    let (how, loaded, nav_start) = ended(how, &browser, spec.timeout_s);
+    let (how, loaded, nav_start) = ended(how, &browser, spec.timeout());
     run.hook.close(load_end(&loaded, nav_start));
     drop(browser);
     harness.shutdown();
@@ -381,12 +382,12 @@ fn load_in_browser(spec: &BrowserSpec, run: &RunContext<'_>) -> Result<BrowserRe
 
 /// How the browser's load ended: the outcome, what it measured (or why not, with the tail of
 /// Chromium's log when it failed), and its navigation start on this process's clock.
-pub(crate) fn ended(how: Finish<Result<Loaded, String>>, browser: &Browser, timeout_s: f64) -> (Finish<()>, Result<Loaded, String>, Option<Instant>) {
+pub(crate) fn ended(how: Finish<Result<Loaded, String>>, browser: &Browser, timeout: Duration) -> (Finish<()>, Result<Loaded, String>, Option<Instant>) {
     let (how, loaded) = match how {
         Finish::Completed(Ok(l)) => (Finish::Completed(()), Ok(l)),
         Finish::Completed(Err(e)) => (Finish::Completed(()), Err(format!("{e} (Chromium's log: {})", browser.profile.log_tail()))),
         Finish::Stopped => (Finish::Stopped, Err("interrupted".into())),
-        Finish::TimedOut => (Finish::TimedOut, Err(format!("the page did not load within {timeout_s} s"))),
+        Finish::TimedOut => (Finish::TimedOut, Err(format!("the page did not load within {} s", timeout.as_secs_f64()))),
     };
     let nav_start = loaded.as_ref().ok().map(browser_start);
     (how, loaded, nav_start)
@@ -644,8 +645,8 @@ mod args {
                 protocol,
                 cc: Algorithm::default(),
                 port: run.port,
-                sample_interval_us: run.sample_interval_us,
-                timeout_s: run.timeout_s,
+                sample_interval_us: run.sample_interval_us(),
+                timeout_s: run.timeout_s(),
                 chromium: find_chromium()?,
             })
         }

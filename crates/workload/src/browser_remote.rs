@@ -26,6 +26,7 @@ use crate::harness::{Finish, Harness, ServerProto};
 use crate::http_end::{serving_prefix, HttpEnd};
 use crate::site::Site;
 use crate::tls::RunCertificate;
+use crate::Spec as _;
 use crate::{NoMeasureHook, PageProtocol, PageSpec, SeriesSink, WorkloadError};
 
 /// Whether `ccbench serve` can serve `site` to a browser (see [`BrowserSpec::site`]).
@@ -75,7 +76,7 @@ pub(crate) fn run_browser_remote(
     end_far: &dyn Fn() -> Result<FarReport, String>,
 ) -> Result<BrowserResult, WorkloadError> {
     check_site(&spec.page, spec.protocol).map_err(WorkloadError::Setup)?;
-    let harness = Harness::client_only(epoch, stop, series, spec.timeout_s, spec.sample_interval_us)?;
+    let harness = Harness::client_only(epoch, stop, series, spec.timeout(), spec.sample_interval())?;
     let (scheme, spki) = match spec.protocol {
         PageProtocol::Http1 { .. } => ("http", None),
         PageProtocol::Http2 => {
@@ -139,7 +140,7 @@ fn load(
         }
     };
     let how = harness.drive_client(client)?;
-    let outcome = ended(how, &browser, spec.timeout_s);
+    let outcome = ended(how, &browser, spec.timeout());
     // Chromium goes first, then (with the runtime) the relay and its connections.
     drop(browser);
     Ok(outcome)
@@ -162,7 +163,7 @@ pub(crate) fn serve_browser_end(site: &PageSpec, listener: std::net::TcpListener
     let log = Arc::new(crate::harness::ServerLog::default());
     let served: ServedLog = Arc::default();
     let make_service = site_service(Arc::new(Site::new(&site.page)), served.clone(), Some((end.budget.clone(), log.clone())));
-    let mut report = crate::http_end::serve_end(listener, proto, tls, Some(&site.cc), site.sample_interval_us, make_service, end);
+    let mut report = crate::http_end::serve_end(listener, proto, tls, Some(&site.cc), site.sample_interval(), make_service, end);
     let served = lock(&served);
     for c in &mut report.connections {
         c.served = Some(u16::try_from(c.conn).ok().and_then(|id| served.get(&id)).copied().unwrap_or_default());
@@ -203,8 +204,8 @@ impl crate::HttpFar for SiteRequest {
     fn tls(&self) -> bool {
         self.0.protocol == PageProtocol::Http2
     }
-    fn timeout_s(&self) -> f64 {
-        self.0.timeout_s
+    fn timeout(&self) -> std::time::Duration {
+        crate::Spec::timeout(&self.0)
     }
     fn serve(&self, listener: std::net::TcpListener, end: &HttpEnd<'_>, cert: Option<&RunCertificate>) -> FarReport {
         serve_browser_end(&self.0, listener, end, cert)

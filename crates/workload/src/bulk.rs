@@ -12,6 +12,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use ccbench_kernel_tcp::TcpInfo;
+use ccbench_model::units::wire_time;
 use serde::{Deserialize, Serialize};
 
 mod ends;
@@ -69,8 +70,8 @@ fn run_bulk(spec: &BulkSpec, run: &RunContext<'_>) -> Result<BulkResult, Workloa
     let mut streams = Vec::new();
     let mut meta = Vec::new();
     for flow in tcp {
-        streams.push(EndStream { id: flow.id, start_s: flow.plan.start_s, stream: flow.sender, sends: true });
-        streams.push(EndStream { id: flow.id, start_s: flow.plan.start_s, stream: flow.receiver, sends: false });
+        streams.push(EndStream { id: flow.id, start: flow.plan.start(), stream: flow.sender, sends: true });
+        streams.push(EndStream { id: flow.id, start: flow.plan.start(), stream: flow.receiver, sends: false });
         meta.push(FlowMeta { id: flow.id, plan: flow.plan, client_port: flow.client_port, cc_read_back: flow.cc_read_back, buffers: flow.buffers });
     }
     let sampler = Sampler::new(run.series).saturating(spec.knobs.saturating());
@@ -148,8 +149,8 @@ pub struct FlowMeta {
 /// One connected stream of one end of a bulk transfer.
 pub struct EndStream {
     pub id: u32,
-    /// When this flow starts sending, seconds after the transfer's start.
-    pub start_s: f64,
+    /// When this flow starts sending, after the transfer's start.
+    pub start: Duration,
     pub stream: TcpStream,
     /// This end sends on it (else it receives).
     pub sends: bool,
@@ -196,24 +197,24 @@ impl EndClock {
         }
     }
 
-    /// The window's opening, given that a flow starting `start_s` into the transfer got its
+    /// The window's opening, given that a flow starting `flow_start` into the transfer got its
     /// first byte at `now`; the first call decides it, never before `start`.
-    fn open_for(&self, now: Instant, start_s: f64) -> Instant {
+    fn open_for(&self, now: Instant, flow_start: Duration) -> Instant {
         match &self.opens {
             Opens::AtStart => self.start,
             Opens::AtFirstByte { one_way, opened } => *opened.get_or_init(|| {
-                let back = *one_way + Duration::from_secs_f64(start_s);
+                let back = *one_way + flow_start;
                 now.checked_sub(back).unwrap_or(self.start).max(self.start)
             }),
         }
     }
 
     /// The flow's start and its window's end, from the window's opening.
-    fn flow_window(&self, opened: Instant, amount: Amount, start_s: f64, timeout_s: f64) -> (Instant, Instant) {
-        let flow_start = opened + Duration::from_secs_f64(start_s);
+    fn flow_window(&self, opened: Instant, amount: Amount, start: Duration, timeout: Duration) -> (Instant, Instant) {
+        let flow_start = opened + start;
         let deadline = match amount {
             Amount::Seconds(s) => opened + Duration::from_secs_f64(s),
-            Amount::Bytes(_) => flow_start + Duration::from_secs_f64(timeout_s),
+            Amount::Bytes(_) => flow_start + timeout,
         };
         (flow_start, deadline)
     }
@@ -309,7 +310,7 @@ fn tcp_halves(streams: &[EndStream]) -> Vec<Half<'_>> {
         .iter()
         .map(|s| Half {
             id: s.id,
-            start_s: s.start_s,
+            start: s.start,
             io: if s.sends { Io::Sends(Box::new(TcpSend(&s.stream))) } else { Io::Receives(Box::new(TcpReceive { sock: &s.stream, buf: vec![0; 64 * 1024] })) },
         })
         .collect()
@@ -492,18 +493,19 @@ pub(crate) fn aggregate_goodput(flows: &[FlowResult], amount: Amount, elapsed_s:
 pub(crate) struct FlowWindow {
     clock: EndClock,
     amount: Amount,
-    start_s: f64,
-    timeout_s: f64,
+    /// When the flow starts, after the transfer's start.
+    start: Duration,
+    timeout: Duration,
     /// When to give up waiting for a first byte (the window's end, had it opened at `start`).
     first_byte_by: Instant,
     bounds: Option<(Instant, Instant)>,
 }
 
 impl FlowWindow {
-    /// The window of a flow starting `start_s` into the transfer that ends at `deadline` when
+    /// The window of a flow starting `start` into the transfer that ends at `deadline` when
     /// it opens at the clock's start.
-    pub(crate) fn new(clock: &EndClock, amount: Amount, start_s: f64, timeout_s: f64, deadline: Instant) -> Self {
-        FlowWindow { clock: clock.clone(), amount, start_s, timeout_s, first_byte_by: deadline, bounds: None }
+    pub(crate) fn new(clock: &EndClock, amount: Amount, start: Duration, timeout: Duration, deadline: Instant) -> Self {
+        FlowWindow { clock: clock.clone(), amount, start, timeout, first_byte_by: deadline, bounds: None }
     }
 
     pub(crate) fn amount(&self) -> Amount {
@@ -519,8 +521,8 @@ impl FlowWindow {
     /// goodput; a byte count is read to the end, in or out of time).
     pub(crate) fn counts(&mut self, now: Instant) -> bool {
         let (_, end) = *self.bounds.get_or_insert_with(|| {
-            let opened = self.clock.open_for(now, self.start_s);
-            self.clock.flow_window(opened, self.amount, self.start_s, self.timeout_s)
+            let opened = self.clock.open_for(now, self.start);
+            self.clock.flow_window(opened, self.amount, self.start, self.timeout)
         });
         now <= end || matches!(self.amount, Amount::Bytes(_))
     }
@@ -603,8 +605,8 @@ impl crate::FarSpec for BulkSpec {
         }
         match self.amount {
             Amount::Seconds(s) if !(s.is_finite() && s > 0.0) => Err(format!("a duration of {s} s")),
-            Amount::Seconds(s) if s + last_start > l.max_duration_s => {
-                Err(format!("a test of {} s is over this server's limit of {} s per test (--max-duration)", s + last_start, l.max_duration_s))
+            Amount::Seconds(s) if wire_time::from_s_saturating(s + last_start) > l.max_duration => {
+                Err(format!("a test of {} s is over this server's limit of {} s per test (--max-duration)", s + last_start, wire_time::to_s(l.max_duration)))
             }
             Amount::Bytes(n) if n.saturating_mul(plan.len() as u64) > l.max_bytes => {
                 Err(format!("{} bytes in all is over this server's limit of {} bytes per test (--max-bytes)", n.saturating_mul(plan.len() as u64), l.max_bytes))
@@ -643,7 +645,7 @@ mod window_tests {
     fn a_shared_clock_counts_from_start_to_the_duration() {
         let t0 = Instant::now();
         let clock = EndClock::shared(t0, t0);
-        let mut w = FlowWindow::new(&clock, Amount::Seconds(8.0), 0.0, 30.0, t0 + 8 * S);
+        let mut w = FlowWindow::new(&clock, Amount::Seconds(8.0), Duration::ZERO, 30 * S, t0 + 8 * S);
         assert_eq!(w.until(), t0 + 8 * S);
         assert!(w.counts(t0 + 2 * S), "a late first byte still counts from start");
         assert_eq!(w.until(), t0 + 8 * S, "and the window still ends 8 s after start");
@@ -656,7 +658,7 @@ mod window_tests {
         let one_way = Duration::from_millis(5);
         let clock = EndClock::at_first_byte(t0, t0, one_way);
         assert_eq!(clock.opened(), None);
-        let mut w = FlowWindow::new(&clock, Amount::Seconds(8.0), 0.0, 30.0, t0 + 8 * S);
+        let mut w = FlowWindow::new(&clock, Amount::Seconds(8.0), Duration::ZERO, 30 * S, t0 + 8 * S);
         assert_eq!(w.until(), t0 + 8 * S, "before a byte: wait as long as the window would run");
         // The far sender started 1.6 s late (a lost `Start`): none of that is charged.
         let first = t0 + Duration::from_millis(1605);
@@ -672,8 +674,8 @@ mod window_tests {
         let t0 = Instant::now();
         let clock = EndClock::at_first_byte(t0, t0, Duration::from_millis(10));
         // A file per flow; flow 1 starts 2 s in and happens to deliver first.
-        let mut late = FlowWindow::new(&clock, Amount::Bytes(1000), 2.0, 30.0, t0 + 32 * S);
-        let mut early = FlowWindow::new(&clock, Amount::Bytes(1000), 0.0, 30.0, t0 + 30 * S);
+        let mut late = FlowWindow::new(&clock, Amount::Bytes(1000), 2 * S, 30 * S, t0 + 32 * S);
+        let mut early = FlowWindow::new(&clock, Amount::Bytes(1000), Duration::ZERO, 30 * S, t0 + 30 * S);
         assert!(late.counts(t0 + Duration::from_millis(2510)));
         assert_eq!(clock.opened(), Some(t0 + Duration::from_millis(500)), "less one way and the flow's offset");
         assert!(early.counts(t0 + Duration::from_millis(520)));
@@ -687,7 +689,7 @@ mod window_tests {
     fn the_opening_is_never_before_start() {
         let t0 = Instant::now();
         let clock = EndClock::at_first_byte(t0, t0 + S, Duration::from_millis(500));
-        let mut w = FlowWindow::new(&clock, Amount::Seconds(1.0), 0.0, 30.0, t0 + 2 * S);
+        let mut w = FlowWindow::new(&clock, Amount::Seconds(1.0), Duration::ZERO, 30 * S, t0 + 2 * S);
         assert!(w.counts(t0 + Duration::from_millis(1100)));
         assert_eq!(clock.opened(), Some(t0 + S));
     }
@@ -695,6 +697,8 @@ mod window_tests {
 
 /// `ccbench run --workload bulk` and `file`: their flags and their spec from them.
 mod args {
+    use std::time::Duration;
+
     use crate::flags::{AppPauses, AppRate, AppRateFrom, FlagError, FlagSet, FromFlags, Kind, RunFlags, Size, SockBuf};
     use crate::{Algorithm, Amount, AppPause, BulkSpec, Knobs};
 
@@ -734,11 +738,11 @@ mod args {
     }
 
     impl BulkFlags {
-        /// What each flow of `--workload kind` moves: file's `--size`, or bulk's `duration_s`.
-        pub fn amount(&self, kind: &str, duration_s: f64) -> Amount {
+        /// What each flow of `--workload kind` moves: file's `--size`, or bulk's `--duration`.
+        pub fn amount(&self, kind: &str, duration: Duration) -> Amount {
             match kind {
                 "file" => Amount::Bytes(self.size.map_or(10_000_000, |s| s.0)),
-                _ => Amount::Seconds(duration_s),
+                _ => Amount::Seconds(ccbench_model::units::wire_time::to_s(duration)),
             }
         }
     }
@@ -768,12 +772,12 @@ mod args {
             Ok(BulkSpec {
                 flows: run.flows,
                 direction: run.direction,
-                amount: flags.of::<BulkSpec>().amount(kind, run.duration_s),
+                amount: flags.of::<BulkSpec>().amount(kind, run.duration),
                 cc: Algorithm::default(),
                 mix: Vec::new(),
                 port: run.port,
-                sample_interval_us: run.sample_interval_us,
-                timeout_s: run.timeout_s,
+                sample_interval_us: run.sample_interval_us(),
+                timeout_s: run.timeout_s(),
                 quic_receiver_cc: run.quic_receiver_cc.clone(),
                 knobs: {
                     let f = flags.of::<BulkSpec>();

@@ -61,6 +61,20 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The deadline `timeout` from now, when it is a positive time this clock can reach (a spec's
+/// `timeout_s` of zero, below zero or not a number arrives here as zero).
+pub(crate) fn deadline(timeout: Duration) -> Result<Instant, WorkloadError> {
+    match Instant::now().checked_add(timeout) {
+        Some(at) if !timeout.is_zero() => Ok(at),
+        _ => Err(WorkloadError::Setup(format!("the timeout must be positive and finite, got {timeout:?}"))),
+    }
+}
+
+/// The sampling interval a run uses for `interval`: at least a millisecond.
+pub(crate) fn sample_interval(interval: Duration) -> Duration {
+    interval.max(Duration::from_millis(1))
+}
+
 pub(crate) fn micros_since(epoch: Instant) -> u64 {
     Instant::now().saturating_duration_since(epoch).as_micros() as u64
 }

@@ -13,6 +13,7 @@ use std::any::{Any, TypeId};
 use std::fmt;
 use std::marker::PhantomData;
 use std::str::FromStr;
+use std::time::Duration;
 
 use clap::parser::ValueSource;
 pub use clap::ArgMatches;
@@ -20,6 +21,7 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
 use crate::{Algorithm, Direction};
+use ccbench_model::units::wire_time;
 
 /// Why a value was refused: what would have been accepted ("a rate such as 10mbit, …"). The
 /// flag and the value are added by whoever knows them: `ccbench`'s `cli::usage_error` for
@@ -453,18 +455,30 @@ impl FlagError {
 /// What every workload may take from the run's own flags, checked already.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunFlags {
-    /// `--duration`, seconds.
-    pub duration_s: f64,
+    /// `--duration`.
+    pub duration: Duration,
     pub direction: Direction,
     /// `--flows` as a number of parallel flows (1 unless the workload takes `--flows`).
     pub flows: u32,
     /// The server's port.
     pub port: u16,
-    pub sample_interval_us: u64,
-    /// `--timeout`, seconds.
-    pub timeout_s: f64,
+    /// `--sample-interval`.
+    pub sample_interval: Duration,
+    /// `--timeout`.
+    pub timeout: Duration,
     /// `--quic-receiver-cc` after `quic:`, for a workload that takes it.
     pub quic_receiver_cc: Option<String>,
+}
+
+impl RunFlags {
+    /// `--timeout` as a spec holds it (result.json's `timeout_s`).
+    pub fn timeout_s(&self) -> f64 {
+        wire_time::to_s(self.timeout)
+    }
+    /// `--sample-interval` as a spec holds it (result.json's `sample_interval_us`).
+    pub fn sample_interval_us(&self) -> u64 {
+        wire_time::to_us(self.sample_interval)
+    }
 }
 
 /// Every registered workload's flags, each found by its spec's type (a workload may read

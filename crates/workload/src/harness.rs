@@ -74,8 +74,8 @@ pub(crate) struct Harness<'r> {
 
 impl<'r> Harness<'r> {
     /// Checks the timeout and starts the clock on it: it bounds the whole run, setup included.
-    pub(crate) fn new(run: &RunContext<'r>, timeout_s: f64, sample_interval_us: u64) -> Result<Self, WorkloadError> {
-        let h = Self::client_only(run.epoch, run.stop, run.series, timeout_s, sample_interval_us)?;
+    pub(crate) fn new(run: &RunContext<'r>, timeout: Duration, sample_interval: Duration) -> Result<Self, WorkloadError> {
+        let h = Self::client_only(run.epoch, run.stop, run.series, timeout, sample_interval)?;
         Ok(Harness { server: Some((run.server, run.server_addr)), ..h })
     }
 
@@ -86,12 +86,9 @@ impl<'r> Harness<'r> {
         epoch: Instant,
         stop: &'r AtomicBool,
         series: &'r dyn SeriesSink,
-        timeout_s: f64,
-        sample_interval_us: u64,
+        timeout: Duration,
+        sample_interval: Duration,
     ) -> Result<Self, WorkloadError> {
-        if !(timeout_s > 0.0 && timeout_s.is_finite()) {
-            return Err(WorkloadError::Setup(format!("timeout_s must be positive, got {timeout_s}")));
-        }
         Ok(Harness {
             epoch,
             stop,
@@ -99,8 +96,8 @@ impl<'r> Harness<'r> {
             sampler: Sampler::new(series),
             server_log: Arc::new(ServerLog::default()),
             rt: RefCell::new(None),
-            deadline: Instant::now() + Duration::from_secs_f64(timeout_s),
-            interval: Duration::from_micros(sample_interval_us.max(1000)),
+            deadline: crate::common::deadline(timeout)?,
+            interval: crate::common::sample_interval(sample_interval),
             tls: None,
         })
     }

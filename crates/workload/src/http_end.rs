@@ -84,7 +84,7 @@ pub(crate) fn serve_end<S, M, B>(
     proto: ServerProto,
     tls: Option<Arc<rustls::ServerConfig>>,
     server_cc: Option<&crate::Algorithm>,
-    sample_interval_us: u64,
+    sample_interval: Duration,
     make_service: M,
     end: &HttpEnd<'_>,
 ) -> FarReport
@@ -113,7 +113,7 @@ where
         }
     };
     let sampler = Sampler::new(end.series);
-    let interval = Duration::from_micros(sample_interval_us.max(1000));
+    let interval = crate::common::sample_interval(sample_interval);
     let sampling = AtomicBool::new(true);
     std::thread::scope(|s| {
         s.spawn(|| sampler.run(end.epoch, Instant::now(), interval, || sampling.load(Ordering::SeqCst), |_| {}));

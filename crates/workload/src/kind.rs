@@ -7,7 +7,8 @@ use crate::{Algorithm, Spec};
 /// What a far end (`ccbench serve`) holds every test to: its limits and its kernel's algorithms.
 #[derive(Clone, Copy, Debug)]
 pub struct ServeLimits<'a> {
-    pub max_duration_s: f64,
+    /// `--max-duration`: how long a test may last.
+    pub max_duration: std::time::Duration,
     pub max_bytes: u64,
     /// Flows, or connections, per test.
     pub max_flows: u32,
@@ -105,7 +106,7 @@ pub trait HttpFar {
         false
     }
     /// How long the load may take (serve holds it to `--max-duration` too).
-    fn timeout_s(&self) -> f64;
+    fn timeout(&self) -> std::time::Duration;
     /// Serves `listener` behind `end`'s gate until the test ends.
     fn serve(&self, listener: std::net::TcpListener, end: &crate::HttpEnd<'_>, cert: Option<&crate::RunCertificate>) -> crate::FarReport;
 }
@@ -125,9 +126,9 @@ pub enum NearEnd<'a, R> {
     /// Bulk flows: the remote client's own near end; `result` makes the workload's result.
     Flows { spec: &'a crate::BulkSpec, result: fn(crate::BulkResult) -> R },
     /// An HTTP load against the far end's server.
-    Http { timeout_s: f64, sample_interval_us: u64, load: HttpLoad<'a, R> },
+    Http { timeout: std::time::Duration, sample_interval: std::time::Duration, load: HttpLoad<'a, R> },
     /// A request load over one QUIC connection against the far end's server.
-    Quic { timeout_s: f64, sample_interval_us: u64, load: QuicLoad<'a, R> },
+    Quic { timeout: std::time::Duration, sample_interval: std::time::Duration, load: QuicLoad<'a, R> },
 }
 
 impl<'a, R: 'a> NearEnd<'a, R> {
@@ -138,7 +139,7 @@ impl<'a, R: 'a> NearEnd<'a, R> {
                         stop: &std::sync::atomic::AtomicBool,
                         series: &dyn crate::SeriesSink,
                         end: &dyn Fn() -> Result<crate::FarReport, String>| { load(spec, far, epoch, stop, series, end) };
-        NearEnd::Http { timeout_s: spec.timeout_s(), sample_interval_us: spec.sample_interval_us(), load: Box::new(run) }
+        NearEnd::Http { timeout: spec.timeout(), sample_interval: spec.sample_interval(), load: Box::new(run) }
     }
 }
 
@@ -151,7 +152,7 @@ impl<'a, R: 'a> NearEnd<'a, R> {
                         stop: &std::sync::atomic::AtomicBool,
                         series: &dyn crate::SeriesSink,
                         end: &dyn Fn() -> Result<crate::QuicFarReport, String>| { load(spec, far, epoch, stop, series, end) };
-        NearEnd::Quic { timeout_s: spec.timeout_s(), sample_interval_us: spec.sample_interval_us(), load: Box::new(run) }
+        NearEnd::Quic { timeout: spec.timeout(), sample_interval: spec.sample_interval(), load: Box::new(run) }
     }
 }
 

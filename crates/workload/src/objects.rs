@@ -44,6 +44,7 @@ use crate::quic::streams::{Store, StreamLane};
 use crate::quic::wire::index_in;
 use crate::quic::MAX_STREAMS;
 use crate::sampler::Sampler;
+use crate::Spec as _;
 mod quic;
 // The data half, at the paths the ends import it from.
 pub(crate) use crate::{ObjectMethod, ObjectsConnection, ObjectsResult, ObjectsSpec, RequestRecord};
@@ -213,7 +214,7 @@ fn run_objects(spec: &ObjectsSpec, run: &RunContext<'_>) -> Result<ObjectsResult
     if spec.cc.is_quic() {
         return run_quic_objects(spec, run);
     }
-    let harness = Harness::new(run, spec.timeout_s, spec.sample_interval_us)?;
+    let harness = Harness::new(run, spec.timeout(), spec.sample_interval())?;
     let log = Mutex::new(ClientLog::default());
     if harness.stopped_already() {
         return Ok(finish(spec, &log, &harness.server_log, harness.sampler.finish(run.epoch), run.epoch, 0, Finish::Stopped));
@@ -288,7 +289,7 @@ pub(crate) fn run_objects_remote(
     if spec.concurrency == 0 {
         return Err(WorkloadError::Setup("concurrency must be at least 1".into()));
     }
-    let harness = Harness::client_only(epoch, stop, series, spec.timeout_s, spec.sample_interval_us)?;
+    let harness = Harness::client_only(epoch, stop, series, spec.timeout(), spec.sample_interval())?;
     let log = Mutex::new(ClientLog::default());
     let dial = Dial::Remote(far);
     let sender = spec.method.sender();
@@ -333,7 +334,7 @@ pub(crate) fn serve_objects_end(spec: &ObjectsSpec, listener: std::net::TcpListe
     let log = Arc::new(ServerLog::default());
     let make_service = service_maker(spec, log.clone(), Some(end.budget.clone()));
     let cc = (spec.method.sender() == Side::Server).then_some(&spec.cc);
-    let mut report = crate::http_end::serve_end(listener, ServerProto::Http1, None, cc, spec.sample_interval_us, make_service, end);
+    let mut report = crate::http_end::serve_end(listener, ServerProto::Http1, None, cc, spec.sample_interval(), make_service, end);
     let errors = lock(&log.errors);
     report.errors += errors.count;
     report.error_messages.extend(errors.messages.iter().cloned());
@@ -679,8 +680,8 @@ impl crate::HttpFar for ObjectsSpec {
     fn server_cc(&self) -> Option<&crate::Algorithm> {
         (self.method.sender() == Side::Server).then_some(&self.cc)
     }
-    fn timeout_s(&self) -> f64 {
-        self.timeout_s
+    fn timeout(&self) -> std::time::Duration {
+        crate::Spec::timeout(self)
     }
     fn serve(&self, listener: std::net::TcpListener, end: &HttpEnd<'_>, _: Option<&crate::RunCertificate>) -> FarReport {
         serve_objects_end(self, listener, end)

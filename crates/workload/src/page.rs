@@ -47,6 +47,7 @@ use crate::http_end::HttpEnd;
 use crate::lane::{Ask, Http1Lane, Http2Lane, Lane};
 use crate::quic::load::OneConnection;
 use crate::quic::streams::StreamLane;
+use crate::Spec as _;
 mod quic;
 mod tcp;
 // The data half, at the paths the ends import it from.
@@ -108,7 +109,8 @@ impl hyper::service::Service<Request<Incoming>> for PageService {
 struct ConnStats {
     id: u32,
     client_port: u16,
-    opened_s: f64,
+    /// When it opened, after the navigation's start.
+    opened: Duration,
     completed: u32,
     bytes: u64,
 }
@@ -128,8 +130,14 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// How long after the navigation's start `t` was.
+    fn after_start(&self, t: Instant) -> Duration {
+        t.saturating_duration_since(self.nav_start)
+    }
+
+    /// [`Self::after_start`] as a resource timing's seconds (result.json's `request_s`, …).
     fn since_start(&self, t: Instant) -> f64 {
-        t.saturating_duration_since(self.nav_start).as_secs_f64()
+        ccbench_model::units::wire_time::to_s(self.after_start(t))
     }
 }
 
@@ -159,7 +167,7 @@ fn load_page(spec: &PageSpec, run: &RunContext<'_>) -> Result<PageResult, Worklo
     if spec.cc.is_quic() {
         return load_over_quic(spec, run);
     }
-    let harness = Harness::new(run, spec.timeout_s, spec.sample_interval_us)?;
+    let harness = Harness::new(run, spec.timeout(), spec.sample_interval())?;
     let log = Mutex::new(ClientLog { resources: resource_list(&spec.page), conns: Vec::new(), errors: Errors::default() });
     if harness.stopped_already() {
         return Ok(finish(spec, &log, &harness.server_log, harness.sampler.finish(run.epoch), run.epoch, None, Finish::Stopped));
@@ -218,7 +226,7 @@ pub(crate) fn run_page_remote(
     end_far: &dyn Fn() -> Result<FarReport, String>,
 ) -> Result<PageResult, WorkloadError> {
     check(spec)?;
-    let harness = Harness::client_only(epoch, stop, series, spec.timeout_s, spec.sample_interval_us)?;
+    let harness = Harness::client_only(epoch, stop, series, spec.timeout(), spec.sample_interval())?;
     let log = Mutex::new(ClientLog { resources: resource_list(&spec.page), conns: Vec::new(), errors: Errors::default() });
     let dial = Dial::Remote(far);
     let nav_start = Instant::now();
@@ -251,7 +259,7 @@ pub(crate) fn serve_page_end(spec: &PageSpec, listener: std::net::TcpListener, e
         PageProtocol::Http1 { .. } => ServerProto::Http1,
         PageProtocol::Http2 => ServerProto::Http2,
     };
-    let mut report = crate::http_end::serve_end(listener, proto, None, Some(&spec.cc), spec.sample_interval_us, make_service, end);
+    let mut report = crate::http_end::serve_end(listener, proto, None, Some(&spec.cc), spec.sample_interval(), make_service, end);
     let errors = lock(&log.errors);
     report.errors += errors.count;
     report.error_messages.extend(errors.messages.iter().cloned());
@@ -423,7 +431,7 @@ fn finish(
                 accepted.iter().find(|a| a.client_port == c.client_port).and_then(|a| a.cc_read_back.clone()),
                 sampled.remove(&SocketId::Connection(c.client_port)).flatten(),
             ),
-            opened_s: c.opened_s,
+            opened_s: ccbench_model::units::wire_time::to_s(c.opened),
             requests_completed: c.completed,
             bytes_received: c.bytes,
         })
@@ -546,8 +554,8 @@ impl crate::HttpFar for PageSpec {
     fn server_cc(&self) -> Option<&crate::Algorithm> {
         Some(&self.cc)
     }
-    fn timeout_s(&self) -> f64 {
-        self.timeout_s
+    fn timeout(&self) -> std::time::Duration {
+        crate::Spec::timeout(self)
     }
     fn serve(&self, listener: std::net::TcpListener, end: &HttpEnd<'_>, _: Option<&crate::RunCertificate>) -> FarReport {
         serve_page_end(self, listener, end)
@@ -626,7 +634,7 @@ mod tests {
             }
             self.script.opened.set(id + 1);
             let mut log = lock(self.log);
-            log.conns.push(ConnStats { id, client_port: 0, opened_s: 0.0, completed: 0, bytes: 0 });
+            log.conns.push(ConnStats { id, client_port: 0, opened: Duration::ZERO, completed: 0, bytes: 0 });
             Ok(PageConn { id, slot: log.conns.len() - 1, lane: ScriptLane { script: self.script, conn: id, served: 0 } })
         }
         fn closed(&self, lane: &ScriptLane<'s>) -> bool {

@@ -27,6 +27,13 @@ pub struct MixFlow {
     pub client_port: Option<u16>,
 }
 
+impl MixFlow {
+    /// When it starts after the first flow (its `start_s`, checked already; saturating).
+    pub fn start(&self) -> std::time::Duration {
+        crate::units::wire_time::from_s_saturating(self.start_s)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BulkSpec {
     /// `flows` connections all running `cc`, all starting together…

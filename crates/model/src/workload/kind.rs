@@ -15,6 +15,14 @@ pub trait Spec {
     fn timeout_s(&self) -> f64;
     /// How often the sending sockets' `TCP_INFO` (or QUIC state) is sampled.
     fn sample_interval_us(&self) -> u64;
+    /// [`Spec::timeout_s`] as a `Duration` (saturating; a remote request's is checked before).
+    fn timeout(&self) -> std::time::Duration {
+        crate::units::wire_time::from_s_saturating(self.timeout_s())
+    }
+    /// [`Spec::sample_interval_us`] as a `Duration`.
+    fn sample_interval(&self) -> std::time::Duration {
+        std::time::Duration::from_micros(self.sample_interval_us())
+    }
     /// The noun the verdict compares (higher is better).
     fn metric(&self) -> &'static str;
     /// Runs `cc` on its sending sockets (a mix of algorithms keeps its own).

@@ -76,7 +76,7 @@ pub(super) fn run_bulk(channel: &Channel, spec: &BulkSpec, shared: &Shared) -> O
     let last_start = plan.iter().map(|f| f.start_s).fold(0.0, f64::max);
     let spec = BulkSpec { timeout_s: spec.timeout_s.min((limits.max_duration_s - last_start).max(0.001)), ..spec.clone() };
     let ends: Vec<EndStream> =
-        streams.into_iter().zip(&plan).enumerate().map(|(id, (stream, f))| EndStream { id: id as u32, start_s: f.start_s, stream, sends: sending }).collect();
+        streams.into_iter().zip(&plan).enumerate().map(|(id, (stream, f))| EndStream { id: id as u32, start: f.start(), stream, sends: sending }).collect();
     let budget = ByteBudget::new(limits.max_bytes, format!("stopped at this server's limit of {} bytes per test (--max-bytes)", limits.max_bytes));
     let (sink, rx) = Forward::queue();
     let (test_stop, ended) = (AtomicBool::new(false), AtomicBool::new(false));

@@ -74,8 +74,8 @@ pub(crate) fn run_http(channel: &Channel, test: &dyn HttpFar, shared: &Shared) -
         return Outcome::fatal(e);
     }
     let start = Instant::now();
-    let timeout_s = test.timeout_s();
-    let until = start + Duration::from_secs_f64(timeout_s.min(limits.max_duration_s).clamp(0.001, 86_400.0));
+    let max_duration = ccbench_model::units::wire_time::from_s_saturating(limits.max_duration_s);
+    let until = start + test.timeout().min(max_duration).clamp(Duration::from_millis(1), Duration::from_secs(86_400));
     let budget = Arc::new(ByteBudget::new(limits.max_bytes, format!("stopped at this server's limit of {} bytes per test (--max-bytes)", limits.max_bytes)));
     let stop_by = until + STOP_GRACE;
     let (sink, rx) = Forward::queue();

@@ -117,7 +117,7 @@ pub(crate) fn run_quic_requests(channel: &Channel, load: QuicRequests, shared: &
         (Ok(a), Ok(p)) => (a.ip(), p.ip()),
         (Err(e), _) | (_, Err(e)) => return Outcome::fatal(e.to_string()),
     };
-    let timeout_s = load.timeout_s;
+    let timeout = load.timeout;
     let mut server = match QuicRequestServer::bind(ip, load) {
         Ok(s) => s.only_from(peer),
         Err(e) => return Outcome::fatal(format!("opening the QUIC endpoint: {e}")),
@@ -131,7 +131,8 @@ pub(crate) fn run_quic_requests(channel: &Channel, load: QuicRequests, shared: &
     }
     // The far end's times count from `Start`, as an HTTP test's.
     let start = Instant::now();
-    let until = start + Duration::from_secs_f64(timeout_s.min(limits.max_duration_s).clamp(0.001, 86_400.0));
+    let max_duration = ccbench_model::units::wire_time::from_s_saturating(limits.max_duration_s);
+    let until = start + timeout.min(max_duration).clamp(Duration::from_millis(1), Duration::from_secs(86_400));
     let accepted = match server.accept(&token, SETUP_TIMEOUT) {
         Ok(read_back) => channel.send(&ServerMsg::QuicConnected { conn: 0, read_back }).map_err(|e| e.to_string()),
         Err(e) => Err(e.to_string()),

@@ -39,6 +39,7 @@ use tokio::runtime::Handle;
 
 use super::{Amount, BulkSpec, ByteBudget, EndClock, FlowEnd, FlowWindow, GoodputPoint, Knobs};
 use crate::sampler::Sampler;
+use crate::Spec as _;
 use crate::{MeasureHook, SeriesSink};
 
 /// How often a blocked write or read comes back to look at the clock and the stop flag.
@@ -103,7 +104,7 @@ pub(crate) enum Io<'a> {
 /// One flow's half, with its start offset into the transfer.
 pub(crate) struct Half<'a> {
     pub(crate) id: u32,
-    pub(crate) start_s: f64,
+    pub(crate) start: Duration,
     pub(crate) io: Io<'a>,
 }
 
@@ -278,10 +279,10 @@ struct HalfEnv<'e> {
 
 /// Runs one half: a sender from its start offset, a receiver in its window.
 async fn run_half(half: Half<'_>, env: HalfEnv<'_>) -> FlowEnd {
-    let flow_start = env.clock.start + Duration::from_secs_f64(half.start_s);
+    let flow_start = env.clock.start + half.start;
     let deadline = match env.spec.amount {
         Amount::Seconds(_) => env.deadline,
-        Amount::Bytes(_) => flow_start + Duration::from_secs_f64(env.spec.timeout_s),
+        Amount::Bytes(_) => flow_start + env.spec.timeout(),
     };
     let mut end = FlowEnd { id: half.id, ..FlowEnd::default() };
     match half.io {
@@ -298,7 +299,7 @@ async fn run_half(half: Half<'_>, env: HalfEnv<'_>) -> FlowEnd {
             end.send_error = send_loop(io.as_mut(), env.spec.amount, deadline, env.stop, env.budget, &env.spec.knobs, env.on_runtime).await.err();
         }
         Io::Receives(mut io) => {
-            let window = FlowWindow::new(env.clock, env.spec.amount, half.start_s, env.spec.timeout_s, deadline);
+            let window = FlowWindow::new(env.clock, env.spec.amount, half.start, env.spec.timeout(), deadline);
             let got = receive_loop(io.as_mut(), window, env.counter, env.stop, env.budget).await;
             (end.bytes_received, end.completion_s, end.receive_error) = (got.bytes, got.completion_s, got.error);
         }
@@ -354,10 +355,10 @@ pub(crate) fn run_halves(
 ) -> Vec<FlowEnd> {
     let (epoch, start) = (clock.epoch, clock.start);
     let task_halves = tasks.as_ref().map_or(&[][..], |t| &t.halves[..]);
-    let last_start = threads.iter().chain(task_halves).map(|h| h.start_s).fold(0.0, f64::max);
+    let last_start = threads.iter().chain(task_halves).map(|h| h.start).max().unwrap_or_default();
     let deadline = match spec.amount {
         Amount::Seconds(s) => start + Duration::from_secs_f64(s),
-        Amount::Bytes(_) => start + Duration::from_secs_f64(spec.timeout_s + last_start),
+        Amount::Bytes(_) => start + spec.timeout() + last_start,
     };
     let counter_of = |h: &Half<'_>| matches!(h.io, Io::Receives(_)).then(|| (h.id, Arc::new(AtomicU64::new(0))));
     let thread_counters: Vec<Option<(u32, Arc<AtomicU64>)>> = threads.iter().map(counter_of).collect();
@@ -586,7 +587,7 @@ mod tests {
     fn a_byte_count_completes_when_its_last_byte_arrives() {
         let t0 = Instant::now();
         let clock = EndClock::shared(t0, t0);
-        let window = FlowWindow::new(&clock, Amount::Bytes(3000), 0.0, 30.0, t0 + Duration::from_secs(30));
+        let window = FlowWindow::new(&clock, Amount::Bytes(3000), Duration::ZERO, Duration::from_secs(30), t0 + Duration::from_secs(30));
         let counter = AtomicU64::new(0);
         let got = drive(receive_loop(&mut Source { chunks: vec![1000; 3], came: true }, window, &counter, &AtomicBool::new(false), None));
         assert_eq!((got.bytes, counter.load(Ordering::Relaxed), got.error), (3000, 3000, None));
@@ -597,7 +598,7 @@ mod tests {
     fn a_stream_that_never_came_says_so_when_the_window_closes() {
         let t0 = Instant::now();
         let clock = EndClock::shared(t0, t0);
-        let window = FlowWindow::new(&clock, Amount::Seconds(0.05), 0.0, 30.0, t0 + Duration::from_millis(50));
+        let window = FlowWindow::new(&clock, Amount::Seconds(0.05), Duration::ZERO, Duration::from_secs(30), t0 + Duration::from_millis(50));
         let got = drive(receive_loop(&mut Source { chunks: Vec::new(), came: false }, window, &AtomicU64::new(0), &AtomicBool::new(false), None));
         assert_eq!((got.bytes, got.error.as_deref()), (0, Some("its stream never arrived")));
     }
@@ -606,7 +607,7 @@ mod tests {
     fn a_receiver_over_the_budget_stops_with_its_reason() {
         let t0 = Instant::now();
         let clock = EndClock::shared(t0, t0);
-        let window = FlowWindow::new(&clock, Amount::Seconds(30.0), 0.0, 30.0, t0 + Duration::from_secs(30));
+        let window = FlowWindow::new(&clock, Amount::Seconds(30.0), Duration::ZERO, Duration::from_secs(30), t0 + Duration::from_secs(30));
         let budget = ByteBudget::new(2500, "the budget".into());
         let got = drive(receive_loop(&mut Source { chunks: vec![1000; 3], came: true }, window, &AtomicU64::new(0), &AtomicBool::new(false), Some(&budget)));
         assert_eq!((got.bytes, got.error.as_deref()), (2000, Some("the budget")));

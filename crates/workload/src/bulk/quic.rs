@@ -168,17 +168,17 @@ impl LocalQuic {
 /// The halves of the flows of `conns` at this end: a stream of its own for each flow a
 /// connection sends, and for each it receives, the stream routed to it once it arrives.
 fn quic_halves(rt: &Handle, plan: &[MixFlow], conns: &[EndConn]) -> Vec<Half<'static>> {
-    let start_of = |id: u32| plan.get(id as usize).map_or(0.0, |f| f.start_s);
+    let start_of = |id: u32| plan.get(id as usize).map_or(Duration::ZERO, MixFlow::start);
     let mut halves = Vec::new();
     for conn in conns {
         if conn.sends {
             for &id in &conn.flows {
                 let io = QuicSend::new(&conn.conn, id);
-                halves.push(Half { id, start_s: start_of(id), io: Io::Sends(Box::new(io)) });
+                halves.push(Half { id, start: start_of(id), io: Io::Sends(Box::new(io)) });
             }
         } else {
             for (id, io) in route_streams(rt, &conn.conn, &conn.flows) {
-                halves.push(Half { id, start_s: start_of(id), io: Io::Receives(Box::new(io)) });
+                halves.push(Half { id, start: start_of(id), io: Io::Receives(Box::new(io)) });
             }
         }
     }

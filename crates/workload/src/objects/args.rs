@@ -77,8 +77,8 @@ impl FromFlags for ObjectsSpec {
             method: own.method.map_or(ObjectMethod::Put, |m| m.0),
             cc: Algorithm::default(),
             port: run.port,
-            sample_interval_us: run.sample_interval_us,
-            timeout_s: run.timeout_s,
+            sample_interval_us: run.sample_interval_us(),
+            timeout_s: run.timeout_s(),
             quic_receiver_cc: run.quic_receiver_cc.clone(),
         })
     }

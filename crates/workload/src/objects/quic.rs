@@ -72,8 +72,8 @@ pub(super) fn quic_far(spec: &ObjectsSpec) -> QuicRequests {
         receiver_cc: spec.quic_receiver_cc.clone(),
         sender: spec.method.sender(),
         store: Arc::new(ObjectStore { object_bytes: spec.object_bytes }),
-        timeout_s: spec.timeout_s,
-        sample_interval_us: spec.sample_interval_us,
+        timeout: spec.timeout(),
+        sample_interval: spec.sample_interval(),
     }
 }
 
@@ -92,8 +92,8 @@ fn quic_objects(spec: &ObjectsSpec, over: ServerEnd<'_>) -> Result<ObjectsResult
         receiver_cc: spec.quic_receiver_cc.as_deref(),
         sender: spec.method.sender(),
         port: spec.port,
-        timeout_s: spec.timeout_s,
-        sample_interval_us: spec.sample_interval_us,
+        timeout: spec.timeout(),
+        sample_interval: spec.sample_interval(),
         store: Arc::new(ObjectStore { object_bytes: spec.object_bytes }),
     }
     .run(async |conn| load(&w, (0..spec.concurrency).map(|_| QuicWorker(StreamLane(conn))).collect()).await)?;

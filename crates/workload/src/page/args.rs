@@ -113,7 +113,7 @@ impl FromFlags for PageSpec {
             (Http::V2, None) => PageProtocol::Http2,
             (Http::V2, Some(m)) => return Err(FlagError::new("--max-connections", m, "--max-connections only with --http 1 (HTTP/2 uses one connection)")),
         };
-        Ok(PageSpec { page, protocol, cc: Algorithm::default(), port: run.port, sample_interval_us: run.sample_interval_us, timeout_s: run.timeout_s })
+        Ok(PageSpec { page, protocol, cc: Algorithm::default(), port: run.port, sample_interval_us: run.sample_interval_us(), timeout_s: run.timeout_s() })
     }
 }
 

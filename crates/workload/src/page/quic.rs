@@ -72,8 +72,8 @@ pub(super) fn quic_far(spec: &PageSpec) -> QuicRequests {
         receiver_cc: None,
         sender: Side::Server,
         store: Arc::new(spec.page.clone()),
-        timeout_s: spec.timeout_s,
-        sample_interval_us: spec.sample_interval_us,
+        timeout: spec.timeout(),
+        sample_interval: spec.sample_interval(),
     }
 }
 
@@ -82,15 +82,15 @@ fn quic_page(spec: &PageSpec, over: ServerEnd<'_>) -> Result<PageResult, Workloa
     let log = Mutex::new(ClientLog { resources: resource_list(&spec.page), conns: Vec::new(), errors: Errors::default() });
     // The one connection's count; its port comes with its record. The handshake began at
     // navigation start.
-    lock(&log).conns.push(ConnStats { id: 0, client_port: 0, opened_s: 0.0, completed: 0, bytes: 0 });
+    lock(&log).conns.push(ConnStats { id: 0, client_port: 0, opened: Duration::ZERO, completed: 0, bytes: 0 });
     let end = OneConnection {
         over,
         cc: &spec.cc,
         receiver_cc: None,
         sender: Side::Server,
         port: spec.port,
-        timeout_s: spec.timeout_s,
-        sample_interval_us: spec.sample_interval_us,
+        timeout: spec.timeout(),
+        sample_interval: spec.sample_interval(),
         store: Arc::new(spec.page.clone()),
     }
     .run_from_handshake(async |conn, nav_start| {
@@ -112,7 +112,7 @@ fn quic_page(spec: &PageSpec, over: ServerEnd<'_>) -> Result<PageResult, Workloa
             id: 0,
             client_port,
             sending,
-            opened_s: c.opened_s,
+            opened_s: ccbench_model::units::wire_time::to_s(c.opened),
             requests_completed: c.completed,
             bytes_received: c.bytes,
         })

@@ -95,7 +95,7 @@ impl Ends for TcpEnds<'_> {
         };
         let id = self.next_conn_id.fetch_add(1, Ordering::SeqCst);
         let mut log = lock(ctx.log);
-        log.conns.push(ConnStats { id, client_port, opened_s: ctx.since_start(opened), completed: 0, bytes: 0 });
+        log.conns.push(ConnStats { id, client_port, opened: ctx.after_start(opened), completed: 0, bytes: 0 });
         Ok(PageConn { id, slot: log.conns.len() - 1, lane })
     }
 

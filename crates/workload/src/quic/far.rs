@@ -38,8 +38,8 @@ pub struct QuicRequests {
     pub(crate) sender: Side,
     pub(crate) store: Arc<dyn Store>,
     /// How long the load may take (serve holds it to `--max-duration` too).
-    pub timeout_s: f64,
-    pub sample_interval_us: u64,
+    pub timeout: Duration,
+    pub sample_interval: Duration,
 }
 
 impl QuicRequests {
@@ -153,7 +153,7 @@ impl QuicRequestServer {
         let errors = Arc::new(Mutex::new(Errors::default()));
         let store = Arc::new(Budgeted { inner: self.load.store.clone(), take });
         self.gate.rt.spawn(serve(s.conn.clone(), store, errors.clone()));
-        let interval = Duration::from_micros(self.load.sample_interval_us.max(1000));
+        let interval = crate::common::sample_interval(self.load.sample_interval);
         let sampled = AtomicBool::new(false);
         let mut last = std::thread::scope(|scope| {
             let sampler = scope.spawn(|| pair::sample_until(&self.served, epoch, series, interval, &sampled));

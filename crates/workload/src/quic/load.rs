@@ -106,8 +106,8 @@ pub(crate) struct OneConnection<'a> {
     pub sender: Side,
     /// The server's port here (a far end's is its own).
     pub port: u16,
-    pub timeout_s: f64,
-    pub sample_interval_us: u64,
+    pub timeout: Duration,
+    pub sample_interval: Duration,
     /// What its server answers (a far end has its own copy, `QuicRequests`).
     pub store: Arc<dyn Store>,
 }
@@ -147,7 +147,7 @@ struct Here {
 
 impl OneConnection<'_> {
     /// Sets the connection up, then runs `client` on the client's end of it until it ends,
-    /// the stop flag is set or the deadline (`timeout_s` from now, setup included) passes. A
+    /// the stop flag is set or the deadline (`timeout` from now, setup included) passes. A
     /// run stopped before it began sets nothing up.
     pub(crate) fn run<T>(self, client: impl AsyncFnOnce(&Connection) -> T) -> Result<LoadEnd<T>, WorkloadError> {
         let Some(r) = self.ready()? else { return self.stopped_before() };
@@ -309,10 +309,7 @@ impl OneConnection<'_> {
     /// server's endpoint (it listens before the client dials); `None` when the run was
     /// stopped already.
     fn ready(&self) -> Result<Option<Ready>, WorkloadError> {
-        if !(self.timeout_s > 0.0 && self.timeout_s.is_finite()) {
-            return Err(WorkloadError::Setup(format!("timeout_s must be positive, got {}", self.timeout_s)));
-        }
-        let deadline = Instant::now() + Duration::from_secs_f64(self.timeout_s);
+        let deadline = crate::common::deadline(self.timeout)?;
         if self.over.stop().load(Ordering::SeqCst) {
             return Ok(None);
         }
@@ -336,7 +333,7 @@ impl OneConnection<'_> {
     /// a thread of its own; how it ended, when, and the sampler's last delivery mark.
     fn race<F: Future>(&self, r: &Ready, once: &OnceLock<Held>, load: F) -> (Finish<F::Output>, Instant, (Instant, u64)) {
         let (stop, epoch, series) = (self.over.stop(), self.over.epoch(), self.over.series());
-        let interval = Duration::from_micros(self.sample_interval_us.max(1000));
+        let interval = crate::common::sample_interval(self.sample_interval);
         let done = AtomicBool::new(false);
         std::thread::scope(|s| {
             let sampler = s.spawn(|| pair::sample_until(once, epoch, series, interval, &done));
