@@ -72,8 +72,15 @@ fn check_complete(r: &ObjectsResult, series: &MemorySeries, spec: &ObjectsSpec) 
     assert!(samples.windows(2).all(|w| w[0].t_us <= w[1].t_us), "samples out of order");
     assert!(samples.iter().any(|s| s.min_rtt_us >= 19_000 && s.bytes_in_flight > 0), "no sample saw the path's RTT with data in flight");
     let link_bps = LINK_MBIT as f64 * 1e6;
-    let fastest = samples.iter().map(|s| s.delivery_rate_bps).max().unwrap_or(0);
-    assert!(fastest as f64 <= 4.0 * link_bps, "a delivery rate of {fastest} bit/s on a {link_bps} bit/s link");
+    // The sampled rate is acknowledged bytes over the time between samples: a connection whose
+    // runtime was held off the CPU acknowledges a backlog at once, so one sample may read 6×
+    // the link (CI saw 293 Mbit/s on 50 at load 6). A wrong unit (bytes as bits, µs as ms)
+    // would move them all; the 90th percentile must stay within twice the link.
+    let mut rates: Vec<u64> = samples.iter().map(|s| s.delivery_rate_bps).collect();
+    rates.sort_unstable();
+    let p90 = rates.get(rates.len() * 9 / 10).copied().unwrap_or(0);
+    assert!(p90 as f64 <= 2.0 * link_bps, "a delivery rate of {p90} bit/s (90th percentile of {}) on a {link_bps} bit/s link", rates.len());
+    assert!(rates.last().is_some_and(|&r| r > 0), "no sample saw data delivered");
     assert_eq!(series.quic.lock().unwrap().len(), 1);
     assert!(series.tcp.lock().unwrap().is_empty() && series.received.lock().unwrap().is_empty());
     // QUIC's payload per 1500-byte packet is below TCP's: under the link, above a sane share.
