@@ -289,9 +289,11 @@ fn judge(
     for r in &result.runs {
         let Some(files) = r.series.as_ref().filter(|_| r.status == Status::Complete) else { continue };
         let rows = series::rows(&dir.join(&files.tcp)).map_err(|e| format!("run {}: {e:#}", r.index))?;
-        // One flow per run: its sending socket.
+        // One flow per run: its sending socket, and its controller's own state changes.
+        let senders = r.workload.as_ref().map(|w| w.senders()).unwrap_or_default();
+        let events = senders.first().map_or(&[][..], |s| s.bbr_events);
         if let Some(rows) = rows.into_values().next() {
-            traces.push(series::trace(&rows, facts, SAMPLE));
+            traces.push(series::trace(&rows, facts, SAMPLE, events));
         }
     }
     if traces.is_empty() {
