@@ -47,13 +47,7 @@ pub fn trace(rows: &[TcpRow], path: PathFacts, sample_interval: Duration, events
         .iter()
         .filter_map(|e| {
             let (from, to) = (Mode::parse(&e.from)?, Mode::parse(&e.to)?);
-            (from != to).then_some(StateEvent {
-                t: Duration::from_micros(e.t_us.saturating_sub(t0)),
-                from,
-                to,
-                round: e.round,
-                full_bw_round: e.full_bw_round,
-            })
+            (from != to).then_some(StateEvent { t: Duration::from_micros(e.t_us.saturating_sub(t0)), from, to, round: e.round, full_bw_round: e.full_bw_round })
         })
         .collect();
     let points = rows

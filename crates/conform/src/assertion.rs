@@ -458,7 +458,11 @@ fn startup_exit(trace: &Trace, rule: Rule) -> RunCheck {
             n,
             n,
             n,
-            format!("full_bw last grew 25 % in round {grew}; STARTUP → {} in round {round} at {}: {n:.0} rounds (BBR.round_count, exact)", e.to.name(), ms(e.t)),
+            format!(
+                "full_bw last grew 25 % in round {grew}; STARTUP → {} in round {round} at {}: {n:.0} rounds (BBR.round_count, exact)",
+                e.to.name(),
+                ms(e.t)
+            ),
         );
     }
     if !trace.has(|p| p.bw_bps.is_some()) {
