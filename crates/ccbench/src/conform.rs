@@ -289,9 +289,11 @@ fn judge(
     for r in &result.runs {
         let Some(files) = r.series.as_ref().filter(|_| r.status == Status::Complete) else { continue };
         let rows = series::rows(&dir.join(&files.tcp)).map_err(|e| format!("run {}: {e:#}", r.index))?;
-        // One flow per run: its sending socket.
+        // One flow per run: its sending socket, and its controller's own state changes.
+        let senders = r.workload.as_ref().map(|w| w.senders()).unwrap_or_default();
+        let events = senders.first().map_or(&[][..], |s| s.bbr_events);
         if let Some(rows) = rows.into_values().next() {
-            traces.push(series::trace(&rows, facts, SAMPLE));
+            traces.push(series::trace(&rows, facts, SAMPLE, events));
         }
     }
     if traces.is_empty() {
@@ -320,10 +322,13 @@ pub(crate) fn write_qlogs(result: &ExperimentResult, out: &Path) -> anyhow::Resu
             continue;
         }
         let dir = tcp.parent().unwrap_or(out).to_path_buf();
+        // The first sender's state changes go with the first socket, as in `judge`.
+        let senders = r.workload.as_ref().map(|w| w.senders()).unwrap_or_default();
+        let mut events = senders.first().map_or(&[][..], |s| s.bbr_events);
         for (socket, rows) in series::rows(&tcp)? {
             let title = format!("ccbench run {} {} {}", r.index, r.cc, socket);
             let file = dir.join(format!("{}.sqlog", slug(&socket)));
-            std::fs::write(&file, ccbench_conform::qlog::write(&title, "server", &series::qlog_samples(&rows)))?;
+            std::fs::write(&file, ccbench_conform::qlog::write(&title, "server", &series::qlog_samples(&rows, std::mem::take(&mut events))))?;
             written.push(file);
         }
     }

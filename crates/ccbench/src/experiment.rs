@@ -490,7 +490,10 @@ fn judge_trace(plan: &Plan, out: &Path, record: &mut RunRecord) {
     if let (Some(m), Some(files)) = (record.metrics.as_mut(), &record.series) {
         let interval = std::time::Duration::from_micros(plan.workload.sample_interval_us());
         let path = plan.path_figures();
-        m.trace = crate::trace_expect::run_checks(&plan.expect, path, |e| crate::judge::threshold(e, path), interval, &out.join(&files.tcp));
+        // The first sender's, as the trace is the first sending socket's.
+        let senders = record.workload.as_ref().map(|w| w.senders()).unwrap_or_default();
+        let events = senders.first().map_or(&[][..], |s| s.bbr_events);
+        m.trace = crate::trace_expect::run_checks(&plan.expect, path, |e| crate::judge::threshold(e, path), interval, &out.join(&files.tcp), events);
     }
 }
 

@@ -1,12 +1,14 @@
 //! A run's sender series (`tcp.csv.gz`) read back as the state trace the conformance suite
 //! judges ([`Trace`]): kernel BBR's rows carry TCP_CC_INFO (bw, min_rtt, gains, the mode
-//! inferred from them, no phase); QUIC BBR's carry its own state, the draft's whole model.
+//! inferred from them, no phase); QUIC BBR's carry its own state, the draft's whole model, and
+//! its flow's `bbr_events` in result.json its own transitions with their round counts.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use ccbench_conform::trace::{Mode, PathFacts, Phase, Point, Trace};
+use ccbench_conform::trace::{Mode, PathFacts, Phase, Point, StateEvent, Trace};
+use ccbench_model::workload::BbrEvent;
 
 use crate::series::{for_each_row, TcpRow};
 
@@ -35,9 +37,19 @@ fn full(r: &TcpRow) -> Option<()> {
     r.bbr_round_count.map(|_| ())
 }
 
-/// One socket's rows as a trace on `path`.
-pub fn trace(rows: &[TcpRow], path: PathFacts, sample_interval: Duration) -> Trace {
+/// One socket's rows as a trace on `path`, with the controller's own state changes (`events`,
+/// its flow's `bbr_events`; empty where it records none). Both are timed from the run's epoch;
+/// the trace from the socket's first row.
+pub fn trace(rows: &[TcpRow], path: PathFacts, sample_interval: Duration, events: &[BbrEvent]) -> Trace {
     let t0 = rows.first().map_or(0, |r| r.t_us);
+    // Changes of mode only (a ProbeBW phase change is one too in QUIC BBR's events).
+    let events = events
+        .iter()
+        .filter_map(|e| {
+            let (from, to) = (Mode::parse(&e.from)?, Mode::parse(&e.to)?);
+            (from != to).then_some(StateEvent { t: Duration::from_micros(e.t_us.saturating_sub(t0)), from, to, round: e.round, full_bw_round: e.full_bw_round })
+        })
+        .collect();
     let points = rows
         .iter()
         .map(|r| Point {
@@ -63,5 +75,5 @@ pub fn trace(rows: &[TcpRow], path: PathFacts, sample_interval: Duration) -> Tra
             extra_acked_bytes: r.bbr_extra_acked,
         })
         .collect();
-    Trace { path, sample_interval, points }
+    Trace { path, sample_interval, points, events }
 }

@@ -85,14 +85,16 @@ fn rule(op: Op, threshold: f64) -> Rule {
 }
 
 /// Every trace expectation of `exps` judged on one run's series (`tcp` under the experiment's
-/// directory): the first sending socket's trace (trace figures need one flow per run).
-/// `threshold` is each one's on this path (`judge::threshold`).
+/// directory): the first sending socket's trace (trace figures need one flow per run), with the
+/// first sender's own state changes (`events`, its `bbr_events`). `threshold` is each one's on
+/// this path (`judge::threshold`).
 pub(crate) fn run_checks(
     exps: &[Expectation],
     path: PathFigures,
     threshold: impl Fn(&Expectation) -> Result<f64, String>,
     sample_interval: Duration,
     tcp: &Path,
+    events: &[ccbench_model::workload::BbrEvent],
 ) -> Vec<TraceCheck> {
     let wanted: Vec<(&Expectation, TraceFigure)> = exps
         .iter()
@@ -125,7 +127,7 @@ pub(crate) fn run_checks(
         mss: crate::state_trace::PACKET,
         rate_step: None,
     };
-    let trace = crate::state_trace::trace(&rows, facts, sample_interval);
+    let trace = crate::state_trace::trace(&rows, facts, sample_interval, events);
     wanted
         .into_iter()
         .map(|(e, figure)| match (assertion(figure), threshold(e)) {

@@ -228,8 +228,8 @@ fn the_bbr_startup_preset_passes_and_stricter_trace_figures_fail() {
     assert_eq!(o.status.code(), Some(0), "the preset's figures pass: {}", text(&o));
     let (v, got) = judged_by_cc(&out);
     let want = triples(&[
-        ("quic:bbr3", "startup_exit_rounds <= 5", "pass"),
-        ("tcp:bbr", "startup_exit_rounds <= 5", "pass"),
+        ("quic:bbr3", "quic:bbr3:startup_exit_rounds <= 3", "pass"),
+        ("tcp:bbr", "tcp:bbr:startup_exit_rounds <= 5", "pass"),
         ("quic:bbr3", "pacing_gain(STARTUP) >= 2.75", "pass"),
         ("tcp:bbr", "pacing_gain(STARTUP) >= 2.75", "pass"),
         ("quic:bbr3", "quic:bbr3:next_state(STARTUP,DRAIN) >= 100%", "pass"),

@@ -116,6 +116,12 @@ fn interval_misses(rule: Rule, lo: f64, hi: f64) -> bool {
     }
 }
 
+/// What a plateau counted between samples is allowed beyond the draft's rounds: the samples
+/// do not carry the round in which full_bw last grew, and the estimate crosses 1/1.25 of its exit
+/// value in that round or the one before (v3 tests the round's first delivery-rate sample, which
+/// max_bw may already have passed), so the bracket starts up to a round early.
+pub const SAMPLED_PLATEAU_ROUNDS: f64 = 1.0;
+
 /// Which gain an assertion reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Gain {
@@ -128,7 +134,10 @@ pub enum Gain {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Assertion {
     /// §5.3.1.2: STARTUP is left within `rounds` round trips after the bandwidth estimate stops
-    /// growing by 25 % (counted from the first sample within 1/1.25 of the estimate at exit).
+    /// growing by 25 %. Exact where the controller recorded its exit's round counts (our QUIC
+    /// BBR: BBR.round_count at the exit less the round full_bw last grew 25 %); else bracketed
+    /// from the first sample within 1/1.25 of the estimate at exit, judged with one round more
+    /// ([`SAMPLED_PLATEAU_ROUNDS`]).
     StartupExitAfterPlateau { rounds: f64 },
     /// §5.3.2: DRAIN lasts at most `rounds` round trips.
     DrainAtMost { rounds: f64 },
@@ -193,7 +202,9 @@ impl Assertion {
     /// The rule its figure must meet on this path.
     pub fn rule(&self, trace: &Trace) -> Rule {
         match *self {
-            Assertion::StartupExitAfterPlateau { rounds } | Assertion::DrainAtMost { rounds } => Rule::AtMost(rounds),
+            Assertion::StartupExitAfterPlateau { rounds } if trace.startup_exit_rounds().is_some() => Rule::AtMost(rounds),
+            Assertion::StartupExitAfterPlateau { rounds } => Rule::AtMost(rounds + SAMPLED_PLATEAU_ROUNDS),
+            Assertion::DrainAtMost { rounds } => Rule::AtMost(rounds),
             Assertion::NextState { .. } => Rule::AtLeast(1.0),
             Assertion::BwNearLink { lo, hi } => Rule::Between(lo, hi),
             Assertion::CwndAtLeast { packets } => Rule::AtLeast(packets),
@@ -437,6 +448,23 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 }
 
 fn startup_exit(trace: &Trace, rule: Rule) -> RunCheck {
+    // Exact where the controller recorded its rounds: §5.3.1.2 BBRCheckFullBWReached counts
+    // full_bw_count from the round full_bw last grew 25 %, and BBRCheckStartupDone leaves at the
+    // count's 3rd round (BBRStartupFullBwCount), in the same ACK's update.
+    if let Some((e, round, grew)) = trace.startup_exit_rounds() {
+        let n = round.saturating_sub(grew) as f64;
+        return RunCheck::judged(
+            rule,
+            n,
+            n,
+            n,
+            format!(
+                "full_bw last grew 25 % in round {grew}; STARTUP → {} in round {round} at {}: {n:.0} rounds (BBR.round_count, exact)",
+                e.to.name(),
+                ms(e.t)
+            ),
+        );
+    }
     if !trace.has(|p| p.bw_bps.is_some()) {
         return RunCheck::unseen("the stack shows no bandwidth estimate");
     }
@@ -791,6 +819,7 @@ mod tests {
             path: PathFacts { rate_bps: 10e6, rtt: Duration::from_millis(40), mss: 1448, rate_step: None },
             sample_interval: Duration::from_millis(10),
             points,
+            events: Vec::new(),
         }
     }
 
@@ -875,6 +904,7 @@ mod tests {
                 path: PathFacts { rate_bps: 10e6, rtt: Duration::from_millis(40), mss: 1448, rate_step: Some((Duration::from_secs(1), 1e6)) },
                 sample_interval: Duration::from_millis(10),
                 points,
+                events: Vec::new(),
             }
         };
         let a = Assertion::BwFollowsStepInCycles { within: 0.25, cycles: 2.0 };
@@ -884,5 +914,33 @@ mod tests {
         assert_eq!((c.outcome, c.lo), (Outcome::Fail, 4.0), "{}", c.evidence);
         let c = a.check(&run(u64::MAX, 1700));
         assert_eq!(c.outcome, Outcome::NotObservable, "{}", c.evidence);
+    }
+
+    /// A.1 counted exactly where the controller recorded its rounds: 3 rounds from full_bw's
+    /// last 25 % growth pass ≤ 3, 4 fail it; without the rounds (kernel BBR, older results) the
+    /// sampled bracket is judged against one round more.
+    #[test]
+    fn a_startup_exit_with_recorded_rounds_is_exact_and_judged_against_the_drafts_3() {
+        use crate::trace::StateEvent;
+        let mut t = trace(&[(0, Mode::Startup, None), (100, Mode::Startup, None), (400, Mode::Drain, None), (500, Mode::ProbeBw, None)]);
+        for (i, p) in t.points.iter_mut().enumerate() {
+            p.bw_bps = Some(if i == 0 { 1e6 } else { 10e6 });
+        }
+        let a = Assertion::StartupExitAfterPlateau { rounds: 3.0 };
+        assert_eq!(a.rule(&t), Rule::AtMost(4.0), "sampled: one round more");
+        let sampled = a.check(&t);
+        assert!(sampled.evidence.contains("1/1.25"), "{}", sampled.evidence);
+        let exit = |round, full_bw_round| StateEvent { t: Duration::from_millis(390), from: Mode::Startup, to: Mode::Drain, round, full_bw_round };
+        t.events = vec![exit(Some(12), Some(9))];
+        assert_eq!(a.rule(&t), Rule::AtMost(3.0));
+        let c = a.check(&t);
+        assert_eq!((c.outcome, c.lo, c.hi), (Outcome::Pass, 3.0, 3.0), "{}", c.evidence);
+        assert!(c.evidence.contains("full_bw last grew 25 % in round 9; STARTUP → DRAIN in round 12 at 390 ms: 3 rounds"), "{}", c.evidence);
+        t.events = vec![exit(Some(13), Some(9))];
+        assert_eq!(a.check(&t).outcome, Outcome::Fail);
+        // An exit into PROBE_RTT is not STARTUP's end; an event without rounds is not exact.
+        t.events = vec![StateEvent { to: Mode::ProbeRtt, ..exit(Some(13), Some(9)) }, exit(None, None)];
+        assert_eq!(a.rule(&t), Rule::AtMost(4.0));
+        assert_eq!(a.check(&t), sampled);
     }
 }

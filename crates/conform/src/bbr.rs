@@ -243,9 +243,10 @@ const fn ms(m: u64) -> Duration {
 }
 
 // The figures, each from the draft unless said otherwise.
-/// §5.3.1.2: 3 rounds without 25 % growth; +1 for where in its round the estimate crossed
-/// 1/1.25 of its final value (the trace does not carry BBR's round boundaries).
-const STARTUP_ROUNDS: f64 = 4.0;
+/// §5.3.1.2: 3 rounds without 25 % growth (BBRStartupFullBwCount), judged exactly where the
+/// controller records its rounds and with one more round on a sampled bracket
+/// (`assertion::SAMPLED_PLATEAU_ROUNDS`).
+const STARTUP_ROUNDS: f64 = 3.0;
 /// §5.3.2 (-06): DRAIN ends once inflight ≤ BDP, and after 3 rounds at the latest; +1 as above.
 const DRAIN_ROUNDS: f64 = 4.0;
 /// §5.3.1: BBRStartupPacingGain = 4 ln 2 = 2.77, BBRStartupCwndGain = 2.

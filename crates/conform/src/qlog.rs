@@ -6,8 +6,17 @@
 //! draft-ietf-quic-qlog-quic-events-02/-03 (`qlog_version` "0.3", `qlog_format` "JSON-SEQ"),
 //! the version qvis reads. Events, from ccbench's 10 ms samples of the sending connection (so
 //! their times are the sample's, not the packet's):
-//! * `recovery:metrics_updated` — cwnd, bytes in flight, RTTs, pacing rate, when any changed;
-//! * `recovery:congestion_state_updated` — each change of BBR's state (`PROBE_BW_UP`, …);
+//! * `recovery:metrics_updated` — cwnd, bytes in flight, RTTs, pacing rate, when any changed,
+//!   and BBR's `round_count` (draft-ietf-ccwg-bbr §5.5.1): quic-events-03 §"metrics_updated"
+//!   lets the event "contain any number of unspecified fields to support different recovery
+//!   approaches";
+//! * `recovery:congestion_state_updated` — each change of BBR's state (`PROBE_BW_UP`, …), with
+//!   the controller's own `round` and `full_bw_round` at that change where it recorded them
+//!   (result.json's `bbr_events`; §5.3.1.2: on leaving STARTUP, `round - full_bw_round` is the
+//!   rounds without 25 % growth). -03's definition (`old`, `new`, `trigger`) has no place for
+//!   them; the later drafts give the event an extension point for exactly this
+//!   (`QUICCongestionStateUpdated`'s `* $$quic-congestionstateupdated-extension`), and qlog
+//!   tools show unknown fields as they are;
 //! * `recovery:packet_lost` — one per packet counted lost since the previous sample (no packet
 //!   number: the sample does not carry it, and every field of the event is optional).
 
@@ -32,6 +41,12 @@ pub struct Sample {
     pub state: Option<String>,
     /// Packets declared lost so far (cumulative).
     pub lost_packets: u64,
+    /// BBR.round_count as sampled (§5.5.1).
+    pub round_count: Option<u64>,
+    /// The controller's own BBR.round_count and full_bw_round at the state change first seen
+    /// in this sample, where it recorded them (see the module's documentation).
+    pub state_round: Option<u64>,
+    pub state_full_bw_round: Option<u64>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -69,6 +84,7 @@ pub fn write(title: &str, vantage_point: &str, samples: &[Sample]) -> String {
         put("latest_rtt", s.latest_rtt.map(|d| json!(ms(d))));
         put("min_rtt", s.min_rtt.map(|d| json!(ms(d))));
         put("pacing_rate", s.pacing_rate_bps.map(Value::from));
+        put("round_count", s.round_count.map(Value::from));
         let changed: Map<String, Value> = metrics.iter().filter(|(k, v)| last_metrics.get(*k) != Some(*v)).map(|(k, v)| (k.clone(), v.clone())).collect();
         if !changed.is_empty() {
             push(&mut out, &json!({ "time": time, "name": "recovery:metrics_updated", "data": changed }));
@@ -79,6 +95,12 @@ pub fn write(title: &str, vantage_point: &str, samples: &[Sample]) -> String {
                 let mut data = json!({ "new": state });
                 if let Some(old) = last_state {
                     data["old"] = json!(old);
+                }
+                if let Some(r) = s.state_round {
+                    data["round"] = json!(r);
+                }
+                if let Some(r) = s.state_full_bw_round {
+                    data["full_bw_round"] = json!(r);
                 }
                 push(&mut out, &json!({ "time": time, "name": "recovery:congestion_state_updated", "data": data }));
                 last_state = Some(state);
@@ -122,8 +144,10 @@ mod tests {
             pacing_rate_bps: Some(10_000_000),
             state: Some(state.into()),
             lost_packets: lost,
+            ..Sample::default()
         };
-        let text = write("t", "server", &[s(0, "STARTUP", 0, 12_000), s(10, "STARTUP", 0, 12_000), s(20, "DRAIN", 2, 24_000)]);
+        let drain = Sample { state_round: Some(12), state_full_bw_round: Some(9), ..s(20, "DRAIN", 2, 24_000) };
+        let text = write("t", "server", &[s(0, "STARTUP", 0, 12_000), s(10, "STARTUP", 0, 12_000), drain]);
         assert!(text.ends_with('\n'));
         let recs = parse(&text).unwrap();
         assert_eq!(recs[0]["qlog_format"], "JSON-SEQ");
@@ -141,7 +165,8 @@ mod tests {
                 "recovery:packet_lost"
             ]
         );
-        assert_eq!(recs[4]["data"], json!({ "old": "STARTUP", "new": "DRAIN" }));
+        assert_eq!(recs[4]["data"], json!({ "old": "STARTUP", "new": "DRAIN", "round": 12, "full_bw_round": 9 }));
+        assert_eq!(recs[2]["data"], json!({ "new": "STARTUP" }));
         assert_eq!(recs[3]["data"], json!({ "congestion_window": 24_000, "bytes_in_flight": 12_000 }));
         assert!(parse("{}").is_err());
     }

@@ -125,6 +125,21 @@ impl PathFacts {
     }
 }
 
+/// A state change as the controller itself recorded it (not seen between samples): QUIC BBR's
+/// own events. Kernel BBR records none.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StateEvent {
+    /// Since the flow started (the trace's first point).
+    pub t: Duration,
+    pub from: Mode,
+    pub to: Mode,
+    /// BBR.round_count at the change (§5.5.1), where the controller counts it.
+    pub round: Option<u64>,
+    /// BBR.round_count when full_bw last grew by 25 % or was reset (§5.3.1.2
+    /// BBRCheckFullBWReached).
+    pub full_bw_round: Option<u64>,
+}
+
 /// The state series of one run of one controller.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trace {
@@ -132,6 +147,9 @@ pub struct Trace {
     /// How far apart the points are: the time resolution of everything seen in the trace.
     pub sample_interval: Duration,
     pub points: Vec<Point>,
+    /// The controller's own state changes, in time order, where it records them (empty where
+    /// not): what an assertion can count exactly instead of bracketing between samples.
+    pub events: Vec<StateEvent>,
 }
 
 /// What a count of rounds was measured with.
@@ -231,6 +249,14 @@ impl Trace {
             prev_mode = Some(mode);
         }
         Some(out)
+    }
+
+    /// The first exit from STARTUP as the controller recorded it, with both its round counts:
+    /// what makes A.1's plateau exact (`round - full_bw_round`). An exit into PROBE_RTT is not
+    /// one: ProbeRTT interrupts STARTUP (§5.3.4.3) and returns to it (§5.3.4.4).
+    pub fn startup_exit_rounds(&self) -> Option<(StateEvent, u64, u64)> {
+        let e = self.events.iter().find(|e| e.from == Mode::Startup && e.to != Mode::ProbeRtt)?;
+        Some((*e, e.round?, e.full_bw_round?))
     }
 
     /// Whether any point has this field.

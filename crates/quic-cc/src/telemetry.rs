@@ -105,6 +105,12 @@ pub struct StateChange {
     pub at: Instant,
     pub from: BbrState,
     pub to: BbrState,
+    /// BBR.round_count at the transition (§5.5.1).
+    pub round: u64,
+    /// BBR.round_count when full_bw last grew by 25 % or was reset (§5.3.1.2
+    /// BBRCheckFullBWReached): on a plateau exit from STARTUP, `round - full_bw_round` is the
+    /// rounds without growth, 3 by the draft (BBRStartupFullBwCount).
+    pub full_bw_round: u64,
 }
 
 /// Events kept if nobody takes them; a 10 ms reader never gets near this.

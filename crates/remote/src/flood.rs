@@ -109,12 +109,10 @@ fn hostile_server(listener: TcpListener, secret: Secret, flood: Flood) -> u64 {
     let name = |n: usize| format!("STARTUP{}", "x".repeat(n - 7));
     let msg = |i: u64| match flood {
         Flood::BbrEvents => {
-            let events = (0..200).map(|k| BbrEvent { t_us: i * 200 + k, from: name(100), to: name(100) }).collect();
+            let events = (0..200).map(|k| BbrEvent::new(i * 200 + k, name(100), name(100))).collect();
             ServerMsg::BbrEvents { flow: 0, events }
         }
-        Flood::LongState => {
-            ServerMsg::BbrEvents { flow: 0, events: (0..10).map(|k| BbrEvent { t_us: i * 10 + k, from: name(3_000), to: name(3_000) }).collect() }
-        }
+        Flood::LongState => ServerMsg::BbrEvents { flow: 0, events: (0..10).map(|k| BbrEvent::new(i * 10 + k, name(3_000), name(3_000))).collect() },
         Flood::Accepted => ServerMsg::Accepted { conn: 0, cc_read_back: Some("cubic".into()), mismatch: None },
         Flood::AnnouncedFlows => ServerMsg::Accepted { conn: 1000, cc_read_back: Some("cubic".into()), mismatch: None },
         Flood::QuicEnds => ServerMsg::QuicConnectionEnd { flow: 0, final_quic: Some(Box::new(QuicSample { t_us: 1, ..QuicSample::default() })) },

@@ -504,7 +504,7 @@ mod tests {
             ServerMsg::QuicReady { port: 4433, token: hex(&[9; 16]), cert: hex(&[1, 2, 3]) },
             ServerMsg::QuicConnected { conn: 0, read_back: "quic:bbr3".into() },
             ServerMsg::QuicSample { flow: 0, sample: Box::new(sample.clone()) },
-            ServerMsg::BbrEvents { flow: 0, events: vec![BbrEvent { t_us: 5, from: "STARTUP".into(), to: "DRAIN".into() }] },
+            ServerMsg::BbrEvents { flow: 0, events: vec![BbrEvent::new(5, "STARTUP", "DRAIN")] },
             ServerMsg::QuicConnectionEnd { flow: 0, final_quic: Some(Box::new(sample)) },
             ServerMsg::QuicDone { ends: vec![FlowEnd { id: 0, sent: true, ..FlowEnd::default() }], dropped_samples: 3, more: false },
             ServerMsg::Done { ends: vec![FlowEnd { id: 1, ..FlowEnd::default() }], dropped_samples: 0, more: true },

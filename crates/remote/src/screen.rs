@@ -246,7 +246,7 @@ mod tests {
         assert!(e.contains("welcome") && e.contains("congestion_controls") && e.contains("129 bytes"), "{e}");
         let e = screen(welcome(vec!["a".into(); MAX_LIST + 1])).unwrap_err();
         assert!(e.contains("lists 1025 congestion_controls"), "{e}");
-        let events = vec![ccbench_workload::BbrEvent { t_us: 1, from: "STARTUP".into(), to: "D".repeat(60_000) }];
+        let events = vec![ccbench_workload::BbrEvent::new(1, "STARTUP", "D".repeat(60_000))];
         let e = screen(ServerMsg::BbrEvents { flow: 0, events }).unwrap_err();
         assert!(e.contains("bbr_events") && e.contains("to of 60000 bytes"), "{e}");
         let ok = screen(ServerMsg::Error { message: "m".repeat(MAX_TEXT) });

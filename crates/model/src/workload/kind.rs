@@ -173,6 +173,8 @@ pub struct SenderView<'a> {
     /// What held it back, and how it lost (issue 30); `None` where not recorded.
     pub limited_by: Option<&'a super::LimitedBy>,
     pub mechanism: Option<&'a super::Mechanism>,
+    /// QUIC BBR's state changes (empty where none were recorded).
+    pub bbr_events: &'a [super::BbrEvent],
 }
 
 /// A read-back as a [`SenderRecord`] keeps it: always there, or not always.
@@ -205,6 +207,7 @@ impl<R: KeptReadBack> SenderRecord<R> {
             cc_requested: &self.cc_requested,
             limited_by: self.limited_by.as_ref(),
             mechanism: self.mechanism.as_ref(),
+            bbr_events: &self.bbr_events,
         }
     }
 }

@@ -120,7 +120,8 @@ mod tests {
             "id": 0, "sender": "server", "cc_requested": "quic:bbr3", "start_s": 0.0, "cc_read_back": "quic:bbr3", "transport": "quic",
             "cc_receiver": "quic:cubic", "warning": "ends differ", "client_port": 4000, "bytes_received": 10, "goodput_bps": 80.0,
             "completed": true, "completion_time_s": null, "final_tcp_info": null, "final_quic": quic,
-            "bbr_events": [{"t_us": 5, "from": "STARTUP", "to": "DRAIN"}], "error": null
+            "bbr_events": [{"t_us": 5, "from": "STARTUP", "to": "DRAIN", "round": 12, "full_bw_round": 9}, {"t_us": 7, "from": "DRAIN", "to": "PROBE_BW_DOWN"}],
+            "error": null
         }));
         round_trip::<FlowResult>(json!({
             "id": 1, "sender": "client", "cc_requested": "cubic", "start_s": 1.5, "cc_read_back": "cubic", "transport": "tcp",
@@ -152,4 +153,20 @@ pub struct BbrEvent {
     pub t_us: u64,
     pub from: String,
     pub to: String,
+    /// BBR.round_count at the change (draft-ietf-ccwg-bbr §5.5.1), where the controller shows
+    /// it (our QUIC BBR; kernel BBR's TCP_CC_INFO does not). Absent in results written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<u64>,
+    /// BBR.round_count when full_bw last grew by 25 % or was reset (§5.3.1.2
+    /// BBRCheckFullBWReached): on a plateau exit from STARTUP, `round - full_bw_round` is the
+    /// rounds without growth, exactly (the draft's BBRStartupFullBwCount is 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_bw_round: Option<u64>,
+}
+
+impl BbrEvent {
+    /// A change without round counts (kernel BBR, or a result written before them).
+    pub fn new(t_us: u64, from: impl Into<String>, to: impl Into<String>) -> Self {
+        BbrEvent { t_us, from: from.into(), to: to.into(), round: None, full_bw_round: None }
+    }
 }

@@ -9,7 +9,10 @@ use super::BbrParams;
 
 /// The defects by name, each with what it breaks.
 pub const DEFECTS: &[(&str, &str)] = &[
-    ("startup-plateau-rounds=N", "STARTUP leaves after N rounds without 25 % growth, not 3 (§5.3.1.2; A.1 fails from N = 6)"),
+    (
+        "startup-plateau-rounds=N",
+        "STARTUP leaves after N rounds without 25 % growth, not 3 (§5.3.1.2; A.1, counted from its recorded rounds, fails from N = 4)",
+    ),
     ("probe-rtt-never", "PROBE_RTT never runs (§5.3.4)"),
     ("max-bw-never-forgets", "the max_bw filter keeps its highest sample forever (§5.5.3; A.14)"),
     ("max-bw-counts-app-limited", "app-limited samples enter max_bw and advance its filter (§5.5.5; A.6)"),

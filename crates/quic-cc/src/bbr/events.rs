@@ -205,7 +205,8 @@ impl Bbr {
         self.pacing_gain = pacing_gain;
         self.cwnd_gain = cwnd_gain;
         if to != self.state {
-            self.telemetry.record(StateChange { at: self.now, from: self.state, to });
+            let (round, full_bw_round) = (self.round_count, self.full_bw_round);
+            self.telemetry.record(StateChange { at: self.now, from: self.state, to, round, full_bw_round });
             self.state = to;
         }
     }

@@ -432,6 +432,10 @@ pub struct Bbr {
     // Startup (§5.3.1).
     full_bw: f64,
     full_bw_count: u32,
+    /// BBR.round_count when full_bw last grew 25 % (or was reset): where §5.3.1.2's
+    /// full_bw_count starts counting, so that a STARTUP exit's round minus this is the number
+    /// of rounds the plateau lasted (app-limited rounds included, which the count skips).
+    full_bw_round: u64,
     full_bw_now: bool,
     full_bw_reached: bool,
     ssthresh: Option<u64>,
@@ -560,6 +564,7 @@ impl Bbr {
             idle_restart: false,
             full_bw: 0.0,
             full_bw_count: 0,
+            full_bw_round: 0,
             full_bw_now: false,
             full_bw_reached: false,
             ssthresh: None,

@@ -28,6 +28,7 @@ impl Bbr {
     pub(super) fn reset_full_bw(&mut self) {
         self.full_bw = 0.0;
         self.full_bw_count = 0;
+        self.full_bw_round = self.round_count;
         self.full_bw_now = false;
     }
 

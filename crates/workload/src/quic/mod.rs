@@ -62,8 +62,19 @@ pub(crate) type ObservedTransport = (Arc<TransportConfig>, Option<Arc<dyn BbrVie
 pub(crate) trait BbrView: Send + Sync {
     /// The state now, for the sampler.
     fn snapshot(&self) -> Option<crate::QuicBbr>;
-    /// State changes since the last call: (when, from, to).
-    fn take_events(&self) -> Vec<(std::time::Instant, String, String)>;
+    /// State changes since the last call, oldest first.
+    fn take_events(&self) -> Vec<ViewEvent>;
+}
+
+/// One state change as a [`BbrView`] shows it: when, from and to (the series' state names), and
+/// the controller's round count then and where its plateau count started (`None` where the
+/// controller does not count them).
+pub(crate) struct ViewEvent {
+    pub(crate) at: std::time::Instant,
+    pub(crate) from: String,
+    pub(crate) to: String,
+    pub(crate) round: Option<u64>,
+    pub(crate) full_bw_round: Option<u64>,
 }
 
 /// A QUIC controller this build offers: its name (as written after `quic:`), how a connection's
@@ -160,8 +171,11 @@ impl BbrView for Telemetry {
         })
     }
 
-    fn take_events(&self) -> Vec<(std::time::Instant, String, String)> {
-        Telemetry::take_events(self).into_iter().map(|e| (e.at, e.from.to_string(), e.to.to_string())).collect()
+    fn take_events(&self) -> Vec<ViewEvent> {
+        Telemetry::take_events(self)
+            .into_iter()
+            .map(|e| ViewEvent { at: e.at, from: e.from.to_string(), to: e.to.to_string(), round: Some(e.round), full_bw_round: Some(e.full_bw_round) })
+            .collect()
     }
 }
 

@@ -215,7 +215,16 @@ pub(crate) fn sample(sender: &Connection, probe: &Probe, bbr: Option<&Arc<dyn Bb
 /// The sending controller's BBR state changes since the last call, µs after `epoch`.
 pub(crate) fn bbr_events(bbr: Option<&Arc<dyn BbrView>>, epoch: Instant) -> Vec<BbrEvent> {
     let Some(view) = bbr else { return Vec::new() };
-    view.take_events().into_iter().map(|(at, from, to)| BbrEvent { t_us: at.saturating_duration_since(epoch).as_micros() as u64, from, to }).collect()
+    view.take_events()
+        .into_iter()
+        .map(|e| BbrEvent {
+            t_us: e.at.saturating_duration_since(epoch).as_micros() as u64,
+            from: e.from,
+            to: e.to,
+            round: e.round,
+            full_bw_round: e.full_bw_round,
+        })
+        .collect()
 }
 
 /// The record of the one QUIC connection of an HTTP load: both ends' controllers read back,
