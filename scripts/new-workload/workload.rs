@@ -30,8 +30,8 @@ impl FromFlags for ExchangesSpec {
             response_bytes: 1000,
             cc: Algorithm::default(),
             port: run.port,
-            sample_interval_us: run.sample_interval_us,
-            timeout_s: run.timeout_s,
+            sample_interval_us: run.sample_interval_us(),
+            timeout_s: run.timeout_s(),
         })
     }
 }
