@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::cli::BenchEmulatorArgs;
 use crate::error::UsageError;
+use crate::values::EmulatorBatch;
 use ccbench::units;
 
 /// Buffers below this would make short-RTT rows measure CUBIC's losses, not the emulator.
@@ -46,6 +47,16 @@ pub struct BenchRow {
     pub host_timer_p50_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_timer_p99_us: Option<f64>,
+    /// The same floor measured *during* the cell, by a thread beside the forwarders sleeping
+    /// for deadlines 1 ms apart (`ccbench_emu::TimerProbe`): the host's lateness under the
+    /// cell's own load, which the idle floor above does not show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_timer_cell_p50_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_timer_cell_p99_us: Option<f64>,
+    /// The emulator's batch (`--emulator-batch`, resolved for the cell when `auto`), µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_us: Option<u64>,
     /// CPU-seconds of both forwarding threads per GB of goodput.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub emulator_cpu_s_per_gb: Option<f64>,
@@ -83,6 +94,9 @@ impl BenchResult {
 
 struct Cell {
     offload: bool,
+    batch: EmulatorBatch,
+    /// More than one batch is measured: the row names its own.
+    batch_named: bool,
     /// Early wake-ups and the spin before a deadline turned off (`--compare-wake`).
     no_early_wake: bool,
     rate: Option<u64>,
@@ -138,17 +152,21 @@ pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
 
     eprintln!("measuring the veth ceiling…");
     rows.push(veth_row(&cc, seconds, &stop)?);
+    let batches = if args.emulator_batch.is_empty() { vec![EmulatorBatch::default()] } else { args.emulator_batch.clone() };
+    let batch_named = batches.len() > 1 || batches[0] != EmulatorBatch::default();
     let mut cells: Vec<Cell> = Vec::new();
     for &rtt_ns in &rtts {
         for &rate in &rates {
-            cells.push(Cell { offload: true, no_early_wake: false, rate, rtt_ns });
+            for &batch in &batches {
+                cells.push(Cell { offload: true, batch, batch_named, no_early_wake: false, rate, rtt_ns });
+            }
             if args.compare_wake {
-                cells.push(Cell { offload: true, no_early_wake: true, rate, rtt_ns });
+                cells.push(Cell { offload: true, batch: batches[0], batch_named, no_early_wake: true, rate, rtt_ns });
             }
         }
         // One packet per system call, as Mahimahi does, at the top rate: the offload's gain.
         if let Some(&top) = rates.last() {
-            cells.push(Cell { offload: false, no_early_wake: false, rate: top, rtt_ns });
+            cells.push(Cell { offload: false, batch: batches[0], batch_named, no_early_wake: false, rate: top, rtt_ns });
         }
     }
     for (i, cell) in cells.iter().enumerate() {
@@ -220,6 +238,9 @@ fn veth_row(cc: &Algorithm, seconds: f64, stop: &AtomicBool) -> anyhow::Result<B
         delay_error_p99_us: None,
         host_timer_p50_us: None,
         host_timer_p99_us: None,
+        host_timer_cell_p50_us: None,
+        host_timer_cell_p99_us: None,
+        batch_us: None,
         emulator_cpu_s_per_gb: None,
         cpu_steal: steal,
         cc: None,
@@ -269,8 +290,8 @@ pub fn run_transports(args: &crate::cli::BenchTransportsArgs) -> anyhow::Result<
     let provenance = ccbench::provenance::of_this_host();
     let mut rows = Vec::new();
     for cell in [
-        Cell { offload: true, no_early_wake: false, rate: None, rtt_ns: 0 },
-        Cell { offload: true, no_early_wake: false, rate: Some(1_000_000_000), rtt_ns: 10_000_000 },
+        Cell { offload: true, batch: EmulatorBatch::default(), batch_named: false, no_early_wake: false, rate: None, rtt_ns: 0 },
+        Cell { offload: true, batch: EmulatorBatch::default(), batch_named: false, no_early_wake: false, rate: Some(1_000_000_000), rtt_ns: 10_000_000 },
     ] {
         for cc in ccs.names() {
             eprintln!("{cc} at {} ms RTT, {}…", cell.rtt_ns as f64 / 1e6, cell.rate.map(|r| units::fmt_rate(r as f64)).unwrap_or("unlimited".into()));
@@ -324,6 +345,8 @@ pub fn transports_table(r: &BenchResult) -> String {
 /// Sleeps the host's timer floor is measured over before each cell, and their spacing.
 const TIMER_FLOOR_SAMPLES: usize = 1000;
 const TIMER_FLOOR_GAP: std::time::Duration = std::time::Duration::from_micros(100);
+/// The spacing of the timer probe's sleeps during a cell.
+const CELL_PROBE_GAP: std::time::Duration = std::time::Duration::from_millis(1);
 
 fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) -> anyhow::Result<BenchRow> {
     let mtu = 1500;
@@ -336,6 +359,7 @@ fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) ->
         }
     };
     let dir = DirectionConfig { rate, delay_ns: time::Duration::from_nanos(cell.rtt_ns / 2), loss: LossModel::None, buffer, ..Default::default() };
+    let batch_us = cell.batch.micros(cell.rate, cell.rtt_ns, mtu);
     let spec = PathSpec {
         down: dir.clone(),
         up: dir,
@@ -343,7 +367,7 @@ fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) ->
         seed: 1,
         sample_interval_us: 10_000,
         offload: cell.offload,
-        batch_us: ccbench_emu::DEFAULT_BATCH_US,
+        batch_us,
         access: Vec::new(),
         tcp_ecn: Default::default(),
     };
@@ -362,7 +386,9 @@ fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) ->
     let hook = ccbench::run_workload::WindowHook(path.window());
     let cpu_before = process_cpu_s();
     let t0 = Instant::now();
+    let probe = ccbench_emu::TimerProbe::start(CELL_PROBE_GAP);
     let (bulk, steal) = steal(|| workload(cc, seconds).run(&RunContext::new(&path.client, &path.server, SERVER_ADDR, epoch, stop).with_hook(&hook)));
+    let in_cell = probe.finish();
     let process_cpu = process_cpu_s().zip(cpu_before).map(|(b, a)| (b - a) / t0.elapsed().as_secs_f64());
     let report: PathReport = path.finish();
     let bulk = bulk?;
@@ -380,10 +406,17 @@ fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) ->
     .unwrap_or_default();
     let unconfigured = [&report.down, &report.up].iter().map(|r| Some(r.tun_tx_dropped? + r.tun_rx_dropped? + r.malformed + r.write_errors)).sum();
     Ok(BenchRow {
-        path: match (cell.offload, cell.no_early_wake) {
-            (true, false) => "emulator".into(),
-            (true, true) => "emulator, no early wake".into(),
-            (false, _) => "emulator, no offload".into(),
+        path: {
+            let base = match (cell.offload, cell.no_early_wake) {
+                (true, false) => "emulator",
+                (true, true) => "emulator, no early wake",
+                (false, _) => "emulator, no offload",
+            };
+            match (cell.batch_named, cell.batch) {
+                (false, _) => base.into(),
+                (true, EmulatorBatch::Auto) => format!("{base}, batch auto ({batch_us} µs)"),
+                (true, b) => format!("{base}, batch {b}"),
+            }
         },
         rate_bps: cell.rate,
         rtt_ms: cell.rtt_ns as f64 / 1e6,
@@ -397,6 +430,9 @@ fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) ->
         delay_error_p99_us: Some(d.lateness.p99_us),
         host_timer_p50_us: Some(floor.p50_us).filter(|_| floor.count > 0),
         host_timer_p99_us: Some(floor.p99_us).filter(|_| floor.count > 0),
+        host_timer_cell_p50_us: Some(in_cell.p50_us).filter(|_| in_cell.count > 0),
+        host_timer_cell_p99_us: Some(in_cell.p99_us).filter(|_| in_cell.count > 0),
+        batch_us: Some(batch_us),
         emulator_cpu_s_per_gb: Some((report.down.cpu_s + report.up.cpu_s) / gigabytes).filter(|x| x.is_finite()),
         cpu_steal: steal,
         cc: Some(cc.clone()),
@@ -407,11 +443,11 @@ fn emulator_row(cell: &Cell, cc: &Algorithm, seconds: f64, stop: &AtomicBool) ->
 
 /// A Markdown table, so it can go into the manual (docs/performance.md) as printed.
 pub fn table(r: &BenchResult) -> String {
-    let mut out = String::from("| path | rate | RTT | goodput | of rate | emulator CPU | CPU-s per GB | unconfigured drops | buffer drops | retransmits | delay error p50 / p99 | host timer p50 / p99 | CPU steal |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    let mut out = String::from("| path | rate | RTT | goodput | of rate | emulator CPU | CPU-s per GB | unconfigured drops | buffer drops | retransmits | delay error p50 / p99 | host timer p50 / p99 (idle) | host timer p50 / p99 (during the cell) | CPU steal |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     let opt = |x: Option<f64>, f: &dyn Fn(f64) -> String| x.map(f).unwrap_or_else(|| "–".into());
     for row in &r.rows {
         out.push_str(&format!(
-            "| {} | {} | {} ms | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} ms | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             row.path,
             row.rate_bps.map(|b| units::fmt_rate(b as f64)).unwrap_or_else(|| "unlimited".into()),
             row.rtt_ms,
@@ -428,6 +464,10 @@ pub fn table(r: &BenchResult) -> String {
                 _ => "–".into(),
             },
             match (row.host_timer_p50_us, row.host_timer_p99_us) {
+                (Some(a), Some(b)) => format!("{a:.0} / {b:.0} µs"),
+                _ => "–".into(),
+            },
+            match (row.host_timer_cell_p50_us, row.host_timer_cell_p99_us) {
                 (Some(a), Some(b)) => format!("{a:.0} / {b:.0} µs"),
                 _ => "–".into(),
             },
@@ -456,6 +496,9 @@ mod finished_tests {
             delay_error_p99_us: None,
             host_timer_p50_us: None,
             host_timer_p99_us: None,
+            host_timer_cell_p50_us: None,
+            host_timer_cell_p99_us: None,
+            batch_us: None,
             emulator_cpu_s_per_gb: None,
             cpu_steal: None,
             cc: Some(cc.parse().unwrap()),

@@ -196,6 +196,10 @@ pub struct BenchEmulatorArgs {
     /// deadline turned off (a row "emulator, no early wake"): their effect in one run.
     #[arg(long)]
     pub compare_wake: bool,
+    /// Emulator batches to measure side by side, comma-separated (as `run --emulator-batch`:
+    /// durations of at most 1ms, or auto): each rate-limited cell once per batch. [default: 25us]
+    #[arg(long, allow_hyphen_values = true, value_delimiter = ',')]
+    pub emulator_batch: Vec<EmulatorBatch>,
 }
 
 layer! {

@@ -89,7 +89,21 @@ pub fn build_for_flows(o: &PathOpts, seed: u64, sample_interval_us: u64, longest
         seed,
         sample_interval_us,
         offload: !o.no_offload,
-        batch_us: o.emulator_batch.unwrap_or_default().0 / 1000,
+        // One batch for both directions: the tighter of the two (`auto` at the faster link).
+        batch_us: rate
+            .iter()
+            .map(|r| {
+                o.emulator_batch.unwrap_or_default().micros(
+                    match r {
+                        Rate::BitsPerSec(b) => Some(*b),
+                        Rate::Unlimited => None,
+                    },
+                    rtt_ns,
+                    mtu,
+                )
+            })
+            .min()
+            .unwrap_or(ccbench_model::path::DEFAULT_BATCH_US),
         // Per-flow access links come from --flows, when the run is planned (spec.rs).
         access: Vec::new(),
         tcp_ecn: ecn.tcp_ecn(),
@@ -267,5 +281,14 @@ mod tests {
         assert_eq!(spec.down.schedule[1].delay_ns, Some(D::from_nanos(30_000_000)));
         assert!(!spec.offload);
         assert_eq!(spec.batch_us, 0);
+    }
+
+    #[test]
+    fn an_auto_batch_comes_from_the_faster_direction_and_the_rtt() {
+        assert_eq!(spec(&[]).batch_us, 25, "the default stays 25 µs");
+        assert_eq!(spec(&["--rate", "100mbit", "--rtt", "20ms", "--emulator-batch", "auto"]).batch_us, 200);
+        // 1 Gbit/s down, 10 Mbit/s up: the gigabit's two packet times bound both directions.
+        assert_eq!(spec(&["--rate-down", "1gbit", "--rate-up", "10mbit", "--rtt", "40ms", "--emulator-batch", "auto"]).batch_us, 24);
+        assert_eq!(spec(&["--rate", "unlimited", "--rtt", "1ms", "--emulator-batch", "auto"]).batch_us, 10);
     }
 }

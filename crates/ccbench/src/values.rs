@@ -354,10 +354,57 @@ duration_flag!(
     /// How often the sender and the emulator are sampled (`--sample-interval`): 1 ms to 1 s.
     SampleInterval, default 10 * NS_PER_MS, NS_PER_MS..=NS_PER_S, "an interval between 1ms and 1s"
 );
-duration_flag!(
-    /// The emulator's shortest time between wake-ups (`--emulator-batch`): at most 1 ms.
-    EmulatorBatch, default 25_000, 0..=NS_PER_MS, "at most 1ms"
-);
+/// The emulator's shortest time between wake-ups (`--emulator-batch`): a duration of at most
+/// 1 ms, or `auto`, which takes it from the path's rate and RTT
+/// ([`ccbench_model::path::auto_batch_us`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EmulatorBatch {
+    /// Nanoseconds.
+    Fixed(u64),
+    Auto,
+}
+
+impl Default for EmulatorBatch {
+    fn default() -> Self {
+        EmulatorBatch::Fixed(ccbench_model::path::DEFAULT_BATCH_US * 1000)
+    }
+}
+
+impl EmulatorBatch {
+    /// The batch in µs for a path whose slower direction runs at `rate_bps` (None: unlimited)
+    /// over a base RTT of `rtt_ns`.
+    pub fn micros(self, rate_bps: Option<u64>, rtt_ns: u64, mtu: u32) -> u64 {
+        match self {
+            EmulatorBatch::Fixed(ns) => ns / 1000,
+            EmulatorBatch::Auto => ccbench_model::path::auto_batch_us(rate_bps, rtt_ns, mtu),
+        }
+    }
+}
+
+impl FromStr for EmulatorBatch {
+    type Err = Expected;
+    fn from_str(s: &str) -> Result<Self, Expected> {
+        if s.trim() == "auto" {
+            return Ok(EmulatorBatch::Auto);
+        }
+        let ns = units::parse_duration_ns(s).or_else(|_| expected("a duration of at most 1ms, or auto"))?;
+        if ns > NS_PER_MS {
+            return expected("at most 1ms, or auto");
+        }
+        Ok(EmulatorBatch::Fixed(ns))
+    }
+}
+
+impl fmt::Display for EmulatorBatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EmulatorBatch::Fixed(ns) => fmt_ns(*ns, f),
+            EmulatorBatch::Auto => write!(f, "auto"),
+        }
+    }
+}
+
+deserialize_from_text!(EmulatorBatch);
 
 // ---------------------------------------------------------------------------------------------
 // The workload and the runs
@@ -857,8 +904,11 @@ mod tests {
         assert_eq!(refused::<RunDuration>("61min"), "a duration between 1s and 60min");
         assert_eq!(refused::<Timeout>("0.5s"), "at least 1s");
         assert_eq!(refused::<SampleInterval>("5s"), "an interval between 1ms and 1s");
-        assert_eq!(refused::<EmulatorBatch>("2ms"), "at most 1ms");
-        assert_eq!("0".parse(), Ok(EmulatorBatch(0)));
+        assert_eq!(refused::<EmulatorBatch>("2ms"), "at most 1ms, or auto");
+        assert_eq!(refused::<EmulatorBatch>("soon"), "a duration of at most 1ms, or auto");
+        assert_eq!("0".parse(), Ok(EmulatorBatch::Fixed(0)));
+        assert_eq!("auto".parse(), Ok(EmulatorBatch::Auto));
+        assert_eq!((EmulatorBatch::Auto.to_string(), EmulatorBatch::Fixed(250_000).to_string()), ("auto".into(), "250us".into()));
         assert!(refused::<Stagger>("3 fortnights").starts_with("a duration such as"));
         assert_eq!((Stagger(3_000_000_000).to_string(), Stagger(0).to_string(), Stagger(250_000).to_string()), ("3s".into(), "0s".into(), "250us".into()));
         assert_eq!(RunDuration::default(), "10s".parse().unwrap());

@@ -860,24 +860,34 @@ fn bench_emulator_takes_a_transport_prefixed_algorithm() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// `bench emulator` records the host's own timer floor beside each emulator row's delay error
-/// and the forwarders' CPU per GB (issue 33 §2, §4); `--compare-wake` adds the same cell with
-/// early wake-ups off, so their effect shows in one run.
+/// `bench emulator` records the host's own timer floor, idle before each cell and during it,
+/// beside each emulator row's delay error and the forwarders' CPU per GB (issue 33 §2, §4);
+/// `--compare-wake` adds the same cell with early wake-ups off and `--emulator-batch` a cell
+/// per batch, so their effects show in one run.
 #[test]
 fn bench_emulator_shows_the_host_timer_floor_beside_the_delay_error() {
     let _g = lock();
     let out = out_path("bench-timer-floor");
-    let o = ccbench(&["bench", "emulator", "--rates", "10mbit", "--rtts", "0", "--duration", "1s", "--compare-wake", "--out", &out.to_string_lossy()]);
+    let args = ["bench", "emulator", "--rates", "10mbit", "--rtts", "10ms", "--duration", "1s", "--compare-wake", "--emulator-batch", "25us,auto"];
+    let o = ccbench(&[&args[..], &["--out", &out.to_string_lossy()]].concat());
     assert_eq!(o.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&o.stderr));
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("| host timer p50 / p99 |"), "{stdout}");
+    assert!(stdout.contains("| host timer p50 / p99 (idle) | host timer p50 / p99 (during the cell) |"), "{stdout}");
     let bench: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("bench.json")).unwrap()).unwrap();
     let rows = bench["rows"].as_array().unwrap();
     let paths: Vec<&str> = rows.iter().map(|r| r["path"].as_str().unwrap()).collect();
-    assert_eq!(paths, ["veth", "emulator", "emulator, no early wake", "emulator, no offload"]);
+    // auto at 10 Mbit/s and 10 ms: 1 % of the RTT, 100 µs (two packet times would be 2.4 ms).
+    assert_eq!(
+        paths,
+        ["veth", "emulator, batch 25us", "emulator, batch auto (100 µs)", "emulator, no early wake, batch 25us", "emulator, no offload, batch 25us"]
+    );
+    let batches: Vec<u64> = rows[1..].iter().map(|r| r["batch_us"].as_u64().unwrap()).collect();
+    assert_eq!(batches, [25, 100, 25, 25]);
     for r in rows.iter().filter(|r| r["path"] != "veth") {
-        let floor = (r["host_timer_p50_us"].as_f64(), r["host_timer_p99_us"].as_f64());
-        assert!(matches!(floor, (Some(a), Some(b)) if a >= 0.0 && b >= a), "host timer floor of {r}");
+        for when in ["host_timer", "host_timer_cell"] {
+            let floor = (r[format!("{when}_p50_us")].as_f64(), r[format!("{when}_p99_us")].as_f64());
+            assert!(matches!(floor, (Some(a), Some(b)) if a >= 0.0 && b >= a), "{when} floor of {r}");
+        }
         assert!(r["delay_error_p99_us"].as_f64().is_some(), "{r}");
         assert!(r["emulator_cpu_s_per_gb"].as_f64().is_some_and(|x| x > 0.0), "CPU per GB of {r}");
     }

@@ -43,17 +43,7 @@ impl Forwarder {
             if self.shell.poll_timeout() <= now {
                 self.transmit(now);
             }
-            let now = self.now();
-            for _ in 0..READ_BATCH {
-                match self.from.recv(&mut read_buf) {
-                    Ok(Some(n)) => self.shell.handle_read(now, &read_buf[..n]),
-                    Ok(None) => break,
-                    Err(e) => {
-                        self.shell.on_read_error(&e);
-                        break;
-                    }
-                }
-            }
+            self.read_batch(&mut read_buf);
             let now = self.now();
             self.transmit(now);
             let wake = self.shell.poll_timeout();
@@ -61,6 +51,21 @@ impl Forwarder {
         }
         let now = self.now();
         self.shell.finish(now, thread_cpu_seconds())
+    }
+
+    /// Reads what the device holds, up to [`READ_BATCH`] packets, into the shell.
+    fn read_batch(&mut self, read_buf: &mut [u8]) {
+        let now = self.now();
+        for _ in 0..READ_BATCH {
+            match self.from.recv(read_buf) {
+                Ok(Some(n)) => self.shell.handle_read(now, &read_buf[..n]),
+                Ok(None) => break,
+                Err(e) => {
+                    self.shell.on_read_error(&e);
+                    break;
+                }
+            }
+        }
     }
 
     /// Writes every departure due at `now`.
@@ -90,6 +95,67 @@ impl Forwarder {
         }
         if wake::spin_after(self.now(), wake, self.early.max_spin()) {
             wake::spin_until(self.epoch + wake.since_epoch().to_std());
+        }
+    }
+}
+
+/// Both directions on one thread, for paths slow enough that one core carries them: a
+/// departure written into one namespace makes that namespace's stack answer at once (an ACK
+/// for data, new data for an ACK), in the same system call, so the answer is read on the same
+/// wake-up instead of waking the other direction's thread on the other CPU. On a VM that
+/// cross-CPU wake-up (an inter-processor interrupt through the hypervisor, two context
+/// switches) is the largest cost per packet at ordinary rates (docs/performance.md).
+pub(crate) struct Duplex {
+    pub down: Forwarder,
+    pub up: Forwarder,
+}
+
+impl Duplex {
+    pub fn run(mut self) -> [DirectionReport; 2] {
+        wake::prepare_thread();
+        let mut read_buf = vec![0u8; MAX_READ];
+        let stop = self.down.stop.clone();
+        while !stop.load(Ordering::Relaxed) {
+            for f in [&mut self.down, &mut self.up] {
+                let now = f.now();
+                if f.shell.poll_timeout() <= now {
+                    f.transmit(now);
+                }
+            }
+            for f in [&mut self.down, &mut self.up] {
+                f.read_batch(&mut read_buf);
+            }
+            for f in [&mut self.down, &mut self.up] {
+                let now = f.now();
+                f.transmit(now);
+            }
+            self.sleep_until_either();
+        }
+        // One thread's CPU served both: each direction is given half, so that their sum (what
+        // `bench emulator` and the run's provenance add up) is the thread's.
+        let cpu = thread_cpu_seconds() / 2.0;
+        let (down_now, up_now) = (self.down.now(), self.up.now());
+        [self.down.shell.finish(down_now, cpu), self.up.shell.finish(up_now, cpu)]
+    }
+
+    /// Sleeps until the earlier of the two directions' deadlines, or until either device has a
+    /// packet to read; spins the rest of a deadline woken early for, as [`Forwarder`] does.
+    fn sleep_until_either(&mut self) {
+        let wake = self.down.shell.poll_timeout().min(self.up.shell.poll_timeout());
+        let now = self.down.now();
+        let Wait::Sleep { sleep } = wake::plan(now, wake, &self.down.early) else {
+            return;
+        };
+        if sleep > time::Duration::ZERO {
+            let fds = [self.down.from.as_fd().as_raw_fd(), self.up.from.as_fd().as_raw_fd()];
+            if !wake::ppoll_either(fds, sleep) {
+                return;
+            }
+            let woke = self.down.now();
+            self.down.early.observe(woke - (now + sleep));
+        }
+        if wake::spin_after(self.down.now(), wake, self.down.early.max_spin()) {
+            wake::spin_until(self.down.epoch + wake.since_epoch().to_std());
         }
     }
 }

@@ -35,7 +35,7 @@ pub use access::AccessDelay;
 pub use ccbench_model::path::{DelaySummary, DirectionReport, LinkSample, PathReport, PathSpec, TcpEcn, WindowReport, DEFAULT_BATCH_US};
 pub use sampling::SampleSink;
 pub use shell::{Shell, ShellConfig};
-pub use wake::{host_timer_floor, EarlyWake, DEFAULT_MAX_SPIN};
+pub use wake::{host_timer_floor, EarlyWake, TimerProbe, DEFAULT_MAX_SPIN};
 pub use window::MeasureWindow;
 
 pub const CLIENT_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
@@ -86,13 +86,38 @@ fn max_spin() -> time::Duration {
     std::env::var("CCBENCH_EMU_SPIN_US").ok().and_then(|v| v.trim().parse().ok()).map(time::Duration::from_micros).unwrap_or(DEFAULT_MAX_SPIN)
 }
 
+/// Both directions' rates at most this in all: one thread carries them ([`forward::Duplex`]).
+pub const ONE_THREAD_MAX_BPS: u64 = 300_000_000;
+
+/// Whether one thread carries both directions: when both are rate-limited and together at most
+/// [`ONE_THREAD_MAX_BPS`] (a trace or a scheduled rate change keeps two threads, since their
+/// rates are not known here). `CCBENCH_EMU_THREADS=1` or `2` forces either, for measuring.
+fn one_thread(spec: &PathSpec) -> bool {
+    one_thread_for(spec, std::env::var("CCBENCH_EMU_THREADS").ok().as_deref())
+}
+
+fn one_thread_for(spec: &PathSpec, forced: Option<&str>) -> bool {
+    match forced.map(str::trim) {
+        Some("1") => return true,
+        Some("2") => return false,
+        _ => {}
+    }
+    let limited = |d: &ccbench_link::DirectionConfig| match d.rate {
+        ccbench_link::Rate::BitsPerSec(b) if d.trace.is_none() && d.schedule.iter().all(|c| c.rate.is_none()) => Some(b),
+        _ => None,
+    };
+    matches!((limited(&spec.down), limited(&spec.up)), (Some(d), Some(u)) if d.saturating_add(u) <= ONE_THREAD_MAX_BPS)
+}
+
 /// A running emulated path. Dropping it (or calling [`finish`](Self::finish)) stops the
 /// forwarders; the namespaces and devices vanish when the last handle to them closes.
 pub struct EmulatedPath {
     pub client: Netns,
     pub server: Netns,
     stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<DirectionReport>>,
+    /// One thread per direction, or one for both ([`one_thread`]): each returns the reports of
+    /// the directions it carried, downlink first.
+    threads: Vec<JoinHandle<Vec<DirectionReport>>>,
     window: MeasureWindow,
     /// The devices stay open until the counters are read: a TUN device vanishes with its
     /// last descriptor, and with it the counters (they once read as 0 for that reason).
@@ -158,8 +183,12 @@ impl EmulatedPath {
         let early = EarlyWake::new(max_spin());
         let down = forward::Forwarder { from: server_tun.clone(), to: client_tun.clone(), epoch, stop: stop.clone(), shell: down_shell, early: early.clone() };
         let up = forward::Forwarder { from: client_tun, to: server_tun, epoch, stop: stop.clone(), shell: up_shell, early };
-        let jobs: Vec<(String, spawn::Job<DirectionReport>)> =
-            vec![("ccbench-downlink".into(), Box::new(move || down.run())), ("ccbench-uplink".into(), Box::new(move || up.run()))];
+        let jobs: Vec<(String, spawn::Job<Vec<DirectionReport>>)> = if one_thread(spec) {
+            let duplex = forward::Duplex { down, up };
+            vec![("ccbench-path".into(), Box::new(move || duplex.run().into()))]
+        } else {
+            vec![("ccbench-downlink".into(), Box::new(move || vec![down.run()])), ("ccbench-uplink".into(), Box::new(move || vec![up.run()]))]
+        };
         let threads = spawn::spawn_all(jobs, &stop, spawn::os_thread).map_err(NetnsError::Io)?;
         Ok(EmulatedPath { client, server, stop, threads, window, _tuns: tuns })
     }
@@ -167,7 +196,7 @@ impl EmulatedPath {
     /// Stops forwarding and returns what each direction saw.
     pub fn finish(mut self) -> PathReport {
         self.stop.store(true, Ordering::SeqCst);
-        let mut reports = self.threads.drain(..).map(|t| t.join().unwrap_or_else(|_| DirectionReport::failed("forwarder thread panicked")));
+        let mut reports = self.threads.drain(..).flat_map(|t| t.join().unwrap_or_else(|_| vec![DirectionReport::failed("forwarder thread panicked")]));
         let mut down = reports.next().unwrap_or_else(|| DirectionReport::failed("forwarder missing"));
         let mut up = reports.next().unwrap_or_else(|| DirectionReport::failed("forwarder missing"));
         for (r, name) in [(&mut down, "downlink"), (&mut up, "uplink")] {
@@ -192,5 +221,40 @@ impl Drop for EmulatedPath {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ccbench_link::{DirectionConfig, Rate, ScheduledChange};
+
+    fn spec(down: Rate, up: Rate) -> PathSpec {
+        let dir = |rate| DirectionConfig { rate, ..Default::default() };
+        PathSpec {
+            down: dir(down),
+            up: dir(up),
+            mtu: 1500,
+            seed: 1,
+            sample_interval_us: 10_000,
+            offload: true,
+            batch_us: DEFAULT_BATCH_US,
+            access: Vec::new(),
+            tcp_ecn: Default::default(),
+        }
+    }
+
+    #[test]
+    fn one_thread_carries_slow_paths_and_two_the_fast_or_unknown_ones() {
+        let mbit = |m: u64| Rate::BitsPerSec(m * 1_000_000);
+        assert!(one_thread_for(&spec(mbit(100), mbit(100)), None), "100 Mbit/s each way");
+        assert!(one_thread_for(&spec(mbit(200), mbit(100)), None), "300 Mbit/s in all");
+        assert!(!one_thread_for(&spec(mbit(1000), mbit(1000)), None), "a gigabit");
+        assert!(!one_thread_for(&spec(mbit(100), Rate::Unlimited), None), "an unlimited direction");
+        let mut stepped = spec(mbit(10), mbit(10));
+        stepped.down.schedule.push(ScheduledChange { at_ns: ccbench_link::time::Instant::from_nanos(1), rate: Some(mbit(1000)), ..Default::default() });
+        assert!(!one_thread_for(&stepped, None), "a rate that changes to a gigabit");
+        assert!(!one_thread_for(&spec(mbit(100), mbit(100)), Some("2")), "forced to two");
+        assert!(one_thread_for(&spec(Rate::Unlimited, Rate::Unlimited), Some("1")), "forced to one");
     }
 }

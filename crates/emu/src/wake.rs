@@ -124,6 +124,16 @@ pub(crate) fn ppoll_readable(fd: RawFd, timeout: Duration) -> bool {
     n == 0
 }
 
+/// As [`ppoll_readable`] for two devices: true when the timeout passed with neither readable.
+pub(crate) fn ppoll_either(fds: [RawFd; 2], timeout: Duration) -> bool {
+    let mut pfds = fds.map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+    let ns = timeout.as_nanos();
+    let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long };
+    // SAFETY: two valid pollfds, a valid timespec, no signal mask change.
+    let n = unsafe { libc::ppoll(pfds.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+    n == 0
+}
+
 /// Gives the calling thread what a forwarder asks for: a 1 ns timer slack (the default 50 µs
 /// would smear every departure) and a real-time priority, so that on a small machine the
 /// traffic's own threads cannot delay its wake-ups by milliseconds. A forwarder sleeps
@@ -146,21 +156,66 @@ pub fn host_timer_floor(samples: usize, gap: std::time::Duration) -> DelaySummar
         prepare_thread();
         let mut late = DelayHistogram::new();
         for _ in 0..samples {
-            let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-            // SAFETY: writes the timespec we own.
-            unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-            let due_ns = now.tv_sec as i128 * 1_000_000_000 + now.tv_nsec as i128 + gap.as_nanos() as i128;
-            let due = libc::timespec { tv_sec: (due_ns / 1_000_000_000) as libc::time_t, tv_nsec: (due_ns % 1_000_000_000) as libc::c_long };
-            // SAFETY: a valid absolute timespec; no remainder is asked for with TIMER_ABSTIME.
-            unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &due, std::ptr::null_mut()) };
-            // SAFETY: as above.
-            unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-            let woke_ns = now.tv_sec as i128 * 1_000_000_000 + now.tv_nsec as i128;
-            late.record(Duration::from_nanos((woke_ns - due_ns).max(0) as u64));
+            late.record(oversleep_once(gap));
         }
         DelaySummary::of(&late)
     };
     std::thread::Builder::new().name("ccbench-timer".into()).spawn(measure).ok().and_then(|t| t.join().ok()).unwrap_or_default()
+}
+
+/// How late a thread set up as a forwarder wakes for one absolute deadline `gap` ahead
+/// (`clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`).
+fn oversleep_once(gap: std::time::Duration) -> Duration {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: writes the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    let due_ns = now.tv_sec as i128 * 1_000_000_000 + now.tv_nsec as i128 + gap.as_nanos() as i128;
+    let due = libc::timespec { tv_sec: (due_ns / 1_000_000_000) as libc::time_t, tv_nsec: (due_ns % 1_000_000_000) as libc::c_long };
+    // SAFETY: a valid absolute timespec; no remainder is asked for with TIMER_ABSTIME.
+    unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &due, std::ptr::null_mut()) };
+    // SAFETY: as above.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    let woke_ns = now.tv_sec as i128 * 1_000_000_000 + now.tv_nsec as i128;
+    Duration::from_nanos((woke_ns - due_ns).max(0) as u64)
+}
+
+/// The host's timer floor *while something runs*: a thread set up as a forwarder (same slack,
+/// same real-time priority) sleeps for absolute deadlines `gap` apart until stopped. Beside a
+/// cell's delay error it tells the host's lateness under that very load (the traffic's
+/// softirq work and the endpoints' threads share the CPUs) from the emulator's own: the idle
+/// floor of [`host_timer_floor`] cannot, since a loaded host wakes every thread later.
+///
+/// The gap is long against the forwarders' (1 ms against 12–120 µs between departures), so the
+/// probe costs about a thousand wake-ups a second and does not load the cell it measures.
+pub struct TimerProbe {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<DelaySummary>>,
+}
+
+impl TimerProbe {
+    pub fn start(gap: std::time::Duration) -> Self {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("ccbench-timer".into())
+            .spawn(move || {
+                prepare_thread();
+                let mut late = DelayHistogram::new();
+                while !flag.load(Ordering::Relaxed) {
+                    late.record(oversleep_once(gap));
+                }
+                DelaySummary::of(&late)
+            })
+            .ok();
+        TimerProbe { stop, thread }
+    }
+
+    /// Stops the probe and summarises every sleep it made (empty when its thread could not start).
+    pub fn finish(mut self) -> DelaySummary {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().and_then(|t| t.join().ok()).unwrap_or_default()
+    }
 }
 
 /// Spins until `deadline` (the spin [`EarlyWake`] bounded).
@@ -269,6 +324,16 @@ mod tests {
         for gap in [1, 10, 30, 120, 10_000] {
             assert_eq!(plan(at(0), at(gap), &w), Wait::Sleep { sleep: us(gap) }, "gap {gap} µs");
         }
+    }
+
+    #[test]
+    fn the_probe_measures_sleeps_until_it_is_stopped() {
+        let probe = TimerProbe::start(std::time::Duration::from_micros(200));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let floor = probe.finish();
+        // 50 ms of 200 µs sleeps: well over a few dozen, whatever the host's oversleep.
+        assert!(floor.count >= 20, "{} sleeps", floor.count);
+        assert!(floor.p99_us >= floor.p50_us);
     }
 
     #[test]

@@ -86,6 +86,24 @@ impl PathSpec {
 /// and keeps the median delay error near 20 µs (see the benchmark in docs/performance.md).
 pub const DEFAULT_BATCH_US: u64 = 25;
 
+/// `--emulator-batch auto`: the batch a path's own time scales allow, so the emulator's timing
+/// error stays small against both (and its CPU small where they are long):
+/// - at most 1 % of the base RTT (`rtt_ns`), so the delay a packet sees is off by no more;
+/// - at most two serialization times of an MTU-sized packet at the bottleneck (`rate_bps`),
+///   so a batch releases about as much at once as a NIC's interrupt coalescing would;
+/// - never above 1 ms (`--emulator-batch`'s own bound, Mahimahi's timer resolution).
+///
+/// An unlimited link has no packet time: it keeps [`DEFAULT_BATCH_US`] (bounded by the RTT),
+/// which the unlimited-rate benchmarks were measured with.
+pub fn auto_batch_us(rate_bps: Option<u64>, rtt_ns: u64, mtu: u32) -> u64 {
+    let by_rtt = rtt_ns as f64 / 1e3 / 100.0;
+    let by_packet = match rate_bps {
+        Some(bps) if bps > 0 => 2.0 * f64::from(mtu) * 8.0 / bps as f64 * 1e6,
+        _ => DEFAULT_BATCH_US as f64,
+    };
+    by_rtt.min(by_packet).clamp(0.0, 1000.0) as u64
+}
+
 fn default_batch_us() -> u64 {
     DEFAULT_BATCH_US
 }
@@ -110,5 +128,30 @@ pub trait SampleSink: Send {
 impl SampleSink for Vec<LinkSample> {
     fn push(&mut self, s: &LinkSample) {
         Vec::push(self, s.clone());
+    }
+}
+
+#[cfg(test)]
+mod auto_batch_tests {
+    use super::*;
+
+    #[test]
+    fn the_auto_batch_is_the_tighter_of_the_rtt_and_the_packet_time() {
+        // 100 Mbit/s: an MTU is 120 µs on the wire, two are 240 µs; 1 % of 20 ms is 200 µs.
+        assert_eq!(auto_batch_us(Some(100_000_000), 20_000_000, 1500), 200);
+        // 1 Gbit/s, 10 ms: two packet times (24 µs) are tighter than 1 % of the RTT (100 µs).
+        assert_eq!(auto_batch_us(Some(1_000_000_000), 10_000_000, 1500), 24);
+        // 10 Mbit/s, 200 ms: 2.4 ms by the packet, 2 ms by the RTT, capped at 1 ms.
+        assert_eq!(auto_batch_us(Some(10_000_000), 200_000_000, 1500), 1000);
+        // 64 kbit/s at 1 ms: 1 % of the RTT, 10 µs.
+        assert_eq!(auto_batch_us(Some(64_000), 1_000_000, 1500), 10);
+        // No delay: every departure at its own time.
+        assert_eq!(auto_batch_us(Some(100_000_000), 0, 1500), 0);
+    }
+
+    #[test]
+    fn an_unlimited_link_keeps_the_default_within_the_rtt() {
+        assert_eq!(auto_batch_us(None, 10_000_000, 1500), DEFAULT_BATCH_US);
+        assert_eq!(auto_batch_us(None, 1_000_000, 1500), 10);
     }
 }
