@@ -64,7 +64,13 @@ pub(crate) fn suspect_reasons(path: Option<&PathReport>, steal: Option<f64>) -> 
         if d.lateness.p99_us > SUSPECT_LATENESS_P99_US {
             reasons.push(format!("{}: packets left up to {:.0} µs late (p99)", d.direction, d.lateness.p99_us));
         }
-        if d.cpu_share > SUSPECT_CPU_SHARE {
+        if d.one_thread {
+            // One thread carried both directions: judged once, on its whole busy share.
+            let share = path.map_or(0.0, |p| p.down.cpu_share + p.up.cpu_share);
+            if d.direction == "downlink" && share > SUSPECT_CPU_SHARE {
+                reasons.push(format!("the forwarding thread (both directions) was busy {:.0} % of the time", share * 100.0));
+            }
+        } else if d.cpu_share > SUSPECT_CPU_SHARE {
             reasons.push(format!("{}: the forwarding thread was busy {:.0} % of the time", d.direction, d.cpu_share * 100.0));
         }
         let kernel = d.tun_tx_dropped.unwrap_or(0) + d.tun_rx_dropped.unwrap_or(0) + d.malformed;
@@ -109,5 +115,22 @@ mod tests {
         let reasons = suspect_reasons(Some(&path), None);
         assert!(reasons.iter().any(|r| r.contains("3 packets lost outside the model")), "{reasons:?}");
         assert!(reasons.iter().any(|r| r.contains("forwarder failed: uplink: 0 read errors, 2 write errors")), "{reasons:?}");
+    }
+
+    #[test]
+    fn a_thread_carrying_both_directions_is_judged_on_its_whole_busy_share() {
+        let shared = |share: f64| {
+            let mut d = direction("downlink", Some(0), Some(0));
+            let mut u = direction("uplink", Some(0), Some(0));
+            for r in [&mut d, &mut u] {
+                r.cpu_share = share;
+                r.one_thread = true;
+            }
+            PathReport { down: d, up: u }
+        };
+        // 0.5 + 0.5 of one thread: busy all the time, though neither half is above 0.9.
+        let reasons = suspect_reasons(Some(&shared(0.5)), None);
+        assert_eq!(reasons, ["the forwarding thread (both directions) was busy 100 % of the time"]);
+        assert!(suspect_reasons(Some(&shared(0.3)), None).is_empty());
     }
 }

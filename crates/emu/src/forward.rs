@@ -135,7 +135,11 @@ impl Duplex {
         // `bench emulator` and the run's provenance add up) is the thread's.
         let cpu = thread_cpu_seconds() / 2.0;
         let (down_now, up_now) = (self.down.now(), self.up.now());
-        [self.down.shell.finish(down_now, cpu), self.up.shell.finish(up_now, cpu)]
+        let mut reports = [self.down.shell.finish(down_now, cpu), self.up.shell.finish(up_now, cpu)];
+        for r in &mut reports {
+            r.one_thread = true;
+        }
+        reports
     }
 
     /// Sleeps until the earlier of the two directions' deadlines, or until either device has a

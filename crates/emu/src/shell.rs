@@ -407,6 +407,7 @@ impl Shell {
             tun_rx_dropped: None,
             cpu_s,
             cpu_share: cpu_s * 1e9 / lifetime as f64,
+            one_thread: false,
             series,
             window: self.window.finish(),
             error: self.first_error,

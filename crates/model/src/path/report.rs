@@ -103,9 +103,15 @@ pub struct DirectionReport {
     /// the device counters could not be read: unknown, not zero.
     pub tun_tx_dropped: Option<u64>,
     pub tun_rx_dropped: Option<u64>,
-    /// CPU time this direction's forwarding thread used, and its share of the wall time.
+    /// CPU time this direction's forwarding thread used, and its share of the wall time. When
+    /// one thread carried both directions (`one_thread`), each direction is given half of its
+    /// CPU, so the two add up to the thread's.
     pub cpu_s: f64,
     pub cpu_share: f64,
+    /// One thread carried both directions (a slow path, issue 33): its busy share is the sum of
+    /// the two directions' `cpu_share`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub one_thread: bool,
     /// Every sample, unless the path was started streaming (then the sink got them and this
     /// stays empty).
     pub series: Vec<LinkSample>,
