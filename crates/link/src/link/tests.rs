@@ -499,6 +499,7 @@ fn dropped_displays_cause() {
 }
 
 pub(crate) mod codel;
+mod aggregate;
 mod ecn;
 mod jitter;
 mod policer;
