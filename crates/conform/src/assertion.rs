@@ -922,7 +922,8 @@ mod tests {
     #[test]
     fn extra_acked_is_judged_against_the_aggregation_period() {
         let a = Assertion::ExtraAckedCovers { period: Duration::from_millis(8), share: 0.5 };
-        let mut t = trace(&[(0, Mode::Startup, None), (10, Mode::Drain, None), (20, Mode::ProbeBw, None), (30, Mode::ProbeBw, None), (40, Mode::ProbeBw, None)]);
+        let mut t =
+            trace(&[(0, Mode::Startup, None), (10, Mode::Drain, None), (20, Mode::ProbeBw, None), (30, Mode::ProbeBw, None), (40, Mode::ProbeBw, None)]);
         let c = a.check(&t);
         assert_eq!(c.outcome, Outcome::NotObservable, "{}", c.evidence);
         for (p, extra) in t.points.iter_mut().zip([50_000, 0, 9_000, 8_000, 1_000]) {

@@ -367,11 +367,8 @@ const A10: &[Assertion] = &[Assertion::NotReenteredFrom { mode: Mode::Startup, f
 /// bytes); the burst's excess over max_bw × the time since the last is BBR.extra_acked, which
 /// §5.6.4.2 BBRUpdateMaxInflight adds to cwnd so the sender keeps sending through the
 /// silences: the link stays busy (80 % is ours, the band's low end: headers and PROBE_RTT).
-const A11: &[Assertion] = &[
-    Assertion::BwNearLink { lo: 0.80, hi: 1.05 },
-    Assertion::ExtraAckedCovers { period: AGGREGATE, share: 0.5 },
-    Assertion::DeliveredAtLeast { share: 0.80 },
-];
+const A11: &[Assertion] =
+    &[Assertion::BwNearLink { lo: 0.80, hi: 1.05 }, Assertion::ExtraAckedCovers { period: AGGREGATE, share: 0.5 }, Assertion::DeliveredAtLeast { share: 0.80 }];
 
 /// A.12: data delivered in bursts is acknowledged in bursts; max_bw must not take the burst's
 /// arrival rate for the path's (§4.1.1.2.4, §4.1.2.3: the sample is the lower of the send and

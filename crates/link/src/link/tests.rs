@@ -498,8 +498,8 @@ fn dropped_displays_cause() {
     assert_eq!(d.to_string(), "packet dropped: buffer overflow");
 }
 
-pub(crate) mod codel;
 mod aggregate;
+pub(crate) mod codel;
 mod ecn;
 mod jitter;
 mod policer;
