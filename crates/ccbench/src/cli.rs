@@ -12,9 +12,9 @@ use std::path::PathBuf;
 
 use crate::error::UsageError;
 use crate::values::{
-    AqmSpec, AtChange, BufferSpec, CcList, Delay, DirectionArg, EcnArg, EcnFaultSpec, EmulatorBatch, ExpectArg, Expected, FlowsSpec, IdleTimeout, JitterSpec,
-    ListenAddr, LossSpec, MaxClients, MaxDuration, MaxRuns, MaxTestsPerMinute, MinEffect, Mtu, PolicerSpec, QuicReceiverCc, Rate, RemoteAddr, Rtt, RunDuration,
-    RunsSpec, SampleInterval, Shard, Size, Stagger, Timeout, TraceFile,
+    Aggregate, AqmSpec, AtChange, BufferSpec, CcList, Delay, DirectionArg, EcnArg, EcnFaultSpec, EmulatorBatch, ExpectArg, Expected, FlowsSpec, IdleTimeout,
+    JitterSpec, ListenAddr, LossSpec, MaxClients, MaxDuration, MaxRuns, MaxTestsPerMinute, MinEffect, Mtu, PolicerSpec, QuicReceiverCc, Rate, RemoteAddr, Rtt,
+    RunDuration, RunsSpec, SampleInterval, Shard, Size, Stagger, Timeout, TraceFile,
 };
 use crate::workload_flags::{WorkloadFlags, WorkloadKind};
 pub use ccbench_workload::flags::Layer;
@@ -271,6 +271,17 @@ layer! {
         /// Jitter from client to server (overrides --jitter).
         #[arg(long, allow_hyphen_values = true)]
         pub jitter_up: Option<JitterSpec>,
+        /// Hold packets and release them in bursts every PERIOD (1us to 1s), e.g. 4ms, as Wi-Fi
+        /// and cellular links release ACKs: a packet due at t leaves at the next multiple of
+        /// PERIOD since the run's start. Both directions.
+        #[arg(long, allow_hyphen_values = true)]
+        pub aggregate: Option<Aggregate>,
+        /// Aggregation from server to client, the data of a download (overrides --aggregate).
+        #[arg(long, allow_hyphen_values = true)]
+        pub aggregate_down: Option<Aggregate>,
+        /// Aggregation from client to server, the ACKs of a download (overrides --aggregate).
+        #[arg(long, allow_hyphen_values = true)]
+        pub aggregate_up: Option<Aggregate>,
         /// Token-bucket policer before the buffer: RATE[:BURST], e.g. 10mbit:64kib (default burst:
         /// 10 ms at the rate). Packets beyond the tokens are dropped.
         #[arg(long, allow_hyphen_values = true)]

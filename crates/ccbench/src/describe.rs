@@ -40,6 +40,9 @@ pub(crate) fn describe(d: &DirectionConfig) -> String {
             out.push_str(&format!(", half-normal jitter sd {}{}", units::fmt_ms(sd_ns.as_nanos()), if reorder { " (reordering)" } else { "" }))
         }
     }
+    if let Some(p) = d.aggregation() {
+        out.push_str(&format!(", released in bursts every {}", units::fmt_ms(p.as_nanos())));
+    }
     if let Some(p) = &d.policer {
         out.push_str(&format!(", policed at {} (burst {})", units::fmt_rate(p.rate_bps as f64), units::fmt_bytes(p.burst_bytes)));
     }

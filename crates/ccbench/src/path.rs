@@ -53,6 +53,7 @@ pub fn build_for_flows(o: &PathOpts, seed: u64, sample_interval_us: u64, longest
     let buffers = each(&o.buffer, &o.buffer_down, &o.buffer_up);
     let traces = each(&o.trace, &o.trace_down, &o.trace_up);
     let jitter = each(&o.jitter, &o.jitter_down, &o.jitter_up);
+    let aggregate = each(&o.aggregate, &o.aggregate_down, &o.aggregate_up);
     let policer = each(&o.policer, &o.policer_down, &o.policer_up);
     let mtu = o.mtu.unwrap_or_default().0;
     let ecn = o.ecn.unwrap_or_default();
@@ -81,6 +82,7 @@ pub fn build_for_flows(o: &PathOpts, seed: u64, sample_interval_us: u64, longest
         policer: policer[i].map(|p| p.0),
         aqm: aqm[i],
         ecn_fault: ecn_fault[i].map(|f| f.0),
+        aggregate_ns: aggregate[i].map(|a| ccbench_link::time::Duration::from_nanos(a.0)),
     };
     PathSpec {
         down: direction(0),
@@ -229,11 +231,24 @@ mod tests {
             (&["--at", "5s:color=red"], "--at", "5s:color=red"),
             (&["--trace", "/nonexistent.trace"], "--trace", "/nonexistent.trace"),
             (&["--emulator-batch", "2ms"], "--emulator-batch", "2ms"),
+            (&["--aggregate", "0"], "--aggregate", "0"),
+            (&["--aggregate-up", "-4ms"], "--aggregate-up", "-4ms"),
+            (&["--aggregate-down", "2s"], "--aggregate-down", "2s"),
+            (&["--aggregate-up", "soon"], "--aggregate-up", "soon"),
         ] {
             let e = parse(args).unwrap_err();
             let u = crate::cli::usage_error(&e).unwrap_or_else(|| panic!("{args:?}: {e}"));
             assert_eq!((u.flag.as_str(), u.value.as_str()), (flag, value), "{args:?}");
         }
+    }
+
+    #[test]
+    fn aggregation_per_direction() {
+        assert_eq!((spec(&[]).down.aggregate_ns, spec(&[]).up.aggregate_ns), (None, None));
+        let s = spec(&["--aggregate-up", "4ms"]);
+        assert_eq!((s.down.aggregate_ns, s.up.aggregate_ns), (None, Some(D::from_nanos(4_000_000))));
+        let s = spec(&["--aggregate", "2ms", "--aggregate-down", "500us"]);
+        assert_eq!((s.down.aggregate_ns, s.up.aggregate_ns), (Some(D::from_nanos(500_000)), Some(D::from_nanos(2_000_000))));
     }
 
     #[test]

@@ -354,6 +354,11 @@ duration_flag!(
     /// How often the sender and the emulator are sampled (`--sample-interval`): 1 ms to 1 s.
     SampleInterval, default 10 * NS_PER_MS, NS_PER_MS..=NS_PER_S, "an interval between 1ms and 1s"
 );
+duration_flag!(
+    /// The period of a direction's aggregation (`--aggregate` and its per-direction forms): packets
+    /// held and released in bursts; 1 us to 1 s (a longer hold is an outage, not a link).
+    Aggregate, default 0, 1_000..=NS_PER_S, "an aggregation period between 1us and 1s, such as 4ms"
+);
 /// The emulator's shortest time between wake-ups (`--emulator-batch`): a duration of at most
 /// 1 ms, or `auto`, which takes it from the path's rate and RTT
 /// ([`ccbench_model::path::auto_batch_us`]).
@@ -915,6 +920,14 @@ mod tests {
         assert_eq!(Timeout::default(), "600s".parse().unwrap());
         assert_eq!(SampleInterval::default(), "10ms".parse().unwrap());
         assert_eq!(EmulatorBatch::default(), "25us".parse().unwrap());
+        assert_eq!("4ms".parse(), Ok(Aggregate(4_000_000)));
+        assert_eq!("1s".parse(), Ok(Aggregate(NS_PER_S)));
+        for bad in ["0", "0ms", "500ns", "1.5s", "2s"] {
+            assert_eq!(refused::<Aggregate>(bad), "an aggregation period between 1us and 1s, such as 4ms", "{bad}");
+        }
+        for bad in ["-4ms", "often", "4 parsecs"] {
+            assert!(refused::<Aggregate>(bad).starts_with("a duration such as"), "{bad}");
+        }
     }
 
     #[test]

@@ -196,6 +196,15 @@ pub enum Assertion {
     UpHeldFrom { from: Duration },
     /// `mode` is not entered again from `from` on, the flow having left it before `from`.
     NotReenteredFrom { mode: Mode, from: Duration },
+    /// §5.5.9: with ACKs released in bursts every `period`, BBR.extra_acked in ProbeBW (its
+    /// median) covers at least `share` of what the link carries in one period: each burst acks
+    /// a period's data at once, beyond what max_bw × the time since the last one expects, and
+    /// that excess is what cwnd adds (§5.6.4.2) to keep sending through the silences. Not
+    /// observable where the stack does not show extra_acked (kernel BBR's TCP_CC_INFO).
+    ExtraAckedCovers { period: Duration, share: f64 },
+    /// The data acknowledged after STARTUP and DRAIN, over that time, is at least `share` × the
+    /// link rate: the flow keeps the link busy.
+    DeliveredAtLeast { share: f64 },
 }
 
 impl Assertion {
@@ -218,6 +227,7 @@ impl Assertion {
             Assertion::StaysIn { .. } | Assertion::UpHeldFrom { .. } | Assertion::NotReenteredFrom { .. } => Rule::AtMost(0.0),
             Assertion::BwHeldFrom { share, .. } => Rule::AtLeast(share),
             Assertion::LongtermHeldFrom { .. } => Rule::AtMost(1.0),
+            Assertion::ExtraAckedCovers { share, .. } | Assertion::DeliveredAtLeast { share } => Rule::AtLeast(share),
         }
     }
 
@@ -258,6 +268,10 @@ impl Assertion {
             Assertion::LongtermHeldFrom { from } => format!("inflight_longterm does not rise in a REFILL/UP begun after {} s", from.as_secs_f64()),
             Assertion::UpHeldFrom { from } => format!("PROBE_BW_UP is left only for PROBE_RTT after {} s", from.as_secs_f64()),
             Assertion::NotReenteredFrom { mode, from } => format!("{} is not re-entered after {} s", mode.name(), from.as_secs_f64()),
+            Assertion::ExtraAckedCovers { period, share } => {
+                format!("extra_acked in PROBE_BW ≥ {:.0} % of the link's data in one {} aggregation period", share * 100.0, ms(*period))
+            }
+            Assertion::DeliveredAtLeast { share } => format!("delivery rate after STARTUP ≥ {:.0} % of the link", share * 100.0),
         }
     }
 
@@ -292,6 +306,8 @@ impl Assertion {
             Assertion::LongtermHeldFrom { from } => longterm_held_from(trace, rule, from),
             Assertion::UpHeldFrom { from } => up_held_from(trace, rule, from),
             Assertion::NotReenteredFrom { mode, from } => not_reentered_from(trace, rule, mode, from),
+            Assertion::ExtraAckedCovers { period, .. } => extra_acked_covers(trace, rule, period),
+            Assertion::DeliveredAtLeast { .. } => delivered(trace, rule),
         }
     }
 }
@@ -789,10 +805,10 @@ fn bw_follows_step_in_cycles(trace: &Trace, rule: Rule, within: f64) -> RunCheck
 }
 
 fn loss(trace: &Trace, rule: Rule) -> RunCheck {
-    let Some(left) = trace.transitions().into_iter().find(|t| t.from == Mode::Drain || (t.from == Mode::Startup && t.to != Mode::Drain)) else {
+    let Some(left) = after_startup(trace) else {
         return RunCheck::unseen("never reached PROBE_BW");
     };
-    let counted: Vec<&Point> = trace.points.iter().filter(|p| p.t >= left.at && p.lost_bytes.is_some() && p.delivered_bytes.is_some()).collect();
+    let counted: Vec<&Point> = trace.points.iter().filter(|p| p.t >= left && p.lost_bytes.is_some() && p.delivered_bytes.is_some()).collect();
     let (Some(a), Some(b)) = (counted.first(), counted.last()) else {
         return RunCheck::unseen("the stack shows no loss and delivery counters");
     };
@@ -802,7 +818,56 @@ fn loss(trace: &Trace, rule: Rule) -> RunCheck {
         return RunCheck::unseen("nothing delivered after STARTUP");
     }
     let share = lost / (lost + delivered);
-    RunCheck::judged(rule, share, share, share, format!("{:.2} % of {:.1} MB lost after {}", share * 100.0, (lost + delivered) / 1e6, ms(left.at)))
+    RunCheck::judged(rule, share, share, share, format!("{:.2} % of {:.1} MB lost after {}", share * 100.0, (lost + delivered) / 1e6, ms(left)))
+}
+
+/// When the flow left STARTUP and DRAIN: its first exit from DRAIN, or from STARTUP to
+/// anything but DRAIN (a controller may skip it).
+fn after_startup(trace: &Trace) -> Option<Duration> {
+    trace.transitions().into_iter().find(|t| t.from == Mode::Drain || (t.from == Mode::Startup && t.to != Mode::Drain)).map(|t| t.at)
+}
+
+fn extra_acked_covers(trace: &Trace, rule: Rule, period: Duration) -> RunCheck {
+    if !trace.has(|p| p.extra_acked_bytes.is_some()) {
+        return RunCheck::unseen("the stack does not show BBR.extra_acked");
+    }
+    let per_period = trace.path.rate_bps / 8.0 * period.as_secs_f64();
+    let extra: Vec<f64> = before_step(trace).filter(|p| p.mode == Some(Mode::ProbeBw)).filter_map(|p| p.extra_acked_bytes).map(|b| b as f64).collect();
+    let n = extra.len();
+    let Some(m) = median(extra) else {
+        return RunCheck::unseen("no extra_acked sampled in PROBE_BW");
+    };
+    let share = m / per_period;
+    RunCheck::judged(
+        rule,
+        share,
+        share,
+        share,
+        format!("median extra_acked {m:.0} B over {n} PROBE_BW samples = {:.0} % of the {per_period:.0} B the link carries in {}", share * 100.0, ms(period)),
+    )
+}
+
+fn delivered(trace: &Trace, rule: Rule) -> RunCheck {
+    let Some(left) = after_startup(trace) else {
+        return RunCheck::unseen("never reached PROBE_BW");
+    };
+    let counted: Vec<&Point> = before_step(trace).filter(|p| p.t >= left && p.delivered_bytes.is_some()).collect();
+    let (Some(a), Some(b)) = (counted.first(), counted.last()) else {
+        return RunCheck::unseen("the stack shows no delivery counter");
+    };
+    let span = b.t.saturating_sub(a.t).as_secs_f64();
+    if span <= 0.0 {
+        return RunCheck::unseen("no time sampled after STARTUP");
+    }
+    let bytes = b.delivered_bytes.unwrap_or(0).saturating_sub(a.delivered_bytes.unwrap_or(0)) as f64;
+    let share = bytes * 8.0 / span / trace.path.rate_bps;
+    RunCheck::judged(
+        rule,
+        share,
+        share,
+        share,
+        format!("{:.1} MB acknowledged from {} to {}: {} = {:.1} % of the link", bytes / 1e6, ms(a.t), ms(b.t), mbit(bytes * 8.0 / span), share * 100.0),
+    )
 }
 
 #[cfg(test)]
@@ -850,6 +915,42 @@ mod tests {
             assert_eq!(a.check(&t).outcome, Outcome::NotObservable, "{}", a.describe());
         }
         assert_eq!(Assertion::NextState { from: Mode::ProbeRtt, to: Mode::ProbeBw, phase: None }.check(&t).outcome, Outcome::Pass);
+    }
+
+    /// A.11: extra_acked judged against a period's worth of the link (10 Mbit/s × 8 ms = 10 kB);
+    /// kernel BBR, which does not show it, is not observable, never a pass.
+    #[test]
+    fn extra_acked_is_judged_against_the_aggregation_period() {
+        let a = Assertion::ExtraAckedCovers { period: Duration::from_millis(8), share: 0.5 };
+        let mut t =
+            trace(&[(0, Mode::Startup, None), (10, Mode::Drain, None), (20, Mode::ProbeBw, None), (30, Mode::ProbeBw, None), (40, Mode::ProbeBw, None)]);
+        let c = a.check(&t);
+        assert_eq!(c.outcome, Outcome::NotObservable, "{}", c.evidence);
+        for (p, extra) in t.points.iter_mut().zip([50_000, 0, 9_000, 8_000, 1_000]) {
+            p.extra_acked_bytes = Some(extra);
+        }
+        let c = a.check(&t);
+        assert_eq!((c.outcome, c.estimate), (Outcome::Pass, 0.8), "the median of PROBE_BW's 9, 8 and 1 kB: {}", c.evidence);
+        for p in &mut t.points {
+            p.extra_acked_bytes = p.extra_acked_bytes.map(|e| e / 4);
+        }
+        assert_eq!(a.check(&t).outcome, Outcome::Fail);
+    }
+
+    /// The delivery rate after STARTUP and DRAIN, from the cumulative acknowledged bytes.
+    #[test]
+    fn delivered_counts_from_the_end_of_startup() {
+        let a = Assertion::DeliveredAtLeast { share: 0.8 };
+        let mut t = trace(&[(0, Mode::Startup, None), (1000, Mode::Drain, None), (2000, Mode::ProbeBw, None), (4000, Mode::ProbeBw, None)]);
+        assert_eq!(a.check(&t).outcome, Outcome::NotObservable);
+        // STARTUP's megabyte is not counted; 2.25 MB in the 2 s after DRAIN = 9 Mbit/s of 10.
+        for (p, d) in t.points.iter_mut().zip([0, 1_000_000, 1_250_000, 3_500_000]) {
+            p.delivered_bytes = Some(d);
+        }
+        let c = a.check(&t);
+        assert_eq!((c.outcome, c.estimate), (Outcome::Pass, 0.9), "{}", c.evidence);
+        t.points[3].delivered_bytes = Some(2_000_000);
+        assert_eq!(a.check(&t).outcome, Outcome::Fail);
     }
 
     /// §5.3.4.3: PROBE_RTT may interrupt any state; the state after STARTUP is the one it

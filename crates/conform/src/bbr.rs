@@ -51,6 +51,12 @@ pub enum Scenario {
     /// One bulk flow over a 4-BDP buffer whose application writes nothing from 4 s to 5 s
     /// (`--app-pause 4s:1s`), 12 s: the pipe empties, and the next write restarts from idle.
     Paused,
+    /// One bulk flow over a 4-BDP buffer whose ACKs (client → server) are held and released in
+    /// bursts every [`AGGREGATE`] (`--aggregate-up`), as Wi-Fi and cellular links do (12 s).
+    AckAggregation,
+    /// One bulk flow over a 4-BDP buffer whose data (server → client) is held and released in
+    /// bursts every [`AGGREGATE`] (`--aggregate-down`), 12 s.
+    ForwardBatching,
 }
 
 /// What the application does at a time of a scenario (the rest of the time it writes as fast as
@@ -70,11 +76,16 @@ pub const APP_AT: Duration = Duration::from_secs(4);
 /// How long the paused scenario's application writes nothing.
 pub const PAUSE_FOR: Duration = Duration::from_secs(1);
 
+/// The aggregation period of A.11 and A.12: Wi-Fi's aggregates and cellular grants hold packets
+/// for a few milliseconds. Ours: long enough that a period's data (20 kB at 20 Mbit/s) stands
+/// out from the few packets of a stack's own delayed ACKs.
+pub const AGGREGATE: Duration = Duration::from_millis(8);
+
 /// When the rate steps change the path.
 pub const STEP_AT: Duration = Duration::from_secs(4);
 
 impl Scenario {
-    pub const ALL: [Scenario; 8] = [
+    pub const ALL: [Scenario; 10] = [
         Scenario::Bulk,
         Scenario::StepDown,
         Scenario::StepUp,
@@ -83,6 +94,8 @@ impl Scenario {
         Scenario::AppLimited,
         Scenario::AppLimitedProbeBw,
         Scenario::Paused,
+        Scenario::AckAggregation,
+        Scenario::ForwardBatching,
     ];
 
     pub fn name(self) -> &'static str {
@@ -95,6 +108,8 @@ impl Scenario {
             Scenario::AppLimited => "app-limited",
             Scenario::AppLimitedProbeBw => "app-limited-probe-bw",
             Scenario::Paused => "paused",
+            Scenario::AckAggregation => "ack-aggregation",
+            Scenario::ForwardBatching => "forward-batching",
         }
     }
 
@@ -180,6 +195,16 @@ impl Scenario {
                 "--app-pause".into(),
                 format!("{}s:{}ms", APP_AT.as_secs(), PAUSE_FOR.as_millis()),
             ],
+            Scenario::AckAggregation | Scenario::ForwardBatching => vec![
+                "--rate".into(),
+                kbit(rate_bps),
+                "--rtt".into(),
+                rtt_s,
+                "--buffer".into(),
+                "4bdp".into(),
+                if self == Scenario::AckAggregation { "--aggregate-up" } else { "--aggregate-down" }.into(),
+                format!("{}ms", AGGREGATE.as_millis()),
+            ],
         }
     }
 
@@ -192,6 +217,7 @@ impl Scenario {
             Scenario::Policer => (rate_bps / 2.0, None),
             Scenario::SubPacketBdp => (64e3, None),
             Scenario::AppLimited | Scenario::AppLimitedProbeBw | Scenario::Paused => (rate_bps, None),
+            Scenario::AckAggregation | Scenario::ForwardBatching => (rate_bps, None),
         }
     }
 
@@ -335,6 +361,20 @@ const A20: &[Assertion] = &[Assertion::LongtermHeldFrom { from: APP_AT }, Assert
 /// first samples after the pause are app-limited).
 const A10: &[Assertion] = &[Assertion::NotReenteredFrom { mode: Mode::Startup, from: APP_AT }, Assertion::BwHeldFrom { from: APP_AT, share: 0.8 }];
 
+/// A.11: §5.5.9 BBRUpdateACKAggregation. ACKs that come in bursts carry delivery-rate samples
+/// whose ack_elapsed is short, but §4.1.2.3 GenerateRateSample divides by the longer of send_elapsed and
+/// ack_elapsed, so max_bw stays the link's (the band as in PROBE_BW: payload against wire
+/// bytes); the burst's excess over max_bw × the time since the last is BBR.extra_acked, which
+/// §5.6.4.2 BBRUpdateMaxInflight adds to cwnd so the sender keeps sending through the
+/// silences: the link stays busy (80 % is ours, the band's low end: headers and PROBE_RTT).
+const A11: &[Assertion] =
+    &[Assertion::BwNearLink { lo: 0.80, hi: 1.05 }, Assertion::ExtraAckedCovers { period: AGGREGATE, share: 0.5 }, Assertion::DeliveredAtLeast { share: 0.80 }];
+
+/// A.12: data delivered in bursts is acknowledged in bursts; max_bw must not take the burst's
+/// arrival rate for the path's (§4.1.1.2.4, §4.1.2.3: the sample is the lower of the send and
+/// ACK rates; §5.5.5 BBRUpdateMaxBw), and the link stays busy.
+const A12: &[Assertion] = &[Assertion::BwNearLink { lo: 0.80, hi: 1.05 }, Assertion::DeliveredAtLeast { share: 0.80 }];
+
 const NONE: &[Assertion] = &[];
 const TITLE_UNKNOWN: &str = "(title not in the stored copies of the draft)";
 const NEEDS_TEXT: Runnable = Runnable::Needs("the case's text: Appendix A is not in the copies of the draft this suite was written from");
@@ -402,20 +442,20 @@ pub const SUITE: &[Case] = &[
     Case {
         id: "A.11",
         title: "ACK aggregation on the reverse path",
-        sections: "§5.5.9 extra_acked",
-        what: "ACKs released in bursts must raise cwnd by extra_acked, not max_bw",
-        scenario: Scenario::Bulk,
-        assertions: NONE,
-        runnable: Runnable::Needs("ACKs held and released in bursts on the reverse path (every N ms)"),
+        sections: "§5.5.9 BBRUpdateACKAggregation, §5.6.4.2 BBRUpdateMaxInflight, §4.1.2.3 GenerateRateSample",
+        what: "ACKs released in bursts every 8 ms must raise cwnd by extra_acked, not max_bw",
+        scenario: Scenario::AckAggregation,
+        assertions: A11,
+        runnable: Runnable::Yes,
     },
     Case {
         id: "A.12",
         title: "Batching on the forward path",
-        sections: "§5.5.9 extra_acked",
-        what: "forward-path batching must not inflate max_bw",
-        scenario: Scenario::Bulk,
-        assertions: NONE,
-        runnable: Runnable::Needs("batched delivery on the forward path"),
+        sections: "§4.1.2.3 GenerateRateSample, §5.5.5 BBRUpdateMaxBw",
+        what: "data released in bursts every 8 ms on the forward path must not inflate max_bw",
+        scenario: Scenario::ForwardBatching,
+        assertions: A12,
+        runnable: Runnable::Yes,
     },
     Case {
         id: "A.13",
@@ -526,6 +566,9 @@ mod tests {
         let f = Scenario::StepDown.path_flags(50e6, Duration::from_millis(40));
         assert_eq!(f, ["--rate", "50000kbit", "--rtt", "40000us", "--buffer", "1bdp", "--at", "4s:rate=5000kbit"]);
         assert_eq!(Scenario::StepUp.bottleneck(50e6), (5e6, Some((STEP_AT, 50e6))));
+        let f = Scenario::AckAggregation.path_flags(20e6, Duration::from_millis(20));
+        assert_eq!(f, ["--rate", "20000kbit", "--rtt", "20000us", "--buffer", "4bdp", "--aggregate-up", "8ms"]);
+        assert_eq!(Scenario::ForwardBatching.path_flags(20e6, Duration::from_millis(20))[6..], ["--aggregate-down", "8ms"]);
         let d = |rtt_ms| Scenario::StepDown.duration(Duration::from_millis(rtt_ms)).as_secs();
         assert_eq!((d(20), d(80), d(200)), (18, 24, 40));
     }

@@ -32,6 +32,7 @@ fn down() -> DirectionConfig {
         policer: Some(Policer { rate_bps: 10_000_000, burst_bytes: 15_000 }),
         aqm: Aqm::Codel(ccbench_link::Codel { target_ns: 3 * MS, interval_ns: 50 * MS, ..Default::default() }),
         ecn_fault: None,
+        aggregate_ns: None,
     }
 }
 

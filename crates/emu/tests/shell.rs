@@ -485,3 +485,27 @@ fn superframes_are_cut_wherever_the_model_decides_per_packet() {
         assert!(!crosses_whole(&config(true, dir)), "{what}");
     }
 }
+
+/// Aggregation (`--aggregate-up`) comes from the link model: the shell wakes at the period's
+/// boundary and hands out everything held there as one burst.
+#[test]
+fn aggregated_packets_leave_together_at_the_periods_boundary() {
+    let dir = DirectionConfig { delay_ns: 10 * MS, aggregate_ns: Some(4 * MS), ..Default::default() };
+    // Samples every 100 ms, so that no sampling wake-up comes first.
+    let cfg = ShellConfig { sample_interval: 100 * MS, ..config(false, dir) };
+    let mut shell = Shell::new(cfg, T0, MeasureWindow::new(Instant::now()));
+    // Due at 12.5, 13 and 15 ms: all held until 16 ms.
+    for (tag, t) in [(1, 2 * MS + MS / 2), (2, 3 * MS), (3, 5 * MS)] {
+        shell.handle_read(at(t), &udp(tag));
+        assert!(drain(&mut shell, at(t)).is_empty());
+    }
+    assert_eq!(shell.poll_timeout(), at(16 * MS));
+    assert!(drain(&mut shell, at(16 * MS - NS)).is_empty());
+    assert_eq!(drain(&mut shell, at(16 * MS)), vec![udp(1), udp(2), udp(3)], "one burst, in order");
+    // Due at 27 ms: the next boundary, 28 ms.
+    shell.handle_read(at(17 * MS), &udp(4));
+    assert_eq!(shell.poll_timeout(), at(28 * MS));
+    assert_eq!(drain(&mut shell, at(28 * MS)), vec![udp(4)]);
+    let r = shell.finish(at(100 * MS), 0.0);
+    assert_eq!((r.stats.packets_in, r.stats.packets_out), (4, 4));
+}

@@ -147,6 +147,12 @@ pub struct DirectionConfig {
     /// packet, dropping ECN-capable packets).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecn_fault: Option<EcnFault>,
+    /// Aggregation, as a Wi-Fi or cellular link holds packets and releases them in bursts: a
+    /// packet that would be delivered at `t` is delivered at the next multiple of this period
+    /// (on the link's clock, from the start of the run) at or after `t`, all the packets held
+    /// together, in order. Applied after delay and jitter. `None` (or zero): no aggregation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggregate_ns: Option<Duration>,
 }
 
 fn check_prob(field: &'static str, value: f64) -> Result<(), LinkConfigError> {
@@ -173,6 +179,11 @@ fn check_loss(loss: &LossModel) -> Result<(), LinkConfigError> {
 }
 
 impl DirectionConfig {
+    /// The aggregation period in force, if any (a zero period aggregates nothing).
+    pub fn aggregation(&self) -> Option<Duration> {
+        self.aggregate_ns.filter(|p| !p.is_zero())
+    }
+
     pub fn validate(&self) -> Result<(), LinkConfigError> {
         // A zero base rate is harmless while a trace is in force. Zero rates
         // inside the schedule are outages and therefore allowed.

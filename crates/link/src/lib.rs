@@ -3,7 +3,7 @@
 //! Every packet goes through
 //!
 //! ```text
-//! loss -> policer -> buffer / AQM -> rate server -> delay (+ jitter) -> delivered
+//! loss -> policer -> buffer / AQM -> rate server -> delay (+ jitter) -> aggregation -> delivered
 //! ```
 //!
 //! * **Loss** ([`LossModel`]): Bernoulli or Gilbert–Elliott, decided per
@@ -29,6 +29,9 @@
 //!   even when the delay drops or jitter varies, unless the jitter is
 //!   configured to reorder, in which case packets leave in order of their
 //!   own delivery times.
+//! * **Aggregation** ([`DirectionConfig::aggregate_ns`], optional): packets are held and
+//!   released in bursts at multiples of a period, as Wi-Fi and cellular links release ACKs
+//!   (draft-ietf-ccwg-bbr §5.5.9's "ACK aggregation").
 //!
 //! Before any of that, the **entry** ([`entry`]) records the gap between arrivals and the
 //! bursts of back-to-back packets they form, so a sender's pacing can be seen from the link.

@@ -29,7 +29,7 @@ struct InService<P> {
 }
 
 /// One direction of a link: loss -> policer -> buffer (drop-tail or CoDel)
-/// -> rate server (constant, trace, scheduled) -> delay (+ jitter).
+/// -> rate server (constant, trace, scheduled) -> delay (+ jitter) -> aggregation.
 ///
 /// Time passed in must be non-decreasing; an earlier `now` than seen before is
 /// treated as the latest time seen, so a slightly non-monotone host clock
@@ -358,11 +358,8 @@ impl<P> Link<P> {
     fn delivery_time(&self, finish: Instant, delay: Duration, jitter: Duration) -> Instant {
         // Saturating, as all time arithmetic.
         let at = finish + delay + jitter;
-        if self.cfg.jitter.reorders() {
-            at
-        } else {
-            at.max(self.last_delivered)
-        }
+        let at = if self.cfg.jitter.reorders() { at } else { at.max(self.last_delivered) };
+        release_at(at, self.cfg.aggregation())
     }
 
     fn complete_service(&mut self) {
@@ -397,6 +394,21 @@ impl<P> Link<P> {
     /// after its drops.
     fn aqm_dequeue(&mut self, now: Instant) -> Option<Queued<P>> {
         self.aqm.dequeue(now, &mut Drops { stats: &mut self.stats, out: &mut self.dropped })
+    }
+}
+
+/// When an aggregating link lets go of a packet due at `at`: the next multiple of `period` at or
+/// after it (`at` itself without aggregation). Rounding up is monotone, so packets due in order
+/// leave in order, and those due within one period leave together, a burst.
+fn release_at(at: Instant, period: Option<Duration>) -> Instant {
+    let Some(p) = period.map(Duration::as_nanos) else { return at };
+    let t = at.as_nanos();
+    let rem = t % p;
+    if rem == 0 {
+        at
+    } else {
+        // Saturating: a time within one period of the end of the clock stays there.
+        Instant::from_nanos(t.saturating_add(p - rem))
     }
 }
 

@@ -498,6 +498,7 @@ fn dropped_displays_cause() {
     assert_eq!(d.to_string(), "packet dropped: buffer overflow");
 }
 
+mod aggregate;
 pub(crate) mod codel;
 mod ecn;
 mod jitter;
