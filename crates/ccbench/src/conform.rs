@@ -31,6 +31,8 @@ use crate::values::Rtt;
 /// α of the over-runs judgement, as `--expect`'s default.
 const ALPHA: f64 = 0.05;
 const SAMPLE: Duration = Duration::from_millis(10);
+/// The series' socket of the flow under test: a run's first flow.
+const UNDER_TEST: &str = "flow-0";
 
 /// A path of the grid (or a scenario's own).
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
@@ -252,11 +254,23 @@ pub(crate) fn slug(s: &str) -> String {
 }
 
 fn run_flags(cc: &Algorithm, path: GridPath, scenario: Scenario, runs: u32, seed: u64) -> Vec<String> {
-    let mut f: Vec<String> =
-        vec!["--cc".into(), cc.to_string(), "--runs".into(), runs.to_string(), "--duration".into(), format!("{}s", scenario.duration(path.rtt).as_secs())];
+    // With cross traffic, a mix whose first flow (`flow-0`) is the controller under test and
+    // the only one judged; the competitor starts `--stagger` after it.
+    let mut f: Vec<String> = match scenario.cross() {
+        None => vec!["--cc".into(), cc.to_string()],
+        Some((other, at)) => {
+            let mut f = vec!["--flows".into(), format!("{cc}:1,{other}:1")];
+            if !at.is_zero() {
+                f.extend(["--stagger".into(), format!("{}s", at.as_secs())]);
+            }
+            f
+        }
+    };
+    f.extend(["--runs".into(), runs.to_string(), "--duration".into(), format!("{}s", scenario.duration(path.rtt).as_secs())]);
     f.extend(["--sample-interval".into(), "10ms".into(), "--seed".into(), seed.to_string()]);
     f.extend(scenario.path_flags(path.rate_bps, path.rtt));
-    if cc.is_quic() {
+    // `run --qlog` writes a mix's connections none (its runs are no one algorithm's).
+    if cc.is_quic() && scenario.cross().is_none() {
         f.push("--qlog".into());
     }
     f
@@ -288,11 +302,12 @@ fn judge(
     let mut traces = Vec::new();
     for r in &result.runs {
         let Some(files) = r.series.as_ref().filter(|_| r.status == Status::Complete) else { continue };
-        let rows = series::rows(&dir.join(&files.tcp)).map_err(|e| format!("run {}: {e:#}", r.index))?;
-        // One flow per run: its sending socket, and its controller's own state changes.
+        let mut rows = series::rows(&dir.join(&files.tcp)).map_err(|e| format!("run {}: {e:#}", r.index))?;
+        // The flow under test: the first flow's sending socket (a mix's others are cross
+        // traffic, not judged), and its controller's own state changes.
         let senders = r.workload.as_ref().map(|w| w.senders()).unwrap_or_default();
         let events = senders.first().map_or(&[][..], |s| s.bbr_events);
-        if let Some(rows) = rows.into_values().next() {
+        if let Some(rows) = rows.remove(UNDER_TEST).or_else(|| rows.into_values().next()) {
             traces.push(series::trace(&rows, facts, SAMPLE, events));
         }
     }

@@ -196,6 +196,15 @@ pub enum Assertion {
     UpHeldFrom { from: Duration },
     /// `mode` is not entered again from `from` on, the flow having left it before `from`.
     NotReenteredFrom { mode: Mode, from: Duration },
+    /// §5.5.10.3 BBRAdaptLowerBoundsFromCongestion: a loss this flow sees after `from` (when a
+    /// competitor arrived), while its short-term model is unset, sets bw_shortterm and
+    /// inflight_shortterm (below the ∞ they had) at the end of the round with the loss: within
+    /// `rounds` of BBR.round_count. BBRNoteLoss starts that round at the loss, so it ends 1
+    /// round_count boundary later (2 when both come on the same ACK). A loss whose round may end
+    /// in STARTUP, ProbeBW_REFILL or UP is passed over: the draft adapts nothing while probing
+    /// (BBRIsProbingBW). Not observable where the stack shows no short-term model (BBRv1 has
+    /// none) or no round count, or without such a loss after `from`.
+    ShortTermCutAfterLossFrom { from: Duration, rounds: f64 },
 }
 
 impl Assertion {
@@ -218,6 +227,7 @@ impl Assertion {
             Assertion::StaysIn { .. } | Assertion::UpHeldFrom { .. } | Assertion::NotReenteredFrom { .. } => Rule::AtMost(0.0),
             Assertion::BwHeldFrom { share, .. } => Rule::AtLeast(share),
             Assertion::LongtermHeldFrom { .. } => Rule::AtMost(1.0),
+            Assertion::ShortTermCutAfterLossFrom { rounds, .. } => Rule::AtMost(rounds),
         }
     }
 
@@ -258,6 +268,9 @@ impl Assertion {
             Assertion::LongtermHeldFrom { from } => format!("inflight_longterm does not rise in a REFILL/UP begun after {} s", from.as_secs_f64()),
             Assertion::UpHeldFrom { from } => format!("PROBE_BW_UP is left only for PROBE_RTT after {} s", from.as_secs_f64()),
             Assertion::NotReenteredFrom { mode, from } => format!("{} is not re-entered after {} s", mode.name(), from.as_secs_f64()),
+            Assertion::ShortTermCutAfterLossFrom { from, rounds } => {
+                format!("bw_shortterm/inflight_shortterm set within {rounds} rounds of the first loss after {} s", from.as_secs_f64())
+            }
         }
     }
 
@@ -292,6 +305,7 @@ impl Assertion {
             Assertion::LongtermHeldFrom { from } => longterm_held_from(trace, rule, from),
             Assertion::UpHeldFrom { from } => up_held_from(trace, rule, from),
             Assertion::NotReenteredFrom { mode, from } => not_reentered_from(trace, rule, mode, from),
+            Assertion::ShortTermCutAfterLossFrom { from, rounds } => short_term_cut(trace, rule, from, rounds),
         }
     }
 }
@@ -428,6 +442,113 @@ fn not_reentered_from(trace: &Trace, rule: Rule, mode: Mode, from: Duration) -> 
         Some(t) => format!("{} → {} at {}", t.from.name(), mode.name(), ms(t.at)),
     };
     RunCheck::judged(rule, n, n, n, evidence)
+}
+
+/// The short-term model is set: either bound below the ∞ it has while unset.
+fn short_term_set(p: &Point) -> bool {
+    p.bw_shortterm_bps.is_some_and(f64::is_finite) || p.inflight_shortterm_bytes.is_some_and(|b| b != u64::MAX)
+}
+
+/// §5.5.10.3 BBRIsProbingBW: STARTUP, ProbeBW_REFILL and ProbeBW_UP, in which a round with loss
+/// adapts no lower bound.
+fn probing(p: &Point) -> bool {
+    p.mode == Some(Mode::Startup) || (p.mode == Some(Mode::ProbeBw) && matches!(p.phase, Some(Phase::Refill | Phase::Up)))
+}
+
+fn short_term_cut(trace: &Trace, rule: Rule, from: Duration, rounds: f64) -> RunCheck {
+    if !trace.has(|p| p.bw_shortterm_bps.is_some() || p.inflight_shortterm_bytes.is_some()) {
+        return RunCheck::unseen("the stack shows no bw_shortterm or inflight_shortterm (BBRv1 has no short-term model)");
+    }
+    if !trace.has(|p| p.round_count.is_some()) || !trace.has(|p| p.lost_bytes.is_some()) {
+        return RunCheck::unseen("the stack shows no BBR.round_count or loss counter");
+    }
+    let pts = &trace.points;
+    let count = |i: usize| pts[i].round_count.unwrap_or(0);
+    let lost = |i: usize| pts[i].lost_bytes.unwrap_or(0);
+    // Losses passed over, and why: the model already cut (a further cut need not lower it:
+    // max(bw_latest, Beta × bw_shortterm)), or the loss's round may have ended while probing.
+    let (mut already, mut while_probing) = (0, 0);
+    for i in (1..pts.len()).filter(|&i| pts[i].t > from && lost(i) > lost(i - 1)) {
+        if short_term_set(&pts[i - 1]) {
+            already += 1;
+            continue;
+        }
+        // The loss lies in (a0, a1]; its round ends at BBR.round_count count(a0) + 1 at the
+        // earliest and count(a1) + 2 at the latest. The cut is due if the flow is out of probing
+        // from its earliest end on, up to the cut or a round past the latest end (so that a
+        // missing cut shows more rounds than allowed).
+        let (a0, a1) = (i - 1, i);
+        let (earliest, last) = (count(a0) + 1, count(a1) + rounds.ceil() as u64 + 1);
+        let mut cut = None;
+        let mut excused = false;
+        let mut j = a1;
+        while j < pts.len() {
+            if short_term_set(&pts[j]) {
+                cut = Some(j);
+                break;
+            }
+            if probing(&pts[j]) && count(j) >= earliest {
+                // A probing sample within the loss's round: the draft may rightly skip the cut.
+                // One later than that, the cut was due and never came.
+                excused = count(j) <= last;
+                break;
+            }
+            j += 1;
+        }
+        if excused {
+            while_probing += 1;
+            continue;
+        }
+        let passed = format!("{already} earlier losses with the model already cut, {while_probing} whose round may have ended while probing");
+        let loss_at = format!("first loss after {} at {} (round {}, {})", ms(from), ms(pts[a1].t), count(a1), state_name(&pts[a1]));
+        return match cut {
+            Some(b) => {
+                let (lo, hi, clock) = trace.rounds_between((pts[a0].t, pts[a1].t), (pts[b - 1].t, pts[b].t));
+                let p = &pts[b];
+                let bw = match (p.bw_shortterm_bps.filter(|b| b.is_finite()), p.bw_bps) {
+                    (Some(lo_bw), Some(max)) => format!("bw_shortterm {} ({:.0} % of max_bw {})", mbit(lo_bw), lo_bw / max * 100.0, mbit(max)),
+                    (Some(lo_bw), None) => format!("bw_shortterm {}", mbit(lo_bw)),
+                    (None, _) => "bw_shortterm unset".into(),
+                };
+                let inflight = p.inflight_shortterm_bytes.filter(|b| *b != u64::MAX).map_or("inflight_shortterm unset".into(), |b| format!("inflight_shortterm {b} B"));
+                RunCheck::judged(
+                    rule,
+                    lo,
+                    hi,
+                    (lo + hi) / 2.0,
+                    format!("{loss_at}; {bw}, {inflight} at {} (round {}): {lo:.0}–{hi:.0} rounds ({clock}); {passed}", ms(p.t), count(b)),
+                )
+            }
+            None => {
+                // Never cut: out of probing until j (or the end of the run).
+                let stop = j - 1;
+                let lo = count(stop).saturating_sub(count(a1)) as f64;
+                if j == pts.len() && count(stop) < last {
+                    return RunCheck::unseen(format!("{loss_at}; the run ended {lo:.0} rounds later, before the cut was due; {passed}"));
+                }
+                let until = if j < pts.len() { format!("{} began at {}", state_name(&pts[j]), ms(pts[j].t)) } else { "the run ended".into() };
+                RunCheck::judged(
+                    rule,
+                    lo,
+                    f64::INFINITY,
+                    f64::INFINITY,
+                    format!("{loss_at}; short-term model still unset {lo:.0} rounds later, when {until}; {passed}"),
+                )
+            }
+        };
+    }
+    RunCheck::unseen(format!(
+        "no loss after {} with the short-term model unset and its round out of probing ({already} with the model already cut, {while_probing} whose round may have ended while probing)",
+        ms(from)
+    ))
+}
+
+fn state_name(p: &Point) -> String {
+    match (p.mode, p.phase) {
+        (Some(Mode::ProbeBw), Some(_)) => phase_name(p),
+        (Some(m), _) => m.name().into(),
+        (None, _) => "no state".into(),
+    }
 }
 
 fn ms(d: Duration) -> String {
