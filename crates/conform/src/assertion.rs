@@ -759,9 +759,12 @@ fn probe_rtt_every(trace: &Trace, rule: Rule) -> RunCheck {
     // below every one sampled before.
     // The timer's own filter (BBR.probe_rtt_min_delay) is not in the series: either the
     // controller's min_rtt falling or a sampled RTT below every one sampled before is taken as
-    // a refresh.
-    let refreshed_in = |s: Duration, e: Duration| -> bool {
-        let (before, within): (Vec<&Point>, Vec<&Point>) = trace.points.iter().filter(|p| p.t <= e).partition(|p| p.t <= s);
+    // a refresh. "Before" reaches back to the entry into the PROBE_RTT the span follows (the run's
+    // start for the first span): the timer's expiry there restarts the filter from that ACK's
+    // RTT (§5.3.4.3 BBRUpdateMinRTT, probe_rtt_expired), so behind another flow's standing queue
+    // a sample below the queue's earlier low refreshes it, however far above the base RTT.
+    let refreshed_in = |since: Duration, s: Duration, e: Duration| -> bool {
+        let (before, within): (Vec<&Point>, Vec<&Point>) = trace.points.iter().filter(|p| p.t >= since && p.t <= e).partition(|p| p.t <= s);
         let fell = |field: fn(&Point) -> Option<Duration>| {
             let floor = before.iter().filter_map(|p| field(p)).min();
             floor.is_some_and(|f| within.iter().filter_map(|p| field(p)).any(|r| r < f))
@@ -784,7 +787,8 @@ fn probe_rtt_every(trace: &Trace, rule: Rule) -> RunCheck {
     for s in starts {
         let e = ends.iter().copied().find(|e| *e > s);
         let stop = e.unwrap_or(end);
-        if refreshed_in(s, stop) {
+        let since = ends.iter().copied().filter(|e| *e < s).last().unwrap_or(Duration::ZERO);
+        if refreshed_in(since, s, stop) {
             excused += 1;
             continue;
         }
@@ -805,7 +809,7 @@ fn probe_rtt_every(trace: &Trace, rule: Rule) -> RunCheck {
         (span - sample).max(0.0),
         hi,
         span,
-        format!("{span:.2} s from {} to {how}; neither min_rtt nor a sampled RTT fell below its floor", ms(longest.0)),
+        format!("{span:.2} s from {} to {how}; neither min_rtt nor a sampled RTT fell below its low since the PROBE_RTT before it (or the start; {excused} spans excused)", ms(longest.0)),
     )
 }
 
@@ -1063,5 +1067,102 @@ mod tests {
         t.events = vec![StateEvent { to: Mode::ProbeRtt, ..exit(Some(13), Some(9)) }, exit(None, None)];
         assert_eq!(a.rule(&t), Rule::AtMost(4.0));
         assert_eq!(a.check(&t), sampled);
+    }
+
+    /// A flow in PROBE_BW_CRUISE (round every 100 ms, i.e. each 10th sample) whose first loss
+    /// after a competitor arrives at 4 s comes at 6 s; the short-term model set `cut_after`
+    /// samples later (never if `None`), the flow entering REFILL at `refill_at` ms.
+    fn lossy(cut_after: Option<u64>, refill_at: u64, end: u64) -> Trace {
+        let points = (0..=end / 10)
+            .map(|i| {
+                let t = i * 10;
+                let cut = cut_after.is_some_and(|n| t >= 6000 + n * 10) && t < refill_at;
+                Point {
+                    t: Duration::from_millis(t),
+                    mode: Some(Mode::ProbeBw),
+                    phase: Some(if t >= refill_at { Phase::Refill } else { Phase::Cruise }),
+                    bw_bps: Some(10e6),
+                    rtt: Some(Duration::from_millis(100)),
+                    round_count: Some(t / 100),
+                    lost_bytes: Some(if t >= 6000 { 1448 } else { 0 }),
+                    bw_shortterm_bps: Some(if cut { 7e6 } else { f64::INFINITY }),
+                    inflight_shortterm_bytes: Some(if cut { 90_000 } else { u64::MAX }),
+                    ..Point::default()
+                }
+            })
+            .collect();
+        Trace {
+            path: PathFacts { rate_bps: 10e6, rtt: Duration::from_millis(40), mss: 1448, rate_step: None },
+            sample_interval: Duration::from_millis(10),
+            points,
+            events: Vec::new(),
+        }
+    }
+
+    /// A.8, §5.5.10.3: the cut one round after the loss passes; none by REFILL 5 rounds later
+    /// fails; a loss whose round ends in REFILL is passed over (not observable); BBRv1's series
+    /// (no short-term model) and a run that ends before the cut is due are not observable.
+    #[test]
+    fn the_short_term_model_must_be_cut_a_round_after_a_loss() {
+        let a = Assertion::ShortTermCutAfterLossFrom { from: Duration::from_secs(4), rounds: 2.0 };
+        let c = a.check(&lossy(Some(10), 9000, 9500));
+        assert_eq!((c.outcome, c.lo, c.hi), (Outcome::Pass, 0.0, 2.0), "{}", c.evidence);
+        assert!(c.evidence.contains("first loss after 4000 ms at 6000 ms (round 60, PROBE_BW_CRUISE)"), "{}", c.evidence);
+        assert!(c.evidence.contains("bw_shortterm 7.00 Mbit/s (70 % of max_bw 10.00 Mbit/s), inflight_shortterm 90000 B at 6100 ms"), "{}", c.evidence);
+        let c = a.check(&lossy(None, 6500, 7000));
+        assert_eq!((c.outcome, c.lo), (Outcome::Fail, 4.0), "{}", c.evidence);
+        assert!(c.evidence.contains("still unset 4 rounds later, when PROBE_BW_REFILL began at 6500 ms"), "{}", c.evidence);
+        // Four rounds late is a failure too, not only never.
+        assert_eq!(a.check(&lossy(Some(40), 9000, 9500)).outcome, Outcome::Fail);
+        let c = a.check(&lossy(None, 6100, 7000));
+        assert_eq!(c.outcome, Outcome::NotObservable, "{}", c.evidence);
+        assert!(c.evidence.contains("1 whose round may have ended while probing"), "{}", c.evidence);
+        let c = a.check(&lossy(None, 9000, 6100));
+        assert_eq!(c.outcome, Outcome::NotObservable, "{}", c.evidence);
+        let mut v1 = lossy(Some(10), 9000, 9500);
+        for p in &mut v1.points {
+            (p.bw_shortterm_bps, p.inflight_shortterm_bytes, p.round_count) = (None, None, None);
+        }
+        assert_eq!(a.check(&v1).outcome, Outcome::NotObservable);
+    }
+
+    /// A.4: behind another flow's standing queue, RTTs after a PROBE_RTT at 5 s stay near 80 ms,
+    /// far above the 20 ms of the run's start. A sample below the PROBE_RTT's own low (76 ms at
+    /// 9 s) refreshed the timer's filter, restarted at the PROBE_RTT's expiry (§5.3.4.3), so the
+    /// 6.7 s to the end is excused; without it, the span fails ≤ 5 s.
+    #[test]
+    fn a_lower_rtt_behind_a_standing_queue_puts_probe_rtt_off() {
+        let run = |dip: bool| {
+            let mut t = trace(&[(0, Mode::Startup, None), (300, Mode::ProbeBw, None)]);
+            t.points.clear();
+            for i in 0..=1200 {
+                let ms = i * 10;
+                let mode = match ms {
+                    0..300 => Mode::Startup,
+                    5000..5300 => Mode::ProbeRtt,
+                    _ => Mode::ProbeBw,
+                };
+                let rtt = match ms {
+                    0..300 => 20,
+                    9000 if dip => 76,
+                    _ => 80,
+                };
+                t.points.push(Point {
+                    t: Duration::from_millis(ms),
+                    mode: Some(mode),
+                    rtt: Some(Duration::from_millis(rtt)),
+                    min_rtt: Some(Duration::from_millis(20)),
+                    ..Point::default()
+                });
+            }
+            t
+        };
+        let a = Assertion::ProbeRttEvery { interval: Duration::from_secs(5) };
+        let c = a.check(&run(true));
+        assert_eq!((c.outcome, c.estimate), (Outcome::Pass, 4.7), "{}", c.evidence);
+        assert!(c.evidence.contains("1 spans excused"), "{}", c.evidence);
+        let c = a.check(&run(false));
+        assert_eq!(c.outcome, Outcome::Fail, "{}", c.evidence);
+        assert!(c.evidence.contains("from 5300 ms to end of run, no PROBE_RTT"), "{}", c.evidence);
     }
 }
