@@ -510,7 +510,8 @@ fn short_term_cut(trace: &Trace, rule: Rule, from: Duration, rounds: f64) -> Run
                     (Some(lo_bw), None) => format!("bw_shortterm {}", mbit(lo_bw)),
                     (None, _) => "bw_shortterm unset".into(),
                 };
-                let inflight = p.inflight_shortterm_bytes.filter(|b| *b != u64::MAX).map_or("inflight_shortterm unset".into(), |b| format!("inflight_shortterm {b} B"));
+                let inflight =
+                    p.inflight_shortterm_bytes.filter(|b| *b != u64::MAX).map_or("inflight_shortterm unset".into(), |b| format!("inflight_shortterm {b} B"));
                 RunCheck::judged(
                     rule,
                     lo,
