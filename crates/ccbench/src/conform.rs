@@ -352,3 +352,23 @@ pub(crate) fn write_qlogs(result: &ExperimentResult, out: &Path) -> anyhow::Resu
 
 /// Cells by case, for the matrix: `(case, assertion) → (cc, path) → cell`.
 pub(crate) type ByCase<'a> = BTreeMap<(usize, usize), Vec<&'a Judged>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cross-traffic scenario's run is a mix whose first flow is the controller under test,
+    /// the competitor `--stagger` after it; no `--cc`, and no `--qlog` (a mix writes none).
+    #[test]
+    fn cross_traffic_runs_as_a_mix_led_by_the_controller_under_test() {
+        let path = GridPath { rate_bps: 20e6, rtt: ms(80) };
+        let cc: Algorithm = "quic:bbr3".parse().unwrap();
+        let f = run_flags(&cc, path, Scenario::CrossArrives, 1, 7).join(" ");
+        assert!(f.starts_with("--flows quic:bbr3:1,tcp:cubic:1 --stagger 4s --runs 1 --duration 24s "), "{f}");
+        assert!(!f.contains("--cc") && !f.contains("--qlog"), "{f}");
+        let f = run_flags(&cc, path, Scenario::CrossQueue, 1, 7).join(" ");
+        assert!(f.starts_with("--flows quic:bbr3:1,tcp:cubic:1 --runs 1 --duration 12s ") && !f.contains("--stagger"), "{f}");
+        let f = run_flags(&cc, path, Scenario::Bulk, 1, 7).join(" ");
+        assert!(f.starts_with("--cc quic:bbr3 ") && f.ends_with("--qlog"), "{f}");
+    }
+}
