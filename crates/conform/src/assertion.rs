@@ -788,7 +788,7 @@ fn probe_rtt_every(trace: &Trace, rule: Rule) -> RunCheck {
     for s in starts {
         let e = ends.iter().copied().find(|e| *e > s);
         let stop = e.unwrap_or(end);
-        let since = ends.iter().copied().filter(|e| *e < s).last().unwrap_or(Duration::ZERO);
+        let since = ends.iter().copied().rfind(|e| *e < s).unwrap_or(Duration::ZERO);
         if refreshed_in(since, s, stop) {
             excused += 1;
             continue;
