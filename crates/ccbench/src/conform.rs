@@ -31,6 +31,8 @@ use crate::values::Rtt;
 /// α of the over-runs judgement, as `--expect`'s default.
 const ALPHA: f64 = 0.05;
 const SAMPLE: Duration = Duration::from_millis(10);
+/// The series' socket of the flow under test: a run's first flow.
+const UNDER_TEST: &str = "flow-0";
 
 /// A path of the grid (or a scenario's own).
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
@@ -252,11 +254,23 @@ pub(crate) fn slug(s: &str) -> String {
 }
 
 fn run_flags(cc: &Algorithm, path: GridPath, scenario: Scenario, runs: u32, seed: u64) -> Vec<String> {
-    let mut f: Vec<String> =
-        vec!["--cc".into(), cc.to_string(), "--runs".into(), runs.to_string(), "--duration".into(), format!("{}s", scenario.duration(path.rtt).as_secs())];
+    // With cross traffic, a mix whose first flow (`flow-0`) is the controller under test and
+    // the only one judged; the competitor starts `--stagger` after it.
+    let mut f: Vec<String> = match scenario.cross() {
+        None => vec!["--cc".into(), cc.to_string()],
+        Some((other, at)) => {
+            let mut f = vec!["--flows".into(), format!("{cc}:1,{other}:1")];
+            if !at.is_zero() {
+                f.extend(["--stagger".into(), format!("{}s", at.as_secs())]);
+            }
+            f
+        }
+    };
+    f.extend(["--runs".into(), runs.to_string(), "--duration".into(), format!("{}s", scenario.duration(path.rtt).as_secs())]);
     f.extend(["--sample-interval".into(), "10ms".into(), "--seed".into(), seed.to_string()]);
     f.extend(scenario.path_flags(path.rate_bps, path.rtt));
-    if cc.is_quic() {
+    // `run --qlog` writes a mix's connections none (its runs are no one algorithm's).
+    if cc.is_quic() && scenario.cross().is_none() {
         f.push("--qlog".into());
     }
     f
@@ -288,11 +302,12 @@ fn judge(
     let mut traces = Vec::new();
     for r in &result.runs {
         let Some(files) = r.series.as_ref().filter(|_| r.status == Status::Complete) else { continue };
-        let rows = series::rows(&dir.join(&files.tcp)).map_err(|e| format!("run {}: {e:#}", r.index))?;
-        // One flow per run: its sending socket, and its controller's own state changes.
+        let mut rows = series::rows(&dir.join(&files.tcp)).map_err(|e| format!("run {}: {e:#}", r.index))?;
+        // The flow under test: the first flow's sending socket (a mix's others are cross
+        // traffic, not judged), and its controller's own state changes.
         let senders = r.workload.as_ref().map(|w| w.senders()).unwrap_or_default();
         let events = senders.first().map_or(&[][..], |s| s.bbr_events);
-        if let Some(rows) = rows.into_values().next() {
+        if let Some(rows) = rows.remove(UNDER_TEST).or_else(|| rows.into_values().next()) {
             traces.push(series::trace(&rows, facts, SAMPLE, events));
         }
     }
@@ -337,3 +352,23 @@ pub(crate) fn write_qlogs(result: &ExperimentResult, out: &Path) -> anyhow::Resu
 
 /// Cells by case, for the matrix: `(case, assertion) → (cc, path) → cell`.
 pub(crate) type ByCase<'a> = BTreeMap<(usize, usize), Vec<&'a Judged>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cross-traffic scenario's run is a mix whose first flow is the controller under test,
+    /// the competitor `--stagger` after it; no `--cc`, and no `--qlog` (a mix writes none).
+    #[test]
+    fn cross_traffic_runs_as_a_mix_led_by_the_controller_under_test() {
+        let path = GridPath { rate_bps: 20e6, rtt: ms(80) };
+        let cc: Algorithm = "quic:bbr3".parse().unwrap();
+        let f = run_flags(&cc, path, Scenario::CrossArrives, 1, 7).join(" ");
+        assert!(f.starts_with("--flows quic:bbr3:1,tcp:cubic:1 --stagger 4s --runs 1 --duration 24s "), "{f}");
+        assert!(!f.contains("--cc") && !f.contains("--qlog"), "{f}");
+        let f = run_flags(&cc, path, Scenario::CrossQueue, 1, 7).join(" ");
+        assert!(f.starts_with("--flows quic:bbr3:1,tcp:cubic:1 --runs 1 --duration 12s ") && !f.contains("--stagger"), "{f}");
+        let f = run_flags(&cc, path, Scenario::Bulk, 1, 7).join(" ");
+        assert!(f.starts_with("--cc quic:bbr3 ") && f.ends_with("--qlog"), "{f}");
+    }
+}

@@ -205,6 +205,15 @@ pub enum Assertion {
     /// The data acknowledged after STARTUP and DRAIN, over that time, is at least `share` × the
     /// link rate: the flow keeps the link busy.
     DeliveredAtLeast { share: f64 },
+    /// §5.5.10.3 BBRAdaptLowerBoundsFromCongestion: a loss this flow sees after `from` (when a
+    /// competitor arrived), while its short-term model is unset, sets bw_shortterm and
+    /// inflight_shortterm (below the ∞ they had) at the end of the round with the loss: within
+    /// `rounds` of BBR.round_count. BBRNoteLoss starts that round at the loss, so it ends 1
+    /// round_count boundary later (2 when both come on the same ACK). A loss whose round may end
+    /// in STARTUP, ProbeBW_REFILL or UP is passed over: the draft adapts nothing while probing
+    /// (BBRIsProbingBW). Not observable where the stack shows no short-term model (BBRv1 has
+    /// none) or no round count, or without such a loss after `from`.
+    ShortTermCutAfterLossFrom { from: Duration, rounds: f64 },
 }
 
 impl Assertion {
@@ -228,6 +237,7 @@ impl Assertion {
             Assertion::BwHeldFrom { share, .. } => Rule::AtLeast(share),
             Assertion::LongtermHeldFrom { .. } => Rule::AtMost(1.0),
             Assertion::ExtraAckedCovers { share, .. } | Assertion::DeliveredAtLeast { share } => Rule::AtLeast(share),
+            Assertion::ShortTermCutAfterLossFrom { rounds, .. } => Rule::AtMost(rounds),
         }
     }
 
@@ -272,6 +282,9 @@ impl Assertion {
                 format!("extra_acked in PROBE_BW ≥ {:.0} % of the link's data in one {} aggregation period", share * 100.0, ms(*period))
             }
             Assertion::DeliveredAtLeast { share } => format!("delivery rate after STARTUP ≥ {:.0} % of the link", share * 100.0),
+            Assertion::ShortTermCutAfterLossFrom { from, rounds } => {
+                format!("bw_shortterm/inflight_shortterm set within {rounds} rounds of the first loss after {} s", from.as_secs_f64())
+            }
         }
     }
 
@@ -308,6 +321,7 @@ impl Assertion {
             Assertion::NotReenteredFrom { mode, from } => not_reentered_from(trace, rule, mode, from),
             Assertion::ExtraAckedCovers { period, .. } => extra_acked_covers(trace, rule, period),
             Assertion::DeliveredAtLeast { .. } => delivered(trace, rule),
+            Assertion::ShortTermCutAfterLossFrom { from, rounds } => short_term_cut(trace, rule, from, rounds),
         }
     }
 }
@@ -444,6 +458,114 @@ fn not_reentered_from(trace: &Trace, rule: Rule, mode: Mode, from: Duration) -> 
         Some(t) => format!("{} → {} at {}", t.from.name(), mode.name(), ms(t.at)),
     };
     RunCheck::judged(rule, n, n, n, evidence)
+}
+
+/// The short-term model is set: either bound below the ∞ it has while unset.
+fn short_term_set(p: &Point) -> bool {
+    p.bw_shortterm_bps.is_some_and(f64::is_finite) || p.inflight_shortterm_bytes.is_some_and(|b| b != u64::MAX)
+}
+
+/// §5.5.10.3 BBRIsProbingBW: STARTUP, ProbeBW_REFILL and ProbeBW_UP, in which a round with loss
+/// adapts no lower bound.
+fn probing(p: &Point) -> bool {
+    p.mode == Some(Mode::Startup) || (p.mode == Some(Mode::ProbeBw) && matches!(p.phase, Some(Phase::Refill | Phase::Up)))
+}
+
+fn short_term_cut(trace: &Trace, rule: Rule, from: Duration, rounds: f64) -> RunCheck {
+    if !trace.has(|p| p.bw_shortterm_bps.is_some() || p.inflight_shortterm_bytes.is_some()) {
+        return RunCheck::unseen("the stack shows no bw_shortterm or inflight_shortterm (BBRv1 has no short-term model)");
+    }
+    if !trace.has(|p| p.round_count.is_some()) || !trace.has(|p| p.lost_bytes.is_some()) {
+        return RunCheck::unseen("the stack shows no BBR.round_count or loss counter");
+    }
+    let pts = &trace.points;
+    let count = |i: usize| pts[i].round_count.unwrap_or(0);
+    let lost = |i: usize| pts[i].lost_bytes.unwrap_or(0);
+    // Losses passed over, and why: the model already cut (a further cut need not lower it:
+    // max(bw_latest, Beta × bw_shortterm)), or the loss's round may have ended while probing.
+    let (mut already, mut while_probing) = (0, 0);
+    for i in (1..pts.len()).filter(|&i| pts[i].t > from && lost(i) > lost(i - 1)) {
+        if short_term_set(&pts[i - 1]) {
+            already += 1;
+            continue;
+        }
+        // The loss lies in (a0, a1]; its round ends at BBR.round_count count(a0) + 1 at the
+        // earliest and count(a1) + 2 at the latest. The cut is due if the flow is out of probing
+        // from its earliest end on, up to the cut or a round past the latest end (so that a
+        // missing cut shows more rounds than allowed).
+        let (a0, a1) = (i - 1, i);
+        let (earliest, last) = (count(a0) + 1, count(a1) + rounds.ceil() as u64 + 1);
+        let mut cut = None;
+        let mut excused = false;
+        let mut j = a1;
+        while j < pts.len() {
+            if short_term_set(&pts[j]) {
+                cut = Some(j);
+                break;
+            }
+            if probing(&pts[j]) && count(j) >= earliest {
+                // A probing sample within the loss's round: the draft may rightly skip the cut.
+                // One later than that, the cut was due and never came.
+                excused = count(j) <= last;
+                break;
+            }
+            j += 1;
+        }
+        if excused {
+            while_probing += 1;
+            continue;
+        }
+        let passed = format!("{already} earlier losses with the model already cut, {while_probing} whose round may have ended while probing");
+        let loss_at = format!("first loss after {} at {} (round {}, {})", ms(from), ms(pts[a1].t), count(a1), state_name(&pts[a1]));
+        return match cut {
+            Some(b) => {
+                let (lo, hi, clock) = trace.rounds_between((pts[a0].t, pts[a1].t), (pts[b - 1].t, pts[b].t));
+                let p = &pts[b];
+                let bw = match (p.bw_shortterm_bps.filter(|b| b.is_finite()), p.bw_bps) {
+                    (Some(lo_bw), Some(max)) => format!("bw_shortterm {} ({:.0} % of max_bw {})", mbit(lo_bw), lo_bw / max * 100.0, mbit(max)),
+                    (Some(lo_bw), None) => format!("bw_shortterm {}", mbit(lo_bw)),
+                    (None, _) => "bw_shortterm unset".into(),
+                };
+                let inflight =
+                    p.inflight_shortterm_bytes.filter(|b| *b != u64::MAX).map_or("inflight_shortterm unset".into(), |b| format!("inflight_shortterm {b} B"));
+                RunCheck::judged(
+                    rule,
+                    lo,
+                    hi,
+                    (lo + hi) / 2.0,
+                    format!("{loss_at}; {bw}, {inflight} at {} (round {}): {lo:.0}–{hi:.0} rounds ({clock}); {passed}", ms(p.t), count(b)),
+                )
+            }
+            None => {
+                // Never cut: out of probing until j (or the end of the run).
+                let stop = j - 1;
+                let lo = count(stop).saturating_sub(count(a1)) as f64;
+                if j == pts.len() && count(stop) < last {
+                    return RunCheck::unseen(format!("{loss_at}; the run ended {lo:.0} rounds later, before the cut was due; {passed}"));
+                }
+                let until = if j < pts.len() { format!("{} began at {}", state_name(&pts[j]), ms(pts[j].t)) } else { "the run ended".into() };
+                RunCheck::judged(
+                    rule,
+                    lo,
+                    f64::INFINITY,
+                    f64::INFINITY,
+                    format!("{loss_at}; short-term model still unset {lo:.0} rounds later, when {until}; {passed}"),
+                )
+            }
+        };
+    }
+    RunCheck::unseen(format!(
+        "no loss after {} with the short-term model unset and its round out of probing ({already} with the model already cut, {while_probing} whose round may have ended while probing)",
+        ms(from)
+    ))
+}
+
+fn state_name(p: &Point) -> String {
+    match (p.mode, p.phase) {
+        (Some(Mode::ProbeBw), Some(_)) => phase_name(p),
+        (Some(m), _) => m.name().into(),
+        (None, _) => "no state".into(),
+    }
 }
 
 fn ms(d: Duration) -> String {
@@ -654,9 +776,12 @@ fn probe_rtt_every(trace: &Trace, rule: Rule) -> RunCheck {
     // below every one sampled before.
     // The timer's own filter (BBR.probe_rtt_min_delay) is not in the series: either the
     // controller's min_rtt falling or a sampled RTT below every one sampled before is taken as
-    // a refresh.
-    let refreshed_in = |s: Duration, e: Duration| -> bool {
-        let (before, within): (Vec<&Point>, Vec<&Point>) = trace.points.iter().filter(|p| p.t <= e).partition(|p| p.t <= s);
+    // a refresh. "Before" reaches back to the entry into the PROBE_RTT the span follows (the run's
+    // start for the first span): the timer's expiry there restarts the filter from that ACK's
+    // RTT (§5.3.4.3 BBRUpdateMinRTT, probe_rtt_expired), so behind another flow's standing queue
+    // a sample below the queue's earlier low refreshes it, however far above the base RTT.
+    let refreshed_in = |since: Duration, s: Duration, e: Duration| -> bool {
+        let (before, within): (Vec<&Point>, Vec<&Point>) = trace.points.iter().filter(|p| p.t >= since && p.t <= e).partition(|p| p.t <= s);
         let fell = |field: fn(&Point) -> Option<Duration>| {
             let floor = before.iter().filter_map(|p| field(p)).min();
             floor.is_some_and(|f| within.iter().filter_map(|p| field(p)).any(|r| r < f))
@@ -679,7 +804,8 @@ fn probe_rtt_every(trace: &Trace, rule: Rule) -> RunCheck {
     for s in starts {
         let e = ends.iter().copied().find(|e| *e > s);
         let stop = e.unwrap_or(end);
-        if refreshed_in(s, stop) {
+        let since = ends.iter().copied().rfind(|e| *e < s).unwrap_or(Duration::ZERO);
+        if refreshed_in(since, s, stop) {
             excused += 1;
             continue;
         }
@@ -700,7 +826,7 @@ fn probe_rtt_every(trace: &Trace, rule: Rule) -> RunCheck {
         (span - sample).max(0.0),
         hi,
         span,
-        format!("{span:.2} s from {} to {how}; neither min_rtt nor a sampled RTT fell below its floor", ms(longest.0)),
+        format!("{span:.2} s from {} to {how}; neither min_rtt nor a sampled RTT fell below its low since the PROBE_RTT before it (or the start; {excused} spans excused)", ms(longest.0)),
     )
 }
 
@@ -1043,5 +1169,102 @@ mod tests {
         t.events = vec![StateEvent { to: Mode::ProbeRtt, ..exit(Some(13), Some(9)) }, exit(None, None)];
         assert_eq!(a.rule(&t), Rule::AtMost(4.0));
         assert_eq!(a.check(&t), sampled);
+    }
+
+    /// A flow in PROBE_BW_CRUISE (round every 100 ms, i.e. each 10th sample) whose first loss
+    /// after a competitor arrives at 4 s comes at 6 s; the short-term model set `cut_after`
+    /// samples later (never if `None`), the flow entering REFILL at `refill_at` ms.
+    fn lossy(cut_after: Option<u64>, refill_at: u64, end: u64) -> Trace {
+        let points = (0..=end / 10)
+            .map(|i| {
+                let t = i * 10;
+                let cut = cut_after.is_some_and(|n| t >= 6000 + n * 10) && t < refill_at;
+                Point {
+                    t: Duration::from_millis(t),
+                    mode: Some(Mode::ProbeBw),
+                    phase: Some(if t >= refill_at { Phase::Refill } else { Phase::Cruise }),
+                    bw_bps: Some(10e6),
+                    rtt: Some(Duration::from_millis(100)),
+                    round_count: Some(t / 100),
+                    lost_bytes: Some(if t >= 6000 { 1448 } else { 0 }),
+                    bw_shortterm_bps: Some(if cut { 7e6 } else { f64::INFINITY }),
+                    inflight_shortterm_bytes: Some(if cut { 90_000 } else { u64::MAX }),
+                    ..Point::default()
+                }
+            })
+            .collect();
+        Trace {
+            path: PathFacts { rate_bps: 10e6, rtt: Duration::from_millis(40), mss: 1448, rate_step: None },
+            sample_interval: Duration::from_millis(10),
+            points,
+            events: Vec::new(),
+        }
+    }
+
+    /// A.8, §5.5.10.3: the cut one round after the loss passes; none by REFILL 5 rounds later
+    /// fails; a loss whose round ends in REFILL is passed over (not observable); BBRv1's series
+    /// (no short-term model) and a run that ends before the cut is due are not observable.
+    #[test]
+    fn the_short_term_model_must_be_cut_a_round_after_a_loss() {
+        let a = Assertion::ShortTermCutAfterLossFrom { from: Duration::from_secs(4), rounds: 2.0 };
+        let c = a.check(&lossy(Some(10), 9000, 9500));
+        assert_eq!((c.outcome, c.lo, c.hi), (Outcome::Pass, 0.0, 2.0), "{}", c.evidence);
+        assert!(c.evidence.contains("first loss after 4000 ms at 6000 ms (round 60, PROBE_BW_CRUISE)"), "{}", c.evidence);
+        assert!(c.evidence.contains("bw_shortterm 7.00 Mbit/s (70 % of max_bw 10.00 Mbit/s), inflight_shortterm 90000 B at 6100 ms"), "{}", c.evidence);
+        let c = a.check(&lossy(None, 6500, 7000));
+        assert_eq!((c.outcome, c.lo), (Outcome::Fail, 4.0), "{}", c.evidence);
+        assert!(c.evidence.contains("still unset 4 rounds later, when PROBE_BW_REFILL began at 6500 ms"), "{}", c.evidence);
+        // Four rounds late is a failure too, not only never.
+        assert_eq!(a.check(&lossy(Some(40), 9000, 9500)).outcome, Outcome::Fail);
+        let c = a.check(&lossy(None, 6100, 7000));
+        assert_eq!(c.outcome, Outcome::NotObservable, "{}", c.evidence);
+        assert!(c.evidence.contains("1 whose round may have ended while probing"), "{}", c.evidence);
+        let c = a.check(&lossy(None, 9000, 6100));
+        assert_eq!(c.outcome, Outcome::NotObservable, "{}", c.evidence);
+        let mut v1 = lossy(Some(10), 9000, 9500);
+        for p in &mut v1.points {
+            (p.bw_shortterm_bps, p.inflight_shortterm_bytes, p.round_count) = (None, None, None);
+        }
+        assert_eq!(a.check(&v1).outcome, Outcome::NotObservable);
+    }
+
+    /// A.4: behind another flow's standing queue, RTTs after a PROBE_RTT at 5 s stay near 80 ms,
+    /// far above the 20 ms of the run's start. A sample below the PROBE_RTT's own low (76 ms at
+    /// 9 s) refreshed the timer's filter, restarted at the PROBE_RTT's expiry (§5.3.4.3), so the
+    /// 6.7 s to the end is excused; without it, the span fails ≤ 5 s.
+    #[test]
+    fn a_lower_rtt_behind_a_standing_queue_puts_probe_rtt_off() {
+        let run = |dip: bool| {
+            let mut t = trace(&[(0, Mode::Startup, None), (300, Mode::ProbeBw, None)]);
+            t.points.clear();
+            for i in 0..=1200 {
+                let ms = i * 10;
+                let mode = match ms {
+                    0..300 => Mode::Startup,
+                    5000..5300 => Mode::ProbeRtt,
+                    _ => Mode::ProbeBw,
+                };
+                let rtt = match ms {
+                    0..300 => 20,
+                    9000 if dip => 76,
+                    _ => 80,
+                };
+                t.points.push(Point {
+                    t: Duration::from_millis(ms),
+                    mode: Some(mode),
+                    rtt: Some(Duration::from_millis(rtt)),
+                    min_rtt: Some(Duration::from_millis(20)),
+                    ..Point::default()
+                });
+            }
+            t
+        };
+        let a = Assertion::ProbeRttEvery { interval: Duration::from_secs(5) };
+        let c = a.check(&run(true));
+        assert_eq!((c.outcome, c.estimate), (Outcome::Pass, 4.7), "{}", c.evidence);
+        assert!(c.evidence.contains("1 spans excused"), "{}", c.evidence);
+        let c = a.check(&run(false));
+        assert_eq!(c.outcome, Outcome::Fail, "{}", c.evidence);
+        assert!(c.evidence.contains("from 5300 ms to end of run, no PROBE_RTT"), "{}", c.evidence);
     }
 }

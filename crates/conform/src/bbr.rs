@@ -57,6 +57,14 @@ pub enum Scenario {
     /// One bulk flow over a 4-BDP buffer whose data (server → client) is held and released in
     /// bursts every [`AGGREGATE`] (`--aggregate-down`), 12 s.
     ForwardBatching,
+    /// The flow under test and a kernel CUBIC flow from the start (`--flows CC:1,tcp:cubic:1`)
+    /// over a 4-BDP drop-tail buffer, 12 s: CUBIC fills the buffer and backs off only to 0.7 of
+    /// its window, so a queue of 2.5 BDP or more stands throughout and no RTT sample shows the
+    /// path's base RTT again.
+    CrossQueue,
+    /// The same mix with the CUBIC flow starting at 4 s (`--stagger 4s`), 16 s: 12 s of a
+    /// competitor's queue, long enough for it to overflow the buffer onto the flow under test.
+    CrossArrives,
 }
 
 /// What the application does at a time of a scenario (the rest of the time it writes as fast as
@@ -84,8 +92,14 @@ pub const AGGREGATE: Duration = Duration::from_millis(8);
 /// When the rate steps change the path.
 pub const STEP_AT: Duration = Duration::from_secs(4);
 
+/// When the competing flow of [`Scenario::CrossArrives`] starts (after the flow under test).
+pub const CROSS_AT: Duration = Duration::from_secs(4);
+/// The competing flow of the cross-traffic scenarios: loss-based, so it keeps the buffer full
+/// whatever the flow under test does; kernel CUBIC, which a mix runs beside QUIC flows too.
+pub const CROSS_CC: &str = "tcp:cubic";
+
 impl Scenario {
-    pub const ALL: [Scenario; 10] = [
+    pub const ALL: [Scenario; 12] = [
         Scenario::Bulk,
         Scenario::StepDown,
         Scenario::StepUp,
@@ -96,6 +110,8 @@ impl Scenario {
         Scenario::Paused,
         Scenario::AckAggregation,
         Scenario::ForwardBatching,
+        Scenario::CrossQueue,
+        Scenario::CrossArrives,
     ];
 
     pub fn name(self) -> &'static str {
@@ -110,6 +126,8 @@ impl Scenario {
             Scenario::Paused => "paused",
             Scenario::AckAggregation => "ack-aggregation",
             Scenario::ForwardBatching => "forward-batching",
+            Scenario::CrossQueue => "cross-queue",
+            Scenario::CrossArrives => "cross-arrives",
         }
     }
 
@@ -126,6 +144,14 @@ impl Scenario {
             }
             Scenario::StepUp => Duration::from_secs(18),
             Scenario::AppLimitedProbeBw => Duration::from_secs(16),
+            // A paced flow need not lose when the competitor's slow start overflows the buffer;
+            // the next overflow ends a CUBIC epoch, whose length grows with the RTT (RFC 9438
+            // §4.2: K ∝ ∛W). Measured at 20 Mbit/s: the first loss 2.8 s after the arrival at
+            // 20 ms, 10.6 s at 80 ms. Ours: 16 s up to 20 ms, 24 s at 80 ms, 42 s at 200 ms.
+            Scenario::CrossArrives => {
+                let d = CROSS_AT + Duration::from_secs(8) + rtt * 150;
+                Duration::from_secs(d.as_secs_f64().ceil() as u64).max(Duration::from_secs(16))
+            }
             _ => Duration::from_secs(12),
         }
     }
@@ -141,7 +167,9 @@ impl Scenario {
         let kbit = |bps: f64| format!("{}kbit", (bps / 1e3).round() as u64);
         let rtt_s = format!("{}us", rtt.as_micros());
         match self {
-            Scenario::Bulk => vec!["--rate".into(), kbit(rate_bps), "--rtt".into(), rtt_s, "--buffer".into(), "4bdp".into()],
+            Scenario::Bulk | Scenario::CrossQueue | Scenario::CrossArrives => {
+                vec!["--rate".into(), kbit(rate_bps), "--rtt".into(), rtt_s, "--buffer".into(), "4bdp".into()]
+            }
             Scenario::StepDown => {
                 vec![
                     "--rate".into(),
@@ -211,7 +239,7 @@ impl Scenario {
     /// The bottleneck the controller should find (bits/s) at the start, and the rate step.
     pub fn bottleneck(self, rate_bps: f64) -> (f64, Option<(Duration, f64)>) {
         match self {
-            Scenario::Bulk => (rate_bps, None),
+            Scenario::Bulk | Scenario::CrossQueue | Scenario::CrossArrives => (rate_bps, None),
             Scenario::StepDown => (rate_bps, Some((STEP_AT, rate_bps / 10.0))),
             Scenario::StepUp => (rate_bps / 10.0, Some((STEP_AT, rate_bps))),
             Scenario::Policer => (rate_bps / 2.0, None),
@@ -238,6 +266,17 @@ impl Scenario {
             Scenario::AppLimitedProbeBw => vec![(APP_AT, App::Cap(rate_bps / 4.0))],
             Scenario::Paused => vec![(APP_AT, App::Pause), (APP_AT + PAUSE_FOR, App::Resume)],
             _ => Vec::new(),
+        }
+    }
+
+    /// The competing flow, if any: its algorithm ([`CROSS_CC`]) and when it starts after the
+    /// flow under test. The flow under test is the mix's first flow (`flow-0`), and only its
+    /// series is judged.
+    pub fn cross(self) -> Option<(&'static str, Duration)> {
+        match self {
+            Scenario::CrossQueue => Some((CROSS_CC, Duration::ZERO)),
+            Scenario::CrossArrives => Some((CROSS_CC, CROSS_AT)),
+            _ => None,
         }
     }
 }
@@ -374,6 +413,18 @@ const A11: &[Assertion] =
 /// arrival rate for the path's (§4.1.1.2.4, §4.1.2.3: the sample is the lower of the send and
 /// ACK rates; §5.5.5 BBRUpdateMaxBw), and the link stays busy.
 const A12: &[Assertion] = &[Assertion::BwNearLink { lo: 0.80, hi: 1.05 }, Assertion::DeliveredAtLeast { share: 0.80 }];
+/// A.4: a competitor's standing queue keeps every RTT sample above the path's base RTT, so
+/// nothing refreshes min_rtt and §5.3.4.3 BBRCheckProbeRTT must still enter PROBE_RTT every
+/// ProbeRTTInterval = 5 s (kernel BBRv1: its 10 s min_rtt window, tcp_bbr.c bbr_min_rtt_win_sec,
+/// a v1/v3 difference the matrix shows as such). Spans in which min_rtt did fall are excused, as
+/// in §5.3.4's case.
+const A4: &[Assertion] = &[Assertion::ProbeRttEvery { interval: Duration::from_secs(5) }];
+
+/// A.8: the competitor's queue overflows onto the flow; §5.5.10.3 BBRAdaptLowerBoundsFromCongestion
+/// must cut the short-term model (bw_shortterm, inflight_shortterm) at the end of the round with
+/// the loss (BBRNoteLoss starts that round at the loss): within 1 round of BBR.round_count, 2
+/// when its end and a round_count boundary come on the same ACK.
+const A8: &[Assertion] = &[Assertion::ShortTermCutAfterLossFrom { from: CROSS_AT, rounds: 2.0 }];
 
 const NONE: &[Assertion] = &[];
 const TITLE_UNKNOWN: &str = "(title not in the stored copies of the draft)";
@@ -405,9 +456,9 @@ pub const SUITE: &[Case] = &[
         title: "Cross traffic holding the queue",
         sections: "§5.3.4 ProbeRTT, §5.5.6 min_rtt",
         what: "with a competing flow keeping a standing queue, PROBE_RTT must still come every 5 s",
-        scenario: Scenario::Bulk,
-        assertions: NONE,
-        runnable: Runnable::Needs("cross traffic that holds the queue, judged on one flow of a mix"),
+        scenario: Scenario::CrossQueue,
+        assertions: A4,
+        runnable: Runnable::Yes,
     },
     Case { id: "A.5", title: TITLE_UNKNOWN, sections: "-", what: "-", scenario: Scenario::Bulk, assertions: NONE, runnable: NEEDS_TEXT },
     Case {
@@ -423,11 +474,11 @@ pub const SUITE: &[Case] = &[
     Case {
         id: "A.8",
         title: "Cross traffic arriving mid-flow",
-        sections: "§5.5.10 bw_shortterm, §5.3.3.9",
-        what: "a flow's short-term bounds must react to a competitor's queue",
-        scenario: Scenario::Bulk,
-        assertions: NONE,
-        runnable: Runnable::Needs("cross traffic that holds the queue, judged on one flow of a mix"),
+        sections: "§5.5.10 bw_shortterm, §5.5.10.3 BBRAdaptLowerBoundsFromCongestion, §5.3.3.9",
+        what: "once a competitor's queue overflows onto the flow, its short-term bounds must be cut at the end of the round with the loss",
+        scenario: Scenario::CrossArrives,
+        assertions: A8,
+        runnable: Runnable::Yes,
     },
     Case { id: "A.9", title: TITLE_UNKNOWN, sections: "-", what: "-", scenario: Scenario::Bulk, assertions: NONE, runnable: NEEDS_TEXT },
     Case {
@@ -571,5 +622,19 @@ mod tests {
         assert_eq!(Scenario::ForwardBatching.path_flags(20e6, Duration::from_millis(20))[6..], ["--aggregate-down", "8ms"]);
         let d = |rtt_ms| Scenario::StepDown.duration(Duration::from_millis(rtt_ms)).as_secs();
         assert_eq!((d(20), d(80), d(200)), (18, 24, 40));
+    }
+
+    /// The cross-traffic scenarios: the flow under test first, the competitor from the start or
+    /// from 4 s, and long enough at long RTTs for a CUBIC epoch to overflow the buffer.
+    #[test]
+    fn cross_scenarios_run_a_competitor() {
+        assert_eq!(Scenario::CrossQueue.cross(), Some(("tcp:cubic", Duration::ZERO)));
+        assert_eq!(Scenario::CrossArrives.cross(), Some(("tcp:cubic", CROSS_AT)));
+        assert_eq!(Scenario::Bulk.cross(), None);
+        let d = |rtt_ms| Scenario::CrossArrives.duration(Duration::from_millis(rtt_ms)).as_secs();
+        assert_eq!((d(20), d(80), d(200)), (16, 24, 42));
+        for c in SUITE.iter().filter(|c| c.id == "A.4" || c.id == "A.8") {
+            assert!(c.scenario.cross().is_some() && c.runnable == Runnable::Yes, "{}", c.name());
+        }
     }
 }
