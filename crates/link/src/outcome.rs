@@ -99,6 +99,10 @@ pub struct LinkStats {
     pub ce_marks: u64,
     #[serde(default)]
     pub bytes_ce_marked: u64,
+    /// Packets held back by `reorder` (counted as they leave the server), so that later ones
+    /// overtook them.
+    #[serde(default)]
+    pub reorder_held: u64,
     /// Total serialization time of packets that finished serialization.
     pub busy_ns: Duration,
     /// Queueing delay (`service_start - arrived_at`) of every dequeued packet.
