@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use crate::error::UsageError;
 use crate::values::{
-    AqmSpec, AtChange, BufferSpec, CcList, Delay, DirectionArg, EcnArg, EcnFaultSpec, EmulatorBatch, ExpectArg, Expected, FlowsSpec, IdleTimeout, JitterSpec,
+    AqmSpec, AtChange, BufferSpec, CcList, Delay, DirectionArg, EcnArg, EcnFaultSpec, EmulatorBatch, ExpectArg, Expected, FlowsSpec, IdleTimeout, JitterSpec, ReorderSpec,
     ListenAddr, LossSpec, MaxClients, MaxDuration, MaxRuns, MaxTestsPerMinute, MinEffect, Mtu, PolicerSpec, QuicReceiverCc, Rate, RemoteAddr, Rtt, RunDuration,
     RunsSpec, SampleInterval, Shard, Size, Stagger, Timeout, TraceFile,
 };
@@ -267,6 +267,17 @@ layer! {
         /// Jitter from client to server (overrides --jitter).
         #[arg(long, allow_hyphen_values = true)]
         pub jitter_up: Option<JitterSpec>,
+        /// Reordering: P%:DISPLACEMENT, a share of packets (chosen by the run's seed) held back
+        /// by a time (1%:3ms) or a number of packets (1%:5pkt: that many serialization times),
+        /// so later packets overtake them. Nothing is lost. 0 for none.
+        #[arg(long, allow_hyphen_values = true)]
+        pub reorder: Option<ReorderSpec>,
+        /// Reordering from server to client (overrides --reorder).
+        #[arg(long, allow_hyphen_values = true)]
+        pub reorder_down: Option<ReorderSpec>,
+        /// Reordering from client to server (overrides --reorder).
+        #[arg(long, allow_hyphen_values = true)]
+        pub reorder_up: Option<ReorderSpec>,
         /// Token-bucket policer before the buffer: RATE[:BURST], e.g. 10mbit:64kib (default burst:
         /// 10 ms at the rate). Packets beyond the tokens are dropped.
         #[arg(long, allow_hyphen_values = true)]

@@ -1,6 +1,6 @@
 //! Human descriptions of a path, for the terminal summary and the report.
 
-use ccbench_link::{Buffer, DirectionConfig, Jitter, LossModel, Rate};
+use ccbench_link::{Buffer, DirectionConfig, Jitter, LossModel, Rate, Reorder};
 
 use crate::units;
 
@@ -39,6 +39,13 @@ pub(crate) fn describe(d: &DirectionConfig) -> String {
         Jitter::Normal { sd_ns, reorder } => {
             out.push_str(&format!(", half-normal jitter sd {}{}", units::fmt_ms(sd_ns.as_nanos()), if reorder { " (reordering)" } else { "" }))
         }
+    }
+    match d.reorder {
+        Reorder::None => {}
+        Reorder::Time { p, by_ns } => {
+            out.push_str(&format!(", {}% of packets held back {} (reordering)", trim_float(p * 100.0), units::fmt_ms(by_ns.as_nanos())))
+        }
+        Reorder::Packets { p, packets } => out.push_str(&format!(", {}% of packets held back {packets} packets (reordering)", trim_float(p * 100.0))),
     }
     if let Some(p) = &d.policer {
         out.push_str(&format!(", policed at {} (burst {})", units::fmt_rate(p.rate_bps as f64), units::fmt_bytes(p.burst_bytes)));
