@@ -307,7 +307,7 @@ impl Shell {
             let queue_delay = d.service_start - d.arrived_at;
             self.lateness.record(late);
             self.series.on_delivery(queue_delay, late);
-            self.window.delivery(d.delivered_at, d.len, queue_delay, late, d.marked);
+            self.window.delivery(d.delivered_at, d.len, queue_delay, late, d.marked, d.held);
             if self.whole {
                 // A marker has left (accounted above); the superframe leaves with its last.
                 if d.packet.is_empty() {

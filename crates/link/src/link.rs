@@ -388,7 +388,7 @@ impl<P> Link<P> {
         self.seq += 1;
         self.delay_line.push(
             self.seq,
-            Delivery { packet: s.packet, len: s.len, arrived_at: s.arrived_at, service_start: s.start, delivered_at, ecn: s.ecn, marked: s.marked },
+            Delivery { packet: s.packet, len: s.len, arrived_at: s.arrived_at, service_start: s.start, delivered_at, ecn: s.ecn, marked: s.marked, held: !s.held.is_zero() },
         );
         self.start_next(s.finish);
     }

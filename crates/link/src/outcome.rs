@@ -69,6 +69,8 @@ pub struct Delivery<P> {
     pub ecn: Ecn,
     /// The AQM marked it CE (counted in [`LinkStats::ce_marks`]).
     pub marked: bool,
+    /// Held back by [`crate::Reorder`] (counted in [`LinkStats::reorder_held`]).
+    pub held: bool,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
