@@ -465,7 +465,15 @@ fn spurious_loss_undone(trace: &Trace, rule: Rule) -> RunCheck {
     };
     // An unset bound is ∞ (`u64::MAX`, `f64::INFINITY`): back to unset is all of it, to a
     // finite value from unset none of it.
-    let restored = |before: f64, after: f64| if after.is_infinite() { 1.0 } else if before.is_infinite() { 0.0 } else { after / before };
+    let restored = |before: f64, after: f64| {
+        if after.is_infinite() {
+            1.0
+        } else if before.is_infinite() {
+            0.0
+        } else {
+            after / before
+        }
+    };
     let as_f = |b: Option<u64>| b.map(|b| if b == u64::MAX { f64::INFINITY } else { b as f64 });
     let mut worst: Option<(f64, &'static str, Duration)> = None;
     let mut judged = 0;
@@ -497,7 +505,11 @@ fn spurious_loss_undone(trace: &Trace, rule: Rule) -> RunCheck {
         r,
         r,
         r,
-        format!("{total} loss episodes proved spurious, {judged} judged from their first loss: lowest restored {name} {:.0} % of its value before, at {}", r * 100.0, ms(t)),
+        format!(
+            "{total} loss episodes proved spurious, {judged} judged from their first loss: lowest restored {name} {:.0} % of its value before, at {}",
+            r * 100.0,
+            ms(t)
+        ),
     )
 }
 

@@ -388,7 +388,16 @@ impl<P> Link<P> {
         self.seq += 1;
         self.delay_line.push(
             self.seq,
-            Delivery { packet: s.packet, len: s.len, arrived_at: s.arrived_at, service_start: s.start, delivered_at, ecn: s.ecn, marked: s.marked, held: !s.held.is_zero() },
+            Delivery {
+                packet: s.packet,
+                len: s.len,
+                arrived_at: s.arrived_at,
+                service_start: s.start,
+                delivered_at,
+                ecn: s.ecn,
+                marked: s.marked,
+                held: !s.held.is_zero(),
+            },
         );
         self.start_next(s.finish);
     }
@@ -400,17 +409,8 @@ impl<P> Link<P> {
                 let finish = self.pacer.finish_time(w.len, now);
                 let jitter = self.jitter.sample();
                 let held = self.reorder.hold(w.len, self.pacer.nominal_bps());
-                self.server = Some(InService {
-                    packet: w.packet,
-                    len: w.len,
-                    arrived_at: w.arrived_at,
-                    ecn: w.ecn,
-                    marked: w.marked,
-                    start: now,
-                    finish,
-                    jitter,
-                    held,
-                });
+                self.server =
+                    Some(InService { packet: w.packet, len: w.len, arrived_at: w.arrived_at, ecn: w.ecn, marked: w.marked, start: now, finish, jitter, held });
             }
             None => self.pacer.idle(),
         }
