@@ -222,9 +222,9 @@ mod tests {
         let spec = build(&user.over(preset), 1, 10_000);
         assert_eq!((spec.down.rate, spec.up.rate), (Rate::BitsPerSec(20_000_000), Rate::BitsPerSec(1_000_000)));
         assert_eq!(spec.down.jitter, Jitter::Uniform { max_ns: D::from_nanos(1_000_000), reorder: false });
-        let spec = self::spec(&["--reorder", "1%:3ms", "--reorder-up", "2%:5pkt"]);
-        assert_eq!(spec.down.reorder, ccbench_link::Reorder::Time { p: 0.01, by_ns: D::from_nanos(3_000_000) });
-        assert_eq!(spec.up.reorder, ccbench_link::Reorder::Packets { p: 0.02, packets: 5 });
+        let r = self::spec(&["--reorder", "1%:3ms", "--reorder-up", "2%:5pkt"]);
+        assert_eq!(r.down.reorder, ccbench_link::Reorder::Time { p: 0.01, by_ns: D::from_nanos(3_000_000) });
+        assert_eq!(r.up.reorder, ccbench_link::Reorder::Packets { p: 0.02, packets: 5 });
         assert_eq!(spec.up.jitter, Jitter::Uniform { max_ns: D::from_nanos(2_000_000), reorder: false });
     }
 
@@ -255,7 +255,7 @@ mod tests {
 
     #[test]
     fn a_displacement_in_packets_needs_a_rate() {
-        let o = parse(&["--reorder-up", "1%:5pkt"]).unwrap();
+        let o = parse(&["--reorder-up", "1%:5pkt", "--rate-up", "unlimited"]).unwrap();
         let e = check_reorder(&o).unwrap_err();
         assert_eq!((e.flag.as_str(), e.value.as_str()), ("--reorder-up", "1%:5pkt"));
         assert!(check_reorder(&parse(&["--reorder", "1%:5pkt", "--rate", "10mbit"]).unwrap()).is_ok());
