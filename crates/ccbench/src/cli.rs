@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use crate::error::UsageError;
 use crate::values::{
     Aggregate, AqmSpec, AtChange, BufferSpec, CcList, Delay, DirectionArg, EcnArg, EcnFaultSpec, EmulatorBatch, ExpectArg, Expected, FlowsSpec, IdleTimeout,
-    JitterSpec, ListenAddr, LossSpec, MaxClients, MaxDuration, MaxRuns, MaxTestsPerMinute, MinEffect, Mtu, PolicerSpec, QuicReceiverCc, Rate, RemoteAddr, Rtt,
+    JitterSpec, ListenAddr, LossSpec, MaxClients, MaxDuration, MaxRuns, MaxTestsPerMinute, MinEffect, Mtu, PolicerSpec, QuicReceiverCc, Rate, RemoteAddr,
+    ReorderSpec, Rtt,
     RunDuration, RunsSpec, SampleInterval, Shard, Size, Stagger, Timeout, TraceFile,
 };
 use crate::workload_flags::{WorkloadFlags, WorkloadKind};
@@ -282,6 +283,17 @@ layer! {
         /// Aggregation from client to server, the ACKs of a download (overrides --aggregate).
         #[arg(long, allow_hyphen_values = true)]
         pub aggregate_up: Option<Aggregate>,
+        /// Reordering: P%:DISPLACEMENT, a share of packets (chosen by the run's seed) held back
+        /// by a time (1%:3ms) or a number of packets (1%:5pkt: that many serialization times),
+        /// so later packets overtake them. Nothing is lost. 0 for none.
+        #[arg(long, allow_hyphen_values = true)]
+        pub reorder: Option<ReorderSpec>,
+        /// Reordering from server to client (overrides --reorder).
+        #[arg(long, allow_hyphen_values = true)]
+        pub reorder_down: Option<ReorderSpec>,
+        /// Reordering from client to server (overrides --reorder).
+        #[arg(long, allow_hyphen_values = true)]
+        pub reorder_up: Option<ReorderSpec>,
         /// Token-bucket policer before the buffer: RATE[:BURST], e.g. 10mbit:64kib (default burst:
         /// 10 ms at the rate). Packets beyond the tokens are dropped.
         #[arg(long, allow_hyphen_values = true)]

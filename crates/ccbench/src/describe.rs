@@ -1,6 +1,6 @@
 //! Human descriptions of a path, for the terminal summary and the report.
 
-use ccbench_link::{Buffer, DirectionConfig, Jitter, LossModel, Rate};
+use ccbench_link::{Buffer, DirectionConfig, Jitter, LossModel, Rate, Reorder};
 
 use crate::units;
 
@@ -42,6 +42,13 @@ pub(crate) fn describe(d: &DirectionConfig) -> String {
     }
     if let Some(p) = d.aggregation() {
         out.push_str(&format!(", released in bursts every {}", units::fmt_ms(p.as_nanos())));
+    }
+    match d.reorder {
+        Reorder::None => {}
+        Reorder::Time { p, by_ns } => {
+            out.push_str(&format!(", {}% of packets held back {} (reordering)", trim_float(p * 100.0), units::fmt_ms(by_ns.as_nanos())))
+        }
+        Reorder::Packets { p, packets } => out.push_str(&format!(", {}% of packets held back {packets} packets (reordering)", trim_float(p * 100.0))),
     }
     if let Some(p) = &d.policer {
         out.push_str(&format!(", policed at {} (burst {})", units::fmt_rate(p.rate_bps as f64), units::fmt_bytes(p.burst_bytes)));

@@ -98,6 +98,7 @@ fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Merge(args) => sweep::merge(args),
         cli::Command::Exec(args) => {
             path::check_ecn(&args.path)?;
+            path::check_reorder(&args.path)?;
             let spec = path::build(&args.path, args.seed.unwrap_or_else(rand::random), 10_000);
             error::require_root("exec")?;
             exec::run(&spec, args.server_cmd.as_deref(), &args.command)

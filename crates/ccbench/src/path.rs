@@ -54,6 +54,7 @@ pub fn build_for_flows(o: &PathOpts, seed: u64, sample_interval_us: u64, longest
     let traces = each(&o.trace, &o.trace_down, &o.trace_up);
     let jitter = each(&o.jitter, &o.jitter_down, &o.jitter_up);
     let aggregate = each(&o.aggregate, &o.aggregate_down, &o.aggregate_up);
+    let reorder = each(&o.reorder, &o.reorder_down, &o.reorder_up);
     let policer = each(&o.policer, &o.policer_down, &o.policer_up);
     let mtu = o.mtu.unwrap_or_default().0;
     let ecn = o.ecn.unwrap_or_default();
@@ -79,6 +80,7 @@ pub fn build_for_flows(o: &PathOpts, seed: u64, sample_interval_us: u64, longest
         trace: traces[i].clone().map(|t| t.rate),
         schedule: o.at.iter().map(|at| [&at.down, &at.up][i].clone()).filter(|c| c.rate.is_some() || c.delay_ns.is_some() || c.loss.is_some()).collect(),
         jitter: jitter[i].unwrap_or_default().0,
+        reorder: reorder[i].unwrap_or_default().0,
         policer: policer[i].map(|p| p.0),
         aqm: aqm[i],
         ecn_fault: ecn_fault[i].map(|f| f.0),
@@ -135,6 +137,30 @@ pub fn check_ecn(o: &PathOpts) -> Result<(), crate::error::UsageError> {
             ecn,
             "off or on: this kernel has no Accurate ECN (no net.ipv4.tcp_ecn_option; Linux 6.18 or later)",
         ));
+    }
+    Ok(())
+}
+
+/// `--reorder P%:Npkt` counts serialization times, and a packet takes none at an unlimited
+/// rate: refused in one line rather than holding nothing back.
+pub fn check_reorder(o: &PathOpts) -> Result<(), crate::error::UsageError> {
+    let rate = each(&o.rate, &o.rate_down, &o.rate_up).map(|r| r.unwrap_or_default().0);
+    let traces = each(&o.trace, &o.trace_down, &o.trace_up);
+    for (i, (flag, own)) in [("--reorder-down", &o.reorder_down), ("--reorder-up", &o.reorder_up)].into_iter().enumerate() {
+        let (flag, given) = match (own, &o.reorder) {
+            (Some(r), _) => (flag, r),
+            (None, Some(r)) => ("--reorder", r),
+            (None, None) => continue,
+        };
+        if let ccbench_link::Reorder::Packets { p, packets } = given.0 {
+            if rate[i] == Rate::Unlimited && traces[i].is_none() {
+                return Err(crate::error::UsageError::new(
+                    flag,
+                    format!("{}%:{packets}pkt", (p * 1e8).round() / 1e6),
+                    "a displacement in time (such as 1%:3ms) on a link of unlimited rate, where a packet takes no time to send; or a --rate",
+                ));
+            }
+        }
     }
     Ok(())
 }
@@ -212,6 +238,9 @@ mod tests {
         let spec = build(&user.over(preset), 1, 10_000);
         assert_eq!((spec.down.rate, spec.up.rate), (Rate::BitsPerSec(20_000_000), Rate::BitsPerSec(1_000_000)));
         assert_eq!(spec.down.jitter, Jitter::Uniform { max_ns: D::from_nanos(1_000_000), reorder: false });
+        let r = self::spec(&["--reorder", "1%:3ms", "--reorder-up", "2%:5pkt"]);
+        assert_eq!(r.down.reorder, ccbench_link::Reorder::Time { p: 0.01, by_ns: D::from_nanos(3_000_000) });
+        assert_eq!(r.up.reorder, ccbench_link::Reorder::Packets { p: 0.02, packets: 5 });
         assert_eq!(spec.up.jitter, Jitter::Uniform { max_ns: D::from_nanos(2_000_000), reorder: false });
     }
 
@@ -223,6 +252,8 @@ mod tests {
             (&["--rtt", "forty"], "--rtt", "forty"),
             (&["--mtu", "100"], "--mtu", "100"),
             (&["--jitter", "2 parsecs"], "--jitter", "2 parsecs"),
+            (&["--reorder", "1%"], "--reorder", "1%"),
+            (&["--reorder-up", "150%:3ms"], "--reorder-up", "150%:3ms"),
             (&["--policer", "fast"], "--policer", "fast"),
             (&["--aqm", "red"], "--aqm", "red"),
             (&["--aqm-up", "pie:alpha=x"], "--aqm-up", "pie:alpha=x"),
@@ -249,6 +280,13 @@ mod tests {
         assert_eq!((s.down.aggregate_ns, s.up.aggregate_ns), (None, Some(D::from_nanos(4_000_000))));
         let s = spec(&["--aggregate", "2ms", "--aggregate-down", "500us"]);
         assert_eq!((s.down.aggregate_ns, s.up.aggregate_ns), (Some(D::from_nanos(500_000)), Some(D::from_nanos(2_000_000))));
+    }
+    fn a_displacement_in_packets_needs_a_rate() {
+        let o = parse(&["--reorder-up", "1%:5pkt", "--rate-up", "unlimited"]).unwrap();
+        let e = check_reorder(&o).unwrap_err();
+        assert_eq!((e.flag.as_str(), e.value.as_str()), ("--reorder-up", "1%:5pkt"));
+        assert!(check_reorder(&parse(&["--reorder", "1%:5pkt", "--rate", "10mbit"]).unwrap()).is_ok());
+        assert!(check_reorder(&parse(&["--reorder", "1%:3ms"]).unwrap()).is_ok());
     }
 
     #[test]

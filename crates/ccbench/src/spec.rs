@@ -262,6 +262,7 @@ pub fn resolve(o: RunOpts, available: &[String]) -> Result<RunSpec, UsageError> 
         }
     };
     crate::path::check_ecn(&o.path)?;
+    crate::path::check_reorder(&o.path)?;
     let seed = o.seed.unwrap_or_else(rand::random);
     // Flows with access RTTs of their own: a BDP buffer is sized from the largest flow RTT.
     let longest_access_rtt_ns = access.iter().map(|a| 2 * a.one_way_ns).max().unwrap_or(0);

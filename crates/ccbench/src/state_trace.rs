@@ -73,6 +73,7 @@ pub fn trace(rows: &[TcpRow], path: PathFacts, sample_interval: Duration, events
             round_count: r.bbr_round_count,
             full_bw_reached: r.bbr_full_bw_reached,
             extra_acked_bytes: r.bbr_extra_acked,
+            spurious_losses: r.spurious_losses,
         })
         .collect();
     Trace { path, sample_interval, points, events }

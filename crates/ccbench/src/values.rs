@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use ccbench::units;
-use ccbench_link::{self as link, Aqm, Jitter, LossModel, Policer, ScheduledChange, TraceRate};
+use ccbench_link::{self as link, Aqm, Jitter, LossModel, Policer, Reorder, ScheduledChange, TraceRate};
 use ccbench_workload::{Algorithm, AlgorithmError, Transport};
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
@@ -182,6 +182,19 @@ impl FromStr for JitterSpec {
     }
 }
 
+/// Reordering (`--reorder` and its per-direction forms): `P%:DISPLACEMENT`, a share of packets
+/// held back by a time (`1%:3ms`) or a number of packets (`1%:5pkt`), so later ones overtake
+/// them; `0` for none. Why both forms: [`Reorder`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ReorderSpec(pub Reorder);
+
+impl FromStr for ReorderSpec {
+    type Err = Expected;
+    fn from_str(value: &str) -> Result<Self, Expected> {
+        value.parse().map(ReorderSpec).map_err(refused)
+    }
+}
+
 /// A token-bucket policer (`--policer` and its per-direction forms): `RATE[:BURST]`, the burst
 /// 10 ms at the rate unless given, and at least one full packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -280,7 +293,7 @@ impl FromStr for Mtu {
     }
 }
 
-deserialize_from_text!(Rate, Delay, Rtt, LossSpec, BufferSpec, TraceFile, JitterSpec, PolicerSpec, AqmSpec, AtChange, Mtu);
+deserialize_from_text!(Rate, Delay, Rtt, LossSpec, BufferSpec, TraceFile, JitterSpec, ReorderSpec, PolicerSpec, AqmSpec, AtChange, Mtu);
 
 // ---------------------------------------------------------------------------------------------
 // Durations
@@ -844,6 +857,16 @@ mod tests {
         assert_eq!("0".parse(), Ok(JitterSpec(Jitter::None)));
         assert_eq!(refused::<JitterSpec>("2 parsecs"), "a jitter such as 2ms, normal:1ms, or 2ms,reorder");
         assert_eq!(refused::<JitterSpec>("20s"), "a jitter of at most 10s");
+        assert_eq!("1%:3ms".parse(), Ok(ReorderSpec(Reorder::Time { p: 0.01, by_ns: D::from_nanos(3_000_000) })));
+        assert_eq!("2%:4pkt".parse(), Ok(ReorderSpec(Reorder::Packets { p: 0.02, packets: 4 })));
+        assert_eq!("0".parse(), Ok(ReorderSpec(Reorder::None)));
+        for bad in ["1%", "1%:0ms", "200%:3ms", "1%:20s"] {
+            assert_eq!(
+                refused::<ReorderSpec>(bad),
+                "a reordering P%:DISPLACEMENT such as 1%:3ms or 1%:5pkt (a share of packets from 0% to 100%, held back by more than 0 and up to 10s or 1000 packets), or 0",
+                "{bad}"
+            );
+        }
         assert_eq!("10mbit:64kib".parse(), Ok(PolicerSpec(Policer { rate_bps: 10_000_000, burst_bytes: 65_536 })));
         assert_eq!("10mbit".parse(), Ok(PolicerSpec(Policer { rate_bps: 10_000_000, burst_bytes: 12_500 })));
         assert_eq!(refused::<PolicerSpec>("fast"), "a policer RATE[:BURST] such as 10mbit or 10mbit:64kib");

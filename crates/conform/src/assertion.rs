@@ -214,6 +214,16 @@ pub enum Assertion {
     /// (BBRIsProbingBW). Not observable where the stack shows no short-term model (BBRv1 has
     /// none) or no round count, or without such a loss after `from`.
     ShortTermCutAfterLossFrom { from: Duration, rounds: f64 },
+    /// -06 §5.5.11: a loss episode the transport later finds spurious (every packet it had
+    /// declared lost was acknowledged after all: reordering, not loss) is undone —
+    /// §5.5.11.2 HandleSpuriousLossDetection restores the model §5.5.11.1 SaveStateUponLoss
+    /// kept at the episode's first loss: BBR.bw_shortterm, BBR.inflight_shortterm and
+    /// BBR.inflight_longterm are each at least `share` × their value at the last sample before
+    /// that loss, at the first sample after the stack reported the episode spurious. The
+    /// figure is the lowest such share over the run's episodes. Not observable where the stack
+    /// reports no spurious episodes per connection (kernel TCP counts its undos per namespace)
+    /// or shows no short-term model, or when no episode proved spurious.
+    SpuriousLossUndone { share: f64 },
 }
 
 impl Assertion {
@@ -238,6 +248,7 @@ impl Assertion {
             Assertion::LongtermHeldFrom { .. } => Rule::AtMost(1.0),
             Assertion::ExtraAckedCovers { share, .. } | Assertion::DeliveredAtLeast { share } => Rule::AtLeast(share),
             Assertion::ShortTermCutAfterLossFrom { rounds, .. } => Rule::AtMost(rounds),
+            Assertion::SpuriousLossUndone { share } => Rule::AtLeast(share),
         }
     }
 
@@ -285,6 +296,9 @@ impl Assertion {
             Assertion::ShortTermCutAfterLossFrom { from, rounds } => {
                 format!("bw_shortterm/inflight_shortterm set within {rounds} rounds of the first loss after {} s", from.as_secs_f64())
             }
+            Assertion::SpuriousLossUndone { share } => {
+                format!("a spurious loss episode is undone: the short- and long-term bounds back to ≥ {:.0} % of their value before it", share * 100.0)
+            }
         }
     }
 
@@ -322,6 +336,7 @@ impl Assertion {
             Assertion::ExtraAckedCovers { period, .. } => extra_acked_covers(trace, rule, period),
             Assertion::DeliveredAtLeast { .. } => delivered(trace, rule),
             Assertion::ShortTermCutAfterLossFrom { from, rounds } => short_term_cut(trace, rule, from, rounds),
+            Assertion::SpuriousLossUndone { .. } => spurious_loss_undone(trace, rule),
         }
     }
 }
@@ -566,6 +581,73 @@ fn state_name(p: &Point) -> String {
         (Some(m), _) => m.name().into(),
         (None, _) => "no state".into(),
     }
+}
+/// How far before the stack's report of a spurious episode its first loss is looked for: the
+/// transport forgets a lost packet 2 PTOs after it was sent (noq's `drain_lost_packets`), a
+/// PTO being about an RTT and its variation (RFC 9002 §6.2.1), so an episode reported spurious
+/// began within about 3 RTTs; one sample more on each side for the sampling.
+const SPURIOUS_LOOKBACK_RTTS: u32 = 3;
+
+fn spurious_loss_undone(trace: &Trace, rule: Rule) -> RunCheck {
+    if !trace.has(|p| p.spurious_losses.is_some()) {
+        return RunCheck::unseen("the stack reports no spurious loss episodes per connection (kernel TCP counts its undos per namespace, TcpExt*Undo)");
+    }
+    if !trace.has(|p| p.bw_shortterm_bps.is_some()) {
+        return RunCheck::unseen("the stack shows no short-term model (bw_shortterm, inflight_shortterm)");
+    }
+    let pts = &trace.points;
+    let reported: Vec<usize> = (1..pts.len()).filter(|&i| pts[i].spurious_losses.zip(pts[i - 1].spurious_losses).is_some_and(|(a, b)| a > b)).collect();
+    let Some(total) = pts.iter().filter_map(|p| p.spurious_losses).max().filter(|&n| n > 0) else {
+        return RunCheck::unseen("no loss episode proved spurious: the path's reordering did not trigger a loss recovery");
+    };
+    // An unset bound is ∞ (`u64::MAX`, `f64::INFINITY`): back to unset is all of it, to a
+    // finite value from unset none of it.
+    let restored = |before: f64, after: f64| {
+        if after.is_infinite() {
+            1.0
+        } else if before.is_infinite() {
+            0.0
+        } else {
+            after / before
+        }
+    };
+    let as_f = |b: Option<u64>| b.map(|b| if b == u64::MAX { f64::INFINITY } else { b as f64 });
+    let mut worst: Option<(f64, &'static str, Duration)> = None;
+    let mut judged = 0;
+    for &i in &reported {
+        let rtt = pts[i].rtt.unwrap_or(trace.path.rtt).max(trace.path.rtt);
+        let since = pts[i].t.saturating_sub(rtt * SPURIOUS_LOOKBACK_RTTS + trace.sample_interval * 2);
+        let lost = |k: usize| pts[k].lost_bytes.zip(pts[k - 1].lost_bytes).is_some_and(|(a, b)| a > b);
+        // The episode's first loss: the earliest rise of the lost bytes in the look-back.
+        let Some(k) = (1..=i).find(|&k| pts[k].t >= since && lost(k)) else { continue };
+        let (before, after) = (&pts[k - 1], &pts[i]);
+        judged += 1;
+        for (name, b, a) in [
+            ("bw_shortterm", before.bw_shortterm_bps, after.bw_shortterm_bps),
+            ("inflight_shortterm", as_f(before.inflight_shortterm_bytes), as_f(after.inflight_shortterm_bytes)),
+            ("inflight_longterm", as_f(before.inflight_longterm_bytes), as_f(after.inflight_longterm_bytes)),
+        ] {
+            let Some((b, a)) = b.zip(a) else { continue };
+            let r = restored(b, a);
+            if worst.is_none_or(|(w, ..)| r < w) {
+                worst = Some((r, name, after.t));
+            }
+        }
+    }
+    let Some((r, name, t)) = worst else {
+        return RunCheck::unseen(format!("{total} loss episodes proved spurious, none with its loss sampled within {SPURIOUS_LOOKBACK_RTTS} RTTs before"));
+    };
+    RunCheck::judged(
+        rule,
+        r,
+        r,
+        r,
+        format!(
+            "{total} loss episodes proved spurious, {judged} judged from their first loss: lowest restored {name} {:.0} % of its value before, at {}",
+            r * 100.0,
+            ms(t)
+        ),
+    )
 }
 
 fn ms(d: Duration) -> String {
@@ -1077,6 +1159,37 @@ mod tests {
         assert_eq!((c.outcome, c.estimate), (Outcome::Pass, 0.9), "{}", c.evidence);
         t.points[3].delivered_bytes = Some(2_000_000);
         assert_eq!(a.check(&t).outcome, Outcome::Fail);
+    }
+    /// -06 §5.5.11: a loss at 100 ms cuts bw_shortterm to 7 Mbit/s and inflight_shortterm;
+    /// the stack finds the episode spurious at 130 ms. Restored: a pass; left cut: a fail; a
+    /// stack that reports no spurious episodes (kernel TCP), or a run with none: not observable.
+    #[test]
+    fn a_spurious_loss_episode_must_be_undone() {
+        let run = |undone: bool, spurious: Option<u64>| {
+            let mut t = trace(&(0..30).map(|i| (i * 10, Mode::ProbeBw, Some(Phase::Cruise))).collect::<Vec<_>>());
+            for p in &mut t.points {
+                let ms = p.t.as_millis() as u64;
+                let cut = (100..130).contains(&ms) || (ms >= 130 && !undone);
+                p.lost_bytes = Some(if ms >= 100 { 1448 } else { 0 });
+                p.spurious_losses = spurious.map(|n| if ms >= 130 { n } else { 0 });
+                p.bw_shortterm_bps = Some(if cut { 7e6 } else { f64::INFINITY });
+                p.inflight_shortterm_bytes = Some(if cut { 35_000 } else { u64::MAX });
+                p.inflight_longterm_bytes = Some(80_000);
+                p.rtt = Some(Duration::from_millis(40));
+            }
+            t
+        };
+        let a = Assertion::SpuriousLossUndone { share: 0.9 };
+        let c = a.check(&run(true, Some(1)));
+        assert_eq!((c.outcome, c.estimate), (Outcome::Pass, 1.0), "{}", c.evidence);
+        let c = a.check(&run(false, Some(1)));
+        assert_eq!((c.outcome, c.estimate), (Outcome::Fail, 0.0), "{}", c.evidence);
+        assert!(c.evidence.contains("1 loss episodes proved spurious, 1 judged"), "{}", c.evidence);
+        for (t, why) in [(run(false, None), "per connection"), (run(false, Some(0)), "did not trigger")] {
+            let c = a.check(&t);
+            assert_eq!(c.outcome, Outcome::NotObservable);
+            assert!(c.evidence.contains(why), "{}", c.evidence);
+        }
     }
 
     /// §5.3.4.3: PROBE_RTT may interrupt any state; the state after STARTUP is the one it

@@ -104,6 +104,10 @@ pub struct Point {
     pub full_bw_reached: Option<bool>,
     /// BBR.extra_acked (§5.5.9), bytes.
     pub extra_acked_bytes: Option<u64>,
+    /// Loss episodes the stack later found spurious and handed to the controller's undo
+    /// (§5.5.11.2 HandleSpuriousLossDetection), so far; `None` where the stack does not say
+    /// (kernel TCP counts its undos per namespace, not per socket).
+    pub spurious_losses: Option<u64>,
 }
 
 /// What the run's path was: the figures assertions are judged against.

@@ -307,7 +307,7 @@ impl Shell {
             let queue_delay = d.service_start - d.arrived_at;
             self.lateness.record(late);
             self.series.on_delivery(queue_delay, late);
-            self.window.delivery(d.delivered_at, d.len, queue_delay, late, d.marked);
+            self.window.delivery(d.delivered_at, d.len, queue_delay, late, d.marked, d.held);
             if self.whole {
                 // A marker has left (accounted above); the superframe leaves with its last.
                 if d.packet.is_empty() {
@@ -418,7 +418,7 @@ impl Shell {
 /// Whether TCP superframes may cross this direction whole instead of cut into segments and
 /// merged again on the way out: where the model can do nothing to one segment that it does
 /// not do to all of them. At an unlimited rate with no trace, no scheduled change, no jitter,
-/// no loss, no policer, no ECN fault and drop-tail, every segment of a superframe that
+/// no reordering, no loss, no policer, no ECN fault and drop-tail, every segment of a superframe that
 /// arrives at once finds the server idle (so no buffer can refuse it) and is delivered at its
 /// arrival plus the one delay: all leave together and unchanged, so writing the superframe
 /// itself is what cutting and re-merging would have written, minus the copies. The segments
@@ -432,6 +432,7 @@ pub fn crosses_whole(cfg: &ShellConfig) -> bool {
         && c.trace.is_none()
         && c.schedule.is_empty()
         && c.jitter == ccbench_link::Jitter::None
+        && !c.reorder.is_on()
         && c.loss == ccbench_link::LossModel::None
         && c.policer.is_none()
         && c.ecn_fault.is_none()

@@ -98,6 +98,8 @@ enum Event {
         late: time::Duration,
         /// The AQM marked it CE.
         marked: bool,
+        /// Held back by the link's reordering.
+        held: bool,
     },
     Busy {
         span: time::Duration,
@@ -127,8 +129,8 @@ impl WindowAccount {
         self.pending.push_back((at, Event::Drop { cause, len }));
     }
 
-    pub fn delivery(&mut self, at: time::Instant, len: u32, queue_delay: time::Duration, late: time::Duration, marked: bool) {
-        self.pending.push_back((at, Event::Delivery { len, queue_delay, late, marked }));
+    pub fn delivery(&mut self, at: time::Instant, len: u32, queue_delay: time::Duration, late: time::Duration, marked: bool, held: bool) {
+        self.pending.push_back((at, Event::Delivery { len, queue_delay, late, marked, held }));
     }
 
     pub fn busy(&mut self, at: time::Instant, span: time::Duration) {
@@ -176,7 +178,9 @@ impl WindowAccount {
                 *n += 1;
                 *b += u64::from(len);
             }
-            Event::Delivery { len, queue_delay, late, marked } => {
+            Event::Delivery { len, queue_delay, late, marked, held } => {
+                // Counted when it leaves, late, as the link counts it.
+                s.reorder_held += u64::from(held);
                 // A mark counts when its packet leaves, a drop at its packet's arrival.
                 if marked {
                     s.ce_marks += 1;

@@ -31,6 +31,7 @@ fn down() -> DirectionConfig {
         jitter: Jitter::Uniform { max_ns: 2 * MS, reorder: false },
         policer: Some(Policer { rate_bps: 10_000_000, burst_bytes: 15_000 }),
         aqm: Aqm::Codel(ccbench_link::Codel { target_ns: 3 * MS, interval_ns: 50 * MS, ..Default::default() }),
+        reorder: ccbench_link::Reorder::None,
         ecn_fault: None,
         aggregate_ns: None,
     }

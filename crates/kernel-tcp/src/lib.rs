@@ -813,6 +813,18 @@ pub struct SampleState {
     pub busy_us: u64,
     pub rwnd_limited_us: u64,
     pub sndbuf_limited_us: u64,
+    /// Reordering as the sender saw it (0 where the kernel has none, and in samples of an
+    /// older far end): `tcpi_reordering`, the reordering degree in packets the loss detection
+    /// tolerates (3 until reordering is seen; RFC 5681's duplicate-ACK threshold);
+    /// `tcpi_reord_seen`, how often reordering was detected; `tcpi_dsack_dups`, duplicate
+    /// segments the receiver reported by D-SACK (RFC 2883): retransmissions that proved
+    /// spurious, the evidence on which Linux undoes a recovery (RFC 3708).
+    #[serde(default)]
+    pub reordering: u32,
+    #[serde(default)]
+    pub reord_seen: u32,
+    #[serde(default)]
+    pub dsack_dups: u32,
 }
 
 impl SampleState {
@@ -825,6 +837,9 @@ impl SampleState {
             busy_us: ti.busy_time_us.unwrap_or(0),
             rwnd_limited_us: ti.rwnd_limited_us.unwrap_or(0),
             sndbuf_limited_us: ti.sndbuf_limited_us.unwrap_or(0),
+            reordering: ti.reordering,
+            reord_seen: ti.reord_seen.unwrap_or(0),
+            dsack_dups: ti.dsack_dups.unwrap_or(0),
         }
     }
 }

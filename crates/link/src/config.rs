@@ -86,6 +86,51 @@ impl Jitter {
     }
 }
 
+/// Reordering (`--reorder 1%:3ms`): each packet, with probability `p` (drawn from the link's
+/// seed on an RNG stream of its own, so that turning it on changes neither the loss pattern nor
+/// the jitter), is held back by a displacement after its propagation delay (and jitter), so the
+/// packets that leave the server after it within that displacement overtake it. Nothing is lost:
+/// a held packet is delivered late, never dropped.
+///
+/// The displacement is a time first because the link is a clock model and the reordering of
+/// real paths (a packet taking a slower lane of a multipath or link-layer-retransmitting hop) is
+/// a time offset; the detectors it meets are time-based too (RACK's reordering window, RFC 8985
+/// §6.2; QUIC's time threshold, RFC 9002 §6.1.2). A displacement in packets is offered for the
+/// packet-count detectors (three duplicate ACKs, RFC 5681 §3.2; QUIC's kPacketThreshold, RFC
+/// 9002 §6.1.1): `k` packets are `k` serialization times of the held packet at the rate in force,
+/// which is exactly `k` overtaking packets while the link is busy, fewer when it idles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Reorder {
+    #[default]
+    None,
+    /// Held back `by_ns`.
+    Time { p: f64, by_ns: Duration },
+    /// Held back `packets` serialization times of the held packet at the rate in force (a
+    /// trace's long-run mean); nothing at an unlimited rate.
+    Packets { p: f64, packets: u32 },
+}
+
+impl Reorder {
+    /// Whether any packet may be held back (and so overtaken).
+    pub fn is_on(&self) -> bool {
+        self.share() > 0.0
+    }
+
+    /// The default: nothing held back (and nothing written in a configuration's JSON).
+    pub fn is_none(&self) -> bool {
+        *self == Reorder::None
+    }
+
+    /// The share of packets held back.
+    pub fn share(&self) -> f64 {
+        match *self {
+            Reorder::None => 0.0,
+            Reorder::Time { p, .. } | Reorder::Packets { p, .. } => p,
+        }
+    }
+}
+
 /// Token-bucket policer in front of the buffer. The bucket starts full.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Policer {
@@ -139,6 +184,9 @@ pub struct DirectionConfig {
     pub schedule: Vec<ScheduledChange>,
     #[serde(default)]
     pub jitter: Jitter,
+    /// Packets held back so that later ones overtake them (none by default).
+    #[serde(default, skip_serializing_if = "Reorder::is_none")]
+    pub reorder: Reorder,
     #[serde(default)]
     pub policer: Option<Policer>,
     #[serde(default)]
@@ -200,6 +248,10 @@ impl DirectionConfig {
             if !t.is_loaded() {
                 return Err(LinkConfigError::TraceNotLoaded { name: t.name().to_string() });
             }
+        }
+        match self.reorder {
+            Reorder::None => {}
+            Reorder::Time { p, .. } | Reorder::Packets { p, .. } => check_prob("reorder.p", p)?,
         }
         if self.policer.is_some_and(|p| p.rate_bps == 0) {
             return Err(LinkConfigError::PolicerZeroRate);

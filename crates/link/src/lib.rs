@@ -3,7 +3,7 @@
 //! Every packet goes through
 //!
 //! ```text
-//! loss -> policer -> buffer / AQM -> rate server -> delay (+ jitter) -> aggregation -> delivered
+//! loss -> policer -> buffer / AQM -> rate server -> delay (+ jitter, + reordering) -> aggregation -> delivered
 //! ```
 //!
 //! * **Loss** ([`LossModel`]): Bernoulli or Gilbert–Elliott, decided per
@@ -32,6 +32,9 @@
 //! * **Aggregation** ([`DirectionConfig::aggregate_ns`], optional): packets are held and
 //!   released in bursts at multiples of a period, as Wi-Fi and cellular links release ACKs
 //!   (draft-ietf-ccwg-bbr §5.5.9's "ACK aggregation").
+//! * **Reordering** ([`Reorder`]): a share of packets held back by a displacement (a time, or
+//!   a number of packets' serialization times) after their delay, so later packets overtake
+//!   them; through the same time-ordered delay line as reordering jitter. None is lost.
 //!
 //! Before any of that, the **entry** ([`entry`]) records the gap between arrivals and the
 //! bursts of back-to-back packets they form, so a sender's pacing can be seen from the link.
@@ -52,7 +55,7 @@
 //!
 //! Randomness comes from the seed given to [`Link::new`]: the loss model and
 //! the jitter draw from separate streams, so enabling jitter does not change
-//! which packets are lost.
+//! which packets are lost (reordering, PIE and DualPI2 have streams of their own too).
 //!
 //! A typical driver (e.g. a TUN shell) calls [`Link::enqueue`] for every
 //! packet it reads, sleeps until [`Link::next_event`], and then calls
@@ -75,6 +78,7 @@ mod outcome;
 mod pacer;
 mod policer;
 mod refused;
+mod reorder;
 pub mod text;
 pub mod time;
 pub mod trace;
@@ -82,7 +86,7 @@ pub mod wire;
 
 pub use aqm::codel::{CODEL_DEFAULT_INTERVAL, CODEL_DEFAULT_TARGET};
 pub use aqm::{Aqm, Codel, DualPi2, FqCodel, Pie};
-pub use config::{Buffer, DirectionConfig, Jitter, LinkConfigError, LossModel, Policer, Rate, ScheduledChange};
+pub use config::{Buffer, DirectionConfig, Jitter, LinkConfigError, LossModel, Policer, Rate, Reorder, ScheduledChange};
 pub use ecn::{Ecn, EcnFault};
 pub use entry::{BurstHistogram, EntryMeter, EntryStats};
 pub use histogram::DelayHistogram;

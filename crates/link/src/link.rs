@@ -12,6 +12,7 @@ use crate::loss::LossProcess;
 use crate::outcome::{Delivery, DropCause, Dropped, LinkStats};
 use crate::pacer::Pacer;
 use crate::policer::TokenBucket;
+use crate::reorder::ReorderProcess;
 use crate::time::{Duration, Instant};
 
 struct InService<P> {
@@ -26,10 +27,13 @@ struct InService<P> {
     /// Drawn when service starts rather than when it ends, so that
     /// `next_event` can predict the delivery time without touching the RNG.
     jitter: Duration,
+    /// How long it is held back after its delay and jitter (`--reorder`), drawn with the
+    /// jitter for the same reason.
+    held: Duration,
 }
 
 /// One direction of a link: loss -> policer -> buffer (drop-tail or CoDel)
-/// -> rate server (constant, trace, scheduled) -> delay (+ jitter) -> aggregation.
+/// -> rate server (constant, trace, scheduled) -> delay (+ jitter, + reordering) -> aggregation.
 ///
 /// Time passed in must be non-decreasing; an earlier `now` than seen before is
 /// treated as the latest time seen, so a slightly non-monotone host clock
@@ -48,6 +52,7 @@ pub struct Link<P> {
     /// The buffer and its queue management.
     aqm: Discipline<P>,
     jitter: JitterProcess,
+    reorder: ReorderProcess,
     server: Option<InService<P>>,
     pacer: Pacer,
     /// Propagation delay in force (the configured one, then scheduled changes).
@@ -77,12 +82,14 @@ impl<P> Link<P> {
     /// returns the sorted copy.
     pub fn new(mut cfg: DirectionConfig, seed: u64) -> Self {
         cfg.schedule.sort_by_key(|c| c.at_ns);
-        let delay_line = DelayLine::new(cfg.jitter.reorders());
+        // Reordering reuses the delay line jitter reorders with: delivery in time order.
+        let delay_line = DelayLine::new(cfg.jitter.reorders() || cfg.reorder.is_on());
         Link {
             loss: LossProcess::new(cfg.loss.clone(), seed),
             policer: cfg.policer.map(TokenBucket::new),
             aqm: cfg.aqm.build(cfg.buffer, seed),
             jitter: JitterProcess::new(cfg.jitter, seed),
+            reorder: ReorderProcess::new(cfg.reorder, seed),
             server: None,
             pacer: Pacer::new(cfg.rate, cfg.trace.clone()),
             delay: cfg.delay_ns,
@@ -177,7 +184,7 @@ impl<P> Link<P> {
     }
 
     /// Returns the next packet whose `delivered_at <= now`: in FIFO order,
-    /// or in order of `delivered_at` with reordering jitter.
+    /// or in order of `delivered_at` with reordering jitter or `reorder`.
     pub fn dequeue(&mut self, now: Instant) -> Option<Delivery<P>> {
         let now = self.clock(now);
         self.advance_inner(now);
@@ -221,8 +228,8 @@ impl<P> Link<P> {
     ///
     /// Two cases return a time at which `dequeue` may still find nothing:
     /// a stalled server with a scheduled rate change (the change time), and
-    /// reordering jitter with packets waiting (the current packet's finish
-    /// time, since its successor may overtake it).
+    /// reordering jitter, or a held-back packet in service, with packets waiting (the current
+    /// packet's finish time, since its successor may overtake it).
     pub fn next_event(&self) -> Option<Instant> {
         let queued = self.delay_line.next_time();
         let Some(s) = &self.server else {
@@ -231,8 +238,8 @@ impl<P> Link<P> {
         let from_server = if s.finish == Instant::MAX {
             self.cfg.schedule[self.next_change..].iter().find(|c| c.rate.is_some()).map(|c| c.at_ns)
         } else {
-            let at = self.delivery_time(s.finish, self.delay_at(s.finish), s.jitter);
-            if self.cfg.jitter.reorders() && self.aqm.backlog_packets() > 0 {
+            let at = self.delivery_time(s.finish, self.delay_at(s.finish), s.jitter) + s.held;
+            if (self.cfg.jitter.reorders() || !s.held.is_zero()) && self.aqm.backlog_packets() > 0 {
                 Some(at.min(s.finish))
             } else {
                 Some(at)
@@ -367,12 +374,27 @@ impl<P> Link<P> {
             return;
         };
         self.stats.busy_ns += s.finish - s.start;
-        let delivered_at = self.delivery_time(s.finish, self.delay, s.jitter);
-        self.last_delivered = self.last_delivered.max(delivered_at);
+        let in_order = self.delivery_time(s.finish, self.delay, s.jitter);
+        // A held-back packet does not hold back those behind it (the FIFO clamp follows the
+        // packets in order): that is what lets them overtake it.
+        self.last_delivered = self.last_delivered.max(in_order);
+        let delivered_at = in_order + s.held;
+        if !s.held.is_zero() {
+            self.stats.reorder_held += 1;
+        }
         self.seq += 1;
         self.delay_line.push(
             self.seq,
-            Delivery { packet: s.packet, len: s.len, arrived_at: s.arrived_at, service_start: s.start, delivered_at, ecn: s.ecn, marked: s.marked },
+            Delivery {
+                packet: s.packet,
+                len: s.len,
+                arrived_at: s.arrived_at,
+                service_start: s.start,
+                delivered_at,
+                ecn: s.ecn,
+                marked: s.marked,
+                held: !s.held.is_zero(),
+            },
         );
         self.start_next(s.finish);
     }
@@ -383,8 +405,9 @@ impl<P> Link<P> {
             Some(w) => {
                 let finish = self.pacer.finish_time(w.len, now);
                 let jitter = self.jitter.sample();
+                let held = self.reorder.hold(w.len, self.pacer.nominal_bps());
                 self.server =
-                    Some(InService { packet: w.packet, len: w.len, arrived_at: w.arrived_at, ecn: w.ecn, marked: w.marked, start: now, finish, jitter });
+                    Some(InService { packet: w.packet, len: w.len, arrived_at: w.arrived_at, ecn: w.ecn, marked: w.marked, start: now, finish, jitter, held });
             }
             None => self.pacer.idle(),
         }

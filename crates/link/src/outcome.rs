@@ -69,6 +69,8 @@ pub struct Delivery<P> {
     pub ecn: Ecn,
     /// The AQM marked it CE (counted in [`LinkStats::ce_marks`]).
     pub marked: bool,
+    /// Held back by [`crate::Reorder`] (counted in [`LinkStats::reorder_held`]).
+    pub held: bool,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
@@ -99,6 +101,10 @@ pub struct LinkStats {
     pub ce_marks: u64,
     #[serde(default)]
     pub bytes_ce_marked: u64,
+    /// Packets held back by `reorder` (counted as they leave the server), so that later ones
+    /// overtook them.
+    #[serde(default)]
+    pub reorder_held: u64,
     /// Total serialization time of packets that finished serialization.
     pub busy_ns: Duration,
     /// Queueing delay (`service_start - arrived_at`) of every dequeued packet.

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::config::{Jitter, LossModel, Policer};
+use crate::config::{Jitter, LossModel, Policer, Reorder};
 pub use crate::refused::{Allowed, Refused};
 use crate::time::Duration;
 
@@ -178,6 +178,39 @@ impl FromStr for Jitter {
     }
 }
 
+/// The longest reordering displacement accepted, in time (as a jitter's) and in packets.
+const MAX_REORDER: Duration = Duration::from_secs(10);
+const MAX_REORDER_PACKETS: u32 = 1000;
+
+/// `P%:DISPLACEMENT`: a share of packets (`1%`) held back by a time (`3ms`) or a number of
+/// packets' serialization times (`5pkt`, `5packets`); `0` for none.
+impl FromStr for Reorder {
+    type Err = Refused;
+    fn from_str(value: &str) -> Result<Self, Refused> {
+        const ALLOWED: &str =
+            "a reordering P%:DISPLACEMENT such as 1%:3ms or 1%:5pkt (a share of packets from 0% to 100%, held back by more than 0 and up to 10s or 1000 packets), or 0";
+        let refused = || Err(Refused(ALLOWED.to_string()));
+        if value.trim() == "0" {
+            return Ok(Reorder::None);
+        }
+        let Some((share, by)) = value.split_once(':') else { return refused() };
+        let Ok(p) = parse_percent(share) else { return refused() };
+        let by = by.trim().to_ascii_lowercase();
+        let reorder = if let Some(n) = by.strip_suffix("packets").or_else(|| by.strip_suffix("pkt")) {
+            match n.trim().parse::<u32>() {
+                Ok(packets @ 1..=MAX_REORDER_PACKETS) => Reorder::Packets { p, packets },
+                _ => return refused(),
+            }
+        } else {
+            match by.parse::<Duration>() {
+                Ok(d) if !d.is_zero() && d <= MAX_REORDER => Reorder::Time { p, by_ns: d },
+                _ => return refused(),
+            }
+        };
+        Ok(if p == 0.0 { Reorder::None } else { reorder })
+    }
+}
+
 /// `RATE[:BURST]`: the burst is 10 ms at the rate unless given (at least two packets), and at
 /// least one full 1500-byte packet.
 impl FromStr for Policer {
@@ -239,6 +272,14 @@ mod tests {
         assert_eq!("0".parse(), Ok(Jitter::None));
         assert_eq!("11s".parse::<Jitter>(), Err(Refused("a jitter of at most 10s".into())));
         assert_eq!("2ms,shuffle".parse::<Jitter>(), Err(Refused("a jitter such as 2ms, normal:1ms, or 2ms,reorder".into())));
+        assert_eq!("1%:3ms".parse(), Ok(Reorder::Time { p: 0.01, by_ns: 3 * ms }));
+        assert_eq!("0.5%:5pkt".parse(), Ok(Reorder::Packets { p: 0.005, packets: 5 }));
+        assert_eq!("100%:2packets".parse(), Ok(Reorder::Packets { p: 1.0, packets: 2 }));
+        assert_eq!("0".parse(), Ok(Reorder::None));
+        assert_eq!("0%:3ms".parse(), Ok(Reorder::None));
+        for bad in ["1%", "3ms", "1%:0ms", "1%:11s", "101%:3ms", "1:3ms", "1%:0pkt", "1%:1001pkt", "1%:3 parsecs", "-1%:3ms"] {
+            assert!(bad.parse::<Reorder>().unwrap_err().0.starts_with("a reordering P%:DISPLACEMENT"), "{bad}");
+        }
         assert_eq!("10mbit".parse(), Ok(Policer { rate_bps: 10_000_000, burst_bytes: 12_500 }));
         assert_eq!("1mbit".parse(), Ok(Policer { rate_bps: 1_000_000, burst_bytes: 3000 }), "at least two packets by default");
         assert_eq!("10mbit:64kib".parse(), Ok(Policer { rate_bps: 10_000_000, burst_bytes: 65_536 }));

@@ -139,6 +139,21 @@ pub struct TcpRow {
     /// BBR.extra_acked, bytes.
     #[serde(default)]
     pub bbr_extra_acked: Option<u64>,
+    /// Kernel TCP only (empty for QUIC and in files written before them): reordering as the
+    /// sender saw it, `tcpi_reordering` (the degree, packets), `tcpi_reord_seen` (times
+    /// detected) and `tcpi_dsack_dups` (retransmissions the receiver reported duplicate:
+    /// spurious ones). Linux counts its undone recoveries per namespace (`TcpExtTCP*Undo`),
+    /// not per socket.
+    #[serde(default)]
+    pub reordering: Option<u32>,
+    #[serde(default)]
+    pub reord_seen: Option<u32>,
+    #[serde(default)]
+    pub dsack_dups: Option<u32>,
+    /// QUIC only (empty for kernel TCP): congestion events the stack later found spurious and
+    /// handed to the controller's undo, so far.
+    #[serde(default)]
+    pub spurious_losses: Option<u64>,
 }
 
 pub fn socket_name(id: SocketId) -> String {
@@ -193,6 +208,10 @@ impl TcpRow {
             bbr_inflight_longterm: None,
             bbr_inflight_shortterm: None,
             bbr_extra_acked: None,
+            reordering: Some(s.state.reordering),
+            reord_seen: Some(s.state.reord_seen),
+            dsack_dups: Some(s.state.dsack_dups),
+            spurious_losses: None,
         }
     }
 
@@ -250,6 +269,10 @@ impl TcpRow {
             bbr_inflight_longterm: model.and_then(|m| m.inflight_longterm_bytes),
             bbr_inflight_shortterm: model.and_then(|m| m.inflight_shortterm_bytes),
             bbr_extra_acked: model.map(|m| m.extra_acked_bytes),
+            reordering: None,
+            reord_seen: None,
+            dsack_dups: None,
+            spurious_losses: Some(q.spurious_congestion_events),
         }
     }
 }

@@ -503,6 +503,7 @@ pub(crate) mod codel;
 mod ecn;
 mod jitter;
 mod policer;
+mod reorder;
 mod schedule;
 mod trace;
 

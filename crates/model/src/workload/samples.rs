@@ -66,6 +66,11 @@ pub struct QuicSample {
     pub packets_sent: u64,
     pub packets_lost: u64,
     pub congestion_events: u64,
+    /// Congestion events the stack later found spurious (every packet it had declared lost
+    /// was acknowledged after all: reordering, not loss), each handed to the controller's
+    /// undo (noq's `on_spurious_congestion_event`).
+    #[serde(default)]
+    pub spurious_congestion_events: u64,
     pub app_limited: bool,
     /// BBR's own view, when the controller exposes it.
     pub bbr: Option<QuicBbr>,

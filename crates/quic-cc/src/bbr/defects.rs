@@ -19,6 +19,7 @@ pub const DEFECTS: &[(&str, &str)] = &[
     ("inflight-longterm-grows-app-limited", "inflight_longterm grows while not cwnd-limited (§5.3.3.6; A.20)"),
     ("idle-restart-enters-startup", "a restart from idle re-enters STARTUP (§5.4.1; A.10)"),
     ("full-bw-counts-app-limited", "STARTUP's plateau test counts app-limited samples (§5.3.1.2; A.2, A.20)"),
+    ("spurious-loss-not-undone", "a loss episode found spurious is not undone (§5.5.11.2; A.17)"),
 ];
 
 impl BbrParams {
@@ -38,6 +39,7 @@ impl BbrParams {
                 None if d == "inflight-longterm-grows-app-limited" => self.inflight_longterm_grows_app_limited = true,
                 None if d == "idle-restart-enters-startup" => self.idle_restart_enters_startup = true,
                 None if d == "full-bw-counts-app-limited" => self.full_bw_counts_app_limited = true,
+                None if d == "spurious-loss-not-undone" => self.spurious_loss_not_undone = true,
                 _ => return Err(format!("{d}: not a defect; one of {}", DEFECTS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "))),
             }
         }

@@ -121,6 +121,9 @@ impl Bbr {
     /// The losses of the last episode were spurious (§5.5.11.2 HandleSpuriousLossDetection).
     pub fn on_spurious_loss(&mut self, now: Instant) {
         self.now = now;
+        if self.p.spurious_loss_not_undone {
+            return;
+        }
         self.restore_cwnd();
         self.loss_in_round = false;
         self.reset_full_bw();

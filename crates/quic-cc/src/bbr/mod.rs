@@ -199,6 +199,9 @@ pub struct BbrParams {
     /// Test-only defect (conform A.2): BBRCheckFullBWReached counts app-limited samples, so an
     /// application-limited STARTUP finds a false plateau. Always false outside tests.
     pub full_bw_counts_app_limited: bool,
+    /// Test-only defect (conform A.17): a loss episode the transport finds spurious is not
+    /// undone (§5.5.11.2 HandleSpuriousLossDetection ignored). Always false outside tests.
+    pub spurious_loss_not_undone: bool,
     /// Send ECT(1) (L4S, RFC 9331) rather than ECT(0), and take CE marks as the kernel's
     /// shallow-threshold signal at any RTT (see the module documentation). True in both.
     pub ecn_l4s: bool,
@@ -261,6 +264,7 @@ impl BbrParams {
             tcp_bbr2_bookkeeping: false,
             max_bw_never_forgets: false,
             full_bw_counts_app_limited: false,
+            spurious_loss_not_undone: false,
             ecn_l4s: true,
             ecn_alpha_gain: 1.0 / 16.0,
             ecn_alpha_init: 1.0,

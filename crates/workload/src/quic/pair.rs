@@ -203,6 +203,7 @@ pub(crate) fn sample(sender: &Connection, probe: &Probe, bbr: Option<&Arc<dyn Bb
         packets_sent: stats.sent_packets,
         packets_lost: stats.lost_packets,
         congestion_events: stats.congestion_events,
+        spurious_congestion_events: stats.spurious_congestion_events,
         app_limited: p.app_limited,
         ack_stamp_age_p50_us: p.ack_stamp_age_p50_us,
         ack_stamp_age_p99_us: p.ack_stamp_age_p99_us,
