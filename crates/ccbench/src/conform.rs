@@ -19,7 +19,7 @@ use ccbench::results::{ExperimentResult, Status};
 use ccbench_conform::assertion::RunCheck;
 use ccbench_conform::bbr::{Runnable, Scenario, SUITE};
 use ccbench_conform::trace::PathFacts;
-use ccbench_conform::{over_runs, Cell, CellVerdict};
+use ccbench_conform::{over_paths, over_runs, Cell, CellVerdict};
 use ccbench_link::Rate as LinkRate;
 use ccbench_model::workload::{Algorithm, Family};
 
@@ -55,6 +55,38 @@ pub(crate) struct Judged {
     pub(crate) cell: Cell,
     /// The `ccbench run` flags that reproduce it.
     pub(crate) command: String,
+}
+
+/// An assertion of a case on one controller, judged over the grid's paths (`over_paths`): from
+/// one run per path, a verdict that per-path cells of one run cannot give.
+pub(crate) struct OverPaths {
+    pub(crate) case: usize,
+    pub(crate) assertion: usize,
+    pub(crate) cc: Algorithm,
+    /// Per path (in the grid's order) its outcome; the tally counts paths.
+    pub(crate) cell: Cell,
+}
+
+/// Each (case, assertion, controller) over the grid's paths, when the grid has two or more;
+/// paths a scenario does not run on (A.13's own) take no part.
+fn over_grid(judged: &[Judged], grid: &[GridPath]) -> Vec<OverPaths> {
+    if grid.len() < 2 {
+        return Vec::new();
+    }
+    let mut keys: Vec<(usize, usize, &Algorithm)> = judged.iter().filter(|j| grid.contains(&j.path)).map(|j| (j.case, j.assertion, &j.cc)).collect();
+    keys.dedup();
+    keys.sort_by_key(|k| (k.0, k.1, k.2.to_string()));
+    keys.dedup();
+    keys.into_iter()
+        .map(|(case, assertion, cc)| {
+            let cells: Vec<(String, &Cell)> = grid
+                .iter()
+                .filter_map(|p| judged.iter().find(|j| j.case == case && j.assertion == assertion && &j.cc == cc && j.path == *p))
+                .map(|j| (j.path.label(), &j.cell))
+                .collect();
+            OverPaths { case, assertion, cc: cc.clone(), cell: over_paths(&cells, ALPHA) }
+        })
+        .collect()
 }
 
 /// A scenario's runs that could not be judged (the run failed, or wrote no series).
@@ -190,8 +222,10 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
     bar.finish();
     let interrupted = stop.load(Ordering::Relaxed);
     let ccs: &[Algorithm] = args.cc.names();
-    let mut text = matrix::text(ccs, &paths, &judged, &broken, runs, started.elapsed(), &chosen);
-    let mut page = matrix::page(ccs, &paths, &judged, &broken, runs, started.elapsed(), &chosen);
+    let overall = over_grid(&judged, &paths);
+    let m = matrix::Matrix { ccs, grid: &paths, judged: &judged, over: &overall, broken: &broken, runs, took: started.elapsed(), chosen: &chosen };
+    let mut text = matrix::text(&m);
+    let mut page = matrix::page(&m);
     // A deliberately broken controller (tests only) is said first, so its matrix is never read
     // as the draft's controller's.
     if let Some(d) = ccbench_workload::test_bbr_defects().ok().flatten() {
@@ -203,13 +237,20 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
     std::fs::write(out.join("conform.txt"), &text)?;
     std::fs::write(out.join("report.html"), ccbench_report::render_conform(&page))?;
     if let Some(j) = &args.junit {
-        std::fs::write(j, matrix::junit(&judged, &broken, &chosen))?;
+        std::fs::write(j, matrix::junit(&judged, &overall, &broken, &chosen))?;
     }
     println!("results: {}", out.display());
     if interrupted {
         return Ok(130);
     }
-    let worst = judged.iter().fold(CellVerdict::Pass, |w, j| w.worst(j.cell.verdict));
+    // Over a grid, the verdicts over paths decide (a path's own cell, from fewer than 5 runs, is
+    // undecided whatever it showed); a path's cell that did decide a failure still fails.
+    let worst = if overall.is_empty() {
+        judged.iter().fold(CellVerdict::Pass, |w, j| w.worst(j.cell.verdict))
+    } else {
+        let failed = judged.iter().any(|j| j.cell.verdict == CellVerdict::Fail);
+        overall.iter().fold(if failed { CellVerdict::Fail } else { CellVerdict::Pass }, |w, o| w.worst(o.cell.verdict))
+    };
     Ok(match worst {
         _ if !broken.is_empty() => 1,
         CellVerdict::Fail => 1,
