@@ -233,12 +233,7 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
     let rate: Vec<f64> = paths.iter().map(|p| p.rate_bps).collect();
     let span = |v: &[f64]| -> (f64, f64) { (v.iter().copied().fold(f64::INFINITY, f64::min), v.iter().copied().fold(0.0, f64::max)) };
     let ((r0, r1), (b0, b1)) = (span(&rtt_ms), span(&rate));
-    println!(
-        "grid: {r0}–{r1} ms × {}–{}{}",
-        crate::units::fmt_rate(b0),
-        crate::units::fmt_rate(b1),
-        lowered.map(|w| format!("; {w}")).unwrap_or_default()
-    );
+    println!("grid: {r0}–{r1} ms × {}–{}{}", crate::units::fmt_rate(b0), crate::units::fmt_rate(b1), lowered.map(|w| format!("; {w}")).unwrap_or_default());
     let stop = crate::host::install_stop()?;
     let bar = Bar::new(jobs.len() as u64 * u64::from(runs));
     let started = Instant::now();

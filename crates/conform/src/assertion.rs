@@ -887,14 +887,25 @@ fn bw_follows_step_in_rounds(trace: &Trace, rule: Rule, within: f64) -> RunCheck
                 (n - one).max(0.0),
                 n,
                 n,
-                format!("estimate {} within {:.0} % of the new {} {s:.2} s after the step, {n:.1} rounds after it reached the sender", mbit(p.bw_bps.unwrap_or(0.0)), within * 100.0, mbit(rate)),
+                format!(
+                    "estimate {} within {:.0} % of the new {} {s:.2} s after the step, {n:.1} rounds after it reached the sender",
+                    mbit(p.bw_bps.unwrap_or(0.0)),
+                    within * 100.0,
+                    mbit(rate)
+                ),
             )
         }
         None => {
             let end = trace.points.last().map_or(Duration::ZERO, |p| p.t);
             let n = rounds_to(end);
             let last = trace.points.iter().rev().find_map(|p| p.bw_bps).unwrap_or(0.0);
-            RunCheck::judged(rule, n, f64::INFINITY, f64::INFINITY, format!("estimate still {} {n:.1} rounds after the step to {} reached the sender", mbit(last), mbit(rate)))
+            RunCheck::judged(
+                rule,
+                n,
+                f64::INFINITY,
+                f64::INFINITY,
+                format!("estimate still {} {n:.1} rounds after the step to {} reached the sender", mbit(last), mbit(rate)),
+            )
         }
     }
 }
@@ -1094,7 +1105,13 @@ mod tests {
         let c = r.check(&kernel);
         assert_eq!(c.outcome, Outcome::Pass, "9 rounds from 1.04 s to 1.4 s: {}", c.evidence);
         assert!((c.estimate - 9.0).abs() < 1e-9, "{}", c.evidence);
-        let late = { let mut k = kernel.clone(); for p in &mut k.points { p.bw_bps = Some(if p.t >= Duration::from_millis(1600) { 1.05e6 } else { 10e6 }); } k };
+        let late = {
+            let mut k = kernel.clone();
+            for p in &mut k.points {
+                p.bw_bps = Some(if p.t >= Duration::from_millis(1600) { 1.05e6 } else { 10e6 });
+            }
+            k
+        };
         assert_eq!(r.check(&late).outcome, Outcome::Fail, "14 rounds");
         assert_eq!(r.check(&run(&on_time, 3100, 4000)).outcome, Outcome::NotObservable, "phases: judged in cycles");
     }
