@@ -308,8 +308,10 @@ const STEP_DOWN: &[Assertion] = &[
     Assertion::BwFollowsStepInCycles { within: 0.25, cycles: 2.0, phases_only: true },
     // Kernel BBRv1 shows no phase; its max_bw filter is a max over bbr_bw_rtts = 10 rounds
     // (tcp_bbr.c, CYCLE_LEN + 2), so the old rate is forgotten 10 rounds after the step reaches
-    // the sender, +1 for the round in flight then, whose samples mix both rates (ours).
-    Assertion::BwFollowsStepInRounds { within: 0.25, rounds: 11.0 },
+    // the sender, +1 for the round in flight then, whose samples mix both rates (ours). A round
+    // lasts at most the base RTT plus the 1-BDP buffer drained at a tenth of the rate: 11 base
+    // RTTs, so the bound is 11 × 11 base RTTs (9.7 s at 80 ms).
+    Assertion::BwFollowsStepInRounds { within: 0.25, rounds: 11.0, round_rtts: 11.0 },
 ];
 /// A tenfold rise is found by ProbeBW_UP growing inflight exponentially (§5.3.3.6) until the
 /// queue or loss shows the new ceiling: within the same 2 cycles (ours: the draft gives no
