@@ -260,7 +260,10 @@ impl Assertion {
                 format!("bandwidth estimate within {:.0} % of the new rate before ProbeBW cycle {} after the step", within * 100.0, cycles + 1.0)
             }
             Assertion::BwFollowsStepInRounds { within, rounds, round_rtts } => {
-                format!("no ProbeBW phases: bandwidth estimate within {:.0} % of the new rate ≤ {rounds} rounds of ≤ {round_rtts} RTTs after the step", within * 100.0)
+                format!(
+                    "no ProbeBW phases: bandwidth estimate within {:.0} % of the new rate ≤ {rounds} rounds of ≤ {round_rtts} RTTs after the step",
+                    within * 100.0
+                )
             }
             Assertion::LossAtMost { share } => format!("loss after STARTUP ≤ {:.1} %", share * 100.0),
             Assertion::StaysIn { mode } => format!("never leaves {} but for PROBE_RTT", mode.name()),
@@ -784,7 +787,7 @@ fn filter_cycles_after_step(trace: &Trace, starts: &[Duration], at: Duration) ->
         .copied()
         .filter(|s| *s >= reached)
         .filter(|s| {
-            let Some(begun) = trace.points.iter().filter(|p| p.t <= *s).filter_map(|p| p.round_count).last() else { return true };
+            let Some(begun) = trace.points.iter().filter(|p| p.t <= *s).filter_map(|p| p.round_count).next_back() else { return true };
             // Up to the first sample in a later round, no PROBE_RTT: the round ended (and the
             // filter advanced) in ProbeBW. That sample counts too: a PROBE_RTT left in the ACK
             // that ended the round shows as ProbeBW there, though BBRAdaptLongTermModel ran
@@ -792,7 +795,7 @@ fn filter_cycles_after_step(trace: &Trace, starts: &[Duration], at: Duration) ->
             // round both first at 5.96 s). A PROBE_RTT entered just after the round ended and
             // seen first at that sample leaves out an advance that happened: the lenient side.
             // A round not ended by the end of the run may yet advance.
-            trace.points.iter().filter(|p| p.t > *s).take_while(|p| !p.round_count.is_some_and(|r| r > begun)).all(|p| p.mode != Some(Mode::ProbeRtt))
+            trace.points.iter().filter(|p| p.t > *s).take_while(|p| p.round_count.is_none_or(|r| r <= begun)).all(|p| p.mode != Some(Mode::ProbeRtt))
                 && trace.points.iter().find(|p| p.t > *s && p.round_count.is_some_and(|r| r > begun)).is_none_or(|p| p.mode != Some(Mode::ProbeRtt))
         })
         .collect()
@@ -895,7 +898,13 @@ fn bw_follows_step_in_rounds(trace: &Trace, rule: Rule, within: f64, round_rtts:
             let end = trace.points.last().map_or(Duration::ZERO, |p| p.t);
             let n = rounds_to(end);
             let last = trace.points.iter().rev().find_map(|p| p.bw_bps).unwrap_or(0.0);
-            RunCheck::judged(rule, n, f64::INFINITY, f64::INFINITY, format!("estimate still {} {n:.1} rounds of {:.0} ms after the step to {} reached the sender", mbit(last), round * 1e3, mbit(rate)))
+            RunCheck::judged(
+                rule,
+                n,
+                f64::INFINITY,
+                f64::INFINITY,
+                format!("estimate still {} {n:.1} rounds of {:.0} ms after the step to {} reached the sender", mbit(last), round * 1e3, mbit(rate)),
+            )
         }
     }
 }
