@@ -124,14 +124,16 @@ pub struct ConformArgs {
     /// kernel's, its mode inferred from TCP_CC_INFO's gains).
     #[arg(long, allow_hyphen_values = true, default_value = "quic:bbr3,tcp:bbr")]
     pub cc: CcList,
-    /// Round-trip times of the grid, comma-separated. [default: 10ms,40ms,200ms; --quick: 20ms,80ms]
+    /// Round-trip times of the grid, comma-separated. [default: 1ms,20ms,100ms,500ms; --quick: 20ms,80ms]
     #[arg(long, allow_hyphen_values = true, value_delimiter = ',')]
     pub rtts: Vec<Rtt>,
-    /// Bottleneck rates of the grid, comma-separated. [default: 5mbit,20mbit,100mbit; --quick: 20mbit]
+    /// Bottleneck rates of the grid, comma-separated. [default: 1mbit,20mbit,1gbit, the top one
+    /// lowered to what this machine's emulator has carried; --quick: 20mbit]
     #[arg(long, allow_hyphen_values = true, value_delimiter = ',')]
     pub rates: Vec<Rate>,
     /// Runs per case, controller and path; a cell is decided over them with --expect's
-    /// order-statistic rules (5 or more at α = 0.05, else undecided). [default: 5; --quick: 1]
+    /// order-statistic rules (5 or more at α = 0.05, else undecided). On a grid of 2 paths or
+    /// more each case is also judged over the paths (5 or more decide). [default: 1]
     #[arg(long)]
     pub runs: Option<u32>,
     /// The short grid: 2 RTTs × 1 rate, 1 run each (every cell stays undecided over runs; the

@@ -19,7 +19,7 @@ use ccbench::results::{ExperimentResult, Status};
 use ccbench_conform::assertion::RunCheck;
 use ccbench_conform::bbr::{Runnable, Scenario, SUITE};
 use ccbench_conform::trace::PathFacts;
-use ccbench_conform::{over_runs, Cell, CellVerdict};
+use ccbench_conform::{over_paths, over_runs, Cell, CellVerdict};
 use ccbench_link::Rate as LinkRate;
 use ccbench_model::workload::{Algorithm, Family};
 
@@ -59,6 +59,38 @@ pub(crate) struct Judged {
     pub(crate) command: String,
 }
 
+/// An assertion of a case on one controller, judged over the grid's paths (`over_paths`): from
+/// one run per path, a verdict that per-path cells of one run cannot give.
+pub(crate) struct OverPaths {
+    pub(crate) case: usize,
+    pub(crate) assertion: usize,
+    pub(crate) cc: Algorithm,
+    /// Per path (in the grid's order) its outcome; the tally counts paths.
+    pub(crate) cell: Cell,
+}
+
+/// Each (case, assertion, controller) over the grid's paths, when the grid has two or more;
+/// paths a scenario does not run on (A.13's own) take no part.
+fn over_grid(judged: &[Judged], grid: &[GridPath]) -> Vec<OverPaths> {
+    if grid.len() < 2 {
+        return Vec::new();
+    }
+    let mut keys: Vec<(usize, usize, &Algorithm)> = judged.iter().filter(|j| grid.contains(&j.path)).map(|j| (j.case, j.assertion, &j.cc)).collect();
+    keys.dedup();
+    keys.sort_by_key(|k| (k.0, k.1, k.2.to_string()));
+    keys.dedup();
+    keys.into_iter()
+        .map(|(case, assertion, cc)| {
+            let cells: Vec<(String, &Cell)> = grid
+                .iter()
+                .filter_map(|p| judged.iter().find(|j| j.case == case && j.assertion == assertion && &j.cc == cc && j.path == *p))
+                .map(|j| (j.path.label(), &j.cell))
+                .collect();
+            OverPaths { case, assertion, cc: cc.clone(), cell: over_paths(&cells, ALPHA) }
+        })
+        .collect()
+}
+
 /// A scenario's runs that could not be judged (the run failed, or wrote no series).
 pub(crate) struct Broken {
     pub(crate) cc: Algorithm,
@@ -67,12 +99,23 @@ pub(crate) struct Broken {
     pub(crate) why: String,
 }
 
-fn grid(args: &ConformArgs) -> Result<(Vec<GridPath>, u32), UsageError> {
+/// The default grid's top rate: the draft's range reaches 1 Gbit/s (issue 31: 1 ms–500 ms,
+/// 64 kbit/s–1 Gbit/s).
+const TOP_RATE_BPS: f64 = 1e9;
+
+/// The grid's paths, the runs per path, and (when the machine lowered the default top rate) why.
+///
+/// The default full grid, 1, 20, 100, 500 ms × 1, 20, 1000 Mbit/s with one run per path, is
+/// judged over its 12 paths (`over_paths`): about 48 min of sending for both controllers
+/// (`Scenario::duration`), under the hour of issue 31's done-when, where the old 3 × 3 grid at 5
+/// runs planned 190 min. 64 kbit/s stays A.13's own path: a tenfold step from it is a packet
+/// every 1.9 s, with no ProbeBW cycle to count.
+fn grid(args: &ConformArgs) -> Result<(Vec<GridPath>, u32, Option<String>), UsageError> {
     let rtts: Vec<Duration> = if args.rtts.is_empty() {
         if args.quick {
             vec![ms(20), ms(80)]
         } else {
-            vec![ms(10), ms(40), ms(200)]
+            vec![ms(1), ms(20), ms(100), ms(500)]
         }
     } else {
         args.rtts.iter().map(rtt_of).collect()
@@ -84,13 +127,34 @@ fn grid(args: &ConformArgs) -> Result<(Vec<GridPath>, u32), UsageError> {
             _ => return Err(UsageError::new("--rates", format!("{:?}", r.0), "rates of 64kbit or more (a case needs a bottleneck)")),
         }
     }
+    let mut lowered = None;
     if rates.is_empty() {
-        rates = if args.quick { vec![20e6] } else { vec![5e6, 20e6, 100e6] };
+        rates = if args.quick {
+            vec![20e6]
+        } else {
+            // Where the machine stops: the top rate is lowered to what its emulator has carried,
+            // rounded down to one significant figure (230 Mbit/s → 200 Mbit/s).
+            let (cap, source) = ccbench::limits::capacity();
+            let top = if cap >= TOP_RATE_BPS {
+                TOP_RATE_BPS
+            } else {
+                let unit = 10f64.powf(cap.log10().floor());
+                let top = ((cap / unit).floor() * unit).max(40e6);
+                lowered = Some(format!(
+                    "top rate {} instead of {}: this machine's emulator has carried at most {} ({source})",
+                    crate::units::fmt_rate(top),
+                    crate::units::fmt_rate(TOP_RATE_BPS),
+                    crate::units::fmt_rate(cap)
+                ));
+                top
+            };
+            vec![1e6, 20e6, top]
+        };
     }
     if let Some(d) = rtts.iter().find(|d| d.is_zero()) {
         return Err(UsageError::new("--rtts", format!("{d:?}"), "round-trip times above 0 (rounds are counted in them)"));
     }
-    let runs = args.runs.unwrap_or(if args.quick { 1 } else { 5 });
+    let runs = args.runs.unwrap_or(1);
     if !(1..=1000).contains(&runs) {
         return Err(UsageError::new("--runs", runs, "a whole number from 1 to 1000"));
     }
@@ -100,7 +164,7 @@ fn grid(args: &ConformArgs) -> Result<(Vec<GridPath>, u32), UsageError> {
             paths.push(GridPath { rate_bps, rtt });
         }
     }
-    Ok((paths, runs))
+    Ok((paths, runs, lowered))
 }
 
 fn ms(m: u64) -> Duration {
@@ -117,7 +181,7 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
             return Err(UsageError::new("--cc", cc, "BBR controllers: quic:bbr3, quic:bbr2 or tcp:bbr").into());
         }
     }
-    let (paths, runs) = grid(&args)?;
+    let (paths, runs, lowered) = grid(&args)?;
     crate::error::refuse_bad_test_defects()?;
     let chosen = chosen_cases(&args.cases)?;
     require_root("conform")?;
@@ -167,6 +231,11 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
         jobs.len() as u32 * runs,
         planned.as_secs_f64() / 60.0
     );
+    let rtt_ms: Vec<f64> = paths.iter().map(|p| p.rtt.as_secs_f64() * 1e3).collect();
+    let rate: Vec<f64> = paths.iter().map(|p| p.rate_bps).collect();
+    let span = |v: &[f64]| -> (f64, f64) { (v.iter().copied().fold(f64::INFINITY, f64::min), v.iter().copied().fold(0.0, f64::max)) };
+    let ((r0, r1), (b0, b1)) = (span(&rtt_ms), span(&rate));
+    println!("grid: {r0}–{r1} ms × {}–{}{}", crate::units::fmt_rate(b0), crate::units::fmt_rate(b1), lowered.map(|w| format!("; {w}")).unwrap_or_default());
     let stop = crate::host::install_stop()?;
     let bar = Bar::new(jobs.len() as u64 * u64::from(runs));
     let started = Instant::now();
@@ -192,8 +261,10 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
     bar.finish();
     let interrupted = stop.load(Ordering::Relaxed);
     let ccs: &[Algorithm] = args.cc.names();
-    let mut text = matrix::text(ccs, &paths, &judged, &broken, runs, started.elapsed(), &chosen);
-    let mut page = matrix::page(ccs, &paths, &judged, &broken, runs, started.elapsed(), &chosen);
+    let overall = over_grid(&judged, &paths);
+    let m = matrix::Matrix { ccs, grid: &paths, judged: &judged, over: &overall, broken: &broken, runs, took: started.elapsed(), chosen: &chosen };
+    let mut text = matrix::text(&m);
+    let mut page = matrix::page(&m);
     // A deliberately broken controller (tests only) is said first, so its matrix is never read
     // as the draft's controller's.
     if let Some(d) = ccbench_workload::test_bbr_defects().ok().flatten() {
@@ -205,13 +276,20 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
     std::fs::write(out.join("conform.txt"), &text)?;
     std::fs::write(out.join("report.html"), ccbench_report::render_conform(&page))?;
     if let Some(j) = &args.junit {
-        std::fs::write(j, matrix::junit(&judged, &broken, &chosen))?;
+        std::fs::write(j, matrix::junit(&judged, &overall, &broken, &chosen))?;
     }
     println!("results: {}", out.display());
     if interrupted {
         return Ok(130);
     }
-    let worst = judged.iter().fold(CellVerdict::Pass, |w, j| w.worst(j.cell.verdict));
+    // Over a grid, the verdicts over paths decide (a path's own cell, from fewer than 5 runs, is
+    // undecided whatever it showed); a path's cell that did decide a failure still fails.
+    let worst = if overall.is_empty() {
+        judged.iter().fold(CellVerdict::Pass, |w, j| w.worst(j.cell.verdict))
+    } else {
+        let failed = judged.iter().any(|j| j.cell.verdict == CellVerdict::Fail);
+        overall.iter().fold(if failed { CellVerdict::Fail } else { CellVerdict::Pass }, |w, o| w.worst(o.cell.verdict))
+    };
     Ok(match worst {
         _ if !broken.is_empty() => 1,
         CellVerdict::Fail => 1,

@@ -167,8 +167,16 @@ pub enum Assertion {
     /// After the path's rate step, the bandwidth estimate comes within `within` of the new rate
     /// before ProbeBW has begun more than `cycles` cycles since the step. The draft's bound is in
     /// cycles, not seconds (§5.5.3: max_bw is a max over MaxBwFilterLen = 2 ProbeBW cycles),
-    /// and a cycle's length grows with the queue a step leaves.
-    BwFollowsStepInCycles { within: f64, cycles: f64 },
+    /// and a cycle's length grows with the queue a step leaves. With `phases_only`, a stack that
+    /// shows no ProbeBW phase (kernel BBR) is not judged here but by [`Assertion::BwFollowsStepInRounds`].
+    BwFollowsStepInCycles { within: f64, cycles: f64, phases_only: bool },
+    /// After the path's rate step, the bandwidth estimate comes within `within` of the new rate
+    /// within `rounds` round trips after the step reaches the sender, each round taken at its
+    /// longest, `round_rtts` base RTTs (the base RTT plus a full buffer drained at the new
+    /// rate): a time bound derived from a filter counted in rounds. Judged only on stacks that
+    /// show no ProbeBW phase (kernel BBRv1: `bbr_bw_rtts`, 10 rounds, in tcp_bbr.c). The sampled
+    /// RTT is no round clock here: smoothed, it lags the queue the cut builds.
+    BwFollowsStepInRounds { within: f64, rounds: f64, round_rtts: f64 },
     /// Bytes lost over bytes delivered, after STARTUP and DRAIN, is at most `share`.
     LossAtMost { share: f64 },
     /// `mode` is never left but for PROBE_RTT (which may interrupt any state, §5.3.4.3, and
@@ -242,6 +250,7 @@ impl Assertion {
             Assertion::ProbeRttLasts { min, rounds } => Rule::Between(min.as_secs_f64(), min.as_secs_f64() + rounds * trace.path.rtt.as_secs_f64()),
             Assertion::BwFollowsStep { by, .. } => Rule::AtMost(by.as_secs_f64()),
             Assertion::BwFollowsStepInCycles { cycles, .. } => Rule::AtMost(cycles),
+            Assertion::BwFollowsStepInRounds { rounds, .. } => Rule::AtMost(rounds),
             Assertion::LossAtMost { share } => Rule::AtMost(share),
             Assertion::StaysIn { .. } | Assertion::UpHeldFrom { .. } | Assertion::NotReenteredFrom { .. } => Rule::AtMost(0.0),
             Assertion::BwHeldFrom { share, .. } => Rule::AtLeast(share),
@@ -278,8 +287,14 @@ impl Assertion {
             Assertion::BwFollowsStep { within, by } => {
                 format!("bandwidth estimate within {:.0} % of the new rate {} s after the step", within * 100.0, by.as_secs_f64())
             }
-            Assertion::BwFollowsStepInCycles { within, cycles } => {
+            Assertion::BwFollowsStepInCycles { within, cycles, .. } => {
                 format!("bandwidth estimate within {:.0} % of the new rate before ProbeBW cycle {} after the step", within * 100.0, cycles + 1.0)
+            }
+            Assertion::BwFollowsStepInRounds { within, rounds, round_rtts } => {
+                format!(
+                    "no ProbeBW phases: bandwidth estimate within {:.0} % of the new rate ≤ {rounds} rounds of ≤ {round_rtts} RTTs after the step",
+                    within * 100.0
+                )
             }
             Assertion::LossAtMost { share } => format!("loss after STARTUP ≤ {:.1} %", share * 100.0),
             Assertion::StaysIn { mode } => format!("never leaves {} but for PROBE_RTT", mode.name()),
@@ -326,7 +341,8 @@ impl Assertion {
             Assertion::ProbeRttEvery { .. } => probe_rtt_every(trace, rule),
             Assertion::ProbeRttLasts { .. } => probe_rtt_lasts(trace, rule),
             Assertion::BwFollowsStep { within, .. } => bw_follows_step(trace, rule, within),
-            Assertion::BwFollowsStepInCycles { within, .. } => bw_follows_step_in_cycles(trace, rule, within),
+            Assertion::BwFollowsStepInCycles { within, phases_only, .. } => bw_follows_step_in_cycles(trace, rule, within, phases_only),
+            Assertion::BwFollowsStepInRounds { within, round_rtts, .. } => bw_follows_step_in_rounds(trace, rule, within, round_rtts),
             Assertion::LossAtMost { .. } => loss(trace, rule),
             Assertion::StaysIn { mode } => stays_in(trace, rule, mode),
             Assertion::BwHeldFrom { from, .. } => bw_held_from(trace, rule, from),
@@ -960,12 +976,64 @@ fn bw_follows_step(trace: &Trace, rule: Rule, within: f64) -> RunCheck {
     }
 }
 
-fn bw_follows_step_in_cycles(trace: &Trace, rule: Rule, within: f64) -> RunCheck {
+/// When a rate step first shows in the sender's ACKs, and so in its rate samples: ACKs of
+/// packets that left the bottleneck before the step keep arriving at the old spacing for at most
+/// the propagation from the bottleneck to the receiver and back, under one base RTT; packets
+/// queued at the step leave at the new rate, so the queue adds nothing. A packet sent after this
+/// instant has its whole rate-sample interval (from P.delivered_time, the ACK before it was
+/// sent, to its own ACK; §4.1 of draft-ietf-ccwg-bbr-06, "Delivery Rate Samples") at the new
+/// rate.
+fn step_reaches_sender(trace: &Trace, at: Duration) -> Duration {
+    at + trace.path.rtt
+}
+
+/// The ProbeBW cycles that can carry the max_bw filter past a rate step: begun after the step
+/// reached the sender (see [`step_reaches_sender`]), and, where the stack counts its rounds,
+/// whose first round ended in ProbeBW.
+///
+/// §5.3.3.9 (BBRAdaptLongTermModel, tcp_bbr.c's bbr_adapt_upper_bounds) advances the filter
+/// (BBRAdvanceMaxBwFilter) one round after ProbeBW_DOWN begins (ACKS_PROBE_STOPPING at the next
+/// round start), and only if the connection is then in a ProbeBW state with a sample that is
+/// not app-limited; the new slot then takes samples of packets sent since DOWN began. So:
+/// * a cycle begun before the step reached the sender opens a slot whose first samples still
+///   carry the old rate — it cannot be one of the §5.5.3 MaxBwFilterLen = 2 cycles that forget
+///   it;
+/// * a cycle whose DOWN is interrupted by PROBE_RTT before its round ends does not advance the
+///   filter at all. Seen on quic:bbr3 at 20 Mbit/s, 80 ms (3 of 5 runs, seed 7): DOWN at 4.89 s,
+///   PROBE_RTT at 5.25 s in the same round (rounds last ~0.87 s behind the queue the cut
+///   leaves); the estimate fell one round after the 2nd DOWN after it, 3 DOWNs after the step.
+///
+/// Without a round count (kernel BBR) every cycle begun after the step reached the sender counts.
+fn filter_cycles_after_step(trace: &Trace, starts: &[Duration], at: Duration) -> Vec<Duration> {
+    let reached = step_reaches_sender(trace, at);
+    starts
+        .iter()
+        .copied()
+        .filter(|s| *s >= reached)
+        .filter(|s| {
+            let Some(begun) = trace.points.iter().filter(|p| p.t <= *s).filter_map(|p| p.round_count).next_back() else { return true };
+            // Up to the first sample in a later round, no PROBE_RTT: the round ended (and the
+            // filter advanced) in ProbeBW. That sample counts too: a PROBE_RTT left in the ACK
+            // that ended the round shows as ProbeBW there, though BBRAdaptLongTermModel ran
+            // before BBRCheckProbeRTT in it (seen: PROBE_RTT from 5.09 s, CRUISE and the next
+            // round both first at 5.96 s). A PROBE_RTT entered just after the round ended and
+            // seen first at that sample leaves out an advance that happened: the lenient side.
+            // A round not ended by the end of the run may yet advance.
+            trace.points.iter().filter(|p| p.t > *s).take_while(|p| p.round_count.is_none_or(|r| r <= begun)).all(|p| p.mode != Some(Mode::ProbeRtt))
+                && trace.points.iter().find(|p| p.t > *s && p.round_count.is_some_and(|r| r > begun)).is_none_or(|p| p.mode != Some(Mode::ProbeRtt))
+        })
+        .collect()
+}
+
+fn bw_follows_step_in_cycles(trace: &Trace, rule: Rule, within: f64, phases_only: bool) -> RunCheck {
     let Some((at, rate)) = trace.path.rate_step else {
         return RunCheck::unseen("the path has no rate step");
     };
     if !trace.has(|p| p.bw_bps.is_some()) {
         return RunCheck::unseen("the stack shows no bandwidth estimate");
+    }
+    if phases_only && !trace.has(|p| p.phase.is_some()) {
+        return RunCheck::unseen("the stack shows no ProbeBW phase: judged in rounds instead");
     }
     let Some(starts) = trace.cycle_starts() else {
         return RunCheck::unseen("the stack shows neither ProbeBW phases nor pacing gains");
@@ -975,7 +1043,10 @@ fn bw_follows_step_in_cycles(trace: &Trace, rule: Rule, within: f64) -> RunCheck
     if trace.path.rtt < trace.sample_interval * 2 {
         return RunCheck::unseen(format!("ProbeBW's phases last about a round ({}), too short for {} samples", ms(trace.path.rtt), ms(trace.sample_interval)));
     }
-    let cycles_by = |t: Duration| starts.iter().filter(|s| **s > at && **s <= t).count() as f64;
+    let counted = filter_cycles_after_step(trace, &starts, at);
+    let skipped = starts.iter().filter(|s| **s > at).count() - counted.len();
+    let aside = if skipped > 0 { format!(" ({skipped} more begun before the step reached the sender or cut short by PROBE_RTT)") } else { String::new() };
+    let cycles_by = |t: Duration| counted.iter().filter(|s| **s <= t).count() as f64;
     let end = trace.points.last().map_or(Duration::ZERO, |p| p.t);
     let hit = trace.points.iter().filter(|p| p.t >= at).find(|p| p.bw_bps.is_some_and(|b| (b / rate - 1.0).abs() <= within));
     match hit {
@@ -988,7 +1059,7 @@ fn bw_follows_step_in_cycles(trace: &Trace, rule: Rule, within: f64) -> RunCheck
                 n,
                 n,
                 format!(
-                    "estimate {} within {:.0} % of the new {} {s:.2} s after the step, {n} cycles in",
+                    "estimate {} within {:.0} % of the new {} {s:.2} s after the step, {n} cycles in{aside}",
                     mbit(p.bw_bps.unwrap_or(0.0)),
                     within * 100.0,
                     mbit(rate)
@@ -1006,7 +1077,57 @@ fn bw_follows_step_in_cycles(trace: &Trace, rule: Rule, within: f64) -> RunCheck
                 n,
                 f64::INFINITY,
                 f64::INFINITY,
-                format!("estimate still {} {waited:.1} s after the step to {}, {n} cycles in", mbit(last), mbit(rate)),
+                format!("estimate still {} {waited:.1} s after the step to {}, {n} cycles in{aside}", mbit(last), mbit(rate)),
+            )
+        }
+    }
+}
+
+/// Rounds from the step reaching the sender to the estimate following it, each round at its
+/// longest (`round_rtts` base RTTs): an upper bound on the time a filter of so many rounds takes.
+fn bw_follows_step_in_rounds(trace: &Trace, rule: Rule, within: f64, round_rtts: f64) -> RunCheck {
+    let Some((at, rate)) = trace.path.rate_step else {
+        return RunCheck::unseen("the path has no rate step");
+    };
+    if trace.has(|p| p.phase.is_some()) {
+        return RunCheck::unseen("the stack shows ProbeBW phases: judged in cycles instead");
+    }
+    if !trace.has(|p| p.bw_bps.is_some()) {
+        return RunCheck::unseen("the stack shows no bandwidth estimate");
+    }
+    let reached = step_reaches_sender(trace, at);
+    let round = trace.path.rtt.as_secs_f64() * round_rtts;
+    let rounds_to = |t: Duration| t.saturating_sub(reached).as_secs_f64() / round;
+    let one = trace.sample_interval.as_secs_f64() / round;
+    let hit = trace.points.iter().filter(|p| p.t >= at).find(|p| p.bw_bps.is_some_and(|b| (b / rate - 1.0).abs() <= within));
+    match hit {
+        Some(p) => {
+            let n = rounds_to(p.t);
+            let s = p.t.saturating_sub(at).as_secs_f64();
+            RunCheck::judged(
+                rule,
+                (n - one).max(0.0),
+                n,
+                n,
+                format!(
+                    "estimate {} within {:.0} % of the new {} {s:.2} s after the step: {n:.1} rounds of {:.0} ms after it reached the sender",
+                    mbit(p.bw_bps.unwrap_or(0.0)),
+                    within * 100.0,
+                    mbit(rate),
+                    round * 1e3
+                ),
+            )
+        }
+        None => {
+            let end = trace.points.last().map_or(Duration::ZERO, |p| p.t);
+            let n = rounds_to(end);
+            let last = trace.points.iter().rev().find_map(|p| p.bw_bps).unwrap_or(0.0);
+            RunCheck::judged(
+                rule,
+                n,
+                f64::INFINITY,
+                f64::INFINITY,
+                format!("estimate still {} {n:.1} rounds of {:.0} ms after the step to {} reached the sender", mbit(last), round * 1e3, mbit(rate)),
             )
         }
     }
@@ -1247,13 +1368,92 @@ mod tests {
                 events: Vec::new(),
             }
         };
-        let a = Assertion::BwFollowsStepInCycles { within: 0.25, cycles: 2.0 };
+        let a = Assertion::BwFollowsStepInCycles { within: 0.25, cycles: 2.0, phases_only: false };
         let c = a.check(&run(2500, 4000));
         assert_eq!((c.outcome, c.estimate), (Outcome::Pass, 2.0), "{}", c.evidence);
         let c = a.check(&run(u64::MAX, 4000));
         assert_eq!((c.outcome, c.lo), (Outcome::Fail, 4.0), "{}", c.evidence);
         let c = a.check(&run(u64::MAX, 1700));
         assert_eq!(c.outcome, Outcome::NotObservable, "{}", c.evidence);
+    }
+
+    /// A.14's cycles are those that can carry the max_bw filter past the cut: a DOWN begun before
+    /// the cut reached the sender (step + base RTT) does not count, one begun at it does; a DOWN
+    /// whose round ends in PROBE_RTT does not count (no filter advance, §5.3.3.9); and a filter
+    /// that never forgets still fails once 3 cycles have counted.
+    #[test]
+    fn a_step_down_counts_only_cycles_that_can_carry_the_filter_past_it() {
+        // 10 ms samples, a round every 40 ms (the base RTT), the step at 1 s (reaching the
+        // sender at 1.04 s); `changes`: (ms, mode, phase) from then on; the estimate follows at
+        // `follows` ms.
+        let run = |changes: &[(u64, Mode, Option<Phase>)], follows: u64, end: u64| {
+            let points = (0..=end / 10)
+                .map(|i| {
+                    let t = i * 10;
+                    let (mode, phase) = changes.iter().rev().find(|c| c.0 <= t).map_or((Mode::ProbeBw, Some(Phase::Cruise)), |c| (c.1, c.2));
+                    Point {
+                        t: Duration::from_millis(t),
+                        mode: Some(mode),
+                        phase,
+                        bw_bps: Some(if t >= follows { 1.05e6 } else { 10e6 }),
+                        round_count: Some(t / 40),
+                        ..Point::default()
+                    }
+                })
+                .collect();
+            Trace {
+                path: PathFacts { rate_bps: 10e6, rtt: Duration::from_millis(40), mss: 1448, rate_step: Some((Duration::from_secs(1), 1e6)) },
+                sample_interval: Duration::from_millis(10),
+                points,
+                events: Vec::new(),
+            }
+        };
+        let a = Assertion::BwFollowsStepInCycles { within: 0.25, cycles: 2.0, phases_only: true };
+        let (bw, cr) = (Some(Phase::Down), Some(Phase::Cruise));
+        let down_at = |t: u64| [(t, Mode::ProbeBw, bw), (t + 100, Mode::ProbeBw, cr)];
+        // DOWNs at 1.03 s (before the cut reached the sender), 2 s, 3 s; follows at 3.1 s.
+        let early: Vec<_> = [down_at(1030), down_at(2000), down_at(3000)].concat();
+        let c = a.check(&run(&early, 3100, 4000));
+        assert_eq!((c.outcome, c.estimate), (Outcome::Pass, 2.0), "the DOWN at 1.03 s does not count: {}", c.evidence);
+        // The same with the first DOWN at 1.04 s: it counts, so the estimate is one cycle late.
+        let on_time: Vec<_> = [down_at(1040), down_at(2000), down_at(3000)].concat();
+        let c = a.check(&run(&on_time, 3100, 4000));
+        assert_eq!((c.outcome, c.estimate), (Outcome::Fail, 3.0), "{}", c.evidence);
+        // A DOWN at 1.5 s (round 37) interrupted by PROBE_RTT at 1.51 s, still round 37: no
+        // advance, not counted; PROBE_RTT from 1.55 s (round 38, already in ProbeBW) would be.
+        let cut_short: Vec<_> =
+            [vec![(1500, Mode::ProbeBw, bw), (1510, Mode::ProbeRtt, None), (1800, Mode::ProbeBw, cr)], down_at(2000).to_vec(), down_at(3000).to_vec()].concat();
+        let c = a.check(&run(&cut_short, 3100, 4000));
+        assert_eq!((c.outcome, c.estimate), (Outcome::Pass, 2.0), "{}", c.evidence);
+        let advanced: Vec<_> =
+            [vec![(1500, Mode::ProbeBw, bw), (1550, Mode::ProbeRtt, None), (1800, Mode::ProbeBw, cr)], down_at(2000).to_vec(), down_at(3000).to_vec()].concat();
+        let c = a.check(&run(&advanced, 3100, 4000));
+        assert_eq!((c.outcome, c.estimate), (Outcome::Fail, 3.0), "{}", c.evidence);
+        // Never follows: fails after 3 counted cycles.
+        let c = a.check(&run(&on_time, u64::MAX, 4000));
+        assert_eq!((c.outcome, c.lo), (Outcome::Fail, 3.0), "{}", c.evidence);
+        // A stack without phases is judged in rounds instead (kernel BBRv1's 10-round filter).
+        let mut kernel = run(&on_time, 1400, 4000);
+        for p in &mut kernel.points {
+            p.phase = None;
+            p.round_count = None;
+            p.rtt = Some(Duration::from_millis(40));
+        }
+        assert_eq!(a.check(&kernel).outcome, Outcome::NotObservable);
+        // Rounds of at most 2 base RTTs (80 ms): 1.04 s to 1.4 s is 4.5 of them; to 2.0 s, 12.
+        let r = Assertion::BwFollowsStepInRounds { within: 0.25, rounds: 11.0, round_rtts: 2.0 };
+        let c = r.check(&kernel);
+        assert_eq!(c.outcome, Outcome::Pass, "{}", c.evidence);
+        assert!((c.estimate - 4.5).abs() < 1e-9, "{}", c.evidence);
+        let late = {
+            let mut k = kernel.clone();
+            for p in &mut k.points {
+                p.bw_bps = Some(if p.t >= Duration::from_millis(2000) { 1.05e6 } else { 10e6 });
+            }
+            k
+        };
+        assert_eq!(r.check(&late).outcome, Outcome::Fail, "12 rounds");
+        assert_eq!(r.check(&run(&on_time, 3100, 4000)).outcome, Outcome::NotObservable, "phases: judged in cycles");
     }
 
     /// A.1 counted exactly where the controller recorded its rounds: 3 rounds from full_bw's

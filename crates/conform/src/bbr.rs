@@ -380,13 +380,23 @@ const PROBE_RTT: &[Assertion] = &[
 /// cycle begins. Counted in cycles, not seconds: a cycle is a 2–3 s wait (§5.3.3.8.2) plus
 /// rounds at the RTT of the queue the cut leaves (ten times the base RTT with this buffer), and
 /// REFILL's or UP's loss can end a cycle early, so a wall-clock bound held at 20 ms fails a
-/// correct controller at 80 ms. Kernel BBRv1's 10-round filter (tcp_bbr.c, bbr_bw_rtts) spans
-/// at most 2 of its 8-round gain cycles too.
-const STEP_DOWN: &[Assertion] = &[Assertion::BwFollowsStepInCycles { within: 0.25, cycles: 2.0 }];
+/// correct controller at 80 ms. Only cycles that can carry the filter past the cut count (begun
+/// after the cut reached the sender, not cut short by PROBE_RTT: see assertion.rs,
+/// `filter_cycles_after_step`). Kernel BBRv1 shows no phase, and its filter is counted in rounds,
+/// so its row is judged in rounds.
+const STEP_DOWN: &[Assertion] = &[
+    Assertion::BwFollowsStepInCycles { within: 0.25, cycles: 2.0, phases_only: true },
+    // Kernel BBRv1 shows no phase; its max_bw filter is a max over bbr_bw_rtts = 10 rounds
+    // (tcp_bbr.c, CYCLE_LEN + 2), so the old rate is forgotten 10 rounds after the step reaches
+    // the sender, +1 for the round in flight then, whose samples mix both rates (ours). A round
+    // lasts at most the base RTT plus the 1-BDP buffer drained at a tenth of the rate: 11 base
+    // RTTs, so the bound is 11 × 11 base RTTs (9.7 s at 80 ms).
+    Assertion::BwFollowsStepInRounds { within: 0.25, rounds: 11.0, round_rtts: 11.0 },
+];
 /// A tenfold rise is found by ProbeBW_UP growing inflight exponentially (§5.3.3.6) until the
 /// queue or loss shows the new ceiling: within the same 2 cycles (ours: the draft gives no
 /// figure; the filter's length is the natural one).
-const STEP_UP: &[Assertion] = &[Assertion::BwFollowsStepInCycles { within: 0.25, cycles: 2.0 }];
+const STEP_UP: &[Assertion] = &[Assertion::BwFollowsStepInCycles { within: 0.25, cycles: 2.0, phases_only: false }];
 const POLICER: &[Assertion] = &[
     // The policer's rate is the bottleneck; payload against wire bytes as above.
     Assertion::BwNearLink { lo: 0.80, hi: 1.10 },

@@ -26,4 +26,4 @@ pub mod verdict;
 pub use assertion::{Assertion, Outcome, RunCheck};
 pub use bbr::{Case, Runnable, Scenario};
 pub use trace::{Mode, Phase, Point, Trace};
-pub use verdict::{over_runs, Cell, CellVerdict};
+pub use verdict::{over_paths, over_runs, Cell, CellVerdict};

@@ -105,6 +105,36 @@ pub fn over_runs(rule: Rule, checks: &[RunCheck], alpha: f64) -> Cell {
     Cell { verdict, runs, bounds, evidence }
 }
 
+/// One assertion judged over the paths of a grid, from each path's cell (`(path label, cell)`).
+///
+/// What it claims: each path's figure is the share of its runs that passed (of those that could
+/// observe the assertion; with one run per path, 1 or 0), and the paths' figures are judged with
+/// the same order-statistic rules as [`over_runs`], against "at least half": **pass** when the
+/// one-sided (1 − `alpha`) lower bound of the median path's share is ≥ ½ — the case holds on
+/// most paths of a grid like this one, not on every path (one run per path cannot show that: a
+/// single run's miss is not a path's failure) — **fail** when the upper bound is below ½, else
+/// undecided (and always with fewer than 5 observable paths at α = 0.05). It is a sign test over
+/// the paths; the paths are taken as exchangeable, which a grid chosen by hand only
+/// approximates, so a pass says "typical of this grid", and the per-path cells say where it
+/// missed. Paths where no run could observe the assertion do not count.
+pub fn over_paths(paths: &[(String, &Cell)], alpha: f64) -> Cell {
+    let checks: Vec<RunCheck> = paths
+        .iter()
+        .map(|(label, cell)| {
+            let seen = cell.runs.iter().filter(|o| **o != Outcome::NotObservable).count();
+            let passed = cell.runs.iter().filter(|o| **o == Outcome::Pass).count();
+            let evidence = format!("{label}: {}", cell.evidence);
+            if seen == 0 {
+                return RunCheck { outcome: Outcome::NotObservable, lo: f64::NAN, hi: f64::NAN, estimate: f64::NAN, evidence };
+            }
+            let share = passed as f64 / seen as f64;
+            let outcome = if share >= 0.5 { Outcome::Pass } else { Outcome::Fail };
+            RunCheck { outcome, lo: share, hi: share, estimate: share, evidence }
+        })
+        .collect();
+    over_runs(Rule::AtLeast(0.5), &checks, alpha)
+}
+
 fn of(j: Judgement) -> CellVerdict {
     match j {
         Judgement::Pass => CellVerdict::Pass,
@@ -137,6 +167,35 @@ mod tests {
         let cell = over_runs(Rule::AtLeast(1.0), &none, 0.05);
         assert_eq!(cell.verdict, CellVerdict::NotObservable);
         assert_eq!(cell.tally(), "0/5 pass, 5 not observable");
+    }
+
+    /// Over paths: 12 paths with 2 misses pass (k = 3 at α = 0.05, the 3rd lowest share is 1);
+    /// 3 misses are undecided; 10 misses fail; 4 paths are undecided whatever they show; paths
+    /// no run could observe do not count.
+    #[test]
+    fn over_paths_is_a_sign_test_on_the_paths() {
+        let cell = |o: Outcome| Cell { verdict: CellVerdict::Undecided, runs: vec![o], bounds: None, evidence: o.word().into() };
+        let grid = |fails: usize, n: usize| -> Vec<Cell> { (0..n).map(|i| cell(if i < fails { Outcome::Fail } else { Outcome::Pass })).collect() };
+        let judge = |cells: &[Cell]| {
+            let named: Vec<(String, &Cell)> = cells.iter().enumerate().map(|(i, c)| (format!("p{i}"), c)).collect();
+            over_paths(&named, 0.05)
+        };
+        assert_eq!(judge(&grid(2, 12)).verdict, CellVerdict::Pass);
+        assert_eq!(judge(&grid(3, 12)).verdict, CellVerdict::Undecided);
+        assert_eq!(judge(&grid(10, 12)).verdict, CellVerdict::Fail);
+        assert_eq!(judge(&grid(0, 4)).verdict, CellVerdict::Undecided);
+        let failed = judge(&grid(2, 12));
+        assert_eq!(failed.tally(), "10/12 pass, 2 fail");
+        assert!(failed.evidence.starts_with("p0: fail"), "{}", failed.evidence);
+        let mut unseen = grid(0, 12);
+        for c in unseen.iter_mut().take(8) {
+            c.runs = vec![Outcome::NotObservable];
+        }
+        assert_eq!(judge(&unseen).verdict, CellVerdict::Undecided, "4 observable paths");
+        // A path with 3 of 5 runs passing counts as meeting the case.
+        let most = Cell { runs: vec![Outcome::Pass, Outcome::Pass, Outcome::Pass, Outcome::Fail, Outcome::Fail], ..cell(Outcome::Pass) };
+        let named: Vec<(String, &Cell)> = (0..6).map(|i| (format!("p{i}"), &most)).collect();
+        assert_eq!(over_paths(&named, 0.05).verdict, CellVerdict::Pass);
     }
 
     #[test]

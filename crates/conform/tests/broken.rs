@@ -163,7 +163,10 @@ fn correct_v3_passes_every_case_the_simulator_can_run() {
     }
     let down = run(v3(), Scenario::StepDown);
 
-    assert!(judge(case("A.14"), &down).iter().all(|c| c.outcome == Outcome::Pass));
+    // A.14's first assertion counts ProbeBW cycles; its second (rounds, for stacks without
+    // phases) is not observable on ours.
+    let a14 = judge(case("A.14"), &down);
+    assert_eq!((a14[0].outcome, a14[1].outcome), (Outcome::Pass, Outcome::NotObservable), "{}", a14[0].evidence);
     let up = run(v3(), Scenario::StepUp);
     assert!(judge(case("A.15"), &up).iter().all(|c| c.outcome == Outcome::Pass));
 }
@@ -212,9 +215,8 @@ fn a_max_bw_filter_that_never_forgets_fails_a14() {
 fn rate_steps_are_judged_in_cycles_at_short_and_long_rtts() {
     for rtt in [20, 80] {
         let down = run_at(v3(), Scenario::StepDown, rtt);
-        for c in judge(case("A.14"), &down) {
-            assert_eq!(c.outcome, Outcome::Pass, "A.14 at {rtt} ms: {}", c.evidence);
-        }
+        let c = &judge(case("A.14"), &down)[0];
+        assert_eq!(c.outcome, Outcome::Pass, "A.14 at {rtt} ms: {}", c.evidence);
         let up = run_at(v3(), Scenario::StepUp, rtt);
         for c in judge(case("A.15"), &up) {
             assert_eq!(c.outcome, Outcome::Pass, "A.15 at {rtt} ms: {}", c.evidence);
