@@ -124,7 +124,7 @@ pub struct ConformArgs {
     /// kernel's, its mode inferred from TCP_CC_INFO's gains).
     #[arg(long, allow_hyphen_values = true, default_value = "quic:bbr3,tcp:bbr")]
     pub cc: CcList,
-    /// Round-trip times of the grid, comma-separated. [default: 1ms,20ms,100ms,500ms; --quick: 20ms,80ms]
+    /// Round-trip times of the grid, comma-separated. [default: 1ms,20ms,200ms; --quick: 20ms,80ms]
     #[arg(long, allow_hyphen_values = true, value_delimiter = ',')]
     pub rtts: Vec<Rtt>,
     /// Bottleneck rates of the grid, comma-separated. [default: 1mbit,20mbit,1gbit, the top one
