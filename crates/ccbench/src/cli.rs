@@ -14,8 +14,7 @@ use crate::error::UsageError;
 use crate::values::{
     Aggregate, AqmSpec, AtChange, BufferSpec, CcList, Delay, DirectionArg, EcnArg, EcnFaultSpec, EmulatorBatch, ExpectArg, Expected, FlowsSpec, IdleTimeout,
     JitterSpec, ListenAddr, LossSpec, MaxClients, MaxDuration, MaxRuns, MaxTestsPerMinute, MinEffect, Mtu, PolicerSpec, QuicReceiverCc, Rate, RemoteAddr,
-    ReorderSpec, Rtt,
-    RunDuration, RunsSpec, SampleInterval, Shard, Size, Stagger, Timeout, TraceFile,
+    ReorderSpec, Rtt, RunDuration, RunsSpec, SampleInterval, Shard, Size, Stagger, Timeout, TraceFile,
 };
 use crate::workload_flags::{WorkloadFlags, WorkloadKind};
 pub use ccbench_workload::flags::Layer;

@@ -281,6 +281,8 @@ mod tests {
         let s = spec(&["--aggregate", "2ms", "--aggregate-down", "500us"]);
         assert_eq!((s.down.aggregate_ns, s.up.aggregate_ns), (Some(D::from_nanos(500_000)), Some(D::from_nanos(2_000_000))));
     }
+
+    #[test]
     fn a_displacement_in_packets_needs_a_rate() {
         let o = parse(&["--reorder-up", "1%:5pkt", "--rate-up", "unlimited"]).unwrap();
         let e = check_reorder(&o).unwrap_err();
