@@ -102,8 +102,8 @@ pub struct LinkStats {
     #[serde(default)]
     pub bytes_ce_marked: u64,
     /// Packets held back by `reorder` (counted as they leave the server), so that later ones
-    /// overtook them.
-    #[serde(default)]
+    /// overtook them. Written only when some were, so a path without reordering reads as before.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub reorder_held: u64,
     /// Total serialization time of packets that finished serialization.
     pub busy_ns: Duration,
@@ -129,4 +129,8 @@ impl LinkStats {
         *packets += 1;
         *bytes += u64::from(len);
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
