@@ -389,8 +389,8 @@ impl Default for EmulatorBatch {
 }
 
 impl EmulatorBatch {
-    /// The batch in µs for a path whose slower direction runs at `rate_bps` (None: unlimited)
-    /// over a base RTT of `rtt_ns`.
+    /// The batch in µs for a direction running at `rate_bps` (None: unlimited) over a base RTT
+    /// of `rtt_ns`; the path takes the smaller of its two directions' (`path::build_for_flows`).
     pub fn micros(self, rate_bps: Option<u64>, rtt_ns: u64, mtu: u32) -> u64 {
         match self {
             EmulatorBatch::Fixed(ns) => ns / 1000,

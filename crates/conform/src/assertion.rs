@@ -1205,10 +1205,16 @@ mod tests {
     use crate::trace::PathFacts;
 
     fn trace(modes: &[(u64, Mode, Option<Phase>)]) -> Trace {
-        let points = modes
-            .iter()
-            .map(|&(t, m, ph)| Point { t: Duration::from_millis(t), mode: Some(m), phase: ph, pacing_gain: Some(1.0), ..Point::default() })
-            .collect();
+        of_points(
+            modes
+                .iter()
+                .map(|&(t, m, ph)| Point { t: Duration::from_millis(t), mode: Some(m), phase: ph, pacing_gain: Some(1.0), ..Point::default() })
+                .collect(),
+        )
+    }
+
+    /// The tests' path (10 Mbit/s, 40 ms, sampled every 10 ms) with these samples.
+    fn of_points(points: Vec<Point>) -> Trace {
         Trace {
             path: PathFacts { rate_bps: 10e6, rtt: Duration::from_millis(40), mss: 1448, rate_step: None },
             sample_interval: Duration::from_millis(10),
@@ -1506,12 +1512,7 @@ mod tests {
                 }
             })
             .collect();
-        Trace {
-            path: PathFacts { rate_bps: 10e6, rtt: Duration::from_millis(40), mss: 1448, rate_step: None },
-            sample_interval: Duration::from_millis(10),
-            points,
-            events: Vec::new(),
-        }
+        of_points(points)
     }
 
     /// A.8, §5.5.10.3: the cut one round after the loss passes; none by REFILL 5 rounds later
