@@ -9,7 +9,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::{go_on, is_root, lock, out_path, result, text, BIN};
+use common::{fastest, go_on, is_root, lock, out_path, result, text, BIN};
 use serde_json::Value;
 
 fn have_root_and_chromium() -> bool {
@@ -157,7 +157,6 @@ fn slower_path_slower_load(http: &str) {
     // ranged 7–263 ms, and the fastest on each path were 15 ms and 32 ms. HTTP/2: the HTML's
     // first byte, TCP, TLS and the request before any rendering work; its whole load's 4 round
     // trips are hidden by the browser's CPU time (load average 14: medians 0.414 s and 0.424 s).
-    let fastest = |xs: Vec<f64>| xs.into_iter().fold(f64::INFINITY, f64::min);
     let (name, f, s, theory) = if http == "2" {
         ("HTML first byte", fastest(ttfbs(&fast)), fastest(ttfbs(&slow)), 3.0 * 0.018)
     } else {

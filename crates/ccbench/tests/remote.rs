@@ -22,8 +22,8 @@ use ccbench_remote::proto::{self, hex, unhex, ClientMsg, ServerMsg};
 use ccbench_remote::{Client, RemoteError, Secret, TestRequest};
 use ccbench_stats::Summary;
 use common::{
-    ccbench, counted_through_serve, exec_with_serve, have_root_and_tun as have_root, lock, loopback_serve, one_line, result, run_ok, secret_file, serve_addr,
-    tempdir, text, BIN,
+    ccbench, counted_through_serve, exec_with_serve, fastest, have_root_and_tun as have_root, lock, loopback_serve, one_line, result, run_ok, secret_file,
+    serve_addr, tempdir, text, BIN,
 };
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
@@ -738,7 +738,6 @@ fn a_browser_loads_over_remote_slower_through_20ms_than_2ms_as_on_the_emulated_p
         e20.push(load(&browser_load(&dir, &format!("e20-{i}"), false, "20ms", &page, "1")));
     }
     eprintln!("browser HTTP/1.1 load times: remote 2 ms {r2:.3?}; remote 20 ms {r20:.3?}; emulated 20 ms {e20:.3?}");
-    let fastest = |xs: Vec<f64>| xs.into_iter().fold(f64::INFINITY, f64::min);
     let (m2, m20, me) = (fastest(r2), fastest(r20), fastest(e20));
     eprintln!("fastest: remote 2 ms {m2:.3} s, remote 20 ms {m20:.3} s, emulated 20 ms {me:.3} s (remote {:+.1} %)", (m20 / me - 1.0) * 100.0);
     let theory = 11.0 * 0.018;

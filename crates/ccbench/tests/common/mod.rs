@@ -139,6 +139,13 @@ pub fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
+/// The least of `xs`: for a time that load only ever adds to (a page load), the run least
+/// disturbed, as ping's minimum is.
+pub fn fastest(xs: Vec<f64>) -> f64 {
+    assert!(!xs.is_empty(), "the fastest of nothing");
+    xs.into_iter().fold(f64::INFINITY, f64::min)
+}
+
 pub fn median(mut xs: Vec<f64>) -> f64 {
     assert!(!xs.is_empty(), "the median of nothing");
     xs.sort_by(f64::total_cmp);
