@@ -9,7 +9,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::{go_on, is_root, lock, median, out_path, result, text, BIN};
+use common::{go_on, is_root, lock, out_path, result, text, BIN};
 use serde_json::Value;
 
 fn have_root_and_chromium() -> bool {
@@ -146,20 +146,27 @@ fn slower_path_slower_load(http: &str) {
     for &t in &loads(&slow) {
         assert!(t >= (min_rtts(http) - 1.0) * 0.020, "a load of {t} s on the 20 ms path is faster than its round trips allow");
     }
-    // Over HTTP/1.1 the load time itself is compared: its 11 round trips outweigh the browser's
-    // CPU jitter. Over HTTP/2 the load has only 4 unavoidable round trips, and on a busy
-    // machine the browser's CPU time hides them in the load time (measured under a load
-    // average of 14: medians 0.414 s and 0.424 s); its HTML first byte is compared instead,
-    // three round trips (TCP, TLS, request) before any rendering work.
+    // The fastest of the 7 loads is compared, not the median: the browser's CPU time on a busy
+    // machine only ever adds to a load, so the fastest is the one least disturbed, as ping's
+    // minimum is. In CI, HTTP/1.1's median load times were 66 ms apart against 198 ms of round
+    // trips (and the test failed), the fastest 134 ms apart.
+    //
+    // HTTP/1.1: the whole load, whose 11 round trips outweigh the browser's work. Its HTML
+    // first byte is only 1–2 of them (Chromium may open the connection before the time origin)
+    // and too few under load: measured at a load average of 6–13, the 2 ms path's first byte
+    // ranged 7–263 ms, and the fastest on each path were 15 ms and 32 ms. HTTP/2: the HTML's
+    // first byte, TCP, TLS and the request before any rendering work; its whole load's 4 round
+    // trips are hidden by the browser's CPU time (load average 14: medians 0.414 s and 0.424 s).
+    let fastest = |xs: Vec<f64>| xs.into_iter().fold(f64::INFINITY, f64::min);
     let (name, f, s, theory) = if http == "2" {
-        ("HTML first byte", median(ttfbs(&fast)), median(ttfbs(&slow)), 3.0 * 0.018)
+        ("HTML first byte", fastest(ttfbs(&fast)), fastest(ttfbs(&slow)), 3.0 * 0.018)
     } else {
-        ("load time", median(loads(&fast)), median(loads(&slow)), min_rtts(http) * 0.018)
+        ("load time", fastest(loads(&fast)), fastest(loads(&slow)), min_rtts(http) * 0.018)
     };
-    eprintln!("HTTP/{http}: {name} medians {f:.3} s and {s:.3} s; theory: at least {theory:.3} s more");
-    // Half the theory's least difference: the rest absorbs the browser's CPU jitter on a shared
-    // machine, which delays the fast path's loads as much as the slow ones.
-    assert!(s - f >= theory / 2.0, "20 ms path median {name} {s:.3} s is not {:.3} s above the 2 ms path's {f:.3} s", theory / 2.0);
+    eprintln!("HTTP/{http}: fastest {name} {f:.3} s and {s:.3} s; theory: at least {theory:.3} s more");
+    // Half the theory's least difference: the rest absorbs what CPU time is left in even the
+    // fastest of 7 loads.
+    assert!(s - f >= theory / 2.0, "20 ms path fastest {name} {s:.3} s is not {:.3} s above the 2 ms path's {f:.3} s", theory / 2.0);
 }
 
 #[test]

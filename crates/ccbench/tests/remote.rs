@@ -46,10 +46,6 @@ fn per_run(v: &Value, cc: &str, f: impl Fn(&Value) -> Option<f64>) -> Vec<f64> {
     xs
 }
 
-fn mean(xs: &[f64]) -> f64 {
-    xs.iter().sum::<f64>() / xs.len() as f64
-}
-
 /// The remote mean agrees with the emulated one: within `floor` (relative), or within the
 /// Welch interval of the difference of the two means that these very runs allow, whichever is
 /// wider; but never wider than `cap`, so a real difference still fails.
@@ -96,10 +92,10 @@ fn assert_means_agree(what: &str, emulated: &[f64], remote: &[f64], floor: f64, 
 ///
 /// The path (50 Mbit/s, 10 ms, 2 % random loss) makes the verdict clear: BBR keeps near the
 /// link rate, CUBIC is held near the Mathis bound, 1.22·MSS/(RTT·√p) ≈ 10 Mbit/s. Measured, an
-/// 8 s CUBIC run's goodput varies by ~6.5 % (sd) from run to run. Runs are 5 s (this test was
-/// CI's longest, 4.4 min at 8 s): ~8 % a run if the spread goes as 1/√duration, so the
-/// difference of two means of 8 has a standard error near 4 % and the Welch tolerance of
-/// `assert_means_agree` is ~17 %, under its 20 % cap, still 1 false failure in ~1000.
+/// 8 s CUBIC run's goodput varies by ~6.5 % (sd) from run to run. Runs are 3 s (this test was
+/// CI's longest, 4.4 min at 8 s, 2.6 min at 5 s): ~11 % a run if the spread goes as
+/// 1/√duration, so the difference of two means of 8 has a standard error near 5.3 % and the
+/// Welch tolerance of `assert_means_agree` meets its 20 % cap: 3.8 σ, a false failure in ~6000.
 /// (With 4 runs and a 3 σ rule CI failed on it once, at -11 %: one remote run had started
 /// 1.6 s late, a lost `Start`, which a window opened at the first byte no longer counts.)
 #[test]
@@ -111,14 +107,14 @@ fn remote_gives_the_same_verdict_and_goodput_as_emulated() {
     let dir = tempdir("equal");
     let secret = secret_file(&dir, "secret");
     let path = ["--rate", "50mbit", "--rtt", "10ms", "--loss", "2%"];
-    let common = "--cc bbr,cubic --runs 8 --duration 5s";
+    let common = "--cc bbr,cubic --runs 8 --duration 3s";
     let emulated_out = dir.join("emulated");
     run_ok(&[&path[..], &common.split(' ').collect::<Vec<_>>()].concat(), &emulated_out);
     let remote_out = dir.join("remote");
     let o = exec_remote(&path, &secret, "", &secret, &format!("$R {common} --out {}", remote_out.display()));
     assert!(o.status.success(), "{}", text(&o));
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(stderr.lines().filter(|l| l.contains("ccbench serve: 10.") && l.contains("bulk download 5 s")).count(), 16, "one log line per test:\n{stderr}");
+    assert_eq!(stderr.lines().filter(|l| l.contains("ccbench serve: 10.") && l.contains("bulk download 3 s")).count(), 16, "one log line per test:\n{stderr}");
 
     let (e, r) = (result(&emulated_out), result(&remote_out));
     for v in [&e, &r] {
@@ -143,8 +139,8 @@ fn remote_gives_the_same_verdict_and_goodput_as_emulated() {
         let mut rows = String::new();
         flate2::read::MultiGzDecoder::new(File::open(tcp).unwrap()).read_to_string(&mut rows).unwrap();
         let samples = rows.lines().filter(|l| l.starts_with("flow-0,")).count();
-        // 10 ms sampling over 5 s: ~500 samples; a loose floor.
-        assert!(samples > 250, "{} samples of the server's socket", samples);
+        // 10 ms sampling over 3 s: ~300 samples; a loose floor.
+        assert!(samples > 150, "{} samples of the server's socket", samples);
         if run["cc"] == "bbr" {
             assert!(
                 rows.contains(",probe_bw,") || rows.contains(",ProbeBw,") || rows.lines().skip(1).any(|l| l.split(',').nth(17).is_some_and(|m| !m.is_empty())),
@@ -599,7 +595,10 @@ fn objects_over_remote_give_the_same_verdict_and_throughput_as_emulated() {
 /// A page (HTTP/1.1 and h2c) loads through serve behind an emulated path: every resource, the
 /// server's sockets running the algorithm asked for, and load times near the emulated run's.
 /// A page load is a few round trips plus CPU time on a shared 2-core machine, so the remote
-/// mean is held to within 25 % of the emulated one, not 10 %.
+/// mean is held to within 25 % of the emulated one (not 10 %), or the wider interval these runs'
+/// spread allows, at most 40 %. On an idle machine remote is 6–14 % slower: serve answers each
+/// request about 1.2 ms later (26.6 ms from request to first byte against 25.4 ms), 87 requests
+/// on 6 connections, and an occasional stall of a few hundred ms falls on either side.
 #[test]
 fn a_page_loads_over_remote_as_over_the_emulated_path() {
     let _g = lock();
@@ -609,10 +608,8 @@ fn a_page_loads_over_remote_as_over_the_emulated_path() {
     let dir = tempdir("page");
     let path = ["--rate", "20mbit", "--rtt", "20ms"];
     let (e, r, _serve_log) = emulated_and_remote(&dir, &path, "--workload page --page news --cc cubic --runs 3");
-    let load = |v: &Value| mean(&per_run(v, "cubic", |run| run["workload"]["page_load_s"].as_f64()));
-    let (le, lr) = (load(&e), load(&r));
-    eprintln!("page news: emulated {le:.3} s, remote {lr:.3} s ({:+.1} %)", (lr / le - 1.0) * 100.0);
-    assert!((lr / le - 1.0).abs() < 0.25, "page load: emulated {le:.3} s, remote {lr:.3} s");
+    let loads = |v: &Value| per_run(v, "cubic", |run| run["workload"]["page_load_s"].as_f64());
+    assert_means_agree("page news load time", &loads(&e), &loads(&r), 0.25, 0.40);
     for run in r["runs"].as_array().unwrap() {
         let w = &run["workload"];
         assert_eq!(w["requests_completed"], w["requests_total"], "{w}");
