@@ -642,11 +642,6 @@ fn have_chromium() -> bool {
     false
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
-}
-
 /// One browser load: through serve behind a `rtt` path (`remote`), or on the emulated path.
 /// Returns its run.
 fn browser_load(dir: &Path, tag: &str, remote: bool, rtt: &str, page: &str, http: &str) -> Value {
@@ -705,16 +700,18 @@ fn check_remote_browser_run(out: &Path, run: &Value, http: &str) {
 /// load on the shared machine falls on all three alike:
 /// - remote, 20 ms against 2 ms: every load on the 20 ms path waits the round trips it cannot
 ///   avoid (11, less the first handshake's, which may begin before the browser's time origin),
-///   every HTML first byte there is at least a round trip in, and the median load is at least a
-///   third of the theory's 11 × 18 ms longer than on the 2 ms path. The rest absorbs the
-///   browser's CPU time, which on this shared machine swings by more than the round trips:
-///   measured medians 0.214 s and 0.362 s (10 loads each), 0.301 s and 0.446 s, and once,
-///   under a burst of builds, 0.414 s and 0.509 s (2 ms loads of 0.32–0.69 s, all CPU);
-/// - remote against emulated on the same 20 ms path: medians within 35 %. The relay adds
-///   ~20 µs per exchange (its unit test), nothing a load can show; what is left is CPU time
-///   on a loaded 2-core machine, where the remote setup runs two more processes in the data's
-///   way (serve, and the relay beside Chromium). Measured, 10 interleaved loads each: remote
-///   7 % faster at a load average of 5, 23 % slower at 5–10; 7 each: −0 %, +12 %, +12 %.
+///   every HTML first byte there is at least a round trip in, and the fastest load is at least
+///   half the theory's 11 × 18 ms faster than on the 2 ms path. The fastest, not the median:
+///   the browser's CPU time only adds to a load and on this shared machine swings by more than
+///   the round trips (medians measured 0.214 s and 0.362 s, 0.301 s and 0.446 s, and once,
+///   under a burst of builds, 0.414 s and 0.509 s, 2 ms loads of 0.32–0.69 s, all CPU; the
+///   emulated browser test failed in CI on medians 66 ms apart whose fastest were 134 ms apart);
+/// - remote against emulated on the same 20 ms path: the fastest loads within 35 %. The relay
+///   adds ~20 µs per exchange (its unit test), nothing a load can show; what is left is CPU
+///   time on a loaded 2-core machine, where the remote setup runs two more processes in the
+///   data's way (serve, and the relay beside Chromium). Measured medians, 10 interleaved loads
+///   each: remote 7 % faster at a load average of 5, 23 % slower at 5–10; 7 each: −0 %, +12 %,
+///   +12 %.
 ///
 /// Then one HTTP/2 load behind the 20 ms path: TLS end to end through the relay, Chromium
 /// trusting exactly the key serve made for the test, the page on one connection.
@@ -741,11 +738,12 @@ fn a_browser_loads_over_remote_slower_through_20ms_than_2ms_as_on_the_emulated_p
         e20.push(load(&browser_load(&dir, &format!("e20-{i}"), false, "20ms", &page, "1")));
     }
     eprintln!("browser HTTP/1.1 load times: remote 2 ms {r2:.3?}; remote 20 ms {r20:.3?}; emulated 20 ms {e20:.3?}");
-    let (m2, m20, me) = (median(r2), median(r20), median(e20));
-    eprintln!("medians: remote 2 ms {m2:.3} s, remote 20 ms {m20:.3} s, emulated 20 ms {me:.3} s (remote {:+.1} %)", (m20 / me - 1.0) * 100.0);
+    let fastest = |xs: Vec<f64>| xs.into_iter().fold(f64::INFINITY, f64::min);
+    let (m2, m20, me) = (fastest(r2), fastest(r20), fastest(e20));
+    eprintln!("fastest: remote 2 ms {m2:.3} s, remote 20 ms {m20:.3} s, emulated 20 ms {me:.3} s (remote {:+.1} %)", (m20 / me - 1.0) * 100.0);
     let theory = 11.0 * 0.018;
-    assert!(m20 - m2 >= theory / 3.0, "remote: 20 ms path median {m20:.3} s is not {:.3} s above the 2 ms path's {m2:.3} s", theory / 3.0);
-    assert!((m20 / me - 1.0).abs() < 0.35, "the same 20 ms path: remote median {m20:.3} s, emulated {me:.3} s");
+    assert!(m20 - m2 >= theory / 2.0, "remote: 20 ms path fastest load {m20:.3} s is not {:.3} s above the 2 ms path's {m2:.3} s", theory / 2.0);
+    assert!((m20 / me - 1.0).abs() < 0.35, "the same 20 ms path: remote fastest load {m20:.3} s, emulated {me:.3} s");
 
     let h2 = dir.join("page12.json");
     std::fs::write(&h2, format!("{{\"html_bytes\": 20000, \"objects\": [{}]}}", ["150000"; 12].join(","))).unwrap();
