@@ -3,10 +3,13 @@
 //! the limit of the emulator's lateness.
 //!
 //! A timed sleep on a VM returns tens of microseconds after the deadline (the hrtimer fires,
-//! then the vCPU must be scheduled). [`EarlyWake`] learns that oversleep from the sleeps
-//! that timed out, asks the kernel for a wake-up that much earlier, and spins on the clock
-//! for the rest: the deadline is met without a busy loop between packets, because the spin
-//! is bounded by [`EarlyWake::max_spin`] and only as long as the oversleep's estimate.
+//! then the vCPU must be scheduled), and the longer the sleep the later. [`EarlyWake`] learns
+//! that oversleep from the sleeps that timed out, per class of sleep length, asks the kernel
+//! for a wake-up that much earlier, and spins on the clock for the rest: the deadline is met
+//! without a busy loop between packets, because the spin is bounded (by
+//! [`EarlyWake::spin_bound`], a small share of a long sleep) and only as long as the
+//! oversleep's estimate. What no spin can cover is the hypervisor descheduling the whole VM
+//! for milliseconds (docs/performance.md).
 
 use std::os::fd::RawFd;
 use std::time::Instant as StdInstant;
