@@ -74,6 +74,7 @@ pub fn trace(rows: &[TcpRow], mut path: PathFacts, sample_interval: Duration, ev
             inflight_shortterm_bytes: full(r).map(|_| r.bbr_inflight_shortterm.unwrap_or(u64::MAX)),
             bw_shortterm_bps: full(r).map(|_| r.bbr_bw_shortterm_bps.map_or(f64::INFINITY, |b| b as f64)),
             round_count: r.bbr_round_count,
+            cycle_count: r.bbr_cycle_count,
             full_bw_reached: r.bbr_full_bw_reached,
             extra_acked_bytes: r.bbr_extra_acked,
             spurious_losses: r.spurious_losses,
