@@ -2735,6 +2735,13 @@ impl Connection {
         stats.cwnd = path.data.congestion.window();
         stats.bandwidth_estimate = path.data.congestion.metrics().bandwidth_estimate;
         stats.current_mtu = path.data.mtud.current_mtu();
+        // ccbench patch (PATCH.md, "Reordering").
+        stats.packet_threshold = (self.config.packet_threshold as u64).max(
+            self.spaces[SpaceId::Data]
+                .number_spaces
+                .get(&path_id)
+                .map_or(0, |s| s.learnt_packet_threshold),
+        );
         Some(stats)
     }
 
@@ -3159,12 +3166,16 @@ impl Connection {
     }
 
     fn detect_spurious_loss(&mut self, ack: &frame::Ack, space: SpaceId, path: PathId) -> bool {
-        let lost_packets = &mut self.spaces[space].for_path(path).lost_packets;
+        let space = self.spaces[space].for_path(path);
+        let lost_packets = &mut space.lost_packets;
 
         if lost_packets.is_empty() {
             return false;
         }
 
+        // ccbench patch (PATCH.md, "Reordering"): how far behind the ACK's largest packet the
+        // latest-numbered packet that proved not lost arrived.
+        let mut displacement = 0;
         for range in ack.iter() {
             let spurious_losses: Vec<u64> = lost_packets
                 .iter_range(range.clone())
@@ -3173,7 +3184,21 @@ impl Connection {
 
             for pn in spurious_losses {
                 lost_packets.remove(pn);
+                displacement = displacement.max(ack.largest.saturating_sub(pn));
             }
+        }
+        // ccbench patch (PATCH.md, "Reordering"): a packet declared lost and then acknowledged
+        // was reordered by `displacement` packets, so raise the packet threshold past it, as
+        // RFC 9002 §6.1.1 allows ("implementations MAY use adaptive thresholds"; RFC 8985
+        // §6.2 grows RACK's reordering window on such proof). Linux's
+        // `tcp_check_sack_reordering` raises `tp->reordering` to the displacement seen, capped
+        // by `net.ipv4.tcp_max_reordering` (300). Without this, reordering deeper than 3
+        // packets is declared lost at every occurrence and each episode then proves spurious
+        // (issue 31, conform A.17). The threshold only grows; the time threshold (9/8 RTT,
+        // §6.1.2) still bounds how late a real loss is found.
+        if displacement > 0 {
+            let learnt = displacement.saturating_add(1).min(MAX_PACKET_THRESHOLD);
+            space.learnt_packet_threshold = space.learnt_packet_threshold.max(learnt);
         }
 
         // If this ACK frame acknowledged all deemed lost packets,
@@ -3395,7 +3420,13 @@ impl Connection {
             .for_path(path_id)
             .largest_acked_packet_pn
             .expect("detect_lost_packets only to be called if path received at least one ACK");
-        let packet_threshold = self.config.packet_threshold as u64;
+        // ccbench patch (PATCH.md, "Reordering"): raised by reordering seen, see
+        // `detect_spurious_loss`.
+        let packet_threshold = (self.config.packet_threshold as u64).max(
+            self.spaces[pn_space]
+                .for_path(path_id)
+                .learnt_packet_threshold,
+        );
 
         // InPersistentCongestion: Determine if all packets in the time period before the newest
         // lost packet, including the edges, are marked lost. PTO computation must always
@@ -7300,6 +7331,11 @@ struct AbandonedPaths(ArrayRangeSet<ABANDONED_PATH_INLINE_RANGES, u32>);
 /// A range is 2 u32's, so this is 16 * (4 + 4) = 128 bytes. A good size for inline data,
 /// with plenty of ranges for common multipath use.
 const ABANDONED_PATH_INLINE_RANGES: usize = 16;
+
+/// ccbench patch (PATCH.md, "Reordering"): the most the packet threshold grows to from the
+/// reordering a path showed, Linux's `net.ipv4.tcp_max_reordering` default
+/// (Documentation/networking/ip-sysctl.rst).
+const MAX_PACKET_THRESHOLD: u64 = 300;
 
 impl AbandonedPaths {
     /// The number of abandoned paths.
