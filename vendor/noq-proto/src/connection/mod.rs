@@ -2736,12 +2736,14 @@ impl Connection {
         stats.bandwidth_estimate = path.data.congestion.metrics().bandwidth_estimate;
         stats.current_mtu = path.data.mtud.current_mtu();
         // ccbench patch (PATCH.md, "Reordering").
-        stats.packet_threshold = (self.config.packet_threshold as u64).max(
-            self.spaces[SpaceId::Data]
-                .number_spaces
-                .get(&path_id)
-                .map_or(0, |s| s.learnt_packet_threshold),
-        );
+        let space = self.spaces[SpaceId::Data].number_spaces.get(&path_id);
+        stats.packet_threshold = (self.config.packet_threshold as u64)
+            .max(space.map_or(0, |s| s.learnt_packet_threshold));
+        let time_threshold = self
+            .config
+            .time_threshold
+            .max(space.map_or(0.0, |s| s.learnt_time_threshold));
+        stats.time_threshold_milli = (time_threshold * 1000.0).round() as u32;
         Some(stats)
     }
 
@@ -3024,7 +3026,7 @@ impl Connection {
             }
         };
 
-        if self.detect_spurious_loss(&ack, space, path) {
+        if self.detect_spurious_loss(now, &ack, space, path) {
             self.path_stats.get_mut(path).spurious_congestion_events += 1;
             self.path_data_mut(path)
                 .congestion
@@ -3165,7 +3167,14 @@ impl Connection {
         Ok(())
     }
 
-    fn detect_spurious_loss(&mut self, ack: &frame::Ack, space: SpaceId, path: PathId) -> bool {
+    fn detect_spurious_loss(
+        &mut self,
+        now: Instant,
+        ack: &frame::Ack,
+        space: SpaceId,
+        path: PathId,
+    ) -> bool {
+        let rtt = self.path_data(path).rtt.conservative();
         let space = self.spaces[space].for_path(path);
         let lost_packets = &mut space.lost_packets;
 
@@ -3174,17 +3183,20 @@ impl Connection {
         }
 
         // ccbench patch (PATCH.md, "Reordering"): how far behind the ACK's largest packet the
-        // latest-numbered packet that proved not lost arrived.
+        // packets that proved not lost arrived, and how long after sending they were
+        // acknowledged.
         let mut displacement = 0;
+        let mut age = Duration::ZERO;
         for range in ack.iter() {
-            let spurious_losses: Vec<u64> = lost_packets
+            let spurious_losses: Vec<(u64, Instant)> = lost_packets
                 .iter_range(range.clone())
-                .map(|(pn, _info)| pn)
+                .map(|(pn, info)| (pn, info.time_sent))
                 .collect();
 
-            for pn in spurious_losses {
+            for (pn, time_sent) in spurious_losses {
                 lost_packets.remove(pn);
                 displacement = displacement.max(ack.largest.saturating_sub(pn));
+                age = age.max(now.saturating_duration_since(time_sent));
             }
         }
         // ccbench patch (PATCH.md, "Reordering"): a packet declared lost and then acknowledged
@@ -3199,6 +3211,17 @@ impl Connection {
         if displacement > 0 {
             let learnt = displacement.saturating_add(1).min(MAX_PACKET_THRESHOLD);
             space.learnt_packet_threshold = space.learnt_packet_threshold.max(learnt);
+        }
+        // The same for the time threshold (RFC 9002 §6.1.2: implementations "MAY experiment
+        // with ... adaptive thresholds"). 9/8 RTT tolerates an eighth of an RTT of
+        // reordering: at 20 ms, a packet held back 6 ms is acknowledged 1.3 RTTs after it was
+        // sent and was declared lost by time whatever the packet threshold. Raised to the
+        // age at which it was acknowledged plus the standard eighth, at most 2 RTTs: RFC 8985
+        // §6.2 grows RACK's reordering window on such proof up to one SRTT beyond the RTT.
+        if !rtt.is_zero() && !age.is_zero() {
+            let learnt = (age.as_secs_f32() / rtt.as_secs_f32() + 1.0 / 8.0)
+                .min(MAX_TIME_THRESHOLD);
+            space.learnt_time_threshold = space.learnt_time_threshold.max(learnt);
         }
 
         // If this ACK frame acknowledged all deemed lost packets,
@@ -3407,12 +3430,19 @@ impl Connection {
 
         // Find all the lost packets, populating all variables initialised above.
 
+        // ccbench patch (PATCH.md, "Reordering"): raised by reordering seen, see
+        // `detect_spurious_loss`.
+        let time_threshold = self.config.time_threshold.max(
+            self.spaces[pn_space]
+                .for_path(path_id)
+                .learnt_time_threshold,
+        );
         let path = self.path_data(path_id);
         let in_flight_mtu_probe = path.mtud.in_flight_mtu_probe();
         let loss_delay = path
             .rtt
             .conservative()
-            .mul_f32(self.config.time_threshold)
+            .mul_f32(time_threshold)
             .max(TIMER_GRANULARITY);
         let first_packet_after_rtt_sample = path.first_packet_after_rtt_sample;
 
@@ -7336,6 +7366,11 @@ const ABANDONED_PATH_INLINE_RANGES: usize = 16;
 /// reordering a path showed, Linux's `net.ipv4.tcp_max_reordering` default
 /// (Documentation/networking/ip-sysctl.rst).
 const MAX_PACKET_THRESHOLD: u64 = 300;
+
+/// ccbench patch (PATCH.md, "Reordering"): the most the time threshold grows to, in RTTs:
+/// RFC 8985 §6.2 bounds RACK's reordering window by the smoothed RTT, so a packet is waited
+/// for at most 2 RTTs after it was sent.
+const MAX_TIME_THRESHOLD: f32 = 2.0;
 
 impl AbandonedPaths {
     /// The number of abandoned paths.

@@ -301,6 +301,10 @@ pub(super) struct PacketNumberSpace {
     /// taught, 0 until a packet declared lost is acknowledged after all. Loss detection uses
     /// the larger of this and `TransportConfig::packet_threshold`.
     pub(super) learnt_packet_threshold: u64,
+    /// ccbench patch (PATCH.md, "Reordering"): the time threshold (a multiple of the RTT) this
+    /// space's losses taught, 0 until a packet declared lost is acknowledged after all. Loss
+    /// detection uses the larger of this and `TransportConfig::time_threshold`.
+    pub(super) learnt_time_threshold: f32,
 
     /// Packet numbers to skip, only used in the data package space.
     pn_filter: Option<PacketNumberFilter>,
@@ -333,6 +337,7 @@ impl PacketNumberSpace {
             loss_time: None,
             loss_probes: 0,
             learnt_packet_threshold: 0,
+            learnt_time_threshold: 0.0,
             pn_filter,
         }
     }
@@ -364,6 +369,7 @@ impl PacketNumberSpace {
             loss_time: None,
             loss_probes: 0,
             learnt_packet_threshold: 0,
+            learnt_time_threshold: 0.0,
             pn_filter,
         }
     }

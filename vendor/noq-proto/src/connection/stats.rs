@@ -291,6 +291,11 @@ pub struct PathStats {
     /// until a loss proves spurious, then raised past the reordering seen (ccbench patch;
     /// see PATCH.md, "Reordering").
     pub packet_threshold: u64,
+    /// The time threshold of this path's loss detection (RFC 9002 §6.1.2), in thousandths of
+    /// an RTT (1125: 9/8): `TransportConfig::time_threshold` until a loss proves spurious,
+    /// then raised past how late the packet was acknowledged, at most 2000 (ccbench patch; see
+    /// PATCH.md, "Reordering").
+    pub time_threshold_milli: u32,
 }
 
 /// Why a path sent nothing more at a `poll_transmit` call (ccbench patch). The state holds
@@ -438,6 +443,7 @@ impl core::ops::Add<PathStats> for ConnectionStats {
             probe_timeouts: _,
             send_limits: _,
             packet_threshold: _,
+            time_threshold_milli: _,
         } = rhs;
         Self {
             udp_tx: self.udp_tx + udp_tx,
@@ -479,6 +485,7 @@ impl core::ops::AddAssign<PathStats> for ConnectionStats {
             probe_timeouts: _,
             send_limits: _,
             packet_threshold: _,
+            time_threshold_milli: _,
         } = rhs;
         let Self {
             udp_tx,
