@@ -187,13 +187,20 @@ pub fn run(args: &BenchEmulatorArgs) -> anyhow::Result<i32> {
     println!("{}", table(&result));
     // What the emulator carried with real delay becomes this machine's capacity figure, used
     // to warn before runs that ask for more.
-    let capacity = result.rows.iter().filter(|r| r.path == "emulator" && r.rtt_ms >= 10.0).map(|r| r.goodput_bps).fold(0.0, f64::max);
-    if let Some(file) = ccbench::limits::capacity_file().filter(|_| capacity > 0.0) {
-        if let Some(dir) = file.parent() {
-            let _ = std::fs::create_dir_all(dir);
+    match capacity_to_save(&result.rows, ccbench::limits::capacity().0) {
+        Some(capacity) => {
+            if let Some(file) = ccbench::limits::capacity_file() {
+                if let Some(dir) = file.parent() {
+                    let _ = std::fs::create_dir_all(dir);
+                }
+                if std::fs::write(&file, serde_json::json!({ "capacity_bps": capacity, "measured_at": ccbench::provenance::now_rfc3339() }).to_string()).is_ok()
+                {
+                    println!("Capacity  {} at ≥ 10 ms RTT, saved to {} for run-time warnings", units::fmt_rate(capacity), file.display());
+                }
+            }
         }
-        if std::fs::write(&file, serde_json::json!({ "capacity_bps": capacity, "measured_at": ccbench::provenance::now_rfc3339() }).to_string()).is_ok() {
-            println!("Capacity  {} at ≥ 10 ms RTT, saved to {} for run-time warnings", units::fmt_rate(capacity), file.display());
+        None => {
+            println!("Capacity  not measured: no cell at ≥ 10 ms RTT ran unlimited (`--rates …,unlimited`), and none carried more than the figure on record")
         }
     }
     if let Some(out) = &args.out {
@@ -477,6 +484,26 @@ pub fn table(r: &BenchResult) -> String {
     out
 }
 
+/// The capacity figure to record, if this bench measured one, given the `current` figure (on
+/// record or the default): the most an unlimited-rate emulator cell at ≥ 10 ms RTT carried (the
+/// emulator's own ceiling); or, with no such cell, what a rate-limited cell carried where it is
+/// more than `current` (the emulator can carry at least that). A bench of 100 Mbit/s cells
+/// alone once recorded 94 Mbit/s as this machine's capacity, and every faster run then warned.
+fn capacity_to_save(rows: &[BenchRow], current: f64) -> Option<f64> {
+    let carried = |unlimited: bool| {
+        rows.iter()
+            .filter(|r| r.path == "emulator" && r.rtt_ms >= 10.0 && r.error.is_none() && (!unlimited || r.rate_bps.is_none()))
+            .map(|r| r.goodput_bps)
+            .fold(0.0, f64::max)
+    };
+    let (ceiling, at_least) = (carried(true), carried(false));
+    if ceiling > 0.0 {
+        Some(ceiling)
+    } else {
+        (at_least > current).then_some(at_least)
+    }
+}
+
 #[cfg(test)]
 mod finished_tests {
     use super::*;
@@ -521,6 +548,20 @@ mod finished_tests {
         assert!(table.contains(&format!("quic:cubic at 1.00 Gbit/s, 10 ms: the flow failed ({died})")), "{table}");
         assert!(!table.contains("quic:bbr3 at"), "{table}");
         assert!(serde_json::to_value(&r).unwrap()["rows"][1].get("error").is_none());
+    }
+
+    /// Only an unlimited cell measures the ceiling; a rate-limited one may only raise it.
+    #[test]
+    fn a_bench_of_slow_cells_does_not_lower_the_capacity_on_record() {
+        let at = |rate: Option<u64>, rtt_ms: f64, goodput_bps: f64| BenchRow { rate_bps: rate, rtt_ms, ..row("cubic", goodput_bps, None) };
+        let slow = [at(Some(100_000_000), 20.0, 93.9e6)];
+        assert_eq!(capacity_to_save(&slow, 8e9), None);
+        assert_eq!(capacity_to_save(&slow, 2e9), None);
+        assert_eq!(capacity_to_save(&slow, 50e6), Some(93.9e6));
+        let with_unlimited = [at(Some(100_000_000), 20.0, 93.9e6), at(None, 10.0, 6e9), at(None, 0.0, 9e9)];
+        assert_eq!(capacity_to_save(&with_unlimited, 8e9), Some(6e9), "the ceiling at ≥ 10 ms replaces the record");
+        assert_eq!(capacity_to_save(&[at(None, 10.0, 6e9)], 2e9), Some(6e9));
+        assert_eq!(capacity_to_save(&[BenchRow { error: Some("died".into()), ..at(None, 10.0, 1e6) }], 2e9), None);
     }
 
     #[test]

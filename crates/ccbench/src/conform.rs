@@ -422,7 +422,8 @@ pub(crate) fn write_qlogs(result: &ExperimentResult, out: &Path) -> anyhow::Resu
         for (socket, rows) in series::rows(&tcp)? {
             let title = format!("ccbench run {} {} {}", r.index, r.cc, socket);
             let file = dir.join(format!("{}.sqlog", slug(&socket)));
-            std::fs::write(&file, ccbench_conform::qlog::write(&title, "server", &series::qlog_samples(&rows, std::mem::take(&mut events))))?;
+            let changes = series::qlog_changes(&rows, std::mem::take(&mut events));
+            std::fs::write(&file, ccbench_conform::qlog::write(&title, "server", &series::qlog_samples(&rows), &changes))?;
             written.push(file);
         }
     }

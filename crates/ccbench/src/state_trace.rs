@@ -38,10 +38,13 @@ fn full(r: &TcpRow) -> Option<()> {
 }
 
 /// One socket's rows as a trace on `path`, with the controller's own state changes (`events`,
-/// its flow's `bbr_events`; empty where it records none). Both are timed from the run's epoch;
-/// the trace from the socket's first row.
-pub fn trace(rows: &[TcpRow], path: PathFacts, sample_interval: Duration, events: &[BbrEvent]) -> Trace {
+/// its flow's `bbr_events`; empty where it records none). Both are timed from the run's epoch,
+/// as the path's rate step is (the emulator's schedule starts there); the trace from the
+/// socket's first row, 0.13–0.17 s later in conform's runs, so the step is moved that much
+/// earlier with it.
+pub fn trace(rows: &[TcpRow], mut path: PathFacts, sample_interval: Duration, events: &[BbrEvent]) -> Trace {
     let t0 = rows.first().map_or(0, |r| r.t_us);
+    path.rate_step = path.rate_step.map(|(at, rate)| (at.saturating_sub(Duration::from_micros(t0)), rate));
     // Changes of mode only (a ProbeBW phase change is one too in QUIC BBR's events).
     let events = events
         .iter()
@@ -71,10 +74,27 @@ pub fn trace(rows: &[TcpRow], path: PathFacts, sample_interval: Duration, events
             inflight_shortterm_bytes: full(r).map(|_| r.bbr_inflight_shortterm.unwrap_or(u64::MAX)),
             bw_shortterm_bps: full(r).map(|_| r.bbr_bw_shortterm_bps.map_or(f64::INFINITY, |b| b as f64)),
             round_count: r.bbr_round_count,
+            cycle_count: r.bbr_cycle_count,
             full_bw_reached: r.bbr_full_bw_reached,
             extra_acked_bytes: r.bbr_extra_acked,
             spurious_losses: r.spurious_losses,
         })
         .collect();
     Trace { path, sample_interval, points, events }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The schedule's step at 4 s of the run sits at 3.85 s of a trace whose first sample came
+    /// 0.15 s into the run, where the controller saw it.
+    #[test]
+    fn the_rate_step_is_timed_from_the_traces_first_sample() {
+        let row = |t_us| TcpRow { socket: "flow-0".into(), t_us, ..TcpRow::default() };
+        let path = PathFacts { rate_bps: 10e6, rtt: Duration::from_millis(20), mss: PACKET, rate_step: Some((Duration::from_secs(4), 1e6)) };
+        let t = trace(&[row(150_000), row(160_000)], path, Duration::from_millis(10), &[]);
+        assert_eq!(t.path.rate_step, Some((Duration::from_millis(3850), 1e6)));
+        assert_eq!(t.points[1].t, Duration::from_millis(10));
+    }
 }

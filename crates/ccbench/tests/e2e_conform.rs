@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{ccbench, have_root, junit_read_back, lock, one_line, out_path, run_ok, text};
+use common::{ccbench, have_root, junit_read_back, lock, one_line, out_path, result, run_ok, text};
 use serde_json::Value;
 
 #[test]
@@ -58,6 +58,19 @@ fn run_qlog_writes_a_qlog_per_quic_connection_that_parses_as_qlog() {
     assert_eq!(states.first(), Some(&"STARTUP"), "{states:?}");
     assert!(states.iter().any(|s| s.starts_with("PROBE_BW_")), "BBRv3 reaches ProbeBW in 3 s: {states:?}");
     assert!(names.iter().filter(|n| **n == "recovery:metrics_updated").count() > 10);
+    // After the first state, every change is the controller's own (result.json's bbr_events),
+    // in its order, with its rounds, at its times (each a whole number of µs apart).
+    let events = result(&out)["runs"][0]["workload"]["flows"][0]["bbr_events"].as_array().expect("QUIC BBR records its changes").clone();
+    let changes: Vec<&Value> = records.iter().filter(|r| r["name"] == "recovery:congestion_state_updated").skip(1).collect();
+    assert_eq!(changes.len(), events.len(), "{changes:?}\n{events:?}");
+    for (c, e) in changes.iter().zip(&events) {
+        assert_eq!((&c["data"]["old"], &c["data"]["new"], &c["data"]["round"]), (&e["from"], &e["to"], &e["round"]), "{c} against {e}");
+    }
+    let (c0, e0) = (changes[0]["time"].as_f64().unwrap(), events[0]["t_us"].as_f64().unwrap());
+    for (c, e) in changes.iter().zip(&events) {
+        let apart = (c["time"].as_f64().unwrap() - c0) * 1e3 - (e["t_us"].as_f64().unwrap() - e0);
+        assert!(apart.abs() < 1.0, "{c} is {apart} µs off its event {e}");
+    }
     let _ = std::fs::remove_dir_all(&out);
 }
 

@@ -1003,8 +1003,13 @@ fn step_reaches_sender(trace: &Trace, at: Duration) -> Duration {
 ///   PROBE_RTT at 5.25 s in the same round (rounds last ~0.87 s behind the queue the cut
 ///   leaves); the estimate fell one round after the 2nd DOWN after it, 3 DOWNs after the step.
 ///
+/// Where the stack shows BBR.cycle_count (§5.3.3.9 BBRAdvanceMaxBwFilter: QUIC BBR's series),
+/// the filter's advances are read from it, not inferred: see [`cycles_advanced_after_step`].
 /// Without a round count (kernel BBR) every cycle begun after the step reached the sender counts.
 fn filter_cycles_after_step(trace: &Trace, starts: &[Duration], at: Duration) -> Vec<Duration> {
+    if trace.has(|p| p.cycle_count.is_some()) {
+        return cycles_advanced_after_step(trace, starts, at);
+    }
     let reached = step_reaches_sender(trace, at);
     starts
         .iter()
@@ -1022,6 +1027,40 @@ fn filter_cycles_after_step(trace: &Trace, starts: &[Duration], at: Duration) ->
             trace.points.iter().filter(|p| p.t > *s).take_while(|p| p.round_count.is_none_or(|r| r <= begun)).all(|p| p.mode != Some(Mode::ProbeRtt))
                 && trace.points.iter().find(|p| p.t > *s && p.round_count.is_some_and(|r| r > begun)).is_none_or(|p| p.mode != Some(Mode::ProbeRtt))
         })
+        .collect()
+}
+
+/// The cycles begun after the step reached the sender whose DOWN advanced the max_bw filter,
+/// as the controller's own BBR.cycle_count shows: a cycle counts when the count rose between
+/// the sample before its start and the next DOWN begun (a cycle's or a PROBE_RTT exit's,
+/// §5.3.4.4); the last one when the count rose after it, or when no round ended after it
+/// (BBR.round_count) before the run did: it may yet advance. A PROBE_RTT exit's DOWN that advanced the filter (samples not app-limited) counts
+/// as a cycle too: it is one of the MaxBwFilterLen = 2 advances that forget the old rate.
+fn cycles_advanced_after_step(trace: &Trace, starts: &[Duration], at: Duration) -> Vec<Duration> {
+    let reached = step_reaches_sender(trace, at);
+    let exits = trace.transitions().into_iter().filter(|t| t.from == Mode::ProbeRtt && t.to == Mode::ProbeBw).map(|t| t.at);
+    let mut downs: Vec<Duration> = starts.iter().copied().chain(exits).collect();
+    downs.sort();
+    downs.dedup();
+    // BBR.cycle_count at the last sample before `t` (the first shown where none is before it).
+    let count_before = |t: Duration| {
+        let shown = trace.points.iter().filter(|p| p.cycle_count.is_some());
+        shown.clone().take_while(|p| p.t < t).last().or_else(|| shown.clone().next()).and_then(|p| p.cycle_count)
+    };
+    let last_count = trace.points.iter().rev().find_map(|p| p.cycle_count);
+    let last_round = trace.points.iter().rev().find_map(|p| p.round_count);
+    downs
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s >= reached)
+        .filter(|(i, s)| {
+            let before = count_before(**s);
+            match downs.get(i + 1) {
+                Some(next) => count_before(*next) > before,
+                None => last_count > before || last_round.is_none_or(|r| trace.round_count_at(**s).is_none_or(|at| r <= at)),
+            }
+        })
+        .map(|(_, s)| *s)
         .collect()
 }
 
@@ -1460,6 +1499,61 @@ mod tests {
         };
         assert_eq!(r.check(&late).outcome, Outcome::Fail, "12 rounds");
         assert_eq!(r.check(&run(&on_time, 3100, 4000)).outcome, Outcome::NotObservable, "phases: judged in cycles");
+    }
+
+    /// Where the series carry BBR.cycle_count (QUIC BBR), A.14 counts the cycles whose DOWN the
+    /// controller's own count shows advancing the max_bw filter (§5.3.3.9), not those the
+    /// phases and round counts suggest: a DOWN whose round ended in ProbeBW without an advance
+    /// (its sample app-limited) does not count, and the traces without the count are judged as
+    /// before.
+    #[test]
+    fn a_step_down_counts_the_filter_advances_the_controller_recorded() {
+        // 10 ms samples, a round every 40 ms, the step at 1 s (reaching the sender at 1.04 s);
+        // DOWN for 100 ms at each of `downs` (ms), the filter advancing at each of `advances`
+        // (ms; `None`: the stack shows no count); the estimate follows at `follows` ms.
+        let run = |downs: &[u64], advances: Option<&[u64]>, follows: u64| {
+            let points = (0..=400u64)
+                .map(|i| {
+                    let t = i * 10;
+                    let down = downs.iter().any(|d| (*d..*d + 100).contains(&t));
+                    Point {
+                        t: Duration::from_millis(t),
+                        mode: Some(Mode::ProbeBw),
+                        phase: Some(if down { Phase::Down } else { Phase::Cruise }),
+                        bw_bps: Some(if t >= follows { 1.05e6 } else { 10e6 }),
+                        round_count: Some(t / 40),
+                        cycle_count: advances.map(|a| a.iter().filter(|x| **x <= t).count() as u64),
+                        ..Point::default()
+                    }
+                })
+                .collect();
+            Trace {
+                path: PathFacts { rate_bps: 10e6, rtt: Duration::from_millis(40), mss: 1448, rate_step: Some((Duration::from_secs(1), 1e6)) },
+                sample_interval: Duration::from_millis(10),
+                points,
+                events: Vec::new(),
+            }
+        };
+        let a = Assertion::BwFollowsStepInCycles { within: 0.25, cycles: 2.0, phases_only: true };
+        let downs = [500, 1500, 2000, 3000];
+        // Without the count, the DOWN at 1.5 s (its round ended in ProbeBW) is taken to have
+        // advanced the filter: 3 cycles by 3.1 s, a failure.
+        let c = a.check(&run(&downs, None, 3100));
+        assert_eq!((c.outcome, c.estimate), (Outcome::Fail, 3.0), "{}", c.evidence);
+        // The controller says it did not (no advance after 1.5 s): 2 cycles, a pass.
+        let c = a.check(&run(&downs, Some(&[540, 2040, 3040]), 3100));
+        assert_eq!((c.outcome, c.estimate), (Outcome::Pass, 2.0), "{}", c.evidence);
+        // Each DOWN advanced it: 3 cycles, a failure, as without the count.
+        let c = a.check(&run(&downs, Some(&[540, 1540, 2040, 3040]), 3100));
+        assert_eq!((c.outcome, c.estimate), (Outcome::Fail, 3.0), "{}", c.evidence);
+        // Never follows. The last DOWN (3 s) ended its round without an advance: 2 cycles, too
+        // few to tell (without the count: 3, a failure).
+        let c = a.check(&run(&downs, Some(&[540, 1540, 2040]), u64::MAX));
+        assert_eq!((c.outcome, c.lo), (Outcome::NotObservable, 2.0), "{}", c.evidence);
+        assert_eq!(a.check(&run(&downs, None, u64::MAX)).outcome, Outcome::Fail);
+        // The last DOWN (4 s) begins as the run ends, its round not over: it may yet advance.
+        let c = a.check(&run(&[500, 1500, 2000, 4000], Some(&[540, 1540, 2040]), u64::MAX));
+        assert_eq!((c.outcome, c.lo), (Outcome::Fail, 3.0), "{}", c.evidence);
     }
 
     /// A.1 counted exactly where the controller recorded its rounds: 3 rounds from full_bw's

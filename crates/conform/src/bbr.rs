@@ -177,77 +177,28 @@ impl Scenario {
     /// to reproduce a cell. Rates are given in kbit/s.
     pub fn path_flags(self, rate_bps: f64, rtt: Duration) -> Vec<String> {
         let kbit = |bps: f64| format!("{}kbit", (bps / 1e3).round() as u64);
-        let rtt_s = format!("{}us", rtt.as_micros());
+        // The grid's path at `rate` with `buffer`, then the scenario's own feature.
+        let path = |rate: f64, buffer: &str, feature: &[String]| {
+            let mut flags = vec!["--rate".into(), kbit(rate), "--rtt".into(), format!("{}us", rtt.as_micros()), "--buffer".into(), buffer.into()];
+            flags.extend_from_slice(feature);
+            flags
+        };
+        let step = |to: f64| ["--at".into(), format!("{}s:rate={}", STEP_AT.as_secs(), kbit(to))];
         match self {
-            Scenario::Bulk | Scenario::CrossQueue | Scenario::CrossArrives => {
-                vec!["--rate".into(), kbit(rate_bps), "--rtt".into(), rtt_s, "--buffer".into(), "4bdp".into()]
+            Scenario::Bulk | Scenario::CrossQueue | Scenario::CrossArrives => path(rate_bps, "4bdp", &[]),
+            Scenario::StepDown => path(rate_bps, "1bdp", &step(rate_bps / 10.0)),
+            Scenario::StepUp => path(rate_bps / 10.0, "4bdp", &step(rate_bps)),
+            Scenario::Policer => path(rate_bps, "4bdp", &["--policer-down".into(), kbit(rate_bps / 2.0)]),
+            Scenario::Reorder => path(rate_bps, "4bdp", &["--reorder-down".into(), REORDER.into()]),
+            // A.13's own path: a BDP of 8 bytes, whatever the grid.
+            Scenario::SubPacketBdp => ["--rate", "64kbit", "--rtt", "1ms", "--buffer", "20pkt"].map(String::from).to_vec(),
+            Scenario::AppLimited => path(rate_bps, "4bdp", &["--app-rate".into(), kbit(rate_bps / 4.0)]),
+            Scenario::AppLimitedProbeBw => {
+                path(rate_bps, "0.5bdp", &["--app-rate".into(), kbit(rate_bps / 4.0), "--app-rate-from".into(), format!("{}s", APP_AT.as_secs())])
             }
-            Scenario::StepDown => {
-                vec![
-                    "--rate".into(),
-                    kbit(rate_bps),
-                    "--rtt".into(),
-                    rtt_s,
-                    "--buffer".into(),
-                    "1bdp".into(),
-                    "--at".into(),
-                    format!("4s:rate={}", kbit(rate_bps / 10.0)),
-                ]
-            }
-            Scenario::StepUp => {
-                vec![
-                    "--rate".into(),
-                    kbit(rate_bps / 10.0),
-                    "--rtt".into(),
-                    rtt_s,
-                    "--buffer".into(),
-                    "4bdp".into(),
-                    "--at".into(),
-                    format!("4s:rate={}", kbit(rate_bps)),
-                ]
-            }
-            Scenario::Policer => {
-                vec!["--rate".into(), kbit(rate_bps), "--rtt".into(), rtt_s, "--buffer".into(), "4bdp".into(), "--policer-down".into(), kbit(rate_bps / 2.0)]
-            }
-            Scenario::Reorder => {
-                vec!["--rate".into(), kbit(rate_bps), "--rtt".into(), rtt_s, "--buffer".into(), "4bdp".into(), "--reorder-down".into(), REORDER.into()]
-            }
-            Scenario::SubPacketBdp => vec!["--rate".into(), "64kbit".into(), "--rtt".into(), "1ms".into(), "--buffer".into(), "20pkt".into()],
-            Scenario::AppLimited => {
-                vec!["--rate".into(), kbit(rate_bps), "--rtt".into(), rtt_s, "--buffer".into(), "4bdp".into(), "--app-rate".into(), kbit(rate_bps / 4.0)]
-            }
-            Scenario::AppLimitedProbeBw => vec![
-                "--rate".into(),
-                kbit(rate_bps),
-                "--rtt".into(),
-                rtt_s,
-                "--buffer".into(),
-                "0.5bdp".into(),
-                "--app-rate".into(),
-                kbit(rate_bps / 4.0),
-                "--app-rate-from".into(),
-                format!("{}s", APP_AT.as_secs()),
-            ],
-            Scenario::Paused => vec![
-                "--rate".into(),
-                kbit(rate_bps),
-                "--rtt".into(),
-                rtt_s,
-                "--buffer".into(),
-                "4bdp".into(),
-                "--app-pause".into(),
-                format!("{}s:{}ms", APP_AT.as_secs(), PAUSE_FOR.as_millis()),
-            ],
-            Scenario::AckAggregation | Scenario::ForwardBatching => vec![
-                "--rate".into(),
-                kbit(rate_bps),
-                "--rtt".into(),
-                rtt_s,
-                "--buffer".into(),
-                "4bdp".into(),
-                if self == Scenario::AckAggregation { "--aggregate-up" } else { "--aggregate-down" }.into(),
-                format!("{}ms", AGGREGATE.as_millis()),
-            ],
+            Scenario::Paused => path(rate_bps, "4bdp", &["--app-pause".into(), format!("{}s:{}ms", APP_AT.as_secs(), PAUSE_FOR.as_millis())]),
+            Scenario::AckAggregation => path(rate_bps, "4bdp", &["--aggregate-up".into(), format!("{}ms", AGGREGATE.as_millis())]),
+            Scenario::ForwardBatching => path(rate_bps, "4bdp", &["--aggregate-down".into(), format!("{}ms", AGGREGATE.as_millis())]),
         }
     }
 

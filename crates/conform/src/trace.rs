@@ -100,6 +100,9 @@ pub struct Point {
     pub bw_shortterm_bps: Option<f64>,
     /// BBR.round_count (§5.5.1): packet-timed round trips so far.
     pub round_count: Option<u64>,
+    /// BBR.cycle_count (§5.3.3.9 BBRAdvanceMaxBwFilter): how often the max_bw filter has
+    /// advanced; `None` where the stack does not show it (kernel BBR, older series).
+    pub cycle_count: Option<u64>,
     /// BBR.full_bw_reached (§5.3.1.2).
     pub full_bw_reached: Option<bool>,
     /// BBR.extra_acked (§5.5.9), bytes.

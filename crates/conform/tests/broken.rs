@@ -102,6 +102,7 @@ fn drive(
                 inflight_shortterm_bytes: Some(s.snap.inflight_lo.unwrap_or(u64::MAX)),
                 bw_shortterm_bps: Some(s.snap.bw_lo_bps.map_or(f64::INFINITY, |b| b as f64)),
                 round_count: Some(s.snap.round_count),
+                cycle_count: Some(s.snap.cycle_count),
                 full_bw_reached: Some(s.snap.full_bw_reached),
                 extra_acked_bytes: Some(s.snap.extra_acked),
                 // The simulator finds no loss spurious: a lost packet is never delivered late.

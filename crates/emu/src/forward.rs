@@ -79,10 +79,11 @@ impl Forwarder {
     }
 
     /// Sleeps until `wake` or until a packet can be read: asks the kernel for a wake-up
-    /// [`EarlyWake::lead_for`] before `wake`, then spins for the rest (at most the lead).
+    /// [`EarlyWake::lead_for`] before `wake`, then spins for the rest (at most the bound of
+    /// the sleep's class).
     fn sleep_until(&mut self, wake: time::Instant) {
         let now = self.now();
-        let Wait::Sleep { sleep } = wake::plan(now, wake, &self.early) else {
+        let Wait::Sleep { sleep, spin } = wake::plan(now, wake, &self.early) else {
             return;
         };
         if sleep > time::Duration::ZERO {
@@ -91,9 +92,9 @@ impl Forwarder {
                 return;
             }
             let woke = self.now();
-            self.early.observe(woke - (now + sleep));
+            self.early.observe(wake - now, woke - (now + sleep));
         }
-        if wake::spin_after(self.now(), wake, self.early.max_spin()) {
+        if wake::spin_after(self.now(), wake, spin) {
             wake::spin_until(self.epoch + wake.since_epoch().to_std());
         }
     }
@@ -147,7 +148,7 @@ impl Duplex {
     fn sleep_until_either(&mut self) {
         let wake = self.down.shell.poll_timeout().min(self.up.shell.poll_timeout());
         let now = self.down.now();
-        let Wait::Sleep { sleep } = wake::plan(now, wake, &self.down.early) else {
+        let Wait::Sleep { sleep, spin } = wake::plan(now, wake, &self.down.early) else {
             return;
         };
         if sleep > time::Duration::ZERO {
@@ -156,9 +157,9 @@ impl Duplex {
                 return;
             }
             let woke = self.down.now();
-            self.down.early.observe(woke - (now + sleep));
+            self.down.early.observe(wake - now, woke - (now + sleep));
         }
-        if wake::spin_after(self.down.now(), wake, self.down.early.max_spin()) {
+        if wake::spin_after(self.down.now(), wake, spin) {
             wake::spin_until(self.down.epoch + wake.since_epoch().to_std());
         }
     }

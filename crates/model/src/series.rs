@@ -154,6 +154,10 @@ pub struct TcpRow {
     /// handed to the controller's undo, so far.
     #[serde(default)]
     pub spurious_losses: Option<u64>,
+    /// QUIC BBRv2/v3 only (empty for kernel TCP and in files written before it):
+    /// BBR.cycle_count, the max_bw filter's advances (§5.3.3.9 BBRAdvanceMaxBwFilter).
+    #[serde(default)]
+    pub bbr_cycle_count: Option<u64>,
 }
 
 pub fn socket_name(id: SocketId) -> String {
@@ -212,6 +216,7 @@ impl TcpRow {
             reord_seen: Some(s.state.reord_seen),
             dsack_dups: Some(s.state.dsack_dups),
             spurious_losses: None,
+            bbr_cycle_count: None,
         }
     }
 
@@ -273,6 +278,7 @@ impl TcpRow {
             reord_seen: None,
             dsack_dups: None,
             spurious_losses: Some(q.spurious_congestion_events),
+            bbr_cycle_count: model.and_then(|m| m.cycle_count),
         }
     }
 }

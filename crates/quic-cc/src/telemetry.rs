@@ -94,6 +94,8 @@ pub struct BbrSnapshot {
     pub bytes_in_flight: u64,
     /// Packet-timed round trips so far (BBR.round_count).
     pub round_count: u64,
+    /// BBR.cycle_count (§5.3.3.9 BBRAdvanceMaxBwFilter): how often the max_bw filter advanced.
+    pub cycle_count: u64,
     /// Total bytes acknowledged / declared lost.
     pub delivered_bytes: u64,
     pub lost_bytes: u64,

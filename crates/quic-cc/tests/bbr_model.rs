@@ -582,3 +582,18 @@ fn v2_enters_cruise_with_inflight_lo_at_most_inflight_hi() {
     }
     assert!(checked >= 5, "only {checked} CRUISE entries with both bounds set");
 }
+
+/// The snapshot carries BBR.cycle_count (§5.3.3.9 BBRAdvanceMaxBwFilter), what conform's A.14
+/// counts the max_bw filter's advances by: it starts at 0, never falls, and grows at most once
+/// per DOWN (at its round's end, §5.3.3.9: not when that round's sample is app-limited or
+/// PROBE_RTT interrupted it; 59 advances for 62 DOWNs here).
+#[test]
+fn the_snapshot_counts_the_max_bw_filters_advances() {
+    let sim = run(V3, issue_link(), 20.0);
+    let counts: Vec<u64> = sim.samples.iter().map(|s| s.snap.cycle_count).collect();
+    assert_eq!(counts[0], 0);
+    assert!(counts.windows(2).all(|w| w[1] >= w[0]), "cycle_count fell");
+    let downs = sim.transitions().iter().filter(|(_, _, to)| *to == BbrState::ProbeBwDown).count() as u64;
+    let last = *counts.last().unwrap();
+    assert!(downs >= 2 && last <= downs && last * 10 >= downs * 9, "{last} advances for {downs} DOWNs");
+}

@@ -8,12 +8,10 @@ pub(crate) use ccbench::state_trace::{rows, trace, us, PACKET};
 use ccbench_conform::qlog;
 use ccbench_model::workload::BbrEvent;
 
-/// One QUIC connection's rows as qlog samples, with its controller's own state changes
-/// (`events`, its `bbr_events`: their round counts go with the state change a sample shows).
-pub(crate) fn qlog_samples(rows: &[TcpRow], events: &[BbrEvent]) -> Vec<qlog::Sample> {
+/// One QUIC connection's rows as qlog samples.
+pub(crate) fn qlog_samples(rows: &[TcpRow]) -> Vec<qlog::Sample> {
     let t0 = rows.first().map_or(0, |r| r.t_us);
     let mut lost = 0u64;
-    let mut prev_t_us = None;
     rows.iter()
         .map(|r| {
             lost = lost.max(u64::from(r.lost));
@@ -21,9 +19,6 @@ pub(crate) fn qlog_samples(rows: &[TcpRow], events: &[BbrEvent]) -> Vec<qlog::Sa
                 Some(p) if m == "PROBE_BW" => format!("PROBE_BW_{p}"),
                 _ => m.clone(),
             });
-            // The last recorded change into this state since the previous sample.
-            let since = prev_t_us.replace(r.t_us);
-            let change = state.as_ref().and_then(|st| events.iter().rev().find(|e| &e.to == st && e.t_us <= r.t_us && since.is_none_or(|p| e.t_us > p)));
             qlog::Sample {
                 t: Duration::from_micros(r.t_us - t0),
                 cwnd_bytes: r.cwnd_bytes,
@@ -35,9 +30,23 @@ pub(crate) fn qlog_samples(rows: &[TcpRow], events: &[BbrEvent]) -> Vec<qlog::Sa
                 state,
                 lost_packets: lost,
                 round_count: r.bbr_round_count,
-                state_round: change.and_then(|e| e.round),
-                state_full_bw_round: change.and_then(|e| e.full_bw_round),
             }
+        })
+        .collect()
+}
+
+/// The connection's controller's own state changes (`events`, its `bbr_events`, timed from the
+/// run's epoch), timed as its `rows` are: from their first row.
+pub(crate) fn qlog_changes(rows: &[TcpRow], events: &[BbrEvent]) -> Vec<qlog::StateChange> {
+    let t0 = rows.first().map_or(0, |r| r.t_us);
+    events
+        .iter()
+        .map(|e| qlog::StateChange {
+            t: Duration::from_micros(e.t_us.saturating_sub(t0)),
+            old: e.from.clone(),
+            new: e.to.clone(),
+            round: e.round,
+            full_bw_round: e.full_bw_round,
         })
         .collect()
 }

@@ -144,6 +144,10 @@ pub struct QuicBbrModel {
     pub round_count: u64,
     /// BBR.extra_acked (§5.5.9), bytes.
     pub extra_acked_bytes: u64,
+    /// BBR.cycle_count (§5.3.3.9 BBRAdvanceMaxBwFilter): the max_bw filter's advances;
+    /// absent in results written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycle_count: Option<u64>,
 }
 
 /// For callers that keep no series.

@@ -126,6 +126,14 @@ impl Bbr {
         }
         self.restore_cwnd();
         self.loss_in_round = false;
+        // -06 §5.5.11.2 BBRHandleSpuriousLossDetection calls BBRResetFullBW, as Linux does on
+        // every undo (tcp_bbr.c `bbr_undo_cwnd`, "spurious slow-down; reset full pipe
+        // detection"; tcp_bbr2.c `bbr2_undo_cwnd`): the rounds of the spurious recovery may
+        // have sent less, and must not count towards STARTUP's plateau. Kept: when undos come
+        // more often than every 3 rounds STARTUP cannot end (issue 31, conform A.17), but the
+        // fault there was the transport declaring every reordering lost, fixed in noq's loss
+        // detection (vendor/noq-proto PATCH.md, "Reordering"), as Linux raises its reordering
+        // degree and stops recovering spuriously.
         self.reset_full_bw();
         let max_f = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a.max(b));
         let max_u = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| a.max(b));

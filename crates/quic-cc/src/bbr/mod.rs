@@ -680,6 +680,7 @@ impl Bbr {
             extra_acked: self.extra_acked,
             bytes_in_flight: self.sampler.inflight(),
             round_count: self.round_count,
+            cycle_count: self.cycle_count,
             delivered_bytes: self.sampler.delivered(),
             lost_bytes: self.sampler.lost(),
         }

@@ -167,6 +167,7 @@ impl BbrView for Telemetry {
                 full_bw_reached: s.full_bw_reached,
                 round_count: s.round_count,
                 extra_acked_bytes: s.extra_acked,
+                cycle_count: Some(s.cycle_count),
             }),
         })
     }

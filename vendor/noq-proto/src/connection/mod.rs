@@ -2735,6 +2735,15 @@ impl Connection {
         stats.cwnd = path.data.congestion.window();
         stats.bandwidth_estimate = path.data.congestion.metrics().bandwidth_estimate;
         stats.current_mtu = path.data.mtud.current_mtu();
+        // ccbench patch (PATCH.md, "Reordering").
+        let space = self.spaces[SpaceId::Data].number_spaces.get(&path_id);
+        stats.packet_threshold = (self.config.packet_threshold as u64)
+            .max(space.map_or(0, |s| s.learnt_packet_threshold));
+        let time_threshold = self
+            .config
+            .time_threshold
+            .max(space.map_or(0.0, |s| s.learnt_time_threshold));
+        stats.time_threshold_milli = (time_threshold * 1000.0).round() as u32;
         Some(stats)
     }
 
@@ -3017,7 +3026,7 @@ impl Connection {
             }
         };
 
-        if self.detect_spurious_loss(&ack, space, path) {
+        if self.detect_spurious_loss(now, &ack, space, path) {
             self.path_stats.get_mut(path).spurious_congestion_events += 1;
             self.path_data_mut(path)
                 .congestion
@@ -3158,22 +3167,61 @@ impl Connection {
         Ok(())
     }
 
-    fn detect_spurious_loss(&mut self, ack: &frame::Ack, space: SpaceId, path: PathId) -> bool {
-        let lost_packets = &mut self.spaces[space].for_path(path).lost_packets;
+    fn detect_spurious_loss(
+        &mut self,
+        now: Instant,
+        ack: &frame::Ack,
+        space: SpaceId,
+        path: PathId,
+    ) -> bool {
+        let rtt = self.path_data(path).rtt.conservative();
+        let space = self.spaces[space].for_path(path);
+        let lost_packets = &mut space.lost_packets;
 
         if lost_packets.is_empty() {
             return false;
         }
 
+        // ccbench patch (PATCH.md, "Reordering"): how far behind the ACK's largest packet the
+        // packets that proved not lost arrived, and how long after sending they were
+        // acknowledged.
+        let mut displacement = 0;
+        let mut age = Duration::ZERO;
         for range in ack.iter() {
-            let spurious_losses: Vec<u64> = lost_packets
+            let spurious_losses: Vec<(u64, Instant)> = lost_packets
                 .iter_range(range.clone())
-                .map(|(pn, _info)| pn)
+                .map(|(pn, info)| (pn, info.time_sent))
                 .collect();
 
-            for pn in spurious_losses {
+            for (pn, time_sent) in spurious_losses {
                 lost_packets.remove(pn);
+                displacement = displacement.max(ack.largest.saturating_sub(pn));
+                age = age.max(now.saturating_duration_since(time_sent));
             }
+        }
+        // ccbench patch (PATCH.md, "Reordering"): a packet declared lost and then acknowledged
+        // was reordered by `displacement` packets, so raise the packet threshold past it, as
+        // RFC 9002 §6.1.1 allows ("implementations MAY use adaptive thresholds"; RFC 8985
+        // §6.2 grows RACK's reordering window on such proof). Linux's
+        // `tcp_check_sack_reordering` raises `tp->reordering` to the displacement seen, capped
+        // by `net.ipv4.tcp_max_reordering` (300). Without this, reordering deeper than 3
+        // packets is declared lost at every occurrence and each episode then proves spurious
+        // (issue 31, conform A.17). The threshold only grows; the time threshold (9/8 RTT,
+        // §6.1.2) still bounds how late a real loss is found.
+        if displacement > 0 {
+            let learnt = displacement.saturating_add(1).min(MAX_PACKET_THRESHOLD);
+            space.learnt_packet_threshold = space.learnt_packet_threshold.max(learnt);
+        }
+        // The same for the time threshold (RFC 9002 §6.1.2: implementations "MAY experiment
+        // with ... adaptive thresholds"). 9/8 RTT tolerates an eighth of an RTT of
+        // reordering: at 20 ms, a packet held back 6 ms is acknowledged 1.3 RTTs after it was
+        // sent and was declared lost by time whatever the packet threshold. Raised to the
+        // age at which it was acknowledged plus the standard eighth, at most 2 RTTs: RFC 8985
+        // §6.2 grows RACK's reordering window on such proof up to one SRTT beyond the RTT.
+        if !rtt.is_zero() && !age.is_zero() {
+            let learnt = (age.as_secs_f32() / rtt.as_secs_f32() + 1.0 / 8.0)
+                .min(MAX_TIME_THRESHOLD);
+            space.learnt_time_threshold = space.learnt_time_threshold.max(learnt);
         }
 
         // If this ACK frame acknowledged all deemed lost packets,
@@ -3382,12 +3430,19 @@ impl Connection {
 
         // Find all the lost packets, populating all variables initialised above.
 
+        // ccbench patch (PATCH.md, "Reordering"): raised by reordering seen, see
+        // `detect_spurious_loss`.
+        let time_threshold = self.config.time_threshold.max(
+            self.spaces[pn_space]
+                .for_path(path_id)
+                .learnt_time_threshold,
+        );
         let path = self.path_data(path_id);
         let in_flight_mtu_probe = path.mtud.in_flight_mtu_probe();
         let loss_delay = path
             .rtt
             .conservative()
-            .mul_f32(self.config.time_threshold)
+            .mul_f32(time_threshold)
             .max(TIMER_GRANULARITY);
         let first_packet_after_rtt_sample = path.first_packet_after_rtt_sample;
 
@@ -3395,7 +3450,13 @@ impl Connection {
             .for_path(path_id)
             .largest_acked_packet_pn
             .expect("detect_lost_packets only to be called if path received at least one ACK");
-        let packet_threshold = self.config.packet_threshold as u64;
+        // ccbench patch (PATCH.md, "Reordering"): raised by reordering seen, see
+        // `detect_spurious_loss`.
+        let packet_threshold = (self.config.packet_threshold as u64).max(
+            self.spaces[pn_space]
+                .for_path(path_id)
+                .learnt_packet_threshold,
+        );
 
         // InPersistentCongestion: Determine if all packets in the time period before the newest
         // lost packet, including the edges, are marked lost. PTO computation must always
@@ -7300,6 +7361,16 @@ struct AbandonedPaths(ArrayRangeSet<ABANDONED_PATH_INLINE_RANGES, u32>);
 /// A range is 2 u32's, so this is 16 * (4 + 4) = 128 bytes. A good size for inline data,
 /// with plenty of ranges for common multipath use.
 const ABANDONED_PATH_INLINE_RANGES: usize = 16;
+
+/// ccbench patch (PATCH.md, "Reordering"): the most the packet threshold grows to from the
+/// reordering a path showed, Linux's `net.ipv4.tcp_max_reordering` default
+/// (Documentation/networking/ip-sysctl.rst).
+const MAX_PACKET_THRESHOLD: u64 = 300;
+
+/// ccbench patch (PATCH.md, "Reordering"): the most the time threshold grows to, in RTTs:
+/// RFC 8985 §6.2 bounds RACK's reordering window by the smoothed RTT, so a packet is waited
+/// for at most 2 RTTs after it was sent.
+const MAX_TIME_THRESHOLD: f32 = 2.0;
 
 impl AbandonedPaths {
     /// The number of abandoned paths.

@@ -297,6 +297,14 @@ pub(super) struct PacketNumberSpace {
     pub(super) loss_time: Option<Instant>,
     /// Number of tail loss probes to send
     pub(super) loss_probes: u32,
+    /// ccbench patch (PATCH.md, "Reordering"): the packet threshold this space's losses
+    /// taught, 0 until a packet declared lost is acknowledged after all. Loss detection uses
+    /// the larger of this and `TransportConfig::packet_threshold`.
+    pub(super) learnt_packet_threshold: u64,
+    /// ccbench patch (PATCH.md, "Reordering"): the time threshold (a multiple of the RTT) this
+    /// space's losses taught, 0 until a packet declared lost is acknowledged after all. Loss
+    /// detection uses the larger of this and `TransportConfig::time_threshold`.
+    pub(super) learnt_time_threshold: f32,
 
     /// Packet numbers to skip, only used in the data package space.
     pn_filter: Option<PacketNumberFilter>,
@@ -328,6 +336,8 @@ impl PacketNumberSpace {
             time_of_last_ack_eliciting_packet: None,
             loss_time: None,
             loss_probes: 0,
+            learnt_packet_threshold: 0,
+            learnt_time_threshold: 0.0,
             pn_filter,
         }
     }
@@ -358,6 +368,8 @@ impl PacketNumberSpace {
             time_of_last_ack_eliciting_packet: None,
             loss_time: None,
             loss_probes: 0,
+            learnt_packet_threshold: 0,
+            learnt_time_threshold: 0.0,
             pn_filter,
         }
     }

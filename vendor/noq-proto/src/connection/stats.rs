@@ -286,6 +286,16 @@ pub struct PathStats {
     pub probe_timeouts: u64,
     /// What held this path's sending back, as time per state (ccbench patch; see PATCH.md).
     pub send_limits: SendLimits,
+    /// The packet threshold of this path's loss detection (RFC 9002 §6.1.1): how many
+    /// packets acknowledged after one declare it lost. `TransportConfig::packet_threshold`
+    /// until a loss proves spurious, then raised past the reordering seen (ccbench patch;
+    /// see PATCH.md, "Reordering").
+    pub packet_threshold: u64,
+    /// The time threshold of this path's loss detection (RFC 9002 §6.1.2), in thousandths of
+    /// an RTT (1125: 9/8): `TransportConfig::time_threshold` until a loss proves spurious,
+    /// then raised past how late the packet was acknowledged, at most 2000 (ccbench patch; see
+    /// PATCH.md, "Reordering").
+    pub time_threshold_milli: u32,
 }
 
 /// Why a path sent nothing more at a `poll_transmit` call (ccbench patch). The state holds
@@ -432,6 +442,8 @@ impl core::ops::Add<PathStats> for ConnectionStats {
             current_mtu: _,
             probe_timeouts: _,
             send_limits: _,
+            packet_threshold: _,
+            time_threshold_milli: _,
         } = rhs;
         Self {
             udp_tx: self.udp_tx + udp_tx,
@@ -472,6 +484,8 @@ impl core::ops::AddAssign<PathStats> for ConnectionStats {
             current_mtu: _,
             probe_timeouts: _,
             send_limits: _,
+            packet_threshold: _,
+            time_threshold_milli: _,
         } = rhs;
         let Self {
             udp_tx,
