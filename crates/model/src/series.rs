@@ -139,11 +139,12 @@ pub struct TcpRow {
     /// BBR.extra_acked, bytes.
     #[serde(default)]
     pub bbr_extra_acked: Option<u64>,
-    /// Kernel TCP only (empty for QUIC and in files written before them): reordering as the
-    /// sender saw it, `tcpi_reordering` (the degree, packets), `tcpi_reord_seen` (times
-    /// detected) and `tcpi_dsack_dups` (retransmissions the receiver reported duplicate:
-    /// spurious ones). Linux counts its undone recoveries per namespace (`TcpExtTCP*Undo`),
-    /// not per socket.
+    /// Reordering as the sender saw it (empty in files written before them). Kernel TCP:
+    /// `tcpi_reordering` (the degree, packets), `tcpi_reord_seen` (times detected) and
+    /// `tcpi_dsack_dups` (retransmissions the receiver reported duplicate: spurious ones);
+    /// Linux counts its undone recoveries per namespace (`TcpExtTCP*Undo`), not per socket.
+    /// QUIC: `reordering` is loss detection's packet threshold (3, raised past the reordering
+    /// a spurious loss proved), the other two empty.
     #[serde(default)]
     pub reordering: Option<u32>,
     #[serde(default)]
@@ -274,7 +275,7 @@ impl TcpRow {
             bbr_inflight_longterm: model.and_then(|m| m.inflight_longterm_bytes),
             bbr_inflight_shortterm: model.and_then(|m| m.inflight_shortterm_bytes),
             bbr_extra_acked: model.map(|m| m.extra_acked_bytes),
-            reordering: None,
+            reordering: q.packet_threshold,
             reord_seen: None,
             dsack_dups: None,
             spurious_losses: Some(q.spurious_congestion_events),

@@ -71,6 +71,11 @@ pub struct QuicSample {
     /// undo (noq's `on_spurious_congestion_event`).
     #[serde(default)]
     pub spurious_congestion_events: u64,
+    /// Loss detection's packet threshold (RFC 9002 §6.1.1), packets: 3 until a loss proves
+    /// spurious, then raised past the reordering that loss showed (vendor/noq-proto/PATCH.md,
+    /// "Reordering"), QUIC's counterpart of kernel TCP's `tcpi_reordering`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packet_threshold: Option<u32>,
     pub app_limited: bool,
     /// BBR's own view, when the controller exposes it.
     pub bbr: Option<QuicBbr>,

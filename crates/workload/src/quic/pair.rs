@@ -204,6 +204,8 @@ pub(crate) fn sample(sender: &Connection, probe: &Probe, bbr: Option<&Arc<dyn Bb
         packets_lost: stats.lost_packets,
         congestion_events: stats.congestion_events,
         spurious_congestion_events: stats.spurious_congestion_events,
+        // 0 only from the default stats of a path already gone.
+        packet_threshold: u32::try_from(stats.packet_threshold).ok().filter(|&n| n > 0),
         app_limited: p.app_limited,
         ack_stamp_age_p50_us: p.ack_stamp_age_p50_us,
         ack_stamp_age_p99_us: p.ack_stamp_age_p99_us,
