@@ -60,11 +60,7 @@ fn case(tag: &str, args: &[&str], expect: &[(&str, &str)]) -> (Value, std::path:
         }
         let overall = held / weight;
         let (top, _) = by_cause.iter().max_by(|a, b| a.1.total_cmp(b.1)).unwrap();
-        assert!(
-            top == cause && overall >= 0.5,
-            "{tag}: over {} runs {cc} was {cause}-limited {overall:.2} of its active time, {top} the most",
-            runs.len()
-        );
+        assert!(top == cause && overall >= 0.5, "{tag}: over {} runs {cc} was {cause}-limited {overall:.2} of its active time, {top} the most", runs.len());
     }
     // The terminal says it under the verdict.
     for (cc, _) in expect {
