@@ -119,7 +119,7 @@ fn both_senders_raise_their_reordering_threshold_on_a_reordering_path() {
         flate2::read::MultiGzDecoder::new(std::fs::File::open(out.join(run["series"]["tcp"].as_str().unwrap())).unwrap()).read_to_string(&mut rows).unwrap();
         let header: Vec<&str> = rows.lines().next().unwrap().split(',').collect();
         let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no {name} column"));
-        let last: Vec<&str> = rows.lines().filter(|l| l.starts_with("flow-0,")).last().expect("no sample of flow-0").split(',').collect();
+        let last: Vec<&str> = rows.lines().rfind(|l| l.starts_with("flow-0,")).expect("no sample of flow-0").split(',').collect();
         let reordering: u32 = last[col("reordering")].parse().unwrap_or_else(|_| panic!("{}: no reordering in {last:?}", run["cc"]));
         eprintln!("{}: reordering {reordering} at the last sample, spurious losses {:?}", run["cc"], last[col("spurious_losses")]);
         assert!(reordering > 3, "{}: the threshold stayed at {reordering}", run["cc"]);
