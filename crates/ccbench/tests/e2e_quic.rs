@@ -347,7 +347,9 @@ fn noq_pacer_burst(pacing_bytes_per_s: f64, mtu: f64) -> f64 {
 /// Issue 8 (e): pacing is real. With an unlimited buffer a loss-based sender grows the queue
 /// without bound, a paced BBR does not: at the bottleneck's entry, before the queue, QUIC BBR's
 /// packets arrive paced, 99 % of them in bursts no longer than noq's pacer lets out at
-/// ProbeBW_UP's 1.25 × the link (11 datagrams at 50 Mbit/s); and each QUIC BBR's queue stays
+/// ProbeBW_UP's 1.25 × its own estimate (11 datagrams at 50 Mbit/s, 12 when the estimate runs
+/// 5 % high: a full local CI run saw bbr2's p99 at 12 against a budget of 11 taken from the
+/// link's rate, its estimates 1.024–1.055 of the link); and each QUIC BBR's queue stays
 /// under its cwnd's bound while QUIC CUBIC's grows past four times it.
 ///
 /// How short BBR's queue is depends on its bandwidth estimate, which this host can inflate:
@@ -389,7 +391,14 @@ fn quic_bbr_is_paced_at_the_bottleneck_entry_and_keeps_an_unlimited_queue_short(
     let queue = |cc| median(&v, cc, |m| m["queue_delay_p50_ms"].as_f64().unwrap());
     let burst_p99 = |cc| median(&v, cc, |m| m["entry"]["burst_p99_packets"].as_f64().unwrap());
     let mtu = v["runs"][0]["workload"]["flows"][0]["final_quic"]["mtu"].as_f64().unwrap();
-    let budget = noq_pacer_burst(1.25 * 50e6 / 8.0, mtu);
+    // The pacer's budget at ProbeBW_UP's 1.25 × the controller's own estimate, which this host
+    // inflates by up to ~5 % (below): at 1.055 of the link, 12 datagrams instead of 11.
+    let budget = |cc: &str| -> f64 {
+        let runs = v["runs"].as_array().unwrap().iter().filter(|r| r["cc"] == cc && r["status"] == "complete");
+        common::median(
+            runs.map(|r| noq_pacer_burst(1.25 * r["workload"]["flows"][0]["final_quic"]["bbr"]["max_bw_bps"].as_f64().unwrap() / 8.0, mtu)).collect(),
+        )
+    };
     // The link in the bytes BBR counts: UDP payloads, without the 28 bytes of IP and UDP
     // headers that the emulator's rate serializes too.
     let link_bps = 50e6 * mtu / (mtu + 28.0);
@@ -406,6 +415,7 @@ fn quic_bbr_is_paced_at_the_bottleneck_entry_and_keeps_an_unlimited_queue_short(
                 r["metrics"]["queue_delay_p50_ms"].as_f64().unwrap_or(f64::NAN)
             );
         }
+        let budget = budget(bbr);
         eprintln!("{bbr}: queue p50 {:.1} ms (quic:cubic {cubic:.0} ms); 99 % of packets in bursts of ≤ {} (noq's burst {budget})", queue(bbr), burst_p99(bbr));
         assert!(queue(bbr) < 1.5 * rtt_ms && cubic > 4.0 * queue(bbr).max(2.5), "{bbr} queue {} ms vs quic:cubic {cubic} ms", queue(bbr));
         assert!(burst_p99(bbr) <= budget, "{bbr}: 99 % of packets in bursts of up to {} packets, noq paces at most {budget}", burst_p99(bbr));
