@@ -7,7 +7,6 @@ mod common;
 
 use common::{ccbench, have_root, lock, out_path, run_ok};
 use serde_json::Value;
-use std::io::Read;
 
 /// `ccbench run ARGS --out DIR`: result.json, runs.csv and the text output.
 fn run(args: &[&str], tag: &str) -> (Value, String, String) {
@@ -115,8 +114,7 @@ fn both_senders_raise_their_reordering_threshold_on_a_reordering_path() {
         let out = out_path("reorder");
         run_ok(&["--cc", cc, "--rate", "20mbit", "--rtt", "20ms", "--reorder", "1%:10pkt", "--duration", "3s", "--runs", "1", "--seed", "31"], &out);
         let run = &common::result(&out)["runs"][0];
-        let mut rows = String::new();
-        flate2::read::MultiGzDecoder::new(std::fs::File::open(out.join(run["series"]["tcp"].as_str().unwrap())).unwrap()).read_to_string(&mut rows).unwrap();
+        let rows = common::tcp_series(&out, run);
         let header: Vec<&str> = rows.lines().next().unwrap().split(',').collect();
         let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no {name} column"));
         let last: Vec<&str> = rows.lines().rfind(|l| l.starts_with("flow-0,")).expect("no sample of flow-0").split(',').collect();
@@ -360,8 +358,8 @@ fn noq_pacer_burst(pacing_bytes_per_s: f64, mtu: f64) -> f64 {
 /// link, BBRv3 then cruises at its cwnd (2 BDP plus extra_acked): a standing queue of about
 /// one RTT. So the queue bound here is 1.5 RTTs; with an exact clock the queue is a few ms
 /// every time (`quic-cc/tests/noq_in_memory.rs`). The end-of-run estimate does not tell
-/// which runs were spared: one ended at 1.010 of the link with a queue p50 of 10.4 ms. Measured: CI's run
-/// 7.7 / 23.9 ms against 161 ms; idle here, estimates 50.6–53.4 Mbit/s against the link's
+/// which runs were spared: one ended at 1.010 of the link with a queue p50 of 10.4 ms.
+/// Measured: CI's run 7.7 / 23.9 ms against 161 ms; idle here, estimates 50.6–53.4 Mbit/s against the link's
 /// 49.05 (UDP payload) and queues 7–28 ms against 145–315 ms (docs/quic.md).
 #[test]
 fn quic_bbr_is_paced_at_the_bottleneck_entry_and_keeps_an_unlimited_queue_short() {
@@ -391,31 +389,26 @@ fn quic_bbr_is_paced_at_the_bottleneck_entry_and_keeps_an_unlimited_queue_short(
     let queue = |cc| median(&v, cc, |m| m["queue_delay_p50_ms"].as_f64().unwrap());
     let burst_p99 = |cc| median(&v, cc, |m| m["entry"]["burst_p99_packets"].as_f64().unwrap());
     let mtu = v["runs"][0]["workload"]["flows"][0]["final_quic"]["mtu"].as_f64().unwrap();
-    // The pacer's budget at ProbeBW_UP's 1.25 × the controller's own estimate, which this host
-    // inflates by up to ~5 % (below): at 1.055 of the link, 12 datagrams instead of 11.
-    let budget = |cc: &str| -> f64 {
-        let runs = v["runs"].as_array().unwrap().iter().filter(|r| r["cc"] == cc && r["status"] == "complete");
-        common::median(
-            runs.map(|r| noq_pacer_burst(1.25 * r["workload"]["flows"][0]["final_quic"]["bbr"]["max_bw_bps"].as_f64().unwrap() / 8.0, mtu)).collect(),
-        )
-    };
     // The link in the bytes BBR counts: UDP payloads, without the 28 bytes of IP and UDP
     // headers that the emulator's rate serializes too.
     let link_bps = 50e6 * mtu / (mtu + 28.0);
     let (rtt_ms, cubic) = (20.0, queue("quic:cubic"));
     for bbr in ["quic:bbr3", "quic:bbr2"] {
         let runs: Vec<&Value> = v["runs"].as_array().unwrap().iter().filter(|r| r["cc"] == bbr && r["status"] == "complete").collect();
-        // What set each run's queue: the estimate at its end (the max filter's, so at least
-        // what the last two cycles measured).
+        // Each run's estimate at its end (the max filter's, so at least what the last two
+        // cycles measured): what set its queue, and the rate its pacer ran at.
+        let max_bw = |r: &Value| r["workload"]["flows"][0]["final_quic"]["bbr"]["max_bw_bps"].as_f64().unwrap();
         for r in &runs {
-            let estimate = r["workload"]["flows"][0]["final_quic"]["bbr"]["max_bw_bps"].as_f64().unwrap() / link_bps;
             eprintln!(
-                "{bbr} run {}: max_bw {estimate:.3} of the link, queue p50 {:.1} ms",
+                "{bbr} run {}: max_bw {:.3} of the link, queue p50 {:.1} ms",
                 r["index"],
+                max_bw(r) / link_bps,
                 r["metrics"]["queue_delay_p50_ms"].as_f64().unwrap_or(f64::NAN)
             );
         }
-        let budget = budget(bbr);
+        // The pacer's budget at ProbeBW_UP's 1.25 × the controller's own estimate, which this
+        // host inflates by up to ~5 % (above): at 1.055 of the link, 12 datagrams instead of 11.
+        let budget = common::median(runs.iter().map(|r| noq_pacer_burst(1.25 * max_bw(r) / 8.0, mtu)).collect());
         eprintln!("{bbr}: queue p50 {:.1} ms (quic:cubic {cubic:.0} ms); 99 % of packets in bursts of ≤ {} (noq's burst {budget})", queue(bbr), burst_p99(bbr));
         assert!(queue(bbr) < 1.5 * rtt_ms && cubic > 4.0 * queue(bbr).max(2.5), "{bbr} queue {} ms vs quic:cubic {cubic} ms", queue(bbr));
         assert!(burst_p99(bbr) <= budget, "{bbr}: 99 % of packets in bursts of up to {} packets, noq paces at most {budget}", burst_p99(bbr));

@@ -25,8 +25,8 @@ fn dominant(run: &Value) -> (String, f64) {
 /// hold at least 40 %. A run may lose some of its share to the host (a loaded machine wakes a
 /// slow writer late, and Linux's window validation, RFC 7661, makes an application-limited
 /// flow read partly cwnd-limited: the app case read 0.80 here, 0.55 once in CI, where 60 % was
-/// asked), but an accounting that named another cause would leave it near zero. Returns the result and its directory (removed
-/// by the caller).
+/// asked), but an accounting that named another cause would leave it near zero. Returns the
+/// result and its directory (removed by the caller).
 fn case(tag: &str, args: &[&str], expect: &[(&str, &str)]) -> (Value, std::path::PathBuf) {
     let out = out_path(tag);
     let printed = run_ok(args, &out);

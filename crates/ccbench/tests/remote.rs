@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::PermissionsExt;
@@ -23,7 +22,7 @@ use ccbench_remote::{Client, RemoteError, Secret, TestRequest};
 use ccbench_stats::Summary;
 use common::{
     ccbench, counted_through_serve, exec_with_serve, fastest, have_root_and_tun as have_root, lock, loopback_serve, one_line, result, run_ok, secret_file,
-    serve_addr, tempdir, text, BIN,
+    serve_addr, tcp_series, tempdir, text, BIN,
 };
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
@@ -135,9 +134,7 @@ fn remote_gives_the_same_verdict_and_goodput_as_emulated() {
         assert_eq!(run["workload"]["flows"][0]["cc_read_back"], run["cc"]);
         assert!(run["metrics"]["drops_loss"].is_null() && run["metrics"]["queue_delay_p50_ms"].is_null(), "{}", run["metrics"]);
         assert!(run["series"]["link_down"].is_null());
-        let tcp = remote_out.join(run["series"]["tcp"].as_str().unwrap());
-        let mut rows = String::new();
-        flate2::read::MultiGzDecoder::new(File::open(tcp).unwrap()).read_to_string(&mut rows).unwrap();
+        let rows = tcp_series(&remote_out, run);
         let samples = rows.lines().filter(|l| l.starts_with("flow-0,")).count();
         // 10 ms sampling over 3 s: ~300 samples; a loose floor.
         assert!(samples > 150, "{} samples of the server's socket", samples);
@@ -534,9 +531,7 @@ fn same_verdict(e: &Value, r: &Value, winner: &str) {
 
 /// The rows of a run's `tcp.csv.gz` whose socket starts with `prefix`.
 fn series_rows(out: &Path, run: &Value, prefix: &str) -> usize {
-    let mut rows = String::new();
-    flate2::read::MultiGzDecoder::new(File::open(out.join(run["series"]["tcp"].as_str().unwrap())).unwrap()).read_to_string(&mut rows).unwrap();
-    rows.lines().filter(|l| l.starts_with(prefix)).count()
+    tcp_series(out, run).lines().filter(|l| l.starts_with(prefix)).count()
 }
 
 /// Objects (GET, so the server's sockets send) through serve behind an emulated path give the

@@ -139,6 +139,14 @@ pub fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
+/// A run's `tcp.csv.gz` (its sockets' samples), decompressed; `out` is the result's folder.
+pub fn tcp_series(out: &Path, run: &Value) -> String {
+    let mut rows = String::new();
+    let file = File::open(out.join(run["series"]["tcp"].as_str().unwrap_or_else(|| panic!("no tcp series in run {}", run["index"])))).unwrap();
+    std::io::Read::read_to_string(&mut flate2::read::MultiGzDecoder::new(file), &mut rows).unwrap();
+    rows
+}
+
 /// The least of `xs`: for a time that load only ever adds to (a page load), the run least
 /// disturbed, as ping's minimum is.
 pub fn fastest(xs: Vec<f64>) -> f64 {
