@@ -255,7 +255,7 @@ fn reno_under_random_loss_follows_mathis() {
     let mut measured = Vec::new();
     for loss in ["1%", "4%"] {
         let v = run_json(
-            &["--cc", "reno", "--runs", "2", "--rate", "200mbit", "--rtt", "20ms", "--loss-down", loss, "--loss-up", "0", "--duration", "8s", "--seed", "5"],
+            &["--cc", "reno", "--runs", "2", "--rate", "200mbit", "--rtt", "20ms", "--loss-down", loss, "--loss-up", "0", "--duration", "6s", "--seed", "5"],
             "mathis",
         );
         let p = f(&v["params"]["path"]["down"]["loss"]["p"]);
@@ -283,7 +283,7 @@ fn bbr_is_far_ahead_of_cubic_under_random_loss() {
     // exact enough to stop at: 4 runs each, or 6 when the two spreads differ so much at 4 that
     // the level there is only approximate (issue 28: such a look does not stop the design).
     let v = run_json(
-        &["--cc", "bbr,cubic", "--runs", "auto", "--max-runs", "6", "--rate", "50mbit", "--rtt", "20ms", "--loss", "3%", "--duration", "4s", "--seed", "11"],
+        &["--cc", "bbr,cubic", "--runs", "auto", "--max-runs", "6", "--rate", "50mbit", "--rtt", "20ms", "--loss", "3%", "--duration", "2s", "--seed", "11"],
         "bbr",
     );
     let c = &v["comparisons"][0];

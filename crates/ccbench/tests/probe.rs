@@ -15,15 +15,11 @@ use common::{
 };
 use serde_json::Value;
 
-fn median_goodput(v: &Value, cc: &str) -> f64 {
-    f(&v["summary"].as_array().unwrap().iter().find(|s| s["cc"] == cc).unwrap()["goodput_bps"]["median"])
-}
-
 /// The test: on a 30 Mbit/s, 60 ms path with 1 % loss (each direction), probe finds the
 /// rate within 10 %, the RTT within 1 ms and the loss within ±0.5 points, in both directions;
-/// and a bbr-vs-cubic experiment on the twin from its path file reaches the original's verdict.
+/// and `run --path` on the file it writes emulates exactly what it found.
 #[test]
-fn probe_recovers_a_lossy_30mbit_60ms_path_and_its_twin_reaches_the_same_verdict() {
+fn probe_recovers_a_lossy_30mbit_60ms_path_and_its_path_file_makes_that_path() {
     let _g = lock();
     if !have_root() {
         return;
@@ -58,24 +54,21 @@ fn probe_recovers_a_lossy_30mbit_60ms_path_and_its_twin_reaches_the_same_verdict
         assert!(text.lines().any(|l| l.starts_with(&format!("{field} = "))), "{field} missing from:\n{text}");
     }
 
-    // The "real" path (here the original emulated one) against its twin: same experiment, same seed.
-    let experiment = ["--cc", "bbr,cubic", "--runs", "4", "--duration", "4s", "--seed", "5"];
-    run_ok(&[&experiment[..], &path[..]].concat(), &dir.join("real"));
-    run_ok(&[&experiment[..], &["--path", file.to_str().unwrap()][..]].concat(), &dir.join("twin"));
-    let (real, twin) = (result(&dir.join("real")), result(&dir.join("twin")));
-    let (rc, tc) = (&real["comparisons"][0], &twin["comparisons"][0]);
-    assert_eq!((&rc["better"], &rc["significant"]), (&tc["better"], &tc["significant"]), "verdicts differ:\nreal {rc}\ntwin {tc}");
-    assert_eq!(rc["better"], "bbr", "CUBIC is Mathis-bound at 1 % loss: {rc}");
-    // The twin predicts the size of the difference too: its ratio lies in the real one's 95 % CI.
-    // (Each comparison's ratio is a/b; turned into bbr/cubic for both.)
-    let bbr_over_cubic = |c: &Value, x: f64| if c["a"] == "bbr" { x } else { 1.0 / x };
-    let ratio = bbr_over_cubic(tc, f(&tc["ratio_ci"]["ratio"]));
-    let (lo, hi) = (bbr_over_cubic(rc, f(&rc["ratio_ci"]["lo"])), bbr_over_cubic(rc, f(&rc["ratio_ci"]["hi"])));
-    assert!(lo.min(hi) <= ratio && ratio <= lo.max(hi), "twin ratio {ratio} outside the real CI {rc}");
-    // BBR's goodput is set by the bottleneck rate, which probe found within a few percent; its
-    // run-to-run spread is about ±3 %.
-    let (r, t) = (median_goodput(&real, "bbr"), median_goodput(&twin, "bbr"));
-    assert!((t / r - 1.0).abs() < 0.10, "bbr goodput: real {r}, twin {t}");
+    // The twin built from the path file is the probed path: one short run on it carries the
+    // estimates into its own path, each direction. Whether a twin reaches the real path's
+    // verdict, and BBR's goodput on it, is `twin_runs_the_real_path_and_its_twin_side_by_side`'s
+    // question (the same probe and twin, through serve); this test ran a second 64 s bbr-vs-cubic
+    // experiment for it until CI's time ran short.
+    run_ok(&["--cc", "cubic", "--runs", "1", "--duration", "1s", "--seed", "5", "--path", file.to_str().unwrap()], &dir.join("twin"));
+    let twin = result(&dir.join("twin"));
+    let twin_path = &twin["params"]["path"];
+    for d in ["down", "up"] {
+        let rate = f(&twin_path[d]["rate"]["bits_per_sec"]);
+        assert!((rate / f(&e[d]["rate_bps"]) - 1.0).abs() < 1e-3, "the twin's {d} rate is the probed one: {twin_path}\n{stdout}");
+        let loss = f(&twin_path[d]["loss"]["p"]);
+        assert!((loss / f(&e[d]["loss"]["fraction"]) - 1.0).abs() < 1e-3, "the twin's {d} loss is the probed one: {twin_path}\n{stdout}");
+    }
+    assert_eq!(twin["runs"][0]["status"], "complete", "{}", twin["runs"][0]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -221,13 +214,13 @@ fn twin_runs_the_real_path_and_its_twin_side_by_side() {
         &["--rate", "50mbit", "--rtt", "10ms", "--loss", "2%", "--seed", "4"],
         &secret,
         "",
-        &format!("{BIN} run --remote $S --secret-file {} --twin --cc bbr,cubic --runs 4 --duration 3s --seed 9 --out {}", secret.display(), out.display()),
+        &format!("{BIN} run --remote $S --secret-file {} --twin --cc bbr,cubic --runs 4 --duration 2s --seed 9 --out {}", secret.display(), out.display()),
     );
     assert!(o.status.success(), "{}", text(&o));
     let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(stdout.contains("The twin predicts the verdict: bbr better than cubic on both."), "{stdout}");
     assert_eq!(stderr.lines().filter(|l| l.contains(" probe (UDP port ")).count(), 1, "one probe:\n{stderr}");
-    assert_eq!(stderr.lines().filter(|l| l.contains(" bulk download 3 s")).count(), 8, "8 real runs:\n{stderr}");
+    assert_eq!(stderr.lines().filter(|l| l.contains(" bulk download 2 s")).count(), 8, "8 real runs:\n{stderr}");
 
     let (real, twin) = (result(&out), result(&out.join("twin")));
     // The real result is a remote run's, its fields unchanged, and gains `twin`.
