@@ -8,7 +8,7 @@
 
 use std::any::Any;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use noq_proto::congestion::{Controller, ControllerFactory, ControllerMetrics};
 use noq_proto::{EcnCodepoint, RttEstimator};
@@ -62,6 +62,10 @@ impl Controller for Bbr {
 
     fn on_ack(&mut self, now: Instant, sent: Instant, _bytes: u64, pn: u64, _app_limited: bool, _rtt: &RttEstimator) {
         self.on_packet_acked(now, sent, pn);
+    }
+
+    fn on_ack_delay(&mut self, now: Instant, ack_delay: Duration) {
+        Bbr::on_ack_delay(self, now, ack_delay);
     }
 
     fn on_end_acks(&mut self, now: Instant, in_flight: u64, app_limited: bool, _largest_packet_num_acked: Option<u64>) {

@@ -96,6 +96,9 @@ pub struct DeliveryRateSampler {
     newly_lost: u64,
     ecn_delivered: u64,
     ce_delivered: u64,
+    /// When the peer received the newest packet of the ACK being processed, on this end's
+    /// clock ([`Self::on_ack_receipt`]); `None`: the ACK's arrival.
+    ack_receipt: Option<Instant>,
 }
 
 impl Default for DeliveryRateSampler {
@@ -122,6 +125,7 @@ impl DeliveryRateSampler {
             newly_lost: 0,
             ecn_delivered: 0,
             ce_delivered: 0,
+            ack_receipt: None,
         }
     }
 
@@ -157,6 +161,19 @@ impl DeliveryRateSampler {
     /// understate the path.
     pub fn mark_app_limited(&mut self) {
         self.app_limited_until = (self.delivered + self.inflight_bytes).max(1);
+    }
+
+    /// The ACK about to be processed (until [`Self::generate`]) was sent by a peer that received
+    /// its newest packet at `at` on this end's clock: the ACK's arrival minus the delay the
+    /// peer reported (QUIC's `ack_delay`, RFC 9000 §19.3). `C.delivered_time` is then taken
+    /// at `at` instead of at the arrival, so the ACK phase of a sample spans the peer's receipts,
+    /// and a receiver that woke late to acknowledge (a userspace QUIC stack on a busy host)
+    /// neither shortens the phase that starts at its late ACK nor stretches the one that ends
+    /// there. Linux TCP times the phase at ACK arrival (`tcp_rate_gen`), where the receiver
+    /// acknowledges in softirq; draft-ietf-ccwg-bbr-06 §4.1 leaves the clock to the transport.
+    /// The time never goes back before an earlier ACK's, nor past the arrival.
+    pub fn on_ack_receipt(&mut self, at: Instant) {
+        self.ack_receipt = Some(at);
     }
 
     /// §4.1.2.2 OnPacketSent.
@@ -213,7 +230,8 @@ impl DeliveryRateSampler {
     fn account_acked(&mut self, now: Instant, p: SentPacket) -> Option<SentPacket> {
         self.inflight_bytes -= p.size;
         self.delivered += p.size;
-        self.delivered_time = Some(now);
+        let receipt = self.ack_receipt.map_or(now, |at| at.min(now));
+        self.delivered_time = Some(self.delivered_time.map_or(receipt, |t| t.max(receipt)));
         self.newly_acked += p.size;
         let is_newest = match self.newest {
             None => true,
@@ -265,6 +283,7 @@ impl DeliveryRateSampler {
     /// §4.1.2.3 `GenerateRateSample`, once per ACK batch. `None` when no packet with a
     /// send-time record was acknowledged in the batch.
     pub fn generate(&mut self) -> Option<RateSample> {
+        self.ack_receipt = None;
         // The app-limited phase ends once everything in flight when it began is delivered.
         if self.app_limited_until != 0 && self.delivered > self.app_limited_until {
             self.app_limited_until = 0;
@@ -279,9 +298,12 @@ impl DeliveryRateSampler {
         let ack_elapsed = delivered_time.saturating_duration_since(p.delivered_time);
         let interval = send_elapsed.max(ack_elapsed);
         let delivered = self.delivered - p.delivered;
-        // The draft marks samples with interval < min RTT invalid. Here that cannot happen:
-        // ack_elapsed ≥ this packet's RTT ≥ the min RTT, since its delivered_time was
-        // taken no later than its send time. Only an empty interval is left to reject.
+        // The draft marks samples with interval < min RTT invalid. Timed at ACK arrivals that
+        // cannot happen: ack_elapsed ≥ this packet's RTT ≥ the min RTT, since its
+        // delivered_time was taken no later than its send time. Timed at the peer's receipts
+        // the ACK phase can be shorter by the ACK's reported delay, but never the send phase,
+        // which `interval` also covers: the sample stays at most the rate the flight was sent
+        // at (§4.1.1.2.4), as against compressed ACKs. Only an empty interval is rejected.
         let delivery_rate = if !interval.is_zero() { delivered as f64 / interval.as_secs_f64() } else { 0.0 };
         Some(RateSample {
             delivery_rate,

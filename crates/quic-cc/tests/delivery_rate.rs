@@ -167,3 +167,41 @@ fn a_reused_packet_number_keeps_both_packets_apart() {
     assert_eq!(s.on_packet_acked(ms(t0, 120), 9).unwrap().send_time, ms(t0, 91));
     assert_eq!(s.inflight(), 0);
 }
+
+/// Timed at the receiver's receipt (the ACK's arrival minus its ACK Delay, given before the
+/// ACK's packets), the ACK phase runs from receipt to receipt; the RTT stays the ACK's arrival
+/// minus the send. The receipt holds for one ACK only, never goes back before an earlier ACK's
+/// time, and never past the arrival.
+#[test]
+fn the_ack_phase_is_timed_at_the_receivers_receipt_when_given() {
+    let t0 = Instant::now();
+    let mut s = warmed_up(t0); // delivered_time 10 ms
+    s.on_packet_sent(ms(t0, 10), SIZE, 1);
+    s.on_packet_sent(ms(t0, 12), SIZE, 2);
+    // P1 arrives at 20 ms; the peer held its ACK 3 ms: it received P1 at 17 ms.
+    s.on_ack_receipt(ms(t0, 17));
+    s.on_packet_acked(ms(t0, 20), 1).unwrap();
+    let rs = s.generate().unwrap();
+    assert_eq!(rs.ack_elapsed, Duration::from_millis(7), "from the last receipt to this one");
+    assert_eq!(rs.rtt, Duration::from_millis(10), "the RTT is still the ACK's arrival");
+    // P3 leaves at 20 ms and records delivered_time 17 ms. P2's and P3's ACKs come with no
+    // receipt: each is timed at its arrival, P3's 13 ms after P1's receipt.
+    s.on_packet_sent(ms(t0, 20), SIZE, 3);
+    s.on_packet_acked(ms(t0, 22), 2).unwrap();
+    s.generate().unwrap();
+    s.on_packet_sent(ms(t0, 22), SIZE, 4);
+    s.on_packet_acked(ms(t0, 30), 3).unwrap();
+    assert_eq!(s.generate().unwrap().ack_elapsed, Duration::from_millis(13));
+    // A receipt before the last ACK's time (a peer's delay longer than the gap between two
+    // ACKs) does not move the clock back: P4 (recorded at 22 ms) is timed from 22 to 30 ms,
+    // not to 25.
+    s.on_packet_sent(ms(t0, 30), SIZE, 5);
+    s.on_ack_receipt(ms(t0, 25));
+    s.on_packet_acked(ms(t0, 40), 4).unwrap();
+    assert_eq!(s.generate().unwrap().ack_elapsed, Duration::from_millis(8));
+    // One after the arrival is the arrival: P5 (recorded at 30 ms) is timed to 50 ms, not 60.
+    s.on_packet_sent(ms(t0, 40), SIZE, 6);
+    s.on_ack_receipt(ms(t0, 60));
+    s.on_packet_acked(ms(t0, 50), 5).unwrap();
+    assert_eq!(s.generate().unwrap().ack_elapsed, Duration::from_millis(20));
+}

@@ -12,7 +12,7 @@ mod sim;
 
 use std::time::{Duration, Instant};
 
-use ccbench_quic_cc::{BbrState, BbrVersion, Controller, Cubic, SlowStartPhase, Telemetry, LINUX_CSS_ROUNDS, RFC_CSS_ROUNDS};
+use ccbench_quic_cc::{BbrParams, BbrState, BbrVersion, Controller, Cubic, SlowStartPhase, Telemetry, LINUX_CSS_ROUNDS, RFC_CSS_ROUNDS};
 use sim::{Link, Sim, MSS};
 
 const V3: BbrVersion = BbrVersion::V3;
@@ -109,6 +109,37 @@ fn cruising_bw_estimate_is_the_link_rate_with_exact_ack_times() {
         last = r;
     }
     assert!(last > 1.01, "4 ms of scatter left the estimate within 1 %: {last}");
+}
+
+/// A receiver that acknowledges only when it wakes, its wake-ups scattered by up to J (a
+/// userspace QUIC stack on a busy host), stretches some ACK phases and shortens the ones that
+/// begin at its late ACKs; the max filter keeps the shortened ones, so timed at ACK arrivals
+/// the cruising estimate runs above the link and grows with J. Each ACK reports its delay
+/// (QUIC's ACK Delay), and timed at the receiver's receipts (arrival − ack_delay) the estimate
+/// is the link's again. The test-only defect `rate-samples-at-ack-arrival` is the arrival-timed
+/// controller, so the comparison is the same controller with one switch.
+#[test]
+fn a_late_waking_receiver_does_not_inflate_the_estimate_when_samples_are_timed_at_its_receipts() {
+    let run = |jitter_ms: f64, at_arrival: bool| {
+        let params = BbrParams::for_version(V3);
+        let params = if at_arrival { params.with_test_defects("rate-samples-at-ack-arrival").unwrap() } else { params };
+        let mut sim = Sim::with_params(V3, params, scenario_link());
+        sim.rx_wake_jitter = Duration::from_secs_f64(jitter_ms / 1e3);
+        sim.run_for(secs(20.0));
+        cruise_bw_ratio(&sim)
+    };
+    let exact = run(0.0, false);
+    assert!(exact <= 1.01, "a receiver that acknowledges at once: median cruising bw {exact:.4} of the link");
+    assert_eq!(run(0.0, true), exact, "with no ACK delay the two clocks are one");
+    for jitter_ms in [1.0, 2.0, 4.0, 8.0] {
+        let (receipt, arrival) = (run(jitter_ms, false), run(jitter_ms, true));
+        println!("receiver wake-ups scattered by up to {jitter_ms} ms: median cruising max_bw / link {receipt:.4} timed at its receipts, {arrival:.4} at the ACKs' arrival");
+        assert!(
+            receipt <= exact + 0.005,
+            "timed at the receiver's receipts, {jitter_ms} ms of scatter still raised the estimate: {receipt:.4} against {exact:.4}"
+        );
+        assert!(arrival > receipt + 0.003, "timed at arrival, {jitter_ms} ms of scatter did not inflate the estimate: {arrival:.4} against {receipt:.4}");
+    }
 }
 
 /// Runs in 1 ms steps until the controller leaves ProbeBW_UP, with at least one loss counted.

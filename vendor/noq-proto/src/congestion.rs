@@ -45,6 +45,16 @@ pub trait Controller: Send + Sync + core::fmt::Debug {
     ) {
     }
 
+    /// ccbench patch (PATCH.md, "ACK delay"): an ACK frame that newly acknowledges its largest
+    /// packet is about to be processed, and the peer says it held the ACK `ack_delay` after
+    /// receiving that packet (RFC 9000 §19.3, limited to the peer's `max_ack_delay` as for the
+    /// RTT, RFC 9002 §5.3). Called before that frame's `on_ack` calls, with their `now`: the
+    /// peer received the packet at about `now - ack_delay` on this end's clock, which a
+    /// delivery-rate sampler can take as the ACK phase's time instead of the ACK's arrival, so
+    /// that a receiver's late wake-ups do not shorten or stretch the phase.
+    #[allow(unused_variables)]
+    fn on_ack_delay(&mut self, now: Instant, ack_delay: Duration) {}
+
     /// Packets are acked in batches, all with the same `now` argument. This indicates one of those
     /// batches has completed.
     #[allow(unused_variables)]

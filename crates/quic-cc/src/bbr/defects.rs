@@ -20,6 +20,10 @@ pub const DEFECTS: &[(&str, &str)] = &[
     ("idle-restart-enters-startup", "a restart from idle re-enters STARTUP (§5.4.1; A.10)"),
     ("full-bw-counts-app-limited", "STARTUP's plateau test counts app-limited samples (§5.3.1.2; A.2, A.20)"),
     ("spurious-loss-not-undone", "a loss episode found spurious is not undone (§5.5.11.2; A.17)"),
+    (
+        "rate-samples-at-ack-arrival",
+        "delivery-rate samples time their ACK phase at each ACK's arrival, not at the peer's receipt (arrival − ack_delay): a receiver that wakes late inflates max_bw (docs/quic-fidelity.md)",
+    ),
 ];
 
 impl BbrParams {
@@ -40,6 +44,7 @@ impl BbrParams {
                 None if d == "idle-restart-enters-startup" => self.idle_restart_enters_startup = true,
                 None if d == "full-bw-counts-app-limited" => self.full_bw_counts_app_limited = true,
                 None if d == "spurious-loss-not-undone" => self.spurious_loss_not_undone = true,
+                None if d == "rate-samples-at-ack-arrival" => self.rate_samples_at_ack_arrival = true,
                 _ => return Err(format!("{d}: not a defect; one of {}", DEFECTS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "))),
             }
         }

@@ -44,6 +44,16 @@ impl Bbr {
         }
     }
 
+    /// An ACK frame is about to be processed whose newest packet the peer received
+    /// `ack_delay` before it arrived (QUIC's ACK Delay field): its rate sample's ACK phase is
+    /// timed at that receipt ([`DeliveryRateSampler::on_ack_receipt`]), unless the test-only
+    /// defect `rate-samples-at-ack-arrival` keeps the arrival.
+    pub fn on_ack_delay(&mut self, now: Instant, ack_delay: Duration) {
+        if !self.p.rate_samples_at_ack_arrival {
+            self.sampler.on_ack_receipt(now.checked_sub(ack_delay).unwrap_or(now));
+        }
+    }
+
     /// End of an ACK batch: take a rate sample and run `UpdateOnACK` (§5.2.3).
     pub fn on_ack_batch_end(&mut self, now: Instant) {
         self.now = now;

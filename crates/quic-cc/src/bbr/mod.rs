@@ -202,6 +202,11 @@ pub struct BbrParams {
     /// Test-only defect (conform A.17): a loss episode the transport finds spurious is not
     /// undone (§5.5.11.2 HandleSpuriousLossDetection ignored). Always false outside tests.
     pub spurious_loss_not_undone: bool,
+    /// Test-only defect: the ACK phase of delivery-rate samples is timed at each ACK's arrival
+    /// (as Linux TCP does, whose receiver acknowledges in softirq), not at the peer's receipt
+    /// (arrival − QUIC's ack_delay): a userspace receiver that wakes late then shortens the
+    /// next phase and inflates max_bw. Always false outside tests (before/after comparisons).
+    pub rate_samples_at_ack_arrival: bool,
     /// Send ECT(1) (L4S, RFC 9331) rather than ECT(0), and take CE marks as the kernel's
     /// shallow-threshold signal at any RTT (see the module documentation). True in both.
     pub ecn_l4s: bool,
@@ -265,6 +270,7 @@ impl BbrParams {
             max_bw_never_forgets: false,
             full_bw_counts_app_limited: false,
             spurious_loss_not_undone: false,
+            rate_samples_at_ack_arrival: false,
             ecn_l4s: true,
             ecn_alpha_gain: 1.0 / 16.0,
             ecn_alpha_init: 1.0,

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use ccbench_quic_cc::EcnCodepoint;
-use ccbench_quic_cc::{Bbr, BbrFactory, BbrSnapshot, BbrState, BbrVersion, Controller, ControllerFactory, Cubic, Prague, StateChange, Telemetry};
+use ccbench_quic_cc::{Bbr, BbrFactory, BbrParams, BbrSnapshot, BbrState, BbrVersion, Controller, ControllerFactory, Cubic, Prague, StateChange, Telemetry};
 
 pub const MSS: u64 = 1200;
 
@@ -91,6 +91,8 @@ struct InFlight {
 #[derive(Debug, Clone, Copy)]
 struct Ack {
     arrive: Duration,
+    /// How long the receiver held it after the packet arrived (QUIC's ACK Delay field).
+    ack_delay: Duration,
     pn: u64,
     /// Marked CE at the bottleneck.
     ce: bool,
@@ -138,6 +140,13 @@ pub struct Sim<C: SimController = Bbr> {
     pub ack_stamp_jitter: Duration,
     last_stamp: Duration,
     next_ack_batch: Duration,
+    /// The receiver acknowledges only when it wakes, and its wake-ups are spaced by a random
+    /// 0 to this (uniform): each packet's ACK leaves at the first wake-up at or after the
+    /// packet arrived and reports the wait as its ACK Delay, which the controller is given
+    /// (`Controller::on_ack_delay`) as noq gives it: a userspace receiver on a busy host. Zero:
+    /// each ACK leaves as its packet arrives.
+    pub rx_wake_jitter: Duration,
+    rx_next_wake: Duration,
     /// Stop `run_for` right after the ACK batch that changed the state, before that ACK's
     /// loss detection: a test can then act on the controller exactly at the transition.
     pub pause_on_state_change: bool,
@@ -170,6 +179,15 @@ pub struct Sim<C: SimController = Bbr> {
 impl Sim<Bbr> {
     pub fn new(version: BbrVersion, link: Link) -> Self {
         Self::new_seeded(version, link, 0)
+    }
+
+    /// As [`Sim::new`], with the controller's parameters `params` (a test-only defect set).
+    pub fn with_params(version: BbrVersion, params: BbrParams, link: Link) -> Self {
+        let telemetry = Telemetry::default();
+        let t0 = Instant::now();
+        let controller = BbrFactory::with_params(version, params, telemetry.clone(), 0).build(t0, MSS as u16);
+        let bbr = *controller.into_any().downcast::<Bbr>().expect("a Bbr");
+        Sim::with_controller(bbr, telemetry, t0, link)
     }
 
     /// As [`Sim::new`], the controller's probe randomness drawn from `seed`.
@@ -212,6 +230,8 @@ impl<C: SimController> Sim<C> {
             ack_stamp_jitter: Duration::ZERO,
             last_stamp: Duration::ZERO,
             next_ack_batch: Duration::ZERO,
+            rx_wake_jitter: Duration::ZERO,
+            rx_next_wake: Duration::ZERO,
             pause_on_state_change: false,
             paused: false,
             samples: Vec::new(),
@@ -326,7 +346,15 @@ impl<C: SimController> Sim<C> {
         self.ce_marked += u64::from(ce);
         let depart = self.link_free_at.max(self.now) + ser;
         self.link_free_at = depart;
-        self.acks.push_back(Ack { arrive: depart + self.link.rtt, pn, ce });
+        let mut acked_at = depart;
+        if !self.rx_wake_jitter.is_zero() {
+            while self.rx_next_wake < depart {
+                let gap = self.rx_wake_jitter.mul_f64(self.random());
+                self.rx_next_wake += gap + Duration::from_nanos(1);
+            }
+            acked_at = self.rx_next_wake;
+        }
+        self.acks.push_back(Ack { arrive: acked_at + self.link.rtt, ack_delay: acked_at - depart, pn, ce });
     }
 
     fn process_acks(&mut self) {
@@ -344,6 +372,12 @@ impl<C: SimController> Sim<C> {
         self.last_stamp = stamp;
         let now = self.at(stamp);
         let state_before = self.bbr.bbr_state();
+        // The batch's newest ACK says how long the receiver held it, as noq reports an ACK
+        // frame's delay before its packets (a newer largest packet: always here).
+        if let Some(newest) = self.acks.iter().take_while(|a| a.arrive <= self.now).last() {
+            let delay = newest.ack_delay;
+            Controller::on_ack_delay(&mut self.bbr, now, delay);
+        }
         let mut any = false;
         let (mut ect, mut ce, mut ce_sent) = (0u64, 0u64, Duration::ZERO);
         while self.acks.front().is_some_and(|a| a.arrive <= self.now) {

@@ -3050,6 +3050,18 @@ impl Connection {
             return Ok(());
         }
 
+        // ccbench patch (PATCH.md, "ACK delay"): when the pacing controller's sampler takes
+        // this frame's packets, when the peer received the largest of them.
+        if new_largest_pn.is_some() && space == SpaceId::Data {
+            let ack_delay = cmp::min(
+                self.ack_frequency.peer_max_ack_delay,
+                Duration::from_micros(ack.delay << self.peer_params.ack_delay_exponent.0),
+            );
+            self.path_data_mut(path)
+                .congestion
+                .on_ack_delay(now, ack_delay);
+        }
+
         let mut ack_eliciting_acked = false;
         for packet in newly_acked.elts() {
             if let Some(info) = self.spaces[space].for_path(path).take(packet) {
