@@ -9,19 +9,11 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::{fastest, go_on, is_root, lock, out_path, result, text, BIN};
+use common::{fastest, go_on, is_root, lock, no_chromium, out_path, result, text, BIN};
 use serde_json::Value;
 
 fn have_root_and_chromium() -> bool {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let chromium = std::env::split_paths(&path).any(|d| d.join("chromium-headless-shell").is_file() || d.join("chromium").is_file());
-    go_on(if !is_root() {
-        Some("not root".into())
-    } else if !chromium {
-        Some("no chromium-headless-shell or chromium on the PATH (scripts/test installs them)".into())
-    } else {
-        None
-    })
+    go_on(if !is_root() { Some("not root".into()) } else { no_chromium() })
 }
 
 /// Nothing of a ccbench process `pid` may remain: no Chromium (its profile path names the

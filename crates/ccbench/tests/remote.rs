@@ -21,8 +21,8 @@ use ccbench_remote::proto::{self, hex, unhex, ClientMsg, ServerMsg};
 use ccbench_remote::{Client, RemoteError, Secret, TestRequest};
 use ccbench_stats::Summary;
 use common::{
-    ccbench, counted_through_serve, exec_with_serve, fastest, have_root_and_tun as have_root, lock, loopback_serve, one_line, result, run_ok, secret_file,
-    serve_addr, tcp_series, tempdir, text, BIN,
+    ccbench, counted_through_serve, exec_with_serve, fastest, go_on, have_root_and_tun as have_root, lock, loopback_serve, no_chromium, one_line, result,
+    run_ok, secret_file, serve_addr, tcp_series, tempdir, text, BIN,
 };
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
@@ -628,15 +628,7 @@ fn a_page_loads_over_remote_as_over_the_emulated_path() {
 }
 
 fn have_chromium() -> bool {
-    if std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|d| d.join("chromium").is_file()) {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").map(|v| v != "true").unwrap_or(true),
-        "browser test cannot run under CI=true: no chromium on the PATH (scripts/test installs it)"
-    );
-    eprintln!("skipping: no chromium on the PATH");
-    false
+    go_on(no_chromium())
 }
 
 /// One browser load: through serve behind a `rtt` path (`remote`), or on the emulated path.

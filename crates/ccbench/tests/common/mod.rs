@@ -39,6 +39,14 @@ pub fn go_on(why_not: Option<String>) -> bool {
     false
 }
 
+/// Why a browser test cannot run here, if it cannot: neither executable `--workload browser`
+/// looks for (`chromium-headless-shell`, then `chromium`) is on the PATH.
+pub fn no_chromium() -> Option<String> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path).any(|d| ["chromium-headless-shell", "chromium"].iter().any(|n| d.join(n).is_file()));
+    (!found).then(|| "no chromium-headless-shell or chromium on the PATH (scripts/test installs them)".to_string())
+}
+
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }

@@ -183,19 +183,19 @@ impl Sim<Bbr> {
 
     /// As [`Sim::new`], with the controller's parameters `params` (a test-only defect set).
     pub fn with_params(version: BbrVersion, params: BbrParams, link: Link) -> Self {
-        let telemetry = Telemetry::default();
-        let t0 = Instant::now();
-        let controller = BbrFactory::with_params(version, params, telemetry.clone(), 0).build(t0, MSS as u16);
-        let bbr = *controller.into_any().downcast::<Bbr>().expect("a Bbr");
-        Sim::with_controller(bbr, telemetry, t0, link)
+        Self::with_params_seeded(version, params, link, 0)
     }
 
     /// As [`Sim::new`], the controller's probe randomness drawn from `seed`.
     pub fn new_seeded(version: BbrVersion, link: Link, seed: u64) -> Self {
+        Self::with_params_seeded(version, BbrParams::for_version(version), link, seed)
+    }
+
+    fn with_params_seeded(version: BbrVersion, params: BbrParams, link: Link, seed: u64) -> Self {
         let telemetry = Telemetry::default();
         let t0 = Instant::now();
         // Built and read back as the QUIC helper does: factory, then downcast.
-        let controller = BbrFactory::with_seed(version, telemetry.clone(), seed).build(t0, MSS as u16);
+        let controller = BbrFactory::with_params(version, params, telemetry.clone(), seed).build(t0, MSS as u16);
         let bbr = *controller.into_any().downcast::<Bbr>().expect("a Bbr");
         Sim::with_controller(bbr, telemetry, t0, link)
     }
