@@ -83,6 +83,14 @@ pub(crate) trait SendHalf: Send {
 /// send buffer of seconds drains (QUIC's; the kernel's socket buffer bounds TCP's).
 const APP_LEAD: u64 = 128 * 1024;
 
+/// With a byte budget (`ccbench serve --max-bytes`), how far writes stay ahead of what the
+/// transport has sent, where it can tell (QUIC, whose send buffer holds up to its 64 MB send
+/// window): the budget is paid for bytes that go out, not for bytes parked in a buffer that the
+/// test's end throws away (a 3 s QUIC test through 10 ms once charged 38 MB for 6 MB
+/// delivered), and a serve holds at most this much unsent per flow. Writes nap for 0.5–1 ms
+/// when ahead: 8 MB a millisecond is 64 Gbit/s, far above what one QUIC flow sends.
+const BUDGET_LEAD: u64 = 8 << 20;
+
 /// The receiving half of one flow's byte stream.
 pub(crate) trait ReceiveHalf: Send {
     fn read(&mut self) -> Pending<'_, Moved>;
@@ -150,7 +158,7 @@ pub(crate) async fn send_loop(
     // What the cap counts from, and what was written since.
     let mut cap_since = began + secs(app.app_rate_from_s.unwrap_or(0.0));
     let mut written: u64 = 0;
-    let shallow = app.app_rate_from_s.is_some() || !app.app_pauses.is_empty();
+    let lead = if app.app_rate_from_s.is_some() || !app.app_pauses.is_empty() { Some(APP_LEAD) } else { budget.map(|_| BUDGET_LEAD) };
     let mut total: u64 = 0;
     let mut remaining = match amount {
         Amount::Bytes(n) => n,
@@ -169,13 +177,13 @@ pub(crate) async fn send_loop(
         // A budget's last write is what is left of it, so the flow stops at the budget, not a
         // write's length short of it.
         let mut len = remaining.min(io.max_write() as u64).min(budget.map_or(u64::MAX, |b| b.remaining().max(1))) as usize;
-        if let Some(sent) = io.wire_bytes().filter(|_| shallow) {
+        if let Some((lead, sent)) = lead.zip(io.wire_bytes()) {
             let ahead = total.saturating_sub(sent);
-            if ahead >= APP_LEAD {
+            if ahead >= lead {
                 nap(Duration::from_micros(500), on_runtime).await;
                 continue;
             }
-            len = len.min((APP_LEAD - ahead) as usize);
+            len = len.min((lead - ahead) as usize);
         }
         let capped = cap.filter(|_| now >= cap_since);
         if let Some(bps) = capped {
@@ -188,7 +196,13 @@ pub(crate) async fn send_loop(
             len = len.min((allowed - written) as usize);
         }
         if let Some(b) = budget.filter(|b| !b.take(len as u64)) {
-            io.abort();
+            // What was written is paid for: where the transport buffers it (QUIC), the receiver
+            // gets it before the flow ends with the budget's reason.
+            if io.wire_bytes().is_some() {
+                io.finish(deadline, stop).await;
+            } else {
+                io.abort();
+            }
             return Err(b.reason.clone());
         }
         let moved = match io.write(len).await {
@@ -209,6 +223,10 @@ pub(crate) async fn send_loop(
     }
     if matches!(amount, Amount::Bytes(_)) {
         io.finish(deadline, stop).await;
+    }
+    // What was written but never sent goes back: the run's end discards it.
+    if let Some((b, sent)) = budget.zip(io.wire_bytes()) {
+        b.give_back(total.saturating_sub(sent));
     }
     Ok(())
 }
@@ -548,6 +566,71 @@ mod tests {
         assert_eq!(s.taken, 100_001, "the flow stops at the budget, not a write short of it");
         assert!(s.aborted && !s.finished);
         assert_eq!(budget.remaining(), 0);
+    }
+
+    /// A transport with a deep send buffer that reports what it has sent (QUIC): it takes every
+    /// write whole and sends `per_write_sent` bytes of its buffer each time it is written to.
+    struct Buffered {
+        written: u64,
+        sent: u64,
+        per_write_sent: u64,
+        most_ahead: u64,
+        finished: bool,
+        aborted: bool,
+    }
+
+    impl SendHalf for Buffered {
+        fn max_write(&self) -> usize {
+            256 * 1024
+        }
+        fn write(&mut self, len: usize) -> Pending<'_, Moved> {
+            self.written += len as u64;
+            self.most_ahead = self.most_ahead.max(self.written - self.sent);
+            self.sent = (self.sent + self.per_write_sent).min(self.written);
+            Box::pin(std::future::ready(Moved::Bytes(len)))
+        }
+        fn finish<'a>(&'a mut self, _: Instant, _: &'a AtomicBool) -> Pending<'a, ()> {
+            // Keeps the stream until the receiver has it all.
+            self.finished = true;
+            self.sent = self.written;
+            Box::pin(std::future::ready(()))
+        }
+        fn abort(&mut self) {
+            self.aborted = true;
+        }
+        fn wire_bytes(&self) -> Option<u64> {
+            Some(self.sent)
+        }
+    }
+
+    /// serve's budget over a buffering transport pays for what goes out: writes stay within
+    /// [`BUDGET_LEAD`] of the wire, and what the run's end leaves unsent goes back.
+    #[test]
+    fn a_budget_over_a_buffering_transport_pays_for_what_is_sent() {
+        let stop = AtomicBool::new(false);
+        let budget = ByteBudget::new(1 << 40, "the budget".into());
+        let mut s = Buffered { written: 0, sent: 0, per_write_sent: 64 * 1024, most_ahead: 0, finished: false, aborted: false };
+        assert_eq!(drive(send_loop(&mut s, Amount::Seconds(0.2), Instant::now() + ms(200), &stop, Some(&budget), &Knobs::default(), false)), Ok(()));
+        assert!(s.most_ahead <= BUDGET_LEAD + 256 * 1024, "{} bytes written ahead of the wire", s.most_ahead);
+        assert!(s.written > s.sent && s.sent > 0, "written {}, sent {}", s.written, s.sent);
+        assert_eq!((1 << 40) - budget.remaining(), s.sent, "charged what was sent, not the {} written", s.written);
+        // Without a budget, nothing holds the writes back (the transport's own window does).
+        let mut free = Buffered { written: 0, sent: 0, per_write_sent: 64 * 1024, most_ahead: 0, finished: false, aborted: false };
+        drive(send_loop(&mut free, Amount::Seconds(0.05), Instant::now() + ms(50), &stop, None, &Knobs::default(), false)).unwrap();
+        assert!(free.most_ahead > 2 * BUDGET_LEAD, "{} ahead without a budget", free.most_ahead);
+    }
+
+    /// A budget spent over a buffering transport: the stream is finished, not cut, so the
+    /// receiver gets every byte paid for.
+    #[test]
+    fn a_spent_budget_over_a_buffering_transport_delivers_what_it_paid_for() {
+        let stop = AtomicBool::new(false);
+        let budget = ByteBudget::new(3_000_000, "the budget".into());
+        let mut s = Buffered { written: 0, sent: 0, per_write_sent: 64 * 1024, most_ahead: 0, finished: false, aborted: false };
+        let far = Instant::now() + Duration::from_secs(30);
+        assert_eq!(drive(send_loop(&mut s, Amount::Seconds(30.0), far, &stop, Some(&budget), &Knobs::default(), false)), Err("the budget".into()));
+        assert!(s.finished && !s.aborted);
+        assert_eq!((s.written, s.sent, budget.remaining()), (3_000_000, 3_000_000, 0));
     }
 
     #[test]
