@@ -75,6 +75,8 @@ pub fn trace(rows: &[TcpRow], mut path: PathFacts, sample_interval: Duration, ev
             bw_shortterm_bps: full(r).map(|_| r.bbr_bw_shortterm_bps.map_or(f64::INFINITY, |b| b as f64)),
             round_count: r.bbr_round_count,
             cycle_count: r.bbr_cycle_count,
+            probe_rtt_min_age: r.bbr_probe_rtt_min_age_us.map(Duration::from_micros),
+            probe_rtt_min_delay: r.bbr_probe_rtt_min_delay_us.map(|us| Duration::from_micros(us.into())),
             full_bw_reached: r.bbr_full_bw_reached,
             extra_acked_bytes: r.bbr_extra_acked,
             spurious_losses: r.spurious_losses,

@@ -869,6 +869,9 @@ fn probe_rtt_every(trace: &Trace, rule: Rule) -> RunCheck {
         return RunCheck::unseen("the stack shows no RTT");
     }
     let end = trace.points.last().map_or(Duration::ZERO, |p| p.t);
+    if trace.has(|p| p.probe_rtt_min_delay.is_some()) {
+        return probe_rtt_every_on_its_filter(trace, rule, left.at, &ts, end);
+    }
     // §5.3.4.3: only an RTT sample below the current minimum refreshes it and puts PROBE_RTT
     // off. Seen as the controller's min_rtt falling, or (where it is not shown) as a sampled RTT
     // below every one sampled before.
@@ -925,6 +928,59 @@ fn probe_rtt_every(trace: &Trace, rule: Rule) -> RunCheck {
         hi,
         span,
         format!("{span:.2} s from {} to {how}; neither min_rtt nor a sampled RTT fell below its low since the PROBE_RTT before it (or the start; {excused} spans excused)", ms(longest.0)),
+    )
+}
+
+/// The spans from leaving STARTUP or PROBE_RTT to the next PROBE_RTT (or the run's end: `false`).
+fn spans_between_probe_rtts(left_startup: Duration, ts: &[crate::trace::Transition], end: Duration) -> Vec<(Duration, Duration, bool)> {
+    let starts = std::iter::once(left_startup).chain(ts.iter().filter(|t| t.from == Mode::ProbeRtt).map(|t| t.at));
+    starts
+        .map(|s| match ts.iter().find(|t| t.to == Mode::ProbeRtt && t.at > s) {
+            Some(e) => (s, e.at, true),
+            None => (s, end, false),
+        })
+        .collect()
+}
+
+/// §5.3.4.3 judged on the timer's own state, where the stack shows it (QUIC BBR):
+/// BBRUpdateMinRTT refreshes BBR.probe_rtt_min_delay and its stamp on an RTT sample below it,
+/// and BBRCheckProbeRTT enters PROBE_RTT at the first ACK `ProbeRTTInterval` after the stamp.
+/// So in each span between PROBE_RTTs the clock restarts at the last fall of the filter (at its
+/// stamp: the sample's time less the stamp's age), and the figure is the longest time from
+/// there to the next PROBE_RTT. An expiry refreshes the stamp too, but from the current RTT,
+/// not a lower one, so a controller that lets it expire without PROBE_RTT is not excused.
+fn probe_rtt_every_on_its_filter(trace: &Trace, rule: Rule, left_startup: Duration, ts: &[crate::trace::Transition], end: Duration) -> RunCheck {
+    let mut longest: Option<(Duration, Duration, bool)> = None;
+    let mut falls = 0;
+    for (s, e, entered) in spans_between_probe_rtts(left_startup, ts, end) {
+        let within: Vec<&Point> = trace.points.iter().filter(|p| p.t >= s && p.t <= e).collect();
+        let mut since = s;
+        for w in within.windows(2) {
+            if let (Some(a), Some(b)) = (w[0].probe_rtt_min_delay, w[1].probe_rtt_min_delay) {
+                if b < a {
+                    falls += 1;
+                    since = since.max(w[1].probe_rtt_min_age.map_or(w[1].t, |age| w[1].t.saturating_sub(age)));
+                }
+            }
+        }
+        if longest.is_none_or(|(ls, le, _)| e - since > le - ls) {
+            longest = Some((since, e, entered));
+        }
+    }
+    let Some((since, stop, entered)) = longest else {
+        return RunCheck::unseen("no span after STARTUP");
+    };
+    let span = (stop - since).as_secs_f64();
+    let sample = trace.sample_interval.as_secs_f64();
+    let how = if entered { "the next PROBE_RTT" } else { "the end of the run, no PROBE_RTT" };
+    // The entry is known to a sample's bracket; a span cut by the end only bounds it from below.
+    let hi = if entered { span + sample } else { f64::INFINITY };
+    RunCheck::judged(
+        rule,
+        (span - sample).max(0.0),
+        hi,
+        span,
+        format!("{span:.2} s from {} to {how} with BBR.probe_rtt_min_delay not falling ({falls} falls put PROBE_RTT off)", ms(since)),
     )
 }
 

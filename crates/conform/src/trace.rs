@@ -103,6 +103,13 @@ pub struct Point {
     /// BBR.cycle_count (§5.3.3.9 BBRAdvanceMaxBwFilter): how often the max_bw filter has
     /// advanced; `None` where the stack does not show it (kernel BBR, older series).
     pub cycle_count: Option<u64>,
+    /// How long before this sample BBR.probe_rtt_min_stamp was set (§5.3.4.3: the ProbeRTT
+    /// timer's filter last refreshed, or PROBE_RTT last ended); `None` where the stack does not
+    /// show it (kernel BBR, older series).
+    pub probe_rtt_min_age: Option<Duration>,
+    /// BBR.probe_rtt_min_delay (§5.3.4.3), the ProbeRTT timer's own min filter of the RTT;
+    /// `None` where the stack does not show it.
+    pub probe_rtt_min_delay: Option<Duration>,
     /// BBR.full_bw_reached (§5.3.1.2).
     pub full_bw_reached: Option<bool>,
     /// BBR.extra_acked (§5.5.9), bytes.

@@ -103,6 +103,8 @@ fn drive(
                 bw_shortterm_bps: Some(s.snap.bw_lo_bps.map_or(f64::INFINITY, |b| b as f64)),
                 round_count: Some(s.snap.round_count),
                 cycle_count: Some(s.snap.cycle_count),
+                probe_rtt_min_age: Some((t0 + s.t).saturating_duration_since(s.snap.probe_rtt_min_stamp)),
+                probe_rtt_min_delay: s.snap.probe_rtt_min_delay,
                 full_bw_reached: Some(s.snap.full_bw_reached),
                 extra_acked_bytes: Some(s.snap.extra_acked),
                 // The simulator finds no loss spurious: a lost packet is never delivered late.
@@ -199,6 +201,19 @@ fn a_probe_rtt_that_never_runs_fails_the_probe_rtt_case() {
     let p = BbrParams { probe_rtt_interval: Duration::from_secs(3600), ..v3() };
     let checks = judge(case("§5.3.4"), &run(p, Scenario::Bulk));
     assert_eq!(checks[0].outcome, Outcome::Fail, "{}", checks[0].evidence);
+}
+
+/// §5.3.4 judged on the timer's own filter (BBR.probe_rtt_min_delay and its stamp, which QUIC
+/// BBR's series carry): a timer that expires and restarts its filter but never enters PROBE_RTT
+/// fails too, though its stamp keeps moving; the correct controller passes.
+#[test]
+fn a_probe_rtt_timer_that_expires_without_probe_rtt_fails_on_its_filter() {
+    let good = judge(case("§5.3.4"), &run(v3(), Scenario::Bulk));
+    assert_eq!(good[0].outcome, Outcome::Pass, "{}", good[0].evidence);
+    assert!(good[0].evidence.contains("probe_rtt_min_delay"), "judged on the filter: {}", good[0].evidence);
+    let p = BbrParams { probe_rtt_expires_unentered: true, ..v3() };
+    let broken = judge(case("§5.3.4"), &run(p, Scenario::Bulk));
+    assert_eq!(broken[0].outcome, Outcome::Fail, "{}", broken[0].evidence);
 }
 
 /// §5.5.3: a max_bw filter that never forgets keeps the old rate after a tenfold cut: A.14 fails.

@@ -159,6 +159,12 @@ pub struct TcpRow {
     /// BBR.cycle_count, the max_bw filter's advances (§5.3.3.9 BBRAdvanceMaxBwFilter).
     #[serde(default)]
     pub bbr_cycle_count: Option<u64>,
+    /// QUIC BBRv2/v3 only: BBR.probe_rtt_min_delay (§5.3.4.3), µs, and how long before the
+    /// sample BBR.probe_rtt_min_stamp was set, µs (PROBE_RTT is due once it passes 5 s).
+    #[serde(default)]
+    pub bbr_probe_rtt_min_delay_us: Option<u32>,
+    #[serde(default)]
+    pub bbr_probe_rtt_min_age_us: Option<u64>,
 }
 
 pub fn socket_name(id: SocketId) -> String {
@@ -218,6 +224,8 @@ impl TcpRow {
             dsack_dups: Some(s.state.dsack_dups),
             spurious_losses: None,
             bbr_cycle_count: None,
+            bbr_probe_rtt_min_delay_us: None,
+            bbr_probe_rtt_min_age_us: None,
         }
     }
 
@@ -280,6 +288,8 @@ impl TcpRow {
             dsack_dups: None,
             spurious_losses: Some(q.spurious_congestion_events),
             bbr_cycle_count: model.and_then(|m| m.cycle_count),
+            bbr_probe_rtt_min_delay_us: model.and_then(|m| m.probe_rtt_min_delay_us),
+            bbr_probe_rtt_min_age_us: model.and_then(|m| m.probe_rtt_min_age_us),
         }
     }
 }

@@ -96,6 +96,11 @@ pub struct BbrSnapshot {
     pub round_count: u64,
     /// BBR.cycle_count (§5.3.3.9 BBRAdvanceMaxBwFilter): how often the max_bw filter advanced.
     pub cycle_count: u64,
+    /// BBR.probe_rtt_min_delay (§5.3.4.3): the ProbeRTT timer's own min filter of the RTT.
+    pub probe_rtt_min_delay: Option<Duration>,
+    /// BBR.probe_rtt_min_stamp (§5.3.4.3): when that filter was last refreshed (or PROBE_RTT
+    /// last ended); PROBE_RTT is due at the first ACK `ProbeRTTInterval` (5 s) after it.
+    pub probe_rtt_min_stamp: Instant,
     /// Total bytes acknowledged / declared lost.
     pub delivered_bytes: u64,
     pub lost_bytes: u64,

@@ -153,6 +153,14 @@ pub struct QuicBbrModel {
     /// absent in results written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cycle_count: Option<u64>,
+    /// BBR.probe_rtt_min_delay (§5.3.4.3), µs: the ProbeRTT timer's own min filter of the RTT;
+    /// absent in results written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_rtt_min_delay_us: Option<u32>,
+    /// How long ago, at the sample, BBR.probe_rtt_min_stamp was set (§5.3.4.3: the filter's
+    /// last refresh, or PROBE_RTT's last end), µs: PROBE_RTT is due once it passes 5 s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_rtt_min_age_us: Option<u64>,
 }
 
 /// For callers that keep no series.

@@ -14,6 +14,10 @@ pub const DEFECTS: &[(&str, &str)] = &[
         "STARTUP leaves after N rounds without 25 % growth, not 3 (§5.3.1.2; A.1, counted from its recorded rounds, fails from N = 4)",
     ),
     ("probe-rtt-never", "PROBE_RTT never runs (§5.3.4)"),
+    (
+        "probe-rtt-expires-unentered",
+        "the ProbeRTT timer expires and restarts its filter (§5.3.4.3 BBRUpdateMinRTT), but BBRCheckProbeRTT does not enter PROBE_RTT: its stamp keeps moving while PROBE_RTT never runs",
+    ),
     ("max-bw-never-forgets", "the max_bw filter keeps its highest sample forever (§5.5.3; A.14)"),
     ("max-bw-counts-app-limited", "app-limited samples enter max_bw and advance its filter (§5.5.5; A.6)"),
     ("inflight-longterm-grows-app-limited", "inflight_longterm grows while not cwnd-limited (§5.3.3.6; A.20)"),
@@ -38,6 +42,7 @@ impl BbrParams {
                         n.trim().parse().ok().filter(|n| (1..=1000).contains(n)).ok_or_else(|| format!("{d}: N must be a whole number from 1 to 1000"))?;
                 }
                 None if d == "probe-rtt-never" => self.probe_rtt_interval = Duration::from_secs(24 * 3600),
+                None if d == "probe-rtt-expires-unentered" => self.probe_rtt_expires_unentered = true,
                 None if d == "max-bw-never-forgets" => self.max_bw_never_forgets = true,
                 None if d == "max-bw-counts-app-limited" => self.max_bw_counts_app_limited = true,
                 None if d == "inflight-longterm-grows-app-limited" => self.inflight_longterm_grows_app_limited = true,

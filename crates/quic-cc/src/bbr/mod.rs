@@ -207,6 +207,11 @@ pub struct BbrParams {
     /// (arrival − QUIC's ack_delay): a userspace receiver that wakes late then shortens the
     /// next phase and inflates max_bw. Always false outside tests (before/after comparisons).
     pub rate_samples_at_ack_arrival: bool,
+    /// Test-only defect (conform §5.3.4): BBRUpdateMinRTT's expiry restarts the timer's filter
+    /// as it should, but BBRCheckProbeRTT never enters PROBE_RTT. Unlike a timer that never
+    /// expires, BBR.probe_rtt_min_stamp keeps moving, so only a judgement that tells an expiry
+    /// from a lower RTT catches it. Always false outside tests.
+    pub probe_rtt_expires_unentered: bool,
     /// Send ECT(1) (L4S, RFC 9331) rather than ECT(0), and take CE marks as the kernel's
     /// shallow-threshold signal at any RTT (see the module documentation). True in both.
     pub ecn_l4s: bool,
@@ -271,6 +276,7 @@ impl BbrParams {
             full_bw_counts_app_limited: false,
             spurious_loss_not_undone: false,
             rate_samples_at_ack_arrival: false,
+            probe_rtt_expires_unentered: false,
             ecn_l4s: true,
             ecn_alpha_gain: 1.0 / 16.0,
             ecn_alpha_init: 1.0,
@@ -687,6 +693,8 @@ impl Bbr {
             bytes_in_flight: self.sampler.inflight(),
             round_count: self.round_count,
             cycle_count: self.cycle_count,
+            probe_rtt_min_delay: self.probe_rtt_min_delay,
+            probe_rtt_min_stamp: self.probe_rtt_min_stamp,
             delivered_bytes: self.sampler.delivered(),
             lost_bytes: self.sampler.lost(),
         }

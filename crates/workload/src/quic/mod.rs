@@ -168,6 +168,11 @@ impl BbrView for Telemetry {
                 round_count: s.round_count,
                 extra_acked_bytes: s.extra_acked,
                 cycle_count: Some(s.cycle_count),
+                probe_rtt_min_delay_us: s.probe_rtt_min_delay.map(|d| u32::try_from(d.as_micros()).unwrap_or(u32::MAX)),
+                // The controller's clock is this process's: its age is taken now, as sampled.
+                probe_rtt_min_age_us: Some(
+                    u64::try_from(std::time::Instant::now().saturating_duration_since(s.probe_rtt_min_stamp).as_micros()).unwrap_or(u64::MAX),
+                ),
             }),
         })
     }
