@@ -38,6 +38,13 @@ fn goodputs(v: &Value, cc: &str) -> Vec<f64> {
     per_run(v, cc, |r| r["metrics"]["goodput_bps"].as_f64())
 }
 
+/// A loss-bound run's goodput times its RTT and √(loss rate), bits: Mathis's constant times the
+/// packet size, the same whatever losses the run happened to draw (its goodput is not).
+fn loss_response(run: &Value) -> Option<f64> {
+    let m = &run["metrics"];
+    Some(m["goodput_bps"].as_f64()? * m["sender_rtt_p50_ms"].as_f64()? / 1e3 * m["retrans_rate"].as_f64()?.sqrt())
+}
+
 /// Each run's `f(run)` of `cc`.
 fn per_run(v: &Value, cc: &str, f: impl Fn(&Value) -> Option<f64>) -> Vec<f64> {
     let xs: Vec<f64> = v["runs"].as_array().unwrap().iter().filter(|r| r["cc"] == cc).map(|r| f(r).unwrap_or_else(|| panic!("no figure in {r}"))).collect();
@@ -130,9 +137,8 @@ fn remote_gives_the_same_verdict_and_goodput_as_emulated() {
     // 1.13 emulated, 1.09 remote, where the goodputs differed by −9 % and CI once saw +27 %).
     let mathis = |v: &Value| {
         per_run(v, "cubic", |r| {
-            let m = &r["metrics"];
             let mss = r["workload"]["flows"][0]["final_tcp_info"]["snd_mss"].as_f64()?;
-            Some(m["goodput_bps"].as_f64()? * m["sender_rtt_p50_ms"].as_f64()? / 1e3 * m["retrans_rate"].as_f64()?.sqrt() / (mss * 8.0))
+            Some(loss_response(r)? / (mss * 8.0))
         })
     };
     let (ce, cr) = (mathis(&e), mathis(&r));
@@ -852,8 +858,8 @@ fn a_local_process_cannot_use_the_browsers_relay() {
 }
 
 /// QUIC bulk through serve behind an emulated path: the verdict of the emulated run, each
-/// algorithm's mean goodput within 10 % (or the Welch interval, at most 20 %), the controller read back from both ends, and the
-/// server's QUIC samples streamed back.
+/// algorithm's mean goodput within 10 % (or the Welch interval, at most 20 %), the controller
+/// read back from both ends, and the server's QUIC samples streamed back.
 ///
 /// 20 Mbit/s, 10 ms, 2 % loss: BBRv3 keeps near the link rate, CUBIC near its loss bound; 3 s
 /// runs see ~60 losses each (variance as in the TCP test above; 5 s, then 4 s runs until CI's
@@ -882,6 +888,9 @@ fn quic_over_remote_matches_emulated_quic() {
     let charged: u64 = logged.iter().sum();
     eprintln!("serve charged {charged} bytes for {received} received ({:.3}×)", charged as f64 / received as f64);
     assert!(charged >= received && (charged as f64) < 1.12 * received as f64, "serve logged {charged} bytes ({logged:?}) for {received} received");
+    // Raw goodput for QUIC CUBIC too: normalised by its losses as in the TCP test above, its
+    // spread did not shrink (13.6–20.0 against 17.0–20.4 ×10³, +15.3 %, where the goodputs
+    // differed by +8.3 % the run before; why, not yet looked into), so it gains nothing here.
     for cc in ["quic:cubic", "quic:bbr3"] {
         assert_means_agree(&format!("{cc} goodput"), &goodputs(&e, cc), &goodputs(&r, cc), 0.10, 0.20);
     }
