@@ -863,7 +863,8 @@ fn a_local_process_cannot_use_the_browsers_relay() {
 ///
 /// 20 Mbit/s, 10 ms, 2 % loss: BBRv3 keeps near the link rate, CUBIC near its loss bound; 3 s
 /// runs see ~60 losses each (variance as in the TCP test above; 5 s, then 4 s runs until CI's
-/// time ran short).
+/// time ran short). 6 runs a side: QUIC CUBIC's goodput varied by 7–9 % from run to run here
+/// and came out +5 to +8 % through serve, too close to the 20 % cap at 4 runs a side.
 #[test]
 fn quic_over_remote_matches_emulated_quic() {
     let _g = lock();
@@ -872,7 +873,7 @@ fn quic_over_remote_matches_emulated_quic() {
     }
     let dir = tempdir("quic");
     let path = ["--rate", "20mbit", "--rtt", "10ms", "--loss", "2%"];
-    let (e, r, serve_log) = emulated_and_remote(&dir, &path, "--cc quic:cubic,quic:bbr3 --runs 4 --duration 3s");
+    let (e, r, serve_log) = emulated_and_remote(&dir, &path, "--cc quic:cubic,quic:bbr3 --runs 6 --duration 3s");
     same_verdict(&e, &r, "quic:bbr3");
     // serve charges a QUIC test the bytes it sent, not what it parked in the stream's buffer
     // (once 38 MB logged for 6 MB delivered): at least what arrived, at most that plus the
@@ -884,7 +885,7 @@ fn quic_over_remote_matches_emulated_quic() {
         .filter_map(|l| l.split(", ").find_map(|f| f.strip_suffix(" bytes")?.parse().ok()))
         .collect();
     let received: u64 = r["runs"].as_array().unwrap().iter().map(|run| run["workload"]["flows"][0]["bytes_received"].as_u64().unwrap()).sum();
-    assert_eq!(logged.len(), 8, "one log line per test:\n{}", serve_log.0);
+    assert_eq!(logged.len(), 12, "one log line per test:\n{}", serve_log.0);
     let charged: u64 = logged.iter().sum();
     eprintln!("serve charged {charged} bytes for {received} received ({:.3}×)", charged as f64 / received as f64);
     assert!(charged >= received && (charged as f64) < 1.12 * received as f64, "serve logged {charged} bytes ({logged:?}) for {received} received");
