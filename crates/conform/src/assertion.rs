@@ -776,9 +776,15 @@ fn stays_in(trace: &Trace, rule: Rule, mode: Mode) -> RunCheck {
 fn next_state(trace: &Trace, rule: Rule, from: Mode, to: Mode, phase: Option<Phase>) -> RunCheck {
     // §5.3.4.3: PROBE_RTT may interrupt any state, so an exit into it says nothing of the
     // state that comes after `from` (unless PROBE_RTT is what is asserted).
-    let exits: Vec<_> = trace.transitions().into_iter().filter(|t| t.from == from && (t.to != Mode::ProbeRtt || to == Mode::ProbeRtt)).collect();
+    // §5.3.4.4 BBRExitProbeRTT: PROBE_RTT returns to STARTUP while BBR.full_bw_reached is false
+    // (or not shown), so such an exit says nothing of the state asserted after a full pipe.
+    let full_bw_before = |t: &crate::trace::Transition| trace.points.iter().take_while(|p| p.t <= t.before).last().and_then(|p| p.full_bw_reached);
+    let back_to_startup =
+        |t: &crate::trace::Transition| from == Mode::ProbeRtt && t.to == Mode::Startup && to != Mode::Startup && full_bw_before(t) != Some(true);
+    let exits: Vec<_> =
+        trace.transitions().into_iter().filter(|t| t.from == from && (t.to != Mode::ProbeRtt || to == Mode::ProbeRtt) && !back_to_startup(t)).collect();
     if exits.is_empty() {
-        return RunCheck::unseen(format!("never left {} but into PROBE_RTT", from.name()));
+        return RunCheck::unseen(format!("never left {} but into PROBE_RTT (or, from PROBE_RTT, into STARTUP before full_bw_reached)", from.name()));
     }
     let shows_phases = trace.has(|p| p.phase.is_some());
     if phase.is_some() && !shows_phases {
@@ -1345,6 +1351,23 @@ mod tests {
             assert_eq!(a.check(&t).outcome, Outcome::NotObservable, "{}", a.describe());
         }
         assert_eq!(Assertion::NextState { from: Mode::ProbeRtt, to: Mode::ProbeBw, phase: None }.check(&t).outcome, Outcome::Pass);
+    }
+
+    /// §5.3.4.4: PROBE_RTT goes back to STARTUP while full_bw_reached is false; such an exit is
+    /// no evidence about the state after PROBE_RTT once the pipe was full, and one after it was
+    /// full still fails.
+    #[test]
+    fn probe_rtt_back_to_startup_before_the_pipe_is_full_is_not_held_against_it() {
+        let a = Assertion::NextState { from: Mode::ProbeRtt, to: Mode::ProbeBw, phase: None };
+        let mut t = trace(&[(0, Mode::Startup, None), (10, Mode::ProbeRtt, None), (20, Mode::Startup, None)]);
+        for p in &mut t.points {
+            p.full_bw_reached = Some(false);
+        }
+        assert_eq!(a.check(&t).outcome, Outcome::NotObservable);
+        for p in &mut t.points {
+            p.full_bw_reached = Some(true);
+        }
+        assert_eq!(a.check(&t).outcome, Outcome::Fail);
     }
 
     /// A.11: extra_acked judged against a period's worth of the link (10 Mbit/s × 8 ms = 10 kB);
