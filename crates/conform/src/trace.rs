@@ -110,6 +110,10 @@ pub struct Point {
     /// BBR.probe_rtt_min_delay (§5.3.4.3), the ProbeRTT timer's own min filter of the RTT;
     /// `None` where the stack does not show it.
     pub probe_rtt_min_delay: Option<Duration>,
+    /// Time so far the sender had window and pacing budget but did not send: the host (CPU,
+    /// its UDP path) was the limit (QUIC's `host_limited_us`, cumulative); `None` where the
+    /// stack does not say.
+    pub host_limited: Option<Duration>,
     /// BBR.full_bw_reached (§5.3.1.2).
     pub full_bw_reached: Option<bool>,
     /// BBR.extra_acked (§5.5.9), bytes.
@@ -271,6 +275,14 @@ impl Trace {
     pub fn startup_exit_rounds(&self) -> Option<(StateEvent, u64, u64)> {
         let e = self.events.iter().find(|e| e.from == Mode::Startup && e.to != Mode::ProbeRtt)?;
         Some((*e, e.round?, e.full_bw_round?))
+    }
+
+    /// The share of the run the sender was held by its host rather than by its controller or
+    /// the path ([`Point::host_limited`] over the sampled span); `None` where not shown.
+    pub fn host_limited_share(&self) -> Option<f64> {
+        let shown: Vec<(Duration, Duration)> = self.points.iter().filter_map(|p| Some((p.t, p.host_limited?))).collect();
+        let (&(t0, h0), &(t1, h1)) = (shown.first()?, shown.last()?);
+        (t1 > t0).then(|| h1.saturating_sub(h0).as_secs_f64() / (t1 - t0).as_secs_f64())
     }
 
     /// Whether any point has this field.

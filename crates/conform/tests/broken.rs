@@ -105,6 +105,8 @@ fn drive(
                 cycle_count: Some(s.snap.cycle_count),
                 probe_rtt_min_age: Some((t0 + s.t).saturating_duration_since(s.snap.probe_rtt_min_stamp)),
                 probe_rtt_min_delay: s.snap.probe_rtt_min_delay,
+                // The simulator's sender is never held by a host.
+                host_limited: None,
                 full_bw_reached: Some(s.snap.full_bw_reached),
                 extra_acked_bytes: Some(s.snap.extra_acked),
                 // The simulator finds no loss spurious: a lost packet is never delivered late.
