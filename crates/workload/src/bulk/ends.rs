@@ -612,19 +612,23 @@ mod tests {
         }
     }
 
+    fn buffered(per_write_sent: u64) -> Buffered {
+        Buffered { written: 0, sent: 0, per_write_sent, most_ahead: 0, finished: false, aborted: false }
+    }
+
     /// serve's budget over a buffering transport pays for what goes out: writes stay within
     /// [`BUDGET_LEAD`] of the wire, and what the run's end leaves unsent goes back.
     #[test]
     fn a_budget_over_a_buffering_transport_pays_for_what_is_sent() {
         let stop = AtomicBool::new(false);
         let budget = ByteBudget::new(1 << 40, "the budget".into());
-        let mut s = Buffered { written: 0, sent: 0, per_write_sent: 64 * 1024, most_ahead: 0, finished: false, aborted: false };
+        let mut s = buffered(64 * 1024);
         assert_eq!(drive(send_loop(&mut s, Amount::Seconds(0.2), Instant::now() + ms(200), &stop, Some(&budget), &Knobs::default(), false)), Ok(()));
         assert!(s.most_ahead <= BUDGET_LEAD + 256 * 1024, "{} bytes written ahead of the wire", s.most_ahead);
         assert!(s.written > s.sent && s.sent > 0, "written {}, sent {}", s.written, s.sent);
         assert_eq!((1 << 40) - budget.remaining(), s.sent, "charged what was sent, not the {} written", s.written);
         // Without a budget, nothing holds the writes back (the transport's own window does).
-        let mut free = Buffered { written: 0, sent: 0, per_write_sent: 64 * 1024, most_ahead: 0, finished: false, aborted: false };
+        let mut free = buffered(64 * 1024);
         drive(send_loop(&mut free, Amount::Seconds(0.05), Instant::now() + ms(50), &stop, None, &Knobs::default(), false)).unwrap();
         assert!(free.most_ahead > 2 * BUDGET_LEAD, "{} ahead without a budget", free.most_ahead);
     }
@@ -634,7 +638,7 @@ mod tests {
     #[test]
     fn a_slow_app_rate_is_not_one_large_write_ahead() {
         let stop = AtomicBool::new(false);
-        let mut s = Buffered { written: 0, sent: 0, per_write_sent: u64::MAX, most_ahead: 0, finished: false, aborted: false };
+        let mut s = buffered(u64::MAX);
         let began = Instant::now();
         let rate = 250_000; // conform A.2's app rate on a 1 Mbit/s path
         drive(send_loop(&mut s, Amount::Seconds(0.2), began + ms(200), &stop, None, &capped(rate), false)).unwrap();
@@ -649,7 +653,7 @@ mod tests {
     fn a_spent_budget_over_a_buffering_transport_delivers_what_it_paid_for() {
         let stop = AtomicBool::new(false);
         let budget = ByteBudget::new(3_000_000, "the budget".into());
-        let mut s = Buffered { written: 0, sent: 0, per_write_sent: 64 * 1024, most_ahead: 0, finished: false, aborted: false };
+        let mut s = buffered(64 * 1024);
         let far = Instant::now() + Duration::from_secs(30);
         assert_eq!(drive(send_loop(&mut s, Amount::Seconds(30.0), far, &stop, Some(&budget), &Knobs::default(), false)), Err("the budget".into()));
         assert!(s.finished && !s.aborted);
