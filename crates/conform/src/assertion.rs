@@ -196,11 +196,12 @@ pub enum Assertion {
     /// and §5.3.3.6 BBRProbeInflightLongtermUpward grows it only when it is. (An UP already under
     /// way at `from` may still be cwnd-limited until the application's slower writes reach the
     /// sender.) Not observable where the stack does not show it or the phases, while it is unset
-    /// (no loss yet), or without a REFILL or UP begun since `from`.
+    /// (no loss yet), or without a REFILL or UP begun since `from` has settled ([`settled`]).
     LongtermHeldFrom { from: Duration },
-    /// A ProbeBW_UP begun after `from` is left only for PROBE_RTT: app-limited samples show no
-    /// plateau (§5.3.1.2 BBRCheckFullBWReached returns on them) and §5.3.3.9 BBRIsTimeToGoDown
-    /// ends UP on one. Needs phases.
+    /// A ProbeBW_UP begun after `from` has settled ([`settled`]) is left only for PROBE_RTT:
+    /// app-limited samples show no plateau (§5.3.1.2 BBRCheckFullBWReached returns on them) and
+    /// §5.3.3.9 BBRIsTimeToGoDown ends UP on one. An UP that lost packets may also end on
+    /// them (BBRIsInflightTooHigh) and is not counted. Needs phases.
     UpHeldFrom { from: Duration },
     /// `mode` is not entered again from `from` on, the flow having left it before `from`.
     NotReenteredFrom { mode: Mode, from: Duration },
@@ -402,6 +403,16 @@ fn bw_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {
     RunCheck::judged(rule, ratio, ratio, ratio, evidence)
 }
 
+/// When the application's change at `from` is all the controller sees: two RTTs after it (the
+/// RTT at `from`, queue included). What was sent before the change is acknowledged within one,
+/// and those samples are not app-limited (§4.1.2.3 marks a packet as it is sent), so they may
+/// still grow inflight_longterm or show a plateau. At 1 Mbit/s × 1 ms a 44 ms RTT put an UP
+/// begun 69 ms after the change on them; at 20 ms the same round is 1–2 % of the run after it.
+pub fn settled(trace: &Trace, from: Duration) -> Duration {
+    let rtt = trace.points.iter().find(|p| p.t >= from).and_then(|p| p.rtt.or(p.min_rtt)).unwrap_or_default();
+    from + 2 * rtt
+}
+
 fn longterm_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {
     if !trace.has(|p| p.inflight_longterm_bytes.is_some()) {
         return RunCheck::unseen("the stack shows no inflight_longterm");
@@ -413,8 +424,9 @@ fn longterm_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {
     // UP already under way then may still be cwnd-limited at inflight_longterm and grow it, as
     // §5.3.3.6 allows, until the application's slower writes reach the sender.
     let probing = |p: &Point| p.mode == Some(Mode::ProbeBw) && matches!(p.phase, Some(Phase::Refill | Phase::Up));
+    let from = settled(trace, from);
     let Some(i) = (1..trace.points.len()).find(|&i| trace.points[i].t > from && probing(&trace.points[i]) && !probing(&trace.points[i - 1])) else {
-        return RunCheck::unseen(format!("no PROBE_BW_REFILL or UP begun after {}", ms(from)));
+        return RunCheck::unseen(format!("no PROBE_BW_REFILL or UP begun after {} (2 RTTs after the change)", ms(from)));
     };
     let (start, entered) = (&trace.points[i - 1], trace.points[i].t);
     let Some(at_start) = start.inflight_longterm_bytes.filter(|b| *b != u64::MAX) else {
@@ -435,7 +447,7 @@ fn longterm_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {
         ratio,
         ratio,
         format!(
-            "inflight_longterm {at_start} B as {} began at {} (the first after {}), highest after it {high} B at {} ({ratio:.2}×)",
+            "inflight_longterm {at_start} B as {} began at {} (the first after {}, 2 RTTs after the change), highest after it {high} B at {} ({ratio:.2}×)",
             phase_name(&trace.points[i]),
             ms(entered),
             ms(from),
@@ -452,33 +464,45 @@ fn up_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {
     if !trace.has(|p| p.phase.is_some()) {
         return RunCheck::unseen("the stack shows no ProbeBW phase");
     }
+    let from = settled(trace, from);
     let after: Vec<&Point> = trace.points.iter().filter(|p| p.t > from && p.mode.is_some()).collect();
     let in_up = |p: &Point| p.mode == Some(Mode::ProbeBw) && p.phase == Some(Phase::Up);
     // Only UPs begun after `from`: one already under way began on samples that were not
     // app-limited and may end on their plateau.
     let mut ups = 0;
     let mut ends: Vec<Duration> = Vec::new();
-    let mut counted = false;
+    // UPs that lost packets: §5.3.3.9's other way out (BBRIsInflightTooHigh), which an
+    // app-limited flow may meet where the buffer is under a packet (A.20's 0.5 BDP at 1 ms).
+    let mut on_loss = 0;
+    // The UP being watched: when it began, and the bytes lost by then.
+    let mut watching: Option<Option<u64>> = None;
     for w in after.windows(2) {
         if !in_up(w[0]) && in_up(w[1]) {
             ups += 1;
-            counted = true;
+            watching = Some(w[0].lost_bytes);
         }
         // UP straight to DOWN, or to CRUISE through a DOWN shorter than a sample.
-        if in_up(w[0]) && w[1].mode == Some(Mode::ProbeBw) && !in_up(w[1]) && counted {
-            ends.push(w[1].t);
+        if let Some(lost_then) = watching.filter(|_| in_up(w[0]) && w[1].mode == Some(Mode::ProbeBw) && !in_up(w[1])) {
+            if lost_then.zip(w[1].lost_bytes).is_some_and(|(then, now)| now > then) {
+                on_loss += 1;
+            } else {
+                ends.push(w[1].t);
+            }
         }
         if !in_up(w[1]) {
-            counted = false;
+            watching = None;
         }
     }
     if ups == 0 {
-        return RunCheck::unseen(format!("no PROBE_BW_UP begun after {}", ms(from)));
+        return RunCheck::unseen(format!("no PROBE_BW_UP begun after {} (2 RTTs after the change)", ms(from)));
     }
     let n = ends.len() as f64;
+    let losses = if on_loss > 0 { format!("; {on_loss} left on a loss (§5.3.3.9 BBRIsInflightTooHigh), not counted") } else { String::new() };
     let evidence = match ends.first() {
-        None => format!("{ups} PROBE_BW_UP begun after {}, each left only for PROBE_RTT (or held to the end)", ms(from)),
-        Some(t) => format!("PROBE_BW_UP ended within PROBE_BW at {} ({} times after {})", ms(*t), ends.len(), ms(from)),
+        None => format!("{ups} PROBE_BW_UP begun after {} (2 RTTs after the change), each left only for PROBE_RTT (or held to the end){losses}", ms(from)),
+        Some(t) => {
+            format!("PROBE_BW_UP ended within PROBE_BW without a loss at {} ({} times after {}, 2 RTTs after the change){losses}", ms(*t), ends.len(), ms(from))
+        }
     };
     RunCheck::judged(rule, n, n, n, evidence)
 }
@@ -1320,6 +1344,68 @@ mod tests {
             points,
             events: Vec::new(),
         }
+    }
+
+    /// A.20: an UP begun within two RTTs of the application's change still runs on samples sent
+    /// before it, and may end on them; one begun later must be held. The RTT is the one at the
+    /// change (44 ms here, as at 1 Mbit/s × 1 ms), not the path's base.
+    #[test]
+    fn an_up_on_samples_from_before_the_change_is_not_judged() {
+        let up = Assertion::UpHeldFrom { from: Duration::from_millis(4000) };
+        let at = |t: u64, phase: Phase| Point {
+            t: Duration::from_millis(t),
+            mode: Some(Mode::ProbeBw),
+            phase: Some(phase),
+            rtt: Some(Duration::from_millis(44)),
+            ..Point::default()
+        };
+        // UP begun 69 ms after the change and ended on a plateau, then an UP held to the end.
+        let early = of_points(vec![
+            at(3990, Phase::Cruise),
+            at(4000, Phase::Refill),
+            at(4069, Phase::Up),
+            at(4100, Phase::Down),
+            at(4120, Phase::Refill),
+            at(4160, Phase::Up),
+            at(9000, Phase::Up),
+        ]);
+        let c = up.check(&early);
+        assert_eq!(c.outcome, Outcome::Pass, "{}", c.evidence);
+        assert!(c.evidence.contains("4088 ms"), "{}", c.evidence);
+        // An UP begun 120 ms after the change, 2.7 RTTs: judged, and it fails.
+        let late = of_points(vec![at(3990, Phase::Cruise), at(4100, Phase::Refill), at(4120, Phase::Up), at(4150, Phase::Down), at(9000, Phase::Cruise)]);
+        assert_eq!(up.check(&late).outcome, Outcome::Fail);
+        // The same UP ended on a loss (BBRIsInflightTooHigh): not counted.
+        let lost = |t: u64, phase: Phase, b: u64| Point { lost_bytes: Some(b), ..at(t, phase) };
+        let on_loss = of_points(vec![
+            lost(3990, Phase::Cruise, 0),
+            lost(4100, Phase::Refill, 0),
+            lost(4120, Phase::Up, 0),
+            lost(4150, Phase::Down, 1200),
+            lost(9000, Phase::Cruise, 1200),
+        ]);
+        let c = up.check(&on_loss);
+        assert_eq!(c.outcome, Outcome::Pass, "{}", c.evidence);
+        assert!(c.evidence.contains("1 left on a loss"), "{}", c.evidence);
+        let longterm = Assertion::LongtermHeldFrom { from: Duration::from_millis(4000) };
+        let with_longterm = |t: u64, phase: Phase, b: u64| Point { inflight_longterm_bytes: Some(b), ..at(t, phase) };
+        let grown_early = of_points(vec![
+            with_longterm(3990, Phase::Cruise, 7000),
+            with_longterm(4050, Phase::Refill, 7000),
+            with_longterm(4080, Phase::Up, 9800),
+            with_longterm(4100, Phase::Cruise, 9800),
+            with_longterm(4200, Phase::Refill, 9800),
+            with_longterm(9000, Phase::Up, 9800),
+        ]);
+        let c = longterm.check(&grown_early);
+        assert_eq!((c.outcome, c.estimate), (Outcome::Pass, 1.0), "{}", c.evidence);
+        let grown_late = of_points(vec![
+            with_longterm(3990, Phase::Cruise, 7000),
+            with_longterm(4100, Phase::Cruise, 7000),
+            with_longterm(4200, Phase::Refill, 7000),
+            with_longterm(4300, Phase::Up, 9800),
+        ]);
+        assert_eq!(longterm.check(&grown_late).outcome, Outcome::Fail);
     }
 
     /// A.2: STARTUP interrupted by PROBE_RTT still stays; a plateau exit to DRAIN fails.

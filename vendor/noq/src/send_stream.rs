@@ -239,6 +239,12 @@ impl SendStream {
         conn.inner.send_stream(self.stream).priority()
     }
 
+    /// ccbench patch: bytes written to the stream that have not yet been sent once
+    pub fn unsent(&self) -> Result<u64, ClosedStream> {
+        let mut conn = self.conn.lock_without_waking("SendStream::unsent");
+        conn.inner.send_stream(self.stream).unsent()
+    }
+
     /// Completes when the peer stops the stream or reads the stream to completion
     ///
     /// Yields `Some` with the stop error code if the peer stops the stream. Yields `None` if the

@@ -375,6 +375,10 @@ impl SendHalf for QuicSend {
     fn wire_bytes(&self) -> Option<u64> {
         Some(self.conn.stats().udp_tx.bytes)
     }
+    fn unsent_bytes(&self) -> Option<u64> {
+        // Before the stream opens nothing is written; a closed stream holds nothing to send.
+        Some(self.stream.as_ref().map_or(0, |s| s.unsent().unwrap_or(0)))
+    }
     fn write(&mut self, len: usize) -> Pending<'_, Moved> {
         Box::pin(async move {
             let QuicSend { conn, stream, head, payload } = self;

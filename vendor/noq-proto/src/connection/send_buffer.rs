@@ -349,6 +349,11 @@ impl SendBuffer {
         self.unsent != self.offset() || !self.retransmits.is_empty()
     }
 
+    /// ccbench patch: bytes the application wrote that were never sent (retransmissions aside)
+    pub(super) fn unsent(&self) -> u64 {
+        self.offset() - self.unsent
+    }
+
     /// Compute the amount of data that hasn't been acknowledged
     pub(super) fn unacked(&self) -> u64 {
         self.data.len() as u64 - self.acks.iter().map(|x| x.end - x.start).sum::<u64>()

@@ -402,6 +402,19 @@ impl<'a> SendStream<'a> {
 
         Ok(stream.as_ref().map(|s| s.priority).unwrap_or_default())
     }
+
+    /// ccbench patch: bytes written to the stream that have not yet been sent once
+    ///
+    /// Retransmissions are not counted: this is what the application is ahead of the wire.
+    pub fn unsent(&self) -> Result<u64, ClosedStream> {
+        let stream = self
+            .state
+            .send
+            .get(&self.id)
+            .ok_or(ClosedStream { _private: () })?;
+
+        Ok(stream.as_ref().map(|s| s.unsent()).unwrap_or_default())
+    }
 }
 
 /// A queue of streams with pending outgoing data, sorted by priority

@@ -141,6 +141,11 @@ impl Send {
         self.pending.offset()
     }
 
+    /// ccbench patch: bytes written that were never sent
+    pub(super) fn unsent(&self) -> u64 {
+        self.pending.unsent()
+    }
+
     pub(super) fn is_pending(&self) -> bool {
         self.pending.has_unsent_data() || self.fin_pending
     }
