@@ -61,6 +61,9 @@ pub struct Link {
     pub buffer_bytes: u64,
     pub loss: f64,
     pub seed: u64,
+    /// A token bucket before the queue (`--policer`): its rate (bits/s) and depth (bytes). A
+    /// packet that finds fewer tokens than its size is dropped.
+    pub policer: Option<(u64, u64)>,
 }
 
 impl Link {
@@ -68,7 +71,11 @@ impl Link {
         let rate_bps = (rate_mbps * 1e6) as u64;
         let rtt = Duration::from_millis(rtt_ms);
         let bdp = rate_bps as f64 / 8.0 * rtt.as_secs_f64();
-        Self { rate_bps, rtt, buffer_bytes: (bdp * buffer_bdp) as u64, loss: 0.0, seed: 1 }
+        Self { rate_bps, rtt, buffer_bytes: (bdp * buffer_bdp) as u64, loss: 0.0, seed: 1, policer: None }
+    }
+    pub fn with_policer(mut self, rate_bps: u64, burst_bytes: u64) -> Self {
+        self.policer = Some((rate_bps, burst_bytes));
+        self
     }
     pub fn with_loss(mut self, loss: f64) -> Self {
         self.loss = loss;
@@ -161,6 +168,8 @@ pub struct Sim<C: SimController = Bbr> {
     pub sent_bytes: u64,
     /// An application writing no faster than this (bit/s): past it the sender is app-limited.
     pub app_rate_bps: Option<u64>,
+    /// The policer's tokens (bytes) and when they were counted.
+    policer_tokens: Option<(f64, Duration)>,
     pub dropped: u64,
     /// A step ECN marker at the bottleneck (an L4S queue's, RFC 9332 §5.1's 1 ms step): an
     /// ECN-capable packet that finds at least this much queueing delay is marked CE instead
@@ -242,6 +251,7 @@ impl<C: SimController> Sim<C> {
             delivered: 0,
             sent_bytes: 0,
             app_rate_bps: None,
+            policer_tokens: None,
             dropped: 0,
             ce_threshold: None,
             ce_prob: 0.0,
@@ -332,6 +342,16 @@ impl<C: SimController> Sim<C> {
         if self.link.loss > 0.0 && self.random() < self.link.loss {
             self.dropped += 1;
             return;
+        }
+        if let Some((rate, burst)) = self.link.policer {
+            let (tokens, at) = self.policer_tokens.unwrap_or((burst as f64, self.now));
+            let tokens = (tokens + (self.now - at).as_secs_f64() * rate as f64 / 8.0).min(burst as f64);
+            if tokens < MSS as f64 {
+                self.policer_tokens = Some((tokens, self.now));
+                self.dropped += 1;
+                return;
+            }
+            self.policer_tokens = Some((tokens - MSS as f64, self.now));
         }
         let ser = Duration::from_secs_f64(MSS as f64 * 8.0 / self.link.rate_bps as f64);
         let queued_time = self.link_free_at.saturating_sub(self.now);
