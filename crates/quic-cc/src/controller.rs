@@ -121,9 +121,7 @@ impl Controller for Bbr {
         m.ssthresh = self.ssthresh();
         m.pacing_rate = Some(self.pacing_rate().max(1));
         m.send_quantum = Some(self.send_quantum());
-        // No `pacer_burst`: bounding noq's bursts by §5.6.3's send quantum did not lower the
-        // queue through DualPI2 and, at 4–5 datagrams a wake-up at 50 Mbit/s, cost a loaded
-        // host's throughput (docs/ecn.md, "Not the pacer's bursts").
+        m.pacer_burst = Some(self.pacer_burst());
         m.bandwidth_estimate = (self.bw() > 0.0).then(|| (self.bw() * 8.0).round() as u64);
         m
     }

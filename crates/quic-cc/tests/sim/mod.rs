@@ -54,6 +54,19 @@ impl SimController for Prague {
     }
 }
 
+/// The pacer's burst for a controller that sets a pacing rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PacerBurst {
+    /// The controller's send quantum (§5.6.3 for BBR): the draft's pacer.
+    SendQuantum,
+    /// noq's own when the controller asks for nothing smaller: 2 ms at the rate, at least 10
+    /// datagrams, at most 10 ms (noq-proto `pacing.rs`, `rate_capacity`).
+    Noq,
+    /// What the controller asks noq for (`ControllerMetrics::pacer_burst`, a patch of ours),
+    /// else its send quantum: what the bench's QUIC sender does.
+    Controller,
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Link {
     pub rate_bps: u64,
@@ -157,6 +170,8 @@ pub struct Sim<C: SimController = Bbr> {
     /// Stop `run_for` right after the ACK batch that changed the state, before that ACK's
     /// loss detection: a test can then act on the controller exactly at the transition.
     pub pause_on_state_change: bool,
+    /// How much the pacer releases at once for a controller with a pacing rate.
+    pub pacer: PacerBurst,
     paused: bool,
     pub samples: Vec<Sample>,
     next_sample: Duration,
@@ -242,6 +257,7 @@ impl<C: SimController> Sim<C> {
             rx_wake_jitter: Duration::ZERO,
             rx_next_wake: Duration::ZERO,
             pause_on_state_change: false,
+            pacer: PacerBurst::SendQuantum,
             paused: false,
             samples: Vec::new(),
             next_sample: Duration::ZERO,
@@ -285,7 +301,16 @@ impl<C: SimController> Sim<C> {
     fn pacing(&self) -> (f64, f64) {
         let m = self.bbr.metrics();
         match m.pacing_rate {
-            Some(rate) => (rate as f64, m.send_quantum.unwrap_or(2 * MSS) as f64),
+            Some(rate) => {
+                let quantum = m.send_quantum.unwrap_or(2 * MSS) as f64;
+                let rate = rate as f64;
+                let burst = match self.pacer {
+                    PacerBurst::SendQuantum => quantum,
+                    PacerBurst::Noq => (rate * 2e-3).clamp(10.0 * MSS as f64, 256.0 * MSS as f64).min((rate * 10e-3).max(MSS as f64)),
+                    PacerBurst::Controller => m.pacer_burst.map_or(quantum, |b| b as f64),
+                };
+                (rate, burst)
+            }
             None => {
                 let srtt = self.srtt.unwrap_or(Duration::from_millis(333)).as_secs_f64();
                 let rate = 1.25 * self.bbr.window() as f64 / srtt;
