@@ -76,12 +76,6 @@ fn policed_with(params: BbrParams, rate_mbit: f64, rtt_ms: u64, burst: u64) -> T
     drive_on(params, link, policed_bps, &[], Scenario::Policer.duration(Duration::from_millis(rtt_ms)), None, |_| {})
 }
 
-fn bulk_with(rate_mbit: f64, rtt_ms: u64, pacer: PacerBurst) -> Trace {
-    let s = Scenario::Bulk;
-    let link = Link::new(rate_mbit, rtt_ms, s.buffer_bdp());
-    drive_on(v3(), link, rate_mbit * 1e6, &[], s.duration(Duration::from_millis(rtt_ms)), None, |sim| sim.pacer = pacer)
-}
-
 /// A.11's path on the simulator: ACKs reach the sender in bursts every `period`.
 fn ack_aggregated(params: BbrParams, rate_mbit: f64, rtt_ms: u64, period: Duration, pacer: PacerBurst) -> Trace {
     let s = Scenario::AckAggregation;
