@@ -110,6 +110,7 @@ pub enum TraceKind {
     },
 }
 
+/// `ccbench conform`'s suites, a variant each, named as its `ccbench_conform::Suite`.
 #[derive(Subcommand, Debug)]
 pub enum ConformSuite {
     /// draft-ietf-ccwg-bbr's test cases (Appendix A, and the §5.3 state machine) on each BBR
@@ -117,11 +118,20 @@ pub enum ConformSuite {
     Bbr(ConformArgs),
 }
 
+impl ConformSuite {
+    /// The suite asked for, and its flags.
+    pub fn suite(self) -> (&'static ccbench_conform::Suite, ConformArgs) {
+        match self {
+            ConformSuite::Bbr(args) => (&ccbench_conform::bbr::BBR, args),
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct ConformArgs {
     /// The BBR controllers to check, comma-separated: quic:bbr3, quic:bbr2, tcp:bbr (the
     /// kernel's, its mode inferred from TCP_CC_INFO's gains).
-    #[arg(long, allow_hyphen_values = true, default_value = "quic:bbr3,tcp:bbr")]
+    #[arg(long, allow_hyphen_values = true, default_value = ccbench_conform::bbr::BBR.default_cc)]
     pub cc: CcList,
     /// Round-trip times of the grid, comma-separated. [default: 1ms,20ms,200ms; --quick: 20ms,80ms]
     #[arg(long, allow_hyphen_values = true, value_delimiter = ',')]

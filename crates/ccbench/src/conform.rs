@@ -1,5 +1,7 @@
-//! `ccbench conform bbr`: draft-ietf-ccwg-bbr's cases (`ccbench_conform::bbr::SUITE`) on each
-//! BBR controller over a grid of paths, judged on the controller's own state series.
+//! `ccbench conform <suite>` (`ccbench conform bbr`: draft-ietf-ccwg-bbr's cases,
+//! `ccbench_conform::bbr::BBR`): a suite's cases on each controller it judges over a grid of
+//! paths, judged on the controller's own state series. Nothing here names a suite: the CLI
+//! passes its [`Suite`] down.
 //!
 //! Each (controller, path, scenario) is one `ccbench run` of this same binary, with the flags a
 //! user would type to reproduce it (printed beside every cell's evidence), so a conformance run
@@ -17,11 +19,10 @@ use std::time::{Duration, Instant};
 
 use ccbench::results::{ExperimentResult, Status};
 use ccbench_conform::assertion::RunCheck;
-use ccbench_conform::bbr::{Runnable, Scenario, SUITE};
 use ccbench_conform::trace::PathFacts;
-use ccbench_conform::{over_paths, over_runs, Cell, CellVerdict};
+use ccbench_conform::{over_paths, over_runs, Cell, CellVerdict, Runnable, Scenario, Suite};
 use ccbench_link::Rate as LinkRate;
-use ccbench_model::workload::{Algorithm, Family};
+use ccbench_model::workload::Algorithm;
 
 use crate::cli::ConformArgs;
 use crate::error::{require_root, UsageError};
@@ -99,24 +100,21 @@ pub(crate) struct Broken {
     pub(crate) why: String,
 }
 
-/// The default grid's top rate: the draft's range reaches 1 Gbit/s (issue 31: 1 ms–500 ms,
-/// 64 kbit/s–1 Gbit/s).
-const TOP_RATE_BPS: f64 = 1e9;
-
 /// The grid's paths, the runs per path, and (when the machine lowered the default top rate) why.
+/// The default grids are the suite's (`Suite::grid`, `Suite::quick`).
 ///
-/// The default full grid, 1, 20, 200 ms × 1, 20, 1000 Mbit/s with one run per path, is judged
+/// BBR's default full grid, 1, 20, 200 ms × 1, 20, 1000 Mbit/s with one run per path, is judged
 /// over its 9 paths (`over_paths`): 218 runs, about 54 min of sending for both controllers
 /// (`Scenario::duration`, 13 scenarios), under the hour of issue 31's done-when, where the old
 /// 3 × 3 grid at 5 runs planned 190 min with 8. A 500 ms column would add 9 min (its step-down
 /// and cross-traffic runs last 79 and 87 s): `--rtts 1ms,20ms,200ms,500ms` runs it. 64 kbit/s stays A.13's own path: a tenfold step from it is a packet
 /// every 1.9 s, with no ProbeBW cycle to count.
-fn grid(args: &ConformArgs) -> Result<(Vec<GridPath>, u32, Option<String>), UsageError> {
+fn grid(suite: &Suite, args: &ConformArgs) -> Result<(Vec<GridPath>, u32, Option<String>), UsageError> {
     let rtts: Vec<Duration> = if args.rtts.is_empty() {
         if args.quick {
-            vec![ms(20), ms(80)]
+            suite.quick.rtts.to_vec()
         } else {
-            vec![ms(1), ms(20), ms(200)]
+            suite.grid.rtts.to_vec()
         }
     } else {
         args.rtts.iter().map(rtt_of).collect()
@@ -131,25 +129,27 @@ fn grid(args: &ConformArgs) -> Result<(Vec<GridPath>, u32, Option<String>), Usag
     let mut lowered = None;
     if rates.is_empty() {
         rates = if args.quick {
-            vec![20e6]
+            suite.quick.rates_bps.to_vec()
         } else {
             // Where the machine stops: the top rate is lowered to what its emulator has carried,
             // rounded down to one significant figure (230 Mbit/s → 200 Mbit/s).
+            let mut rates = suite.grid.rates_bps.to_vec();
             let (cap, source) = ccbench::limits::capacity();
-            let top = if cap >= TOP_RATE_BPS {
-                TOP_RATE_BPS
-            } else {
+            let wanted = rates.iter().copied().fold(0.0, f64::max);
+            if cap < wanted {
                 let unit = 10f64.powf(cap.log10().floor());
                 let top = ((cap / unit).floor() * unit).max(40e6);
                 lowered = Some(format!(
                     "top rate {} instead of {}: this machine's emulator has carried at most {} ({source})",
                     crate::units::fmt_rate(top),
-                    crate::units::fmt_rate(TOP_RATE_BPS),
+                    crate::units::fmt_rate(wanted),
                     crate::units::fmt_rate(cap)
                 ));
-                top
-            };
-            vec![1e6, 20e6, top]
+                for r in rates.iter_mut().filter(|r| **r == wanted) {
+                    *r = top;
+                }
+            }
+            rates
         };
     }
     if let Some(d) = rtts.iter().find(|d| d.is_zero()) {
@@ -168,34 +168,32 @@ fn grid(args: &ConformArgs) -> Result<(Vec<GridPath>, u32, Option<String>), Usag
     Ok((paths, runs, lowered))
 }
 
-fn ms(m: u64) -> Duration {
-    Duration::from_millis(m)
-}
-
 fn rtt_of(r: &Rtt) -> Duration {
     Duration::from_nanos(r.one_way().0 * 2)
 }
 
-pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
+/// `ccbench conform <suite.name>`.
+pub(crate) fn run(suite: &'static Suite, args: ConformArgs) -> anyhow::Result<i32> {
     for cc in args.cc.names() {
-        if cc.family() != Family::Bbr {
-            return Err(UsageError::new("--cc", cc, "BBR controllers: quic:bbr3, quic:bbr2 or tcp:bbr").into());
+        if !judges(suite, cc) {
+            return Err(UsageError::new("--cc", cc, suite.controllers_expected()).into());
         }
     }
-    let (paths, runs, lowered) = grid(&args)?;
+    let (paths, runs, lowered) = grid(suite, &args)?;
     crate::error::refuse_bad_test_defects()?;
-    let chosen = chosen_cases(&args.cases)?;
+    let chosen = chosen_cases(suite, &args.cases)?;
     require_root("conform")?;
     let out = args.out.clone().unwrap_or_else(|| {
         let now = time::OffsetDateTime::now_utc();
         PathBuf::from("results").join(format!(
-            "{:04}{:02}{:02}-{:02}{:02}{:02}-conform-bbr",
+            "{:04}{:02}{:02}-{:02}{:02}{:02}-conform-{}",
             now.year(),
             now.month() as u8,
             now.day(),
             now.hour(),
             now.minute(),
-            now.second()
+            now.second(),
+            suite.name
         ))
     });
     if let Some(j) = &args.junit {
@@ -206,26 +204,29 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
     std::fs::create_dir_all(&out)?;
     let seed = args.seed.unwrap_or_else(rand_seed);
     let exe = std::env::current_exe()?;
+    let cases = suite.cases;
     let scenarios: Vec<Scenario> =
-        Scenario::ALL.into_iter().filter(|s| chosen.iter().any(|&i| SUITE[i].scenario == *s && SUITE[i].runnable == Runnable::Yes)).collect();
+        Scenario::ALL.into_iter().filter(|s| chosen.iter().any(|&i| cases[i].scenario == *s && cases[i].runnable == Runnable::Yes)).collect();
     // Every job: a controller, a path and a scenario.
     let mut jobs = Vec::new();
     for cc in args.cc.names() {
         for s in &scenarios {
-            if s.on_grid() {
-                for p in &paths {
-                    jobs.push((cc.clone(), *p, *s));
+            match s.own_path() {
+                None => {
+                    for p in &paths {
+                        jobs.push((cc.clone(), *p, *s));
+                    }
                 }
-            } else {
-                jobs.push((cc.clone(), GridPath { rate_bps: 64e3, rtt: ms(1) }, *s));
+                Some((rate_bps, rtt)) => jobs.push((cc.clone(), GridPath { rate_bps, rtt }, *s)),
             }
         }
     }
     let planned: Duration = jobs.iter().map(|j| j.2.duration(j.1.rtt) * runs).sum();
     println!(
-        "conform bbr: {} cases ({} runnable here), {} controllers × {} paths, {} runs each: {} runs, at least {:.0} min of sending; seed {seed}",
+        "conform {}: {} cases ({} runnable here), {} controllers × {} paths, {} runs each: {} runs, at least {:.0} min of sending; seed {seed}",
+        suite.name,
         chosen.len(),
-        chosen.iter().filter(|&&i| SUITE[i].runnable == Runnable::Yes).count(),
+        chosen.iter().filter(|&&i| cases[i].runnable == Runnable::Yes).count(),
         args.cc.names().len(),
         paths.len(),
         runs,
@@ -251,7 +252,7 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
         let flags = run_flags(cc, *path, *scenario, runs, seed);
         let shown = format!("ccbench run {}", flags.join(" "));
         match run_one(&exe, &flags, &dir) {
-            Ok(result) => match judge(&result, &dir, cc, *path, *scenario, &shown, &chosen) {
+            Ok(result) => match judge(cases, &result, &dir, cc, *path, *scenario, &shown, &chosen) {
                 Ok(cells) => judged.extend(cells),
                 Err(why) => broken.push(Broken { cc: cc.clone(), path: *path, scenario: *scenario, why }),
             },
@@ -263,7 +264,7 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
     let interrupted = stop.load(Ordering::Relaxed);
     let ccs: &[Algorithm] = args.cc.names();
     let overall = over_grid(&judged, &paths);
-    let m = matrix::Matrix { ccs, grid: &paths, judged: &judged, over: &overall, broken: &broken, runs, took: started.elapsed(), chosen: &chosen };
+    let m = matrix::Matrix { suite, ccs, grid: &paths, judged: &judged, over: &overall, broken: &broken, runs, took: started.elapsed(), chosen: &chosen };
     let mut text = matrix::text(&m);
     let mut page = matrix::page(&m);
     // A deliberately broken controller (tests only) is said first, so its matrix is never read
@@ -277,7 +278,7 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
     std::fs::write(out.join("conform.txt"), &text)?;
     std::fs::write(out.join("report.html"), ccbench_report::render_conform(&page))?;
     if let Some(j) = &args.junit {
-        std::fs::write(j, matrix::junit(&judged, &overall, &broken, &chosen))?;
+        std::fs::write(j, matrix::junit(suite, &judged, &overall, &broken, &chosen))?;
     }
     println!("results: {}", out.display());
     if interrupted {
@@ -299,21 +300,28 @@ pub(crate) fn run(args: ConformArgs) -> anyhow::Result<i32> {
     })
 }
 
+/// Whether `suite` judges `cc`: one of its controllers or another of their family (`tcp:bbr3`
+/// as well as `tcp:bbr`).
+fn judges(suite: &Suite, cc: &Algorithm) -> bool {
+    suite.controllers.iter().filter_map(|c| c.parse::<Algorithm>().ok()).any(|c| c.family() == cc.family())
+}
+
 /// `--case`: the suite's indices of the cases asked for (every case without it). A case is named
 /// by its number as the matrix shows it (`A.1`, `§5.3.2`), case-insensitively, the `§` optional.
-fn chosen_cases(asked: &[String]) -> Result<Vec<usize>, UsageError> {
+fn chosen_cases(suite: &Suite, asked: &[String]) -> Result<Vec<usize>, UsageError> {
+    let cases = suite.cases;
     if asked.is_empty() {
-        return Ok((0..SUITE.len()).collect());
+        return Ok((0..cases.len()).collect());
     }
     let key = |s: &str| s.trim().trim_start_matches('§').to_ascii_lowercase();
-    let runnable: Vec<&str> = SUITE.iter().filter(|c| c.runnable == Runnable::Yes).map(|c| c.id).collect();
+    let runnable: Vec<&str> = cases.iter().filter(|c| c.runnable == Runnable::Yes).map(|c| c.id).collect();
     let mut out = Vec::new();
     for a in asked {
-        let Some(i) = SUITE.iter().position(|c| key(c.id) == key(a)) else {
+        let Some(i) = cases.iter().position(|c| key(c.id) == key(a)) else {
             return Err(UsageError::new("--case", a, format!("case numbers of the suite, comma-separated: {}", runnable.join(", "))));
         };
-        if let Runnable::Needs(what) = SUITE[i].runnable {
-            return Err(UsageError::new("--case", a, format!("a case runnable here ({} needs {what}): {}", SUITE[i].id, runnable.join(", "))));
+        if let Runnable::Needs(what) = cases[i].runnable {
+            return Err(UsageError::new("--case", a, format!("a case runnable here ({} needs {what}): {}", cases[i].id, runnable.join(", "))));
         }
         if !out.contains(&i) {
             out.push(i);
@@ -366,8 +374,10 @@ fn run_one(exe: &Path, flags: &[String], dir: &Path) -> anyhow::Result<Experimen
     Ok(serde_json::from_slice(&std::fs::read(&file)?)?)
 }
 
-/// Every runnable case of `scenario`, each assertion over the runs.
+/// Every runnable case of `scenario` among `cases`, each assertion over the runs.
+#[allow(clippy::too_many_arguments)]
 fn judge(
+    cases: &[ccbench_conform::Case],
     result: &ExperimentResult,
     dir: &Path,
     cc: &Algorithm,
@@ -395,7 +405,7 @@ fn judge(
         return Err(why);
     }
     let mut out = Vec::new();
-    for (ci, case) in SUITE.iter().enumerate().filter(|(i, c)| chosen.contains(i) && c.scenario == scenario && c.runnable == Runnable::Yes) {
+    for (ci, case) in cases.iter().enumerate().filter(|(i, c)| chosen.contains(i) && c.scenario == scenario && c.runnable == Runnable::Yes) {
         for (ai, a) in case.assertions.iter().enumerate() {
             let checks: Vec<RunCheck> = traces.iter().map(|t| a.check(t)).collect();
             let cell = over_runs(a.rule(&traces[0]), &checks, ALPHA);
@@ -436,6 +446,33 @@ pub(crate) type ByCase<'a> = BTreeMap<(usize, usize), Vec<&'a Judged>>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ms(m: u64) -> Duration {
+        Duration::from_millis(m)
+    }
+
+    /// Every suite of the registry is a subcommand of `conform`, and each subcommand runs its
+    /// own suite with the suite's `--cc` default, whose controllers it judges.
+    #[test]
+    fn every_suite_is_a_subcommand_that_runs_it() {
+        use clap::CommandFactory;
+        let cli = crate::cli::Cli::command();
+        let mut commands: Vec<&str> = cli.find_subcommand("conform").unwrap().get_subcommands().map(|c| c.get_name()).collect();
+        let mut names: Vec<&str> = ccbench_conform::SUITES.iter().map(|s| s.name).collect();
+        commands.sort();
+        names.sort();
+        assert_eq!(commands, names);
+        for name in names {
+            let Ok(crate::cli::Cli { command: crate::cli::Command::Conform(which) }) = crate::cli::parse_from(["ccbench", "conform", name]) else {
+                panic!("conform {name}")
+            };
+            let (suite, args) = which.suite();
+            assert_eq!(suite.name, name);
+            let default: Vec<String> = args.cc.names().iter().map(|c| c.to_string()).collect();
+            assert_eq!(default.join(","), suite.default_cc, "{name}");
+            assert!(args.cc.names().iter().all(|c| judges(suite, c)), "{name}");
+        }
+    }
 
     /// A cross-traffic scenario's run is a mix whose first flow is the controller under test,
     /// the competitor `--stagger` after it; no `--cc`, and no `--qlog` (a mix writes none).

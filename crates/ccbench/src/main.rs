@@ -93,7 +93,10 @@ fn dispatch(cli: cli::Cli) -> anyhow::Result<i32> {
             }
         }
         cli::Command::Sweep(args) => sweep::run(args),
-        cli::Command::Conform(cli::ConformSuite::Bbr(args)) => conform::run(args),
+        cli::Command::Conform(which) => {
+            let (suite, args) = which.suite();
+            conform::run(suite, args)
+        }
         cli::Command::Status(args) => sweep::status(args),
         cli::Command::Merge(args) => sweep::merge(args),
         cli::Command::Exec(args) => {

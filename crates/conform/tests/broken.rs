@@ -9,7 +9,8 @@ mod sim;
 use std::time::{Duration, Instant};
 
 use ccbench_conform::assertion::Outcome;
-use ccbench_conform::bbr::{App, Scenario, SUITE};
+use ccbench_conform::bbr::BBR;
+use ccbench_conform::scenario::{App, Scenario};
 use ccbench_conform::trace::{Mode, PathFacts, Phase, Point, StateEvent, Trace};
 use ccbench_conform::{Case, RunCheck};
 use ccbench_quic_cc::{Bbr, BbrParams, BbrVersion, Telemetry};
@@ -176,7 +177,7 @@ fn drive_on(
 }
 
 fn case(id: &str) -> &'static Case {
-    SUITE.iter().find(|c| c.id == id).unwrap()
+    BBR.case(id).unwrap()
 }
 
 /// Each assertion of the case on one run, printed with its evidence.

@@ -5,8 +5,7 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use ccbench_conform::bbr::{Runnable, SUITE};
-use ccbench_conform::CellVerdict;
+use ccbench_conform::{Case, CellVerdict, Runnable, Suite};
 use ccbench_report::{ConformPage, MatrixCase, MatrixCell, MatrixRow, MatrixVerdict};
 use quick_xml::escape::escape;
 
@@ -16,6 +15,7 @@ use super::{Broken, ByCase, GridPath, Judged, OverPaths};
 
 /// Everything a matrix shows.
 pub(crate) struct Matrix<'a> {
+    pub(crate) suite: &'static Suite,
     pub(crate) ccs: &'a [Algorithm],
     pub(crate) grid: &'a [GridPath],
     pub(crate) judged: &'a [Judged],
@@ -59,6 +59,7 @@ fn tally_short(c: &ccbench_conform::Cell) -> String {
 /// The matrix as text.
 pub(crate) fn text(m: &Matrix) -> String {
     let (ccs, grid, judged, broken, runs, took, chosen) = (m.ccs, m.grid, m.judged, m.broken, m.runs, m.took, m.chosen);
+    let cases = m.suite.cases;
     let mut by = ByCase::new();
     for j in judged {
         by.entry((j.case, j.assertion)).or_default().push(j);
@@ -72,7 +73,9 @@ pub(crate) fn text(m: &Matrix) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "\nconform bbr: draft-ietf-ccwg-bbr (sections of -06), {} controllers × {} paths, {runs} run(s) per cell, {:.1} min",
+        "\nconform {}: {}, {} controllers × {} paths, {runs} run(s) per cell, {:.1} min",
+        m.suite.name,
+        m.suite.spec,
         ccs.len(),
         grid.len(),
         took.as_secs_f64() / 60.0
@@ -98,7 +101,7 @@ pub(crate) fn text(m: &Matrix) -> String {
             let _ = write!(s, " {OVER:>13}");
         }
         s.push('\n');
-        for (ci, case) in SUITE.iter().enumerate().filter(|(i, c)| chosen.contains(i) && c.runnable == Runnable::Yes) {
+        for (ci, case) in cases.iter().enumerate().filter(|(i, c)| chosen.contains(i) && c.runnable == Runnable::Yes) {
             let _ = writeln!(s, "{}  [{}]", case.name(), case.sections);
             for (ai, a) in case.assertions.iter().enumerate() {
                 let mut line = format!("  {}", a.describe());
@@ -123,7 +126,7 @@ pub(crate) fn text(m: &Matrix) -> String {
             }
         }
     }
-    let not_runnable = not_runnable(chosen);
+    let not_runnable = not_runnable(m.suite, chosen);
     if !not_runnable.is_empty() {
         let _ = writeln!(s, "\nnot runnable here yet:");
         for (c, what) in &not_runnable {
@@ -138,7 +141,7 @@ pub(crate) fn text(m: &Matrix) -> String {
     }
     let _ = writeln!(s, "\nevidence (one run's; a failing one where any failed):");
     for ((ci, ai), cells) in &by {
-        let case = &SUITE[*ci];
+        let case = &cases[*ci];
         let _ = writeln!(s, "  {} — {}", case.name(), case.assertions[*ai].describe());
         for j in cells {
             let _ = writeln!(s, "    {} {}: {} ({}) — {}", j.cc, j.path.label(), j.cell.verdict.word(), j.cell.tally(), j.cell.evidence);
@@ -158,11 +161,11 @@ pub(crate) fn text(m: &Matrix) -> String {
 }
 
 /// The chosen cases ccbench cannot run yet, with what each needs.
-fn not_runnable(chosen: &[usize]) -> Vec<(&'static ccbench_conform::Case, &'static str)> {
+fn not_runnable(suite: &'static Suite, chosen: &[usize]) -> Vec<(&'static Case, &'static str)> {
     chosen
         .iter()
-        .filter_map(|&i| match SUITE[i].runnable {
-            Runnable::Needs(what) => Some((&SUITE[i], what)),
+        .filter_map(|&i| match suite.cases[i].runnable {
+            Runnable::Needs(what) => Some((&suite.cases[i], what)),
             Runnable::Yes => None,
         })
         .collect()
@@ -172,12 +175,13 @@ fn not_runnable(chosen: &[usize]) -> Vec<(&'static ccbench_conform::Case, &'stat
 /// case; fail and undecided are failures (as `run --junit`), not observable and not runnable are
 /// skipped with the reason. On a grid, a testcase per case × assertion over the paths too
 /// (`[over paths]`).
-pub(crate) fn junit(judged: &[Judged], over: &[OverPaths], broken: &[Broken], chosen: &[usize]) -> String {
-    let not_runnable = not_runnable(chosen);
+pub(crate) fn junit(suite: &'static Suite, judged: &[Judged], over: &[OverPaths], broken: &[Broken], chosen: &[usize]) -> String {
+    let not_runnable = not_runnable(suite, chosen);
+    let class = format!("conform.{}", suite.name);
     let mut ccs: Vec<&Algorithm> = judged.iter().map(|j| &j.cc).chain(broken.iter().map(|b| &b.cc)).collect();
     ccs.sort_by_key(|c| c.to_string());
     ccs.dedup();
-    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"ccbench conform bbr\">\n");
+    let mut s = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"ccbench conform {}\">\n", suite.name);
     for cc in ccs {
         let (cc, name) = (cc, cc.to_string());
         // Each path's cells, then the cells over the paths: (case, assertion, column, cell).
@@ -197,9 +201,9 @@ pub(crate) fn junit(judged: &[Judged], over: &[OverPaths], broken: &[Broken], ch
             mine.len() + errors + not_runnable.len()
         );
         for (ci, ai, column, cell) in &mine {
-            let case = &SUITE[*ci];
+            let case = &suite.cases[*ci];
             let title = format!("{}: {} [{column}]", case.name(), case.assertions[*ai].describe());
-            let _ = write!(s, "    <testcase name=\"{}\" classname=\"conform.bbr.{}\"", escape(&title), escape(&name));
+            let _ = write!(s, "    <testcase name=\"{}\" classname=\"{class}.{}\"", escape(&title), escape(&name));
             let msg = format!("{} ({}): {}", cell.verdict.word(), cell.tally(), cell.evidence);
             match cell.verdict {
                 CellVerdict::Pass => s.push_str("/>\n"),
@@ -215,7 +219,7 @@ pub(crate) fn junit(judged: &[Judged], over: &[OverPaths], broken: &[Broken], ch
             let case = format!("{} {} {}", b.scenario.name(), b.path.label(), cc);
             let _ = writeln!(
                 s,
-                "    <testcase name=\"{}\" classname=\"conform.bbr.{}\">\n      <error message=\"{}\"/>\n    </testcase>",
+                "    <testcase name=\"{}\" classname=\"{class}.{}\">\n      <error message=\"{}\"/>\n    </testcase>",
                 escape(&case),
                 escape(&name),
                 escape(&b.why)
@@ -224,7 +228,7 @@ pub(crate) fn junit(judged: &[Judged], over: &[OverPaths], broken: &[Broken], ch
         for (c, what) in &not_runnable {
             let _ = writeln!(
                 s,
-                "    <testcase name=\"{}\" classname=\"conform.bbr.{}\">\n      <skipped message=\"not runnable here yet: needs {}\"/>\n    </testcase>",
+                "    <testcase name=\"{}\" classname=\"{class}.{}\">\n      <skipped message=\"not runnable here yet: needs {}\"/>\n    </testcase>",
                 escape(c.name()),
                 escape(&name),
                 escape(*what)
@@ -240,6 +244,7 @@ pub(crate) fn junit(judged: &[Judged], over: &[OverPaths], broken: &[Broken], ch
 /// the runs it was judged on (`<controller>/<path>/<scenario>/report.html` beside it).
 pub(crate) fn page(m: &Matrix) -> ConformPage {
     let (ccs, grid, judged, broken, runs, took, chosen) = (m.ccs, m.grid, m.judged, m.broken, m.runs, m.took, m.chosen);
+    let suite = m.suite;
     let mut paths: Vec<GridPath> = grid.to_vec();
     for j in judged {
         if !paths.contains(&j.path) {
@@ -257,7 +262,7 @@ pub(crate) fn page(m: &Matrix) -> ConformPage {
         CellVerdict::NotObservable => MatrixVerdict::NotObservable,
     };
     let mut cases = Vec::new();
-    for (ci, case) in SUITE.iter().enumerate().filter(|(i, c)| chosen.contains(i) && c.runnable == Runnable::Yes) {
+    for (ci, case) in suite.cases.iter().enumerate().filter(|(i, c)| chosen.contains(i) && c.runnable == Runnable::Yes) {
         let mut rows = Vec::new();
         for (ai, a) in case.assertions.iter().enumerate() {
             let cells = columns
@@ -300,10 +305,11 @@ pub(crate) fn page(m: &Matrix) -> ConformPage {
     commands.sort();
     commands.dedup();
     ConformPage {
-        title: "ccbench conform bbr".into(),
+        title: format!("ccbench conform {}", suite.name),
         notes: vec![
             format!(
-                "draft-ietf-ccwg-bbr (sections of -06): {} controllers × {} paths, {runs} run(s) per cell, {:.1} min.",
+                "{}: {} controllers × {} paths, {runs} run(s) per cell, {:.1} min.",
+                suite.spec,
                 ccs.len(),
                 grid.len(),
                 took.as_secs_f64() / 60.0
@@ -315,7 +321,7 @@ pub(crate) fn page(m: &Matrix) -> ConformPage {
         .collect(),
         columns: columns.iter().map(|(cc, p)| (cc.to_string(), p.map_or(OVER.to_string(), |p| p.label()))).collect(),
         cases,
-        not_runnable: not_runnable(chosen).into_iter().map(|(c, what)| (c.name().to_string(), what.to_string())).collect(),
+        not_runnable: not_runnable(suite, chosen).into_iter().map(|(c, what)| (c.name().to_string(), what.to_string())).collect(),
         errors: broken.iter().map(|b| format!("{} {} {}: {}", b.cc, b.path.label(), b.scenario.name(), b.why)).collect(),
         commands,
     }
