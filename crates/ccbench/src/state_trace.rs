@@ -1,7 +1,8 @@
 //! A run's sender series (`tcp.csv.gz`) read back as the state trace the conformance suite
 //! judges ([`Trace`]): kernel BBR's rows carry TCP_CC_INFO (bw, min_rtt, gains, the mode
 //! inferred from them, no phase); QUIC BBR's carry its own state, the draft's whole model, and
-//! its flow's `bbr_events` in result.json its own transitions with their round counts.
+//! its flow's `bbr_events` in result.json its own transitions with their round counts. Every
+//! controller's rows carry its cwnd and ssthresh (what the CUBIC suite judges).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -15,6 +16,22 @@ use crate::series::{for_each_row, TcpRow};
 /// Bytes per packet in "cwnd ≥ 4 packets": TCP's cwnd is in segments and QUIC's series gives it
 /// in packets of the path MTU; both are multiplied by this and judged against it.
 pub const PACKET: u64 = 1448;
+
+/// TCP's "not yet set" ssthresh, `TCP_INFINITE_SSTHRESH` (what the kernel's TCP_INFO shows
+/// before the first slow start ends, and what the series writes for a QUIC controller with
+/// none or an unbounded one).
+const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+
+/// The series' `ssthresh` (TCP: segments; QUIC: packets of the path MTU, rounded down, as its
+/// `cwnd` is) in the bytes [`Point::ssthresh_bytes`] holds: multiplied by [`PACKET`] as `cwnd`
+/// is, so the two compare in the same unit; `u64::MAX` while unset.
+pub fn ssthresh_bytes(ssthresh: u32) -> u64 {
+    if ssthresh >= INFINITE_SSTHRESH {
+        u64::MAX
+    } else {
+        u64::from(ssthresh) * PACKET
+    }
+}
 
 /// Each socket's rows of one run, in time order, by socket name (`flow-0`, …).
 pub fn rows(file: &Path) -> anyhow::Result<BTreeMap<String, Vec<TcpRow>>> {
@@ -81,6 +98,7 @@ pub fn trace(rows: &[TcpRow], mut path: PathFacts, sample_interval: Duration, ev
             full_bw_reached: r.bbr_full_bw_reached,
             extra_acked_bytes: r.bbr_extra_acked,
             spurious_losses: r.spurious_losses,
+            ssthresh_bytes: Some(ssthresh_bytes(r.ssthresh)),
         })
         .collect();
     Trace { path, sample_interval, points, events }
@@ -99,5 +117,16 @@ mod tests {
         let t = trace(&[row(150_000), row(160_000)], path, Duration::from_millis(10), &[]);
         assert_eq!(t.path.rate_step, Some((Duration::from_millis(3850), 1e6)));
         assert_eq!(t.points[1].t, Duration::from_millis(10));
+    }
+
+    /// ssthresh in the cwnd's unit, unset while the kernel's (or the series') is 0x7fffffff.
+    #[test]
+    fn ssthresh_is_in_cwnds_unit_and_unset_while_infinite() {
+        let row = |ssthresh| TcpRow { socket: "flow-0".into(), cwnd: 100, ssthresh, ..TcpRow::default() };
+        let path = PathFacts { rate_bps: 10e6, rtt: Duration::from_millis(20), mss: PACKET, rate_step: None };
+        let t = trace(&[row(0x7fff_ffff), row(70)], path, Duration::from_millis(10), &[]);
+        assert_eq!(t.points[0].ssthresh_bytes, Some(u64::MAX));
+        assert_eq!(t.points[1].ssthresh_bytes, Some(70 * PACKET));
+        assert_eq!(t.points[1].cwnd_bytes, Some(100 * PACKET));
     }
 }

@@ -1,6 +1,7 @@
 //! One run's state series, whatever the stack: QUIC BBR's full state or kernel BBR's
-//! TCP_CC_INFO (mode inferred from its gains). A field a stack does not report is `None` in
-//! every point, and an assertion that needs it is then *not observable*.
+//! TCP_CC_INFO (mode inferred from its gains), and for every controller its cwnd and ssthresh.
+//! A field a stack does not report is `None` in every point, and an assertion that needs it is
+//! then *not observable*.
 
 use std::time::Duration;
 
@@ -122,6 +123,10 @@ pub struct Point {
     /// (§5.5.11.2 HandleSpuriousLossDetection), so far; `None` where the stack does not say
     /// (kernel TCP counts its undos per namespace, not per socket).
     pub spurious_losses: Option<u64>,
+    /// The slow-start threshold (RFC 5681 §3.1; RFC 9438 §4.6 sets it at a congestion event),
+    /// bytes: `Some(u64::MAX)` while unset (infinite: still in the first slow start), `None`
+    /// where the stack does not show it.
+    pub ssthresh_bytes: Option<u64>,
 }
 
 /// What the run's path was: the figures assertions are judged against.

@@ -149,6 +149,8 @@ fn drive_on(
                 extra_acked_bytes: Some(s.snap.extra_acked),
                 // The simulator finds no loss spurious: a lost packet is never delivered late.
                 spurious_losses: None,
+                // BBR sets no ssthresh.
+                ssthresh_bytes: None,
             }
         })
         .collect();
