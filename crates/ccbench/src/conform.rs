@@ -221,7 +221,7 @@ pub(crate) fn run(suite: &'static Suite, args: ConformArgs) -> anyhow::Result<i3
             }
         }
     }
-    let planned: Duration = jobs.iter().map(|j| j.2.duration(j.1.rtt) * runs).sum();
+    let planned: Duration = jobs.iter().map(|j| j.2.duration(j.1.rate_bps, j.1.rtt) * runs).sum();
     println!(
         "conform {}: {} cases ({} runnable here), {} controllers × {} paths, {} runs each: {} runs, at least {:.0} min of sending; seed {seed}",
         suite.name,
@@ -353,7 +353,7 @@ fn run_flags(cc: &Algorithm, path: GridPath, scenario: Scenario, runs: u32, seed
             f
         }
     };
-    f.extend(["--runs".into(), runs.to_string(), "--duration".into(), format!("{}s", scenario.duration(path.rtt).as_secs())]);
+    f.extend(["--runs".into(), runs.to_string(), "--duration".into(), format!("{}s", scenario.duration(path.rate_bps, path.rtt).as_secs())]);
     f.extend(["--sample-interval".into(), "10ms".into(), "--seed".into(), seed.to_string()]);
     f.extend(scenario.path_flags(path.rate_bps, path.rtt));
     // `run --qlog` writes a mix's connections none (its runs are no one algorithm's).

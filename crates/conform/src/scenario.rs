@@ -58,6 +58,11 @@ pub enum Scenario {
     /// start and prove spurious; far less than an RTT (2.4 ms at 50 Mbit/s), so no packet
     /// waits long enough for a time threshold (RFC 9002 §6.1.2's 9/8 RTT) or a timeout.
     Reorder,
+    /// One bulk flow over a 1-BDP drop-tail buffer: a loss-based controller fills it and backs
+    /// off again and again, each CUBIC epoch (RFC 9438 §4.2: K = ∛(W_max (1 − β) / C) seconds)
+    /// ending in a loss. Long enough for about three epochs after slow start
+    /// ([`Scenario::duration`]): 13 s at 20 Mbit/s × 20 ms, 20 s at 80 ms.
+    ShallowBuffer,
 }
 
 /// What the application does at a time of a scenario (the rest of the time it writes as fast as
@@ -94,7 +99,7 @@ pub const CROSS_AT: Duration = Duration::from_secs(4);
 pub const CROSS_CC: &str = "tcp:cubic";
 
 impl Scenario {
-    pub const ALL: [Scenario; 13] = [
+    pub const ALL: [Scenario; 14] = [
         Scenario::Bulk,
         Scenario::StepDown,
         Scenario::StepUp,
@@ -108,6 +113,7 @@ impl Scenario {
         Scenario::CrossQueue,
         Scenario::CrossArrives,
         Scenario::Reorder,
+        Scenario::ShallowBuffer,
     ];
 
     pub fn name(self) -> &'static str {
@@ -125,12 +131,21 @@ impl Scenario {
             Scenario::CrossQueue => "cross-queue",
             Scenario::CrossArrives => "cross-arrives",
             Scenario::Reorder => "reorder",
+            Scenario::ShallowBuffer => "shallow-buffer",
         }
     }
 
-    /// How long a run sends on a path of base RTT `rtt`.
-    pub fn duration(self, rtt: Duration) -> Duration {
+    /// How long a run sends on a path of `rate_bps` and base RTT `rtt`.
+    pub fn duration(self, rate_bps: f64, rtt: Duration) -> Duration {
         match self {
+            // RFC 9438 §4.2: an epoch lasts K = ∛(W_max (1 − β) / C) s, C = 0.4, β = 0.7, with
+            // W_max the 2 BDP (in 1448-byte packets) the path and the 1-BDP buffer hold; the first
+            // slow start and the growth from it take about as long again. 2 s + 3 K, 12 s or more.
+            Scenario::ShallowBuffer => {
+                let w_max = 2.0 * rate_bps / 8.0 * rtt.as_secs_f64() / 1448.0;
+                let k = (w_max * (1.0 - 0.7) / 0.4).cbrt();
+                Duration::from_secs((2.0 + 3.0 * k).ceil() as u64).max(Duration::from_secs(12))
+            }
             // A.14 needs up to 3 ProbeBW cycles after the cut (see STEP_DOWN), each a 2–3 s wait
             // plus about 4 rounds at the RTT of the queue the cut leaves, 11× the base RTT with
             // a 1-BDP buffer: 18 s up to 20 ms, 24 s at 80 ms, 40 s at 200 ms, so a broken
@@ -179,6 +194,7 @@ impl Scenario {
         let step = |to: f64| ["--at".into(), format!("{}s:rate={}", STEP_AT.as_secs(), kbit(to))];
         match self {
             Scenario::Bulk | Scenario::CrossQueue | Scenario::CrossArrives => path(rate_bps, "4bdp", &[]),
+            Scenario::ShallowBuffer => path(rate_bps, "1bdp", &[]),
             Scenario::StepDown => path(rate_bps, "1bdp", &step(rate_bps / 10.0)),
             Scenario::StepUp => path(rate_bps / 10.0, "4bdp", &step(rate_bps)),
             Scenario::Policer => path(rate_bps, "4bdp", &["--policer-down".into(), kbit(rate_bps / 2.0)]),
@@ -198,7 +214,7 @@ impl Scenario {
     /// The bottleneck the controller should find (bits/s) at the start, and the rate step.
     pub fn bottleneck(self, rate_bps: f64) -> (f64, Option<(Duration, f64)>) {
         match self {
-            Scenario::Bulk | Scenario::CrossQueue | Scenario::CrossArrives | Scenario::Reorder => (rate_bps, None),
+            Scenario::Bulk | Scenario::CrossQueue | Scenario::CrossArrives | Scenario::Reorder | Scenario::ShallowBuffer => (rate_bps, None),
             Scenario::StepDown => (rate_bps, Some((STEP_AT, rate_bps / 10.0))),
             Scenario::StepUp => (rate_bps / 10.0, Some((STEP_AT, rate_bps))),
             Scenario::Policer => (rate_bps / 2.0, None),
@@ -211,7 +227,7 @@ impl Scenario {
     /// The drop-tail buffer, in BDPs of the starting rate (what `--buffer` says).
     pub fn buffer_bdp(self) -> f64 {
         match self {
-            Scenario::StepDown => 1.0,
+            Scenario::StepDown | Scenario::ShallowBuffer => 1.0,
             Scenario::AppLimitedProbeBw => 0.5,
             _ => 4.0,
         }
@@ -252,7 +268,7 @@ mod tests {
         let f = Scenario::AckAggregation.path_flags(20e6, Duration::from_millis(20));
         assert_eq!(f, ["--rate", "20000kbit", "--rtt", "20000us", "--buffer", "4bdp", "--aggregate-up", "8ms"]);
         assert_eq!(Scenario::ForwardBatching.path_flags(20e6, Duration::from_millis(20))[6..], ["--aggregate-down", "8ms"]);
-        let d = |rtt_ms| Scenario::StepDown.duration(Duration::from_millis(rtt_ms)).as_secs();
+        let d = |rtt_ms| Scenario::StepDown.duration(50e6, Duration::from_millis(rtt_ms)).as_secs();
         assert_eq!((d(20), d(80), d(200)), (18, 24, 40));
     }
 
@@ -263,8 +279,17 @@ mod tests {
         assert_eq!(Scenario::CrossQueue.cross(), Some(("tcp:cubic", Duration::ZERO)));
         assert_eq!(Scenario::CrossArrives.cross(), Some(("tcp:cubic", CROSS_AT)));
         assert_eq!(Scenario::Bulk.cross(), None);
-        let d = |rtt_ms| Scenario::CrossArrives.duration(Duration::from_millis(rtt_ms)).as_secs();
+        let d = |rtt_ms| Scenario::CrossArrives.duration(20e6, Duration::from_millis(rtt_ms)).as_secs();
         assert_eq!((d(20), d(80), d(200)), (16, 24, 42));
+    }
+
+    /// The shallow buffer's runs last about three CUBIC epochs: K = ∛(2 BDP × 0.3 / 0.4) s.
+    #[test]
+    fn shallow_buffer_runs_three_epochs() {
+        let d = |mbit: f64, rtt_ms| Scenario::ShallowBuffer.duration(mbit * 1e6, Duration::from_millis(rtt_ms)).as_secs();
+        // 20 Mbit/s × 20 ms: W_max = 69 packets, K = 3.7 s; at 80 ms 276 packets, 5.9 s.
+        assert_eq!((d(20.0, 20), d(20.0, 80), d(1.0, 1)), (14, 20, 12));
+        assert_eq!(Scenario::ShallowBuffer.path_flags(20e6, Duration::from_millis(20))[4..], ["--buffer", "1bdp"]);
     }
 
     /// A scenario's own path is the one its flags give.

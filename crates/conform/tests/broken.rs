@@ -32,7 +32,7 @@ fn run_at(params: BbrParams, scenario: Scenario, rtt_ms: u64) -> Trace {
         changes.push((at, Change::Rate(to)));
     }
     changes.sort_by_key(|c| c.0);
-    drive(params, rtt_ms, scenario.buffer_bdp(), start_rate, &changes, scenario.duration(Duration::from_millis(rtt_ms)), step)
+    drive(params, rtt_ms, scenario.buffer_bdp(), start_rate, &changes, scenario.duration(start_rate, Duration::from_millis(rtt_ms)), step)
 }
 
 /// A change to the path or the application mid-run.
@@ -74,14 +74,14 @@ fn policed(params: BbrParams, rate_mbit: f64, rtt_ms: u64) -> Trace {
 fn policed_with(params: BbrParams, rate_mbit: f64, rtt_ms: u64, burst: u64) -> Trace {
     let policed_bps = rate_mbit * 1e6 / 2.0;
     let link = Link::new(rate_mbit, rtt_ms, Scenario::Policer.buffer_bdp()).with_policer(policed_bps as u64, burst);
-    drive_on(params, link, policed_bps, &[], Scenario::Policer.duration(Duration::from_millis(rtt_ms)), None, |_| {})
+    drive_on(params, link, policed_bps, &[], Scenario::Policer.duration(rate_mbit * 1e6, Duration::from_millis(rtt_ms)), None, |_| {})
 }
 
 /// A.11's path on the simulator: ACKs reach the sender in bursts every `period`.
 fn ack_aggregated(params: BbrParams, rate_mbit: f64, rtt_ms: u64, period: Duration, pacer: PacerBurst) -> Trace {
     let s = Scenario::AckAggregation;
     let link = Link::new(rate_mbit, rtt_ms, s.buffer_bdp());
-    drive_on(params, link, rate_mbit * 1e6, &[], s.duration(Duration::from_millis(rtt_ms)), None, |sim| {
+    drive_on(params, link, rate_mbit * 1e6, &[], s.duration(rate_mbit * 1e6, Duration::from_millis(rtt_ms)), None, |sim| {
         sim.ack_batch_interval = period;
         sim.pacer = pacer;
     })
