@@ -233,6 +233,27 @@ pub enum Assertion {
     /// reports no spurious episodes per connection (kernel TCP counts its undos per namespace)
     /// or shows no short-term model, or when no episode proved spurious.
     SpuriousLossUndone { share: f64 },
+    /// RFC 9438 §4.6 multiplicative decrease: at each congestion event in congestion
+    /// avoidance the window is cut to `beta` (β_cubic = 0.7) of what it was. Judged on
+    /// ssthresh, which every CUBIC sets to the cut window at the event (Linux: ssthresh =
+    /// cwnd × 717/1024 at once, cwnd then following PRR down to it; ours: cwnd and ssthresh
+    /// together), over the cwnd at the sample before it. An event is a change of a set
+    /// ssthresh with the loss counter rising by the next sample (TCP's counts retransmitted
+    /// bytes, which may move a sample after the cut). Events from slow start are not judged: cwnd
+    /// grows up to 2^(10 ms / RTT) between samples there, so the sample before says little of
+    /// the window that was cut. The figure is the median of the events' ratios, `beta` ±
+    /// `tolerance`. Not observable where the stack shows no ssthresh, or without such an event.
+    ReductionIs { beta: f64, tolerance: f64 },
+    /// RFC 9406 §4.2 HyStart++ (and Linux's HyStart for its CUBIC): the first slow start leaves
+    /// its doubling when the RTT rises, then grows at most CSS_ROUNDS = 5 rounds at a quarter
+    /// of the rate (Conservative Slow Start; Linux has none) before congestion avoidance. The
+    /// figure is the largest cwnd sampled until slow start ended (ssthresh first set) over
+    /// what the path holds, its BDP plus a drop-tail buffer of `buffer_bdp` BDPs; at most
+    /// `share`. A plain slow start learns of the overflow a round late, having doubled again:
+    /// near 2. An exit at the RTT's rise stays below 1 (no loss); a CSS that still overflows
+    /// learns of it a round late at a quarter of the growth: near 1.25. Not observable where
+    /// the stack shows no ssthresh or it is never set.
+    SlowStartPeakAtMost { buffer_bdp: f64, share: f64 },
 }
 
 impl Assertion {
@@ -259,6 +280,8 @@ impl Assertion {
             Assertion::ExtraAckedCovers { share, .. } | Assertion::DeliveredAtLeast { share } => Rule::AtLeast(share),
             Assertion::ShortTermCutAfterLossFrom { rounds, .. } => Rule::AtMost(rounds),
             Assertion::SpuriousLossUndone { share } => Rule::AtLeast(share),
+            Assertion::ReductionIs { beta, tolerance } => Rule::Between(beta - tolerance, beta + tolerance),
+            Assertion::SlowStartPeakAtMost { share, .. } => Rule::AtMost(share),
         }
     }
 
@@ -315,6 +338,10 @@ impl Assertion {
             Assertion::SpuriousLossUndone { share } => {
                 format!("a spurious loss episode is undone: the short- and long-term bounds back to ≥ {:.0} % of their value before it", share * 100.0)
             }
+            Assertion::ReductionIs { beta, .. } => format!("ssthresh at a congestion event = {beta} × cwnd before it (median over events)"),
+            Assertion::SlowStartPeakAtMost { buffer_bdp, share } => {
+                format!("the first slow start's largest cwnd ≤ {share} × (BDP + the {buffer_bdp}-BDP buffer)")
+            }
         }
     }
 
@@ -327,7 +354,11 @@ impl Assertion {
     /// trace figure gives its own comparison and threshold; the assertion's figures are then
     /// only what it measures).
     pub fn check_against(&self, trace: &Trace, rule: Rule) -> RunCheck {
-        if !trace.has(|p| p.mode.is_some()) {
+        if self.reads_ssthresh() {
+            if !trace.has(|p| p.ssthresh_bytes.is_some()) {
+                return RunCheck::unseen("the stack shows no ssthresh");
+            }
+        } else if !trace.has(|p| p.mode.is_some()) {
             return RunCheck::unseen("the stack shows no BBR state");
         }
         if let Some(share) = trace.host_limited_share().filter(|s| *s > HOST_LIMITED_MAX) {
@@ -360,8 +391,110 @@ impl Assertion {
             Assertion::DeliveredAtLeast { .. } => delivered(trace, rule),
             Assertion::ShortTermCutAfterLossFrom { from, rounds } => short_term_cut(trace, rule, from, rounds),
             Assertion::SpuriousLossUndone { .. } => spurious_loss_undone(trace, rule),
+            Assertion::ReductionIs { .. } => reduction(trace, rule),
+            Assertion::SlowStartPeakAtMost { buffer_bdp, .. } => slow_start_peak(trace, rule, buffer_bdp),
         }
     }
+
+    /// Whether it reads cwnd and ssthresh (any loss-based controller's: the CUBIC suite's)
+    /// rather than BBR's state.
+    fn reads_ssthresh(&self) -> bool {
+        matches!(self, Assertion::ReductionIs { .. } | Assertion::SlowStartPeakAtMost { .. })
+    }
+}
+
+/// ssthresh where it is set (not `u64::MAX`, unset).
+fn set_ssthresh(p: &Point) -> Option<u64> {
+    p.ssthresh_bytes.filter(|&s| s != u64::MAX)
+}
+
+/// A congestion event's cut as the samples show it: ssthresh set to `ssthresh` in `(before, at]`,
+/// the window at `before` being `cwnd_before`.
+struct Cut {
+    at: Duration,
+    cwnd_before: u64,
+    ssthresh: u64,
+    /// The flow was in slow start at `before` (ssthresh unset, or cwnd below it).
+    from_slow_start: bool,
+}
+
+/// Every change of a set ssthresh (RFC 9438 §4.6) with the loss counter rising by the sample
+/// after it: a congestion event's cut (an undo of a spurious one restores ssthresh without a
+/// loss, and is not one).
+fn cuts(trace: &Trace) -> Vec<Cut> {
+    let pts = &trace.points;
+    let mut out = Vec::new();
+    for i in 1..pts.len() {
+        let (a, b) = (&pts[i - 1], &pts[i]);
+        let (Some(s1), Some(cwnd_before)) = (set_ssthresh(b), a.cwnd_bytes) else { continue };
+        if a.ssthresh_bytes == Some(s1) {
+            continue;
+        }
+        let lost_later = pts.get(i + 1).and_then(|c| c.lost_bytes).or(b.lost_bytes);
+        let lost = matches!((a.lost_bytes, lost_later), (Some(l0), Some(l1)) if l1 > l0);
+        if lost {
+            let from_slow_start = set_ssthresh(a).is_none_or(|s0| cwnd_before < s0);
+            out.push(Cut { at: b.t, cwnd_before, ssthresh: s1, from_slow_start });
+        }
+    }
+    out
+}
+
+fn reduction(trace: &Trace, rule: Rule) -> RunCheck {
+    let all = cuts(trace);
+    let from_slow_start = all.iter().filter(|c| c.from_slow_start).count();
+    let judged: Vec<&Cut> = all.iter().filter(|c| !c.from_slow_start).collect();
+    let skipped = if from_slow_start > 0 { format!("; {from_slow_start} in slow start not judged") } else { String::new() };
+    let ratios: Vec<f64> = judged.iter().map(|c| c.ssthresh as f64 / c.cwnd_before as f64).collect();
+    let Some(m) = median(ratios.clone()) else {
+        return RunCheck::unseen(format!("no congestion event in congestion avoidance{skipped}"));
+    };
+    let listed: Vec<String> = judged.iter().zip(&ratios).take(6).map(|(c, r)| format!("{r:.3} at {}", ms(c.at))).collect();
+    let more = if judged.len() > 6 { ", …" } else { "" };
+    RunCheck::judged(
+        rule,
+        m,
+        m,
+        m,
+        format!("median ssthresh / cwnd before = {m:.3} over {} congestion events ({}{more}){skipped}", judged.len(), listed.join(", ")),
+    )
+}
+
+fn slow_start_peak(trace: &Trace, rule: Rule, buffer_bdp: f64) -> RunCheck {
+    let pts = &trace.points;
+    let Some(i) = pts.iter().position(|p| set_ssthresh(p).is_some()) else {
+        return RunCheck::unseen("slow start never ended: ssthresh never set");
+    };
+    if i == 0 {
+        return RunCheck::unseen("ssthresh was set from the first sample on");
+    }
+    let Some((peak_at, peak)) = pts[..=i].iter().filter_map(|p| Some((p.t, p.cwnd_bytes?))).max_by_key(|&(_, c)| c) else {
+        return RunCheck::unseen("the stack shows no cwnd");
+    };
+    let (a, b) = (&pts[i - 1], &pts[i]);
+    let ssthresh = set_ssthresh(b).unwrap_or_default();
+    // HyStart's exit sets ssthresh = cwnd, never below the window of the sample before (cwnd
+    // only grows in slow start); a congestion event cuts it below.
+    let how = match a.cwnd_bytes {
+        Some(before) if ssthresh < before => "on a congestion event (ssthresh cut below the cwnd before)",
+        _ => "without a cut (ssthresh = cwnd: HyStart's exit)",
+    };
+    let base = pts.iter().find_map(|p| p.lost_bytes).unwrap_or(0);
+    let lost = a.lost_bytes.map_or(0, |l| l.saturating_sub(base)) / trace.path.mss.max(1);
+    let capacity = trace.path.bdp_bytes() * (1.0 + buffer_bdp);
+    let share = peak as f64 / capacity;
+    RunCheck::judged(
+        rule,
+        share,
+        share,
+        share,
+        format!(
+            "slow start ended in ({}, {}] {how}, {lost} packets lost before; largest cwnd {peak} B at {} = {share:.2} × the {capacity:.0} B the path and buffer hold",
+            ms(a.t),
+            ms(b.t),
+            ms(peak_at)
+        ),
+    )
 }
 
 /// How many times since `from` the max_bw filter could have advanced: each ProbeBW cycle start
@@ -1856,5 +1989,93 @@ mod tests {
         let c = a.check(&run(false));
         assert_eq!(c.outcome, Outcome::Fail, "{}", c.evidence);
         assert!(c.evidence.contains("from 5300 ms to end of run, no PROBE_RTT"), "{}", c.evidence);
+    }
+
+    /// A CUBIC trace from `(ms, cwnd, ssthresh, lost)` in packets of the path's MSS (ssthresh
+    /// `None` while unset), no BBR state: what `tcp:cubic` and `quic:cubic` show.
+    fn cubic(rows: &[(u64, u64, Option<u64>, u64)]) -> Trace {
+        let mss = 1448;
+        of_points(
+            rows.iter()
+                .map(|&(t, cwnd, ssthresh, lost)| Point {
+                    t: Duration::from_millis(t),
+                    cwnd_bytes: Some(cwnd * mss),
+                    ssthresh_bytes: Some(ssthresh.map_or(u64::MAX, |s| s * mss)),
+                    lost_bytes: Some(lost * mss),
+                    ..Point::default()
+                })
+                .collect(),
+        )
+    }
+
+    /// RFC 9438 §4.6: each cut in congestion avoidance is judged as ssthresh over the cwnd
+    /// before it; a cut from slow start and an undo are not judged; β = 0.5 fails.
+    #[test]
+    fn a_congestion_event_cuts_the_window_to_beta() {
+        let a = Assertion::ReductionIs { beta: 0.7, tolerance: 0.05 };
+        let run = |beta: f64| {
+            let cut = |w: u64| Some((w as f64 * beta) as u64);
+            cubic(&[
+                (0, 10, None, 0),
+                (10, 20, None, 0),
+                // Slow start ends on a loss: a cut from slow start (cwnd grew unseen), not judged.
+                (20, 40, None, 0),
+                (30, 30, cut(60), 5),
+                (1000, 150, cut(60), 5),
+                // Congestion avoidance: cut at 1010 ms, the loss counted a sample later (TCP's
+                // retransmissions).
+                (1010, 120, cut(150), 5),
+                (1020, 110, cut(150), 8),
+                (2000, 140, cut(150), 8),
+                (2010, 140, cut(140), 12),
+                // An undo: ssthresh back up without a loss.
+                (2020, 150, cut(150), 12),
+                (3000, 160, cut(150), 12),
+            ])
+        };
+        let c = a.check(&run(0.7));
+        assert_eq!(c.outcome, Outcome::Pass, "{}", c.evidence);
+        assert!((c.estimate - 0.7).abs() < 0.01, "{}", c.evidence);
+        assert!(c.evidence.contains("over 2 congestion events") && c.evidence.contains("1 in slow start not judged"), "{}", c.evidence);
+        let c = a.check(&run(0.5));
+        assert_eq!(c.outcome, Outcome::Fail, "{}", c.evidence);
+        assert!((c.estimate - 0.5).abs() < 0.01, "{}", c.evidence);
+        // No cut in congestion avoidance, and a stack without ssthresh: not observable.
+        let none = cubic(&[(0, 10, None, 0), (10, 20, Some(20), 0), (1000, 60, Some(20), 0)]);
+        assert_eq!(a.check(&none).outcome, Outcome::NotObservable);
+        let mut hidden = run(0.7);
+        for p in &mut hidden.points {
+            p.ssthresh_bytes = None;
+        }
+        let c = a.check(&hidden);
+        assert_eq!(c.outcome, Outcome::NotObservable, "{}", c.evidence);
+        assert!(c.evidence.contains("no ssthresh"), "{}", c.evidence);
+    }
+
+    /// RFC 9406 §4.2: the first slow start's largest window against what the path holds (the
+    /// tests' path: 10 Mbit/s × 40 ms, a BDP of 50 kB = 34.5 packets; with a 4-BDP buffer 250
+    /// kB = 172.7 packets).
+    #[test]
+    fn slow_start_must_end_near_what_the_path_holds() {
+        let a = Assertion::SlowStartPeakAtMost { buffer_bdp: 4.0, share: 1.5 };
+        // HyStart's exit at 44 packets: 0.25, pass.
+        let hystart = cubic(&[(0, 10, None, 0), (10, 20, None, 0), (20, 40, None, 0), (30, 44, Some(44), 0), (5000, 90, Some(63), 3)]);
+        let c = a.check(&hystart);
+        assert_eq!(c.outcome, Outcome::Pass, "{}", c.evidence);
+        assert!((c.estimate - 44.0 / 172.7).abs() < 0.01, "{}", c.evidence);
+        assert!(c.evidence.contains("without a cut"), "{}", c.evidence);
+        // A CSS that overflowed: 216 packets (1.25), cut to 151: pass, saying so.
+        let css = cubic(&[(0, 10, None, 0), (10, 200, None, 0), (20, 216, None, 5), (30, 151, Some(151), 40)]);
+        let c = a.check(&css);
+        assert_eq!(c.outcome, Outcome::Pass, "{}", c.evidence);
+        assert!(c.evidence.contains("on a congestion event") && c.evidence.contains("5 packets lost before"), "{}", c.evidence);
+        // Plain slow start, doubled past the overflow: 345 packets (2.0), fail.
+        let plain = cubic(&[(0, 10, None, 0), (10, 180, None, 0), (20, 345, None, 60), (30, 240, Some(241), 170)]);
+        let c = a.check(&plain);
+        assert_eq!(c.outcome, Outcome::Fail, "{}", c.evidence);
+        assert!((c.estimate - 2.0).abs() < 0.01, "{}", c.evidence);
+        // Never ended: not observable.
+        let never = cubic(&[(0, 10, None, 0), (10, 80, None, 0)]);
+        assert_eq!(a.check(&never).outcome, Outcome::NotObservable);
     }
 }
