@@ -68,7 +68,8 @@ pub enum Command {
     #[command(subcommand)]
     Bench(BenchWhat),
     /// Check a controller against its specification: a suite's cases (draft-ietf-ccwg-bbr's
-    /// Appendix A for `bbr`) run over a grid of paths and judged on the controller's own state.
+    /// Appendix A for `bbr`, RFC 9438 and RFC 9406 for `cubic`) run over a grid of paths and
+    /// judged on the controller's own state.
     #[command(subcommand)]
     Conform(ConformSuite),
     /// List the scenario presets that `ccbench run --preset NAME` runs.
@@ -116,6 +117,22 @@ pub enum ConformSuite {
     /// draft-ietf-ccwg-bbr's test cases (Appendix A, and the §5.3 state machine) on each BBR
     /// controller × path: pass / fail / undecided / not observable, with evidence (docs/conform.md).
     Bbr(ConformArgs),
+    /// RFC 9438's CUBIC (multiplicative decrease) and RFC 9406's HyStart++ on each CUBIC
+    /// controller × path, judged on its own cwnd and ssthresh: pass / fail / undecided / not
+    /// observable, with evidence (docs/conform.md).
+    // The flags are BBR's but for their help and `--cc`'s default: the suite's, set here.
+    #[command(mut_arg("cc", |a| a.default_value(ccbench_conform::cubic::CUBIC.default_cc).help(
+        "The CUBIC controllers to check, comma-separated: quic:cubic (ours, with HyStart++), tcp:cubic (the kernel's, its cwnd and ssthresh from TCP_INFO)"
+    )))]
+    #[command(mut_arg("rtts", |a| a.help("Round-trip times of the grid, comma-separated. [default: 10ms,40ms,100ms; --quick: 20ms,80ms]")))]
+    #[command(mut_arg("rates", |a| a.help(
+        "Bottleneck rates of the grid, comma-separated. [default: 10mbit,100mbit, the top one lowered to what this machine's emulator has carried; --quick: 20mbit]"
+    )))]
+    #[command(mut_arg("out", |a| a.help("Directory for the runs, their series and the matrix (default: ./results/<time>-conform-cubic).")))]
+    #[command(mut_arg("cases", |a| a.help(
+        "Only these cases, comma-separated by their number: §4.6 (or 4.6), HyStart++; only the runs their scenarios need are made. [default: every case runnable here]"
+    )))]
+    Cubic(ConformArgs),
 }
 
 impl ConformSuite {
@@ -123,6 +140,7 @@ impl ConformSuite {
     pub fn suite(self) -> (&'static ccbench_conform::Suite, ConformArgs) {
         match self {
             ConformSuite::Bbr(args) => (&ccbench_conform::bbr::BBR, args),
+            ConformSuite::Cubic(args) => (&ccbench_conform::cubic::CUBIC, args),
         }
     }
 }

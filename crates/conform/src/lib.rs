@@ -1,9 +1,10 @@
 //! Conformance suites judged on a controller's own state trace.
 //!
-//! A suite ([`Suite`]; every one is listed in [`SUITES`], BBR's is [`bbr::BBR`]) is a list of
-//! [`Case`]s: each names the specification section it checks, the [`Scenario`] (path and
-//! workload) that exercises it, and [`Assertion`]s over the [`Trace`] of the controller's state
-//! (mode, ProbeBW phase, gains, bandwidth estimate, cwnd) sampled while it ran. An assertion gives
+//! A suite ([`Suite`]; every one is listed in [`SUITES`]: BBR's, [`bbr::BBR`], and CUBIC's,
+//! [`cubic::CUBIC`]) is a list of [`Case`]s: each names the specification section it checks,
+//! the [`Scenario`] (path and workload) that exercises it, and [`Assertion`]s over the
+//! [`Trace`] of the controller's state (mode, ProbeBW phase, gains, bandwidth estimate, cwnd,
+//! ssthresh) sampled while it ran. An assertion gives
 //! each run a figure and pass / fail / not observable with its evidence ([`RunCheck`]); over runs
 //! the figures are judged with `--expect`'s exact order-statistic rules ([`over_runs`]). What a
 //! stack does not show is *not observable*, never a pass.
@@ -17,6 +18,7 @@
 //! * [`assertion`] — the vocabulary, judged per run;
 //! * [`verdict`] — a case's assertion over runs: pass / fail / undecided / not observable;
 //! * [`bbr`] — draft-ietf-ccwg-bbr's cases, [`bbr::BBR`];
+//! * [`cubic`] — RFC 9438's and RFC 9406's (HyStart++) cases, [`cubic::CUBIC`];
 //! * [`qlog`] — a trace written as qlog (JSON-SEQ), for qvis and other qlog tools.
 //!
 //! A new suite is one file here (its cases and its `Suite`, as `bbr.rs`), its line in
@@ -27,6 +29,7 @@
 
 pub mod assertion;
 pub mod bbr;
+pub mod cubic;
 pub mod qlog;
 pub mod scenario;
 pub mod suite;
@@ -40,4 +43,4 @@ pub use trace::{Mode, Phase, Point, Trace};
 pub use verdict::{over_paths, over_runs, Cell, CellVerdict};
 
 /// Every suite, one line each: `ccbench conform <name>` for each (the binary's `ConformSuite`).
-pub const SUITES: &[&Suite] = &[&bbr::BBR];
+pub const SUITES: &[&Suite] = &[&bbr::BBR, &cubic::CUBIC];
