@@ -1,7 +1,8 @@
 //! The suite can fail: our BBRv3 on the virtual-clock simulator of `ccbench-quic-cc`
 //! (tests/sim), once as the draft has it and once broken on purpose, judged by the same cases
 //! `ccbench conform bbr` runs. Each defect must fail the case that checks what it breaks, and
-//! the correct controller must pass it on the same path.
+//! the correct controller must pass it on the same path. The same for our CUBIC and the CUBIC
+//! suite (`ccbench conform cubic`), at the end.
 
 #[path = "../../quic-cc/tests/sim/mod.rs"]
 mod sim;
@@ -10,10 +11,11 @@ use std::time::{Duration, Instant};
 
 use ccbench_conform::assertion::Outcome;
 use ccbench_conform::bbr::BBR;
+use ccbench_conform::cubic::CUBIC;
 use ccbench_conform::scenario::{App, Scenario};
 use ccbench_conform::trace::{Mode, PathFacts, Phase, Point, StateEvent, Trace};
 use ccbench_conform::{Case, RunCheck};
-use ccbench_quic_cc::{Bbr, BbrParams, BbrVersion, Telemetry};
+use ccbench_quic_cc::{Bbr, BbrParams, BbrVersion, Cubic, Telemetry};
 use sim::{Link, PacerBurst, Sim, MSS};
 
 const RATE_MBIT: f64 = 50.0;
@@ -383,4 +385,54 @@ fn a11_at_1_ms_holds_with_our_pacer_burst_and_fails_with_noqs() {
     }
     let slow = a11(PacerBurst::SendQuantum, 1.0, 20);
     assert!(slow[0].outcome == Outcome::Fail && slow[0].estimate < 1.15, "{}", slow[0].evidence);
+}
+
+/// Our CUBIC (`quic:cubic`) with β_cubic = `beta` and HyStart++ on or off, on the simulator over
+/// `scenario`'s path at 50 Mbit/s × 40 ms, sampled every 10 ms as the bench samples it: cwnd,
+/// ssthresh (`u64::MAX` while unset) and the bytes declared lost.
+fn cubic_run(beta: f64, hystart: bool, scenario: Scenario) -> Trace {
+    let rate = RATE_MBIT * 1e6;
+    let rtt = Duration::from_millis(RTT_MS);
+    let mut cubic = Cubic::new(MSS as u16);
+    cubic.set_beta(beta);
+    cubic.set_hystart(hystart);
+    let mut sim = Sim::with_controller(cubic, Telemetry::default(), Instant::now(), Link::new(RATE_MBIT, RTT_MS, scenario.buffer_bdp()));
+    let duration = scenario.duration(rate, rtt);
+    let mut points = Vec::new();
+    while sim.now < duration {
+        sim.run_for(Duration::from_millis(10));
+        points.push(Point {
+            t: sim.now,
+            cwnd_bytes: Some(sim.bbr.window()),
+            ssthresh_bytes: Some(sim.bbr.ssthresh()),
+            lost_bytes: Some(sim.lost_bytes),
+            ..Point::default()
+        });
+    }
+    Trace { path: PathFacts { rate_bps: rate, rtt, mss: MSS, rate_step: None }, sample_interval: Duration::from_millis(10), points, events: Vec::new() }
+}
+
+/// RFC 9438 §4.6: our CUBIC passes the multiplicative decrease; the same controller cutting to
+/// half (β = 0.5, CUBIC's predecessor's and Reno's) fails it.
+#[test]
+fn a_cubic_that_halves_its_window_fails_the_multiplicative_decrease() {
+    let case = CUBIC.case("§4.6").unwrap();
+    let good = judge(case, &cubic_run(0.7, true, case.scenario));
+    assert!(good.iter().all(|c| c.outcome == Outcome::Pass), "{}", good[0].evidence);
+    let halving = judge(case, &cubic_run(0.5, true, case.scenario));
+    assert!(halving.iter().all(|c| c.outcome == Outcome::Fail), "{}", halving[0].evidence);
+    assert!((halving[0].estimate - 0.5).abs() < 0.02, "{}", halving[0].evidence);
+}
+
+/// RFC 9406: with HyStart++ our CUBIC leaves slow start's doubling on the RTT's rise, and its
+/// Conservative Slow Start ends near what the path holds (here it still overflows the 4-BDP
+/// buffer, at 1.25×); without it (noq's plain slow start) the window doubles past the overflow
+/// before the loss is seen, and fails.
+#[test]
+fn a_cubic_without_hystart_fails_the_slow_start_case() {
+    let case = CUBIC.case("HyStart++").unwrap();
+    let good = judge(case, &cubic_run(0.7, true, case.scenario));
+    assert!(good.iter().all(|c| c.outcome == Outcome::Pass), "{}", good[0].evidence);
+    let plain = judge(case, &cubic_run(0.7, false, case.scenario));
+    assert!(plain.iter().all(|c| c.outcome == Outcome::Fail), "{}", plain[0].evidence);
 }

@@ -101,6 +101,8 @@ pub struct Cubic {
     smss: u64,
     /// Rounds of Conservative Slow Start before congestion avoidance.
     css_rounds: u32,
+    /// β_cubic: [`BETA`] unless a test sets another ([`Cubic::set_beta`]).
+    beta: f64,
     state: State,
     rounds: Rounds,
     largest_sent_pn: Option<u64>,
@@ -129,6 +131,7 @@ impl Cubic {
             initial_window,
             smss,
             css_rounds,
+            beta: BETA,
             state: State {
                 window: initial_window,
                 ssthresh: u64::MAX,
@@ -153,6 +156,12 @@ impl Cubic {
     /// ended: for comparisons.
     pub fn set_hystart(&mut self, on: bool) {
         self.state.phase = if on { SlowStartPhase::SlowStart } else { SlowStartPhase::Done };
+    }
+
+    /// Sets β_cubic (RFC 9438 §4.6's 0.7, what `quic:cubic` always runs with): for tests, e.g.
+    /// a controller broken on purpose that the conformance suite must fail.
+    pub fn set_beta(&mut self, beta: f64) {
+        self.beta = beta;
     }
 
     pub fn window(&self) -> u64 {
@@ -264,6 +273,7 @@ impl Cubic {
     /// that is larger.
     fn congestion_avoidance(&mut self, now: Instant, bytes: u64) {
         let smss = self.smss as f64;
+        let beta = self.beta;
         let s = &mut self.state;
         let cwnd = s.window as f64;
         let epoch_start = *s.epoch_start.get_or_insert_with(|| {
@@ -279,7 +289,7 @@ impl Cubic {
         let (k, w_max) = (s.k, s.w_max);
         let w_cubic = |t: f64| (C * (t - k).powi(3) * smss + w_max).max(0.0);
         // §4.3 Reno-friendly region: α_cubic until W_est reaches W_max, then 1.
-        let alpha = if s.w_est < w_max { 3.0 * (1.0 - BETA) / (1.0 + BETA) } else { 1.0 };
+        let alpha = if s.w_est < w_max { 3.0 * (1.0 - beta) / (1.0 + beta) } else { 1.0 };
         s.w_est += alpha * bytes as f64 * smss / cwnd;
         let target = if w_cubic(t) < s.w_est {
             s.w_est
@@ -303,6 +313,7 @@ impl Cubic {
             self.pre_congestion = Some(self.state.clone());
         }
         let min_window = self.minimum_window();
+        let beta = self.beta;
         let s = &mut self.state;
         self.ca_entered_at.get_or_insert(now);
         // §4.3 of RFC 9406: a loss in slow start or CSS ends HyStart++ like any slow start.
@@ -311,8 +322,8 @@ impl Cubic {
         let cwnd = s.window as f64;
         // RFC 9438 §4.7 fast convergence: a flow whose window is below the last W_max
         // releases bandwidth by remembering less.
-        s.w_max = if cwnd < s.w_max { cwnd * (1.0 + BETA) / 2.0 } else { cwnd };
-        s.ssthresh = ((cwnd * BETA) as u64).max(min_window);
+        s.w_max = if cwnd < s.w_max { cwnd * (1.0 + beta) / 2.0 } else { cwnd };
+        s.ssthresh = ((cwnd * beta) as u64).max(min_window);
         s.window = s.ssthresh;
         s.k = ((s.w_max - s.window as f64) / self.smss as f64 / C).max(0.0).cbrt();
         s.w_est = s.window as f64;

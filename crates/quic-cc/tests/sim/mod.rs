@@ -186,6 +186,8 @@ pub struct Sim<C: SimController = Bbr> {
     /// The policer's tokens (bytes) and when they were counted.
     policer_tokens: Option<(f64, Duration)>,
     pub dropped: u64,
+    /// Bytes declared lost so far (cumulative): what a QUIC sender's series counts as lost.
+    pub lost_bytes: u64,
     /// A step ECN marker at the bottleneck (an L4S queue's, RFC 9332 §5.1's 1 ms step): an
     /// ECN-capable packet that finds at least this much queueing delay is marked CE instead
     /// of being left alone; `None`, no marking. ECN feedback reaches the controller after each
@@ -269,6 +271,7 @@ impl<C: SimController> Sim<C> {
             app_rate_bps: None,
             policer_tokens: None,
             dropped: 0,
+            lost_bytes: 0,
             ce_threshold: None,
             ce_prob: 0.0,
             queue_delays: Vec::new(),
@@ -482,6 +485,7 @@ impl<C: SimController> Sim<C> {
         for pn in lost {
             let p = self.outstanding.remove(pn).unwrap();
             last_sent = last_sent.max(p.sent);
+            self.lost_bytes += u64::from(p.size);
             Controller::on_packet_lost(&mut self.bbr, p.size as u16, *pn, now);
         }
         let bytes = lost.len() as u64 * MSS;
