@@ -485,7 +485,7 @@ impl<C: SimController> Sim<C> {
         for pn in lost {
             let p = self.outstanding.remove(pn).unwrap();
             last_sent = last_sent.max(p.sent);
-            self.lost_bytes += u64::from(p.size);
+            self.lost_bytes += p.size;
             Controller::on_packet_lost(&mut self.bbr, p.size as u16, *pn, now);
         }
         let bytes = lost.len() as u64 * MSS;
