@@ -408,34 +408,52 @@ fn set_ssthresh(p: &Point) -> Option<u64> {
     p.ssthresh_bytes.filter(|&s| s != u64::MAX)
 }
 
-/// A congestion event's cut as the samples show it: ssthresh set to `ssthresh` in `(before, at]`,
-/// the window at `before` being `cwnd_before`.
+/// A congestion event as the samples show it: the loss counter rose (or ssthresh changed and
+/// it rose by the next sample) in `(before, at]`, the window at `before` being `cwnd_before`,
+/// and ssthresh at `at` being `ssthresh`; `cut` whether the controller cut at all.
 struct Cut {
     at: Duration,
     cwnd_before: u64,
     ssthresh: u64,
     /// The flow was in slow start at `before` (ssthresh unset, or cwnd below it).
     from_slow_start: bool,
+    /// ssthresh changed, or cwnd fell within two samples: a reduction. A controller on a path
+    /// whose capacity does not change loses at the same window every epoch and sets ssthresh
+    /// to the same value again, so a cut need not change it.
+    cut: bool,
 }
 
-/// Every change of a set ssthresh (RFC 9438 §4.6) with the loss counter rising by the sample
-/// after it: a congestion event's cut (an undo of a spurious one restores ssthresh without a
-/// loss, and is not one).
+/// RFC 9438 §4.6's congestion events: each first rise of the loss counter after a round trip
+/// (the sender's RTT there) without one — the later losses of an episode belong to its
+/// recovery, which cuts once (RFC 9002 §7.3.2, RFC 6675). An undo of a spurious event
+/// restores ssthresh without a loss, and is not one. TCP's counter counts retransmissions,
+/// which may come a sample after the cut: a change of ssthresh with the counter rising by the
+/// next sample is the event too.
 fn cuts(trace: &Trace) -> Vec<Cut> {
     let pts = &trace.points;
+    let rose = |i: usize| matches!((pts[i - 1].lost_bytes, pts[i].lost_bytes), (Some(l0), Some(l1)) if l1 > l0);
     let mut out = Vec::new();
+    let mut last_rise: Option<Duration> = None;
     for i in 1..pts.len() {
         let (a, b) = (&pts[i - 1], &pts[i]);
-        let (Some(s1), Some(cwnd_before)) = (set_ssthresh(b), a.cwnd_bytes) else { continue };
-        if a.ssthresh_bytes == Some(s1) {
+        let changed = a.ssthresh_bytes != b.ssthresh_bytes;
+        let rises_next = i + 1 < pts.len() && rose(i + 1);
+        let event = rose(i) || (changed && rises_next);
+        let quiet = last_rise.is_none_or(|t| a.t.saturating_sub(t) >= trace.round_at(a.t));
+        if rose(i) {
+            last_rise = Some(b.t);
+        }
+        if !event || !quiet {
             continue;
         }
-        let lost_later = pts.get(i + 1).and_then(|c| c.lost_bytes).or(b.lost_bytes);
-        let lost = matches!((a.lost_bytes, lost_later), (Some(l0), Some(l1)) if l1 > l0);
-        if lost {
-            let from_slow_start = set_ssthresh(a).is_none_or(|s0| cwnd_before < s0);
-            out.push(Cut { at: b.t, cwnd_before, ssthresh: s1, from_slow_start });
+        if !rose(i) {
+            // The rise at the next sample is this event's.
+            last_rise = Some(pts[i + 1].t);
         }
+        let (Some(ssthresh), Some(cwnd_before)) = (set_ssthresh(b), a.cwnd_bytes) else { continue };
+        let fell = pts[i..(i + 2).min(pts.len())].iter().filter_map(|p| p.cwnd_bytes).any(|c| c < cwnd_before);
+        let from_slow_start = set_ssthresh(a).is_none_or(|s0| cwnd_before < s0);
+        out.push(Cut { at: b.t, cwnd_before, ssthresh, from_slow_start, cut: changed || fell });
     }
     out
 }
@@ -445,7 +463,10 @@ fn reduction(trace: &Trace, rule: Rule) -> RunCheck {
     let from_slow_start = all.iter().filter(|c| c.from_slow_start).count();
     let judged: Vec<&Cut> = all.iter().filter(|c| !c.from_slow_start).collect();
     let skipped = if from_slow_start > 0 { format!("; {from_slow_start} in slow start not judged") } else { String::new() };
-    let ratios: Vec<f64> = judged.iter().map(|c| c.ssthresh as f64 / c.cwnd_before as f64).collect();
+    // A loss the controller did not cut on keeps its window: 1.
+    let ratios: Vec<f64> = judged.iter().map(|c| if c.cut { c.ssthresh as f64 / c.cwnd_before as f64 } else { 1.0 }).collect();
+    let uncut = judged.iter().filter(|c| !c.cut).count();
+    let skipped = if uncut > 0 { format!("; {uncut} without a cut (counted as 1){skipped}") } else { skipped };
     let Some(m) = median(ratios.clone()) else {
         return RunCheck::unseen(format!("no congestion event in congestion avoidance{skipped}"));
     };
@@ -2040,6 +2061,27 @@ mod tests {
         let c = a.check(&run(0.5));
         assert_eq!(c.outcome, Outcome::Fail, "{}", c.evidence);
         assert!((c.estimate - 0.5).abs() < 0.01, "{}", c.evidence);
+        // A path whose capacity does not change: every epoch loses at the same window and
+        // sets ssthresh to the same value again; the cwnd's fall shows the cut. A controller
+        // that does not cut on a loss keeps its window: 1, fail.
+        let same = cubic(&[
+            (0, 10, None, 0),
+            (20, 68, None, 0),
+            (30, 47, Some(47), 2),
+            (1000, 68, Some(47), 2),
+            (1010, 47, Some(47), 3),
+            (2000, 68, Some(47), 3),
+            (2010, 60, Some(47), 4),
+            (2020, 47, Some(47), 5),
+        ]);
+        let c = a.check(&same);
+        assert_eq!(c.outcome, Outcome::Pass, "{}", c.evidence);
+        assert!(c.evidence.contains("over 2 congestion events") && (c.estimate - 47.0 / 68.0).abs() < 0.001, "{}", c.evidence);
+        let uncut =
+            cubic(&[(0, 10, None, 0), (20, 68, None, 0), (30, 47, Some(47), 2), (1000, 68, Some(47), 2), (1010, 69, Some(47), 3), (1020, 70, Some(47), 3)]);
+        let c = a.check(&uncut);
+        assert_eq!((c.outcome, c.estimate), (Outcome::Fail, 1.0), "{}", c.evidence);
+        assert!(c.evidence.contains("1 without a cut"), "{}", c.evidence);
         // No cut in congestion avoidance, and a stack without ssthresh: not observable.
         let none = cubic(&[(0, 10, None, 0), (10, 20, Some(20), 0), (1000, 60, Some(20), 0)]);
         assert_eq!(a.check(&none).outcome, Outcome::NotObservable);
