@@ -237,12 +237,14 @@ pub enum Assertion {
     /// avoidance the window is cut to `beta` (β_cubic = 0.7) of what it was. Judged on
     /// ssthresh, which every CUBIC sets to the cut window at the event (Linux: ssthresh =
     /// cwnd × 717/1024 at once, cwnd then following PRR down to it; ours: cwnd and ssthresh
-    /// together), over the cwnd at the sample before it. An event is a change of a set
-    /// ssthresh with the loss counter rising by the next sample (TCP's counts retransmitted
-    /// bytes, which may move a sample after the cut). Events from slow start are not judged: cwnd
-    /// grows up to 2^(10 ms / RTT) between samples there, so the sample before says little of
-    /// the window that was cut. The figure is the median of the events' ratios, `beta` ±
-    /// `tolerance`. Not observable where the stack shows no ssthresh, or without such an event.
+    /// together), over the cwnd at the sample before it. An event is the loss counter's first
+    /// rise after two round trips without one (or a change of ssthresh with that rise by the
+    /// next sample: TCP's counter counts retransmissions, which may come a sample after the
+    /// cut); one without a cut (ssthresh unchanged, cwnd not falling) counts as 1. Events from
+    /// slow start are not judged: cwnd grows up to 2^(10 ms / RTT) between samples there, so
+    /// the sample before says little of the window that was cut. The figure is the median of
+    /// the events' ratios, `beta` ± `tolerance`. Not observable where the stack shows no
+    /// ssthresh, or without such an event.
     ReductionIs { beta: f64, tolerance: f64 },
     /// RFC 9406 §4.2 HyStart++ (and Linux's HyStart for its CUBIC): the first slow start leaves
     /// its doubling when the RTT rises, then grows at most CSS_ROUNDS = 5 rounds at a quarter
@@ -423,9 +425,10 @@ struct Cut {
     cut: bool,
 }
 
-/// RFC 9438 §4.6's congestion events: each first rise of the loss counter after a round trip
-/// (the sender's RTT there) without one — the later losses of an episode belong to its
-/// recovery, which cuts once (RFC 9002 §7.3.2, RFC 6675). An undo of a spurious event
+/// RFC 9438 §4.6's congestion events: each first rise of the loss counter after two round
+/// trips (the sender's RTT there) without one — the later losses of an episode belong to its
+/// recovery, which cuts once (RFC 9002 §7.3.2, RFC 6675): a packet sent before the recovery
+/// began may be declared lost up to about 9/8 RTT after it is due, past the first round trip. An undo of a spurious event
 /// restores ssthresh without a loss, and is not one. TCP's counter counts retransmissions,
 /// which may come a sample after the cut: a change of ssthresh with the counter rising by the
 /// next sample is the event too.
@@ -439,7 +442,7 @@ fn cuts(trace: &Trace) -> Vec<Cut> {
         let changed = a.ssthresh_bytes != b.ssthresh_bytes;
         let rises_next = i + 1 < pts.len() && rose(i + 1);
         let event = rose(i) || (changed && rises_next);
-        let quiet = last_rise.is_none_or(|t| a.t.saturating_sub(t) >= trace.round_at(a.t));
+        let quiet = last_rise.is_none_or(|t| a.t.saturating_sub(t) >= trace.round_at(a.t) * 2);
         if rose(i) {
             last_rise = Some(b.t);
         }
