@@ -820,8 +820,29 @@ fn next_state(trace: &Trace, rule: Rule, from: Mode, to: Mode, phase: Option<Pha
     let full_bw_before = |t: &crate::trace::Transition| trace.points.iter().take_while(|p| p.t <= t.before).last().and_then(|p| p.full_bw_reached);
     let back_to_startup =
         |t: &crate::trace::Transition| from == Mode::ProbeRtt && t.to == Mode::Startup && to != Mode::Startup && full_bw_before(t) != Some(true);
-    let exits: Vec<_> =
-        trace.transitions().into_iter().filter(|t| t.from == from && (t.to != Mode::ProbeRtt || to == Mode::ProbeRtt) && !back_to_startup(t)).collect();
+    // The controller's own changes where it records them: at 1 ms a DRAIN of 2–3 rounds lies
+    // between two 10 ms samples, and the samples alone show STARTUP → PROBE_BW. The phase
+    // entered is still the first sample's.
+    let own = !trace.events.is_empty();
+    let transitions: Vec<crate::trace::Transition> = if own {
+        trace
+            .events
+            .iter()
+            .map(|e| {
+                let next = trace.points.iter().find(|p| p.t >= e.t);
+                crate::trace::Transition {
+                    before: e.t,
+                    at: next.map_or(e.t, |p| p.t),
+                    from: e.from,
+                    to: e.to,
+                    to_phase: next.filter(|p| p.mode == Some(e.to)).and_then(|p| p.phase),
+                }
+            })
+            .collect()
+    } else {
+        trace.transitions()
+    };
+    let exits: Vec<_> = transitions.into_iter().filter(|t| t.from == from && (t.to != Mode::ProbeRtt || to == Mode::ProbeRtt) && !back_to_startup(t)).collect();
     if exits.is_empty() {
         return RunCheck::unseen(format!("never left {} but into PROBE_RTT (or, from PROBE_RTT, into STARTUP before full_bw_reached)", from.name()));
     }
@@ -851,7 +872,8 @@ fn next_state(trace: &Trace, rule: Rule, from: Mode, to: Mode, phase: Option<Pha
     let seen: Vec<String> =
         exits.iter().take(4).map(|t| format!("{}{} at {}", t.to.name(), t.to_phase.map(|p| format!("_{}", p.name())).unwrap_or_default(), ms(t.at))).collect();
     let later = if later > 0 { format!(" ({later} first sampled in a later phase, 2 or more rounds on)") } else { String::new() };
-    RunCheck::judged(rule, share, share, share, format!("{good} of {} exits from {} as asserted{later}: {}", exits.len(), from.name(), seen.join(", ")))
+    let source = if own { " (the controller's own events)" } else { "" };
+    RunCheck::judged(rule, share, share, share, format!("{good} of {} exits from {} as asserted{later}{source}: {}", exits.len(), from.name(), seen.join(", ")))
 }
 
 /// ProbeBW's phases in the order a cycle goes through them (§5.3.3): DOWN, CRUISE, REFILL, UP.
@@ -1362,7 +1384,7 @@ fn delivered(trace: &Trace, rule: Rule) -> RunCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::PathFacts;
+    use crate::trace::{PathFacts, StateEvent};
 
     fn trace(modes: &[(u64, Mode, Option<Phase>)]) -> Trace {
         of_points(
@@ -1605,6 +1627,23 @@ mod tests {
         assert_eq!(c.outcome, Outcome::Pass, "{}", c.evidence);
         assert!(c.evidence.contains("1 first sampled in a later phase"), "{}", c.evidence);
         assert_eq!(a.check(&exit(0)).outcome, Outcome::Fail);
+    }
+
+    /// A DRAIN shorter than a sample (2–3 rounds at 1 ms): the samples show STARTUP → PROBE_BW,
+    /// the controller's own events STARTUP → DRAIN → PROBE_BW, and the events are judged.
+    #[test]
+    fn the_next_state_is_read_from_the_controllers_own_events() {
+        let a = Assertion::NextState { from: Mode::Startup, to: Mode::Drain, phase: None };
+        let mut t = trace(&[(0, Mode::Startup, None), (10, Mode::Startup, None), (20, Mode::ProbeBw, Some(Phase::Cruise))]);
+        assert_eq!(a.check(&t).outcome, Outcome::Fail);
+        let event = |ms: u64, from, to| StateEvent { t: Duration::from_millis(ms), from, to, round: None, full_bw_round: None };
+        t.events = vec![event(12, Mode::Startup, Mode::Drain), event(15, Mode::Drain, Mode::ProbeBw)];
+        let c = a.check(&t);
+        assert_eq!(c.outcome, Outcome::Pass, "{}", c.evidence);
+        assert!(c.evidence.contains("own events"), "{}", c.evidence);
+        // A controller that went straight on records it so: a fail.
+        t.events = vec![event(12, Mode::Startup, Mode::ProbeBw)];
+        assert_eq!(a.check(&t).outcome, Outcome::Fail);
     }
 
     /// A DRAIN seen in 2 samples 10 ms apart at a 40 ms RTT: 0.25–0.75 rounds, a pass for ≤ 4;
