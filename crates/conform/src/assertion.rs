@@ -700,8 +700,11 @@ fn short_term_cut(trace: &Trace, rule: Rule, from: Duration, rounds: f64) -> Run
     let count = |i: usize| pts[i].round_count.unwrap_or(0);
     let lost = |i: usize| pts[i].lost_bytes.unwrap_or(0);
     // Losses passed over, and why: the model already cut (a further cut need not lower it:
-    // max(bw_latest, Beta × bw_shortterm)), or the loss's round may have ended while probing.
-    let (mut already, mut while_probing) = (0, 0);
+    // max(bw_latest, Beta × bw_shortterm)), the loss's round may have ended while probing, or
+    // PROBE_RTT came between the loss and the cut: §5.3.4.4 BBRExitProbeRTT resets the
+    // short-term model (BBRResetShortTermModel), on the very ACK that may end the loss's round
+    // (at 20 Mbit/s × 200 ms behind CUBIC, the first loss after 4 s came in PROBE_RTT).
+    let (mut already, mut while_probing, mut probe_rtt) = (0, 0, 0);
     for i in (1..pts.len()).filter(|&i| pts[i].t > from && lost(i) > lost(i - 1)) {
         if short_term_set(&pts[i - 1]) {
             already += 1;
@@ -733,7 +736,13 @@ fn short_term_cut(trace: &Trace, rule: Rule, from: Duration, rounds: f64) -> Run
             while_probing += 1;
             continue;
         }
-        let passed = format!("{already} earlier losses with the model already cut, {while_probing} whose round may have ended while probing");
+        if cut.is_none() && pts[a0..j.min(pts.len())].iter().any(|p| p.mode == Some(Mode::ProbeRtt)) {
+            probe_rtt += 1;
+            continue;
+        }
+        let passed = format!(
+            "{already} earlier losses with the model already cut, {while_probing} whose round may have ended while probing, {probe_rtt} reset by PROBE_RTT's exit"
+        );
         let loss_at = format!("first loss after {} at {} (round {}, {})", ms(from), ms(pts[a1].t), count(a1), state_name(&pts[a1]));
         return match cut {
             Some(b) => {
@@ -773,7 +782,7 @@ fn short_term_cut(trace: &Trace, rule: Rule, from: Duration, rounds: f64) -> Run
         };
     }
     RunCheck::unseen(format!(
-        "no loss after {} with the short-term model unset and its round out of probing ({already} with the model already cut, {while_probing} whose round may have ended while probing)",
+        "no loss after {} with the short-term model unset and its round out of probing ({already} with the model already cut, {while_probing} whose round may have ended while probing, {probe_rtt} reset by PROBE_RTT's exit)",
         ms(from)
     ))
 }
@@ -968,8 +977,29 @@ fn next_state(trace: &Trace, rule: Rule, from: Mode, to: Mode, phase: Option<Pha
     let full_bw_before = |t: &crate::trace::Transition| trace.points.iter().take_while(|p| p.t <= t.before).last().and_then(|p| p.full_bw_reached);
     let back_to_startup =
         |t: &crate::trace::Transition| from == Mode::ProbeRtt && t.to == Mode::Startup && to != Mode::Startup && full_bw_before(t) != Some(true);
-    let exits: Vec<_> =
-        trace.transitions().into_iter().filter(|t| t.from == from && (t.to != Mode::ProbeRtt || to == Mode::ProbeRtt) && !back_to_startup(t)).collect();
+    // The controller's own changes where it records them: at 1 ms a DRAIN of 2–3 rounds lies
+    // between two 10 ms samples, and the samples alone show STARTUP → PROBE_BW. The phase
+    // entered is still the first sample's.
+    let own = !trace.events.is_empty();
+    let transitions: Vec<crate::trace::Transition> = if own {
+        trace
+            .events
+            .iter()
+            .map(|e| {
+                let next = trace.points.iter().find(|p| p.t >= e.t);
+                crate::trace::Transition {
+                    before: e.t,
+                    at: next.map_or(e.t, |p| p.t),
+                    from: e.from,
+                    to: e.to,
+                    to_phase: next.filter(|p| p.mode == Some(e.to)).and_then(|p| p.phase),
+                }
+            })
+            .collect()
+    } else {
+        trace.transitions()
+    };
+    let exits: Vec<_> = transitions.into_iter().filter(|t| t.from == from && (t.to != Mode::ProbeRtt || to == Mode::ProbeRtt) && !back_to_startup(t)).collect();
     if exits.is_empty() {
         return RunCheck::unseen(format!("never left {} but into PROBE_RTT (or, from PROBE_RTT, into STARTUP before full_bw_reached)", from.name()));
     }
@@ -977,11 +1007,40 @@ fn next_state(trace: &Trace, rule: Rule, from: Mode, to: Mode, phase: Option<Pha
     if phase.is_some() && !shows_phases {
         return RunCheck::unseen(format!("{} → {} seen; the stack shows no ProbeBW phase", from.name(), exits[0].to.name()));
     }
-    let good = exits.iter().filter(|t| t.to == to && phase.is_none_or(|p| t.to_phase == Some(p))).count();
+    // A sample can hide the asserted phase: where the BDP is a few packets, ProbeBW moves on
+    // from CRUISE to REFILL and UP within 2–3 rounds (§5.3.3.5.3: Reno coexistence probes after
+    // min(BDP in packets, 63) rounds), and at 20 Mbit/s × 1 ms a 10 ms sample is 10 rounds. An
+    // exit first sampled in a later phase of the cycle, 2 or more rounds on, is not held
+    // against it.
+    let rounds_between = |t: &crate::trace::Transition| {
+        let at = |when: Duration| trace.points.iter().find(|p| p.t == when);
+        match (at(t.before).and_then(|p| p.round_count), at(t.at).and_then(|p| p.round_count)) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64),
+            _ => at(t.at).and_then(|p| p.min_rtt).filter(|r| !r.is_zero()).map(|r| (t.at - t.before).as_secs_f64() / r.as_secs_f64()),
+        }
+    };
+    let hidden = |t: &crate::trace::Transition| {
+        t.to == to && phase.zip(t.to_phase).is_some_and(|(want, got)| phase_rank(got) > phase_rank(want)) && rounds_between(t).is_some_and(|r| r >= 2.0)
+    };
+    let exact = exits.iter().filter(|t| t.to == to && phase.is_none_or(|p| t.to_phase == Some(p))).count();
+    let later = exits.iter().filter(|t| hidden(t)).count();
+    let good = exact + later;
     let share = good as f64 / exits.len() as f64;
     let seen: Vec<String> =
         exits.iter().take(4).map(|t| format!("{}{} at {}", t.to.name(), t.to_phase.map(|p| format!("_{}", p.name())).unwrap_or_default(), ms(t.at))).collect();
-    RunCheck::judged(rule, share, share, share, format!("{good} of {} exits from {} as asserted: {}", exits.len(), from.name(), seen.join(", ")))
+    let later = if later > 0 { format!(" ({later} first sampled in a later phase, 2 or more rounds on)") } else { String::new() };
+    let source = if own { " (the controller's own events)" } else { "" };
+    RunCheck::judged(rule, share, share, share, format!("{good} of {} exits from {} as asserted{later}{source}: {}", exits.len(), from.name(), seen.join(", ")))
+}
+
+/// ProbeBW's phases in the order a cycle goes through them (§5.3.3): DOWN, CRUISE, REFILL, UP.
+fn phase_rank(p: Phase) -> u8 {
+    match p {
+        Phase::Down => 0,
+        Phase::Cruise => 1,
+        Phase::Refill => 2,
+        Phase::Up => 3,
+    }
 }
 
 fn before_step(trace: &Trace) -> impl Iterator<Item = &Point> {
@@ -1482,7 +1541,7 @@ fn delivered(trace: &Trace, rule: Rule) -> RunCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::PathFacts;
+    use crate::trace::{PathFacts, StateEvent};
 
     fn trace(modes: &[(u64, Mode, Option<Phase>)]) -> Trace {
         of_points(
@@ -1705,6 +1764,42 @@ mod tests {
         let a = Assertion::NextState { from: Mode::Startup, to: Mode::Drain, phase: None };
         assert_eq!(a.check(&t).outcome, Outcome::Pass, "{}", a.check(&t).evidence);
         let t = trace(&[(0, Mode::Startup, None), (10, Mode::ProbeBw, None)]);
+        assert_eq!(a.check(&t).outcome, Outcome::Fail);
+    }
+
+    /// §5.3.4.4: PROBE_RTT goes back to ProbeBW's CRUISE; first sampled in UP 10 rounds later (a
+    /// 10 ms sample at 1 ms) the CRUISE may have been passed through, half a round later not.
+    #[test]
+    fn a_phase_passed_between_samples_is_not_held_against_an_exit() {
+        let a = Assertion::NextState { from: Mode::ProbeRtt, to: Mode::ProbeBw, phase: Some(Phase::Cruise) };
+        let exit = |rounds_later: u64| {
+            let p = |t: u64, mode, phase, round| Point { t: Duration::from_millis(t), mode: Some(mode), phase, round_count: Some(round), ..Point::default() };
+            of_points(vec![
+                p(0, Mode::ProbeBw, Some(Phase::Cruise), 0),
+                p(10, Mode::ProbeRtt, None, 10),
+                p(20, Mode::ProbeBw, Some(Phase::Up), 10 + rounds_later),
+            ])
+        };
+        let c = a.check(&exit(10));
+        assert_eq!(c.outcome, Outcome::Pass, "{}", c.evidence);
+        assert!(c.evidence.contains("1 first sampled in a later phase"), "{}", c.evidence);
+        assert_eq!(a.check(&exit(0)).outcome, Outcome::Fail);
+    }
+
+    /// A DRAIN shorter than a sample (2–3 rounds at 1 ms): the samples show STARTUP → PROBE_BW,
+    /// the controller's own events STARTUP → DRAIN → PROBE_BW, and the events are judged.
+    #[test]
+    fn the_next_state_is_read_from_the_controllers_own_events() {
+        let a = Assertion::NextState { from: Mode::Startup, to: Mode::Drain, phase: None };
+        let mut t = trace(&[(0, Mode::Startup, None), (10, Mode::Startup, None), (20, Mode::ProbeBw, Some(Phase::Cruise))]);
+        assert_eq!(a.check(&t).outcome, Outcome::Fail);
+        let event = |ms: u64, from, to| StateEvent { t: Duration::from_millis(ms), from, to, round: None, full_bw_round: None };
+        t.events = vec![event(12, Mode::Startup, Mode::Drain), event(15, Mode::Drain, Mode::ProbeBw)];
+        let c = a.check(&t);
+        assert_eq!(c.outcome, Outcome::Pass, "{}", c.evidence);
+        assert!(c.evidence.contains("own events"), "{}", c.evidence);
+        // A controller that went straight on records it so: a fail.
+        t.events = vec![event(12, Mode::Startup, Mode::ProbeBw)];
         assert_eq!(a.check(&t).outcome, Outcome::Fail);
     }
 
@@ -1968,6 +2063,14 @@ mod tests {
         assert!(c.evidence.contains("1 whose round may have ended while probing"), "{}", c.evidence);
         let c = a.check(&lossy(None, 9000, 6100));
         assert_eq!(c.outcome, Outcome::NotObservable, "{}", c.evidence);
+        // A loss in PROBE_RTT, never cut before REFILL: BBRExitProbeRTT reset the model.
+        let mut in_probe_rtt = lossy(None, 6500, 7000);
+        for p in in_probe_rtt.points.iter_mut().filter(|p| (5950..6200).contains(&p.t.as_millis())) {
+            (p.mode, p.phase) = (Some(Mode::ProbeRtt), None);
+        }
+        let c = a.check(&in_probe_rtt);
+        assert_eq!(c.outcome, Outcome::NotObservable, "{}", c.evidence);
+        assert!(c.evidence.contains("1 reset by PROBE_RTT's exit"), "{}", c.evidence);
         let mut v1 = lossy(Some(10), 9000, 9500);
         for p in &mut v1.points {
             (p.bw_shortterm_bps, p.inflight_shortterm_bytes, p.round_count) = (None, None, None);
