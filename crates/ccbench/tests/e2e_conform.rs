@@ -209,3 +209,63 @@ fn an_unknown_test_defect_is_refused_in_one_line() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("CCBENCH_TEST_BBR_DEFECTS"));
     assert!(!out.exists());
 }
+
+/// The second suite from the binary: `conform cubic`, RFC 9438 §4.6 on both CUBICs at
+/// 20 Mbit/s and 20 ms, once each. Each run reads β from the controller's own ssthresh against
+/// its cwnd before the event (0.7 ± 0.05 passes); one run leaves the cells undecided over runs
+/// (exit 2). A BBR controller is refused in one line.
+#[test]
+fn conform_cubic_judges_both_cubics_on_their_own_ssthresh() {
+    let out = out_path("conform-cubic-bad");
+    let o = ccbench(&["conform", "cubic", "--cc", "quic:bbr3", "--out", &out.to_string_lossy()]);
+    one_line(&o, 2, "--cc");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("quic:cubic"), "names what is allowed");
+    assert!(!out.exists());
+    let _g = lock();
+    if !have_root() {
+        return;
+    }
+    let out = out_path("conform-cubic");
+    let junit = out.with_extension("xml");
+    let (out_s, junit_s) = (out.to_string_lossy().to_string(), junit.to_string_lossy().to_string());
+    let o = ccbench(&[
+        "conform",
+        "cubic",
+        "--cc",
+        "quic:cubic,tcp:cubic",
+        "--case",
+        "§4.6",
+        "--rtts",
+        "20ms",
+        "--rates",
+        "20mbit",
+        "--runs",
+        "1",
+        "--seed",
+        "3",
+        "--out",
+        &out_s,
+        "--junit",
+        &junit_s,
+    ]);
+    let said = text(&o);
+    assert_eq!(o.status.code(), Some(2), "one run: undecided over runs:\n{said}");
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(stdout.contains("§4.6 Multiplicative decrease"), "{stdout}");
+    assert!(!stdout.contains("HyStart++ Slow start"), "only the chosen case: {stdout}");
+    let suites = junit_read_back(&junit);
+    let suites = suites.as_array().unwrap();
+    let names: Vec<&str> = suites.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["quic:cubic", "tcp:cubic"], "{suites:?}");
+    for s in suites {
+        let cases = s["cases"].as_array().unwrap();
+        assert_eq!(cases.len(), 1, "§4.6's one assertion on the one path: {cases:?}");
+        let c = &cases[0];
+        assert!(c["name"].as_str().unwrap().starts_with("§4.6 Multiplicative decrease: "), "{c}");
+        assert_eq!(c["kind"], "undecided", "{c}");
+        let msg = c["message"].as_str().unwrap();
+        assert!(msg.contains("1/1 pass"), "{}: the one run passed, β near 0.7: {msg}\n{said}", s["name"]);
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_file(&junit);
+}
