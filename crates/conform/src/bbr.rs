@@ -119,7 +119,8 @@ const A6: &[Assertion] = &[Assertion::BwHeldFrom { from: APP_AT, share: 0.8 }, A
 /// A.17: reordering is not loss. -06 §5.5.11: a loss episode the transport later finds
 /// spurious is undone — HandleSpuriousLossDetection (§5.5.11.2) restores the short-term model
 /// and inflight_longterm that SaveStateUponLoss (§5.5.11.1) kept at its first loss (and, in
-/// v3, the STARTUP or ProbeBW_UP it interrupted). 90 % is ours: the undo restores at least the
+/// v3, the STARTUP or ProbeBW_UP it interrupted), judged against the latest loss before the
+/// report (see [`Assertion::SpuriousLossUndone`]). 90 % is ours: the undo restores at least the
 /// saved value, and a sample may fall between the cut and the undo only on its "before" side.
 /// Linux BBRv1 likewise resets its full-pipe and long-term (policer) estimators on an undo
 /// (tcp_bbr.c `bbr_undo_cwnd`, commit 600647d "reset long-term bandwidth sampling on loss

@@ -135,6 +135,18 @@ impl Scenario {
         }
     }
 
+    /// How often a run on a path of base RTT `rtt` samples the sender's state: every 10 ms,
+    /// and for the reordering scenario every RTT down to 1 ms. At a 1 ms RTT a spurious
+    /// episode lasts about 5 ms and a real loss comes every 10–20 ms, so 10 ms samples put
+    /// both in one sample and the undo cannot be told from the next cut.
+    pub fn sample_interval(self, rtt: Duration) -> Duration {
+        let every = Duration::from_millis(10);
+        match self {
+            Scenario::Reorder => rtt.clamp(Duration::from_millis(1), every),
+            _ => every,
+        }
+    }
+
     /// How long a run sends on a path of `rate_bps` and base RTT `rtt`.
     pub fn duration(self, rate_bps: f64, rtt: Duration) -> Duration {
         match self {

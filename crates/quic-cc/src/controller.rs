@@ -60,7 +60,9 @@ impl Controller for Bbr {
         Bbr::on_cwnd_limited(self);
     }
 
-    fn on_ack(&mut self, now: Instant, sent: Instant, _bytes: u64, pn: u64, _app_limited: bool, _rtt: &RttEstimator) {
+    fn on_ack(&mut self, now: Instant, sent: Instant, _bytes: u64, pn: u64, _app_limited: bool, rtt: &RttEstimator) {
+        // noq's `drain_lost_packets`: a lost packet is forgotten 2 PTOs after it was sent.
+        self.on_loss_memory(2 * rtt.pto_base());
         self.on_packet_acked(now, sent, pn);
     }
 

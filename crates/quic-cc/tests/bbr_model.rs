@@ -497,6 +497,33 @@ fn a_spurious_loss_episode_is_undone() {
     assert!(undone.cwnd_bytes >= cut.cwnd_bytes);
 }
 
+/// -06 §5.5.11 with noq's spurious report (vendor/noq-proto PATCH.md, "Lost packets' memory"):
+/// a report comes only when no declared loss is pending, so it covers every loss since none
+/// was, across recoveries. Two loss episodes, the first cutting inflight_lo, the second a new
+/// recovery after the first has ended: while the transport remembers both, the report restores
+/// the model from before the first (unbounded); once it has forgotten the first (a real loss),
+/// only what came after it. The controller that saved again at each recovery restored the cut.
+#[test]
+fn a_spurious_report_undoes_every_loss_still_pending_across_recoveries() {
+    let undone_after_two_episodes = |memory: Duration| {
+        let mut sim = Sim::new(V3, long_link());
+        sim.bbr.on_loss_memory(memory);
+        sim.run_for(secs(5.5)); // past the first ProbeRTT, whose exit leads into CRUISE
+        run_until(&mut sim, BbrState::ProbeBwCruise);
+        assert_eq!(sim.telemetry.snapshot().unwrap().inflight_lo, None);
+        sim.force_drops = 5;
+        sim.run_for(secs(0.2)); // 5 RTTs: the recovery is over
+        assert!(sim.telemetry.snapshot().unwrap().inflight_lo.is_some(), "the loss round cut inflight_lo");
+        sim.force_drops = 1;
+        sim.run_for(secs(0.2));
+        assert_eq!(sim.bbr.state(), BbrState::ProbeBwCruise, "the cycle moved on: the test proves nothing");
+        Controller::on_spurious_congestion_event(&mut sim.bbr);
+        sim.telemetry.snapshot().unwrap().inflight_lo
+    };
+    assert_eq!(undone_after_two_episodes(secs(10.0)), None, "both losses pending: back to before the first");
+    assert!(undone_after_two_episodes(secs(0.1)).is_some(), "the first loss forgotten (real): its cut stays");
+}
+
 /// v2's Startup loss exit is tcp_bbr2.c's (`bbr2_check_loss_too_high_in_startup`): 8
 /// loss-marking ACKs in a round spent in recovery, with the round-ending ACK's sample over
 /// 2 %. Random 1 % loss alone rarely meets that, so on a deep buffer Startup ends on the

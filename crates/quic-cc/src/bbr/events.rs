@@ -40,7 +40,35 @@ impl Bbr {
                 self.restore_cwnd();
             }
             self.recovery_after_rto = false;
+            if self.loss_memory.is_none() {
+                self.undo_saved = false;
+            }
+        }
+    }
+
+    /// How long the transport remembers a packet it declared lost, counted from its sending
+    /// (noq: 2 PTOs, RFC 9002 §6.2.1's PTO from its smoothed RTT and variation). With it, a
+    /// spurious report undoes every loss since none was pending, even across recoveries: at
+    /// a 1 ms RTT a recovery ends within a round, before the reordered packet that began it
+    /// is acknowledged, and the next loss would otherwise save a model the first one cut.
+    pub fn on_loss_memory(&mut self, memory: Duration) {
+        self.loss_memory = Some(memory);
+    }
+
+    /// Forgets the lost packets the transport has forgotten: they were really lost. Once none
+    /// is pending the next loss saves afresh; if others are, the undo may lift only what came
+    /// after the real loss, so the model now is saved in place of the older one.
+    fn forget_lost(&mut self, now: Instant) {
+        let Some(memory) = self.loss_memory else { return };
+        let before = self.lost_pending.len();
+        while self.lost_pending.front().is_some_and(|&sent| now.saturating_duration_since(sent) > memory) {
+            self.lost_pending.pop_front();
+        }
+        if self.lost_pending.len() < before {
             self.undo_saved = false;
+            if !self.lost_pending.is_empty() {
+                self.save_state_upon_loss();
+            }
         }
     }
 
@@ -57,6 +85,7 @@ impl Bbr {
     /// End of an ACK batch: take a rate sample and run `UpdateOnACK` (§5.2.3).
     pub fn on_ack_batch_end(&mut self, now: Instant) {
         self.now = now;
+        self.forget_lost(now);
         let Some(rs) = self.sampler.generate() else {
             return;
         };
@@ -75,6 +104,10 @@ impl Bbr {
         let Some(packet) = self.sampler.on_packet_lost(pn) else {
             return;
         };
+        self.forget_lost(now);
+        if self.loss_memory.is_some() {
+            self.lost_pending.push_back(packet.send_time);
+        }
         // A new lost range unless the previous packet of the flight was lost too (§5.3.1.3's
         // "discontiguous sequence ranges"; packet numbers skip the ACK-only packets between).
         if self.last_lost_pn.is_none() || packet.prev_sent_pn != self.last_lost_pn {
@@ -164,6 +197,7 @@ impl Bbr {
         }
         self.undo_state = None;
         self.undo_saved = false;
+        self.lost_pending.clear();
         self.publish();
     }
 

@@ -47,6 +47,7 @@
 //!   times are noq's receive times: see `crates/workload/src/quic/fresh_stamps.rs` and
 //!   docs/quic-fidelity.md for what that does to the bandwidth estimate.
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::delivery_rate::{DeliveryRateSampler, RateSample, SentPacket};
@@ -489,9 +490,18 @@ pub struct Bbr {
     recovery_after_rto: bool,
 
     // Undo state (§5.5.11): the model before a loss episode, restored if it was spurious.
-    /// The undo state below holds this episode's pre-loss model: it is saved once, at the
-    /// episode's first loss, and kept until the episode ends (recovery over, or undone).
+    /// The undo state below holds the pre-loss model of the losses the transport may still
+    /// prove spurious: it is saved at the first loss after none was pending, and kept until
+    /// every pending loss is proven spurious (undone) or forgotten by the transport (real).
+    /// Without the transport's memory ([`Bbr::on_loss_memory`]) the episode ends with recovery.
     undo_saved: bool,
+    /// Send times of the packets declared lost that the transport may still prove spurious:
+    /// noq forgets a lost packet 2 PTOs after sending it (`drain_lost_packets`) and reports a
+    /// spurious episode only when an ACK leaves none pending (`detect_spurious_loss`), so one
+    /// report covers every loss since none was pending, across recoveries.
+    lost_pending: VecDeque<Instant>,
+    /// How long after sending the transport remembers a lost packet (noq: 2 × PTO).
+    loss_memory: Option<Duration>,
     undo_state: Option<BbrState>,
     undo_bw_shortterm: Option<f64>,
     undo_inflight_shortterm: Option<u64>,
@@ -608,6 +618,8 @@ impl Bbr {
             recovery_start: None,
             recovery_after_rto: false,
             undo_saved: false,
+            lost_pending: VecDeque::new(),
+            loss_memory: None,
             undo_state: None,
             undo_bw_shortterm: None,
             undo_inflight_shortterm: None,

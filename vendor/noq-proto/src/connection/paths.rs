@@ -822,7 +822,10 @@ impl RttEstimator {
     }
 
     /// PTO computed as described in RFC9002#6.2.1.
-    pub(crate) fn pto_base(&self) -> Duration {
+    ///
+    /// ccbench patch (PATCH.md, "Lost packets' memory"): public, so a controller knows when
+    /// `drain_lost_packets` forgets a lost packet.
+    pub fn pto_base(&self) -> Duration {
         self.get() + cmp::max(4 * self.var, TIMER_GRANULARITY)
     }
 
