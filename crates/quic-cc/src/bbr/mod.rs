@@ -29,7 +29,9 @@
 //!   rounds after, as the draft; the kernel approximates 10 with two 5-round slots.
 //! * **Undo** (§5.5.11): the draft's pseudocode saves the undo state at every false → true
 //!   edge of `loss_in_round`, which the probe's own loss response resets, so an undo restored
-//!   the model the loss had already cut. It is saved once per loss episode here.
+//!   the model the loss had already cut. It is saved once per loss episode here, and the
+//!   episode lasts while the transport may still prove any of its losses spurious (noq's
+//!   report covers every pending loss, across recoveries; [`Bbr::on_loss_memory`]).
 //! * **Probe randomness** (§5.3.3.8.2): drawn per connection, from a seed the caller gives
 //!   ([`Bbr::with_seed`]; ccbench passes the run's recorded seed), so runs repeat.
 //! * **ECN**: -06 §3.7 specifies no response of its own, but a sender that sends ECT "MUST
