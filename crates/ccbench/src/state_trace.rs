@@ -95,6 +95,7 @@ pub fn trace(rows: &[TcpRow], mut path: PathFacts, sample_interval: Duration, ev
             probe_rtt_min_age: r.bbr_probe_rtt_min_age_us.map(Duration::from_micros),
             probe_rtt_min_delay: r.bbr_probe_rtt_min_delay_us.map(|us| Duration::from_micros(us.into())),
             host_limited: r.host_limited_us.map(Duration::from_micros),
+            cwnd_limited: r.cwnd_limited_us.map(Duration::from_micros),
             full_bw_reached: r.bbr_full_bw_reached,
             extra_acked_bytes: r.bbr_extra_acked,
             spurious_losses: r.spurious_losses,

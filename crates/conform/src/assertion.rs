@@ -568,9 +568,21 @@ fn bw_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {
 /// and those samples are not app-limited (§4.1.2.3 marks a packet as it is sent), so they may
 /// still grow inflight_longterm or show a plateau. At 1 Mbit/s × 1 ms a 44 ms RTT put an UP
 /// begun 69 ms after the change on them; at 20 ms the same round is 1–2 % of the run after it.
+/// And not before the sender stops being held by its window (below).
 pub fn settled(trace: &Trace, from: Duration) -> Duration {
-    let rtt = trace.points.iter().find(|p| p.t >= from).and_then(|p| p.rtt.or(p.min_rtt)).unwrap_or_default();
-    from + 2 * rtt
+    let pts = &trace.points;
+    let rtt = pts.iter().find(|p| p.t >= from).and_then(|p| p.rtt.or(p.min_rtt)).unwrap_or_default();
+    let after = from + 2 * rtt;
+    // And once the sender is no longer held by its window: what the application wrote before
+    // the change and the transport still holds goes out first, cwnd-limited, and §5.3.3.6
+    // rightly grows inflight_longterm on it (at 20 Mbit/s × 1 ms, link-rate sending went on
+    // 20 ms past the change, 6 RTTs). The start of the first sample span without window-held
+    // time after the 2 RTTs; where the stack does not say, the 2 RTTs.
+    let held = |i: usize| match (pts[i - 1].cwnd_limited, pts[i].cwnd_limited) {
+        (Some(a), Some(b)) => Some(b > a),
+        _ => None,
+    };
+    (1..pts.len()).find(|&i| pts[i].t > after && held(i) != Some(true)).map_or(after, |i| if held(i).is_some() { pts[i - 1].t.max(after) } else { after })
 }
 
 fn longterm_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {
@@ -586,7 +598,10 @@ fn longterm_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {
     let probing = |p: &Point| p.mode == Some(Mode::ProbeBw) && matches!(p.phase, Some(Phase::Refill | Phase::Up));
     let from = settled(trace, from);
     let Some(i) = (1..trace.points.len()).find(|&i| trace.points[i].t > from && probing(&trace.points[i]) && !probing(&trace.points[i - 1])) else {
-        return RunCheck::unseen(format!("no PROBE_BW_REFILL or UP begun after {} (2 RTTs after the change)", ms(from)));
+        return RunCheck::unseen(format!(
+            "no PROBE_BW_REFILL or UP begun after {} (the change settled: 2 RTTs on, the window no longer holding the sender)",
+            ms(from)
+        ));
     };
     let (start, entered) = (&trace.points[i - 1], trace.points[i].t);
     let Some(at_start) = start.inflight_longterm_bytes.filter(|b| *b != u64::MAX) else {
@@ -607,7 +622,7 @@ fn longterm_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {
         ratio,
         ratio,
         format!(
-            "inflight_longterm {at_start} B as {} began at {} (the first after {}, 2 RTTs after the change), highest after it {high} B at {} ({ratio:.2}×)",
+            "inflight_longterm {at_start} B as {} began at {} (the first after {}, the change settled), highest after it {high} B at {} ({ratio:.2}×)",
             phase_name(&trace.points[i]),
             ms(entered),
             ms(from),
@@ -654,14 +669,14 @@ fn up_held_from(trace: &Trace, rule: Rule, from: Duration) -> RunCheck {
         }
     }
     if ups == 0 {
-        return RunCheck::unseen(format!("no PROBE_BW_UP begun after {} (2 RTTs after the change)", ms(from)));
+        return RunCheck::unseen(format!("no PROBE_BW_UP begun after {} (the change settled: 2 RTTs on, the window no longer holding the sender)", ms(from)));
     }
     let n = ends.len() as f64;
     let losses = if on_loss > 0 { format!("; {on_loss} left on a loss (§5.3.3.9 BBRIsInflightTooHigh), not counted") } else { String::new() };
     let evidence = match ends.first() {
-        None => format!("{ups} PROBE_BW_UP begun after {} (2 RTTs after the change), each left only for PROBE_RTT (or held to the end){losses}", ms(from)),
+        None => format!("{ups} PROBE_BW_UP begun after {} (the change settled: 2 RTTs on, the window no longer holding the sender), each left only for PROBE_RTT (or held to the end){losses}", ms(from)),
         Some(t) => {
-            format!("PROBE_BW_UP ended within PROBE_BW without a loss at {} ({} times after {}, 2 RTTs after the change){losses}", ms(*t), ends.len(), ms(from))
+            format!("PROBE_BW_UP ended within PROBE_BW without a loss at {} ({} times after {}, the change settled){losses}", ms(*t), ends.len(), ms(from))
         }
     };
     RunCheck::judged(rule, n, n, n, evidence)
@@ -1625,6 +1640,47 @@ mod tests {
             with_longterm(4300, Phase::Up, 9800),
         ]);
         assert_eq!(longterm.check(&grown_late).outcome, Outcome::Fail);
+    }
+
+    /// A.20 at 20 Mbit/s × 1 ms (real run, seed 41): the sender stayed held by its window until
+    /// 4024 ms, sending what was written before the change, and an UP begun at 4019 ms grew
+    /// inflight_longterm on it, as §5.3.3.6 allows. The change settles at the first sample span
+    /// without window-held time; the same growth in a later UP fails, and where the stack does
+    /// not say how long the window held it the 2 RTTs alone count.
+    #[test]
+    fn an_up_while_the_window_still_holds_the_sender_is_not_judged() {
+        let longterm = Assertion::LongtermHeldFrom { from: Duration::from_millis(4000) };
+        let at = |t: u64, phase: Phase, b: u64, held_us: Option<u64>| Point {
+            t: Duration::from_millis(t),
+            mode: Some(Mode::ProbeBw),
+            phase: Some(phase),
+            rtt: Some(Duration::from_micros(3229)),
+            inflight_longterm_bytes: Some(b),
+            cwnd_limited: held_us.map(Duration::from_micros),
+            ..Point::default()
+        };
+        let run = |held: bool, up_at: u64| {
+            let h = |us: u64| held.then_some(us);
+            of_points(vec![
+                at(4004, Phase::Up, 12492, h(2_709_660)),
+                at(4015, Phase::Down, 9914, h(2_714_766)),
+                at(up_at, Phase::Up, 12690, h(2_716_394)),
+                at(up_at + 10, Phase::Up, 12690, h(2_716_394)),
+                at(9000, Phase::Up, 12690, h(2_716_394)),
+            ])
+        };
+        let c = longterm.check(&run(true, 4024));
+        assert_eq!(c.outcome, Outcome::NotObservable, "the one UP began while window-held: {}", c.evidence);
+        assert_eq!(longterm.check(&run(false, 4024)).outcome, Outcome::Fail, "no window figures: 2 RTTs alone");
+        let late = of_points(vec![
+            at(4004, Phase::Up, 12492, Some(2_709_660)),
+            at(4015, Phase::Down, 9914, Some(2_714_766)),
+            at(4024, Phase::Down, 9914, Some(2_716_394)),
+            at(4034, Phase::Down, 9914, Some(2_716_394)),
+            at(4044, Phase::Up, 12690, Some(2_716_394)),
+            at(9000, Phase::Up, 12690, Some(2_716_394)),
+        ]);
+        assert_eq!(longterm.check(&late).outcome, Outcome::Fail, "an UP begun after the window let go must not grow it");
     }
 
     /// A.2: STARTUP interrupted by PROBE_RTT still stays; a plateau exit to DRAIN fails.

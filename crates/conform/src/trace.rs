@@ -115,6 +115,9 @@ pub struct Point {
     /// its UDP path) was the limit (QUIC's `host_limited_us`, cumulative); `None` where the
     /// stack does not say.
     pub host_limited: Option<Duration>,
+    /// Time so far the sender was held by its congestion window (cumulative, QUIC's
+    /// `cwnd_limited_us`, TCP's from its busy-time counters); `None` where the stack does not say.
+    pub cwnd_limited: Option<Duration>,
     /// BBR.full_bw_reached (§5.3.1.2).
     pub full_bw_reached: Option<bool>,
     /// BBR.extra_acked (§5.5.9), bytes.

@@ -147,6 +147,7 @@ fn drive_on(
                 probe_rtt_min_delay: s.snap.probe_rtt_min_delay,
                 // The simulator's sender is never held by a host.
                 host_limited: None,
+                cwnd_limited: None,
                 full_bw_reached: Some(s.snap.full_bw_reached),
                 extra_acked_bytes: Some(s.snap.extra_acked),
                 // The simulator finds no loss spurious: a lost packet is never delivered late.
