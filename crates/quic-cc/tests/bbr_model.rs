@@ -524,6 +524,35 @@ fn a_spurious_report_undoes_every_loss_still_pending_across_recoveries() {
     assert!(undone_after_two_episodes(secs(0.1)).is_some(), "the first loss forgotten (real): its cut stays");
 }
 
+/// The same, when the transport forgets the first loss (it was real) before proving the
+/// second spurious: the undo restores the model from just before the second, keeping the
+/// first one's cut (the report no longer covers it).
+#[test]
+fn a_spurious_report_after_a_real_loss_is_forgotten_keeps_the_real_cut() {
+    let mut sim = Sim::new(V3, long_link());
+    sim.bbr.on_loss_memory(secs(0.3));
+    sim.run_for(secs(5.5)); // past the first ProbeRTT, whose exit leads into CRUISE
+    run_until(&mut sim, BbrState::ProbeBwCruise);
+    sim.force_drops = 5;
+    sim.run_for(secs(0.2));
+    let mut before_second = sim.telemetry.snapshot().unwrap();
+    assert!(before_second.inflight_lo.is_some(), "the first loss round cut inflight_lo");
+    sim.force_drops = 1;
+    loop {
+        sim.run_for(secs(0.001));
+        let now = sim.telemetry.snapshot().unwrap();
+        if now.lost_bytes > before_second.lost_bytes {
+            break;
+        }
+        before_second = now;
+    }
+    sim.run_for(secs(0.15)); // the first losses forgotten (sent 0.35 s ago), the second not
+    assert_eq!(sim.bbr.state(), BbrState::ProbeBwCruise, "the cycle moved on: the test proves nothing");
+    Controller::on_spurious_congestion_event(&mut sim.bbr);
+    let undone = sim.telemetry.snapshot().unwrap();
+    assert_eq!(undone.inflight_lo, before_second.inflight_lo, "back to just before the second loss: the first, real, cut stays");
+}
+
 /// v2's Startup loss exit is tcp_bbr2.c's (`bbr2_check_loss_too_high_in_startup`): 8
 /// loss-marking ACKs in a round spent in recovery, with the round-ending ACK's sample over
 /// 2 %. Random 1 % loss alone rarely meets that, so on a deep buffer Startup ends on the

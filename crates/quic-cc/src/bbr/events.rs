@@ -56,20 +56,35 @@ impl Bbr {
     }
 
     /// Forgets the lost packets the transport has forgotten: they were really lost. Once none
-    /// is pending the next loss saves afresh; if others are, the undo may lift only what came
-    /// after the real loss, so the model now is saved in place of the older one.
+    /// is pending the next loss saves afresh; if others are, an undo may lift only what came
+    /// after the real ones, so it restores the model from just before the oldest still pending
+    /// (and no state change an older loss caused).
     fn forget_lost(&mut self, now: Instant) {
         let Some(memory) = self.loss_memory else { return };
         let before = self.lost_pending.len();
-        while self.lost_pending.front().is_some_and(|&sent| now.saturating_duration_since(sent) > memory) {
+        while self.lost_pending.front().is_some_and(|l| now.saturating_duration_since(l.sent) > memory) {
             self.lost_pending.pop_front();
         }
-        if self.lost_pending.len() < before {
-            self.undo_saved = false;
-            if !self.lost_pending.is_empty() {
-                self.save_state_upon_loss();
+        if self.lost_pending.len() == before {
+            return;
+        }
+        match self.lost_pending.front().copied() {
+            None => self.undo_saved = false,
+            Some(oldest) => {
+                self.undo_bw_shortterm = oldest.bw_shortterm;
+                self.undo_inflight_shortterm = oldest.inflight_shortterm;
+                self.undo_inflight_longterm = oldest.inflight_longterm;
+                if self.undo_state_since.is_some_and(|t| t < oldest.declared) {
+                    self.undo_state = None;
+                }
             }
         }
+    }
+
+    /// Sets the state an undo returns to (the STARTUP or PROBE_BW_UP a loss ended).
+    pub(super) fn set_undo_state(&mut self, state: BbrState) {
+        self.undo_state = Some(state);
+        self.undo_state_since = Some(self.now);
     }
 
     /// An ACK frame is about to be processed whose newest packet the peer received
@@ -106,7 +121,8 @@ impl Bbr {
         };
         self.forget_lost(now);
         if self.loss_memory.is_some() {
-            self.lost_pending.push_back(packet.send_time);
+            let (bw_shortterm, inflight_shortterm, inflight_longterm) = (self.bw_shortterm, self.inflight_shortterm, self.inflight_longterm);
+            self.lost_pending.push_back(PendingLoss { sent: packet.send_time, declared: now, bw_shortterm, inflight_shortterm, inflight_longterm });
         }
         // A new lost range unless the previous packet of the flight was lost too (§5.3.1.3's
         // "discontiguous sequence ranges"; packet numbers skip the ACK-only packets between).

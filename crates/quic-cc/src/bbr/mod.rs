@@ -392,6 +392,17 @@ fn rng_state_from(seed: u64) -> u64 {
     (z ^ (z >> 31)).max(1)
 }
 
+/// A lost packet the transport may still prove spurious, with the model just before it was
+/// declared lost: what an undo restores once the losses before it are forgotten (real).
+#[derive(Clone, Copy, Debug)]
+struct PendingLoss {
+    sent: Instant,
+    declared: Instant,
+    bw_shortterm: Option<f64>,
+    inflight_shortterm: Option<u64>,
+    inflight_longterm: Option<u64>,
+}
+
 /// The controller. See the crate docs for what it implements and how it is fed.
 #[derive(Debug, Clone)]
 pub struct Bbr {
@@ -501,7 +512,10 @@ pub struct Bbr {
     /// noq forgets a lost packet 2 PTOs after sending it (`drain_lost_packets`) and reports a
     /// spurious episode only when an ACK leaves none pending (`detect_spurious_loss`), so one
     /// report covers every loss since none was pending, across recoveries.
-    lost_pending: VecDeque<Instant>,
+    lost_pending: VecDeque<PendingLoss>,
+    /// When `undo_state` was last set: a loss the transport forgets (a real one) keeps the
+    /// state change it caused.
+    undo_state_since: Option<Instant>,
     /// How long after sending the transport remembers a lost packet (noq: 2 × PTO).
     loss_memory: Option<Duration>,
     undo_state: Option<BbrState>,
@@ -621,6 +635,7 @@ impl Bbr {
             recovery_after_rto: false,
             undo_saved: false,
             lost_pending: VecDeque::new(),
+            undo_state_since: None,
             loss_memory: None,
             undo_state: None,
             undo_bw_shortterm: None,

@@ -160,7 +160,7 @@ impl Bbr {
             self.inflight_longterm = Some(tx_in_flight.max(floor));
         }
         if self.state == BbrState::ProbeBwUp {
-            self.undo_state = Some(BbrState::ProbeBwUp);
+            self.set_undo_state(BbrState::ProbeBwUp);
             self.start_probe_bw_down();
         }
     }
@@ -175,7 +175,7 @@ impl Bbr {
         let delivered = self.sampler.delivered() - self.delivered_at_loss_round_start;
         let sent = delivered + self.lost_bytes_in_round;
         if self.loss_events_in_round >= self.p.startup_full_loss_count && self.is_inflight_too_high(self.lost_bytes_in_round, sent) {
-            self.undo_state = Some(BbrState::Startup);
+            self.set_undo_state(BbrState::Startup);
             self.full_bw_reached = true;
             let bdp = self.bdp_multiple(self.max_bw, 1.0);
             self.inflight_longterm = Some(bdp.max(self.inflight_latest));
@@ -199,7 +199,7 @@ impl Bbr {
             && (self.is_inflight_too_high(rs.lost, rs.tx_in_flight) || self.is_ecn_too_high(rs))
         {
             // bbr2_handle_queue_too_high_in_startup.
-            self.undo_state = Some(BbrState::Startup);
+            self.set_undo_state(BbrState::Startup);
             self.full_bw_reached = true;
             self.inflight_longterm = Some(self.inflight_for(1.0));
             return;
