@@ -1642,8 +1642,9 @@ mod tests {
         assert_eq!(longterm.check(&grown_late).outcome, Outcome::Fail);
     }
 
-    /// A.20 at 20 Mbit/s × 1 ms (real run, seed 41): the sender stayed held by its window until
-    /// 4024 ms, sending what was written before the change, and an UP begun at 4019 ms grew
+    /// A.20 at 20 Mbit/s × 1 ms (real run, seed 41; the series' figures, times moved onto the
+    /// change): the sender stayed held by its window about 15 ms after the change, sending what
+    /// was written before it, and an UP begun within them grew
     /// inflight_longterm on it, as §5.3.3.6 allows. The change settles at the first sample span
     /// without window-held time; the same growth in a later UP fails, and where the stack does
     /// not say how long the window held it the 2 RTTs alone count.
