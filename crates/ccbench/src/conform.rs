@@ -355,7 +355,7 @@ fn run_flags(cc: &Algorithm, path: GridPath, scenario: Scenario, runs: u32, seed
     };
     f.extend(["--runs".into(), runs.to_string(), "--duration".into(), format!("{}s", scenario.duration(path.rate_bps, path.rtt).as_secs())]);
     let every = scenario.sample_interval(path.rtt);
-    let every = if every.subsec_micros() % 1000 == 0 { format!("{}ms", every.as_millis()) } else { format!("{}us", every.as_micros()) };
+    let every = if every.subsec_micros().is_multiple_of(1000) { format!("{}ms", every.as_millis()) } else { format!("{}us", every.as_micros()) };
     f.extend(["--sample-interval".into(), every, "--seed".into(), seed.to_string()]);
     f.extend(scenario.path_flags(path.rate_bps, path.rtt));
     // `run --qlog` writes a mix's connections none (its runs are no one algorithm's).
