@@ -179,9 +179,10 @@ pub(crate) struct Received {
 /// from it first (`ccbench serve --max-bytes`), what a write did not take goes back, and the
 /// flow stops with the budget's reason once it is spent.
 ///
-/// With `app.app_rate_bps` (`--app-rate`), the application writes no faster than that: by any
-/// instant at most `rate × elapsed` plus one burst ([`app_burst`]) since the cap began
-/// (`--app-rate-from`, else the loop's start), napping (on the runtime's timer when
+/// With `app.app_rate_bps` (`--app-rate`), the application writes no faster than that: over
+/// any span at most `rate × span` plus one burst ([`app_burst`]) from when the cap began
+/// (`--app-rate-from`, else the loop's start); time it could not write is not made up in a
+/// burst. It naps (on the runtime's timer when
 /// `on_runtime`) until the next write is due. During each of `app.app_pauses` (`--app-pause`)
 /// it writes nothing; a pause banks no credit: the cap counts afresh from its end.
 #[allow(clippy::too_many_arguments)]
@@ -242,6 +243,11 @@ pub(crate) async fn send_loop(
         if let Some(bps) = capped {
             let burst = app_burst(bps, io.max_write());
             let allowed = ((now - cap_since).as_secs_f64() * bps as f64 / 8.0) as u64 + burst;
+            // Credit banks no deeper than one burst: after a stall (the writer or its host
+            // held up) the application resumes at its rate, not with what it missed at once.
+            // At 100 Mbit/s × 1 ms a 4 ms stall at a 25 Mbit/s cap sent 17 KB into a 6 KB
+            // buffer (conform A.6), which a sender limited by its application does not do.
+            written = written.max(allowed.saturating_sub(burst));
             if written >= allowed {
                 let due = cap_since + secs((written + 1 - burst) as f64 * 8.0 / bps as f64);
                 nap(due.saturating_duration_since(Instant::now()).clamp(Duration::from_micros(100), IO_TICK), on_runtime).await;
@@ -554,6 +560,50 @@ mod tests {
         // 0.5 s at 1 MB/s, plus the one write allowed ahead.
         let most = secs * 1e6 + 16.0 * 1024.0;
         assert!(s.taken as f64 <= most && s.taken as f64 >= 0.8 * 0.5e6, "wrote {} bytes in {secs:.3} s", s.taken);
+    }
+
+    /// A sending half that takes every write whole but stalls once, `stall` long, at its
+    /// `stall_at`-th write, and counts what is written in the `window` after the stall.
+    struct Stalling {
+        writes: u32,
+        stall_at: u32,
+        stall: Duration,
+        after: Option<Instant>,
+        window: Duration,
+        in_window: u64,
+    }
+
+    impl SendHalf for Stalling {
+        fn max_write(&self) -> usize {
+            16 * 1024
+        }
+        fn write(&mut self, len: usize) -> Pending<'_, Moved> {
+            self.writes += 1;
+            if self.writes == self.stall_at {
+                std::thread::sleep(self.stall);
+                self.after = Some(Instant::now());
+            } else if self.after.is_some_and(|t| t.elapsed() < self.window) {
+                self.in_window += len as u64;
+            }
+            Box::pin(std::future::ready(Moved::Bytes(len)))
+        }
+        fn finish<'a>(&'a mut self, _: Instant, _: &'a AtomicBool) -> Pending<'a, ()> {
+            Box::pin(std::future::ready(()))
+        }
+        fn abort(&mut self) {}
+    }
+
+    /// A 50 ms stall at a 1 MB/s cap: in the 10 ms after it the application writes at its rate
+    /// plus one burst (3 KB), not the 50 KB it missed.
+    #[test]
+    fn an_app_rate_does_not_make_up_a_stall_in_a_burst() {
+        let stop = AtomicBool::new(false);
+        let began = Instant::now();
+        let mut s = Stalling { writes: 0, stall_at: 20, stall: ms(50), after: None, window: ms(10), in_window: 0 };
+        assert_eq!(drive(send_loop(&mut s, Amount::Seconds(0.3), began + ms(300), &stop, None, &capped(8_000_000), false)), Ok(()));
+        assert!(s.after.is_some(), "the stall happened");
+        let most = 3000.0 + 0.010 * 1e6 + 1500.0;
+        assert!((s.in_window as f64) <= most, "{} bytes in the 10 ms after a 50 ms stall", s.in_window);
     }
 
     fn capped(bps: u64) -> Knobs {
