@@ -146,6 +146,13 @@ pub enum Assertion {
     /// The bandwidth estimate's median over ProbeBW (before any rate step) is within
     /// `[lo, hi]` × the link rate.
     BwNearLink { lo: f64, hi: f64 },
+    /// The same for the bandwidth the controller acts on, §5.5.10's BBR.bw = min(max_bw,
+    /// bw_shortterm): pacing rate and BDP are taken from it (§5.6.2, §5.6.4.2). Behind a
+    /// policer a token bucket's bursts lift max_bw above the policed rate, and v3 answers
+    /// the policer's losses with bw_shortterm (tcp_bbr.c v3 `bbr_bw` is the same minimum).
+    /// Where the stack shows no short-term model, the estimate itself (kernel BBRv1 paces at
+    /// its long-term bw behind a policer and reports it).
+    BwInUseNearLink { lo: f64, hi: f64 },
     /// The congestion window never falls below `packets` full-sized packets (§5.6.4.?
     /// BBRMinPipeCwnd: 4 packets), from the first ACK on.
     CwndAtLeast { packets: f64 },
@@ -269,7 +276,7 @@ impl Assertion {
             Assertion::StartupExitAfterPlateau { rounds } => Rule::AtMost(rounds + SAMPLED_PLATEAU_ROUNDS),
             Assertion::DrainAtMost { rounds } => Rule::AtMost(rounds),
             Assertion::NextState { .. } => Rule::AtLeast(1.0),
-            Assertion::BwNearLink { lo, hi } => Rule::Between(lo, hi),
+            Assertion::BwNearLink { lo, hi } | Assertion::BwInUseNearLink { lo, hi } => Rule::Between(lo, hi),
             Assertion::CwndAtLeast { packets } => Rule::AtLeast(packets),
             Assertion::GainIs { gain, tolerance, .. } | Assertion::LowestProbeBwGain { gain, tolerance } => Rule::Between(gain - tolerance, gain + tolerance),
             Assertion::ProbeBwCycles { cycles } => Rule::AtLeast(cycles),
@@ -299,6 +306,9 @@ impl Assertion {
                 format!("after {} comes {}{}", from.name(), to.name(), phase.map(|p| format!(" ({})", p.name())).unwrap_or_default())
             }
             Assertion::BwNearLink { lo, hi } => format!("bandwidth estimate in ProbeBW within {:.0}–{:.0} % of the link", lo * 100.0, hi * 100.0),
+            Assertion::BwInUseNearLink { lo, hi } => {
+                format!("bandwidth in use (min of max_bw and bw_shortterm) in ProbeBW within {:.0}–{:.0} % of the link", lo * 100.0, hi * 100.0)
+            }
             Assertion::CwndAtLeast { packets } => format!("cwnd ≥ {packets} packets throughout"),
             Assertion::GainIs { which, mode, phase, gain, .. } => format!(
                 "{} gain in {}{} is {gain}",
@@ -376,7 +386,8 @@ impl Assertion {
             Assertion::StartupExitAfterPlateau { .. } => startup_exit(trace, rule),
             Assertion::DrainAtMost { .. } => drain(trace, rule),
             Assertion::NextState { from, to, phase } => next_state(trace, rule, from, to, phase),
-            Assertion::BwNearLink { .. } => bw_near_link(trace, rule),
+            Assertion::BwNearLink { .. } => bw_near_link(trace, rule, false),
+            Assertion::BwInUseNearLink { .. } => bw_near_link(trace, rule, true),
             Assertion::CwndAtLeast { .. } => cwnd_floor(trace, rule),
             Assertion::GainIs { which, mode, phase, .. } => gain_is(trace, rule, which, mode, phase),
             Assertion::LowestProbeBwGain { .. } => lowest_probe_bw_gain(trace, rule),
@@ -1066,18 +1077,27 @@ fn before_step(trace: &Trace) -> impl Iterator<Item = &Point> {
     trace.points.iter().filter(move |p| step.is_none_or(|s| p.t < s))
 }
 
-fn bw_near_link(trace: &Trace, rule: Rule) -> RunCheck {
-    let ratios: Vec<f64> = before_step(trace).filter(|p| p.mode == Some(Mode::ProbeBw)).filter_map(|p| p.bw_bps).map(|b| b / trace.path.rate_bps).collect();
+fn bw_near_link(trace: &Trace, rule: Rule, in_use: bool) -> RunCheck {
+    // An unset bw_shortterm is ∞ (no bound), so the minimum is max_bw.
+    let bw = |p: &Point| p.bw_bps.map(|b| if in_use { p.bw_shortterm_bps.map_or(b, |s| b.min(s)) } else { b });
+    let ratios: Vec<f64> = before_step(trace).filter(|p| p.mode == Some(Mode::ProbeBw)).filter_map(bw).map(|b| b / trace.path.rate_bps).collect();
     let n = ratios.len();
     let Some(m) = median(ratios) else {
         return RunCheck::unseen("no bandwidth estimate sampled in PROBE_BW");
+    };
+    let what = if !in_use {
+        "estimate"
+    } else if trace.has(|p| p.bw_shortterm_bps.is_some()) {
+        "bandwidth in use (min of max_bw and bw_shortterm)"
+    } else {
+        "estimate (no short-term model shown)"
     };
     RunCheck::judged(
         rule,
         m,
         m,
         m,
-        format!("median estimate {} over {n} PROBE_BW samples = {:.1} % of the link's {}", mbit(m * trace.path.rate_bps), m * 100.0, mbit(trace.path.rate_bps)),
+        format!("median {what} {} over {n} PROBE_BW samples = {:.1} % of the link's {}", mbit(m * trace.path.rate_bps), m * 100.0, mbit(trace.path.rate_bps)),
     )
 }
 
@@ -1640,6 +1660,29 @@ mod tests {
             with_longterm(4300, Phase::Up, 9800),
         ]);
         assert_eq!(longterm.check(&grown_late).outcome, Outcome::Fail);
+    }
+
+    /// A.16 at 100 Mbit/s × 20 ms (real run, seed 41): behind a 50 Mbit/s policer max_bw read
+    /// 66.8 Mbit/s (the bucket's bursts) while bw_shortterm held 51.3 and the flow paced at
+    /// 50.8. The bandwidth in use passes; the estimate alone fails; a stack with no short-term
+    /// model is judged on its estimate.
+    #[test]
+    fn behind_a_policer_the_bandwidth_in_use_is_judged() {
+        let mut t = trace(&(0..50).map(|i| (i * 10, Mode::ProbeBw, Some(Phase::Cruise))).collect::<Vec<_>>());
+        t.path.rate_bps = 50e6;
+        for p in &mut t.points {
+            p.bw_bps = Some(66.8e6);
+            p.bw_shortterm_bps = Some(51.3e6);
+        }
+        let in_use = Assertion::BwInUseNearLink { lo: 0.8, hi: 1.1 };
+        let c = in_use.check(&t);
+        assert_eq!(c.outcome, Outcome::Pass, "{}", c.evidence);
+        assert!((c.estimate - 1.026).abs() < 1e-3 && c.evidence.contains("in use"), "{}", c.evidence);
+        assert_eq!(Assertion::BwNearLink { lo: 0.8, hi: 1.1 }.check(&t).outcome, Outcome::Fail);
+        for p in &mut t.points {
+            p.bw_shortterm_bps = None;
+        }
+        assert_eq!(in_use.check(&t).outcome, Outcome::Fail, "no short-term model: the estimate, 134 %");
     }
 
     /// A.20 at 20 Mbit/s × 1 ms (real run, seed 41; the series' figures, times moved onto the

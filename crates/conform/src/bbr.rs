@@ -98,8 +98,10 @@ const STEP_DOWN: &[Assertion] = &[
 /// figure; the filter's length is the natural one).
 const STEP_UP: &[Assertion] = &[Assertion::BwFollowsStepInCycles { within: 0.25, cycles: 2.0, phases_only: false }];
 const POLICER: &[Assertion] = &[
-    // The policer's rate is the bottleneck; payload against wire bytes as above.
-    Assertion::BwNearLink { lo: 0.80, hi: 1.10 },
+    // The policer's rate is the bottleneck; payload against wire bytes as above. The bandwidth
+    // in use, not max_bw: the bucket's bursts lift max_bw, and v3's answer to a policer's
+    // losses is bw_shortterm (§5.5.10).
+    Assertion::BwInUseNearLink { lo: 0.80, hi: 1.10 },
     // BBRLossThresh = 2 % per round while probing (§5.3.3.x); over the run ours: 5 %.
     Assertion::LossAtMost { share: 0.05 },
 ];
