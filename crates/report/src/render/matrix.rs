@@ -87,8 +87,10 @@ pub struct ConformPage {
 
 const MATRIX_STYLE: &str = "body{max-width:1360px}table.matrix td.c{text-align:center;white-space:nowrap;font-weight:700}\
 table.matrix td.c a{color:inherit;text-decoration:none}table.matrix td.nobs{background:#eceff3;color:#556}td.none{color:#aaa;text-align:center}\
-table.matrix tr.case td{background:#f4f4f8;font-weight:700;border-top:2px solid #ccc;padding-top:5px}table.matrix tr.case td span{font-weight:400;color:#555}\
-table.matrix td.a{padding-left:18px;max-width:560px}table.matrix th{text-align:center;white-space:nowrap}table.matrix th.cc{border-bottom:2px solid #888}\
+table.matrix tr.case td{background:#f4f4f8;font-weight:700;border-top:2px solid #ccc;padding-top:5px}table.matrix tr.case td .cn>span{font-weight:400;color:#555}\
+table.matrix td.a{padding-left:18px;min-width:16em;max-width:560px}\
+div.mx{overflow-x:auto;border-right:1px solid #ddd}table.matrix td.a,table.matrix th.corner{position:sticky;left:0;background:#fff;z-index:1}\
+table.matrix tr.case td .cn{position:sticky;left:4px;display:inline-block}table.matrix th{text-align:center;white-space:nowrap}table.matrix th.cc{border-bottom:2px solid #888}\
 .key span{display:inline-block;padding:1px 8px;margin-right:6px;font-weight:700}table.matrix td.leanfail{box-shadow:inset 5px 0 #d32f2f}ul.ev{font-size:12px;margin:.2em 0 .6em}ul.ev li{margin:.1em 0}";
 
 /// `report.html` of a conformance run: the matrix, then each cell's evidence, the cases not
@@ -104,9 +106,11 @@ pub fn render_conform(page: &ConformPage) -> String {
 <span style=\"background:#fdf1c7;color:#7a5b00\">undecided</span><span style=\"background:#eceff3;color:#556\">not observable</span> \
 over the runs, then how many runs passed (<span style=\"box-shadow:inset 5px 0 #d32f2f;background:#fdf1c7;color:#7a5b00\">undecided</span> with a red edge: a run failed); hover a cell for its evidence, click it for its runs' report.</p>\n",
     );
-    let _ = writeln!(out, "<h2>Matrix</h2>\n<table class=\"matrix\" id=\"matrix\">");
+    // A wide grid scrolls sideways inside its box, the assertions' column held at its left
+    // edge, so the wording is never squeezed to fit every path on the page.
+    let _ = writeln!(out, "<h2>Matrix</h2>\n<div class=\"mx\"><table class=\"matrix\" id=\"matrix\">");
     // Two header rows: the controllers, each over its paths.
-    out.push_str("<tr><th rowspan=\"2\"></th>");
+    out.push_str("<tr><th class=\"corner\" rowspan=\"2\"></th>");
     let mut i = 0;
     while i < page.columns.len() {
         let cc = &page.columns[i].0;
@@ -122,7 +126,7 @@ over the runs, then how many runs passed (<span style=\"box-shadow:inset 5px 0 #
     for case in &page.cases {
         let _ = writeln!(
             out,
-            "<tr class=\"case\"><td colspan=\"{}\">{} <span>[{}]</span></td></tr>",
+            "<tr class=\"case\"><td colspan=\"{}\"><span class=\"cn\">{} <span>[{}]</span></span></td></tr>",
             page.columns.len() + 1,
             escape(&case.name),
             escape(&case.sections)
@@ -147,7 +151,7 @@ over the runs, then how many runs passed (<span style=\"box-shadow:inset 5px 0 #
             out.push_str("</tr>\n");
         }
     }
-    out.push_str("</table>\n");
+    out.push_str("</table></div>\n");
     if !page.not_runnable.is_empty() {
         out.push_str("<h2>Not runnable here yet</h2>\n<table><tr><th>case</th><th>needs</th></tr>\n");
         for (c, what) in &page.not_runnable {
@@ -239,6 +243,9 @@ mod tests {
         assert!(html.contains("A.1 Exiting STARTUP on Bandwidth Plateau <span>[§5.3.1.1, §5.3.1.2]</span>"), "{html}");
         assert!(html.contains("<th class=\"cc\" colspan=\"2\">quic:bbr3</th><th class=\"cc\" colspan=\"1\">tcp:bbr</th>"), "{html}");
         assert!(html.contains("<th>20mbit/20ms</th><th>20mbit/80ms</th><th>20mbit/20ms</th>"));
+        // A wide grid scrolls in its own box with the assertions held at its left edge.
+        assert!(html.contains("<div class=\"mx\"><table class=\"matrix\" id=\"matrix\">") && html.contains("</table></div>"), "{html}");
+        assert!(html.contains("<th class=\"corner\" rowspan=\"2\">") && html.contains("td.a,table.matrix th.corner{position:sticky;left:0"), "{html}");
         let cells: Vec<&str> = html.split("<td class=\"c ").skip(1).map(|c| c.split("</td>").next().unwrap()).collect();
         assert_eq!(cells.len(), 5, "{cells:?}");
         assert!(cells[0].starts_with("pass\"") && cells[0].contains(">pass 5/5</a>"), "{}", cells[0]);
