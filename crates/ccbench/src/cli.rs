@@ -176,7 +176,7 @@ pub struct ConformArgs {
     /// Seed of every run (default: random, and printed).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Only these cases, comma-separated by their number: A.1, A.14, §5.3.2 (or 5.3.2), …; only
+    /// Only these cases, comma-separated by their number: A.1, A.14, §5.3.3 (or 5.3.3), …; only
     /// the runs their scenarios need are made. [default: every case runnable here]
     #[arg(long = "case", allow_hyphen_values = true, value_delimiter = ',')]
     pub cases: Vec<String>,

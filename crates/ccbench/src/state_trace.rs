@@ -62,12 +62,21 @@ fn full(r: &TcpRow) -> Option<()> {
 pub fn trace(rows: &[TcpRow], mut path: PathFacts, sample_interval: Duration, events: &[BbrEvent]) -> Trace {
     let t0 = rows.first().map_or(0, |r| r.t_us);
     path.rate_step = path.rate_step.map(|(at, rate)| (at.saturating_sub(Duration::from_micros(t0)), rate));
-    // Changes of mode only (a ProbeBW phase change is one too in QUIC BBR's events).
+    // Changes of mode and of ProbeBW phase (QUIC BBR records both: `PROBE_BW_UP`).
     let events = events
         .iter()
         .filter_map(|e| {
             let (from, to) = (Mode::parse(&e.from)?, Mode::parse(&e.to)?);
-            (from != to).then_some(StateEvent { t: Duration::from_micros(e.t_us.saturating_sub(t0)), from, to, round: e.round, full_bw_round: e.full_bw_round })
+            let (from_phase, to_phase) = (Phase::parse(&e.from).filter(|_| from == Mode::ProbeBw), Phase::parse(&e.to).filter(|_| to == Mode::ProbeBw));
+            ((from, from_phase) != (to, to_phase)).then_some(StateEvent {
+                t: Duration::from_micros(e.t_us.saturating_sub(t0)),
+                from,
+                to,
+                from_phase,
+                to_phase,
+                round: e.round,
+                full_bw_round: e.full_bw_round,
+            })
         })
         .collect();
     let points = rows

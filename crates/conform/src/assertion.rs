@@ -129,6 +129,21 @@ pub enum Gain {
     Cwnd,
 }
 
+/// Which phases a [`Assertion::NextPhase`] judges, by how long they lasted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stay {
+    /// Every one.
+    Any,
+    /// Those that ended before ProbeBW could be due to probe again, which a DOWN leaves for
+    /// REFILL rather than CRUISE: before the shortest bw_probe_wait (2 s, §5.3.3.8.2
+    /// BBRPickProbeWait) and before min(BDP in packets, 63) rounds of the base RTT (§5.3.3.5.3
+    /// BBRIsRenoCoexistenceProbeTime; a round lasts at least the base RTT).
+    BeforeProbeDue,
+    /// Those that lasted past the longest bw_probe_wait (3 s): by then BBRIsTimeToProbeBW has
+    /// fired, whatever inflight did.
+    PastProbeWait,
+}
+
 /// One assertion over a state trace. Section numbers are draft-ietf-ccwg-bbr-06's, as in
 /// `crates/quic-cc/src/bbr/`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -143,6 +158,12 @@ pub enum Assertion {
     DrainAtMost { rounds: f64 },
     /// Every exit from `from` goes to `to` (and, where the stack shows phases, to `phase`).
     NextState { from: Mode, to: Mode, phase: Option<Phase> },
+    /// Every ProbeBW `from` phase that lasted as `stay` says is followed by the `to` phase (or
+    /// by PROBE_RTT, which may interrupt any state, §5.3.4.3), judged on the controller's own
+    /// recorded phase changes: a DOWN or CRUISE can be shorter than a sample. Not observable
+    /// where the stack records none (kernel BBR; phases it does not show at all), or when no
+    /// such phase ended.
+    NextPhase { from: Phase, to: Phase, stay: Stay },
     /// The bandwidth estimate's median over ProbeBW (before any rate step) is within
     /// `[lo, hi]` × the link rate.
     BwNearLink { lo: f64, hi: f64 },
@@ -187,7 +208,7 @@ pub enum Assertion {
     /// Bytes lost over bytes delivered, after STARTUP and DRAIN, is at most `share`.
     LossAtMost { share: f64 },
     /// `mode` is never left but for PROBE_RTT (which may interrupt any state, §5.3.4.3, and
-    /// returns to STARTUP while full_bw_reached is false, §5.3.4.4). For A.2: an application-
+    /// returns to STARTUP while full_bw_reached is false, §5.3.4.4). For A.18: an application-
     /// limited STARTUP's samples are app-limited, and §5.3.1.2 BBRCheckFullBWReached returns
     /// early on them, so no plateau is ever declared.
     StaysIn { mode: Mode },
@@ -212,6 +233,10 @@ pub enum Assertion {
     UpHeldFrom { from: Duration },
     /// `mode` is not entered again from `from` on, the flow having left it before `from`.
     NotReenteredFrom { mode: Mode, from: Duration },
+    /// `mode` is not entered between `from` and `until` (A.10: PROBE_RTT, from the application's
+    /// pause to 2 s after its restart). Read from the controller's own events where it records
+    /// them, else from the samples. Not observable when the run ended before `until`.
+    NotEnteredBetween { mode: Mode, from: Duration, until: Duration },
     /// §5.5.9: with ACKs released in bursts every `period`, BBR.extra_acked in ProbeBW (its
     /// median) covers at least `share` of what the link carries in one period: each burst acks
     /// a period's data at once, beyond what max_bw × the time since the last one expects, and
@@ -275,7 +300,7 @@ impl Assertion {
             Assertion::StartupExitAfterPlateau { rounds } if trace.startup_exit_rounds().is_some() => Rule::AtMost(rounds),
             Assertion::StartupExitAfterPlateau { rounds } => Rule::AtMost(rounds + SAMPLED_PLATEAU_ROUNDS),
             Assertion::DrainAtMost { rounds } => Rule::AtMost(rounds),
-            Assertion::NextState { .. } => Rule::AtLeast(1.0),
+            Assertion::NextState { .. } | Assertion::NextPhase { .. } => Rule::AtLeast(1.0),
             Assertion::BwNearLink { lo, hi } | Assertion::BwInUseNearLink { lo, hi } => Rule::Between(lo, hi),
             Assertion::CwndAtLeast { packets } => Rule::AtLeast(packets),
             Assertion::GainIs { gain, tolerance, .. } | Assertion::LowestProbeBwGain { gain, tolerance } => Rule::Between(gain - tolerance, gain + tolerance),
@@ -286,7 +311,9 @@ impl Assertion {
             Assertion::BwFollowsStepInCycles { cycles, .. } => Rule::AtMost(cycles),
             Assertion::BwFollowsStepInRounds { rounds, .. } => Rule::AtMost(rounds),
             Assertion::LossAtMost { share } => Rule::AtMost(share),
-            Assertion::StaysIn { .. } | Assertion::UpHeldFrom { .. } | Assertion::NotReenteredFrom { .. } => Rule::AtMost(0.0),
+            Assertion::StaysIn { .. } | Assertion::UpHeldFrom { .. } | Assertion::NotReenteredFrom { .. } | Assertion::NotEnteredBetween { .. } => {
+                Rule::AtMost(0.0)
+            }
             Assertion::BwHeldFrom { share, .. } => Rule::AtLeast(share),
             Assertion::LongtermHeldFrom { .. } => Rule::AtMost(1.0),
             Assertion::ExtraAckedCovers { share, .. } | Assertion::DeliveredAtLeast { share } => Rule::AtLeast(share),
@@ -305,6 +332,16 @@ impl Assertion {
             Assertion::NextState { from, to, phase } => {
                 format!("after {} comes {}{}", from.name(), to.name(), phase.map(|p| format!(" ({})", p.name())).unwrap_or_default())
             }
+            Assertion::NextPhase { from, to, stay } => format!(
+                "after PROBE_BW_{}{} comes PROBE_BW_{}",
+                from.name(),
+                match stay {
+                    Stay::Any => "",
+                    Stay::BeforeProbeDue => " ended before a probe was due",
+                    Stay::PastProbeWait => " lasting 3 s or more",
+                },
+                to.name()
+            ),
             Assertion::BwNearLink { lo, hi } => format!("bandwidth estimate in ProbeBW within {:.0}–{:.0} % of the link", lo * 100.0, hi * 100.0),
             Assertion::BwInUseNearLink { lo, hi } => {
                 format!("bandwidth in use (min of max_bw and bw_shortterm) in ProbeBW within {:.0}–{:.0} % of the link", lo * 100.0, hi * 100.0)
@@ -342,6 +379,9 @@ impl Assertion {
             }
             Assertion::LongtermHeldFrom { from } => format!("inflight_longterm does not rise in a REFILL/UP begun after {} s", from.as_secs_f64()),
             Assertion::UpHeldFrom { from } => format!("PROBE_BW_UP is left only for PROBE_RTT after {} s", from.as_secs_f64()),
+            Assertion::NotEnteredBetween { mode, from, until } => {
+                format!("{} is not entered between {} s and {} s", mode.name(), from.as_secs_f64(), until.as_secs_f64())
+            }
             Assertion::NotReenteredFrom { mode, from } => format!("{} is not re-entered after {} s", mode.name(), from.as_secs_f64()),
             Assertion::ExtraAckedCovers { period, share } => {
                 format!("extra_acked in PROBE_BW ≥ {:.0} % of the link's data in one {} aggregation period", share * 100.0, ms(*period))
@@ -386,6 +426,7 @@ impl Assertion {
             Assertion::StartupExitAfterPlateau { .. } => startup_exit(trace, rule),
             Assertion::DrainAtMost { .. } => drain(trace, rule),
             Assertion::NextState { from, to, phase } => next_state(trace, rule, from, to, phase),
+            Assertion::NextPhase { from, to, stay } => next_phase(trace, rule, from, to, stay),
             Assertion::BwNearLink { .. } => bw_near_link(trace, rule, false),
             Assertion::BwInUseNearLink { .. } => bw_near_link(trace, rule, true),
             Assertion::CwndAtLeast { .. } => cwnd_floor(trace, rule),
@@ -402,6 +443,7 @@ impl Assertion {
             Assertion::BwHeldFrom { from, .. } => bw_held_from(trace, rule, from),
             Assertion::LongtermHeldFrom { from } => longterm_held_from(trace, rule, from),
             Assertion::UpHeldFrom { from } => up_held_from(trace, rule, from),
+            Assertion::NotEnteredBetween { mode, from, until } => not_entered_between(trace, rule, mode, from, until),
             Assertion::NotReenteredFrom { mode, from } => not_reentered_from(trace, rule, mode, from),
             Assertion::ExtraAckedCovers { period, .. } => extra_acked_covers(trace, rule, period),
             Assertion::DeliveredAtLeast { .. } => delivered(trace, rule),
@@ -998,6 +1040,78 @@ fn stays_in(trace: &Trace, rule: Rule, mode: Mode) -> RunCheck {
     RunCheck::judged(rule, n, n, n, evidence)
 }
 
+fn not_entered_between(trace: &Trace, rule: Rule, mode: Mode, from: Duration, until: Duration) -> RunCheck {
+    if trace.points.last().is_none_or(|p| p.t < until) {
+        return RunCheck::unseen(format!("the run ended before {}", ms(until)));
+    }
+    let own = trace.events.iter().any(|e| e.from != e.to);
+    let entered: Vec<Duration> = if own {
+        trace.events.iter().filter(|e| e.to == mode && e.from != mode && e.t >= from && e.t < until).map(|e| e.t).collect()
+    } else {
+        trace.transitions().into_iter().filter(|t| t.to == mode && t.at >= from && t.at < until).map(|t| t.at).collect()
+    };
+    let source = if own { " (the controller's own events)" } else { "" };
+    let evidence = match entered.first() {
+        None => format!("{} not entered from {} to {}{source}", mode.name(), ms(from), ms(until)),
+        Some(t) => format!("{} entered at {}{source}, {} time(s) from {} to {}", mode.name(), ms(*t), entered.len(), ms(from), ms(until)),
+    };
+    let n = entered.len() as f64;
+    RunCheck::judged(rule, n, n, n, evidence)
+}
+
+fn next_phase(trace: &Trace, rule: Rule, from: Phase, to: Phase, stay: Stay) -> RunCheck {
+    let ev = &trace.events;
+    if !ev.iter().any(|e| e.to_phase.is_some()) {
+        return RunCheck::unseen("the stack records no ProbeBW phase changes of its own (QUIC BBR's bbr_events do)");
+    }
+    let probe_due = {
+        let packets = (trace.path.bdp_bytes() / trace.path.mss as f64).clamp(1.0, 63.0);
+        Duration::from_secs(2).min(trace.path.rtt.mul_f64(packets))
+    };
+    let counts = |lasted: Duration| match stay {
+        Stay::Any => true,
+        Stay::BeforeProbeDue => lasted < probe_due,
+        Stay::PastProbeWait => lasted >= Duration::from_secs(3),
+    };
+    // Each `from` phase entered, with how long it lasted and what came next; PROBE_RTT may
+    // interrupt it, and a phase the run ended in has no successor.
+    let ended: Vec<(Duration, Duration, &crate::trace::StateEvent)> = ev
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.to == Mode::ProbeBw && e.to_phase == Some(from))
+        .filter_map(|(i, e)| ev.get(i + 1).map(|next| (e.t, next.t.saturating_sub(e.t), next)))
+        .filter(|(_, lasted, next)| next.to != Mode::ProbeRtt && counts(*lasted))
+        .collect();
+    let within = match stay {
+        Stay::Any => String::new(),
+        Stay::BeforeProbeDue => format!(" ended within {} (a probe could be due no sooner)", ms(probe_due)),
+        Stay::PastProbeWait => " lasting 3 s or more (the longest bw_probe_wait)".to_string(),
+    };
+    if ended.is_empty() {
+        return RunCheck::unseen(format!("no PROBE_BW_{}{within} ended but into PROBE_RTT", from.name()));
+    }
+    let next_name = |e: &crate::trace::StateEvent| match e.to_phase {
+        Some(p) => format!("PROBE_BW_{}", p.name()),
+        None => e.to.name().to_string(),
+    };
+    let good = ended.iter().filter(|(_, _, next)| next.to == Mode::ProbeBw && next.to_phase == Some(to)).count();
+    let others: Vec<String> = ended
+        .iter()
+        .filter(|(_, _, next)| !(next.to == Mode::ProbeBw && next.to_phase == Some(to)))
+        .take(3)
+        .map(|(at, lasted, next)| format!("{} at {} after {}", next_name(next), ms(*at + *lasted), ms(*lasted)))
+        .collect();
+    let share = good as f64 / ended.len() as f64;
+    let evidence = format!(
+        "{good} of {} PROBE_BW_{}{within} went to PROBE_BW_{} (the controller's own events){}",
+        ended.len(),
+        from.name(),
+        to.name(),
+        if others.is_empty() { String::new() } else { format!("; not: {}", others.join(", ")) }
+    );
+    RunCheck::judged(rule, share, share, share, evidence)
+}
+
 fn next_state(trace: &Trace, rule: Rule, from: Mode, to: Mode, phase: Option<Phase>) -> RunCheck {
     // §5.3.4.3: PROBE_RTT may interrupt any state, so an exit into it says nothing of the
     // state that comes after `from` (unless PROBE_RTT is what is asserted).
@@ -1009,11 +1123,12 @@ fn next_state(trace: &Trace, rule: Rule, from: Mode, to: Mode, phase: Option<Pha
     // The controller's own changes where it records them: at 1 ms a DRAIN of 2–3 rounds lies
     // between two 10 ms samples, and the samples alone show STARTUP → PROBE_BW. The phase
     // entered is still the first sample's.
-    let own = !trace.events.is_empty();
+    let own = trace.events.iter().any(|e| e.from != e.to);
     let transitions: Vec<crate::trace::Transition> = if own {
         trace
             .events
             .iter()
+            .filter(|e| e.from != e.to)
             .map(|e| {
                 let next = trace.points.iter().find(|p| p.t >= e.t);
                 crate::trace::Transition {
@@ -1600,6 +1715,59 @@ mod tests {
         }
     }
 
+    /// A.5, A.7 and A.8 read the phase that follows from the controller's own phase changes.
+    /// On the tests' path (10 Mbit/s × 40 ms: 34.5 packets a BDP) a probe can be due 1.38 s
+    /// into a DOWN at the soonest, and bw_probe_wait has passed at 3 s.
+    #[test]
+    fn the_next_phase_is_read_from_the_controllers_own_events() {
+        let mut t = trace(&(0..600).map(|i| (i * 10, Mode::ProbeBw, Some(Phase::Cruise))).collect::<Vec<_>>());
+        let ph = |ms: u64, from: Phase, to: Phase| StateEvent {
+            t: Duration::from_millis(ms),
+            from: Mode::ProbeBw,
+            to: Mode::ProbeBw,
+            from_phase: Some(from),
+            to_phase: Some(to),
+            round: None,
+            full_bw_round: None,
+        };
+        let up_down = Assertion::NextPhase { from: Phase::Up, to: Phase::Down, stay: Stay::Any };
+        let down_cruise = Assertion::NextPhase { from: Phase::Down, to: Phase::Cruise, stay: Stay::BeforeProbeDue };
+        let down_refill = Assertion::NextPhase { from: Phase::Down, to: Phase::Refill, stay: Stay::PastProbeWait };
+        let outcome = |a: Assertion, t: &Trace| a.check(t).outcome;
+        // A stack that records no phase changes of its own is not judged on them.
+        assert_eq!(outcome(up_down, &t), Outcome::NotObservable);
+        // UP → DOWN → CRUISE; an UP that PROBE_RTT interrupts is passed over.
+        let to_probe_rtt = StateEvent { to: Mode::ProbeRtt, to_phase: None, ..ph(2700, Phase::Up, Phase::Up) };
+        t.events = vec![
+            ph(100, Phase::Refill, Phase::Up),
+            ph(140, Phase::Up, Phase::Down),
+            ph(145, Phase::Down, Phase::Cruise),
+            ph(2600, Phase::Cruise, Phase::Refill),
+            ph(2640, Phase::Refill, Phase::Up),
+            to_probe_rtt,
+        ];
+        let c = up_down.check(&t);
+        assert_eq!(c.outcome, Outcome::Pass, "{}", c.evidence);
+        assert!(c.evidence.starts_with("1 of 1 PROBE_BW_UP went to PROBE_BW_DOWN"), "{}", c.evidence);
+        assert_eq!(outcome(down_cruise, &t), Outcome::Pass);
+        assert_eq!(outcome(down_refill, &t), Outcome::NotObservable, "no DOWN lasted 3 s");
+        // An UP left for CRUISE fails A.5; a DOWN left for REFILL 10 ms in, long before a
+        // probe could be due, fails A.7; one left for CRUISE 1.5 s in is not A.7's to judge.
+        t.events =
+            vec![ph(100, Phase::Up, Phase::Down), ph(110, Phase::Down, Phase::Refill), ph(200, Phase::Refill, Phase::Up), ph(240, Phase::Up, Phase::Cruise)];
+        let c = up_down.check(&t);
+        assert_eq!(c.outcome, Outcome::Fail, "{}", c.evidence);
+        assert!(c.evidence.contains("not: PROBE_BW_CRUISE at 240 ms"), "{}", c.evidence);
+        assert_eq!(outcome(down_cruise, &t), Outcome::Fail);
+        t.events = vec![ph(100, Phase::Up, Phase::Down), ph(1600, Phase::Down, Phase::Cruise)];
+        assert_eq!(outcome(down_cruise, &t), Outcome::NotObservable);
+        // A DOWN of 3.2 s must have gone to REFILL.
+        t.events = vec![ph(100, Phase::Up, Phase::Down), ph(3300, Phase::Down, Phase::Refill)];
+        assert_eq!(outcome(down_refill, &t), Outcome::Pass);
+        t.events = vec![ph(100, Phase::Up, Phase::Down), ph(3300, Phase::Down, Phase::Cruise)];
+        assert_eq!(outcome(down_refill, &t), Outcome::Fail);
+    }
+
     /// A.20: an UP begun within two RTTs of the application's change still runs on samples sent
     /// before it, and may end on them; one begun later must be held. The RTT is the one at the
     /// change (44 ms here, as at 1 Mbit/s × 1 ms), not the path's base.
@@ -1727,7 +1895,7 @@ mod tests {
         assert_eq!(longterm.check(&late).outcome, Outcome::Fail, "an UP begun after the window let go must not grow it");
     }
 
-    /// A.2: STARTUP interrupted by PROBE_RTT still stays; a plateau exit to DRAIN fails.
+    /// A.18: STARTUP interrupted by PROBE_RTT still stays; a plateau exit to DRAIN fails.
     #[test]
     fn stays_in_startup_allows_probe_rtt_only() {
         let a = Assertion::StaysIn { mode: Mode::Startup };
@@ -1923,7 +2091,8 @@ mod tests {
         let a = Assertion::NextState { from: Mode::Startup, to: Mode::Drain, phase: None };
         let mut t = trace(&[(0, Mode::Startup, None), (10, Mode::Startup, None), (20, Mode::ProbeBw, Some(Phase::Cruise))]);
         assert_eq!(a.check(&t).outcome, Outcome::Fail);
-        let event = |ms: u64, from, to| StateEvent { t: Duration::from_millis(ms), from, to, round: None, full_bw_round: None };
+        let event =
+            |ms: u64, from, to| StateEvent { t: Duration::from_millis(ms), from, to, from_phase: None, to_phase: None, round: None, full_bw_round: None };
         t.events = vec![event(12, Mode::Startup, Mode::Drain), event(15, Mode::Drain, Mode::ProbeBw)];
         let c = a.check(&t);
         assert_eq!(c.outcome, Outcome::Pass, "{}", c.evidence);
@@ -1986,7 +2155,7 @@ mod tests {
         assert_eq!(c.outcome, Outcome::NotObservable, "{}", c.evidence);
     }
 
-    /// A.14's cycles are those that can carry the max_bw filter past the cut: a DOWN begun before
+    /// A.15's cycles are those that can carry the max_bw filter past the cut: a DOWN begun before
     /// the cut reached the sender (step + base RTT) does not count, one begun at it does; a DOWN
     /// whose round ends in PROBE_RTT does not count (no filter advance, §5.3.3.9); and a filter
     /// that never forgets still fails once 3 cycles have counted.
@@ -2065,7 +2234,7 @@ mod tests {
         assert_eq!(r.check(&run(&on_time, 3100, 4000)).outcome, Outcome::NotObservable, "phases: judged in cycles");
     }
 
-    /// Where the series carry BBR.cycle_count (QUIC BBR), A.14 counts the cycles whose DOWN the
+    /// Where the series carry BBR.cycle_count (QUIC BBR), A.15 counts the cycles whose DOWN the
     /// controller's own count shows advancing the max_bw filter (§5.3.3.9), not those the
     /// phases and round counts suggest: a DOWN whose round ended in ProbeBW without an advance
     /// (its sample app-limited) does not count, and the traces without the count are judged as
@@ -2134,7 +2303,15 @@ mod tests {
         assert_eq!(a.rule(&t), Rule::AtMost(4.0), "sampled: one round more");
         let sampled = a.check(&t);
         assert!(sampled.evidence.contains("1/1.25"), "{}", sampled.evidence);
-        let exit = |round, full_bw_round| StateEvent { t: Duration::from_millis(390), from: Mode::Startup, to: Mode::Drain, round, full_bw_round };
+        let exit = |round, full_bw_round| StateEvent {
+            t: Duration::from_millis(390),
+            from: Mode::Startup,
+            to: Mode::Drain,
+            from_phase: None,
+            to_phase: None,
+            round,
+            full_bw_round,
+        };
         t.events = vec![exit(Some(12), Some(9))];
         assert_eq!(a.rule(&t), Rule::AtMost(3.0));
         let c = a.check(&t);
@@ -2173,7 +2350,7 @@ mod tests {
         of_points(points)
     }
 
-    /// A.8, §5.5.10.3: the cut one round after the loss passes; none by REFILL 5 rounds later
+    /// §5.5.10.3: the cut one round after the loss passes; none by REFILL 5 rounds later
     /// fails; a loss whose round ends in REFILL is passed over (not observable); BBRv1's series
     /// (no short-term model) and a run that ends before the cut is due are not observable.
     #[test]
@@ -2208,7 +2385,7 @@ mod tests {
         assert_eq!(a.check(&v1).outcome, Outcome::NotObservable);
     }
 
-    /// A.4: behind another flow's standing queue, RTTs after a PROBE_RTT at 5 s stay near 80 ms,
+    /// §5.3.4.3: behind another flow's standing queue, RTTs after a PROBE_RTT at 5 s stay near 80 ms,
     /// far above the 20 ms of the run's start. A sample below the PROBE_RTT's own low (76 ms at
     /// 9 s) refreshed the timer's filter, restarted at the PROBE_RTT's expiry (§5.3.4.3), so the
     /// 6.7 s to the end is excused; without it, the span fails ≤ 5 s.

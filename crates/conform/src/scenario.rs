@@ -33,8 +33,9 @@ pub enum Scenario {
     /// `--app-rate-from 4s`), 16 s: every ProbeBW phase after it, REFILL and UP included, is
     /// app-limited, and PROBE_RTT comes twice.
     AppLimitedProbeBw,
-    /// One bulk flow over a 4-BDP buffer whose application writes nothing from 4 s to 5 s
-    /// (`--app-pause 4s:1s`), 12 s: the pipe empties, and the next write restarts from idle.
+    /// One bulk flow over a 4-BDP buffer whose application writes nothing from 4 s to 10 s
+    /// (`--app-pause 4s:6000ms`), 16 s: the pipe empties, ProbeRTTInterval (5 s from a stamp
+    /// set by 4 s) expires in the idle time, and the next write restarts from idle.
     Paused,
     /// One bulk flow over a 4-BDP buffer whose ACKs (client → server) are held and released in
     /// bursts every [`AGGREGATE`] (`--aggregate-up`), as Wi-Fi and cellular links do (12 s).
@@ -79,8 +80,9 @@ pub enum App {
 
 /// When the application slows down or pauses in the app-limited and paused scenarios.
 pub const APP_AT: Duration = Duration::from_secs(4);
-/// How long the paused scenario's application writes nothing.
-pub const PAUSE_FOR: Duration = Duration::from_secs(1);
+/// How long the paused scenario's application writes nothing: long enough that
+/// ProbeRTTInterval (5 s, §5.3.4) expires in it whenever its stamp was last set (A.10).
+pub const PAUSE_FOR: Duration = Duration::from_secs(6);
 
 /// The aggregation period of A.11 and A.12: Wi-Fi's aggregates and cellular grants hold packets
 /// for a few milliseconds. Ours: long enough that a period's data (20 kB at 20 Mbit/s) stands
@@ -158,7 +160,7 @@ impl Scenario {
                 let k = (w_max * (1.0 - 0.7) / 0.4).cbrt();
                 Duration::from_secs((2.0 + 3.0 * k).ceil() as u64).max(Duration::from_secs(12))
             }
-            // A.14 needs up to 3 ProbeBW cycles after the cut (see STEP_DOWN), each a 2–3 s wait
+            // A.15 needs up to 3 ProbeBW cycles after the cut (see STEP_DOWN), each a 2–3 s wait
             // plus about 4 rounds at the RTT of the queue the cut leaves, 11× the base RTT with
             // a 1-BDP buffer: 18 s up to 20 ms, 24 s at 80 ms, 40 s at 200 ms, so a broken
             // controller is shown failing, not cut off undecided.
@@ -167,7 +169,7 @@ impl Scenario {
                 Duration::from_secs((STEP_AT + cycle * 3).as_secs_f64().ceil() as u64).max(Duration::from_secs(18))
             }
             Scenario::StepUp => Duration::from_secs(18),
-            Scenario::AppLimitedProbeBw => Duration::from_secs(16),
+            Scenario::AppLimitedProbeBw | Scenario::Paused => Duration::from_secs(16),
             // A paced flow need not lose when the competitor's slow start overflows the buffer;
             // the next overflow ends a CUBIC epoch, whose length grows with the RTT (RFC 9438
             // §4.2: K ∝ ∛W). Measured at 20 Mbit/s: the first loss 2.8 s after the arrival at

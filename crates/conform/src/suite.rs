@@ -19,7 +19,7 @@ pub enum Runnable {
 /// One case of a suite.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Case {
-    /// `A.1`, or the section (`§5.3.2`) for the state-machine checks.
+    /// `A.1`, or the section (`§5.3.3`) for the state-machine checks.
     pub id: &'static str,
     pub title: &'static str,
     /// The specification's sections it checks.

@@ -159,6 +159,11 @@ pub struct StateEvent {
     pub t: Duration,
     pub from: Mode,
     pub to: Mode,
+    /// The ProbeBW phases left and entered, where the controller records them (QUIC BBR's
+    /// events do): a change of phase within PROBE_BW is an event too, `from` and `to` both
+    /// PROBE_BW.
+    pub from_phase: Option<Phase>,
+    pub to_phase: Option<Phase>,
     /// BBR.round_count at the change (§5.5.1), where the controller counts it.
     pub round: Option<u64>,
     /// BBR.round_count when full_bw last grew by 25 % or was reset (§5.3.1.2

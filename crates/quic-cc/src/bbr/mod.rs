@@ -185,7 +185,7 @@ pub struct BbrParams {
     /// inflight_longterm while the sender is not cwnd-limited (-06 §5.3.3.6
     /// BBRProbeInflightLongtermUpward grows it only when cwnd-limited at inflight_longterm).
     pub inflight_longterm_grows_app_limited: bool,
-    /// Test-only defect (conform A.10), false in every version: a restart from idle re-enters
+    /// Test-only defect (conform §5.4.1), false in every version: a restart from idle re-enters
     /// STARTUP, a slow-start restart, where -06 §5.4.1 BBRHandleRestartFromIdle keeps the model
     /// and state and only paces at BBR.bw (gain 1) until the pipe refills.
     pub idle_restart_enters_startup: bool,
@@ -210,11 +210,15 @@ pub struct BbrParams {
     /// (arrival − QUIC's ack_delay): a userspace receiver that wakes late then shortens the
     /// next phase and inflates max_bw. Always false outside tests (before/after comparisons).
     pub rate_samples_at_ack_arrival: bool,
-    /// Test-only defect (conform §5.3.4): BBRUpdateMinRTT's expiry restarts the timer's filter
+    /// Test-only defect (conform A.9): BBRUpdateMinRTT's expiry restarts the timer's filter
     /// as it should, but BBRCheckProbeRTT never enters PROBE_RTT. Unlike a timer that never
     /// expires, BBR.probe_rtt_min_stamp keeps moving, so only a judgement that tells an expiry
     /// from a lower RTT catches it. Always false outside tests.
     pub probe_rtt_expires_unentered: bool,
+    /// Test-only defect (conform A.10): BBRCheckProbeRTT enters PROBE_RTT on an expired timer
+    /// even on a restart from idle, where -06 §5.3.4.3 skips it (`!BBR.idle_restart`): the
+    /// idle time has already drained the queue. Always false outside tests.
+    pub probe_rtt_ignores_idle_restart: bool,
     /// Send ECT(1) (L4S, RFC 9331) rather than ECT(0), and take CE marks as the kernel's
     /// shallow-threshold signal at any RTT (see the module documentation). True in both.
     pub ecn_l4s: bool,
@@ -280,6 +284,7 @@ impl BbrParams {
             spurious_loss_not_undone: false,
             rate_samples_at_ack_arrival: false,
             probe_rtt_expires_unentered: false,
+            probe_rtt_ignores_idle_restart: false,
             ecn_l4s: true,
             ecn_alpha_gain: 1.0 / 16.0,
             ecn_alpha_init: 1.0,

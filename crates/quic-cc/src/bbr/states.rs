@@ -314,7 +314,8 @@ impl Bbr {
 
     /// §5.3.4.3 BBRCheckProbeRTT.
     pub(super) fn check_probe_rtt(&mut self, now: Instant, rs: &RateSample) {
-        if self.state != BbrState::ProbeRtt && self.probe_rtt_expired && !self.idle_restart && !self.p.probe_rtt_expires_unentered {
+        let idle_restart = self.idle_restart && !self.p.probe_rtt_ignores_idle_restart;
+        if self.state != BbrState::ProbeRtt && self.probe_rtt_expired && !idle_restart && !self.p.probe_rtt_expires_unentered {
             self.set_state(BbrState::ProbeRtt);
             self.save_cwnd();
             self.probe_rtt_done_stamp = None;

@@ -246,7 +246,7 @@ pub(crate) async fn send_loop(
             // Credit banks no deeper than one burst: after a stall (the writer or its host
             // held up) the application resumes at its rate, not with what it missed at once.
             // At 100 Mbit/s × 1 ms a 4 ms stall at a 25 Mbit/s cap sent 17 KB into a 6 KB
-            // buffer (conform A.6), which a sender limited by its application does not do.
+            // buffer (conform A.20, then its app-limited scenario), which a sender limited by its application does not do.
             written = written.max(allowed.saturating_sub(burst));
             if written >= allowed {
                 let due = cap_since + secs((written + 1 - burst) as f64 * 8.0 / bps as f64);
@@ -293,7 +293,7 @@ pub(crate) async fn send_loop(
 
 /// How far an application capped at `bps` may write ahead of its rate: a millisecond of it (the
 /// timer's grain), at least two full packets, at most one write. One write was the allowance
-/// before, and QUIC's is 256 KB: at the 250 kbit/s conform's A.2 asks on a 1 Mbit/s path, 8 s of
+/// before, and QUIC's is 256 KB: at the 250 kbit/s conform's A.18 asks on a 1 Mbit/s path, 8 s of
 /// data in one go, so STARTUP saw a bulk sender and left on a plateau it must not find.
 fn app_burst(bps: u64, max_write: usize) -> u64 {
     ((bps / 8) / 1000).max(2 * 1500).min(max_write as u64)
@@ -804,7 +804,7 @@ mod tests {
         let stop = AtomicBool::new(false);
         let mut s = buffered(u64::MAX);
         let began = Instant::now();
-        let rate = 250_000; // conform A.2's app rate on a 1 Mbit/s path
+        let rate = 250_000; // conform A.18's app rate on a 1 Mbit/s path
         drive(send_loop(&mut s, Amount::Seconds(0.2), began + ms(200), &stop, None, &capped(rate), false)).unwrap();
         let secs = began.elapsed().as_secs_f64();
         let most = secs * rate as f64 / 8.0 + 3000.0;
