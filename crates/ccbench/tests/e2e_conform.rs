@@ -17,7 +17,7 @@ fn conform_refuses_bad_input_in_one_line_and_leaves_nothing() {
         ("--rates", "10kbit", "64kbit or more"),
         ("--runs", "0", "from 1 to 1000"),
         ("--case", "A.99", "case numbers of the suite"),
-        ("--case", "A.19", "a case runnable here"),
+        ("--case", "A.2", "a case runnable here"),
     ] {
         let out = out_path("conform-bad");
         let o = ccbench(&["conform", "bbr", flag, value, "--out", &out.to_string_lossy()]);

@@ -158,6 +158,13 @@ pub enum Assertion {
     DrainAtMost { rounds: f64 },
     /// Every exit from `from` goes to `to` (and, where the stack shows phases, to `phase`).
     NextState { from: Mode, to: Mode, phase: Option<Phase> },
+    /// §5.3.3.9 BBRHandleInflightTooHigh: each ProbeBW_UP begun with inflight_longterm set that
+    /// a loss ends (the loss counter rose in it) goes to DOWN, with inflight_longterm cut below
+    /// its highest value in that UP (to max(tx_in_flight, BBRTargetInflight × Beta), within two
+    /// base RTTs of the UP's end: the loss may be declared just after it). Read on the
+    /// controller's own phase changes and the sampled model; not observable without them, or
+    /// without such an UP.
+    UpLossCutsLongterm,
     /// Every ProbeBW `from` phase that lasted as `stay` says is followed by the `to` phase (or
     /// by PROBE_RTT, which may interrupt any state, §5.3.4.3), judged on the controller's own
     /// recorded phase changes: a DOWN or CRUISE can be shorter than a sample. Not observable
@@ -300,7 +307,7 @@ impl Assertion {
             Assertion::StartupExitAfterPlateau { rounds } if trace.startup_exit_rounds().is_some() => Rule::AtMost(rounds),
             Assertion::StartupExitAfterPlateau { rounds } => Rule::AtMost(rounds + SAMPLED_PLATEAU_ROUNDS),
             Assertion::DrainAtMost { rounds } => Rule::AtMost(rounds),
-            Assertion::NextState { .. } | Assertion::NextPhase { .. } => Rule::AtLeast(1.0),
+            Assertion::NextState { .. } | Assertion::NextPhase { .. } | Assertion::UpLossCutsLongterm => Rule::AtLeast(1.0),
             Assertion::BwNearLink { lo, hi } | Assertion::BwInUseNearLink { lo, hi } => Rule::Between(lo, hi),
             Assertion::CwndAtLeast { packets } => Rule::AtLeast(packets),
             Assertion::GainIs { gain, tolerance, .. } | Assertion::LowestProbeBwGain { gain, tolerance } => Rule::Between(gain - tolerance, gain + tolerance),
@@ -332,6 +339,7 @@ impl Assertion {
             Assertion::NextState { from, to, phase } => {
                 format!("after {} comes {}{}", from.name(), to.name(), phase.map(|p| format!(" ({})", p.name())).unwrap_or_default())
             }
+            Assertion::UpLossCutsLongterm => "a loss in PROBE_BW_UP with inflight_longterm set cuts it and ends UP for DOWN".to_string(),
             Assertion::NextPhase { from, to, stay } => format!(
                 "after PROBE_BW_{}{} comes PROBE_BW_{}",
                 from.name(),
@@ -427,6 +435,7 @@ impl Assertion {
             Assertion::DrainAtMost { .. } => drain(trace, rule),
             Assertion::NextState { from, to, phase } => next_state(trace, rule, from, to, phase),
             Assertion::NextPhase { from, to, stay } => next_phase(trace, rule, from, to, stay),
+            Assertion::UpLossCutsLongterm => up_loss_cuts_longterm(trace, rule),
             Assertion::BwNearLink { .. } => bw_near_link(trace, rule, false),
             Assertion::BwInUseNearLink { .. } => bw_near_link(trace, rule, true),
             Assertion::CwndAtLeast { .. } => cwnd_floor(trace, rule),
@@ -1038,6 +1047,51 @@ fn stays_in(trace: &Trace, rule: Rule, mode: Mode) -> RunCheck {
         Some(t) => format!("{} → {} at {} ({} such exits)", mode.name(), t.to.name(), ms(t.at), exits.len()),
     };
     RunCheck::judged(rule, n, n, n, evidence)
+}
+
+fn up_loss_cuts_longterm(trace: &Trace, rule: Rule) -> RunCheck {
+    let ev = &trace.events;
+    if !ev.iter().any(|e| e.to_phase.is_some()) {
+        return RunCheck::unseen("the stack records no ProbeBW phase changes of its own (QUIC BBR's bbr_events do)");
+    }
+    if !trace.has(|p| p.inflight_longterm_bytes.is_some()) {
+        return RunCheck::unseen("the stack shows no inflight_longterm");
+    }
+    let set = |v: Option<u64>| v.filter(|b| *b != u64::MAX);
+    let late = trace.path.rtt * 2 + trace.sample_interval;
+    let (mut judged, mut good, mut seen) = (0usize, 0usize, Vec::new());
+    for (i, e) in ev.iter().enumerate().filter(|(_, e)| e.to == Mode::ProbeBw && e.to_phase == Some(Phase::Up)) {
+        let Some(next) = ev.get(i + 1).filter(|n| n.to != Mode::ProbeRtt) else { continue };
+        let (start, end) = (e.t, next.t);
+        let before = trace.points.iter().take_while(|p| p.t <= start).last();
+        let at_end = trace.points.iter().find(|p| p.t >= end);
+        let (Some(b), Some(a)) = (before, at_end) else { continue };
+        let Some(begun_at) = set(b.inflight_longterm_bytes) else { continue };
+        if a.lost_bytes.zip(b.lost_bytes).is_none_or(|(after, before)| after <= before) {
+            continue;
+        }
+        let peak = trace.points.iter().filter(|p| p.t > start && p.t < end).filter_map(|p| set(p.inflight_longterm_bytes)).fold(begun_at, u64::max);
+        let after = trace.points.iter().filter(|p| p.t >= end && p.t <= end + late).filter_map(|p| set(p.inflight_longterm_bytes)).min();
+        let down = next.to == Mode::ProbeBw && next.to_phase == Some(Phase::Down);
+        let cut = after.is_some_and(|v| v < peak);
+        judged += 1;
+        good += usize::from(down && cut);
+        if seen.len() < 3 {
+            let to = next.to_phase.map_or(next.to.name().to_string(), |p| format!("PROBE_BW_{}", p.name()));
+            seen.push(format!(
+                "UP at {} → {to} at {}, inflight_longterm {} B at its peak, {} after",
+                ms(start),
+                ms(end),
+                peak,
+                after.map_or("unset".into(), |v| format!("{v} B"))
+            ));
+        }
+    }
+    if judged == 0 {
+        return RunCheck::unseen("no PROBE_BW_UP begun with inflight_longterm set ended with a loss");
+    }
+    let share = good as f64 / judged as f64;
+    RunCheck::judged(rule, share, share, share, format!("{good} of {judged} UPs ended by a loss were cut and went to DOWN: {}", seen.join("; ")))
 }
 
 fn not_entered_between(trace: &Trace, rule: Rule, mode: Mode, from: Duration, until: Duration) -> RunCheck {
@@ -1713,6 +1767,45 @@ mod tests {
             points,
             events: Vec::new(),
         }
+    }
+
+    /// A.19: an UP begun with inflight_longterm set that a loss ends must cut it and go to DOWN;
+    /// one that keeps it, or goes elsewhere, fails; an UP without loss is not judged.
+    #[test]
+    fn a_loss_in_up_must_cut_inflight_longterm() {
+        let at = |t: u64, lost: u64, longterm: u64| Point {
+            t: Duration::from_millis(t),
+            mode: Some(Mode::ProbeBw),
+            phase: Some(Phase::Cruise),
+            lost_bytes: Some(lost),
+            inflight_longterm_bytes: Some(longterm),
+            ..Point::default()
+        };
+        let ph = |ms: u64, from: Phase, to: Phase| StateEvent {
+            t: Duration::from_millis(ms),
+            from: Mode::ProbeBw,
+            to: Mode::ProbeBw,
+            from_phase: Some(from),
+            to_phase: Some(to),
+            round: None,
+            full_bw_round: None,
+        };
+        let a = Assertion::UpLossCutsLongterm;
+        // UP from 100 to 200 ms; inflight_longterm grows to 60 kB in it, a loss by its end.
+        let run = |after: u64, next: Phase| {
+            let mut t = of_points(vec![at(90, 0, 50_000), at(150, 0, 60_000), at(200, 3000, after), at(250, 3000, after), at(400, 3000, after)]);
+            t.events = vec![ph(100, Phase::Refill, Phase::Up), ph(200, Phase::Up, next)];
+            a.check(&t)
+        };
+        let c = run(42_000, Phase::Down);
+        assert_eq!(c.outcome, Outcome::Pass, "{}", c.evidence);
+        assert!(c.evidence.contains("60000 B at its peak, 42000 B after"), "{}", c.evidence);
+        assert_eq!(run(60_000, Phase::Down).outcome, Outcome::Fail, "kept at its peak");
+        assert_eq!(run(42_000, Phase::Cruise).outcome, Outcome::Fail, "not to DOWN");
+        // No loss in the UP: nothing to judge.
+        let mut t = of_points(vec![at(90, 0, 50_000), at(200, 0, 60_000), at(400, 0, 60_000)]);
+        t.events = vec![ph(100, Phase::Refill, Phase::Up), ph(200, Phase::Up, Phase::Down)];
+        assert_eq!(a.check(&t).outcome, Outcome::NotObservable);
     }
 
     /// A.5, A.7 and A.8 read the phase that follows from the controller's own phase changes.

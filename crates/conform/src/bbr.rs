@@ -188,6 +188,12 @@ const A7: &[Assertion] = &[
 /// there is none, and the case is not observable on that run.
 const A8: &[Assertion] = &[Assertion::NextPhase { from: Phase::Down, to: Phase::Refill, stay: Stay::PastProbeWait }];
 
+/// A.19: the half-BDP buffer of the app-limited scenario loses STARTUP's overshoot, so
+/// inflight_longterm is set, and until the application slows at 4 s each UP's 1.25 × overflows
+/// it again: each UP a loss ends must cut inflight_longterm (§5.3.3.9 BBRHandleInflightTooHigh)
+/// and go to DOWN.
+const A19: &[Assertion] = &[Assertion::UpLossCutsLongterm];
+
 /// A.4: a competitor's standing queue keeps the flow's inflight above its BDP, and §5.3.2
 /// BBRCheckDrainDone must still end DRAIN after 3 rounds (+1 as for DRAIN above), into PROBE_BW.
 const A4: &[Assertion] = &[Assertion::DrainAtMost { rounds: DRAIN_ROUNDS }, Assertion::NextState { from: Mode::Drain, to: Mode::ProbeBw, phase: None }];
@@ -376,9 +382,9 @@ pub const CASES: &[Case] = &[
         title: "Loss during PROBE_UP after inflight_longterm is set",
         sections: "§5.3.3.9 BBRHandleInflightTooHigh",
         what: "a loss in UP with inflight_longterm set cuts it by Beta and ends UP for DOWN",
-        scenario: Scenario::Bulk,
-        assertions: NONE,
-        runnable: NEEDS_UP_LOSS,
+        scenario: Scenario::AppLimitedProbeBw,
+        assertions: A19,
+        runnable: Runnable::Yes,
     },
     Case {
         id: "A.20",
@@ -442,8 +448,6 @@ const NEEDS_LOSS_BURST_STARTUP: Runnable = Runnable::Needs(
 );
 const NEEDS_LOSS_BURST_UP: Runnable =
     Runnable::Needs("a scenario with loss over 2 % while the application limits ProbeBW_UP (`run --at T:loss=` can make it): not yet written");
-const NEEDS_UP_LOSS: Runnable =
-    Runnable::Needs("an assertion on each ProbeBW_UP ended by loss with inflight_longterm set (cut by Beta = 0.7, then DOWN): not yet written");
 
 /// The suite: `ccbench conform bbr`.
 ///

@@ -356,6 +356,17 @@ fn a_restart_from_idle_into_startup_fails_the_idle_restart_check() {
     assert_eq!(checks[0].outcome, Outcome::Fail, "{}", checks[0].evidence);
 }
 
+/// A.19 on the draft's controller: before the application slows at 4 s, each UP overflows the
+/// half-BDP buffer, and each UP a loss ends is cut and goes to DOWN.
+#[test]
+fn correct_v3_cuts_inflight_longterm_on_a_loss_in_up() {
+    for rtt in [20, 40] {
+        let c = &judge(case("A.19"), &run_at(v3(), Scenario::AppLimitedProbeBw, rtt))[0];
+        assert_eq!(c.outcome, Outcome::Pass, "A.19 at {rtt} ms: {}", c.evidence);
+        eprintln!("A.19 at {rtt} ms: {}", c.evidence);
+    }
+}
+
 /// §5.3.4.3: a BBRCheckProbeRTT that does not skip PROBE_RTT on a restart from idle enters it
 /// as the application comes back (its timer expired in the 6 s pause): A.10 fails.
 #[test]
