@@ -1011,6 +1011,26 @@ fn startup_exit(trace: &Trace, rule: Rule) -> RunCheck {
 }
 
 fn drain(trace: &Trace, rule: Rule) -> RunCheck {
+    // Exactly, where the controller recorded its changes with BBR.round_count: -06's
+    // BBRCheckDrainDone leaves once round_count > drain_start_round + 3, so a DRAIN cut short
+    // by time shows 4, and a long DRAIN is no longer bracketed between 10 ms samples.
+    let modes: Vec<&crate::trace::StateEvent> = trace.events.iter().filter(|e| e.from != e.to).collect();
+    if let Some(i) = modes.iter().position(|e| e.from == Mode::Startup && e.to != Mode::ProbeRtt) {
+        let (into, out) = (modes[i], modes.get(i + 1).filter(|e| e.from == Mode::Drain));
+        if let (Mode::Drain, Some(out), Some(r0)) = (into.to, out, into.round) {
+            if let Some(r1) = out.round {
+                let n = r1.saturating_sub(r0) as f64;
+                let to = out.to_phase.map_or(out.to.name().to_string(), |p| format!("PROBE_BW_{}", p.name()));
+                return RunCheck::judged(
+                    rule,
+                    n,
+                    n,
+                    n,
+                    format!("DRAIN from {} to {} ({to}): {n} rounds (BBR.round_count {r0} → {r1}, the controller's own events)", ms(into.t), ms(out.t)),
+                );
+            }
+        }
+    }
     let ts = trace.transitions();
     let Some(leave) = ts.iter().find(|t| t.from == Mode::Startup) else {
         return RunCheck::unseen("never left STARTUP");
@@ -1766,6 +1786,30 @@ mod tests {
             sample_interval: Duration::from_millis(10),
             points,
             events: Vec::new(),
+        }
+    }
+
+    /// DRAIN counted on the controller's own events: 4 rounds (BBRCheckDrainDone's time exit,
+    /// round_count > drain_start_round + 3) passes exactly, 5 fails, whatever the samples show.
+    #[test]
+    fn drain_is_counted_exactly_on_the_controllers_own_rounds() {
+        let a = Assertion::DrainAtMost { rounds: 4.0 };
+        let mut t =
+            trace(&[(0, Mode::Startup, None), (400, Mode::Drain, None), (1200, Mode::ProbeBw, Some(Phase::Down)), (1300, Mode::ProbeBw, Some(Phase::Down))]);
+        let ev = |ms: u64, from, to, round| StateEvent {
+            t: Duration::from_millis(ms),
+            from,
+            to,
+            from_phase: None,
+            to_phase: (to == Mode::ProbeBw).then_some(Phase::Down),
+            round: Some(round),
+            full_bw_round: None,
+        };
+        for (exit, outcome) in [(14, Outcome::Pass), (15, Outcome::Fail)] {
+            t.events = vec![ev(395, Mode::Startup, Mode::Drain, 10), ev(1190, Mode::Drain, Mode::ProbeBw, exit)];
+            let c = a.check(&t);
+            assert_eq!(c.outcome, outcome, "{}", c.evidence);
+            assert!(c.evidence.contains(&format!("BBR.round_count 10 → {exit}")), "{}", c.evidence);
         }
     }
 
