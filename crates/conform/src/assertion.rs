@@ -1779,6 +1779,19 @@ mod tests {
         )
     }
 
+    /// A ProbeBW phase change at `ms`, as the controller records it.
+    fn ph(ms: u64, from: Phase, to: Phase) -> StateEvent {
+        StateEvent {
+            t: Duration::from_millis(ms),
+            from: Mode::ProbeBw,
+            to: Mode::ProbeBw,
+            from_phase: Some(from),
+            to_phase: Some(to),
+            round: None,
+            full_bw_round: None,
+        }
+    }
+
     /// The tests' path (10 Mbit/s, 40 ms, sampled every 10 ms) with these samples.
     fn of_points(points: Vec<Point>) -> Trace {
         Trace {
@@ -1825,15 +1838,6 @@ mod tests {
             inflight_longterm_bytes: Some(longterm),
             ..Point::default()
         };
-        let ph = |ms: u64, from: Phase, to: Phase| StateEvent {
-            t: Duration::from_millis(ms),
-            from: Mode::ProbeBw,
-            to: Mode::ProbeBw,
-            from_phase: Some(from),
-            to_phase: Some(to),
-            round: None,
-            full_bw_round: None,
-        };
         let a = Assertion::UpLossCutsLongterm;
         // UP from 100 to 200 ms; inflight_longterm grows to 60 kB in it, a loss by its end.
         let run = |after: u64, next: Phase| {
@@ -1858,15 +1862,6 @@ mod tests {
     #[test]
     fn the_next_phase_is_read_from_the_controllers_own_events() {
         let mut t = trace(&(0..600).map(|i| (i * 10, Mode::ProbeBw, Some(Phase::Cruise))).collect::<Vec<_>>());
-        let ph = |ms: u64, from: Phase, to: Phase| StateEvent {
-            t: Duration::from_millis(ms),
-            from: Mode::ProbeBw,
-            to: Mode::ProbeBw,
-            from_phase: Some(from),
-            to_phase: Some(to),
-            round: None,
-            full_bw_round: None,
-        };
         let up_down = Assertion::NextPhase { from: Phase::Up, to: Phase::Down, stay: Stay::Any };
         let down_cruise = Assertion::NextPhase { from: Phase::Down, to: Phase::Cruise, stay: Stay::BeforeProbeDue };
         let down_refill = Assertion::NextPhase { from: Phase::Down, to: Phase::Refill, stay: Stay::PastProbeWait };

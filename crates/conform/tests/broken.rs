@@ -215,7 +215,6 @@ fn correct_v3_passes_every_case_the_simulator_can_run() {
     for (id, n) in [("A.5", 0), ("A.7", 1)] {
         let c = &judge(case(id), &bulk)[n];
         assert_eq!(c.outcome, Outcome::Pass, "{id}: {}", c.evidence);
-        eprintln!("{id}: {}", c.evidence);
     }
     let down = run(v3(), Scenario::StepDown);
 
@@ -363,7 +362,6 @@ fn correct_v3_cuts_inflight_longterm_on_a_loss_in_up() {
     for rtt in [20, 40] {
         let c = &judge(case("A.19"), &run_at(v3(), Scenario::AppLimitedProbeBw, rtt))[0];
         assert_eq!(c.outcome, Outcome::Pass, "A.19 at {rtt} ms: {}", c.evidence);
-        eprintln!("A.19 at {rtt} ms: {}", c.evidence);
     }
 }
 
