@@ -456,7 +456,7 @@ const NEEDS_LOSS_BURST_UP: Runnable =
 /// at 20 Mbit/s.
 pub const BBR: Suite = Suite {
     name: "bbr",
-    spec: "draft-ietf-ccwg-bbr (sections of -06)",
+    spec: "draft-ietf-ccwg-bbr (sections of -06; Appendix A as of the working group's text of 7 April 2026)",
     cases: CASES,
     default_cc: "quic:bbr3,tcp:bbr",
     controllers: &["quic:bbr3", "quic:bbr2", "tcp:bbr"],
